@@ -1,0 +1,308 @@
+"""Pydantic models for the dataset spec, release config and gate rules, and their YAML loading.
+
+The dataset spec format (DESIGN.md §2) is a user-facing contract: other tools write it, so it is
+validated strictly (unknown keys are errors) and every error names the file, the key and the
+problem.
+
+>>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
+>>> spec.column_names
+['a']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from privacy_gate.errors import ConfigError
+
+ColumnKind = Literal["categorical", "ordinal", "numeric", "datetime"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ColumnSpec(_Strict):
+    """One column: its kind and optional *public* domain knowledge (never read from the data)."""
+
+    kind: ColumnKind
+    categories: list[Any] | None = None
+    min: float | None = None
+    max: float | None = None
+    bins: list[float] | None = None
+    nullable: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> ColumnSpec:
+        if self.categories is not None:
+            if self.kind not in ("categorical", "ordinal"):
+                raise ValueError(f"'categories' is only allowed for categorical/ordinal columns, not {self.kind}")
+            if len(self.categories) == 0:
+                raise ValueError("'categories' must not be empty")
+            if len(set(map(str, self.categories))) != len(self.categories):
+                raise ValueError("'categories' contains duplicates")
+        if (self.min is not None or self.max is not None or self.bins is not None) and self.kind in ("categorical",):
+            raise ValueError("'min'/'max'/'bins' are not allowed for categorical columns")
+        if self.min is not None and self.max is not None and not self.min < self.max:
+            raise ValueError(f"'min' ({self.min}) must be smaller than 'max' ({self.max})")
+        if self.bins is not None:
+            if len(self.bins) < 2 or any(b >= c for b, c in zip(self.bins, self.bins[1:])):
+                raise ValueError("'bins' must be at least two strictly increasing edges")
+        return self
+
+    @property
+    def is_numeric(self) -> bool:
+        """Numeric-like columns: numeric, datetime, and ordinals without a category list."""
+        return self.kind in ("numeric", "datetime") or (self.kind == "ordinal" and self.categories is None)
+
+
+class DatasetSpec(_Strict):
+    """Columns with kinds and public knowledge, entity column, audited subgroups, source column."""
+
+    name: str = Field(min_length=1)
+    columns: dict[str, ColumnSpec]
+    entity_id: str | None = None
+    subgroups: list[str] = Field(default_factory=list)
+    source: str | None = None
+
+    @field_validator("columns")
+    @classmethod
+    def _non_empty(cls, v: dict[str, ColumnSpec]) -> dict[str, ColumnSpec]:
+        if not v:
+            raise ValueError("at least one column is required")
+        return v
+
+    @model_validator(mode="after")
+    def _refs(self) -> DatasetSpec:
+        for key, col in (("entity_id", self.entity_id), ("source", self.source)):
+            if col is not None and col not in self.columns:
+                raise ValueError(f"{key} names unknown column '{col}'")
+        for col in self.subgroups:
+            if col not in self.columns:
+                raise ValueError(f"subgroups names unknown column '{col}'")
+            if self.columns[col].is_numeric:
+                raise ValueError(f"subgroup column '{col}' must be categorical or ordinal with categories")
+        if self.entity_id is not None and len(self.columns) < 2:
+            raise ValueError("a spec with an entity_id needs at least one other column")
+        return self
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.columns)
+
+    @property
+    def attribute_columns(self) -> list[str]:
+        """Columns that describe a record (the entity id is an identifier, not an attribute)."""
+        return [c for c in self.columns if c != self.entity_id]
+
+
+class DatasetConfig(_Strict):
+    path: Path
+    spec: DatasetSpec
+    reference_path: Path | None = None  # a public reference file replacing the reference split
+
+
+class SplitConfig(_Strict):
+    train: float = Field(0.6, gt=0, lt=1)
+    holdout: float = Field(0.2, gt=0, lt=1)
+    reference: float = Field(0.2, ge=0, lt=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _sum(self) -> SplitConfig:
+        total = self.train + self.holdout + self.reference
+        if not math.isclose(total, 1.0, abs_tol=1e-9):
+            raise ValueError(f"train + holdout + reference must sum to 1, got {total:g}")
+        return self
+
+
+class TargetsConfig(_Strict):
+    """How many member / non-member targets the attacks score. ``None`` = as many as possible."""
+
+    n_non_members: int | None = Field(None, gt=0)
+    n_members: int | None = Field(None, gt=0)
+    min_per_class: int = Field(100, gt=0)
+    seed: int = 0
+
+
+class GeneratorConfig(BaseModel):
+    """``name`` picks a registered generator; every other key is passed to it as a parameter."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str
+    n_samples: int | None = Field(None, gt=0)  # default: as many rows as the train split
+    seed: int | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class AttackConfig(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Rule(_Strict):
+    """A gate rule: a metric, a bound (``max`` or ``min``) and an action when it fails.
+
+    ``attack: any`` applies the rule to every attack's metric (and the worst one decides).
+    """
+
+    metric: str
+    attack: str | None = None
+    max: float | None = None
+    min: float | None = None
+    action: Literal["block", "review"] = "block"
+    scope: Literal["global"] = "global"
+
+    @model_validator(mode="after")
+    def _bound(self) -> Rule:
+        if (self.max is None) == (self.min is None):
+            raise ValueError(f"rule on '{self.metric}' needs exactly one of 'max' or 'min'")
+        return self
+
+    @property
+    def threshold(self) -> float:
+        return self.max if self.max is not None else self.min  # type: ignore[return-value]
+
+    def describe(self) -> str:
+        op = "<=" if self.max is not None else ">="
+        who = f"{self.attack}." if self.attack else ""
+        return f"{who}{self.metric} {op} {self.threshold:g}"
+
+
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule(metric="auc", attack="any", max=0.60, action="block"),
+    Rule(metric="tpr_at_fpr_0.01", attack="any", max=0.10, action="block"),
+    Rule(metric="advantage", attack="any", max=0.20, action="review"),
+    Rule(metric="utility.quality", min=0.60, action="block"),
+)
+
+
+class GateConfig(_Strict):
+    rules: list[Rule] = Field(default_factory=lambda: list(DEFAULT_RULES))
+    max_verbatim_copy_share: float = Field(0.01, ge=0, le=1)
+
+    def rules_hash(self) -> str:
+        payload = json.dumps([r.model_dump() for r in self.rules], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class TrackingConfig(_Strict):
+    uri: str | None = None  # default: sqlite:///<workdir>/mlflow.db
+    experiment: str | None = None  # default: privacy-gate/<dataset name>
+
+
+class PublishConfig(_Strict):
+    target: Path | None = None  # default: <workdir>/published
+    format: Literal["parquet", "csv"] = "parquet"
+
+
+DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"))
+
+
+class ReleaseConfig(_Strict):
+    dataset: DatasetConfig
+    generator: GeneratorConfig
+    split: SplitConfig = Field(default_factory=SplitConfig)
+    targets: TargetsConfig = Field(default_factory=TargetsConfig)
+    attacks: list[AttackConfig] = Field(default_factory=lambda: list(DEFAULT_ATTACKS))
+    gate: GateConfig = Field(default_factory=GateConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    publish: PublishConfig = Field(default_factory=PublishConfig)
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- YAML loading
+
+
+def _read_yaml(path: Path) -> Any:
+    if not path.exists():
+        raise ConfigError(f"{path}: file not found")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__}: {exc})") from None
+
+
+def _format_validation_error(path: Path, prefix: str, exc: ValidationError) -> ConfigError:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        problems.append(f"{loc}: {msg}" if loc else msg)
+    return ConfigError(f"{path}: " + "; ".join(problems))
+
+
+def _spec_from(raw: Any, path: Path, prefix: str = "") -> DatasetSpec:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: {prefix or 'spec'}: expected a mapping")
+    try:
+        return DatasetSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise _format_validation_error(path, prefix, exc) from None
+
+
+def load_spec(path: str | Path) -> DatasetSpec:
+    """Load a dataset spec from YAML; a file that holds a whole release config works too."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if isinstance(raw, dict) and "dataset" in raw and isinstance(raw["dataset"], dict):
+        return _spec_from(raw["dataset"].get("spec"), path, "dataset.spec")
+    return _spec_from(raw, path)
+
+
+def load_rules(path: str | Path) -> GateConfig:
+    """Load gate rules: a file with ``gate: {rules: [...]}`` or just ``rules: [...]``."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if isinstance(raw, dict) and "gate" in raw:
+        raw, prefix = raw["gate"], "gate"
+    else:
+        prefix = ""
+    try:
+        return GateConfig.model_validate(raw or {})
+    except ValidationError as exc:
+        raise _format_validation_error(path, prefix, exc) from None
+
+
+def load_release_config(path: str | Path) -> ReleaseConfig:
+    """Load a release config; relative paths in it are resolved against the config's folder."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys dataset, generator, ...")
+    base = path.resolve().parent
+    ds = raw.get("dataset")
+    if isinstance(ds, dict):
+        ds = dict(ds)
+        if isinstance(ds.get("spec"), str):  # spec kept in its own file
+            spec_path = (base / ds["spec"]).resolve()
+            ds["spec"] = load_spec(spec_path).model_dump()
+        for key in ("path", "reference_path"):
+            if isinstance(ds.get(key), str):
+                ds[key] = str((base / ds[key]).resolve())
+        raw = {**raw, "dataset": ds}
+    pub = raw.get("publish")
+    if isinstance(pub, dict) and isinstance(pub.get("target"), str):
+        raw = {**raw, "publish": {**pub, "target": str((base / pub["target"]).resolve())}}
+    try:
+        return ReleaseConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise _format_validation_error(path, "", exc) from None

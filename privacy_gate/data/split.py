@@ -1,0 +1,69 @@
+"""Entity-aware, seeded split into train / holdout / reference (DESIGN.md §3).
+
+All records of one entity land in the same part; without an entity column each row is its own
+entity. The split is a pure function of (data, spec, fractions, seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate.config import DatasetSpec, SplitConfig
+from privacy_gate.errors import InsufficientDataError
+
+
+@dataclass(frozen=True)
+class Splits:
+    """train: what the generator sees; holdout: non-member targets; reference: attacker's data."""
+
+    train: pd.DataFrame
+    holdout: pd.DataFrame
+    reference: pd.DataFrame
+
+    def sizes(self) -> dict[str, int]:
+        return {"train": len(self.train), "holdout": len(self.holdout), "reference": len(self.reference)}
+
+
+def split_by_entity(
+    df: pd.DataFrame,
+    spec: DatasetSpec,
+    split: SplitConfig,
+    *,
+    reference: pd.DataFrame | None = None,
+) -> Splits:
+    """Split ``df`` by entity. If a public ``reference`` table is given, ``df`` is split into
+    train/holdout only (in the ratio train:holdout) and ``reference`` is used as given.
+    """
+    if spec.entity_id is not None:
+        keys = df[spec.entity_id]
+        if keys.isna().any():
+            raise InsufficientDataError(f"entity column '{spec.entity_id}' has missing values; every record needs an entity")
+        entities = pd.unique(keys)
+    else:
+        keys = None
+        entities = np.arange(len(df))
+    fractions = [split.train, split.holdout, 0.0 if reference is not None else split.reference]
+    total = sum(fractions)
+    fractions = [f / total for f in fractions]
+    n = len(entities)
+    counts = np.floor(np.array(fractions) * n).astype(int)
+    counts[0] += n - counts.sum()  # rounding remainder goes to train
+    names = ["train", "holdout", "reference"]
+    needed = [name for name, c, f in zip(names, counts, fractions) if f > 0 and c < 1]
+    if needed:
+        raise InsufficientDataError(f"{n} entities are too few for a train/holdout/reference split; {needed} would be empty")
+    rng = np.random.default_rng(split.seed)
+    order = rng.permutation(n)
+    part_of = np.empty(n, dtype=np.int8)
+    part_of[order[: counts[0]]] = 0
+    part_of[order[counts[0] : counts[0] + counts[1]]] = 1
+    part_of[order[counts[0] + counts[1] :]] = 2
+    if keys is None:
+        row_part = part_of
+    else:
+        row_part = part_of[pd.Index(entities).get_indexer(keys)]
+    parts = [df[row_part == i] for i in range(3)]
+    return Splits(train=parts[0], holdout=parts[1], reference=reference if reference is not None else parts[2])
