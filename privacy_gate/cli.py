@@ -1,0 +1,135 @@
+"""The ``privacy-gate`` command. Heavy packages (Prefect, MLflow, GE, SDV, torch) are imported
+inside the commands so ``--help`` is instant.
+
+Exit codes: 0 APPROVE, 3 REVIEW, 4 BLOCK (including any failure inside the gate), 2 invalid usage
+or config before anything ran. With ``--json`` the last line of stdout is the verdict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="privacy-gate: a release gate for synthetic tabular data.")
+
+EXIT_USAGE = 2
+EXIT_BLOCK = 4
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the verdict JSON as the last line of stdout.")]
+WorkdirOpt = Annotated[Path, typer.Option("--workdir", help="MLflow store, quarantine and published files.")]
+
+
+def _quiet_env() -> None:
+    for key, value in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
+                       ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false")):
+        os.environ.setdefault(key, value)
+
+
+def _usage_error(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _require_files(**paths: Path | None) -> None:
+    for option, path in paths.items():
+        if path is not None and not Path(path).is_file():
+            _usage_error(f"--{option.replace('_', '-')}: file not found: {path}")
+
+
+def _report(result: dict[str, Any] | None, *, as_json: bool, error: str | None = None) -> None:
+    from privacy_gate.gate import Verdict
+    from privacy_gate.report.summary import verdict_console
+    from privacy_gate.tracking import ui_command
+
+    verdict = Verdict.from_dict(result["verdict"]) if result else Verdict.error(error or "gate failed")
+    out = sys.stderr if as_json else sys.stdout
+    print("", file=out)
+    print(verdict_console(verdict), file=out)
+    if result:
+        if result.get("published"):
+            print(f"published:   {result['published']}", file=out)
+        elif result.get("quarantined"):
+            print(f"quarantined: {result['quarantined']} (not published)", file=out)
+        print(f"MLflow UI:   {ui_command(result['tracking_uri'])}", file=out)
+    if as_json:
+        sys.stdout.flush()
+        print(json.dumps(verdict.summary(), default=str))
+    raise typer.Exit(verdict.exit_code)
+
+
+def _run_flow(fn, as_json: bool, **kwargs: Any) -> None:
+    """Run a flow; anything that escapes it still ends as a BLOCK (exit 4), never an approval."""
+    try:
+        result = fn(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        from privacy_gate.errors import PrivacyGateError
+
+        reason = str(exc) if isinstance(exc, PrivacyGateError) else f"unexpected {type(exc).__name__}"
+        _report(None, as_json=as_json, error=f"gate did not complete: {reason}")
+    _report(result, as_json=as_json)
+
+
+@app.command()
+def run(
+    config: Annotated[Path, typer.Argument(help="Release config YAML (see examples/adult.yaml).")],
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the full release pipeline as a Prefect flow: train, sample, attack, decide, publish."""
+    _quiet_env()
+    from privacy_gate.config import load_release_config
+    from privacy_gate.errors import ConfigError
+
+    try:
+        cfg = load_release_config(config)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    _require_files(dataset_path=cfg.dataset.path, reference_path=cfg.dataset.reference_path)
+    from flows.release import release_flow
+
+    _run_flow(release_flow, as_json, config_path=str(config), workdir=str(workdir))
+
+
+@app.command()
+def gate(
+    train: Annotated[Path, typer.Option(help="Training data the synthetic data was made from (CSV/Parquet).")],
+    holdout: Annotated[Path, typer.Option(help="Real records NOT used for training (non-member targets).")],
+    reference: Annotated[Path, typer.Option(help="Real records the attacker may know (auxiliary data).")],
+    synthetic: Annotated[Path, typer.Option(help="The candidate synthetic release.")],
+    spec: Annotated[Path, typer.Option(help="Dataset spec YAML (or a release config holding one).")],
+    rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
+    publish_to: Annotated[Optional[Path], typer.Option(help="Publication folder (default WORKDIR/published).")] = None,
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Gate-only: judge synthetic data produced elsewhere."""
+    _quiet_env()
+    _require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules)
+    from privacy_gate.config import load_rules, load_spec
+    from privacy_gate.errors import ConfigError
+
+    try:
+        load_spec(spec)
+        if rules:
+            load_rules(rules)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    from flows.release import gate_flow
+
+    _run_flow(gate_flow, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
+              synthetic=str(synthetic), spec_path=str(spec), rules_path=str(rules) if rules else None,
+              workdir=str(workdir), publish_to=str(publish_to) if publish_to else None)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Generators that do not learn a model: synthetic data made elsewhere, and canaries.
+
+``file`` is gate-only mode inside a release config: the candidate release is read from a file
+(made by another tool from the same train split). The canaries exist to check the gate itself:
+``copy_train`` releases training rows verbatim and ``noisy_copy`` releases them with small noise,
+both of which the gate must BLOCK.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate.config import DatasetSpec
+from privacy_gate.data.table import conform, read_table
+from privacy_gate.generators.base import clip_to_spec, register_generator
+
+
+@register_generator("file")
+class FileGenerator:
+    """Release rows read from ``path`` (CSV or Parquet); ``sample(n)`` returns all of them when
+    ``n`` is None or n >= rows, else a seeded sample without replacement."""
+
+    privacy = None
+
+    def __init__(self, *, path: str | Path, seed: int | None = None):
+        self.path = Path(path)
+        self.seed = seed
+
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec) -> FileGenerator:
+        self.data_ = conform(read_table(self.path), spec, source=str(self.path))
+        return self
+
+    def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
+        if n is None or n >= len(self.data_):
+            return self.data_.reset_index(drop=True)
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        idx = rng.choice(len(self.data_), size=n, replace=False)
+        return self.data_.iloc[np.sort(idx)].reset_index(drop=True)
+
+
+@register_generator("copy_train")
+class CopyTrainCanary:
+    """Canary: returns (resampled) training rows verbatim. The gate must BLOCK it."""
+
+    privacy = None
+
+    def __init__(self, *, seed: int | None = None):
+        self.seed = seed
+
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec) -> CopyTrainCanary:
+        self.train_ = train.reset_index(drop=True)
+        self.spec_ = spec
+        return self
+
+    def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        replace = n > len(self.train_)
+        idx = rng.choice(len(self.train_), size=n, replace=replace)
+        return self.train_.iloc[idx].reset_index(drop=True)
+
+
+@register_generator("noisy_copy")
+class NoisyCopyCanary(CopyTrainCanary):
+    """Canary: training rows with Gaussian noise of ``noise`` x the column's std on numerics and
+    a ``flip`` chance of resampling each categorical cell. The gate must BLOCK it too."""
+
+    def __init__(self, *, seed: int | None = None, noise: float = 0.05, flip: float = 0.05):
+        super().__init__(seed=seed)
+        if noise < 0 or not 0 <= flip <= 1:
+            raise ValueError("noise must be >= 0 and flip in [0, 1]")
+        self.noise = noise
+        self.flip = flip
+
+    def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        out = super().sample(n, seed=int(rng.integers(2**31)))
+        for name, col in self.spec_.columns.items():
+            if name == self.spec_.entity_id:
+                continue
+            if col.is_numeric and col.kind != "datetime":
+                std = float(np.nanstd(out[name])) or 1.0
+                out[name] = out[name] + rng.normal(0.0, self.noise * std, size=len(out))
+            elif not col.is_numeric:
+                flip = rng.random(len(out)) < self.flip
+                donors = rng.integers(0, len(out), size=int(flip.sum()))
+                out.loc[flip, name] = out[name].to_numpy()[donors]
+        return clip_to_spec(out, self.spec_)

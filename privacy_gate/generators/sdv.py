@@ -1,0 +1,126 @@
+"""SDV 2 adapters (GaussianCopula, CTGAN) with metadata built from the dataset spec.
+
+SDV's auto-detected metadata would read min/max/category values off the private train data; we
+build it from the spec instead, switch off SDV's learned min/max clipping (it clips samples to the
+*train* range, which leaks it) and clip to the spec's public ranges ourselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate.config import DatasetSpec
+from privacy_gate.errors import PrivacyGateError
+from privacy_gate.generators.base import clip_to_spec, register_generator
+
+_TABLE = "table"
+
+
+def sdv_metadata(spec: DatasetSpec):
+    """SDV ``Metadata`` for one table, from the spec alone."""
+    from sdv.metadata import Metadata
+
+    columns: dict[str, dict[str, Any]] = {}
+    for name, col in spec.columns.items():
+        if name == spec.entity_id:
+            columns[name] = {"sdtype": "id"}
+        elif col.kind == "datetime":
+            columns[name] = {"sdtype": "datetime"}
+        elif col.is_numeric:
+            columns[name] = {"sdtype": "numerical"}
+        else:
+            columns[name] = {"sdtype": "categorical"}
+    return Metadata.load_from_dict({"tables": {_TABLE: {"columns": columns}}})
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None):
+    """SDV and its torch models draw from the global RNGs; seed them for reproducible runs."""
+    if seed is None:
+        yield
+        return
+    import torch
+
+    np_state, py_state, torch_state = np.random.get_state(), random.getstate(), torch.get_rng_state()
+    np.random.seed(seed)
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+        torch.set_rng_state(torch_state)
+
+
+class _SDVGenerator:
+    privacy = None  # SDV models give no formal privacy guarantee
+    _synth_cls: str = ""
+
+    def __init__(self, *, seed: int | None = None, **synth_params: Any):
+        self.seed = seed
+        self.synth_params = synth_params
+
+    def _make(self, metadata):
+        import sdv.single_table as st
+
+        cls = getattr(st, self._synth_cls)
+        params = {"enforce_min_max_values": False, **self.synth_params}
+        if self._synth_cls != "GaussianCopulaSynthesizer":
+            params.setdefault("enable_gpu", False)
+        return cls(metadata, **params)
+
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec):
+        self.spec_ = spec
+        self.columns_ = list(train.columns)
+        try:
+            self.model_ = self._make(sdv_metadata(spec))
+            with _seeded(self.seed):
+                self.model_.fit({_TABLE: train.reset_index(drop=True)})
+        except Exception as exc:  # SDV raises many types; give one clear message
+            raise PrivacyGateError(f"generator '{self.name}' failed to fit: {exc.__class__.__name__}: {exc}") from exc
+        return self
+
+    def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
+        with _seeded(self.seed if seed is None else seed):
+            self.model_.reset_sampling()
+            out = self.model_.sample(num_rows=int(n))
+        df = out[_TABLE] if isinstance(out, dict) else out
+        return clip_to_spec(df[self.columns_].reset_index(drop=True), self.spec_)
+
+
+@register_generator("gaussian_copula")
+class GaussianCopulaGenerator(_SDVGenerator):
+    """SDV GaussianCopulaSynthesizer. Extra keys (e.g. ``default_distribution``) go to SDV."""
+
+    _synth_cls = "GaussianCopulaSynthesizer"
+
+    def __init__(self, *, seed: int | None = None, default_distribution: str | None = None,
+                 numerical_distributions: dict | None = None):
+        params: dict[str, Any] = {}
+        if default_distribution is not None:
+            params["default_distribution"] = default_distribution
+        if numerical_distributions is not None:
+            params["numerical_distributions"] = numerical_distributions
+        super().__init__(seed=seed, **params)
+
+
+@register_generator("ctgan")
+class CTGANGenerator(_SDVGenerator):
+    """SDV CTGANSynthesizer (CPU). ``epochs`` and the usual CTGAN settings are accepted."""
+
+    _synth_cls = "CTGANSynthesizer"
+
+    def __init__(self, *, seed: int | None = None, epochs: int = 300, batch_size: int = 500,
+                 generator_dim: tuple[int, ...] = (256, 256), discriminator_dim: tuple[int, ...] = (256, 256),
+                 embedding_dim: int = 128, pac: int = 10, verbose: bool = False):
+        if batch_size % pac:
+            raise ValueError(f"batch_size ({batch_size}) must be a multiple of pac ({pac})")
+        super().__init__(seed=seed, epochs=epochs, batch_size=batch_size, generator_dim=tuple(generator_dim),
+                         discriminator_dim=tuple(discriminator_dim), embedding_dim=embedding_dim, pac=pac,
+                         verbose=verbose)

@@ -1,0 +1,149 @@
+"""MLflow conventions: the one place that knows store layout, run, metric, tag and artifact names.
+
+Everything goes through an explicit ``MlflowClient`` and run ids (no global active run), because
+Prefect tasks log from worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# ---- names (DESIGN.md §8) -------------------------------------------------------------------
+EXPERIMENT_PREFIX = "privacy-gate/"
+TAG_VERDICT = "gate.verdict"
+TAG_STATUS = "gate.status"
+TAG_FLAGGED = "gate.flagged_subgroups"
+TAG_KIND = "gate.run_kind"  # release | gate_only | attack
+TAG_DATASET = "gate.dataset"
+TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
+TAG_APPROVAL_STATUS = "approval.status"
+TAG_APPROVAL_REVIEWER = "approval.reviewer"
+ART_VERDICT = "verdict.json"
+ART_CONFIG = "config/release.json"
+ART_SCORES = "risk/per_record_scores.parquet"
+ART_ROC = "plots/roc.png"
+ART_SUMMARY = "summary.md"
+ART_TIMINGS = "timings.json"
+ART_UTILITY = "utility.json"
+SQLITE_FILE = "mlflow.db"
+ARTIFACT_DIR = "mlartifacts"
+
+
+def metric_name(attack: str | None, metric: str) -> str:
+    """``domias`` + ``auc`` -> ``domias.auc``; the same key the gate rules read."""
+    return f"{attack}.{metric}" if attack else metric
+
+
+def validation_artifact(suite: str) -> str:
+    return f"validation/{suite}.json"
+
+
+def timing_metric(stage: str) -> str:
+    return f"time.{stage}_s"
+
+
+def default_tracking_uri(workdir: Path) -> str:
+    return f"sqlite:///{(Path(workdir) / SQLITE_FILE).resolve()}"
+
+
+def experiment_name(dataset: str, override: str | None = None) -> str:
+    return override or f"{EXPERIMENT_PREFIX}{dataset}"
+
+
+def ui_command(uri: str) -> str:
+    """The exact command that opens the MLflow UI on this store."""
+    if uri.startswith(("http://", "https://")):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port 5000"
+
+
+class Tracker:
+    """Thin wrapper over ``MlflowClient`` that applies our naming conventions."""
+
+    def __init__(self, *, uri: str, experiment: str, artifact_root: Path | None = None):
+        from mlflow.tracking import MlflowClient
+
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+        exp = self.client.get_experiment_by_name(experiment)
+        if exp is None:
+            location = None
+            if artifact_root is not None and not uri.startswith(("http://", "https://")):
+                location = (Path(artifact_root) / experiment.replace("/", "_")).resolve().as_uri()
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+        else:
+            self.experiment_id = exp.experiment_id
+
+    @classmethod
+    def for_workdir(cls, *, workdir: Path, dataset: str, uri: str | None = None, experiment: str | None = None) -> Tracker:
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        return cls(uri=uri or default_tracking_uri(workdir), experiment=experiment_name(dataset, experiment),
+                   artifact_root=workdir / ARTIFACT_DIR)
+
+    # ---- runs
+    def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
+        all_tags = {TAG_KIND: kind, **(tags or {})}
+        if parent:
+            all_tags["mlflow.parentRunId"] = parent
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        return run.info.run_id
+
+    def end_run(self, run_id: str, *, failed: bool = False) -> None:
+        self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+    # ---- values
+    def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, str(v)[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    def log_metrics(self, run_id: str, metrics: Mapping[str, float]) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None and math.isfinite(float(v))]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(run_id, metrics=items[i : i + 500])
+
+    def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
+        for k, v in tags.items():
+            self.client.set_tag(run_id, k, str(v))
+
+    # ---- artifacts
+    def log_json(self, run_id: str, obj: Any, path: str) -> None:
+        self.client.log_text(run_id, json.dumps(obj, indent=2, default=str), path)
+
+    def log_text(self, run_id: str, text: str, path: str) -> None:
+        self.client.log_text(run_id, text, path)
+
+    def log_figure(self, run_id: str, figure: Any, path: str) -> None:
+        self.client.log_figure(run_id, figure, path)
+
+    def log_frame(self, run_id: str, df: pd.DataFrame, path: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp) / Path(path).name
+            df.to_parquet(local, index=False)
+            folder = str(Path(path).parent)
+            self.client.log_artifact(run_id, str(local), None if folder == "." else folder)
+
+    def log_verdict(self, run_id: str, verdict_dict: Mapping[str, Any]) -> None:
+        """The verdict artifact plus the tags the MLflow UI lists and filters runs by."""
+        self.log_json(run_id, dict(verdict_dict), ART_VERDICT)
+        self.set_tags(run_id, {
+            TAG_VERDICT: verdict_dict["verdict"],
+            TAG_STATUS: verdict_dict["status"],
+            TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
+            TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
+        })
