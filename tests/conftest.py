@@ -1,0 +1,71 @@
+"""Shared fixtures: quiet telemetry, one Prefect test server per session, small seeded Adult data.
+
+The small tables are seeded samples of the bundled Adult data; the "independent" release is drawn
+from Adult rows that are in none of train / holdout / reference (same population, no members).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _k, _v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
+               ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
+               ("PREFECT_LOGGING_LEVEL", "WARNING")):
+    os.environ.setdefault(_k, _v)
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ADULT = ROOT / "data" / "adult" / "adult.csv.gz"
+EXAMPLE = ROOT / "examples" / "adult.yaml"
+
+
+@pytest.fixture(scope="session")
+def adult_full() -> pd.DataFrame:
+    return pd.read_csv(ADULT)
+
+
+@pytest.fixture(scope="session")
+def adult_spec():
+    from privacy_gate.config import load_spec
+
+    return load_spec(EXAMPLE)
+
+
+@pytest.fixture(scope="session")
+def small_adult(adult_full, tmp_path_factory):
+    """3,000 real rows (the private table) and 2,000 disjoint rows of the same population."""
+    rng = np.random.default_rng(7)
+    order = rng.permutation(len(adult_full))
+    real = adult_full.iloc[order[:3000]].reset_index(drop=True)
+    outside = adult_full.iloc[order[3000:5000]].reset_index(drop=True)
+    folder = tmp_path_factory.mktemp("adult-small")
+    real.to_csv(folder / "real.csv", index=False)
+    outside.to_csv(folder / "independent.csv", index=False)
+    return folder
+
+
+def write_release_config(folder: Path, generator: dict, *, name: str = "release.yaml", **overrides) -> Path:
+    """A release config for the small Adult table, based on examples/adult.yaml."""
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["dataset"]["path"] = str(folder / "real.csv")
+    raw["generator"] = generator
+    for key, value in overrides.items():
+        raw[key] = value
+    path = folder / name
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One Prefect test server for the whole session (starting one takes several seconds)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
