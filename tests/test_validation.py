@@ -158,6 +158,11 @@ def test_load_suite_errors_name_the_file(tmp_path):
     bad.write_text(json.dumps({"name": "x", "expectations": [{"kwargs": {}}]}))
     with pytest.raises(ConfigError, match=r"bad.json: .*expectations\[0\]"):
         load_suite(bad)
+    suite = build_input_suite(SPEC)
+    suite["expectations"][0]["type"] = "expect_no_such_thing"
+    dump_suite(suite, bad)
+    with pytest.raises(ConfigError, match=r"bad.json: suite 'toy.input': expectations\[0\] \('expect_no_such_thing'\)"):
+        load_suite(bad)
     good = tmp_path / "good.json"
     dump_suite(build_input_suite(SPEC), good)
     assert load_suite(good) == build_input_suite(SPEC)
@@ -173,6 +178,7 @@ def test_input_suite_passes_on_clean_data():
     assert report.failures() == []
     assert len(report.results) == len(build_input_suite(SPEC)["expectations"])
     report.raise_if_failed("input data")  # no exception
+    assert report.metrics() == {"validation.input.success": 1.0, "validation.input.failed": 0.0}
 
 
 def test_input_out_of_range_values():
@@ -182,7 +188,7 @@ def test_input_out_of_range_values():
     lines = failures_of(validate_input(df, SPEC))
     assert lines == [
         "column 'age': 2 value(s) outside [17, 90]",
-        "column 'visit': 1 value(s) outside [9.46685e+08, 1.89346e+09]",
+        "column 'visit': 1 value(s) outside [2000-01-01, 2030-01-01]",
     ]
     age = next(r for r in validate_input(df, SPEC).results if r.column == "age" and r.unexpected_count)
     assert age.unexpected_percent == pytest.approx(1.0)  # 2 of 200
@@ -239,6 +245,8 @@ def test_copy_share_passes_without_copies():
     assert report.suite_name == "toy.synthetic"
     copy = next(r for r in report.results if r.expectation_type == COPY_SHARE_EXPECTATION)
     assert copy.success and copy.observed == 0.0 and copy.column is None
+    assert COPY_INDICATOR_COLUMN not in synthetic.columns  # the helper column lives only in GE's batch
+    assert synthetic["visit"].dtype.kind == "M"  # datetimes were converted on a copy
 
 
 def test_copy_share_fails_at_20_percent_copies():
@@ -249,6 +257,11 @@ def test_copy_share_fails_at_20_percent_copies():
     copy = next(r for r in report.results if r.expectation_type == COPY_SHARE_EXPECTATION)
     assert not copy.success and copy.observed == pytest.approx(0.2)
     assert failures_of(report) == ["20% of synthetic rows are verbatim copies of training rows (max 1%)"]
+    assert report.metrics() == {
+        "validation.synthetic.success": 0.0,
+        "validation.synthetic.failed": 1.0,
+        "validation.synthetic.copy_share": pytest.approx(0.2),
+    }
     # the same data passes a looser threshold
     assert validate_synthetic(synthetic, train, SPEC, max_copy_share=0.25).success
 

@@ -1,0 +1,91 @@
+"""End-to-end: the real Prefect flow, a real MLflow sqlite store, real GE checkpoints, SDV."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from flows.release import release_flow
+from privacy_gate import tracking
+
+from .conftest import write_release_config
+
+TEXT_SUFFIXES = {".json", ".md", ".txt", ".yaml", ".yml", ".html", ".csv"}
+
+
+@pytest.fixture(scope="module")
+def gc_run(prefect_server, small_adult, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("e2e")
+    cfg = write_release_config(small_adult, {"name": "gaussian_copula", "seed": 0}, name="e2e.yaml")
+    result = release_flow(config_path=str(cfg), workdir=str(workdir))
+    return result, workdir
+
+
+def _all_artifacts(client: MlflowClient, run_id: str, path: str | None = None) -> list[str]:
+    out = []
+    for f in client.list_artifacts(run_id, path):
+        out.extend(_all_artifacts(client, run_id, f.path) if f.is_dir else [f.path])
+    return out
+
+
+def test_release_flow_records_run_in_mlflow(gc_run):
+    result, workdir = gc_run
+    verdict = result["verdict"]
+    assert verdict["status"] == "ok" and verdict["verdict"] in ("APPROVE", "REVIEW", "BLOCK")
+    client = MlflowClient(tracking.default_tracking_uri(workdir))
+    run = client.get_run(verdict["run_id"])
+    assert run.data.tags[tracking.TAG_VERDICT] == verdict["verdict"]
+    assert run.data.tags[tracking.TAG_STATUS] == "ok"
+    assert run.data.params["generator"] == "gaussian_copula"
+    for attack in ("domias", "dcr"):
+        for m in ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage"):
+            assert f"{attack}.{m}" in run.data.metrics
+    assert "utility.quality" in run.data.metrics and "time.fit_s" in run.data.metrics
+    arts = set(_all_artifacts(client, run.info.run_id))
+    for name in (tracking.ART_VERDICT, tracking.ART_CONFIG, tracking.ART_SCORES, tracking.ART_ROC,
+                 "validation/adult.input.json", "validation/adult.synthetic.json"):
+        assert name in arts, arts
+    children = client.search_runs([run.info.experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+    assert sorted(c.data.tags["mlflow.runName"] for c in children) == ["attack-dcr", "attack-domias"]
+    logged = json.loads(Path(client.download_artifacts(run.info.run_id, tracking.ART_VERDICT)).read_text())
+    assert logged["verdict"] == verdict["verdict"] and logged["checks"]
+    scores = pd.read_parquet(client.download_artifacts(run.info.run_id, tracking.ART_SCORES))
+    assert list(scores.columns) == ["row_id", "member", "domias_score", "dcr_score"]
+    assert scores["member"].sum() == (scores["member"] == 0).sum() == 600
+
+
+def test_publication_follows_verdict(gc_run):
+    result, workdir = gc_run
+    quarantined = Path(result["quarantined"])
+    assert quarantined.exists() and quarantined.is_relative_to(workdir / "quarantine")
+    published = list((workdir / "published").glob("*.parquet")) if (workdir / "published").exists() else []
+    if result["verdict"]["verdict"] == "APPROVE":
+        assert len(published) == 1 and result["published"]
+    else:
+        assert published == [] and result["published"] is None
+
+
+def test_no_real_record_values_in_logged_text(gc_run, small_adult):
+    result, workdir = gc_run
+    client = MlflowClient(tracking.default_tracking_uri(workdir))
+    run_id = result["verdict"]["run_id"]
+    real = pd.read_csv(small_adult / "real.csv")
+    # fnlwgt is a near-unique census weight: if any record leaked, its weight would show up
+    weights = {str(int(w)) for w in real["fnlwgt"]}
+    pattern = re.compile(r"(?<![0-9a-fA-F])(\d{5,7})(?:\.0)?(?![0-9a-fA-F])")
+    texts = []
+    for run in [client.get_run(run_id)] + client.search_runs(
+            [client.get_run(run_id).info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{run_id}'"):
+        for art in _all_artifacts(client, run.info.run_id):
+            if Path(art).suffix in TEXT_SUFFIXES:
+                texts.append(Path(client.download_artifacts(run.info.run_id, art)).read_text())
+        texts.append(json.dumps([run.data.params, run.data.tags]))
+    assert texts
+    leaked = {m for t in texts for m in pattern.findall(t)} & weights
+    assert not leaked, f"real fnlwgt values found in logged text: {sorted(leaked)[:5]}"
