@@ -221,7 +221,8 @@ def _finish(run: _Run, verdict: Verdict) -> dict[str, Any]:
             verdict = _failure(run, exc).with_run_id(run.run_id)
     if published is None and run.quarantined is not None:
         logger.info("release stays in quarantine: %s", run.quarantined.path)
-    run.tracker.log_metrics(run.run_id, {tracking.timing_metric(k): v for k, v in run.timings.items()})
+    run.tracker.log_metrics(run.run_id, {**verdict.metrics,
+                                         **{tracking.timing_metric(k): v for k, v in run.timings.items()}})
     run.tracker.log_json(run.run_id, run.timings, tracking.ART_TIMINGS)
     run.tracker.log_verdict(run.run_id, verdict.to_dict())
     markdown = verdict_markdown(verdict, ui_hint=tracking.ui_command(run.tracker.uri))

@@ -32,7 +32,7 @@ def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, s
 def test_noisy_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, seed):
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), {"name": "noisy_copy", "seed": seed}, seed)
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
-    assert v["metrics"]["synthetic.copy_share"] <= 0.01  # not caught by the copy check: the attacks catch it
+    assert v["metrics"]["validation.synthetic.copy_share"] <= 0.01  # not caught by the copy check: the attacks catch it
     assert max(v["metrics"]["dcr.auc"], v["metrics"]["domias.auc"]) > 0.6
 
 

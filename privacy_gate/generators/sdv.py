@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import secrets
 from typing import Any
 
 import numpy as np
@@ -87,8 +88,13 @@ class _SDVGenerator:
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
-        with _seeded(self.seed if seed is None else seed):
+        seed = self.seed if seed is None else seed
+        if seed is None:  # no seed given: fresh randomness, not SDV's fixed default seed
+            seed = secrets.randbelow(2**31)
+        with _seeded(seed):
             self.model_.reset_sampling()
+            # SDV otherwise samples with its fixed FIXED_RNG_SEED; this is its own seeding hook
+            self.model_._set_random_state(seed)
             out = self.model_.sample(num_rows=int(n))
         df = out[_TABLE] if isinstance(out, dict) else out
         return clip_to_spec(df[self.columns_].reset_index(drop=True), self.spec_)

@@ -1,0 +1,164 @@
+"""The attacker's view (:class:`ThreatModel`), the :class:`Attack` protocol and the attack registry.
+
+An attack sees what a real attacker would see — the released synthetic data, some auxiliary
+(reference) data from the same population, and optionally which generator was used with which
+settings — and scores target records: higher means "more likely a member of the training data".
+The membership labels of the targets stay with the evaluator (DESIGN.md §2, §5).
+
+>>> sorted(available_attacks())  # doctest: +SKIP
+['dcr', 'domias']
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate.config import DatasetSpec
+from privacy_gate.errors import ConfigError, DataError
+
+#: Default memory budget for the temporary distance matrices of the chunked attacks.
+DEFAULT_CHUNK_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: comparing DataFrames with == is elementwise
+class ThreatModel:
+    """What the attacker knows.
+
+    synthetic: the released synthetic table.
+    reference: auxiliary real records from the same population, disjoint from the training data.
+    spec: the dataset spec (public knowledge: kinds, category lists, ranges).
+    generator, generator_params: black-box knowledge of the generator (name and settings), if any.
+    n_train: size of the generator's training set, if known (shadow runs need it).
+    """
+
+    synthetic: pd.DataFrame
+    reference: pd.DataFrame
+    spec: DatasetSpec
+    generator: str | None = None
+    generator_params: Mapping[str, Any] = field(default_factory=dict)
+    n_train: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, DatasetSpec):
+            raise ConfigError(f"ThreatModel: 'spec' must be a DatasetSpec, got {type(self.spec).__name__}")
+        for what in ("synthetic", "reference"):
+            frame = getattr(self, what)
+            if not isinstance(frame, pd.DataFrame):
+                raise DataError(f"ThreatModel: '{what}' must be a pandas DataFrame, got {type(frame).__name__}")
+            if len(frame) == 0:
+                raise DataError(f"ThreatModel: the {what} data has no rows")
+            missing = [c for c in self.spec.attribute_columns if c not in frame.columns]
+            if missing:
+                raise DataError(f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from the {what} data")
+        syn_cols, ref_cols = set(self.synthetic.columns), set(self.reference.columns)
+        if syn_cols != ref_cols:
+            raise DataError(
+                "ThreatModel: synthetic and reference data have different columns "
+                f"(only in synthetic: {sorted(map(str, syn_cols - ref_cols))}; "
+                f"only in reference: {sorted(map(str, ref_cols - syn_cols))})"
+            )
+        if self.generator is not None and (not isinstance(self.generator, str) or not self.generator):
+            raise ConfigError("ThreatModel: 'generator' must be a non-empty string or None")
+        if not isinstance(self.generator_params, Mapping):
+            raise ConfigError(f"ThreatModel: 'generator_params' must be a mapping, got {type(self.generator_params).__name__}")
+        # a read-only copy: the threat model is shared by concurrently running attacks
+        object.__setattr__(self, "generator_params", MappingProxyType(dict(self.generator_params)))
+        if self.n_train is not None:
+            if isinstance(self.n_train, bool) or not isinstance(self.n_train, (int, np.integer)) or self.n_train < 1:
+                raise ConfigError(f"ThreatModel: 'n_train' must be a positive integer or None, got {self.n_train!r}")
+
+
+@runtime_checkable
+class Attack(Protocol):
+    """A membership-inference attack (scikit-learn style: ``fit`` returns self).
+
+    ``score`` returns one finite float per target row, in the order of the rows; higher means
+    more likely a member. Targets carry no labels.
+    """
+
+    name: str
+
+    def fit(self, threat: ThreatModel) -> Attack: ...
+
+    def score(self, targets: pd.DataFrame) -> np.ndarray: ...
+
+
+# --------------------------------------------------------------------------- registry
+
+_REGISTRY: dict[str, type] = {}
+_T = TypeVar("_T", bound=type)
+
+
+def register_attack(name: str) -> Callable[[_T], _T]:
+    """Class decorator: register an attack class under ``name`` and set its ``name`` attribute."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError("register_attack: the attack name must be a non-empty string")
+
+    def decorator(cls: _T) -> _T:
+        known = _REGISTRY.get(name)
+        # re-registering the same class (a module reload) is fine; a second class is a clash
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ConfigError(f"attack name '{name}' is already registered by {known.__module__}.{known.__qualname__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorator
+
+
+def available_attacks() -> list[str]:
+    """Names of the registered attacks, sorted."""
+    return sorted(_REGISTRY)
+
+
+def create_attack(name: str, **params: Any) -> Attack:
+    """Instantiate the attack registered as ``name`` with keyword ``params``.
+
+    Raises ConfigError for an unknown name (listing the available ones) and for parameters the
+    attack does not accept or rejects (naming the attack and the parameter).
+    """
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown attack '{name}'; available attacks: {available_attacks()}")
+    signature = inspect.signature(cls)
+    accepted = [p for p in signature.parameters if p != "self"]
+    unknown = [p for p in params if p not in signature.parameters]
+    if unknown:
+        raise ConfigError(f"attack '{name}': unknown parameter(s) {unknown}; accepted parameters: {accepted}")
+    try:
+        signature.bind(**params)
+    except TypeError as exc:  # e.g. a required parameter is missing
+        raise ConfigError(f"attack '{name}': {exc}") from None
+    try:
+        return cls(**params)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"attack '{name}': invalid parameter ({exc})") from None
+
+
+# --------------------------------------------------------------------------- shared checks
+
+
+def check_chunk_bytes(value: Any, *, owner: str) -> None:
+    """``chunk_bytes`` must be a positive integer (a memory budget in bytes)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{owner}: parameter 'chunk_bytes' must be a positive integer (bytes), got {value!r}")
+
+
+def check_scores(scores: np.ndarray, *, owner: str, n_targets: int) -> np.ndarray:
+    """Guard the Attack contract: one finite float per target (the gate fails closed on NaN)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (n_targets,):
+        raise DataError(f"{owner}: produced {scores.shape} scores for {n_targets} targets")
+    n_bad = int((~np.isfinite(scores)).sum())
+    if n_bad:
+        raise DataError(f"{owner}: produced {n_bad} non-finite score(s)")
+    return scores
