@@ -8,6 +8,7 @@ never as an approval. Nothing here logs values of real records.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import time
 import traceback
@@ -51,14 +52,18 @@ def split_data(config: ReleaseConfig, real: pd.DataFrame, reference: pd.DataFram
 
 
 @_task
-def fit_generator(config: ReleaseConfig, train: pd.DataFrame):
+def fit_generator(config: ReleaseConfig, train: pd.DataFrame, reference: pd.DataFrame):
     from privacy_gate.generators import create_generator
 
     gen_cfg = config.generator
     params = dict(gen_cfg.params)
     if gen_cfg.seed is not None:
         params["seed"] = gen_cfg.seed
-    return create_generator(gen_cfg.name, **params).fit(train, config.dataset.spec)
+    generator = create_generator(gen_cfg.name, **params)
+    # marginal (DP) generators take public bins from the reference split, never from train
+    if "reference" in inspect.signature(generator.fit).parameters:
+        return generator.fit(train, config.dataset.spec, reference=reference)
+    return generator.fit(train, config.dataset.spec)
 
 
 @_task
@@ -269,7 +274,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
             splits = split_data(config, real, public_reference)
             tracker.log_params(run.run_id, {f"n_{k}": v for k, v in splits.sizes().items()})
         with run.stage("fit", f"fitting generator '{config.generator.name}' on {len(splits.train)} rows"):
-            generator = fit_generator(config, splits.train)
+            generator = fit_generator(config, splits.train, splits.reference)
         n = config.generator.n_samples or len(splits.train)
         with run.stage("sample", f"sampling {n} synthetic rows"):
             synthetic = sample_synthetic(generator, n, spec)

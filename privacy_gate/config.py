@@ -223,6 +223,16 @@ class ReleaseConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
 
+    @model_validator(mode="after")
+    def _unique_attacks(self) -> ReleaseConfig:
+        names = [a.name for a in self.attacks]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"attacks: {dupes} listed more than once (metric names would collide)")
+        if not names:
+            raise ValueError("attacks: at least one attack is required (the gate cannot approve unattacked data)")
+        return self
+
     def config_hash(self) -> str:
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 

@@ -61,7 +61,13 @@ def ui_command(uri: str) -> str:
     """The exact command that opens the MLflow UI on this store."""
     if uri.startswith(("http://", "https://")):
         return f"open {uri}"
-    return f"mlflow ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port 5000"
+    import shutil
+    import sys
+
+    # the mlflow next to this interpreter (the project's .venv), so the command works unactivated
+    local = Path(sys.executable).parent / "mlflow"
+    exe = str(local) if local.exists() else (shutil.which("mlflow") or "mlflow")
+    return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port 5000"
 
 
 class Tracker:

@@ -1,0 +1,129 @@
+"""The command line: exit codes (0/3/4/2), --json, gate-only mode and one-line errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from privacy_gate.cli import app
+
+from .conftest import EXAMPLE, write_release_config
+
+runner = CliRunner()
+
+
+def _invoke(args: list[str]):
+    result = runner.invoke(app, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def gate_files(small_adult, tmp_path_factory):
+    """train / holdout / reference files of the small Adult table, plus candidate releases."""
+    folder = tmp_path_factory.mktemp("gate")
+    real = pd.read_csv(small_adult / "real.csv")
+    parts = {"train": real.iloc[:1800], "holdout": real.iloc[1800:2400], "reference": real.iloc[2400:]}
+    for name, df in parts.items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+    pd.read_csv(small_adult / "independent.csv").to_parquet(folder / "independent.parquet", index=False)
+    parts["train"].to_csv(folder / "copies.csv", index=False)
+    pd.read_csv(small_adult / "independent.csv").drop(columns=["race"]).to_csv(folder / "no_race.csv", index=False)
+    (folder / "spec.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]))
+    return folder
+
+
+def _gate_args(folder: Path, synthetic: str, workdir: Path, *extra: str) -> list[str]:
+    return ["gate", "--train", str(folder / "train.csv"), "--holdout", str(folder / "holdout.csv"),
+            "--reference", str(folder / "reference.csv"), "--synthetic", str(folder / synthetic),
+            "--spec", str(folder / "spec.yaml"), "--workdir", str(workdir), *extra]
+
+
+def test_help_is_instant_and_imports_nothing_heavy():
+    code = ("import sys, privacy_gate.cli; "
+            "print([m for m in ('mlflow', 'prefect', 'torch', 'sdv', 'great_expectations', 'pandas') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    assert _invoke(["--help"])[0] == 0
+
+
+def test_gate_only_approves_independent_sample_with_json(prefect_server, gate_files, tmp_path):
+    code, out, _ = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--json"))
+    summary = _last_json(out)
+    assert code == 0 and summary["verdict"] == "APPROVE", summary["reasons"]
+    assert set(summary) == {"verdict", "status", "reasons", "metrics", "flagged_subgroups", "run_id"}
+    assert summary["run_id"] and len(list((tmp_path / "published").glob("adult-*.parquet"))) == 1
+
+
+def test_gate_only_blocks_copies(prefect_server, gate_files, tmp_path):
+    code, out, _ = _invoke(_gate_args(gate_files, "copies.csv", tmp_path, "--json"))
+    assert code == 4 and _last_json(out)["verdict"] == "BLOCK"
+    assert not (tmp_path / "published").exists()
+    assert list((tmp_path / "quarantine").rglob("synthetic.parquet"))
+
+
+def test_review_exit_code(prefect_server, gate_files, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"rules": [{"metric": "auc", "attack": "any", "max": 0.0, "action": "review"}]}))
+    code, out, _ = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--rules", str(rules), "--json"))
+    assert code == 3 and _last_json(out)["verdict"] == "REVIEW"
+    assert not (tmp_path / "published").exists()
+
+
+def test_synthetic_with_other_schema_blocks_naming_the_column(prefect_server, gate_files, tmp_path):
+    code, out, _ = _invoke(_gate_args(gate_files, "no_race.csv", tmp_path, "--json"))
+    summary = _last_json(out)
+    assert code == 4 and summary["status"] == "error"
+    msg = summary["reasons"][0]["message"]
+    assert "['race']" in msg and "missing" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda df: df.iloc[:0], "has no rows"),
+    (lambda df: df.assign(occupation=float("nan")), "column 'occupation' has only missing values"),
+])
+def test_bad_real_data_blocks_with_one_line_reason(prefect_server, small_adult, tmp_path, mutate, needle):
+    real = mutate(pd.read_csv(small_adult / "real.csv"))
+    real.to_csv(tmp_path / "real.csv", index=False)
+    cfg = write_release_config(tmp_path, {"name": "gaussian_copula"})
+    code, out, _ = _invoke(["run", str(cfg), "--workdir", str(tmp_path / "wd"), "--json"])
+    summary = _last_json(out)
+    assert code == 4 and summary["verdict"] == "BLOCK" and summary["status"] == "invalid_input"
+    assert needle in summary["reasons"][0]["message"]
+
+
+def test_input_validation_failure_blocks(prefect_server, small_adult, tmp_path):
+    real = pd.read_csv(small_adult / "real.csv")
+    real.loc[:4, "age"] = 150  # outside the public range 17..90
+    real.to_csv(tmp_path / "real.csv", index=False)
+    cfg = write_release_config(tmp_path, {"name": "gaussian_copula"})
+    code, out, _ = _invoke(["run", str(cfg), "--workdir", str(tmp_path / "wd"), "--json"])
+    summary = _last_json(out)
+    assert code == 4 and summary["status"] == "invalid_input"
+    assert "age" in summary["reasons"][0]["message"] and "150" not in summary["reasons"][0]["message"]
+
+
+def test_usage_errors_exit_2(tmp_path, small_adult):
+    code, _, err = _invoke(["run", str(tmp_path / "missing.yaml")])
+    assert code == 2 and "file not found" in err
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["dataset"]["spec"]["subgroups"] = ["sex", "religion"]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(raw))
+    code, _, err = _invoke(["run", str(tmp_path / "bad.yaml")])
+    assert code == 2 and "unknown column 'religion'" in err and len(err.strip().splitlines()) == 1
+    cfg = write_release_config(tmp_path, {"name": "gaussian_copula"})  # tmp_path has no real.csv
+    code, _, err = _invoke(["run", str(cfg)])
+    assert code == 2 and "file not found" in err and "real.csv" in err
+    code, _, err = _invoke(["gate", "--train", "x.csv", "--holdout", "x", "--reference", "x", "--synthetic", "x",
+                            "--spec", "x"])
+    assert code == 2 and "--train: file not found" in err
