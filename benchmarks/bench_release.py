@@ -10,26 +10,23 @@ on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 for k, v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
              ("PREFECT_SERVER_ANALYTICS_ENABLED", "false")):
     os.environ.setdefault(k, v)
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT, record  # noqa: E402
+
 GATE_STAGES = ("validate_synthetic", "targets", "attacks", "logging")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "examples" / "adult.yaml"))
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "release_adult.json"))
     args = parser.parse_args()
 
     from flows.release import release_flow
@@ -41,11 +38,9 @@ def main() -> None:
     timings = result["timings"]
     gate = sum(timings.get(s, 0.0) for s in GATE_STAGES)
     verdict = result["verdict"]
-    record = {
+    payload = {
         "benchmark": "release flow on the bundled Adult data (demo settings)",
         "config": str(Path(args.config).relative_to(ROOT)) if args.config.startswith(str(ROOT)) else args.config,
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "stage_seconds": {k: round(v, 3) for k, v in timings.items()},
         "gate_seconds_after_sampling": round(gate, 3),
         "gate_goal_seconds": 120,
@@ -60,9 +55,7 @@ def main() -> None:
     print(f"{'gate (after sampling)':<28}{gate:>10.2f}   goal < 120 s -> {'OK' if gate < 120 else 'MISSED'}")
     print(f"{'flow wall time':<28}{wall:>10.2f}")
     print(f"verdict: {verdict['verdict']}")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
-    print(f"recorded in {args.out}")
+    record("release_adult", payload)
 
 
 if __name__ == "__main__":
