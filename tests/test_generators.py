@@ -14,7 +14,7 @@ def train(adult_full, adult_spec):
 
 
 def test_registry_and_errors():
-    assert {"gaussian_copula", "ctgan", "file", "copy_train", "noisy_copy"} <= set(available_generators())
+    assert {"gaussian_copula", "ctgan", "tvae", "file", "copy_train", "noisy_copy"} <= set(available_generators())
     with pytest.raises(ConfigError, match="unknown generator 'nope'; available"):
         create_generator("nope")
     with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['epochz'\]"):

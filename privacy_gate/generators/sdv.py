@@ -130,3 +130,17 @@ class CTGANGenerator(_SDVGenerator):
         super().__init__(seed=seed, epochs=epochs, batch_size=batch_size, generator_dim=tuple(generator_dim),
                          discriminator_dim=tuple(discriminator_dim), embedding_dim=embedding_dim, pac=pac,
                          verbose=verbose)
+
+
+@register_generator("tvae")
+class TVAEGenerator(_SDVGenerator):
+    """SDV TVAESynthesizer (CPU). ``epochs`` and the usual TVAE settings are accepted."""
+
+    _synth_cls = "TVAESynthesizer"
+
+    def __init__(self, *, seed: int | None = None, epochs: int = 300, batch_size: int = 500,
+                 embedding_dim: int = 128, compress_dims: tuple[int, ...] = (128, 128),
+                 decompress_dims: tuple[int, ...] = (128, 128), l2scale: float = 1e-5, loss_factor: float = 2):
+        super().__init__(seed=seed, epochs=epochs, batch_size=batch_size, embedding_dim=embedding_dim,
+                         compress_dims=tuple(compress_dims), decompress_dims=tuple(decompress_dims),
+                         l2scale=l2scale, loss_factor=loss_factor)
