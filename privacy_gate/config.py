@@ -165,7 +165,7 @@ class Rule(_Strict):
     max: float | None = None
     min: float | None = None
     action: Literal["block", "review"] = "block"
-    scope: Literal["global"] = "global"
+    scope: Literal["global", "subgroup"] = "global"  # subgroup: checked in every audited group
 
     @model_validator(mode="after")
     def _bound(self) -> Rule:
@@ -180,7 +180,8 @@ class Rule(_Strict):
     def describe(self) -> str:
         op = "<=" if self.max is not None else ">="
         who = f"{self.attack}." if self.attack else ""
-        return f"{who}{self.metric} {op} {self.threshold:g}"
+        where = "[each subgroup] " if self.scope == "subgroup" else ""
+        return f"{where}{who}{self.metric} {op} {self.threshold:g}"
 
 
 DEFAULT_RULES: tuple[Rule, ...] = (
@@ -188,6 +189,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="tpr_at_fpr_0.01", attack="any", max=0.10, action="block"),
     Rule(metric="advantage", attack="any", max=0.20, action="review"),
     Rule(metric="utility.quality", min=0.60, action="block"),
+    Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
 )
 
 
@@ -198,6 +200,24 @@ class GateConfig(_Strict):
     def rules_hash(self) -> str:
         payload = json.dumps([r.model_dump() for r in self.rules], sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class AuditConfig(_Strict):
+    """Subgroup, entity and dependency audits (DESIGN.md §3 steps 4-6)."""
+
+    min_group_size: int = Field(50, gt=0)  # targets per class; smaller groups merge into "other"
+    intersections: list[list[str]] = Field(default_factory=list)  # e.g. [[sex, race]]
+    dependency_test: bool = False  # members from one `source` value, non-members from the others
+    dependency_source_value: str | None = None  # default: the most frequent value
+    dependency_max_auc_gap: float = Field(0.10, gt=0)  # a larger AUC gap vs IID is a warning
+
+
+class ReviewConfig(_Strict):
+    """What happens on REVIEW: end as pending (decide later with `privacy-gate approve/reject`)
+    or pause the Prefect flow for a typed review input (and stay pending on timeout)."""
+
+    mode: Literal["pending", "pause"] = "pending"
+    timeout_seconds: int = Field(3600, gt=0)
 
 
 class TrackingConfig(_Strict):
@@ -220,6 +240,8 @@ class ReleaseConfig(_Strict):
     targets: TargetsConfig = Field(default_factory=TargetsConfig)
     attacks: list[AttackConfig] = Field(default_factory=lambda: list(DEFAULT_ATTACKS))
     gate: GateConfig = Field(default_factory=GateConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
 
@@ -231,6 +253,14 @@ class ReleaseConfig(_Strict):
             raise ValueError(f"attacks: {dupes} listed more than once (metric names would collide)")
         if not names:
             raise ValueError("attacks: at least one attack is required (the gate cannot approve unattacked data)")
+        spec = self.dataset.spec
+        for combo in self.audit.intersections:
+            unknown = [c for c in combo if c not in spec.subgroups]
+            if unknown or len(combo) < 2:
+                raise ValueError(f"audit.intersections: {combo} must list two or more of the spec's subgroups "
+                                 f"{spec.subgroups}")
+        if self.audit.dependency_test and spec.source is None:
+            raise ValueError("audit.dependency_test needs a 'source' column in the dataset spec")
         return self
 
     def config_hash(self) -> str:

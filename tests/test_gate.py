@@ -61,7 +61,23 @@ def test_extra_failures_and_flagged_subgroups():
     fail = Check(rule="suite", metric="validation.synthetic", observed=None, threshold=None, bound="none",
                  action="block", passed=False, message="copies")
     assert decide(RULES, _metrics(), attacks=ATTACKS, extra_failures=[fail]).decision == "BLOCK"
-    assert decide(RULES, _metrics(), attacks=ATTACKS, flagged_subgroups=["race=other"]).decision == "REVIEW"
+    warn = Check(rule="dependency", metric="dcr.dependency.auc", observed=0.8, threshold=0.1, bound="max",
+                 action="review", passed=False, message="gap")
+    assert decide(RULES, _metrics(), attacks=ATTACKS, warnings=[warn]).decision == "REVIEW"
+
+
+def test_subgroup_rules_flag_exactly_the_failing_groups():
+    rules = RULES + [Rule(metric="auc", attack="any", max=0.7, action="review", scope="subgroup")]
+    groups = {"race=A": {"domias.auc": 0.5, "dcr.auc": 0.55}, "race=B": {"domias.auc": 0.52, "dcr.auc": 0.95},
+              "sex=F": {"domias.auc": 0.5, "dcr.auc": 0.5}}
+    v = decide(rules, _metrics(), attacks=ATTACKS, groups=groups)
+    assert v.decision == "REVIEW" and v.flagged_subgroups == ("race=B",)
+    assert [c.metric for c in v.reasons] == ["race=B: dcr.auc"]
+    block = [Rule(metric="auc", attack="dcr", max=0.9, action="block", scope="subgroup")]
+    v = decide(block, {}, attacks=ATTACKS, groups=groups)
+    assert v.decision == "BLOCK" and v.flagged_subgroups == ("race=B",)
+    # subgroup rules are not checked against the global metrics
+    assert decide(rules[-1:], {"dcr.auc": 0.99}, attacks=ATTACKS).decision == "APPROVE"
 
 
 def test_verdict_round_trips_and_refuses_unsafe_states():

@@ -43,6 +43,7 @@ class ColumnBins:
     categories: tuple[str, ...] | None  # categorical: public or reference categories
     nullable: bool
     integer: bool = False  # numeric values are integers: round when sampling inside a bin
+    points: tuple[float | None, ...] | None = None  # per bin: the single reference value it holds
 
     @property
     def n_values(self) -> int:
@@ -87,12 +88,12 @@ class Discretizer:
         if col.bins is not None:
             edges = np.asarray(col.bins, dtype=float)
         elif values is not None and len(values):
-            edges = np.unique(np.quantile(values, np.linspace(0, 1, self.n_bins + 1)))
-            if len(edges) < 2:  # constant reference column: one bin around it
-                edges = np.array([edges[0] - 0.5, edges[0] + 0.5])
+            edges = _equal_depth_edges(values, self.n_bins)
             lo = col.min if col.min is not None else edges[0]
             hi = col.max if col.max is not None else edges[-1]
             edges[0], edges[-1] = min(lo, edges[0]), max(hi, edges[-1])  # extend to the public range
+            points = _point_masses(values, edges)
+            return ColumnBins(name, kind, tuple(float(e) for e in edges), None, col.nullable, integer, points)
         elif col.min is not None and col.max is not None:
             edges = np.linspace(col.min, col.max, self.n_bins + 1)
             integer = col.kind == "ordinal"
@@ -133,6 +134,9 @@ class Discretizer:
                 continue
             edges = np.asarray(b.edges)
             x = rng.uniform(edges[cc], edges[cc + 1])
+            if b.points is not None:  # a bin that held one reference value (a spike, e.g. 0) gives it back
+                point = np.array([np.nan if p is None else p for p in b.points])[cc]
+                has_point = ~np.isnan(point)
             if b.integer:  # integer-valued column: a uniformly drawn integer inside the bin
                 # bins are [lo, hi) except the last, which is closed: the integers inside them
                 last = cc == len(edges) - 2
@@ -140,9 +144,35 @@ class Discretizer:
                 hi = np.where(last, np.floor(edges[cc + 1]), np.ceil(edges[cc + 1]) - 1)
                 hi = np.where(hi >= lo, hi, lo)
                 x = np.floor(rng.uniform(lo, hi + 1)).clip(lo, hi)
+            if b.points is not None:
+                x = np.where(has_point, point, x)
             x[missing] = np.nan
             cols[name] = pd.to_datetime(x, unit="s") if b.kind == "datetime" else x
         return pd.DataFrame(cols)
+
+
+def _equal_depth_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-depth edges; a value holding a large share of the data (a spike such as 0 in
+    capital_gain) gets a bin of its own instead of swallowing its neighbours."""
+    edges = np.unique(np.quantile(values, np.linspace(0, 1, n_bins + 1)))
+    if len(edges) < 2:  # constant reference column: one bin around it
+        return np.array([edges[0] - 0.5, edges[0] + 0.5])
+    uniq = np.unique(values)
+    extra = []
+    for e in edges[:-1]:
+        above = uniq[uniq > e]
+        if above.size and np.mean(values == e) >= 1.0 / n_bins:  # spike at e: close its bin early
+            extra.append(above[0])
+    return np.unique(np.concatenate([edges, extra]))
+
+
+def _point_masses(values: np.ndarray, edges: np.ndarray) -> tuple[float | None, ...]:
+    codes = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+    out: list[float | None] = []
+    for i in range(len(edges) - 1):
+        inside = np.unique(values[codes == i])
+        out.append(float(inside[0]) if inside.size == 1 else None)
+    return tuple(out)
 
 
 def _as_float(s: pd.Series, kind: str) -> np.ndarray:
