@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import release, tracking
-from privacy_gate.config import AttackConfig, DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
+from privacy_gate.config import AttackConfig, AuditConfig, DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
 from privacy_gate.data import Splits, conform, data_hash, read_table
 from privacy_gate.errors import PrivacyGateError, ValidationFailed
 from privacy_gate.gate import Check, Verdict, decide
@@ -81,9 +81,10 @@ def validate_synthetic(synthetic: pd.DataFrame, train: pd.DataFrame, spec: Datas
 
 @_task
 def attack(attack_cfg: AttackConfig, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
-           targets: release.Targets, generator: str | None, generator_params: dict) -> release.AttackOutcome:
+           targets: release.Targets, generator: str | None, generator_params: dict,
+           extra_targets: dict[str, release.Targets]) -> release.AttackOutcome:
     return release.run_attack(attack_cfg, synthetic=synthetic, splits=splits, spec=spec, targets=targets,
-                              generator=generator, generator_params=generator_params)
+                              generator=generator, generator_params=generator_params, extra_targets=extra_targets)
 
 
 @_task
@@ -133,7 +134,7 @@ def _quarantine(run: _Run, synthetic: pd.DataFrame) -> None:
 
 
 def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFrame, gate: GateConfig,
-           attacks: list[AttackConfig], targets_cfg: TargetsConfig, generator: str | None,
+           attacks: list[AttackConfig], targets_cfg: TargetsConfig, audit_cfg: AuditConfig, generator: str | None,
            generator_params: dict) -> Verdict:
     """Validate the synthetic data, run the attacks concurrently, decide, and log it all."""
     logger = get_run_logger()
@@ -147,9 +148,17 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
         targets = release.choose_targets(splits, targets_cfg)
         logger.info("  %d member and %d non-member targets", int(targets.labels.sum()),
                     int((targets.labels == 0).sum()))
+        dependency = None
+        if audit_cfg.dependency_test:
+            dependency = release.choose_dependency_targets(splits, spec, targets_cfg,
+                                                           value=audit_cfg.dependency_source_value,
+                                                           min_per_class=targets_cfg.min_per_class)
+            logger.info("  dependency test: members from %s=%r, %d targets per class", spec.source, dependency[0],
+                        int(dependency[1].labels.sum()))
+    extra = {"dependency": dependency[1]} if dependency else {}
     with run.stage("attacks", f"running {len(attacks)} attack(s) concurrently + utility"):
         futures = [attack.with_options(name=f"attack-{a.name}").submit(a, synthetic, splits, spec, targets,
-                                                                         generator, generator_params)
+                                                                         generator, generator_params, extra)
                    for a in attacks]
         util_future = utility.submit(synthetic, splits.holdout, spec)
         outcomes = [f.result() for f in futures]
@@ -165,15 +174,22 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
     metrics.update({tracking.metric_name("utility", k): float(v) for k, v in util.items()
                     if isinstance(v, (int, float))})
     metrics.update(syn_report.metrics())
+    with run.stage("audit", "auditing subgroups, entities and dependency"):
+        audited = release.audit(outcomes, targets, spec, audit_cfg, dependency)
+        metrics.update(audited.metrics)
     failures = [Check(rule=f"suite {syn_report.suite_name}", metric="validation.synthetic", observed=None,
                       threshold=None, bound="none", action="block", passed=False, message=msg)
                 for msg in syn_report.failures()]
-    verdict = decide(gate.rules, metrics, attacks=[a.name for a in attacks], extra_failures=failures,
-                     data_hashes=run.hashes, rules_hash=gate.rules_hash())
+    verdict = decide(gate.rules, metrics, attacks=[a.name for a in attacks], groups=audited.groups,
+                     extra_failures=failures, warnings=audited.warnings, data_hashes=run.hashes,
+                     rules_hash=gate.rules_hash())
+    if verdict.flagged_subgroups:
+        logger.warning("flagged subgroups: %s", ", ".join(verdict.flagged_subgroups))
 
     with run.stage("logging", "logging attacks to MLflow"):
         _log_attacks(run, outcomes, targets)
         run.tracker.log_json(run.run_id, util, tracking.ART_UTILITY)
+        run.tracker.log_json(run.run_id, audited.group_rows, tracking.ART_SUBGROUPS)
     return verdict
 
 
@@ -280,7 +296,8 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
             synthetic = sample_synthetic(generator, n, spec)
             _quarantine(run, synthetic)
         verdict = _judge(run, spec=spec, splits=splits, synthetic=synthetic, gate=config.gate,
-                         attacks=config.attacks, targets_cfg=config.targets, generator=config.generator.name,
+                         attacks=config.attacks, targets_cfg=config.targets, audit_cfg=config.audit,
+                         generator=config.generator.name,
                          generator_params={**config.generator.params, "seed": config.generator.seed})
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = _failure(run, exc)
@@ -322,7 +339,8 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
             _quarantine(run, synth)
         verdict = _judge(run, spec=spec, splits=splits, synthetic=synth, gate=gate,
                          attacks=list(ReleaseConfig.model_fields["attacks"].default_factory()),
-                         targets_cfg=TargetsConfig(seed=targets_seed), generator=None, generator_params={})
+                         targets_cfg=TargetsConfig(seed=targets_seed), audit_cfg=AuditConfig(), generator=None,
+                         generator_params={})
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = _failure(run, exc)
     return _finish(run, verdict)

@@ -64,6 +64,25 @@ def choose_targets(splits: Splits, cfg: TargetsConfig) -> Targets:
     return Targets(records=records, labels=labels)
 
 
+def choose_dependency_targets(splits: Splits, spec: DatasetSpec, cfg: TargetsConfig, *, value: str | None,
+                              min_per_class: int) -> tuple[str, Targets]:
+    """Dependency stress test (seed 002): members from one ``source`` value, non-members from the
+    others — dependent membership the IID protocol does not see."""
+    from privacy_gate.gate.audit import dependency_indices
+
+    value, mem_idx, non_idx = dependency_indices(splits.train[spec.source], splits.holdout[spec.source], value=value)
+    n = min(len(mem_idx), len(non_idx), cfg.n_non_members or len(non_idx))
+    if n < min_per_class:
+        raise InsufficientDataError(
+            f"dependency test: only {len(mem_idx)} training records with {spec.source}={value!r} and "
+            f"{len(non_idx)} holdout records from other sources; need {min_per_class} of each")
+    rng = np.random.default_rng(cfg.seed + 1)
+    members = splits.train.iloc[np.sort(rng.choice(mem_idx, n, replace=False))]
+    non_members = splits.holdout.iloc[np.sort(rng.choice(non_idx, n, replace=False))]
+    labels = np.concatenate([np.ones(n, dtype=np.int8), np.zeros(n, dtype=np.int8)])
+    return value, Targets(records=pd.concat([members, non_members]), labels=labels)
+
+
 @dataclass(frozen=True)
 class AttackOutcome:
     name: str
@@ -71,12 +90,14 @@ class AttackOutcome:
     scores: np.ndarray
     metrics: dict[str, float]
     seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra_scores: dict[str, np.ndarray] = field(default_factory=dict)  # scores of extra target sets
 
 
 def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
-               targets: Targets, generator: str | None = None, generator_params: dict | None = None) -> AttackOutcome:
-    """Fit one attack on the threat model, score the targets, compute the metrics."""
+               targets: Targets, generator: str | None = None, generator_params: dict | None = None,
+               extra_targets: dict[str, Targets] | None = None) -> AttackOutcome:
+    """Fit one attack on the threat model, score the targets (and any extra target sets, e.g. the
+    dependency test's, with the same fitted attack), compute the metrics."""
     from privacy_gate.attacks import ThreatModel, create_attack
     from privacy_gate.estimators.metrics import roc_metrics
 
@@ -85,9 +106,11 @@ def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits,
                          generator_params=dict(generator_params or {}), n_train=len(splits.train))
     scorer = create_attack(attack.name, **attack.params).fit(threat)
     scores = np.asarray(scorer.score(targets.records), dtype=float)
+    extra = {k: np.asarray(scorer.score(t.records), dtype=float) for k, t in (extra_targets or {}).items()}
     metrics = roc_metrics(scores, targets.labels)
     return AttackOutcome(name=attack.name, params=attack.params, scores=scores,
-                         metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start)
+                         metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
+                         extra_scores=extra)
 
 
 def scores_frame(targets: Targets, outcomes: list[AttackOutcome]) -> pd.DataFrame:
@@ -96,3 +119,56 @@ def scores_frame(targets: Targets, outcomes: list[AttackOutcome]) -> pd.DataFram
     for o in outcomes:
         out[f"{o.name}_score"] = o.scores
     return out
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Subgroup / entity / dependency figures of one gate run, ready for the rules and for logging."""
+
+    metrics: dict[str, float]  # flat, MLflow-named (subgroup/..., <attack>.entity.*, <attack>.dependency.*)
+    groups: dict[str, dict[str, float]]  # group label -> "<attack>.<metric>" (what subgroup rules read)
+    group_rows: list[dict[str, Any]]  # one row per group and attack, for reports
+    warnings: list[Any]  # review-level Checks (e.g. dependency gap)
+
+
+def audit(outcomes: list[AttackOutcome], targets: Targets, spec: DatasetSpec, cfg: Any,
+          dependency: tuple[str, Targets] | None = None) -> AuditResult:
+    """Per-subgroup metrics, set-level (entity) metrics and the dependency stress test."""
+    from privacy_gate import tracking
+    from privacy_gate.estimators.metrics import roc_metrics
+    from privacy_gate.gate import Check
+    from privacy_gate.gate.audit import audit_subgroups, entity_scores, subgroup_groups
+
+    scores = {o.name: o.scores for o in outcomes}
+    metrics: dict[str, float] = {}
+    columns = [[c] for c in spec.subgroups] + [list(c) for c in cfg.intersections]
+    groups = subgroup_groups(targets.records, targets.labels, columns=columns, min_group_size=cfg.min_group_size)
+    results = audit_subgroups(groups, targets.labels, scores, roc_metrics)
+    rows = []
+    for r in results:
+        for key, value in r.metrics.items():
+            metrics[tracking.subgroup_metric(r.group.columns, r.group.values, key)] = value
+        for o in outcomes:
+            rows.append({"group": r.label, "attack": o.name, "n_members": r.group.n_members,
+                         "n_non_members": r.group.n_non_members,
+                         **{k.split(".", 1)[1]: v for k, v in r.metrics.items() if k.startswith(o.name + ".")}})
+    if spec.entity_id is not None:
+        ent_labels, ent_scores = entity_scores(targets.records[spec.entity_id].to_numpy(), targets.labels, scores)
+        for attack, s in ent_scores.items():
+            metrics.update({tracking.entity_metric(attack, k): float(v) for k, v in roc_metrics(s, ent_labels).items()})
+    warnings = []
+    if dependency is not None:
+        value, dep_targets = dependency
+        for o in outcomes:
+            dep = roc_metrics(o.extra_scores["dependency"], dep_targets.labels)
+            metrics.update({tracking.dependency_metric(o.name, k): float(v) for k, v in dep.items()})
+            gap = dep["auc"] - o.metrics["auc"]
+            if gap > cfg.dependency_max_auc_gap:
+                warnings.append(Check(
+                    rule=f"dependency AUC gap <= {cfg.dependency_max_auc_gap:g}", metric=tracking.dependency_metric(o.name, "auc"),
+                    observed=float(gap), threshold=cfg.dependency_max_auc_gap, bound="max", action="review", passed=False,
+                    message=(f"{o.name}: AUC {dep['auc']:.3f} when members come from {spec.source}={value!r} vs "
+                             f"{o.metrics['auc']:.3f} IID (gap {gap:.3f}); dependent records make this release "
+                             "leakier than the IID figures and any DP bound suggest")))
+    return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
+                       warnings=warnings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,7 @@ ART_ROC = "plots/roc.png"
 ART_SUMMARY = "summary.md"
 ART_TIMINGS = "timings.json"
 ART_UTILITY = "utility.json"
+ART_SUBGROUPS = "audit/subgroups.json"
 SQLITE_FILE = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 
@@ -39,6 +41,25 @@ ARTIFACT_DIR = "mlartifacts"
 def metric_name(attack: str | None, metric: str) -> str:
     """``domias`` + ``auc`` -> ``domias.auc``; the same key the gate rules read."""
     return f"{attack}.{metric}" if attack else metric
+
+
+def _safe(part: str) -> str:
+    # MLflow metric names allow only [/\w.\- :]; anything else becomes "_"
+    return re.sub(r"[^\w.\- ]", "_", part).strip() or "_"
+
+
+def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
+    """``("race",), ("Black",), "dcr.auc"`` -> ``subgroup/race/Black/dcr.auc``;
+    intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``."""
+    return f"subgroup/{'_x_'.join(map(_safe, columns))}/{'_x_'.join(map(_safe, values))}/{key}"
+
+
+def entity_metric(attack: str, metric: str) -> str:
+    return f"{attack}.entity.{metric}"
+
+
+def dependency_metric(attack: str, metric: str) -> str:
+    return f"{attack}.dependency.{metric}"
 
 
 def validation_artifact(suite: str) -> str:

@@ -97,7 +97,9 @@ def r_sensitivity(n: int) -> float:
 def theta_degree(*, n: int, epsilon2: float, theta: float, domain: list[int]) -> tuple[int, float]:
     """(k, tau): the theta-useful degree and cell budget of one noisy table (see the module doc)."""
     d = len(domain)
-    tau = min(n * epsilon2 / (2 * d * theta), float(_MAX_CELLS))
+    # DP noise: average cell mass 1/cells >= theta * noise scale 2d/(n eps2); sampling error (our
+    # addition, it dominates at large epsilon): average cell count n/cells >= theta
+    tau = min(n * epsilon2 / (2 * d * theta), n / theta, float(_MAX_CELLS))
     if d <= 1:
         return 0, tau
     gmean = math.exp(sum(math.log(s) for s in domain) / d)
