@@ -14,10 +14,11 @@ Budget split (``beta`` = 0.5 by default, the paper's choice):
    min(k, |V|) -- with the exponential mechanism at epsilon_1 / (d - 1). The score is the mutual
    information I(X; Pi) in bits with the sensitivity of the paper's Lemma (n records):
    ``(1/n) log2 n + ((n-1)/n) log2(n/(n-1))`` when X or Pi has a binary domain, else
-   ``(2/n) log2((n+1)/2) + ((n-1)/n) log2((n+1)/(n-1))``; or (``score="r"``) the paper's R score
-   ``R = 1/2 ||P[X, Pi] - P[X] P[Pi]||_1`` with sensitivity ``3/n + 2/n^2``. Each candidate's score
-   is divided by its own sensitivity (a score of sensitivity 1), so candidates with different
-   domains compete fairly: P(X, Pi) ~ exp(epsilon_step * score / (2 * sensitivity)).
+   ``(2/n) log2((n+1)/2) + ((n-1)/n) log2((n+1)/(n-1))``; or (``score="r"``) the R score of the
+   paper's general-domain section, ``R = 1/2 ||P[X, Pi] - P[X] P[Pi]||_1``, with sensitivity
+   ``3/n + 2/n^2``. Each candidate's score is divided by its own sensitivity (a score of
+   sensitivity 1), so candidates with different domains compete fairly:
+   P(X, Pi) ~ exp(epsilon_step * score / (2 * sensitivity)).
    Binary-ness is read off the *public* domain sizes, not off the data.
 2. **Conditionals, epsilon_2 = (1 - beta) * epsilon.** For every AP pair the (|Pi|+1)-way
    normalised table P[X, Pi] (L1 sensitivity 2/n) gets Laplace noise of scale 2d / (n epsilon_2),
@@ -26,7 +27,7 @@ Budget split (``beta`` = 0.5 by default, the paper's choice):
    (k+1)-th table instead, which needs nested parent sets we do not have with heterogeneous
    domains). Negative cells are clipped to 0 and each parent configuration's row is normalised
    into P*(X | Pi); an all-zero row becomes uniform. The first attributes simply have fewer
-   parents (attribute i has min(k, i - 1)), so their tables are smaller.
+   parents (attribute i has at most min(k, i - 1)), so their tables are smaller.
 
 Degree k by theta-usefulness (theta = 4 by default). A noisy table is theta-useful when its
 average cell mass, 1 / |dom(X, Pi)|, is at least theta times the noise scale 2d / (n epsilon_2), i.e.
@@ -40,8 +41,15 @@ raised to 1 when some pair of attributes fits (|dom(X)| |dom(Y)| <= tau: "k >= 1
 and, as in the paper's general-domain version (maximal parent sets), a candidate (X, Pi) is only
 offered when |dom(X)| |dom(Pi)| <= tau; a child with no fitting parent set of size min(k, |V|) is
 offered the largest smaller sets that fit (down to the empty set). So k and the table sizes shrink
-as epsilon shrinks. ``degree=`` overrides k (tau still applies); tau is also capped at
-``_MAX_CELLS`` cells to bound memory.
+as epsilon shrinks. ``degree=`` overrides k (tau still applies).
+
+Deviation (documented): tau is also capped at n / theta -- the same usefulness ratio for the
+*sampling* error, i.e. a table's average cell must hold at least theta records -- and at
+``_MAX_CELLS`` cells for memory. The paper's rule only weighs the DP noise, so at large epsilon it
+allows tables with more cells than records (e.g. 4,166 cells for 1,000 rows at epsilon 1000), on
+which the plug-in mutual information is inflated and the conditionals memorise single records;
+on Adult with 1,000 rows that made PrivBayes worse than independent marginals, with the cap it is
+clearly better. n is public (bounded DP), so the cap costs no privacy.
 
 Speed (deviation, documented): when V has more than ``max_parent_sets`` subsets of the wanted
 size, a uniform random sample of that many distinct subsets is offered at that step (public
@@ -57,6 +65,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import combinations
 from math import comb
 from typing import Self
 
@@ -123,8 +132,6 @@ class Network:
 
 def _parent_pool(V: list[int], size: int, cap: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
     """All subsets of V of ``size``, or ``cap`` distinct ones drawn uniformly when there are more."""
-    from itertools import combinations
-
     if size == 0:
         return [()]
     if comb(len(V), size) <= cap:
