@@ -130,7 +130,9 @@ def _log_validation(run: _Run, report) -> None:
 def _quarantine(run: _Run, synthetic: pd.DataFrame) -> None:
     run.quarantined = run.store.quarantine(synthetic, fmt=run.publish_fmt)
     run.hashes["synthetic_file_sha256"] = run.quarantined.sha256
-    run.tracker.set_tags(run.run_id, {tracking.TAG_SYNTHETIC_SHA: run.quarantined.sha256})
+    run.tracker.set_tags(run.run_id, {tracking.TAG_SYNTHETIC_SHA: run.quarantined.sha256,
+                                      tracking.TAG_QUARANTINE: str(run.quarantined.path.resolve()),
+                                      tracking.TAG_PUBLISH_TARGET: str(run.store.target.resolve())})
 
 
 def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFrame, gate: GateConfig,
@@ -227,11 +229,13 @@ def _failure(run: _Run | None, exc: BaseException) -> Verdict:
     return Verdict.error(msg, status=status, data_hashes=dict(run.hashes) if run else {})
 
 
-def _finish(run: _Run, verdict: Verdict) -> dict[str, Any]:
+def _finish(run: _Run, verdict: Verdict, *, publish: bool = True) -> dict[str, Any]:
+    """Publish on APPROVE (unless ``publish`` is False: a review re-run publishes with the approval
+    record instead), then log the verdict, tags, summary and the Prefect markdown artifact."""
     logger = get_run_logger()
     verdict = verdict.with_run_id(run.run_id)
     published = None
-    if verdict.decision == "APPROVE":
+    if verdict.decision == "APPROVE" and publish:
         try:
             if run.quarantined is None:
                 raise PrivacyGateError("no quarantined release to publish")
@@ -301,7 +305,38 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
                          generator_params={**config.generator.params, "seed": config.generator.seed})
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = _failure(run, exc)
-    return _finish(run, verdict)
+    result = _finish(run, verdict)
+    if verdict.decision == "REVIEW" and config.review.mode == "pause":
+        result.update(_pause_for_review(run, verdict, config, workdir))
+    return result
+
+
+def _pause_for_review(run: _Run, verdict: Verdict, config: ReleaseConfig, workdir: str) -> dict[str, Any]:
+    """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
+    then the run stays pending and can still be decided with ``privacy-gate approve``)."""
+    from prefect.exceptions import FlowPauseTimeout
+    from prefect.flow_runs import pause_flow_run
+
+    from flows.review import ReviewInput, decide_run
+
+    logger = get_run_logger()
+    logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
+                   ", ".join(verdict.flagged_subgroups) or "none")
+    try:
+        answer = pause_flow_run(wait_for_input=ReviewInput, timeout=config.review.timeout_seconds,
+                                poll_interval=min(10, config.review.poll_seconds))
+    except FlowPauseTimeout:
+        logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, run.run_id)
+        return {"review": "timeout"}
+    try:
+        decision = decide_run(run.run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
+                              subgroups=dict(answer.subgroups), via="flow", tracking_uri=run.tracker.uri,
+                              workdir=workdir)
+    except PrivacyGateError as exc:
+        logger.error("review decision refused: %s", exc)
+        return {"review": "refused", "review_error": str(exc)}
+    logger.info("review: %sd by %s; published: %s", decision.action, decision.reviewer, decision.published)
+    return {"review": decision.action, "decision": decision.to_dict(), "published": decision.published}
 
 
 @flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
@@ -322,7 +357,11 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
     try:
         tracker.log_params(run.run_id, {"mode": "gate_only", "rules_hash": gate.rules_hash(),
                                         "synthetic_file": Path(synthetic).name})
-        tracker.log_json(run.run_id, {"spec": spec.model_dump(mode="json"), "gate": gate.model_dump(mode="json")},
+        tracker.log_json(run.run_id, {"mode": "gate_only", "spec": spec.model_dump(mode="json"),
+                                      "gate": gate.model_dump(mode="json"), "targets_seed": targets_seed,
+                                      "inputs": {"train": str(Path(train).resolve()),
+                                                 "holdout": str(Path(holdout).resolve()),
+                                                 "reference": str(Path(reference).resolve())}},
                          tracking.ART_CONFIG)
         with run.stage("load", "loading train / holdout / reference"):
             paths = {"train": Path(train), "holdout": Path(holdout), "reference": Path(reference)}

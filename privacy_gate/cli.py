@@ -127,6 +127,85 @@ def gate(
               workdir=str(workdir), publish_to=str(publish_to) if publish_to else None)
 
 
+TrackingOpt = Annotated[Optional[str], typer.Option("--tracking-uri",
+                        help="MLflow store of the run (default: sqlite store in WORKDIR).")]
+ReviewerOpt = Annotated[str, typer.Option("--reviewer", help="Who decides (recorded with the decision).")]
+CommentOpt = Annotated[str, typer.Option("--comment", help="Why (recorded with the decision).")]
+
+
+def _store_uri(workdir: Path, uri: str | None) -> str:
+    from privacy_gate.tracking import default_tracking_uri
+
+    return uri or default_tracking_uri(workdir)
+
+
+def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: list[str], workdir: Path,
+            tracking_uri: str | None) -> None:
+    _quiet_env()
+    from privacy_gate.errors import PrivacyGateError
+
+    try:
+        from flows.review import decide_run
+
+        decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
+                              tracking_uri=_store_uri(workdir, tracking_uri), workdir=str(workdir))
+    except PrivacyGateError as exc:
+        typer.echo(f"refused: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    typer.echo(f"{decision.action}d run {run_id} as {decision.reviewer} at {decision.at}")
+    if decision.suppress:
+        typer.echo(f"suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
+    typer.echo(f"published: {decision.published}" if decision.published else "nothing published")
+
+
+@app.command()
+def review(
+    run_id: Annotated[str, typer.Argument(help="MLflow run id of a gate run.")],
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """Show a run's verdict, what is pending review and the decisions taken."""
+    _quiet_env()
+    from privacy_gate.errors import PrivacyGateError
+
+    try:
+        from flows.review import review_text
+
+        typer.echo(review_text(run_id, tracking_uri=_store_uri(workdir, tracking_uri)))
+    except PrivacyGateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+@app.command()
+def approve(
+    run_id: Annotated[str, typer.Argument(help="MLflow run id of a REVIEW verdict.")],
+    reviewer: ReviewerOpt,
+    comment: CommentOpt = "",
+    suppress: Annotated[Optional[list[str]], typer.Option(
+        "--suppress", help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable); '
+                           "the gate re-runs on the filtered release first.")] = None,
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """Approve a REVIEW verdict and publish the release (optionally without some subgroups)."""
+    _decide(run_id, "approve", reviewer=reviewer, comment=comment, suppress=list(suppress or []), workdir=workdir,
+            tracking_uri=tracking_uri)
+
+
+@app.command()
+def reject(
+    run_id: Annotated[str, typer.Argument(help="MLflow run id of a REVIEW verdict.")],
+    reviewer: ReviewerOpt,
+    comment: CommentOpt = "",
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """Reject a REVIEW verdict: nothing is published; the release stays in quarantine."""
+    _decide(run_id, "reject", reviewer=reviewer, comment=comment, suppress=[], workdir=workdir,
+            tracking_uri=tracking_uri)
+
+
 def main() -> None:
     app()
 

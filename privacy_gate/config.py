@@ -218,6 +218,7 @@ class ReviewConfig(_Strict):
 
     mode: Literal["pending", "pause"] = "pending"
     timeout_seconds: int = Field(3600, gt=0)
+    poll_seconds: int = Field(10, gt=0)  # how often the paused flow checks for the input
 
 
 class TrackingConfig(_Strict):

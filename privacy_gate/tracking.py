@@ -24,8 +24,16 @@ TAG_FLAGGED = "gate.flagged_subgroups"
 TAG_KIND = "gate.run_kind"  # release | gate_only | attack
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
-TAG_APPROVAL_STATUS = "approval.status"
+TAG_QUARANTINE = "gate.quarantine_path"
+TAG_PUBLISH_TARGET = "gate.publish_target"
+TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
+TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
 TAG_APPROVAL_REVIEWER = "approval.reviewer"
+TAG_APPROVAL_AT = "approval.decided_at"
+TAG_APPROVAL_COMMENT = "approval.comment"
+TAG_APPROVAL_SHA = "approval.data_sha256"
+TAG_APPROVAL_PUBLISHED = "approval.published"
+DECISIONS_DIR = "review"  # one JSON per decision: review/decision-001-approve.json
 ART_VERDICT = "verdict.json"
 ART_CONFIG = "config/release.json"
 ART_SCORES = "risk/per_record_scores.parquet"
@@ -94,11 +102,14 @@ def ui_command(uri: str) -> str:
 class Tracker:
     """Thin wrapper over ``MlflowClient`` that applies our naming conventions."""
 
-    def __init__(self, *, uri: str, experiment: str, artifact_root: Path | None = None):
+    def __init__(self, *, uri: str, experiment: str | None, artifact_root: Path | None = None):
         from mlflow.tracking import MlflowClient
 
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
+        self.experiment_id = None
+        if experiment is None:  # only reading / appending to existing runs
+            return
         exp = self.client.get_experiment_by_name(experiment)
         if exp is None:
             location = None
@@ -114,6 +125,39 @@ class Tracker:
         workdir.mkdir(parents=True, exist_ok=True)
         return cls(uri=uri or default_tracking_uri(workdir), experiment=experiment_name(dataset, experiment),
                    artifact_root=workdir / ARTIFACT_DIR)
+
+    # ---- reading back (review)
+    def run_tags(self, run_id: str) -> dict[str, str]:
+        from mlflow.exceptions import MlflowException
+
+        from privacy_gate.errors import ReviewError
+
+        try:
+            return dict(self.client.get_run(run_id).data.tags)
+        except MlflowException:
+            raise ReviewError(f"no run {run_id} in the MLflow store {self.uri}") from None
+
+    def read_json(self, run_id: str, path: str) -> Any:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            local = self.client.download_artifacts(run_id, path, tmp)
+            return json.loads(Path(local).read_text())
+
+    def decisions(self, run_id: str) -> list[dict[str, Any]]:
+        files = sorted(f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir)
+        return [self.read_json(run_id, f) for f in files]
+
+    def append_decision(self, run_id: str, decision: Mapping[str, Any]) -> None:
+        """Append a review decision: a new artifact (never overwriting) plus the approval tags."""
+        n = len(self.client.list_artifacts(run_id, DECISIONS_DIR)) + 1
+        self.log_json(run_id, dict(decision), f"{DECISIONS_DIR}/decision-{n:03d}-{decision['action']}.json")
+        self.set_tags(run_id, {
+            TAG_APPROVAL_STATUS: "approved" if decision["action"] == "approve" else "rejected",
+            TAG_APPROVAL_REVIEWER: decision["reviewer"], TAG_APPROVAL_AT: decision["at"],
+            TAG_APPROVAL_COMMENT: (decision.get("comment") or "")[:500], TAG_APPROVAL_SHA: decision["data_sha256"],
+            TAG_APPROVAL_PUBLISHED: decision.get("published") or "none",
+        })
 
     # ---- runs
     def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:

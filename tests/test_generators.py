@@ -55,4 +55,6 @@ def test_canaries(train, adult_spec, tmp_path):
     path = tmp_path / "syn.csv"
     train.iloc[:50].to_csv(path, index=False)
     filed = create_generator("file", path=str(path)).fit(train, adult_spec)
-    assert len(filed.sample(None)) == 50 and len(filed.sample(10, seed=1)) == 10
+    assert len(filed.sample(None)) == 50 and len(filed.sample(10, seed=1)) == 50
+    part = create_generator("file", path=str(path), whole_file=False).fit(train, adult_spec)
+    assert len(part.sample(10, seed=1)) == 10

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 from numbers import Integral, Real
 from typing import Any
@@ -73,13 +72,12 @@ def torch_threads(n: int | None):
         torch.set_num_threads(old)
 
 
-def default_threads() -> int:
-    """Threads for the small matrix products of a flow: more than 4 rarely helps on a CPU."""
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    return max(1, min(4, available))
+#: Default torch threads for a flow. The matrices of a small MADE (64 hidden units, batches of
+#: 256 rows) are too small to gain from intra-op parallelism, and with more threads than idle cores
+#: (the gate runs attacks concurrently; CI machines are shared) torch's spinning worker threads
+#: slow training down by 5-10x — measured on a shared 2-core machine: 2.4 s with one thread,
+#: 5-26 s with two. One thread is the robust default; raise ``n_threads`` on a dedicated machine.
+DEFAULT_THREADS = 1
 
 
 class _MaskedLinear(nn.Linear):
@@ -186,7 +184,7 @@ class MAFDensity:
     max_seconds: optional wall-clock budget for training; when it runs out the best weights so
         far are kept and ``stopped_by_`` says so (not reproducible across machines; default None).
     seed: seeds initialisation, the split, shuffling and noise (default 0).
-    n_threads: torch threads during fit/score (default: ``min(4, available CPUs)``).
+    n_threads: torch threads during fit/score (default 1, see ``DEFAULT_THREADS``).
 
     Learned attributes: ``n_features_in_``, ``n_samples_``, ``n_epochs_`` (epochs run),
     ``best_epoch_``, ``stopped_by_`` (``"patience"``, ``"max_epochs"`` or ``"max_seconds"``),
@@ -261,7 +259,7 @@ class MAFDensity:
         else:
             Z_train, Z_val = Z, Z
 
-        with torch_threads(self.n_threads or default_threads()), torch.random.fork_rng(devices=[]):
+        with torch_threads(self.n_threads or DEFAULT_THREADS), torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             gen = torch.Generator().manual_seed(self.seed + 1)
             model = _MAF(D, self.n_transforms, self.hidden, self.ordering, rng)
@@ -327,7 +325,7 @@ class MAFDensity:
             raise NotFittedError("MAFDensity is not fitted yet; call fit() first")
         X = as_matrix(X, owner="MAFDensity.score_samples", n_features=self.n_features_in_)
         out = np.empty(X.shape[0], dtype=np.float64)
-        with torch_threads(self.n_threads or default_threads()), torch.inference_mode():
+        with torch_threads(self.n_threads or DEFAULT_THREADS), torch.inference_mode():
             for s in range(0, X.shape[0], batch_rows):
                 Z = torch.from_numpy(((X[s : s + batch_rows] - self._mean) / self._scale).astype(np.float32))
                 u, log_det = self.model_(Z)

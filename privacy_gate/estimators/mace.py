@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
 import numpy as np
@@ -170,8 +170,7 @@ class AdvantageEstimate:
 
     def to_dict(self) -> dict:
         """JSON-ready dict (the settings nested under ``settings``)."""
-        out = asdict(self) | {"settings": dict(self.settings)}
-        return out
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"settings": dict(self.settings)}
 
 
 def estimate_advantage(
@@ -192,8 +191,9 @@ def estimate_advantage(
 
     ``scores``: (N,) or (N, d) attack scores (any scale; higher need not mean member);
     ``labels``: 1/True = member. See the module docstring for the estimators and bounds.
-    ``n_bins``: bins per score column (discrete); ``bandwidth``: ``"scott"`` (default),
-    ``"silverman"`` or a number in normal-score units (kde); ``n_mc``: Monte Carlo points of the
+    ``n_bins``: bins per score column (discrete); ``bandwidth``: ``"undersmoothed"`` (default,
+    n^(-1/(d+2)), see :func:`~privacy_gate.estimators._mace_models.resolve_bandwidth`),
+    ``"scott"``, ``"silverman"`` or a number in normal-score units (kde); ``n_mc``: Monte Carlo points of the
     multi-d KDE integral; ``lower_bound``: ``"split"`` (provable, default) or ``"permutation"``.
 
     >>> rng = np.random.default_rng(0)

@@ -20,21 +20,23 @@ from privacy_gate.generators.base import clip_to_spec, register_generator
 
 @register_generator("file")
 class FileGenerator:
-    """Release rows read from ``path`` (CSV or Parquet); ``sample(n)`` returns all of them when
-    ``n`` is None or n >= rows, else a seeded sample without replacement."""
+    """Release rows read from ``path`` (CSV or Parquet). The file *is* the release, so by default
+    ``sample`` returns all of its rows whatever ``n`` is (``whole_file: false`` draws a seeded
+    sample of ``n`` rows without replacement instead)."""
 
     privacy = None
 
-    def __init__(self, *, path: str | Path, seed: int | None = None):
+    def __init__(self, *, path: str | Path, seed: int | None = None, whole_file: bool = True):
         self.path = Path(path)
         self.seed = seed
+        self.whole_file = whole_file
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec) -> FileGenerator:
         self.data_ = conform(read_table(self.path), spec, source=str(self.path))
         return self
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
-        if n is None or n >= len(self.data_):
+        if self.whole_file or n is None or n >= len(self.data_):
             return self.data_.reset_index(drop=True)
         rng = np.random.default_rng(self.seed if seed is None else seed)
         idx = rng.choice(len(self.data_), size=n, replace=False)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import combinations
 from typing import Self
 
@@ -260,11 +259,6 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
     return _TreeModel(order, parent, probs[0], conditionals, sel.supports)
 
 
-@lru_cache(maxsize=64)
-def _cached_rho(epsilon: float, delta: float) -> float:
-    return cdp_rho(epsilon, delta)  # ~0.2 s of bisection: shadow runs must not pay it every time
-
-
 @register_generator("mst")
 class MSTGenerator:
     """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module doc."""
@@ -290,7 +284,7 @@ class MSTGenerator:
     @property
     def rho(self) -> float:
         """The zCDP budget: the largest rho whose (epsilon, delta)-DP conversion fits."""
-        return _cached_rho(float(self.epsilon), float(self.delta))
+        return cdp_rho(float(self.epsilon), float(self.delta))
 
     def configure(self, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
         """Build the public discretiser from the spec and (optionally) the reference split."""

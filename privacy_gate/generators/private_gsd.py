@@ -60,9 +60,9 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.errors import ConfigError, PrivacyGateError
+from privacy_gate.errors import ConfigError, DataError, InsufficientDataError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
-from privacy_gate.generators.accounting import ZCDPAccountant, exponential_epsilon_for_rho, gaussian_sigma
+from privacy_gate.generators.accounting import ZCDPAccountant, cdp_rho, exponential_epsilon_for_rho, gaussian_sigma
 from privacy_gate.generators.base import clip_to_spec, register_generator
 from privacy_gate.generators.discretize import Discretizer
 from privacy_gate.generators.focal import FocalPoint
@@ -97,17 +97,20 @@ class PrivateGSDGenerator:
     """Private-GSD: noisy 1-way + selected k-way marginals, fitted by a genetic algorithm (zCDP).
 
     Defaults follow the authors' code (population 100 = 50 mutation + 50 crossover children,
-    elite archive of 5, 20,000 generations, early stop window = synthetic size, tol 1e-4).
+    elite archive of 5, 20,000 generations, early stop window = synthetic size, tol 1e-4, and the
+    synthetic size 2,000 of most of their experiment scripts); budget shares follow MST (thirds).
     """
 
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None,
                  k: int = 2, n_queries: int | None = None, one_way_share: float = 1 / 3,
                  select_share: float = 1 / 3, n_syn: int = 2000, population_size: int = 100, elite_size: int = 5,
                  max_generations: int = 20_000, tol: float = 1e-4, stop_window: int | None = None):
-        if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not (0 < epsilon < math.inf):
             raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
-        if not 0 < delta < 1:
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
             raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
         for name, value, low in (("n_bins", n_bins, 2), ("k", k, 2), ("n_syn", n_syn, 1),
                                  ("population_size", population_size, 2), ("elite_size", elite_size, 1),
                                  ("max_generations", max_generations, 0)):
@@ -119,7 +122,7 @@ class PrivateGSDGenerator:
         if not (0 < one_way_share < 1 and 0 < select_share < 1 and one_way_share + select_share < 1):
             raise ValueError(f"one_way_share ({one_way_share}) and select_share ({select_share}) must be > 0 "
                              "and sum to < 1 (the rest measures the selected marginals)")
-        if not tol >= 0:
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
             raise ValueError(f"tol must be >= 0, got {tol!r}")
         self.epsilon, self.delta, self.n_bins, self.seed = epsilon, delta, n_bins, seed
         self.k, self.n_queries = k, n_queries
@@ -131,17 +134,35 @@ class PrivateGSDGenerator:
     def privacy(self) -> dict[str, float]:
         return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
 
+    @property
+    def rho(self) -> float:
+        """The zCDP budget: the largest rho whose (epsilon, delta)-DP conversion fits."""
+        return cdp_rho(float(self.epsilon), float(self.delta))
+
     # -- public knowledge only --------------------------------------------------------------
 
     def configure(self, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
         """Build the public discretiser (spec + reference split; never train)."""
-        self.spec_ = spec
-        self.discretizer_ = Discretizer(spec=spec, n_bins=self.n_bins).fit(reference)
-        d = len(self.discretizer_.columns_)
+        d = len(spec.attribute_columns)
         if d < self.k:
             raise ConfigError(f"generator 'private_gsd': k = {self.k} needs at least {self.k} attribute columns, "
                               f"spec '{spec.name}' has {d}")
+        try:
+            self.discretizer_ = Discretizer(spec=spec, n_bins=self.n_bins).fit(reference)
+        except ConfigError as exc:
+            raise ConfigError(f"generator 'private_gsd': {exc}") from None
+        self.spec_ = spec
         return self
+
+    def _codes(self, data: pd.DataFrame, what: str) -> np.ndarray:
+        if not hasattr(self, "discretizer_"):
+            raise ConfigError("generator 'private_gsd': call configure(spec, reference=...) or fit() first")
+        missing = [c for c in self.discretizer_.columns_ if c not in data.columns]
+        if missing:
+            raise DataError(f"generator 'private_gsd': column(s) {missing} are missing from the {what} data")
+        if len(data) == 0:
+            raise InsufficientDataError(f"generator 'private_gsd': the {what} data has no rows")
+        return self.discretizer_.transform(data)
 
     def _candidates(self) -> list[tuple[int, ...]]:
         return list(combinations(range(len(self.discretizer_.columns_)), self.k))
@@ -194,18 +215,22 @@ class PrivateGSDGenerator:
 
     def select_focal_points(self, data: pd.DataFrame, rng: np.random.Generator) -> list[FocalPoint]:
         """Only steps 1-2 on ``data`` (same code and budget shares as ``fit``, fresh accountant):
-        the selected k-way marginals as ``FocalPoint(kind="query", columns=...)``, sorted."""
-        if not hasattr(self, "discretizer_"):
-            raise PrivacyGateError("private_gsd: call configure(spec, reference=...) before select_focal_points")
-        acc = ZCDPAccountant.from_dp(self.epsilon, self.delta)
-        return self._focal(self._select(self.discretizer_.transform(data), rng, acc).chosen)
+        the selected k-way marginals as ``FocalPoint(kind="query", columns=...)``, sorted.
+
+        The accountant is kept in ``selection_accountant_`` for audits.
+        """
+        codes = self._codes(data, "shadow")
+        acc = ZCDPAccountant(self.rho)
+        chosen = self._select(codes, rng, acc).chosen
+        self.selection_accountant_ = acc
+        return self._focal(chosen)
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        if reference is not None or getattr(self, "spec_", None) != spec:
+        if reference is not None or getattr(self, "spec_", None) != spec or not hasattr(self, "discretizer_"):
             self.configure(spec, reference=reference)
         rng = np.random.default_rng(self.seed)  # seed None: fresh OS entropy on every fit
-        acc = ZCDPAccountant.from_dp(self.epsilon, self.delta)
-        codes = self.discretizer_.transform(train)
+        codes = self._codes(train, "train")
+        acc = ZCDPAccountant(self.rho)
         sel = self._select(codes, rng, acc)
         dom = [self.discretizer_.domain_[c] for c in self.discretizer_.columns_]
 
@@ -222,7 +247,8 @@ class PrivateGSDGenerator:
         noisy = sel.one_way + measured
         self.n_hat_ = _n_estimate(noisy, [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured))
 
-        # step 4: genetic search on the DP targets only (post-processing)
+        # step 4: genetic search on the DP targets only
+        acc.spend(0.0, step="genetic search (noisy statistics only)", mechanism="post-processing")
         queries = [(j,) for j in range(len(dom))] + list(sel.chosen)
         workload = Workload(queries, dom)
         target = np.r_[np.clip(np.concatenate(noisy) / self.n_hat_, 0.0, 1.0), 0.0]  # + the dummy cell
@@ -236,16 +262,18 @@ class PrivateGSDGenerator:
         self.synthetic_codes_ = result.X
         self.fitness_, self.initial_fitness_ = result.fitness, result.initial_fitness
         self.n_generations_, self.history_ = result.n_generations, result.history
+        self._sample_rng = rng.spawn(1)[0]  # sample(seed=None) after a seeded fit stays reproducible
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
         """``n`` rows of the fitted synthetic dataset (without replacement if n <= n_syn, else
-        with), decoded to the spec's columns and types."""
+        with), decoded to the spec's columns and types. ``seed=None`` continues a stream spawned
+        from the fit's generator (reproducible after a seeded fit, fresh after an unseeded one)."""
         if not hasattr(self, "synthetic_codes_"):
-            raise PrivacyGateError("private_gsd: fit the generator before sampling")
+            raise ConfigError("generator 'private_gsd': call fit() before sample()")
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        rng = np.random.default_rng(self.seed if seed is None else seed)  # None and no seed: fresh entropy
+        rng = self._sample_rng if seed is None else np.random.default_rng(seed)
         n_syn = len(self.synthetic_codes_)
         idx = rng.permutation(n_syn)[:n] if n <= n_syn else rng.integers(0, n_syn, size=n)
         out = self.discretizer_.inverse_transform(self.synthetic_codes_[idx], rng=rng)

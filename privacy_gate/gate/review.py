@@ -1,0 +1,116 @@
+"""Human review of REVIEW verdicts: decision records and the rules for accepting them.
+
+A decision is an appended record (who, when, what, comment, data hash) — like the verdict, never
+edited. What may be decided: only a REVIEW verdict that finished cleanly, only once, and only
+while the quarantined release still has the hash the gate judged.
+
+>>> d = Decision.new(action="approve", reviewer="ana", data_sha256="ab" * 32)
+>>> d.action, d.reviewer
+('approve', 'ana')
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from privacy_gate.errors import ReviewError
+
+Action = Literal["approve", "reject"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reviewer: str
+    at: str
+    data_sha256: str  # the quarantined release the reviewer decided on
+    comment: str = ""
+    subgroups: dict[str, str] = field(default_factory=dict)  # flagged group -> approve | reject
+    suppress: tuple[str, ...] = ()  # groups whose synthetic rows were removed before publishing
+    via: Literal["cli", "flow"] = "cli"
+    rerun_id: str | None = None  # gate re-run on the filtered release (with --suppress)
+    published: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ("approve", "reject"):
+            raise ValueError(f"action must be approve or reject, got {self.action!r}")
+        if not self.reviewer.strip():
+            raise ReviewError("a decision needs a reviewer name (--reviewer NAME)")
+        bad = {g: a for g, a in self.subgroups.items() if a not in ("approve", "reject")}
+        if bad:
+            raise ReviewError(f"subgroup decisions must be 'approve' or 'reject', got {bad}")
+
+    @classmethod
+    def new(cls, **kw: Any) -> Decision:
+        kw.setdefault("at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        kw["suppress"] = tuple(kw.get("suppress", ()))
+        return cls(**kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["suppress"] = list(self.suppress)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Decision:
+        return cls(**{**d, "suppress": tuple(d.get("suppress", ()))})
+
+
+def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[Decision], *,
+                    current_sha256: str | None) -> None:
+    """Refuse, with a message that says why and what to do, anything but a first decision on a
+    clean REVIEW verdict whose quarantined release is unchanged."""
+    if decisions:
+        first = decisions[0]
+        raise ReviewError(f"run {run_id} was already {first.action}d by {first.reviewer} at {first.at}; "
+                          "decisions are final — run the gate again for a new decision")
+    if verdict["verdict"] == "BLOCK":
+        raise ReviewError(f"run {run_id} was BLOCKed ({verdict['status']}); a BLOCK cannot be approved — fix the "
+                          "release and run the gate again")
+    if verdict["verdict"] == "APPROVE":
+        raise ReviewError(f"run {run_id} was approved by the gate itself; there is nothing to review")
+    expected = (verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
+    if not expected:
+        raise ReviewError(f"run {run_id} recorded no hash of its synthetic release; it cannot be approved")
+    if current_sha256 is None:
+        raise ReviewError(f"the quarantined release of run {run_id} is gone; run the gate again")
+    if current_sha256 != expected:
+        raise ReviewError(f"the quarantined release of run {run_id} changed since the gate judged it "
+                          f"(sha256 {current_sha256[:12]}… != {expected[:12]}…); refusing to decide on other data")
+
+
+def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> None:
+    """Per-group decisions must name flagged groups; a rejected group must be suppressed to publish."""
+    flagged = list(verdict.get("flagged_subgroups") or [])
+    unknown = [g for g in list(subgroups) + list(suppress) if g not in flagged]
+    if unknown:
+        raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}")
+
+
+def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[Decision]) -> str:
+    """What `privacy-gate review RUN_ID` shows."""
+    lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
+    if decisions:
+        d = decisions[0]
+        lines.append(f"decided: {d.action} by {d.reviewer} at {d.at}" + (f" — {d.comment}" if d.comment else ""))
+        if d.suppress:
+            lines.append(f"  suppressed: {', '.join(d.suppress)}")
+        if d.published:
+            lines.append(f"  published: {d.published}")
+    elif verdict["verdict"] == "REVIEW":
+        lines.append("PENDING REVIEW — decide with `privacy-gate approve RUN_ID --reviewer NAME` or "
+                     "`privacy-gate reject RUN_ID --reviewer NAME` (optionally --suppress GROUP)")
+    flagged = set(verdict.get("flagged_subgroups") or [])
+    if flagged:
+        lines.append("flagged subgroups:")
+        for c in verdict.get("reasons", []):
+            group = c["metric"].split(": ", 1)[0] if ": " in c["metric"] else None
+            if group in flagged:
+                lines.append(f"  - {c['message']}")
+    other = [c for c in verdict.get("reasons", []) if ": " not in c["metric"]]
+    if other:
+        lines.append("other reasons:")
+        lines += [f"  - [{c['action']}] {c['message']}" for c in other]
+    return "\n".join(lines)
