@@ -27,7 +27,8 @@ WorkdirOpt = Annotated[Path, typer.Option("--workdir", help="MLflow store, quara
 
 def _quiet_env() -> None:
     for key, value in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
-                       ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false")):
+                       ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
+                       ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")):
         os.environ.setdefault(key, value)
 
 

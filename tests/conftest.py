@@ -10,7 +10,7 @@ import os
 
 for _k, _v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
                ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
-               ("PREFECT_LOGGING_LEVEL", "WARNING")):
+               ("PREFECT_LOGGING_LEVEL", "WARNING"), ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")):
     os.environ.setdefault(_k, _v)
 
 from pathlib import Path  # noqa: E402

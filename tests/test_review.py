@@ -116,9 +116,9 @@ def test_refusals_and_approval_in_a_later_process(prefect_server, canary, tmp_pa
     quarantined.write_bytes(original + b"tampered")
     code, _, err = _invoke(["approve", run_id, "--reviewer", "ana", "--workdir", str(tmp_path)])
     assert code == 2 and "changed since the gate judged it" in err
+    quarantined.write_bytes(original)
     code, _, err = _invoke(["approve", run_id, "--reviewer", "ana", "--suppress", "race=Nope", "--workdir", str(tmp_path)])
     assert code == 2 and "not flagged subgroups" in err
-    quarantined.write_bytes(original)
     # a later, separate process approves (no suppression: no Prefect needed)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     proc = subprocess.run([sys.executable, "-m", "privacy_gate.cli", "approve", run_id, "--reviewer", "cy",

@@ -153,7 +153,7 @@ def resolve_method(x: np.ndarray, method: str) -> str:
     finite = x[np.isfinite(x)]
     if np.array_equal(finite, np.round(finite)):
         return "discrete"
-    n_levels = np.unique(x, axis=0).shape[0]
+    n_levels = np.unique(x[:, 0]).size if x.shape[1] == 1 else np.unique(x, axis=0).shape[0]
     return "discrete" if n_levels <= MAX_LEVELS else "kde"
 
 
@@ -273,7 +273,7 @@ class RankTransform:
 @dataclass(frozen=True)
 class Local:
     """Class-conditional densities (bin frequencies for discrete queries) at some query values,
-    with pointwise confidence intervals at error ``alpha`` each."""
+    with pointwise confidence intervals at error ``alpha`` each (NaN when none were asked for)."""
 
     d1: np.ndarray
     d0: np.ndarray
@@ -309,7 +309,8 @@ class Cells:
     def __init__(self, x: np.ndarray, *, bins_per_dim: int):
         n, d = x.shape
         self.d = d
-        self.exact = np.unique(x, axis=0).shape[0] <= bins_per_dim**d
+        n_levels = np.unique(x[:, 0]).size if d == 1 else np.unique(x, axis=0).shape[0]
+        self.exact = n_levels <= bins_per_dim**d
         if self.exact:
             self.levels = [np.unique(x[:, j]) for j in range(d)]
             self.transform = None
@@ -376,30 +377,38 @@ class DiscreteModel:
         vals = np.abs(self.prior * c1 / self.n1 - (1 - self.prior) * c0 / self.n0).sum(axis=0)
         return vals, np.zeros_like(vals)
 
-    def local(self, x: np.ndarray, alpha: float) -> Local:
-        """Frequencies of each row's cell with two-sided Clopper–Pearson intervals at ``alpha``."""
+    def local(self, x: np.ndarray, alpha: float | None) -> Local:
+        """Frequencies of each row's cell with two-sided Clopper–Pearson intervals at ``alpha``
+        (``None``: no intervals, the bands are NaN)."""
         cell = self.cells.cell_of(x)
-        seen = cell >= 0
-        k1 = np.where(seen, self.count1[np.maximum(cell, 0)], 0.0)
-        k0 = np.where(seen, self.count0[np.maximum(cell, 0)], 0.0)
-        return Local(
-            d1=k1 / self.n1, d0=k0 / self.n0,
-            lo1=cp_lower(k1, self.n1, alpha / 2), hi1=cp_upper(k1, self.n1, alpha / 2),
-            lo0=cp_lower(k0, self.n0, alpha / 2), hi0=cp_upper(k0, self.n0, alpha / 2),
-        )
+        # one extra slot for cells the fitted sample never showed: zero counts
+        k1 = np.r_[self.count1, 0.0]
+        k0 = np.r_[self.count0, 0.0]
+        d1, d0 = k1 / self.n1, k0 / self.n0
+        if alpha is None:
+            nan = np.full_like(d1, np.nan)
+            bands = (nan,) * 4
+        else:  # per cell, not per target: a few beta quantiles instead of N
+            bands = (cp_lower(k1, self.n1, alpha / 2), cp_upper(k1, self.n1, alpha / 2),
+                     cp_lower(k0, self.n0, alpha / 2), cp_upper(k0, self.n0, alpha / 2))
+        lo1, hi1, lo0, hi0 = (b[cell] for b in bands)
+        return Local(d1=d1[cell], d0=d0[cell], lo1=lo1, hi1=hi1, lo0=lo0, hi0=hi0)
 
 
 # --------------------------------------------------------------------------------------------
 # continuous queries: kernel density estimates
 
 
-def _kde_band(dens: np.ndarray, n: int, h: float, d: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def _kde_band(dens: np.ndarray, n: int, h: float, d: int, alpha: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Pointwise normal-approximation band of a Gaussian KDE (paper Lemma 11, Chen 2017):
     dens ± z_{1-alpha/2} sqrt(mu_K dens / (n h^d)), mu_K = integral K^2 = (4 pi)^(-d/2).
 
     It covers the *smoothed* density E[kde](x); the smoothing bias is not included (it is small
     at the default bandwidth and, for |f_p|, partly cancels between the two classes).
     """
+    if alpha is None:
+        nan = np.full_like(dens, np.nan)
+        return nan, nan
     z = float(ndtri(1 - alpha / 2))
     half = z * np.sqrt((4 * math.pi) ** (-d / 2) * np.maximum(dens, 0.0) / (n * h**d))
     return np.maximum(dens - half, 0.0), dens + half
@@ -458,7 +467,7 @@ class Kde1dModel:
         vals = np.abs(self.prior * d1 - (1 - self.prior) * d0).sum(axis=0) * self.step
         return np.minimum(vals, 1.0), np.zeros_like(vals)
 
-    def local(self, x: np.ndarray, alpha: float) -> Local:
+    def local(self, x: np.ndarray, alpha: float | None) -> Local:
         t = self.transform(x)[:, 0]
         d1 = np.interp(t, self.grid, self.dens1)
         d0 = np.interp(t, self.grid, self.dens0)
@@ -533,7 +542,7 @@ class KdeNdModel:
         ratio = np.abs(self.prior * s1 / self.n1 - (1 - self.prior) * s0 / self.n0) / (tot[:, None] / n)
         return np.minimum(ratio.mean(axis=0), 1.0), ratio.std(axis=0, ddof=1) / math.sqrt(self.n_mc)
 
-    def local(self, x: np.ndarray, alpha: float) -> Local:
+    def local(self, x: np.ndarray, alpha: float | None) -> Local:
         z = (self.transform(x) - self.mean) @ self.whiten
         # both class sums from the product (not total - members: float32 round-off could go < 0)
         sums, _ = self._kernel_sums(z, np.c_[self.y, 1 - self.y].astype(np.float64))

@@ -251,7 +251,7 @@ def _split_lower_bound(x: np.ndarray, y: np.ndarray, s: Settings, method: str) -
     learn, hold = stratified_split(y, (0.5, 0.5), rng)
     model = fit_model(x[learn], y[learn], method=method, prior=s.prior, n_bins=s.n_bins,
                       bandwidth=s.bandwidth, n_mc=s.n_mc, seed=s.seed)
-    loc = model.local(x[hold], alpha=s.delta)
+    loc = model.local(x[hold], alpha=None)
     positive = s.prior * loc.d1 > (1 - s.prior) * loc.d0
     yh = y[hold]
     k1, n1 = int(positive[yh == 1].sum()), int((yh == 1).sum())
