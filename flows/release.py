@@ -173,6 +173,9 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
     metrics: dict[str, float] = {}
     for o in outcomes:
         metrics.update({tracking.metric_name(o.name, k): v for k, v in o.metrics.items()})
+    top = release.strongest(outcomes)
+    metrics.update({tracking.metric_name(tracking.STRONGEST, k): v for k, (v, _) in top.items()})
+    run.tracker.set_tags(run.run_id, {tracking.strongest_tag(k): name for k, (_, name) in top.items()})
     metrics.update({tracking.metric_name("utility", k): float(v) for k, v in util.items()
                     if isinstance(v, (int, float))})
     metrics.update(syn_report.metrics())
@@ -250,8 +253,16 @@ def _finish(run: _Run, verdict: Verdict, *, publish: bool = True) -> dict[str, A
                                          **{tracking.timing_metric(k): v for k, v in run.timings.items()}})
     run.tracker.log_json(run.run_id, run.timings, tracking.ART_TIMINGS)
     run.tracker.log_verdict(run.run_id, verdict.to_dict())
-    markdown = verdict_markdown(verdict, ui_hint=tracking.ui_command(run.tracker.uri))
+    markdown = verdict_markdown(verdict, ui_hint=tracking.ui_command(run.tracker.uri), tracking_uri=run.tracker.uri,
+                                experiment_id=run.tracker.experiment_id)
     run.tracker.log_text(run.run_id, markdown, tracking.ART_SUMMARY)
+    try:  # derived data: a report failure is a warning, never a change of the recorded verdict
+        from privacy_gate.report.html import log_report
+
+        log_report(run.tracker, run.run_id)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("could not render the HTML report %s (%s); the verdict stands", tracking.ART_REPORT,
+                       type(exc).__name__)
     create_markdown_artifact(markdown, key="privacy-gate-verdict", description=f"verdict of MLflow run {run.run_id}")
     run.tracker.end_run(run.run_id, failed=verdict.status != "ok")
     return {"verdict": verdict.to_dict(), "published": str(published) if published else None,

@@ -155,6 +155,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     if action == "reject":
         final = Decision.new(**decision)
         tracker.append_decision(run_id, final.to_dict())
+        _refresh_report(tracker, run_id)
         return final
     store = ReleaseStore(workdir=Path(workdir), target=record.publish_target)
     to_publish, rerun_id = record.quarantined(), None
@@ -173,7 +174,21 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
                               config_hash=record.verdict.get("rules_hash"), approval=pending.to_dict())
     final = Decision.new(**{**pending.to_dict(), "published": str(published)})
     tracker.append_decision(run_id, final.to_dict())
+    _refresh_report(tracker, run_id)
     return final
+
+
+def _refresh_report(tracker: tracking.Tracker, run_id: str) -> None:
+    """Re-render the run's HTML report with the decision; the decision stands even if this fails."""
+    try:
+        from privacy_gate.report.html import log_report
+
+        log_report(tracker, run_id)
+    except Exception as exc:  # noqa: BLE001
+        import logging
+
+        logging.getLogger(__name__).warning("could not re-render the HTML report of run %s (%s)", run_id,
+                                            type(exc).__name__)
 
 
 def review_text(run_id: str, *, tracking_uri: str) -> str:

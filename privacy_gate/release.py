@@ -172,3 +172,18 @@ def audit(outcomes: list[AttackOutcome], targets: Targets, spec: DatasetSpec, cf
                              "leakier than the IID figures and any DP bound suggest")))
     return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
                        warnings=warnings)
+
+
+#: Attack metrics where a larger value means more leakage: the strongest attack is the max.
+LEAKAGE_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
+
+
+def strongest(outcomes: list[AttackOutcome]) -> dict[str, tuple[float, str]]:
+    """Per metric, the worst case across attacks and which attack reached it: a gate is only as
+    strong as the strongest attack it runs."""
+    out: dict[str, tuple[float, str]] = {}
+    for metric in LEAKAGE_METRICS:
+        values = [(o.metrics[metric], o.name) for o in outcomes if metric in o.metrics]
+        if values:
+            out[metric] = max(values)
+    return out

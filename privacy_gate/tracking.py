@@ -42,6 +42,8 @@ ART_SUMMARY = "summary.md"
 ART_TIMINGS = "timings.json"
 ART_UTILITY = "utility.json"
 ART_SUBGROUPS = "audit/subgroups.json"
+ART_MACE = "risk/mace_per_record.parquet"  # optional: row_id, risk, risk_lower, risk_upper
+ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
 SQLITE_FILE = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 
@@ -60,6 +62,13 @@ def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str)
     """``("race",), ("Black",), "dcr.auc"`` -> ``subgroup/race/Black/dcr.auc``;
     intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``."""
     return f"subgroup/{'_x_'.join(map(_safe, columns))}/{'_x_'.join(map(_safe, values))}/{key}"
+
+
+STRONGEST = "strongest"  # strongest.<metric>: the max across attacks; tag gate.strongest.<metric> names it
+
+
+def strongest_tag(metric: str) -> str:
+    return f"gate.{STRONGEST}.{metric}"
 
 
 def entity_metric(attack: str, metric: str) -> str:
@@ -84,6 +93,13 @@ def default_tracking_uri(workdir: Path) -> str:
 
 def experiment_name(dataset: str, override: str | None = None) -> str:
     return override or f"{EXPERIMENT_PREFIX}{dataset}"
+
+
+def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
+    """The MLflow UI page of a run when the store is an MLflow server (http/https), else None."""
+    if not (uri.startswith(("http://", "https://")) and experiment_id and run_id):
+        return None
+    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 def ui_command(uri: str) -> str:
@@ -143,6 +159,22 @@ class Tracker:
         with tempfile.TemporaryDirectory() as tmp:
             local = self.client.download_artifacts(run_id, path, tmp)
             return json.loads(Path(local).read_text())
+
+    def read_frame(self, run_id: str, path: str) -> pd.DataFrame:
+        """A parquet artifact of the run as a DataFrame."""
+        with tempfile.TemporaryDirectory() as tmp:
+            return pd.read_parquet(self.client.download_artifacts(run_id, path, tmp))
+
+    def artifact_exists(self, run_id: str, path: str) -> bool:
+        folder = str(Path(path).parent)
+        try:
+            listed = self.client.list_artifacts(run_id, None if folder == "." else folder)
+        except Exception:  # noqa: BLE001 - an unreadable folder holds nothing we can use
+            return False
+        return any(f.path == path and not f.is_dir for f in listed)
+
+    def experiment_of(self, run_id: str) -> str:
+        return self.client.get_run(run_id).info.experiment_id
 
     def decisions(self, run_id: str) -> list[dict[str, Any]]:
         files = sorted(f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir)

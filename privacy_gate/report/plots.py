@@ -33,3 +33,119 @@ def roc_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray, float]]):
         ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _figure(width: float, height: float, ncols: int = 1):
+    """A pyplot-free figure (no global figure registry: safe from worker threads, nothing to close)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def score_histograms_figure(scores: Sequence[tuple[str, np.ndarray, np.ndarray]]):
+    """Attack score distributions, members vs non-members, one panel per attack:
+    ``(name, member_scores, non_member_scores)``. Only the distributions, never a record."""
+    fig, axes = _figure(min(5.0 * max(len(scores), 1), 15.0), 3.6, max(len(scores), 1))
+    for ax, (name, members, non_members) in zip(axes, scores):
+        both = np.concatenate([members, non_members])
+        both = both[np.isfinite(both)]
+        lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
+        ax.hist(non_members[np.isfinite(non_members)], bins=bins, alpha=0.55, density=True, color="#4c72b0",
+                label=f"non-members (n={len(non_members)})")
+        ax.hist(members[np.isfinite(members)], bins=bins, alpha=0.55, density=True, color="#dd8452",
+                label=f"members (n={len(members)})")
+        ax.set_title(f"{name}: attack score")
+        ax.set_xlabel("score (higher = more likely a member)")
+        ax.set_ylabel("density")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def risk_profile_figure(risk: np.ndarray, lower: np.ndarray | None = None, upper: np.ndarray | None = None):
+    """Per-record (MACE) risk: its histogram and the sorted risk profile with its interval band."""
+    fig, (hist, profile) = _figure(10, 3.6, 2)
+    risk = np.asarray(risk, dtype=float)
+    ok = np.isfinite(risk)
+    hist.hist(risk[ok], bins=30, color="#c44e52", alpha=0.8)
+    hist.set_title(f"per-record risk (n={int(ok.sum())})")
+    hist.set_xlabel("risk")
+    hist.set_ylabel("records")
+    order = np.argsort(-np.where(ok, risk, -np.inf))
+    x = np.arange(1, len(risk) + 1)
+    if lower is not None and upper is not None:
+        profile.fill_between(x, np.asarray(lower, float)[order], np.asarray(upper, float)[order], color="#c44e52",
+                             alpha=0.25, label="interval", step="mid")
+    profile.plot(x, risk[order], color="#c44e52", lw=1.2, label="risk")
+    profile.set_xscale("log")
+    profile.set_title("records ranked by risk")
+    profile.set_xlabel("rank (log)")
+    profile.set_ylabel("risk")
+    profile.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, bool]], *, metric: str,
+                         thresholds: Sequence[float] = (), reference: float | None = None):
+    """Horizontal bars per subgroup and attack with their interval:
+    ``(group, attack, value, lower, upper, flagged)``. Flagged groups are drawn red with bold labels;
+    rule thresholds as dashed vertical lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
+    groups = list(dict.fromkeys(b[0] for b in bars))
+    attacks = list(dict.fromkeys(b[1] for b in bars))
+    height = 0.8 / max(len(attacks), 1)
+    fig, (ax,) = _figure(10, max(2.5, 0.45 * len(groups) * max(len(attacks), 1) ** 0.5 + 1.4))
+    palette = ["#4c72b0", "#55a868", "#8172b2", "#937860", "#64b5cd", "#ccb974"]
+    flagged_groups = {b[0] for b in bars if b[5]}
+    for j, attack in enumerate(attacks):
+        rows = [(groups.index(b[0]), b) for b in bars if b[1] == attack]
+        y = np.array([i for i, _ in rows], float) - 0.4 + height * (j + 0.5)
+        vals = np.array([b[2] for _, b in rows], float)
+        err = np.array([[max(b[2] - b[3], 0.0) for _, b in rows], [max(b[4] - b[2], 0.0) for _, b in rows]])
+        colors = ["#c44e52" if b[5] else palette[j % len(palette)] for _, b in rows]
+        ax.barh(y, vals, height=height * 0.9, color=colors, alpha=0.85, xerr=err, capsize=3,
+                error_kw={"ecolor": "#333333", "lw": 1})
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=palette[j % len(palette)], alpha=0.85, label=a) for j, a in enumerate(attacks)]
+    if flagged_groups:
+        handles.append(Patch(color="#c44e52", alpha=0.85, label="fails a subgroup rule"))
+    for t in dict.fromkeys(thresholds):
+        ax.axvline(t, color="#c44e52", ls="--", lw=1.2)
+        handles.append(Line2D([], [], color="#c44e52", ls="--", lw=1.2, label=f"rule threshold {t:g}"))
+    if reference is not None:
+        ax.axvline(reference, color="#777777", ls=":", lw=1)
+        handles.append(Line2D([], [], color="#777777", ls=":", lw=1, label=f"random guess {reference:g}"))
+    ax.set_yticks(range(len(groups)))
+    ax.set_yticklabels(groups, fontsize=8)
+    for tick, group in zip(ax.get_yticklabels(), groups):
+        if group in flagged_groups:
+            tick.set_color("#c44e52")
+            tick.set_fontweight("bold")
+    ax.invert_yaxis()
+    ax.set_xlabel(metric + " (bars: estimate, whiskers: 95% interval; red: flagged)")
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.tight_layout()
+    return fig
+
+
+def comparison_bars_figure(rows: Sequence[tuple[str, float, float]], *, labels: tuple[str, str], metric: str,
+                           reference: float | None = None):
+    """Two bars per item, e.g. the IID vs dependency AUC per attack: ``(name, a, b)``."""
+    fig, (ax,) = _figure(6, 3.2)
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r[1] for r in rows], width=0.4, label=labels[0], color="#4c72b0")
+    ax.bar(x + 0.2, [r[2] for r in rows], width=0.4, label=labels[1], color="#dd8452")
+    if reference is not None:
+        ax.axhline(reference, color="#777777", ls=":", lw=1)
+    ax.set_xticks(x)
+    ax.set_xticklabels([r[0] for r in rows])
+    ax.set_ylabel(metric)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

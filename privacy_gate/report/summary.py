@@ -17,10 +17,21 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
     return sorted(attacks.items())
 
 
-def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None) -> str:
+def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_uri: str | None = None,
+                     experiment_id: str | None = None) -> str:
+    """``tracking_uri`` + ``experiment_id``: on an MLflow server (http/https) the run is linked;
+    otherwise ``ui_hint`` (the ``mlflow ui`` command) is shown with the run id. Either way the
+    HTML report's artifact path is named."""
+    from privacy_gate.tracking import ART_REPORT, run_url
+
     lines = [f"# {_ICON[verdict.decision]} {verdict.decision} (status: {verdict.status})", ""]
     if verdict.run_id:
-        lines.append(f"MLflow run: `{verdict.run_id}`" + (f" — open with `{ui_hint}`" if ui_hint else ""))
+        url = run_url(tracking_uri or "", experiment_id, verdict.run_id)
+        if url:
+            lines.append(f"MLflow run: [{verdict.run_id}]({url}) — report: artifact `{ART_REPORT}`")
+        else:
+            lines.append(f"MLflow run: `{verdict.run_id}`" + (f" — open with `{ui_hint}`" if ui_hint else "")
+                         + f", then the run's artifact `{ART_REPORT}` (the full report)")
         lines.append("")
     lines += ["## Reasons", ""]
     lines += [f"- **{c.action}** {c.message}" for c in verdict.reasons] or ["- every rule passed"]

@@ -1,0 +1,571 @@
+"""The self-contained HTML report of one gate run (``report/index.html`` in the MLflow run).
+
+One file, nothing external: inline CSS, figures as base64 PNG (matplotlib Agg), no scripts, no
+fonts — the MLflow artifact viewer shows it offline in a sandboxed iframe. It is derived data:
+re-rendered from the run's artifacts after the gate and after every review decision.
+
+Only aggregates go in: metrics, rule checks, subgroup labels and counts, score *distributions*.
+No record values, and no row ids either (the per-record parquet files are read only to plot
+distributions).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import logging
+import math
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate import tracking
+
+log = logging.getLogger(__name__)
+
+MAIN_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
+MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True, eq=False)
+class ReportInputs:
+    """Everything the report shows, read back from one MLflow run (see :func:`load_report_inputs`)."""
+
+    verdict: dict[str, Any]
+    scores: pd.DataFrame | None = None  # row_id, member, <attack>_score (only distributions are shown)
+    subgroups: Sequence[Mapping[str, Any]] = ()  # rows of audit/subgroups.json
+    utility: Mapping[str, Any] = field(default_factory=dict)
+    decisions: Sequence[Mapping[str, Any]] = ()  # review/decision-*.json, oldest first
+    timings: Mapping[str, float] = field(default_factory=dict)
+    run_id: str | None = None
+    dataset: str | None = None
+    tracking_uri: str | None = None
+    experiment_id: str | None = None
+    mace: pd.DataFrame | None = None  # optional per-record MACE risk: row_id, risk, risk_lower, risk_upper
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if value is None or isinstance(value, bool):
+        return "—" if value is None else str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return _e(value)
+    return "—" if not math.isfinite(v) else f"{v:.{digits}g}"
+
+
+def _short(h: str | None, n: int = 12) -> str:
+    return "—" if not h else (h[:n] + "…" if len(h) > n else h)
+
+
+def _png(fig: Any) -> str:
+    """Figure -> ``<img>`` with the PNG inlined (Agg canvas; pyplot figures are closed)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96)
+    try:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    except Exception:  # noqa: BLE001 - a Figure() not managed by pyplot
+        pass
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    # Leak scanners look for long digit runs (record values such as census weights); base64 has them by
+    # chance. Break every run after 4 digits with a newline, which data: URLs ignore (URL parsing drops it).
+    data = re.sub(r"(\d{4})(?=\d)", "\\1\n", data)
+    return f'<img class="fig" alt="figure" src="data:image/png;base64,{data}">'
+
+
+def hanley_mcneil_interval(auc: float, n_pos: int, n_neg: int, z: float = Z95) -> tuple[float, float]:
+    """Approximate 95% interval of an AUC (Hanley & McNeil 1982 standard error), clipped to [0, 1].
+
+    >>> lo, hi = hanley_mcneil_interval(0.5, 100, 100)
+    >>> round(lo, 3), round(hi, 3)
+    (0.42, 0.58)
+    """
+    if not (math.isfinite(auc) and n_pos > 0 and n_neg > 0):
+        return (math.nan, math.nan)
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    var = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc * auc) + (n_neg - 1) * (q2 - auc * auc)) / (n_pos * n_neg)
+    se = math.sqrt(max(var, 0.0))
+    return (max(0.0, auc - z * se), min(1.0, auc + z * se))
+
+
+def _section(title: str, body: str, anchor: str) -> str:
+    return f'<section id="{anchor}"><h2>{_e(title)}</h2>\n{body}\n</section>'
+
+
+def _table(head: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], cls: str = "") -> str:
+    """``rows``: (already escaped cells, row css class)."""
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    body = "\n".join(f'<tr class="{c}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+                     for cells, c in rows)
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody>'
+            "</table></div>")
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>'
+
+
+def _attack_metrics(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """``<attack>.<metric>`` (not subgroup / entity / dependency / utility / timing) by attack."""
+    out: dict[str, dict[str, float]] = {}
+    for key, value in metrics.items():
+        if key.startswith("subgroup/"):
+            continue
+        head, _, rest = key.partition(".")
+        if rest in MAIN_METRICS or rest in MACE_METRICS:
+            out.setdefault(head, {})[rest] = value
+    return dict(sorted(out.items()))
+
+
+def _nested(metrics: Mapping[str, Any], kind: str) -> dict[str, dict[str, float]]:
+    """``<attack>.<kind>.<metric>`` -> {attack: {metric: value}}."""
+    out: dict[str, dict[str, float]] = {}
+    pattern = re.compile(rf"^([^/.]+)\.{kind}\.(.+)$")
+    for key, value in metrics.items():
+        m = pattern.match(key)
+        if m:
+            out.setdefault(m.group(1), {})[m.group(2)] = value
+    return dict(sorted(out.items()))
+
+
+def _failed_group_attacks(checks: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """Subgroup checks are named ``<group>: <attack>.<metric>``: failing (group -> attacks)."""
+    out: dict[str, set[str]] = {}
+    for c in checks:
+        metric = c.get("metric") or ""
+        if ": " in metric and not c.get("passed", True):
+            group, key = metric.split(": ", 1)
+            out.setdefault(group, set()).add(key.split(".", 1)[0])
+    return out
+
+
+def _subgroup_thresholds(checks: Sequence[Mapping[str, Any]], suffixes: Sequence[str]) -> list[float]:
+    out = []
+    for c in checks:
+        metric = c.get("metric") or ""
+        if ": " in metric and c.get("threshold") is not None:
+            key = metric.split(": ", 1)[1]
+            if any(key.endswith("." + s) for s in suffixes):
+                out.append(float(c["threshold"]))
+    return sorted(set(out))
+
+
+# ------------------------------------------------------------------------------------ sections
+
+_CSS = """
+*{box-sizing:border-box}
+body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1d2330;
+ margin:0;padding:0 0 40px;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:0 18px}
+h1{font-size:26px;margin:0 0 6px} h2{font-size:18px;margin:0 0 10px;border-bottom:1px solid #dde1e7;padding-bottom:4px}
+section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:14px 16px;margin:14px 0}
+.banner{border-radius:0 0 8px 8px;padding:16px 20px;color:#fff;margin:0 0 6px}
+.banner.APPROVE{background:#1e7d32}.banner.REVIEW{background:#b86e00}.banner.BLOCK{background:#b3261e}
+.banner .meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px;opacity:.95}
+.banner code{background:rgba(255,255,255,.18);color:#fff}
+.banner ul{margin:8px 0 0 18px;padding:0}
+.banner a{color:#fff}
+code{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#eef0f3;padding:1px 4px;border-radius:3px}
+pre{font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#1d2330;color:#e8eaf0;padding:10px 12px;
+ border-radius:5px;overflow-x:auto;white-space:pre-wrap}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}
+th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f5;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.fail td{background:#fde8e7} tr.fail td:first-child{border-left:4px solid #b3261e}
+tr.flagged td{background:#fff1dc} tr.flagged td:first-child{border-left:4px solid #b86e00}
+.pill{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;color:#fff}
+.pill.pass{background:#1e7d32}.pill.fail{background:#b3261e}.pill.review{background:#b86e00}
+.pill.pending{background:#b86e00}.pill.muted{background:#8a93a3}
+.howto{border-left:5px solid #b86e00;background:#fff8ec}
+.note{color:#5b6475;font-size:12.5px;margin:4px 0}
+img.fig{max-width:100%;height:auto;display:block;margin:6px 0}
+nav{font-size:13px;margin:8px 0}
+nav a{margin-right:12px;color:#2a5db0}
+footer{color:#5b6475;font-size:12px;text-align:center;margin-top:20px}
+"""
+
+
+def _banner(inp: ReportInputs) -> str:
+    v = inp.verdict
+    decision = str(v.get("verdict", "BLOCK"))
+    cls = decision if decision in ("APPROVE", "REVIEW", "BLOCK") else "BLOCK"
+    run_id = inp.run_id or v.get("run_id")
+    hashes = v.get("data_hashes") or {}
+    hash_txt = ", ".join(f"{_e(k.removesuffix('_sha256'))} <code>{_e(_short(h))}</code>"
+                         for k, h in sorted(hashes.items())) or "none recorded"
+    flagged = list(v.get("flagged_subgroups") or [])
+    reasons = v.get("reasons") or []
+    items = "".join(f"<li><b>{_e(c.get('action'))}</b> {_e(c.get('message'))}</li>" for c in reasons[:12])
+    if len(reasons) > 12:
+        items += f"<li>… and {len(reasons) - 12} more (see the rules table)</li>"
+    link = ""
+    url = tracking.run_url(inp.tracking_uri or "", inp.experiment_id, run_id)
+    if url:
+        link = f' · <a class="runlink" href="{_e(url)}">open the run in MLflow</a>'
+    return f"""<header class="banner {cls}">
+<h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· status {_e(v.get('status'))} · review
+ {_e(_approval_state(inp))}</span></h1>
+<div class="meta"><span>dataset <b>{_e(inp.dataset or '—')}</b></span><span>run <code>{_e(run_id or '—')}</code>{link}</span>
+<span>created {_e(v.get('created_at') or '—')}</span><span>rules <code>{_e(_short(v.get('rules_hash')))}</code></span></div>
+<div class="meta"><span>data sha256: {hash_txt}</span></div>
+<div class="meta"><span>flagged subgroups: <b>{_e(', '.join(flagged) if flagged else 'none')}</b></span></div>
+{f'<ul class="reasons">{items}</ul>' if items else '<p>Every rule passed.</p>'}
+</header>"""
+
+
+def _approval_state(inp: ReportInputs) -> str:
+    if inp.decisions:
+        d = inp.decisions[0]
+        done = {"approve": "approved", "reject": "rejected"}.get(str(d.get("action")), str(d.get("action")))
+        return f"{done} by {d.get('reviewer')}"
+    return "pending" if inp.verdict.get("verdict") == "REVIEW" else "not required"
+
+
+def _workdir_option(uri: str | None) -> str:
+    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + tracking.SQLITE_FILE):
+        return " --workdir " + shlex.quote(str(Path(uri.removeprefix("sqlite:///")).parent))
+    if uri and uri.startswith(("http://", "https://")):
+        return " --tracking-uri " + shlex.quote(uri) + " --workdir WORKDIR"
+    return ""
+
+
+def _howto(inp: ReportInputs) -> str:
+    v = inp.verdict
+    if v.get("verdict") != "REVIEW" or inp.decisions:
+        return ""
+    run_id = inp.run_id or v.get("run_id") or "RUN_ID"
+    opt = _workdir_option(inp.tracking_uri)
+    flagged = list(v.get("flagged_subgroups") or [])
+    lines = [f"privacy-gate review {run_id}{opt}",
+             f"privacy-gate approve {run_id} --reviewer NAME --comment 'why'{opt}"]
+    lines += [f"privacy-gate approve {run_id} --reviewer NAME --suppress {shlex.quote(g)}{opt}" for g in flagged[:3]]
+    lines.append(f"privacy-gate reject {run_id} --reviewer NAME --comment 'why'{opt}")
+    return f"""<section id="decide" class="howto"><h2>How to decide</h2>
+<p>This release needs a human decision. Check the flagged subgroups and the reasons above, then either
+approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
+re-runs on the filtered release before anything is published) or reject it (nothing is published;
+the release stays in quarantine). Decisions are final and recorded with this run.</p>
+<pre>{_e(chr(10).join(lines))}</pre>
+<p class="note">Usage: <code>privacy-gate approve RUN_ID --reviewer NAME [--suppress GROUP]</code> /
+<code>privacy-gate reject RUN_ID --reviewer NAME</code></p></section>"""
+
+
+def _rules(inp: ReportInputs) -> str:
+    checks = list(inp.verdict.get("checks") or [])
+    if not checks:
+        checks = list(inp.verdict.get("reasons") or [])
+    if not checks:
+        return _section("Rules", _note("No rule was evaluated."), "rules")
+    rows = []
+    for c in checks:
+        passed = bool(c.get("passed"))
+        pill = '<span class="pill pass">pass</span>' if passed else (
+            f'<span class="pill {"fail" if c.get("action") == "block" else "review"}">FAIL</span>')
+        rows.append(([_e(c.get("rule")), f"<code>{_e(c.get('metric') or '—')}</code>",
+                      f'<span class="num">{_num(c.get("observed"))}</span>', _num(c.get("threshold")),
+                      _e(c.get("bound")), _e(c.get("action")), pill],
+                     "" if passed else "fail"))
+    n_fail = sum(1 for c in checks if not c.get("passed"))
+    head = _note(f"{len(checks)} checks, {n_fail} failed. Failing checks are highlighted; "
+                 "a failing 'block' check blocks, a failing 'review' check needs a human.")
+    return _section("Rules", head + _table(["rule", "metric", "observed", "threshold", "bound", "action", "result"],
+                                           rows, "rules"), "rules")
+
+
+def _attacks(inp: ReportInputs) -> str:
+    table = _attack_metrics(inp.verdict.get("metrics") or {})
+    parts = []
+    if table:
+        cols = list(MAIN_METRICS) + [m for m in MACE_METRICS if any(m in t for t in table.values())]
+        parts.append(_table(["attack", *cols],
+                            [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()]))
+    scores = inp.scores
+    if scores is not None and "member" in scores.columns:
+        from privacy_gate.report.plots import roc_figure, score_histograms_figure
+
+        labels = scores["member"].to_numpy().astype(int)
+        curves, hists = [], []
+        for col in [c for c in scores.columns if c.endswith("_score")]:
+            name = col.removesuffix("_score")
+            s = scores[col].to_numpy(dtype=float)
+            ok = np.isfinite(s)
+            y = labels[ok]
+            if ok.sum() < 2 or len(set(y.tolist())) < 2:
+                continue
+            from privacy_gate.estimators.metrics import roc_curve_points
+
+            fpr, tpr = roc_curve_points(s[ok], y)
+            auc = (table.get(name) or {}).get("auc")
+            if auc is None or not math.isfinite(float(auc)):
+                from sklearn.metrics import roc_auc_score
+
+                auc = float(roc_auc_score(y, s[ok]))
+            curves.append((name, fpr, tpr, float(auc)))
+            hists.append((name, s[ok][y == 1], s[ok][y == 0]))
+        if curves:
+            parts.append("<h3>ROC curves</h3>" + _note(
+                "Left: linear axes. Right: log axes — the low false-positive regime, where an attacker is "
+                "confident; a curve far above the diagonal there means some records are exposed.")
+                + _png(roc_figure(curves)))
+            parts.append("<h3>Attack score distributions</h3>" + _note(
+                "Members (training records) vs non-members (holdout). Overlapping histograms = the attack "
+                "cannot tell them apart.") + _png(score_histograms_figure(hists)))
+    else:
+        parts.append(_note("No per-record attack scores were logged for this run (no ROC curves)."))
+    if not parts:
+        return ""
+    return _section("Membership-inference attacks", "\n".join(parts), "attacks")
+
+
+def _mace(inp: ReportInputs) -> str:
+    df = inp.mace
+    if df is None or "risk" not in df.columns or df.empty:
+        return ""
+    from privacy_gate.report.plots import risk_profile_figure
+
+    risk = df["risk"].to_numpy(dtype=float)
+    lower = df["risk_lower"].to_numpy(dtype=float) if "risk_lower" in df.columns else None
+    upper = df["risk_upper"].to_numpy(dtype=float) if "risk_upper" in df.columns else None
+    ok = risk[np.isfinite(risk)]
+    stats = _table(["records", "mean risk", "median", "95th percentile", "max"],
+                   [([str(len(risk)), _num(ok.mean() if ok.size else None), _num(np.median(ok) if ok.size else None),
+                      _num(np.quantile(ok, 0.95) if ok.size else None), _num(ok.max() if ok.size else None)], "")])
+    return _section("Per-record risk (MACE)", stats + _png(risk_profile_figure(risk, lower, upper)), "mace")
+
+
+def _subgroups(inp: ReportInputs) -> str:
+    rows = [dict(r) for r in inp.subgroups or []]
+    if not rows:
+        return _section("Subgroups", _note("No subgroup audit for this run."), "subgroups")
+    from privacy_gate.report.plots import subgroup_bars_figure
+
+    checks = list(inp.verdict.get("checks") or [])
+    flagged = set(inp.verdict.get("flagged_subgroups") or [])
+    failed = _failed_group_attacks(checks)
+    has_mace = any("mace.advantage_lower" in r and "mace.advantage_upper" in r for r in rows)
+    parts = [_note("One row per audited subgroup and attack; groups smaller than the audit minimum are merged "
+                   "into 'other' and never named. AUC interval: Hanley & McNeil 95% normal approximation. "
+                   "Flagged groups (failing a subgroup rule) are highlighted.")]
+    bars, mace_bars, table_rows = [], [], []
+    for r in rows:
+        group, attack = str(r.get("group")), str(r.get("attack"))
+        n_m, n_n = int(r.get("n_members") or 0), int(r.get("n_non_members") or 0)
+        auc = r.get("auc")
+        auc = float(auc) if auc is not None else math.nan
+        lo, hi = hanley_mcneil_interval(auc, n_m, n_n)
+        is_bad = attack in failed.get(group, set())
+        if math.isfinite(auc):
+            bars.append((group, attack, auc, lo, hi, is_bad))
+        cells = [_e(group), _e(attack), str(n_m), str(n_n),
+                 f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]",
+                 _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
+        if has_mace:
+            ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
+            cells.append(f"{_num(mv, 3)} [{_num(ml, 3)}, {_num(mu, 3)}]")
+            if ml is not None and mu is not None and math.isfinite(float(ml)) and math.isfinite(float(mu)):
+                mid = float(mv) if mv is not None and math.isfinite(float(mv)) else (float(ml) + float(mu)) / 2
+                mace_bars.append((group, attack, mid, float(ml), float(mu), is_bad))
+        status = ('<span class="pill review">flagged</span>' if is_bad else
+                  '<span class="pill review">group flagged</span>' if group in flagged else
+                  '<span class="pill pass">ok</span>')
+        cells.append(status)
+        table_rows.append((cells, "flagged" if group in flagged else ""))
+    if bars:
+        parts.append("<h3>Attack AUC per subgroup (95% interval)</h3>" + _png(subgroup_bars_figure(
+            bars, metric="AUC", thresholds=_subgroup_thresholds(checks, ["auc"]), reference=0.5)))
+    if mace_bars:
+        parts.append("<h3>MACE advantage per subgroup (confidence bounds)</h3>" + _png(subgroup_bars_figure(
+            mace_bars, metric="MACE advantage",
+            thresholds=_subgroup_thresholds(checks, ["mace.advantage_upper", "mace.advantage"]))))
+    head = ["group", "attack", "members", "non-members", "AUC [95%]", "TPR@1%FPR", "advantage"]
+    head += ["MACE advantage [bounds]"] if has_mace else []
+    parts.append(_table([*head, "status"], table_rows, "subgroups"))
+    return _section("Subgroups", "\n".join(parts), "subgroups")
+
+
+def _entity(inp: ReportInputs) -> str:
+    table = _nested(inp.verdict.get("metrics") or {}, "entity")
+    if not table:
+        return ""
+    cols = [m for m in MAIN_METRICS if any(m in t for t in table.values())]
+    cols += sorted({m for t in table.values() for m in t} - set(cols))
+    body = _note("Set-level view: one score per entity (the mean of its records' scores), members vs non-members.")
+    body += _table(["attack", *cols], [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()])
+    return _section("Entity-level results", body, "entity")
+
+
+def _dependency(inp: ReportInputs) -> str:
+    metrics = inp.verdict.get("metrics") or {}
+    table = _nested(metrics, "dependency")
+    if not table:
+        return ""
+    rows, plot = [], []
+    failing = {c.get("metric") for c in inp.verdict.get("checks") or [] if not c.get("passed", True)}
+    for attack, t in table.items():
+        iid, dep = metrics.get(f"{attack}.auc"), t.get("auc")
+        gap = (float(dep) - float(iid)) if iid is not None and dep is not None else None
+        rows.append(([_e(attack), _num(iid), _num(dep), _num(gap), _num(t.get("tpr_at_fpr_0.01")),
+                      _num(t.get("advantage"))], "fail" if tracking.dependency_metric(attack, "auc") in failing else ""))
+        if iid is not None and dep is not None and math.isfinite(float(iid)) and math.isfinite(float(dep)):
+            plot.append((attack, float(iid), float(dep)))
+    body = _note("Members drawn from one source (dependent records) vs the IID targets: a higher AUC under "
+                 "dependency means the IID figures understate the risk.")
+    body += _table(["attack", "IID AUC", "dependency AUC", "gap", "dependency TPR@1%FPR", "dependency advantage"],
+                   rows)
+    if plot:
+        from privacy_gate.report.plots import comparison_bars_figure
+
+        body += _png(comparison_bars_figure(plot, labels=("IID", "dependency"), metric="AUC", reference=0.5))
+    return _section("Dependency stress test", body, "dependency")
+
+
+def _utility(inp: ReportInputs) -> str:
+    u = dict(inp.utility or {})
+    metrics = inp.verdict.get("metrics") or {}
+    for k in ("quality", "tvd_1way", "tvd_2way"):
+        if k not in u and f"utility.{k}" in metrics:
+            u[k] = metrics[f"utility.{k}"]
+    if not u:
+        return _section("Utility", _note("No utility figures for this run."), "utility")
+    pair = u.get("worst_2way_pair")
+    rows = [
+        (["quality (1 − mean TVD)", _num(u.get("quality"))], ""),
+        (["mean 1-way TVD", _num(u.get("tvd_1way"))], ""),
+        (["mean 2-way TVD", _num(u.get("tvd_2way"))], ""),
+        (["worst column", f"{_e(u.get('worst_1way_column') or '—')} (TVD {_num(u.get('worst_1way_tvd'))})"], ""),
+        (["worst pair", f"{_e(' × '.join(map(str, pair)) if pair else '—')} (TVD {_num(u.get('worst_2way_tvd'))})"],
+         ""),
+    ]
+    body = _note("Marginal fidelity of the synthetic data to the holdout (total variation distance, 0 = identical).")
+    return _section("Utility", body + _table(["measure", "value"], rows), "utility")
+
+
+def _timings(inp: ReportInputs) -> str:
+    if not inp.timings:
+        return ""
+    rows = [([_e(k), _num(v, 3)], "") for k, v in inp.timings.items()]
+    return _section("Timings (seconds)", _table(["stage", "seconds"], rows), "timings")
+
+
+def _history(inp: ReportInputs) -> str:
+    decisions = list(inp.decisions or [])
+    if not decisions:
+        state = _approval_state(inp)
+        pill = "pending" if state == "pending" else "muted"
+        text = ("No decision yet: this REVIEW run is waiting for a reviewer." if state == "pending" else
+                "No review required: the gate decided this run on its own.")
+        return _section("Review history", f'<p><span class="pill {pill}">{_e(state)}</span> {_e(text)}</p>', "review")
+    rows = []
+    for d in decisions:
+        groups = ", ".join(f"{g}: {a}" for g, a in (d.get("subgroups") or {}).items()) or "—"
+        rows.append(([_e(d.get("reviewer")), _e(d.get("at")), f"<b>{_e(d.get('action'))}</b>", _e(d.get("comment") or "—"),
+                      _e(groups), _e(", ".join(d.get("suppress") or []) or "—"),
+                      f"<code>{_e(_short(d.get('data_sha256')))}</code>", _e(d.get("published") or "not published"),
+                      _e(d.get("via") or "—"), f"<code>{_e(d.get('rerun_id') or '—')}</code>"], ""))
+    return _section("Review history", _table(
+        ["reviewer", "when", "action", "comment", "subgroup decisions", "suppressed", "data sha256", "published",
+         "via", "gate re-run"], rows), "review")
+
+
+def _open_hint(inp: ReportInputs) -> str:
+    run_id = inp.run_id or inp.verdict.get("run_id") or "RUN_ID"
+    uri = inp.tracking_uri or ""
+    if tracking.run_url(uri, inp.experiment_id, run_id):
+        return ""
+    if not uri:
+        return ""
+    return _note(f"Open in the MLflow UI: {tracking.ui_command(uri)} — then run {run_id}, "
+                 f"artifact {tracking.ART_REPORT}.")
+
+
+def render_report(inputs: ReportInputs) -> str:
+    """The whole report as one HTML string (every text escaped; no external resources)."""
+    inp = inputs
+    sections = [_howto(inp), _rules(inp), _attacks(inp), _mace(inp), _subgroups(inp), _entity(inp),
+                _dependency(inp), _utility(inp), _history(inp), _timings(inp)]
+    nav_items = [("decide", "How to decide"), ("rules", "Rules"), ("attacks", "Attacks"), ("mace", "Per-record risk"),
+                 ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
+                 ("utility", "Utility"), ("review", "Review history"), ("timings", "Timings")]
+    body = "\n".join(s for s in sections if s)
+    nav = " ".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav_items if f'id="{a}"' in body)
+    decision = str(inp.verdict.get("verdict", "BLOCK"))
+    title = f"{decision} · privacy-gate · {inp.dataset or 'dataset'} · {inp.run_id or inp.verdict.get('run_id') or ''}"
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_CSS}</style></head>
+<body><main>
+{_banner(inp)}
+<nav>{nav}</nav>
+{_open_hint(inp)}
+{body}
+<footer>privacy-gate report · rendered {_e(now)} from the run's artifacts · aggregates only: no record values,
+no row ids</footer>
+</main></body></html>
+"""
+
+
+# ------------------------------------------------------------------------------------ MLflow
+
+
+def _optional(what: str, read: Any) -> Any:
+    try:
+        return read()
+    except Exception as exc:  # noqa: BLE001 - optional parts are skipped, never fatal
+        log.warning("report: could not read %s (%s); that section is skipped", what, type(exc).__name__)
+        return None
+
+
+def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
+    """Read a run's artifacts back through the Tracker (the verdict is required, the rest optional)."""
+    verdict = tracker.read_json(run_id, tracking.ART_VERDICT)
+    tags = tracker.run_tags(run_id)
+
+    def frame(path: str) -> pd.DataFrame | None:
+        return tracker.read_frame(run_id, path) if tracker.artifact_exists(run_id, path) else None
+
+    def js(path: str) -> Any:
+        return tracker.read_json(run_id, path) if tracker.artifact_exists(run_id, path) else None
+
+    return ReportInputs(
+        verdict=verdict,
+        scores=_optional(tracking.ART_SCORES, lambda: frame(tracking.ART_SCORES)),
+        subgroups=_optional(tracking.ART_SUBGROUPS, lambda: js(tracking.ART_SUBGROUPS)) or [],
+        utility=_optional(tracking.ART_UTILITY, lambda: js(tracking.ART_UTILITY)) or {},
+        decisions=tracker.decisions(run_id),
+        timings=_optional(tracking.ART_TIMINGS, lambda: js(tracking.ART_TIMINGS)) or {},
+        run_id=run_id,
+        dataset=tags.get(tracking.TAG_DATASET),
+        tracking_uri=tracker.uri,
+        experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
+        mace=_optional(tracking.ART_MACE, lambda: frame(tracking.ART_MACE)),
+    )
+
+
+def log_report(tracker: tracking.Tracker, run_id: str) -> None:
+    """Render the run's report and log it as ``report/index.html`` (overwriting: derived data)."""
+    tracker.log_text(run_id, render_report(load_report_inputs(tracker, run_id)), tracking.ART_REPORT)
