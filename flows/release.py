@@ -23,9 +23,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import release, tracking
-from privacy_gate.config import AttackConfig, AuditConfig, DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
+from privacy_gate.config import (AttackConfig, AuditConfig, DatasetSpec, GateConfig, MaceConfig, ReleaseConfig,
+                                 RunnerConfig, TargetsConfig)
+from privacy_gate.estimators.mace_gate import COMBINED
 from privacy_gate.data import Splits, conform, data_hash, read_table
-from privacy_gate.errors import PrivacyGateError, ValidationFailed
+from privacy_gate.errors import ConfigError, PrivacyGateError, ValidationFailed
 from privacy_gate.gate import Check, Verdict, decide
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.report.summary import verdict_markdown
@@ -79,12 +81,47 @@ def validate_synthetic(synthetic: pd.DataFrame, train: pd.DataFrame, spec: Datas
     return run(synthetic, train, spec, max_copy_share=max_copy_share)
 
 
+def prefect_mapper(fn, jobs) -> list:
+    """Map independent sub-runs (MAMA-MIA shadow runs) as Prefect tasks on the flow's task runner:
+    thread pool locally, Dask workers with ``runner: {kind: dask}``."""
+    sub = task(fn, name="shadow-run", cache_policy=NO_CACHE, persist_result=False)
+    return [f.result() for f in sub.map(list(jobs))]
+
+
 @_task
 def attack(attack_cfg: AttackConfig, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
            targets: release.Targets, generator: str | None, generator_params: dict,
-           extra_targets: dict[str, release.Targets]) -> release.AttackOutcome:
+           extra_targets: dict[str, release.Targets], focal_points: tuple | None) -> release.AttackOutcome:
     return release.run_attack(attack_cfg, synthetic=synthetic, splits=splits, spec=spec, targets=targets,
-                              generator=generator, generator_params=generator_params, extra_targets=extra_targets)
+                              generator=generator, generator_params=generator_params, extra_targets=extra_targets,
+                              focal_points=focal_points, mapper=prefect_mapper)
+
+
+def task_runner_for(runner: RunnerConfig):
+    """The Prefect task runner the config asks for (the flows are the same either way)."""
+    if runner.kind == "dask":
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            raise ConfigError("runner.kind 'dask' needs prefect-dask (pip install prefect-dask)") from None
+        if runner.dask_address:
+            return DaskTaskRunner(address=runner.dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1,
+                                              "processes": True, "dashboard_address": None})
+    return ThreadPoolTaskRunner(max_workers=runner.workers)
+
+
+def with_oracle(attacks: list[AttackConfig], generator: Any) -> list[AttackConfig]:
+    """For a marginal generator, also report MAMA-MIA with the focal points the generator really
+    used — the upper bound of black-box knowledge (reported, not gated)."""
+    if getattr(generator, "focal_points_", None) is None or any(a.key == ORACLE for a in attacks):
+        return list(attacks)
+    if not any(a.name == "mama_mia" for a in attacks):
+        return list(attacks)
+    return [*attacks, AttackConfig(name="mama_mia", variant="oracle", label=ORACLE, gate=False)]
+
+
+ORACLE = "mama_mia_oracle"
 
 
 @_task
@@ -135,9 +172,18 @@ def _quarantine(run: _Run, synthetic: pd.DataFrame) -> None:
                                       tracking.TAG_PUBLISH_TARGET: str(run.store.target.resolve())})
 
 
+@_task
+def mace(scores: dict, labels, row_ids, mace_cfg: MaceConfig, epsilon: float | None):
+    from privacy_gate.estimators.mace_gate import mace_for_attacks
+
+    return mace_for_attacks(scores, labels, row_ids, prior=mace_cfg.prior, delta=mace_cfg.delta,
+                            n_permutations=mace_cfg.n_permutations, epsilon=epsilon)
+
+
 def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFrame, gate: GateConfig,
            attacks: list[AttackConfig], targets_cfg: TargetsConfig, audit_cfg: AuditConfig, generator: str | None,
-           generator_params: dict) -> Verdict:
+           generator_params: dict, focal_points: tuple | None = None, mace_cfg: MaceConfig | None = None,
+           privacy: dict | None = None) -> Verdict:
     """Validate the synthetic data, run the attacks concurrently, decide, and log it all."""
     logger = get_run_logger()
     run.hashes.update({f"{k}_sha256": data_hash(v) for k, v in
@@ -159,8 +205,9 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
                         int(dependency[1].labels.sum()))
     extra = {"dependency": dependency[1]} if dependency else {}
     with run.stage("attacks", f"running {len(attacks)} attack(s) concurrently + utility"):
-        futures = [attack.with_options(name=f"attack-{a.name}").submit(a, synthetic, splits, spec, targets,
-                                                                         generator, generator_params, extra)
+        futures = [attack.with_options(name=f"attack-{a.key}").submit(a, synthetic, splits, spec, targets,
+                                                                        generator, generator_params, extra,
+                                                                        focal_points)
                    for a in attacks]
         util_future = utility.submit(synthetic, splits.holdout, spec)
         outcomes = [f.result() for f in futures]
@@ -173,20 +220,31 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
     metrics: dict[str, float] = {}
     for o in outcomes:
         metrics.update({tracking.metric_name(o.name, k): v for k, v in o.metrics.items()})
-    top = release.strongest(outcomes)
+    gated = [o for o, a in zip(outcomes, attacks) if a.gate]
+    top = release.strongest(gated)
     metrics.update({tracking.metric_name(tracking.STRONGEST, k): v for k, (v, _) in top.items()})
     run.tracker.set_tags(run.run_id, {tracking.strongest_tag(k): name for k, (_, name) in top.items()})
     metrics.update({tracking.metric_name("utility", k): float(v) for k, v in util.items()
                     if isinstance(v, (int, float))})
     metrics.update(syn_report.metrics())
+    mace_cfg = mace_cfg or MaceConfig()
+    epsilon = (privacy or {}).get("epsilon")
+    with run.stage("mace", "MACE: confidence-bounded advantage per attack and combined"):
+        mres = mace({o.name: o.scores for o in gated}, targets.labels, targets.row_ids, mace_cfg, epsilon)
+        metrics.update(mres.metrics)
+        for name in [o.name for o in gated] + [COMBINED]:
+            if f"{name}.mace.advantage" in mres.metrics:
+                logger.info("  %-8s MACE advantage %.3f  [%.3f, %.3f]  (null bias %.3f)", name,
+                            mres.metrics[f"{name}.mace.advantage"], mres.metrics[f"{name}.mace.advantage_lower"],
+                            mres.metrics[f"{name}.mace.advantage_upper"], mres.metrics[f"{name}.mace.bias"])
     with run.stage("audit", "auditing subgroups, entities and dependency"):
-        audited = release.audit(outcomes, targets, spec, audit_cfg, dependency)
+        audited = release.audit(outcomes, targets, spec, audit_cfg, dependency, mace=mace_cfg)
         metrics.update(audited.metrics)
     failures = [Check(rule=f"suite {syn_report.suite_name}", metric="validation.synthetic", observed=None,
                       threshold=None, bound="none", action="block", passed=False, message=msg)
                 for msg in syn_report.failures()]
-    verdict = decide(gate.rules, metrics, attacks=[a.name for a in attacks], groups=audited.groups,
-                     extra_failures=failures, warnings=audited.warnings, data_hashes=run.hashes,
+    verdict = decide(gate.rules, metrics, attacks=[a.key for a in attacks if a.gate], groups=audited.groups,
+                     extra_failures=failures, warnings=audited.warnings + mres.warnings, data_hashes=run.hashes,
                      rules_hash=gate.rules_hash())
     if verdict.flagged_subgroups:
         logger.warning("flagged subgroups: %s", ", ".join(verdict.flagged_subgroups))
@@ -195,6 +253,7 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
         _log_attacks(run, outcomes, targets)
         run.tracker.log_json(run.run_id, util, tracking.ART_UTILITY)
         run.tracker.log_json(run.run_id, audited.group_rows, tracking.ART_SUBGROUPS)
+        _log_mace(run, mres)
     return verdict
 
 
@@ -216,6 +275,23 @@ def _log_attacks(run: _Run, outcomes: list[release.AttackOutcome], targets: rele
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def _log_mace(run: _Run, mres) -> None:
+    run.tracker.log_json(run.run_id, {"per_record_attack": mres.risk_attack, "estimates": mres.estimates},
+                         tracking.ART_MACE_ESTIMATES)
+    if mres.per_record is not None:
+        import matplotlib.pyplot as plt
+
+        run.tracker.log_frame(run.run_id, mres.per_record, tracking.ART_MACE)
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.hist(mres.per_record["risk"], bins=40, color="#4a7ab0")
+        ax.set_xlabel(f"individual risk |f_p| ({mres.risk_attack})")
+        ax.set_ylabel("targets")
+        ax.set_title("MACE per-record membership risk")
+        fig.tight_layout()
+        run.tracker.log_figure(run.run_id, fig, tracking.ART_MACE_PLOT)
+        plt.close(fig)
 
 
 def _failure(run: _Run | None, exc: BaseException) -> Verdict:
@@ -310,10 +386,13 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
         with run.stage("sample", f"sampling {n} synthetic rows"):
             synthetic = sample_synthetic(generator, n, spec)
             _quarantine(run, synthetic)
+        focal = getattr(generator, "focal_points_", None)
         verdict = _judge(run, spec=spec, splits=splits, synthetic=synthetic, gate=config.gate,
-                         attacks=config.attacks, targets_cfg=config.targets, audit_cfg=config.audit,
-                         generator=config.generator.name,
-                         generator_params={**config.generator.params, "seed": config.generator.seed})
+                         attacks=with_oracle(config.attacks, generator), targets_cfg=config.targets,
+                         audit_cfg=config.audit, generator=config.generator.name,
+                         generator_params={**config.generator.params, "seed": config.generator.seed},
+                         focal_points=tuple(focal) if focal else None, mace_cfg=config.mace,
+                         privacy=getattr(generator, "privacy", None))
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = _failure(run, exc)
     result = _finish(run, verdict)

@@ -83,8 +83,10 @@ def _rebuild(record: _RunRecord) -> dict[str, Any]:
         spec = config.dataset.spec
         real, public_reference = release.load_real_data(config)
         splits = release.split(config, real, public_reference)
+        eps = config.generator.params.get("epsilon")
         settings = dict(gate=config.gate, attacks=config.attacks, targets_cfg=config.targets, audit_cfg=config.audit,
-                        generator=config.generator.name,
+                        generator=config.generator.name, mace_cfg=config.mace,
+                        privacy={"epsilon": float(eps)} if eps is not None else None,
                         generator_params={**config.generator.params, "seed": config.generator.seed})
         fmt = config.publish.format
     recorded = record.verdict.get("data_hashes", {})
@@ -129,7 +131,8 @@ def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir:
         _quarantine(run, filtered)
         verdict = _judge(run, spec=spec, splits=inputs["splits"], synthetic=filtered, gate=inputs["gate"],
                          attacks=inputs["attacks"], targets_cfg=inputs["targets_cfg"], audit_cfg=inputs["audit_cfg"],
-                         generator=inputs["generator"], generator_params=inputs["generator_params"])
+                         generator=inputs["generator"], generator_params=inputs["generator_params"],
+                         mace_cfg=inputs.get("mace_cfg"), privacy=inputs.get("privacy"))
     except Exception as exc:  # noqa: BLE001 - fail closed
         from flows.release import _failure
 

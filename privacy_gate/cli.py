@@ -92,9 +92,13 @@ def run(
     except ConfigError as exc:
         _usage_error(str(exc))
     _require_files(dataset_path=cfg.dataset.path, reference_path=cfg.dataset.reference_path)
-    from flows.release import release_flow
+    from flows.release import release_flow, task_runner_for
 
-    _run_flow(release_flow, as_json, config_path=str(config), workdir=str(workdir))
+    try:
+        flow_fn = release_flow.with_options(task_runner=task_runner_for(cfg.runner))
+    except ConfigError as exc:
+        _usage_error(f"{config}: {exc}")
+    _run_flow(flow_fn, as_json, config_path=str(config), workdir=str(workdir))
 
 
 @app.command()

@@ -146,12 +146,22 @@ class GeneratorConfig(BaseModel):
 
 
 class AttackConfig(BaseModel):
+    """``name`` picks a registered attack; other keys are its parameters. ``label`` names its
+    metrics (default: the name; needed to run one attack twice, e.g. MAMA-MIA and its oracle);
+    ``gate: false`` reports an attack without letting ``attack: any`` rules read it."""
+
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str
+    label: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]+$")
+    gate: bool = True
 
     @property
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
 
 
 class Rule(_Strict):
@@ -187,7 +197,11 @@ class Rule(_Strict):
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="auc", attack="any", max=0.60, action="block"),
     Rule(metric="tpr_at_fpr_0.01", attack="any", max=0.10, action="block"),
-    Rule(metric="advantage", attack="any", max=0.20, action="review"),
+    # MACE (DESIGN §6): block when we are confident the advantage is not small (lower bound),
+    # approve only when we are confident it is small (upper bound), otherwise a human decides
+    Rule(metric="mace.advantage_lower", attack="any", max=0.10, action="block"),
+    Rule(metric="mace.advantage_lower", attack="combined", max=0.10, action="block"),
+    Rule(metric="mace.advantage_upper", attack="any", max=0.20, action="review"),
     Rule(metric="utility.quality", min=0.60, action="block"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
 )
@@ -221,6 +235,15 @@ class ReviewConfig(_Strict):
     poll_seconds: int = Field(10, gt=0)  # how often the paused flow checks for the input
 
 
+class MaceConfig(_Strict):
+    """MACE estimators (DESIGN §6): confidence 1 - delta, membership prior p (realistic releases
+    have few members among candidates: p < 0.5; note the advantage is then at least |2p - 1|)."""
+
+    prior: float = Field(0.5, gt=0, lt=1)
+    delta: float = Field(0.05, gt=0, lt=1)
+    n_permutations: int = Field(200, ge=0)  # label-permutation null: the estimator's bias at this N
+
+
 class TrackingConfig(_Strict):
     uri: str | None = None  # default: sqlite:///<workdir>/mlflow.db
     experiment: str | None = None  # default: privacy-gate/<dataset name>
@@ -231,7 +254,17 @@ class PublishConfig(_Strict):
     format: Literal["parquet", "csv"] = "parquet"
 
 
-DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"))
+# MAMA-MIA's "auto" variant shadows marginal (DP) generators and falls back to its generic
+# variant for any other generator or for gate-only data
+DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"), AttackConfig(name="mama_mia"))
+
+
+class RunnerConfig(_Strict):
+    """Prefect task runner: a local thread pool, or Dask (prefect-dask) for clusters — same flow."""
+
+    kind: Literal["thread", "dask"] = "thread"
+    workers: int = Field(4, gt=0)
+    dask_address: str | None = None  # an existing Dask scheduler; None = a local cluster
 
 
 class ReleaseConfig(_Strict):
@@ -242,16 +275,19 @@ class ReleaseConfig(_Strict):
     attacks: list[AttackConfig] = Field(default_factory=lambda: list(DEFAULT_ATTACKS))
     gate: GateConfig = Field(default_factory=GateConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    mace: MaceConfig = Field(default_factory=MaceConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        names = [a.name for a in self.attacks]
+        names = [a.key for a in self.attacks]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"attacks: {dupes} listed more than once (metric names would collide)")
+            raise ValueError(f"attacks: {dupes} listed more than once (metric names would collide; "
+                             "give one a different 'label')")
         if not names:
             raise ValueError("attacks: at least one attack is required (the gate cannot approve unattacked data)")
         spec = self.dataset.spec

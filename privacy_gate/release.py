@@ -95,20 +95,29 @@ class AttackOutcome:
 
 def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
                targets: Targets, generator: str | None = None, generator_params: dict | None = None,
-               extra_targets: dict[str, Targets] | None = None) -> AttackOutcome:
+               extra_targets: dict[str, Targets] | None = None, focal_points: tuple | None = None,
+               mapper: Any = None) -> AttackOutcome:
     """Fit one attack on the threat model, score the targets (and any extra target sets, e.g. the
-    dependency test's, with the same fitted attack), compute the metrics."""
+    dependency test's, with the same fitted attack), compute the metrics.
+
+    ``focal_points``: what the real generator recorded (only the oracle variant of MAMA-MIA reads
+    them); ``mapper``: how an attack with independent sub-runs (MAMA-MIA's shadow runs) maps them
+    — the flow passes one that runs them as Prefect tasks."""
     from privacy_gate.attacks import ThreatModel, create_attack
     from privacy_gate.estimators.metrics import roc_metrics
 
     start = time.perf_counter()
     threat = ThreatModel(synthetic=synthetic, reference=splits.reference, spec=spec, generator=generator,
-                         generator_params=dict(generator_params or {}), n_train=len(splits.train))
-    scorer = create_attack(attack.name, **attack.params).fit(threat)
+                         generator_params=dict(generator_params or {}), n_train=len(splits.train),
+                         focal_points=tuple(focal_points) if focal_points else None)
+    scorer = create_attack(attack.name, **attack.params)
+    if mapper is not None and hasattr(scorer, "mapper_"):
+        scorer.mapper_ = mapper
+    scorer.fit(threat)
     scores = np.asarray(scorer.score(targets.records), dtype=float)
     extra = {k: np.asarray(scorer.score(t.records), dtype=float) for k, t in (extra_targets or {}).items()}
     metrics = roc_metrics(scores, targets.labels)
-    return AttackOutcome(name=attack.name, params=attack.params, scores=scores,
+    return AttackOutcome(name=attack.key, params=attack.params, scores=scores,
                          metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
                          extra_scores=extra)
 
@@ -132,18 +141,30 @@ class AuditResult:
 
 
 def audit(outcomes: list[AttackOutcome], targets: Targets, spec: DatasetSpec, cfg: Any,
-          dependency: tuple[str, Targets] | None = None) -> AuditResult:
-    """Per-subgroup metrics, set-level (entity) metrics and the dependency stress test."""
+          dependency: tuple[str, Targets] | None = None, mace: Any = None) -> AuditResult:
+    """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given), set-level
+    (entity) metrics and the dependency stress test."""
     from privacy_gate import tracking
+    from privacy_gate.errors import InsufficientDataError
+    from privacy_gate.estimators.mace_gate import mace_group_metrics
     from privacy_gate.estimators.metrics import roc_metrics
     from privacy_gate.gate import Check
     from privacy_gate.gate.audit import audit_subgroups, entity_scores, subgroup_groups
+
+    def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
+        out = dict(roc_metrics(s, y))
+        if mace is not None:
+            try:
+                out.update(mace_group_metrics(s, y, prior=mace.prior, delta=mace.delta))
+            except InsufficientDataError:  # a group this small gets ROC figures only
+                pass
+        return out
 
     scores = {o.name: o.scores for o in outcomes}
     metrics: dict[str, float] = {}
     columns = [[c] for c in spec.subgroups] + [list(c) for c in cfg.intersections]
     groups = subgroup_groups(targets.records, targets.labels, columns=columns, min_group_size=cfg.min_group_size)
-    results = audit_subgroups(groups, targets.labels, scores, roc_metrics)
+    results = audit_subgroups(groups, targets.labels, scores, group_metrics)
     rows = []
     for r in results:
         for key, value in r.metrics.items():

@@ -26,6 +26,9 @@ def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, s
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
     assert v["metrics"]["dcr.auc"] > 0.9
     assert any("verbatim" in r["message"] for r in v["reasons"])
+    # MACE: confident the advantage is large (lower bound above the 0.10 block threshold)
+    assert v["metrics"]["dcr.mace.advantage_lower"] > 0.10
+    assert v["metrics"]["combined.mace.advantage_lower"] > 0.10
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -41,5 +44,8 @@ def test_independent_sample_is_approved(prefect_server, small_adult, tmp_path_fa
     gen = {"name": "file", "path": str(small_adult / "independent.csv"), "seed": seed}
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), gen, seed)
     assert v["verdict"] == "APPROVE", v["reasons"]
-    for attack in ("domias", "dcr"):
+    for attack in ("domias", "dcr", "mama_mia"):
         assert abs(v["metrics"][f"{attack}.auc"] - 0.5) < 0.06
+        # MACE: confident the advantage is small (upper bound below the 0.20 approve threshold)
+        assert v["metrics"][f"{attack}.mace.advantage_upper"] < 0.20
+        assert v["metrics"][f"{attack}.mace.advantage_lower"] <= 0.10

@@ -33,3 +33,24 @@ def test_dp_generator_release_runs_end_to_end(prefect_server, small_adult, tmp_p
     assert {"domias.auc", "dcr.auc", "utility.quality"} <= set(summary["metrics"])
     run = MlflowClient(tracking.default_tracking_uri(tmp_path)).get_run(summary["run_id"])
     assert run.data.params["generator"] == name and run.data.params["generator.epsilon"] == "1.0"
+    # MAMA-MIA runs automatically (shadow variant) and its oracle is reported but not gated
+    assert {"mama_mia.auc", "mama_mia_oracle.auc"} <= set(summary["metrics"])
+    verdict = json.loads(open(MlflowClient(tracking.default_tracking_uri(tmp_path)).download_artifacts(
+        summary["run_id"], tracking.ART_VERDICT, str(tmp_path))).read())
+    checked = {c["metric"] for c in verdict["checks"]}
+    assert "mama_mia.auc" in checked and "mama_mia_oracle.auc" not in checked
+
+
+def test_shadow_runs_are_mapped_as_prefect_tasks(prefect_server, small_adult, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="dp-shadow.yaml",
+                               attacks=[{"name": "mama_mia", "n_shadow": 12}])
+    result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "ok" and "mama_mia.auc" in summary["metrics"]
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="shadow-run")),
+                                     limit=200)
+    assert len(runs) >= 12

@@ -400,7 +400,8 @@ def test_compare_to_dp():
     ok = compare_to_dp(est, epsilon=5.0)
     assert not ok.exceeds and "within" in ok.message
     assert compare_to_dp(0.3, epsilon=1.0).exceeds is False
-    assert compare_to_dp(individual_risk(z, m), epsilon=0.5).exceeds
+    with pytest.raises(ConfigError):
+        compare_to_dp(individual_risk(z, m), epsilon=0.5)  # max of pointwise bounds is no bound
     with pytest.raises(ConfigError):
         compare_to_dp(est, epsilon=1.0, p=0.2)  # estimate made at 0.5
     with pytest.raises(ConfigError):
@@ -466,3 +467,24 @@ def test_speed_n20000_with_200_permutations():
         start = time.perf_counter()
         estimate_advantage(z, m, method=method, n_permutations=200)
         assert time.perf_counter() - start < 10.0
+
+
+def test_constant_attack_has_no_advantage_beyond_the_constant_guess():
+    m = np.r_[np.ones(60), np.zeros(140)]
+    for prior in (0.5, 0.25):
+        for method in ("discrete", "kde"):
+            est = estimate_advantage(np.full(200, 3.0), m, prior=prior, method=method, n_permutations=20)
+            assert est.estimate == pytest.approx(abs(2 * prior - 1), abs=1e-6)
+            assert est.lower == pytest.approx(abs(2 * prior - 1), abs=1e-6)
+            assert est.p_value == 1.0
+    with pytest.raises(DataError, match="constant"):
+        estimate_advantage(np.c_[np.full(200, 3.0), np.arange(200.0)], m, method="kde")
+
+
+def test_numpy_scalars_are_valid_settings():
+    rng = np.random.default_rng(21)
+    z, m = gaussian_shift(rng, 1.0, 100, 100)
+    est = estimate_advantage(z, m, prior=np.float32(0.4), delta=np.float64(0.1), n_bins=np.int64(6),
+                             method="discrete", n_permutations=np.int32(10))
+    assert est.settings["bins_per_dim"] == 6 and est.prior == pytest.approx(0.4)
+    json.dumps(est.to_dict())

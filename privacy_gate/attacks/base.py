@@ -15,13 +15,16 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from privacy_gate.generators.focal import FocalPoint
 
 #: Default memory budget for the temporary distance matrices of the chunked attacks.
 DEFAULT_CHUNK_BYTES = 256 * 2**20
@@ -36,6 +39,8 @@ class ThreatModel:
     spec: the dataset spec (public knowledge: kinds, category lists, ranges).
     generator, generator_params: black-box knowledge of the generator (name and settings), if any.
     n_train: size of the generator's training set, if known (shadow runs need it).
+    focal_points: the focal points the real generator recorded (``focal_points_``); given by the
+        evaluator only for MAMA-MIA's "oracle" variant (an upper bound, not an attacker's view).
     """
 
     synthetic: pd.DataFrame
@@ -44,6 +49,7 @@ class ThreatModel:
     generator: str | None = None
     generator_params: Mapping[str, Any] = field(default_factory=dict)
     n_train: int | None = None
+    focal_points: tuple[FocalPoint, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, DatasetSpec):

@@ -18,10 +18,14 @@ Estimators (``method``):
 - ``"discrete"``: W_N = sum_j |p freq1_j - (1-p) freq0_j| over bins j. A discrete query keeps its
   values as bins; a continuous one is cut into equal-depth bins of the pooled scores (label-free,
   see :class:`~privacy_gate.estimators._mace_models.Cells`), ~N^(1/3) of them by default, and
-  product bins with few bins per column for d > 1.
+  product bins for d > 1 with 3–9 bins per column (~N^(1/4) / 2: fewer lose more advantage
+  than the radius covers; see ``default_bins``).
 - ``"kde"``: U_N = integral |p kde1 - (1-p) kde0| on normal scores (rank-transformed scores; the
   advantage is invariant under invertible maps of the query). 1-d: grid KDE with FFT
-  convolution; d = 2..4: importance sampling from the pooled KDE, Monte Carlo error reported.
+  convolution; d = 2..4: importance sampling from the pooled KDE, Monte Carlo error reported
+  (``mc_se``; 2 mc_se widen ``upper`` and ``lower_permutation``). Bandwidth n^(-1/(d+2)) by default, deliberately
+  smaller than Scott's: smoothing loses advantage by O(h^2), and at Scott's h that loss
+  outgrows the radius for strong leakage (see ``resolve_bandwidth`` and the benchmark).
 - ``"auto"``: discrete for integer-valued or few-valued (<= 50 distinct) queries, kde otherwise.
 
 Bounds at confidence 1 - delta (each side fails with probability <= delta/2):
@@ -37,9 +41,13 @@ Bounds at confidence 1 - delta (each side fails with probability <= delta/2):
   by a label-permutation null (labels shuffled ``n_permutations`` times; under no leakage the
   null mean minus |2p-1| is pure bias): ``bias``, ``null_quantile`` and the permutation
   ``p_value`` are reported. ``lower_permutation = max(|2p-1|, estimate - r - bias)`` is the
-  conservative debiased bound the brief asked for (the bias of |X| is largest where E X = 0,
-  which the null puts in every bin, and r is a worst-case radius) — but it is a heuristic:
-  the null bias is not provably an upper bound of the bias under every alternative.
+  debiased bound (floored at |2p-1| rather than 0: no query does worse than the constant guess).
+  It is conservative because r is a worst-case radius (the plug-in's standard deviation is
+  ~ r/3) and because the bias of |X| is largest where E X = 0, which the null puts in every
+  bin at p = 0.5 (per bin the bias is at most its standard deviation, and pooling the classes
+  does not shrink that when N1 = pN). It is not provable in general: at p != 0.5 the null has
+  no bin near the sign change of p f1 - (1-p) f0, so its bias (~0 at p = 0.2) underestimates
+  the alternative's; the slack in r covers that in the benchmark, but no theorem does.
 - ``lower_split`` (default ``lower``) is provable: the Bayes plug-in classifier is learned on a
   random half of the targets (stratified; its bins / transform / bandwidth use that half only),
   and its advantage 2 (p TPR - (1-p) FPR) + 1 - 2p is bounded below on the other half with
@@ -170,7 +178,13 @@ class AdvantageEstimate:
 
     def to_dict(self) -> dict:
         """JSON-ready dict (the settings nested under ``settings``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"settings": dict(self.settings)}
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        return out | {"settings": {k: _plain(v) for k, v in self.settings.items()}}
+
+
+def _plain(value: object) -> object:
+    # numpy scalars (e.g. a seed passed as np.int64) are not JSON-serialisable
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def estimate_advantage(
@@ -193,8 +207,9 @@ def estimate_advantage(
     ``labels``: 1/True = member. See the module docstring for the estimators and bounds.
     ``n_bins``: bins per score column (discrete); ``bandwidth``: ``"undersmoothed"`` (default,
     n^(-1/(d+2)), see :func:`~privacy_gate.estimators._mace_models.resolve_bandwidth`),
-    ``"scott"``, ``"silverman"`` or a number in normal-score units (kde); ``n_mc``: Monte Carlo points of the
-    multi-d KDE integral; ``lower_bound``: ``"split"`` (provable, default) or ``"permutation"``.
+    ``"scott"``, ``"silverman"`` or a number in normal-score units (kde); ``n_mc``: Monte Carlo
+    points of the multi-d KDE integral; ``lower_bound``: ``"split"`` (provable, default) or
+    ``"permutation"``.
 
     >>> rng = np.random.default_rng(0)
     >>> z = np.r_[rng.normal(1.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 
 from privacy_gate.errors import ConfigError
 
@@ -23,9 +24,9 @@ __all__ = ["DPComparison", "compare_to_dp", "dp_advantage_bound", "dp_risk_bound
 
 
 def _check(epsilon: float, p: float) -> None:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or math.isnan(epsilon) or epsilon < 0:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or math.isnan(epsilon) or epsilon < 0:
         raise ConfigError(f"epsilon must be a non-negative number (the generator's DP budget); got {epsilon!r}")
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
+    if isinstance(p, bool) or not isinstance(p, Real) or not 0.0 < p < 1.0:
         raise ConfigError(f"the prior p must be strictly between 0 and 1; got {p!r}")
 
 
@@ -77,9 +78,9 @@ def compare_to_dp(estimate: object, *, epsilon: float, p: float | None = None) -
     """Compare an empirical lower bound with the DP ceiling at prior ``p``.
 
     ``estimate``: an :class:`~privacy_gate.estimators.mace.AdvantageEstimate` (its ``lower`` and,
-    when ``p`` is omitted, its prior), an :class:`~privacy_gate.estimators.mace.IndividualRisk`
-    (the largest ``risk_lower``: one record beyond the ceiling is already a violation), or a
-    number taken as the lower bound (``p`` defaults to 0.5).
+    when ``p`` is omitted, its prior) or a number taken as the lower bound (``p`` defaults to
+    0.5). Per-record risks are deliberately not accepted: the largest of N pointwise lower
+    bounds is not a (1 - delta) bound (multiple comparisons), so it would cry wolf.
 
     >>> compare_to_dp(0.62, epsilon=1.0).exceeds
     True
@@ -104,12 +105,10 @@ def compare_to_dp(estimate: object, *, epsilon: float, p: float | None = None) -
 
 def _lower_of(estimate: object) -> tuple[float, float | None]:
     # imported here: mace imports this module
-    from privacy_gate.estimators.mace import AdvantageEstimate, IndividualRisk
+    from privacy_gate.estimators.mace import AdvantageEstimate
 
     if isinstance(estimate, AdvantageEstimate):
         return float(estimate.lower), estimate.prior
-    if isinstance(estimate, IndividualRisk):
-        return float(estimate.risk_lower.max(initial=0.0)), estimate.prior
-    if isinstance(estimate, (int, float)) and not isinstance(estimate, bool) and 0.0 <= estimate <= 1.0:
+    if isinstance(estimate, Real) and not isinstance(estimate, bool) and 0.0 <= estimate <= 1.0:
         return float(estimate), None
-    raise ConfigError("compare_to_dp needs an AdvantageEstimate, an IndividualRisk or a lower bound in [0, 1]")
+    raise ConfigError("compare_to_dp needs an AdvantageEstimate or an advantage lower bound in [0, 1]")

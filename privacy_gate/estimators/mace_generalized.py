@@ -116,7 +116,8 @@ def generalized_metrics(
     resolved = resolve_method(x, s.method)
     p = s.prior
     learn, tune, evaluate = stratified_split(y, (1 / 3, 1 / 3, 1 / 3), np.random.default_rng([s.seed, 0x6E7]))
-    model = fit_model(x[learn], y[learn], method=resolved, prior=p, n_bins=s.n_bins, bandwidth=s.bandwidth, n_mc=s.n_mc, seed=s.seed)
+    model = fit_model(x[learn], y[learn], method=resolved, prior=p, n_bins=s.n_bins, bandwidth=s.bandwidth,
+                      n_mc=s.n_mc, seed=s.seed)
 
     def posterior_band(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         loc = model.local(x[idx], alpha=s.delta / 2)

@@ -1,0 +1,86 @@
+"""MACE in the gate: confidence-bounded advantage per attack and for the combined query, the DP
+bound check, and per-record risk (DESIGN.md §6, §7).
+
+Metric names (``tracking.metric_name``): ``<attack>.mace.advantage``, ``.advantage_lower``,
+``.advantage_upper``, ``.ppv_upper`` (at the configured prior), ``.bias`` (the label-permutation
+null mean of the plug-in estimate: what "no leakage" looks like at this N) and ``.radius``. The
+combined query (the vector of all gated attacks' scores, which can be stronger than each alone)
+is reported as the pseudo-attack ``combined``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+COMBINED = "combined"
+MAX_COMBINED_DIMS = 4  # the multi-d estimators are validated up to 4 dimensions
+
+
+@dataclass(frozen=True)
+class MaceResult:
+    metrics: dict[str, float]  # "<attack>.mace.<name>" -> value
+    warnings: list[Any]  # review-level Checks: DP bound exceeded
+    per_record: pd.DataFrame | None  # row_id, risk, risk_lower, risk_upper, f (strongest attack)
+    risk_attack: str | None
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # full to_dict() per query
+
+
+def _metrics_of(name: str, est: Any, ppv_upper: float | None) -> dict[str, float]:
+    out = {f"{name}.mace.advantage": est.estimate, f"{name}.mace.advantage_lower": est.lower,
+           f"{name}.mace.advantage_upper": est.upper, f"{name}.mace.bias": est.bias,
+           f"{name}.mace.radius": est.radius}
+    if ppv_upper is not None:
+        out[f"{name}.mace.ppv_upper"] = ppv_upper
+    return {k: float(v) for k, v in out.items()}
+
+
+def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
+                     delta: float, n_permutations: int, epsilon: float | None, seed: int = 0) -> MaceResult:
+    """MACE estimates for each gated attack's scores and for their combination."""
+    from privacy_gate.estimators.mace import estimate_advantage, individual_risk
+    from privacy_gate.estimators.mace_dp import compare_to_dp
+    from privacy_gate.estimators.mace_generalized import generalized_metrics
+    from privacy_gate.gate import Check
+
+    labels = np.asarray(labels)
+    queries: dict[str, np.ndarray] = dict(scores)
+    if 2 <= len(scores) <= MAX_COMBINED_DIMS:
+        queries[COMBINED] = np.column_stack([scores[a] for a in scores])
+    metrics: dict[str, float] = {}
+    estimates: dict[str, Any] = {}
+    warnings = []
+    kw = dict(prior=prior, delta=delta, seed=seed)
+    for name, q in queries.items():
+        est = estimate_advantage(q, labels, n_permutations=n_permutations, **kw)
+        ppv = generalized_metrics(q, labels, **kw).get("ppv_upper") if q.ndim == 1 else None
+        metrics.update(_metrics_of(name, est, ppv))
+        estimates[name] = est
+        if epsilon is not None:
+            cmp = compare_to_dp(est, epsilon=epsilon, p=prior)
+            metrics[f"{name}.mace.dp_bound"] = float(cmp.bound)
+            if cmp.exceeds:
+                warnings.append(Check(rule=f"advantage lower bound <= DP bound tanh-form at epsilon {epsilon:g}",
+                                      metric=f"{name}.mace.advantage_lower", observed=float(cmp.lower),
+                                      threshold=float(cmp.bound), bound="max", action="review", passed=False,
+                                      message=f"{name}: {cmp.message}"))
+    single = {a: e for a, e in estimates.items() if a != COMBINED}
+    per_record, risk_attack = None, None
+    if single:
+        risk_attack = max(single, key=lambda a: single[a].estimate)
+        risk = individual_risk(scores[risk_attack], labels, method="discrete", **kw)
+        per_record = risk.to_frame(row_ids)
+    return MaceResult(metrics=metrics, warnings=warnings, per_record=per_record, risk_attack=risk_attack,
+                      estimates={k: v.to_dict() for k, v in estimates.items()})
+
+
+def mace_group_metrics(scores: np.ndarray, labels: np.ndarray, *, prior: float, delta: float) -> dict[str, float]:
+    """Bounds for one subgroup (no permutations: groups are small and only the bounds are used)."""
+    from privacy_gate.estimators.mace import estimate_advantage
+
+    est = estimate_advantage(scores, labels, prior=prior, delta=delta, n_permutations=0)
+    return {"mace.advantage": float(est.estimate), "mace.advantage_lower": float(est.lower),
+            "mace.advantage_upper": float(est.upper)}
