@@ -461,7 +461,7 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
                 report = validate_input(df, spec)
                 _log_validation(run, report)
                 report.raise_if_failed(f"{k} data {paths[k].name}")
-        splits = Splits(**parts)
+        splits = release.splits_from_files(parts)
         tracker.log_params(run.run_id, {f"n_{k}": v for k, v in splits.sizes().items()})
         with run.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
             synth = conform(read_table(synthetic), spec, source=str(synthetic))

@@ -16,8 +16,8 @@ from prefect.input import RunInput
 from pydantic import Field
 
 from privacy_gate import release, tracking
-from privacy_gate.config import AttackConfig, AuditConfig, DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
-from privacy_gate.data import Splits, conform, data_hash, read_table
+from privacy_gate.config import AuditConfig, DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
+from privacy_gate.data import conform, data_hash, read_table
 from privacy_gate.errors import ReviewError
 from privacy_gate.gate.audit import group_mask
 from privacy_gate.gate.review import Decision, check_decidable, check_subgroup_decisions
@@ -72,7 +72,7 @@ def _rebuild(record: _RunRecord) -> dict[str, Any]:
     if cfg.get("mode") == "gate_only":
         spec = DatasetSpec.model_validate(cfg["spec"])
         parts = {k: conform(read_table(p), spec, source=p) for k, p in cfg["inputs"].items()}
-        splits = Splits(**parts)
+        splits = release.splits_from_files(parts)
         settings = dict(gate=GateConfig.model_validate(cfg["gate"]),
                         attacks=list(ReleaseConfig.model_fields["attacks"].default_factory()),
                         targets_cfg=TargetsConfig(seed=cfg.get("targets_seed", 0)), audit_cfg=AuditConfig(),

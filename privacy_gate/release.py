@@ -208,3 +208,15 @@ def strongest(outcomes: list[AttackOutcome]) -> dict[str, tuple[float, str]]:
         if values:
             out[metric] = max(values)
     return out
+
+
+def splits_from_files(parts: dict[str, pd.DataFrame]) -> Splits:
+    """Gate-only mode: train / holdout / reference come as separate files. Row ids are positions
+    in train, then holdout, then reference, so per-record results stay uniquely keyed."""
+    offset = 0
+    out = {}
+    for name in ("train", "holdout", "reference"):
+        df = parts[name]
+        out[name] = df.set_axis(pd.RangeIndex(offset, offset + len(df)), axis=0)
+        offset += len(df)
+    return Splits(**out)

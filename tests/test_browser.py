@@ -21,7 +21,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import yaml
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
@@ -54,3 +53,15 @@ def test_shadow_runs_are_mapped_as_prefect_tasks(prefect_server, small_adult, tm
         runs = client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="shadow-run")),
                                      limit=200)
     assert len(runs) >= 12
+
+
+def test_same_flow_runs_on_dask(prefect_server, small_adult, tmp_path):
+    """runner.kind dask: the release flow (attacks and MAMA-MIA shadow runs) on prefect-dask's
+    DaskTaskRunner with a local 2-worker cluster — the same code as the thread pool."""
+    cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="dp-dask.yaml",
+                               runner={"kind": "dask", "workers": 2},
+                               attacks=[{"name": "mama_mia", "n_shadow": 10}, {"name": "dcr"}])
+    result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "ok", summary["reasons"]
+    assert {"mama_mia.auc", "dcr.auc"} <= set(summary["metrics"])

@@ -36,7 +36,7 @@ def _verdict() -> dict:
                "domias.advantage": 0.03, "utility.quality": 0.81,
                "dcr.entity.auc": 0.55, "dcr.entity.advantage": 0.08,
                "dcr.dependency.auc": 0.61, "domias.dependency.auc": 0.52,
-               f"subgroup/race/Asian-Pac-Islander/dcr.auc": 0.97}
+               "subgroup/race/Asian-Pac-Islander/dcr.auc": 0.97}
     v = Verdict(decision="REVIEW", status="ok", reasons=tuple(c for c in checks if not c.passed), checks=checks,
                 metrics=metrics, flagged_subgroups=(GROUP,),
                 data_hashes={"synthetic_file_sha256": "f" * 64, "train_sha256": "e" * 64}, rules_hash="d" * 64,

@@ -49,11 +49,10 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import ZCDPAccountant, cdp_rho, gaussian_sigma
-from privacy_gate.generators.base import clip_to_spec, register_generator
-from privacy_gate.generators.discretize import Discretizer
+from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.generators.marginal import DiscretizedGenerator
 
 _COMPRESS_SIGMAS = 3.0  # values with noisy count < 3 sigma are merged (reference: y >= 3*sigma kept)
 _SCORE_SENSITIVITY = 1.0  # L1 score: one record added/removed moves one cell of the true table by 1
@@ -260,7 +259,7 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
 
 
 @register_generator("mst")
-class MSTGenerator:
+class MSTGenerator(DiscretizedGenerator):
     """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module doc."""
 
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None):
@@ -286,24 +285,7 @@ class MSTGenerator:
         """The zCDP budget: the largest rho whose (epsilon, delta)-DP conversion fits."""
         return cdp_rho(float(self.epsilon), float(self.delta))
 
-    def configure(self, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        """Build the public discretiser from the spec and (optionally) the reference split."""
-        try:
-            self.discretizer_ = Discretizer(spec=spec, n_bins=self.n_bins).fit(reference)
-        except ConfigError as exc:
-            raise ConfigError(f"generator 'mst': {exc}") from None
-        self.spec_ = spec
-        return self
 
-    def _codes(self, data: pd.DataFrame, what: str) -> np.ndarray:
-        if not hasattr(self, "discretizer_"):
-            raise ConfigError("generator 'mst': call configure(spec, reference=...) or fit() first")
-        missing = [c for c in self.discretizer_.columns_ if c not in data.columns]
-        if missing:
-            raise DataError(f"generator 'mst': column(s) {missing} are missing from the {what} data")
-        if len(data) == 0:
-            raise InsufficientDataError(f"generator 'mst': the {what} data has no rows")
-        return self.discretizer_.transform(data)
 
     def _select(self, codes: np.ndarray, accountant: ZCDPAccountant, rng: np.random.Generator) -> _Selection:
         dz = self.discretizer_
@@ -351,14 +333,5 @@ class MSTGenerator:
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
-        if not hasattr(self, "model_"):
-            raise ConfigError("generator 'mst': call fit() before sample()")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        rng = self._sample_rng if seed is None else np.random.default_rng(seed)
-        codes = self.model_.sample_codes(int(n), rng)
-        df = self.discretizer_.inverse_transform(codes, rng=rng)
-        spec = self.spec_
-        if spec.entity_id is not None:
-            df[spec.entity_id] = [f"syn-{i}" for i in range(int(n))]
-        return clip_to_spec(df[spec.column_names], spec)
+        rng = self._sampling_rng(n, seed, fitted_attr="model_")
+        return self._decode(self.model_.sample_codes(int(n), rng), rng)

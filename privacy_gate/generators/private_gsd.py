@@ -60,12 +60,12 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.errors import ConfigError, DataError, InsufficientDataError, PrivacyGateError
+from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
 from privacy_gate.generators.accounting import ZCDPAccountant, cdp_rho, exponential_epsilon_for_rho, gaussian_sigma
-from privacy_gate.generators.base import clip_to_spec, register_generator
-from privacy_gate.generators.discretize import Discretizer
+from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.generators.marginal import DiscretizedGenerator
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _n_estimate(noisy: list[np.ndarray], sigmas: list[float]) -> float:
 
 
 @register_generator("private_gsd")
-class PrivateGSDGenerator:
+class PrivateGSDGenerator(DiscretizedGenerator):
     """Private-GSD: noisy 1-way + selected k-way marginals, fitted by a genetic algorithm (zCDP).
 
     Defaults follow the authors' code (population 100 = 50 mutation + 50 crossover children,
@@ -141,28 +141,12 @@ class PrivateGSDGenerator:
 
     # -- public knowledge only --------------------------------------------------------------
 
-    def configure(self, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        """Build the public discretiser (spec + reference split; never train)."""
+    def _check_spec(self, spec: DatasetSpec) -> None:
         d = len(spec.attribute_columns)
         if d < self.k:
             raise ConfigError(f"generator 'private_gsd': k = {self.k} needs at least {self.k} attribute columns, "
                               f"spec '{spec.name}' has {d}")
-        try:
-            self.discretizer_ = Discretizer(spec=spec, n_bins=self.n_bins).fit(reference)
-        except ConfigError as exc:
-            raise ConfigError(f"generator 'private_gsd': {exc}") from None
-        self.spec_ = spec
-        return self
 
-    def _codes(self, data: pd.DataFrame, what: str) -> np.ndarray:
-        if not hasattr(self, "discretizer_"):
-            raise ConfigError("generator 'private_gsd': call configure(spec, reference=...) or fit() first")
-        missing = [c for c in self.discretizer_.columns_ if c not in data.columns]
-        if missing:
-            raise DataError(f"generator 'private_gsd': column(s) {missing} are missing from the {what} data")
-        if len(data) == 0:
-            raise InsufficientDataError(f"generator 'private_gsd': the {what} data has no rows")
-        return self.discretizer_.transform(data)
 
     def _candidates(self) -> list[tuple[int, ...]]:
         return list(combinations(range(len(self.discretizer_.columns_)), self.k))
@@ -269,15 +253,7 @@ class PrivateGSDGenerator:
         """``n`` rows of the fitted synthetic dataset (without replacement if n <= n_syn, else
         with), decoded to the spec's columns and types. ``seed=None`` continues a stream spawned
         from the fit's generator (reproducible after a seeded fit, fresh after an unseeded one)."""
-        if not hasattr(self, "synthetic_codes_"):
-            raise ConfigError("generator 'private_gsd': call fit() before sample()")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        rng = self._sample_rng if seed is None else np.random.default_rng(seed)
+        rng = self._sampling_rng(n, seed, fitted_attr="synthetic_codes_")
         n_syn = len(self.synthetic_codes_)
         idx = rng.permutation(n_syn)[:n] if n <= n_syn else rng.integers(0, n_syn, size=n)
-        out = self.discretizer_.inverse_transform(self.synthetic_codes_[idx], rng=rng)
-        spec = self.spec_
-        if spec.entity_id is not None:
-            out[spec.entity_id] = [f"syn-{i}" for i in range(n)]
-        return clip_to_spec(out[spec.column_names], spec)
+        return self._decode(self.synthetic_codes_[idx], rng)

@@ -73,11 +73,10 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import PureDPAccountant
-from privacy_gate.generators.base import clip_to_spec, register_generator
-from privacy_gate.generators.discretize import Discretizer
+from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.generators.marginal import DiscretizedGenerator
 
 _MAX_CELLS = 2**20  # memory cap on one (child, parents) table, whatever tau allows
 _SCORES = ("mi", "r")
@@ -262,7 +261,7 @@ def sample_codes(network: Network, conditionals: list[np.ndarray], dom: np.ndarr
 
 # ------------------------------------------------------------------------------------ generator
 @register_generator("privbayes")
-class PrivBayesGenerator:
+class PrivBayesGenerator(DiscretizedGenerator):
     """PrivBayes (Zhang et al., TODS 2017) under pure epsilon-DP; see the module doc.
 
     ``beta``: share of epsilon for the network; ``theta``: usefulness threshold choosing the degree
@@ -270,6 +269,8 @@ class PrivBayesGenerator:
     ``max_parent_sets``: parent sets offered per step at most (sampled when there are more).
     ``delta`` is accepted for a uniform generator API and ignored: PrivBayes is pure DP (delta 0).
     """
+
+    _min_rows = 2  # the score sensitivities need n >= 2
 
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None,
                  beta: float = 0.5, theta: float = 4.0, score: str = "mi", degree: int | None = None,
@@ -312,28 +313,8 @@ class PrivBayesGenerator:
     def privacy(self) -> dict[str, float]:
         return {"epsilon": float(self.epsilon), "delta": 0.0}
 
-    def configure(self, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        """Build the public discretiser from the spec and (optionally) the reference split."""
-        try:
-            self.discretizer_ = Discretizer(spec=spec, n_bins=self.n_bins).fit(reference)
-        except ConfigError as exc:
-            raise ConfigError(f"generator 'privbayes': {exc}") from None
-        self.spec_ = spec
-        return self
 
-    def _codes(self, data: pd.DataFrame, what: str) -> np.ndarray:
-        if not hasattr(self, "discretizer_"):
-            raise ConfigError("generator 'privbayes': call configure(spec, reference=...) or fit() first")
-        missing = [c for c in self.discretizer_.columns_ if c not in data.columns]
-        if missing:
-            raise DataError(f"generator 'privbayes': column(s) {missing} are missing from the {what} data")
-        if len(data) < 2:  # the score sensitivities need n >= 2
-            raise InsufficientDataError(f"generator 'privbayes': the {what} data needs at least 2 rows")
-        return self.discretizer_.transform(data)
 
-    def _domain(self) -> np.ndarray:
-        dz = self.discretizer_
-        return np.array([dz.domain_[c] for c in dz.columns_], dtype=np.int64)
 
     def _learn(self, codes: np.ndarray, accountant: PureDPAccountant, rng: np.random.Generator) -> Network:
         """The selection step shared by fit() and select_focal_points()."""
@@ -381,14 +362,5 @@ class PrivBayesGenerator:
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
-        if not hasattr(self, "network_"):
-            raise ConfigError("generator 'privbayes': call fit() before sample()")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        rng = self._sample_rng if seed is None else np.random.default_rng(seed)
-        codes = sample_codes(self.network_, self.conditionals_, self._domain(), int(n), rng)
-        df = self.discretizer_.inverse_transform(codes, rng=rng)
-        spec = self.spec_
-        if spec.entity_id is not None:
-            df[spec.entity_id] = [f"syn-{i}" for i in range(int(n))]
-        return clip_to_spec(df[spec.column_names], spec)
+        rng = self._sampling_rng(n, seed, fitted_attr="network_")
+        return self._decode(sample_codes(self.network_, self.conditionals_, self._domain(), int(n), rng), rng)
