@@ -234,9 +234,10 @@ def _judge(run: _Run, *, spec: DatasetSpec, splits: Splits, synthetic: pd.DataFr
         metrics.update(mres.metrics)
         for name in [o.name for o in gated] + [COMBINED]:
             if f"{name}.mace.advantage" in mres.metrics:
-                logger.info("  %-8s MACE advantage %.3f  [%.3f, %.3f]  (null bias %.3f)", name,
+                logger.info("  %-8s MACE advantage %.3f  [%.3f, %.3f]  (null bias %s)", name,
                             mres.metrics[f"{name}.mace.advantage"], mres.metrics[f"{name}.mace.advantage_lower"],
-                            mres.metrics[f"{name}.mace.advantage_upper"], mres.metrics[f"{name}.mace.bias"])
+                            mres.metrics[f"{name}.mace.advantage_upper"],
+                            f"{mres.metrics[f'{name}.mace.bias']:.3f}" if f"{name}.mace.bias" in mres.metrics else "-")
     with run.stage("audit", "auditing subgroups, entities and dependency"):
         audited = release.audit(outcomes, targets, spec, audit_cfg, dependency, mace=mace_cfg)
         metrics.update(audited.metrics)

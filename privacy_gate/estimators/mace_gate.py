@@ -35,7 +35,7 @@ def _metrics_of(name: str, est: Any, ppv_upper: float | None) -> dict[str, float
            f"{name}.mace.radius": est.radius}
     if ppv_upper is not None:
         out[f"{name}.mace.ppv_upper"] = ppv_upper
-    return {k: float(v) for k, v in out.items()}
+    return {k: float(v) for k, v in out.items() if v is not None}  # bias is None without permutations
 
 
 def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,

@@ -1,0 +1,54 @@
+"""MACE in the gate: metrics per attack and combined, the DP-bound warning, per-record risk."""
+
+import numpy as np
+import pytest
+
+from privacy_gate.config import DEFAULT_RULES
+from privacy_gate.estimators.mace_gate import COMBINED, mace_for_attacks
+from privacy_gate.gate import decide
+
+
+def _scores(mu: float, n: int = 800, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    labels = np.r_[np.ones(n), np.zeros(n)].astype(int)
+    a = np.r_[rng.normal(mu, 1, n), rng.normal(0, 1, n)]
+    b = np.r_[rng.normal(mu / 2, 1, n), rng.normal(0, 1, n)]
+    return {"a": a, "b": b}, labels
+
+
+def test_metrics_for_each_attack_and_the_combined_query():
+    scores, labels = _scores(1.0)
+    res = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=20,
+                           epsilon=None)
+    for name in ("a", "b", COMBINED):
+        m = {k.split(".mace.")[1]: v for k, v in res.metrics.items() if k.startswith(f"{name}.mace.")}
+        assert m["advantage_lower"] <= m["advantage"] <= m["advantage_upper"]
+    truth_a = 2 * 0.6914624612740131 - 1  # 2 Phi(mu/2) - 1 at mu = 1
+    assert res.metrics["a.mace.advantage_lower"] <= truth_a <= res.metrics["a.mace.advantage_upper"]
+    assert "a.mace.ppv_upper" in res.metrics and not res.warnings
+    assert list(res.per_record.columns) == ["row_id", "risk", "risk_lower", "risk_upper", "f"]
+    assert res.risk_attack == "a" and len(res.per_record) == len(labels)
+
+
+def test_lower_bound_above_the_dp_bound_is_a_review_warning():
+    scores, labels = _scores(3.0)  # far more leakage than epsilon 0.05 allows
+    res = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
+                           epsilon=0.05)
+    flagged = {w.metric for w in res.warnings}
+    assert "a.mace.advantage_lower" in flagged
+    assert all(w.action == "review" and "broken" in w.message for w in res.warnings)
+    quiet = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
+                             epsilon=50.0)
+    assert not quiet.warnings
+
+
+@pytest.mark.parametrize("mu, n, expected", [(0.0, 5000, "APPROVE"), (0.35, 500, "REVIEW"), (3.0, 5000, "BLOCK")])
+def test_default_mace_rules_approve_review_block(mu, n, expected):
+    """No signal -> upper bound < 0.20 -> APPROVE; a weak signal (true advantage 0.14) measured on
+    few targets -> neither bound is conclusive -> REVIEW; a strong one -> lower bound > 0.10 ->
+    BLOCK (the MACE rules alone)."""
+    scores, labels = _scores(mu, n=n, seed=1)
+    res = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
+                           epsilon=None)
+    rules = [r for r in DEFAULT_RULES if r.metric.startswith("mace.")]
+    assert decide(rules, res.metrics, attacks=["a", "b"]).decision == expected
