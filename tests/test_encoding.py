@@ -153,6 +153,47 @@ def test_ordinal_mode_standardises_category_positions():
     np.testing.assert_allclose(X[:, 0], (codes - codes.mean()) / codes.std())
 
 
+def test_ordinal_mode_for_every_categorical_column_on_the_full_spec():
+    df = toy_frame()
+    enc = MixedEncoder(spec=SPEC, categorical="ordinal").fit(df)
+    # one standardised feature per categorical column (no one-hot), in spec order, nothing dropped
+    assert enc.feature_names_out_ == ["x", "y", "y[missing]", "when", "level", "colour", "colour[missing]", "size", "size[missing]",
+                                      "free", "free[missing]"]
+    X = enc.transform(df)
+    assert X.shape == (200, 11) and np.isfinite(X).all()
+    j = enc.feature_names_out_.index("colour")
+    codes = df["colour"].map({"red": 0, "green": 1, "blue": 2}).to_numpy(dtype=float)
+    np.testing.assert_allclose(X[:, j], (codes - codes.mean()) / codes.std())
+    # a value outside the category list: imputed with the mean, flagged like a missing value
+    odd = df.iloc[[0]].copy()
+    odd["colour"] = "purple"
+    row = enc.transform(odd)[0]
+    assert row[j] == 0.0 and row[enc.feature_names_out_.index("colour[missing]")] == 1.0
+    assert enc.n_effective_dims_ == 7
+
+
+def test_notes_say_what_was_dropped_without_data_values(fitted):
+    enc, _, _ = fitted
+    assert enc.notes_ == ["column 'const' is constant in the fit data and was dropped from the encoding"]
+    df = toy_frame()
+    df["colour"] = df["colour"].astype(object)
+    df.loc[df.index[:4], "colour"] = "mauve"  # outside the public list
+    df["y"] = np.nan  # nothing observed
+    enc = MixedEncoder(spec=SPEC, data_name="reference data").fit(df)
+    assert enc.notes_ == [
+        "column 'y' has no observed values in the reference data and was dropped from the encoding; only its missing indicator is kept",
+        "column 'const' is constant in the reference data and was dropped from the encoding",
+        "column 'colour': 4 row(s) of the reference data hold a value outside the spec's category list; they are encoded like missing values",
+    ]
+    assert not any("7.0" in n or "mauve" in n for n in enc.notes_)  # names and counts, never values
+    assert enc.dropped_columns_ == ["y", "const"]
+    # the ordinal mode notes unlisted values too
+    ordinal = MixedEncoder(spec=SPEC, categorical="ordinal", data_name="reference data").fit(df)
+    assert any("column 'colour': 4 row(s)" in n for n in ordinal.notes_)
+    with pytest.raises(ConfigError, match="data_name"):
+        MixedEncoder(spec=SPEC, data_name="")
+
+
 def test_errors_name_the_problem(fitted):
     enc, df, _ = fitted
     with pytest.raises(ConfigError, match="categorical"):

@@ -49,19 +49,21 @@ class DistanceToClosestRecord:
     chunk_bytes:
         Memory budget in bytes for the temporary ``(chunk, n_synthetic)`` matrix.
 
-    Learned attributes: ``encoder_`` (fitted on the reference data), ``synthetic_encoded_``.
+    Learned attributes: ``encoder_`` (fitted on the reference data), ``synthetic_encoded_``,
+    ``notes_`` (the encoder's notes).
     """
 
     name = "dcr"
 
     def __init__(self, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        check_chunk_bytes(chunk_bytes, owner="attack 'dcr'")
+        check_chunk_bytes(chunk_bytes, owner=f"attack '{self.name}'")
         self.chunk_bytes = chunk_bytes
 
     def fit(self, threat: ThreatModel) -> DistanceToClosestRecord:
         """Fit the encoder on the reference data and encode the synthetic data."""
-        self.encoder_ = MixedEncoder(spec=threat.spec).fit(threat.reference)
-        self.synthetic_encoded_ = as_matrix(self.encoder_.transform(threat.synthetic), owner="attack 'dcr'")
+        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
+        self.notes_ = list(self.encoder_.notes_)
+        self.synthetic_encoded_ = as_matrix(self.encoder_.transform(threat.synthetic), owner=f"attack '{self.name}'")
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
@@ -69,7 +71,7 @@ class DistanceToClosestRecord:
         if not hasattr(self, "encoder_"):
             from sklearn.exceptions import NotFittedError
 
-            raise NotFittedError("attack 'dcr' is not fitted yet; call fit() first")
-        X = as_matrix(self.encoder_.transform(targets), owner="attack 'dcr'")
+            raise NotFittedError(f"attack '{self.name}' is not fitted yet; call fit() first")
+        X = as_matrix(self.encoder_.transform(targets), owner=f"attack '{self.name}'")
         distances, _ = nearest_distances(X, self.synthetic_encoded_, chunk_bytes=self.chunk_bytes)
-        return check_scores(-distances, owner="attack 'dcr'", n_targets=len(targets))
+        return check_scores(-distances, owner=f"attack '{self.name}'", n_targets=len(targets))

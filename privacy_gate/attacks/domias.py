@@ -5,74 +5,196 @@ records *relative to the population*. DOMIAS therefore scores a target ``x`` by
 ``p_G(x) / p_R(x)``: ``p_G`` a density fitted on the synthetic data, ``p_R`` one fitted on the
 attacker's reference data (a sample of the population). Dividing by ``p_R`` is what makes the
 attack find overfitting in sparse regions — the minorities the paper shows are most exposed —
-instead of simply flagging typical records.
+instead of simply flagging typical records. The ratio is also invariant under any invertible
+change of representation of the data (the paper's Theorem 1: both densities pick up the same
+Jacobian), which ``p_G`` alone — the baseline ``domias_eq1`` — is not.
 
 We return ``log p_G(x) - log p_R(x)``: monotone in the ratio, so AUC / TPR@FPR / advantage are
 unchanged, and it stays finite where the ratio would under- or overflow.
+
+Density estimators (``density``):
+
+- ``"kde"`` (default): :class:`GaussianKDE`, Scott's bandwidth from the number of original columns.
+- ``"flow"``: :class:`privacy_gate.attacks.flow.MAFDensity`, a masked autoregressive flow
+  trained with early stopping (torch, CPU; settings via ``flow_params``).
+- ``"auto"``: KDE while ``rows x columns <= AUTO_FLOW_THRESHOLD`` (1,000,000; ``rows`` = the
+  larger of the synthetic and reference sets, ``columns`` = encoded original columns), the flow
+  above (the measurements behind the threshold are at its definition). Both
+  densities always use the same estimator: mixing them would put different smoothing in the
+  numerator and the denominator, and the ratio would measure that difference.
+
+``reference_density="prior"`` replaces ``p_R`` by one Gaussian with a shrinkage covariance
+(:class:`GaussianDensity`), for a reference set too small for a non-parametric density
+(paper, Sec. 6 and App. C).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from numbers import Integral
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, ThreatModel, check_chunk_bytes, check_scores, register_attack
-from privacy_gate.attacks.density import GaussianKDE, check_bandwidth
+from privacy_gate.attacks.density import GaussianDensity, GaussianKDE, check_bandwidth
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ConfigError
 
-_DENSITIES = ("kde",)
-_PLANNED = {"flow": "a normalising-flow density comes later"}
+DENSITIES = ("kde", "flow", "auto")
+REFERENCE_DENSITIES = ("same", "prior")
+
+#: ``density="auto"`` switches from KDE to the flow above this many ``rows x columns`` (rows: the
+#: larger fit set; columns: encoded original columns) — for Adult's 15 columns, above ~66,000 rows.
+#: Up to there the KDE is both fast enough and the stronger estimator, by measurement:
+#: - speed (benchmarks/results/domias_speed.json, one core): 20,000 synthetic x 20,000 targets on
+#:   Adult (300,000 rows x columns) take 9.6 s with 0.6 GB peak RSS, against 111 s for the two
+#:   flows. KDE time grows as fit rows x targets, so with as many targets as fit rows it reaches
+#:   about a minute near 1,000,000 rows x columns, where the flow (linear in rows) catches up;
+#: - accuracy: on the same data (noisy copies of members) KDE AUC 0.672, flow 0.504 — a flow
+#:   does not see (near-)copies (privacy_gate.attacks.flow); and against an overfitted TVAE at
+#:   5,000 rows (benchmarks/bench_domias_paper.py) KDE 0.692, flow 0.641. The paper's ablation
+#:   (Sec. 5.2) also prefers KDE on little data; its flow gains only with much more (Fig. 4).
+#: Above the threshold the flow keeps DOMIAS's cost linear; run ``dcr`` / ``gan_leaks_cal``
+#: alongside, since the flow is blind to copies.
+AUTO_FLOW_THRESHOLD = 1_000_000
+
+
+def check_density_options(owner: str, *, density: Any, bandwidth: Any, chunk_bytes: Any, flow_params: Any, seed: Any) -> dict[str, Any]:
+    """Validate the density settings shared by ``domias`` and ``domias_eq1``; return the flow kwargs."""
+    if density not in DENSITIES:
+        raise ConfigError(f"{owner}: parameter 'density' must be one of {list(DENSITIES)}, got {density!r}")
+    check_bandwidth(bandwidth, owner=owner)
+    check_chunk_bytes(chunk_bytes, owner=owner)
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
+        raise ConfigError(f"{owner}: parameter 'seed' must be a non-negative integer, got {seed!r}")
+    if flow_params is None:
+        flow_params = {}
+    if not isinstance(flow_params, Mapping):
+        raise ConfigError(f"{owner}: parameter 'flow_params' must be a mapping of MAFDensity settings, got {type(flow_params).__name__}")
+    flow_params = dict(flow_params)
+    if "seed" in flow_params:
+        raise ConfigError(f"{owner}: parameter 'flow_params' must not set 'seed'; use the attack's own 'seed' parameter")
+    if density != "kde" or flow_params:
+        from privacy_gate.attacks.flow import (
+            MAFDensity,  # imports torch: only when a flow may be used
+        )
+
+        try:
+            MAFDensity(**flow_params, seed=int(seed))
+        except TypeError as exc:
+            raise ConfigError(f"{owner}: parameter 'flow_params': {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{owner}: parameter 'flow_params': {exc}") from None
+    return flow_params
+
+
+def resolve_density(density: str, *, n_rows: int, n_dims: int) -> str:
+    """The estimator ``"auto"`` picks for a fit set of ``n_rows`` rows and ``n_dims`` original columns."""
+    if density != "auto":
+        return density
+    return "flow" if n_rows * n_dims > AUTO_FLOW_THRESHOLD else "kde"
+
+
+def make_density(kind: str, *, bandwidth: Any, chunk_bytes: int, flow_params: Mapping[str, Any], seed: int):
+    """A fresh, unfitted density estimator of the resolved ``kind`` (``"kde"`` or ``"flow"``)."""
+    if kind == "kde":
+        return GaussianKDE(bandwidth=bandwidth, chunk_bytes=chunk_bytes)
+    from privacy_gate.attacks.flow import MAFDensity
+
+    return MAFDensity(**flow_params, seed=int(seed))
+
+
+def density_notes(what: str, estimator: Any) -> list[str]:
+    """Notes on a fitted density worth showing to a user (flow training that did not converge)."""
+    stopped = getattr(estimator, "stopped_by_", None)
+    if stopped in (None, "patience"):
+        return []
+    note = (f"{what}: the flow stopped training by '{stopped}' after {estimator.n_epochs_} epoch(s) "
+            f"(best epoch {estimator.best_epoch_}); it may be under-fitted — raise flow_params max_epochs / max_seconds")
+    return [note]
+
+
+def not_fitted(owner: str) -> None:
+    from sklearn.exceptions import NotFittedError
+
+    raise NotFittedError(f"{owner} is not fitted yet; call fit() first")
 
 
 @register_attack("domias")
 class DomiasAttack:
-    """DOMIAS with Gaussian KDE densities on the standardised mixed encoding.
+    """DOMIAS: ``log p_G(x) - log p_R(x)`` on the standardised mixed encoding.
 
     Parameters
     ----------
     density:
-        ``"kde"`` (the only one so far; ``"flow"`` is planned).
+        ``"kde"`` (default), ``"flow"`` or ``"auto"`` (see the module docstring).
+    reference_density:
+        ``"same"`` (default: ``p_R`` uses the same estimator as ``p_G``) or ``"prior"`` (one
+        shrinkage Gaussian, :class:`GaussianDensity`, for a small reference set).
     bandwidth:
-        ``"scott"`` or a positive float in standardised units, used for both densities. With
-        ``"scott"`` each density gets its own ``n ** (-1 / (d + 4))`` with ``d`` the number of
-        encoded original columns (see :class:`GaussianKDE`).
+        KDE only: ``"scott"`` or a positive float in standardised units, used for both densities.
+        With ``"scott"`` each density gets its own ``n ** (-1 / (d + 4))`` with ``d`` the number
+        of encoded original columns (see :class:`GaussianKDE`).
     chunk_bytes:
-        Memory budget in bytes for each temporary distance matrix.
+        KDE only: memory budget in bytes for each temporary distance matrix.
+    flow_params:
+        Flow only: settings of :class:`privacy_gate.attacks.flow.MAFDensity` (e.g.
+        ``{"max_epochs": 50, "hidden": [32, 32]}``); anything but ``seed``.
+    seed:
+        Seed of the flows (default 0); the KDE and the prior are deterministic.
 
     Learned attributes: ``encoder_`` (fitted on the reference data: the attacker's own data
-    plus the spec's public categories), ``density_synthetic_``, ``density_reference_``.
+    plus the spec's public categories), ``density_kind_`` (the resolved ``"kde"`` / ``"flow"``),
+    ``density_synthetic_``, ``density_reference_``, ``notes_`` (encoder and density notes).
     """
 
     name = "domias"
 
-    def __init__(self, *, density: str = "kde", bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        owner = "attack 'domias'"
-        if density in _PLANNED:
-            raise ConfigError(f"{owner}: parameter 'density' = {density!r} is not available yet ({_PLANNED[density]}); use 'kde'")
-        if density not in _DENSITIES:
-            raise ConfigError(f"{owner}: parameter 'density' must be one of {list(_DENSITIES)}, got {density!r}")
-        check_bandwidth(bandwidth, owner=owner)
-        check_chunk_bytes(chunk_bytes, owner=owner)
+    def __init__(self, *, density: str = "kde", reference_density: str = "same", bandwidth: str | float = "scott",
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, flow_params: Mapping[str, Any] | None = None, seed: int = 0):
+        owner = f"attack '{self.name}'"
+        self._flow_kwargs = check_density_options(owner, density=density, bandwidth=bandwidth, chunk_bytes=chunk_bytes,
+                                                  flow_params=flow_params, seed=seed)
+        if reference_density not in REFERENCE_DENSITIES:
+            raise ConfigError(f"{owner}: parameter 'reference_density' must be one of {list(REFERENCE_DENSITIES)}, got {reference_density!r}")
         self.density = density
+        self.reference_density = reference_density
         self.bandwidth = bandwidth
         self.chunk_bytes = chunk_bytes
+        self.flow_params = flow_params
+        self.seed = seed
+
+    def _density(self, kind: str):
+        return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes, flow_params=self._flow_kwargs, seed=self.seed)
 
     def fit(self, threat: ThreatModel) -> DomiasAttack:
         """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on reference."""
-        self.encoder_ = MixedEncoder(spec=threat.spec).fit(threat.reference)
+        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
+        notes = list(self.encoder_.notes_)
         d = self.encoder_.n_effective_dims_
-        kde = dict(bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes)
-        self.density_synthetic_ = GaussianKDE(**kde).fit(self.encoder_.transform(threat.synthetic), n_effective_dims=d)
-        self.density_reference_ = GaussianKDE(**kde).fit(self.encoder_.transform(threat.reference), n_effective_dims=d)
+        X_syn = self.encoder_.transform(threat.synthetic)
+        X_ref = self.encoder_.transform(threat.reference)
+        n_rows = max(len(X_syn), len(X_ref)) if self.reference_density == "same" else len(X_syn)
+        kind = resolve_density(self.density, n_rows=n_rows, n_dims=d)
+        if self.density == "auto":
+            notes.append(f"density 'auto' chose '{kind}' ({n_rows} rows x {d} columns; threshold {AUTO_FLOW_THRESHOLD})")
+        self.density_kind_ = kind
+        self.density_synthetic_ = self._density(kind).fit(X_syn, n_effective_dims=d)
+        if self.reference_density == "prior":
+            self.density_reference_ = GaussianDensity().fit(X_ref)
+        else:
+            self.density_reference_ = self._density(kind).fit(X_ref, n_effective_dims=d)
+        notes += density_notes("p_G (synthetic)", self.density_synthetic_)
+        notes += density_notes("p_R (reference)", self.density_reference_)
+        self.notes_ = notes
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log p_G(x) - log p_R(x)`` per target row (higher = more likely a member)."""
         if not hasattr(self, "encoder_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("attack 'domias' is not fitted yet; call fit() first")
+            not_fitted(f"attack '{self.name}'")
         X = self.encoder_.transform(targets)
         scores = self.density_synthetic_.score_samples(X) - self.density_reference_.score_samples(X)
-        return check_scores(scores, owner="attack 'domias'", n_targets=len(targets))
+        return check_scores(scores, owner=f"attack '{self.name}'", n_targets=len(targets))

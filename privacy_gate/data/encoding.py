@@ -96,6 +96,9 @@ class MixedEncoder:
         ``"ordinal"``: the category's position in the (public or learned) category list,
         standardised like a numeric column, with a missing indicator — compact, but it imposes
         an order, so only sensible for true ordinals.
+    data_name:
+        What the fit data is called in ``notes_`` (default ``"fit data"``; the attacks fit on
+        and say ``"reference data"``).
 
     Learned attributes (after ``fit``)
     ----------------------------------
@@ -107,18 +110,25 @@ class MixedEncoder:
     means_, scales_: mean and standard deviation per standardised column.
     missing_indicator_: per numeric-like column, whether it has a missing-indicator feature.
     dropped_columns_: columns constant in the fit data; their value feature is dropped.
+    notes_: human-readable notes on what the encoding did with the data that a user should know
+        — a constant column dropped, values outside a public category list mapped to the
+        "missing/other" slot. Notes name columns and count rows; they never contain data values,
+        so they are safe to log and to show in a release report.
     n_effective_dims_: number of original columns that contribute at least one feature — the
         dimension to use in bandwidth rules instead of the (one-hot inflated) output width.
     n_features_out_: output width.
     """
 
-    def __init__(self, *, spec: DatasetSpec, categorical: str = "onehot"):
+    def __init__(self, *, spec: DatasetSpec, categorical: str = "onehot", data_name: str = "fit data"):
         if not isinstance(spec, DatasetSpec):
             raise ConfigError(f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}")
         if categorical not in _CATEGORICAL_MODES:
             raise ConfigError(f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got {categorical!r}")
+        if not isinstance(data_name, str) or not data_name:
+            raise ConfigError(f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}")
         self.spec = spec
         self.categorical = categorical
+        self.data_name = data_name  # how notes_ refer to the fit data, e.g. "reference data"
 
     # ------------------------------------------------------------------ fitting
 
@@ -131,6 +141,7 @@ class MixedEncoder:
         self.scales_: dict[str, float] = {}
         self.missing_indicator_: dict[str, bool] = {}
         self.dropped_columns_: list[str] = []
+        self.notes_: list[str] = []
         # the plan: per column, a tuple that transform() replays without re-deciding anything
         self._plan: list[tuple] = []
         names: list[str] = []
@@ -140,6 +151,7 @@ class MixedEncoder:
             if self._is_onehot(col):
                 cats = self._categories(col, df[name])
                 self.categories_[name] = cats
+                self._note_unlisted(name, df[name], cats)
                 names += [f"{name}[{i}]" for i in range(len(cats))] + [f"{name}[missing]"]
                 self._plan.append(("onehot", name, len(cats)))
                 effective += 1
@@ -147,6 +159,7 @@ class MixedEncoder:
             if col.categories is not None or col.kind == "categorical":  # ordinal mode for categoricals
                 cats = self._categories(col, df[name])
                 self.categories_[name] = cats
+                self._note_unlisted(name, df[name], cats)
                 codes = category_codes(df[name], cats).astype("float64")
                 codes[codes < 0] = np.nan
                 values = codes
@@ -163,6 +176,9 @@ class MixedEncoder:
                 self.dropped_columns_.append(name)
                 # missingness is then the only information left; keep it only if it occurs
                 indicator = has_missing
+                what = "has no observed values" if not observed.size else "is constant"
+                kept = "; only its missing indicator is kept" if indicator else ""
+                self.notes_.append(f"column '{name}' {what} in the {self.data_name} and was dropped from the encoding{kept}")
             else:
                 # nullable columns get the indicator even without missing fit values, so that
                 # synthetic rows with missing values remain distinguishable from the mean
@@ -185,6 +201,17 @@ class MixedEncoder:
     def _is_onehot(self, col: ColumnSpec) -> bool:
         categorical_like = col.kind == "categorical" or (col.kind == "ordinal" and col.categories is not None)
         return categorical_like and self.categorical == "onehot"
+
+    def _note_unlisted(self, name: str, series: pd.Series, cats: list[str]) -> None:
+        """Note (count only, no values) fit rows whose category is not in the public list."""
+        if self.spec.columns[name].categories is None:
+            return  # learned categories cover every observed value
+        n_unlisted = int(((category_codes(series, cats) < 0) & series.notna().to_numpy()).sum())
+        if n_unlisted:
+            self.notes_.append(
+                f"column '{name}': {n_unlisted} row(s) of the {self.data_name} hold a value outside the spec's category list; "
+                "they are encoded like missing values"
+            )
 
     @staticmethod
     def _categories(col: ColumnSpec, series: pd.Series) -> list[str]:
