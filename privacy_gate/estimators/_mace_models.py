@@ -34,6 +34,7 @@ from scipy.special import ndtri
 from scipy.stats import beta as beta_dist
 
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
+from privacy_gate.estimators.metrics import as_membership_labels
 
 #: Largest number of attack scores combined into one query (KDE and product bins degrade fast).
 MAX_DIMS = 4
@@ -131,16 +132,7 @@ def check_query(scores: object, labels: object, *, min_per_class: int = MIN_PER_
     y = np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != x.shape[0]:
         raise DataError(f"got {x.shape[0]} score rows but labels of shape {y.shape}; pass one 0/1 label per target")
-    if y.dtype == bool:
-        y = y.astype(np.int8)
-    else:
-        try:
-            yf = y.astype(np.float64)
-        except (TypeError, ValueError):
-            raise DataError("labels must be 0/1 or boolean (1 = member)") from None
-        if not np.isin(yf, (0.0, 1.0)).all():
-            raise DataError("labels must be 0/1 or boolean (1 = member)")
-        y = yf.astype(np.int8)
+    y = as_membership_labels(y)
     n1 = int(y.sum())
     n0 = int(y.size - n1)
     if min(n1, n0) < min_per_class:

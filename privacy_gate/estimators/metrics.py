@@ -20,6 +20,19 @@ from privacy_gate.errors import DataError, InsufficientDataError
 FPR_LEVELS: tuple[tuple[str, float], ...] = (("0.01", 0.01), ("0.001", 0.001))
 
 
+def as_membership_labels(y: np.ndarray) -> np.ndarray:
+    """0/1 (or boolean) membership labels as int8; anything else is a DataError."""
+    if y.dtype == bool:
+        return y.astype(np.int8)
+    try:
+        yf = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise DataError("labels must be 0/1 or boolean (1 = member)") from None
+    if not np.isin(yf, (0.0, 1.0)).all():
+        raise DataError("labels must be 0/1 or boolean (1 = member)")
+    return yf.astype(np.int8)
+
+
 def _checked(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels)
@@ -30,16 +43,7 @@ def _checked(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     n_nan = int(np.isnan(s).sum())
     if n_nan:
         raise DataError(f"scores contain {n_nan} NaN value(s); an attack must score every target")
-    if y.dtype == bool:
-        y = y.astype(np.int8)
-    else:
-        try:
-            yf = y.astype(np.float64)
-        except (TypeError, ValueError):
-            raise DataError("labels must be 0/1 or boolean (1 = member)") from None
-        if not np.isin(yf, (0.0, 1.0)).all():
-            raise DataError("labels must be 0/1 or boolean (1 = member)")
-        y = yf.astype(np.int8)
+    y = as_membership_labels(y)
     n_members = int(y.sum())
     if n_members == 0 or n_members == y.size:
         raise InsufficientDataError(

@@ -19,6 +19,7 @@ from privacy_gate.generators.discretize import Discretizer
 class DiscretizedGenerator:
     name: str  # set by @register_generator
     n_bins: int
+    seed: int | None
     _min_rows = 1  # fewest rows select/fit accept (PrivBayes' score sensitivities need 2)
 
     def _check_spec(self, spec: DatasetSpec) -> None:
@@ -34,6 +35,14 @@ class DiscretizedGenerator:
             raise ConfigError(f"generator '{self.name}': {exc}") from None
         self.spec_ = spec
         return self
+
+    def _start_fit(self, train: pd.DataFrame, spec: DatasetSpec, reference: pd.DataFrame | None
+                   ) -> tuple[np.random.Generator, np.ndarray]:
+        """(Re)configure when needed, then the fit's rng (seed None: fresh OS entropy on every
+        fit) and the train codes."""
+        if reference is not None or getattr(self, "spec_", None) != spec or not hasattr(self, "discretizer_"):
+            self.configure(spec, reference=reference)
+        return np.random.default_rng(self.seed), self._codes(train, "train")
 
     def _codes(self, data: pd.DataFrame, what: str) -> np.ndarray:
         if not hasattr(self, "discretizer_"):

@@ -307,10 +307,7 @@ class MSTGenerator(DiscretizedGenerator):
         return self._focal_points(sel)
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        if reference is not None or getattr(self, "spec_", None) != spec or not hasattr(self, "discretizer_"):
-            self.configure(spec, reference=reference)
-        rng = np.random.default_rng(self.seed)  # seed None: fresh OS entropy on every fit
-        codes = self._codes(train, "train")
+        rng, codes = self._start_fit(train, spec, reference)
         accountant = ZCDPAccountant(self.rho)
         sel = self._select(codes, accountant, rng)
         # step 3: the chosen 2-way marginals on the compressed domain

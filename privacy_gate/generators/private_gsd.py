@@ -210,10 +210,7 @@ class PrivateGSDGenerator(DiscretizedGenerator):
         return self._focal(chosen)
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        if reference is not None or getattr(self, "spec_", None) != spec or not hasattr(self, "discretizer_"):
-            self.configure(spec, reference=reference)
-        rng = np.random.default_rng(self.seed)  # seed None: fresh OS entropy on every fit
-        codes = self._codes(train, "train")
+        rng, codes = self._start_fit(train, spec, reference)
         acc = ZCDPAccountant(self.rho)
         sel = self._select(codes, rng, acc)
         dom = [self.discretizer_.domain_[c] for c in self.discretizer_.columns_]

@@ -342,10 +342,7 @@ class PrivBayesGenerator(DiscretizedGenerator):
         return self._focal_points(network)
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
-        if reference is not None or getattr(self, "spec_", None) != spec or not hasattr(self, "discretizer_"):
-            self.configure(spec, reference=reference)
-        rng = np.random.default_rng(self.seed)  # seed None: fresh OS entropy on every fit
-        codes = self._codes(train, "train")
+        rng, codes = self._start_fit(train, spec, reference)
         accountant = PureDPAccountant(float(self.epsilon))
         network = self._learn(codes, accountant, rng)
         eps2 = accountant.remaining  # what the network left: (1 - beta) * epsilon
