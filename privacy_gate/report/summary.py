@@ -8,11 +8,15 @@ _ICON = {"APPROVE": "✅", "REVIEW": "🟡", "BLOCK": "⛔"}
 MAIN_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
 
 
+MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
+
+
 def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
+    """Release-level figures per attack (subgroup/entity/dependency figures live in the report)."""
     attacks: dict[str, dict[str, float]] = {}
     for key, value in verdict.metrics.items():
         head, _, metric = key.partition(".")
-        if metric in MAIN_METRICS:
+        if "/" not in head and metric in MAIN_METRICS + MACE_METRICS:
             attacks.setdefault(head, {})[metric] = value
     return sorted(attacks.items())
 
@@ -37,10 +41,13 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
     lines += [f"- **{c.action}** {c.message}" for c in verdict.reasons] or ["- every rule passed"]
     table = attack_metric_table(verdict)
     if table:
-        lines += ["", "## Attacks", "", "| attack | " + " | ".join(MAIN_METRICS) + " |",
-                  "|---|" + "---|" * len(MAIN_METRICS)]
+        lines += ["", "## Attacks", "", "| attack | " + " | ".join(MAIN_METRICS) + " | MACE advantage [95% bounds] |",
+                  "|---|" + "---|" * (len(MAIN_METRICS) + 1)]
         for name, m in table:
-            lines.append(f"| {name} | " + " | ".join(f"{m.get(k, float('nan')):.4f}" for k in MAIN_METRICS) + " |")
+            cells = [f"{m[k]:.4f}" if k in m else "–" for k in MAIN_METRICS]
+            mace = (f"{m['mace.advantage']:.3f} [{m['mace.advantage_lower']:.3f}, {m['mace.advantage_upper']:.3f}]"
+                    if "mace.advantage" in m else "–")
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {mace} |")
     if "utility.quality" in verdict.metrics:
         lines += ["", f"Utility (1 - mean marginal TVD vs holdout): **{verdict.metrics['utility.quality']:.3f}**"]
     return "\n".join(lines) + "\n"
@@ -51,7 +58,13 @@ def verdict_console(verdict: Verdict) -> str:
     for c in verdict.reasons:
         lines.append(f"  - [{c.action}] {c.message}")
     for name, m in attack_metric_table(verdict):
-        lines.append(f"  {name:<10} " + "  ".join(f"{k}={m[k]:.4f}" for k in MAIN_METRICS if k in m))
+        line = f"  {name:<16} " + "  ".join(f"{k}={m[k]:.4f}" for k in MAIN_METRICS if k in m)
+        if "mace.advantage" in m:
+            line += (f"  MACE advantage={m['mace.advantage']:.3f} "
+                     f"[{m['mace.advantage_lower']:.3f}, {m['mace.advantage_upper']:.3f}]")
+        lines.append(line.rstrip())
+    if verdict.flagged_subgroups:
+        lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
     if "utility.quality" in verdict.metrics:
         lines.append(f"  utility.quality={verdict.metrics['utility.quality']:.4f}")
     return "\n".join(lines)
