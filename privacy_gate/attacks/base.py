@@ -11,17 +11,17 @@ The membership labels of the targets stay with the evaluator (DESIGN.md §2, §5
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.registry import Registry
 
 if TYPE_CHECKING:
     from privacy_gate.generators.focal import FocalPoint
@@ -98,56 +98,19 @@ class Attack(Protocol):
 
 # --------------------------------------------------------------------------- registry
 
-_REGISTRY: dict[str, type] = {}
-_T = TypeVar("_T", bound=type)
-
-
-def register_attack(name: str) -> Callable[[_T], _T]:
-    """Class decorator: register an attack class under ``name`` and set its ``name`` attribute."""
-    if not isinstance(name, str) or not name:
-        raise ConfigError("register_attack: the attack name must be a non-empty string")
-
-    def decorator(cls: _T) -> _T:
-        known = _REGISTRY.get(name)
-        # re-registering the same class (a module reload) is fine; a second class is a clash
-        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise ConfigError(f"attack name '{name}' is already registered by {known.__module__}.{known.__qualname__}")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorator
+_ATTACKS = Registry("attack")
+register_attack = _ATTACKS.register  # class decorator: @register_attack("domias")
 
 
 def available_attacks() -> list[str]:
     """Names of the registered attacks, sorted."""
-    return sorted(_REGISTRY)
+    return _ATTACKS.names()
 
 
 def create_attack(name: str, **params: Any) -> Attack:
-    """Instantiate the attack registered as ``name`` with keyword ``params``.
-
-    Raises ConfigError for an unknown name (listing the available ones) and for parameters the
-    attack does not accept or rejects (naming the attack and the parameter).
-    """
-    cls = _REGISTRY.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown attack '{name}'; available attacks: {available_attacks()}")
-    signature = inspect.signature(cls)
-    accepted = [p for p in signature.parameters if p != "self"]
-    unknown = [p for p in params if p not in signature.parameters]
-    if unknown:
-        raise ConfigError(f"attack '{name}': unknown parameter(s) {unknown}; accepted parameters: {accepted}")
-    try:
-        signature.bind(**params)
-    except TypeError as exc:  # e.g. a required parameter is missing
-        raise ConfigError(f"attack '{name}': {exc}") from None
-    try:
-        return cls(**params)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"attack '{name}': invalid parameter ({exc})") from None
+    """Instantiate the attack registered as ``name`` with keyword ``params`` (ConfigError for an
+    unknown name or a parameter the attack does not accept or rejects)."""
+    return _ATTACKS.create(name, **params)
 
 
 # --------------------------------------------------------------------------- shared checks

@@ -7,14 +7,12 @@ the part every generator shares.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.errors import ConfigError
+from privacy_gate.registry import Registry
 
 
 @runtime_checkable
@@ -31,39 +29,18 @@ class Generator(Protocol):
         ...
 
 
-_REGISTRY: dict[str, type] = {}
-
-
-def register_generator(name: str) -> Callable[[type], type]:
-    def deco(cls: type) -> type:
-        if name in _REGISTRY:
-            raise ValueError(f"generator '{name}' is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
+_GENERATORS = Registry("generator")
+register_generator = _GENERATORS.register  # class decorator: @register_generator("mst")
+_REGISTRY = _GENERATORS.classes
 
 
 def available_generators() -> list[str]:
-    return sorted(_REGISTRY)
+    return _GENERATORS.names()
 
 
 def create_generator(name: str, **params: Any) -> Generator:
     """``create_generator("gaussian_copula")`` -> an unfitted generator. Errors name the setting."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"generator.name: unknown generator '{name}'; available: {', '.join(available_generators())}") from None
-    accepted = inspect.signature(cls.__init__).parameters
-    unknown = [k for k in params if k not in accepted]
-    if unknown:
-        allowed = [p for p in accepted if p != "self"]
-        raise ConfigError(f"generator '{name}': unknown parameter(s) {unknown}; allowed: {allowed}")
-    try:
-        return cls(**params)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"generator '{name}': {exc}") from None
+    return _GENERATORS.create(name, **params)
 
 
 def clip_to_spec(df: pd.DataFrame, spec: DatasetSpec) -> pd.DataFrame:
