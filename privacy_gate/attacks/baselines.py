@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, ThreatModel, check_chunk_bytes, check_scores, register_attack
-from privacy_gate.attacks.density import as_matrix, rows_per_chunk
+from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import DistanceToClosestRecord, nearest_distances
 from privacy_gate.attacks.domias import check_density_options, density_notes, make_density, not_fitted, resolve_density
 from privacy_gate.data.encoding import MixedEncoder
@@ -179,16 +179,11 @@ def ball_statistics(targets: np.ndarray, candidates: np.ndarray, radius: float, 
     n_t = targets.shape[0]
     sq_norms = np.einsum("ij,ij->i", candidates, candidates)
     t_norms = np.einsum("ij,ij->i", targets, targets)
-    step = rows_per_chunk(candidates.shape[0], chunk_bytes)
-    buf = np.empty((min(step, max(n_t, 1)), candidates.shape[0]), dtype=np.float64)
     count = np.empty(n_t, dtype=np.int64)
     log_weight = np.empty(n_t, dtype=np.float64)
     nearest = np.empty(n_t, dtype=np.float64)
     r2, delta = radius * radius, radius * 1e-3
-    for start in range(0, n_t, step):
-        stop = min(start + step, n_t)
-        B = buf[: stop - start]
-        np.matmul(targets[start:stop], candidates.T, out=B)
+    for start, stop, B in chunked_products(targets, candidates, chunk_bytes):
         B *= -2.0
         B += sq_norms[None, :]
         B += t_norms[start:stop, None]

@@ -45,6 +45,21 @@ def rows_per_chunk(n_columns: int, chunk_bytes: int) -> int:
     return max(1, int(chunk_bytes) // (_ITEM * max(1, n_columns)))
 
 
+def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: int):
+    """Yield ``(start, stop, B)`` with ``B = targets[start:stop] @ candidates.T`` for consecutive
+    row chunks, all in ONE reused buffer of at most ``chunk_bytes`` — the shared core of every
+    pairwise computation here (KDE, nearest record, neighbourhood counts). Callers may modify
+    ``B`` in place; it is overwritten by the next chunk."""
+    n_t, n_c = targets.shape[0], candidates.shape[0]
+    step = rows_per_chunk(n_c, chunk_bytes)
+    buf = np.empty((min(step, max(n_t, 1)), n_c), dtype=np.float64)
+    for start in range(0, n_t, step):
+        stop = min(start + step, n_t)
+        B = buf[: stop - start]
+        np.matmul(targets[start:stop], candidates.T, out=B)
+        yield start, stop, B
+
+
 class GaussianKDE:
     """Gaussian KDE with an isotropic per-dimension bandwidth, chunked for bounded memory.
 
@@ -111,14 +126,8 @@ class GaussianKDE:
         log_norm = -math.log(self.n_samples_) - 0.5 * self.n_features_in_ * math.log(2.0 * math.pi * h2)
         Xc = X - self._center
         row_term = -0.5 / h2 * np.einsum("ij,ij->i", Xc, Xc)
-        n_t, n_f = X.shape[0], self.n_samples_
-        out = np.empty(n_t, dtype=np.float64)
-        step = rows_per_chunk(n_f, self.chunk_bytes)
-        buf = np.empty((min(step, max(n_t, 1)), n_f), dtype=np.float64)
-        for start in range(0, n_t, step):
-            stop = min(start + step, n_t)
-            B = buf[: stop - start]
-            np.matmul(Xc[start:stop], self._Xc_scaled.T, out=B)
+        out = np.empty(X.shape[0], dtype=np.float64)
+        for start, stop, B in chunked_products(Xc, self._Xc_scaled, self.chunk_bytes):
             B += self._col_term[None, :]
             peak = B.max(axis=1)
             # clamp squared distances at 0: an exponent above -row_term means ||x - y||^2 < 0,

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, ThreatModel, check_chunk_bytes, check_scores, register_attack
-from privacy_gate.attacks.density import as_matrix, rows_per_chunk
+from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.data.encoding import MixedEncoder
 
 
@@ -24,15 +24,9 @@ def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_byte
     then recomputed exactly from the difference vector, so a verbatim copy gives exactly 0
     instead of a cancellation residue.
     """
-    n_t = targets.shape[0]
     sq_norms = np.einsum("ij,ij->i", candidates, candidates)
-    step = rows_per_chunk(candidates.shape[0], chunk_bytes)
-    buf = np.empty((min(step, max(n_t, 1)), candidates.shape[0]), dtype=np.float64)
-    nearest = np.empty(n_t, dtype=np.int64)
-    for start in range(0, n_t, step):
-        stop = min(start + step, n_t)
-        B = buf[: stop - start]
-        np.matmul(targets[start:stop], candidates.T, out=B)
+    nearest = np.empty(targets.shape[0], dtype=np.int64)
+    for start, stop, B in chunked_products(targets, candidates, chunk_bytes):
         B *= -2.0
         B += sq_norms[None, :]
         nearest[start:stop] = B.argmin(axis=1)
