@@ -12,6 +12,7 @@ import pandas as pd
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
+from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import clip_to_spec
 from privacy_gate.generators.discretize import Discretizer
 
@@ -20,6 +21,13 @@ class DiscretizedGenerator:
     name: str  # set by @register_generator
     n_bins: int
     seed: int | None
+    epsilon: float
+    delta: float
+
+    @property
+    def privacy(self) -> dict[str, float]:
+        """The (epsilon, delta) guarantee the gate compares its MACE bounds against."""
+        return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
     _min_rows = 1  # fewest rows select/fit accept (PrivBayes' score sensitivities need 2)
 
     def _check_spec(self, spec: DatasetSpec) -> None:
@@ -75,3 +83,12 @@ class DiscretizedGenerator:
         if spec.entity_id is not None:
             df[spec.entity_id] = [f"syn-{i}" for i in range(len(codes))]
         return clip_to_spec(df[spec.column_names], spec)
+
+
+class ZCDPGenerator(DiscretizedGenerator):
+    """A marginal generator accounted in rho-zCDP (MST, Private-GSD)."""
+
+    @property
+    def rho(self) -> float:
+        """The zCDP budget: the largest rho whose (epsilon, delta)-DP conversion fits."""
+        return cdp_rho(float(self.epsilon), float(self.delta))

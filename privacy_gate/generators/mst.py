@@ -49,10 +49,10 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.generators.accounting import ZCDPAccountant, cdp_rho, gaussian_sigma
+from privacy_gate.generators.accounting import ZCDPAccountant, gaussian_sigma
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
-from privacy_gate.generators.marginal import DiscretizedGenerator
+from privacy_gate.generators.marginal import ZCDPGenerator
 
 _COMPRESS_SIGMAS = 3.0  # values with noisy count < 3 sigma are merged (reference: y >= 3*sigma kept)
 _SCORE_SENSITIVITY = 1.0  # L1 score: one record added/removed moves one cell of the true table by 1
@@ -259,7 +259,7 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
 
 
 @register_generator("mst")
-class MSTGenerator(DiscretizedGenerator):
+class MSTGenerator(ZCDPGenerator):
     """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module doc."""
 
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None):
@@ -275,15 +275,6 @@ class MSTGenerator(DiscretizedGenerator):
         self.delta = delta
         self.n_bins = n_bins
         self.seed = seed
-
-    @property
-    def privacy(self) -> dict[str, float]:
-        return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
-
-    @property
-    def rho(self) -> float:
-        """The zCDP budget: the largest rho whose (epsilon, delta)-DP conversion fits."""
-        return cdp_rho(float(self.epsilon), float(self.delta))
 
 
 

@@ -62,10 +62,10 @@ import pandas as pd
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
-from privacy_gate.generators.accounting import ZCDPAccountant, cdp_rho, exponential_epsilon_for_rho, gaussian_sigma
+from privacy_gate.generators.accounting import ZCDPAccountant, exponential_epsilon_for_rho, gaussian_sigma
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
-from privacy_gate.generators.marginal import DiscretizedGenerator
+from privacy_gate.generators.marginal import ZCDPGenerator
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _n_estimate(noisy: list[np.ndarray], sigmas: list[float]) -> float:
 
 
 @register_generator("private_gsd")
-class PrivateGSDGenerator(DiscretizedGenerator):
+class PrivateGSDGenerator(ZCDPGenerator):
     """Private-GSD: noisy 1-way + selected k-way marginals, fitted by a genetic algorithm (zCDP).
 
     Defaults follow the authors' code (population 100 = 50 mutation + 50 crossover children,
@@ -129,15 +129,6 @@ class PrivateGSDGenerator(DiscretizedGenerator):
         self.one_way_share, self.select_share = one_way_share, select_share
         self.n_syn, self.population_size, self.elite_size = n_syn, population_size, elite_size
         self.max_generations, self.tol, self.stop_window = max_generations, tol, stop_window
-
-    @property
-    def privacy(self) -> dict[str, float]:
-        return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
-
-    @property
-    def rho(self) -> float:
-        """The zCDP budget: the largest rho whose (epsilon, delta)-DP conversion fits."""
-        return cdp_rho(float(self.epsilon), float(self.delta))
 
     # -- public knowledge only --------------------------------------------------------------
 

@@ -311,7 +311,7 @@ class PrivBayesGenerator(DiscretizedGenerator):
 
     @property
     def privacy(self) -> dict[str, float]:
-        return {"epsilon": float(self.epsilon), "delta": 0.0}
+        return {"epsilon": float(self.epsilon), "delta": 0.0}  # pure DP: the delta setting is unused
 
 
 
