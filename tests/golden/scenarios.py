@@ -1,0 +1,208 @@
+"""Fixed-seed gate scenarios whose verdicts and metrics must not change under refactoring.
+
+``python -m tests.golden.scenarios --write`` records them in ``tests/golden/verdicts.json``
+(done once, on the code before the pipeline redesign); ``tests/test_golden.py`` runs the same
+scenarios on today's code and compares every metric, check and decision.
+
+Each scenario is a real run of the public entry points (release flow / gate flow) on small
+seeded Adult samples; only run-specific values (timings, run ids, timestamps) are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ADULT = ROOT / "data" / "adult" / "adult.csv.gz"
+EXAMPLE = ROOT / "examples" / "adult.yaml"
+GOLDEN = Path(__file__).with_name("verdicts.json")
+
+
+def _flows():
+    """The release and gate flow entry points (their module moved in the pipeline redesign)."""
+    try:
+        from privacy_gate.flows import gate_flow, release_flow
+    except ImportError:  # before the redesign
+        from flows.release import gate_flow, release_flow
+    return release_flow, gate_flow
+
+
+def _small_adult(folder: Path) -> None:
+    adult = pd.read_csv(ADULT)
+    order = np.random.default_rng(7).permutation(len(adult))
+    adult.iloc[order[:3000]].reset_index(drop=True).to_csv(folder / "real.csv", index=False)
+    adult.iloc[order[3000:5000]].reset_index(drop=True).to_csv(folder / "independent.csv", index=False)
+
+
+def _config(folder: Path, name: str, generator: dict, **overrides: Any) -> Path:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["dataset"]["path"] = str(folder / "real.csv")
+    raw["generator"] = generator
+    raw.update(overrides)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def _release(folder: Path, name: str, generator: dict, **overrides: Any) -> dict:
+    release_flow, _ = _flows()
+    cfg = _config(folder, name, generator, **overrides)
+    return release_flow(config_path=str(cfg), workdir=str(folder / f"wd-{name}"))["verdict"]
+
+
+def _gate_only(folder: Path) -> dict:
+    """Gate-only mode: train / holdout / reference files and a synthetic file made elsewhere."""
+    _, gate_flow = _flows()
+    real = pd.read_csv(folder / "real.csv")
+    real.iloc[:1800].to_csv(folder / "g-train.csv", index=False)
+    real.iloc[1800:2400].to_csv(folder / "g-holdout.csv", index=False)
+    real.iloc[2400:].to_csv(folder / "g-reference.csv", index=False)
+    syn = pd.concat([pd.read_csv(folder / "independent.csv").iloc[:1700], real.iloc[:100]])
+    syn.to_csv(folder / "g-synthetic.csv", index=False)
+    return gate_flow(train=str(folder / "g-train.csv"), holdout=str(folder / "g-holdout.csv"),
+                     reference=str(folder / "g-reference.csv"), synthetic=str(folder / "g-synthetic.csv"),
+                     spec_path=str(EXAMPLE), workdir=str(folder / "wd-gate"), targets_seed=3)["verdict"]
+
+
+def _households(folder: Path) -> dict:
+    """Entities (households) and the dependency stress test (members from one site)."""
+    from privacy_gate.config import load_release_config
+    from privacy_gate.data import conform, split_by_entity
+
+    adult = pd.read_csv(ADULT)
+    rng = np.random.default_rng(5)
+    rows = adult.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    real, outside = rows.iloc[:4000].copy(), rows.iloc[4000:8000].copy()
+    sizes = rng.integers(1, 4, size=4000)
+    real["household"] = np.repeat([f"h{i}" for i in range(len(sizes))], sizes)[:4000]
+    real["site"] = real["household"].map(lambda h: f"s{int(h[1:]) % 3 + 1}")
+    outside["household"] = [f"x{i}" for i in range(len(outside))]
+    outside["site"] = rng.choice(["s1", "s2", "s3"], len(outside))
+    real.to_csv(folder / "hh-real.csv", index=False)
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    spec = raw["dataset"]["spec"]
+    spec["columns"]["household"] = {"kind": "categorical", "nullable": False}
+    spec["columns"]["site"] = {"kind": "categorical", "categories": ["s1", "s2", "s3"], "nullable": False}
+    spec.update(entity_id="household", source="site")
+    raw["dataset"]["path"] = str(folder / "hh-real.csv")
+    raw["generator"] = {"name": "file", "path": str(folder / "hh-synthetic.csv")}
+    raw["audit"] = {"dependency_test": True, "intersections": []}
+    cfg_path = folder / "households.yaml"
+    cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    cfg = load_release_config(cfg_path)
+    train = split_by_entity(conform(real, cfg.dataset.spec, source="r"), cfg.dataset.spec, cfg.split).train
+    copies = real.loc[train.index[train["site"] == "s1"]]
+    pd.concat([outside, copies]).to_csv(folder / "hh-synthetic.csv", index=False)
+    release_flow, _ = _flows()
+    return release_flow(config_path=str(cfg_path), workdir=str(folder / "wd-households"))["verdict"]
+
+
+SCENARIOS: dict[str, Callable[[Path], dict]] = {
+    "copy_train": lambda f: _release(f, "copy", {"name": "copy_train", "seed": 0}),
+    "noisy_copy": lambda f: _release(f, "noisy", {"name": "noisy_copy", "seed": 1},
+                                     split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": 1},
+                                     targets={"seed": 1}),
+    "independent": lambda f: _release(f, "indep", {"name": "file", "path": str(f / "independent.csv")}),
+    "mst_eps1": lambda f: _release(f, "mst", {"name": "mst", "epsilon": 1.0, "seed": 0},
+                                   attacks=[{"name": "domias"}, {"name": "dcr"},
+                                            {"name": "mama_mia", "n_shadow": 8}]),
+    "gate_only": _gate_only,
+    "households": _households,
+}
+
+
+def _check(c: dict) -> dict:
+    key = c.get("key") or c["metric"]
+    return {"rule": c["rule"], "key": key, "observed": c["observed"], "threshold": c["threshold"],
+            "action": c["action"], "passed": c["passed"]}
+
+
+def canonical(verdict: dict) -> dict:
+    """What must stay identical: decision, status, flagged groups, hashes, checks and metrics."""
+    return {
+        "verdict": verdict["verdict"], "status": verdict["status"],
+        "flagged_subgroups": list(verdict["flagged_subgroups"]),
+        "data_hashes": dict(sorted(verdict["data_hashes"].items())),
+        "rules_hash": verdict["rules_hash"],
+        "reasons": sorted((_check(c) for c in verdict["reasons"]), key=lambda c: (c["key"], c["rule"])),
+        "checks": sorted((_check(c) for c in verdict["checks"]), key=lambda c: (c["key"], c["rule"])),
+        "metrics": {k: v for k, v in sorted(verdict["metrics"].items()) if not k.startswith("time.")},
+    }
+
+
+def run_all(names: list[str] | None = None) -> dict[str, dict]:
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _small_adult(folder)
+        for name in names or list(SCENARIOS):
+            print(f"[golden] {name} ...", file=sys.stderr, flush=True)
+            out[name] = canonical(SCENARIOS[name](folder))
+    return out
+
+
+def differences(expected: dict, actual: dict, *, rel: float = 1e-9) -> list[str]:
+    """Human-readable differences between two canonical verdicts (empty = identical)."""
+    diffs = []
+    for key in ("verdict", "status", "flagged_subgroups", "data_hashes", "rules_hash"):
+        if expected[key] != actual[key]:
+            diffs.append(f"{key}: {expected[key]!r} -> {actual[key]!r}")
+    em, am = expected["metrics"], actual["metrics"]
+    for k in sorted(set(em) | set(am)):
+        a, b = em.get(k), am.get(k)
+        if a is None or b is None:
+            if a != b:
+                diffs.append(f"metric {k}: {a!r} -> {b!r}")
+        elif not math.isclose(a, b, rel_tol=rel, abs_tol=1e-12):
+            diffs.append(f"metric {k}: {a!r} -> {b!r}")
+    for part in ("reasons", "checks"):
+        e = {(c["key"], c["rule"]): c for c in expected[part]}
+        a = {(c["key"], c["rule"]): c for c in actual[part]}
+        for k in sorted(set(e) | set(a)):
+            ce, ca = e.get(k), a.get(k)
+            if ce is None or ca is None:
+                diffs.append(f"{part} {k}: {'missing' if ca is None else 'new'}")
+                continue
+            for f in ("threshold", "action", "passed"):
+                if ce[f] != ca[f]:
+                    diffs.append(f"{part} {k} {f}: {ce[f]!r} -> {ca[f]!r}")
+            oe, oa = ce["observed"], ca["observed"]
+            if (oe is None) != (oa is None) or (oe is not None and not math.isclose(oe, oa, rel_tol=rel,
+                                                                                    abs_tol=1e-12)):
+                diffs.append(f"{part} {k} observed: {oe!r} -> {oa!r}")
+    return diffs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true", help=f"record the scenarios in {GOLDEN.name}")
+    parser.add_argument("names", nargs="*")
+    args = parser.parse_args()
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        result = run_all(args.names or None)
+    if args.write:
+        GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {GOLDEN}")
+    else:
+        expected = json.loads(GOLDEN.read_text())
+        for name, canon in result.items():
+            d = differences(expected[name], canon)
+            print(f"{name}: {'identical' if not d else str(len(d)) + ' differences'}")
+            for line in d[:20]:
+                print("   ", line)
+
+
+if __name__ == "__main__":
+    main()
