@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--config", default=str(ROOT / "examples" / "adult.yaml"))
     args = parser.parse_args()
 
-    from flows.release import release_flow
+    from privacy_gate.flows import release_flow
 
     with tempfile.TemporaryDirectory() as workdir:
         start = time.perf_counter()

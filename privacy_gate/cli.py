@@ -92,7 +92,7 @@ def run(
     except ConfigError as exc:
         _usage_error(str(exc))
     _require_files(dataset_path=cfg.dataset.path, reference_path=cfg.dataset.reference_path)
-    from flows.release import release_flow, task_runner_for
+    from privacy_gate.flows import release_flow, task_runner_for
 
     try:
         flow_fn = release_flow.with_options(task_runner=task_runner_for(cfg.runner))
@@ -125,7 +125,7 @@ def gate(
             load_rules(rules)
     except ConfigError as exc:
         _usage_error(str(exc))
-    from flows.release import gate_flow
+    from privacy_gate.flows import gate_flow
 
     _run_flow(gate_flow, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
               synthetic=str(synthetic), spec_path=str(spec), rules_path=str(rules) if rules else None,
@@ -150,10 +150,12 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
     from privacy_gate.errors import PrivacyGateError
 
     try:
-        from flows.review import decide_run
+        from privacy_gate.flows import regate_flow
+        from privacy_gate.pipeline.decisions import decide_run
 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
-                              tracking_uri=_store_uri(workdir, tracking_uri), workdir=str(workdir))
+                              tracking_uri=_store_uri(workdir, tracking_uri), workdir=str(workdir),
+                              regate=regate_flow)
     except PrivacyGateError as exc:
         typer.echo(f"refused: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -174,7 +176,7 @@ def review(
     from privacy_gate.errors import PrivacyGateError
 
     try:
-        from flows.review import review_text
+        from privacy_gate.pipeline.decisions import review_text
 
         typer.echo(review_text(run_id, tracking_uri=_store_uri(workdir, tracking_uri)))
     except PrivacyGateError as exc:

@@ -1,4 +1,4 @@
-"""MLflow conventions: the one place that knows store layout, run, metric, tag and artifact names.
+"""MLflow: the one module that talks to an MLflow store. The names it writes live in ``names.py``.
 
 Everything goes through an explicit ``MlflowClient`` and run ids (no global active run), because
 Prefect tasks log from worker threads.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,85 +15,15 @@ from typing import Any
 
 import pandas as pd
 
-# ---- names (DESIGN.md §8) -------------------------------------------------------------------
-EXPERIMENT_PREFIX = "privacy-gate/"
-TAG_VERDICT = "gate.verdict"
-TAG_STATUS = "gate.status"
-TAG_FLAGGED = "gate.flagged_subgroups"
-TAG_KIND = "gate.run_kind"  # release | gate_only | attack
-TAG_DATASET = "gate.dataset"
-TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
-TAG_QUARANTINE = "gate.quarantine_path"
-TAG_PUBLISH_TARGET = "gate.publish_target"
-TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
-TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
-TAG_APPROVAL_REVIEWER = "approval.reviewer"
-TAG_APPROVAL_AT = "approval.decided_at"
-TAG_APPROVAL_COMMENT = "approval.comment"
-TAG_APPROVAL_SHA = "approval.data_sha256"
-TAG_APPROVAL_PUBLISHED = "approval.published"
-DECISIONS_DIR = "review"  # one JSON per decision: review/decision-001-approve.json
-ART_VERDICT = "verdict.json"
-ART_CONFIG = "config/release.json"
-ART_SCORES = "risk/per_record_scores.parquet"
-ART_ROC = "plots/roc.png"
-ART_SUMMARY = "summary.md"
-ART_TIMINGS = "timings.json"
-ART_UTILITY = "utility.json"
-ART_SUBGROUPS = "audit/subgroups.json"
-ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
-ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
-ART_MACE_PLOT = "plots/mace_risk.png"
-ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
-SQLITE_FILE = "mlflow.db"
-ARTIFACT_DIR = "mlartifacts"
-
-
-def metric_name(attack: str | None, metric: str) -> str:
-    """``domias`` + ``auc`` -> ``domias.auc``; the same key the gate rules read."""
-    return f"{attack}.{metric}" if attack else metric
-
-
-def _safe(part: str) -> str:
-    # MLflow metric names allow only [/\w.\- :]; anything else becomes "_"
-    return re.sub(r"[^\w.\- ]", "_", part).strip() or "_"
-
-
-def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
-    """``("race",), ("Black",), "dcr.auc"`` -> ``subgroup/race/Black/dcr.auc``;
-    intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``."""
-    return f"subgroup/{'_x_'.join(map(_safe, columns))}/{'_x_'.join(map(_safe, values))}/{key}"
-
-
-STRONGEST = "strongest"  # strongest.<metric>: the max across attacks; tag gate.strongest.<metric> names it
-
-
-def strongest_tag(metric: str) -> str:
-    return f"gate.{STRONGEST}.{metric}"
-
-
-def entity_metric(attack: str, metric: str) -> str:
-    return f"{attack}.entity.{metric}"
-
-
-def dependency_metric(attack: str, metric: str) -> str:
-    return f"{attack}.dependency.{metric}"
-
-
-def validation_artifact(suite: str) -> str:
-    return f"validation/{suite}.json"
-
-
-def timing_metric(stage: str) -> str:
-    return f"time.{stage}_s"
+from privacy_gate.errors import ReviewError
+from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
+                                TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
+                                TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
+                                TAG_VERDICT, decision_artifact, experiment_name)
 
 
 def default_tracking_uri(workdir: Path) -> str:
     return f"sqlite:///{(Path(workdir) / SQLITE_FILE).resolve()}"
-
-
-def experiment_name(dataset: str, override: str | None = None) -> str:
-    return override or f"{EXPERIMENT_PREFIX}{dataset}"
 
 
 def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
@@ -148,16 +77,12 @@ class Tracker:
     def run_tags(self, run_id: str) -> dict[str, str]:
         from mlflow.exceptions import MlflowException
 
-        from privacy_gate.errors import ReviewError
-
         try:
             return dict(self.client.get_run(run_id).data.tags)
         except MlflowException:
             raise ReviewError(f"no run {run_id} in the MLflow store {self.uri}") from None
 
     def read_json(self, run_id: str, path: str) -> Any:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
             local = self.client.download_artifacts(run_id, path, tmp)
             return json.loads(Path(local).read_text())
@@ -185,7 +110,7 @@ class Tracker:
     def append_decision(self, run_id: str, decision: Mapping[str, Any]) -> None:
         """Append a review decision: a new artifact (never overwriting) plus the approval tags."""
         n = len(self.client.list_artifacts(run_id, DECISIONS_DIR)) + 1
-        self.log_json(run_id, dict(decision), f"{DECISIONS_DIR}/decision-{n:03d}-{decision['action']}.json")
+        self.log_json(run_id, dict(decision), decision_artifact(n, decision["action"]))
         self.set_tags(run_id, {
             TAG_APPROVAL_STATUS: "approved" if decision["action"] == "approve" else "rejected",
             TAG_APPROVAL_REVIEWER: decision["reviewer"], TAG_APPROVAL_AT: decision["at"],

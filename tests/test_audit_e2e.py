@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from flows.release import release_flow
+from privacy_gate.flows import release_flow
 from privacy_gate.config import load_release_config
 from privacy_gate.data import conform, split_by_entity
 

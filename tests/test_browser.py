@@ -33,7 +33,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from privacy_gate import tracking
+from privacy_gate import names, tracking
 
 from .conftest import EXAMPLE, write_release_config
 
@@ -186,7 +186,7 @@ class DevTools:
 @pytest.fixture(scope="module")
 def review_run(prefect_server, small_adult, tmp_path_factory):
     """A finished release flow ending in REVIEW with exactly one flagged subgroup (~20 s)."""
-    from flows.release import release_flow
+    from privacy_gate.flows import release_flow
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, split_by_entity
 
@@ -224,7 +224,7 @@ def mlflow_server(review_run):
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
     cmd += ["server", "--backend-store-uri", tracking.default_tracking_uri(workdir), "--workers", "1",
             "--host", "127.0.0.1", "--port", str(port),
-            "--artifacts-destination", (workdir / tracking.ARTIFACT_DIR).resolve().as_uri()]
+            "--artifacts-destination", (workdir / names.ARTIFACT_DIR).resolve().as_uri()]
     # no background job runner (huey consumers): nothing here needs it, and CI has 2 cores
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
     log = (workdir / "mlflow-server.log").open("w")
@@ -268,7 +268,7 @@ def _experiment(workdir: Path, run_id: str) -> str:
 @pytest.mark.timeout(600)
 def test_report_artifact_is_served_by_mlflow(review_run, mlflow_server):
     run_id, _ = review_run
-    with urllib.request.urlopen(f"{mlflow_server}/get-artifact?path={tracking.ART_REPORT}&run_uuid={run_id}",
+    with urllib.request.urlopen(f"{mlflow_server}/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}",
                                 timeout=30) as r:
         assert r.status == 200 and r.headers.get_content_type() == "text/html"
         page = r.read().decode()
@@ -282,9 +282,9 @@ def test_run_page_shows_verdict_and_flagged_subgroup(review_run, mlflow_server, 
     dom = ""
     for attempt, budget in enumerate((10000, 20000, 40000)):  # the React UI needs time to fetch and render
         dom = _run_chromium([f"--virtual-time-budget={budget}", "--dump-dom", url], tmp_path / f"dom{attempt}")
-        if tracking.TAG_VERDICT in dom and GROUP in dom:
+        if names.TAG_VERDICT in dom and GROUP in dom:
             break
-    assert tracking.TAG_VERDICT in dom and tracking.TAG_FLAGGED in dom, dom[-2000:]
+    assert names.TAG_VERDICT in dom and names.TAG_FLAGGED in dom, dom[-2000:]
     assert "REVIEW" in dom and GROUP in dom
     assert run_id in dom
     shot = out_dir / "run_page.png"
@@ -301,7 +301,7 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
     try:
         page = browser.open_page()
         browser.send("Page.navigate", {"url": f"{mlflow_server}/#/experiments/{exp}/runs/{run_id}/artifacts/"
-                                              f"{tracking.ART_REPORT}"}, session=page)
+                                              f"{names.ART_REPORT}"}, session=page)
         text, deadline = "", time.monotonic() + 90
         while time.monotonic() < deadline:
             browser.pump(0.5)
@@ -319,7 +319,7 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
         browser.screenshot(page, out_dir / "report_in_mlflow.png")
         # the same served bytes as a full page (what "download" + open would show), for a readable screenshot
         browser.send("Runtime.evaluate", {"expression": (
-            f"fetch('/get-artifact?path={tracking.ART_REPORT}&run_uuid={run_id}').then(r => r.text())"
+            f"fetch('/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}').then(r => r.text())"
             ".then(t => { document.open(); document.write(t); document.close(); })"),
             "awaitPromise": True}, session=page)
         browser.pump(1.0)
@@ -338,12 +338,12 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
 @pytest.mark.timeout(600)
 def test_decision_rerenders_the_served_report(review_run, mlflow_server):
     """Runs last: rejecting the run re-renders its report; the server serves the new one."""
-    from flows.review import decide_run
+    from privacy_gate.pipeline.decisions import decide_run
 
     run_id, workdir = review_run
     decide_run(run_id, action="reject", reviewer="ana", comment="rare group copied verbatim",
                tracking_uri=tracking.default_tracking_uri(workdir), workdir=str(workdir))
-    with urllib.request.urlopen(f"{mlflow_server}/get-artifact?path={tracking.ART_REPORT}&run_uuid={run_id}",
+    with urllib.request.urlopen(f"{mlflow_server}/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}",
                                 timeout=30) as r:
         page = r.read().decode()
     assert "rejected by ana" in page and "rare group copied verbatim" in page

@@ -6,7 +6,7 @@ same population -> APPROVE. Several seeds each, so the defaults hold reliably, n
 
 import pytest
 
-from flows.release import release_flow
+from privacy_gate.flows import release_flow
 
 from .conftest import write_release_config
 

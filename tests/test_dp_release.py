@@ -6,7 +6,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from privacy_gate import tracking
+from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.config import load_release_config
 
@@ -35,7 +35,7 @@ def test_dp_generator_release_runs_end_to_end(prefect_server, small_adult, tmp_p
     # MAMA-MIA runs automatically (shadow variant) and its oracle is reported but not gated
     assert {"mama_mia.auc", "mama_mia_oracle.auc"} <= set(summary["metrics"])
     verdict = json.loads(open(MlflowClient(tracking.default_tracking_uri(tmp_path)).download_artifacts(
-        summary["run_id"], tracking.ART_VERDICT, str(tmp_path))).read())
+        summary["run_id"], names.ART_VERDICT, str(tmp_path))).read())
     checked = {c["metric"] for c in verdict["checks"]}
     assert "mama_mia.auc" in checked and "mama_mia_oracle.auc" not in checked
 

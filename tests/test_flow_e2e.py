@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from flows.release import release_flow
-from privacy_gate import tracking
+from privacy_gate.flows import release_flow
+from privacy_gate import names, tracking
 
 from .conftest import write_release_config
 
@@ -39,23 +39,23 @@ def test_release_flow_records_run_in_mlflow(gc_run):
     assert verdict["status"] == "ok" and verdict["verdict"] in ("APPROVE", "REVIEW", "BLOCK")
     client = MlflowClient(tracking.default_tracking_uri(workdir))
     run = client.get_run(verdict["run_id"])
-    assert run.data.tags[tracking.TAG_VERDICT] == verdict["verdict"]
-    assert run.data.tags[tracking.TAG_STATUS] == "ok"
+    assert run.data.tags[names.TAG_VERDICT] == verdict["verdict"]
+    assert run.data.tags[names.TAG_STATUS] == "ok"
     assert run.data.params["generator"] == "gaussian_copula"
     for attack in ("domias", "dcr"):
         for m in ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage"):
             assert f"{attack}.{m}" in run.data.metrics
     assert "utility.quality" in run.data.metrics and "time.fit_s" in run.data.metrics
     arts = set(_all_artifacts(client, run.info.run_id))
-    for name in (tracking.ART_VERDICT, tracking.ART_CONFIG, tracking.ART_SCORES, tracking.ART_ROC,
+    for name in (names.ART_VERDICT, names.ART_CONFIG, names.ART_SCORES, names.ART_ROC,
                  "validation/adult.input.json", "validation/adult.synthetic.json"):
         assert name in arts, arts
     children = client.search_runs([run.info.experiment_id],
                                   filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'")
     assert sorted(c.data.tags["mlflow.runName"] for c in children) == ["attack-dcr", "attack-domias", "attack-mama_mia"]
-    logged = json.loads(Path(client.download_artifacts(run.info.run_id, tracking.ART_VERDICT)).read_text())
+    logged = json.loads(Path(client.download_artifacts(run.info.run_id, names.ART_VERDICT)).read_text())
     assert logged["verdict"] == verdict["verdict"] and logged["checks"]
-    scores = pd.read_parquet(client.download_artifacts(run.info.run_id, tracking.ART_SCORES))
+    scores = pd.read_parquet(client.download_artifacts(run.info.run_id, names.ART_SCORES))
     assert list(scores.columns) == ["row_id", "member", "domias_score", "dcr_score", "mama_mia_score"]
     assert scores["member"].sum() == (scores["member"] == 0).sum() == 600
 

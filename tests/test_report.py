@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate import tracking
+from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.report.html import ReportInputs, hanley_mcneil_interval, load_report_inputs, render_report
 from privacy_gate.report.summary import verdict_markdown
@@ -194,26 +194,26 @@ def test_hanley_mcneil_interval_narrows_with_more_targets():
 def test_verdict_markdown_links_run_or_names_ui_command():
     v = Verdict.from_dict(_verdict())
     md = verdict_markdown(v, ui_hint="open http://mlflow:5000", tracking_uri="http://mlflow:5000", experiment_id="3")
-    assert f"(http://mlflow:5000/#/experiments/3/runs/{RUN_ID})" in md and tracking.ART_REPORT in md
+    assert f"(http://mlflow:5000/#/experiments/3/runs/{RUN_ID})" in md and names.ART_REPORT in md
     md = verdict_markdown(v, ui_hint="mlflow ui --backend-store-uri x", tracking_uri="sqlite:///x", experiment_id="3")
-    assert "mlflow ui --backend-store-uri x" in md and RUN_ID in md and tracking.ART_REPORT in md
+    assert "mlflow ui --backend-store-uri x" in md and RUN_ID in md and names.ART_REPORT in md
 
 
 def test_load_and_log_report_round_trip(tmp_path):
     from privacy_gate.report.html import log_report
 
     tracker = tracking.Tracker.for_workdir(workdir=tmp_path, dataset="adult")
-    run_id = tracker.start_run(name="t", kind="release", tags={tracking.TAG_DATASET: "adult"})
+    run_id = tracker.start_run(name="t", kind="release", tags={names.TAG_DATASET: "adult"})
     verdict = {**_verdict(), "run_id": run_id}
     tracker.log_verdict(run_id, verdict)
-    tracker.log_frame(run_id, _scores(), tracking.ART_SCORES)
-    tracker.log_json(run_id, _subgroup_rows(), tracking.ART_SUBGROUPS)
+    tracker.log_frame(run_id, _scores(), names.ART_SCORES)
+    tracker.log_json(run_id, _subgroup_rows(), names.ART_SUBGROUPS)
     inputs = load_report_inputs(tracker, run_id)
     assert inputs.dataset == "adult" and inputs.scores is not None and inputs.mace is None
     assert inputs.utility == {} and inputs.decisions == [] and inputs.experiment_id == tracker.experiment_id
     log_report(tracker, run_id)
     log_report(tracker, run_id)  # re-logging overwrites
-    assert tracker.artifact_exists(run_id, tracking.ART_REPORT)
-    html_text = tracker.client.download_artifacts(run_id, tracking.ART_REPORT, str(tmp_path / "dl"))
+    assert tracker.artifact_exists(run_id, names.ART_REPORT)
+    html_text = tracker.client.download_artifacts(run_id, names.ART_REPORT, str(tmp_path / "dl"))
     page = open(html_text).read()
     assert "pending" in page and GROUP in page

@@ -21,8 +21,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.release import release_flow
-from privacy_gate import tracking
+from privacy_gate.flows import release_flow
+from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.config import load_release_config
 from privacy_gate.data import conform, split_by_entity
@@ -77,8 +77,8 @@ def test_rare_subgroup_copies_are_flagged_exactly(review_run):
     assert v["metrics"]["subgroup/race/Asian-Pac-Islander/dcr.auc"] > 0.9
     assert abs(v["metrics"]["subgroup/race/White/dcr.auc"] - 0.5) < 0.1
     run = MlflowClient(tracking.default_tracking_uri(workdir)).get_run(v["run_id"])
-    assert run.data.tags[tracking.TAG_APPROVAL_STATUS] == "pending"
-    assert run.data.tags[tracking.TAG_FLAGGED] == GROUP
+    assert run.data.tags[names.TAG_APPROVAL_STATUS] == "pending"
+    assert run.data.tags[names.TAG_FLAGGED] == GROUP
 
 
 def test_cli_review_then_approve_with_suppress_publishes_without_the_group(review_run):
@@ -97,11 +97,11 @@ def test_cli_review_then_approve_with_suppress_publishes_without_the_group(revie
     assert manifest["run_id"] == run_id
     client = MlflowClient(tracking.default_tracking_uri(workdir))
     tags = client.get_run(run_id).data.tags
-    assert tags[tracking.TAG_APPROVAL_STATUS] == "approved" and tags[tracking.TAG_APPROVAL_REVIEWER] == "ana"
+    assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "ana"
     decisions = [f.path for f in client.list_artifacts(run_id, "review")]
     assert decisions == ["review/decision-001-approve.json"]
     rerun = client.get_run(manifest["approval"]["rerun_id"])
-    assert rerun.data.tags[tracking.TAG_RERUN_OF] == run_id and rerun.data.tags[tracking.TAG_VERDICT] == "APPROVE"
+    assert rerun.data.tags[names.TAG_RERUN_OF] == run_id and rerun.data.tags[names.TAG_VERDICT] == "APPROVE"
     # approving twice is refused
     code, _, err = _invoke(["approve", run_id, "--reviewer", "bo", "--workdir", str(workdir)])
     assert code == 2 and "already approved by ana" in err
@@ -173,4 +173,4 @@ def test_paused_flow_resumed_with_typed_input_publishes(prefect_server, canary, 
     df = pd.read_parquet(result["published"])
     assert not (df["race"] == "Asian-Pac-Islander").any()
     tags = MlflowClient(tracking.default_tracking_uri(tmp_path)).get_run(result["verdict"]["run_id"]).data.tags
-    assert tags[tracking.TAG_APPROVAL_STATUS] == "approved" and tags[tracking.TAG_APPROVAL_REVIEWER] == "dee"
+    assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "dee"

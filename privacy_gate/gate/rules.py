@@ -1,4 +1,4 @@
-"""Gate rules -> checks -> ``Verdict`` (DESIGN.md §7). Fails closed on missing or NaN metrics.
+"""Gate rules -> checks -> ``Verdict``. Fails closed on missing or NaN metrics.
 
 Metric keys: ``<attack>.<metric>`` for attack metrics (``domias.auc``), plain keys otherwise
 (``utility.quality``). A rule with ``attack: any`` is checked against every attack that ran.
@@ -6,8 +6,8 @@ Metric keys: ``<attack>.<metric>`` for attack metrics (``domias.auc``), plain ke
 >>> from privacy_gate.config import Rule
 >>> v = decide([Rule(metric="auc", attack="any", max=0.6)], {"dcr.auc": 0.5, "domias.auc": 0.7},
 ...            attacks=["dcr", "domias"])
->>> v.decision, v.reasons[0].metric
-('BLOCK', 'domias.auc')
+>>> v.decision, v.reasons[0].attack, v.reasons[0].key
+('BLOCK', 'domias', 'domias.auc')
 """
 
 from __future__ import annotations
@@ -17,43 +17,44 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import Rule
 from privacy_gate.gate.verdict import Check, Verdict
+from privacy_gate.names import check_key, metric_name
 
 
-def _metric_keys(rule: Rule, attacks: Sequence[str]) -> list[str]:
+def _rule_targets(rule: Rule, attacks: Sequence[str]) -> list[str | None]:
+    """The attacks a rule reads (None: a plain metric such as ``utility.quality``)."""
     if rule.attack is None:
-        return [rule.metric]
+        return [None]
     if rule.attack == "any":
-        return [f"{a}.{rule.metric}" for a in attacks]
-    return [f"{rule.attack}.{rule.metric}"]
+        # 'any' with no attack run: nothing was measured, so nothing can be approved
+        return list(attacks) or ["<no attack>"]
+    return [rule.attack]
 
 
 def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[str], group: str | None = None
                ) -> list[Check]:
     """Evaluate one rule; one check per metric it reads. Missing/NaN values fail the check.
 
-    ``group`` names the subgroup whose metrics are passed (for subgroup-scope rules); the checks'
-    metric names are then ``<group>: <attack>.<metric>``.
+    ``group`` names the subgroup whose metrics are passed (for subgroup-scope rules); the checks
+    carry it, and their ``key`` reads ``<group>: <attack>.<metric>``.
     """
-    keys = _metric_keys(rule, attacks)
-    if not keys:  # 'any' with no attack run: nothing was measured, so nothing can be approved
-        keys = [f"<no attack>.{rule.metric}"]
     bound = "max" if rule.max is not None else "min"
     checks = []
-    for key in keys:
-        name = f"{group}: {key}" if group else key
-        value = metrics.get(key)
+    for attack in _rule_targets(rule, attacks):
+        where = dict(attack=attack, metric=rule.metric, group=group)
+        name = check_key(**where)
+        value = metrics.get(metric_name(attack, rule.metric))
         if value is None or not math.isfinite(float(value)):
             what = "missing" if value is None else "not a finite number"
-            checks.append(Check(rule=rule.describe(), metric=name, observed=None, threshold=rule.threshold,
-                                bound=bound, action="block", passed=False,
-                                message=f"{name} is {what}; the gate cannot approve without it"))
+            checks.append(Check(rule=rule.describe(), observed=None, threshold=rule.threshold, bound=bound,
+                                action="block", passed=False,
+                                message=f"{name} is {what}; the gate cannot approve without it", **where))
             continue
         value = float(value)
         passed = value <= rule.threshold if bound == "max" else value >= rule.threshold
         op = "<=" if bound == "max" else ">="
         msg = f"{name} = {value:.4g} {'within' if passed else 'violates'} {bound} {rule.threshold:g} ({op})"
-        checks.append(Check(rule=rule.describe(), metric=name, observed=value, threshold=rule.threshold,
-                            bound=bound, action=rule.action, passed=passed, message=msg))
+        checks.append(Check(rule=rule.describe(), observed=value, threshold=rule.threshold, bound=bound,
+                            action=rule.action, passed=passed, message=msg, **where))
     return checks
 
 

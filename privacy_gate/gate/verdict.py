@@ -15,7 +15,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-Decision = Literal["APPROVE", "REVIEW", "BLOCK"]
+from privacy_gate.names import check_key
+
+VerdictDecision = Literal["APPROVE", "REVIEW", "BLOCK"]
 Status = Literal["ok", "error", "invalid_input"]
 DECISIONS: tuple[str, ...] = ("APPROVE", "REVIEW", "BLOCK")
 EXIT_CODES = {"APPROVE": 0, "REVIEW": 3, "BLOCK": 4}
@@ -23,25 +25,43 @@ EXIT_CODES = {"APPROVE": 0, "REVIEW": 3, "BLOCK": 4}
 
 @dataclass(frozen=True)
 class Check:
-    """One rule evaluated on one metric: which value and which bound decided it."""
+    """One rule evaluated on one metric: which value and which bound decided it.
+
+    ``metric`` is the metric's own name (``auc``, ``mace.advantage_lower``, ``utility.quality``),
+    ``attack`` the attack (or ``combined``) it belongs to, ``group`` the audited subgroup; ``key``
+    joins them into the flat name the metrics dict uses.
+    """
 
     rule: str  # human form, e.g. "any.auc <= 0.6"
-    metric: str  # the metric key that was read, e.g. "domias.auc"
+    metric: str
     observed: float | None
     threshold: float | None
     bound: Literal["max", "min", "none"]
     action: Literal["block", "review"]
     passed: bool
     message: str
+    attack: str | None = None
+    group: str | None = None
 
     def __post_init__(self) -> None:
         if self.bound not in ("max", "min", "none") or self.action not in ("block", "review"):
             raise ValueError(f"invalid check {self.rule!r}: bound={self.bound!r} action={self.action!r}")
 
+    @property
+    def key(self) -> str:
+        return check_key(attack=self.attack, metric=self.metric, group=self.group)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "key": self.key}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Check:
+        return cls(**{k: v for k, v in d.items() if k != "key"})
+
 
 @dataclass(frozen=True)
 class Verdict:
-    decision: Decision
+    decision: VerdictDecision
     status: Status
     reasons: tuple[Check, ...]  # the failing checks (and errors), the "why" of the decision
     checks: tuple[Check, ...] = ()  # every rule evaluation, passed or not
@@ -79,6 +99,8 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["verdict"] = d.pop("decision")
+        d["reasons"] = [c.to_dict() for c in self.reasons]
+        d["checks"] = [c.to_dict() for c in self.checks]
         d["metrics"] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.metrics.items()}
         return d
 
@@ -94,8 +116,8 @@ class Verdict:
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
         d = dict(d)
         d["decision"] = d.pop("verdict")
-        d["reasons"] = tuple(Check(**c) for c in d.get("reasons", ()))
-        d["checks"] = tuple(Check(**c) for c in d.get("checks", ()))
+        d["reasons"] = tuple(Check.from_dict(c) for c in d.get("reasons", ()))
+        d["checks"] = tuple(Check.from_dict(c) for c in d.get("checks", ()))
         d["metrics"] = {k: (math.nan if v is None else float(v)) for k, v in d.get("metrics", {}).items()}
         d["flagged_subgroups"] = tuple(d.get("flagged_subgroups", ()))
         return cls(**d)

@@ -27,12 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate import tracking
+from privacy_gate import names, tracking
+from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, split_attack_metric
 
 log = logging.getLogger(__name__)
 
-MAIN_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
-MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
 Z95 = 1.959963984540054
 
 
@@ -129,11 +128,9 @@ def _attack_metrics(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     """``<attack>.<metric>`` (not subgroup / entity / dependency / utility / timing) by attack."""
     out: dict[str, dict[str, float]] = {}
     for key, value in metrics.items():
-        if key.startswith("subgroup/"):
-            continue
-        head, _, rest = key.partition(".")
-        if rest in MAIN_METRICS or rest in MACE_METRICS:
-            out.setdefault(head, {})[rest] = value
+        parts = split_attack_metric(key)
+        if parts:
+            out.setdefault(parts[0], {})[parts[1]] = value
     return dict(sorted(out.items()))
 
 
@@ -149,25 +146,21 @@ def _nested(metrics: Mapping[str, Any], kind: str) -> dict[str, dict[str, float]
 
 
 def _failed_group_attacks(checks: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
-    """Subgroup checks are named ``<group>: <attack>.<metric>``: failing (group -> attacks)."""
+    """Failing subgroup checks: group -> the attacks that failed there."""
     out: dict[str, set[str]] = {}
     for c in checks:
-        metric = c.get("metric") or ""
-        if ": " in metric and not c.get("passed", True):
-            group, key = metric.split(": ", 1)
-            out.setdefault(group, set()).add(key.split(".", 1)[0])
+        if c.get("group") and not c.get("passed", True):
+            out.setdefault(c["group"], set()).add(c.get("attack") or "")
     return out
 
 
-def _subgroup_thresholds(checks: Sequence[Mapping[str, Any]], suffixes: Sequence[str]) -> list[float]:
-    out = []
-    for c in checks:
-        metric = c.get("metric") or ""
-        if ": " in metric and c.get("threshold") is not None:
-            key = metric.split(": ", 1)[1]
-            if any(key.endswith("." + s) for s in suffixes):
-                out.append(float(c["threshold"]))
-    return sorted(set(out))
+def _subgroup_thresholds(checks: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[float]:
+    return sorted({float(c["threshold"]) for c in checks
+                   if c.get("group") and c.get("threshold") is not None and c.get("metric") in metrics})
+
+
+def _check_key(c: Mapping[str, Any]) -> str:
+    return names.check_key(attack=c.get("attack"), metric=c.get("metric") or "", group=c.get("group"))
 
 
 # ------------------------------------------------------------------------------------ sections
@@ -244,7 +237,7 @@ def _approval_state(inp: ReportInputs) -> str:
 
 
 def _workdir_option(uri: str | None) -> str:
-    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + tracking.SQLITE_FILE):
+    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + names.SQLITE_FILE):
         return " --workdir " + shlex.quote(str(Path(uri.removeprefix("sqlite:///")).parent))
     if uri and uri.startswith(("http://", "https://")):
         return " --tracking-uri " + shlex.quote(uri) + " --workdir WORKDIR"
@@ -283,7 +276,7 @@ def _rules(inp: ReportInputs) -> str:
         passed = bool(c.get("passed"))
         pill = '<span class="pill pass">pass</span>' if passed else (
             f'<span class="pill {"fail" if c.get("action") == "block" else "review"}">FAIL</span>')
-        rows.append(([_e(c.get("rule")), f"<code>{_e(c.get('metric') or '—')}</code>",
+        rows.append(([_e(c.get("rule")), f"<code>{_e(_check_key(c) or '—')}</code>",
                       f'<span class="num">{_num(c.get("observed"))}</span>', _num(c.get("threshold")),
                       _e(c.get("bound")), _e(c.get("action")), pill],
                      "" if passed else "fail"))
@@ -298,7 +291,7 @@ def _attacks(inp: ReportInputs) -> str:
     table = _attack_metrics(inp.verdict.get("metrics") or {})
     parts = []
     if table:
-        cols = list(MAIN_METRICS) + [m for m in MACE_METRICS if any(m in t for t in table.values())]
+        cols = list(LEAKAGE_METRICS) + [m for m in MACE_METRICS if any(m in t for t in table.values())]
         parts.append(_table(["attack", *cols],
                             [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()]))
     scores = inp.scores
@@ -409,7 +402,7 @@ def _entity(inp: ReportInputs) -> str:
     table = _nested(inp.verdict.get("metrics") or {}, "entity")
     if not table:
         return ""
-    cols = [m for m in MAIN_METRICS if any(m in t for t in table.values())]
+    cols = [m for m in LEAKAGE_METRICS if any(m in t for t in table.values())]
     cols += sorted({m for t in table.values() for m in t} - set(cols))
     body = _note("Set-level view: one score per entity (the mean of its records' scores), members vs non-members.")
     body += _table(["attack", *cols], [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()])
@@ -422,12 +415,12 @@ def _dependency(inp: ReportInputs) -> str:
     if not table:
         return ""
     rows, plot = [], []
-    failing = {c.get("metric") for c in inp.verdict.get("checks") or [] if not c.get("passed", True)}
+    failing = {(c.get("attack"), c.get("metric")) for c in inp.verdict.get("checks") or [] if not c.get("passed", True)}
     for attack, t in table.items():
         iid, dep = metrics.get(f"{attack}.auc"), t.get("auc")
         gap = (float(dep) - float(iid)) if iid is not None and dep is not None else None
         rows.append(([_e(attack), _num(iid), _num(dep), _num(gap), _num(t.get("tpr_at_fpr_0.01")),
-                      _num(t.get("advantage"))], "fail" if tracking.dependency_metric(attack, "auc") in failing else ""))
+                      _num(t.get("advantage"))], "fail" if (attack, "dependency.auc") in failing else ""))
         if iid is not None and dep is not None and math.isfinite(float(iid)) and math.isfinite(float(dep)):
             plot.append((attack, float(iid), float(dep)))
     body = _note("Members drawn from one source (dependent records) vs the IID targets: a higher AUC under "
@@ -497,7 +490,7 @@ def _open_hint(inp: ReportInputs) -> str:
     if not uri:
         return ""
     return _note(f"Open in the MLflow UI: {tracking.ui_command(uri)} — then run {run_id}, "
-                 f"artifact {tracking.ART_REPORT}.")
+                 f"artifact {names.ART_REPORT}.")
 
 
 def render_report(inputs: ReportInputs) -> str:
@@ -542,7 +535,7 @@ def _optional(what: str, read: Any) -> Any:
 
 def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
     """Read a run's artifacts back through the Tracker (the verdict is required, the rest optional)."""
-    verdict = tracker.read_json(run_id, tracking.ART_VERDICT)
+    verdict = tracker.read_json(run_id, names.ART_VERDICT)
     tags = tracker.run_tags(run_id)
 
     def frame(path: str) -> pd.DataFrame | None:
@@ -553,19 +546,19 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
 
     return ReportInputs(
         verdict=verdict,
-        scores=_optional(tracking.ART_SCORES, lambda: frame(tracking.ART_SCORES)),
-        subgroups=_optional(tracking.ART_SUBGROUPS, lambda: js(tracking.ART_SUBGROUPS)) or [],
-        utility=_optional(tracking.ART_UTILITY, lambda: js(tracking.ART_UTILITY)) or {},
+        scores=_optional(names.ART_SCORES, lambda: frame(names.ART_SCORES)),
+        subgroups=_optional(names.ART_SUBGROUPS, lambda: js(names.ART_SUBGROUPS)) or [],
+        utility=_optional(names.ART_UTILITY, lambda: js(names.ART_UTILITY)) or {},
         decisions=tracker.decisions(run_id),
-        timings=_optional(tracking.ART_TIMINGS, lambda: js(tracking.ART_TIMINGS)) or {},
+        timings=_optional(names.ART_TIMINGS, lambda: js(names.ART_TIMINGS)) or {},
         run_id=run_id,
-        dataset=tags.get(tracking.TAG_DATASET),
+        dataset=tags.get(names.TAG_DATASET),
         tracking_uri=tracker.uri,
         experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
-        mace=_optional(tracking.ART_MACE, lambda: frame(tracking.ART_MACE)),
+        mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
     )
 
 
 def log_report(tracker: tracking.Tracker, run_id: str) -> None:
     """Render the run's report and log it as ``report/index.html`` (overwriting: derived data)."""
-    tracker.log_text(run_id, render_report(load_report_inputs(tracker, run_id)), tracking.ART_REPORT)
+    tracker.log_text(run_id, render_report(load_report_inputs(tracker, run_id)), names.ART_REPORT)

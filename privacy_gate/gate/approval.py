@@ -4,7 +4,7 @@ A decision is an appended record (who, when, what, comment, data hash) — like 
 edited. What may be decided: only a REVIEW verdict that finished cleanly, only once, and only
 while the quarantined release still has the hash the gate judged.
 
->>> d = Decision.new(action="approve", reviewer="ana", data_sha256="ab" * 32)
+>>> d = ReviewDecision.new(action="approve", reviewer="ana", data_sha256="ab" * 32)
 >>> d.action, d.reviewer
 ('approve', 'ana')
 """
@@ -21,7 +21,7 @@ Action = Literal["approve", "reject"]
 
 
 @dataclass(frozen=True)
-class Decision:
+class ReviewDecision:
     action: Action
     reviewer: str
     at: str
@@ -43,7 +43,7 @@ class Decision:
             raise ReviewError(f"subgroup decisions must be 'approve' or 'reject', got {bad}")
 
     @classmethod
-    def new(cls, **kw: Any) -> Decision:
+    def new(cls, **kw: Any) -> ReviewDecision:
         kw.setdefault("at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
         kw["suppress"] = tuple(kw.get("suppress", ()))
         return cls(**kw)
@@ -54,11 +54,11 @@ class Decision:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Decision:
+    def from_dict(cls, d: dict[str, Any]) -> ReviewDecision:
         return cls(**{**d, "suppress": tuple(d.get("suppress", ()))})
 
 
-def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[Decision], *,
+def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
                     current_sha256: str | None) -> None:
     """Refuse, with a message that says why and what to do, anything but a first decision on a
     clean REVIEW verdict whose quarantined release is unchanged."""
@@ -89,7 +89,7 @@ def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str],
         raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}")
 
 
-def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[Decision]) -> str:
+def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision]) -> str:
     """What `privacy-gate review RUN_ID` shows."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
     if decisions:
@@ -105,11 +105,8 @@ def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[Decision]
     flagged = set(verdict.get("flagged_subgroups") or [])
     if flagged:
         lines.append("flagged subgroups:")
-        for c in verdict.get("reasons", []):
-            group = c["metric"].split(": ", 1)[0] if ": " in c["metric"] else None
-            if group in flagged:
-                lines.append(f"  - {c['message']}")
-    other = [c for c in verdict.get("reasons", []) if ": " not in c["metric"]]
+        lines += [f"  - {c['message']}" for c in verdict.get("reasons", []) if c.get("group") in flagged]
+    other = [c for c in verdict.get("reasons", []) if not c.get("group")]
     if other:
         lines.append("other reasons:")
         lines += [f"  - [{c['action']}] {c['message']}" for c in other]

@@ -1,7 +1,8 @@
-"""MACE in the gate: confidence-bounded advantage per attack and for the combined query, the DP
-bound check, and per-record risk (DESIGN.md §6, §7).
+"""MACE for a gate run (Liu et al.): confidence-bounded advantage per attack and for the combined
+query, the comparison with the DP bound, and per-record risk. Numbers only: the gate decides what
+they mean (``gate.findings``).
 
-Metric names (``tracking.metric_name``): ``<attack>.mace.advantage``, ``.advantage_lower``,
+Metric names (``names.mace_metric``): ``<attack>.mace.advantage``, ``.advantage_lower``,
 ``.advantage_upper``, ``.ppv_upper`` (at the configured prior), ``.bias`` (the label-permutation
 null mean of the plug-in estimate: what "no leakage" looks like at this N) and ``.radius``. The
 combined query (the vector of all gated attacks' scores, which can be stronger than each alone)
@@ -16,43 +17,42 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-COMBINED = "combined"
+from privacy_gate.estimators.mace import estimate_advantage, individual_risk
+from privacy_gate.estimators.mace_dp import DPComparison, compare_to_dp
+from privacy_gate.estimators.mace_generalized import generalized_metrics
+from privacy_gate.names import COMBINED, mace_metric
+
 MAX_COMBINED_DIMS = 4  # the multi-d estimators are validated up to 4 dimensions
 
 
 @dataclass(frozen=True)
 class MaceResult:
     metrics: dict[str, float]  # "<attack>.mace.<name>" -> value
-    warnings: list[Any]  # review-level Checks: DP bound exceeded
+    dp: dict[str, DPComparison]  # query -> comparison with the DP bound (DP generators only)
     per_record: pd.DataFrame | None  # row_id, risk, risk_lower, risk_upper, f (strongest attack)
     risk_attack: str | None
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # full to_dict() per query
 
 
 def _metrics_of(name: str, est: Any, ppv_upper: float | None) -> dict[str, float]:
-    out = {f"{name}.mace.advantage": est.estimate, f"{name}.mace.advantage_lower": est.lower,
-           f"{name}.mace.advantage_upper": est.upper, f"{name}.mace.bias": est.bias,
-           f"{name}.mace.radius": est.radius}
+    out = {mace_metric(name, "advantage"): est.estimate, mace_metric(name, "advantage_lower"): est.lower,
+           mace_metric(name, "advantage_upper"): est.upper, mace_metric(name, "bias"): est.bias,
+           mace_metric(name, "radius"): est.radius}
     if ppv_upper is not None:
-        out[f"{name}.mace.ppv_upper"] = ppv_upper
+        out[mace_metric(name, "ppv_upper")] = ppv_upper
     return {k: float(v) for k, v in out.items() if v is not None}  # bias is None without permutations
 
 
 def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
                      delta: float, n_permutations: int, epsilon: float | None, seed: int = 0) -> MaceResult:
     """MACE estimates for each gated attack's scores and for their combination."""
-    from privacy_gate.estimators.mace import estimate_advantage, individual_risk
-    from privacy_gate.estimators.mace_dp import compare_to_dp
-    from privacy_gate.estimators.mace_generalized import generalized_metrics
-    from privacy_gate.gate import Check
-
     labels = np.asarray(labels)
     queries: dict[str, np.ndarray] = dict(scores)
     if 2 <= len(scores) <= MAX_COMBINED_DIMS:
         queries[COMBINED] = np.column_stack([scores[a] for a in scores])
     metrics: dict[str, float] = {}
     estimates: dict[str, Any] = {}
-    warnings = []
+    dp: dict[str, DPComparison] = {}
     kw = dict(prior=prior, delta=delta, seed=seed)
     for name, q in queries.items():
         est = estimate_advantage(q, labels, n_permutations=n_permutations, **kw)
@@ -60,27 +60,20 @@ def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids:
         metrics.update(_metrics_of(name, est, ppv))
         estimates[name] = est
         if epsilon is not None:
-            cmp = compare_to_dp(est, epsilon=epsilon, p=prior)
-            metrics[f"{name}.mace.dp_bound"] = float(cmp.bound)
-            if cmp.exceeds:
-                warnings.append(Check(rule=f"advantage lower bound <= DP bound tanh-form at epsilon {epsilon:g}",
-                                      metric=f"{name}.mace.advantage_lower", observed=float(cmp.lower),
-                                      threshold=float(cmp.bound), bound="max", action="review", passed=False,
-                                      message=f"{name}: {cmp.message}"))
+            dp[name] = compare_to_dp(est, epsilon=epsilon, p=prior)
+            metrics[mace_metric(name, "dp_bound")] = float(dp[name].bound)
     single = {a: e for a, e in estimates.items() if a != COMBINED}
     per_record, risk_attack = None, None
     if single:
         risk_attack = max(single, key=lambda a: single[a].estimate)
         risk = individual_risk(scores[risk_attack], labels, method="discrete", **kw)
         per_record = risk.to_frame(row_ids)
-    return MaceResult(metrics=metrics, warnings=warnings, per_record=per_record, risk_attack=risk_attack,
+    return MaceResult(metrics=metrics, dp=dp, per_record=per_record, risk_attack=risk_attack,
                       estimates={k: v.to_dict() for k, v in estimates.items()})
 
 
 def mace_group_metrics(scores: np.ndarray, labels: np.ndarray, *, prior: float, delta: float) -> dict[str, float]:
     """Bounds for one subgroup (no permutations: groups are small and only the bounds are used)."""
-    from privacy_gate.estimators.mace import estimate_advantage
-
     est = estimate_advantage(scores, labels, prior=prior, delta=delta, n_permutations=0)
     return {"mace.advantage": float(est.estimate), "mace.advantage_lower": float(est.lower),
             "mace.advantage_upper": float(est.upper)}

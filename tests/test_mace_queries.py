@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from privacy_gate.config import DEFAULT_RULES
-from privacy_gate.estimators.mace_gate import COMBINED, mace_for_attacks
+from privacy_gate.estimators.mace_queries import mace_for_attacks
+from privacy_gate.gate.findings import dp_bound_exceeded
+from privacy_gate.names import COMBINED
 from privacy_gate.gate import decide
 
 
@@ -25,7 +27,7 @@ def test_metrics_for_each_attack_and_the_combined_query():
         assert m["advantage_lower"] <= m["advantage"] <= m["advantage_upper"]
     truth_a = 2 * 0.6914624612740131 - 1  # 2 Phi(mu/2) - 1 at mu = 1
     assert res.metrics["a.mace.advantage_lower"] <= truth_a <= res.metrics["a.mace.advantage_upper"]
-    assert "a.mace.ppv_upper" in res.metrics and not res.warnings
+    assert "a.mace.ppv_upper" in res.metrics and not res.dp
     assert list(res.per_record.columns) == ["row_id", "risk", "risk_lower", "risk_upper", "f"]
     assert res.risk_attack == "a" and len(res.per_record) == len(labels)
 
@@ -34,12 +36,16 @@ def test_lower_bound_above_the_dp_bound_is_a_review_warning():
     scores, labels = _scores(3.0)  # far more leakage than epsilon 0.05 allows
     res = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
                            epsilon=0.05)
-    flagged = {w.metric for w in res.warnings}
-    assert "a.mace.advantage_lower" in flagged
-    assert all(w.action == "review" and "broken" in w.message for w in res.warnings)
+    exceeded = {q: c for q, c in res.dp.items() if c.exceeds}
+    assert "a" in exceeded and all("broken" in c.message for c in exceeded.values())
+    # the gate turns each into a review-level check on the query's advantage lower bound
+    checks = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message)
+              for q, c in exceeded.items()]
+    assert "a.mace.advantage_lower" in {c.key for c in checks}
+    assert all(c.action == "review" and not c.passed for c in checks)
     quiet = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
                              epsilon=50.0)
-    assert not quiet.warnings
+    assert not any(c.exceeds for c in quiet.dp.values())
 
 
 @pytest.mark.parametrize("mu, n, expected", [(0.0, 5000, "APPROVE"), (0.35, 500, "REVIEW"), (3.0, 5000, "BLOCK")])

@@ -1,0 +1,95 @@
+"""The Prefect flows. Fail closed: whatever goes wrong ends as a BLOCK verdict recorded in MLflow."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+from prefect.exceptions import FlowPauseTimeout
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput
+from prefect.task_runners import ThreadPoolTaskRunner
+from pydantic import Field
+
+from privacy_gate.config import GateConfig, ReleaseConfig, load_release_config, load_rules, load_spec
+from privacy_gate.errors import PrivacyGateError
+from privacy_gate.flows.prefect_executor import PrefectExecutor
+from privacy_gate.pipeline.decisions import decide_run, regate_run
+from privacy_gate.pipeline.runs import gate_only_run, release_run
+
+
+class ReviewInput(RunInput):
+    """The typed input a paused release flow waits for (Prefect UI form or ``resume_flow_run``).
+
+    ``subgroups``: per flagged subgroup ``approve`` or ``reject``; rejected groups are suppressed
+    (their synthetic rows removed, the gate re-run) and the rest is published. ``decision:
+    reject`` publishes nothing."""
+
+    reviewer: str = Field(min_length=1)
+    decision: Literal["approve", "reject"] = "approve"
+    subgroups: dict[str, Literal["approve", "reject"]] = Field(default_factory=dict)
+    comment: str = ""
+
+
+def _summarise(result: dict[str, Any]) -> dict[str, Any]:
+    """The verdict as a Prefect markdown artifact; a failure here never changes the verdict."""
+    logger = get_run_logger()
+    try:
+        create_markdown_artifact(result.pop("summary_markdown"), key="privacy-gate-verdict",
+                                 description=f"verdict of MLflow run {result['run_id']}")
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("could not create the Prefect verdict artifact (%s); the verdict stands", type(exc).__name__)
+    return result
+
+
+@flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
+def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, Any]:
+    """Train the configured generator on the train split, gate its sample, publish if approved."""
+    config = load_release_config(config_path)
+    result = _summarise(release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=get_run_logger()))
+    if result["verdict"]["verdict"] == "REVIEW" and config.review.mode == "pause":
+        result.update(_pause_for_review(result, config, workdir))
+    return result
+
+
+def _pause_for_review(result: dict[str, Any], config: ReleaseConfig, workdir: str) -> dict[str, Any]:
+    """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
+    then the run stays pending and can still be decided with ``privacy-gate approve``)."""
+    logger = get_run_logger()
+    run_id = result["run_id"]
+    logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
+                   ", ".join(result["verdict"]["flagged_subgroups"]) or "none")
+    try:
+        answer = pause_flow_run(wait_for_input=ReviewInput, timeout=config.review.timeout_seconds,
+                                poll_interval=min(10, config.review.poll_seconds))
+    except FlowPauseTimeout:
+        logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, run_id)
+        return {"review": "timeout"}
+    try:
+        decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
+                              subgroups=dict(answer.subgroups), via="flow", tracking_uri=result["tracking_uri"],
+                              workdir=workdir, regate=regate_flow)
+    except PrivacyGateError as exc:
+        logger.error("review decision refused: %s", exc)
+        return {"review": "refused", "review_error": str(exc)}
+    logger.info("review: %sd by %s; published: %s", decision.action, decision.reviewer, decision.published)
+    return {"review": decision.action, "decision": decision.to_dict(), "published": decision.published}
+
+
+@flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
+def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_path: str,
+              rules_path: str | None = None, workdir: str = ".privacy-gate", publish_to: str | None = None,
+              targets_seed: int = 0) -> dict[str, Any]:
+    """Gate-only: judge synthetic data produced elsewhere from ``train``."""
+    gate = load_rules(rules_path) if rules_path else GateConfig()
+    return _summarise(gate_only_run(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
+                                    spec=load_spec(spec_path), gate=gate, workdir=workdir, publish_to=publish_to,
+                                    targets_seed=targets_seed, executor=PrefectExecutor(), logger=get_run_logger()))
+
+
+@flow(name="review-regate")
+def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str) -> dict[str, Any]:
+    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
+    return _summarise(regate_run(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir,
+                                 executor=PrefectExecutor(), logger=get_run_logger()))

@@ -1,0 +1,48 @@
+"""The pipeline's :class:`~privacy_gate.pipeline.Executor` on Prefect: every stage a task, the
+attacks submitted concurrently to the flow's task runner, shadow runs mapped as tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from privacy_gate.config import RunnerConfig
+from privacy_gate.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def _task(fn: Callable[..., Any], name: str):
+    # tasks take DataFrames: never hash them for caching, never persist them as results
+    return task(fn, name=name, cache_policy=NO_CACHE, persist_result=False)
+
+
+class PrefectExecutor:
+    """Only valid inside a running flow (tasks need its task runner)."""
+
+    def run(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return _task(fn, name)(*args, **kwargs)
+
+    def submit(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return _task(fn, name).submit(*args, **kwargs)
+
+    def map(self, name: str, fn: Callable[[Any], T], items: Iterable[Any], /) -> list[T]:
+        return [f.result() for f in _task(fn, name).map(list(items))]
+
+
+def task_runner_for(runner: RunnerConfig):
+    """The Prefect task runner the config asks for (the flows are the same either way)."""
+    if runner.kind == "dask":
+        try:
+            from prefect_dask import DaskTaskRunner  # optional: only for runner.kind 'dask'
+        except ImportError:
+            raise ConfigError("runner.kind 'dask' needs prefect-dask (pip install prefect-dask)") from None
+        if runner.dask_address:
+            return DaskTaskRunner(address=runner.dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1,
+                                              "processes": True, "dashboard_address": None})
+    return ThreadPoolTaskRunner(max_workers=runner.workers)

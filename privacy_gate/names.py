@@ -1,0 +1,140 @@
+"""Every name a gate run writes: metric keys, MLflow tags, artefact paths, and the lists of them.
+
+One owner for these conventions, so the gate rules, the MLflow sink, the summaries and the HTML
+report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
+MLflow store); this module is a leaf every layer may import.
+
+>>> metric_name("domias", "auc")
+'domias.auc'
+>>> mace_metric("dcr", "advantage_lower")
+'dcr.mace.advantage_lower'
+>>> subgroup_metric(("sex", "race"), ("Female", "Black"), "dcr.auc")
+'subgroup/sex_x_race/Female_x_Black/dcr.auc'
+>>> check_key(attack="dcr", metric="auc", group="race=Black")
+'race=Black: dcr.auc'
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---- metric families ------------------------------------------------------------------------
+
+#: ROC metrics of one attack (``estimators.metrics.roc_metrics``) where larger means more leakage:
+#: the strongest attack is the maximum of each.
+LEAKAGE_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
+#: MACE figures of one query (an attack's scores or the combined query).
+MACE_FIGURES = ("advantage", "advantage_lower", "advantage_upper", "bias", "radius", "ppv_upper", "dp_bound")
+#: The MACE metrics shown in summaries next to the ROC metrics.
+MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
+#: The pseudo-attack naming the combined query (the vector of all gated attacks' scores).
+COMBINED = "combined"
+#: ``strongest.<metric>`` is the maximum across gated attacks; tag ``gate.strongest.<metric>`` names it.
+STRONGEST = "strongest"
+UTILITY = "utility"
+UTILITY_QUALITY = "utility.quality"
+VALIDATION_SYNTHETIC = "validation.synthetic"
+ORACLE_ATTACK = "mama_mia_oracle"  # MAMA-MIA with the generator's real focal points (reported, not gated)
+
+
+def metric_name(attack: str | None, metric: str) -> str:
+    """``domias`` + ``auc`` -> ``domias.auc``; the key gate rules read."""
+    return f"{attack}.{metric}" if attack else metric
+
+
+def mace_metric(query: str, figure: str) -> str:
+    return f"{query}.mace.{figure}"
+
+
+def entity_metric(attack: str, metric: str) -> str:
+    return f"{attack}.entity.{metric}"
+
+
+def dependency_metric(attack: str, metric: str) -> str:
+    return f"{attack}.dependency.{metric}"
+
+
+def timing_metric(stage: str) -> str:
+    return f"time.{stage}_s"
+
+
+def _safe(part: str) -> str:
+    # MLflow metric names allow only [/\w.\- :]; anything else becomes "_"
+    return re.sub(r"[^\w.\- ]", "_", part).strip() or "_"
+
+
+def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
+    """Intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``."""
+    return f"subgroup/{'_x_'.join(map(_safe, columns))}/{'_x_'.join(map(_safe, values))}/{key}"
+
+
+def check_key(*, attack: str | None, metric: str, group: str | None = None) -> str:
+    """The one-string form of what a rule check read: ``[<group>: ][<attack>.]<metric>``."""
+    key = metric_name(attack, metric)
+    return f"{group}: {key}" if group else key
+
+
+def split_attack_metric(key: str) -> tuple[str, str] | None:
+    """``domias.auc`` -> ``("domias", "auc")`` for release-level attack metrics (not subgroup,
+    entity, dependency, utility or timing keys), else None."""
+    head, _, rest = key.partition(".")
+    if not rest or "/" in head or head in (UTILITY, "time", "validation"):
+        return None
+    if rest in LEAKAGE_METRICS or rest in MACE_METRICS:
+        return head, rest
+    return None
+
+
+# ---- MLflow tags ------------------------------------------------------------------------------
+EXPERIMENT_PREFIX = "privacy-gate/"
+TAG_VERDICT = "gate.verdict"
+TAG_STATUS = "gate.status"
+TAG_FLAGGED = "gate.flagged_subgroups"
+TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | attack
+TAG_DATASET = "gate.dataset"
+TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
+TAG_QUARANTINE = "gate.quarantine_path"
+TAG_PUBLISH_TARGET = "gate.publish_target"
+TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
+TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
+TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
+TAG_APPROVAL_REVIEWER = "approval.reviewer"
+TAG_APPROVAL_AT = "approval.decided_at"
+TAG_APPROVAL_COMMENT = "approval.comment"
+TAG_APPROVAL_SHA = "approval.data_sha256"
+TAG_APPROVAL_PUBLISHED = "approval.published"
+
+
+def strongest_tag(metric: str) -> str:
+    return f"gate.{STRONGEST}.{metric}"
+
+
+# ---- artefacts --------------------------------------------------------------------------------
+DECISIONS_DIR = "review"  # one JSON per decision: review/decision-001-approve.json
+ART_VERDICT = "verdict.json"
+ART_CONFIG = "config/release.json"
+ART_SETTINGS = "config/gate_settings.json"  # the resolved settings a re-gate reuses
+ART_SCORES = "risk/per_record_scores.parquet"
+ART_ROC = "plots/roc.png"
+ART_SUMMARY = "summary.md"
+ART_TIMINGS = "timings.json"
+ART_UTILITY = "utility.json"
+ART_SUBGROUPS = "audit/subgroups.json"
+ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
+ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
+ART_MACE_PLOT = "plots/mace_risk.png"
+ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
+SQLITE_FILE = "mlflow.db"
+ARTIFACT_DIR = "mlartifacts"
+
+
+def validation_artifact(suite: str) -> str:
+    return f"validation/{suite}.json"
+
+
+def decision_artifact(n: int, action: str) -> str:
+    return f"{DECISIONS_DIR}/decision-{n:03d}-{action}.json"
+
+
+def experiment_name(dataset: str, override: str | None = None) -> str:
+    return override or f"{EXPERIMENT_PREFIX}{dataset}"

@@ -1,0 +1,20 @@
+"""The gate pipeline: typed inputs and settings in, a :class:`GateResult` out.
+
+- :func:`run_gate` judges one synthetic release (validate, attack, MACE, audit, decide);
+- :func:`evaluate` is the notebook entry point (DataFrames in, no Prefect, no MLflow);
+- :func:`release_run` / :func:`gate_only_run` are whole recorded runs (MLflow + publication),
+  which the Prefect flows call with an executor that maps stages to tasks.
+
+Nothing here imports Prefect. MLflow is reached only through ``privacy_gate.tracking``, loaded
+when a recorded run starts.
+"""
+
+from privacy_gate.pipeline.evaluate import evaluate
+from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.inputs import GateInputs
+from privacy_gate.pipeline.result import GateResult
+from privacy_gate.pipeline.run import Sink, StageClock, run_gate
+from privacy_gate.pipeline.settings import GateSettings, settings_for_gate_only, settings_for_release
+
+__all__ = ["Executor", "GateInputs", "GateResult", "GateSettings", "LocalExecutor", "Sink", "StageClock",
+           "evaluate", "run_gate", "settings_for_gate_only", "settings_for_release"]

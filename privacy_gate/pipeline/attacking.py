@@ -1,0 +1,74 @@
+"""One attack on one release: fit on the attacker's threat model, score the targets, measure.
+
+The evaluator (this module) owns the labels and the metrics; the attack sees the threat model
+(synthetic + reference data, the spec, black-box generator knowledge) and, for MAMA-MIA's oracle
+variant only, the evaluator-only :class:`~privacy_gate.attacks.OracleKnowledge`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate.attacks import Mapper, OracleKnowledge, ThreatModel, create_attack
+from privacy_gate.config import AttackConfig, DatasetSpec
+from privacy_gate.data import Splits
+from privacy_gate.estimators.metrics import roc_metrics
+from privacy_gate.names import LEAKAGE_METRICS
+from privacy_gate.pipeline.targets import Targets
+
+
+@dataclass(frozen=True)
+class AttackOutcome:
+    name: str
+    params: dict[str, Any]
+    scores: np.ndarray
+    metrics: dict[str, float]
+    seconds: float
+    extra_scores: dict[str, np.ndarray] = field(default_factory=dict)  # scores of extra target sets
+    notes: tuple[str, ...] = ()  # what the attack's encoder dropped or could not use (no values)
+
+
+def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
+               targets: Targets, generator: str | None = None, generator_params: dict | None = None,
+               extra_targets: dict[str, Targets] | None = None, oracle: OracleKnowledge | None = None,
+               mapper: Mapper | None = None) -> AttackOutcome:
+    """Fit one attack on the threat model, score the targets (and any extra target sets, e.g. the
+    dependency test's, with the same fitted attack), compute the metrics.
+
+    ``mapper`` maps independent sub-runs (MAMA-MIA's shadow runs), e.g. ``executor.map``."""
+    start = time.perf_counter()
+    threat = ThreatModel(synthetic=synthetic, reference=splits.reference, spec=spec, generator=generator,
+                         generator_params=dict(generator_params or {}), n_train=len(splits.train))
+    scorer = create_attack(attack.name, **attack.params)
+    scorer.fit(threat, oracle=oracle, mapper=mapper)
+    scores = np.asarray(scorer.score(targets.records), dtype=float)
+    extra = {k: np.asarray(scorer.score(t.records), dtype=float) for k, t in (extra_targets or {}).items()}
+    metrics = roc_metrics(scores, targets.labels)
+    return AttackOutcome(name=attack.key, params=attack.params, scores=scores,
+                         metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
+                         extra_scores=extra, notes=tuple(getattr(scorer, "notes_", ()) or ()))
+
+
+def scores_frame(targets: Targets, outcomes: Sequence[AttackOutcome]) -> pd.DataFrame:
+    """Per-record scores keyed by row id: no attribute values of the real records."""
+    out = pd.DataFrame({"row_id": targets.row_ids, "member": targets.labels})
+    for o in outcomes:
+        out[f"{o.name}_score"] = o.scores
+    return out
+
+
+def strongest(outcomes: Sequence[AttackOutcome]) -> dict[str, tuple[float, str]]:
+    """Per metric, the worst case across attacks and which attack reached it: a gate is only as
+    strong as the strongest attack it runs."""
+    out: dict[str, tuple[float, str]] = {}
+    for metric in LEAKAGE_METRICS:
+        values = [(o.metrics[metric], o.name) for o in outcomes if metric in o.metrics]
+        if values:
+            out[metric] = max(values)
+    return out

@@ -1,0 +1,182 @@
+"""Human review of REVIEW verdicts, from the CLI or a paused flow: both end in :func:`decide_run`.
+
+It checks the decision is allowed (a first decision on a clean REVIEW verdict, on unchanged
+data), re-runs the gate on the filtered release when subgroups are suppressed — with the
+settings the original run recorded, so the same attacks, epsilon and oracle judge it — publishes
+with the approval record, and appends the decision to the MLflow run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from privacy_gate import names, tracking
+from privacy_gate.config import DatasetSpec, ReleaseConfig
+from privacy_gate.data import Splits, conform, data_hash, read_table
+from privacy_gate.errors import ReviewError
+from privacy_gate.gate.approval import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
+from privacy_gate.gate.audit import group_mask
+from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
+                                          splits_from_frames)
+from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.pipeline.run import StageClock
+from privacy_gate.pipeline.runs import RunContext, finish, log_report_of
+from privacy_gate.pipeline.settings import GateSettings
+from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256
+
+log = logging.getLogger("privacy_gate")
+
+
+class RunRecord:
+    """What the tracking store holds about one gate run, read back for a decision."""
+
+    def __init__(self, tracker: tracking.Tracker, run_id: str):
+        self.run_id = run_id
+        self.tags = tracker.run_tags(run_id)
+        try:
+            self.verdict = tracker.read_json(run_id, names.ART_VERDICT)
+            self.config = tracker.read_json(run_id, names.ART_CONFIG)
+        except Exception:  # noqa: BLE001 - a run without its ledger cannot be decided
+            raise ReviewError(f"run {run_id} has no verdict.json/config artifact; it is not a finished gate run") from None
+        self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)]
+        self.experiment_id = tracker.experiment_of(run_id)
+        path = self.tags.get(names.TAG_QUARANTINE)
+        self.quarantine = Path(path) if path else None
+        self.publish_target = Path(self.tags.get(names.TAG_PUBLISH_TARGET, "published"))
+        self.dataset = self.tags.get(names.TAG_DATASET, "dataset")
+        self._tracker = tracker
+
+    def settings(self) -> GateSettings:
+        try:
+            return GateSettings.from_record(self._tracker.read_json(self.run_id, names.ART_SETTINGS))
+        except Exception:  # noqa: BLE001
+            raise ReviewError(f"run {self.run_id} recorded no gate settings ({names.ART_SETTINGS}); it predates "
+                              "re-gating — run the gate again") from None
+
+    def current_sha256(self) -> str | None:
+        return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
+
+    def quarantined(self) -> QuarantinedRelease:
+        return QuarantinedRelease(path=self.quarantine, sha256=self.verdict["data_hashes"]["synthetic_file_sha256"],
+                                  rows=-1, fmt=self.quarantine.suffix.lstrip("."))
+
+    def splits(self) -> Splits:
+        """The judged real data again (same files, same split), checked against the recorded hashes."""
+        cfg = self.config
+        if cfg.get("mode") == "gate_only":
+            spec = DatasetSpec.model_validate(cfg["spec"])
+            splits = splits_from_frames(read_split_files(cfg["inputs"], spec))
+        else:
+            config = ReleaseConfig.model_validate(cfg)
+            splits = split_release(config, *load_real_data(config))
+        recorded = self.verdict.get("data_hashes", {})
+        for name in SPLIT_NAMES:
+            if recorded.get(f"{name}_sha256") != data_hash(getattr(splits, name)):
+                raise ReviewError(f"the {name} data of run {self.run_id} changed since the gate ran; the gate cannot "
+                                  "be re-run on the same data — run a new release instead")
+        return splits
+
+
+def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str,
+               executor: Executor | None = None, logger: Any = None) -> dict[str, Any]:
+    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
+    logger = logger or log
+    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    record = RunRecord(tracker, run_id)
+    tracker.experiment_id = record.experiment_id
+    settings = record.settings()
+    splits = record.splits()
+    synthetic = (pd.read_parquet(record.quarantine) if record.quarantine.suffix == ".parquet"
+                 else pd.read_csv(record.quarantine))
+    synthetic = conform(synthetic, settings.spec, source="quarantined release")
+    drop = pd.Series(False, index=synthetic.index)
+    for label in suppress:
+        try:
+            drop |= group_mask(synthetic, label)
+        except KeyError as exc:
+            raise ReviewError(f"--suppress {label!r}: unknown column {exc}") from None
+        except ValueError as exc:
+            raise ReviewError(f"--suppress {label!r}: {exc}") from None
+    logger.info("suppressing %d of %d synthetic rows (%s)", int(drop.sum()), len(synthetic), ", ".join(suppress))
+    filtered = synthetic[~drop.to_numpy()].reset_index(drop=True)
+    sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",
+                            dataset=record.dataset, tags={names.TAG_RERUN_OF: run_id})
+    ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=record.publish_target),
+                     dataset=record.dataset, clock=StageClock(logger), config_hash=record.verdict.get("rules_hash"))
+    sink.record_params({"rerun_of": run_id, "suppress": ",".join(suppress), "rows_suppressed": int(drop.sum())})
+    sink.record_json(record.config, names.ART_CONFIG)
+    try:
+        ctx.quarantine(filtered, settings.publish_format)
+        verdict = ctx.gate(GateInputs(splits=splits, synthetic=filtered, synthetic_file_sha256=ctx.quarantined.sha256),
+                           settings, executor or LocalExecutor())
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        verdict = ctx.fail(exc)
+    return finish(ctx, verdict, publish=False)
+
+
+Regate = Callable[..., dict[str, Any]]
+
+
+def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: str, comment: str = "",
+               subgroups: dict[str, str] | None = None, suppress: list[str] | None = None, via: str = "cli",
+               tracking_uri: str, workdir: str, regate: Regate | None = None) -> ReviewDecision:
+    """Check, (re-gate and) publish or reject, and append the decision to the run.
+
+    ``regate``: how to re-run the gate after suppression (default :func:`regate_run` in this
+    process; the CLI passes the Prefect flow so the re-run shows up in the Prefect UI)."""
+    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    record = RunRecord(tracker, run_id)
+    subgroups = dict(subgroups or {})
+    suppress = sorted(set(suppress or []) | {g for g, a in subgroups.items() if a == "reject"})
+    current = record.current_sha256()
+    check_decidable(run_id, record.verdict, record.decisions, current_sha256=current)
+    check_subgroup_decisions(record.verdict, subgroups, suppress)
+    decision = dict(action=action, reviewer=reviewer, comment=comment, data_sha256=current, via=via,
+                    subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
+                                  if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
+                    suppress=suppress)
+    sink = MlflowSink(tracker, run_id)
+    if action == "reject":
+        final = ReviewDecision.new(**decision)
+        tracker.append_decision(run_id, final.to_dict())
+        _refresh_report(sink)
+        return final
+    store = ReleaseStore(workdir=Path(workdir), target=record.publish_target)
+    to_publish, rerun_id = record.quarantined(), None
+    if suppress:
+        result = (regate or regate_run)(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)
+        rerun = result["verdict"]
+        rerun_id = rerun["run_id"]
+        if rerun["verdict"] == "BLOCK":
+            reasons = "; ".join(c["message"] for c in rerun["reasons"])
+            raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
+        to_publish = QuarantinedRelease(path=Path(result["quarantined"]),
+                                        sha256=rerun["data_hashes"]["synthetic_file_sha256"], rows=-1,
+                                        fmt=Path(result["quarantined"]).suffix.lstrip("."))
+    pending = ReviewDecision.new(**decision, rerun_id=rerun_id)
+    published = store.publish(to_publish, dataset=record.dataset, verdict=record.verdict["verdict"], run_id=run_id,
+                              config_hash=record.verdict.get("rules_hash"), approval=pending.to_dict())
+    final = ReviewDecision.new(**{**pending.to_dict(), "published": str(published)})
+    tracker.append_decision(run_id, final.to_dict())
+    _refresh_report(sink)
+    return final
+
+
+def _refresh_report(sink: MlflowSink) -> None:
+    """Re-render the run's HTML report with the decision; the decision stands even if this fails."""
+    try:
+        log_report_of(sink)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("could not re-render the HTML report of run %s (%s)", sink.run_id, type(exc).__name__)
+
+
+def review_text(run_id: str, *, tracking_uri: str) -> str:
+    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    record = RunRecord(tracker, run_id)
+    return pending_text(run_id, record.verdict, record.decisions)

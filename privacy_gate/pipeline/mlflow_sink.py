@@ -1,0 +1,116 @@
+"""The MLflow record of a gate run: one parent run per release, a child run per attack, the
+verdict as tags and ``verdict.json``. All names come from :mod:`privacy_gate.names`; all MLflow
+calls go through :class:`privacy_gate.tracking.Tracker`.
+
+Never logged: values of real records. Per-record results are keyed by row id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never shown
+import matplotlib.pyplot as plt  # noqa: E402
+
+from privacy_gate import names, tracking  # noqa: E402
+from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
+from privacy_gate.gate import Verdict  # noqa: E402
+from privacy_gate.pipeline.attacking import scores_frame  # noqa: E402
+from privacy_gate.pipeline.result import GateResult  # noqa: E402
+from privacy_gate.report.plots import risk_profile_figure, roc_figure  # noqa: E402
+from privacy_gate.report.summary import verdict_markdown  # noqa: E402
+
+
+class MlflowSink:
+    """Records one gate run in the MLflow run ``run_id`` of ``tracker``."""
+
+    def __init__(self, tracker: tracking.Tracker, run_id: str):
+        self.tracker = tracker
+        self.run_id = run_id
+
+    @classmethod
+    def start(cls, tracker: tracking.Tracker, *, name: str, kind: str, dataset: str,
+              tags: dict[str, str] | None = None) -> MlflowSink:
+        run_id = tracker.start_run(name=name, kind=kind, tags={names.TAG_DATASET: dataset, **(tags or {})})
+        return cls(tracker, run_id)
+
+    # ---- before the gate
+    def record_params(self, params: dict[str, Any]) -> None:
+        self.tracker.log_params(self.run_id, params)
+
+    def record_json(self, obj: Any, path: str) -> None:
+        self.tracker.log_json(self.run_id, obj, path)
+
+    def record_validation(self, report: Any) -> None:
+        self.tracker.log_json(self.run_id, report.to_dict(), names.validation_artifact(report.suite_name))
+
+    def record_quarantine(self, quarantined: Any, *, target: Any) -> None:
+        self.tracker.set_tags(self.run_id, {names.TAG_SYNTHETIC_SHA: quarantined.sha256,
+                                            names.TAG_QUARANTINE: str(quarantined.path.resolve()),
+                                            names.TAG_PUBLISH_TARGET: str(target.resolve())})
+
+    # ---- the gate (Sink protocol)
+    def record_gate(self, result: GateResult) -> None:
+        if result.validation is not None:
+            self.record_validation(result.validation)
+        self.tracker.set_tags(self.run_id, {names.strongest_tag(k): v for k, v in result.strongest.items()})
+        if result.targets is not None and result.outcomes:
+            self._record_attacks(result)
+        if result.utility is not None:
+            self.tracker.log_json(self.run_id, result.utility, names.ART_UTILITY)
+        if result.audit is not None:
+            self.tracker.log_json(self.run_id, result.audit.group_rows, names.ART_SUBGROUPS)
+        if result.mace is not None:
+            self._record_mace(result)
+
+    def _record_attacks(self, result: GateResult) -> None:
+        targets = result.targets
+        curves = []
+        for o in result.outcomes:
+            child = self.tracker.start_run(name=f"attack-{o.name}", kind="attack", parent=self.run_id)
+            self.tracker.log_params(child, {"attack": o.name, **o.params})
+            self.tracker.log_metrics(child, {**o.metrics, names.timing_metric("attack"): o.seconds})
+            self.tracker.end_run(child)
+            fpr, tpr = roc_curve_points(o.scores, targets.labels)
+            curves.append((o.name, fpr, tpr, o.metrics["auc"]))
+        self.tracker.log_frame(self.run_id, scores_frame(targets, result.outcomes), names.ART_SCORES)
+        self._figure(roc_figure(curves), names.ART_ROC)
+
+    def _record_mace(self, result: GateResult) -> None:
+        mres = result.mace
+        self.tracker.log_json(self.run_id, {"per_record_attack": mres.risk_attack, "estimates": mres.estimates},
+                              names.ART_MACE_ESTIMATES)
+        if mres.per_record is not None:
+            self.tracker.log_frame(self.run_id, mres.per_record, names.ART_MACE)
+            per = mres.per_record
+            self._figure(risk_profile_figure(per["risk"], per.get("risk_lower"), per.get("risk_upper")),
+                         names.ART_MACE_PLOT)
+
+    def _figure(self, fig: Any, path: str) -> None:
+        try:
+            self.tracker.log_figure(self.run_id, fig, path)
+        finally:
+            plt.close(fig)
+
+    # ---- the decision
+    def record_verdict(self, verdict: Verdict, *, timings: dict[str, float]) -> dict[str, Any]:
+        """Metrics, timings, ``verdict.json``, the verdict tags and the summary; returns the verdict
+        dict as read back from the store (what an approval will later be checked against)."""
+        self.tracker.log_metrics(self.run_id, {**verdict.metrics,
+                                               **{names.timing_metric(k): v for k, v in timings.items()}})
+        self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
+        self.tracker.log_verdict(self.run_id, verdict.to_dict())
+        self.tracker.log_text(self.run_id, self.summary_markdown(verdict), names.ART_SUMMARY)
+        return self.tracker.read_json(self.run_id, names.ART_VERDICT)
+
+    def summary_markdown(self, verdict: Verdict) -> str:
+        return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,
+                                experiment_id=self.tracker.experiment_id)
+
+    def record_published(self, path: Any) -> None:
+        self.tracker.set_tags(self.run_id, {names.TAG_PUBLISHED: str(path)})
+
+    def end(self, *, failed: bool) -> None:
+        self.tracker.end_run(self.run_id, failed=failed)

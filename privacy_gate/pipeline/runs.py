@@ -1,0 +1,208 @@
+"""Whole runs, recorded and published: a release run (load -> validate -> split -> fit -> sample ->
+gate) and a gate-only run (files made elsewhere), each ending in :func:`finish`.
+
+:func:`finish` is the only place that publishes, and it publishes last: the verdict is written to
+the tracking store and read back first, so a release can never sit in the publish folder while
+the record says anything but APPROVE. The Prefect flows call these functions with an executor
+that maps stages to tasks; notebooks and tests can call them with the default local executor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from privacy_gate import names, tracking
+from privacy_gate.config import DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
+from privacy_gate.data import conform, read_table
+from privacy_gate.errors import PrivacyGateError
+from privacy_gate.gate import Verdict
+from privacy_gate.generators import Generator, create_generator
+from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.inputs import (GateInputs, load_real_data, read_split_files, split_release,
+                                          splits_from_frames)
+from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.pipeline.run import StageClock, failure_verdict, run_gate
+from privacy_gate.pipeline.settings import GateSettings, settings_for_gate_only, settings_for_release
+from privacy_gate.publish import QuarantinedRelease, ReleaseStore
+from privacy_gate.validation import validate_input
+
+
+@dataclass
+class RunContext:
+    """One recorded run in progress: its MLflow sink, release store, stage clock, and the
+    quarantined release once there is one."""
+
+    sink: MlflowSink
+    store: ReleaseStore
+    dataset: str
+    clock: StageClock
+    config_hash: str | None = None
+    quarantined: QuarantinedRelease | None = None
+    hashes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.sink.run_id
+
+    def validate_input(self, executor: Executor, df: pd.DataFrame, spec: DatasetSpec, what: str) -> None:
+        report = executor.run("validate_input", validate_input, df, spec)
+        self.sink.record_validation(report)
+        report.raise_if_failed(what)
+
+    def quarantine(self, synthetic: pd.DataFrame, fmt: str) -> None:
+        self.quarantined = self.store.quarantine(synthetic, fmt=fmt)
+        self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
+        self.sink.record_quarantine(self.quarantined, target=self.store.target)
+
+    def gate(self, inputs: GateInputs, settings: GateSettings, executor: Executor) -> Verdict:
+        self.sink.record_json(settings.to_record(), names.ART_SETTINGS)
+        return run_gate(inputs, settings, executor=executor, sinks=[self.sink], clock=self.clock).verdict
+
+    def fail(self, exc: BaseException) -> Verdict:
+        return failure_verdict(exc, stage=self.clock.current, data_hashes=self.hashes)
+
+
+def fit_generator(config: ReleaseConfig, train: pd.DataFrame, reference: pd.DataFrame) -> Generator:
+    """Marginal (DP) generators take public bins from the reference split, never from train."""
+    params = dict(config.generator.params)
+    if config.generator.seed is not None:
+        params["seed"] = config.generator.seed
+    return create_generator(config.generator.name, **params).fit(train, config.dataset.spec, reference=reference)
+
+
+def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.DataFrame:
+    # generators return spec-typed frames; conform() re-checks that contract
+    return conform(generator.sample(n), spec, source=f"synthetic data from generator '{generator.name}'")
+
+
+def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
+                logger: Any = None) -> dict[str, Any]:
+    """Train the configured generator on the train split, gate its sample, publish if approved."""
+    executor = executor or LocalExecutor()
+    spec, wd = config.dataset.spec, Path(workdir)
+    tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name, uri=config.tracking.uri,
+                                           experiment=config.tracking.experiment)
+    ctx = RunContext(sink=MlflowSink.start(tracker, name=f"release-{spec.name}", kind="release", dataset=spec.name),
+                     store=ReleaseStore(workdir=wd, target=config.publish.target), dataset=spec.name,
+                     clock=StageClock(logger) if logger else StageClock(), config_hash=config.config_hash())
+    clock = ctx.clock
+    try:
+        ctx.sink.record_params({
+            "generator": config.generator.name, **{f"generator.{k}": v for k, v in config.generator.params.items()},
+            "generator.seed": config.generator.seed, "split.seed": config.split.seed,
+            "split.fractions": f"{config.split.train}/{config.split.holdout}/{config.split.reference}",
+            "targets.seed": config.targets.seed, "attacks": ",".join(a.name for a in config.attacks),
+            "rules_hash": config.gate.rules_hash(), "config_hash": ctx.config_hash})
+        ctx.sink.record_json(config.model_dump(mode="json"), names.ART_CONFIG)
+        with clock.stage("load", f"loading {config.dataset.path.name}"):
+            real, public_reference = executor.run("load_input", load_real_data, config)
+        with clock.stage("validate_input", "validating input data (Great Expectations)"):
+            ctx.validate_input(executor, real, spec, f"input data {config.dataset.path.name}")
+        with clock.stage("split", "splitting train / holdout / reference by entity"):
+            splits = executor.run("split_data", split_release, config, real, public_reference)
+            ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
+        with clock.stage("fit", f"fitting generator '{config.generator.name}' on {len(splits.train)} rows"):
+            generator = executor.run("fit_generator", fit_generator, config, splits.train, splits.reference)
+        n = config.generator.n_samples or len(splits.train)
+        with clock.stage("sample", f"sampling {n} synthetic rows"):
+            synthetic = executor.run("sample_synthetic", sample_synthetic, generator, n, spec)
+            ctx.quarantine(synthetic, config.publish.format)
+        verdict = ctx.gate(GateInputs(splits=splits, synthetic=synthetic,
+                                      synthetic_file_sha256=ctx.quarantined.sha256),
+                           settings_for_release(config, generator), executor)
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        verdict = ctx.fail(exc)
+    return finish(ctx, verdict)
+
+
+def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, spec: DatasetSpec,
+                  gate: GateConfig | None = None, workdir: str | Path, publish_to: str | None = None,
+                  targets_seed: int = 0, executor: Executor | None = None, logger: Any = None) -> dict[str, Any]:
+    """Gate-only: judge synthetic data produced elsewhere from ``train``."""
+    executor = executor or LocalExecutor()
+    gate = gate or GateConfig()
+    wd = Path(workdir)
+    tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name)
+    ctx = RunContext(sink=MlflowSink.start(tracker, name=f"gate-{spec.name}", kind="gate_only", dataset=spec.name),
+                     store=ReleaseStore(workdir=wd, target=Path(publish_to) if publish_to else None),
+                     dataset=spec.name, clock=StageClock(logger) if logger else StageClock())
+    clock = ctx.clock
+    paths = {"train": Path(train), "holdout": Path(holdout), "reference": Path(reference)}
+    try:
+        ctx.sink.record_params({"mode": "gate_only", "rules_hash": gate.rules_hash(),
+                                "synthetic_file": Path(synthetic).name})
+        ctx.sink.record_json({"mode": "gate_only", "spec": spec.model_dump(mode="json"),
+                              "gate": gate.model_dump(mode="json"), "targets_seed": targets_seed,
+                              "inputs": {k: str(p.resolve()) for k, p in paths.items()}}, names.ART_CONFIG)
+        with clock.stage("load", "loading train / holdout / reference"):
+            parts = executor.run("load_input", read_split_files, paths, spec)
+        with clock.stage("validate_input", "validating input data (Great Expectations)"):
+            for k, df in parts.items():
+                ctx.validate_input(executor, df, spec, f"{k} data {paths[k].name}")
+        splits = splits_from_frames(parts)
+        ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
+        with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
+            synth = conform(read_table(synthetic), spec, source=str(synthetic))
+            ctx.quarantine(synth, "parquet")
+        settings = settings_for_gate_only(spec=spec, gate=gate, targets=TargetsConfig(seed=targets_seed))
+        verdict = ctx.gate(GateInputs(splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256),
+                           settings, executor)
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        verdict = ctx.fail(exc)
+    return finish(ctx, verdict)
+
+
+def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[str, Any]:
+    """Record the verdict (and read it back), then — only on APPROVE, and only if ``publish`` —
+    publish the quarantined release. A review re-run passes ``publish=False``: its release is
+    published with the approval record instead."""
+    logger, clock = ctx.clock.logger, ctx.clock
+    verdict = verdict.with_run_id(ctx.run_id)
+    try:
+        with clock.stage("record_verdict", "recording the verdict"):
+            recorded = ctx.sink.record_verdict(verdict, timings=clock.timings)
+            if Verdict.from_dict(recorded) != verdict:
+                raise PrivacyGateError("the verdict read back from the tracking store differs from the one written")
+    except Exception as exc:  # noqa: BLE001 - fail closed: an unrecorded verdict publishes nothing
+        verdict = failure_verdict(exc, stage=clock.current, data_hashes=ctx.hashes).with_run_id(ctx.run_id)
+        _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
+    published = None
+    if verdict.decision == "APPROVE" and publish:
+        try:
+            with clock.stage("publish", "publishing the approved release"):
+                if ctx.quarantined is None:
+                    raise PrivacyGateError("no quarantined release to publish")
+                published = ctx.store.publish(ctx.quarantined, dataset=ctx.dataset, verdict=verdict.decision,
+                                              run_id=ctx.run_id, config_hash=ctx.config_hash)
+            logger.info("published %s", published)
+        except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic, so nothing is visible
+            verdict = failure_verdict(exc, stage=clock.current, data_hashes=ctx.hashes).with_run_id(ctx.run_id)
+            _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
+        else:
+            _try(logger, "tag the run with the publication", ctx.sink.record_published, published)
+    if published is None and ctx.quarantined is not None:
+        logger.info("release stays in quarantine: %s", ctx.quarantined.path)
+    _try(logger, f"render the HTML report {names.ART_REPORT}", log_report_of, ctx.sink)
+    _try(logger, "close the MLflow run", ctx.sink.end, failed=verdict.status != "ok")
+    return {"verdict": verdict.to_dict(), "published": str(published) if published else None,
+            "quarantined": str(ctx.quarantined.path) if ctx.quarantined else None,
+            "tracking_uri": ctx.sink.tracker.uri, "run_id": ctx.run_id, "timings": clock.timings,
+            "summary_markdown": ctx.sink.summary_markdown(verdict)}
+
+
+def log_report_of(sink: MlflowSink) -> None:
+    from privacy_gate.report.html import log_report  # matplotlib-heavy; derived data only
+
+    log_report(sink.tracker, sink.run_id)
+
+
+def _try(logger: Any, what: str, fn: Any, *args: Any, **kwargs: Any) -> None:
+    """Derived or after-the-fact records: a failure is a warning, never a change of the verdict."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("could not %s (%s); the verdict stands", what, type(exc).__name__)

@@ -1,0 +1,112 @@
+"""What one gate run judges with: :class:`GateSettings`, built by exactly two factories.
+
+- :func:`settings_for_release`: a release config plus the generator it fitted. The generator's
+  *actual* guarantee (``generator.privacy``) drives the DP-bound check, and for a marginal
+  generator MAMA-MIA is also run as an oracle with the focal points the fit really used.
+- :func:`settings_for_gate_only`: synthetic data made elsewhere; no generator knowledge.
+
+The settings are recorded with the run (``names.ART_SETTINGS``); a re-gate after suppression
+reads them back (:meth:`GateSettings.from_record`) instead of rebuilding them from a config, so it
+judges with the same attacks, epsilon and oracle as the original run.
+
+>>> from privacy_gate.config import DatasetSpec
+>>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
+>>> s = settings_for_gate_only(spec=spec)
+>>> [a.key for a in s.attacks], s.epsilon
+(['domias', 'dcr', 'mama_mia'], None)
+>>> GateSettings.from_record(s.to_record()) == s
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from privacy_gate.attacks import OracleKnowledge
+from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetSpec, GateConfig, MaceConfig,
+                                 ReleaseConfig, TargetsConfig)
+from privacy_gate.generators import Generator
+from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.names import ORACLE_ATTACK
+
+
+class GeneratorKnowledge(BaseModel):
+    """Black-box knowledge of the generator an attacker may have: its name and settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class GateSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    spec: DatasetSpec
+    gate: GateConfig = Field(default_factory=GateConfig)
+    attacks: tuple[AttackConfig, ...] = DEFAULT_ATTACKS
+    targets: TargetsConfig = Field(default_factory=TargetsConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    mace: MaceConfig = Field(default_factory=MaceConfig)
+    generator: GeneratorKnowledge | None = None
+    privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
+    oracle_focal_points: tuple[dict[str, Any], ...] | None = None  # evaluator-only knowledge
+    publish_format: str = "parquet"
+
+    @property
+    def epsilon(self) -> float | None:
+        return None if self.privacy is None else self.privacy.get("epsilon")
+
+    @property
+    def gated_attacks(self) -> list[str]:
+        return [a.key for a in self.attacks if a.gate]
+
+    def oracle(self) -> OracleKnowledge | None:
+        if not self.oracle_focal_points:
+            return None
+        return OracleKnowledge(focal_points=tuple(
+            FocalPoint(kind=f["kind"], columns=tuple(f["columns"]),
+                       cell=None if f.get("cell") is None else tuple(f["cell"]))
+            for f in self.oracle_focal_points))
+
+    def to_record(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GateSettings:
+        return cls.model_validate(record)
+
+
+def _focal_record(focal: Sequence[FocalPoint]) -> tuple[dict[str, Any], ...]:
+    return tuple({"kind": f.kind, "columns": list(f.columns), "cell": None if f.cell is None else list(f.cell)}
+                 for f in focal)
+
+
+def with_oracle(attacks: Sequence[AttackConfig], focal: Sequence[FocalPoint] | None) -> tuple[AttackConfig, ...]:
+    """For a marginal generator, also report MAMA-MIA with the focal points the generator really
+    used — the upper bound of black-box knowledge (reported, not gated)."""
+    if not focal or any(a.key == ORACLE_ATTACK for a in attacks) or not any(a.name == "mama_mia" for a in attacks):
+        return tuple(attacks)
+    return (*attacks, AttackConfig(name="mama_mia", variant="oracle", label=ORACLE_ATTACK, gate=False))
+
+
+def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSettings:
+    """Settings of a release run: the config's sections plus what the fitted generator tells."""
+    focal = getattr(generator, "focal_points_", None) or None  # MarginalGenerator only
+    return GateSettings(
+        spec=config.dataset.spec, gate=config.gate, attacks=with_oracle(config.attacks, focal),
+        targets=config.targets, audit=config.audit, mace=config.mace,
+        generator=GeneratorKnowledge(name=config.generator.name,
+                                     params={**config.generator.params, "seed": config.generator.seed}),
+        privacy=generator.privacy, oracle_focal_points=_focal_record(focal) if focal else None,
+        publish_format=config.publish.format)
+
+
+def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
+                           attacks: Sequence[AttackConfig] | None = None, targets: TargetsConfig | None = None,
+                           audit: AuditConfig | None = None, mace: MaceConfig | None = None) -> GateSettings:
+    """Settings for synthetic data made elsewhere: defaults for every section not given."""
+    return GateSettings(spec=spec, gate=gate or GateConfig(), attacks=tuple(attacks or DEFAULT_ATTACKS),
+                        targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig())

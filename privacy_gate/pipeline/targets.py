@@ -1,0 +1,64 @@
+"""Targets of the attacks and their membership labels. The labels stay here, with the evaluator:
+attacks only ever see the target records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from privacy_gate.config import DatasetSpec, TargetsConfig
+from privacy_gate.data import Splits
+from privacy_gate.errors import InsufficientDataError
+from privacy_gate.gate.audit import dependency_indices
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Target records for the attacks and their membership labels (1 = in train)."""
+
+    records: pd.DataFrame  # index = row id in the real table
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        if len(self.records) != len(self.labels):
+            raise ValueError("targets and labels differ in length")
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        return self.records.index.to_numpy()
+
+
+def choose_targets(splits: Splits, cfg: TargetsConfig) -> Targets:
+    """Non-members from holdout (all of it by default: statistical power over speed), members
+    sampled from train to balance them."""
+    rng = np.random.default_rng(cfg.seed)
+    n_non = min(cfg.n_non_members or len(splits.holdout), len(splits.holdout))
+    n_mem = min(cfg.n_members or n_non, len(splits.train))
+    if min(n_non, n_mem) < cfg.min_per_class:
+        raise InsufficientDataError(
+            f"only {n_mem} member and {n_non} non-member targets available; targets.min_per_class is "
+            f"{cfg.min_per_class} (use more data or a larger holdout fraction)")
+    members = splits.train.iloc[np.sort(rng.choice(len(splits.train), n_mem, replace=False))]
+    non_members = splits.holdout.iloc[np.sort(rng.choice(len(splits.holdout), n_non, replace=False))]
+    records = pd.concat([members, non_members])
+    labels = np.concatenate([np.ones(n_mem, dtype=np.int8), np.zeros(n_non, dtype=np.int8)])
+    return Targets(records=records, labels=labels)
+
+
+def choose_dependency_targets(splits: Splits, spec: DatasetSpec, cfg: TargetsConfig, *, value: str | None,
+                              min_per_class: int) -> tuple[str, Targets]:
+    """Dependency stress test (Humphries et al.): members from one ``source`` value, non-members
+    from the others — dependent membership the IID protocol does not see."""
+    value, mem_idx, non_idx = dependency_indices(splits.train[spec.source], splits.holdout[spec.source], value=value)
+    n = min(len(mem_idx), len(non_idx), cfg.n_non_members or len(non_idx))
+    if n < min_per_class:
+        raise InsufficientDataError(
+            f"dependency test: only {len(mem_idx)} training records with {spec.source}={value!r} and "
+            f"{len(non_idx)} holdout records from other sources; need {min_per_class} of each")
+    rng = np.random.default_rng(cfg.seed + 1)
+    members = splits.train.iloc[np.sort(rng.choice(mem_idx, n, replace=False))]
+    non_members = splits.holdout.iloc[np.sort(rng.choice(non_idx, n, replace=False))]
+    labels = np.concatenate([np.ones(n, dtype=np.int8), np.zeros(n, dtype=np.int8)])
+    return value, Targets(records=pd.concat([members, non_members]), labels=labels)

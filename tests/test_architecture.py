@@ -1,0 +1,134 @@
+"""The library's layering, enforced: import-linter contracts (pyproject.toml), no import cycles,
+no imports of another module's private names, and module sizes kept small."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "privacy_gate"
+MAX_LINES = 400
+LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
+        "sys.exit(lint_imports_command())"]
+
+
+def _lint(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    return subprocess.run(LINT, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_import_contracts_hold():
+    out = _lint(ROOT, ROOT)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_import_contracts_fail_on_a_violation(tmp_path):
+    """A deliberate upward import (the gate importing the pipeline) breaks the contract."""
+    shutil.copytree(PACKAGE, tmp_path / "privacy_gate", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    rules = tmp_path / "privacy_gate" / "gate" / "rules.py"
+    rules.write_text(rules.read_text() + "\nfrom privacy_gate.pipeline import run  # deliberate violation\n")
+    out = _lint(tmp_path, tmp_path)
+    assert out.returncode != 0
+    assert "privacy_gate.gate.rules -> privacy_gate.pipeline" in out.stdout
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(path: Path, name: str, modules: dict[str, Path]):
+    """(imported module, imported names) for every privacy_gate import, incl. function-local."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if not base.startswith("privacy_gate"):
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield (sub, ()) if sub in modules else (base, (alias.name,))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("privacy_gate"):
+                    yield alias.name, ()
+
+
+def test_no_import_cycles():
+    modules = _modules()
+    graph = {m: {t for t, _ in _imports(p, m, modules) if t in modules and t != m} for m, p in modules.items()}
+    # a package's __init__ re-exporting its own submodules is not a cycle of the design
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not (m.startswith(t + ".") and modules[t].name == "__init__.py")}
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                sccs.append(sorted(scc))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not sccs, f"import cycles: {sccs}"
+
+
+def test_no_imports_of_private_names():
+    modules = _modules()
+    bad = []
+    for m, p in modules.items():
+        for target, names in _imports(p, m, modules):
+            pkg_of = lambda x: x.rsplit(".", 1)[0]  # noqa: E731
+            private_module = target.rsplit(".", 1)[-1].startswith("_") and not target.endswith("__init__")
+            if private_module and pkg_of(target) != pkg_of(m) and not m.startswith(pkg_of(target)):
+                bad.append(f"{m} imports private module {target}")
+            bad += [f"{m} imports {target}.{n}" for n in names if n.startswith("_") and target != m]
+    assert not bad, "\n".join(bad)
+
+
+def test_modules_stay_small_or_say_why():
+    """A module over MAX_LINES lines states at its top why it is one module."""
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        if text.count("\n") > MAX_LINES and "one module because" not in text[:3000]:
+            long.append(f"{path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+    assert not long, "modules over %d lines without a reason at the top: %s" % (MAX_LINES, long)
+
+
+@pytest.mark.parametrize("pattern", ["DESIGN.md", "seed 00"])
+def test_code_cites_papers_not_outside_documents(pattern):
+    hits = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if pattern in p.read_text()]
+    assert not hits, f"{pattern!r} cited in {hits} (cite the paper; the design lives in docs/architecture.md)"

@@ -1,0 +1,52 @@
+"""``privacy_gate.evaluate``: the documented example runs without Prefect or MLflow imported."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "evaluate_in_python.py"
+
+PROBE = f"""
+import runpy, sys, json
+runpy.run_path({str(EXAMPLE)!r}, run_name="__main__")
+heavy = sorted(m for m in ("prefect", "mlflow") if m in sys.modules)
+print("MODULES=" + json.dumps(heavy))
+"""
+
+
+def test_example_runs_without_prefect_or_mlflow():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert json.loads(lines[-1].removeprefix("MODULES=")) == []
+    assert "decision: BLOCK" in lines  # 200 copied training rows are caught
+    assert any(line.startswith("report:") and int(line.split()[1]) > 10_000 for line in lines)
+
+
+def test_evaluate_result_has_the_verdict_and_the_parts(adult_full, adult_spec):
+    import privacy_gate
+
+    rows = adult_full.sample(n=2400, random_state=1).reset_index(drop=True)
+    train, holdout, reference, outside = rows[:800], rows[800:1200], rows[1200:1600], rows[1600:]
+    result = privacy_gate.evaluate(train=train, holdout=holdout, reference=reference, synthetic=outside,
+                                   spec=adult_spec, attacks=[{"name": "dcr"}])
+    assert result.decision in ("APPROVE", "REVIEW") and result.verdict.status == "ok"
+    assert [o.name for o in result.outcomes] == ["dcr"]
+    assert abs(result.metrics["dcr.auc"] - 0.5) < 0.1
+    scores = result.scores()
+    assert list(scores.columns) == ["row_id", "member", "dcr_score"]  # keyed by row id, no values
+    assert set(result.timings) >= {"validate_synthetic", "targets", "attacks", "mace", "audit", "decide"}
+
+
+def test_evaluate_fails_closed_with_the_stage(adult_full, adult_spec):
+    import privacy_gate
+
+    rows = adult_full.sample(n=600, random_state=2).reset_index(drop=True)
+    result = privacy_gate.evaluate(train=rows[:200], holdout=rows[200:250], reference=rows[250:400],
+                                   synthetic=rows[400:], spec=adult_spec, attacks=[{"name": "dcr"}])
+    assert result.decision == "BLOCK" and result.verdict.status == "error"
+    assert result.verdict.reasons[0].message.startswith("targets:")  # 50 holdout rows < min_per_class 100

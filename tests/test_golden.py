@@ -1,0 +1,43 @@
+"""Behaviour kept through refactoring: six fixed-seed gate runs (release and gate-only flows;
+copies, noisy copies, an independent sample, MST with MAMA-MIA shadow + oracle, households with
+entities and the dependency test) give the verdicts, checks and metrics recorded in
+``tests/golden/verdicts.json`` on the code before the pipeline redesign. The MST release draws
+fresh DP noise each run, so only its structure (metrics, checks, thresholds, decision) is compared."""
+
+import json
+
+import pytest
+
+from .golden.scenarios import GOLDEN, SCENARIOS, STRUCTURE_ONLY, canonical, differences
+
+EXPECTED = json.loads(GOLDEN.read_text())
+
+
+@pytest.fixture(scope="module")
+def golden_folder(tmp_path_factory):
+    from .golden.scenarios import _small_adult
+
+    folder = tmp_path_factory.mktemp("golden")
+    _small_adult(folder)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
+    actual = canonical(SCENARIOS[name](golden_folder))
+    diffs = differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
+    assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
+
+
+def test_the_comparison_can_fail():
+    """A changed metric, check or decision is reported (the comparison is not vacuous)."""
+    base = EXPECTED["independent"]
+    changed = json.loads(json.dumps(base))
+    changed["verdict"] = "REVIEW"
+    key = next(iter(changed["metrics"]))
+    changed["metrics"][key] += 1e-6
+    changed["checks"][0]["passed"] = not changed["checks"][0]["passed"]
+    diffs = differences(base, changed)
+    assert any(d.startswith("verdict") for d in diffs)
+    assert any(key in d for d in diffs) and any("passed" in d for d in diffs)
