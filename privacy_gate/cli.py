@@ -139,9 +139,17 @@ CommentOpt = Annotated[str, typer.Option("--comment", help="Why (recorded with t
 
 
 def _store_uri(workdir: Path, uri: str | None) -> str:
+    """The store of an existing run: never created here (a typo in --workdir must not make an
+    empty store and then report 'no run')."""
+    from privacy_gate.names import SQLITE_FILE
     from privacy_gate.tracking import default_tracking_uri
 
-    return uri or default_tracking_uri(workdir)
+    if uri:
+        return uri
+    if not (Path(workdir) / SQLITE_FILE).is_file():
+        _usage_error(f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the workdir "
+                     "the gate ran in, or --tracking-uri")
+    return default_tracking_uri(workdir)
 
 
 def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: list[str], workdir: Path,
@@ -159,7 +167,8 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
     except PrivacyGateError as exc:
         typer.echo(f"refused: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    typer.echo(f"{decision.action}d run {run_id} as {decision.reviewer} at {decision.at}")
+    done = {"approve": "approved", "reject": "rejected"}[decision.action]
+    typer.echo(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
     if decision.suppress:
         typer.echo(f"suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
     typer.echo(f"published: {decision.published}" if decision.published else "nothing published")

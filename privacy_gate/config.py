@@ -1,6 +1,6 @@
 """Pydantic models for the dataset spec, release config and gate rules, and their YAML loading.
 
-The dataset spec format (DESIGN.md §2) is a user-facing contract: other tools write it, so it is
+The dataset spec format (README, "Dataset spec") is a user-facing contract: other tools write it, so it is
 validated strictly (unknown keys are errors) and every error names the file, the key and the
 problem.
 
@@ -197,7 +197,7 @@ class Rule(_Strict):
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="auc", attack="any", max=0.60, action="block"),
     Rule(metric="tpr_at_fpr_0.01", attack="any", max=0.10, action="block"),
-    # MACE (DESIGN §6): block when we are confident the advantage is not small (lower bound),
+    # MACE (Liu et al.): block when we are confident the advantage is not small (lower bound),
     # approve only when we are confident it is small (upper bound), otherwise a human decides
     Rule(metric="mace.advantage_lower", attack="any", max=0.10, action="block"),
     Rule(metric="mace.advantage_lower", attack="combined", max=0.10, action="block"),
@@ -217,7 +217,7 @@ class GateConfig(_Strict):
 
 
 class AuditConfig(_Strict):
-    """Subgroup, entity and dependency audits (DESIGN.md §3 steps 4-6)."""
+    """Subgroup, entity (set-level) and dependency (Humphries et al.) audits."""
 
     min_group_size: int = Field(50, gt=0)  # targets per class; smaller groups merge into "other"
     intersections: list[list[str]] = Field(default_factory=list)  # e.g. [[sex, race]]
@@ -236,7 +236,7 @@ class ReviewConfig(_Strict):
 
 
 class MaceConfig(_Strict):
-    """MACE estimators (DESIGN §6): confidence 1 - delta, membership prior p (realistic releases
+    """MACE estimators (Liu et al.): confidence 1 - delta, membership prior p (realistic releases
     have few members among candidates: p < 0.5; note the advantage is then at least |2p - 1|)."""
 
     prior: float = Field(0.5, gt=0, lt=1)
@@ -312,8 +312,13 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: file not found")
     try:
         return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__}: {exc})") from None
+    except yaml.MarkedYAMLError as exc:  # one line: file, line, column and the parser's complaint
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "syntax error"
+        raise ConfigError(f"{path}: not valid YAML: {where}{what}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid YAML ({type(exc).__name__})") from None
 
 
 def _format_validation_error(path: Path, prefix: str, exc: ValidationError) -> ConfigError:

@@ -33,3 +33,7 @@ class ValidationFailed(PrivacyGateError):
 
 class ReviewError(PrivacyGateError):
     """A review decision was refused (already decided, BLOCKed run, data hash changed, ...)."""
+
+
+class IntegrityError(ReviewError):
+    """A recorded artefact does not match what was recorded at decision time (edited or corrupt)."""

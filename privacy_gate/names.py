@@ -89,6 +89,7 @@ def split_attack_metric(key: str) -> tuple[str, str] | None:
 EXPERIMENT_PREFIX = "privacy-gate/"
 TAG_VERDICT = "gate.verdict"
 TAG_STATUS = "gate.status"
+TAG_VERDICT_DIGEST = "gate.verdict_digest"  # digest (or HMAC) of verdict.json as written at decision time
 TAG_FLAGGED = "gate.flagged_subgroups"
 TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | attack
 TAG_DATASET = "gate.dataset"

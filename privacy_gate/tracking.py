@@ -6,8 +6,11 @@ Prefect tasks log from worker threads.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,11 +18,23 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.errors import ReviewError
+from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
-                                TAG_VERDICT, decision_artifact, experiment_name)
+                                TAG_VERDICT, TAG_VERDICT_DIGEST, decision_artifact, experiment_name)
+
+
+#: An HMAC key for verdict digests. Without it the digest is a plain SHA-256, which catches an
+#: edited ``verdict.json`` but not someone who can also rewrite the run's tags.
+SIGNING_KEY_ENV = "PRIVACY_GATE_SIGNING_KEY"
+
+
+def verdict_digest(text: str) -> str:
+    key = os.environ.get(SIGNING_KEY_ENV)
+    if key:
+        return "hmac-sha256:" + hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def default_tracking_uri(workdir: Path) -> str:
@@ -82,10 +97,31 @@ class Tracker:
         except MlflowException:
             raise ReviewError(f"no run {run_id} in the MLflow store {self.uri}") from None
 
-    def read_json(self, run_id: str, path: str) -> Any:
+    def read_text(self, run_id: str, path: str) -> str:
         with tempfile.TemporaryDirectory() as tmp:
-            local = self.client.download_artifacts(run_id, path, tmp)
-            return json.loads(Path(local).read_text())
+            return Path(self.client.download_artifacts(run_id, path, tmp)).read_text()
+
+    def read_json(self, run_id: str, path: str) -> Any:
+        return json.loads(self.read_text(run_id, path))
+
+    def read_verified_verdict(self, run_id: str) -> dict[str, Any]:
+        """``verdict.json`` of a run, checked against the digest and verdict tags written with it:
+        an edited artefact (say BLOCK turned into REVIEW) is refused, never acted on."""
+        tags = self.run_tags(run_id)
+        try:
+            text = self.read_text(run_id, ART_VERDICT)
+        except Exception:  # noqa: BLE001 - no verdict, nothing to trust
+            raise IntegrityError(f"run {run_id} has no {ART_VERDICT}; it is not a finished gate run") from None
+        expected = tags.get(TAG_VERDICT_DIGEST)
+        if expected is None or not hmac.compare_digest(expected, verdict_digest(text)):
+            raise IntegrityError(f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "
+                                 f"decided (tag {TAG_VERDICT_DIGEST}); it was edited or the signing key "
+                                 f"({SIGNING_KEY_ENV}) differs — refusing to act on it")
+        verdict = json.loads(text)
+        if verdict.get("verdict") != tags.get(TAG_VERDICT):
+            raise IntegrityError(f"{ART_VERDICT} of run {run_id} says {verdict.get('verdict')} but the run's "
+                                 f"{TAG_VERDICT} tag says {tags.get(TAG_VERDICT)}; refusing to act on it")
+        return verdict
 
     def read_frame(self, run_id: str, path: str) -> pd.DataFrame:
         """A parquet artifact of the run as a DataFrame."""
@@ -169,9 +205,12 @@ class Tracker:
             self.client.log_artifact(run_id, str(local), None if folder == "." else folder)
 
     def log_verdict(self, run_id: str, verdict_dict: Mapping[str, Any]) -> None:
-        """The verdict artifact plus the tags the MLflow UI lists and filters runs by."""
-        self.log_json(run_id, dict(verdict_dict), ART_VERDICT)
+        """The verdict artifact plus the tags the MLflow UI lists and filters runs by, and the
+        artifact's digest (see :meth:`read_verified_verdict`)."""
+        text = json.dumps(dict(verdict_dict), indent=2, default=str)
+        self.log_text(run_id, text, ART_VERDICT)
         self.set_tags(run_id, {
+            TAG_VERDICT_DIGEST: verdict_digest(text),
             TAG_VERDICT: verdict_dict["verdict"],
             TAG_STATUS: verdict_dict["status"],
             TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",

@@ -73,7 +73,7 @@ def _pause_for_review(result: dict[str, Any], config: ReleaseConfig, workdir: st
     except PrivacyGateError as exc:
         logger.error("review decision refused: %s", exc)
         return {"review": "refused", "review_error": str(exc)}
-    logger.info("review: %sd by %s; published: %s", decision.action, decision.reviewer, decision.published)
+    logger.info("review: %s by %s; published: %s", {"approve": "approved", "reject": "rejected"}[decision.action], decision.reviewer, decision.published)
     return {"review": decision.action, "decision": decision.to_dict(), "published": decision.published}
 
 

@@ -6,7 +6,7 @@
   "other" and never named; if "other" is still too small it is not reported at all.
 - Entities: an entity is a member if its records were in train; its score is the mean score of its
   target records (set-level membership inference).
-- Dependency stress test (seed 002): members from one value of the ``source`` column, non-members
+- Dependency stress test (Humphries et al.): members from one value of the ``source`` column, non-members
   from the others. Dependent (non-IID) membership can make attacks look far stronger than the IID
   protocol suggests; a large gap is a warning.
 

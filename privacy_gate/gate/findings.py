@@ -35,3 +35,11 @@ def dependency_gap(attack: str, *, dependency_auc: float, iid_auc: float, max_ga
                  message=(f"{attack}: AUC {dependency_auc:.3f} when members come from {source}={value!r} vs "
                           f"{iid_auc:.3f} IID (gap {gap:.3f}); dependent records make this release "
                           "leakier than the IID figures and any DP bound suggest"))
+
+
+def attack_invalid(attack: str, reason: str) -> Check:
+    """An attack whose scores cannot rank the targets blocks: its figures would read as "safe"."""
+    return Check(rule="attack scores can rank the targets", attack=attack, metric="scores", observed=None,
+                 threshold=None, bound="none", action="block", passed=False,
+                 message=f"{attack}: the attack {reason}; the gate cannot approve a release it could not attack "
+                         "(check the spec's column kinds and the synthetic data's columns)")

@@ -32,6 +32,30 @@ class AttackOutcome:
     seconds: float
     extra_scores: dict[str, np.ndarray] = field(default_factory=dict)  # scores of extra target sets
     notes: tuple[str, ...] = ()  # what the attack's encoder dropped or could not use (no values)
+    invalid: str | None = None  # why the scores cannot support a decision (degenerate), else None
+
+
+#: An attack whose most common score covers at least this share of the targets cannot rank them.
+MAX_TIED_SHARE = 0.99
+
+
+def degenerate_reason(scores: np.ndarray) -> str | None:
+    """Why these scores cannot support a decision, or None. A gate that could not really attack
+    must not approve: constant or near-constant scores (a broken encoder, an attack that saw no
+    usable column) look exactly like "no leakage"."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.size == 0:
+        return "produced no scores"
+    finite = np.isfinite(scores)
+    if not finite.all():
+        return f"{int((~finite).sum())} of {scores.size} scores are not finite"
+    _, counts = np.unique(scores, return_counts=True)
+    if counts.size == 1:
+        return "gave every target the same score"
+    top = counts.max() / scores.size
+    if top >= MAX_TIED_SHARE:
+        return f"gave {top:.1%} of the targets the same score (at most {MAX_TIED_SHARE:.0%} allowed)"
+    return None
 
 
 def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
@@ -52,7 +76,8 @@ def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits,
     metrics = roc_metrics(scores, targets.labels)
     return AttackOutcome(name=attack.key, params=attack.params, scores=scores,
                          metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
-                         extra_scores=extra, notes=tuple(getattr(scorer, "notes_", ()) or ()))
+                         extra_scores=extra, notes=tuple(getattr(scorer, "notes_", ()) or ()),
+                         invalid=degenerate_reason(scores))
 
 
 def scores_frame(targets: Targets, outcomes: Sequence[AttackOutcome]) -> pd.DataFrame:

@@ -39,11 +39,11 @@ class RunRecord:
     def __init__(self, tracker: tracking.Tracker, run_id: str):
         self.run_id = run_id
         self.tags = tracker.run_tags(run_id)
+        self.verdict = tracker.read_verified_verdict(run_id)
         try:
-            self.verdict = tracker.read_json(run_id, names.ART_VERDICT)
             self.config = tracker.read_json(run_id, names.ART_CONFIG)
         except Exception:  # noqa: BLE001 - a run without its ledger cannot be decided
-            raise ReviewError(f"run {run_id} has no verdict.json/config artifact; it is not a finished gate run") from None
+            raise ReviewError(f"run {run_id} has no {names.ART_CONFIG} artifact; it is not a finished gate run") from None
         self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)]
         self.experiment_id = tracker.experiment_of(run_id)
         path = self.tags.get(names.TAG_QUARANTINE)

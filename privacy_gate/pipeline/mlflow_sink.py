@@ -103,7 +103,7 @@ class MlflowSink:
         self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
         self.tracker.log_verdict(self.run_id, verdict.to_dict())
         self.tracker.log_text(self.run_id, self.summary_markdown(verdict), names.ART_SUMMARY)
-        return self.tracker.read_json(self.run_id, names.ART_VERDICT)
+        return self.tracker.read_verified_verdict(self.run_id)
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

@@ -28,7 +28,7 @@ from privacy_gate.errors import PrivacyGateError, ValidationFailed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.findings import dp_bound_exceeded, validation_failures
+from privacy_gate.gate.findings import attack_invalid, dp_bound_exceeded, validation_failures
 from privacy_gate.names import COMBINED, STRONGEST, UTILITY, mace_metric, metric_name
 from privacy_gate.pipeline.attacking import run_attack, strongest
 from privacy_gate.pipeline.auditing import audit
@@ -168,8 +168,9 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
     with clock.stage("decide", "applying the gate rules"):
         dp_warnings = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message)
                        for q, c in mres.dp.items() if c.exceeds]
+        invalid = [attack_invalid(o.name, o.invalid) for o in gated if o.invalid]
         verdict = decide(settings.gate.rules, metrics, attacks=settings.gated_attacks, groups=audited.groups,
-                         extra_failures=validation_failures(syn_report.suite_name, syn_report.failures()),
+                         extra_failures=validation_failures(syn_report.suite_name, syn_report.failures()) + invalid,
                          warnings=audited.warnings + dp_warnings, data_hashes=hashes,
                          rules_hash=settings.gate.rules_hash())
         if verdict.flagged_subgroups:
