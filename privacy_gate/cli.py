@@ -38,9 +38,22 @@ def _usage_error(message: str) -> None:
 
 
 def _require_files(**paths: Path | None) -> None:
-    for option, path in paths.items():
+    """``name=path``: options are named ``--name``, config keys (with a dot) by their key."""
+    for name, path in paths.items():
         if path is not None and not Path(path).is_file():
-            _usage_error(f"--{option.replace('_', '-')}: file not found: {path}")
+            label = name if "." in name else f"--{name.replace('_', '-')}"
+            _usage_error(f"{label}: file not found: {path}")
+
+
+def _check_components(generator: str | None, generator_params: dict, attacks: Any) -> None:
+    """Registry names and parameters, checked before anything runs (a ConfigError names them)."""
+    from privacy_gate.attacks import create_attack
+    from privacy_gate.generators import create_generator
+
+    if generator is not None:
+        create_generator(generator, **generator_params)
+    for a in attacks:
+        create_attack(a.name, **a.params)
 
 
 def _report(result: dict[str, Any] | None, *, as_json: bool, error: str | None = None) -> None:
@@ -89,9 +102,14 @@ def run(
 
     try:
         cfg = load_release_config(config)
+        _check_components(cfg.generator.name, cfg.generator.params, cfg.attacks)
+        from privacy_gate.tracking import check_reachable
+
+        if cfg.tracking.uri:
+            check_reachable(cfg.tracking.uri)
     except ConfigError as exc:
-        _usage_error(str(exc))
-    _require_files(dataset_path=cfg.dataset.path, reference_path=cfg.dataset.reference_path)
+        _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
+    _require_files(**{"dataset.path": cfg.dataset.path, "dataset.reference_path": cfg.dataset.reference_path})
     from privacy_gate.flows import release_flow, task_runner_for
 
     try:

@@ -296,6 +296,9 @@ class ReleaseConfig(_Strict):
             if unknown or len(combo) < 2:
                 raise ValueError(f"audit.intersections: {combo} must list two or more of the spec's subgroups "
                                  f"{spec.subgroups}")
+        if self.split.reference == 0 and self.dataset.reference_path is None:
+            raise ValueError("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
+                             "data must come from one of them")
         if self.audit.dependency_test and spec.source is None:
             raise ValueError("audit.dependency_test needs a 'source' column in the dataset spec")
         return self

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.errors import IntegrityError, ReviewError
+from privacy_gate.errors import ConfigError, IntegrityError, ReviewError
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
@@ -35,6 +35,24 @@ def verdict_digest(text: str) -> str:
     if key:
         return "hmac-sha256:" + hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_reachable(uri: str, *, timeout: float = 5.0) -> None:
+    """Fail fast (ConfigError naming the URI) when an MLflow server does not answer, instead of
+    MLflow's minutes of retries ending in an unclear BLOCK."""
+    import urllib.error
+    import urllib.request
+
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as response:
+            if response.status >= 400:
+                raise ConfigError(f"tracking.uri {uri}: the MLflow server answered HTTP {response.status} on /health")
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or type(exc).__name__
+        raise ConfigError(f"tracking.uri {uri}: not reachable within {timeout:g} s ({reason}); "
+                          "is the MLflow server running?") from None
 
 
 def default_tracking_uri(workdir: Path) -> str:

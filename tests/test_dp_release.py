@@ -36,7 +36,7 @@ def test_dp_generator_release_runs_end_to_end(prefect_server, small_adult, tmp_p
     assert {"mama_mia.auc", "mama_mia_oracle.auc"} <= set(summary["metrics"])
     verdict = json.loads(open(MlflowClient(tracking.default_tracking_uri(tmp_path)).download_artifacts(
         summary["run_id"], names.ART_VERDICT, str(tmp_path))).read())
-    checked = {c["metric"] for c in verdict["checks"]}
+    checked = {c["key"] for c in verdict["checks"]}
     assert "mama_mia.auc" in checked and "mama_mia_oracle.auc" not in checked
 
 

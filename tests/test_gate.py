@@ -30,7 +30,7 @@ def test_review_and_block_precedence():
     assert decide(RULES, _metrics(**{"dcr.advantage": 0.3}), attacks=ATTACKS).decision == "REVIEW"
     v = decide(RULES, _metrics(**{"dcr.advantage": 0.3, "domias.auc": 0.9}), attacks=ATTACKS)
     assert v.decision == "BLOCK"
-    failing = {c.metric: c for c in v.reasons}
+    failing = {c.key: c for c in v.reasons}
     assert set(failing) == {"dcr.advantage", "domias.auc"}
     assert failing["domias.auc"].observed == 0.9 and failing["domias.auc"].threshold == 0.6
     assert failing["domias.auc"].bound == "max"
@@ -72,7 +72,8 @@ def test_subgroup_rules_flag_exactly_the_failing_groups():
               "sex=F": {"domias.auc": 0.5, "dcr.auc": 0.5}}
     v = decide(rules, _metrics(), attacks=ATTACKS, groups=groups)
     assert v.decision == "REVIEW" and v.flagged_subgroups == ("race=B",)
-    assert [c.metric for c in v.reasons] == ["race=B: dcr.auc"]
+    assert [c.key for c in v.reasons] == ["race=B: dcr.auc"]
+    assert [(c.group, c.attack, c.metric) for c in v.reasons] == [("race=B", "dcr", "auc")]
     block = [Rule(metric="auc", attack="dcr", max=0.9, action="block", scope="subgroup")]
     v = decide(block, {}, attacks=ATTACKS, groups=groups)
     assert v.decision == "BLOCK" and v.flagged_subgroups == ("race=B",)
