@@ -6,6 +6,7 @@ Prefect tasks log from worker threads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -19,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate.errors import ConfigError, IntegrityError, ReviewError
+from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
@@ -55,6 +57,12 @@ def check_reachable(uri: str, *, timeout: float = 5.0) -> None:
                           "is the MLflow server running?") from None
 
 
+def _store_init_lock(uri: str):
+    if uri.startswith("sqlite:///"):
+        return file_lock(Path(uri.removeprefix("sqlite:///") + ".init.lock"), timeout=120)
+    return contextlib.nullcontext()
+
+
 def default_tracking_uri(workdir: Path) -> str:
     return f"sqlite:///{(Path(workdir) / SQLITE_FILE).resolve()}"
 
@@ -88,16 +96,30 @@ class Tracker:
         self.uri = uri
         self.client = MlflowClient(tracking_uri=uri)
         self.experiment_id = None
-        if experiment is None:  # only reading / appending to existing runs
-            return
-        exp = self.client.get_experiment_by_name(experiment)
-        if exp is None:
-            location = None
-            if artifact_root is not None and not uri.startswith(("http://", "https://")):
-                location = (Path(artifact_root) / experiment.replace("/", "_")).resolve().as_uri()
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
-        else:
-            self.experiment_id = exp.experiment_id
+        # MLflow creates (migrates) a sqlite store on first use; concurrent first runs on one
+        # workdir would race that migration, so they take turns on a lock beside the file
+        with _store_init_lock(uri):
+            if experiment is None:  # only reading / appending to existing runs
+                self.client.search_experiments(max_results=1)
+                return
+            self.experiment_id = self._experiment(experiment, artifact_root)
+
+    def _experiment(self, name: str, artifact_root: Path | None) -> str:
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        location = None
+        if artifact_root is not None and not self.uri.startswith(("http://", "https://")):
+            location = (Path(artifact_root) / name.replace("/", "_")).resolve().as_uri()
+        try:
+            return self.client.create_experiment(name, artifact_location=location)
+        except MlflowException:  # created meanwhile by another process (a server store has no file lock)
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return exp.experiment_id
 
     @classmethod
     def for_workdir(cls, *, workdir: Path, dataset: str, uri: str | None = None, experiment: str | None = None) -> Tracker:

@@ -33,12 +33,12 @@ def test_evaluate_result_has_the_verdict_and_the_parts(adult_full, adult_spec):
     rows = adult_full.sample(n=2400, random_state=1).reset_index(drop=True)
     train, holdout, reference, outside = rows[:800], rows[800:1200], rows[1200:1600], rows[1600:]
     result = privacy_gate.evaluate(train=train, holdout=holdout, reference=reference, synthetic=outside,
-                                   spec=adult_spec, attacks=[{"name": "dcr"}])
-    assert result.decision in ("APPROVE", "REVIEW") and result.verdict.status == "ok"
-    assert [o.name for o in result.outcomes] == ["dcr"]
+                                   spec=adult_spec, attacks=[{"name": "dcr"}, {"name": "domias"}])
+    assert result.decision in ("APPROVE", "REVIEW") and result.verdict.status == "ok", result
+    assert [o.name for o in result.outcomes] == ["dcr", "domias"]
     assert abs(result.metrics["dcr.auc"] - 0.5) < 0.1
     scores = result.scores()
-    assert list(scores.columns) == ["row_id", "member", "dcr_score"]  # keyed by row id, no values
+    assert list(scores.columns) == ["row_id", "member", "dcr_score", "domias_score"]  # keyed by row id, no values
     assert set(result.timings) >= {"validate_synthetic", "targets", "attacks", "mace", "audit", "decide"}
 
 

@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 
 import privacy_gate.attacks.mama_mia as mama_mia_module
 from privacy_gate.attacks import shadow
-from privacy_gate.attacks.base import Attack, ThreatModel, create_attack
+from privacy_gate.attacks.base import Attack, OracleKnowledge, ThreatModel, create_attack
 from privacy_gate.attacks.mama_mia import (
     MamaMiaAttack,
     informative_pairs,
@@ -94,8 +94,8 @@ def test_conditional_and_cell_query_scoring_oracle():
     cond = FocalPoint("conditional", ("c", "a", "b"))  # PrivBayes: P(c | a, b)
     root = FocalPoint("conditional", ("a",))  # a root without parents: P(a)
     cell = FocalPoint("query", ("a", "c"), cell=(0, 0))  # Private-GSD cell (a=x, c=p)
-    threat = ThreatModel(synthetic=SYN, reference=REF, spec=TOY_SPEC, focal_points=(cond, root, cell))
-    attack = create_attack("mama_mia", variant="oracle").fit(threat)
+    threat = ThreatModel(synthetic=SYN, reference=REF, spec=TOY_SPEC)
+    attack = create_attack("mama_mia", variant="oracle").fit(threat, oracle=OracleKnowledge((cond, root, cell)))
     assert attack.variant_ == "oracle" and set(attack.kept_focal_points_) == {cond, root, cell}
     assert all(w == 1 for w in attack.focal_weights_.values())
     ratios = pd.DataFrame(attack.focal_ratios(TARGETS), columns=attack.kept_focal_points_)
@@ -112,10 +112,10 @@ def test_conditional_and_cell_query_scoring_oracle():
 
 def test_large_marginals_are_compacted_without_changing_ratios(monkeypatch):
     fps = (F_AB, FocalPoint("conditional", ("c", "a", "b")), FocalPoint("marginal", ("a", "b", "c")))
-    threat = ThreatModel(synthetic=SYN, reference=REF, spec=TOY_SPEC, focal_points=fps)
-    dense = create_attack("mama_mia", variant="oracle").fit(threat).focal_ratios(TARGETS)
+    threat = ThreatModel(synthetic=SYN, reference=REF, spec=TOY_SPEC)
+    dense = create_attack("mama_mia", variant="oracle").fit(threat, oracle=OracleKnowledge(fps)).focal_ratios(TARGETS)
     monkeypatch.setattr(mama_mia_module, "_DENSE_MAX", 1)  # force the np.unique path
-    sparse = create_attack("mama_mia", variant="oracle").fit(threat).focal_ratios(TARGETS)
+    sparse = create_attack("mama_mia", variant="oracle").fit(threat, oracle=OracleKnowledge(fps)).focal_ratios(TARGETS)
     np.testing.assert_allclose(sparse, dense, rtol=1e-12)
 
 
@@ -126,8 +126,9 @@ def test_set_scores_and_activation():
     with pytest.raises(DataError, match="entity ids"):
         set_scores([1.0, 2.0], ["a"])
 
-    threat = ThreatModel(synthetic=SYN, reference=REF, spec=TOY_SPEC, focal_points=(F_AB, F_BC))
-    attack = create_attack("mama_mia", variant="oracle", activation_c=2.0).fit(threat)
+    threat = ThreatModel(synthetic=SYN, reference=REF, spec=TOY_SPEC)
+    oracle = OracleKnowledge((F_AB, F_BC))
+    attack = create_attack("mama_mia", variant="oracle", activation_c=2.0).fit(threat, oracle=oracle)
     targets = _frame(["xup", "yuq", "yvq", "xvp", "yvp"])
     log_s = attack.score(targets)
     proba = attack.predict_proba(targets)
@@ -135,7 +136,8 @@ def test_set_scores_and_activation():
     np.testing.assert_allclose(proba, 1 / (1 + np.exp(-2.0 * (z - np.median(z)))), rtol=1e-12)
     assert ((proba > 0) & (proba < 1)).all() and np.isclose(np.median(proba), 0.5)
     assert (np.argsort(proba, kind="stable") == np.argsort(log_s, kind="stable")).all()  # monotone
-    activated = create_attack("mama_mia", variant="oracle", activation=True, activation_c=2.0).fit(threat)
+    activated = create_attack("mama_mia", variant="oracle", activation=True, activation_c=2.0).fit(threat,
+                                                                                                   oracle=oracle)
     np.testing.assert_allclose(activated.score(targets), proba, rtol=1e-12)
 
 
@@ -187,7 +189,7 @@ def test_attack_is_deterministic_with_a_seed(adult, adult_spec):
     assert a.focal_weights_ == b.focal_weights_ and a.kept_focal_points_ == b.kept_focal_points_
     np.testing.assert_array_equal(a.score(targets), b.score(targets))
     assert a.variant_ == "shadow" and a.tau_ == 0.7 and a.shadow_seconds_ > 0
-    # a mapper set by the flow is used instead of the default pool
+    # a mapper given to fit (e.g. an orchestrator's tasks) is used instead of the default pool
     calls = []
 
     def recording_mapper(fn, jobs):
@@ -196,8 +198,7 @@ def test_attack_is_deterministic_with_a_seed(adult, adult_spec):
         return map(fn, jobs)
 
     c = create_attack("mama_mia", n_shadow=4, seed=9)
-    c.mapper_ = recording_mapper
-    assert c.fit(threat).focal_weights_ == a.focal_weights_ and calls == [4]
+    assert c.fit(threat, mapper=recording_mapper).focal_weights_ == a.focal_weights_ and calls == [4]
 
 
 def test_shadow_recovers_mst_focal_points_at_large_epsilon(adult, adult_spec):
@@ -219,8 +220,7 @@ def test_attack_contract_on_mst_output(adult, adult_spec):
     train, holdout, reference = adult["train"], adult["holdout"], adult["reference"]
     gen = create_generator("mst", epsilon=1e6, seed=0).fit(train, adult_spec, reference=reference)
     threat = ThreatModel(synthetic=gen.sample(1000), reference=reference, spec=adult_spec, generator="mst",
-                         generator_params={"epsilon": 1e6, "seed": 0}, n_train=len(train),
-                         focal_points=tuple(gen.focal_points_))
+                         generator_params={"epsilon": 1e6, "seed": 0}, n_train=len(train))
     targets = pd.concat([train, holdout])
     labels = np.r_[np.ones(len(train)), np.zeros(len(holdout))]
     attack = create_attack("mama_mia", n_shadow=10, seed=0, n_jobs=1)
@@ -231,7 +231,7 @@ def test_attack_contract_on_mst_output(adult, adult_spec):
     assert roc_metrics(scores, labels)["auc"] > 0.65
     perm = np.random.default_rng(0).permutation(len(targets))
     np.testing.assert_allclose(attack.score(targets.iloc[perm]), scores[perm], rtol=1e-12)
-    oracle = create_attack("mama_mia", variant="oracle").fit(threat)
+    oracle = create_attack("mama_mia", variant="oracle").fit(threat, oracle=OracleKnowledge(tuple(gen.focal_points_)))
     assert set(oracle.kept_focal_points_) == set(gen.focal_points_)
     assert roc_metrics(oracle.score(targets), labels)["auc"] > 0.7
     # targets without a spec column are refused by name
@@ -280,11 +280,12 @@ def test_errors_without_generator_knowledge(adult, adult_spec):
     with pytest.raises(ConfigError, match="epsilon"):
         create_attack("mama_mia").fit(ThreatModel(synthetic=syn, reference=ref, spec=adult_spec, generator="mst",
                                                   generator_params={"epsilon": -1.0}, n_train=200))
-    with pytest.raises(ConfigError, match="threat.focal_points"):
+    with pytest.raises(ConfigError, match="OracleKnowledge"):
         create_attack("mama_mia", variant="oracle").fit(ThreatModel(synthetic=syn, reference=ref, spec=adult_spec))
     with pytest.raises(ConfigError, match="not attribute columns"):
-        create_attack("mama_mia", variant="oracle").fit(ThreatModel(
-            synthetic=syn, reference=ref, spec=adult_spec, focal_points=(FocalPoint("marginal", ("age", "nope")),)))
+        create_attack("mama_mia", variant="oracle").fit(
+            ThreatModel(synthetic=syn, reference=ref, spec=adult_spec),
+            oracle=OracleKnowledge((FocalPoint("marginal", ("age", "nope")),)))
     # no generator knowledge with "auto": the generic variant, said so in the notes
     auto = create_attack("mama_mia").fit(ThreatModel(synthetic=syn, reference=ref, spec=adult_spec,
                                                      generator="gaussian_copula"))

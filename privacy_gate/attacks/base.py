@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
+from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.registry import Registry
 
-if TYPE_CHECKING:
-    from privacy_gate.generators.focal import FocalPoint
 
 #: Default memory budget for the temporary distance matrices of the chunked attacks.
 DEFAULT_CHUNK_BYTES = 256 * 2**20
@@ -39,8 +39,9 @@ class ThreatModel:
     spec: the dataset spec (public knowledge: kinds, category lists, ranges).
     generator, generator_params: black-box knowledge of the generator (name and settings), if any.
     n_train: size of the generator's training set, if known (shadow runs need it).
-    focal_points: the focal points the real generator recorded (``focal_points_``); given by the
-        evaluator only for MAMA-MIA's "oracle" variant (an upper bound, not an attacker's view).
+
+    What the real generator did internally (its focal points) is not attacker knowledge: the
+    evaluator passes it separately, as :class:`OracleKnowledge`.
     """
 
     synthetic: pd.DataFrame
@@ -49,7 +50,6 @@ class ThreatModel:
     generator: str | None = None
     generator_params: Mapping[str, Any] = field(default_factory=dict)
     n_train: int | None = None
-    focal_points: tuple[FocalPoint, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, DatasetSpec):
@@ -81,17 +81,38 @@ class ThreatModel:
                 raise ConfigError(f"ThreatModel: 'n_train' must be a positive integer or None, got {self.n_train!r}")
 
 
+@dataclass(frozen=True)
+class OracleKnowledge:
+    """Evaluator-only knowledge, never an attacker's: the focal points the real generator used
+    (``focal_points_``). MAMA-MIA's oracle variant reads it to bound what shadow modelling can learn.
+
+    >>> from privacy_gate.generators.focal import FocalPoint
+    >>> OracleKnowledge(focal_points=(FocalPoint("marginal", ("a", "b")),)).focal_points[0].columns
+    ('a', 'b')
+    """
+
+    focal_points: tuple[FocalPoint, ...]
+
+    def __post_init__(self) -> None:
+        fps = tuple(self.focal_points)
+        if not fps or not all(isinstance(f, FocalPoint) for f in fps):
+            raise ConfigError("OracleKnowledge: focal_points must be a non-empty sequence of FocalPoint")
+        object.__setattr__(self, "focal_points", fps)
+
+
 @runtime_checkable
 class Attack(Protocol):
     """A membership-inference attack (scikit-learn style: ``fit`` returns self).
 
     ``score`` returns one finite float per target row, in the order of the rows; higher means
-    more likely a member. Targets carry no labels.
+    more likely a member. Targets carry no labels. ``fit`` takes the evaluator's ``oracle``
+    knowledge and a ``mapper`` for independent sub-runs; attacks that need neither ignore them.
     """
 
     name: str
 
-    def fit(self, threat: ThreatModel) -> Attack: ...
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> Attack: ...
 
     def score(self, targets: pd.DataFrame) -> np.ndarray: ...
 

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, ThreatModel, check_chunk_bytes, check_scores, register_attack
+from privacy_gate.attacks.shadow import Mapper
+from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, OracleKnowledge, ThreatModel, check_chunk_bytes, check_scores, register_attack
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import DistanceToClosestRecord, nearest_distances
 from privacy_gate.attacks.domias import check_density_options, density_notes, make_density, not_fitted, resolve_density
@@ -75,7 +76,8 @@ class DomiasEq1:
         self.flow_params = flow_params
         self.seed = seed
 
-    def fit(self, threat: ThreatModel) -> DomiasEq1:
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> DomiasEq1:
         """Fit the encoder on the reference data and ``p_G`` on the synthetic data."""
         self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
         notes = list(self.encoder_.notes_)
@@ -140,7 +142,8 @@ class GanLeaksCalibrated:
         self.chunk_bytes = chunk_bytes
         self.seed = seed
 
-    def fit(self, threat: ThreatModel) -> GanLeaksCalibrated:
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> GanLeaksCalibrated:
         """Encode the synthetic and reference data (subsampled to equal size if ``match_sizes``)."""
         encoder, X_syn, X_ref = _encode(threat)
         notes = list(encoder.notes_)
@@ -246,7 +249,8 @@ class MonteCarloNeighbourhood:
         self.epsilon_quantile = epsilon_quantile
         self.chunk_bytes = chunk_bytes
 
-    def fit(self, threat: ThreatModel) -> MonteCarloNeighbourhood:
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> MonteCarloNeighbourhood:
         """Encode the data and set ``epsilon`` from the reference-to-synthetic distances."""
         encoder, X_syn, X_ref = _encode(threat)
         notes = list(encoder.notes_)
@@ -331,7 +335,8 @@ class LoganD1:
         self.classifier = classifier
         self.seed = seed
 
-    def fit(self, threat: ThreatModel) -> LoganD1:
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> LoganD1:
         """Train the classifier on the encoded synthetic (label 1) and reference (label 0) rows."""
         encoder, X_syn, X_ref = _encode(threat)
         X = np.vstack([X_syn, X_ref])

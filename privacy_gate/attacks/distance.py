@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, ThreatModel, check_chunk_bytes, check_scores, register_attack
+from privacy_gate.attacks.shadow import Mapper
+from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, OracleKnowledge, ThreatModel, check_chunk_bytes, check_scores, register_attack
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.data.encoding import MixedEncoder
 
@@ -53,7 +54,8 @@ class DistanceToClosestRecord:
         check_chunk_bytes(chunk_bytes, owner=f"attack '{self.name}'")
         self.chunk_bytes = chunk_bytes
 
-    def fit(self, threat: ThreatModel) -> DistanceToClosestRecord:
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> DistanceToClosestRecord:
         """Fit the encoder on the reference data and encode the synthetic data."""
         self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
         self.notes_ = list(self.encoder_.notes_)

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, ThreatModel, check_chunk_bytes, check_scores, register_attack
+from privacy_gate.attacks.shadow import Mapper
+from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, OracleKnowledge, ThreatModel, check_chunk_bytes, check_scores, register_attack
 from privacy_gate.attacks.density import GaussianDensity, GaussianKDE, check_bandwidth
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ConfigError
@@ -169,7 +170,8 @@ class DomiasAttack:
     def _density(self, kind: str):
         return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes, flow_params=self._flow_kwargs, seed=self.seed)
 
-    def fit(self, threat: ThreatModel) -> DomiasAttack:
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: Mapper | None = None) -> DomiasAttack:
         """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on reference."""
         self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
         notes = list(self.encoder_.notes_)

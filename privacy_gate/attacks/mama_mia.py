@@ -22,7 +22,7 @@ raw score (monotone: same ranking, finite where the ratio under/overflows).
 Variants (``variant=``):
 
 - ``"shadow"``: the attack above (needs ``threat.generator``, its settings and ``n_train``).
-- ``"oracle"``: the focal points the real generator recorded (``threat.focal_points``, given by
+- ``"oracle"``: the focal points the real generator recorded (``OracleKnowledge``, given by
   the evaluator), weight 1 each — the upper bound of what shadow modelling can learn.
 - ``"generic"``: for generators without focal points (SDV, privGAN, a bring-your-own file): the
   most informative 2-way marginals of the reference data, weight 1 each. By default the edges of
@@ -68,8 +68,9 @@ import pandas as pd
 from scipy.special import expit
 
 from privacy_gate.attacks import shadow
-from privacy_gate.attacks.base import ThreatModel, check_scores, register_attack
+from privacy_gate.attacks.base import OracleKnowledge, ThreatModel, check_scores, register_attack
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.generators import available_generators, generator_capabilities
 from privacy_gate.generators.discretize import Discretizer
 from privacy_gate.generators.focal import FocalPoint
 
@@ -220,13 +221,7 @@ def informative_pairs(codes: np.ndarray, domain: list[int], n_pairs: int | None 
 
 
 def _is_marginal_generator(name: str | None) -> bool:
-    if name is None:
-        return False
-    import privacy_gate.generators  # noqa: F401  (registers every generator)
-    from privacy_gate.generators import base as generators_base
-
-    cls = generators_base._REGISTRY.get(name)
-    return cls is not None and callable(getattr(cls, "select_focal_points", None))
+    return name is not None and name in available_generators() and generator_capabilities(name).marginal
 
 
 def _check_int(name: str, value: Any, low: int, *, optional: bool = False) -> None:
@@ -264,8 +259,8 @@ class MamaMiaAttack:
     floor: probability floor for unseen cells.
     aggregation: "auto" | "mean" | "log" (see the module doc; auto = mean, log for generic).
 
-    ``mapper_``: set it before ``fit`` to run the shadow runs with any ``map``-like callable
-    (``mapper_(shadow.shadow_run, jobs)``), e.g. as Prefect tasks; None = the default pool.
+    ``fit(threat, oracle=..., mapper=...)``: the oracle variant reads ``oracle.focal_points``; shadow
+    runs are mapped with ``mapper`` (any ``map``-like callable), None = the default pool.
 
     Learned attributes: ``variant_``, ``aggregation_``, ``tau_``, ``epsilon_`` (None for generic),
     ``focal_weights_`` (FocalPoint -> weight, all of them), ``kept_focal_points_`` (F*, heaviest
@@ -302,7 +297,6 @@ class MamaMiaAttack:
         self.seed = seed
         self.floor = floor
         self.aggregation = aggregation
-        self.mapper_: shadow.Mapper | None = None
 
     # -- fit -------------------------------------------------------------------------------
 
@@ -319,8 +313,12 @@ class MamaMiaAttack:
             raise ConfigError(f"{_OWNER}: cannot rebuild generator '{threat.generator}' for shadow modelling: "
                               f"{exc}") from None
 
-    def fit(self, threat: ThreatModel) -> MamaMiaAttack:
-        """Learn the focal points and their weights, discretise synthetic and reference data."""
+    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+            mapper: shadow.Mapper | None = None) -> MamaMiaAttack:
+        """Learn the focal points and their weights, discretise synthetic and reference data.
+
+        ``oracle``: evaluator-only knowledge, read by the oracle variant only; ``mapper``: how the
+        shadow runs are mapped (e.g. an orchestrator's tasks; None = a local pool of ``n_jobs``)."""
         variant = self._resolve_variant(threat)
         notes: list[str] = []
         self.shadow_seconds_ = 0.0
@@ -353,16 +351,14 @@ class MamaMiaAttack:
             weights = shadow.focal_point_frequencies(
                 generator=threat.generator, generator_params=threat.generator_params, spec=threat.spec,
                 reference=threat.reference, n_train=int(threat.n_train), n_shadow=self.n_shadow, seed=self.seed,
-                mapper=self.mapper_, n_jobs=self.n_jobs)
+                mapper=mapper, n_jobs=self.n_jobs)
             self.shadow_seconds_ = time.perf_counter() - start
             tau = self.tau if self.tau is not None else weight_threshold(self.epsilon_)
         elif variant == "oracle":
-            if threat.focal_points is None:
-                raise ConfigError(f"{_OWNER}: variant 'oracle' needs threat.focal_points (the focal points the real "
-                                  "generator recorded, given by the evaluator)")
-            fps = tuple(threat.focal_points)
-            if not fps or not all(isinstance(f, FocalPoint) for f in fps):
-                raise ConfigError(f"{_OWNER}: threat.focal_points must be a non-empty sequence of FocalPoint")
+            if oracle is None:
+                raise ConfigError(f"{_OWNER}: variant 'oracle' needs fit(..., oracle=OracleKnowledge(...)): the focal "
+                                  "points the real generator recorded, given by the evaluator")
+            fps = oracle.focal_points
             if _is_marginal_generator(threat.generator):
                 gen = self._generator(threat)  # the generator's own bins (e.g. its n_bins)
                 self.discretizer_ = gen.discretizer_

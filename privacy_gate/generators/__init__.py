@@ -1,6 +1,9 @@
 """Generators behind a string-keyed registry: ``create_generator("gaussian_copula")``."""
 
 from privacy_gate.generators import external, mst, private_gsd, privbayes, sdv  # noqa: F401  (modules register themselves)
-from privacy_gate.generators.base import Generator, available_generators, create_generator, register_generator
+from privacy_gate.generators.base import (Generator, GeneratorCapabilities, available_generators, create_generator,
+                                          generator_capabilities, register_generator)
+from privacy_gate.generators.focal import MarginalGenerator
 
-__all__ = ["Generator", "available_generators", "create_generator", "register_generator"]
+__all__ = ["Generator", "GeneratorCapabilities", "MarginalGenerator", "available_generators", "create_generator",
+           "generator_capabilities", "register_generator"]

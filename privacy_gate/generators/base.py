@@ -1,12 +1,18 @@
-"""The Generator protocol and the string-keyed generator registry.
+"""The Generator protocol, declared capabilities and the string-keyed generator registry.
 
-A generator is fitted on the *train* split only and samples the candidate release. Marginal
-generators (later: MST, PrivBayes, Private-GSD) add ``select_focal_points``; the protocol here is
-the part every generator shares.
+A generator is fitted on the *train* split only and samples the candidate release. Every
+generator takes the reference split in ``fit`` (public bins for marginal generators; others
+ignore it). Marginal generators (MST, PrivBayes, Private-GSD) also implement
+:class:`~privacy_gate.generators.focal.MarginalGenerator`; what a generator can do is declared
+on its class (``capabilities``) and queried with :func:`generator_capabilities`.
+
+>>> generator_capabilities("mst").marginal, generator_capabilities("gaussian_copula").marginal
+(True, False)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
@@ -19,7 +25,7 @@ from privacy_gate.registry import Registry
 class Generator(Protocol):
     name: str
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec) -> Generator: ...
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Generator: ...
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame: ...
 
@@ -29,13 +35,37 @@ class Generator(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class GeneratorCapabilities:
+    """What a generator declares about itself (class attribute ``capabilities``).
+
+    marginal: has a data-dependent selection step that can run alone (``select_focal_points``)
+        and records ``focal_points_``: MAMA-MIA shadows it, and the gate adds the oracle variant.
+    differentially_private: ``privacy`` reports an (epsilon, delta) guarantee.
+    uses_reference: ``fit`` takes its discretisation from the reference split.
+    """
+
+    marginal: bool = False
+    differentially_private: bool = False
+    uses_reference: bool = False
+
+
+NO_CAPABILITIES = GeneratorCapabilities()
+
 _GENERATORS = Registry("generator")
 register_generator = _GENERATORS.register  # class decorator: @register_generator("mst")
-_REGISTRY = _GENERATORS.classes
 
 
 def available_generators() -> list[str]:
     return _GENERATORS.names()
+
+
+def generator_capabilities(name: str) -> GeneratorCapabilities:
+    """The declared capabilities of the generator registered as ``name`` (ConfigError if unknown)."""
+    cls = _GENERATORS.get(name)
+    if cls is None:
+        _GENERATORS.create(name)  # raises the registry's ConfigError listing the known names
+    return getattr(cls, "capabilities", NO_CAPABILITIES)
 
 
 def create_generator(name: str, **params: Any) -> Generator:

@@ -31,7 +31,7 @@ class FileGenerator:
         self.seed = seed
         self.whole_file = whole_file
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec) -> FileGenerator:
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> FileGenerator:
         self.data_ = conform(read_table(self.path), spec, source=str(self.path))
         return self
 
@@ -52,7 +52,7 @@ class CopyTrainCanary:
     def __init__(self, *, seed: int | None = None):
         self.seed = seed
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec) -> CopyTrainCanary:
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> CopyTrainCanary:
         self.train_ = train.reset_index(drop=True)
         self.spec_ = spec
         return self

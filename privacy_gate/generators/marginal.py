@@ -13,11 +13,14 @@ import pandas as pd
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import cdp_rho
-from privacy_gate.generators.base import clip_to_spec
+from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec
 from privacy_gate.generators.discretize import Discretizer
 
 
 class DiscretizedGenerator:
+    """Base of the marginal DP generators (MST, PrivBayes, Private-GSD)."""
+
+    capabilities = GeneratorCapabilities(marginal=True, differentially_private=True, uses_reference=True)
     name: str  # set by @register_generator
     n_bins: int
     seed: int | None

@@ -76,7 +76,7 @@ class _SDVGenerator:
             params.setdefault("enable_gpu", False)
         return cls(metadata, **params)
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec):
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None):
         self.spec_ = spec
         self.columns_ = list(train.columns)
         try:
