@@ -1,4 +1,4 @@
-"""Quarantine store and atomic publication (DESIGN.md §8, §7).
+"""Quarantine store and atomic publication.
 
 Every candidate release first lands in ``<workdir>/quarantine/<sha>/``. Only an APPROVE verdict (or
 a recorded approval) copies it to the publication target, atomically: write to a temp file in the

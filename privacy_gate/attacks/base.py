@@ -3,7 +3,7 @@
 An attack sees what a real attacker would see — the released synthetic data, some auxiliary
 (reference) data from the same population, and optionally which generator was used with which
 settings — and scores target records: higher means "more likely a member of the training data".
-The membership labels of the targets stay with the evaluator (DESIGN.md §2, §5).
+The membership labels of the targets stay with the evaluator.
 
 >>> sorted(available_attacks())  # doctest: +SKIP
 ['dcr', 'domias']

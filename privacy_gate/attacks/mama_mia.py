@@ -1,5 +1,8 @@
 """MAMA-MIA (Golob et al., "Privacy Vulnerabilities in Marginals-based Synthetic Data"): the
-membership attack tailored to marginal-based DP generators (DESIGN.md §5).
+membership attack tailored to marginal-based DP generators.
+
+One module because it is one attack: its three variants share the discretisation, the
+focal-point ratio counting and the scoring, and each only makes sense next to the others.
 
 A marginal generator (MST, PrivBayes, Private-GSD) keeps a handful of data-dependent statistics
 of its training data — its *focal points*: MST's tree edges (2-way marginals), PrivBayes'
@@ -35,7 +38,7 @@ Variants (``variant=``):
 - ``"auto"`` (default): shadow when ``threat.generator`` is a registered generator with a
   ``select_focal_points`` step, else generic.
 
-Aggregation (``aggregation=``): ``"mean"`` is the rule above (the paper's Algorithm 1, DESIGN §5);
+Aggregation (``aggregation=``): ``"mean"`` is the rule above (the paper's Algorithm 1);
 ``"log"`` averages the weighted *log* ratios instead (a weighted geometric mean: the
 likelihood-ratio form, close to the paper's alternative of Appendix A-A). ``"auto"`` (default)
 uses "mean" for the shadow and oracle variants and "log" for the generic one. Why (deviation,
@@ -74,7 +77,7 @@ from privacy_gate.generators import available_generators, generator_capabilities
 from privacy_gate.generators.discretize import Discretizer
 from privacy_gate.generators.focal import FocalPoint
 
-#: tau(epsilon): keep focal points with w_F >= tau * max w (DESIGN.md §5 step 2), highest rung first
+#: tau(epsilon): keep focal points with w_F >= tau * max w, highest rung first
 TAU_RULE: tuple[tuple[float, float], ...] = ((1000.0, 0.85), (100.0, 0.8), (10.0, 0.7), (1.0, 0.6), (0.01, 0.5))
 VARIANTS = ("auto", "shadow", "oracle", "generic")
 AGGREGATIONS = ("auto", "mean", "log")

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import ColumnSpec, DatasetSpec
-from privacy_gate.data.table import _as_category_string  # the same category mapping as conform()
+from privacy_gate.data.table import as_category_string  # the same category mapping as conform()
 from privacy_gate.errors import ConfigError, DataError
 
 # One-hot value: two different categories differ in two coordinates by this much each, so their
@@ -69,7 +69,7 @@ def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
 
 def category_keys(categories: list[Any]) -> list[str]:
     """Spec categories as the strings :func:`privacy_gate.data.conform` produces (1.0 -> "1")."""
-    return [_as_category_string(c) for c in categories]
+    return [as_category_string(c) for c in categories]
 
 
 def category_codes(series: pd.Series, categories: list[str]) -> np.ndarray:
@@ -79,7 +79,7 @@ def category_codes(series: pd.Series, categories: list[str]) -> np.ndarray:
     (fast on 50k rows, and robust to frames that did not go through ``conform``).
     """
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    lookup = pd.Index(categories).get_indexer([_as_category_string(u) for u in uniques])
+    lookup = pd.Index(categories).get_indexer([as_category_string(u) for u in uniques])
     lookup = np.append(lookup, -1)  # position -1 of the lookup serves factorize's NA sentinel
     return lookup[codes].astype(np.int64, copy=False)
 

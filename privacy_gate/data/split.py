@@ -1,4 +1,4 @@
-"""Entity-aware, seeded split into train / holdout / reference (DESIGN.md §3).
+"""Entity-aware, seeded split into train / holdout / reference.
 
 All records of one entity land in the same part; without an entity column each row is its own
 entity. The split is a pure function of (data, spec, fractions, seed).

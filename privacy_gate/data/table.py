@@ -67,11 +67,11 @@ def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str) -> pd.DataFrame
                 raise DataError(f"{source}: column '{name}' is datetime but {bad} value(s) are not dates")
             out[name] = dt
         else:
-            out[name] = s.map(_as_category_string, na_action="ignore").astype(object)
+            out[name] = s.map(as_category_string, na_action="ignore").astype(object)
     return pd.DataFrame(out, index=df.index)
 
 
-def _as_category_string(v: object) -> str:
+def as_category_string(v: object) -> str:
     # 1 and 1.0 read from CSV/Parquet must be the same category
     if isinstance(v, float) and v.is_integer():
         return str(int(v))

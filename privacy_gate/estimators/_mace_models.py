@@ -1,5 +1,8 @@
-"""Query models behind the MACE estimators (DESIGN.md §6): input checks, the rank transform,
+"""Query models behind the MACE estimators (Liu et al.): input checks, the rank transform,
 binning and kernel density estimates that can be re-evaluated cheaply under label permutations.
+
+One module because the discrete, KDE and multi-dimensional query models share one interface
+(fit once, re-evaluate under permutations) and one set of input checks.
 
 A *query* is an attack score per target, shape (N,), or several attack scores, shape (N, d) with
 d <= 4. Every model is fitted on one labelled sample and offers two things:

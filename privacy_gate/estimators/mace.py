@@ -1,5 +1,8 @@
 """MACE: the optimal membership advantage of a query, with confidence bounds, and per-record risk
-(Liu et al., seed 003; DESIGN.md §6).
+(Liu et al.).
+
+One module because it is the public MACE API: the estimators, their result types and the
+re-exports users import from one place.
 
 A *query* is what an attacker sees of a target: one attack score (shape (N,)) or a vector of
 several attacks' scores (shape (N, d), d <= 4, the "combined query"). Given the query on N1

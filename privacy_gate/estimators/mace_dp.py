@@ -1,4 +1,4 @@
-"""The differential-privacy ceiling of membership risk (MACE Theorem 4; DESIGN.md §6).
+"""The differential-privacy ceiling of membership risk (MACE, Liu et al., Theorem 4).
 
 If the generator is epsilon-DP and the records are independent, every query of its output
 satisfies |log P(q|m=1) / P(q|m=0)| <= epsilon, hence for every record
@@ -9,7 +9,7 @@ and so does the optimal advantage E|f_p(Z)| (Lemma 9). At p = 0.5 this is tanh(e
 
 An empirical *lower* bound above this ceiling cannot be sampling noise (at the bound's
 confidence): either the DP implementation is broken or the records are not independent (the
-same person or household in train and holdout, seed 002). It must be reported, never silenced.
+same person or household in train and holdout, Humphries et al.). It must be reported, never silenced.
 """
 
 from __future__ import annotations
@@ -104,10 +104,8 @@ def compare_to_dp(estimate: object, *, epsilon: float, p: float | None = None) -
 
 
 def _lower_of(estimate: object) -> tuple[float, float | None]:
-    # imported here: mace imports this module
-    from privacy_gate.estimators.mace import AdvantageEstimate
-
-    if isinstance(estimate, AdvantageEstimate):
+    # an AdvantageEstimate (estimators.mace, which imports this module), recognised by its fields
+    if hasattr(estimate, "lower") and hasattr(estimate, "prior") and not isinstance(estimate, Real):
         return float(estimate.lower), estimate.prior
     if isinstance(estimate, Real) and not isinstance(estimate, bool) and 0.0 <= estimate <= 1.0:
         return float(estimate), None

@@ -1,5 +1,5 @@
 """Generalised membership metrics of the optimal attacker: PPV, AM and weighted accuracy
-(MACE §3.2–3.3, §4.2, Algorithm 2 and Appendix D; DESIGN.md §6).
+(MACE §3.2–3.3, §4.2, Algorithm 2 and Appendix D).
 
 With members rare (small prior p), accuracy says little; PPV (precision of "member" guesses),
 AM = (TPR + TNR) / 2 and weighted accuracy WA = (2TP + 2TN) / (2TP + 2TN + FP + FN) are better

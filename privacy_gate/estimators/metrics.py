@@ -1,4 +1,4 @@
-"""ROC metrics of an attack: AUC, TPR at low FPR, and membership advantage (DESIGN.md §3).
+"""ROC metrics of an attack: AUC, TPR at low FPR, and membership advantage.
 
 TPR at a fixed FPR is read conservatively from the ROC curve: the largest TPR among the curve's
 points whose FPR does not exceed the target. Tied scores form a single point of the curve (one
@@ -16,7 +16,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 
 from privacy_gate.errors import DataError, InsufficientDataError
 
-#: The low false-positive rates reported as ``tpr_at_fpr_<x>`` (DESIGN.md §3).
+#: The low false-positive rates reported as ``tpr_at_fpr_<x>``.
 FPR_LEVELS: tuple[tuple[str, float], ...] = (("0.01", 0.01), ("0.001", 0.001))
 
 

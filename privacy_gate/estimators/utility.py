@@ -1,6 +1,6 @@
 """Utility of a synthetic table: total-variation distance of its 1-way and 2-way marginals.
 
-A release can be blocked for being useless (DESIGN.md §3.7). Every attribute column is
+A release can be blocked for being useless. Every attribute column is
 discretised with bins taken from the *real* frame passed (normally the holdout): numeric-like
 columns into up to ``n_bins`` equal-depth bins (or the spec's public ``bins``), categorical
 columns into the spec's public categories or the categories seen in the real frame. Missing

@@ -1,5 +1,8 @@
 """The self-contained HTML report of one gate run (``report/index.html`` in the MLflow run).
 
+One module because the report is one document: its sections share the escaping helpers, the CSS
+and the inputs record, and splitting them would scatter one page's markup over several files.
+
 One file, nothing external: inline CSS, figures as base64 PNG (matplotlib Agg), no scripts, no
 fonts — the MLflow artifact viewer shows it offline in a sandboxed iframe. It is derived data:
 re-rendered from the run's artifacts after the gate and after every review decision.

@@ -20,6 +20,7 @@ from privacy_gate.validation.run import (
     copy_indicator,
     gx_suite_from_dict,
     gx_suite_to_dict,
+    load_suite,
     validate_input,
     validate_synthetic,
 )
@@ -29,7 +30,6 @@ from privacy_gate.validation.suites import (
     build_input_suite,
     build_synthetic_suite,
     dump_suite,
-    load_suite,
 )
 
 __all__ = [

@@ -9,8 +9,10 @@ so ``import privacy_gate.validation`` stays cheap.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -186,3 +188,42 @@ def _run(frame: pd.DataFrame, suite: dict[str, Any]) -> ValidationReport:
     # fail closed: GE's overall flag and every single outcome must agree on success
     success = bool(result.success) and all(o.success for o in outcomes)
     return ValidationReport(suite_name=gx_suite.name, success=success, results=tuple(outcomes))
+
+
+def load_suite(path: str | Path) -> dict[str, Any]:
+    """Read a suite JSON file; a missing file or an invalid suite is a ConfigError naming it.
+
+    "Invalid" includes what only GE can tell (an unknown expectation type, bad kwargs), so this
+    builds the suite with GE once, which imports great_expectations.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: expectation suite file not found")
+    try:
+        raw = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.__class__.__name__})") from None
+    problem = _structure_problem(raw)
+    if problem:
+        raise ConfigError(f"{path}: not a Great Expectations suite: {problem}")
+    try:
+        gx_suite_from_dict(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return raw
+
+
+def _structure_problem(raw: Any) -> str | None:
+    if not isinstance(raw, dict):
+        return "expected a JSON object"
+    if not isinstance(raw.get("name"), str) or not raw["name"]:
+        return "'name' must be a non-empty string"
+    exps = raw.get("expectations")
+    if not isinstance(exps, list):
+        return "'expectations' must be a list"
+    for i, exp in enumerate(exps):
+        if not isinstance(exp, dict) or not isinstance(exp.get("type"), str):
+            return f"expectations[{i}] needs a string 'type'"
+        if not isinstance(exp.get("kwargs", {}), dict):
+            return f"expectations[{i}] ('{exp['type']}'): 'kwargs' must be an object"
+    return None

@@ -4,7 +4,7 @@ The dicts use Great Expectations 1.x's ExpectationSuite JSON format exactly as G
 it (``ExpectationSuite.to_json_dict()``: float bounds, default kwargs left out, ``meta``/``severity``
 on every expectation), so a committed suite file, the builder output and a GE round trip are all
 equal as dicts. Building suites does not import great_expectations (it takes seconds); only
-running them (``run.py``) and checking a loaded file (``load_suite``) do.
+running them and checking a loaded file (``run.py``: ``load_suite``) do.
 
 Every value in a suite comes from the spec, i.e. public domain knowledge, never from the data.
 """
@@ -19,7 +19,7 @@ from privacy_gate.config import DatasetSpec
 
 # conform() turns categorical values into strings with this function; the allowed categories must
 # be stringified the same way (1 and 1.0 are the same category) or valid values would fail.
-from privacy_gate.data.table import _as_category_string
+from privacy_gate.data.table import as_category_string
 from privacy_gate.errors import ConfigError
 
 #: Helper column added to the synthetic batch only while validating: 1.0 = verbatim training copy.
@@ -56,7 +56,7 @@ def _domain_expectations(spec: DatasetSpec, *, entity_not_null: bool) -> list[di
         if not col.nullable or (entity_not_null and name == spec.entity_id):
             out.append(_expectation("expect_column_values_to_not_be_null", column=name))
         if col.categories is not None:  # categorical, or ordinal with a category list
-            value_set = [_as_category_string(c) for c in col.categories]
+            value_set = [as_category_string(c) for c in col.categories]
             out.append(_expectation("expect_column_values_to_be_in_set", column=name, value_set=value_set))
         elif col.is_numeric and (col.min is not None or col.max is not None):
             # datetime bounds are seconds since the Unix epoch: the batch carries datetimes as
@@ -133,44 +133,3 @@ def _suite(name: str, expectations: list[dict[str, Any]], spec: DatasetSpec) -> 
 def dump_suite(suite: dict[str, Any], path: str | Path) -> None:
     """Write a suite as stable, diff-friendly JSON (2-space indent, trailing newline)."""
     Path(path).write_text(json.dumps(suite, indent=2) + "\n")
-
-
-def load_suite(path: str | Path) -> dict[str, Any]:
-    """Read a suite JSON file; a missing file or an invalid suite is a ConfigError naming it.
-
-    "Invalid" includes what only GE can tell (an unknown expectation type, bad kwargs), so this
-    builds the suite with GE once, which imports great_expectations.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: expectation suite file not found")
-    try:
-        raw = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc.__class__.__name__})") from None
-    problem = _structure_problem(raw)
-    if problem:
-        raise ConfigError(f"{path}: not a Great Expectations suite: {problem}")
-    from privacy_gate.validation.run import gx_suite_from_dict  # lazy: run.py imports this module
-
-    try:
-        gx_suite_from_dict(raw)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    return raw
-
-
-def _structure_problem(raw: Any) -> str | None:
-    if not isinstance(raw, dict):
-        return "expected a JSON object"
-    if not isinstance(raw.get("name"), str) or not raw["name"]:
-        return "'name' must be a non-empty string"
-    exps = raw.get("expectations")
-    if not isinstance(exps, list):
-        return "'expectations' must be a list"
-    for i, exp in enumerate(exps):
-        if not isinstance(exp, dict) or not isinstance(exp.get("type"), str):
-            return f"expectations[{i}] needs a string 'type'"
-        if not isinstance(exp.get("kwargs", {}), dict):
-            return f"expectations[{i}] ('{exp['type']}'): 'kwargs' must be an object"
-    return None
