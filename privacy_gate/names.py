@@ -68,6 +68,26 @@ def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str)
     return f"subgroup/{'_x_'.join(map(_safe, columns))}/{'_x_'.join(map(_safe, values))}/{key}"
 
 
+#: MLflow's limits on a metric/param/tag key and on a tag value (its store refuses longer ones).
+MAX_KEY_LENGTH = 250
+MAX_TAG_VALUE_LENGTH = 5000
+
+
+def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
+    """``key`` if it fits MLflow's limit, else a stable shortened form (prefix + hash): long
+    column or category names must never make a run unrecordable.
+
+    >>> len(bounded_key("subgroup/" + "x" * 300 + "/dcr.auc")) <= MAX_KEY_LENGTH
+    True
+    """
+    if len(key) <= limit:
+        return key
+    import hashlib
+
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+    return f"{key[: limit - 14]}~{digest}"
+
+
 def check_key(*, attack: str | None, metric: str, group: str | None = None) -> str:
     """The one-string form of what a rule check read: ``[<group>: ][<attack>.]<metric>``."""
     key = metric_name(attack, metric)

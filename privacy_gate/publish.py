@@ -1,8 +1,26 @@
 """Quarantine store and atomic publication.
 
-Every candidate release first lands in ``<workdir>/quarantine/<sha>/``. Only an APPROVE verdict (or
-a recorded approval) copies it to the publication target, atomically: write to a temp file in the
-target folder, fsync, rename; the manifest is written the same way, after the data.
+Every candidate release first lands in ``<workdir>/quarantine/<sha16>/``. Only an APPROVE verdict
+(or a recorded approval) publishes it. Publication is one atomic step:
+
+1. A staging directory ``<target>/.staging-<pid>-<token>/`` is made inside the target, on the same
+   filesystem.
+2. The data file and ``manifest.json`` are written into it and fsynced.
+3. The staging directory is renamed to ``<target>/<slug>-<sha12>/``, and the target folder is
+   fsynced.
+
+**Reader contract.** A published release is a directory directly inside the target whose name
+does not start with a dot, that holds ``manifest.json``, and whose data file (the manifest's
+``file``) hashes to the manifest's ``sha256``. Readers ignore anything else: hidden directories
+are work in progress or leftovers of a killed run. :func:`list_published` and
+:func:`verify_published` implement the contract.
+
+A crash at any instant leaves either nothing visible or a complete, manifested release. Stale
+staging directories of dead processes are removed the next time a store publishes.
+
+The directory name comes from a sanitised slug of the dataset name and the content hash. The
+final path is checked to lie inside the target, so a dataset name such as ``../x`` or ``/etc/x``
+cannot write elsewhere.
 """
 
 from __future__ import annotations
@@ -10,8 +28,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +43,13 @@ from privacy_gate.errors import PrivacyGateError
 
 QUARANTINE_DIR = "quarantine"
 PUBLISHED_DIR = "published"
+MANIFEST = "manifest.json"
+STAGING_PREFIX = ".staging-"
+STALE_SECONDS = 3600.0  # a staging dir of a live process older than this is abandoned too
+
+
+class PublishError(PrivacyGateError):
+    """Publication refused or failed; nothing incomplete is visible in the target."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +68,17 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def dataset_slug(name: str) -> str:
+    """A file-name-safe slug of a dataset name: no separators, no leading dots, <= 64 chars.
+
+    >>> dataset_slug("../../etc/Passwd"), dataset_slug("/abs/name"), dataset_slug(""), dataset_slug("Adult 2024")
+    ('etc-passwd', 'abs-name', 'dataset', 'adult-2024')
+    """
+    slug = re.sub(r"[^a-z0-9._-]+", "-", str(name).lower())
+    slug = re.sub(r"-{2,}", "-", slug).strip(".-_")[:64].strip(".-_")
+    return slug or "dataset"
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -49,20 +87,88 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write(target: Path, write) -> None:
-    """``write(tmp_path)`` then fsync + rename into ``target``; nothing half-written on failure."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    shutil.copyfile(src, dst)
+
+
+def _pid_alive(pid: int) -> bool:
     try:
-        write(Path(tmp))
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        _fsync_dir(target.parent)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _stale(entry: Path, *, prefix: str) -> bool:
+    """A temporary directory ``<prefix><pid>-<token>`` whose process is gone (or that is old)."""
+    try:
+        pid = int(entry.name[len(prefix):].split("-", 1)[0])
+    except ValueError:
+        return True
+    try:
+        age = time.time() - entry.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    return not _pid_alive(pid) or age > STALE_SECONDS
+
+
+def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
+    """Remove leftovers of killed runs (temporary directories of dead processes) in ``folder``."""
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for entry in folder.iterdir():
+        if entry.name.startswith(prefix) and entry.is_dir() and _stale(entry, prefix=prefix):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def _temp_dir(parent: Path, prefix: str) -> Path:
+    parent.mkdir(parents=True, exist_ok=True)
+    path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(6)}"
+    path.mkdir()
+    return path
+
+
+def verify_published(folder: Path) -> dict[str, Any]:
+    """The manifest of a published release directory, after checking the data against it."""
+    folder = Path(folder)
+    manifest_path = folder / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        data = folder / manifest["file"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PublishError(f"{folder}: no readable {MANIFEST}; not a published release") from None
+    if Path(manifest["file"]).name != manifest["file"] or not data.is_file():
+        raise PublishError(f"{folder}: the data file named in {MANIFEST} is missing")
+    if file_sha256(data) != manifest.get("sha256"):
+        raise PublishError(f"{folder}: {manifest['file']} does not match the sha256 in {MANIFEST}")
+    return manifest
+
+
+def list_published(target: Path) -> list[Path]:
+    """The release directories in ``target`` that satisfy the reader contract, sorted by name."""
+    target = Path(target)
+    if not target.is_dir():
+        return []
+    out = []
+    for entry in sorted(target.iterdir()):
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        try:
+            verify_published(entry)
+        except PublishError:
+            continue
+        out.append(entry)
+    return out
 
 
 class ReleaseStore:
@@ -73,36 +179,83 @@ class ReleaseStore:
 
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
         """Write the candidate release into quarantine, addressed by its content hash."""
-        self.quarantine_root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=self.quarantine_root) as tmp:
-            local = Path(tmp) / f"synthetic.{fmt}"
+        clean_stale(self.quarantine_root, prefix=".tmp-")
+        tmp = _temp_dir(self.quarantine_root, ".tmp-")
+        try:
+            local = tmp / f"synthetic.{fmt}"
             if fmt == "parquet":
                 df.to_parquet(local, index=False)
             else:
                 df.to_csv(local, index=False)
+            _fsync_file(local)
             sha = file_sha256(local)
             folder = self.quarantine_root / sha[:16]
-            folder.mkdir(exist_ok=True)
             final = folder / local.name
             if not final.exists():
-                _atomic_write(final, lambda p: shutil.copyfile(local, p))
+                folder.mkdir(exist_ok=True)
+                os.replace(local, final)  # same filesystem: atomic
+                _fsync_dir(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return QuarantinedRelease(path=final, sha256=sha, rows=len(df), fmt=fmt)
+
+    def release_dir(self, release: QuarantinedRelease, dataset: str) -> Path:
+        """Where ``release`` is (or would be) published; always inside the target."""
+        root = self.target.resolve()
+        final = (root / f"{dataset_slug(dataset)}-{release.sha256[:12]}").resolve()
+        if final.parent != root:
+            raise PublishError(f"refusing to publish outside the target {root}: {final}")
+        return final
 
     def publish(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
                 config_hash: str | None, approval: dict[str, Any] | None = None) -> Path:
-        """Copy an approved release to the target with a manifest. Refuses anything not approved."""
+        """Publish an approved release atomically; returns the published data file. Refuses
+        anything not approved, and a quarantined file that changed since it was judged."""
         if verdict != "APPROVE" and approval is None:
-            raise PrivacyGateError(f"refusing to publish a release with verdict {verdict} and no recorded approval")
+            raise PublishError(f"refusing to publish a release with verdict {verdict} and no recorded approval")
         if file_sha256(release.path) != release.sha256:
-            raise PrivacyGateError(f"quarantined file {release.path} changed since it was judged; not publishing")
-        name = f"{dataset}-{release.sha256[:12]}.{release.fmt}"
-        out = self.target / name
-        _atomic_write(out, lambda p: shutil.copyfile(release.path, p))
-        manifest = {
-            "file": name, "sha256": release.sha256, "rows": release.rows, "dataset": dataset,
-            "run_id": run_id, "verdict": verdict, "config_hash": config_hash, "approval": approval,
-            "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-        _atomic_write(out.with_name(name + ".manifest.json"),
-                      lambda p: p.write_text(json.dumps(manifest, indent=2)))
-        return out
+            raise PublishError(f"quarantined file {release.path} changed since it was judged; not publishing")
+        final = self.release_dir(release, dataset)
+        name = f"{final.name}.{release.fmt}"
+        if final.exists():  # published before (an idempotent re-run): only if complete and identical
+            manifest = verify_published(final)
+            if manifest["sha256"] != release.sha256:
+                raise PublishError(f"{final} already holds a different release")
+            return final / manifest["file"]
+        self.target.mkdir(parents=True, exist_ok=True)
+        clean_stale(self.target, prefix=STAGING_PREFIX)
+        staging = _temp_dir(self.target, STAGING_PREFIX)
+        try:
+            _copy_file(release.path, staging / name)
+            _fsync_file(staging / name)
+            if file_sha256(staging / name) != release.sha256:
+                raise PublishError(f"the copy of {release.path} does not match its hash; not publishing")
+            manifest = {
+                "file": name, "sha256": release.sha256, "rows": release.rows, "format": release.fmt,
+                "dataset": dataset, "run_id": run_id, "verdict": verdict, "config_hash": config_hash,
+                "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            }
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
+            _fsync_file(staging / MANIFEST)
+            _fsync_dir(staging)
+            try:
+                os.rename(staging, final)  # the one step that makes the release visible
+            except OSError:
+                if not final.exists():
+                    raise
+                # a concurrent publisher of the same release won the rename: theirs must be complete
+                if verify_published(final)["sha256"] != release.sha256:
+                    raise PublishError(f"{final} already holds a different release") from None
+            _fsync_dir(self.target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        return final / name
+
+
+def read_quarantined(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path) if Path(path).suffix == ".parquet" else pd.read_csv(path)
+
+
+__all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "clean_stale", "dataset_slug",
+           "file_sha256", "list_published", "read_quarantined", "verify_published"]

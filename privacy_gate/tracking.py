@@ -24,7 +24,8 @@ from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
-                                TAG_VERDICT, TAG_VERDICT_DIGEST, decision_artifact, experiment_name)
+                                TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
+                                experiment_name)
 
 
 #: An HMAC key for verdict digests. Without it the digest is a plain SHA-256, which catches an
@@ -209,7 +210,7 @@ class Tracker:
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
 
-        items = [Param(k, str(v)[:6000]) for k, v in params.items()]
+        items = [Param(bounded_key(k), str(v)[:6000]) for k, v in params.items()]
         for i in range(0, len(items), 100):
             self.client.log_batch(run_id, params=items[i : i + 100])
 
@@ -219,13 +220,17 @@ class Tracker:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v is not None and math.isfinite(float(v))]
+        items = [Metric(bounded_key(k), float(v), now, 0) for k, v in metrics.items()
+                 if v is not None and math.isfinite(float(v))]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
 
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
         for k, v in tags.items():
-            self.client.set_tag(run_id, k, str(v))
+            text = str(v)
+            if len(text) > MAX_TAG_VALUE_LENGTH:
+                text = text[: MAX_TAG_VALUE_LENGTH - 40] + f"… (+{len(text) - MAX_TAG_VALUE_LENGTH + 40} chars)"
+            self.client.set_tag(run_id, bounded_key(k), text)
 
     # ---- artifacts
     def log_json(self, run_id: str, obj: Any, path: str) -> None:

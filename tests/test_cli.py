@@ -62,7 +62,7 @@ def test_gate_only_approves_independent_sample_with_json(prefect_server, gate_fi
     summary = _last_json(out)
     assert code == 0 and summary["verdict"] == "APPROVE", summary["reasons"]
     assert set(summary) == {"verdict", "status", "reasons", "metrics", "flagged_subgroups", "run_id"}
-    assert summary["run_id"] and len(list((tmp_path / "published").glob("adult-*.parquet"))) == 1
+    assert summary["run_id"] and len(list((tmp_path / "published").glob("adult-*/adult-*.parquet"))) == 1
 
 
 def test_gate_only_blocks_copies(prefect_server, gate_files, tmp_path):

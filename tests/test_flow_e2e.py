@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from privacy_gate.flows import release_flow
 from privacy_gate import names, tracking
+from privacy_gate.flows import release_flow
+from privacy_gate.publish import list_published, verify_published
 
 from .conftest import write_release_config
 
@@ -64,7 +65,7 @@ def test_publication_follows_verdict(gc_run):
     result, workdir = gc_run
     quarantined = Path(result["quarantined"])
     assert quarantined.exists() and quarantined.is_relative_to(workdir / "quarantine")
-    published = list((workdir / "published").glob("*.parquet")) if (workdir / "published").exists() else []
+    published = [d / verify_published(d)["file"] for d in list_published(workdir / "published")]
     if result["verdict"]["verdict"] == "APPROVE":
         assert len(published) == 1 and result["published"]
     else:

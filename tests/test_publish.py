@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.publish import ReleaseStore, file_sha256
+from privacy_gate.publish import ReleaseStore, file_sha256, list_published
 
 
 def _df():
@@ -28,11 +28,13 @@ def test_publish_only_approved_with_manifest(tmp_path):
             store.publish(q, dataset="d", verdict=verdict, run_id="r", config_hash="c")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     out = store.publish(q, dataset="d", verdict="APPROVE", run_id="r1", config_hash="c1")
-    manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
+    assert out.parent.parent == tmp_path / "out" and out.parent.name == f"d-{q.sha256[:12]}"
+    manifest = json.loads((out.parent / "manifest.json").read_text())
     assert manifest["sha256"] == q.sha256 == file_sha256(out)
     assert manifest["run_id"] == "r1" and manifest["verdict"] == "APPROVE" and manifest["config_hash"] == "c1"
     pd.testing.assert_frame_equal(pd.read_parquet(out), _df())
-    assert not [p for p in out.parent.iterdir() if p.name.endswith(".tmp")]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [out.parent.name]  # no staging left
+    assert list_published(tmp_path / "out") == [out.parent]
 
 
 def test_publish_refuses_tampered_quarantine(tmp_path):

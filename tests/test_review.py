@@ -92,7 +92,7 @@ def test_cli_review_then_approve_with_suppress_publishes_without_the_group(revie
     published = Path(out.split("published: ")[1].strip())
     df = pd.read_parquet(published)
     assert len(df) > 0 and not (df["race"] == "Asian-Pac-Islander").any()
-    manifest = json.loads(published.with_name(published.name + ".manifest.json").read_text())
+    manifest = json.loads((published.parent / "manifest.json").read_text())
     assert manifest["approval"]["reviewer"] == "ana" and manifest["approval"]["suppress"] == [GROUP]
     assert manifest["run_id"] == run_id
     client = MlflowClient(tracking.default_tracking_uri(workdir))
@@ -124,7 +124,7 @@ def test_refusals_and_approval_in_a_later_process(prefect_server, canary, tmp_pa
     proc = subprocess.run([sys.executable, "-m", "privacy_gate.cli", "approve", run_id, "--reviewer", "cy",
                            "--workdir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    published = list((tmp_path / "published").glob("adult-*.parquet"))
+    published = list((tmp_path / "published").glob("adult-*/adult-*.parquet"))
     assert len(published) == 1 and published[0].name.startswith("adult-" + result["verdict"]["data_hashes"]
                                                                  ["synthetic_file_sha256"][:12])
     code, out, _ = _invoke(["review", run_id, "--workdir", str(tmp_path)])

@@ -28,7 +28,7 @@ from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.run import StageClock
 from privacy_gate.pipeline.runs import RunContext, finish, log_report_of
 from privacy_gate.pipeline.settings import GateSettings
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256
+from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, read_quarantined
 
 log = logging.getLogger("privacy_gate")
 
@@ -92,9 +92,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     tracker.experiment_id = record.experiment_id
     settings = record.settings()
     splits = record.splits()
-    synthetic = (pd.read_parquet(record.quarantine) if record.quarantine.suffix == ".parquet"
-                 else pd.read_csv(record.quarantine))
-    synthetic = conform(synthetic, settings.spec, source="quarantined release")
+    synthetic = conform(read_quarantined(record.quarantine), settings.spec, source="quarantined release")
     drop = pd.Series(False, index=synthetic.index)
     for label in suppress:
         try:
