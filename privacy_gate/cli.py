@@ -22,6 +22,10 @@ EXIT_USAGE = 2
 EXIT_BLOCK = 4
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the verdict JSON as the last line of stdout.")]
+OrchestratorOpt = Annotated[str, typer.Option(
+    "--orchestrator", help="prefect: run as a Prefect flow; local: the same pipeline in this process (no Prefect "
+                           "server); auto (default): prefect when a Prefect API is configured (PREFECT_API_URL) "
+                           "or the config needs it (review.mode pause, runner.kind dask), else local.")]
 WorkdirOpt = Annotated[Path, typer.Option("--workdir", help="MLflow store, quarantine and published files.")]
 
 
@@ -77,6 +81,34 @@ def _report(result: dict[str, Any] | None, *, as_json: bool, error: str | None =
     raise typer.Exit(verdict.exit_code)
 
 
+def _use_prefect(orchestrator: str, *, needs_prefect: bool = False) -> bool:
+    if orchestrator not in ("auto", "prefect", "local"):
+        _usage_error(f"--orchestrator must be auto, prefect or local, got {orchestrator!r}")
+    if orchestrator != "auto":
+        if orchestrator == "local" and needs_prefect:
+            _usage_error("--orchestrator local: the config needs Prefect (review.mode pause or runner.kind dask)")
+        return orchestrator == "prefect"
+    if needs_prefect or os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import PREFECT_API_URL  # a profile or a test harness may set it
+
+    return bool(PREFECT_API_URL.value())
+
+
+def _cli_logger():
+    """Progress lines on stderr for in-process runs (Prefect's logger does this for flows)."""
+    import logging
+
+    logger = logging.getLogger("privacy_gate")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-7s | %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    return logger
+
+
 def _run_flow(fn, as_json: bool, **kwargs: Any) -> None:
     """Run a flow; anything that escapes it still ends as a BLOCK (exit 4), never an approval."""
     try:
@@ -94,8 +126,9 @@ def run(
     config: Annotated[Path, typer.Argument(help="Release config YAML (see examples/adult.yaml).")],
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
+    orchestrator: OrchestratorOpt = "auto",
 ) -> None:
-    """Run the full release pipeline as a Prefect flow: train, sample, attack, decide, publish."""
+    """Run the full release pipeline: train, sample, attack, decide, publish."""
     _quiet_env()
     from privacy_gate.config import load_release_config
     from privacy_gate.errors import ConfigError
@@ -110,6 +143,12 @@ def run(
     except ConfigError as exc:
         _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
     _require_files(**{"dataset.path": cfg.dataset.path, "dataset.reference_path": cfg.dataset.reference_path})
+    if not _use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
+        from privacy_gate.pipeline import LocalExecutor
+        from privacy_gate.pipeline.runs import release_run
+
+        with LocalExecutor(max_workers=cfg.runner.workers) as executor:
+            _run_flow(release_run, as_json, config=cfg, workdir=workdir, executor=executor, logger=_cli_logger())
     from privacy_gate.flows import release_flow, task_runner_for
 
     try:
@@ -130,6 +169,7 @@ def gate(
     publish_to: Annotated[Optional[Path], typer.Option(help="Publication folder (default WORKDIR/published).")] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
+    orchestrator: OrchestratorOpt = "auto",
 ) -> None:
     """Gate-only: judge synthetic data produced elsewhere."""
     _quiet_env()
@@ -138,11 +178,16 @@ def gate(
     from privacy_gate.errors import ConfigError
 
     try:
-        load_spec(spec)
-        if rules:
-            load_rules(rules)
+        spec_model = load_spec(spec)
+        gate_cfg = load_rules(rules) if rules else None
     except ConfigError as exc:
         _usage_error(str(exc))
+    if not _use_prefect(orchestrator):
+        from privacy_gate.pipeline.runs import gate_only_run
+
+        _run_flow(gate_only_run, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
+                  synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, workdir=workdir,
+                  publish_to=str(publish_to) if publish_to else None, logger=_cli_logger())
     from privacy_gate.flows import gate_flow
 
     _run_flow(gate_flow, as_json, train=str(train), holdout=str(holdout), reference=str(reference),

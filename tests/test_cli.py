@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,21 @@ def test_usage_errors_exit_2(tmp_path, small_adult):
     code, _, err = _invoke(["gate", "--train", "x.csv", "--holdout", "x", "--reference", "x", "--synthetic", "x",
                             "--spec", "x"])
     assert code == 2 and "--train: file not found" in err
+
+
+def test_gate_only_in_process_without_prefect(gate_files, tmp_path):
+    """--orchestrator local (the default when no Prefect API is configured): the same pipeline and
+    MLflow record, no Prefect server, no Prefect import; progress lines on stderr."""
+    probe = ("import sys, runpy; sys.argv = ['privacy-gate'] + sys.argv[1:]\n"
+             "try:\n    runpy.run_module('privacy_gate.cli', run_name='__main__')\n"
+             "except SystemExit as e:\n    print('PREFECT_LOADED=' + str('prefect' in sys.modules), file=sys.stderr)\n"
+             "    raise\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    out = subprocess.run([sys.executable, "-c", probe, *_gate_args(gate_files, "copies.csv", tmp_path, "--json",
+                                                                    "--orchestrator", "local")],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 4, out.stderr[-2000:]
+    assert _last_json(out.stdout)["verdict"] == "BLOCK"
+    assert "PREFECT_LOADED=False" in out.stderr
+    assert "▶ running 3 attack(s) concurrently" in out.stderr  # progress output
+    assert (tmp_path / "mlflow.db").exists() and not (tmp_path / "published").exists()
