@@ -95,11 +95,11 @@ class Tracker:
         from mlflow.tracking import MlflowClient
 
         self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
         self.experiment_id = None
         # MLflow creates (migrates) a sqlite store on first use; concurrent first runs on one
         # workdir would race that migration, so they take turns on a lock beside the file
         with _store_init_lock(uri):
+            self.client = MlflowClient(tracking_uri=uri)
             if experiment is None:  # only reading / appending to existing runs
                 self.client.search_experiments(max_results=1)
                 return
