@@ -99,9 +99,12 @@ def _cli_logger():
     """Progress lines on stderr for in-process runs (Prefect's logger does this for flows)."""
     import logging
 
+    class StderrHandler(logging.StreamHandler):  # whatever sys.stderr is now (test runners swap it)
+        stream = property(lambda self: sys.stderr, lambda self, value: None)
+
     logger = logging.getLogger("privacy_gate")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-7s | %(message)s", "%H:%M:%S"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)

@@ -59,7 +59,11 @@ def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str) -> pd.DataFrame
             bad = int((num.isna() & s.notna()).sum())
             if bad:
                 raise DataError(f"{source}: column '{name}' is {col.kind} but {bad} value(s) are not numbers")
-            out[name] = num.astype("float64")
+            num = num.astype("float64")
+            n_inf = int(np.isinf(num).sum())
+            if n_inf:  # inf breaks every encoder and density; a range in the spec would have caught it too
+                raise DataError(f"{source}: column '{name}' has {n_inf} infinite value(s)")
+            out[name] = num
         elif col.kind == "datetime":
             dt = pd.to_datetime(s, errors="coerce")
             bad = int((dt.isna() & s.notna()).sum())
