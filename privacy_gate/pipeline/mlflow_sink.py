@@ -96,14 +96,16 @@ class MlflowSink:
 
     # ---- the decision
     def record_verdict(self, verdict: Verdict, *, timings: dict[str, float]) -> dict[str, Any]:
-        """Metrics, timings, ``verdict.json``, the verdict tags and the summary; returns the verdict
-        dict as read back from the store (what an approval will later be checked against)."""
+        """Metrics, timings, ``verdict.json`` and the verdict tags; returns the verdict dict as read
+        back from the store (what an approval will later be checked against)."""
         self.tracker.log_metrics(self.run_id, {**verdict.metrics,
                                                **{names.timing_metric(k): v for k, v in timings.items()}})
         self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
         self.tracker.log_verdict(self.run_id, verdict.to_dict())
-        self.tracker.log_text(self.run_id, self.summary_markdown(verdict), names.ART_SUMMARY)
         return self.tracker.read_verified_verdict(self.run_id)
+
+    def record_summary(self, markdown: str) -> None:
+        self.tracker.log_text(self.run_id, markdown, names.ART_SUMMARY)
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

@@ -186,12 +186,19 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
             _try(logger, "tag the run with the publication", ctx.sink.record_published, published)
     if published is None and ctx.quarantined is not None:
         logger.info("release stays in quarantine: %s", ctx.quarantined.path)
+    # derived records after the decision: each failure is a warning, never a change of the verdict
+    summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
+    try:
+        summary = ctx.sink.summary_markdown(verdict)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("could not render the verdict summary (%s); the verdict stands", type(exc).__name__)
+    _try(logger, f"record {names.ART_SUMMARY}", ctx.sink.record_summary, summary)
     _try(logger, f"render the HTML report {names.ART_REPORT}", log_report_of, ctx.sink)
     _try(logger, "close the MLflow run", ctx.sink.end, failed=verdict.status != "ok")
     return {"verdict": verdict.to_dict(), "published": str(published) if published else None,
             "quarantined": str(ctx.quarantined.path) if ctx.quarantined else None,
             "tracking_uri": ctx.sink.tracker.uri, "run_id": ctx.run_id, "timings": clock.timings,
-            "summary_markdown": ctx.sink.summary_markdown(verdict)}
+            "summary_markdown": summary}
 
 
 def log_report_of(sink: MlflowSink) -> None:
