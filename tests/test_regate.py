@@ -30,9 +30,14 @@ class DPFileGenerator(FileGenerator):
 
     privacy = {"epsilon": ACTUAL_EPSILON, "delta": 0.0}
 
+    FOCAL = [FocalPoint("marginal", ("sex", "race")), FocalPoint("marginal", ("education",))]
+
+    def select_focal_points(self, data, rng):
+        return list(self.FOCAL)
+
     def fit(self, train, spec, *, reference=None):
         super().fit(train, spec, reference=reference)
-        self.focal_points_ = [FocalPoint("marginal", ("sex", "race")), FocalPoint("marginal", ("education",))]
+        self.focal_points_ = self.select_focal_points(train, None)
         return self
 
 

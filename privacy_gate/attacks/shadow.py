@@ -43,6 +43,7 @@ import pandas as pd
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError
+from privacy_gate.generators import create_generator  # importing the package registers every generator
 from privacy_gate.generators.focal import FocalPoint
 
 Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
@@ -92,8 +93,6 @@ def build_generator(generator: str, params: Mapping[str, Any], spec: DatasetSpec
     Raises ConfigError when the generator is unknown, rejects the settings, or has no
     ``select_focal_points`` (no data-dependent selection step to shadow).
     """
-    from privacy_gate.generators import create_generator  # imports (registers) every generator
-
     gen = create_generator(generator, **shadow_params(params))
     if not callable(getattr(gen, "select_focal_points", None)) or not callable(getattr(gen, "configure", None)):
         raise ConfigError(f"generator '{generator}' has no focal-point selection step (select_focal_points) to shadow")

@@ -17,6 +17,7 @@ from privacy_gate.pipeline.attacking import AttackOutcome, scores_frame
 from privacy_gate.pipeline.auditing import AuditResult
 from privacy_gate.pipeline.settings import GateSettings
 from privacy_gate.pipeline.targets import Targets
+from privacy_gate.report.html import ReportInputs, render_report
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,8 +52,6 @@ class GateResult:
         return None if self.targets is None else scores_frame(self.targets, self.outcomes)
 
     def report_html(self) -> str:
-        from privacy_gate.report.html import ReportInputs, render_report  # matplotlib: loaded on demand
-
         return render_report(ReportInputs(
             verdict=self.verdict.to_dict(), scores=self.scores(),
             subgroups=self.audit.group_rows if self.audit else (), utility=self.utility or {},

@@ -28,6 +28,7 @@ from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.run import StageClock, failure_verdict, run_gate
 from privacy_gate.pipeline.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
+from privacy_gate.report.html import log_report
 from privacy_gate.validation import validate_input
 
 
@@ -202,8 +203,6 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
 
 
 def log_report_of(sink: MlflowSink) -> None:
-    from privacy_gate.report.html import log_report  # matplotlib-heavy; derived data only
-
     log_report(sink.tracker, sink.run_id)
 
 

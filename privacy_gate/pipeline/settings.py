@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from privacy_gate.attacks import OracleKnowledge
 from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetSpec, GateConfig, MaceConfig,
                                  ReleaseConfig, TargetsConfig)
-from privacy_gate.generators import Generator
+from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.names import ORACLE_ATTACK
 
@@ -94,7 +94,7 @@ def with_oracle(attacks: Sequence[AttackConfig], focal: Sequence[FocalPoint] | N
 
 def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSettings:
     """Settings of a release run: the config's sections plus what the fitted generator tells."""
-    focal = getattr(generator, "focal_points_", None) or None  # MarginalGenerator only
+    focal = list(generator.focal_points_) if isinstance(generator, MarginalGenerator) else None
     return GateSettings(
         spec=config.dataset.spec, gate=config.gate, attacks=with_oracle(config.attacks, focal),
         targets=config.targets, audit=config.audit, mace=config.mace,

@@ -31,7 +31,10 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate import names, tracking
+from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, split_attack_metric
+from privacy_gate.report.plots import (comparison_bars_figure, risk_profile_figure, roc_figure,
+                                       score_histograms_figure, subgroup_bars_figure)
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +302,6 @@ def _attacks(inp: ReportInputs) -> str:
                             [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()]))
     scores = inp.scores
     if scores is not None and "member" in scores.columns:
-        from privacy_gate.report.plots import roc_figure, score_histograms_figure
 
         labels = scores["member"].to_numpy().astype(int)
         curves, hists = [], []
@@ -310,8 +312,6 @@ def _attacks(inp: ReportInputs) -> str:
             y = labels[ok]
             if ok.sum() < 2 or len(set(y.tolist())) < 2:
                 continue
-            from privacy_gate.estimators.metrics import roc_curve_points
-
             fpr, tpr = roc_curve_points(s[ok], y)
             auc = (table.get(name) or {}).get("auc")
             if auc is None or not math.isfinite(float(auc)):
@@ -339,8 +339,6 @@ def _mace(inp: ReportInputs) -> str:
     df = inp.mace
     if df is None or "risk" not in df.columns or df.empty:
         return ""
-    from privacy_gate.report.plots import risk_profile_figure
-
     risk = df["risk"].to_numpy(dtype=float)
     lower = df["risk_lower"].to_numpy(dtype=float) if "risk_lower" in df.columns else None
     upper = df["risk_upper"].to_numpy(dtype=float) if "risk_upper" in df.columns else None
@@ -355,8 +353,6 @@ def _subgroups(inp: ReportInputs) -> str:
     rows = [dict(r) for r in inp.subgroups or []]
     if not rows:
         return _section("Subgroups", _note("No subgroup audit for this run."), "subgroups")
-    from privacy_gate.report.plots import subgroup_bars_figure
-
     checks = list(inp.verdict.get("checks") or [])
     flagged = set(inp.verdict.get("flagged_subgroups") or [])
     failed = _failed_group_attacks(checks)
@@ -431,8 +427,6 @@ def _dependency(inp: ReportInputs) -> str:
     body += _table(["attack", "IID AUC", "dependency AUC", "gap", "dependency TPR@1%FPR", "dependency advantage"],
                    rows)
     if plot:
-        from privacy_gate.report.plots import comparison_bars_figure
-
         body += _png(comparison_bars_figure(plot, labels=("IID", "dependency"), metric="AUC", reference=0.5))
     return _section("Dependency stress test", body, "dependency")
 
