@@ -43,13 +43,34 @@ def _metrics_of(name: str, est: Any, ppv_upper: float | None) -> dict[str, float
     return {k: float(v) for k, v in out.items() if v is not None}  # bias is None without permutations
 
 
+def combined_query(scores: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The query that combines the gated attacks: None for one attack; the score vector for 2 to
+    ``MAX_COMBINED_DIMS`` attacks (the multi-d estimators are validated up to 4 dimensions); for
+    more, the per-record maximum of the rank-normalised scores — a 1-d query whose estimator bias
+    does not grow with the number of attacks.
+
+    >>> combined_query({"a": np.array([1.0, 2.0])}) is None
+    True
+    >>> combined_query({k: np.array([0.0, 1.0, 2.0]) for k in "abcde"}).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    if len(scores) < 2:
+        return None
+    if len(scores) <= MAX_COMBINED_DIMS:
+        return np.column_stack([scores[a] for a in scores])
+    ranks = [pd.Series(np.asarray(s, dtype=float)).rank(method="average").to_numpy() for s in scores.values()]
+    n = len(ranks[0])
+    return np.max([(r - 1) / max(n - 1, 1) for r in ranks], axis=0)
+
+
 def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
                      delta: float, n_permutations: int, epsilon: float | None, seed: int = 0) -> MaceResult:
     """MACE estimates for each gated attack's scores and for their combination."""
     labels = np.asarray(labels)
     queries: dict[str, np.ndarray] = dict(scores)
-    if 2 <= len(scores) <= MAX_COMBINED_DIMS:
-        queries[COMBINED] = np.column_stack([scores[a] for a in scores])
+    combined = combined_query(scores)
+    if combined is not None:
+        queries[COMBINED] = combined
     metrics: dict[str, float] = {}
     estimates: dict[str, Any] = {}
     dp: dict[str, DPComparison] = {}

@@ -16,18 +16,30 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import Rule
+from privacy_gate.gate.power import null_reference
 from privacy_gate.gate.verdict import Check, Verdict
-from privacy_gate.names import check_key, metric_name
+from privacy_gate.names import COMBINED, check_key, metric_name
 
 
 def _rule_targets(rule: Rule, attacks: Sequence[str]) -> list[str | None]:
-    """The attacks a rule reads (None: a plain metric such as ``utility.quality``)."""
+    """The attacks a rule reads (None: a plain metric such as ``utility.quality``); empty when the
+    rule does not apply (the combined query exists only with two or more gated attacks)."""
     if rule.attack is None:
         return [None]
+    if rule.attack == COMBINED and len(attacks) < 2:
+        return []
     if rule.attack == "any":
         # 'any' with no attack run: nothing was measured, so nothing can be approved
         return list(attacks) or ["<no attack>"]
     return [rule.attack]
+
+
+def _figures_of(attack: str | None, metrics: Mapping[str, float]) -> dict[str, float]:
+    """One attack's figures (``n_members``, ``mace.bias``, ...) out of the flat metrics."""
+    if attack is None:
+        return {}
+    prefix = f"{attack}."
+    return {k[len(prefix):]: v for k, v in metrics.items() if k.startswith(prefix)}
 
 
 def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[str], group: str | None = None
@@ -38,8 +50,14 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
     carry it, and their ``key`` reads ``<group>: <attack>.<metric>``.
     """
     bound = "max" if rule.max is not None else "min"
+    targets = _rule_targets(rule, attacks)
+    if not targets:
+        return [Check(rule=rule.describe(), attack=COMBINED, metric=rule.metric, group=group, observed=None,
+                      threshold=rule.threshold, bound=bound, action=rule.action, passed=True,
+                      message=f"{rule.describe()}: not applicable — the combined query needs at least 2 gated "
+                              f"attacks ({len(attacks)} ran)")]
     checks = []
-    for attack in _rule_targets(rule, attacks):
+    for attack in targets:
         where = dict(attack=attack, metric=rule.metric, group=group)
         name = check_key(**where)
         value = metrics.get(metric_name(attack, rule.metric))
@@ -53,8 +71,13 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
         passed = value <= rule.threshold if bound == "max" else value >= rule.threshold
         op = "<=" if bound == "max" else ">="
         msg = f"{name} = {value:.4g} {'within' if passed else 'violates'} {bound} {rule.threshold:g} ({op})"
+        reference = null_reference(rule.metric, _figures_of(attack, metrics))
+        if not passed and reference is not None and (reference > rule.threshold if bound == "max"
+                                                     else reference < rule.threshold):
+            msg += (f"; a release with no leakage would score about {reference:.3g} here — too few targets to "
+                    "tell, add targets")
         checks.append(Check(rule=rule.describe(), observed=value, threshold=rule.threshold, bound=bound,
-                            action=rule.action, passed=passed, message=msg, **where))
+                            action=rule.action, passed=passed, message=msg, null_reference=reference, **where))
     return checks
 
 

@@ -42,6 +42,7 @@ class Check:
     message: str
     attack: str | None = None
     group: str | None = None
+    null_reference: float | None = None  # what a release with no leakage would score here (gate.power)
 
     def __post_init__(self) -> None:
         if self.bound not in ("max", "min", "none") or self.action not in ("block", "review"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import time
 import traceback
@@ -28,6 +29,7 @@ from privacy_gate.errors import PrivacyGateError, ValidationFailed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.gate import Verdict, decide
+from privacy_gate.gate.power import mace_radius, targets_needed
 from privacy_gate.gate.findings import attack_invalid, dp_bound_exceeded, validation_failures
 from privacy_gate.names import COMBINED, STRONGEST, UTILITY, mace_metric, metric_name
 from privacy_gate.pipeline.attacking import run_attack, strongest
@@ -105,6 +107,16 @@ def run_gate(inputs: GateInputs, settings: GateSettings, *, executor: Executor |
     return result
 
 
+def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -> None:
+    """Say up front when no release, however safe, could pass an upper-bound rule at this N."""
+    radius = mace_radius(n_targets, settings.mace.delta)
+    for rule in settings.gate.rules:
+        if rule.metric.endswith("mace.advantage_upper") and rule.max is not None and radius >= rule.max:
+            logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any release; "
+                           "about %d targets would let a release with no leakage pass it", n_targets, radius,
+                           rule.describe(), math.ceil(targets_needed(threshold=rule.max, delta=settings.mace.delta)))
+
+
 def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, clock: StageClock,
            hashes: dict[str, str]) -> GateResult:
     logger, spec, splits, synthetic = clock.logger, settings.spec, inputs.splits, inputs.synthetic
@@ -115,6 +127,7 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
         targets = choose_targets(splits, settings.targets)
         logger.info("  %d member and %d non-member targets", int(targets.labels.sum()),
                     int((targets.labels == 0).sum()))
+        _warn_if_underpowered(logger, len(targets.labels), settings)
         dependency = None
         if settings.audit.dependency_test:
             dependency = choose_dependency_targets(splits, spec, settings.targets,

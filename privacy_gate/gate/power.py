@@ -1,0 +1,50 @@
+"""What a release with no leakage would score at this number of targets: the reference every rule
+result carries, so a reviewer can tell "leaky" from "too few targets to tell".
+
+For the ROC metrics these are one-sided 95% quantiles under the null (members and non-members
+exchangeable). For MACE they come from the estimator's own figures: the label-permutation bias
+(the plug-in estimate's mean under no leakage) plus or minus the McDiarmid radius.
+
+>>> round(null_reference("auc", {"n_members": 500, "n_non_members": 500}), 3)
+0.53
+>>> round(null_reference("mace.advantage_upper", {"mace.bias": 0.05, "mace.radius": 0.12}), 2)
+0.17
+>>> round(targets_needed(threshold=0.2, delta=0.05))
+738
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+Z95 = 1.6448536269514722  # one-sided 95% normal quantile
+KS95 = math.sqrt(-math.log(0.05) / 2)  # one-sided 95% Kolmogorov-Smirnov constant
+
+
+def null_reference(metric: str, figures: Mapping[str, float]) -> float | None:
+    """The no-signal reference of ``metric`` given one attack's ``figures`` (``n_members``,
+    ``n_non_members``, ``mace.bias``, ``mace.radius``); None when it cannot be told."""
+    n1, n0 = figures.get("n_members"), figures.get("n_non_members")
+    bias, radius = figures.get("mace.bias"), figures.get("mace.radius")
+    if metric == "auc" and n1 and n0:
+        return 0.5 + Z95 * math.sqrt((n1 + n0 + 1) / (12.0 * n1 * n0))
+    if metric.startswith("tpr_at_fpr_") and n1:
+        fpr = float(metric.removeprefix("tpr_at_fpr_"))
+        return fpr + Z95 * math.sqrt(max(fpr * (1 - fpr), 1.0 / n1) / n1)
+    if metric == "advantage" and n1 and n0:
+        return KS95 * math.sqrt((n1 + n0) / (n1 * n0))
+    if metric.startswith("mace.") and radius is not None and bias is not None:
+        return {"mace.advantage_upper": bias + radius, "mace.advantage_lower": max(0.0, bias - radius),
+                "mace.advantage": bias}.get(metric)
+    return None
+
+
+def targets_needed(*, threshold: float, delta: float) -> float:
+    """Targets (members + non-members) for the MACE radius sqrt(2/N log(2/delta)) to be half of
+    an upper-bound threshold, so that a release with no leakage can pass it."""
+    return 8.0 * math.log(2.0 / delta) / threshold**2
+
+
+def mace_radius(n_targets: int, delta: float) -> float:
+    return math.sqrt(2.0 / n_targets * math.log(2.0 / delta))

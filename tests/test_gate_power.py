@@ -1,0 +1,42 @@
+"""Power-aware verdicts and the combined query for any number of attacks (through evaluate)."""
+
+import pytest
+
+import privacy_gate
+from privacy_gate.config import TargetsConfig
+
+
+@pytest.fixture(scope="module")
+def parts(adult_full):
+    rows = adult_full.sample(n=4000, random_state=4).reset_index(drop=True)
+    return dict(train=rows[:1200], holdout=rows[1200:1600], reference=rows[1600:2400], synthetic=rows[2400:3600])
+
+
+def test_a_review_from_too_few_targets_says_so(parts, adult_spec):
+    """200 + 200 targets: even an independent sample cannot get the MACE upper bound under 0.20;
+    the failing check carries the no-signal reference and says to add targets."""
+    result = privacy_gate.evaluate(**parts, spec=adult_spec, attacks=[{"name": "dcr"}, {"name": "domias"}],
+                                   targets=TargetsConfig(n_members=200, n_non_members=200))
+    assert result.decision == "REVIEW", result
+    upper = [c for c in result.verdict.reasons if c.metric == "mace.advantage_upper"]
+    assert upper and all(c.null_reference is not None and c.null_reference > c.threshold for c in upper)
+    assert all("a release with no leakage would score about" in c.message and "add targets" in c.message
+               for c in upper)
+    auc = [c for c in result.verdict.checks if c.metric == "auc" and c.attack == "dcr" and c.group is None]
+    assert auc and 0.5 < auc[0].null_reference < 0.6  # every rule result carries the reference
+
+
+def test_one_attack_is_not_blocked_for_a_missing_combined_query(parts, adult_spec):
+    result = privacy_gate.evaluate(**parts, spec=adult_spec, attacks=[{"name": "dcr"}])
+    assert result.verdict.status == "ok" and result.decision != "BLOCK", result
+    combined = [c for c in result.verdict.checks if c.attack == "combined"]
+    assert combined and all(c.passed and "not applicable" in c.message for c in combined)
+
+
+def test_more_than_four_attacks_get_a_bounded_combined_query(parts, adult_spec):
+    attacks = [{"name": "dcr"}, {"name": "domias"}, {"name": "gan_leaks_cal"}, {"name": "domias_eq1"},
+               {"name": "mc_neighbourhood"}]
+    result = privacy_gate.evaluate(**parts, spec=adult_spec, attacks=attacks)
+    assert result.verdict.status == "ok", result
+    assert "combined.mace.advantage_lower" in result.metrics
+    assert result.metrics["combined.mace.advantage_upper"] < 0.2  # 1-d max-rank query: no multi-d bias
