@@ -15,8 +15,11 @@ exchangeable). For MACE they come from the estimator's own figures: the label-pe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
+
+from scipy.stats import hypergeom
 
 Z95 = 1.6448536269514722  # one-sided 95% normal quantile
 KS95 = math.sqrt(-math.log(0.05) / 2)  # one-sided 95% Kolmogorov-Smirnov constant
@@ -29,15 +32,40 @@ def null_reference(metric: str, figures: Mapping[str, float]) -> float | None:
     bias, radius = figures.get("mace.bias"), figures.get("mace.radius")
     if metric == "auc" and n1 and n0:
         return 0.5 + Z95 * math.sqrt((n1 + n0 + 1) / (12.0 * n1 * n0))
-    if metric.startswith("tpr_at_fpr_") and n1:
-        fpr = float(metric.removeprefix("tpr_at_fpr_"))
-        return fpr + Z95 * math.sqrt(max(fpr * (1 - fpr), 1.0 / n1) / n1)
+    if metric.startswith("tpr_at_fpr_") and n1 and n0:
+        return tpr_null_quantile(float(metric.removeprefix("tpr_at_fpr_")), int(n1), int(n0))
     if metric == "advantage" and n1 and n0:
         return KS95 * math.sqrt((n1 + n0) / (n1 * n0))
     if metric.startswith("mace.") and radius is not None and bias is not None:
         return {"mace.advantage_upper": bias + radius, "mace.advantage_lower": max(0.0, bias - radius),
                 "mace.advantage": bias}.get(metric)
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def tpr_null_quantile(fpr: float, n1: int, n0: int, level: float = 0.05) -> float:
+    """95% quantile of TPR at ``fpr`` when members and non-members are exchangeable.
+
+    With ``m = floor(fpr * n0)`` non-members allowed above the threshold, the members above it
+    are the members drawn before the (m+1)-th non-member in a random order of all targets (a
+    negative hypergeometric count): P(X >= k) = P(at most m non-members among the top k + m).
+    At few non-members this is far above ``fpr`` (with n1 = n0 = 100 and fpr 0.001 the three
+    highest scores are all members one time in eight).
+
+    >>> tpr_null_quantile(0.001, 100, 100), round(tpr_null_quantile(0.01, 5000, 5000), 4)
+    (0.05, 0.0138)
+    """
+    m = int(math.floor(fpr * n0 + 1e-9))
+    lo, hi = 1, n1  # P(X >= k) falls with k: the smallest k with P <= level, by bisection
+    if hypergeom.cdf(m, n0 + n1, n0, hi + m) > level:
+        return 1.0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if hypergeom.cdf(m, n0 + n1, n0, mid + m) <= level:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo / n1
 
 
 def targets_needed(*, threshold: float, delta: float) -> float:

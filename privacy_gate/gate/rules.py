@@ -72,12 +72,16 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
         op = "<=" if bound == "max" else ">="
         msg = f"{name} = {value:.4g} {'within' if passed else 'violates'} {bound} {rule.threshold:g} ({op})"
         reference = null_reference(rule.metric, _figures_of(attack, metrics))
+        action = rule.action
         if not passed and reference is not None and (reference > rule.threshold if bound == "max"
                                                      else reference < rule.threshold):
             msg += (f"; a release with no leakage would score about {reference:.3g} here — too few targets to "
                     "tell, add targets")
+            if action == "block" and (value <= reference if bound == "max" else value >= reference):
+                # no evidence of leakage beyond chance at this N: a human decides, the gate does not block
+                action = "review"
         checks.append(Check(rule=rule.describe(), observed=value, threshold=rule.threshold, bound=bound,
-                            action=rule.action, passed=passed, message=msg, null_reference=reference, **where))
+                            action=action, passed=passed, message=msg, null_reference=reference, **where))
     return checks
 
 
