@@ -169,6 +169,8 @@ def gate(
     synthetic: Annotated[Path, typer.Option(help="The candidate synthetic release.")],
     spec: Annotated[Path, typer.Option(help="Dataset spec YAML (or a release config holding one).")],
     rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
+    config: Annotated[Optional[Path], typer.Option(
+        help="YAML with the targets / attacks / gate / audit / mace sections of a release config.")] = None,
     publish_to: Annotated[Optional[Path], typer.Option(help="Publication folder (default WORKDIR/published).")] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
@@ -176,25 +178,33 @@ def gate(
 ) -> None:
     """Gate-only: judge synthetic data produced elsewhere."""
     _quiet_env()
-    _require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules)
-    from privacy_gate.config import load_rules, load_spec
+    _require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules,
+                   config=config)
+    from privacy_gate.config import load_gate_only_config, load_rules, load_spec
     from privacy_gate.errors import ConfigError
 
+    if rules and config:
+        _usage_error("--rules and --config both set the rules; put them in the --config file's gate section")
     try:
         spec_model = load_spec(spec)
         gate_cfg = load_rules(rules) if rules else None
+        judging = load_gate_only_config(config) if config else None
+        if judging is not None:
+            judging.check_against(spec_model, str(config))
+            _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
     if not _use_prefect(orchestrator):
         from privacy_gate.pipeline.runs import gate_only_run
 
         _run_flow(gate_only_run, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
-                  synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, workdir=workdir,
+                  synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, judging=judging, workdir=workdir,
                   publish_to=str(publish_to) if publish_to else None, logger=_cli_logger())
     from privacy_gate.flows import gate_flow
 
     _run_flow(gate_flow, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
               synthetic=str(synthetic), spec_path=str(spec), rules_path=str(rules) if rules else None,
+              config_path=str(config) if config else None,
               workdir=str(workdir), publish_to=str(publish_to) if publish_to else None)
 
 

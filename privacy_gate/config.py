@@ -369,6 +369,54 @@ def load_rules(path: str | Path) -> GateConfig:
         raise _format_validation_error(path, prefix, exc) from None
 
 
+class GateOnlyConfig(_Strict):
+    """The judging sections of a release config, for gate-only runs (``privacy-gate gate --config``):
+    synthetic data made elsewhere is judged with the same attacks, targets, audit and MACE settings
+    a release would use."""
+
+    targets: TargetsConfig = Field(default_factory=TargetsConfig)
+    attacks: list[AttackConfig] = Field(default_factory=lambda: list(DEFAULT_ATTACKS))
+    gate: GateConfig = Field(default_factory=GateConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    mace: MaceConfig = Field(default_factory=MaceConfig)
+
+    @model_validator(mode="after")
+    def _attacks(self) -> GateOnlyConfig:
+        names = [a.key for a in self.attacks]
+        if not names:
+            raise ValueError("attacks: at least one attack is required (the gate cannot approve unattacked data)")
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"attacks: {dupes} listed more than once (give one a different 'label')")
+        return self
+
+    def check_against(self, spec: DatasetSpec, source: str) -> None:
+        """Settings that need the spec: audited intersections, the dependency test."""
+        for combo in self.audit.intersections:
+            if len(combo) < 2 or any(c not in spec.subgroups for c in combo):
+                raise ConfigError(f"{source}: audit.intersections: {combo} must list two or more of the spec's "
+                                  f"subgroups {spec.subgroups}")
+        if self.audit.dependency_test and spec.source is None:
+            raise ConfigError(f"{source}: audit.dependency_test needs a 'source' column in the dataset spec")
+
+
+def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
+    """Load the judging sections (targets, attacks, gate, audit, mace) from YAML; a whole release
+    config works too (its other sections are ignored)."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace")
+    fields = set(GateOnlyConfig.model_fields)
+    try:
+        return GateOnlyConfig.model_validate({k: v for k, v in raw.items() if k in fields or k not in
+                                              ReleaseConfig.model_fields})
+    except ValidationError as exc:
+        raise _format_validation_error(path, "", exc) from None
+
+
 def load_release_config(path: str | Path) -> ReleaseConfig:
     """Load a release config; relative paths in it are resolved against the config's folder."""
     path = Path(path)

@@ -146,3 +146,23 @@ def test_gate_only_in_process_without_prefect(gate_files, tmp_path):
     assert "PREFECT_LOADED=False" in out.stderr
     assert "▶ running 3 attack(s) concurrently" in out.stderr  # progress output
     assert (tmp_path / "mlflow.db").exists() and not (tmp_path / "published").exists()
+
+
+def test_gate_only_takes_the_judging_sections_of_a_config(gate_files, tmp_path):
+    """--config: the same attacks / targets / audit / mace / gate sections as a release config."""
+    cfg = tmp_path / "judging.yaml"
+    cfg.write_text(yaml.safe_dump({"attacks": [{"name": "dcr"}, {"name": "gan_leaks_cal"}],
+                                   "targets": {"n_members": 300, "n_non_members": 300, "seed": 5},
+                                   "audit": {"min_group_size": 30, "intersections": [["sex", "race"]]},
+                                   "mace": {"n_permutations": 20}}))
+    code, out, err = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--json", "--config", str(cfg),
+                                        "--orchestrator", "local"))
+    summary = _last_json(out)
+    assert summary["status"] == "ok", err[-2000:]
+    metrics = summary["metrics"]
+    assert "gan_leaks_cal.auc" in metrics and "domias.auc" not in metrics and metrics["dcr.n_members"] == 300
+    assert any(k.startswith("subgroup/sex_x_race/") for k in metrics)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"audit": {"intersections": [["sex", "planet"]]}}))
+    code, _, err = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--config", str(bad)))
+    assert code == 2 and "audit.intersections" in err and len(err.strip().splitlines()) == 1

@@ -12,7 +12,8 @@ from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
-from privacy_gate.config import GateConfig, ReleaseConfig, load_release_config, load_rules, load_spec
+from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
+                                 load_spec)
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.flows.prefect_executor import PrefectExecutor
 from privacy_gate.pipeline.decisions import decide_run, regate_run
@@ -79,12 +80,15 @@ def _pause_for_review(result: dict[str, Any], config: ReleaseConfig, workdir: st
 
 @flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_path: str,
-              rules_path: str | None = None, workdir: str = ".privacy-gate", publish_to: str | None = None,
-              targets_seed: int = 0) -> dict[str, Any]:
-    """Gate-only: judge synthetic data produced elsewhere from ``train``."""
+              rules_path: str | None = None, config_path: str | None = None, workdir: str = ".privacy-gate",
+              publish_to: str | None = None, targets_seed: int = 0) -> dict[str, Any]:
+    """Gate-only: judge synthetic data produced elsewhere from ``train`` (``config_path``: the
+    targets / attacks / gate / audit / mace sections, as in a release config)."""
     gate = load_rules(rules_path) if rules_path else GateConfig()
+    judging = load_gate_only_config(config_path) if config_path else None
     return _summarise(gate_only_run(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
-                                    spec=load_spec(spec_path), gate=gate, workdir=workdir, publish_to=publish_to,
+                                    spec=load_spec(spec_path), gate=gate, judging=judging, workdir=workdir,
+                                    publish_to=publish_to,
                                     targets_seed=targets_seed, executor=PrefectExecutor(), logger=get_run_logger()))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import DatasetSpec, GateConfig, ReleaseConfig, TargetsConfig
+from privacy_gate.config import DatasetSpec, GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.gate import Verdict
@@ -121,11 +121,15 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
 
 
 def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, spec: DatasetSpec,
-                  gate: GateConfig | None = None, workdir: str | Path, publish_to: str | None = None,
-                  targets_seed: int = 0, executor: Executor | None = None, logger: Any = None) -> dict[str, Any]:
-    """Gate-only: judge synthetic data produced elsewhere from ``train``."""
+                  gate: GateConfig | None = None, judging: GateOnlyConfig | None = None, workdir: str | Path,
+                  publish_to: str | None = None, targets_seed: int = 0, executor: Executor | None = None,
+                  logger: Any = None) -> dict[str, Any]:
+    """Gate-only: judge synthetic data produced elsewhere from ``train``. ``judging``: the targets,
+    attacks, gate, audit and MACE sections (default: a release config's defaults, with ``gate``
+    and ``targets_seed`` when given)."""
     executor = executor or LocalExecutor()
-    gate = gate or GateConfig()
+    judging = judging or GateOnlyConfig(gate=gate or GateConfig(), targets=TargetsConfig(seed=targets_seed))
+    gate = judging.gate
     wd = Path(workdir)
     tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name)
     ctx = RunContext(sink=MlflowSink.start(tracker, name=f"gate-{spec.name}", kind="gate_only", dataset=spec.name),
@@ -137,7 +141,8 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         ctx.sink.record_params({"mode": "gate_only", "rules_hash": gate.rules_hash(),
                                 "synthetic_file": Path(synthetic).name})
         ctx.sink.record_json({"mode": "gate_only", "spec": spec.model_dump(mode="json"),
-                              "gate": gate.model_dump(mode="json"), "targets_seed": targets_seed,
+                              "gate": gate.model_dump(mode="json"), "targets_seed": judging.targets.seed,
+                              "judging": judging.model_dump(mode="json"),
                               "inputs": {k: str(p.resolve()) for k, p in paths.items()}}, names.ART_CONFIG)
         with clock.stage("load", "loading train / holdout / reference"):
             parts = executor.run("load_input", read_split_files, paths, spec)
@@ -149,7 +154,8 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
             synth = conform(read_table(synthetic), spec, source=str(synthetic))
             ctx.quarantine(synth, "parquet")
-        settings = settings_for_gate_only(spec=spec, gate=gate, targets=TargetsConfig(seed=targets_seed))
+        settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
+                                          audit=judging.audit, mace=judging.mace)
         verdict = ctx.gate(GateInputs(splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256),
                            settings, executor)
     except Exception as exc:  # noqa: BLE001 - fail closed
