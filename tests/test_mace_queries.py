@@ -28,7 +28,7 @@ def test_metrics_for_each_attack_and_the_combined_query():
     truth_a = 2 * 0.6914624612740131 - 1  # 2 Phi(mu/2) - 1 at mu = 1
     assert res.metrics["a.mace.advantage_lower"] <= truth_a <= res.metrics["a.mace.advantage_upper"]
     assert "a.mace.ppv_upper" in res.metrics and not res.dp
-    assert list(res.per_record.columns) == ["row_id", "risk", "risk_lower", "risk_upper", "f"]
+    assert list(res.per_record.columns) == ["row_id", "risk", "risk_lower", "risk_upper", "f", "attack"]
     assert res.risk_attack == "a" and len(res.per_record) == len(labels)
 
 
@@ -58,3 +58,19 @@ def test_default_mace_rules_approve_review_block(mu, n, expected):
                            epsilon=None)
     rules = [r for r in DEFAULT_RULES if r.metric.startswith("mace.")]
     assert decide(rules, res.metrics, attacks=["a", "b"]).decision == expected
+
+
+def test_per_record_risk_is_the_maximum_over_attacks():
+    """A record exposed to one attack only gets that attack's risk, whichever attack is strongest
+    on average; each attack's interval is taken at delta / k."""
+    from privacy_gate.estimators.mace import individual_risk
+    from privacy_gate.estimators.mace_queries import per_record_risk
+
+    scores, labels = _scores(1.0)
+    ids = np.arange(len(labels))
+    frame, _ = per_record_risk(scores, labels, ids, prior=0.5, delta=0.05)
+    for attack, s in scores.items():
+        single = individual_risk(s, labels, method="discrete", prior=0.5, delta=0.025).to_frame(ids)
+        assert (frame["risk"].to_numpy() >= single["risk"].to_numpy() - 1e-12).all()
+        assert (frame["risk_upper"].to_numpy() >= single["risk_upper"].to_numpy() - 1e-12).all()
+    assert set(frame["attack"]) <= set(scores)

@@ -29,8 +29,8 @@ MAX_COMBINED_DIMS = 4  # the multi-d estimators are validated up to 4 dimensions
 class MaceResult:
     metrics: dict[str, float]  # "<attack>.mace.<name>" -> value
     dp: dict[str, DPComparison]  # query -> comparison with the DP bound (DP generators only)
-    per_record: pd.DataFrame | None  # row_id, risk, risk_lower, risk_upper, f (strongest attack)
-    risk_attack: str | None
+    per_record: pd.DataFrame | None  # row_id, risk, risk_lower, risk_upper, f, attack (max over attacks)
+    risk_attack: str | None  # the attack that gives most records their maximum risk
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # full to_dict() per query
 
 
@@ -63,6 +63,28 @@ def combined_query(scores: dict[str, np.ndarray]) -> np.ndarray | None:
     return np.max([(r - 1) / max(n - 1, 1) for r in ranks], axis=0)
 
 
+def per_record_risk(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
+                    delta: float, seed: int = 0) -> tuple[pd.DataFrame | None, str | None]:
+    """Each record's MACE risk as the maximum over the attacks, so a record exposed to any one
+    attack shows up. Each attack's intervals are computed at ``delta / k`` (Bonferroni over the
+    k attacks), so the [max lower, max upper] interval of a record covers the maximum of its true
+    risks with probability at least 1 - delta."""
+    if not scores:
+        return None, None
+    per_attack = {a: individual_risk(s, labels, method="discrete", prior=prior, delta=delta / len(scores),
+                                     seed=seed).to_frame(row_ids) for a, s in scores.items()}
+    names = list(per_attack)
+    stacked = {col: np.column_stack([per_attack[a][col].to_numpy() for a in names])
+               for col in ("risk", "risk_lower", "risk_upper", "f")}
+    best = np.argmax(stacked["risk"], axis=1)
+    rows = np.arange(len(best))
+    frame = pd.DataFrame({"row_id": np.asarray(row_ids), "risk": stacked["risk"][rows, best],
+                          "risk_lower": stacked["risk_lower"].max(axis=1),
+                          "risk_upper": stacked["risk_upper"].max(axis=1), "f": stacked["f"][rows, best],
+                          "attack": np.asarray(names, dtype=object)[best]})
+    return frame, str(pd.Series(frame["attack"]).mode().iloc[0])
+
+
 def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
                      delta: float, n_permutations: int, epsilon: float | None, seed: int = 0) -> MaceResult:
     """MACE estimates for each gated attack's scores and for their combination."""
@@ -83,12 +105,7 @@ def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids:
         if epsilon is not None:
             dp[name] = compare_to_dp(est, epsilon=epsilon, p=prior)
             metrics[mace_metric(name, "dp_bound")] = float(dp[name].bound)
-    single = {a: e for a, e in estimates.items() if a != COMBINED}
-    per_record, risk_attack = None, None
-    if single:
-        risk_attack = max(single, key=lambda a: single[a].estimate)
-        risk = individual_risk(scores[risk_attack], labels, method="discrete", **kw)
-        per_record = risk.to_frame(row_ids)
+    per_record, risk_attack = per_record_risk(scores, labels, row_ids, prior=prior, delta=delta, seed=seed)
     return MaceResult(metrics=metrics, dp=dp, per_record=per_record, risk_attack=risk_attack,
                       estimates={k: v.to_dict() for k, v in estimates.items()})
 
