@@ -197,8 +197,9 @@ class Rule(_Strict):
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="auc", attack="any", max=0.60, action="block"),
     Rule(metric="tpr_at_fpr_0.01", attack="any", max=0.10, action="block"),
-    # a few records caught with almost no false alarms: what an average hides
-    Rule(metric="tpr_at_fpr_0.001", attack="any", max=0.02, action="block"),
+    # a few records caught with almost no false alarms: what an average hides (a human looks; the
+    # exposed records may sit in one small group that suppression can remove)
+    Rule(metric="tpr_at_fpr_0.001", attack="any", max=0.02, action="review"),
     # MACE (Liu et al.): block when we are confident the advantage is not small (lower bound),
     # approve only when we are confident it is small (upper bound), otherwise a human decides
     Rule(metric="mace.advantage_lower", attack="any", max=0.10, action="block"),

@@ -72,7 +72,8 @@ def _gate_only(folder: Path) -> dict:
     syn.to_csv(folder / "g-synthetic.csv", index=False)
     return gate_flow(train=str(folder / "g-train.csv"), holdout=str(folder / "g-holdout.csv"),
                      reference=str(folder / "g-reference.csv"), synthetic=str(folder / "g-synthetic.csv"),
-                     spec_path=str(EXAMPLE), workdir=str(folder / "wd-gate"), targets_seed=3)["verdict"]
+                     spec_path=str(EXAMPLE), rules_path=str(EXAMPLE),  # the rules of that day (= its defaults)
+                     workdir=str(folder / "wd-gate"), targets_seed=3)["verdict"]
 
 
 def _households(folder: Path) -> dict:
