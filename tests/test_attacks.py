@@ -458,7 +458,7 @@ def test_create_attack_errors():
         ("domias", {"flow_params": {"hiden": [8]}}, "'flow_params'.*hiden"),
         ("domias", {"flow_params": {"max_epochs": 0}}, "'flow_params'.*'max_epochs'"),
         ("domias", {"flow_params": {"seed": 1}}, "'flow_params'.*'seed'"),
-        ("domias", {"flow_params": [("max_epochs", 3)]}, "'flow_params'.*mapping"),
+        ("domias", {"flow_params": [("max_epochs", 3)]}, "'flow_params'.*(mapping|dictionary)"),
         ("domias", {"seed": -1}, "'seed'"),
         ("domias_eq1", {"density": "gmm"}, "'density'"),
         ("domias_eq1", {"bandwidth": 0}, "'bandwidth'"),

@@ -22,26 +22,38 @@ reference data) and follows the Attack contract of :mod:`privacy_gate.attacks.ba
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from numbers import Integral, Real
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.shadow import Mapper
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, OracleKnowledge, ThreatModel, check_chunk_bytes, check_scores, register_attack
+from privacy_gate.attacks.base import (
+    DEFAULT_CHUNK_BYTES,
+    OracleKnowledge,
+    ThreatModel,
+    check_scores,
+    register_attack,
+)
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import DistanceToClosestRecord, nearest_distances
-from privacy_gate.attacks.domias import check_density_options, density_notes, make_density, not_fitted, resolve_density
+from privacy_gate.attacks.domias import (
+    check_density_options,
+    density_notes,
+    make_density,
+    not_fitted,
+    resolve_density,
+)
+from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.errors import ConfigError
-
-
-def _check_seed(value: Any, owner: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
-        raise ConfigError(f"{owner}: parameter 'seed' must be a non-negative integer, got {value!r}")
+from privacy_gate.params import (
+    Field,
+    OpenFraction,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
 
 
 def _encode(threat: ThreatModel) -> tuple[MixedEncoder, np.ndarray, np.ndarray]:
@@ -51,6 +63,14 @@ def _encode(threat: ThreatModel) -> tuple[MixedEncoder, np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- Eq. 1
+
+
+class DomiasEq1Params(Params):
+    density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
+    bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
+    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    flow_params: dict[str, Any] | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden")
+    seed: Seed = Field(0, description="seed of the flow's training")
 
 
 @register_attack("domias_eq1")
@@ -63,6 +83,8 @@ class DomiasEq1:
 
     Learned attributes: ``encoder_``, ``density_kind_``, ``density_synthetic_``, ``notes_``.
     """
+
+    params_model = DomiasEq1Params
 
     name = "domias_eq1"
 
@@ -108,6 +130,12 @@ class GanLeaks(DistanceToClosestRecord):
     """GAN-Leaks full black-box: ``-min_j ||x - s_j||`` — the ``dcr`` attack under the paper's name."""
 
 
+class GanLeaksCalibratedParams(Params):
+    match_sizes: bool = Field(True, strict=True, description="subsample synthetic and reference data to the same size")
+    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    seed: Seed = Field(0, description="seed of the subsampling")
+
+
 @register_attack("gan_leaks_cal")
 class GanLeaksCalibrated:
     """Calibrated GAN-Leaks: ``d_ref(x) - d_syn(x)`` (distances to the closest reference / synthetic row).
@@ -130,14 +158,11 @@ class GanLeaksCalibrated:
     Learned attributes: ``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``, ``notes_``.
     """
 
+    params_model = GanLeaksCalibratedParams
+
     name = "gan_leaks_cal"
 
     def __init__(self, *, match_sizes: bool = True, chunk_bytes: int = DEFAULT_CHUNK_BYTES, seed: int = 0):
-        owner = f"attack '{self.name}'"
-        if not isinstance(match_sizes, (bool, np.bool_)):
-            raise ConfigError(f"{owner}: parameter 'match_sizes' must be true or false, got {match_sizes!r}")
-        check_chunk_bytes(chunk_bytes, owner=owner)
-        _check_seed(seed, owner)
         self.match_sizes = bool(match_sizes)
         self.chunk_bytes = chunk_bytes
         self.seed = seed
@@ -200,7 +225,12 @@ def ball_statistics(targets: np.ndarray, candidates: np.ndarray, radius: float, 
     return count, log_weight, nearest
 
 
-_MC_KINDS = ("smooth", "count")
+
+
+class MonteCarloNeighbourhoodParams(Params):
+    kind: Literal["smooth", "count"] = Field("smooth", description="smooth kernel weight or hard count of synthetic neighbours")
+    epsilon_quantile: OpenFraction = Field(0.5, description="neighbourhood radius: this quantile of reference-to-synthetic distances")
+    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
 
 
 @register_attack("mc_neighbourhood")
@@ -235,16 +265,11 @@ class MonteCarloNeighbourhood:
     Learned attributes: ``encoder_``, ``epsilon_``, ``synthetic_encoded_``, ``notes_``.
     """
 
+    params_model = MonteCarloNeighbourhoodParams
+
     name = "mc_neighbourhood"
 
     def __init__(self, *, kind: str = "smooth", epsilon_quantile: float = 0.5, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        owner = f"attack '{self.name}'"
-        if kind not in _MC_KINDS:
-            raise ConfigError(f"{owner}: parameter 'kind' must be one of {list(_MC_KINDS)}, got {kind!r}")
-        if (isinstance(epsilon_quantile, bool) or not isinstance(epsilon_quantile, Real) or not math.isfinite(epsilon_quantile)
-                or not 0 < epsilon_quantile < 1):
-            raise ConfigError(f"{owner}: parameter 'epsilon_quantile' must be a number in (0, 1), got {epsilon_quantile!r}")
-        check_chunk_bytes(chunk_bytes, owner=owner)
         self.kind = kind
         self.epsilon_quantile = epsilon_quantile
         self.chunk_bytes = chunk_bytes
@@ -285,7 +310,6 @@ class MonteCarloNeighbourhood:
 # --------------------------------------------------------------------------- LOGAN D1
 
 
-_CLASSIFIERS = ("hgb", "mlp")
 
 
 def _one_thread():
@@ -299,6 +323,11 @@ def _one_thread():
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1)
+
+
+class LoganD1Params(Params):
+    classifier: Literal["hgb", "mlp"] = Field("hgb", description="synthetic-vs-reference classifier: gradient boosting or an MLP")
+    seed: Seed = Field(0, description="seed of the classifier")
 
 
 @register_attack("logan_d1")
@@ -325,13 +354,11 @@ class LoganD1:
     Learned attributes: ``encoder_``, ``classifier_``, ``notes_``.
     """
 
+    params_model = LoganD1Params
+
     name = "logan_d1"
 
     def __init__(self, *, classifier: str = "hgb", seed: int = 0):
-        owner = f"attack '{self.name}'"
-        if classifier not in _CLASSIFIERS:
-            raise ConfigError(f"{owner}: parameter 'classifier' must be one of {list(_CLASSIFIERS)}, got {classifier!r}")
-        _check_seed(seed, owner)
         self.classifier = classifier
         self.seed = seed
 

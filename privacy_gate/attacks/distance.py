@@ -11,10 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.shadow import Mapper
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, OracleKnowledge, ThreatModel, check_chunk_bytes, check_scores, register_attack
+from privacy_gate.attacks.base import (
+    DEFAULT_CHUNK_BYTES,
+    OracleKnowledge,
+    ThreatModel,
+    check_scores,
+    register_attack,
+)
 from privacy_gate.attacks.density import as_matrix, chunked_products
+from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
+from privacy_gate.params import Field, Params, PositiveInt
 
 
 def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,6 +42,10 @@ def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_byte
     return np.sqrt(np.einsum("ij,ij->i", diff, diff)), nearest
 
 
+class DistanceParams(Params):
+    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+
+
 @register_attack("dcr")
 class DistanceToClosestRecord:
     """Score = minus the distance to the closest synthetic record (higher = more likely member).
@@ -48,10 +59,11 @@ class DistanceToClosestRecord:
     ``notes_`` (the encoder's notes).
     """
 
+    params_model = DistanceParams
+
     name = "dcr"
 
     def __init__(self, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        check_chunk_bytes(chunk_bytes, owner=f"attack '{self.name}'")
         self.chunk_bytes = chunk_bytes
 
     def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,

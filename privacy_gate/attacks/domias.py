@@ -32,16 +32,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from numbers import Integral
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.shadow import Mapper
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, OracleKnowledge, ThreatModel, check_chunk_bytes, check_scores, register_attack
+from privacy_gate.attacks.base import (
+    DEFAULT_CHUNK_BYTES,
+    OracleKnowledge,
+    ThreatModel,
+    check_chunk_bytes,
+    check_scores,
+    register_attack,
+)
 from privacy_gate.attacks.density import GaussianDensity, GaussianKDE, check_bandwidth
+from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ConfigError
+from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
 
 DENSITIES = ("kde", "flow", "auto")
 REFERENCE_DENSITIES = ("same", "prior")
@@ -123,6 +131,15 @@ def not_fitted(owner: str) -> None:
     raise NotFittedError(f"{owner} is not fitted yet; call fit() first")
 
 
+class DomiasParams(Params):
+    density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
+    bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
+    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    flow_params: dict[str, Any] | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden")
+    seed: Seed = Field(0, description="seed of the flow's training")
+    reference_density: Literal["same", "prior"] = Field("same", description="p_R: the same estimator as p_G, or a shrinkage Gaussian prior")
+
+
 @register_attack("domias")
 class DomiasAttack:
     """DOMIAS: ``log p_G(x) - log p_R(x)`` on the standardised mixed encoding.
@@ -150,6 +167,8 @@ class DomiasAttack:
     plus the spec's public categories), ``density_kind_`` (the resolved ``"kde"`` / ``"flow"``),
     ``density_synthetic_``, ``density_reference_``, ``notes_`` (encoder and density notes).
     """
+
+    params_model = DomiasParams
 
     name = "domias"
 

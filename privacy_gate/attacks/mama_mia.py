@@ -64,18 +64,32 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 
 from privacy_gate.attacks import shadow
-from privacy_gate.attacks.base import OracleKnowledge, ThreatModel, check_scores, register_attack
+from privacy_gate.attacks.base import (
+    OracleKnowledge,
+    ThreatModel,
+    check_scores,
+    register_attack,
+)
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.generators import available_generators, generator_capabilities
 from privacy_gate.generators.discretize import Discretizer
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.params import (
+    Field,
+    Fraction,
+    OpenFraction,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
 
 #: tau(epsilon): keep focal points with w_F >= tau * max w, highest rung first
 TAU_RULE: tuple[tuple[float, float], ...] = ((1000.0, 0.85), (100.0, 0.8), (10.0, 0.7), (1.0, 0.6), (0.01, 0.5))
@@ -227,23 +241,21 @@ def _is_marginal_generator(name: str | None) -> bool:
     return name is not None and name in available_generators() and generator_capabilities(name).marginal
 
 
-def _check_int(name: str, value: Any, low: int, *, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        extra = "None or " if optional else ""
-        raise ConfigError(f"{_OWNER}: parameter '{name}' must be {extra}an integer >= {low}, got {value!r}")
 
 
-def _check_real(name: str, value: Any, lo: float, hi: float, *, optional: bool = False) -> None:
-    """``value`` must be a finite number in (lo, hi] (or None when ``optional``)."""
-    if optional and value is None:
-        return
-    number = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-    if not (number and math.isfinite(value) and lo < value <= hi):
-        upper = "" if math.isinf(hi) else f" and <= {hi}"
-        raise ConfigError(f"{_OWNER}: parameter '{name}' must be {'None or ' if optional else ''}a finite number "
-                          f"> {lo}{upper}, got {value!r}")
+
+
+class MamaMiaParams(Params):
+    n_shadow: PositiveInt = Field(50, description="shadow runs of the generator's focal-point selection")
+    variant: Literal["auto", "shadow", "oracle", "generic"] = Field("auto", description="shadow for marginal generators, generic otherwise (auto); oracle is evaluator-only")
+    tau: Fraction | None = Field(None, description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the paper)")
+    n_generic: PositiveInt | None = Field(None, description="generic variant: top-k mutual-information pairs (None: the max-MI spanning tree)")
+    n_jobs: PositiveInt = Field(2, description="workers of the default shadow pool (1 = serial)")
+    activation: bool = Field(False, strict=True, description="score as sigmoid(c * (zscore(log score) - median))")
+    activation_c: PositiveNumber = Field(1.0, description="slope c of the activation")
+    seed: Seed | None = Field(None, description="root seed of the shadow runs (None: fresh entropy)")
+    floor: OpenFraction = Field(1e-10, description="probability floor for cells unseen in the data")
+    aggregation: Literal["auto", "mean", "log"] = Field("auto", description="mean of ratios (paper), mean of log ratios, or auto")
 
 
 @register_attack("mama_mia")
@@ -270,26 +282,14 @@ class MamaMiaAttack:
     first), ``discretizer_``, ``shadow_seconds_`` (0 when there were no shadow runs), ``notes_``.
     """
 
+    params_model = MamaMiaParams
+
     name = "mama_mia"
 
     def __init__(self, *, n_shadow: int = 50, variant: str = "auto", tau: float | None = None,
                  n_generic: int | None = None, n_jobs: int = 2, activation: bool = False,
                  activation_c: float = 1.0, seed: int | None = None, floor: float = 1e-10,
                  aggregation: str = "auto"):
-        _check_int("n_shadow", n_shadow, 1)
-        if variant not in VARIANTS:
-            raise ConfigError(f"{_OWNER}: parameter 'variant' must be one of {list(VARIANTS)}, got {variant!r}")
-        if aggregation not in AGGREGATIONS:
-            raise ConfigError(f"{_OWNER}: parameter 'aggregation' must be one of {list(AGGREGATIONS)}, "
-                              f"got {aggregation!r}")
-        _check_real("tau", tau, 0.0, 1.0, optional=True)
-        _check_int("n_generic", n_generic, 1, optional=True)
-        _check_int("n_jobs", n_jobs, 1)
-        if not isinstance(activation, bool):
-            raise ConfigError(f"{_OWNER}: parameter 'activation' must be true or false, got {activation!r}")
-        _check_real("activation_c", activation_c, 0.0, math.inf)
-        _check_int("seed", seed, 0, optional=True)
-        _check_real("floor", floor, 0.0, 1.0)
         self.n_shadow = n_shadow
         self.variant = variant
         self.tau = tau
