@@ -85,7 +85,7 @@ def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
     import hashlib
 
     digest = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return f"{key[: limit - 14]}~{digest}"
+    return f"{key[: limit - 15]}-h{digest}"  # only characters MLflow accepts in names
 
 
 def check_key(*, attack: str | None, metric: str, group: str | None = None) -> str:
