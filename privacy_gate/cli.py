@@ -298,6 +298,22 @@ def reject(
             tracking_uri=tracking_uri)
 
 
+@app.command("list")
+def list_components(
+    kind: Annotated[str, typer.Argument(help="attacks or generators")],
+) -> None:
+    """Every registered attack or generator with its parameters, types, defaults and help."""
+    from privacy_gate.registry import format_components
+
+    if kind == "attacks":
+        from privacy_gate.attacks import describe_attacks as describe
+    elif kind == "generators":
+        from privacy_gate.generators import describe_generators as describe
+    else:
+        _usage_error(f"list: expected 'attacks' or 'generators', got {kind!r}")
+    typer.echo(format_components(describe()), nl=False)
+
+
 def main() -> None:
     app()
 

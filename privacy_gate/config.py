@@ -1,5 +1,8 @@
 """Pydantic models for the dataset spec, release config and gate rules, and their YAML loading.
 
+One module because it is the user-facing contract: the spec, the release config, the rules and
+their YAML loading form one schema, documented in the README, and are read in one place.
+
 The dataset spec format (README, "Dataset spec") is a user-facing contract: other tools write it, so it is
 validated strictly (unknown keys are errors) and every error names the file, the key and the
 problem.

@@ -123,12 +123,13 @@ class Registry:
             where = str(first["loc"][0]) if first["loc"] else "parameters"
             # a union (e.g. 'scott' or a number) reports one error per alternative: say them all
             msgs = dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in errors
-                                 if e["loc"] and str(e["loc"][0]) == where)
+                                 if (str(e["loc"][0]) if e["loc"] else "parameters") == where)
             msg = " or ".join(msgs)
             if "got " not in msg:
                 shown = repr(first.get("input"))
                 msg += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
-            raise ConfigError(f"{self.kind} '{name}': parameter '{where}': {msg}") from None
+            what = f"parameter '{where}'" if first["loc"] else "parameters"
+            raise ConfigError(f"{self.kind} '{name}': {what}: {msg}") from None
 
     def describe(self) -> list[ComponentInfo]:
         """Every registered component with its declared parameters, sorted by name."""

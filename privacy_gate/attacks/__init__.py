@@ -11,7 +11,7 @@ paper's baselines ``domias_eq1``, ``gan_leaks`` (= ``dcr``), ``gan_leaks_cal``,
 
 from privacy_gate.attacks import baselines, distance, domias, mama_mia  # noqa: F401  (imported to register the attacks)
 from privacy_gate.attacks.base import (Attack, Mapper, OracleKnowledge, ThreatModel, available_attacks, create_attack,
-                                       register_attack)
+                                       describe_attacks, register_attack)
 
 __all__ = ["Attack", "Mapper", "OracleKnowledge", "ThreatModel", "available_attacks", "create_attack",
-           "register_attack"]
+           "describe_attacks", "register_attack"]

@@ -23,7 +23,7 @@ from privacy_gate.config import DatasetSpec
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.generators.focal import FocalPoint
-from privacy_gate.registry import Registry
+from privacy_gate.registry import ComponentInfo, Registry
 
 
 #: Default memory budget for the temporary distance matrices of the chunked attacks.
@@ -126,6 +126,11 @@ register_attack = _ATTACKS.register  # class decorator: @register_attack("domias
 def available_attacks() -> list[str]:
     """Names of the registered attacks, sorted."""
     return _ATTACKS.names()
+
+
+def describe_attacks() -> list[ComponentInfo]:
+    """Every registered attack with its declared parameters (``privacy-gate list attacks``)."""
+    return _ATTACKS.describe()
 
 
 def create_attack(name: str, **params: Any) -> Attack:

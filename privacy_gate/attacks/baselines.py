@@ -1,5 +1,8 @@
 """The baseline attacks of the DOMIAS paper (van Breugel et al., 2023, Table 1), black-box versions.
 
+One module because these are the DOMIAS paper's baselines: each is small, they share the
+encoding helpers, and they are compared as one family.
+
 Each scores targets on the same standardised mixed encoding as DOMIAS (encoder fitted on the
 reference data) and follows the Attack contract of :mod:`privacy_gate.attacks.base`:
 

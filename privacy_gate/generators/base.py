@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
-from privacy_gate.registry import Registry
+from privacy_gate.registry import ComponentInfo, Registry
 
 
 @runtime_checkable
@@ -66,6 +66,11 @@ def generator_capabilities(name: str) -> GeneratorCapabilities:
     if cls is None:
         _GENERATORS.create(name)  # raises the registry's ConfigError listing the known names
     return getattr(cls, "capabilities", NO_CAPABILITIES)
+
+
+def describe_generators() -> list[ComponentInfo]:
+    """Every registered generator with its declared parameters (``privacy-gate list generators``)."""
+    return _GENERATORS.describe()
 
 
 def create_generator(name: str, **params: Any) -> Generator:

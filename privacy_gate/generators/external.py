@@ -16,6 +16,19 @@ import pandas as pd
 from privacy_gate.config import DatasetSpec
 from privacy_gate.data.table import conform, read_table
 from privacy_gate.generators.base import clip_to_spec, register_generator
+from privacy_gate.params import (
+    Field,
+    Fraction,
+    NonNegativeNumber,
+    Params,
+    Seed,
+)
+
+
+class FileParams(Params):
+    path: str = Field(description="the synthetic file (CSV or Parquet) to release")
+    seed: Seed | None = Field(None, description="seed of the row sample when whole_file is false")
+    whole_file: bool = Field(True, strict=True, description="release every row of the file (else a sample of n rows)")
 
 
 @register_generator("file")
@@ -23,6 +36,8 @@ class FileGenerator:
     """Release rows read from ``path`` (CSV or Parquet). The file *is* the release, so by default
     ``sample`` returns all of its rows whatever ``n`` is (``whole_file: false`` draws a seeded
     sample of ``n`` rows without replacement instead)."""
+
+    params_model = FileParams
 
     privacy = None
 
@@ -43,9 +58,15 @@ class FileGenerator:
         return self.data_.iloc[np.sort(idx)].reset_index(drop=True)
 
 
+class CopyTrainParams(Params):
+    seed: Seed | None = Field(None, description="seed of the resampling of training rows")
+
+
 @register_generator("copy_train")
 class CopyTrainCanary:
     """Canary: returns (resampled) training rows verbatim. The gate must BLOCK it."""
+
+    params_model = CopyTrainParams
 
     privacy = None
 
@@ -64,15 +85,21 @@ class CopyTrainCanary:
         return self.train_.iloc[idx].reset_index(drop=True)
 
 
+class NoisyCopyParams(Params):
+    seed: Seed | None = Field(None, description="seed of the resampling and the noise")
+    noise: NonNegativeNumber = Field(0.05, description="Gaussian noise on numerics, in standard deviations")
+    flip: Fraction = Field(0.05, description="share of categorical cells resampled")
+
+
 @register_generator("noisy_copy")
 class NoisyCopyCanary(CopyTrainCanary):
     """Canary: training rows with Gaussian noise of ``noise`` x the column's std on numerics and
     a ``flip`` chance of resampling each categorical cell. The gate must BLOCK it too."""
 
+    params_model = NoisyCopyParams
+
     def __init__(self, *, seed: int | None = None, noise: float = 0.05, flip: float = 0.05):
         super().__init__(seed=seed)
-        if noise < 0 or not 0 <= flip <= 1:
-            raise ValueError("noise must be >= 0 and flip in [0, 1]")
         self.noise = noise
         self.flip = flip
 

@@ -53,6 +53,14 @@ from privacy_gate.generators.accounting import ZCDPAccountant, gaussian_sigma
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.marginal import ZCDPGenerator
+from privacy_gate.params import (
+    Field,
+    OpenFraction,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
 
 _COMPRESS_SIGMAS = 3.0  # values with noisy count < 3 sigma are merged (reference: y >= 3*sigma kept)
 _SCORE_SENSITIVITY = 1.0  # L1 score: one record added/removed moves one cell of the true table by 1
@@ -258,19 +266,20 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
     return _TreeModel(order, parent, probs[0], conditionals, sel.supports)
 
 
+class MSTParams(Params):
+    epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
+    delta: OpenFraction = Field(1e-9, description="privacy parameter delta, in (0, 1)")
+    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
+    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+
+
 @register_generator("mst")
 class MSTGenerator(ZCDPGenerator):
     """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module doc."""
 
+    params_model = MSTParams
+
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None):
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not (0 < epsilon < math.inf):
-            raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
-            raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
         self.epsilon = epsilon
         self.delta = delta
         self.n_bins = n_bins

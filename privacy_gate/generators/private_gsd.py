@@ -50,7 +50,6 @@ Deviations from the published algorithm, and why:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import reduce
 from itertools import combinations
@@ -58,14 +57,29 @@ from typing import Self
 
 import numpy as np
 import pandas as pd
+from pydantic import model_validator
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
-from privacy_gate.generators.accounting import ZCDPAccountant, exponential_epsilon_for_rho, gaussian_sigma
+from privacy_gate.generators.accounting import (
+    ZCDPAccountant,
+    exponential_epsilon_for_rho,
+    gaussian_sigma,
+)
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.marginal import ZCDPGenerator
+from privacy_gate.params import (
+    Field,
+    NonNegativeInt,
+    NonNegativeNumber,
+    OpenFraction,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
 
 
 @dataclass
@@ -92,6 +106,29 @@ def _n_estimate(noisy: list[np.ndarray], sigmas: list[float]) -> float:
     return max(1.0, float(np.sum(w * sums) / np.sum(w)))
 
 
+class PrivateGSDParams(Params):
+    epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
+    delta: OpenFraction = Field(1e-9, description="privacy parameter delta, in (0, 1)")
+    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
+    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    k: PositiveInt = Field(2, ge=2, description="marginal order of the measured queries")
+    n_queries: PositiveInt | None = Field(None, description="k-way marginals selected (None: a default by size)")
+    one_way_share: OpenFraction = Field(1 / 3, description="share of rho measuring the 1-way marginals")
+    select_share: OpenFraction = Field(1 / 3, description="share of rho selecting the k-way marginals")
+    n_syn: PositiveInt = Field(2000, description="rows of the synthetic candidate the search evolves")
+    population_size: PositiveInt = Field(100, ge=2, description="genetic-algorithm population size")
+    elite_size: PositiveInt = Field(5, description="elite archive size")
+    max_generations: NonNegativeInt = Field(20_000, description="generation budget")
+    tol: NonNegativeNumber = Field(1e-4, description="early stop on relative improvement below this")
+    stop_window: PositiveInt | None = Field(None, description="generations over which improvement is measured")
+
+    @model_validator(mode="after")
+    def _shares(self) -> PrivateGSDParams:
+        if self.one_way_share + self.select_share >= 1:
+            raise ValueError("one_way_share + select_share must be < 1 (the rest measures the selected marginals)")
+        return self
+
+
 @register_generator("private_gsd")
 class PrivateGSDGenerator(ZCDPGenerator):
     """Private-GSD: noisy 1-way + selected k-way marginals, fitted by a genetic algorithm (zCDP).
@@ -101,29 +138,12 @@ class PrivateGSDGenerator(ZCDPGenerator):
     synthetic size 2,000 of most of their experiment scripts); budget shares follow MST (thirds).
     """
 
+    params_model = PrivateGSDParams
+
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None,
                  k: int = 2, n_queries: int | None = None, one_way_share: float = 1 / 3,
                  select_share: float = 1 / 3, n_syn: int = 2000, population_size: int = 100, elite_size: int = 5,
                  max_generations: int = 20_000, tol: float = 1e-4, stop_window: int | None = None):
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not (0 < epsilon < math.inf):
-            raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-            raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
-        for name, value, low in (("n_bins", n_bins, 2), ("k", k, 2), ("n_syn", n_syn, 1),
-                                 ("population_size", population_size, 2), ("elite_size", elite_size, 1),
-                                 ("max_generations", max_generations, 0)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        for name, value in (("n_queries", n_queries), ("stop_window", stop_window)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-                raise ValueError(f"{name} must be None or an integer >= 1, got {value!r}")
-        if not (0 < one_way_share < 1 and 0 < select_share < 1 and one_way_share + select_share < 1):
-            raise ValueError(f"one_way_share ({one_way_share}) and select_share ({select_share}) must be > 0 "
-                             "and sum to < 1 (the rest measures the selected marginals)")
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-            raise ValueError(f"tol must be >= 0, got {tol!r}")
         self.epsilon, self.delta, self.n_bins, self.seed = epsilon, delta, n_bins, seed
         self.k, self.n_queries = k, n_queries
         self.one_way_share, self.select_share = one_way_share, select_share

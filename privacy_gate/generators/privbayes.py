@@ -67,7 +67,7 @@ import math
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
-from typing import Self
+from typing import Literal, Self
 
 import numpy as np
 import pandas as pd
@@ -77,6 +77,16 @@ from privacy_gate.generators.accounting import PureDPAccountant
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.marginal import DiscretizedGenerator
+from privacy_gate.params import (
+    Field,
+    Fraction,
+    NonNegativeInt,
+    OpenFraction,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
 
 _MAX_CELLS = 2**20  # memory cap on one (child, parents) table, whatever tau allows
 _SCORES = ("mi", "r")
@@ -260,6 +270,18 @@ def sample_codes(network: Network, conditionals: list[np.ndarray], dom: np.ndarr
 
 
 # ------------------------------------------------------------------------------------ generator
+class PrivBayesParams(Params):
+    epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
+    delta: Fraction = Field(1e-9, lt=1, description="ignored: PrivBayes is pure epsilon-DP (accepted in [0, 1))")
+    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
+    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    beta: OpenFraction = Field(0.5, description="share of epsilon spent on learning the network")
+    theta: PositiveNumber = Field(4.0, description="theta-usefulness that picks the degree k")
+    score: Literal["mi", "r"] = Field("mi", description="network score: mutual information or the R score")
+    degree: NonNegativeInt | None = Field(None, description="parents per attribute (None: chosen by theta-usefulness)")
+    max_parent_sets: PositiveInt = Field(300, description="candidate parent sets scored per attribute")
+
+
 @register_generator("privbayes")
 class PrivBayesGenerator(DiscretizedGenerator):
     """PrivBayes (Zhang et al., TODS 2017) under pure epsilon-DP; see the module doc.
@@ -270,35 +292,13 @@ class PrivBayesGenerator(DiscretizedGenerator):
     ``delta`` is accepted for a uniform generator API and ignored: PrivBayes is pure DP (delta 0).
     """
 
+    params_model = PrivBayesParams
+
     _min_rows = 2  # the score sensitivities need n >= 2
 
     def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None,
                  beta: float = 0.5, theta: float = 4.0, score: str = "mi", degree: int | None = None,
                  max_parent_sets: int = 300):
-        def _num(v: object) -> bool:
-            return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
-
-        def _int(v: object) -> bool:
-            return not isinstance(v, bool) and isinstance(v, (int, np.integer))
-
-        if not _num(epsilon) or not 0 < epsilon < math.inf:
-            raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
-        if not _num(delta) or not 0 <= delta < 1:
-            raise ValueError(f"delta must be in [0, 1) (PrivBayes is pure DP and ignores it), got {delta!r}")
-        if not _int(n_bins) or n_bins < 2:
-            raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
-        if seed is not None and (not _int(seed) or seed < 0):
-            raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
-        if not _num(beta) or not 0 < beta < 1:
-            raise ValueError(f"beta (share of epsilon for the network) must be in (0, 1), got {beta!r}")
-        if not _num(theta) or not 0 < theta < math.inf:
-            raise ValueError(f"theta must be a positive finite number, got {theta!r}")
-        if score not in _SCORES:
-            raise ValueError(f"score must be one of {list(_SCORES)}, got {score!r}")
-        if degree is not None and (not _int(degree) or degree < 0):
-            raise ValueError(f"degree must be None (theta-usefulness) or an integer >= 0, got {degree!r}")
-        if not _int(max_parent_sets) or max_parent_sets < 1:
-            raise ValueError(f"max_parent_sets must be an integer >= 1, got {max_parent_sets!r}")
         self.epsilon = epsilon
         self.delta = delta
         self.n_bins = n_bins

@@ -14,10 +14,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import model_validator
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.generators.base import clip_to_spec, register_generator
+from privacy_gate.params import (
+    Field,
+    NonNegativeNumber,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
 
 _TABLE = "table"
 
@@ -100,9 +109,17 @@ class _SDVGenerator:
         return clip_to_spec(df[self.columns_].reset_index(drop=True), self.spec_)
 
 
+class GaussianCopulaParams(Params):
+    seed: Seed | None = Field(None, description="seed of SDV's sampling")
+    default_distribution: str | None = Field(None, description="SDV default marginal distribution (e.g. beta, norm)")
+    numerical_distributions: dict[str, str] | None = Field(None, description="per-column SDV distributions")
+
+
 @register_generator("gaussian_copula")
 class GaussianCopulaGenerator(_SDVGenerator):
     """SDV GaussianCopulaSynthesizer. Extra keys (e.g. ``default_distribution``) go to SDV."""
+
+    params_model = GaussianCopulaParams
 
     _synth_cls = "GaussianCopulaSynthesizer"
 
@@ -116,25 +133,55 @@ class GaussianCopulaGenerator(_SDVGenerator):
         super().__init__(seed=seed, **params)
 
 
+class CTGANParams(Params):
+    seed: Seed | None = Field(None, description="seed of training and sampling")
+    epochs: PositiveInt = Field(300, description="training epochs")
+    batch_size: PositiveInt = Field(500, description="batch size (a multiple of pac)")
+    generator_dim: tuple[PositiveInt, ...] = Field((256, 256), description="generator hidden layer sizes")
+    discriminator_dim: tuple[PositiveInt, ...] = Field((256, 256), description="discriminator hidden layer sizes")
+    embedding_dim: PositiveInt = Field(128, description="noise embedding size")
+    pac: PositiveInt = Field(10, description="samples per discriminator pack")
+    verbose: bool = Field(False, strict=True, description="print SDV's training progress")
+
+    @model_validator(mode="after")
+    def _pac(self) -> CTGANParams:
+        if self.batch_size % self.pac:
+            raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of pac ({self.pac})")
+        return self
+
+
 @register_generator("ctgan")
 class CTGANGenerator(_SDVGenerator):
     """SDV CTGANSynthesizer (CPU). ``epochs`` and the usual CTGAN settings are accepted."""
+
+    params_model = CTGANParams
 
     _synth_cls = "CTGANSynthesizer"
 
     def __init__(self, *, seed: int | None = None, epochs: int = 300, batch_size: int = 500,
                  generator_dim: tuple[int, ...] = (256, 256), discriminator_dim: tuple[int, ...] = (256, 256),
                  embedding_dim: int = 128, pac: int = 10, verbose: bool = False):
-        if batch_size % pac:
-            raise ValueError(f"batch_size ({batch_size}) must be a multiple of pac ({pac})")
         super().__init__(seed=seed, epochs=epochs, batch_size=batch_size, generator_dim=tuple(generator_dim),
                          discriminator_dim=tuple(discriminator_dim), embedding_dim=embedding_dim, pac=pac,
                          verbose=verbose)
 
 
+class TVAEParams(Params):
+    seed: Seed | None = Field(None, description="seed of training and sampling")
+    epochs: PositiveInt = Field(300, description="training epochs")
+    batch_size: PositiveInt = Field(500, description="batch size")
+    embedding_dim: PositiveInt = Field(128, description="latent size")
+    compress_dims: tuple[PositiveInt, ...] = Field((128, 128), description="encoder hidden layer sizes")
+    decompress_dims: tuple[PositiveInt, ...] = Field((128, 128), description="decoder hidden layer sizes")
+    l2scale: NonNegativeNumber = Field(1e-5, description="L2 weight decay")
+    loss_factor: PositiveNumber = Field(2, description="weight of the reconstruction loss")
+
+
 @register_generator("tvae")
 class TVAEGenerator(_SDVGenerator):
     """SDV TVAESynthesizer (CPU). ``epochs`` and the usual TVAE settings are accepted."""
+
+    params_model = TVAEParams
 
     _synth_cls = "TVAESynthesizer"
 
