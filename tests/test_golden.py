@@ -12,6 +12,17 @@ from .golden.scenarios import GOLDEN, SCENARIOS, STRUCTURE_ONLY, canonical, diff
 
 EXPECTED = json.loads(GOLDEN.read_text())
 
+#: Differences made on purpose after the redesign, each with its reason. Everything else must match.
+INTENDED = {
+    # power-aware rules: the combined query's plug-in bias minus the radius (what a release with no
+    # leakage scores) is above 0.10 here, so its lower-bound check cannot be evidence: review, not
+    # block. The decision (BLOCK, from the other checks) is unchanged.
+    "households": {
+        "reasons ('combined.mace.advantage_lower', 'combined.mace.advantage_lower <= 0.1') action: 'block' -> 'review'",
+        "checks ('combined.mace.advantage_lower', 'combined.mace.advantage_lower <= 0.1') action: 'block' -> 'review'",
+    },
+}
+
 
 @pytest.fixture(scope="module")
 def golden_folder(tmp_path_factory):
@@ -26,7 +37,8 @@ def golden_folder(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
     actual = canonical(SCENARIOS[name](golden_folder))
-    diffs = differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
+    diffs = [d for d in differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
+             if d not in INTENDED.get(name, ())]
     assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
 
 

@@ -41,6 +41,7 @@ from privacy_gate.attacks.base import (
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import DistanceToClosestRecord, nearest_distances
 from privacy_gate.attacks.domias import (
+    DensityParams,
     check_density_options,
     density_notes,
     make_density,
@@ -54,7 +55,6 @@ from privacy_gate.params import (
     OpenFraction,
     Params,
     PositiveInt,
-    PositiveNumber,
     Seed,
 )
 
@@ -68,12 +68,8 @@ def _encode(threat: ThreatModel) -> tuple[MixedEncoder, np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- Eq. 1
 
 
-class DomiasEq1Params(Params):
-    density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
-    bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
-    flow_params: dict[str, Any] | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden")
-    seed: Seed = Field(0, description="seed of the flow's training")
+class DomiasEq1Params(DensityParams):
+    """DOMIAS's density settings (p_G only: no reference density)."""
 
 
 @register_attack("domias_eq1")

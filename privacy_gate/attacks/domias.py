@@ -131,12 +131,17 @@ def not_fitted(owner: str) -> None:
     raise NotFittedError(f"{owner} is not fitted yet; call fit() first")
 
 
-class DomiasParams(Params):
+class DensityParams(Params):
+    """The density settings DOMIAS and its p_G-only baseline share."""
+
     density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
     bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
     chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
     flow_params: dict[str, Any] | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden")
     seed: Seed = Field(0, description="seed of the flow's training")
+
+
+class DomiasParams(DensityParams):
     reference_density: Literal["same", "prior"] = Field("same", description="p_R: the same estimator as p_G, or a shrinkage Gaussian prior")
 
 

@@ -76,8 +76,9 @@ def _gate_only(folder: Path) -> dict:
                      workdir=str(folder / "wd-gate"), targets_seed=3)["verdict"]
 
 
-def _households(folder: Path) -> dict:
-    """Entities (households) and the dependency stress test (members from one site)."""
+def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
+    """A release config of households (1-3 Adult records each, the entities) at three sites (the
+    source): an independent sample plus verbatim copies of site s1's training records."""
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, split_by_entity
 
@@ -91,7 +92,7 @@ def _households(folder: Path) -> dict:
     outside["household"] = [f"x{i}" for i in range(len(outside))]
     outside["site"] = rng.choice(["s1", "s2", "s3"], len(outside))
     real.to_csv(folder / "hh-real.csv", index=False)
-    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw = yaml.safe_load(example.read_text())
     spec = raw["dataset"]["spec"]
     spec["columns"]["household"] = {"kind": "categorical", "nullable": False}
     spec["columns"]["site"] = {"kind": "categorical", "categories": ["s1", "s2", "s3"], "nullable": False}
@@ -105,6 +106,11 @@ def _households(folder: Path) -> dict:
     train = split_by_entity(conform(real, cfg.dataset.spec, source="r"), cfg.dataset.spec, cfg.split).train
     copies = real.loc[train.index[train["site"] == "s1"]]
     pd.concat([outside, copies]).to_csv(folder / "hh-synthetic.csv", index=False)
+    return cfg_path
+
+
+def _households(folder: Path) -> dict:
+    cfg_path = household_release(folder)
     release_flow, _ = _flows()
     return release_flow(config_path=str(cfg_path), workdir=str(folder / "wd-households"))["verdict"]
 
