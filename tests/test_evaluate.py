@@ -50,3 +50,22 @@ def test_evaluate_fails_closed_with_the_stage(adult_full, adult_spec):
                                    synthetic=rows[400:], spec=adult_spec, attacks=[{"name": "dcr"}])
     assert result.decision == "BLOCK" and result.verdict.status == "error"
     assert result.verdict.reasons[0].message.startswith("targets:")  # 50 holdout rows < min_per_class 100
+
+
+def test_an_attack_that_saw_too_few_columns_blocks(adult_full):
+    """Most columns constant in the reference data: the encoders drop them; the gate must not
+    read the resulting scores as 'no leakage'."""
+    import privacy_gate
+    from privacy_gate.config import DatasetSpec
+
+    numeric = ["age", "fnlwgt", "education_num", "capital_gain", "hours_per_week"]
+    spec = DatasetSpec.model_validate({"name": "narrow", "columns": {
+        **{c: {"kind": "numeric"} for c in numeric}, "sex": {"kind": "categorical", "categories": ["Female", "Male"]}}})
+    rows = adult_full[numeric + ["sex"]].sample(n=2400, random_state=3).reset_index(drop=True)
+    reference = rows[1200:1600].copy()
+    for col in numeric:
+        reference[col] = reference[col].iloc[0]
+    result = privacy_gate.evaluate(train=rows[:800], holdout=rows[800:1200], reference=reference,
+                                   synthetic=rows[1600:], spec=spec, attacks=[{"name": "dcr"}, {"name": "domias"}])
+    assert result.decision == "BLOCK", result
+    assert any(c.metric == "scores" and "dropped as constant" in c.message for c in result.verdict.reasons)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -142,10 +142,11 @@ def create_attack(name: str, **params: Any) -> Attack:
 # --------------------------------------------------------------------------- shared checks
 
 
-def check_chunk_bytes(value: Any, *, owner: str) -> None:
-    """``chunk_bytes`` must be a positive integer (a memory budget in bytes)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ConfigError(f"{owner}: parameter 'chunk_bytes' must be a positive integer (bytes), got {value!r}")
+def not_fitted(owner: str) -> NoReturn:
+    """Raise scikit-learn's NotFittedError for ``owner`` (an attack or estimator used before fit)."""
+    from sklearn.exceptions import NotFittedError  # lazy: importing scikit-learn costs ~0.7 s
+
+    raise NotFittedError(f"{owner} is not fitted yet; call fit() first")
 
 
 def check_scores(scores: np.ndarray, *, owner: str, n_targets: int) -> np.ndarray:

@@ -25,27 +25,28 @@ reference data) and follows the Attack contract of :mod:`privacy_gate.attacks.ba
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from privacy_gate.attacks.base import (
     DEFAULT_CHUNK_BYTES,
     OracleKnowledge,
     ThreatModel,
     check_scores,
+    not_fitted,
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import DistanceToClosestRecord, nearest_distances
 from privacy_gate.attacks.domias import (
     DensityParams,
-    check_density_options,
     density_notes,
     make_density,
-    not_fitted,
     resolve_density,
 )
 from privacy_gate.attacks.shadow import Mapper
@@ -89,8 +90,6 @@ class DomiasEq1:
 
     def __init__(self, *, density: str = "kde", bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  flow_params: Mapping[str, Any] | None = None, seed: int = 0):
-        self._flow_kwargs = check_density_options(f"attack '{self.name}'", density=density, bandwidth=bandwidth,
-                                                  chunk_bytes=chunk_bytes, flow_params=flow_params, seed=seed)
         self.density = density
         self.bandwidth = bandwidth
         self.chunk_bytes = chunk_bytes
@@ -109,7 +108,8 @@ class DomiasEq1:
             notes.append(f"density 'auto' chose '{kind}' ({len(X_syn)} rows x {d} columns)")
         self.density_kind_ = kind
         self.density_synthetic_ = make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
-                                               flow_params=self._flow_kwargs, seed=self.seed).fit(X_syn, n_effective_dims=d)
+                                               flow_params=dict(self.flow_params or {}),
+                                               seed=self.seed).fit(X_syn, n_effective_dims=d)
         self.notes_ = notes + density_notes("p_G (synthetic)", self.density_synthetic_)
         return self
 
@@ -319,8 +319,6 @@ def _one_thread():
     make it 10-40x slower — measured on a shared 2-core machine: 1.2 s single-threaded against
     44 s with the default pool, for the test toy. Single-threaded is the robust choice.
     """
-    from threadpoolctl import threadpool_limits
-
     return threadpool_limits(limits=1)
 
 
@@ -377,7 +375,7 @@ class LoganD1:
 
     def _train(self, X: np.ndarray, y: np.ndarray, weight: np.ndarray):
         if self.classifier == "hgb":
-            from sklearn.ensemble import HistGradientBoostingClassifier
+            from sklearn.ensemble import HistGradientBoostingClassifier  # lazy: scikit-learn imports in ~0.9 s
 
             # no early stopping: a classifier stopped on held-out rows generalises — it learns
             # where the synthetic data is over-represented only at scales it can validate, and
@@ -387,9 +385,7 @@ class LoganD1:
                                                  random_state=self.seed)
             clf.fit(X, y, sample_weight=weight)
         else:
-            import warnings
-
-            from sklearn.exceptions import ConvergenceWarning
+            from sklearn.exceptions import ConvergenceWarning  # lazy: scikit-learn imports in ~0.9 s
             from sklearn.neural_network import MLPClassifier
 
             clf = MLPClassifier(hidden_layer_sizes=(64, 64), early_stopping=False, max_iter=200, random_state=self.seed)

@@ -15,12 +15,23 @@ a full ``n_targets x n_fit`` matrix is never materialised.
 from __future__ import annotations
 
 import math
-from numbers import Real
+from typing import Literal
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
-from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, check_chunk_bytes
+from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, not_fitted
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
+from privacy_gate.params import (
+    Field,
+    NonNegativeNumber,
+    OpenFraction,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
+from privacy_gate.registry import validate_params
 
 _ITEM = np.dtype(np.float64).itemsize
 
@@ -60,6 +71,53 @@ def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: i
         yield start, stop, B
 
 
+# --------------------------------------------------------------------------- parameter models
+# (all torch-free: DOMIAS's flow settings are checked without importing torch)
+
+
+class KDEParams(Params):
+    """Settings of :class:`GaussianKDE`."""
+
+    bandwidth: Literal["scott"] | PositiveNumber = Field(
+        "scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
+    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrix")
+
+
+class GaussianDensityParams(Params):
+    """Settings of :class:`GaussianDensity`."""
+
+    ridge: NonNegativeNumber = Field(1e-2, description="variance floor added to the diagonal of the shrinkage covariance")
+
+
+class FlowSettings(Params):
+    """Settings of the masked autoregressive flow (:class:`privacy_gate.attacks.flow.MAFDensity`)
+    but its seed: what DOMIAS's ``flow_params`` may set."""
+
+    n_transforms: PositiveInt = Field(5, description="number of MADE layers")
+    hidden: tuple[PositiveInt, ...] = Field((64, 64), description="widths of the hidden layers of each MADE")
+    ordering: Literal["reverse", "random"] = Field(
+        "reverse", description="autoregressive order: flipped between layers, or a seeded permutation per layer")
+    noise: NonNegativeNumber = Field(0.1, description="std of the Gaussian training noise on every input dimension")
+    learning_rate: PositiveNumber = Field(5e-3, description="Adam step size (halved when the validation loss stalls)")
+    weight_decay: NonNegativeNumber = Field(1e-6, description="Adam weight decay")
+    batch_size: PositiveInt = Field(512, description="minibatch rows")
+    max_epochs: PositiveInt = Field(100, description="at most this many passes over the data")
+    patience: PositiveInt = Field(15, description="stop after this many epochs without a validation gain above tol")
+    tol: NonNegativeNumber = Field(1e-2, description="smallest validation-loss gain (nats per row) that counts")
+    validation_fraction: OpenFraction = Field(0.1, description="share of rows held out for early stopping")
+    max_seconds: PositiveNumber | None = Field(None, description="wall-clock budget of training (None: no budget)")
+    n_threads: PositiveInt | None = Field(None, description="torch threads during fit/score (None: 1)")
+
+
+class FlowParams(FlowSettings):
+    """Settings of :class:`privacy_gate.attacks.flow.MAFDensity`."""
+
+    seed: Seed = Field(0, description="seed of initialisation, split, shuffling and noise")
+
+
+# --------------------------------------------------------------------------- estimators
+
+
 class GaussianKDE:
     """Gaussian KDE with an isotropic per-dimension bandwidth, chunked for bounded memory.
 
@@ -80,8 +138,7 @@ class GaussianKDE:
     """
 
     def __init__(self, *, bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        check_bandwidth(bandwidth, owner="GaussianKDE")
-        check_chunk_bytes(chunk_bytes, owner="GaussianKDE")
+        validate_params(KDEParams, {"bandwidth": bandwidth, "chunk_bytes": chunk_bytes}, owner="GaussianKDE")
         self.bandwidth = bandwidth
         self.chunk_bytes = chunk_bytes
 
@@ -117,9 +174,7 @@ class GaussianKDE:
     def score_samples(self, X: np.ndarray) -> np.ndarray:
         """Log density at each row of ``X`` (float64, finite)."""
         if not hasattr(self, "X_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("GaussianKDE is not fitted yet; call fit() first")
+            not_fitted("GaussianKDE")
         X = as_matrix(X, owner="GaussianKDE.score_samples", n_features=self.n_features_in_)
         h2 = self.bandwidth_**2
         # the kernel's normalising constant uses the full width D: it is the density on R^D
@@ -145,16 +200,6 @@ class GaussianKDE:
         return out + row_term + log_norm
 
 
-def check_bandwidth(value: object, *, owner: str) -> None:
-    """``bandwidth`` is ``"scott"`` or a positive finite number."""
-    if isinstance(value, str):
-        if value != "scott":
-            raise ConfigError(f"{owner}: parameter 'bandwidth' must be 'scott' or a positive number, got {value!r}")
-        return
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{owner}: parameter 'bandwidth' must be 'scott' or a positive number, got {value!r}")
-
-
 class GaussianDensity:
     """One multivariate Gaussian with a shrinkage covariance: the DOMIAS "prior" for ``p_R``.
 
@@ -172,13 +217,12 @@ class GaussianDensity:
     """
 
     def __init__(self, *, ridge: float = 1e-2):
-        if isinstance(ridge, bool) or not isinstance(ridge, Real) or not math.isfinite(ridge) or ridge < 0:
-            raise ConfigError(f"GaussianDensity: parameter 'ridge' must be a number >= 0, got {ridge!r}")
+        validate_params(GaussianDensityParams, {"ridge": ridge}, owner="GaussianDensity")
         self.ridge = ridge
 
     def fit(self, X: np.ndarray, **_ignored: object) -> GaussianDensity:
         """Fit mean and shrinkage covariance (``n_effective_dims`` etc. are accepted and ignored)."""
-        from sklearn.covariance import LedoitWolf
+        from sklearn.covariance import LedoitWolf  # lazy: importing scikit-learn costs ~0.8 s
 
         X = as_matrix(X, owner="GaussianDensity.fit")
         n, D = X.shape
@@ -200,11 +244,7 @@ class GaussianDensity:
     def score_samples(self, X: np.ndarray) -> np.ndarray:
         """Log density at each row of ``X`` (float64)."""
         if not hasattr(self, "_chol"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("GaussianDensity is not fitted yet; call fit() first")
-        from scipy.linalg import solve_triangular
-
+            not_fitted("GaussianDensity")
         X = as_matrix(X, owner="GaussianDensity.score_samples", n_features=self.n_features_in_)
         W = solve_triangular(self._chol, (X - self.mean_).T, lower=True)
         return self._log_norm - 0.5 * np.einsum("ij,ij->j", W, W)

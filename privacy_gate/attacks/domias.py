@@ -31,28 +31,24 @@ Density estimators (``density``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from numbers import Integral
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import field_validator
 
 from privacy_gate.attacks.base import (
     DEFAULT_CHUNK_BYTES,
     OracleKnowledge,
     ThreatModel,
-    check_chunk_bytes,
     check_scores,
+    not_fitted,
     register_attack,
 )
-from privacy_gate.attacks.density import GaussianDensity, GaussianKDE, check_bandwidth
+from privacy_gate.attacks.density import FlowSettings, GaussianDensity, GaussianKDE
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.errors import ConfigError
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
-
-DENSITIES = ("kde", "flow", "auto")
-REFERENCE_DENSITIES = ("same", "prior")
 
 #: ``density="auto"`` switches from KDE to the flow above this many ``rows x columns`` (rows: the
 #: larger fit set; columns: encoded original columns) — for Adult's 15 columns, above ~66,000 rows.
@@ -70,35 +66,6 @@ REFERENCE_DENSITIES = ("same", "prior")
 AUTO_FLOW_THRESHOLD = 1_000_000
 
 
-def check_density_options(owner: str, *, density: Any, bandwidth: Any, chunk_bytes: Any, flow_params: Any, seed: Any) -> dict[str, Any]:
-    """Validate the density settings shared by ``domias`` and ``domias_eq1``; return the flow kwargs."""
-    if density not in DENSITIES:
-        raise ConfigError(f"{owner}: parameter 'density' must be one of {list(DENSITIES)}, got {density!r}")
-    check_bandwidth(bandwidth, owner=owner)
-    check_chunk_bytes(chunk_bytes, owner=owner)
-    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
-        raise ConfigError(f"{owner}: parameter 'seed' must be a non-negative integer, got {seed!r}")
-    if flow_params is None:
-        flow_params = {}
-    if not isinstance(flow_params, Mapping):
-        raise ConfigError(f"{owner}: parameter 'flow_params' must be a mapping of MAFDensity settings, got {type(flow_params).__name__}")
-    flow_params = dict(flow_params)
-    if "seed" in flow_params:
-        raise ConfigError(f"{owner}: parameter 'flow_params' must not set 'seed'; use the attack's own 'seed' parameter")
-    if density != "kde" or flow_params:
-        from privacy_gate.attacks.flow import (
-            MAFDensity,  # imports torch: only when a flow may be used
-        )
-
-        try:
-            MAFDensity(**flow_params, seed=int(seed))
-        except TypeError as exc:
-            raise ConfigError(f"{owner}: parameter 'flow_params': {exc}") from None
-        except ConfigError as exc:
-            raise ConfigError(f"{owner}: parameter 'flow_params': {exc}") from None
-    return flow_params
-
-
 def resolve_density(density: str, *, n_rows: int, n_dims: int) -> str:
     """The estimator ``"auto"`` picks for a fit set of ``n_rows`` rows and ``n_dims`` original columns."""
     if density != "auto":
@@ -110,7 +77,7 @@ def make_density(kind: str, *, bandwidth: Any, chunk_bytes: int, flow_params: Ma
     """A fresh, unfitted density estimator of the resolved ``kind`` (``"kde"`` or ``"flow"``)."""
     if kind == "kde":
         return GaussianKDE(bandwidth=bandwidth, chunk_bytes=chunk_bytes)
-    from privacy_gate.attacks.flow import MAFDensity
+    from privacy_gate.attacks.flow import MAFDensity  # lazy: imports torch, only when a flow is fitted
 
     return MAFDensity(**flow_params, seed=int(seed))
 
@@ -125,20 +92,25 @@ def density_notes(what: str, estimator: Any) -> list[str]:
     return [note]
 
 
-def not_fitted(owner: str) -> None:
-    from sklearn.exceptions import NotFittedError
-
-    raise NotFittedError(f"{owner} is not fitted yet; call fit() first")
-
-
 class DensityParams(Params):
     """The density settings DOMIAS and its p_G-only baseline share."""
 
     density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
     bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
     chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
-    flow_params: dict[str, Any] | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden")
+    flow_params: FlowSettings | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden; not its seed")
     seed: Seed = Field(0, description="seed of the flow's training")
+
+    @field_validator("flow_params", mode="before")
+    @classmethod
+    def _flow_settings(cls, value: Any) -> Any:
+        if value is None or isinstance(value, FlowSettings):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValueError(f"must be a mapping of MAFDensity settings, got {type(value).__name__}")
+        if "seed" in value:
+            raise ValueError("must not set 'seed'; use the attack's own 'seed' parameter")
+        return dict(value)
 
 
 class DomiasParams(DensityParams):
@@ -179,11 +151,6 @@ class DomiasAttack:
 
     def __init__(self, *, density: str = "kde", reference_density: str = "same", bandwidth: str | float = "scott",
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, flow_params: Mapping[str, Any] | None = None, seed: int = 0):
-        owner = f"attack '{self.name}'"
-        self._flow_kwargs = check_density_options(owner, density=density, bandwidth=bandwidth, chunk_bytes=chunk_bytes,
-                                                  flow_params=flow_params, seed=seed)
-        if reference_density not in REFERENCE_DENSITIES:
-            raise ConfigError(f"{owner}: parameter 'reference_density' must be one of {list(REFERENCE_DENSITIES)}, got {reference_density!r}")
         self.density = density
         self.reference_density = reference_density
         self.bandwidth = bandwidth
@@ -192,7 +159,8 @@ class DomiasAttack:
         self.seed = seed
 
     def _density(self, kind: str):
-        return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes, flow_params=self._flow_kwargs, seed=self.seed)
+        return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
+                            flow_params=dict(self.flow_params or {}), seed=self.seed)
 
     def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
             mapper: Mapper | None = None) -> DomiasAttack:

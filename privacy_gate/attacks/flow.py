@@ -55,19 +55,19 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from privacy_gate.attacks.density import as_matrix
-from privacy_gate.errors import ConfigError, InsufficientDataError
+from privacy_gate.attacks.base import not_fitted
+from privacy_gate.attacks.density import FlowParams, as_matrix
+from privacy_gate.errors import InsufficientDataError
+from privacy_gate.registry import validate_params
 
 #: Soft bound of each layer's log-scale: ``alpha = ALPHA_BOUND * tanh(raw / ALPHA_BOUND)``.
 ALPHA_BOUND = 3.0
-_ORDERINGS = ("reverse", "random")
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -159,23 +159,6 @@ class _MAF(nn.Module):
         return -0.5 * (u * u).sum(dim=1) - 0.5 * z.shape[1] * _LOG_2PI + log_det
 
 
-def _check_int(value: Any, name: str, *, minimum: int, owner: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ConfigError(f"{owner}: parameter '{name}' must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_real(value: Any, name: str, *, owner: str, low: float, high: float = math.inf, low_open: bool = True,
-                allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    ok = not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value) and value < high
-    ok = ok and (value > low if low_open else value >= low)
-    if not ok:
-        bound = f"> {low}" if low_open else f">= {low}"
-        upper = f" and < {high}" if math.isfinite(high) else ""
-        raise ConfigError(f"{owner}: parameter '{name}' must be a number {bound}{upper}, got {value!r}")
-
-
 class MAFDensity:
     """Masked autoregressive flow density estimator (see the module docstring).
 
@@ -217,27 +200,12 @@ class MAFDensity:
                  noise: float = 0.1, learning_rate: float = 5e-3, weight_decay: float = 1e-6, batch_size: int = 512,
                  max_epochs: int = 100, patience: int = 15, tol: float = 1e-2, validation_fraction: float = 0.1,
                  max_seconds: float | None = None, seed: int = 0, n_threads: int | None = None):
-        owner = "MAFDensity"
-        _check_int(n_transforms, "n_transforms", minimum=1, owner=owner)
-        if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
-            raise ConfigError(f"{owner}: parameter 'hidden' must be a sequence of positive integers, got {hidden!r}")
+        validate_params(FlowParams, dict(
+            n_transforms=n_transforms, hidden=hidden, ordering=ordering, noise=noise, learning_rate=learning_rate,
+            weight_decay=weight_decay, batch_size=batch_size, max_epochs=max_epochs, patience=patience, tol=tol,
+            validation_fraction=validation_fraction, max_seconds=max_seconds, seed=seed, n_threads=n_threads),
+            owner="MAFDensity")
         hidden = tuple(hidden)
-        for h in hidden:
-            _check_int(h, "hidden", minimum=1, owner=owner)
-        if ordering not in _ORDERINGS:
-            raise ConfigError(f"{owner}: parameter 'ordering' must be one of {list(_ORDERINGS)}, got {ordering!r}")
-        _check_real(noise, "noise", owner=owner, low=0.0, low_open=False)
-        _check_real(learning_rate, "learning_rate", owner=owner, low=0.0)
-        _check_real(weight_decay, "weight_decay", owner=owner, low=0.0, low_open=False)
-        _check_int(batch_size, "batch_size", minimum=1, owner=owner)
-        _check_int(max_epochs, "max_epochs", minimum=1, owner=owner)
-        _check_int(patience, "patience", minimum=1, owner=owner)
-        _check_real(tol, "tol", owner=owner, low=0.0, low_open=False)
-        _check_real(validation_fraction, "validation_fraction", owner=owner, low=0.0, high=1.0)
-        _check_real(max_seconds, "max_seconds", owner=owner, low=0.0, allow_none=True)
-        _check_int(seed, "seed", minimum=0, owner=owner)
-        if n_threads is not None:
-            _check_int(n_threads, "n_threads", minimum=1, owner=owner)
         self.n_transforms = n_transforms
         self.hidden = hidden
         self.ordering = ordering
@@ -349,9 +317,7 @@ class MAFDensity:
     def score_samples(self, X: np.ndarray, *, batch_rows: int = 8192) -> np.ndarray:
         """Log density at each row of ``X`` (float64), evaluated in batches of ``batch_rows``."""
         if not hasattr(self, "model_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("MAFDensity is not fitted yet; call fit() first")
+            not_fitted("MAFDensity")
         X = as_matrix(X, owner="MAFDensity.score_samples", n_features=self.n_features_in_)
         out = np.empty(X.shape[0], dtype=np.float64)
         with torch_threads(self.n_threads or DEFAULT_THREADS), torch.inference_mode():

@@ -89,16 +89,17 @@ def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str],
         raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}")
 
 
-def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision]) -> str:
-    """What `privacy-gate review RUN_ID` shows."""
+def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
+                 published: str | None = None) -> str:
+    """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went)."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
     if decisions:
         d = decisions[0]
         lines.append(f"decided: {d.action} by {d.reviewer} at {d.at}" + (f" — {d.comment}" if d.comment else ""))
         if d.suppress:
             lines.append(f"  suppressed: {', '.join(d.suppress)}")
-        if d.published:
-            lines.append(f"  published: {d.published}")
+        if d.published or (published and published != "none"):
+            lines.append(f"  published: {d.published or published}")
     elif verdict["verdict"] == "REVIEW":
         lines.append("PENDING REVIEW — decide with `privacy-gate approve RUN_ID --reviewer NAME` or "
                      "`privacy-gate reject RUN_ID --reviewer NAME` (optionally --suppress GROUP)")

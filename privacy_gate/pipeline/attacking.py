@@ -77,7 +77,17 @@ def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits,
     return AttackOutcome(name=attack.key, params=attack.params, scores=scores,
                          metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
                          extra_scores=extra, notes=tuple(getattr(scorer, "notes_", ()) or ()),
-                         invalid=degenerate_reason(scores))
+                         invalid=degenerate_reason(scores) or _encoding_reason(scorer, spec))
+
+
+def _encoding_reason(scorer: Any, spec: DatasetSpec) -> str | None:
+    """An attack whose encoding dropped most columns saw too little of the records to judge them."""
+    encoder = getattr(scorer, "encoder_", None)
+    dropped = list(getattr(encoder, "dropped_columns_", ()) or ())
+    n = len(spec.attribute_columns)
+    if n and len(dropped) * 2 > n:
+        return f"encoded only {n - len(dropped)} of {n} columns ({len(dropped)} dropped as constant)"
+    return None
 
 
 def scores_frame(targets: Targets, outcomes: Sequence[AttackOutcome]) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.config import DatasetSpec, ReleaseConfig
 from privacy_gate.data import Splits, conform, data_hash, read_table
-from privacy_gate.errors import ReviewError
+from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.gate.approval import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
 from privacy_gate.gate.audit import group_mask
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -157,13 +157,25 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
         to_publish = QuarantinedRelease(path=Path(result["quarantined"]),
                                         sha256=rerun["data_hashes"]["synthetic_file_sha256"], rows=-1,
                                         fmt=Path(result["quarantined"]).suffix.lstrip("."))
-    pending = ReviewDecision.new(**decision, rerun_id=rerun_id)
-    published = store.publish(to_publish, dataset=record.dataset, verdict=record.verdict["verdict"], run_id=run_id,
-                              config_hash=record.verdict.get("rules_hash"), approval=pending.to_dict())
-    final = ReviewDecision.new(**{**pending.to_dict(), "published": str(published)})
-    tracker.append_decision(run_id, final.to_dict())
+    # the approval is recorded, and read back, before anything is published
+    approval = ReviewDecision.new(**decision, rerun_id=rerun_id)
+    tracker.append_decision(run_id, approval.to_dict())
+    recorded = tracker.decisions(run_id)
+    if not recorded or ReviewDecision.from_dict(recorded[-1]) != approval:
+        raise ReviewError(f"the approval of run {run_id} could not be read back from {tracking_uri}; nothing was "
+                          "published")
+    try:
+        published = store.publish(to_publish, dataset=record.dataset, verdict=record.verdict["verdict"],
+                                  run_id=run_id, config_hash=record.verdict.get("rules_hash"),
+                                  approval=approval.to_dict())
+    except Exception as exc:  # noqa: BLE001 - publication is atomic: nothing partial is visible
+        tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: f"failed ({type(exc).__name__})"})
+        reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
+        raise ReviewError(f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
+                          f"{store.target} — run the gate again to publish") from None
+    tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: str(published)})
     _refresh_report(sink)
-    return final
+    return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
 
 
 def _refresh_report(sink: MlflowSink) -> None:
@@ -177,4 +189,5 @@ def _refresh_report(sink: MlflowSink) -> None:
 def review_text(run_id: str, *, tracking_uri: str) -> str:
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
-    return pending_text(run_id, record.verdict, record.decisions)
+    return pending_text(run_id, record.verdict, record.decisions,
+                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED))
