@@ -224,8 +224,6 @@ def ball_statistics(targets: np.ndarray, candidates: np.ndarray, radius: float, 
     return count, log_weight, nearest
 
 
-
-
 class MonteCarloNeighbourhoodParams(Params):
     kind: Literal["smooth", "count"] = Field("smooth", description="smooth kernel weight or hard count of synthetic neighbours")
     epsilon_quantile: OpenFraction = Field(0.5, description="neighbourhood radius: this quantile of reference-to-synthetic distances")
@@ -307,8 +305,6 @@ class MonteCarloNeighbourhood:
 
 
 # --------------------------------------------------------------------------- LOGAN D1
-
-
 
 
 def _one_thread():

@@ -16,6 +16,7 @@ from privacy_gate.attacks.base import (
     OracleKnowledge,
     ThreatModel,
     check_scores,
+    not_fitted,
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
@@ -77,9 +78,7 @@ class DistanceToClosestRecord:
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``-distance`` to the closest synthetic row, per target row."""
         if not hasattr(self, "encoder_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError(f"attack '{self.name}' is not fitted yet; call fit() first")
+            not_fitted(f"attack '{self.name}'")
         X = as_matrix(self.encoder_.transform(targets), owner=f"attack '{self.name}'")
         distances, _ = nearest_distances(X, self.synthetic_encoded_, chunk_bytes=self.chunk_bytes)
         return check_scores(-distances, owner=f"attack '{self.name}'", n_targets=len(targets))

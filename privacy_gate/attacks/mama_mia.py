@@ -75,6 +75,7 @@ from privacy_gate.attacks.base import (
     OracleKnowledge,
     ThreatModel,
     check_scores,
+    not_fitted,
     register_attack,
 )
 from privacy_gate.errors import ConfigError, DataError
@@ -241,14 +242,10 @@ def _is_marginal_generator(name: str | None) -> bool:
     return name is not None and name in available_generators() and generator_capabilities(name).marginal
 
 
-
-
-
-
 class MamaMiaParams(Params):
     n_shadow: PositiveInt = Field(50, description="shadow runs of the generator's focal-point selection")
     variant: Literal["auto", "shadow", "oracle", "generic"] = Field("auto", description="shadow for marginal generators, generic otherwise (auto); oracle is evaluator-only")
-    tau: Fraction | None = Field(None, description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the paper)")
+    tau: Fraction | None = Field(None, gt=0, description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the paper)")
     n_generic: PositiveInt | None = Field(None, description="generic variant: top-k mutual-information pairs (None: the max-MI spanning tree)")
     n_jobs: PositiveInt = Field(2, description="workers of the default shadow pool (1 = serial)")
     activation: bool = Field(False, strict=True, description="score as sigmoid(c * (zscore(log score) - median))")
@@ -417,9 +414,7 @@ class MamaMiaAttack:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "kept_focal_points_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("attack 'mama_mia' is not fitted yet; call fit() first")
+            not_fitted(_OWNER)
 
     def focal_ratios(self, targets: pd.DataFrame) -> np.ndarray:
         """(n_targets, |F*|): P_syn(x_F) / P_ref(x_F) of every kept focal point (columns in

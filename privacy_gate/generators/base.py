@@ -13,11 +13,13 @@ on its class (``capabilities``) and queried with :func:`generator_capabilities`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
+from privacy_gate.errors import ConfigError
 from privacy_gate.registry import ComponentInfo, Registry
 
 
@@ -50,10 +52,22 @@ class GeneratorCapabilities:
     uses_reference: bool = False
 
 
-NO_CAPABILITIES = GeneratorCapabilities()
-
 _GENERATORS = Registry("generator")
-register_generator = _GENERATORS.register  # class decorator: @register_generator("mst")
+_G = TypeVar("_G", bound=type)
+
+
+def register_generator(name: str) -> Callable[[_G], _G]:
+    """Class decorator ``@register_generator("mst")``: the class declares ``params_model`` (see
+    :class:`~privacy_gate.registry.Registry`) and ``capabilities`` (a :class:`GeneratorCapabilities`)."""
+    register = _GENERATORS.register(name)
+
+    def decorator(cls: _G) -> _G:
+        if not isinstance(getattr(cls, "capabilities", None), GeneratorCapabilities):
+            raise ConfigError(f"generator '{name}' ({cls.__qualname__}) declares no capabilities "
+                              "(a GeneratorCapabilities class attribute)")
+        return register(cls)
+
+    return decorator
 
 
 def available_generators() -> list[str]:
@@ -64,8 +78,8 @@ def generator_capabilities(name: str) -> GeneratorCapabilities:
     """The declared capabilities of the generator registered as ``name`` (ConfigError if unknown)."""
     cls = _GENERATORS.get(name)
     if cls is None:
-        _GENERATORS.create(name)  # raises the registry's ConfigError listing the known names
-    return getattr(cls, "capabilities", NO_CAPABILITIES)
+        raise ConfigError(f"unknown generator '{name}'; available generators: {available_generators()}")
+    return cls.capabilities
 
 
 def describe_generators() -> list[ComponentInfo]:

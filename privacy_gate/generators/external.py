@@ -15,7 +15,7 @@ import pandas as pd
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.data.table import conform, read_table
-from privacy_gate.generators.base import clip_to_spec, register_generator
+from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
     Field,
     Fraction,
@@ -38,6 +38,7 @@ class FileGenerator:
     sample of ``n`` rows without replacement instead)."""
 
     params_model = FileParams
+    capabilities = GeneratorCapabilities()  # made elsewhere: no selection step, no guarantee
 
     privacy = None
 
@@ -67,6 +68,7 @@ class CopyTrainCanary:
     """Canary: returns (resampled) training rows verbatim. The gate must BLOCK it."""
 
     params_model = CopyTrainParams
+    capabilities = GeneratorCapabilities()
 
     privacy = None
 

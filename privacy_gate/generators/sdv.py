@@ -18,7 +18,7 @@ from pydantic import model_validator
 
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.generators.base import clip_to_spec, register_generator
+from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
     Field,
     NonNegativeNumber,
@@ -33,7 +33,7 @@ _TABLE = "table"
 
 def sdv_metadata(spec: DatasetSpec):
     """SDV ``Metadata`` for one table, from the spec alone."""
-    from sdv.metadata import Metadata
+    from sdv.metadata import Metadata  # lazy: SDV (and torch under it) only when an SDV generator runs
 
     columns: dict[str, dict[str, Any]] = {}
     for name, col in spec.columns.items():
@@ -54,7 +54,7 @@ def _seeded(seed: int | None):
     if seed is None:
         yield
         return
-    import torch
+    import torch  # lazy: torch only when an SDV model is seeded
 
     np_state, py_state, torch_state = np.random.get_state(), random.getstate(), torch.get_rng_state()
     np.random.seed(seed)
@@ -69,6 +69,7 @@ def _seeded(seed: int | None):
 
 
 class _SDVGenerator:
+    capabilities = GeneratorCapabilities()  # no selection step to shadow, no formal guarantee
     privacy = None  # SDV models give no formal privacy guarantee
     _synth_cls: str = ""
 
@@ -77,7 +78,7 @@ class _SDVGenerator:
         self.synth_params = synth_params
 
     def _make(self, metadata):
-        import sdv.single_table as st
+        import sdv.single_table as st  # lazy: SDV only when an SDV generator runs
 
         cls = getattr(st, self._synth_cls)
         params = {"enforce_min_max_values": False, **self.synth_params}
