@@ -209,7 +209,15 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="mace.advantage_lower", attack="combined", max=0.10, action="block"),
     Rule(metric="mace.advantage_upper", attack="any", max=0.20, action="review"),
     Rule(metric="utility.quality", min=0.60, action="block"),
+    # per-sample rules (exposed-record discovery): block when we are confident that at least 0.5%
+    # of the training records are singled out; approve only when we are confident that at most 2%
+    # could be; any discovered exposed record (FDR-controlled) goes to a human, who can suppress it
+    Rule(metric="exposed.share_lower", max=0.005, action="block"),
+    Rule(metric="exposed.share_upper", max=0.02, action="review"),
+    Rule(metric="exposed.count", max=0, action="review"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
+    # every subgroup, however small: its rank test, Holm-adjusted over all groups (family-wise 5%)
+    Rule(metric="membership_test.p_adjusted", min=0.05, action="review", scope="subgroup"),
 )
 
 
@@ -222,10 +230,24 @@ class GateConfig(_Strict):
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+class ExposureConfig(_Strict):
+    """Exposed-record discovery: conformal p-values per member target and attack, Bonferroni over
+    the attacks, false discovery rate ``fdr`` over the members (Benjamini–Hochberg, or
+    Benjamini–Yekutieli under any dependence), exposed-share bounds at false-alarm rate ``level``
+    with confidence ``1 - delta``."""
+
+    fdr: float = Field(0.05, gt=0, lt=1)
+    method: Literal["bh", "by"] = "bh"
+    level: float = Field(0.01, gt=0, lt=1)
+    delta: float = Field(0.05, gt=0, lt=1)
+
+
 class AuditConfig(_Strict):
     """Subgroup, entity (set-level) and dependency (Humphries et al.) audits."""
 
-    min_group_size: int = Field(50, gt=0)  # targets per class; smaller groups merge into "other"
+    # targets per class a group needs for point estimates (AUC, TPR, MACE); every group, however
+    # small, gets the rank test
+    min_group_size: int = Field(50, gt=0)
     intersections: list[list[str]] = Field(default_factory=list)  # e.g. [[sex, race]]
     dependency_test: bool = False  # members from one `source` value, non-members from the others
     dependency_source_value: str | None = None  # default: the most frequent value
@@ -262,7 +284,10 @@ class PublishConfig(_Strict):
 
 # MAMA-MIA's "auto" variant shadows marginal (DP) generators and falls back to its generic
 # variant for any other generator or for gate-only data
-DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"), AttackConfig(name="mama_mia"))
+# dcr_ratio (DCR calibrated by the reference) is the per-record exposure attack: it singles out
+# near-copies of training records that plain DCR confuses with records in dense regions
+DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"), AttackConfig(name="dcr_ratio"),
+                   AttackConfig(name="mama_mia"))
 
 
 class RunnerConfig(_Strict):
@@ -282,6 +307,7 @@ class ReleaseConfig(_Strict):
     gate: GateConfig = Field(default_factory=GateConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mace: MaceConfig = Field(default_factory=MaceConfig)
+    exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -383,6 +409,7 @@ class GateOnlyConfig(_Strict):
     gate: GateConfig = Field(default_factory=GateConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mace: MaceConfig = Field(default_factory=MaceConfig)
+    exposure: ExposureConfig = Field(default_factory=ExposureConfig)
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
@@ -405,14 +432,14 @@ class GateOnlyConfig(_Strict):
 
 
 def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
-    """Load the judging sections (targets, attacks, gate, audit, mace) from YAML; a whole release
+    """Load the judging sections (targets, attacks, gate, audit, mace, exposure) from YAML; a whole release
     config works too (its other sections are ignored)."""
     path = Path(path)
     raw = _read_yaml(path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace")
+        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure")
     fields = set(GateOnlyConfig.model_fields)
     try:
         return GateOnlyConfig.model_validate({k: v for k, v in raw.items() if k in fields or k not in

@@ -35,6 +35,13 @@ UTILITY = "utility"
 UTILITY_QUALITY = "utility.quality"
 VALIDATION_SYNTHETIC = "validation.synthetic"
 ORACLE_ATTACK = "mama_mia_oracle"  # MAMA-MIA with the generator's real focal points (reported, not gated)
+#: Exposed-record discovery over the member targets (``estimators.exposure``): ``exposed.count``,
+#: ``exposed.share_lower``, ``exposed.share_upper``, ... — plain metrics, not per attack.
+EXPOSURE = "exposed"
+#: A subgroup's rank test over the gated attacks (``estimators.group_tests``), in each group's metrics.
+GROUP_TEST = "membership_test"
+#: Suppression label of the exposed records (``privacy-gate approve --suppress exposed``).
+SUPPRESS_EXPOSED = "exposed"
 
 
 def metric_name(attack: str | None, metric: str) -> str:
@@ -52,6 +59,16 @@ def entity_metric(attack: str, metric: str) -> str:
 
 def dependency_metric(attack: str, metric: str) -> str:
     return f"{attack}.dependency.{metric}"
+
+
+def exposure_metric(figure: str) -> str:
+    """``count`` -> ``exposed.count``."""
+    return f"{EXPOSURE}.{figure}"
+
+
+def group_test_metric(figure: str) -> str:
+    """``p_adjusted`` -> ``membership_test.p_adjusted`` (a key inside one subgroup's metrics)."""
+    return f"{GROUP_TEST}.{figure}"
 
 
 def timing_metric(stage: str) -> str:
@@ -141,6 +158,7 @@ ART_SUMMARY = "summary.md"
 ART_TIMINGS = "timings.json"
 ART_UTILITY = "utility.json"
 ART_SUBGROUPS = "audit/subgroups.json"
+ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"

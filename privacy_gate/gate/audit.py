@@ -1,9 +1,11 @@
 """Who is at risk: attack metrics per subgroup, per entity (set level), and under dependency.
 
-- Subgroups (DOMIAS §5.3, MACE §9.3: minorities and outliers carry the highest risk): every attack
-  metric again on the targets of each value of each audited column and of configured
-  intersections. Groups with fewer than ``min_group_size`` targets in either class are merged into
-  "other" and never named; if "other" is still too small it is not reported at all.
+- Subgroups (DOMIAS §5.3, MACE §9.3: minorities and outliers carry the highest risk): each value
+  of each audited column and of configured intersections is its own group, however small — a
+  small group is never merged away. Every group gets the rank test of
+  :mod:`privacy_gate.estimators.group_tests`; groups with at least ``min_group_size`` targets in
+  each class also get the attack metrics (point estimates need that many to mean anything).
+  Group labels are built from column and category names, never from other record values.
 - Entities: an entity is a member if its records were in train; its score is the mean score of its
   target records (set-level membership inference).
 - Dependency stress test (Humphries et al.): members from one value of the ``source`` column, non-members
@@ -13,8 +15,8 @@
 >>> import numpy as np, pandas as pd
 >>> t = pd.DataFrame({"g": ["a"] * 6 + ["b"] * 2})
 >>> y = np.array([1, 1, 1, 0, 0, 0, 1, 0])
->>> [(g.label, g.n_members) for g in subgroup_groups(t, y, columns=[["g"]], min_group_size=2)]
-[('g=a', 3)]
+>>> [(g.label, g.n_members, g.estimable(2)) for g in subgroup_groups(t, y, columns=[["g"]])]
+[('g=a', 3, True), ('g=b', 1, False)]
 """
 
 from __future__ import annotations
@@ -25,13 +27,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-OTHER = "other"
 MISSING = "(missing)"
 
 
 @dataclass(frozen=True)
 class Group:
-    """Targets of one subgroup: ``columns`` audited together, the group's ``values`` (or other)."""
+    """Targets of one subgroup: ``columns`` audited together and the group's ``values``."""
 
     columns: tuple[str, ...]
     values: tuple[str, ...]
@@ -42,13 +43,11 @@ class Group:
     @property
     def label(self) -> str:
         """Human label, also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
-        if self.values == (OTHER,):
-            return "&".join(self.columns) + f"={OTHER}"
         return "&".join(f"{c}={v}" for c, v in zip(self.columns, self.values))
 
-    @property
-    def is_other(self) -> bool:
-        return self.values == (OTHER,)
+    def estimable(self, min_group_size: int) -> bool:
+        """Enough targets in each class for point estimates (AUC, TPR, MACE) to mean something."""
+        return min(self.n_members, self.n_non_members) >= min_group_size
 
 
 @dataclass(frozen=True)
@@ -69,38 +68,57 @@ def _value_strings(targets: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return out.reset_index(drop=True)
 
 
-def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]],
-                    min_group_size: int) -> list[Group]:
-    """Groups per audited column (or intersection); small groups merged into "other"."""
+def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]]) -> list[Group]:
+    """One group per value of each audited column (or intersection) present among the targets."""
     labels = np.asarray(labels).astype(bool)
     groups: list[Group] = []
     for cols in columns:
         cols = tuple(cols)
         keys = _value_strings(targets, cols).to_numpy()
-        small = np.zeros(len(keys), dtype=bool)
         for key in sorted(set(keys)):
             mask = keys == key
-            n_mem, n_non = int((mask & labels).sum()), int((mask & ~labels).sum())
-            if min(n_mem, n_non) >= min_group_size:
-                groups.append(Group(cols, tuple(key.split("\x1f")), mask, n_mem, n_non))
-            else:
-                small |= mask
-        n_mem, n_non = int((small & labels).sum()), int((small & ~labels).sum())
-        if small.any() and min(n_mem, n_non) >= min_group_size:
-            groups.append(Group(cols, (OTHER,), small, n_mem, n_non))
+            groups.append(Group(cols, tuple(key.split("\x1f")), mask, int((mask & labels).sum()),
+                                int((mask & ~labels).sum())))
     return groups
 
 
+#: A column with more distinct values than this is an identifier, not a grouping: audited only
+#: when the spec names it in ``subgroups``.
+MAX_DEFAULT_GROUPS = 100
+
+
+def audited_columns(targets: pd.DataFrame, *, subgroups: Sequence[str], categorical: Sequence[str]
+                    ) -> tuple[list[str], list[str]]:
+    """The spec's ``subgroups``, or every categorical column when it names none. Returns the
+    columns and notes for the report (what was audited by default, what was skipped and why)."""
+    if subgroups:
+        return list(subgroups), []
+    chosen, notes = [], []
+    for col in categorical:
+        n = int(targets[col].nunique(dropna=False))
+        if n > MAX_DEFAULT_GROUPS:
+            notes.append(f"column '{col}' not audited by default: {n} distinct values (name it in the spec's "
+                         "subgroups to audit it)")
+        else:
+            chosen.append(col)
+    notes.insert(0, "the spec names no subgroups: every categorical column is audited "
+                    f"({', '.join(chosen) or 'none'})")
+    return chosen, notes
+
+
 def audit_subgroups(groups: Sequence[Group], labels: np.ndarray, scores: Mapping[str, np.ndarray],
-                    metric_fn: Callable[[np.ndarray, np.ndarray], Mapping[str, float]]) -> list[GroupResult]:
-    """``metric_fn(scores, labels)`` per attack on each group's targets."""
+                    metric_fn: Callable[[np.ndarray, np.ndarray], Mapping[str, float]], *, min_group_size: int
+                    ) -> list[GroupResult]:
+    """``metric_fn(scores, labels)`` per attack on the targets of each group large enough for
+    point estimates; smaller groups get an empty metrics dict (their rank test is added later)."""
     labels = np.asarray(labels)
     results = []
     for g in groups:
         metrics: dict[str, float] = {}
-        for attack, s in scores.items():
-            for k, v in metric_fn(np.asarray(s)[g.mask], labels[g.mask]).items():
-                metrics[f"{attack}.{k}"] = float(v)
+        if g.estimable(min_group_size):
+            for attack, s in scores.items():
+                for k, v in metric_fn(np.asarray(s)[g.mask], labels[g.mask]).items():
+                    metrics[f"{attack}.{k}"] = float(v)
         results.append(GroupResult(group=g, metrics=metrics))
     return results
 
@@ -117,10 +135,8 @@ def parse_group_label(label: str) -> dict[str, str]:
 
 
 def group_mask(df: pd.DataFrame, label: str) -> np.ndarray:
-    """Rows of ``df`` in the subgroup named by ``label`` (a named group, not "other")."""
+    """Rows of ``df`` in the subgroup named by ``label``."""
     conditions = parse_group_label(label)
-    if OTHER in conditions.values():
-        raise ValueError(f"subgroup '{label}' merges small groups and cannot be selected by name")
     mask = np.ones(len(df), dtype=bool)
     for col, value in conditions.items():
         if col not in df.columns:

@@ -21,13 +21,19 @@ from collections.abc import Mapping
 
 from scipy.stats import hypergeom
 
+from privacy_gate.estimators.exposure import no_signal_share_upper
+
 Z95 = 1.6448536269514722  # one-sided 95% normal quantile
 KS95 = math.sqrt(-math.log(0.05) / 2)  # one-sided 95% Kolmogorov-Smirnov constant
 
 
 def null_reference(metric: str, figures: Mapping[str, float]) -> float | None:
     """The no-signal reference of ``metric`` given one attack's ``figures`` (``n_members``,
-    ``n_non_members``, ``mace.bias``, ``mace.radius``); None when it cannot be told."""
+    ``n_non_members``, ``mace.bias``, ``mace.radius``) or the exposure figures (``exposed.tested``,
+    ``exposed.level``, ``exposed.delta``, ``exposed.attacks``); None when it cannot be told."""
+    if metric == "exposed.share_upper" and figures.get("exposed.tested"):
+        return no_signal_share_upper(int(figures["exposed.tested"]), level=figures["exposed.level"],
+                                     delta=figures["exposed.delta"] / max(1.0, figures.get("exposed.attacks", 1.0)))
     n1, n0 = figures.get("n_members"), figures.get("n_non_members")
     bias, radius = figures.get("mace.bias"), figures.get("mace.radius")
     if metric == "auc" and n1 and n0:

@@ -35,9 +35,10 @@ def _rule_targets(rule: Rule, attacks: Sequence[str]) -> list[str | None]:
 
 
 def _figures_of(attack: str | None, metrics: Mapping[str, float]) -> dict[str, float]:
-    """One attack's figures (``n_members``, ``mace.bias``, ...) out of the flat metrics."""
+    """One attack's figures (``n_members``, ``mace.bias``, ...) out of the flat metrics; for a
+    plain metric (no attack) the plain figures (``exposed.tested``, ...)."""
     if attack is None:
-        return {}
+        return dict(metrics)
     prefix = f"{attack}."
     return {k[len(prefix):]: v for k, v in metrics.items() if k.startswith(prefix)}
 
@@ -47,7 +48,9 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
     """Evaluate one rule; one check per metric it reads. Missing/NaN values fail the check.
 
     ``group`` names the subgroup whose metrics are passed (for subgroup-scope rules); the checks
-    carry it, and their ``key`` reads ``<group>: <attack>.<metric>``.
+    carry it, and their ``key`` reads ``<group>: <attack>.<metric>``. In a subgroup, a metric the
+    group does not have (point estimates of a group too small for them) is not applicable: such
+    a group is judged by its rank test, which every group has.
     """
     bound = "max" if rule.max is not None else "min"
     targets = _rule_targets(rule, attacks)
@@ -61,6 +64,8 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
         where = dict(attack=attack, metric=rule.metric, group=group)
         name = check_key(**where)
         value = metrics.get(metric_name(attack, rule.metric))
+        if value is None and group is not None:
+            continue
         if value is None or not math.isfinite(float(value)):
             what = "missing" if value is None else "not a finite number"
             checks.append(Check(rule=rule.describe(), observed=None, threshold=rule.threshold, bound=bound,

@@ -1,22 +1,25 @@
-"""Who is at risk: the attack metrics again per subgroup, per entity (set level) and under the
-dependency stress test (see :mod:`privacy_gate.gate.audit` for the grouping rules)."""
+"""Who is at risk: the attack metrics again per subgroup, the subgroups' rank tests, the entity
+(set-level) metrics and the dependency stress test (see :mod:`privacy_gate.gate.audit` for the
+grouping rules and :mod:`privacy_gate.estimators.group_tests` for the tests)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from privacy_gate.config import AuditConfig, DatasetSpec, MaceConfig
 from privacy_gate.errors import InsufficientDataError
+from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust
 from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.gate import Check
-from privacy_gate.gate.audit import audit_subgroups, entity_scores, subgroup_groups
+from privacy_gate.gate.audit import audit_subgroups, audited_columns, entity_scores, subgroup_groups
 from privacy_gate.gate.findings import dependency_gap
-from privacy_gate.names import dependency_metric, entity_metric, subgroup_metric
+from privacy_gate.names import (dependency_metric, entity_metric, exposure_metric, group_test_metric,
+                                subgroup_metric)
 from privacy_gate.pipeline.attacking import AttackOutcome
 from privacy_gate.pipeline.targets import Targets
 
@@ -26,15 +29,23 @@ class AuditResult:
     """Subgroup / entity / dependency figures of one gate run, ready for the rules and for logging."""
 
     metrics: dict[str, float]  # flat, MLflow-named (subgroup/..., <attack>.entity.*, <attack>.dependency.*)
-    groups: dict[str, dict[str, float]]  # group label -> "<attack>.<metric>" (what subgroup rules read)
+    groups: dict[str, dict[str, float]]  # group label -> "<attack>.<metric>" / "membership_test.*" (rules)
     group_rows: list[dict[str, Any]]  # one row per group and attack, for reports
     warnings: list[Check]  # review-level findings (e.g. dependency gap)
+    notes: list[str] = field(default_factory=list)  # what was audited by default, what was skipped
+
+
+def _categorical(spec: DatasetSpec) -> list[str]:
+    return [c for c, col in spec.columns.items() if not col.is_numeric and c != spec.entity_id]
 
 
 def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec, cfg: AuditConfig,
-          dependency: tuple[str, Targets] | None = None, mace: MaceConfig | None = None) -> AuditResult:
-    """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given), set-level
-    (entity) metrics and the dependency stress test."""
+          dependency: tuple[str, Targets] | None = None, mace: MaceConfig | None = None,
+          gated: Sequence[str] | None = None, exposed: np.ndarray | None = None) -> AuditResult:
+    """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
+    enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
+    groups), the exposed records inside each group (``exposed``: a mask over the targets),
+    set-level (entity) metrics and the dependency stress test."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -46,17 +57,28 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         return out
 
     scores = {o.name: o.scores for o in outcomes}
+    gated_names = list(scores) if gated is None else [g for g in gated if g in scores]
     metrics: dict[str, float] = {}
-    columns = [[c] for c in spec.subgroups] + [list(c) for c in cfg.intersections]
-    groups = subgroup_groups(targets.records, targets.labels, columns=columns, min_group_size=cfg.min_group_size)
-    results = audit_subgroups(groups, targets.labels, scores, group_metrics)
+    audited, notes = audited_columns(targets.records, subgroups=spec.subgroups, categorical=_categorical(spec))
+    columns = [[c] for c in audited] + [list(c) for c in cfg.intersections]
+    groups = subgroup_groups(targets.records, targets.labels, columns=columns)
+    results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
+    tests = [group_pvalue({a: scores[a] for a in gated_names}, g.mask, targets.labels, seed=i)
+             for i, g in enumerate(groups)]
+    adjusted = holm_adjust(np.array([p for p, _ in tests]))
     rows = []
-    for r in results:
+    for r, (p, attack), p_adj in zip(results, tests, adjusted):
+        r.metrics.update({group_test_metric("p_value"): p, group_test_metric("p_adjusted"): float(p_adj),
+                          "n_members": float(r.group.n_members), "n_non_members": float(r.group.n_non_members)})
+        if exposed is not None:
+            r.metrics[exposure_metric("count")] = float(np.sum(np.asarray(exposed)[r.group.mask]))
         for key, value in r.metrics.items():
             metrics[subgroup_metric(r.group.columns, r.group.values, key)] = value
+        common = {"group": r.label, "n_members": r.group.n_members, "n_non_members": r.group.n_non_members,
+                  "test_p_value": p, "test_p_adjusted": float(p_adj), "test_attack": attack,
+                  "exposed": r.metrics.get(exposure_metric("count"))}
         for o in outcomes:
-            rows.append({"group": r.label, "attack": o.name, "n_members": r.group.n_members,
-                         "n_non_members": r.group.n_non_members,
+            rows.append({**common, "attack": o.name,
                          **{k.split(".", 1)[1]: v for k, v in r.metrics.items() if k.startswith(o.name + ".")}})
     if spec.entity_id is not None:
         ent_labels, ent_scores = entity_scores(targets.records[spec.entity_id].to_numpy(), targets.labels, scores)
@@ -73,4 +95,4 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
             if finding is not None:
                 warnings.append(finding)
     return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
-                       warnings=warnings)
+                       warnings=warnings, notes=notes)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.config import (AttackConfig, AuditConfig, DatasetSpec, GateConfig, MaceConfig, TargetsConfig,
-                                 load_spec)
+from privacy_gate.config import (AttackConfig, AuditConfig, DatasetSpec, ExposureConfig, GateConfig, MaceConfig,
+                                 TargetsConfig, load_spec)
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
 from privacy_gate.pipeline.executor import Executor
@@ -37,7 +37,8 @@ def _frame(value: Table, spec: DatasetSpec, what: str) -> pd.DataFrame:
 def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table, spec: DatasetSpec | str | Path,
              gate: GateConfig | None = None, attacks: Sequence[AttackConfig | dict[str, Any]] | None = None,
              targets: TargetsConfig | None = None, audit: AuditConfig | None = None, mace: MaceConfig | None = None,
-             executor: Executor | None = None, sinks: Sequence[Sink] = (), logger: Any = None) -> GateResult:
+             exposure: ExposureConfig | None = None, executor: Executor | None = None, sinks: Sequence[Sink] = (),
+             logger: Any = None) -> GateResult:
     """Judge ``synthetic`` (made from ``train``) with the gate's attacks, estimators and rules.
 
     ``holdout``: real records not used for training (non-member targets); ``reference``: real
@@ -50,7 +51,7 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
     attack_cfgs = None if attacks is None else [a if isinstance(a, AttackConfig) else AttackConfig(**a)
                                                  for a in attacks]
     settings = settings_for_gate_only(spec=spec, gate=gate, attacks=attack_cfgs, targets=targets, audit=audit,
-                                      mace=mace)
+                                      mace=mace, exposure=exposure)
     inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"))
     return run_gate(inputs, settings, executor=executor, sinks=sinks,
                     clock=StageClock(logger) if logger is not None else None)

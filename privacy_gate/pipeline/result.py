@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from privacy_gate.estimators.exposure import ExposureResult
 from privacy_gate.estimators.mace_queries import MaceResult
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.attacking import AttackOutcome, scores_frame
@@ -31,6 +32,7 @@ class GateResult:
     outcomes: tuple[AttackOutcome, ...] = ()
     utility: dict[str, Any] | None = None
     mace: MaceResult | None = None
+    exposure: ExposureResult | None = None
     audit: AuditResult | None = None
     validation: Any = None  # the synthetic suite's ValidationReport
     strongest: dict[str, str] = field(default_factory=dict)  # metric -> attack that reached the maximum

@@ -6,9 +6,11 @@ The order of one gate run (each step a named stage, timed, with progress on the 
 2. ``targets`` — members from train, non-members from holdout (and the dependency targets);
 3. ``attacks`` — every configured attack, concurrently, plus the utility score;
 4. ``mace`` — confidence-bounded advantage per gated attack and for the combined query;
-5. ``audit`` — subgroups, entities, dependency stress test;
-6. ``decide`` — the rules -> :class:`~privacy_gate.gate.Verdict`;
-7. ``logging`` — each sink records the result (e.g. the MLflow run).
+5. ``exposure`` — exposed-record discovery over the member targets (FDR-controlled) and the
+   exposed-share bounds;
+6. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
+7. ``decide`` — the rules -> :class:`~privacy_gate.gate.Verdict`;
+8. ``logging`` — each sink records the result (e.g. the MLflow run).
 
 Fail closed: any exception becomes a BLOCK verdict naming the stage that failed.
 """
@@ -25,13 +27,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from privacy_gate.errors import PrivacyGateError, ValidationFailed
+from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.power import mace_radius, targets_needed
 from privacy_gate.gate.findings import attack_invalid, dp_bound_exceeded, validation_failures
-from privacy_gate.names import COMBINED, STRONGEST, UTILITY, mace_metric, metric_name
+from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
 from privacy_gate.pipeline.attacking import run_attack, strongest
 from privacy_gate.pipeline.auditing import audit
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -175,9 +180,26 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
                             mres.metrics[mace_metric(name, "advantage_lower")],
                             mres.metrics[mace_metric(name, "advantage_upper")],
                             "-" if bias is None else f"{bias:.3f}")
+    exp_cfg = settings.exposure
+    with clock.stage("exposure", "exposed-record discovery over the member targets"):
+        exposure = executor.run("exposure", discover_exposed, {o.name: o.scores for o in gated}, targets.labels,
+                                targets.row_ids, q=exp_cfg.fdr, level=exp_cfg.level, delta=exp_cfg.delta,
+                                method=exp_cfg.method)
+        metrics.update({exposure_metric(k): v for k, v in exposure.metrics().items()})
+        metrics.update({exposure_metric("level"): exp_cfg.level, exposure_metric("attacks"): float(len(gated)),
+                        exposure_metric("delta"): exp_cfg.delta})
+        logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f "
+                    "[%.4f, %.4f] at %g false alarms", exposure.count, exposure.tested, exp_cfg.fdr,
+                    exposure.false_expected, exposure.share, exposure.share_lower, exposure.share_upper,
+                    exp_cfg.level)
+    exposed_mask = np.zeros(len(targets.labels), dtype=bool)
+    exposed_mask[np.flatnonzero(targets.labels == 1)[exposure.records["exposed"].to_numpy()]] = True
     with clock.stage("audit", "auditing subgroups, entities and dependency"):
-        audited = audit(outcomes, targets, spec, settings.audit, dependency, mace=mace_cfg)
+        audited = audit(outcomes, targets, spec, settings.audit, dependency, mace=mace_cfg,
+                        gated=[o.name for o in gated], exposed=exposed_mask)
         metrics.update(audited.metrics)
+        for note in audited.notes:
+            logger.info("  %s", note)
     with clock.stage("decide", "applying the gate rules"):
         dp_warnings = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message)
                        for q, c in mres.dp.items() if c.exceeds]
@@ -189,5 +211,5 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
         if verdict.flagged_subgroups:
             logger.warning("flagged subgroups: %s", ", ".join(verdict.flagged_subgroups))
     return GateResult(verdict=verdict, settings=settings, targets=targets, outcomes=outcomes, utility=util,
-                      mace=mres, audit=audited, validation=syn_report,
+                      mace=mres, exposure=exposure, audit=audited, validation=syn_report,
                       strongest={k: name for k, (_, name) in top.items()}, timings=clock.timings)

@@ -13,7 +13,7 @@ judges with the same attacks, epsilon and oracle as the original run.
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
 >>> s = settings_for_gate_only(spec=spec)
 >>> [a.key for a in s.attacks], s.epsilon
-(['domias', 'dcr', 'mama_mia'], None)
+(['domias', 'dcr', 'dcr_ratio', 'mama_mia'], None)
 >>> GateSettings.from_record(s.to_record()) == s
 True
 """
@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetSpec, GateConfig, MaceConfig,
-                                 ReleaseConfig, TargetsConfig)
+from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetSpec, ExposureConfig, GateConfig,
+                                 MaceConfig, ReleaseConfig, TargetsConfig)
 from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.names import ORACLE_ATTACK
@@ -50,6 +50,7 @@ class GateSettings(BaseModel):
     targets: TargetsConfig = Field(default_factory=TargetsConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mace: MaceConfig = Field(default_factory=MaceConfig)
+    exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     generator: GeneratorKnowledge | None = None
     privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
     oracle_focal_points: tuple[dict[str, Any], ...] | None = None  # evaluator-only knowledge
@@ -97,7 +98,7 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
     focal = list(generator.focal_points_) if isinstance(generator, MarginalGenerator) else None
     return GateSettings(
         spec=config.dataset.spec, gate=config.gate, attacks=with_oracle(config.attacks, focal),
-        targets=config.targets, audit=config.audit, mace=config.mace,
+        targets=config.targets, audit=config.audit, mace=config.mace, exposure=config.exposure,
         generator=GeneratorKnowledge(name=config.generator.name,
                                      params={**config.generator.params, "seed": config.generator.seed}),
         privacy=generator.privacy, oracle_focal_points=_focal_record(focal) if focal else None,
@@ -106,7 +107,9 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
 
 def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
                            attacks: Sequence[AttackConfig] | None = None, targets: TargetsConfig | None = None,
-                           audit: AuditConfig | None = None, mace: MaceConfig | None = None) -> GateSettings:
+                           audit: AuditConfig | None = None, mace: MaceConfig | None = None,
+                           exposure: ExposureConfig | None = None) -> GateSettings:
     """Settings for synthetic data made elsewhere: defaults for every section not given."""
     return GateSettings(spec=spec, gate=gate or GateConfig(), attacks=tuple(attacks or DEFAULT_ATTACKS),
-                        targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig())
+                        targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig(),
+                        exposure=exposure or ExposureConfig())
