@@ -275,8 +275,9 @@ def approve(
     reviewer: ReviewerOpt,
     comment: CommentOpt = "",
     suppress: Annotated[Optional[list[str]], typer.Option(
-        "--suppress", help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable); '
-                           "the gate re-runs on the filtered release first.")] = None,
+        "--suppress", help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable), or '
+                           '"exposed": without the exposed records\' closest synthetic rows; the gate re-runs on '
+                           "the filtered release first.")] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
 ) -> None:

@@ -15,6 +15,7 @@ from pydantic import Field
 from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
                                  load_spec)
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.prefect_executor import PrefectExecutor
 from privacy_gate.pipeline.decisions import decide_run, regate_run
 from privacy_gate.pipeline.runs import gate_only_run, release_run
@@ -24,12 +25,14 @@ class ReviewInput(RunInput):
     """The typed input a paused release flow waits for (Prefect UI form or ``resume_flow_run``).
 
     ``subgroups``: per flagged subgroup ``approve`` or ``reject``; rejected groups are suppressed
-    (their synthetic rows removed, the gate re-run) and the rest is published. ``decision:
-    reject`` publishes nothing."""
+    (their synthetic rows removed, the gate re-run) and the rest is published.
+    ``suppress_exposed``: also remove the exposed records' closest synthetic rows before the
+    re-gate. ``decision: reject`` publishes nothing."""
 
     reviewer: str = Field(min_length=1)
     decision: Literal["approve", "reject"] = "approve"
     subgroups: dict[str, Literal["approve", "reject"]] = Field(default_factory=dict)
+    suppress_exposed: bool = False
     comment: str = ""
 
 
@@ -70,11 +73,13 @@ def _pause_for_review(result: dict[str, Any], config: ReleaseConfig, workdir: st
     try:
         decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
                               subgroups=dict(answer.subgroups), via="flow", tracking_uri=result["tracking_uri"],
+                              suppress=[SUPPRESS_EXPOSED] if answer.suppress_exposed else None,
                               workdir=workdir, regate=regate_flow)
     except PrivacyGateError as exc:
         logger.error("review decision refused: %s", exc)
         return {"review": "refused", "review_error": str(exc)}
-    logger.info("review: %s by %s; published: %s", {"approve": "approved", "reject": "rejected"}[decision.action], decision.reviewer, decision.published)
+    logger.info("review: %s by %s; published: %s", {"approve": "approved", "reject": "rejected"}[decision.action],
+                decision.reviewer, decision.published)
     return {"review": decision.action, "decision": decision.to_dict(), "published": decision.published}
 
 

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
+from privacy_gate.names import SUPPRESS_EXPOSED, exposure_metric
 
 Action = Literal["approve", "reject"]
 
@@ -82,11 +83,17 @@ def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[Review
 
 
 def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> None:
-    """Per-group decisions must name flagged groups; a rejected group must be suppressed to publish."""
+    """Per-group decisions must name flagged groups; a rejected group must be suppressed to publish.
+    ``exposed`` (the exposed records' synthetic neighbours) may be suppressed when the run
+    scanned for exposed records."""
     flagged = list(verdict.get("flagged_subgroups") or [])
-    unknown = [g for g in list(subgroups) + list(suppress) if g not in flagged]
+    metrics = verdict.get("metrics") or {}
+    exposure_seen = exposure_metric("tested") in metrics
+    allowed = flagged + ([SUPPRESS_EXPOSED] if exposure_seen else [])
+    unknown = [g for g in list(subgroups) + list(suppress) if g not in allowed]
     if unknown:
-        raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}")
+        raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}"
+                          + ("" if exposure_seen else f" ('{SUPPRESS_EXPOSED}': no record was singled out)"))
 
 
 def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,

@@ -20,7 +20,6 @@ from privacy_gate.config import DatasetSpec, ReleaseConfig
 from privacy_gate.data import Splits, conform, data_hash, read_table
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.gate.approval import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
-from privacy_gate.gate.audit import group_mask
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
@@ -28,6 +27,7 @@ from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.run import StageClock
 from privacy_gate.pipeline.runs import RunContext, finish, log_report_of
 from privacy_gate.pipeline.settings import GateSettings
+from privacy_gate.pipeline.suppression import singled_out, suppression_mask
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, read_quarantined
 
 log = logging.getLogger("privacy_gate")
@@ -58,6 +58,14 @@ class RunRecord:
         except Exception:  # noqa: BLE001
             raise ReviewError(f"run {self.run_id} recorded no gate settings ({names.ART_SETTINGS}); it predates "
                               "re-gating — run the gate again") from None
+
+    def exposed_records(self) -> pd.DataFrame:
+        """The run's exposure scan (row ids and p-values); what ``--suppress exposed`` reads."""
+        try:
+            return self._tracker.read_frame(self.run_id, names.ART_EXPOSED)
+        except Exception:  # noqa: BLE001
+            raise ReviewError(f"run {self.run_id} recorded no exposed records ({names.ART_EXPOSED}); "
+                              "--suppress exposed needs a run of this version") from None
 
     def current_sha256(self) -> str | None:
         return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
@@ -93,14 +101,13 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     settings = record.settings()
     splits = record.splits()
     synthetic = conform(read_quarantined(record.quarantine), settings.spec, source="quarantined release")
-    drop = pd.Series(False, index=synthetic.index)
-    for label in suppress:
-        try:
-            drop |= group_mask(synthetic, label)
-        except KeyError as exc:
-            raise ReviewError(f"--suppress {label!r}: unknown column {exc}") from None
-        except ValueError as exc:
-            raise ReviewError(f"--suppress {label!r}: {exc}") from None
+    exposed = None
+    if names.SUPPRESS_EXPOSED in suppress:
+        ids = singled_out(record.exposed_records(), level=settings.exposure.level)
+        exposed = splits.train.loc[splits.train.index.intersection(ids)]
+        logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
+    drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
+                            reference=splits.reference)
     logger.info("suppressing %d of %d synthetic rows (%s)", int(drop.sum()), len(synthetic), ", ".join(suppress))
     filtered = synthetic[~drop.to_numpy()].reset_index(drop=True)
     sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",

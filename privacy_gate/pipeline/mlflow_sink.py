@@ -64,6 +64,9 @@ class MlflowSink:
             self.tracker.log_json(self.run_id, result.audit.group_rows, names.ART_SUBGROUPS)
         if result.mace is not None:
             self._record_mace(result)
+        if result.exposure is not None:
+            # row ids and p-values only: which training records are exposed, never their values
+            self.tracker.log_frame(self.run_id, result.exposure.records, names.ART_EXPOSED)
 
     def _record_attacks(self, result: GateResult) -> None:
         targets = result.targets

@@ -349,6 +349,31 @@ def _mace(inp: ReportInputs) -> str:
     return _section("Per-record risk (MACE)", stats + _png(risk_profile_figure(risk, lower, upper)), "mace")
 
 
+def _exposure(inp: ReportInputs) -> str:
+    m = inp.verdict.get("metrics") or {}
+    if m.get("exposed.tested") is None:
+        return ""
+
+    def f(key: str, digits: int = 4) -> str:
+        return _num(m.get(f"exposed.{key}"), digits)
+
+    level = m.get("exposed.level")
+    table = _table(["member targets tested", "exposed records found", "of which false (estimate)",
+                    "exposed share", "lower bound", "upper bound"],
+                   [([f("tested", 0), f("count", 0), f("false_expected", 2), f("share"), f("share_lower"),
+                      f("share_upper")], "")])
+    note = _note(
+        "Each member target gets a conformal p-value per attack (its rank among the non-member scores), "
+        "combined over the attacks by Bonferroni. <b>Exposed records</b> are selected by Benjamini–Hochberg "
+        "(or –Yekutieli) so that the expected share of false ones among them is at most the configured FDR; "
+        "they are listed by row id in the run's <code>risk/exposed_records.parquet</code>. The <b>exposed share</b> "
+        f"is the largest share of members one attack singles out at a false-alarm rate of {_num(level, 3)} beyond "
+        "chance. Its lower bound is a lower confidence bound on the share of exposed training records; its "
+        "upper bound covers only what the attacks can detect. A reviewer can suppress the exposed records "
+        "(<code>--suppress exposed</code>): their closest synthetic rows are removed and the gate re-runs.")
+    return _section("Exposed records", note + table, "exposure")
+
+
 def _subgroups(inp: ReportInputs) -> str:
     rows = [dict(r) for r in inp.subgroups or []]
     if not rows:
@@ -357,9 +382,11 @@ def _subgroups(inp: ReportInputs) -> str:
     flagged = set(inp.verdict.get("flagged_subgroups") or [])
     failed = _failed_group_attacks(checks)
     has_mace = any("mace.advantage_lower" in r and "mace.advantage_upper" in r for r in rows)
-    parts = [_note("One row per audited subgroup and attack; groups smaller than the audit minimum are merged "
-                   "into 'other' and never named. AUC interval: Hanley & McNeil 95% normal approximation. "
-                   "Flagged groups (failing a subgroup rule) are highlighted.")]
+    parts = [_note("One row per audited subgroup and attack. Every value of every audited column is its own group, "
+                   "however small: each gets a rank test of member vs non-member scores over the gated attacks "
+                   "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
+                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation. Flagged groups "
+                   "(failing a subgroup rule) are highlighted and can be suppressed by name.")]
     bars, mace_bars, table_rows = [], [], []
     for r in rows:
         group, attack = str(r.get("group")), str(r.get("attack"))
@@ -370,9 +397,9 @@ def _subgroups(inp: ReportInputs) -> str:
         is_bad = attack in failed.get(group, set())
         if math.isfinite(auc):
             bars.append((group, attack, auc, lo, hi, is_bad))
-        cells = [_e(group), _e(attack), str(n_m), str(n_n),
-                 f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]",
-                 _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
+        estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
+        cells = [_e(group), _e(attack), str(n_m), str(n_n), _num(r.get("test_p_adjusted"), 3),
+                 _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
         if has_mace:
             ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
             cells.append(f"{_num(mv, 3)} [{_num(ml, 3)}, {_num(mu, 3)}]")
@@ -391,7 +418,8 @@ def _subgroups(inp: ReportInputs) -> str:
         parts.append("<h3>MACE advantage per subgroup (confidence bounds)</h3>" + _png(subgroup_bars_figure(
             mace_bars, metric="MACE advantage",
             thresholds=_subgroup_thresholds(checks, ["mace.advantage_upper", "mace.advantage"]))))
-    head = ["group", "attack", "members", "non-members", "AUC [95%]", "TPR@1%FPR", "advantage"]
+    head = ["group", "attack", "members", "non-members", "rank test p (Holm)", "exposed", "AUC [95%]", "TPR@1%FPR",
+            "advantage"]
     head += ["MACE advantage [bounds]"] if has_mace else []
     parts.append(_table([*head, "status"], table_rows, "subgroups"))
     return _section("Subgroups", "\n".join(parts), "subgroups")
@@ -493,9 +521,10 @@ def _open_hint(inp: ReportInputs) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [_howto(inp), _rules(inp), _attacks(inp), _mace(inp), _subgroups(inp), _entity(inp),
+    sections = [_howto(inp), _rules(inp), _attacks(inp), _exposure(inp), _mace(inp), _subgroups(inp), _entity(inp),
                 _dependency(inp), _utility(inp), _history(inp), _timings(inp)]
-    nav_items = [("decide", "How to decide"), ("rules", "Rules"), ("attacks", "Attacks"), ("mace", "Per-record risk"),
+    nav_items = [("decide", "How to decide"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
+                 ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
                  ("utility", "Utility"), ("review", "Review history"), ("timings", "Timings")]
     body = "\n".join(s for s in sections if s)
