@@ -210,10 +210,10 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="mace.advantage_upper", attack="any", max=0.20, action="review"),
     Rule(metric="utility.quality", min=0.60, action="block"),
     # per-sample rules (exposed-record discovery): block when we are confident that at least 0.5%
-    # of the training records are singled out; approve only when we are confident that at most 2%
+    # of the training records are singled out; approve only when we are confident that at most 5%
     # could be; any discovered exposed record (FDR-controlled) goes to a human, who can suppress it
     Rule(metric="exposed.share_lower", max=0.005, action="block"),
-    Rule(metric="exposed.share_upper", max=0.02, action="review"),
+    Rule(metric="exposed.share_upper", max=0.05, action="review"),
     Rule(metric="exposed.count", max=0, action="review"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
     # every subgroup, however small: its rank test, Holm-adjusted over all groups (family-wise 1%:

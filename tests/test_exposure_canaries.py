@@ -12,6 +12,8 @@ The library pipeline (``evaluate``, ``gate_only_run``), no Prefect: the gate's d
 subject here; the flows are covered by the other end-to-end tests.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -75,8 +77,10 @@ def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it
     decision = decide_run(result["run_id"], action="approve", reviewer="officer", suppress=[label],
                           tracking_uri=result["tracking_uri"], workdir=str(tmp_path / "wd"))
     assert decision.published and decision.suppress == (label,)
-    manifest = publish.verify_published(pd.io.common.Path(decision.published))
-    released = pd.read_parquet(pd.io.common.Path(decision.published) / manifest["file"])
+    published = Path(decision.published)
+    folder = published if published.is_dir() else published.parent
+    manifest = publish.verify_published(folder)
+    released = pd.read_parquet(folder / manifest["file"])
     assert len(released) == len(s.synthetic) - int((s.synthetic[col] == value).sum())
     assert not (released[col] == value).any()
 

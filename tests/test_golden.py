@@ -24,6 +24,27 @@ INTENDED = {
 }
 
 
+def per_sample_change(diff: str) -> bool:
+    """Differences the per-sample gates (issue #10) make on purpose, in every scenario:
+
+    - the exposure scan adds its figures (``exposed.*``);
+    - small subgroups are no longer merged into "<cols>=other": that group and its figures are
+      gone, and every group (small ones included) gains its rank test, its exposed count and its
+      sizes (new ``subgroup/...`` metrics; no existing figure of a named group changes).
+    """
+    if diff.startswith("metric exposed.") and ": None -> " in diff:
+        return True
+    if diff.startswith("metric subgroup/"):
+        key, _, change = diff.removeprefix("metric ").partition(": ")
+        return change.startswith("None -> ") or ("/other/" in key and change.endswith("-> None"))
+    if diff.startswith("flagged_subgroups: "):
+        before, _, after = diff.removeprefix("flagged_subgroups: ").partition(" -> ")
+        return [g for g in eval(before) if not g.endswith("=other")] == eval(after)  # noqa: S307 - our own repr
+    if diff.startswith(("reasons ", "checks ")):
+        return "=other: " in diff and diff.endswith(": missing")
+    return False
+
+
 @pytest.fixture(scope="module")
 def golden_folder(tmp_path_factory):
     from .golden.scenarios import _small_adult
@@ -38,8 +59,20 @@ def golden_folder(tmp_path_factory):
 def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
     actual = canonical(SCENARIOS[name](golden_folder))
     diffs = [d for d in differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
-             if d not in INTENDED.get(name, ())]
+             if d not in INTENDED.get(name, ()) and not per_sample_change(d)]
     assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
+
+
+def test_per_sample_allowance_is_narrow():
+    """Only additions and the removed "other" group pass; a changed figure of a named group does not."""
+    assert per_sample_change("metric subgroup/race/Other/membership_test.p_value: None -> 0.44")
+    assert per_sample_change("metric subgroup/sex_x_race/other/dcr.auc: 0.51 -> None")
+    assert not per_sample_change("metric subgroup/race/Black/dcr.auc: 0.51 -> 0.52")
+    assert not per_sample_change("metric dcr.auc: 0.51 -> 0.52")
+    assert not per_sample_change("verdict: 'APPROVE' -> 'REVIEW'")
+    assert not per_sample_change("flagged_subgroups: ['race=Black'] -> []")
+    assert per_sample_change("checks ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
+    assert not per_sample_change("checks ('race=Black: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
 
 
 def test_the_comparison_can_fail():
