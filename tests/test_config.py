@@ -14,7 +14,7 @@ def test_example_config_loads_with_resolved_paths():
     assert cfg.dataset.path.is_absolute() and cfg.dataset.path.exists()
     assert cfg.dataset.spec.subgroups == ["sex", "race"]
     assert cfg.generator.name == "gaussian_copula"
-    assert [a.name for a in cfg.attacks] == ["domias", "dcr", "mama_mia"]
+    assert [a.name for a in cfg.attacks] == ["domias", "dcr", "dcr_ratio", "mama_mia"]
     assert len(cfg.config_hash()) == 16
 
 

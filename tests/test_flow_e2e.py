@@ -53,11 +53,13 @@ def test_release_flow_records_run_in_mlflow(gc_run):
         assert name in arts, arts
     children = client.search_runs([run.info.experiment_id],
                                   filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'")
-    assert sorted(c.data.tags["mlflow.runName"] for c in children) == ["attack-dcr", "attack-domias", "attack-mama_mia"]
+    assert sorted(c.data.tags["mlflow.runName"] for c in children) == ["attack-dcr", "attack-dcr_ratio", "attack-domias",
+                                                                                     "attack-mama_mia"]
     logged = json.loads(Path(client.download_artifacts(run.info.run_id, names.ART_VERDICT)).read_text())
     assert logged["verdict"] == verdict["verdict"] and logged["checks"]
     scores = pd.read_parquet(client.download_artifacts(run.info.run_id, names.ART_SCORES))
-    assert list(scores.columns) == ["row_id", "member", "domias_score", "dcr_score", "mama_mia_score"]
+    assert list(scores.columns) == ["row_id", "member", "domias_score", "dcr_score", "dcr_ratio_score",
+                                    "mama_mia_score"]
     assert scores["member"].sum() == (scores["member"] == 0).sum() == 600
 
 
