@@ -32,8 +32,12 @@ def per_sample_change(diff: str) -> bool:
       gone, and every group (small ones included) gains its rank test, its exposed count and its
       sizes (new ``subgroup/...`` metrics; no existing figure of a named group changes).
     """
-    if diff.startswith("metric exposed.") and ": None -> " in diff:
+    if diff.startswith("metric exposed.") and (": None -> " in diff or diff.endswith(": new")):
         return True
+    if "dcr_ratio" in diff or diff.startswith(("metric combined.", "reasons ('combined.", "checks ('combined.")):
+        return True  # the gate-only default attacks gained dcr_ratio, which also joins the combined query
+    if diff.startswith("metric subgroup/") and diff.endswith((": new", ": missing")):
+        return diff.endswith(": new") or "/other/" in diff
     if diff.startswith("metric subgroup/"):
         key, _, change = diff.removeprefix("metric ").partition(": ")
         return change.startswith("None -> ") or ("/other/" in key and change.endswith("-> None"))
