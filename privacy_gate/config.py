@@ -291,6 +291,28 @@ DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"), Attack
                    AttackConfig(name="mama_mia"))
 
 
+def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
+    """What is wrong with a config's attack list (empty, or a metric name used twice), or None."""
+    names = [a.key for a in attacks]
+    if not names:
+        return "attacks: at least one attack is required (the gate cannot approve unattacked data)"
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        return f"attacks: {dupes} listed more than once (metric names would collide; give one a different 'label')"
+    return None
+
+
+def _audit_problem(audit: AuditConfig, spec: DatasetSpec) -> str | None:
+    """Audit settings the spec cannot support (intersections of non-subgroups, a dependency test
+    without a source column), or None."""
+    for combo in audit.intersections:
+        if len(combo) < 2 or any(c not in spec.subgroups for c in combo):
+            return f"audit.intersections: {combo} must list two or more of the spec's subgroups {spec.subgroups}"
+    if audit.dependency_test and spec.source is None:
+        return "audit.dependency_test needs a 'source' column in the dataset spec"
+    return None
+
+
 class RunnerConfig(_Strict):
     """Prefect task runner: a local thread pool, or Dask (prefect-dask) for clusters — same flow."""
 
@@ -316,24 +338,13 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        names = [a.key for a in self.attacks]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"attacks: {dupes} listed more than once (metric names would collide; "
-                             "give one a different 'label')")
-        if not names:
-            raise ValueError("attacks: at least one attack is required (the gate cannot approve unattacked data)")
-        spec = self.dataset.spec
-        for combo in self.audit.intersections:
-            unknown = [c for c in combo if c not in spec.subgroups]
-            if unknown or len(combo) < 2:
-                raise ValueError(f"audit.intersections: {combo} must list two or more of the spec's subgroups "
-                                 f"{spec.subgroups}")
-        if self.split.reference == 0 and self.dataset.reference_path is None:
-            raise ValueError("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
-                             "data must come from one of them")
-        if self.audit.dependency_test and spec.source is None:
-            raise ValueError("audit.dependency_test needs a 'source' column in the dataset spec")
+        problem = _attack_list_problem(self.attacks)
+        if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
+            problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
+                       "data must come from one of them")
+        problem = problem or _audit_problem(self.audit, self.dataset.spec)
+        if problem:
+            raise ValueError(problem)
         return self
 
     def config_hash(self) -> str:
@@ -414,22 +425,16 @@ class GateOnlyConfig(_Strict):
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        names = [a.key for a in self.attacks]
-        if not names:
-            raise ValueError("attacks: at least one attack is required (the gate cannot approve unattacked data)")
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"attacks: {dupes} listed more than once (give one a different 'label')")
+        problem = _attack_list_problem(self.attacks)
+        if problem:
+            raise ValueError(problem)
         return self
 
     def check_against(self, spec: DatasetSpec, source: str) -> None:
         """Settings that need the spec: audited intersections, the dependency test."""
-        for combo in self.audit.intersections:
-            if len(combo) < 2 or any(c not in spec.subgroups for c in combo):
-                raise ConfigError(f"{source}: audit.intersections: {combo} must list two or more of the spec's "
-                                  f"subgroups {spec.subgroups}")
-        if self.audit.dependency_test and spec.source is None:
-            raise ConfigError(f"{source}: audit.dependency_test needs a 'source' column in the dataset spec")
+        problem = _audit_problem(self.audit, spec)
+        if problem:
+            raise ConfigError(f"{source}: {problem}")
 
 
 def load_gate_only_config(path: str | Path) -> GateOnlyConfig:

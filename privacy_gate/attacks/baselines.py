@@ -42,7 +42,8 @@ from privacy_gate.attacks.base import (
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
-from privacy_gate.attacks.distance import DistanceToClosestRecord, nearest_distances
+from privacy_gate.attacks.distance import (DistanceToClosestRecord, nearest_distances,
+                                           synthetic_and_reference_distances)
 from privacy_gate.attacks.domias import (
     DensityParams,
     density_notes,
@@ -188,11 +189,7 @@ class GanLeaksCalibrated:
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``d_ref(x) - d_syn(x)`` per target row (higher = closer to synthetic than to real data)."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        X = as_matrix(self.encoder_.transform(targets), owner=f"attack '{self.name}'")
-        d_syn, _ = nearest_distances(X, self.synthetic_encoded_, chunk_bytes=self.chunk_bytes)
-        d_ref, _ = nearest_distances(X, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
+        d_syn, d_ref = synthetic_and_reference_distances(self, targets)
         return check_scores(d_ref - d_syn, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 

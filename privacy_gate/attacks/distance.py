@@ -8,6 +8,8 @@ copy scores 0, the maximum.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -84,6 +86,18 @@ class DistanceToClosestRecord:
         return check_scores(-distances, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
+def synthetic_and_reference_distances(scorer: Any, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Distances from each target to its closest synthetic and closest reference row, on a fitted
+    attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``, ``chunk_bytes``):
+    the two halves of every reference-calibrated distance attack."""
+    if not hasattr(scorer, "encoder_"):
+        not_fitted(f"attack '{scorer.name}'")
+    X = as_matrix(scorer.encoder_.transform(targets), owner=f"attack '{scorer.name}'")
+    d_syn, _ = nearest_distances(X, scorer.synthetic_encoded_, chunk_bytes=scorer.chunk_bytes)
+    d_ref, _ = nearest_distances(X, scorer.reference_encoded_, chunk_bytes=scorer.chunk_bytes)
+    return d_syn, d_ref
+
+
 #: Added to both distances of the log ratio so a verbatim copy (distance 0) scores high but finite.
 RATIO_EPSILON = 1e-6
 
@@ -114,10 +128,6 @@ class DistanceRatio(DistanceToClosestRecord):
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log(d_ref + eps) - log(d_syn + eps)`` per target row."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        X = as_matrix(self.encoder_.transform(targets), owner=f"attack '{self.name}'")
-        d_syn, _ = nearest_distances(X, self.synthetic_encoded_, chunk_bytes=self.chunk_bytes)
-        d_ref, _ = nearest_distances(X, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
+        d_syn, d_ref = synthetic_and_reference_distances(self, targets)
         return check_scores(np.log(d_ref + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON),
                             owner=f"attack '{self.name}'", n_targets=len(targets))

@@ -138,16 +138,27 @@ class ExposureResult:
     q: float
     level: float
     method: str
+    n_attacks: int
 
     @property
     def discoveries(self) -> np.ndarray:
         return self.records.loc[self.records["exposed"], "row_id"].to_numpy()
 
+    def target_mask(self, labels: np.ndarray) -> np.ndarray:
+        """The discoveries as a mask over all targets (``labels``: the targets' membership, in the
+        order the scan received them)."""
+        labels = np.asarray(labels).astype(bool)
+        mask = np.zeros(labels.size, dtype=bool)
+        mask[np.flatnonzero(labels)[self.records["exposed"].to_numpy()]] = True
+        return mask
+
     def metrics(self) -> dict[str, float]:
-        """Flat figures for the gate rules (``names.exposure_metric``)."""
+        """Flat figures for the gate rules (``names.exposure_metric``), with the settings the
+        no-signal reference of ``share_upper`` needs (``level``, ``delta``, ``attacks``)."""
         return {"count": float(self.count), "tested": float(self.tested), "false_expected": self.false_expected,
                 "share": self.share, "share_lower": self.share_lower, "share_upper": self.share_upper,
-                "threshold": self.threshold}
+                "threshold": self.threshold, "level": self.level, "attacks": float(self.n_attacks),
+                "delta": self.delta}
 
 
 def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
@@ -173,4 +184,5 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     count = int(selected.sum())
     return ExposureResult(records=records, count=count, tested=int(labels.sum()), threshold=threshold,
                           false_expected=float((1 - share) * labels.sum() * threshold), share=share,
-                          share_lower=lower, share_upper=upper, delta=delta, q=q, level=level, method=method)
+                          share_lower=lower, share_upper=upper, delta=delta, q=q, level=level, method=method,
+                          n_attacks=len(per_attack))

@@ -32,6 +32,7 @@ distinguishable.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -62,25 +63,39 @@ def rank_test_pvalue(scores: np.ndarray, labels: np.ndarray, *, seed: int = 0) -
 
 def combined_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
     """Per target, the maximum over the attacks of its rank among all targets, scaled to (0, 1]."""
-    ranks = [stats.rankdata(np.asarray(s, dtype=float), method="max") for s in scores.values()]
-    return np.max(ranks, axis=0) / len(ranks[0])
+    return RankedScores.of(scores).combined
+
+
+@dataclass(frozen=True)
+class RankedScores:
+    """The attacks' scores ranked once for a whole audit: ``combined`` (the test statistic) and
+    each attack's average ranks (which attack drives a group's result)."""
+
+    names: tuple[str, ...]
+    ranks: np.ndarray  # (targets, attacks) average ranks
+    combined: np.ndarray  # max over attacks of the "max"-method rank, / number of targets
+
+    @classmethod
+    def of(cls, scores: Mapping[str, np.ndarray]) -> RankedScores:
+        values = [np.asarray(s, dtype=float) for s in scores.values()]
+        top = np.max([stats.rankdata(v, method="max") for v in values], axis=0) / len(values[0])
+        return cls(names=tuple(scores), ranks=np.column_stack([stats.rankdata(v) for v in values]), combined=top)
 
 
 def group_pvalue(scores: Mapping[str, np.ndarray], mask: np.ndarray, labels: np.ndarray, *, seed: int = 0,
-                 combined: np.ndarray | None = None) -> tuple[float, str | None]:
+                 ranked: RankedScores | None = None) -> tuple[float, str | None]:
     """The group's one-sided p-value on the combined rank score, and the attack that gives the
-    group's members their highest rank most often (what drives the result). ``combined``: the
-    precomputed ``combined_rank_scores(scores)`` (computed once for all groups)."""
+    group's members their highest rank most often (what drives the result). ``ranked``: the
+    scores ranked once for all groups (``RankedScores.of(scores)``)."""
     if not scores:
         return 1.0, None
-    combined = combined_rank_scores(scores) if combined is None else combined
-    p = rank_test_pvalue(combined[mask], np.asarray(labels)[mask], seed=seed)
+    ranked = RankedScores.of(scores) if ranked is None else ranked
+    p = rank_test_pvalue(ranked.combined[mask], np.asarray(labels)[mask], seed=seed)
     members = mask & np.asarray(labels).astype(bool)
-    names = list(scores)
     if not members.any():
         return p, None
-    ranks = np.column_stack([stats.rankdata(np.asarray(scores[a], dtype=float))[members] for a in names])
-    return p, names[int(np.bincount(ranks.argmax(axis=1), minlength=len(names)).argmax())]
+    best = np.bincount(ranked.ranks[members].argmax(axis=1), minlength=len(ranked.names)).argmax()
+    return p, ranked.names[int(best)]
 
 
 def holm_adjust(pvalues: np.ndarray) -> np.ndarray:

@@ -34,11 +34,11 @@ def _rule_targets(rule: Rule, attacks: Sequence[str]) -> list[str | None]:
     return [rule.attack]
 
 
-def _figures_of(attack: str | None, metrics: Mapping[str, float]) -> dict[str, float]:
+def _figures_of(attack: str | None, metrics: Mapping[str, float]) -> Mapping[str, float]:
     """One attack's figures (``n_members``, ``mace.bias``, ...) out of the flat metrics; for a
-    plain metric (no attack) the plain figures (``exposed.tested``, ...)."""
+    plain metric (no attack) the flat metrics themselves (``exposed.tested``, ...)."""
     if attack is None:
-        return dict(metrics)
+        return metrics
     prefix = f"{attack}."
     return {k[len(prefix):]: v for k, v in metrics.items() if k.startswith(prefix)}
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from privacy_gate.config import AuditConfig, DatasetSpec, MaceConfig
 from privacy_gate.errors import InsufficientDataError
-from privacy_gate.estimators.group_tests import combined_rank_scores, group_pvalue, holm_adjust
+from privacy_gate.estimators.group_tests import RankedScores, group_pvalue, holm_adjust
 from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.gate import Check
@@ -64,9 +64,8 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     groups = subgroup_groups(targets.records, targets.labels, columns=columns)
     results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
     gated_scores = {a: scores[a] for a in gated_names}
-    combined = combined_rank_scores(gated_scores) if gated_scores else None
-    tests = [group_pvalue(gated_scores, g.mask, targets.labels, seed=i, combined=combined)
-             for i, g in enumerate(groups)]
+    ranked = RankedScores.of(gated_scores) if gated_scores else None
+    tests = [group_pvalue(gated_scores, g.mask, targets.labels, seed=i, ranked=ranked) for i, g in enumerate(groups)]
     adjusted = holm_adjust(np.array([p for p, _ in tests]))
     rows = []
     for r, (p, attack), p_adj in zip(results, tests, adjusted):

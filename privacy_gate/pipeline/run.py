@@ -27,8 +27,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
 from privacy_gate.errors import PrivacyGateError, ValidationFailed
 from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
@@ -186,17 +184,13 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
                                 targets.row_ids, q=exp_cfg.fdr, level=exp_cfg.level, delta=exp_cfg.delta,
                                 method=exp_cfg.method)
         metrics.update({exposure_metric(k): v for k, v in exposure.metrics().items()})
-        metrics.update({exposure_metric("level"): exp_cfg.level, exposure_metric("attacks"): float(len(gated)),
-                        exposure_metric("delta"): exp_cfg.delta})
         logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f "
                     "[%.4f, %.4f] at %g false alarms", exposure.count, exposure.tested, exp_cfg.fdr,
                     exposure.false_expected, exposure.share, exposure.share_lower, exposure.share_upper,
                     exp_cfg.level)
-    exposed_mask = np.zeros(len(targets.labels), dtype=bool)
-    exposed_mask[np.flatnonzero(targets.labels == 1)[exposure.records["exposed"].to_numpy()]] = True
     with clock.stage("audit", "auditing subgroups, entities and dependency"):
         audited = audit(outcomes, targets, spec, settings.audit, dependency, mace=mace_cfg,
-                        gated=[o.name for o in gated], exposed=exposed_mask)
+                        gated=[o.name for o in gated], exposed=exposure.target_mask(targets.labels))
         metrics.update(audited.metrics)
         for note in audited.notes:
             logger.info("  %s", note)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.density import as_matrix
+from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import nearest_distances
 from privacy_gate.config import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
@@ -54,12 +54,12 @@ def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, refer
     d_ref, _ = nearest_distances(X, R, chunk_bytes=CHUNK_BYTES)
     _, nearest = nearest_distances(X, S, chunk_bytes=CHUNK_BYTES)
     drop[nearest] = True
-    step = max(1, CHUNK_BYTES // (8 * max(1, S.shape[0])))
-    s_norms = np.einsum("ij,ij->i", S, S)
-    for start in range(0, X.shape[0], step):
-        x = X[start:start + step]
-        sq = np.einsum("ij,ij->i", x, x)[:, None] - 2.0 * x @ S.T + s_norms[None, :]
-        drop |= (sq < (d_ref[start:start + step, None] ** 2)).any(axis=0)
+    s_norms, x_norms = np.einsum("ij,ij->i", S, S), np.einsum("ij,ij->i", X, X)
+    for start, stop, B in chunked_products(X, S, CHUNK_BYTES):  # B: squared distances, built in place
+        B *= -2.0
+        B += s_norms[None, :]
+        B += x_norms[start:stop, None]
+        drop |= (B < d_ref[start:stop, None] ** 2).any(axis=0)
     return drop
 
 
