@@ -25,18 +25,26 @@ INTENDED = {
 }
 
 
-def per_sample_change(diff: str) -> bool:
-    """Differences the per-sample gates (issue #10) make on purpose, in every scenario:
+#: Scenarios judged with the *default* attack list, which gained ``dcr_ratio`` (the others name
+#: their attacks in the frozen config).
+DEFAULT_ATTACK_SCENARIOS = {"gate_only"}
+
+
+def per_sample_change(diff: str, *, default_attacks: bool = False) -> bool:
+    """Differences the per-sample gates (issue #10) make on purpose:
 
     - the exposure scan adds its figures (``exposed.*``);
     - small subgroups are no longer merged into "<cols>=other": that group and its figures are
       gone, and every group (small ones included) gains its rank test, its exposed count and its
-      sizes (new ``subgroup/...`` metrics; no existing figure of a named group changes).
+      sizes (new ``subgroup/...`` metrics; no existing figure of a named group changes);
+    - with ``default_attacks`` (a scenario run with the default attack list): ``dcr_ratio``'s own
+      figures, and the figures it joins (the combined query, the strongest attack).
     """
     if diff.startswith("metric exposed.") and (": None -> " in diff or diff.endswith(": new")):
         return True
-    if "dcr_ratio" in diff or diff.startswith(("metric combined.", "reasons ('combined.", "checks ('combined.")):
-        return True  # the gate-only default attacks gained dcr_ratio, which also joins the combined query
+    if default_attacks and ("dcr_ratio" in diff or diff.startswith(
+            ("metric combined.", "metric strongest.", "reasons ('combined.", "checks ('combined."))):
+        return True
     if diff.startswith("metric subgroup/") and diff.endswith((": new", ": missing")):
         return diff.endswith(": new") or "/other/" in diff
     if diff.startswith("metric subgroup/"):
@@ -45,7 +53,7 @@ def per_sample_change(diff: str) -> bool:
     if diff.startswith("flagged_subgroups: "):
         before, _, after = diff.removeprefix("flagged_subgroups: ").partition(" -> ")
         return [g for g in ast.literal_eval(before) if not g.endswith("=other")] == ast.literal_eval(after)
-    if diff.startswith(("reasons ", "checks ")):
+    if diff.startswith(("reasons ", "checks ", "check (")):  # "check (": the structure-only form
         return "=other: " in diff and diff.endswith(": missing")
     return False
 
@@ -64,7 +72,7 @@ def golden_folder(tmp_path_factory):
 def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
     actual = canonical(SCENARIOS[name](golden_folder))
     diffs = [d for d in differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
-             if d not in INTENDED.get(name, ()) and not per_sample_change(d)]
+             if d not in INTENDED.get(name, ()) and not per_sample_change(d, default_attacks=name in DEFAULT_ATTACK_SCENARIOS)]
     assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
 
 
@@ -74,6 +82,10 @@ def test_per_sample_allowance_is_narrow():
     assert per_sample_change("metric subgroup/sex_x_race/other/dcr.auc: 0.51 -> None")
     assert not per_sample_change("metric subgroup/race/Black/dcr.auc: 0.51 -> 0.52")
     assert not per_sample_change("metric dcr.auc: 0.51 -> 0.52")
+    assert not per_sample_change("metric strongest.auc: 0.53 -> 0.56")
+    assert per_sample_change("metric strongest.auc: 0.53 -> 0.56", default_attacks=True)
+    assert not per_sample_change("metric combined.mace.advantage: 0.1 -> 0.2")
+    assert per_sample_change("check ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7', 0.7): missing")
     assert not per_sample_change("verdict: 'APPROVE' -> 'REVIEW'")
     assert not per_sample_change("flagged_subgroups: ['race=Black'] -> []")
     assert per_sample_change("checks ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
