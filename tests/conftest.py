@@ -50,6 +50,16 @@ def small_adult(adult_full, tmp_path_factory):
     return folder
 
 
+def review_rules() -> list[dict]:
+    """The example's rules without the global exposed-share block rule.
+
+    Tests of the review mechanics need a REVIEW run with one flagged subgroup; copying a whole
+    group exposes more than 0.5% of all training records, which that rule blocks (see the
+    README's per-sample limits).
+    """
+    return [r for r in yaml.safe_load(EXAMPLE.read_text())["gate"]["rules"] if r["metric"] != "exposed.share_lower"]
+
+
 def write_release_config(folder: Path, generator: dict, *, name: str = "release.yaml", **overrides) -> Path:
     """A release config for the small Adult table, based on examples/adult.yaml."""
     raw = yaml.safe_load(EXAMPLE.read_text())

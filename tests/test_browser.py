@@ -35,7 +35,7 @@ import yaml
 
 from privacy_gate import names, tracking
 
-from .conftest import EXAMPLE, write_release_config
+from .conftest import EXAMPLE, review_rules, write_release_config
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 OUT = Path(__file__).resolve().parent / "output" / "browser"
@@ -199,6 +199,7 @@ def review_run(prefect_server, small_adult, tmp_path_factory):
     synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(frac=1.0, random_state=1)
     synthetic.to_csv(folder / "synthetic.csv", index=False)
     gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
+    gate["rules"] = review_rules()  # a REVIEW run: without the global exposed-share block rule
     gate["max_verbatim_copy_share"] = 0.05  # the copies are ~2% of the release: the subgroup rule must catch them
     config = write_release_config(folder, {"name": "file", "path": str(folder / "synthetic.csv")}, name="browser.yaml",
                                   gate=gate, audit={"intersections": [], "min_group_size": 15})
