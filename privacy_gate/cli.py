@@ -145,13 +145,22 @@ def run(
             check_reachable(cfg.tracking.uri)
     except ConfigError as exc:
         _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
-    _require_files(**{"dataset.path": cfg.dataset.path, "dataset.reference_path": cfg.dataset.reference_path})
+    from privacy_gate.objectstore import is_s3
+
+    _require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
+                                         ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
     if not _use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
         from privacy_gate.pipeline import LocalExecutor
         from privacy_gate.pipeline.runs import release_run
 
+        from privacy_gate.pipeline.retrying import run_with_retries
+        from privacy_gate.tracking import resolve_tracking_uri
+
+        logger = _cli_logger()
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
-            _run_flow(release_run, as_json, config=cfg, workdir=workdir, executor=executor, logger=_cli_logger())
+            _run_flow(run_with_retries, as_json, retries=cfg.retries, logger=logger, dataset=cfg.dataset.spec.name,
+                      tracking_uri=resolve_tracking_uri(cfg.tracking.uri, workdir),
+                      attempt=lambda: release_run(cfg, workdir=workdir, executor=executor, logger=logger))
     from privacy_gate.flows import release_flow, task_runner_for
 
     try:
@@ -297,6 +306,68 @@ def reject(
     """Reject a REVIEW verdict: nothing is published; the release stays in quarantine."""
     _decide(run_id, "reject", reviewer=reviewer, comment=comment, suppress=[], workdir=workdir,
             tracking_uri=tracking_uri)
+
+
+CronOpt = Annotated[Optional[str], typer.Option(
+    "--cron", help='Cron schedule for every config, e.g. "0 2 * * *" (default: each config\'s schedule section).')]
+IntervalOpt = Annotated[Optional[float], typer.Option(
+    "--interval", help="Run every N seconds instead of a cron schedule.")]
+
+
+def _prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
+    """Run a deployment command; a bad config or an unreachable Prefect API is a usage error."""
+    from privacy_gate.errors import ConfigError, is_infrastructure_error
+
+    try:
+        return fn(*args, **kwargs)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    except Exception as exc:  # noqa: BLE001
+        if not is_infrastructure_error(exc):
+            raise
+        from prefect.settings import PREFECT_API_URL
+
+        _usage_error(f"the Prefect API at {PREFECT_API_URL.value() or '(PREFECT_API_URL not set)'} did not answer "
+                     f"({type(exc).__name__}); start it (prefect server start) or set PREFECT_API_URL")
+
+
+@app.command()
+def serve(
+    folder: Annotated[Path, typer.Argument(help="Folder of release configs (*.yaml): one deployment each.")],
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    cron: CronOpt = None,
+    interval: IntervalOpt = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="At most N flow runs at once (all datasets).")] = None,
+) -> None:
+    """Serve every release config in FOLDER as a scheduled Prefect deployment (runs until stopped).
+
+    Needs a Prefect API (PREFECT_API_URL); runs of one dataset never overlap."""
+    _quiet_env()
+    from privacy_gate.flows.deployments import serve_folder
+
+    _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit)
+
+
+@app.command()
+def deploy(
+    configs: Annotated[list[Path], typer.Argument(help="Release config YAML files.")],
+    pool: Annotated[str, typer.Option("--pool", help="Prefect work pool (a process pool is created if missing).")],
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    cron: CronOpt = None,
+    interval: IntervalOpt = None,
+) -> None:
+    """Register release configs as scheduled deployments in a work pool; a Prefect worker
+    (prefect worker start --pool POOL) runs them."""
+    _quiet_env()
+    for path in configs:
+        if not path.is_file():
+            _usage_error(f"{path}: file not found")
+    from privacy_gate.flows.deployments import deploy_configs
+
+    ids = _prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir, cron=cron, interval=interval)
+    for path, dep_id in zip(configs, ids):
+        typer.echo(f"deployed release/{path.stem} ({dep_id}) to work pool {pool!r}")
+    typer.echo(f"start a worker: prefect worker start --pool {pool}")
 
 
 @app.command("list")

@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from privacy_gate.errors import ConfigError
+from privacy_gate.objectstore import is_s3
 
 ColumnKind = Literal["categorical", "ordinal", "numeric", "datetime"]
 
@@ -106,10 +107,31 @@ class DatasetSpec(_Strict):
         return [c for c in self.columns if c != self.entity_id]
 
 
+def _local_or_s3(value: Any) -> Any:
+    """``s3://...`` stays a URI string (a Path would collapse its ``//``); anything else is a Path."""
+    if value is None or is_s3(value):
+        return value
+    return Path(value) if isinstance(value, str) else value
+
+
+def location_name(location: Path | str) -> str:
+    """The file name of a local path or an ``s3://`` object (for progress messages).
+
+    >>> location_name("s3://data/adult/adult.csv"), location_name(Path("/tmp/x.parquet"))
+    ('adult.csv', 'x.parquet')
+    """
+    return str(location).rstrip("/").rsplit("/", 1)[-1]
+
+
 class DatasetConfig(_Strict):
-    path: Path
+    """``path`` / ``reference_path``: a local file or an ``s3://bucket/key`` object."""
+
+    path: Path | str
     spec: DatasetSpec
-    reference_path: Path | None = None  # a public reference file replacing the reference split
+    reference_path: Path | str | None = None  # a public reference file replacing the reference split
+
+    _locations = field_validator("path", "reference_path", mode="before")(classmethod(
+        lambda cls, v: _local_or_s3(v)))
 
 
 class SplitConfig(_Strict):
@@ -279,7 +301,9 @@ class TrackingConfig(_Strict):
 
 
 class PublishConfig(_Strict):
-    target: Path | None = None  # default: <workdir>/published
+    target: Path | str | None = None  # default: <workdir>/published; a folder or an s3://bucket/prefix
+
+    _target = field_validator("target", mode="before")(classmethod(lambda cls, v: _local_or_s3(v)))
     format: Literal["parquet", "csv"] = "parquet"
 
 
@@ -321,6 +345,32 @@ class RunnerConfig(_Strict):
     dask_address: str | None = None  # an existing Dask scheduler; None = a local cluster
 
 
+class ScheduleConfig(_Strict):
+    """When a deployment of this config runs (``privacy-gate serve`` / ``deploy``): a cron string
+    or an interval; ``--cron`` / ``--interval`` on the command line override it."""
+
+    cron: str | None = None
+    interval_seconds: float | None = Field(None, gt=0)
+    timezone: str = "UTC"
+
+    @model_validator(mode="after")
+    def _one(self) -> ScheduleConfig:
+        if (self.cron is None) == (self.interval_seconds is None):
+            raise ValueError("set exactly one of 'cron' and 'interval_seconds'")
+        if self.cron is not None and len(self.cron.split()) not in (5, 6):
+            raise ValueError(f"'cron' must have 5 fields (minute hour day month weekday), got {self.cron!r}")
+        return self
+
+
+class RetryConfig(_Strict):
+    """Retries of a scheduled run when a service it needs (tracking server, object store) does not
+    answer. Only such infrastructure failures are retried; a run that exhausts its attempts ends
+    BLOCK with the reason. An error never becomes an APPROVE."""
+
+    attempts: int = Field(3, ge=1, le=20)  # total attempts, the first included
+    delay_seconds: float = Field(30.0, ge=0)
+
+
 class ReleaseConfig(_Strict):
     dataset: DatasetConfig
     generator: GeneratorConfig
@@ -334,6 +384,8 @@ class ReleaseConfig(_Strict):
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    schedule: ScheduleConfig | None = None
+    retries: RetryConfig = Field(default_factory=RetryConfig)
     publish: PublishConfig = Field(default_factory=PublishConfig)
 
     @model_validator(mode="after")
@@ -468,11 +520,11 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
             spec_path = (base / ds["spec"]).resolve()
             ds["spec"] = load_spec(spec_path).model_dump()
         for key in ("path", "reference_path"):
-            if isinstance(ds.get(key), str):
+            if isinstance(ds.get(key), str) and not is_s3(ds[key]):
                 ds[key] = str((base / ds[key]).resolve())
         raw = {**raw, "dataset": ds}
     pub = raw.get("publish")
-    if isinstance(pub, dict) and isinstance(pub.get("target"), str):
+    if isinstance(pub, dict) and isinstance(pub.get("target"), str) and not is_s3(pub["target"]):
         raw = {**raw, "publish": {**pub, "target": str((base / pub["target"]).resolve())}}
     try:
         return ReleaseConfig.model_validate(raw)

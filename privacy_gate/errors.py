@@ -37,3 +37,55 @@ class ReviewError(PrivacyGateError):
 
 class IntegrityError(ReviewError):
     """A recorded artefact does not match what was recorded at decision time (edited or corrupt)."""
+
+
+class InfrastructureError(PrivacyGateError):
+    """A service the gate depends on (tracking server, object store) did not answer. The only kind
+    of failure a scheduled run retries; it still ends in BLOCK when the retries run out."""
+
+
+# What a failure looks like when a service is down, across the client libraries in use (requests /
+# urllib3 under MLflow, botocore, asyncio/httpx under Prefect): matched by class name along the
+# exception chain, so this module needs none of those packages.
+_INFRA_CLASS_NAMES = frozenset({
+    "ConnectionError", "ConnectTimeout", "ConnectTimeoutError", "ReadTimeout", "ReadTimeoutError", "Timeout",
+    "TimeoutError", "MaxRetryError", "NewConnectionError", "EndpointConnectionError", "RemoteDisconnected",
+    "ProtocolError", "ConnectError", "ReadError", "ServerDisconnectedError", "ConnectionRefusedError",
+    "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
+})
+_INFRA_MESSAGES = ("max retries exceeded", "connection refused", "failed to establish a new connection",
+                   "timed out", "connection aborted", "connection reset", "remote end closed connection",
+                   "temporarily unavailable", "503 server error", "502 server error", "504 server error",
+                   "api request to", "too many 500 error responses", "too many 503 error responses")
+
+
+def is_infrastructure_error(exc: BaseException | None) -> bool:
+    """True when ``exc`` (or anything in its cause/context chain) says a service was unreachable.
+
+    >>> is_infrastructure_error(ConnectionRefusedError(111, "Connection refused"))
+    True
+    >>> is_infrastructure_error(ConfigError("gate.rules: bad metric"))
+    False
+    >>> try:
+    ...     try:
+    ...         raise TimeoutError("read timed out")
+    ...     except TimeoutError as inner:
+    ...         raise RuntimeError("logging failed") from inner
+    ... except RuntimeError as outer:
+    ...     is_infrastructure_error(outer)
+    True
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, InfrastructureError):
+            return True
+        if isinstance(exc, (ConfigError, DataError, ValidationFailed, ReviewError)):
+            return False  # the user's input or a decision: retrying cannot change it
+        if any(cls.__name__ in _INFRA_CLASS_NAMES for cls in type(exc).__mro__):
+            return True
+        text = str(exc).lower()
+        if type(exc).__name__ == "MlflowException" and any(m in text for m in _INFRA_MESSAGES):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

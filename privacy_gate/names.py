@@ -18,6 +18,16 @@ from __future__ import annotations
 
 import re
 
+# ---- environment variables the code reads ------------------------------------------------------
+
+#: MLflow store when the release config names none (MLflow's own variable; a deployment sets it).
+ENV_TRACKING_URI = "MLFLOW_TRACKING_URI"
+#: The S3-compatible endpoint (MinIO, moto, ...) for s3:// data and publication targets; MLflow
+#: reads the same variable for its S3 artefact store. Credentials: the standard AWS_* variables.
+ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
+#: The user recorded on runs (``mlflow.user``); default the OS user.
+ENV_USER = "PRIVACY_GATE_USER"
+
 # ---- metric families ------------------------------------------------------------------------
 
 #: ROC metrics of one attack (``estimators.metrics.roc_metrics``) where larger means more leakage:

@@ -18,6 +18,13 @@ are work in progress or leftovers of a killed run. :func:`list_published` and
 A crash at any instant leaves either nothing visible or a complete, manifested release. Stale
 staging directories of dead processes are removed the next time a store publishes.
 
+**Object storage** (``publish.target: s3://bucket/prefix``): an object store has no rename, but a
+PUT is atomic per object, so the manifest is the commit record. The data object is uploaded to
+``<prefix>/<slug>-<sha12>/``, read back and hashed, and only then is ``manifest.json`` written
+beside it. The reader contract is the same: a release is a folder holding ``manifest.json``
+whose data object hashes to the manifest's ``sha256``; a data object without a manifest (a
+killed upload) is invisible and is overwritten by the next publication of the same release.
+
 The directory name comes from a sanitised slug of the dataset name and the content hash. The
 final path is checked to lie inside the target, so a dataset name such as ``../x`` or ``/etc/x``
 cannot write elsewhere.
@@ -39,6 +46,7 @@ from typing import Any
 
 import pandas as pd
 
+from privacy_gate import objectstore
 from privacy_gate.errors import PrivacyGateError
 
 QUARANTINE_DIR = "quarantine"
@@ -171,11 +179,62 @@ def list_published(target: Path) -> list[Path]:
     return out
 
 
+def _manifest(release: QuarantinedRelease, *, name: str, dataset: str, verdict: str, run_id: str | None,
+              config_hash: str | None, approval: dict[str, Any] | None) -> dict[str, Any]:
+    return {"file": name, "sha256": release.sha256, "rows": release.rows, "format": release.fmt,
+            "dataset": dataset, "run_id": run_id, "verdict": verdict, "config_hash": config_hash,
+            "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def verify_published_s3(folder: str) -> dict[str, Any]:
+    """The manifest of a release folder on object storage, after hashing its data object."""
+    import tempfile
+
+    raw = objectstore.get_bytes(objectstore.join(folder, MANIFEST))
+    try:
+        manifest = json.loads(raw) if raw is not None else None
+        name = manifest["file"]
+    except (ValueError, KeyError, TypeError):
+        manifest = None
+    if manifest is None or "/" in name:
+        raise PublishError(f"{folder}: no readable {MANIFEST}; not a published release")
+    with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
+        try:
+            local = objectstore.download(objectstore.join(folder, name), Path(tmp) / name)
+        except PrivacyGateError:
+            raise PublishError(f"{folder}: the data object named in {MANIFEST} is missing") from None
+        if file_sha256(local) != manifest.get("sha256"):
+            raise PublishError(f"{folder}: {name} does not match the sha256 in {MANIFEST}")
+    return manifest
+
+
+def list_published_s3(target: str) -> list[str]:
+    """The release folders under an ``s3://`` target that satisfy the reader contract."""
+    out = []
+    for folder in objectstore.list_prefixes(target):
+        try:
+            verify_published_s3(folder)
+        except PublishError:
+            continue
+        out.append(folder)
+    return out
+
+
 class ReleaseStore:
-    def __init__(self, *, workdir: Path, target: Path | None = None):
+    """``target``: a folder, or an ``s3://bucket/prefix`` (default ``<workdir>/published``)."""
+
+    def __init__(self, *, workdir: Path, target: Path | str | None = None):
         self.workdir = Path(workdir)
         self.quarantine_root = self.workdir / QUARANTINE_DIR
-        self.target = Path(target) if target is not None else self.workdir / PUBLISHED_DIR
+        if objectstore.is_s3(target):
+            self.target: Path | str = str(target).rstrip("/")
+        else:
+            self.target = Path(target) if target is not None else self.workdir / PUBLISHED_DIR
+
+    @property
+    def target_label(self) -> str:
+        """The target as recorded on the run (absolute path or URI)."""
+        return self.target if isinstance(self.target, str) else str(self.target.resolve())
 
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
         """Write the candidate release into quarantine, addressed by its content hash."""
@@ -199,8 +258,10 @@ class ReleaseStore:
             shutil.rmtree(tmp, ignore_errors=True)
         return QuarantinedRelease(path=final, sha256=sha, rows=len(df), fmt=fmt)
 
-    def release_dir(self, release: QuarantinedRelease, dataset: str) -> Path:
+    def release_dir(self, release: QuarantinedRelease, dataset: str) -> Path | str:
         """Where ``release`` is (or would be) published; always inside the target."""
+        if isinstance(self.target, str):  # the slug has no "/" and no leading dot: one level below
+            return objectstore.join(self.target, f"{dataset_slug(dataset)}-{release.sha256[:12]}")
         root = self.target.resolve()
         final = (root / f"{dataset_slug(dataset)}-{release.sha256[:12]}").resolve()
         if final.parent != root:
@@ -215,6 +276,9 @@ class ReleaseStore:
             raise PublishError(f"refusing to publish a release with verdict {verdict} and no recorded approval")
         if file_sha256(release.path) != release.sha256:
             raise PublishError(f"quarantined file {release.path} changed since it was judged; not publishing")
+        if isinstance(self.target, str):
+            return self._publish_s3(release, dataset=dataset, verdict=verdict, run_id=run_id, config_hash=config_hash,
+                                    approval=approval)
         final = self.release_dir(release, dataset)
         name = f"{final.name}.{release.fmt}"
         if final.exists():  # published before (an idempotent re-run): only if complete and identical
@@ -230,11 +294,8 @@ class ReleaseStore:
             _fsync_file(staging / name)
             if file_sha256(staging / name) != release.sha256:
                 raise PublishError(f"the copy of {release.path} does not match its hash; not publishing")
-            manifest = {
-                "file": name, "sha256": release.sha256, "rows": release.rows, "format": release.fmt,
-                "dataset": dataset, "run_id": run_id, "verdict": verdict, "config_hash": config_hash,
-                "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            }
+            manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
+                                 config_hash=config_hash, approval=approval)
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
             _fsync_file(staging / MANIFEST)
             _fsync_dir(staging)
@@ -253,9 +314,34 @@ class ReleaseStore:
         return final / name
 
 
+    def _publish_s3(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
+                    config_hash: str | None, approval: dict[str, Any] | None) -> str:
+        """Data object first, verified by reading it back; the manifest last (the commit)."""
+        folder = self.release_dir(release, dataset)
+        name = f"{folder.rsplit('/', 1)[-1]}.{release.fmt}"
+        if objectstore.get_bytes(objectstore.join(folder, MANIFEST)) is not None:
+            manifest = verify_published_s3(folder)  # published before: only if complete and identical
+            if manifest["sha256"] != release.sha256:
+                raise PublishError(f"{folder} already holds a different release")
+            return objectstore.join(folder, manifest["file"])
+        objectstore.check_bucket(folder)
+        data_uri = objectstore.join(folder, name)
+        objectstore.upload(release.path, data_uri)
+        manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
+                             config_hash=config_hash, approval=approval)
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
+            if file_sha256(objectstore.download(data_uri, Path(tmp) / name)) != release.sha256:
+                raise PublishError(f"the uploaded {data_uri} does not match its hash; not publishing")
+        objectstore.put_bytes(json.dumps(manifest, indent=2).encode(), objectstore.join(folder, MANIFEST))
+        return data_uri
+
+
 def read_quarantined(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path) if Path(path).suffix == ".parquet" else pd.read_csv(path)
 
 
 __all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "clean_stale", "dataset_slug",
-           "file_sha256", "list_published", "read_quarantined", "verify_published"]
+           "file_sha256", "list_published", "list_published_s3", "read_quarantined", "verify_published",
+           "verify_published_s3"]

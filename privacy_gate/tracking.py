@@ -26,6 +26,17 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
                                 experiment_name)
+from privacy_gate.names import ENV_TRACKING_URI, ENV_USER
+
+#: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
+#: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+#: MLflow's run description (shown at the top of the run page), user and source tags.
+NOTE_TAG = "mlflow.note.content"
+USER_TAG = "mlflow.user"
+SOURCE_NAME_TAG = "mlflow.source.name"
+SOURCE_TYPE_TAG = "mlflow.source.type"
 
 
 #: An HMAC key for verdict digests. Without it the digest is a plain SHA-256, which catches an
@@ -68,6 +79,12 @@ def default_tracking_uri(workdir: Path) -> str:
     return f"sqlite:///{(Path(workdir) / SQLITE_FILE).resolve()}"
 
 
+def resolve_tracking_uri(configured: str | None, workdir: Path) -> str:
+    """The config's ``tracking.uri``, else ``MLFLOW_TRACKING_URI`` (how a deployment points every
+    run at the team's server), else the embedded sqlite store in ``workdir``."""
+    return configured or os.environ.get(ENV_TRACKING_URI) or default_tracking_uri(workdir)
+
+
 def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
     """The MLflow UI page of a run when the store is an MLflow server (http/https), else None."""
     if not (uri.startswith(("http://", "https://")) and experiment_id and run_id):
@@ -86,6 +103,24 @@ def ui_command(uri: str) -> str:
     local = Path(sys.executable).parent / "mlflow"
     exe = str(local) if local.exists() else (shutil.which("mlflow") or "mlflow")
     return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port 5000"
+
+
+def run_user() -> str:
+    """Who started the run: ``PRIVACY_GATE_USER`` (a deployment's service name), else the OS user."""
+    import getpass
+
+    explicit = os.environ.get(ENV_USER)
+    if explicit:
+        return explicit
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry (containers with arbitrary uids)
+        return "unknown"
+
+
+def _colspec_type(dtype: Any) -> str:
+    kind = getattr(dtype, "kind", "O")
+    return {"f": "double", "i": "long", "u": "long", "b": "boolean", "M": "datetime"}.get(kind, "string")
 
 
 class Tracker:
@@ -110,12 +145,15 @@ class Tracker:
 
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
+            if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+                self.client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
             return exp.experiment_id
         location = None
         if artifact_root is not None and not self.uri.startswith(("http://", "https://")):
             location = (Path(artifact_root) / name.replace("/", "_")).resolve().as_uri()
         try:
-            return self.client.create_experiment(name, artifact_location=location)
+            return self.client.create_experiment(name, artifact_location=location,
+                                                 tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
         except MlflowException:  # created meanwhile by another process (a server store has no file lock)
             exp = self.client.get_experiment_by_name(name)
             if exp is None:
@@ -126,7 +164,7 @@ class Tracker:
     def for_workdir(cls, *, workdir: Path, dataset: str, uri: str | None = None, experiment: str | None = None) -> Tracker:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        return cls(uri=uri or default_tracking_uri(workdir), experiment=experiment_name(dataset, experiment),
+        return cls(uri=resolve_tracking_uri(uri, workdir), experiment=experiment_name(dataset, experiment),
                    artifact_root=workdir / ARTIFACT_DIR)
 
     # ---- reading back (review)
@@ -197,7 +235,9 @@ class Tracker:
 
     # ---- runs
     def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
-        all_tags = {TAG_KIND: kind, **(tags or {})}
+        # who and what made the run, as the MLflow UI shows them ("Created by", "Source")
+        all_tags = {TAG_KIND: kind, USER_TAG: run_user(), SOURCE_NAME_TAG: f"privacy-gate {kind}",
+                    SOURCE_TYPE_TAG: "JOB", **(tags or {})}
         if parent:
             all_tags["mlflow.parentRunId"] = parent
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
@@ -224,6 +264,27 @@ class Tracker:
                  if v is not None and math.isfinite(float(v))]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
+
+    def set_description(self, run_id: str, markdown: str) -> None:
+        """The run page's description (MLflow renders it as markdown above everything else)."""
+        self.set_tags(run_id, {NOTE_TAG: markdown})
+
+    def log_dataset_inputs(self, run_id: str, tables: Mapping[str, pd.DataFrame], *, digests: Mapping[str, str],
+                           sources: Mapping[str, str]) -> None:
+        """The input tables as MLflow dataset inputs: name, digest, row count and column types only.
+
+        No value profile (no min/max, no frequent values): a dataset input must not carry any
+        value of a real record."""
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        inputs = []
+        for name, df in tables.items():
+            schema = {"mlflow_colspec": [{"name": str(c), "type": _colspec_type(df[c].dtype)} for c in df.columns]}
+            dataset = Dataset(name=name, digest=digests[name][:36], source_type="privacy-gate",
+                              source=json.dumps({"uri": sources.get(name, name)}),
+                              schema=json.dumps(schema), profile=json.dumps({"num_rows": int(len(df))}))
+            inputs.append(DatasetInput(dataset, tags=[InputTag("mlflow.data.context", name)]))
+        self.client.log_inputs(run_id, datasets=inputs)
 
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
         for k, v in tags.items():

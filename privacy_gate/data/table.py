@@ -7,11 +7,13 @@ values: those are values of real records.
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from privacy_gate import objectstore
 from privacy_gate.config import DatasetSpec
 from privacy_gate.errors import DataError
 
@@ -19,7 +21,17 @@ _READERS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet"
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read CSV (optionally gzipped) or Parquet; the index becomes the row id (0..n-1)."""
+    """Read CSV (optionally gzipped) or Parquet, from a file or an ``s3://`` object; the index
+    becomes the row id (0..n-1)."""
+    if objectstore.is_s3(path):
+        uri = str(path)
+        _, key = objectstore.split_uri(uri)
+        with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
+            local = objectstore.download(uri, Path(tmp) / Path(key).name)
+            try:
+                return read_table(local)
+            except DataError as exc:  # name the object, not the temporary copy
+                raise DataError(str(exc).replace(str(local), uri)) from None
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger
@@ -16,9 +17,12 @@ from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_confi
                                  load_spec)
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.names import SUPPRESS_EXPOSED
+from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor
 from privacy_gate.pipeline.decisions import decide_run, regate_run
+from privacy_gate.pipeline.retrying import run_with_retries
 from privacy_gate.pipeline.runs import gate_only_run, release_run
+from privacy_gate.tracking import resolve_tracking_uri
 
 
 class ReviewInput(RunInput):
@@ -47,11 +51,32 @@ def _summarise(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _announce(result: dict[str, Any]) -> dict[str, Any]:
+    """The verdict event for automations; a failure to emit never changes the verdict."""
+    try:
+        emit_verdict_event(result)
+    except Exception as exc:  # noqa: BLE001
+        get_run_logger().warning("could not emit the verdict event (%s); the verdict stands", type(exc).__name__)
+    return result
+
+
 @flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, Any]:
-    """Train the configured generator on the train split, gate its sample, publish if approved."""
+    """Train the configured generator on the train split, gate its sample, publish if approved.
+
+    One gate per dataset at a time (a Prefect concurrency limit); a run that meets an outage of
+    the tracking server or object store is attempted again (``retries``), and ends BLOCK when the
+    attempts run out. The verdict is announced as a Prefect event."""
     config = load_release_config(config_path)
-    result = _summarise(release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=get_run_logger()))
+    logger, dataset = get_run_logger(), config.dataset.spec.name
+
+    def attempt() -> dict[str, Any]:
+        with dataset_slot(dataset):
+            return release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger)
+
+    result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
+                              tracking_uri=resolve_tracking_uri(config.tracking.uri, Path(workdir)))
+    result = _summarise(_announce(result))
     if result["verdict"]["verdict"] == "REVIEW" and config.review.mode == "pause":
         result.update(_pause_for_review(result, config, workdir))
     return result
@@ -91,10 +116,10 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
     targets / attacks / gate / audit / mace sections, as in a release config)."""
     gate = load_rules(rules_path) if rules_path else GateConfig()
     judging = load_gate_only_config(config_path) if config_path else None
-    return _summarise(gate_only_run(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
+    return _summarise(_announce(gate_only_run(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
                                     spec=load_spec(spec_path), gate=gate, judging=judging, workdir=workdir,
                                     publish_to=publish_to,
-                                    targets_seed=targets_seed, executor=PrefectExecutor(), logger=get_run_logger()))
+                                    targets_seed=targets_seed, executor=PrefectExecutor(), logger=get_run_logger())))
 
 
 @flow(name="review-regate")

@@ -48,7 +48,7 @@ class RunRecord:
         self.experiment_id = tracker.experiment_of(run_id)
         path = self.tags.get(names.TAG_QUARANTINE)
         self.quarantine = Path(path) if path else None
-        self.publish_target = Path(self.tags.get(names.TAG_PUBLISH_TARGET, "published"))
+        self.publish_target = self.tags.get(names.TAG_PUBLISH_TARGET, "published")  # a folder or an s3:// URI
         self.dataset = self.tags.get(names.TAG_DATASET, "dataset")
         self._tracker = tracker
 

@@ -23,6 +23,15 @@ from privacy_gate.report.plots import risk_profile_figure, roc_figure  # noqa: E
 from privacy_gate.report.summary import verdict_markdown  # noqa: E402
 
 
+def table_digest(df: Any) -> str:
+    """A content digest of a table (row ids and values, hashed): identifies it, reveals nothing."""
+    import hashlib
+
+    import pandas as pd
+
+    return hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes()).hexdigest()
+
+
 class MlflowSink:
     """Records one gate run in the MLflow run ``run_id`` of ``tracker``."""
 
@@ -46,10 +55,15 @@ class MlflowSink:
     def record_validation(self, report: Any) -> None:
         self.tracker.log_json(self.run_id, report.to_dict(), names.validation_artifact(report.suite_name))
 
+    def record_inputs(self, tables: dict[str, Any], *, sources: dict[str, str]) -> None:
+        """The tables the gate judged as MLflow dataset inputs (digest, rows, schema; no values)."""
+        self.tracker.log_dataset_inputs(self.run_id, tables, digests={k: table_digest(df) for k, df in tables.items()},
+                                        sources=sources)
+
     def record_quarantine(self, quarantined: Any, *, target: Any) -> None:
         self.tracker.set_tags(self.run_id, {names.TAG_SYNTHETIC_SHA: quarantined.sha256,
                                             names.TAG_QUARANTINE: str(quarantined.path.resolve()),
-                                            names.TAG_PUBLISH_TARGET: str(target.resolve())})
+                                            names.TAG_PUBLISH_TARGET: target})
 
     # ---- the gate (Sink protocol)
     def record_gate(self, result: GateResult) -> None:
@@ -108,7 +122,9 @@ class MlflowSink:
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_summary(self, markdown: str) -> None:
+        """``summary.md`` and the run page's description: the reviewer lands on the decision."""
         self.tracker.log_text(self.run_id, markdown, names.ART_SUMMARY)
+        self.tracker.set_description(self.run_id, markdown)
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

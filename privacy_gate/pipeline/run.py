@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from privacy_gate.errors import PrivacyGateError, ValidationFailed
+from privacy_gate.errors import PrivacyGateError, ValidationFailed, is_infrastructure_error
 from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
@@ -80,6 +80,8 @@ def failure_verdict(exc: BaseException, *, stage: str, data_hashes: dict[str, st
     the type and stage are reported, since foreign messages may quote data values."""
     if isinstance(exc, PrivacyGateError):
         msg = f"{stage}: {exc}"
+    elif is_infrastructure_error(exc):
+        msg = f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs did not answer)"
     else:
         msg = f"{stage}: unexpected {type(exc).__name__} (set PRIVACY_GATE_DEBUG=1 for the traceback)"
         if os.environ.get("PRIVACY_GATE_DEBUG"):

@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import DatasetSpec, GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig
+from privacy_gate.config import DatasetSpec, GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
 from privacy_gate.data import conform, read_table
-from privacy_gate.errors import PrivacyGateError
+from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import Generator, create_generator
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -44,6 +44,8 @@ class RunContext:
     config_hash: str | None = None
     quarantined: QuarantinedRelease | None = None
     hashes: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # where each input table came from (no values)
+    infrastructure_failure: bool = False  # a service did not answer: a scheduled run may retry
 
     @property
     def run_id(self) -> str:
@@ -57,13 +59,21 @@ class RunContext:
     def quarantine(self, synthetic: pd.DataFrame, fmt: str) -> None:
         self.quarantined = self.store.quarantine(synthetic, fmt=fmt)
         self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
-        self.sink.record_quarantine(self.quarantined, target=self.store.target)
+        self.sink.record_quarantine(self.quarantined, target=self.store.target_label)
 
     def gate(self, inputs: GateInputs, settings: GateSettings, executor: Executor) -> Verdict:
         self.sink.record_json(settings.to_record(), names.ART_SETTINGS)
+        splits = inputs.splits
+        tables = {"train": splits.train, "holdout": splits.holdout, "reference": splits.reference,
+                  "synthetic": inputs.synthetic}
+        sources = {k: k for k in tables} | self.sources
+        if self.quarantined is not None:
+            sources["synthetic"] = str(self.quarantined.path)
+        self.sink.record_inputs(tables, sources=sources)
         return run_gate(inputs, settings, executor=executor, sinks=[self.sink], clock=self.clock).verdict
 
     def fail(self, exc: BaseException) -> Verdict:
+        self.infrastructure_failure = self.infrastructure_failure or is_infrastructure_error(exc)
         return failure_verdict(exc, stage=self.clock.current, data_hashes=self.hashes)
 
 
@@ -91,6 +101,7 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
                      store=ReleaseStore(workdir=wd, target=config.publish.target), dataset=spec.name,
                      clock=StageClock(logger) if logger else StageClock(), config_hash=config.config_hash())
     clock = ctx.clock
+    ctx.sources = {k: f"{config.dataset.path} ({k} split)" for k in ("train", "holdout", "reference")}
     try:
         ctx.sink.record_params({
             "generator": config.generator.name, **{f"generator.{k}": v for k, v in config.generator.params.items()},
@@ -99,10 +110,10 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
             "targets.seed": config.targets.seed, "attacks": ",".join(a.name for a in config.attacks),
             "rules_hash": config.gate.rules_hash(), "config_hash": ctx.config_hash})
         ctx.sink.record_json(config.model_dump(mode="json"), names.ART_CONFIG)
-        with clock.stage("load", f"loading {config.dataset.path.name}"):
+        with clock.stage("load", f"loading {location_name(config.dataset.path)}"):
             real, public_reference = executor.run("load_input", load_real_data, config)
         with clock.stage("validate_input", "validating input data (Great Expectations)"):
-            ctx.validate_input(executor, real, spec, f"input data {config.dataset.path.name}")
+            ctx.validate_input(executor, real, spec, f"input data {location_name(config.dataset.path)}")
         with clock.stage("split", "splitting train / holdout / reference by entity"):
             splits = executor.run("split_data", split_release, config, real, public_reference)
             ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
@@ -137,6 +148,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
                      dataset=spec.name, clock=StageClock(logger) if logger else StageClock())
     clock = ctx.clock
     paths = {"train": Path(train), "holdout": Path(holdout), "reference": Path(reference)}
+    ctx.sources = {k: str(p.resolve()) for k, p in paths.items()}
     try:
         ctx.sink.record_params({"mode": "gate_only", "rules_hash": gate.rules_hash(),
                                 "synthetic_file": Path(synthetic).name})
@@ -175,7 +187,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
             if Verdict.from_dict(recorded) != verdict:
                 raise PrivacyGateError("the verdict read back from the tracking store differs from the one written")
     except Exception as exc:  # noqa: BLE001 - fail closed: an unrecorded verdict publishes nothing
-        verdict = failure_verdict(exc, stage=clock.current, data_hashes=ctx.hashes).with_run_id(ctx.run_id)
+        verdict = ctx.fail(exc).with_run_id(ctx.run_id)
         _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
     published = None
     if verdict.decision == "APPROVE" and publish:
@@ -187,7 +199,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
                                               run_id=ctx.run_id, config_hash=ctx.config_hash)
             logger.info("published %s", published)
         except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic, so nothing is visible
-            verdict = failure_verdict(exc, stage=clock.current, data_hashes=ctx.hashes).with_run_id(ctx.run_id)
+            verdict = ctx.fail(exc).with_run_id(ctx.run_id)
             _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
         else:
             _try(logger, "tag the run with the publication", ctx.sink.record_published, published)
@@ -205,7 +217,8 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
     return {"verdict": verdict.to_dict(), "published": str(published) if published else None,
             "quarantined": str(ctx.quarantined.path) if ctx.quarantined else None,
             "tracking_uri": ctx.sink.tracker.uri, "run_id": ctx.run_id, "timings": clock.timings,
-            "summary_markdown": summary}
+            "summary_markdown": summary, "dataset": ctx.dataset,
+            "retryable": verdict.decision == "BLOCK" and ctx.infrastructure_failure}
 
 
 def log_report_of(sink: MlflowSink) -> None:

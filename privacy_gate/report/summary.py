@@ -35,6 +35,9 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
         lines.append("")
     lines += ["## Reasons", ""]
     lines += [f"- **{c.action}** {c.message}" for c in verdict.reasons] or ["- every rule passed"]
+    if verdict.flagged_subgroups:
+        lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
+        lines += [f"- `{g}`" for g in verdict.flagged_subgroups]
     table = attack_metric_table(verdict)
     if table:
         lines += ["", "## Attacks", "", "| attack | " + " | ".join(LEAKAGE_METRICS) + " | MACE advantage [95% bounds] |",

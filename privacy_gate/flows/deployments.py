@@ -1,0 +1,119 @@
+"""Release configs as scheduled Prefect deployments of the ``release`` flow.
+
+- :func:`serve_folder` (``privacy-gate serve DIR``): one long-running process that serves every
+  release config in a folder as a deployment and runs them on schedule.
+- :func:`deploy_configs` (``privacy-gate deploy CONFIG... --pool P``): registers the same
+  deployments with a work pool, for Prefect workers (``prefect worker start --pool P``) to run.
+
+Each deployment is named after its config file; its parameters are the config's absolute path
+and the workdir; its schedule comes from the config's ``schedule`` section or ``--cron`` /
+``--interval``. The dataset's concurrency limit is created here (see ``coordination``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from prefect.client.orchestration import get_client
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+from privacy_gate.config import ReleaseConfig, load_release_config
+from privacy_gate.errors import ConfigError
+from privacy_gate.flows.coordination import ensure_dataset_limit
+from privacy_gate.flows.gate_flows import release_flow
+from privacy_gate.publish import dataset_slug
+
+DEPLOYMENT_TAG = "privacy-gate"
+CONFIG_SUFFIXES = (".yaml", ".yml")
+
+
+# ---------------------------------------------------------------------------- deployments
+
+
+def release_configs(folder: Path) -> list[Path]:
+    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must load."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: not a folder of release configs")
+    paths = sorted(p for p in folder.iterdir() if p.suffix in CONFIG_SUFFIXES and p.is_file())
+    if not paths:
+        raise ConfigError(f"{folder}: no release configs (*.yaml) to serve")
+    for p in paths:
+        load_release_config(p)  # a ConfigError names the file and key
+    return paths
+
+
+def _schedule(config: ReleaseConfig, path: Path, *, cron: str | None, interval: float | None) -> Any:
+    from prefect.schedules import Cron, Interval
+
+    if cron is not None and interval is not None:
+        raise ConfigError("--cron and --interval: give one schedule, not both")
+    timezone = config.schedule.timezone if config.schedule else "UTC"
+    if cron is not None:
+        return Cron(cron, timezone=timezone)
+    if interval is not None:
+        return Interval(timedelta(seconds=interval), timezone=timezone)
+    if config.schedule is None:
+        raise ConfigError(f"{path}: no schedule (add schedule: {{cron: \"0 2 * * *\"}} or pass --cron / --interval)")
+    if config.schedule.cron is not None:
+        return Cron(config.schedule.cron, timezone=timezone)
+    return Interval(timedelta(seconds=config.schedule.interval_seconds), timezone=timezone)
+
+
+def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
+                     work_pool: str | None = None) -> Any:
+    """The release flow as a deployment named after the config file, with its schedule."""
+    from prefect.deployments.runner import EntrypointType
+
+    path = Path(config_path).resolve()
+    config = load_release_config(path)
+    try:
+        schedule = _schedule(config, path, cron=cron, interval=interval)
+    except ValueError as exc:  # croniter refuses the expression
+        raise ConfigError(f"{path}: invalid schedule ({exc})") from None
+    dataset = config.dataset.spec.name
+    return release_flow.to_deployment(
+        name=path.stem, schedules=[schedule], work_pool_name=work_pool,
+        parameters={"config_path": str(path), "workdir": str(Path(workdir).resolve())},
+        description=f"privacy-gate release of dataset {dataset!r} from {path.name}",
+        tags=[DEPLOYMENT_TAG, f"dataset:{dataset_slug(dataset)}"],
+        # the flow is loaded by module path, so a worker finds it wherever the package is installed
+        entrypoint_type=EntrypointType.MODULE_PATH)
+
+
+def serve_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
+                 limit: int | None = None) -> None:
+    """Serve every release config in ``folder`` until interrupted."""
+    from prefect import serve
+
+    deployments = []
+    for p in release_configs(folder):
+        deployments.append(build_deployment(p, workdir=workdir, cron=cron, interval=interval))
+        ensure_dataset_limit(load_release_config(p).dataset.spec.name)
+    serve(*deployments, limit=limit)
+
+
+def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: str | None = None,
+                   interval: float | None = None) -> list[str]:
+    """Register each config as a deployment in ``work_pool`` (created as a process pool if
+    missing); returns the deployment ids."""
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(work_pool)
+        except ObjectNotFound:
+            with contextlib.suppress(ObjectAlreadyExists):
+                client.create_work_pool(WorkPoolCreate(name=work_pool, type="process"))
+    ids = []
+    for p in configs:
+        deployment = build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool)
+        ensure_dataset_limit(load_release_config(p).dataset.spec.name)
+        ids.append(str(deployment.apply()))
+    return ids
+
+
+__all__ = ["build_deployment", "deploy_configs", "release_configs", "serve_folder"]

@@ -1,0 +1,64 @@
+"""Retrying a whole gate run when a service it needs did not answer.
+
+A scheduled pipeline meets outages: the tracking server restarts, the object store times out. Such
+a run is attempted again from the start (a new MLflow run each time; every attempt fails closed on
+its own). Nothing else is retried: a bad config, bad data or a gate decision is final. When the
+attempts run out the result is a BLOCK naming the failure and the number of attempts, so an
+outage can delay a release but never approve one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from privacy_gate.config import RetryConfig
+from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
+from privacy_gate.gate import Verdict
+
+
+def unrecorded_block(reason: str, *, tracking_uri: str | None, dataset: str | None) -> dict[str, Any]:
+    """The result of a run that could not even start its record (no MLflow run): a BLOCK."""
+    verdict = Verdict.error(reason)
+    return {"verdict": verdict.to_dict(), "published": None, "quarantined": None, "tracking_uri": tracking_uri,
+            "run_id": None, "timings": {}, "dataset": dataset, "retryable": True,
+            "summary_markdown": f"# BLOCK (status: error)\n\n- **block** {reason}\n\nNo MLflow run was recorded.\n"}
+
+
+def run_with_retries(attempt: Callable[[], dict[str, Any]], *, retries: RetryConfig, logger: Any = None,
+                     tracking_uri: str | None = None, dataset: str | None = None,
+                     sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Call ``attempt`` (a whole recorded run returning its result dict) until it ends without an
+    infrastructure failure, at most ``retries.attempts`` times. Returns the last result, with
+    ``attempts`` (how many were made) and, when retries ran out, the reason saying so."""
+    logger = logger or logging.getLogger("privacy_gate")
+    result: dict[str, Any] | None = None
+    for n in range(1, retries.attempts + 1):
+        try:
+            result = attempt()
+            failure = "; ".join(c["message"] for c in result["verdict"]["reasons"]) if result.get("retryable") else None
+        except Exception as exc:  # noqa: BLE001 - only infrastructure failures are retried
+            if not is_infrastructure_error(exc):
+                raise
+            failure = str(exc) if isinstance(exc, PrivacyGateError) else \
+                f"infrastructure failure before the run was recorded ({type(exc).__name__})"
+            result = unrecorded_block(failure, tracking_uri=tracking_uri, dataset=dataset)
+        result["attempts"] = n
+        if failure is None:
+            return result
+        if n < retries.attempts:
+            logger.warning("attempt %d of %d failed on infrastructure (%s); retrying in %g s", n, retries.attempts,
+                           failure, retries.delay_seconds)
+            sleep(retries.delay_seconds)
+    assert result is not None
+    message = (f"infrastructure failure in all {retries.attempts} attempts; last: "
+               + "; ".join(c["message"] for c in result["verdict"]["reasons"]))
+    logger.error("%s — BLOCK", message)
+    verdict = Verdict.from_dict(result["verdict"])
+    result["verdict"] = Verdict.error(message, data_hashes=verdict.data_hashes).with_run_id(verdict.run_id).to_dict()
+    return result
+
+
+__all__ = ["run_with_retries", "unrecorded_block"]
