@@ -144,6 +144,7 @@ TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
 TAG_QUARANTINE = "gate.quarantine_path"
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
+TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
 TAG_APPROVAL_REVIEWER = "approval.reviewer"

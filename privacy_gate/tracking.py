@@ -32,6 +32,10 @@ from privacy_gate.names import ENV_TRACKING_URI, ENV_USER
 #: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
+#: MLflow 3.17's UI has a "GenAI / Model training" switch, read from the page's ``workflowType``
+#: query parameter (else the browser's last choice, default GenAI): our links ask for the classic
+#: view, where the run page shows the description, tags, metrics and artefacts.
+UI_WORKFLOW = "workflowType=machine_learning"
 #: MLflow's run description (shown at the top of the run page), user and source tags.
 NOTE_TAG = "mlflow.note.content"
 USER_TAG = "mlflow.user"
@@ -89,7 +93,7 @@ def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | No
     """The MLflow UI page of a run when the store is an MLflow server (http/https), else None."""
     if not (uri.startswith(("http://", "https://")) and experiment_id and run_id):
         return None
-    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
+    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
 def ui_command(uri: str) -> str:

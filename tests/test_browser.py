@@ -279,7 +279,7 @@ def test_report_artifact_is_served_by_mlflow(review_run, mlflow_server):
 @pytest.mark.timeout(600)
 def test_run_page_shows_verdict_and_flagged_subgroup(review_run, mlflow_server, out_dir, tmp_path):
     run_id, workdir = review_run
-    url = f"{mlflow_server}/#/experiments/{_experiment(workdir, run_id)}/runs/{run_id}"
+    url = tracking.run_url(mlflow_server, _experiment(workdir, run_id), run_id)
     dom = ""
     for attempt, budget in enumerate((10000, 20000, 40000)):  # the React UI needs time to fetch and render
         dom = _run_chromium([f"--virtual-time-budget={budget}", "--dump-dom", url], tmp_path / f"dom{attempt}")

@@ -73,7 +73,8 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
     try:
         schedule = _schedule(config, path, cron=cron, interval=interval)
     except ValueError as exc:  # croniter refuses the expression
-        raise ConfigError(f"{path}: invalid schedule ({exc})") from None
+        given = f"--cron {cron!r}" if cron else f"--interval {interval}" if interval else "the schedule section"
+        raise ConfigError(f"{path}: invalid schedule in {given} ({exc})") from None
     dataset = config.dataset.spec.name
     return release_flow.to_deployment(
         name=path.stem, schedules=[schedule], work_pool_name=work_pool,

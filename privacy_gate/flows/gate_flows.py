@@ -13,6 +13,7 @@ from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
+from privacy_gate import names
 from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
                                  load_spec)
 from privacy_gate.errors import PrivacyGateError
@@ -67,12 +68,16 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
     One gate per dataset at a time (a Prefect concurrency limit); a run that meets an outage of
     the tracking server or object store is attempted again (``retries``), and ends BLOCK when the
     attempts run out. The verdict is announced as a Prefect event."""
+    from prefect.runtime import deployment, flow_run
+
     config = load_release_config(config_path)
     logger, dataset = get_run_logger(), config.dataset.spec.name
+    origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
     def attempt() -> dict[str, Any]:
         with dataset_slot(dataset):
-            return release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger)
+            return release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
+                               tags={names.TAG_FLOW_RUN: origin})
 
     result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
                               tracking_uri=resolve_tracking_uri(config.tracking.uri, Path(workdir)))

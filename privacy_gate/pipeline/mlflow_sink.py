@@ -122,9 +122,15 @@ class MlflowSink:
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_summary(self, markdown: str) -> None:
-        """``summary.md`` and the run page's description: the reviewer lands on the decision."""
         self.tracker.log_text(self.run_id, markdown, names.ART_SUMMARY)
-        self.tracker.set_description(self.run_id, markdown)
+
+    def record_description(self, verdict: Verdict, summary: str) -> None:
+        """The run page's description: the decision in one line (the UI shows the first lines
+        folded), then the whole summary."""
+        flagged = ", ".join(f"`{g}`" for g in verdict.flagged_subgroups) or "none"
+        head = (f"**{verdict.decision}** (status {verdict.status}) · flagged subgroups: {flagged} · "
+                f"{len(verdict.reasons)} reason(s) below · full report: artifact `{names.ART_REPORT}`")
+        self.tracker.set_description(self.run_id, f"{head}\n\n{summary}")
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

@@ -91,13 +91,15 @@ def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.Data
 
 
 def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
-                logger: Any = None) -> dict[str, Any]:
-    """Train the configured generator on the train split, gate its sample, publish if approved."""
+                logger: Any = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """Train the configured generator on the train split, gate its sample, publish if approved.
+    ``tags``: extra MLflow run tags (the flow records its Prefect flow run)."""
     executor = executor or LocalExecutor()
     spec, wd = config.dataset.spec, Path(workdir)
     tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name, uri=config.tracking.uri,
                                            experiment=config.tracking.experiment)
-    ctx = RunContext(sink=MlflowSink.start(tracker, name=f"release-{spec.name}", kind="release", dataset=spec.name),
+    ctx = RunContext(sink=MlflowSink.start(tracker, name=f"release-{spec.name}", kind="release", dataset=spec.name,
+                                           tags=tags),
                      store=ReleaseStore(workdir=wd, target=config.publish.target), dataset=spec.name,
                      clock=StageClock(logger) if logger else StageClock(), config_hash=config.config_hash())
     clock = ctx.clock
@@ -212,6 +214,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
     except Exception as exc:  # noqa: BLE001
         logger.warning("could not render the verdict summary (%s); the verdict stands", type(exc).__name__)
     _try(logger, f"record {names.ART_SUMMARY}", ctx.sink.record_summary, summary)
+    _try(logger, "set the run description", ctx.sink.record_description, verdict, summary)
     _try(logger, f"render the HTML report {names.ART_REPORT}", log_report_of, ctx.sink)
     _try(logger, "close the MLflow run", ctx.sink.end, failed=verdict.status != "ok")
     return {"verdict": verdict.to_dict(), "published": str(published) if published else None,
