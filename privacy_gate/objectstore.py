@@ -97,7 +97,10 @@ def download(uri: str, dest: Path) -> Path:
     try:
         client().download_file(bucket, key, str(dest))
     except Exception as exc:  # noqa: BLE001 - translated: every failure names the location
-        raise translate(exc, uri, what="reading") from None
+        mapped = translate(exc, uri, what="reading")
+        if isinstance(mapped, DataError) and "no such object" in str(mapped):
+            check_bucket(uri)  # a HEAD 404 does not say whether the object or the bucket is missing
+        raise mapped from None
     return dest
 
 
@@ -148,7 +151,10 @@ def check_bucket(uri: str) -> None:
     try:
         client().head_bucket(Bucket=bucket)
     except Exception as exc:  # noqa: BLE001
-        raise translate(exc, f"{SCHEME}{bucket}", what="checking the bucket") from None
+        mapped = translate(exc, uri, what="checking the bucket")
+        if isinstance(mapped, DataError) and "no such object" in str(mapped):  # HEAD on a bucket: 404
+            mapped = DataError(f"{uri}: the bucket {bucket!r} does not exist")
+        raise mapped from None
 
 
 __all__ = ["StorageUnavailable", "check_bucket", "client", "download", "get_bytes", "is_s3", "join",

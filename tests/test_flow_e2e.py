@@ -92,3 +92,28 @@ def test_no_real_record_values_in_logged_text(gc_run, small_adult):
     assert texts
     leaked = {m for t in texts for m in pattern.findall(t)} & weights
     assert not leaked, f"real fnlwgt values found in logged text: {sorted(leaked)[:5]}"
+
+
+def test_reviewer_record_description_inputs_and_origin(gc_run, small_adult):
+    """The run page explains the decision (description), lists the judged tables as dataset inputs
+    (digest, rows, schema: no values of real records), says who and what made it, and the
+    experiment asks MLflow's UI for its classic (not GenAI) view."""
+    result, workdir = gc_run
+    client = MlflowClient(tracking.default_tracking_uri(workdir))
+    run = client.get_run(result["verdict"]["run_id"])
+    verdict = result["verdict"]["verdict"]
+    assert run.data.tags[tracking.NOTE_TAG].startswith(f"**{verdict}**")
+    assert "## Reasons" in run.data.tags[tracking.NOTE_TAG]
+    assert run.data.tags[tracking.USER_TAG] and run.data.tags[tracking.SOURCE_NAME_TAG] == "privacy-gate release"
+    assert client.get_experiment(run.info.experiment_id).tags[tracking.EXPERIMENT_KIND_TAG] == tracking.EXPERIMENT_KIND
+    inputs = {d.dataset.name: d.dataset for d in run.inputs.dataset_inputs}
+    assert set(inputs) == {"train", "holdout", "reference", "synthetic"}
+    for name, ds in inputs.items():
+        assert json.loads(ds.profile) == {"num_rows": int(run.data.params[f"n_{name}"])} if name != "synthetic" \
+            else set(json.loads(ds.profile)) == {"num_rows"}
+        columns = [c["name"] for c in json.loads(ds.schema)["mlflow_colspec"]]
+        assert columns == list(pd.read_csv(small_adult / "real.csv", nrows=1).columns)
+    real = pd.read_csv(small_adult / "real.csv")
+    values = {str(v) for c in real.select_dtypes("object") for v in real[c].dropna().unique() if len(str(v)) >= 4}
+    text = " ".join(f"{d.name} {d.digest} {d.source} {d.profile}" for d in inputs.values())
+    assert not [v for v in values if v in text]
