@@ -110,11 +110,12 @@ def postgres_binaries() -> Path | None:
     for folder in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
         if (Path(folder) / "initdb").exists():
             return Path(folder)
-    with contextlib.suppress(ImportError):
-        import pgserver  # noqa: F401 - a wheel that ships the server binaries
+    import importlib.util
 
-        folder = Path(pgserver.__file__).parent / "pginstall" / "bin"
-        if (folder / "initdb").exists():
+    spec = importlib.util.find_spec("pgserver")  # a wheel that ships the server binaries (dev extra)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        folder = Path(location) / "pginstall" / "bin"
+        if (folder / "initdb").exists() and (folder / "postgres").exists():
             return folder
     return None
 
