@@ -103,6 +103,9 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     missing); returns the deployment ids."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
+    # every config and schedule is checked before anything is registered
+    deployments = [(build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
+                    load_release_config(p).dataset.spec.name) for p in configs]
     with get_client(sync_client=True) as client:
         try:
             client.read_work_pool(work_pool)
@@ -110,9 +113,8 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
             with contextlib.suppress(ObjectAlreadyExists):
                 client.create_work_pool(WorkPoolCreate(name=work_pool, type="process"))
     ids = []
-    for p in configs:
-        deployment = build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool)
-        ensure_dataset_limit(load_release_config(p).dataset.spec.name)
+    for deployment, dataset in deployments:
+        ensure_dataset_limit(dataset)
         ids.append(str(deployment.apply()))
     return ids
 
