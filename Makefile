@@ -33,7 +33,7 @@ demo: install
 	$(BIN)/privacy-gate run examples/adult.yaml --workdir .privacy-gate
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=10
 
 ui:
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.privacy-gate/mlflow.db --workers 1 --host 127.0.0.1 --port 5000

@@ -218,7 +218,8 @@ def gate(
 
 
 TrackingOpt = Annotated[Optional[str], typer.Option("--tracking-uri",
-                        help="MLflow store of the run (default: sqlite store in WORKDIR).")]
+                        help="MLflow store of the run (default: MLFLOW_TRACKING_URI, else the sqlite store "
+                             "in WORKDIR).")]
 ReviewerOpt = Annotated[str, typer.Option("--reviewer", help="Who decides (recorded with the decision).")]
 CommentOpt = Annotated[str, typer.Option("--comment", help="Why (recorded with the decision).")]
 
@@ -229,6 +230,7 @@ def _store_uri(workdir: Path, uri: str | None) -> str:
     from privacy_gate.names import SQLITE_FILE
     from privacy_gate.tracking import default_tracking_uri
 
+    uri = uri or os.environ.get("MLFLOW_TRACKING_URI")  # a deployment's tracking server
     if uri:
         return uri
     if not (Path(workdir) / SQLITE_FILE).is_file():
