@@ -21,8 +21,6 @@ import fcntl
 import json
 import os
 import select
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +34,7 @@ import yaml
 from privacy_gate import names, tracking
 
 from .conftest import EXAMPLE, review_rules, write_release_config
+from .stack import free_port, stop_group
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 OUT = Path(__file__).resolve().parent / "output" / "browser"
@@ -55,22 +54,6 @@ pytestmark = [
 # ------------------------------------------------------------------------------ processes
 
 
-def _stop_group(proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    """Stop a process started in its own session, with everything it spawned (TERM, then KILL)."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-    # children that outlive the leader (e.g. uvicorn) are still in its process group
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _run_chromium(args: list[str], profile: Path, timeout: float = 90.0) -> str:
     profile.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.PIPE,
@@ -78,10 +61,10 @@ def _run_chromium(args: list[str], profile: Path, timeout: float = 90.0) -> str:
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _stop_group(proc, 5)
+        stop_group(proc, 5)
         raise AssertionError(f"Chromium did not finish within {timeout:.0f} s: {args[-1]}") from None
     finally:
-        _stop_group(proc, 5)
+        stop_group(proc, 5)
     return out
 
 
@@ -174,7 +157,7 @@ class DevTools:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.send("Browser.close", timeout=5)
-        _stop_group(self.proc, 10)
+        stop_group(self.proc, 10)
         for fd in (self._in, self._out):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -210,17 +193,11 @@ def review_run(prefect_server, small_adult, tmp_path_factory):
     return verdict["run_id"], workdir
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def mlflow_server(review_run):
     """``mlflow server`` on the run's sqlite store, loopback only; stopped (TERM, wait) afterwards."""
     _, workdir = review_run
-    port = _free_port()
+    port = free_port()
     exe = Path(sys.executable).with_name("mlflow")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
     cmd += ["server", "--backend-store-uri", tracking.default_tracking_uri(workdir), "--workers", "1",
@@ -247,7 +224,7 @@ def mlflow_server(review_run):
             time.sleep(0.5)
         yield url
     finally:
-        _stop_group(proc)
+        stop_group(proc)
         log.close()
 
 
