@@ -194,7 +194,7 @@ def test_hanley_mcneil_interval_narrows_with_more_targets():
 def test_verdict_markdown_links_run_or_names_ui_command():
     v = Verdict.from_dict(_verdict())
     md = verdict_markdown(v, ui_hint="open http://mlflow:5000", tracking_uri="http://mlflow:5000", experiment_id="3")
-    assert f"(http://mlflow:5000/#/experiments/3/runs/{RUN_ID})" in md and names.ART_REPORT in md
+    assert f"(http://mlflow:5000/#/experiments/3/runs/{RUN_ID}?workflowType=machine_learning)" in md and names.ART_REPORT in md
     md = verdict_markdown(v, ui_hint="mlflow ui --backend-store-uri x", tracking_uri="sqlite:///x", experiment_id="3")
     assert "mlflow ui --backend-store-uri x" in md and RUN_ID in md and names.ART_REPORT in md
 
