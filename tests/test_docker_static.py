@@ -1,12 +1,13 @@
 """Static checks of docker/ (there is no Docker engine on our machines): the compose file against
 the compose-spec JSON schema, the Dockerfile through hadolint, and cross-checks of service
-references, health checks, volumes, COPY paths, interpolated variables, the environment names the
-code reads and the served configs. Every check is a function returning problems, and each has a
-negative test on a broken copy, so a broken file fails the suite."""
+references, health checks, volumes, the build, COPY paths, interpolated variables, the environment
+names the code reads, the PostgreSQL databases and the served configs. Every check is a function
+returning problems, and each has a negative test on a broken copy, so a broken file fails the suite."""
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import subprocess
 import sys
@@ -18,100 +19,217 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
 BIN = Path(sys.executable).parent
+#: what the worker must set: the code (and MLflow, Prefect, boto3) reads them
 WORKER_ENV = ("MLFLOW_TRACKING_URI", "PREFECT_API_URL", "MLFLOW_S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
               "AWS_SECRET_ACCESS_KEY")
-# read by third-party code (boto3, Prefect), not by ours
+#: read by third-party code only (boto3, Prefect's client), not by ours: no literal in privacy_gate/
 THIRD_PARTY_ENV = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "PREFECT_API_URL"}
+#: telemetry off in every container of the image
+IMAGE_ENV = ("PYTHONUNBUFFERED", "MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK", "PREFECT_SERVER_ANALYTICS_ENABLED",
+             "GX_ANALYTICS_ENABLED")
+#: sections of a served config that decide the verdict: equal to the example's (examples/adult.yaml)
+JUDGING = ("dataset", "generator", "split", "targets", "attacks", "gate", "audit", "mace", "exposure")
+RESTART_ONE_SHOT = (None, "no", "on-failure")
 
 
 def _compose() -> dict:
     return yaml.safe_load((DOCKER / "compose.yaml").read_text())
 
 
+def _dockerfile() -> str:
+    return (DOCKER / "Dockerfile").read_text()
+
+
 def _tool(name: str) -> Path:
     exe = BIN / name
     if not exe.exists():
-        pytest.skip(f"{name} not installed (pip install -e '.[dev]')")
+        pytest.skip(f"{name} is not installed next to {sys.executable} (pip install -e '.[dev]')")
     return exe
+
+
+def _run(tool: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(_tool(tool)), *args], check=False, capture_output=True, text=True, timeout=120)
 
 
 # ------------------------------------------------------------------------------ checks
 
 
+def _image_unpinned(image: str) -> bool:
+    """An image without a tag or digest, or tagged ``latest`` (``host:5000/name`` has no tag)."""
+    if "@sha256:" in image:
+        return False
+    last = image.rsplit("/", 1)[-1]
+    return ":" not in last or last.endswith(":latest")
+
+
+def _deps(svc: dict) -> dict[str, dict]:
+    deps = svc.get("depends_on") or {}
+    return {d: {} for d in deps} if isinstance(deps, list) else {d: (c or {}) for d, c in deps.items()}
+
+
 def compose_problems(compose: dict) -> list[str]:
-    """Service references, health-checked dependencies, volumes and pinned images."""
+    """Service references, health-checked dependencies, one-shot jobs, volumes, pinned images and
+    nothing installed at start-up."""
     problems = []
     services = compose.get("services", {})
     declared = set((compose.get("volumes") or {}).keys())
     used = set()
     for name, svc in services.items():
-        deps = svc.get("depends_on") or {}
-        deps = {d: {} for d in deps} if isinstance(deps, list) else deps
-        for dep, cond in deps.items():
+        for dep, cond in _deps(svc).items():
             if dep not in services:
                 problems.append(f"{name}: depends_on unknown service {dep!r}")
                 continue
-            if (cond or {}).get("condition") == "service_healthy" and "healthcheck" not in services[dep]:
+            condition = cond.get("condition")
+            if condition == "service_healthy" and "healthcheck" not in services[dep]:
                 problems.append(f"{name}: waits for {dep} to be healthy but {dep} has no healthcheck")
+            if condition == "service_completed_successfully" and services[dep].get("restart") not in RESTART_ONE_SHOT:
+                problems.append(f"{name}: waits for {dep} to complete but {dep} restarts "
+                                f"({services[dep].get('restart')}), so it never completes")
         for vol in svc.get("volumes") or []:
-            source = vol.split(":", 1)[0] if isinstance(vol, str) else vol.get("source", "")
-            if source and not source.startswith((".", "/", "~")):
+            source = vol.split(":", 1)[0] if isinstance(vol, str) else (vol.get("source") or "")
+            if isinstance(vol, dict) and vol.get("type", "volume") != "volume":
+                continue
+            if source and not source.startswith((".", "/", "~", "$")):
                 used.add(source)
                 if source not in declared:
                     problems.append(f"{name}: named volume {source!r} is not declared")
         image = svc.get("image")
-        if image and "build" not in svc and (":" not in image or image.endswith(":latest")):
+        if image is None and "build" not in svc:
+            problems.append(f"{name}: neither image nor build")
+        elif image is not None and _image_unpinned(image):
             problems.append(f"{name}: image {image!r} is not pinned to a version")
-        command = svc.get("command")
-        text = " ".join(command) if isinstance(command, list) else str(command or "")
-        if "pip install" in text:
-            problems.append(f"{name}: installs packages at start-up")
+        for key in ("command", "entrypoint"):
+            value = svc.get(key)
+            text = " ".join(map(str, value)) if isinstance(value, list) else str(value or "")
+            if re.search(r"\bpip3?\s+install\b|\buv\s+pip\b|\bapt-get\s+install\b", text):
+                problems.append(f"{name}: installs packages at start-up ({key})")
     problems += [f"volume {v!r} is declared but never used" for v in sorted(declared - used)]
+    return problems
+
+
+def build_problems(compose: dict, compose_dir: Path, dockerfile: Path) -> list[str]:
+    """Every service built here builds our Dockerfile (context = the repo root) under one tag."""
+    problems, tags = [], set()
+    for name, svc in compose.get("services", {}).items():
+        build = svc.get("build")
+        if build is None:
+            continue
+        build = {"context": build} if isinstance(build, str) else build
+        context = (compose_dir / build.get("context", ".")).resolve()
+        path = (context / build.get("dockerfile", "Dockerfile")).resolve()
+        if path != dockerfile.resolve():
+            problems.append(f"{name}: builds {path}, not {dockerfile}")
+        if context != ROOT:
+            problems.append(f"{name}: build context {context} is not the repo root {ROOT}")
+        tags.add(svc.get("image"))
+    if len(tags) > 1:
+        problems.append(f"the services built from the Dockerfile use different image tags: {sorted(map(str, tags))}")
     return problems
 
 
 def interpolation_problems(compose_text: str, env_example: str) -> list[str]:
     """Every ``${VAR}`` the compose file interpolates is in .env.example, and vice versa."""
-    used = set(re.findall(r"(?<!\$)\$\{([A-Z_][A-Z0-9_]*)", compose_text))
+    used = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)", compose_text))
     defined = {line.split("=", 1)[0].strip() for line in env_example.splitlines()
                if "=" in line and not line.lstrip().startswith("#")}
     return ([f"${{{v}}} is used in compose.yaml but not defined in .env.example" for v in sorted(used - defined)]
             + [f"{v} is defined in .env.example but never used" for v in sorted(defined - used)])
 
 
-def _copies(dockerfile: str) -> list[tuple[list[str], str]]:
-    out = []
+def _instructions(dockerfile: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out, pending = [], ""
     for line in dockerfile.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "COPY" and not any(p.startswith("--from") for p in parts):
-            args = [p for p in parts[1:] if not p.startswith("--")]
-            out.append((args[:-1], args[-1]))
+        if line.lstrip().startswith("#"):
+            continue
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        if full:
+            word, _, rest = full.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _copies(dockerfile: str) -> list[tuple[list[str], str]]:
+    """(sources in the build context, absolute destination in the image) of each COPY/ADD from the
+    context (not ``--from`` a stage), resolving relative destinations against the WORKDIR."""
+    out, workdir = [], "/"
+    for word, rest in _instructions(dockerfile):
+        if word == "WORKDIR":
+            workdir = rest if rest.startswith("/") else workdir.rstrip("/") + "/" + rest
+        if word not in ("COPY", "ADD") or "--from" in rest:
+            continue
+        args = json.loads(rest) if rest.startswith("[") else [a for a in rest.split() if not a.startswith("--")]
+        dest = args[-1]
+        if not dest.startswith("/"):
+            dest = workdir.rstrip("/") + "/" + dest.removeprefix("./")
+        out.append((args[:-1], dest.rstrip("/") or "/"))
     return out
 
 
 def dockerfile_problems(dockerfile: str, context: Path) -> list[str]:
-    """COPY sources exist in the build context; the base image is pinned; the user is not root."""
+    """COPY sources exist in the build context; the base image is pinned; a non-root USER is set
+    before the ENTRYPOINT; telemetry is off; no editable install."""
     problems = []
+    instructions = _instructions(dockerfile)
     for sources, _ in _copies(dockerfile):
         problems += [f"COPY source {s!r} does not exist in the build context" for s in sources
                      if not (context / s).exists()]
-    base = re.search(r"^FROM\s+(\S+)", dockerfile, re.M)
-    if not base or ":" not in base.group(1) or base.group(1).endswith(":latest"):
+    bases = [rest.split()[-1] if " AS " not in rest.upper() else rest.split()[0]
+             for word, rest in instructions if word == "FROM"]
+    if not bases or any(_image_unpinned(b) for b in bases):
         problems.append("the base image is not pinned to a version")
-    users = re.findall(r"^USER\s+(\S+)", dockerfile, re.M)
+    words = [w for w, _ in instructions]
+    users = [rest for w, rest in instructions if w == "USER"]
     if not users or users[-1].split(":")[0] in ("root", "0"):
         problems.append("the image runs as root (no non-root USER)")
+    elif "ENTRYPOINT" in words and max(i for i, w in enumerate(words) if w == "USER") > words.index("ENTRYPOINT"):
+        problems.append("USER is set after the ENTRYPOINT")
+    env = " ".join(rest for w, rest in instructions if w == "ENV")
+    problems += [f"ENV {name} is not set" for name in IMAGE_ENV if not re.search(rf"\b{name}[= ]", env)]
+    runs = " ".join(rest for w, rest in instructions if w == "RUN")
+    if re.search(r"pip3?\s+install\b[^&;]*\s(-e|--editable)\s", runs + " "):
+        problems.append("an editable install (pip install -e) in the image")
     return problems
 
 
 def _image_path(dockerfile: str, image_path: str) -> Path | None:
-    """The repo path that a path inside the image comes from (via WORKDIR /app and the COPYs)."""
+    """The repo path that a path inside the image comes from (via the COPYs)."""
     for sources, dest in _copies(dockerfile):
-        target = dest if dest.startswith("/") else "/app/" + dest.removeprefix("./")
-        target = target.rstrip("/")
-        if len(sources) == 1 and (image_path == target or image_path.startswith(target + "/")):
-            return ROOT / sources[0] / image_path[len(target):].lstrip("/")
+        if len(sources) == 1 and (image_path == dest or image_path.startswith(dest + "/")):
+            return ROOT / sources[0] / image_path[len(dest):].lstrip("/")
     return None
+
+
+def served_config_problems(name: str, raw: object, dockerfile: str) -> list[str]:
+    """A config the worker serves: a mapping with dataset (its image paths in the image), generator,
+    a schedule and a publication target on the object store."""
+    if not isinstance(raw, dict):
+        return [f"{name}: not a YAML mapping"]
+    problems = []
+    dataset = raw.get("dataset")
+    if not isinstance(dataset, dict) or "path" not in dataset or "spec" not in dataset:
+        problems.append(f"{name}: no dataset with path and spec")
+    else:
+        for key in ("path", "spec", "reference_path"):
+            value = dataset.get(key)
+            if isinstance(value, str) and not value.startswith("s3://"):
+                if not value.startswith("/"):
+                    problems.append(f"{name}: dataset.{key} {value!r} is relative (the folder differs in the image)")
+                elif (source := _image_path(dockerfile, value)) is None or not source.exists():
+                    problems.append(f"{name}: dataset.{key} {value} is not in the image")
+    if not isinstance(raw.get("generator"), dict) or "name" not in raw["generator"]:
+        problems.append(f"{name}: no generator")
+    if not str((raw.get("publish") or {}).get("target", "")).startswith("s3://"):
+        problems.append(f"{name}: publish.target is not on the object store (s3://...)")
+    if not isinstance(raw.get("schedule"), dict):
+        problems.append(f"{name}: no schedule")
+    if (raw.get("tracking") or {}).get("uri"):
+        problems.append(f"{name}: tracking.uri is set (the worker's MLFLOW_TRACKING_URI must decide)")
+    return problems
 
 
 def worker_problems(compose: dict, dockerfile: str, code_text: str) -> list[str]:
@@ -122,29 +240,47 @@ def worker_problems(compose: dict, dockerfile: str, code_text: str) -> list[str]
     if worker is None:
         return ["no worker service"]
     env = worker.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
     problems += [f"worker: {v} is not set" for v in WORKER_ENV if v not in env]
     for name in env:
-        if name not in THIRD_PARTY_ENV and f'"{name}"' not in code_text:
+        if name not in THIRD_PARTY_ENV and f'"{name}"' not in code_text and f"'{name}'" not in code_text:
             problems.append(f"worker: {name} is set but privacy_gate never reads it")
     command = worker.get("command") or []
-    folder = command[command.index("serve") + 1] if "serve" in command else None
-    source = _image_path(dockerfile, folder) if folder else None
+    command = command.split() if isinstance(command, str) else command
+    folder = command[command.index("serve") + 1] if "serve" in command[:-1] else None
+    if folder is None:
+        return problems + ["worker: the command is not `serve FOLDER ...`"]
+    source = _image_path(dockerfile, folder)
     if source is None or not source.is_dir():
         return problems + [f"worker: serves {folder!r}, which no COPY puts in the image"]
-    configs = sorted(source.glob("*.yaml"))
+    configs = sorted([*source.glob("*.yaml"), *source.glob("*.yml")])
     if not configs:
         problems.append(f"worker: {source} holds no release configs")
     for cfg in configs:
-        raw = yaml.safe_load(cfg.read_text())
-        for key in ("path", "spec"):
-            value = raw["dataset"][key]
-            if isinstance(value, str) and value.startswith("/") and (_image_path(dockerfile, value) is None
-                                                                     or not _image_path(dockerfile, value).exists()):
-                problems.append(f"{cfg.name}: dataset.{key} {value} is not in the image")
-        if not str((raw.get("publish") or {}).get("target", "")).startswith("s3://"):
-            problems.append(f"{cfg.name}: publish.target is not on the object store")
-        if "schedule" not in raw:
-            problems.append(f"{cfg.name}: no schedule")
+        try:
+            raw = yaml.safe_load(cfg.read_text())
+        except yaml.YAMLError as exc:
+            problems.append(f"{cfg.name}: not valid YAML: {exc}")
+            continue
+        problems += served_config_problems(cfg.name, raw, dockerfile)
+    return problems
+
+
+def database_problems(compose: dict, init_sql: str, compose_dir: Path = DOCKER) -> list[str]:
+    """The init script exists, is mounted into the postgres entrypoint and creates every database
+    the services connect to."""
+    problems = []
+    postgres = compose["services"].get("postgres") or {}
+    mounts = [v.split(":") for v in postgres.get("volumes") or [] if isinstance(v, str) and ":" in v]
+    init = [src for src, dest, *_ in mounts if dest.startswith("/docker-entrypoint-initdb.d")]
+    if not init:
+        problems.append("postgres: no init script in /docker-entrypoint-initdb.d")
+    problems += [f"postgres: the init script {src} does not exist" for src in init
+                 if not (compose_dir / src).is_file()]
+    created = set(re.findall(r"CREATE\s+DATABASE\s+\"?(\w+)", init_sql, re.IGNORECASE))
+    wanted = set(re.findall(r"@postgres:5432/(\w+)", yaml.safe_dump(compose)))
+    problems += [f"database {db!r} is used but the init script does not create it" for db in sorted(wanted - created)]
     return problems
 
 
@@ -152,44 +288,60 @@ def _code_text() -> str:
     return "\n".join(p.read_text() for p in (ROOT / "privacy_gate").rglob("*.py"))
 
 
+def _served_configs() -> list[Path]:
+    return sorted((DOCKER / "deploy").glob("*.yaml"))
+
+
 # ------------------------------------------------------------------------------ the real files
 
 
 def test_compose_file_matches_the_compose_spec():
-    r = subprocess.run([str(_tool("check-jsonschema")), "--builtin-schema", "vendor.compose-spec",
-                        str(DOCKER / "compose.yaml")], capture_output=True, text=True, timeout=120)
+    r = _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(DOCKER / "compose.yaml"))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_dockerfile_passes_hadolint():
-    r = subprocess.run([str(_tool("hadolint")), str(DOCKER / "Dockerfile")], capture_output=True, text=True,
-                       timeout=120)
+    r = _run("hadolint", str(DOCKER / "Dockerfile"))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_compose_cross_checks():
-    compose_text = (DOCKER / "compose.yaml").read_text()
     assert compose_problems(_compose()) == []
-    assert interpolation_problems(compose_text, (DOCKER / ".env.example").read_text()) == []
-    build = _compose()["services"]["worker"]["build"]
-    assert (DOCKER / build["context"] / build["dockerfile"]).resolve() == (DOCKER / "Dockerfile").resolve()
-    assert "pip install" not in str(_compose()["services"]["mlflow"])
+    assert build_problems(_compose(), DOCKER, DOCKER / "Dockerfile") == []
+    assert interpolation_problems((DOCKER / "compose.yaml").read_text(), (DOCKER / ".env.example").read_text()) == []
+    mlflow = _compose()["services"]["mlflow"]
+    assert "pip install" not in json.dumps(mlflow)
+    assert mlflow["entrypoint"] == ["mlflow"] and mlflow["command"][0] == "server"
 
 
 def test_dockerfile_cross_checks():
-    assert dockerfile_problems((DOCKER / "Dockerfile").read_text(), ROOT) == []
+    assert dockerfile_problems(_dockerfile(), ROOT) == []
 
 
 def test_worker_environment_and_served_configs():
-    assert worker_problems(_compose(), (DOCKER / "Dockerfile").read_text(), _code_text()) == []
+    assert worker_problems(_compose(), _dockerfile(), _code_text()) == []
 
 
 def test_postgres_init_creates_the_databases_the_services_use():
-    init = (DOCKER / "postgres-init.sql").read_text()
-    services = _compose()["services"]
-    for db, service in (("mlflow", "mlflow"), ("prefect", "prefect")):
-        assert f"CREATE DATABASE {db};" in init
-        assert f"@postgres:5432/{db}" in yaml.safe_dump(services[service])
+    assert database_problems(_compose(), (DOCKER / "postgres-init.sql").read_text()) == []
+
+
+@pytest.mark.parametrize("config", _served_configs(), ids=lambda p: p.name)
+def test_served_configs_load_and_judge_like_the_example(config, tmp_path):
+    """The served config passes privacy-gate's own loader (with the image's /app paths mapped to the
+    repo through the Dockerfile's COPYs) and judges exactly like examples/adult.yaml."""
+    from privacy_gate.config import load_release_config
+
+    dockerfile = _dockerfile()
+    text = config.read_text()
+    for image_path in sorted(set(re.findall(r"(/app/[\w./-]+)", text)), key=len, reverse=True):
+        text = text.replace(image_path, str(_image_path(dockerfile, image_path)))
+    mapped = tmp_path / config.name
+    mapped.write_text(text)
+    served, example = load_release_config(mapped), load_release_config(ROOT / "examples" / "adult.yaml")
+    assert served.schedule is not None
+    for section in JUDGING:
+        assert getattr(served, section) == getattr(example, section), section
 
 
 # ------------------------------------------------------------------------------ the checks can fail
@@ -198,52 +350,80 @@ def test_postgres_init_creates_the_databases_the_services_use():
 def test_broken_compose_file_fails_the_schema(tmp_path):
     broken = _compose()
     broken["services"]["mlflow"]["depends_on"]["postgres"]["condition"] = "when_ready"
-    broken["services"]["worker"]["ports"] = 5
     path = tmp_path / "compose.yaml"
     path.write_text(yaml.safe_dump(broken))
-    r = subprocess.run([str(_tool("check-jsonschema")), "--builtin-schema", "vendor.compose-spec", str(path)],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0
+    assert _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)).returncode != 0
+    broken = _compose()
+    broken["services"]["worker"]["ports"] = 5
+    path.write_text(yaml.safe_dump(broken))
+    assert _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)).returncode != 0
 
 
 def test_broken_dockerfile_fails_hadolint(tmp_path):
     path = tmp_path / "Dockerfile"
     path.write_text("FROM python:latest\nRUN cd /app && pip install mlflow\nCMD python -m x\n")
-    r = subprocess.run([str(_tool("hadolint")), str(path)], capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0 and "DL3007" in r.stdout
+    r = _run("hadolint", str(path))
+    assert r.returncode != 0
+    assert "DL3007" in r.stdout and "DL3013" in r.stdout and "DL3003" in r.stdout, r.stdout
 
 
 def test_compose_cross_checks_report_breakage():
     base = _compose()
     broken = copy.deepcopy(base)
     broken["services"]["worker"]["depends_on"]["tracking"] = {"condition": "service_healthy"}
-    assert any("unknown service 'tracking'" in p for p in compose_problems(broken))
+    assert "worker: depends_on unknown service 'tracking'" in compose_problems(broken)
     broken = copy.deepcopy(base)
     del broken["services"]["prefect"]["healthcheck"]
-    assert any("prefect has no healthcheck" in p for p in compose_problems(broken))
+    assert "worker: waits for prefect to be healthy but prefect has no healthcheck" in compose_problems(broken)
+    broken = copy.deepcopy(base)
+    broken["services"]["createbuckets"]["restart"] = "always"
+    assert any("waits for createbuckets to complete" in p for p in compose_problems(broken))
     broken = copy.deepcopy(base)
     broken["services"]["worker"]["volumes"] = ["scratch:/work"]
     problems = compose_problems(broken)
-    assert any("'scratch' is not declared" in p for p in problems) and any("'work' is declared" in p for p in problems)
+    assert "worker: named volume 'scratch' is not declared" in problems
+    assert "volume 'work' is declared but never used" in problems
     broken = copy.deepcopy(base)
     broken["services"]["postgres"]["image"] = "postgres"
+    broken["services"]["minio"]["image"] = "minio/minio:latest"
+    broken["services"]["createbuckets"]["image"] = "registry.local:5000/minio/mc"
     broken["services"]["mlflow"]["command"] = ["sh", "-c", "pip install psycopg2 && mlflow server"]
     problems = compose_problems(broken)
-    assert any("not pinned" in p for p in problems) and any("start-up" in p for p in problems)
-    problems = interpolation_problems("x: ${NOT_DEFINED}", "UNUSED=1\n")
+    assert {p.split(":")[0] for p in problems if "not pinned" in p} == {"postgres", "minio", "createbuckets"}
+    assert "mlflow: installs packages at start-up (command)" in problems
+    problems = interpolation_problems("x: ${NOT_DEFINED}\ny: $${ESCAPED}", "UNUSED=1\n# COMMENTED=1\n")
     assert problems == ["${NOT_DEFINED} is used in compose.yaml but not defined in .env.example",
                         "UNUSED is defined in .env.example but never used"]
 
 
+def test_build_cross_checks_report_breakage():
+    broken = _compose()
+    broken["services"]["worker"]["build"] = {"context": "..", "dockerfile": "docker/Dockerfile.dev"}
+    broken["services"]["prefect"]["build"] = {"context": ".", "dockerfile": "Dockerfile"}
+    broken["services"]["mlflow"]["image"] = "privacy-gate:0.0.9"
+    problems = build_problems(broken, DOCKER, DOCKER / "Dockerfile")
+    assert any(p.startswith("worker: builds") for p in problems)
+    assert any(p.startswith("prefect: build context") for p in problems)
+    assert any("different image tags" in p for p in problems)
+
+
 def test_dockerfile_cross_checks_report_breakage():
-    text = (DOCKER / "Dockerfile").read_text()
-    assert any("'flows'" in p for p in dockerfile_problems(text + "COPY flows ./flows\n", ROOT))
+    text = _dockerfile()
+    assert "COPY source 'flows' does not exist in the build context" in dockerfile_problems(
+        text + "COPY flows ./flows\n", ROOT)
     assert any("root" in p for p in dockerfile_problems(text.replace("USER 10001:10001", "USER root"), ROOT))
-    assert any("pinned" in p for p in dockerfile_problems(re.sub(r"^FROM \S+", "FROM python", text, flags=re.M), ROOT))
+    moved = text.replace("USER 10001:10001\n", "") + "USER 10001:10001\n"
+    assert "USER is set after the ENTRYPOINT" in dockerfile_problems(moved, ROOT)
+    unpinned = re.sub(r"^FROM \S+", "FROM python", text, flags=re.MULTILINE)
+    assert "the base image is not pinned to a version" in dockerfile_problems(unpinned, ROOT)
+    assert "ENV DO_NOT_TRACK is not set" in dockerfile_problems(text.replace("DO_NOT_TRACK=true", "X=1"), ROOT)
+    editable = text.replace('".[production]"', '-e ".[production]"')
+    assert editable != text
+    assert "an editable install (pip install -e) in the image" in dockerfile_problems(editable, ROOT)
 
 
 def test_worker_cross_checks_report_breakage():
-    base, text, code = _compose(), (DOCKER / "Dockerfile").read_text(), _code_text()
+    base, text, code = _compose(), _dockerfile(), _code_text()
     broken = copy.deepcopy(base)
     del broken["services"]["worker"]["environment"]["MLFLOW_TRACKING_URI"]
     broken["services"]["worker"]["environment"]["PRIVACY_GATE_TYPO"] = "x"
@@ -252,6 +432,38 @@ def test_worker_cross_checks_report_breakage():
     assert "worker: PRIVACY_GATE_TYPO is set but privacy_gate never reads it" in problems
     broken = copy.deepcopy(base)
     broken["services"]["worker"]["command"] = ["serve", "/app/nowhere"]
-    assert any("no COPY puts in the image" in p for p in worker_problems(broken, text, code))
+    assert "worker: serves '/app/nowhere', which no COPY puts in the image" in worker_problems(broken, text, code)
     no_copy = text.replace("COPY docker/deploy ./deploy\n", "")
+    assert no_copy != text
     assert any("no COPY puts in the image" in p for p in worker_problems(base, no_copy, code))
+
+
+def test_served_config_checks_report_breakage():
+    text = _dockerfile()
+    good = yaml.safe_load(_served_configs()[0].read_text())
+    assert served_config_problems("x.yaml", good, text) == []
+    broken = copy.deepcopy(good)
+    broken["publish"]["target"] = "/work/published"
+    del broken["generator"], broken["schedule"]
+    broken["dataset"]["path"] = "../../data/adult/adult.csv.gz"
+    broken["dataset"]["spec"] = "/app/examples/missing.yaml"
+    broken["tracking"]["uri"] = "http://elsewhere:5000"
+    problems = served_config_problems("x.yaml", broken, text)
+    assert "x.yaml: publish.target is not on the object store (s3://...)" in problems
+    assert "x.yaml: no generator" in problems and "x.yaml: no schedule" in problems
+    assert any("dataset.path" in p and "relative" in p for p in problems)
+    assert "x.yaml: dataset.spec /app/examples/missing.yaml is not in the image" in problems
+    assert any("tracking.uri is set" in p for p in problems)
+    assert served_config_problems("x.yaml", ["not", "a", "mapping"], text) == ["x.yaml: not a YAML mapping"]
+
+
+def test_database_checks_report_breakage():
+    base = _compose()
+    assert database_problems(base, "CREATE DATABASE mlflow;\n") == [
+        "database 'prefect' is used but the init script does not create it"]
+    broken = copy.deepcopy(base)
+    broken["services"]["postgres"]["volumes"] = ["pgdata:/var/lib/postgresql/data"]
+    init_sql = (DOCKER / "postgres-init.sql").read_text()
+    assert "postgres: no init script in /docker-entrypoint-initdb.d" in database_problems(broken, init_sql)
+    broken["services"]["postgres"]["volumes"] = ["./postgres-init.sh:/docker-entrypoint-initdb.d/10.sh:ro"]
+    assert database_problems(broken, init_sql) == ["postgres: the init script ./postgres-init.sh does not exist"]
