@@ -139,6 +139,10 @@ def run(
     try:
         cfg = load_release_config(config)
         _check_components(cfg.generator.name, cfg.generator.params, cfg.attacks)
+        if cfg.remediate is not None:
+            from privacy_gate.pipeline.remediation import check_ladder
+
+            check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
         from privacy_gate.tracking import check_reachable
 
         if cfg.tracking.uri:
@@ -151,7 +155,7 @@ def run(
                                          ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
     if not _use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
         from privacy_gate.pipeline import LocalExecutor
-        from privacy_gate.pipeline.runs import release_run
+        from privacy_gate.pipeline.remediation import remediated_release_run
 
         from privacy_gate.pipeline.retrying import run_with_retries
         from privacy_gate.tracking import resolve_tracking_uri
@@ -160,7 +164,7 @@ def run(
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
             _run_flow(run_with_retries, as_json, retries=cfg.retries, logger=logger, dataset=cfg.dataset.spec.name,
                       tracking_uri=resolve_tracking_uri(cfg.tracking.uri, workdir),
-                      attempt=lambda: release_run(cfg, workdir=workdir, executor=executor, logger=logger))
+                      attempt=lambda: remediated_release_run(cfg, workdir=workdir, executor=executor, logger=logger))
     from privacy_gate.flows import release_flow, task_runner_for
 
     try:

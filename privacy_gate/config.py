@@ -371,6 +371,19 @@ class RetryConfig(_Strict):
     delay_seconds: float = Field(30.0, ge=0)
 
 
+class RemediateConfig(_Strict):
+    """What to try when the gate BLOCKs the configured generator: ``ladder`` is an ordered list of
+    generator settings (a rung without ``name`` changes only the given parameters of the
+    configured generator). ``choose``: the ``first`` rung that passes, or the ``most_useful`` by
+    ``utility.quality`` among the rungs that pass (all rungs are then tried). A REVIEW stops the
+    ladder. ``max_total_epsilon``: refuse a ladder whose DP generators could spend more in total
+    (attempts on the same data compose: their epsilons add up)."""
+
+    ladder: list[dict[str, Any]] = Field(min_length=1)
+    choose: Literal["first", "most_useful"] = "first"
+    max_total_epsilon: float | None = Field(None, gt=0)
+
+
 class ReleaseConfig(_Strict):
     dataset: DatasetConfig
     generator: GeneratorConfig
@@ -386,6 +399,7 @@ class ReleaseConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     schedule: ScheduleConfig | None = None
     retries: RetryConfig = Field(default_factory=RetryConfig)
+    remediate: RemediateConfig | None = None
     publish: PublishConfig = Field(default_factory=PublishConfig)
 
     @model_validator(mode="after")

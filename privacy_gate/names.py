@@ -145,6 +145,8 @@ TAG_QUARANTINE = "gate.quarantine_path"
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
 TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
+TAG_LADDER = "gate.ladder_run"  # on each remediation attempt: the ladder's parent run
+TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
 TAG_APPROVAL_REVIEWER = "approval.reviewer"
@@ -173,6 +175,7 @@ ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"
+ART_LADDER = "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
 ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
 SQLITE_FILE = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"

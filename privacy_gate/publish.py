@@ -180,10 +180,12 @@ def list_published(target: Path) -> list[Path]:
 
 
 def _manifest(release: QuarantinedRelease, *, name: str, dataset: str, verdict: str, run_id: str | None,
-              config_hash: str | None, approval: dict[str, Any] | None) -> dict[str, Any]:
+              config_hash: str | None, approval: dict[str, Any] | None,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"file": name, "sha256": release.sha256, "rows": release.rows, "format": release.fmt,
             "dataset": dataset, "run_id": run_id, "verdict": verdict, "config_hash": config_hash,
-            "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **(extra or {})}
 
 
 def verify_published_s3(folder: str) -> dict[str, Any]:
@@ -269,16 +271,18 @@ class ReleaseStore:
         return final
 
     def publish(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
-                config_hash: str | None, approval: dict[str, Any] | None = None) -> Path:
+                config_hash: str | None, approval: dict[str, Any] | None = None,
+                extra: dict[str, Any] | None = None) -> Path | str:
         """Publish an approved release atomically; returns the published data file. Refuses
-        anything not approved, and a quarantined file that changed since it was judged."""
+        anything not approved, and a quarantined file that changed since it was judged.
+        ``extra``: more manifest fields (e.g. a remediation ladder's record and budget)."""
         if verdict != "APPROVE" and approval is None:
             raise PublishError(f"refusing to publish a release with verdict {verdict} and no recorded approval")
         if file_sha256(release.path) != release.sha256:
             raise PublishError(f"quarantined file {release.path} changed since it was judged; not publishing")
         if isinstance(self.target, str):
             return self._publish_s3(release, dataset=dataset, verdict=verdict, run_id=run_id, config_hash=config_hash,
-                                    approval=approval)
+                                    approval=approval, extra=extra)
         final = self.release_dir(release, dataset)
         name = f"{final.name}.{release.fmt}"
         if final.exists():  # published before (an idempotent re-run): only if complete and identical
@@ -295,7 +299,7 @@ class ReleaseStore:
             if file_sha256(staging / name) != release.sha256:
                 raise PublishError(f"the copy of {release.path} does not match its hash; not publishing")
             manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
-                                 config_hash=config_hash, approval=approval)
+                                 config_hash=config_hash, approval=approval, extra=extra)
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
             _fsync_file(staging / MANIFEST)
             _fsync_dir(staging)
@@ -315,7 +319,8 @@ class ReleaseStore:
 
 
     def _publish_s3(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
-                    config_hash: str | None, approval: dict[str, Any] | None) -> str:
+                    config_hash: str | None, approval: dict[str, Any] | None,
+                    extra: dict[str, Any] | None = None) -> str:
         """Data object first, verified by reading it back; the manifest last (the commit)."""
         folder = self.release_dir(release, dataset)
         name = f"{folder.rsplit('/', 1)[-1]}.{release.fmt}"
@@ -328,7 +333,7 @@ class ReleaseStore:
         data_uri = objectstore.join(folder, name)
         objectstore.upload(release.path, data_uri)
         manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
-                             config_hash=config_hash, approval=approval)
+                             config_hash=config_hash, approval=approval, extra=extra)
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:

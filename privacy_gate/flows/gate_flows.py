@@ -22,7 +22,8 @@ from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor
 from privacy_gate.pipeline.decisions import decide_run, regate_run
 from privacy_gate.pipeline.retrying import run_with_retries
-from privacy_gate.pipeline.runs import gate_only_run, release_run
+from privacy_gate.pipeline.remediation import remediated_release_run
+from privacy_gate.pipeline.runs import gate_only_run
 from privacy_gate.tracking import resolve_tracking_uri
 
 
@@ -76,8 +77,8 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
 
     def attempt() -> dict[str, Any]:
         with dataset_slot(dataset):
-            return release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
-                               tags={names.TAG_FLOW_RUN: origin})
+            return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
+                                          tags={names.TAG_FLOW_RUN: origin})
 
     result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
                               tracking_uri=resolve_tracking_uri(config.tracking.uri, Path(workdir)))

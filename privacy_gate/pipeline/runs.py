@@ -91,9 +91,10 @@ def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.Data
 
 
 def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
-                logger: Any = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
+                logger: Any = None, tags: dict[str, str] | None = None, publish: bool = True) -> dict[str, Any]:
     """Train the configured generator on the train split, gate its sample, publish if approved.
-    ``tags``: extra MLflow run tags (the flow records its Prefect flow run)."""
+    ``tags``: extra MLflow run tags (the flow records its Prefect flow run). ``publish=False``:
+    an APPROVE stays in quarantine (a remediation ladder publishes only the attempt it chooses)."""
     executor = executor or LocalExecutor()
     spec, wd = config.dataset.spec, Path(workdir)
     tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name, uri=config.tracking.uri,
@@ -130,7 +131,7 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
                            settings_for_release(config, generator), executor)
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
-    return finish(ctx, verdict)
+    return finish(ctx, verdict, publish=publish)
 
 
 def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, spec: DatasetSpec,

@@ -1,0 +1,204 @@
+"""The remediation ladder: when the gate BLOCKs the configured generator, try safer settings and
+release the one the config's ``remediate.choose`` picks among those that pass.
+
+Each attempt is a whole release run (its own MLflow run, nested under the ladder's parent run,
+its own quarantined release); none publishes by itself. The parent records every attempt, the
+choice and why, and the privacy budget; only the chosen release leaves quarantine, with the
+ladder in its manifest. A REVIEW stops the ladder: that attempt waits for a reviewer like any
+REVIEW run (``privacy-gate approve`` publishes it).
+
+Honest accounting:
+
+- **DP generators.** Attempts on the same data compose, so the budget spent is the *sum* of the
+  epsilons of every attempt started, not the chosen one's. It is stated on the parent run, in its
+  verdict metrics (``ladder.total_epsilon``) and in the manifest. A ladder whose planned total
+  exceeds ``remediate.max_total_epsilon`` is refused before anything runs.
+- **Non-DP generators.** Choosing among attempts by a privacy test is itself adaptive: the
+  chosen attempt passed a test that others failed on the same targets, so its gate figures are
+  optimistic. We say so on the parent run and in the manifest. We do not re-measure the chosen
+  attempt on fresh targets (all holdout records are targets by default, so there are none to
+  spare).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from privacy_gate import names, tracking
+from privacy_gate.config import GeneratorConfig, ReleaseConfig
+from privacy_gate.errors import ConfigError, PrivacyGateError
+from privacy_gate.gate import Verdict
+from privacy_gate.generators import create_generator
+from privacy_gate.pipeline.executor import Executor
+from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.pipeline.runs import release_run
+from privacy_gate.publish import QuarantinedRelease, ReleaseStore
+
+ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
+                   "figures are optimistic (adaptive selection); they were not re-measured on fresh targets")
+
+
+def ladder_generators(config: ReleaseConfig) -> list[GeneratorConfig]:
+    """The configured generator, then each rung (a rung without ``name`` changes only the given
+    parameters of the configured generator)."""
+    base = config.generator.model_dump()
+    out = [config.generator]
+    for k, rung in enumerate(config.remediate.ladder if config.remediate else [], start=1):
+        merged = {**base, **rung} if rung.get("name", base["name"]) == base["name"] else dict(rung)
+        try:
+            out.append(GeneratorConfig.model_validate(merged))
+        except Exception as exc:  # noqa: BLE001 - a pydantic error: name the rung
+            raise ConfigError(f"remediate.ladder[{k - 1}]: {exc}") from None
+    return out
+
+
+def planned_epsilons(generators: list[GeneratorConfig]) -> list[float | None]:
+    """The epsilon each attempt would spend (None for non-DP generators); also checks every
+    rung's name and parameters (a ConfigError names them)."""
+    out = []
+    for k, g in enumerate(generators):
+        params = {a: v for a, v in g.model_dump().items() if a not in ("name", "n_samples") and v is not None}
+        try:
+            privacy = create_generator(g.name, **params).privacy
+        except ConfigError as exc:
+            raise ConfigError(f"{'generator' if k == 0 else f'remediate.ladder[{k - 1}]'}: {exc}") from None
+        out.append(None if privacy is None else float(privacy["epsilon"]))
+    return out
+
+
+def check_ladder(config: ReleaseConfig) -> list[float | None]:
+    """Refuse a ladder whose DP attempts could spend more than ``max_total_epsilon`` in total."""
+    epsilons = planned_epsilons(ladder_generators(config))
+    cap = config.remediate.max_total_epsilon if config.remediate else None
+    total = sum(e for e in epsilons if e is not None)
+    if cap is not None and total > cap:
+        raise ConfigError(f"remediate: the ladder could spend epsilon {total:g} in total (attempts on the same data "
+                          f"compose: {' + '.join(f'{e:g}' for e in epsilons if e is not None)}), over "
+                          f"remediate.max_total_epsilon {cap:g}; shorten the ladder or lower its epsilons")
+    return epsilons
+
+
+def _attempt_record(k: int, gen: GeneratorConfig, epsilon: float | None, result: dict[str, Any]) -> dict[str, Any]:
+    verdict = result["verdict"]
+    return {"rung": k, "generator": gen.model_dump(exclude_none=True), "epsilon": epsilon,
+            "run_id": result["run_id"], "verdict": verdict["verdict"], "status": verdict["status"],
+            "utility_quality": verdict["metrics"].get(names.UTILITY_QUALITY),
+            "reasons": [c["message"] for c in verdict["reasons"]]}
+
+
+def _choose(attempts: list[dict[str, Any]], how: str) -> tuple[int | None, str]:
+    """The attempt to release (an index) and why; None when every attempt BLOCKed."""
+    last = attempts[-1]
+    if last["verdict"] == "REVIEW":
+        return len(attempts) - 1, f"rung {last['rung']} needs review: the ladder stops and waits for a reviewer"
+    passing = [i for i, a in enumerate(attempts) if a["verdict"] == "APPROVE"]
+    if not passing:
+        return None, f"every attempt ({len(attempts)}) was blocked"
+    if how == "first" or attempts[0]["verdict"] == "APPROVE":
+        i = passing[0]
+        return i, ("the configured generator passed" if i == 0 else f"rung {attempts[i]['rung']} is the first that "
+                                                                   "passed")
+    best = max(passing, key=lambda i: attempts[i]["utility_quality"] or 0.0)
+    others = ", ".join(f"rung {attempts[i]['rung']}: {attempts[i]['utility_quality']:.3f}" for i in passing)
+    return best, f"rung {attempts[best]['rung']} has the highest utility.quality among those that passed ({others})"
+
+
+def _stop_after(result: dict[str, Any], k: int, how: str) -> bool:
+    decision = result["verdict"]["verdict"]
+    return decision == "REVIEW" or (decision == "APPROVE" and (k == 0 or how == "first"))
+
+
+def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
+                           logger: Any = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """``release_run``, with the config's remediation ladder when it has one."""
+    if config.remediate is None:
+        return release_run(config, workdir=workdir, executor=executor, logger=logger, tags=tags)
+    generators, epsilons = ladder_generators(config), check_ladder(config)
+    spec, how = config.dataset.spec, config.remediate.choose
+    tracker = tracking.Tracker.for_workdir(workdir=Path(workdir), dataset=spec.name, uri=config.tracking.uri,
+                                           experiment=config.tracking.experiment)
+    parent = MlflowSink.start(tracker, name=f"ladder-{spec.name}", kind="ladder", dataset=spec.name, tags=tags)
+    attempts: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for k, (gen, eps) in enumerate(zip(generators, epsilons)):
+        if logger:
+            logger.info("remediation attempt %d of %d: generator %s", k + 1, len(generators),
+                        ", ".join(f"{a}={b}" for a, b in gen.model_dump(exclude_none=True).items()))
+        attempt_tags = {**(tags or {}), "mlflow.parentRunId": parent.run_id, names.TAG_LADDER: parent.run_id,
+                        names.TAG_LADDER_RUNG: str(k)}
+        result = release_run(config.model_copy(update={"generator": gen, "remediate": None}), workdir=workdir,
+                             executor=executor, logger=logger, tags=attempt_tags, publish=False)
+        results.append(result)
+        attempts.append(_attempt_record(k, gen, eps, result))
+        if _stop_after(result, k, how):
+            break
+    chosen, why = _choose(attempts, how)
+    spent = [a["epsilon"] for a in attempts if a["epsilon"] is not None]
+    ledger = {"choose": how, "attempts": attempts, "chosen_rung": None if chosen is None else attempts[chosen]["rung"],
+              "why": why, "total_epsilon": sum(spent) if spent else None,
+              "max_total_epsilon": config.remediate.max_total_epsilon,
+              "caveat": ADAPTIVE_CAVEAT if len(attempts) > 1 else None}
+    final = dict(results[chosen]) if chosen is not None else dict(results[-1])
+    if chosen is not None and attempts[chosen]["verdict"] == "APPROVE":
+        try:
+            final["published"] = str(_publish_chosen(config, final, ledger, workdir))
+        except Exception as exc:  # noqa: BLE001 - fail closed: publication is atomic, nothing is visible
+            reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
+            ledger["why"] += f"; publishing it failed ({reason}), nothing was published"
+            final["verdict"] = Verdict.error(f"publish: {reason}").with_run_id(final["run_id"]).to_dict()
+            chosen = None
+    parent.record_json(ledger, names.ART_LADDER)
+    record = _parent_verdict(final["verdict"], ledger, chosen)
+    parent.tracker.log_metrics(parent.run_id, {k: v for k, v in record["metrics"].items() if k.startswith("ladder.")})
+    parent.tracker.log_verdict(parent.run_id, record)
+    lines = "\n".join(f"- rung {a['rung']} ({a['generator']['name']}): **{a['verdict']}**, run `{a['run_id']}`"
+                      for a in ledger["attempts"])
+    parent.record_description(Verdict.from_dict(record), f"## Remediation ladder\n\n{ledger['why']}.\n\n{lines}\n")
+    parent.end(failed=chosen is None)
+    if logger:
+        logger.info("remediation ladder: %s", why)
+    return {**final, "ladder": ledger, "ladder_run_id": parent.run_id}
+
+
+def _parent_verdict(chosen_verdict: dict[str, Any], ledger: dict[str, Any], chosen: int | None) -> dict[str, Any]:
+    """The ladder's own verdict: the chosen attempt's decision (BLOCK when none passed), with the
+    ladder's figures and a note naming the attempts."""
+    base = Verdict.from_dict(chosen_verdict) if chosen is not None else Verdict.error(
+        f"remediation ladder: {ledger['why']}")
+    d = base.to_dict()
+    d["run_id"] = None
+    d["metrics"] = {**d["metrics"], "ladder.attempts": float(len(ledger["attempts"])),
+                    **({"ladder.total_epsilon": ledger["total_epsilon"]} if ledger["total_epsilon"] is not None else {}),
+                    **({"ladder.chosen_rung": float(ledger["chosen_rung"])} if ledger["chosen_rung"] is not None else {})}
+    return d
+
+
+def _publish_chosen(config: ReleaseConfig, result: dict[str, Any], ledger: dict[str, Any], workdir: str | Path) -> Any:
+    """Only the chosen release leaves quarantine; the manifest carries the ladder and its budget."""
+    verdict = result["verdict"]
+    quarantined = Path(result["quarantined"])
+    release = QuarantinedRelease(path=quarantined, sha256=verdict["data_hashes"]["synthetic_file_sha256"],
+                                 rows=_rows(quarantined), fmt=quarantined.suffix.lstrip("."))
+    store = ReleaseStore(workdir=Path(workdir), target=config.publish.target)
+    published = store.publish(release, dataset=config.dataset.spec.name, verdict=verdict["verdict"],
+                              run_id=result["run_id"], config_hash=config.config_hash(),
+                              extra={"remediation": {k: ledger[k] for k in ("chosen_rung", "why", "total_epsilon",
+                                                                           "max_total_epsilon", "caveat")},
+                                     "attempts": [{k: a[k] for k in ("rung", "run_id", "verdict", "epsilon")}
+                                                  for a in ledger["attempts"]]})
+    tracker = tracking.Tracker(uri=result["tracking_uri"], experiment=None)
+    tracker.set_tags(result["run_id"], {names.TAG_PUBLISHED: str(published)})
+    return published
+
+
+def _rows(path: Path) -> int:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    with open(path, "rb") as fh:
+        return max(0, sum(1 for _ in fh) - 1)
+
+
+__all__ = ["ADAPTIVE_CAVEAT", "check_ladder", "ladder_generators", "planned_epsilons", "remediated_release_run"]
