@@ -74,6 +74,8 @@ def _report(result: dict[str, Any] | None, *, as_json: bool, error: str | None =
             print(f"published:   {result['published']}", file=out)
         elif result.get("quarantined"):
             print(f"quarantined: {result['quarantined']} (not published)", file=out)
+        if result.get("ladder"):
+            print(f"remediation: {result['ladder']['why']} (ladder run {result['ladder_run_id']})", file=out)
         print(f"MLflow UI:   {ui_command(result['tracking_uri'])}", file=out)
     if as_json:
         sys.stdout.flush()
