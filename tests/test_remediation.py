@@ -111,3 +111,21 @@ def test_bad_rungs_are_config_errors(small_adult):
         check_ladder(_config(small_adult, {"name": "copy_train"}, [{"name": "nope"}]))
     with pytest.raises(ConfigError, match="privacy_weight"):
         check_ladder(_config(small_adult, {"name": "privgan"}, [{"privacy_weight": -1}]))
+
+
+def test_ladder_runs_in_the_release_flow(prefect_server, small_adult, tmp_path):
+    from privacy_gate.flows import release_flow
+
+    path = write_release_config(small_adult, {"name": "copy_train"}, name="ladder-flow.yaml",
+                                remediate={"ladder": [{"name": "file", "path": str(small_adult / "independent.csv")}]},
+                                audit={"intersections": []})
+    result = release_flow(config_path=str(path), workdir=str(tmp_path))
+    assert result["verdict"]["verdict"] == "APPROVE" and result["ladder"]["chosen_rung"] == 1
+    assert result["published"] and len(list_published(tmp_path / "published")) == 1
+
+
+def test_example_ladder_config_loads_and_checks():
+    cfg = load_release_config(Path(__file__).resolve().parents[1] / "examples" / "adult-privgan.yaml")
+    gens = ladder_generators(cfg)
+    assert [g.model_dump()["privacy_weight"] for g in gens] == [0.1, 1.0, 10.0]
+    assert gens[2].model_dump()["n_generators"] == 4 and check_ladder(cfg) == [None, None, None]
