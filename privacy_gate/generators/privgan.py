@@ -73,19 +73,22 @@ def generator_loss(d_logits: list[Any], dp_logits: list[Any] | None, targets: li
     return total
 
 
-class PrivGANParams(Params):
+class GANParams(Params):
     seed: Seed | None = Field(None, description="seed of training and sampling (None: fresh randomness)")
-    n_generators: PositiveInt = Field(2, description="N: disjoint parts of the training set, one generator each")
-    privacy_weight: NonNegativeNumber = Field(1.0, description="lambda: weight of the privacy discriminator's loss")
     epochs: PositiveInt = Field(300, description="training epochs (a fixed budget)")
     batch_size: PositiveInt = Field(128, description="batch size per generator")
     latent_dim: PositiveInt = Field(64, description="noise dimension")
     hidden: tuple[PositiveInt, ...] = Field((128, 128), description="hidden layer sizes of every network")
     lr: PositiveNumber = Field(2e-4, description="Adam learning rate (beta1 0.5)")
     label_smoothing: NonNegativeNumber = Field(0.1, description="real labels are 1 - this")
+    log_every: PositiveInt = Field(25, description="progress line every this many epochs")
+
+
+class PrivGANParams(GANParams):
+    n_generators: PositiveInt = Field(2, description="N: disjoint parts of the training set, one generator each")
+    privacy_weight: NonNegativeNumber = Field(1.0, description="lambda: weight of the privacy discriminator's loss")
     privacy_pretrain_epochs: NonNegativeInt = Field(20, description="D_p pre-training epochs on (record, part)")
     privacy_delay: NonNegativeInt = Field(0, description="epochs before D_p joins adversarial training")
-    log_every: PositiveInt = Field(25, description="progress line every this many epochs")
 
 
 def _mlp(sizes: list[int], *, leaky: bool, dropout: float = 0.0):
@@ -281,17 +284,6 @@ class PrivGANGenerator:
         for d in self.discriminators_:
             d.train()
         return np.max(np.vstack(scores), axis=0)
-
-
-class GANParams(Params):
-    seed: Seed | None = Field(None, description="seed of training and sampling (None: fresh randomness)")
-    epochs: PositiveInt = Field(300, description="training epochs (a fixed budget)")
-    batch_size: PositiveInt = Field(128, description="batch size")
-    latent_dim: PositiveInt = Field(64, description="noise dimension")
-    hidden: tuple[PositiveInt, ...] = Field((128, 128), description="hidden layer sizes of every network")
-    lr: PositiveNumber = Field(2e-4, description="Adam learning rate (beta1 0.5)")
-    label_smoothing: NonNegativeNumber = Field(0.1, description="real labels are 1 - this")
-    log_every: PositiveInt = Field(25, description="progress line every this many epochs")
 
 
 @register_generator("gan")
