@@ -154,6 +154,10 @@ class TargetsConfig(_Strict):
     n_non_members: int | None = Field(None, gt=0)
     n_members: int | None = Field(None, gt=0)
     min_per_class: int = Field(100, gt=0)
+    # when n_non_members is not set: at most this many per class; None = enough for a MACE
+    # radius of 0.015 at mace.delta (16,396 at delta 0.05) — beyond that the figures barely
+    # tighten while the attacks' cost grows linearly (gate/power.py: default_targets_per_class)
+    max_per_class: int | None = Field(None, gt=0)
     seed: int = 0
 
 

@@ -40,3 +40,28 @@ def test_more_than_four_attacks_get_a_bounded_combined_query(parts, adult_spec):
     assert result.verdict.status == "ok", result
     assert "combined.mace.advantage_lower" in result.metrics
     assert result.metrics["combined.mace.advantage_upper"] < 0.2  # 1-d max-rank query: no multi-d bias
+
+
+def test_default_targets_reach_the_radius_and_cap_large_holdouts():
+    import numpy as np
+    import pandas as pd
+
+    from privacy_gate.config import TargetsConfig
+    from privacy_gate.data import Splits
+    from privacy_gate.estimators.mace import mcdiarmid_radius
+    from privacy_gate.gate.power import TARGET_RADIUS, default_targets_per_class
+    from privacy_gate.pipeline.targets import choose_targets
+
+    for delta, prior in ((0.05, 0.5), (0.01, 0.5), (0.05, 0.1)):
+        n = default_targets_per_class(delta=delta, prior=prior)
+        assert mcdiarmid_radius(n_members=n, n_non_members=n, prior=prior, delta=delta) <= TARGET_RADIUS
+        assert mcdiarmid_radius(n_members=n - 1, n_non_members=n - 1, prior=prior, delta=delta) > TARGET_RADIUS
+    frame = pd.DataFrame({"x": np.arange(5000.0)})
+    splits = Splits(train=frame, holdout=frame.iloc[:3000], reference=frame.iloc[:10])
+    capped = choose_targets(splits, TargetsConfig(seed=3), max_per_class=1000)
+    assert int((capped.labels == 0).sum()) == 1000 == int(capped.labels.sum())
+    again = choose_targets(splits, TargetsConfig(seed=3), max_per_class=1000)
+    assert capped.row_ids.tolist() == again.row_ids.tolist()  # reproducible
+    assert int((choose_targets(splits, TargetsConfig(), max_per_class=10**6).labels == 0).sum()) == 3000
+    explicit = choose_targets(splits, TargetsConfig(n_non_members=2500), max_per_class=1000)
+    assert int((explicit.labels == 0).sum()) == 2500  # an explicit count is not capped

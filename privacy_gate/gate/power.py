@@ -80,5 +80,21 @@ def targets_needed(*, threshold: float, delta: float) -> float:
     return 8.0 * math.log(2.0 / delta) / threshold**2
 
 
+#: The MACE radius the default number of targets aims for (see ``default_targets_per_class``).
+TARGET_RADIUS = 0.015
+
+
+def default_targets_per_class(*, delta: float, prior: float = 0.5, radius: float = TARGET_RADIUS) -> int:
+    """Targets per class (members = non-members = n) at which the McDiarmid radius of the MACE
+    advantage, sqrt(2 (p^2 + (1-p)^2) / n log(2/delta)), is ``radius``. Releases with more holdout
+    records are judged on this many non-members (sampled reproducibly): the radius would shrink
+    only with the square root of the extra cost.
+
+    >>> default_targets_per_class(delta=0.05)
+    16396
+    """
+    return math.ceil(2.0 * (prior**2 + (1 - prior) ** 2) * math.log(2.0 / delta) / radius**2)
+
+
 def mace_radius(n_targets: int, delta: float) -> float:
     return math.sqrt(2.0 / n_targets * math.log(2.0 / delta))

@@ -32,7 +32,7 @@ from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.power import mace_radius, targets_needed
+from privacy_gate.gate.power import TARGET_RADIUS, default_targets_per_class, mace_radius, targets_needed
 from privacy_gate.gate.findings import attack_invalid, dp_bound_exceeded, validation_failures
 from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
 from privacy_gate.pipeline.attacking import run_attack, strongest
@@ -129,9 +129,16 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
         syn_report = executor.run("validate_synthetic", validate_synthetic, synthetic, splits.train, spec,
                                   max_copy_share=settings.gate.max_verbatim_copy_share)
     with clock.stage("targets", "choosing targets"):
-        targets = choose_targets(splits, settings.targets)
+        cap = settings.targets.max_per_class or default_targets_per_class(delta=settings.mace.delta,
+                                                                          prior=settings.mace.prior)
+        targets = choose_targets(splits, settings.targets, max_per_class=cap)
         logger.info("  %d member and %d non-member targets", int(targets.labels.sum()),
                     int((targets.labels == 0).sum()))
+        if settings.targets.n_non_members is None and len(splits.holdout) > cap:
+            why = ("targets.max_per_class" if settings.targets.max_per_class
+                   else f"enough for a MACE radius of {TARGET_RADIUS}")
+            logger.info("  (%d of %d holdout records as non-members: %s; set targets.n_non_members to use more)",
+                        cap, len(splits.holdout), why)
         _warn_if_underpowered(logger, len(targets.labels), settings)
         dependency = None
         if settings.audit.dependency_test:

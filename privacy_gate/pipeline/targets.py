@@ -30,11 +30,12 @@ class Targets:
         return self.records.index.to_numpy()
 
 
-def choose_targets(splits: Splits, cfg: TargetsConfig) -> Targets:
-    """Non-members from holdout (all of it by default: statistical power over speed), members
-    sampled from train to balance them."""
+def choose_targets(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | None = None) -> Targets:
+    """Non-members from holdout (all of it, up to ``max_per_class``, unless ``n_non_members`` is
+    set), members sampled from train to balance them; reproducible from ``cfg.seed``."""
     rng = np.random.default_rng(cfg.seed)
-    n_non = min(cfg.n_non_members or len(splits.holdout), len(splits.holdout))
+    default = min(len(splits.holdout), max_per_class) if max_per_class else len(splits.holdout)
+    n_non = min(cfg.n_non_members or default, len(splits.holdout))
     n_mem = min(cfg.n_members or n_non, len(splits.train))
     if min(n_non, n_mem) < cfg.min_per_class:
         raise InsufficientDataError(
