@@ -62,21 +62,13 @@ def _check_components(generator: str | None, generator_params: dict, attacks: An
 
 def _report(result: dict[str, Any] | None, *, as_json: bool, error: str | None = None) -> None:
     from privacy_gate.gate import Verdict
-    from privacy_gate.report.summary import verdict_console
-    from privacy_gate.tracking import ui_command
+    from privacy_gate.report.summary import run_outcome_console, verdict_console
 
     verdict = Verdict.from_dict(result["verdict"]) if result else Verdict.error(error or "gate failed")
     out = sys.stderr if as_json else sys.stdout
-    print("", file=out)
-    print(verdict_console(verdict), file=out)
+    print("\n" + verdict_console(verdict), file=out)
     if result:
-        if result.get("published"):
-            print(f"published:   {result['published']}", file=out)
-        elif result.get("quarantined"):
-            print(f"quarantined: {result['quarantined']} (not published)", file=out)
-        if result.get("ladder"):
-            print(f"remediation: {result['ladder']['why']} (ladder run {result['ladder_run_id']})", file=out)
-        print(f"MLflow UI:   {ui_command(result['tracking_uri'])}", file=out)
+        print(run_outcome_console(result), file=out)
     if as_json:
         sys.stdout.flush()
         print(json.dumps(verdict.summary(), default=str))

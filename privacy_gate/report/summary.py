@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
-from privacy_gate.tracking import run_url
+from privacy_gate.tracking import run_url, ui_command
 
 _ICON = {"APPROVE": "✅", "REVIEW": "🟡", "BLOCK": "⛔"}
 
@@ -66,4 +66,17 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
     if UTILITY_QUALITY in verdict.metrics:
         lines.append(f"  utility.quality={verdict.metrics[UTILITY_QUALITY]:.4f}")
+    return "\n".join(lines)
+
+
+def run_outcome_console(result: dict) -> str:
+    """Where a run's release went (published or quarantined), the ladder's choice, and how to see it."""
+    lines = []
+    if result.get("published"):
+        lines.append(f"published:   {result['published']}")
+    elif result.get("quarantined"):
+        lines.append(f"quarantined: {result['quarantined']} (not published)")
+    if result.get("ladder"):
+        lines.append(f"remediation: {result['ladder']['why']} (ladder run {result['ladder_run_id']})")
+    lines.append(f"MLflow UI:   {ui_command(result['tracking_uri'])}")
     return "\n".join(lines)
