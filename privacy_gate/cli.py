@@ -1,6 +1,9 @@
 """The ``privacy-gate`` command. Heavy packages (Prefect, MLflow, GE, SDV, torch) are imported
 inside the commands so ``--help`` is instant.
 
+One module because it is the command-line contract: every command with its options, usage errors
+and exit codes, read in one place (the logic lives in the pipeline and the flows).
+
 Exit codes: 0 APPROVE, 3 REVIEW, 4 BLOCK (including any failure inside the gate), 2 invalid usage
 or config before anything ran. With ``--json`` the last line of stdout is the verdict JSON.
 """
@@ -368,6 +371,49 @@ def deploy(
     for path, dep_id in zip(configs, ids):
         typer.echo(f"deployed release/{path.stem} ({dep_id}) to work pool {pool!r}")
     typer.echo(f"start a worker: prefect worker start --pool {pool}")
+
+
+@app.command("dependency-study")
+def dependency_study(
+    config: Annotated[Path, typer.Argument(help="Release config with a dependency_study section "
+                                                "(see examples/adult-dependency.yaml).")],
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    as_json: JsonOpt = False,
+    orchestrator: OrchestratorOpt = "auto",
+) -> None:
+    """Retrain on dependent splits and their IID counterparts, attack both, compare with the DP bound."""
+    _quiet_env()
+    from privacy_gate.config import load_release_config
+    from privacy_gate.errors import ConfigError, PrivacyGateError
+
+    try:
+        cfg = load_release_config(config)
+        if cfg.dependency_study is None:
+            raise ConfigError(f"{config}: no 'dependency_study' section (README: 'Dependency study')")
+        _check_components(None, {}, cfg.attacks)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    _require_files(**{"dataset.path": cfg.dataset.path})
+    try:
+        if _use_prefect(orchestrator):
+            from privacy_gate.flows import dependency_study_flow
+
+            result = dependency_study_flow(config_path=str(config), workdir=str(workdir))
+        else:
+            from privacy_gate.pipeline.dependency_study import run_dependency_study
+
+            result = run_dependency_study(cfg, workdir=workdir, logger=_cli_logger())
+    except PrivacyGateError as exc:
+        typer.echo(f"error: dependency study did not complete: {exc}", err=True)
+        raise typer.Exit(1) from None
+    from privacy_gate.pipeline.dependency_summary import invariant_lines
+    from privacy_gate.tracking import ui_command
+
+    out = sys.stderr if as_json else sys.stdout
+    print("\n".join(["", *invariant_lines(result["invariants"]), f"study run:   {result['run_id']}",
+                      f"MLflow UI:   {ui_command(result['tracking_uri'])}"]), file=out)
+    if as_json:
+        print(json.dumps({"run_id": result["run_id"], "invariants": result["invariants"]}, default=str))
 
 
 @app.command("list")

@@ -388,6 +388,100 @@ class RemediateConfig(_Strict):
     max_total_epsilon: float | None = Field(None, gt=0)
 
 
+class StudyGenerator(_Strict):
+    """One generator of a dependency study: ``name``, fixed ``params``, and for a DP generator the
+    ``epsilons`` to sweep (each becomes its ``epsilon`` parameter); none for a non-DP generator."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    epsilons: list[float] | None = Field(None, min_length=1)
+
+    @field_validator("epsilons")
+    @classmethod
+    def _positive(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and any(e <= 0 for e in v):
+            raise ValueError("every epsilon must be positive")
+        return v
+
+
+class StudyScenario(_Strict):
+    """A split that makes the training set dependent (Humphries et al.):
+
+    - ``source``: members from one value of the spec's ``source`` column (``value``; default the
+      most frequent), non-members from the other values;
+    - ``cluster``: k-means with ``k`` clusters fitted on the *reference* encoding; members from
+      one cluster, non-members from another (``clusters``; default the two largest);
+    - ``bias``: a share ``p`` of the training set has ``attribute`` = ``value`` (or, for a numeric
+      attribute, ``>= at_least``), for each p in ``shares``; non-members half and half; the
+      attribute is dropped from everything the attacker sees, as in the paper.
+
+    ``generators`` overrides the study's list for this scenario."""
+
+    kind: Literal["source", "cluster", "bias"]
+    value: str | None = None
+    k: int = Field(2, ge=2)
+    clusters: tuple[int, int] | None = None
+    attribute: str | None = None
+    at_least: float | None = None
+    shares: list[float] = Field(default_factory=lambda: [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+    generators: list[StudyGenerator] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> StudyScenario:
+        if self.kind == "bias":
+            if self.attribute is None:
+                raise ValueError("a bias scenario needs 'attribute'")
+            if (self.value is None) == (self.at_least is None):
+                raise ValueError("a bias scenario needs exactly one of 'value' (categorical) or 'at_least' (numeric)")
+            if not self.shares or any(not 0 <= p <= 1 for p in self.shares):
+                raise ValueError("'shares' must be values in [0, 1]")
+        elif self.attribute is not None or self.at_least is not None:
+            raise ValueError(f"'attribute' and 'at_least' belong to bias scenarios, not {self.kind}")
+        if self.clusters is not None and (self.kind != "cluster" or self.clusters[0] == self.clusters[1]):
+            raise ValueError("'clusters' is two different cluster numbers of a cluster scenario")
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.kind == "source":
+            return f"source={self.value}" if self.value else "source"
+        if self.kind == "cluster":
+            return f"cluster k={self.k}"
+        return f"bias {self.attribute}{'=' + self.value if self.value else '>=' + format(self.at_least, 'g')}"
+
+
+class DependencyStudyConfig(_Strict):
+    """The dependency study (``privacy-gate dependency-study CONFIG``): for each scenario and
+    repetition, a dependent split of ``members`` / ``non_members`` records and its IID counterpart
+    (the same records merged and re-split at the same sizes), each generator retrained on both,
+    attacked, and MACE-bounded. ``attacks``: default the release config's (MAMA-MIA only for
+    marginal generators)."""
+
+    scenarios: list[StudyScenario] = Field(min_length=1)
+    generators: list[StudyGenerator] = Field(min_length=1)
+    members: int = Field(1000, ge=20)
+    non_members: int = Field(1000, ge=20)
+    repetitions: int = Field(5, ge=2)
+    seed: int = 0
+
+
+def _study_problem(study: DependencyStudyConfig | None, spec: DatasetSpec) -> str | None:
+    """What a dependency study asks of the spec that it does not have, or None."""
+    for i, sc in enumerate(study.scenarios if study else []):
+        where = f"dependency_study.scenarios[{i}]"
+        if sc.kind == "source" and spec.source is None:
+            return f"{where}: a source scenario needs a 'source' column in the dataset spec"
+        if sc.kind == "bias":
+            col = spec.columns.get(sc.attribute)
+            if col is None or sc.attribute == spec.entity_id:
+                return f"{where}: attribute {sc.attribute!r} is not an attribute column of the spec"
+            if sc.at_least is not None and not col.is_numeric:
+                return f"{where}: 'at_least' needs a numeric attribute; {sc.attribute!r} is {col.kind} (use 'value')"
+            if sc.value is not None and col.is_numeric:
+                return f"{where}: 'value' needs a categorical attribute; {sc.attribute!r} is {col.kind} (use 'at_least')"
+    return None
+
+
 class ReleaseConfig(_Strict):
     dataset: DatasetConfig
     generator: GeneratorConfig
@@ -405,6 +499,7 @@ class ReleaseConfig(_Strict):
     retries: RetryConfig = Field(default_factory=RetryConfig)
     remediate: RemediateConfig | None = None
     publish: PublishConfig = Field(default_factory=PublishConfig)
+    dependency_study: DependencyStudyConfig | None = None
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
@@ -413,6 +508,7 @@ class ReleaseConfig(_Strict):
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
         problem = problem or _audit_problem(self.audit, self.dataset.spec)
+        problem = problem or _study_problem(self.dependency_study, self.dataset.spec)
         if problem:
             raise ValueError(problem)
         return self

@@ -177,6 +177,10 @@ ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its 
 ART_MACE_PLOT = "plots/mace_risk.png"
 ART_LADDER = "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
 ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
+ART_STUDY_EXPERIMENTS = "dependency/experiments.parquet"  # one row per experiment: figures only, no records
+ART_STUDY_SUMMARY = "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
+ART_STUDY_INVARIANTS = "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers
+ART_STUDY_PLOT = "plots/dependency_advantage.png"
 SQLITE_FILE = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 

@@ -133,3 +133,13 @@ def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir:
     """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
     return _summarise(regate_run(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir,
                                  executor=PrefectExecutor(), logger=get_run_logger()))
+
+
+@flow(name="dependency-study")
+def dependency_study_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, Any]:
+    """The dependency study of a release config (README, "Dependency study"): one MLflow parent run
+    with a nested run per setting, generator and epsilon."""
+    from privacy_gate.pipeline.dependency_study import run_dependency_study
+
+    result = run_dependency_study(load_release_config(config_path), workdir=workdir, logger=get_run_logger())
+    return {k: result[k] for k in ("run_id", "tracking_uri", "invariants", "summary")}
