@@ -12,7 +12,7 @@ import numpy as np
 
 from privacy_gate.estimators.mace_dp import dp_advantage_bound
 
-MAX_PANELS = 12
+MAX_PANELS = 24
 
 
 def dependency_figure(summary: Sequence[dict[str, Any]], *, prior: float = 0.5):
@@ -25,7 +25,7 @@ def dependency_figure(summary: Sequence[dict[str, Any]], *, prior: float = 0.5):
     nrows = math.ceil(len(settings) / ncols)
     from matplotlib.figure import Figure  # pyplot-free: no global registry, safe in worker threads
 
-    fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows + 0.6))
+    fig = Figure(figsize=(4.6 * ncols, 3.2 * nrows + 0.8))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     generators = list(dict.fromkeys(c["generator"] for c in summary))
     colours = {g: f"C{i % 10}" for i, g in enumerate(generators)}
@@ -59,5 +59,6 @@ def dependency_figure(summary: Sequence[dict[str, Any]], *, prior: float = 0.5):
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 4), 1, 1))
+    legend_inches = 0.25 + 0.2 * math.ceil(len(labels) / 4)  # reserve the legend's rows, whatever the height
+    fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
     return fig
