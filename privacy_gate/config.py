@@ -279,6 +279,10 @@ class AuditConfig(_Strict):
     dependency_test: bool = False  # members from one `source` value, non-members from the others
     dependency_source_value: str | None = None  # default: the most frequent value
     dependency_max_auc_gap: float = Field(0.10, gt=0)  # a larger AUC gap vs IID is a warning
+    # train vs reference source distributions: p below this says "plausibly dependent"
+    dependency_alpha: float = Field(0.01, gt=0, lt=1)
+    # a DP release whose dependency-test lower bound exceeds the IID DP bound goes to REVIEW
+    dependency_dp_review: bool = True
 
 
 class ReviewConfig(_Strict):

@@ -71,6 +71,11 @@ def dependency_metric(attack: str, metric: str) -> str:
     return f"{attack}.dependency.{metric}"
 
 
+def dependency_figure(figure: str) -> str:
+    """Release-level dependency figures: ``source_tv`` -> ``dependency.source_tv``."""
+    return f"dependency.{figure}"
+
+
 def exposure_metric(figure: str) -> str:
     """``count`` -> ``exposed.count``."""
     return f"{EXPOSURE}.{figure}"

@@ -58,6 +58,15 @@ def per_sample_change(diff: str, *, default_attacks: bool = False) -> bool:
     return False
 
 
+def dependency_addition(diff: str) -> bool:
+    """Figures the dependent-data gate (issue #14) adds on purpose: the train-vs-reference source
+    shift (``dependency.*``) and MACE bounds on the dependency test's targets
+    (``<attack>.dependency.mace.*``). Only additions: a changed existing figure still fails."""
+    key, _, change = diff.removeprefix("metric ").partition(": ")
+    added = change.startswith("None -> ") or change == "new"
+    return diff.startswith("metric ") and added and (key.startswith("dependency.") or ".dependency.mace." in key)
+
+
 @pytest.fixture(scope="module")
 def golden_folder(tmp_path_factory):
     from .golden.scenarios import _small_adult
@@ -72,7 +81,8 @@ def golden_folder(tmp_path_factory):
 def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
     actual = canonical(SCENARIOS[name](golden_folder))
     diffs = [d for d in differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
-             if d not in INTENDED.get(name, ()) and not per_sample_change(d, default_attacks=name in DEFAULT_ATTACK_SCENARIOS)]
+             if d not in INTENDED.get(name, ()) and not dependency_addition(d)
+             and not per_sample_change(d, default_attacks=name in DEFAULT_ATTACK_SCENARIOS)]
     assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
 
 
@@ -90,6 +100,14 @@ def test_per_sample_allowance_is_narrow():
     assert not per_sample_change("flagged_subgroups: ['race=Black'] -> []")
     assert per_sample_change("checks ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
     assert not per_sample_change("checks ('race=Black: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
+
+
+def test_dependency_allowance_is_narrow():
+    assert dependency_addition("metric dependency.source_tv: None -> 0.02")
+    assert dependency_addition("metric dcr.dependency.mace.advantage_lower: None -> 0.96")
+    assert not dependency_addition("metric dcr.dependency.auc: 0.91 -> 0.92")
+    assert not dependency_addition("metric dcr.dependency.mace.advantage_lower: 0.5 -> 0.96")
+    assert not dependency_addition("verdict: 'BLOCK' -> 'REVIEW'")
 
 
 def test_the_comparison_can_fail():

@@ -37,6 +37,18 @@ def dependency_gap(attack: str, *, dependency_auc: float, iid_auc: float, max_ga
                           "leakier than the IID figures and any DP bound suggest"))
 
 
+def dependency_dp_bound_exceeded(attack: str, *, lower: float, bound: float, epsilon: float, source: str,
+                                  value: str) -> Check:
+    """The advantage lower bound with members from one source above the IID DP bound: the DP
+    guarantee assumes independent records, and these are not — a human decides."""
+    return Check(rule=f"dependency advantage lower bound <= IID DP bound at epsilon {epsilon:g}", attack=attack,
+                 metric="dependency.dp_bound_excess", observed=float(lower - bound), threshold=0.0, bound="max",
+                 action="review", passed=False,
+                 message=(f"{attack}: with members from {source}={value!r} the advantage is at least {lower:.3f} "
+                          f"(MACE lower bound), above the IID DP bound {bound:.3f} at epsilon {epsilon:g}; the DP "
+                          "guarantee assumes independent records, so it does not cover dependent ones"))
+
+
 def attack_invalid(attack: str, reason: str) -> Check:
     """An attack whose scores cannot rank the targets blocks: its figures would read as "safe"."""
     return Check(rule="attack scores can rank the targets", attack=attack, metric="scores", observed=None,

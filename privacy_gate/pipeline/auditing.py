@@ -1,5 +1,5 @@
 """Who is at risk: the attack metrics again per subgroup, the subgroups' rank tests, the entity
-(set-level) metrics and the dependency stress test (see :mod:`privacy_gate.gate.audit` for the
+(set-level) metrics, the dependency stress test and the source shift (see :mod:`privacy_gate.gate.audit` for the
 grouping rules and :mod:`privacy_gate.estimators.group_tests` for the tests)."""
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from privacy_gate.estimators.group_tests import RankedScores, group_pvalue, holm
 from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.gate import Check
-from privacy_gate.gate.audit import audit_subgroups, audited_columns, entity_scores, subgroup_groups
-from privacy_gate.gate.findings import dependency_gap
-from privacy_gate.names import (dependency_metric, entity_metric, exposure_metric, group_test_metric,
-                                subgroup_metric)
+from privacy_gate.estimators.mace_dp import dp_advantage_bound
+from privacy_gate.gate.audit import (SourceShift, audit_subgroups, audited_columns, dependence_note, entity_scores,
+                                     subgroup_groups)
+from privacy_gate.gate.findings import dependency_dp_bound_exceeded, dependency_gap
+from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
+                                group_test_metric, subgroup_metric)
 from privacy_gate.pipeline.attacking import AttackOutcome
 from privacy_gate.pipeline.targets import Targets
 
@@ -41,11 +43,13 @@ def _categorical(spec: DatasetSpec) -> list[str]:
 
 def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec, cfg: AuditConfig,
           dependency: tuple[str, Targets] | None = None, mace: MaceConfig | None = None,
-          gated: Sequence[str] | None = None, exposed: np.ndarray | None = None) -> AuditResult:
+          gated: Sequence[str] | None = None, exposed: np.ndarray | None = None,
+          shift: SourceShift | None = None, epsilon: float | None = None) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
     groups), the exposed records inside each group (``exposed``: a mask over the targets),
-    set-level (entity) metrics and the dependency stress test."""
+    set-level (entity) metrics, the dependency stress test (with MACE bounds compared with the
+    IID DP bound of an ``epsilon``-DP release) and the train-vs-reference ``shift`` of sources."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -86,6 +90,13 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         for attack, s in ent_scores.items():
             metrics.update({entity_metric(attack, k): float(v) for k, v in roc_metrics(s, ent_labels).items()})
     warnings = []
+    bound = None if epsilon is None or mace is None else dp_advantage_bound(epsilon, mace.prior)
+    if shift is not None:
+        metrics.update({dependency_figure("source_shift_pvalue"): shift.pvalue,
+                        dependency_figure("source_tv"): shift.tv,
+                        dependency_figure("plausibly_dependent"): float(shift.dependent(cfg.dependency_alpha))})
+        notes.append(dependence_note(shift, source=str(spec.source), alpha=cfg.dependency_alpha, epsilon=epsilon,
+                                     dp_bound=bound))
     if dependency is not None:
         value, dep_targets = dependency
         for o in outcomes:
@@ -95,5 +106,35 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
                                      max_gap=cfg.dependency_max_auc_gap, source=str(spec.source), value=value)
             if finding is not None:
                 warnings.append(finding)
+        if mace is not None:
+            warnings += _dependency_vs_dp(outcomes, gated_names, dep_targets.labels, metrics, mace=mace, cfg=cfg,
+                                          bound=bound, epsilon=epsilon, source=str(spec.source), value=value)
     return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
                        warnings=warnings, notes=notes)
+
+
+def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], labels: np.ndarray,
+                      metrics: dict[str, float], *, mace: MaceConfig, cfg: AuditConfig, bound: float | None,
+                      epsilon: float | None, source: str, value: str) -> list[Check]:
+    """MACE bounds on the dependency targets, at delta / k over the k gated attacks (so the largest
+    lower bound is a valid bound on the strongest); for a DP release, their excess over the IID DP
+    bound (``dependency.dp_bound_excess``), reviewed when positive."""
+    lowers: dict[str, float] = {}
+    for o in outcomes:
+        if o.name not in gated:
+            continue
+        try:
+            m = mace_group_metrics(o.extra_scores["dependency"], labels, prior=mace.prior,
+                                   delta=mace.delta / max(1, len(gated)))
+        except InsufficientDataError:
+            continue
+        metrics.update({dependency_metric(o.name, k): v for k, v in m.items()})
+        lowers[o.name] = m["mace.advantage_lower"]
+    if bound is None or not lowers:
+        return []
+    attack = max(lowers, key=lowers.get)
+    metrics[dependency_figure("dp_bound_excess")] = lowers[attack] - bound
+    if lowers[attack] > bound and cfg.dependency_dp_review:
+        return [dependency_dp_bound_exceeded(attack, lower=lowers[attack], bound=bound, epsilon=float(epsilon),
+                                             source=source, value=value)]
+    return []

@@ -32,6 +32,7 @@ from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.gate import Verdict, decide
+from privacy_gate.gate.audit import source_shift
 from privacy_gate.gate.power import TARGET_RADIUS, default_targets_per_class, mace_radius, targets_needed
 from privacy_gate.gate.findings import attack_invalid, dp_bound_exceeded, validation_failures
 from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
@@ -198,8 +199,11 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
                     exposure.false_expected, exposure.share, exposure.share_lower, exposure.share_upper,
                     exp_cfg.level)
     with clock.stage("audit", "auditing subgroups, entities and dependency"):
+        shift = (source_shift(splits.train[spec.source], splits.reference[spec.source])
+                 if spec.source is not None else None)
         audited = audit(outcomes, targets, spec, settings.audit, dependency, mace=mace_cfg,
-                        gated=[o.name for o in gated], exposed=exposure.target_mask(targets.labels))
+                        gated=[o.name for o in gated], exposed=exposure.target_mask(targets.labels), shift=shift,
+                        epsilon=settings.epsilon)
         metrics.update(audited.metrics)
         for note in audited.notes:
             logger.info("  %s", note)

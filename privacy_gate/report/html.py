@@ -32,7 +32,7 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
-from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, split_attack_metric
+from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
 from privacy_gate.report.plots import (comparison_bars_figure, risk_profile_figure, roc_figure,
                                        score_histograms_figure, subgroup_bars_figure)
 
@@ -439,8 +439,23 @@ def _entity(inp: ReportInputs) -> str:
 def _dependency(inp: ReportInputs) -> str:
     metrics = inp.verdict.get("metrics") or {}
     table = _nested(metrics, "dependency")
-    if not table:
+    shift_p, tv = metrics.get(dependency_figure("source_shift_pvalue")), metrics.get(dependency_figure("source_tv"))
+    excess = metrics.get(dependency_figure("dp_bound_excess"))
+    if not table and shift_p is None:
         return ""
+    head = ""
+    if shift_p is not None:
+        dependent = metrics.get(dependency_figure("plausibly_dependent")) == 1.0
+        head += _note(f"Sources of the training split vs the reference split: total variation {_num(tv)}, "
+                      f"chi-square p {_num(shift_p)} — " + (
+                          "the training records are plausibly dependent (not an independent sample of the "
+                          "population): an IID DP bound on membership advantage may not hold." if dependent else
+                          "no evidence that the training records are dependent."))
+    if excess is not None:
+        head += _note(f"Largest MACE lower bound with members from one source minus the IID DP bound: "
+                      f"{_num(excess)} ({'above' if excess > 0 else 'within'} the bound).")
+    if not table:
+        return _section("Dependency", head, "dependency")
     rows, plot = [], []
     failing = {(c.get("attack"), c.get("metric")) for c in inp.verdict.get("checks") or [] if not c.get("passed", True)}
     for attack, t in table.items():
@@ -450,8 +465,8 @@ def _dependency(inp: ReportInputs) -> str:
                       _num(t.get("advantage"))], "fail" if (attack, "dependency.auc") in failing else ""))
         if iid is not None and dep is not None and math.isfinite(float(iid)) and math.isfinite(float(dep)):
             plot.append((attack, float(iid), float(dep)))
-    body = _note("Members drawn from one source (dependent records) vs the IID targets: a higher AUC under "
-                 "dependency means the IID figures understate the risk.")
+    body = head + _note("Members drawn from one source (dependent records) vs the IID targets: a higher AUC "
+                        "under dependency means the IID figures understate the risk.")
     body += _table(["attack", "IID AUC", "dependency AUC", "gap", "dependency TPR@1%FPR", "dependency advantage"],
                    rows)
     if plot:
