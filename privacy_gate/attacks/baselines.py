@@ -45,6 +45,7 @@ from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import (DistanceToClosestRecord, nearest_distances,
                                            synthetic_and_reference_distances)
 from privacy_gate.attacks.domias import (
+    DEFAULT_MAX_FIT_ROWS,
     DensityParams,
     density_notes,
     make_density,
@@ -80,7 +81,7 @@ class DomiasEq1:
 
     Parameters as :class:`privacy_gate.attacks.domias.DomiasAttack` (``density`` ``"kde"`` /
     ``"flow"`` / ``"auto"`` — here ``auto`` decides by the synthetic data's size — ``bandwidth``,
-    ``chunk_bytes``, ``flow_params``, ``seed``); there is no ``p_R``.
+    ``chunk_bytes``, ``max_fit_rows``, ``flow_params``, ``seed``); there is no ``p_R``.
 
     Learned attributes: ``encoder_``, ``density_kind_``, ``density_synthetic_``, ``notes_``.
     """
@@ -90,10 +91,12 @@ class DomiasEq1:
     name = "domias_eq1"
 
     def __init__(self, *, density: str = "kde", bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 flow_params: Mapping[str, Any] | None = None, seed: int = 0):
+                 max_fit_rows: int | None = DEFAULT_MAX_FIT_ROWS, flow_params: Mapping[str, Any] | None = None,
+                 seed: int = 0):
         self.density = density
         self.bandwidth = bandwidth
         self.chunk_bytes = chunk_bytes
+        self.max_fit_rows = max_fit_rows
         self.flow_params = flow_params
         self.seed = seed
 
@@ -109,8 +112,8 @@ class DomiasEq1:
             notes.append(f"density 'auto' chose '{kind}' ({len(X_syn)} rows x {d} columns)")
         self.density_kind_ = kind
         self.density_synthetic_ = make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
-                                               flow_params=dict(self.flow_params or {}),
-                                               seed=self.seed).fit(X_syn, n_effective_dims=d)
+                                               flow_params=dict(self.flow_params or {}), seed=self.seed,
+                                               max_fit_rows=self.max_fit_rows).fit(X_syn, n_effective_dims=d)
         self.notes_ = notes + density_notes("p_G (synthetic)", self.density_synthetic_)
         return self
 

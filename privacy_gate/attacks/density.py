@@ -81,6 +81,8 @@ class KDEParams(Params):
     bandwidth: Literal["scott"] | PositiveNumber = Field(
         "scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
     chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrix")
+    max_fit_rows: PositiveInt | None = Field(None, description="fit on a seeded random subsample of at most this many rows (None: all)")
+    seed: Seed = Field(0, description="seed of the subsample")
 
 
 class GaussianDensityParams(Params):
@@ -132,15 +134,33 @@ class GaussianKDE:
         whole data, and the density ratio of DOMIAS loses all locality.
     chunk_bytes:
         Memory budget in bytes for the temporary distance matrix of one chunk of targets.
+    max_fit_rows, seed:
+        With more fit rows than ``max_fit_rows``, the KDE is fitted on a seeded uniform subsample
+        of that many rows (Scott's rule still uses all the rows given): the cost per target is
+        bounded whatever the data size. The subsample's density is an unbiased estimate of the
+        full KDE's; ``score_samples`` records each target's relative standard error against it
+        in ``rel_se_`` (from the kernel values themselves, with the finite-population
+        correction), so the error is stated, not assumed. A near-copy of a target survives the
+        subsample only with probability ``max_fit_rows / n``: copy detection belongs to the
+        nearest-record attacks, which stay exact.
 
-    Learned attributes: ``X_`` (fit data), ``bandwidth_`` (the ``h`` used), ``n_samples_``,
-    ``n_features_in_``, ``n_effective_dims_``.
+    Learned attributes: ``X_`` (fit data, after any subsample), ``bandwidth_`` (the ``h`` used),
+    ``n_samples_`` (rows fitted), ``n_total_`` (rows given), ``n_features_in_``,
+    ``n_effective_dims_``; after ``score_samples`` of a subsampled fit, ``rel_se_``.
     """
 
-    def __init__(self, *, bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        validate_params(KDEParams, {"bandwidth": bandwidth, "chunk_bytes": chunk_bytes}, owner="GaussianKDE")
+    def __init__(self, *, bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 max_fit_rows: int | None = None, seed: int = 0):
+        validate_params(KDEParams, {"bandwidth": bandwidth, "chunk_bytes": chunk_bytes, "max_fit_rows": max_fit_rows,
+                                    "seed": seed}, owner="GaussianKDE")
         self.bandwidth = bandwidth
         self.chunk_bytes = chunk_bytes
+        self.max_fit_rows = max_fit_rows
+        self.seed = seed
+
+    @property
+    def subsampled(self) -> bool:
+        return self.n_samples_ < self.n_total_
 
     def fit(self, X: np.ndarray, *, n_effective_dims: int | None = None) -> GaussianKDE:
         """Store the fit data and resolve the bandwidth."""
@@ -148,13 +168,18 @@ class GaussianKDE:
         n, width = X.shape
         if n == 0:
             raise InsufficientDataError("GaussianKDE.fit: no rows to fit a density on")
+        self.n_total_ = n
+        if self.max_fit_rows is not None and n > self.max_fit_rows:
+            keep = np.sort(np.random.default_rng(self.seed).choice(n, size=self.max_fit_rows, replace=False))
+            X, n = X[keep], self.max_fit_rows
         if n_effective_dims is None:
             d = width
         elif isinstance(n_effective_dims, bool) or not isinstance(n_effective_dims, (int, np.integer)) or n_effective_dims < 1:
             raise ConfigError(f"GaussianKDE.fit: 'n_effective_dims' must be a positive integer, got {n_effective_dims!r}")
         else:
             d = int(n_effective_dims)
-        self.bandwidth_ = float(n ** (-1.0 / (d + 4))) if self.bandwidth == "scott" else float(self.bandwidth)
+        # Scott's rule from all the rows given, so a subsample estimates exactly the full KDE
+        self.bandwidth_ = float(self.n_total_ ** (-1.0 / (d + 4))) if self.bandwidth == "scott" else float(self.bandwidth)
         # centring on the fit mean keeps norms small, which limits the cancellation error of
         # ||x||^2 + ||y||^2 - 2 x.y for near-identical rows
         self._center = X.mean(axis=0)
@@ -182,6 +207,8 @@ class GaussianKDE:
         Xc = X - self._center
         row_term = -0.5 / h2 * np.einsum("ij,ij->i", Xc, Xc)
         out = np.empty(X.shape[0], dtype=np.float64)
+        sub = self.subsampled
+        rel_se = np.zeros(X.shape[0]) if sub else None
         for start, stop, B in chunked_products(Xc, self._Xc_scaled, self.chunk_bytes):
             B += self._col_term[None, :]
             peak = B.max(axis=1)
@@ -196,7 +223,14 @@ class GaussianKDE:
             # in-place log-sum-exp over fit rows: one buffer, no temporaries of its size
             B -= peak[:, None]
             np.exp(B, out=B)
-            out[start:stop] = np.log(B.sum(axis=1)) + peak
+            s1 = B.sum(axis=1)
+            out[start:stop] = np.log(s1) + peak
+            if sub:  # standard error of a mean of m kernel values drawn without replacement from n
+                m, fpc = self.n_samples_, 1.0 - self.n_samples_ / self.n_total_
+                np.square(B, out=B)
+                rel_se[start:stop] = np.sqrt(np.maximum(m * B.sum(axis=1) / s1**2 - 1.0, 0.0) / m * fpc)
+        if sub:
+            self.rel_se_ = rel_se
         return out + row_term + log_norm
 
 

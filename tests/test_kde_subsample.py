@@ -1,0 +1,59 @@
+"""The KDE's bounded-cost mode: a seeded subsample of the fit rows, with its error against the
+full KDE measured per target — checked against the error actually observed over many subsamples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privacy_gate.attacks import create_attack
+from privacy_gate.attacks.base import ThreatModel
+from privacy_gate.attacks.density import GaussianKDE
+from privacy_gate.config import DatasetSpec
+
+
+def test_stated_standard_error_matches_the_observed_error_of_the_subsample():
+    rng = np.random.default_rng(0)
+    X, T = rng.normal(size=(8000, 4)), rng.normal(size=(300, 4))
+    full = GaussianKDE(bandwidth=0.5).fit(X).score_samples(T)
+    errors, stated = [], []
+    for seed in range(40):
+        kde = GaussianKDE(bandwidth=0.5, max_fit_rows=800, seed=seed).fit(X)
+        errors.append(np.exp(kde.score_samples(T) - full) - 1)  # relative error of the density
+        stated.append(kde.rel_se_)
+    errors, stated = np.array(errors), np.array(stated)
+    observed_sd, stated_se = np.median(errors.std(axis=0)), np.median(stated.mean(axis=0))
+    assert stated_se == pytest.approx(observed_sd, rel=0.15)
+    assert abs(np.median(errors.mean(axis=0))) < 0.2 * observed_sd  # unbiased for the full KDE
+    assert np.mean(np.abs(errors) <= 1.96 * stated) > 0.9
+
+
+def test_no_subsample_below_the_cap_and_the_same_seed_gives_the_same_density():
+    rng = np.random.default_rng(1)
+    X, T = rng.normal(size=(500, 3)), rng.normal(size=(20, 3))
+    exact = GaussianKDE(max_fit_rows=500).fit(X)
+    assert not exact.subsampled and np.array_equal(exact.score_samples(T), GaussianKDE().fit(X).score_samples(T))
+    assert not hasattr(exact, "rel_se_")
+    a = GaussianKDE(max_fit_rows=100, seed=3).fit(X)
+    b = GaussianKDE(max_fit_rows=100, seed=3).fit(X)
+    c = GaussianKDE(max_fit_rows=100, seed=4).fit(X)
+    assert (a.n_samples_, a.n_total_) == (100, 500)
+    assert np.array_equal(a.score_samples(T), b.score_samples(T))
+    assert not np.array_equal(a.score_samples(T), c.score_samples(T))
+
+
+def test_domias_reports_the_subsample_and_its_error_in_its_notes():
+    rng = np.random.default_rng(2)
+    spec = DatasetSpec.model_validate({"name": "t", "columns": {"x": {"kind": "numeric"}, "y": {"kind": "numeric"}}})
+    frame = lambda n: pd.DataFrame(rng.normal(size=(n, 2)), columns=["x", "y"])  # noqa: E731
+    threat = ThreatModel(synthetic=frame(3000), reference=frame(1000), spec=spec, generator=None,
+                         generator_params={}, n_train=3000)
+    attack = create_attack("domias", max_fit_rows=600).fit(threat)
+    attack.score(frame(200))
+    notes = " ".join(attack.notes_)
+    assert "random 600 of 3,000 rows" in notes and "random 600 of 1,000 rows" in notes
+    assert "relative standard error" in notes
+    exact = create_attack("domias").fit(threat)  # the default: exact
+    exact.score(frame(10))
+    assert "random" not in " ".join(exact.notes_)
