@@ -57,3 +57,23 @@ def test_domias_reports_the_subsample_and_its_error_in_its_notes():
     exact = create_attack("domias").fit(threat)  # the default: exact
     exact.score(frame(10))
     assert "random" not in " ".join(exact.notes_)
+
+
+def test_long_pairwise_jobs_report_progress(monkeypatch, caplog):
+    import logging
+
+    import privacy_gate.attacks.density as density
+    from privacy_gate.attacks.distance import nearest_distances
+
+    monkeypatch.setattr(density, "PROGRESS_PAIRS", 1000)
+    monkeypatch.setattr(density, "PROGRESS_EVERY", 0.0)
+    rng = np.random.default_rng(3)
+    with caplog.at_level(logging.INFO, logger="privacy_gate.attacks"):
+        nearest_distances(rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100)
+    lines = [r.getMessage() for r in caplog.records if r.name == "privacy_gate.attacks"]
+    assert lines and "nearest record: 100 of 300 targets against 200 rows" in lines[0] and "ETA" in lines[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="privacy_gate.attacks"):  # small jobs stay quiet
+        monkeypatch.setattr(density, "PROGRESS_PAIRS", 10**9)
+        nearest_distances(rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100)
+    assert not [r for r in caplog.records if r.name == "privacy_gate.attacks"]

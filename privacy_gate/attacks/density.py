@@ -14,7 +14,9 @@ a full ``n_targets x n_fit`` matrix is never materialised.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from typing import Literal
 
 import numpy as np
@@ -34,6 +36,7 @@ from privacy_gate.params import (
 from privacy_gate.registry import validate_params
 
 _ITEM = np.dtype(np.float64).itemsize
+_LOG = logging.getLogger("privacy_gate.attacks")
 
 
 def as_matrix(X: object, *, owner: str, n_features: int | None = None) -> np.ndarray:
@@ -56,19 +59,33 @@ def rows_per_chunk(n_columns: int, chunk_bytes: int) -> int:
     return max(1, int(chunk_bytes) // (_ITEM * max(1, n_columns)))
 
 
-def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: int):
+#: pairwise work (target rows x candidate rows) above which the chunk loop reports its progress
+PROGRESS_PAIRS = 2_000_000_000
+#: seconds between two progress lines
+PROGRESS_EVERY = 15.0
+
+
+def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: int, *, what: str = "pairwise distances"):
     """Yield ``(start, stop, B)`` with ``B = targets[start:stop] @ candidates.T`` for consecutive
     row chunks, all in ONE reused buffer of at most ``chunk_bytes`` — the shared core of every
     pairwise computation here (KDE, nearest record, neighbourhood counts). Callers may modify
-    ``B`` in place; it is overwritten by the next chunk."""
+    ``B`` in place; it is overwritten by the next chunk. Large jobs log their progress (targets
+    done, rows/s, ETA) on the ``privacy_gate.attacks`` logger, labelled ``what``."""
     n_t, n_c = targets.shape[0], candidates.shape[0]
     step = rows_per_chunk(n_c, chunk_bytes)
     buf = np.empty((min(step, max(n_t, 1)), n_c), dtype=np.float64)
+    report = n_t * n_c > PROGRESS_PAIRS
+    started = last = time.perf_counter()
     for start in range(0, n_t, step):
         stop = min(start + step, n_t)
         B = buf[: stop - start]
         np.matmul(targets[start:stop], candidates.T, out=B)
         yield start, stop, B
+        now = time.perf_counter()
+        if report and now - last > PROGRESS_EVERY and stop < n_t:
+            last, rate = now, stop / (now - started)
+            _LOG.info("  %s: %s of %s targets against %s rows (%.0f targets/s, ETA %.0f s)", what, f"{stop:,}",
+                      f"{n_t:,}", f"{n_c:,}", rate, (n_t - stop) / rate)
 
 
 # --------------------------------------------------------------------------- parameter models
@@ -209,7 +226,7 @@ class GaussianKDE:
         out = np.empty(X.shape[0], dtype=np.float64)
         sub = self.subsampled
         rel_se = np.zeros(X.shape[0]) if sub else None
-        for start, stop, B in chunked_products(Xc, self._Xc_scaled, self.chunk_bytes):
+        for start, stop, B in chunked_products(Xc, self._Xc_scaled, self.chunk_bytes, what="KDE"):
             B += self._col_term[None, :]
             peak = B.max(axis=1)
             # clamp squared distances at 0: an exponent above -row_term means ||x - y||^2 < 0,

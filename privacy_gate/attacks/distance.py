@@ -37,7 +37,7 @@ def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_byte
     """
     sq_norms = np.einsum("ij,ij->i", candidates, candidates)
     nearest = np.empty(targets.shape[0], dtype=np.int64)
-    for start, stop, B in chunked_products(targets, candidates, chunk_bytes):
+    for start, stop, B in chunked_products(targets, candidates, chunk_bytes, what="nearest record"):
         B *= -2.0
         B += sq_norms[None, :]
         nearest[start:stop] = B.argmin(axis=1)
