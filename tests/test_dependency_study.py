@@ -201,3 +201,14 @@ def test_cli_runs_the_study_locally_and_refuses_a_config_without_one(small_adult
         from privacy_gate.pipeline.dependency_study import run_dependency_study
 
         run_dependency_study(load_release_config(tmp_path / "none.yaml"), workdir=tmp_path / "w")
+
+
+def test_the_example_study_config_loads_and_says_how_big_it_is():
+    from privacy_gate.pipeline.dependency_study import plan_size
+
+    from .conftest import ROOT
+
+    cfg = load_release_config(ROOT / "examples" / "adult-dependency.yaml")
+    assert cfg.dataset.spec.source == "workclass"
+    # source + cluster: (4 + 4 + 2 + 1) fits; two bias sweeps: 7 shares x (2 + 1) fits; x 2 (IID) x 3 repetitions
+    assert plan_size(cfg) == 2 * 3 * (2 * 11 + 2 * 7 * 3) == 384
