@@ -77,3 +77,37 @@ def test_long_pairwise_jobs_report_progress(monkeypatch, caplog):
         monkeypatch.setattr(density, "PROGRESS_PAIRS", 10**9)
         nearest_distances(rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100)
     assert not [r for r in caplog.records if r.name == "privacy_gate.attacks"]
+
+
+def test_large_nearest_record_searches_are_computed_once_and_shared(monkeypatch):
+    """dcr and dcr_ratio search the same synthetic rows for the same targets: at scale the second
+    (even running concurrently) gets the first's result; different inputs never share."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import privacy_gate.attacks.distance as distance
+
+    calls = []
+    real = distance._nearest
+
+    def counting(t, c, *, chunk_bytes):
+        calls.append(1)
+        return real(t, c, chunk_bytes=chunk_bytes)
+
+    monkeypatch.setattr(distance, "_nearest", counting)
+    monkeypatch.setattr(distance, "SHARE_PAIRS", 1000)
+    monkeypatch.setattr(distance, "_SHARED", {})
+    rng = np.random.default_rng(4)
+    T, S = rng.normal(size=(400, 3)), rng.normal(size=(300, 3))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: distance.nearest_distances(T, S, chunk_bytes=10**6), range(4)))
+    assert len(calls) == 1
+    exact = real(T, S, chunk_bytes=10**6)
+    assert all(np.array_equal(r[0], exact[0]) and np.array_equal(r[1], exact[1]) for r in results)
+    assert not results[0][0].flags.writeable  # shared: nobody may modify it in place
+    S2 = S.copy()
+    S2[0, 0] += 1e-9  # one bit of difference: its own search
+    distance.nearest_distances(T, S2, chunk_bytes=10**6)
+    assert len(calls) == 2
+    monkeypatch.setattr(distance, "SHARE_PAIRS", 10**12)  # small searches are not shared
+    distance.nearest_distances(T, S, chunk_bytes=10**6)
+    assert len(calls) == 3

@@ -8,6 +8,9 @@ copy scores 0, the maximum.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,21 @@ from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.params import Field, Params, PositiveInt
 
 
+#: nearest-record searches with at least this many target x candidate pairs are shared between
+#: the attacks of one process (see :func:`nearest_distances`)
+SHARE_PAIRS = 50_000_000
+_SHARED: dict[tuple[str, str], Future] = {}
+_SHARED_LOCK = threading.Lock()
+_SHARED_MAX = 16
+
+
+def _digest(a: np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((a.shape, a.dtype.str)).encode())
+    h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+    return h.hexdigest()
+
+
 def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     """Euclidean distance from each target row to its nearest candidate row, and that row's index.
 
@@ -34,7 +52,36 @@ def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_byte
     ``||x||^2`` term is constant per target and does not change the argmin); its distance is
     then recomputed exactly from the difference vector, so a verbatim copy gives exactly 0
     instead of a cancellation residue.
+
+    Large searches are computed once per process and shared: ``dcr`` and ``dcr_ratio`` search
+    the same synthetic rows for the same targets on the same encoding, concurrently, and the
+    second waits for the first's result instead of repeating it (keyed by a digest of both
+    arrays, so only byte-identical inputs share; results are returned as read-only arrays).
     """
+    if targets.shape[0] * candidates.shape[0] < SHARE_PAIRS:
+        return _nearest(targets, candidates, chunk_bytes=chunk_bytes)
+    key = (_digest(targets), _digest(candidates))
+    with _SHARED_LOCK:
+        future, owner = _SHARED.get(key), False
+        if future is None:
+            future, owner = Future(), True
+            while len(_SHARED) >= _SHARED_MAX:
+                _SHARED.pop(next(iter(_SHARED)))
+            _SHARED[key] = future
+    if owner:
+        try:
+            d, idx = _nearest(targets, candidates, chunk_bytes=chunk_bytes)
+            d.flags.writeable = idx.flags.writeable = False
+            future.set_result((d, idx))
+        except BaseException as exc:
+            with _SHARED_LOCK:
+                _SHARED.pop(key, None)
+            future.set_exception(exc)
+            raise
+    return future.result()
+
+
+def _nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     sq_norms = np.einsum("ij,ij->i", candidates, candidates)
     nearest = np.empty(targets.shape[0], dtype=np.int64)
     for start, stop, B in chunked_products(targets, candidates, chunk_bytes, what="nearest record"):
