@@ -185,57 +185,119 @@ def dependency_indices(member_sources: pd.Series, non_member_sources: pd.Series,
 
 @dataclass(frozen=True)
 class SourceShift:
-    """Train vs reference distribution of the ``source`` column: chi-square test of homogeneity
-    (``pvalue``; sparse categories pooled) and total-variation distance (``tv``)."""
+    """Train vs reference distribution of the ``source`` column: test of homogeneity (``pvalue``;
+    chi-square with sparse categories pooled, or Monte-Carlo where even pooling leaves it invalid:
+    ``method``) and total-variation distance (``tv``). NaN when a split has no rows."""
 
     pvalue: float
     tv: float
     categories: int
+    method: str = "chi2"
 
     def dependent(self, alpha: float) -> bool:
-        return self.pvalue < alpha
+        return self.pvalue < alpha  # NaN (nothing to compare) is never "dependent"
+
+    def describe(self) -> str:
+        """``total variation 0.310, p < 1e-6`` (figures only: no category names, no counts)."""
+        p = "p < 1e-6" if self.pvalue < 1e-6 else f"p = {self.pvalue:.3g}"
+        return f"total variation {self.tv:.3f}, {p}" + (", Monte-Carlo" if self.method == "monte_carlo" else "")
 
 
 #: categories with fewer expected rows than this in either split are pooled (chi-square validity)
 MIN_EXPECTED = 5.0
+#: draws of the Monte-Carlo test (p-values no smaller than 1 / (MC_DRAWS + 1); fewer over thousands of sources)
+MC_DRAWS = 9999
+
+
+def _chi2_statistic(table: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Pearson's statistic of 2 x K tables (``table`` may be a stack, ..., 2, K); 0/0 cells count 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cells = np.where(expected > 0, (table - expected) ** 2 / expected, 0.0)
+    return cells.sum(axis=(-2, -1))
+
+
+def _monte_carlo_pvalue(table: np.ndarray, *, seed: int = 0) -> float:
+    """Homogeneity p-value of a 2 x K table conditional on its margins (the training row is a
+    multivariate hypergeometric draw from the column totals): valid at any expected counts."""
+    totals = table.sum(axis=0).astype(np.int64)
+    n_train = int(table[0].sum())
+    expected = np.outer(table.sum(axis=1), totals) / table.sum()
+    observed = _chi2_statistic(table, expected)
+    draws = max(999, min(MC_DRAWS, 5_000_000 // len(totals)))  # fewer with thousands of sources
+    rng, at_least, done = np.random.default_rng(seed), 0, 0
+    chunk = max(1, 1_000_000 // len(totals))  # draws per batch: about a million cells in memory
+    while done < draws:
+        rows = rng.multivariate_hypergeometric(totals, n_train, size=min(chunk, draws - done))
+        sims = _chi2_statistic(np.stack([rows, totals - rows], axis=1).astype(float), expected)
+        at_least, done = at_least + int(np.sum(sims >= observed * (1 - 1e-12))), done + len(rows)
+    return (1 + at_least) / (draws + 1)
 
 
 def source_shift(train: pd.Series, reference: pd.Series) -> SourceShift:
     """How far the training split's sources are from the population's (missing is a category).
 
+    Chi-square test of homogeneity, with the categories expected fewer than ``MIN_EXPECTED`` rows
+    in either split pooled into one; where that is not enough (the pooled category is still sparse,
+    or it is all there is) a Monte-Carlo test on the unpooled counts.
+
     >>> a = pd.Series(["x"] * 50 + ["y"] * 50); b = pd.Series(["x"] * 100)
-    >>> s = source_shift(a, b); (round(s.tv, 2), s.pvalue < 1e-6, s.categories)
-    (0.5, True, 2)
+    >>> s = source_shift(a, b); (round(s.tv, 2), s.pvalue < 1e-6, s.categories, s.method)
+    (0.5, True, 2, 'chi2')
     >>> source_shift(a, a).pvalue
     1.0
+    >>> s = source_shift(pd.Series(["y"] * 8), pd.Series(["x"] * 95 + ["y"] * 5)); (s.method, s.pvalue < 1e-3)
+    ('monte_carlo', True)
     """
     from scipy.stats import chi2_contingency
 
     t, r = (v.astype(object).where(v.notna(), MISSING).astype(str).value_counts() for v in (train, reference))
     table = pd.concat([t, r], axis=1).fillna(0.0).to_numpy(dtype=float).T  # 2 x K
+    k = table.shape[1]
     if table[0].sum() == 0 or table[1].sum() == 0:
-        return SourceShift(pvalue=float("nan"), tv=float("nan"), categories=table.shape[1])
+        return SourceShift(pvalue=float("nan"), tv=float("nan"), categories=k)
     share = table / table.sum(axis=1, keepdims=True)
     tv = 0.5 * float(np.abs(share[0] - share[1]).sum())
+    if k < 2:  # one source in both splits: nothing can differ
+        return SourceShift(pvalue=1.0, tv=tv, categories=k)
     expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
     sparse = (expected < MIN_EXPECTED).any(axis=0)
+    pooled = table
     if sparse.any():
-        table = np.column_stack([table[:, ~sparse], table[:, sparse].sum(axis=1)])
-    if table.shape[1] < 2:
-        return SourceShift(pvalue=1.0, tv=tv, categories=int(len(sparse)))
-    pvalue = float(chi2_contingency(table, correction=False).pvalue)
-    return SourceShift(pvalue=pvalue, tv=tv, categories=int(len(sparse)))
+        pooled = np.column_stack([table[:, ~sparse], table[:, sparse].sum(axis=1)])
+        pooled_expected = np.outer(pooled.sum(axis=1), pooled.sum(axis=0)) / pooled.sum()
+        if pooled.shape[1] < 2 or (pooled_expected[:, -1] < MIN_EXPECTED).any():
+            return SourceShift(pvalue=_monte_carlo_pvalue(table), tv=tv, categories=k, method="monte_carlo")
+    pvalue = float(chi2_contingency(pooled, correction=False).pvalue)
+    return SourceShift(pvalue=pvalue, tv=tv, categories=k)
 
 
 def dependence_note(shift: SourceShift, *, source: str, alpha: float, epsilon: float | None,
                     dp_bound: float | None) -> str:
     """What a reviewer reads about the training data's independence (no record values)."""
-    p = "p < 1e-6" if shift.pvalue < 1e-6 else f"p = {shift.pvalue:.3g}"
     dp = (f"; the IID DP bound on membership advantage at epsilon {epsilon:g} ({dp_bound:.3f}) assumes "
           "independent records" if epsilon is not None and dp_bound is not None else "")
+    if not np.isfinite(shift.pvalue):
+        return (f"dependency: cannot compare the training split's {source!r} distribution with the "
+                "reference's (a split has no rows)" + dp)
     if shift.dependent(alpha):
         return (f"dependency: the training split's {source!r} distribution differs from the reference's "
-                f"(total variation {shift.tv:.3f}, {p}): its records are plausibly dependent (Humphries et al.)"
+                f"({shift.describe()}): its records are plausibly dependent (Humphries et al.)"
                 + (dp + " and may not hold for this release" if dp else ""))
     return (f"dependency: no evidence that the training split's {source!r} distribution differs from the "
-            f"reference's (total variation {shift.tv:.3f}, {p}, alpha {alpha:g})" + dp)
+            f"reference's ({shift.describe()}, alpha {alpha:g})" + dp)
+
+
+def dependence_clause(shift: SourceShift | None, *, source: str | None, alpha: float) -> str:
+    """For the IID DP-bound check: the bound assumes independent records, and whether this
+    release's training split looks dependent (figures and the column name only)."""
+    head = "the DP bound assumes independent records"
+    if shift is None or source is None:
+        return (head + "; the spec names no 'source' column, so the gate cannot tell whether the "
+                "training records are dependent")
+    if not np.isfinite(shift.pvalue):
+        return head + f"; the training split's {source!r} distribution could not be compared with the reference's"
+    if shift.dependent(alpha):
+        return (head + f", and this release's training split looks dependent (its {source!r} distribution differs "
+                f"from the reference's: {shift.describe()}), which would explain the excess (Humphries et al.)")
+    return (head + f"; there is no evidence that this release's training split is dependent (its {source!r} "
+            f"distribution vs the reference's: {shift.describe()}), so suspect the DP implementation first")

@@ -16,12 +16,16 @@ def validation_failures(suite: str, messages: Iterable[str]) -> list[Check]:
                   action="block", passed=False, message=msg) for msg in messages]
 
 
-def dp_bound_exceeded(query: str, *, lower: float, bound: float, epsilon: float, message: str) -> Check:
+def dp_bound_exceeded(query: str, *, lower: float, bound: float, epsilon: float, message: str,
+                      dependence: str | None = None) -> Check:
     """An advantage lower bound above the DP bound: a broken DP implementation or dependent records
-    (Humphries et al.) — never silenced, always reviewed."""
+    (Humphries et al.) — never silenced, always reviewed. ``dependence`` says that the bound assumes
+    independent records and whether this release's training data looks dependent
+    (:func:`privacy_gate.gate.audit.dependence_clause`)."""
     return Check(rule=f"advantage lower bound <= DP bound tanh-form at epsilon {epsilon:g}", attack=query,
                  metric="mace.advantage_lower", observed=float(lower), threshold=float(bound), bound="max",
-                 action="review", passed=False, message=f"{query}: {message}")
+                 action="review", passed=False,
+                 message=f"{query}: {message}" + (f"; {dependence}" if dependence else ""))
 
 
 def dependency_gap(attack: str, *, dependency_auc: float, iid_auc: float, max_gap: float, source: str,

@@ -32,7 +32,7 @@ from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.audit import source_shift
+from privacy_gate.gate.audit import dependence_clause, source_shift
 from privacy_gate.gate.power import TARGET_RADIUS, default_targets_per_class, mace_radius, targets_needed
 from privacy_gate.gate.findings import attack_invalid, dp_bound_exceeded, validation_failures
 from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
@@ -208,8 +208,9 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
         for note in audited.notes:
             logger.info("  %s", note)
     with clock.stage("decide", "applying the gate rules"):
-        dp_warnings = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message)
-                       for q, c in mres.dp.items() if c.exceeds]
+        dependence = dependence_clause(shift, source=spec.source, alpha=settings.audit.dependency_alpha)
+        dp_warnings = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message,
+                                         dependence=dependence) for q, c in mres.dp.items() if c.exceeds]
         invalid = [attack_invalid(o.name, o.invalid) for o in gated if o.invalid]
         verdict = decide(settings.gate.rules, metrics, attacks=settings.gated_attacks, groups=audited.groups,
                          extra_failures=validation_failures(syn_report.suite_name, syn_report.failures()) + invalid,
