@@ -9,8 +9,9 @@ process (``privacy_gate.evaluate``, the library pipeline with the default settin
 and reports its wall time per stage; the peak resident memory of the child process is read
 from ``getrusage``.
 
-``python benchmarks/bench_scale.py [--sizes 10000 30000 100000] [--timeout 1800]``; results in
-``benchmarks/results/scale.json`` with the log-log slope of total time over rows.
+``python benchmarks/bench_scale.py [--sizes 10000 30000 100000] [--timeout 1800] [--fresh]``; results
+in ``benchmarks/results/scale.json`` with the log-log slope of total time over rows. Sizes run in
+earlier invocations are kept (with the time each was measured) unless ``--fresh``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import resource
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
 
 SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 
@@ -79,6 +81,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per size")
+    ap.add_argument("--fresh", action="store_true", help="drop the sizes recorded by earlier invocations")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -100,11 +103,19 @@ def main() -> None:
             break
         r = json.loads(out.stdout.strip().splitlines()[-1])
         r["wall_seconds"] = round(time.perf_counter() - started, 1)
+        r["measured"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         rows.append(r)
         slow = sorted(r["stages"].items(), key=lambda kv: -kv[1])[:4]
         print(f"{n:>9,} rows: gate {r['gate_seconds']:7.1f} s  peak {r['peak_rss_gb']:.2f} GB  {r['decision']}  "
               f"targets/class {r['targets_per_class']}  slowest: "
               + ", ".join(f"{k} {v:.1f}s" for k, v in slow), flush=True)
+    # sizes measured in earlier invocations are kept (each row carries when it was measured), so
+    # the large sizes can be run on their own; a size run again replaces its old row
+    previous = RESULTS / "scale.json"
+    if previous.exists() and not args.fresh:
+        old = json.loads(previous.read_text())
+        measured = {r["rows"] for r in rows}
+        rows = sorted([r for r in old.get("runs", []) if r["rows"] not in measured] + rows, key=lambda r: r["rows"])
     done = [r for r in rows if "gate_seconds" in r]
     slope = None
     if len(done) >= 2:
