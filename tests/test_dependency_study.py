@@ -49,7 +49,8 @@ def test_cluster_split_uses_clusters_fitted_on_the_reference_only(pool):
     reference = pool.sample(600, random_state=0)
     clustering = Clustering.fit(reference, SPEC, k=2, seed=0)
     rest = pool.drop(index=reference.index)
-    sp = cluster_split(rest, clustering, clusters=None, n_members=200, n_non_members=150, rng=np.random.default_rng(2))
+    sp = cluster_split(rest, clustering.assign(rest), clusters=None, n_members=200, n_non_members=150,
+                       rng=np.random.default_rng(2))
     a, b = clustering.assign(sp.members), clustering.assign(sp.non_members)
     assert len(set(a)) == 1 and len(set(b)) == 1 and a[0] != b[0]
     # the two clusters are the two modes of x: members all on one side

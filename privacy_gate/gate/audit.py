@@ -64,8 +64,20 @@ class GroupResult:
         return self.group.label
 
 
+def value_labels(values: pd.Series) -> pd.Series:
+    """A column's values as strings, missing ones as :data:`MISSING`: the one convention for
+    naming groups and sources."""
+    return values.astype(object).where(values.notna(), MISSING).astype(str)
+
+
+def most_frequent(values: pd.Series) -> str:
+    """The most frequent value label (ties: the first in sorted order)."""
+    vals, counts = np.unique(value_labels(values).to_numpy(), return_counts=True)
+    return str(vals[np.argmax(counts)])
+
+
 def _value_strings(targets: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
-    parts = [targets[c].astype(object).where(targets[c].notna(), MISSING).astype(str) for c in columns]
+    parts = [value_labels(targets[c]) for c in columns]
     out = parts[0]
     for p in parts[1:]:
         out = out + "\x1f" + p
@@ -172,11 +184,8 @@ def dependency_indices(member_sources: pd.Series, non_member_sources: pd.Series,
                        ) -> tuple[str, np.ndarray, np.ndarray]:
     """Members from one source value (default: the most frequent among candidate members),
     non-members from the other values. Returns (value, member positions, non-member positions)."""
-    m = member_sources.astype(object).where(member_sources.notna(), MISSING).astype(str).to_numpy()
-    n = non_member_sources.astype(object).where(non_member_sources.notna(), MISSING).astype(str).to_numpy()
-    if value is None:
-        vals, counts = np.unique(m, return_counts=True)
-        value = str(vals[np.argmax(counts)])
+    m, n = value_labels(member_sources).to_numpy(), value_labels(non_member_sources).to_numpy()
+    value = most_frequent(member_sources) if value is None else value
     return value, np.flatnonzero(m == value), np.flatnonzero(n != value)
 
 
@@ -250,7 +259,7 @@ def source_shift(train: pd.Series, reference: pd.Series) -> SourceShift:
     """
     from scipy.stats import chi2_contingency
 
-    t, r = (v.astype(object).where(v.notna(), MISSING).astype(str).value_counts() for v in (train, reference))
+    t, r = (value_labels(v).value_counts() for v in (train, reference))
     table = pd.concat([t, r], axis=1).fillna(0.0).to_numpy(dtype=float).T  # 2 x K
     k = table.shape[1]
     if table[0].sum() == 0 or table[1].sum() == 0:

@@ -36,6 +36,7 @@ import pandas as pd
 from privacy_gate.config import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import InsufficientDataError
+from privacy_gate.gate.audit import most_frequent, value_labels
 
 
 @dataclass(frozen=True)
@@ -62,22 +63,12 @@ def _take(rows: np.ndarray, n: int, rng: np.random.Generator, what: str) -> np.n
     return np.sort(rng.choice(rows, size=n, replace=False))
 
 
-def _labels(values: pd.Series) -> np.ndarray:
-    return values.astype(object).where(values.notna(), "<missing>").astype(str).to_numpy()
-
-
-def most_frequent(values: pd.Series) -> str:
-    """The most frequent value as a string (ties: the first in sorted order)."""
-    vals, counts = np.unique(_labels(values), return_counts=True)
-    return str(vals[np.argmax(counts)])
-
-
 def source_split(pool: pd.DataFrame, *, source: str, value: str | None, n_members: int, n_non_members: int,
                  rng: np.random.Generator) -> StudySplit:
     """Members from ``source == value`` (default: the most frequent value), non-members from the
     other values."""
     value = value if value is not None else most_frequent(pool[source])
-    inside = _labels(pool[source]) == value
+    inside = value_labels(pool[source]).to_numpy() == value
     mem = _take(np.flatnonzero(inside), n_members, rng, f"source {source}={value!r}")
     non = _take(np.flatnonzero(~inside), n_non_members, rng, f"source {source}!={value!r}")
     return StudySplit("source", f"{source}={value}", pool.iloc[mem], pool.iloc[non])
@@ -102,12 +93,13 @@ class Clustering:
         return self.model.predict(self.encoder.transform(rows))
 
 
-def cluster_split(pool: pd.DataFrame, clustering: Clustering, *, clusters: tuple[int, int] | None,
+def cluster_split(pool: pd.DataFrame, labels: np.ndarray, *, clusters: tuple[int, int] | None,
                   n_members: int, n_non_members: int, rng: np.random.Generator) -> StudySplit:
-    """Members from one cluster, non-members from another (default: the two largest in the pool)."""
-    labels = clustering.assign(pool)
+    """Members from one cluster, non-members from another (default: the two largest in the pool);
+    ``labels``: each pool row's cluster (:meth:`Clustering.assign`, computed once for all
+    repetitions)."""
     if clusters is None:
-        sizes = np.bincount(labels, minlength=clustering.model.n_clusters)
+        sizes = np.bincount(labels)
         order = np.argsort(-sizes, kind="stable")
         clusters = (int(order[0]), int(order[1]))
     a, b = clusters
@@ -120,7 +112,7 @@ def attribute_mask(pool: pd.DataFrame, attribute: str, *, value: str | None, at_
     """Rows with the attribute value (categorical) or at least the threshold (numeric)."""
     if at_least is not None:
         return pd.to_numeric(pool[attribute], errors="coerce").to_numpy() >= at_least
-    return _labels(pool[attribute]) == str(value)
+    return value_labels(pool[attribute]).to_numpy() == str(value)
 
 
 def bias_split(pool: pd.DataFrame, *, attribute: str, value: str | None, at_least: float | None, share: float,

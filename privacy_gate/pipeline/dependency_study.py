@@ -27,7 +27,7 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.config import AttackConfig, DatasetSpec, ReleaseConfig, StudyGenerator, StudyScenario
-from privacy_gate.data import Splits, conform
+from privacy_gate.data import Splits
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.mace import estimate_advantage
 from privacy_gate.generators import create_generator, generator_capabilities
@@ -36,6 +36,7 @@ from privacy_gate.pipeline.dependency_splits import (Clustering, StudySplit, bia
                                                      iid_counterpart, source_split, spec_without)
 from privacy_gate.pipeline.dependency_summary import check_invariants, invariant_lines, summarise
 from privacy_gate.pipeline.inputs import load_real_data, split_release
+from privacy_gate.pipeline.runs import sample_synthetic
 from privacy_gate.pipeline.targets import Targets
 from privacy_gate.report.dependency_plot import dependency_figure
 
@@ -66,7 +67,7 @@ def measure(split: StudySplit, *, generator: StudyGenerator, epsilon: float | No
     ref = reference.drop(columns=drop)
     params = {**generator.params, "seed": seed, **({"epsilon": epsilon} if epsilon is not None else {})}
     model = create_generator(generator.name, **params).fit(members, spec_d, reference=ref)
-    synthetic = conform(model.sample(len(members)), spec_d, source=f"synthetic data from generator '{generator.name}'")
+    synthetic = sample_synthetic(model, len(members), spec_d)
     targets = Targets(records=pd.concat([members, non_members]),
                       labels=np.r_[np.ones(len(members), np.int8), np.zeros(len(non_members), np.int8)])
     splits = Splits(train=members, holdout=non_members, reference=ref)
@@ -93,9 +94,10 @@ def measure(split: StudySplit, *, generator: StudyGenerator, epsilon: float | No
     return row
 
 
-def _splits_of(sc: StudyScenario, pool: pd.DataFrame, spec: DatasetSpec, clustering: Clustering | None, *,
+def _splits_of(sc: StudyScenario, pool: pd.DataFrame, spec: DatasetSpec, clusters: np.ndarray | None, *,
                n_members: int, n_non_members: int, seed: int, index: int, rep: int):
-    """(dependent split, IID counterpart) per setting of the scenario for one repetition."""
+    """(dependent split, IID counterpart) per setting of the scenario for one repetition;
+    ``clusters``: the pool rows' clusters of a cluster scenario."""
     shares = sc.shares if sc.kind == "bias" else [None]
     for j, share in enumerate(shares):
         rng = np.random.default_rng([seed, index, j, rep])
@@ -103,7 +105,7 @@ def _splits_of(sc: StudyScenario, pool: pd.DataFrame, spec: DatasetSpec, cluster
             split = source_split(pool, source=str(spec.source), value=sc.value, n_members=n_members,
                                  n_non_members=n_non_members, rng=rng)
         elif sc.kind == "cluster":
-            split = cluster_split(pool, clustering, clusters=sc.clusters, n_members=n_members,
+            split = cluster_split(pool, clusters, clusters=sc.clusters, n_members=n_members,
                                   n_non_members=n_non_members, rng=rng)
         else:
             split = bias_split(pool, attribute=str(sc.attribute), value=sc.value, at_least=sc.at_least,
@@ -162,10 +164,12 @@ def _experiments(config: ReleaseConfig, pool: pd.DataFrame, reference: pd.DataFr
     rows: list[dict[str, Any]] = []
     for i, sc in enumerate(study.scenarios):
         gens = sc.generators or study.generators
-        # fitted once per scenario, like the paper's clustering: the repetitions re-draw the records
-        clustering = Clustering.fit(reference, spec, k=sc.k, seed=study.seed) if sc.kind == "cluster" else None
+        # fitted (and the pool assigned) once per scenario, like the paper's clustering: the
+        # repetitions re-draw the records
+        clusters = (Clustering.fit(reference, spec, k=sc.k, seed=study.seed).assign(pool)
+                    if sc.kind == "cluster" else None)
         for rep in range(study.repetitions):
-            for pair in _splits_of(sc, pool, spec, clustering, n_members=study.members,
+            for pair in _splits_of(sc, pool, spec, clusters, n_members=study.members,
                                    n_non_members=study.non_members, seed=study.seed, index=i, rep=rep):
                 for g in gens:
                     for eps in g.epsilons or [None]:
