@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import DatasetSpec
+from privacy_gate.data.encoding import category_codes, category_keys
 from privacy_gate.errors import ConfigError
 
 MISSING = "__missing__"
@@ -58,9 +59,9 @@ class TabularCodec:
                 codec.ranges[name] = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
             else:
                 if col.categories is not None:
-                    values = [str(c) for c in col.categories]
+                    values = category_keys(col.categories)
                 elif reference is not None:
-                    values = sorted(map(str, reference[name].dropna().unique()))
+                    values = sorted(set(category_keys(list(reference[name].dropna().unique()))))
                     codec.notes.append(f"'{name}': categories taken from the reference split")
                 else:
                     raise ConfigError(f"column '{name}': no categories in the spec and no reference data")
@@ -98,19 +99,21 @@ class TabularCodec:
                 X[:, start] = np.clip(2 * (v - lo) / (hi - lo) - 1, -1, 1)
             else:
                 cats = self.categories[name]
-                index = {c: i for i, c in enumerate(cats)}
-                missing = index.get(MISSING)
-                codes = [index.get(str(v)) if not pd.isna(v) else missing for v in df[name]]
-                unknown = sum(c is None for c, v in zip(codes, df[name]) if not pd.isna(v))
+                missing = len(cats) - 1 if cats and cats[-1] == MISSING else None
+                codes = category_codes(df[name], cats)  # -1: missing or outside the categories
+                absent = df[name].isna().to_numpy()
+                unknown = int(((codes < 0) & ~absent).sum())
+                if missing is not None:
+                    codes[absent] = missing
                 if unknown and self.spec.columns[name].categories is None and missing is not None:
                     # categories taken from the reference: a value it lacks is released as missing
-                    codes = [missing if c is None else c for c in codes]
+                    codes[codes < 0] = missing
                     self.notes.append(f"'{name}': {unknown} value(s) outside the reference's categories "
                                       "encoded as missing")
-                elif any(c is None for c in codes):
+                elif (codes < 0).any():
                     raise ConfigError(f"column '{name}': {unknown} value(s) outside its categories, or missing "
                                       "values in a non-nullable column")
-                X[np.arange(len(df)), start + np.asarray(codes, dtype=int)] = 1.0
+                X[np.arange(len(df)), start + codes] = 1.0
         if missing_numeric and "missing numerics are imputed" not in " ".join(self.notes):
             self.notes.append("missing numerics are imputed with the range midpoint and never generated")
         return X
