@@ -92,13 +92,14 @@ class DomiasEq1:
 
     def __init__(self, *, density: str = "kde", bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  max_fit_rows: int | None = DEFAULT_MAX_FIT_ROWS, flow_params: Mapping[str, Any] | None = None,
-                 seed: int = 0):
+                 seed: int = 0, precision: str = "auto"):
         self.density = density
         self.bandwidth = bandwidth
         self.chunk_bytes = chunk_bytes
         self.max_fit_rows = max_fit_rows
         self.flow_params = flow_params
         self.seed = seed
+        self.precision = precision
 
     def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
             mapper: Mapper | None = None) -> DomiasEq1:
@@ -113,7 +114,8 @@ class DomiasEq1:
         self.density_kind_ = kind
         self.density_synthetic_ = make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
                                                flow_params=dict(self.flow_params or {}), seed=self.seed,
-                                               max_fit_rows=self.max_fit_rows).fit(X_syn, n_effective_dims=d)
+                                               max_fit_rows=self.max_fit_rows,
+                                               precision=self.precision).fit(X_syn, n_effective_dims=d)
         self.notes_ = notes + density_notes("p_G (synthetic)", self.density_synthetic_)
         return self
 

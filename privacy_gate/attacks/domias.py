@@ -45,7 +45,7 @@ from privacy_gate.attacks.base import (
     not_fitted,
     register_attack,
 )
-from privacy_gate.attacks.density import FlowSettings, GaussianDensity, GaussianKDE
+from privacy_gate.attacks.density import FLOAT32_PAIRS, PRECISION_HELP, FlowSettings, GaussianDensity, GaussianKDE, Precision
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
@@ -82,10 +82,11 @@ def resolve_density(density: str, *, n_rows: int, n_dims: int) -> str:
 
 
 def make_density(kind: str, *, bandwidth: Any, chunk_bytes: int, flow_params: Mapping[str, Any], seed: int,
-                 max_fit_rows: int | None = None):
+                 max_fit_rows: int | None = None, precision: str = "auto"):
     """A fresh, unfitted density estimator of the resolved ``kind`` (``"kde"`` or ``"flow"``)."""
     if kind == "kde":
-        return GaussianKDE(bandwidth=bandwidth, chunk_bytes=chunk_bytes, max_fit_rows=max_fit_rows, seed=int(seed))
+        return GaussianKDE(bandwidth=bandwidth, chunk_bytes=chunk_bytes, max_fit_rows=max_fit_rows, seed=int(seed),
+                           precision=precision)
     from privacy_gate.attacks.flow import MAFDensity  # lazy: imports torch, only when a flow is fitted
 
     return MAFDensity(**flow_params, seed=int(seed))
@@ -99,6 +100,14 @@ def subsample_note(what: str, estimator: Any) -> str | None:
     return (f"{what}: KDE on a random {estimator.n_samples_:,} of {estimator.n_total_:,} rows (max_fit_rows); relative "
             f"standard error of the density at the targets vs the full KDE: median {np.median(rel):.1%}, 95th "
             f"percentile {np.quantile(rel, 0.95):.1%} (about the same error in the log-ratio score)")
+
+
+def precision_note(*estimators: Any) -> str | None:
+    """Say so when a KDE scored the targets in float32 (``precision="auto"`` on a large job)."""
+    if not any(getattr(e, "precision_", None) == "float32" for e in estimators):
+        return None
+    return (f"KDE computed in float32 (precision '{estimators[0].precision}': at least {FLOAT32_PAIRS:.0e} target x row "
+            "pairs); log densities within ~3e-4 of float64, ranking unchanged (benchmarks/bench_nn_index.py)")
 
 
 def density_notes(what: str, estimator: Any) -> list[str]:
@@ -120,6 +129,7 @@ class DensityParams(Params):
     max_fit_rows: PositiveInt | None = Field(DEFAULT_MAX_FIT_ROWS, description="KDE only: fit each density on a seeded random subsample of at most this many rows (None, the default: all); the error is reported")
     flow_params: FlowSettings | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden; not its seed")
     seed: Seed = Field(0, description="seed of the flow's training and of the KDE's subsample")
+    precision: Precision = Field("auto", description=PRECISION_HELP)
 
     @field_validator("flow_params", mode="before")
     @classmethod
@@ -164,6 +174,9 @@ class DomiasAttack:
         ``{"max_epochs": 50, "hidden": [32, 32]}``); anything but ``seed``.
     seed:
         Seed of the flows and of the KDE's subsample (default 0); the prior is deterministic.
+    precision:
+        KDE only: ``"auto"`` (float32 arithmetic for very large jobs, see :data:`FLOAT32_PAIRS`),
+        ``"float64"`` or ``"float32"``; noted in ``notes_`` when float32 was used.
 
     Learned attributes: ``encoder_`` (fitted on the reference data: the attacker's own data
     plus the spec's public categories), ``density_kind_`` (the resolved ``"kde"`` / ``"flow"``),
@@ -176,7 +189,7 @@ class DomiasAttack:
 
     def __init__(self, *, density: str = "kde", reference_density: str = "same", bandwidth: str | float = "scott",
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, max_fit_rows: int | None = DEFAULT_MAX_FIT_ROWS,
-                 flow_params: Mapping[str, Any] | None = None, seed: int = 0):
+                 flow_params: Mapping[str, Any] | None = None, seed: int = 0, precision: str = "auto"):
         self.density = density
         self.reference_density = reference_density
         self.bandwidth = bandwidth
@@ -184,10 +197,12 @@ class DomiasAttack:
         self.max_fit_rows = max_fit_rows
         self.flow_params = flow_params
         self.seed = seed
+        self.precision = precision
 
     def _density(self, kind: str):
         return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
-                            flow_params=dict(self.flow_params or {}), seed=self.seed, max_fit_rows=self.max_fit_rows)
+                            flow_params=dict(self.flow_params or {}), seed=self.seed, max_fit_rows=self.max_fit_rows,
+                            precision=self.precision)
 
     def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
             mapper: Mapper | None = None) -> DomiasAttack:
@@ -221,5 +236,7 @@ class DomiasAttack:
         if not getattr(self, "_subsample_noted", False):  # the first target set scored (the gate's own targets)
             self._subsample_noted = True
             self.notes_ = self.notes_ + [n for n in (subsample_note("p_G (synthetic)", self.density_synthetic_),
-                                                     subsample_note("p_R (reference)", self.density_reference_)) if n]
+                                                     subsample_note("p_R (reference)", self.density_reference_),
+                                                     precision_note(self.density_synthetic_, self.density_reference_))
+                                         if n]
         return check_scores(scores, owner=f"attack '{self.name}'", n_targets=len(targets))

@@ -1,0 +1,120 @@
+"""Large searches at scale: the faiss-indexed nearest-record search returns exactly the plain
+search's distances (copies, near-ties, duplicated rows that float32 cannot separate), and the
+KDE's float32 mode stays within its stated error and keeps the ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privacy_gate.attacks.density as density
+import privacy_gate.attacks.distance as distance
+from privacy_gate.attacks import create_attack
+from privacy_gate.attacks.base import ThreatModel
+from privacy_gate.attacks.density import GaussianKDE
+from privacy_gate.attacks.nn_index import indexed_nearest
+from privacy_gate.config import DatasetSpec
+
+CHUNK = 2**20
+
+
+def _plain(t, c):
+    return distance._nearest_blas(t, c, chunk_bytes=CHUNK)
+
+
+def test_indexed_search_equals_the_plain_search_with_copies_and_near_copies():
+    rng = np.random.default_rng(0)
+    C = rng.normal(size=(4000, 12)) * 3 + 5  # off-centre and wide: float32 error is not negligible
+    T = np.vstack([C[:50], C[50:100] + 1e-7, C[100:150] + 1e-3, rng.normal(size=(400, 12)) * 3 + 5])
+    calls = []
+    d, i = indexed_nearest(T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: calls.append(len(t)) or _plain(t, c))
+    d0, i0 = _plain(T, C)
+    assert np.allclose(d, d0, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(d[:50], np.zeros(50))  # verbatim copies: exactly 0
+    assert np.array_equal(i[:150], np.tile(np.arange(50), 3) + np.repeat([0, 50, 100], 50))
+
+
+def test_near_ties_float32_cannot_separate_fall_back_to_the_exact_search():
+    """Duplicated candidates (a categorical table) make many equally near rows; the true nearest
+    may then sit outside the retrieved few, and those targets must be searched exactly."""
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 2, size=(40, 6)).astype(float)
+    C = base[rng.integers(0, 40, size=3000)] + rng.normal(0, 1e-6, size=(3000, 6))  # 3000 near-duplicates of 40 rows
+    T = base[rng.integers(0, 40, size=200)] + rng.normal(0, 1e-6, size=(200, 6))
+    calls = []
+    d, _ = indexed_nearest(T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: calls.append(len(t)) or _plain(t, c))
+    d0, _ = _plain(T, C)
+    assert calls and calls[0] > 0  # the fallback ran
+    assert np.allclose(d, d0, rtol=0, atol=1e-12)
+
+
+def test_without_the_fallback_the_near_ties_would_be_wrong():
+    """The fallback is needed: the float32 top-k alone misses the exact nearest here."""
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 2, size=(40, 6)).astype(float)
+    C = base[rng.integers(0, 40, size=3000)] + rng.normal(0, 1e-6, size=(3000, 6))
+    T = base[rng.integers(0, 40, size=200)] + rng.normal(0, 1e-6, size=(200, 6))
+    d_no_fallback, _ = indexed_nearest(T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: (
+        np.full(len(t), np.inf), np.zeros(len(t), dtype=np.int64)))
+    d0, _ = _plain(T, C)
+    finite = np.isfinite(d_no_fallback)
+    assert (~finite).any()  # these are exactly the targets that were handed to the fallback
+    assert np.allclose(d_no_fallback[finite], d0[finite], rtol=0, atol=1e-12)
+
+
+def _threat(rng, n=600):
+    spec = DatasetSpec.model_validate({"name": "t", "columns": {
+        "x": {"kind": "numeric", "nullable": False}, "y": {"kind": "numeric", "nullable": False},
+        "c": {"kind": "categorical", "categories": ["a", "b", "c"]}}})
+
+    def table(m):
+        return pd.DataFrame({"x": rng.normal(size=m), "y": rng.normal(size=m), "c": rng.choice(["a", "b", "c"], size=m)})
+    syn = table(n)
+    targets = pd.concat([syn.iloc[:30], table(200)], ignore_index=True)  # 30 verbatim copies
+    return ThreatModel(spec=spec, synthetic=syn, reference=table(n)), targets
+
+
+@pytest.mark.parametrize("attack", ["dcr", "dcr_ratio"])
+def test_distance_attacks_score_the_same_with_and_without_the_index(monkeypatch, attack):
+    threat, targets = _threat(np.random.default_rng(2))
+    monkeypatch.setattr(distance, "SHARE_PAIRS", 10**12)
+    monkeypatch.setattr(distance, "INDEX_PAIRS", 10**12)
+    plain = create_attack(attack).fit(threat).score(targets)
+    monkeypatch.setattr(distance, "INDEX_PAIRS", 1)
+    indexed = create_attack(attack).fit(threat).score(targets)
+    assert np.allclose(indexed, plain, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_kde_is_close_to_float64_and_keeps_the_ranking():
+    rng = np.random.default_rng(3)
+    X, T = rng.normal(size=(5000, 8)) + 4, np.vstack([rng.normal(size=(400, 8)) + 4])
+    X[:20] = T[:20]  # copies: the exponent clamp must hold in float32 too
+    f64 = GaussianKDE(precision="float64").fit(X, n_effective_dims=8)
+    f32 = GaussianKDE(precision="float32").fit(X, n_effective_dims=8)
+    a, b = f64.score_samples(T), f32.score_samples(T)
+    assert f64.precision_ == "float64" and f32.precision_ == "float32" and b.dtype == np.float64
+    assert np.all(np.isfinite(b))
+    assert np.max(np.abs(a - b)) < 1e-3
+    assert np.corrcoef(np.argsort(np.argsort(a)), np.argsort(np.argsort(b)))[0, 1] > 0.9999
+
+
+def test_auto_precision_switches_by_job_size_and_domias_says_so(monkeypatch):
+    threat, targets = _threat(np.random.default_rng(4))
+    small = create_attack("domias").fit(threat)
+    exact = small.score(targets)
+    assert small.density_synthetic_.precision_ == "float64"
+    assert not any("float32" in n for n in small.notes_)
+    monkeypatch.setattr(density, "FLOAT32_PAIRS", 1)
+    large = create_attack("domias").fit(threat)
+    approx = large.score(targets)
+    assert large.density_synthetic_.precision_ == "float32"
+    assert any("float32" in n for n in large.notes_)
+    assert np.max(np.abs(approx - exact)) < 1e-3
+    pinned = create_attack("domias", precision="float64").fit(threat)
+    assert np.array_equal(pinned.score(targets), exact)
+
+
+def test_precision_must_be_a_known_setting():
+    with pytest.raises(Exception, match="precision"):
+        GaussianKDE(precision="half")
