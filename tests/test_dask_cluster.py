@@ -2,7 +2,9 @@
 loopback, started and stopped by PID. The gate flow's stages (the attacks, the utility score)
 run as Prefect tasks on the cluster through ``DaskTaskRunner(address=...)`` — what
 ``runner: {kind: dask, dask_address: tcp://...}`` does — and give the same verdict and figures as
-the in-process thread pool."""
+the in-process thread pool. A served release flow (loaded from its module on the default thread
+pool, as ``privacy-gate serve`` in docker/compose.yaml runs it) also sends its attacks to the
+cluster its config names, and ends BLOCK when that cluster does not answer."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from .conftest import ADULT, EXAMPLE
+from .conftest import ADULT, EXAMPLE, write_release_config
 from .stack import free_port, running, start
 
 
@@ -80,3 +82,52 @@ def test_gate_flow_on_a_two_worker_cluster_matches_the_thread_pool(prefect_serve
     assert set(a["metrics"]) == set(b["metrics"])
     for key, value in a["metrics"].items():
         assert b["metrics"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect_server, dask_cluster, small_adult,
+                                                                         tmp_path):
+    """``release_flow`` called as a deployment calls it (no ``with_options``: the module's thread
+    pool) with ``runner: {kind: dask, dask_address: ...}``, as in docker/deploy/adult.yaml: the
+    attempt runs as a ``release-attempt`` subflow on the DaskTaskRunner, so the attacks, the
+    utility score and the shadow runs are executed by the cluster's workers."""
+    from distributed import Client, get_task_stream
+    from mlflow.tracking import MlflowClient
+
+    from privacy_gate import names
+    from privacy_gate.flows import release_flow
+
+    # MST: a marginal generator, so MAMA-MIA runs its shadow variant (shadow runs to map)
+    cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="served-dask.yaml",
+                               runner={"kind": "dask", "dask_address": dask_cluster},
+                               attacks=[{"name": "dcr"}, {"name": "mama_mia", "n_shadow": 4}])
+    with Client(dask_cluster) as client, get_task_stream(client) as stream:
+        state = release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
+    result = state.result()
+    # prefect-dask names a task's key after its function: the attacks, the utility score, the shadow runs
+    executed = [item["key"] if isinstance(item["key"], str) else item["key"][0] for item in stream.data]
+    assert result["verdict"]["status"] == "ok", result["verdict"]["reasons"]
+    assert {"dcr.auc", "mama_mia.auc", "utility.quality"} <= set(result["verdict"]["metrics"])
+    counts = {name: sum(key.startswith(f"{name}-") for key in executed)
+              for name in ("run_attack", "marginal_quality", "shadow_run")}
+    # run_attack: dcr, mama_mia and the reported (not gated) MAMA-MIA oracle
+    assert counts == {"run_attack": 3, "marginal_quality": 1, "shadow_run": 4}, sorted(executed)
+    # the MLflow run names the release flow run (the one a paused review resumes), not the subflow
+    tags = MlflowClient(result["tracking_uri"]).get_run(result["run_id"]).data.tags
+    assert tags[names.TAG_FLOW_RUN] == str(state.state_details.flow_run_id)
+
+
+def test_served_release_flow_blocks_when_its_cluster_does_not_answer(prefect_server, small_adult, tmp_path):
+    """No scheduler at ``dask_address``: an infrastructure failure, so the run is retried (here: one
+    attempt) and ends BLOCK (fail closed), never without a verdict."""
+    import dask
+
+    from privacy_gate.flows import release_flow
+
+    cfg = write_release_config(small_adult, {"name": "copy_train"}, name="served-no-dask.yaml",
+                               runner={"kind": "dask", "dask_address": f"tcp://127.0.0.1:{free_port()}"},
+                               attacks=[{"name": "dcr"}], retries={"attempts": 1, "delay_seconds": 0})
+    with dask.config.set({"distributed.comm.timeouts.connect": "3s"}):
+        result = release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"))
+    assert result["verdict"]["verdict"] == "BLOCK" and result["verdict"]["status"] == "error", result["verdict"]
+    # prefect-dask connects on the first submission: the attack stage fails and the run records why
+    assert any("attacks: infrastructure failure" in r["message"] for r in result["verdict"]["reasons"])

@@ -1,8 +1,9 @@
 """Static checks of docker/ (there is no Docker engine on our machines): the compose file against
 the compose-spec JSON schema, the Dockerfile through hadolint, and cross-checks of service
 references, health checks, volumes, the build, COPY paths, interpolated variables, the environment
-names the code reads, the PostgreSQL databases and the served configs. Every check is a function
-returning problems, and each has a negative test on a broken copy, so a broken file fails the suite."""
+names the code reads, the PostgreSQL databases, the served configs and the Dask cluster they name.
+Every check is a function returning problems, and each has a negative test on a broken copy, so a
+broken file fails the suite."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,8 @@ IMAGE_ENV = ("PYTHONUNBUFFERED", "MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK", "PR
 #: sections of a served config that decide the verdict: equal to the example's (examples/adult.yaml)
 JUDGING = ("dataset", "generator", "split", "targets", "attacks", "gate", "audit", "mace", "exposure")
 RESTART_ONE_SHOT = (None, "no", "on-failure")
+#: what ``dask scheduler`` listens on without ``--port``
+DASK_SCHEDULER_PORT = 8786
 
 
 def _compose() -> dict:
@@ -267,6 +271,80 @@ def worker_problems(compose: dict, dockerfile: str, code_text: str) -> list[str]
     return problems
 
 
+def _argv(svc: dict) -> list[str]:
+    """The service's entrypoint followed by its command, as a list of words."""
+    words = []
+    for key in ("entrypoint", "command"):
+        value = svc.get(key) or []
+        words += value.split() if isinstance(value, str) else [str(v) for v in value]
+    return words
+
+
+def _dask_scheduler_port(svc: dict) -> int | None:
+    """The port a service running ``dask scheduler`` listens on (its ``--port``, else dask's
+    default 8786); None when the service runs no Dask scheduler."""
+    argv = _argv(svc)
+    if argv[:2] != ["dask", "scheduler"]:
+        return None
+    for i, word in enumerate(argv):
+        if word == "--port" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if word.startswith("--port="):
+            return int(word.split("=", 1)[1])
+    return DASK_SCHEDULER_PORT
+
+
+def _dask_worker_target(svc: dict) -> str | None:
+    """The scheduler address (``host:port``) a service running ``dask worker ADDRESS`` joins."""
+    argv = _argv(svc)
+    if argv[:2] != ["dask", "worker"]:
+        return None
+    address = next((w for w in argv[2:] if not w.startswith("-")), None)
+    return address.removeprefix("tcp://") if address else None
+
+
+def dask_problems(compose: dict, served: dict[str, object]) -> list[str]:
+    """A served config with ``runner.kind: dask`` names, in ``dask_address``, a compose service
+    that runs ``dask scheduler`` on that port; the worker waits for it to be healthy; some
+    service runs ``dask worker`` against it; and the scheduler and workers run the worker's image
+    (the task code is the installed package, and dask's versions must match the flow's client).
+    Without ``dask_address`` the flow would start a local cluster inside the worker container."""
+    problems = []
+    services = compose.get("services", {})
+    worker = services.get("worker") or {}
+    for name, raw in served.items():
+        runner = raw.get("runner") if isinstance(raw, dict) else None
+        if not isinstance(runner, dict) or runner.get("kind") != "dask":
+            continue
+        address = runner.get("dask_address")
+        if not address:
+            problems.append(f"{name}: runner.kind dask without dask_address starts a local cluster in the worker "
+                            "container, not on the stack's Dask services")
+            continue
+        match = re.fullmatch(r"(?:tcp://)?([A-Za-z0-9_.-]+):(\d+)", str(address))
+        if match is None:
+            problems.append(f"{name}: runner.dask_address {address!r} is not tcp://SERVICE:PORT")
+            continue
+        host, port = match.group(1), int(match.group(2))
+        scheduler = services.get(host)
+        if scheduler is None:
+            problems.append(f"{name}: runner.dask_address {address}: no compose service {host!r}")
+            continue
+        listens = _dask_scheduler_port(scheduler)
+        if listens is None:
+            problems.append(f"{name}: runner.dask_address {address}: {host} does not run `dask scheduler`")
+        elif listens != port:
+            problems.append(f"{name}: runner.dask_address {address}: {host} listens on port {listens}, not {port}")
+        if _deps(worker).get(host, {}).get("condition") != "service_healthy":
+            problems.append(f"worker: does not wait for {host} to be healthy ({name} runs its tasks there)")
+        joining = [n for n, svc in services.items() if _dask_worker_target(svc) == f"{host}:{port}"]
+        if not joining:
+            problems.append(f"{name}: no service runs `dask worker tcp://{host}:{port}`, so its tasks never run")
+        problems += [f"{n}: image {services[n].get('image')!r} is not the worker's {worker.get('image')!r}"
+                     for n in [host, *joining] if services[n].get("image") != worker.get("image")]
+    return problems
+
+
 def database_problems(compose: dict, init_sql: str, compose_dir: Path = DOCKER) -> list[str]:
     """The init script exists, is mounted into the postgres entrypoint and creates every database
     the services connect to."""
@@ -290,6 +368,10 @@ def _code_text() -> str:
 
 def _served_configs() -> list[Path]:
     return sorted((DOCKER / "deploy").glob("*.yaml"))
+
+
+def _served_raw() -> dict[str, object]:
+    return {p.name: yaml.safe_load(p.read_text()) for p in _served_configs()}
 
 
 # ------------------------------------------------------------------------------ the real files
@@ -320,6 +402,19 @@ def test_dockerfile_cross_checks():
 
 def test_worker_environment_and_served_configs():
     assert worker_problems(_compose(), _dockerfile(), _code_text()) == []
+
+
+def test_served_configs_run_their_tasks_on_the_compose_dask_cluster():
+    served = _served_raw()
+    assert any((raw.get("runner") or {}).get("dask_address") for raw in served.values())
+    assert dask_problems(_compose(), served) == []
+    dask = _compose()["services"]
+    assert dask["dask-scheduler"]["ports"] == ["127.0.0.1:8787:8787"]  # the dashboard, on loopback only
+    assert "8786" not in json.dumps(dask["dask-scheduler"].get("ports"))  # the scheduler stays inside
+    # the dashboard page needs bokeh, which the image installs with the production extra
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(re.match(r"bokeh\b", dep) for dep in extras["production"]), extras["production"]
+    assert '".[production]"' in _dockerfile()
 
 
 def test_postgres_init_creates_the_databases_the_services_use():
@@ -455,6 +550,40 @@ def test_served_config_checks_report_breakage():
     assert "x.yaml: dataset.spec /app/examples/missing.yaml is not in the image" in problems
     assert any("tracking.uri is set" in p for p in problems)
     assert served_config_problems("x.yaml", ["not", "a", "mapping"], text) == ["x.yaml: not a YAML mapping"]
+
+
+def test_dask_checks_report_breakage():
+    base, served = _compose(), _served_raw()
+    name = next(n for n, raw in served.items() if (raw.get("runner") or {}).get("kind") == "dask")
+
+    def with_address(address):
+        broken = copy.deepcopy(served)
+        broken[name]["runner"]["dask_address"] = address
+        return broken
+
+    assert dask_problems(base, with_address("tcp://dask:8786")) == [
+        f"{name}: runner.dask_address tcp://dask:8786: no compose service 'dask'"]
+    problems = dask_problems(base, with_address("tcp://dask-scheduler:8788"))
+    assert f"{name}: runner.dask_address tcp://dask-scheduler:8788: dask-scheduler listens on port 8786, not 8788" \
+        in problems
+    assert f"{name}: no service runs `dask worker tcp://dask-scheduler:8788`, so its tasks never run" in problems
+    assert dask_problems(base, with_address("tcp://mlflow:5000"))[0].endswith("mlflow does not run `dask scheduler`")
+    assert "is not tcp://SERVICE:PORT" in dask_problems(base, with_address("tls://dask-scheduler"))[0]
+    assert "starts a local cluster" in dask_problems(base, with_address(None))[0]
+    broken = copy.deepcopy(base)
+    del broken["services"]["worker"]["depends_on"]["dask-scheduler"]
+    del broken["services"]["dask-worker"]
+    broken["services"]["dask-scheduler"]["image"] = "ghcr.io/dask/dask:2026.8.0"
+    broken["services"]["dask-scheduler"]["command"] = ["scheduler", "--port=8787"]
+    problems = dask_problems(broken, served)
+    assert f"{name}: runner.dask_address tcp://dask-scheduler:8786: dask-scheduler listens on port 8787, not 8786" \
+        in problems
+    assert f"worker: does not wait for dask-scheduler to be healthy ({name} runs its tasks there)" in problems
+    assert f"{name}: no service runs `dask worker tcp://dask-scheduler:8786`, so its tasks never run" in problems
+    assert any(p.startswith("dask-scheduler: image 'ghcr.io/dask/dask:2026.8.0'") for p in problems)
+    thread = copy.deepcopy(served)
+    thread[name]["runner"] = {"kind": "thread", "workers": 4}
+    assert dask_problems(broken, thread) == []  # a thread-pool config needs no cluster
 
 
 def test_database_checks_report_breakage():

@@ -19,7 +19,7 @@ from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_confi
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
-from privacy_gate.flows.prefect_executor import PrefectExecutor
+from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.pipeline.decisions import decide_run, regate_run
 from privacy_gate.pipeline.retrying import run_with_retries
 from privacy_gate.pipeline.remediation import remediated_release_run
@@ -76,6 +76,9 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
     origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
     def attempt() -> dict[str, Any]:
+        if not _on_configured_runner(config):
+            on_runner = release_attempt_flow.with_options(task_runner=task_runner_for(config.runner))
+            return on_runner(config_path=config_path, workdir=workdir, origin=origin)
         with dataset_slot(dataset):
             return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
                                           tags={names.TAG_FLOW_RUN: origin})
@@ -86,6 +89,32 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
     if result["verdict"]["verdict"] == "REVIEW" and config.review.mode == "pause":
         result.update(_pause_for_review(result, config, workdir))
     return result
+
+
+def _on_configured_runner(config: ReleaseConfig) -> bool:
+    """Whether this flow run's tasks already go where ``config.runner`` says. ``privacy-gate run``
+    gives the flow the config's task runner; a served or deployed flow is loaded from its module
+    with the default thread pool, which is right for ``kind: thread`` only."""
+    if config.runner.kind != "dask":
+        return True
+    from prefect.context import FlowRunContext
+    from prefect_dask import DaskTaskRunner
+
+    context = FlowRunContext.get()
+    return context is not None and isinstance(context.task_runner, DaskTaskRunner)
+
+
+@flow(name="release-attempt", persist_result=False)
+def release_attempt_flow(config_path: str, workdir: str, origin: str) -> dict[str, Any]:
+    """One attempt of a release as a subflow of ``release_flow``, started with the config's task
+    runner (``runner.kind: dask``: each attack, the utility score and each shadow run is a task on
+    the Dask cluster). A flow's task runner is fixed once it runs, so a served release flow on the
+    default thread pool hands its attempts to this subflow. ``origin`` is the release flow run the
+    MLflow run is tagged with (the run a reviewer resumes)."""
+    config = load_release_config(config_path)
+    with dataset_slot(config.dataset.spec.name):
+        return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=get_run_logger(),
+                                      tags={names.TAG_FLOW_RUN: origin})
 
 
 def _pause_for_review(result: dict[str, Any], config: ReleaseConfig, workdir: str) -> dict[str, Any]:
