@@ -6,9 +6,10 @@ Data: the scale benchmark's Adult-like rows (``bench_scale.adult_like``), ``--ro
 with the same inputs: with its in-process thread pool, and with an executor that sends each
 stage's independent work (every attack, the utility score, MAMA-MIA's shadow runs) to a
 ``distributed`` LocalCluster of two single-threaded worker processes — the granularity the
-Prefect DaskTaskRunner uses (one task per attack; chunks inside an attack are not split).
+Prefect DaskTaskRunner uses — with each attack's scoring of the targets split into
+``--score-chunks`` tasks (``runner.score_chunks``; 1 = one task per attack).
 
-``python benchmarks/bench_dask_attacks.py [--rows 100000]``; results in
+``python benchmarks/bench_dask_attacks.py [--rows 100000] [--score-chunks 4]``; results in
 ``benchmarks/results/dask_attacks.json``.
 """
 
@@ -55,6 +56,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--score-chunks", type=int, default=4, help="parts each attack's scoring is split into on the cluster")
     args = ap.parse_args()
 
     import logging
@@ -77,7 +79,7 @@ def main() -> None:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         started = time.perf_counter()
-        dask = evaluate(**inputs, executor=DaskClientExecutor(client))
+        dask = evaluate(**inputs, executor=DaskClientExecutor(client), score_chunks=args.score_chunks)
         dask_seconds = time.perf_counter() - started
     if "attacks" not in dask.timings:
         raise SystemExit(f"the run on the cluster failed: {[c.message for c in dask.verdict.reasons]}")
@@ -92,6 +94,7 @@ def main() -> None:
            "attack_stage_speedup": round(local.timings["attacks"] / dask.timings["attacks"], 2),
            "identical_figures": not differing, "differing": differing[:20], "n_metrics": len(a)}
     print(f"{args.rows:,} rows  attacks: one process {out['local']['attacks_seconds']} s, 2-worker LocalCluster "
+          f"({args.score_chunks} scoring task(s) per attack) "
           f"{out['dask_2_workers']['attacks_seconds']} s (speed-up {out['attack_stage_speedup']}x); gate "
           f"{out['local']['gate_seconds']} vs {out['dask_2_workers']['gate_seconds']} s; "
           f"{'identical' if not differing else f'{len(differing)} differing'} figures ({len(a)} metrics)")

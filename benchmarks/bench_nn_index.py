@@ -88,7 +88,7 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
 
     spec = load_spec(SPEC)
     adult = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "adult" / "adult.csv.gz")
-    saved = distance.INDEX_PAIRS, density.FLOAT32_PAIRS, distance.SHARE_PAIRS
+    saved = distance.INDEX_PAIRS, density.FLOAT32_ROWS, distance.SHARE_PAIRS
     distance.SHARE_PAIRS = 10**15  # each computation its own: nothing shared between the two modes
     rows = []
     try:
@@ -101,7 +101,7 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
                 threat = ThreatModel(synthetic=sc.synthetic, reference=sc.reference, spec=spec, generator=None,
                                      generator_params={}, n_train=len(sc.train))
                 for mode, threshold in (("exact", 10**15), ("fast", 1)):
-                    distance.INDEX_PAIRS = density.FLOAT32_PAIRS = threshold
+                    distance.INDEX_PAIRS = density.FLOAT32_ROWS = threshold
                     for name in ("domias", "dcr", "dcr_ratio"):
                         started = time.perf_counter()
                         scores = create_attack(name).fit(threat).score(targets)
@@ -113,7 +113,7 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
                                      "mace_upper": float(est.upper), "auc_se": auc_se(float(m["auc"]), n1, n1),
                                      "seconds": round(seconds, 2)})
     finally:
-        distance.INDEX_PAIRS, density.FLOAT32_PAIRS, distance.SHARE_PAIRS = saved
+        distance.INDEX_PAIRS, density.FLOAT32_ROWS, distance.SHARE_PAIRS = saved
     table = []
     for share in shares:
         for name in ("domias", "dcr", "dcr_ratio"):

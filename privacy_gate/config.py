@@ -351,6 +351,9 @@ class RunnerConfig(_Strict):
     kind: Literal["thread", "dask"] = "thread"
     workers: int = Field(4, gt=0)
     dask_address: str | None = None  # an existing Dask scheduler; None = a local cluster
+    # each attack scores the gate's targets in this many parts, one task each (on Dask: spread
+    # over the workers; the figures are the same as one part's). 1 = one task per attack.
+    score_chunks: int = Field(1, ge=1, le=1024)
 
 
 class ScheduleConfig(_Strict):

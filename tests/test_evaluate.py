@@ -69,3 +69,33 @@ def test_an_attack_that_saw_too_few_columns_blocks(adult_full):
                                    synthetic=rows[1600:], spec=spec, attacks=[{"name": "dcr"}, {"name": "domias"}])
     assert result.decision == "BLOCK", result
     assert any(c.metric == "scores" and "dropped as constant" in c.message for c in result.verdict.reasons)
+
+
+def test_scoring_in_chunks_gives_the_same_figures_and_uses_the_mapper(adult_full, adult_spec):
+    """runner.score_chunks: each attack scores its targets in parts through the executor's map
+    (one task per part on a cluster); every figure equals the one-call scoring."""
+    import privacy_gate
+    from privacy_gate.pipeline.executor import LocalExecutor
+
+    class Counting(LocalExecutor):
+        def __init__(self):
+            super().__init__(max_workers=2)
+            self.maps = []
+
+        def map(self, name, fn, items, /):
+            items = list(items)
+            self.maps.append((name, len(items)))
+            return super().map(name, fn, items)
+
+    rows = adult_full.sample(n=2400, random_state=2).reset_index(drop=True)
+    parts = dict(train=rows[:800], holdout=rows[800:1200], reference=rows[1200:1600], synthetic=rows[1600:],
+                 spec=adult_spec, attacks=[{"name": "dcr_ratio"}, {"name": "domias"}])
+    whole = privacy_gate.evaluate(**parts)
+    ex = Counting()
+    chunked = privacy_gate.evaluate(**parts, executor=ex, score_chunks=3)
+    ex.shutdown()
+    assert sorted(ex.maps) == [("score-dcr_ratio", 3), ("score-domias", 3)]
+    assert chunked.metrics.keys() == whole.metrics.keys()
+    assert all(chunked.metrics[k] == whole.metrics[k] for k in whole.metrics), \
+        [k for k in whole.metrics if chunked.metrics[k] != whole.metrics[k]]
+    assert chunked.decision == whole.decision

@@ -105,7 +105,7 @@ def test_auto_precision_switches_by_job_size_and_domias_says_so(monkeypatch):
     exact = small.score(targets)
     assert small.density_synthetic_.precision_ == "float64"
     assert not any("float32" in n for n in small.notes_)
-    monkeypatch.setattr(density, "FLOAT32_PAIRS", 1)
+    monkeypatch.setattr(density, "FLOAT32_ROWS", 1)
     large = create_attack("domias").fit(threat)
     approx = large.score(targets)
     assert large.density_synthetic_.precision_ == "float32"

@@ -93,14 +93,16 @@ def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: i
 # (all torch-free: DOMIAS's flow settings are checked without importing torch)
 
 
-#: ``precision="auto"`` computes the KDE in float32 from this many target x fit-row pairs on (about
-#: 2x faster: half the memory traffic and vectorised float32 exp). On Adult-like rows the log
-#: densities move by a median 3e-6 and at most 3e-4, and the ranking of targets is unchanged to a
-#: Spearman correlation of 1 - 5e-10 (benchmarks/bench_nn_index.py); smaller jobs stay in float64,
-#: so every figure up to ~100k-row releases is bit-for-bit the float64 one.
-FLOAT32_PAIRS = 2_000_000_000
+#: ``precision="auto"`` computes the KDE in float32 from this many fit rows on (about 2x faster:
+#: half the memory traffic and vectorised float32 exp). On Adult-like rows the log densities move
+#: by a median 3e-6 and at most 3e-4, and the ranking of targets is unchanged to a Spearman
+#: correlation of 1 - 5e-10 (benchmarks/bench_nn_index.py); smaller fits stay in float64, so every
+#: figure up to ~150k-row tables is bit-for-bit the float64 one. The choice depends on the fit
+#: only, not on how many targets one call scores, so scoring the targets in chunks (on a cluster)
+#: gives the same figures as scoring them at once.
+FLOAT32_ROWS = 100_000
 Precision = Literal["auto", "float64", "float32"]
-PRECISION_HELP = f"KDE arithmetic: float64, float32, or auto (float32 from {FLOAT32_PAIRS:.0e} target x row pairs on)"
+PRECISION_HELP = f"KDE arithmetic: float64, float32, or auto (float32 from {FLOAT32_ROWS:,} fit rows on)"
 
 
 class KDEParams(Params):
@@ -164,8 +166,7 @@ class GaussianKDE:
     chunk_bytes:
         Memory budget in bytes for the temporary distance matrix of one chunk of targets.
     precision:
-        ``"auto"`` (default): float64, or float32 from :data:`FLOAT32_PAIRS` target x fit-row
-        pairs on; ``"float64"`` / ``"float32"`` force one. The result is float64 either way, and
+        ``"auto"`` (default): float64, or float32 from :data:`FLOAT32_ROWS` fit rows on; ``"float64"`` / ``"float32"`` force one. The result is float64 either way, and
         ``precision_`` records what the last ``score_samples`` used.
     max_fit_rows, seed:
         With more fit rows than ``max_fit_rows``, the KDE is fitted on a seeded uniform subsample
@@ -243,8 +244,7 @@ class GaussianKDE:
         out = np.empty(X.shape[0], dtype=np.float64)
         sub = self.subsampled
         rel_se = np.zeros(X.shape[0]) if sub else None
-        single = self.precision == "float32" or (
-            self.precision == "auto" and X.shape[0] * self.n_samples_ >= FLOAT32_PAIRS)
+        single = self.precision == "float32" or (self.precision == "auto" and self.n_samples_ >= FLOAT32_ROWS)
         self.precision_ = "float32" if single else "float64"
         fit_rows, col_term = self._Xc_scaled, self._col_term
         if single:

@@ -45,7 +45,7 @@ from privacy_gate.attacks.base import (
     not_fitted,
     register_attack,
 )
-from privacy_gate.attacks.density import FLOAT32_PAIRS, PRECISION_HELP, FlowSettings, GaussianDensity, GaussianKDE, Precision
+from privacy_gate.attacks.density import FLOAT32_ROWS, PRECISION_HELP, FlowSettings, GaussianDensity, GaussianKDE, Precision
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
@@ -106,8 +106,10 @@ def precision_note(*estimators: Any) -> str | None:
     """Say so when a KDE scored the targets in float32 (``precision="auto"`` on a large job)."""
     if not any(getattr(e, "precision_", None) == "float32" for e in estimators):
         return None
-    return (f"KDE computed in float32 (precision '{estimators[0].precision}': at least {FLOAT32_PAIRS:.0e} target x row "
-            "pairs); log densities within ~3e-4 of float64, ranking unchanged (benchmarks/bench_nn_index.py)")
+    which = [e.n_samples_ for e in estimators if getattr(e, "precision_", None) == "float32"]
+    return (f"KDE computed in float32 (precision '{estimators[0].precision}'; float32 from {FLOAT32_ROWS:,} fit rows, "
+            f"here {', '.join(f'{n:,}' for n in which)}); log densities within ~3e-4 of float64, ranking unchanged "
+            "(benchmarks/bench_nn_index.py)")
 
 
 def density_notes(what: str, estimator: Any) -> list[str]:
@@ -175,7 +177,7 @@ class DomiasAttack:
     seed:
         Seed of the flows and of the KDE's subsample (default 0); the prior is deterministic.
     precision:
-        KDE only: ``"auto"`` (float32 arithmetic for very large jobs, see :data:`FLOAT32_PAIRS`),
+        KDE only: ``"auto"`` (float32 arithmetic for large fits, see :data:`FLOAT32_ROWS`),
         ``"float64"`` or ``"float32"``; noted in ``notes_`` when float32 was used.
 
     Learned attributes: ``encoder_`` (fitted on the reference data: the attacker's own data

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -58,20 +59,55 @@ def degenerate_reason(scores: np.ndarray) -> str | None:
     return None
 
 
+def _score_part(scorer: Any, records: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...]]:
+    """One chunk's scores, and the notes the scoring added (on a cluster the scorer is a copy, so
+    notes made while scoring would otherwise stay on the worker)."""
+    scores = np.asarray(scorer.score(records), dtype=float)
+    return scores, tuple(getattr(scorer, "notes_", ()) or ())
+
+
+def score_targets(scorer: Any, records: pd.DataFrame, *, chunks: int = 1, mapper: Mapper | None = None) -> np.ndarray:
+    """The fitted attack's scores for ``records``, computed in ``chunks`` consecutive parts
+    mapped by ``mapper`` (on a Dask runner: one task per part) when both are given.
+
+    Every attack scores each target on its own (nothing is pooled across the targets of one
+    call), so the parts give exactly the scores of one call; the notes of the parts are merged.
+
+    >>> class Twice:
+    ...     notes_ = ()
+    ...     def score(self, df): return 2.0 * df["x"].to_numpy()
+    >>> df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    >>> score_targets(Twice(), df, chunks=2, mapper=lambda fn, jobs: [fn(j) for j in jobs]).tolist()
+    [2.0, 4.0, 6.0, 8.0, 10.0]
+    """
+    if chunks <= 1 or mapper is None or len(records) < 2 * chunks:
+        return np.asarray(scorer.score(records), dtype=float)
+    bounds = np.linspace(0, len(records), chunks + 1).astype(int)
+    parts = mapper(partial(_score_part, scorer), [records.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+    notes = list(getattr(scorer, "notes_", ()) or ())
+    for _, part_notes in parts:
+        notes += [n for n in part_notes if n not in notes]
+    if hasattr(scorer, "notes_"):
+        scorer.notes_ = notes
+    return np.concatenate([p for p, _ in parts])
+
+
 def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
                targets: Targets, generator: str | None = None, generator_params: dict | None = None,
                extra_targets: dict[str, Targets] | None = None, oracle: OracleKnowledge | None = None,
-               mapper: Mapper | None = None) -> AttackOutcome:
+               mapper: Mapper | None = None, score_chunks: int = 1, score_mapper: Mapper | None = None) -> AttackOutcome:
     """Fit one attack on the threat model, score the targets (and any extra target sets, e.g. the
     dependency test's, with the same fitted attack), compute the metrics.
 
-    ``mapper`` maps independent sub-runs (MAMA-MIA's shadow runs), e.g. ``executor.map``."""
+    ``mapper`` maps independent sub-runs (MAMA-MIA's shadow runs), e.g. ``executor.map``;
+    ``score_chunks`` > 1 with ``score_mapper`` scores the gate's targets in that many parts
+    mapped by it (:func:`score_targets`)."""
     start = time.perf_counter()
     threat = ThreatModel(synthetic=synthetic, reference=splits.reference, spec=spec, generator=generator,
                          generator_params=dict(generator_params or {}), n_train=len(splits.train))
     scorer = create_attack(attack.name, **attack.params)
     scorer.fit(threat, oracle=oracle, mapper=mapper)
-    scores = np.asarray(scorer.score(targets.records), dtype=float)
+    scores = score_targets(scorer, targets.records, chunks=score_chunks, mapper=score_mapper)
     extra = {k: np.asarray(scorer.score(t.records), dtype=float) for k, t in (extra_targets or {}).items()}
     metrics = roc_metrics(scores, targets.labels)
     return AttackOutcome(name=attack.key, params=attack.params, scores=scores,

@@ -38,12 +38,14 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
              gate: GateConfig | None = None, attacks: Sequence[AttackConfig | dict[str, Any]] | None = None,
              targets: TargetsConfig | None = None, audit: AuditConfig | None = None, mace: MaceConfig | None = None,
              exposure: ExposureConfig | None = None, executor: Executor | None = None, sinks: Sequence[Sink] = (),
-             logger: Any = None) -> GateResult:
+             logger: Any = None, score_chunks: int = 1) -> GateResult:
     """Judge ``synthetic`` (made from ``train``) with the gate's attacks, estimators and rules.
 
     ``holdout``: real records not used for training (non-member targets); ``reference``: real
     records the attacker may know. Sections not given take the defaults of a release config.
     Row ids in per-record results are positions in train, then holdout, then reference.
+    ``score_chunks``: each attack scores the targets in that many parts through ``executor.map``
+    (one task each on a cluster executor; the same figures).
     """
     if not isinstance(spec, DatasetSpec):
         spec = load_spec(spec)
@@ -51,7 +53,7 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
     attack_cfgs = None if attacks is None else [a if isinstance(a, AttackConfig) else AttackConfig(**a)
                                                  for a in attacks]
     settings = settings_for_gate_only(spec=spec, gate=gate, attacks=attack_cfgs, targets=targets, audit=audit,
-                                      mace=mace, exposure=exposure)
+                                      mace=mace, exposure=exposure, score_chunks=score_chunks)
     inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"))
     return run_gate(inputs, settings, executor=executor, sinks=sinks,
                     clock=StageClock(logger) if logger is not None else None)

@@ -156,7 +156,9 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
                                    targets=targets, generator=generator.name if generator else None,
                                    generator_params=generator.params if generator else {}, extra_targets=extra,
                                    oracle=oracle if a.params.get("variant") == "oracle" else None,
-                                   mapper=lambda fn, jobs, _k=a.key: executor.map(f"shadow-run-{_k}", fn, jobs))
+                                   mapper=lambda fn, jobs, _k=a.key: executor.map(f"shadow-run-{_k}", fn, jobs),
+                                   score_chunks=settings.score_chunks,
+                                   score_mapper=lambda fn, jobs, _k=a.key: executor.map(f"score-{_k}", fn, jobs))
                    for a in settings.attacks]
         util_future = executor.submit("utility", marginal_quality, synthetic, splits.holdout, spec=spec)
         outcomes = tuple(f.result() for f in futures)

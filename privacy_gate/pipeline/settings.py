@@ -55,6 +55,7 @@ class GateSettings(BaseModel):
     privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
     oracle_focal_points: tuple[dict[str, Any], ...] | None = None  # evaluator-only knowledge
     publish_format: str = "parquet"
+    score_chunks: int = Field(1, ge=1)  # each attack scores its targets in this many tasks (runner.score_chunks)
 
     @property
     def epsilon(self) -> float | None:
@@ -102,14 +103,14 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
         generator=GeneratorKnowledge(name=config.generator.name,
                                      params={**config.generator.params, "seed": config.generator.seed}),
         privacy=generator.privacy, oracle_focal_points=_focal_record(focal) if focal else None,
-        publish_format=config.publish.format)
+        publish_format=config.publish.format, score_chunks=config.runner.score_chunks)
 
 
 def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
                            attacks: Sequence[AttackConfig] | None = None, targets: TargetsConfig | None = None,
                            audit: AuditConfig | None = None, mace: MaceConfig | None = None,
-                           exposure: ExposureConfig | None = None) -> GateSettings:
+                           exposure: ExposureConfig | None = None, score_chunks: int = 1) -> GateSettings:
     """Settings for synthetic data made elsewhere: defaults for every section not given."""
     return GateSettings(spec=spec, gate=gate or GateConfig(), attacks=tuple(attacks or DEFAULT_ATTACKS),
                         targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig(),
-                        exposure=exposure or ExposureConfig())
+                        exposure=exposure or ExposureConfig(), score_chunks=score_chunks)
