@@ -267,6 +267,9 @@ class ExposureConfig(_Strict):
     method: Literal["bh", "by"] = "bh"
     level: float = Field(0.01, gt=0, lt=1)
     delta: float = Field(0.05, gt=0, lt=1)
+    # also test every training record (not only the member targets) against the whole holdout
+    # with dcr_ratio's score, FDR-controlled (pipeline/scanning.py): exposed.scan_count
+    scan_members: bool = False
 
 
 class AuditConfig(_Strict):

@@ -177,6 +177,7 @@ ART_TIMINGS = "timings.json"
 ART_UTILITY = "utility.json"
 ART_SUBGROUPS = "audit/subgroups.json"
 ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
+ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed (no values)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"

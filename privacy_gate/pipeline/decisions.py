@@ -60,12 +60,19 @@ class RunRecord:
                               "re-gating — run the gate again") from None
 
     def exposed_records(self) -> pd.DataFrame:
-        """The run's exposure scan (row ids and p-values); what ``--suppress exposed`` reads."""
+        """The run's exposure scan (row ids and p-values); what ``--suppress exposed`` reads. The
+        member scan's discoveries (``exposure.scan_members``), when recorded, are added to it."""
         try:
-            return self._tracker.read_frame(self.run_id, names.ART_EXPOSED)
+            frame = self._tracker.read_frame(self.run_id, names.ART_EXPOSED)
         except Exception:  # noqa: BLE001
             raise ReviewError(f"run {self.run_id} recorded no exposed records ({names.ART_EXPOSED}); "
                               "--suppress exposed needs a run of this version") from None
+        try:
+            scan = self._tracker.read_frame(self.run_id, names.ART_SCAN)
+        except Exception:  # noqa: BLE001 - the scan is optional: most runs have none
+            return frame
+        found = scan.loc[scan["exposed"].astype(bool), ["row_id", "p_value", "exposed"]]
+        return pd.concat([frame, found[~found["row_id"].isin(frame["row_id"])]], ignore_index=True)
 
     def current_sha256(self) -> str | None:
         return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None

@@ -81,6 +81,8 @@ class MlflowSink:
         if result.exposure is not None:
             # row ids and p-values only: which training records are exposed, never their values
             self.tracker.log_frame(self.run_id, result.exposure.records, names.ART_EXPOSED)
+        if result.scan is not None:
+            self.tracker.log_frame(self.run_id, result.scan.records, names.ART_SCAN)
 
     def _record_attacks(self, result: GateResult) -> None:
         targets = result.targets

@@ -16,6 +16,7 @@ from privacy_gate.estimators.mace_queries import MaceResult
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.attacking import AttackOutcome, scores_frame
 from privacy_gate.pipeline.auditing import AuditResult
+from privacy_gate.pipeline.scanning import ScanResult
 from privacy_gate.pipeline.settings import GateSettings
 from privacy_gate.pipeline.targets import Targets
 from privacy_gate.report.html import ReportInputs, render_report
@@ -33,6 +34,7 @@ class GateResult:
     utility: dict[str, Any] | None = None
     mace: MaceResult | None = None
     exposure: ExposureResult | None = None
+    scan: ScanResult | None = None  # the member scan (exposure.scan_members)
     audit: AuditResult | None = None
     validation: Any = None  # the synthetic suite's ValidationReport
     strongest: dict[str, str] = field(default_factory=dict)  # metric -> attack that reached the maximum

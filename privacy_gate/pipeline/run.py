@@ -41,6 +41,7 @@ from privacy_gate.pipeline.auditing import audit
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.inputs import GateInputs
 from privacy_gate.pipeline.result import GateResult
+from privacy_gate.pipeline.scanning import scan_members
 from privacy_gate.pipeline.settings import GateSettings
 from privacy_gate.pipeline.targets import choose_dependency_targets, choose_targets
 from privacy_gate.validation import validate_synthetic
@@ -200,6 +201,14 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
                     "[%.4f, %.4f] at %g false alarms", exposure.count, exposure.tested, exp_cfg.fdr,
                     exposure.false_expected, exposure.share, exposure.share_lower, exposure.share_upper,
                     exp_cfg.level)
+    scan = None
+    if exp_cfg.scan_members:
+        with clock.stage("scan", f"member scan: all {len(splits.train):,} training records against the holdout"):
+            scan = executor.run("scan", scan_members, splits, synthetic, spec, q=exp_cfg.fdr, method=exp_cfg.method,
+                                seed=settings.targets.seed)
+            metrics.update({exposure_metric(k): v for k, v in scan.metrics().items()})
+            logger.info("  member scan (%s search): %d of %d training records exposed at FDR %g", scan.search,
+                        scan.count, scan.tested, exp_cfg.fdr)
     with clock.stage("audit", "auditing subgroups, entities and dependency"):
         shift = (source_shift(splits.train[spec.source], splits.reference[spec.source])
                  if spec.source is not None else None)
@@ -221,5 +230,5 @@ def _judge(inputs: GateInputs, settings: GateSettings, *, executor: Executor, cl
         if verdict.flagged_subgroups:
             logger.warning("flagged subgroups: %s", ", ".join(verdict.flagged_subgroups))
     return GateResult(verdict=verdict, settings=settings, targets=targets, outcomes=outcomes, utility=util,
-                      mace=mres, exposure=exposure, audit=audited, validation=syn_report,
+                      mace=mres, exposure=exposure, scan=scan, audit=audited, validation=syn_report,
                       strongest={k: name for k, (_, name) in top.items()}, timings=clock.timings)

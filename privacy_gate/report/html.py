@@ -371,6 +371,16 @@ def _exposure(inp: ReportInputs) -> str:
         "chance. Its lower bound is a lower confidence bound on the share of exposed training records; its "
         "upper bound covers only what the attacks can detect. A reviewer can suppress the exposed records "
         "(<code>--suppress exposed</code>): their closest synthetic rows are removed and the gate re-runs.")
+    if m.get("exposed.scan_tested") is not None:
+        table += _table(["training records scanned", "against holdout records", "exposed records found",
+                         "false among them at most (expected)"],
+                        [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1)],
+                          "")])
+        note += _note(
+            "<b>Member scan</b>: every training record, not only the member targets, gets a conformal p-value of "
+            "its closest-synthetic-row score (calibrated by the reference data) among the holdout records' scores; "
+            "the exposed ones are selected at the same FDR and listed by row id in "
+            "<code>risk/exposed_members.parquet</code> (also suppressed by <code>--suppress exposed</code>).")
     return _section("Exposed records", note + table, "exposure")
 
 

@@ -1,0 +1,117 @@
+"""The member scan (``exposure.scan_members``): every training record tested against the holdout.
+
+Known truths: with a release independent of the training data no training record is exposed, so
+the p-values are (super-)uniform and BH at q selects nothing in at least 1 - q of the releases —
+with the exact and the approximate search alike (the calibration records go through the same
+search). With noisy copies of known training records, the discoveries are those records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privacy_gate.config import DatasetSpec, ExposureConfig
+from privacy_gate.data import Splits
+from privacy_gate.pipeline.scanning import scan_members
+
+SPEC = DatasetSpec.model_validate({"name": "sim", "columns": {
+    **{f"x{i}": {"kind": "numeric", "nullable": False} for i in range(4)},
+    "c": {"kind": "categorical", "categories": ["a", "b", "c", "d"]}}})
+
+
+def _table(rng, n):
+    return pd.DataFrame({**{f"x{i}": rng.normal(size=n) for i in range(4)}, "c": rng.choice(list("abcd"), size=n)})
+
+
+def _release(rng, train, n, *, copies=0, noise=0.01):
+    out = _table(rng, n)
+    which = rng.choice(len(train), size=copies, replace=False)
+    if copies:
+        cp = train.iloc[which].reset_index(drop=True).copy()
+        for i in range(4):
+            cp[f"x{i}"] += rng.normal(0, noise, size=copies)
+        out.iloc[:copies] = cp.to_numpy()
+        out = out.astype({f"x{i}": float for i in range(4)})
+    return out, train.index[which]
+
+
+def _splits(rng, n_train=1500, n_hold=1000, n_ref=1000):
+    table = _table(rng, n_train + n_hold + n_ref)
+    return Splits(train=table.iloc[:n_train], holdout=table.iloc[n_train:n_train + n_hold],
+                  reference=table.iloc[n_train + n_hold:])
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_no_exposure_gives_uniform_pvalues_and_rarely_a_discovery(exact):
+    rng = np.random.default_rng(0)
+    any_found, low = 0, []
+    for _ in range(20):
+        splits = _splits(rng)
+        release, _ = _release(rng, splits.train, 1500)
+        res = scan_members(splits, release, SPEC, q=0.1, exact=exact)
+        assert res.search == ("exact" if exact else "approximate")
+        any_found += res.count > 0
+        low.append(np.mean(res.records["p_value"] <= 0.1))
+    # under the global null BH's family-wise error equals its FDR: at most q = 0.1 of releases
+    assert any_found <= 5  # binomial(20, 0.1): P(> 5) < 0.012
+    assert np.mean(low) <= 0.1 + 0.015  # super-uniform p-values (20 x 1500 members)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_noisy_copies_are_found_with_few_false_discoveries(exact):
+    rng = np.random.default_rng(1)
+    splits = _splits(rng)
+    release, copied = _release(rng, splits.train, 1500, copies=150)
+    res = scan_members(splits, release, SPEC, q=0.05, exact=exact)
+    found = set(res.discoveries.tolist())
+    hits = len(found & set(copied.tolist()))
+    assert hits >= 120  # most of the 150 copied records
+    assert len(found) - hits <= max(3, 0.1 * len(found))
+    assert list(res.records.columns) == ["row_id", "p_value", "exposed"]  # no record values
+
+
+def test_the_approximate_search_is_deterministic():
+    rng = np.random.default_rng(2)
+    splits = _splits(rng, 3000, 1500, 1500)
+    release, _ = _release(rng, splits.train, 3000, copies=100)
+    a = scan_members(splits, release, SPEC, q=0.05, exact=False, seed=3)
+    b = scan_members(splits, release, SPEC, q=0.05, exact=False, seed=3)
+    pd.testing.assert_frame_equal(a.records, b.records)
+
+
+def test_the_gate_runs_the_scan_when_asked_and_records_its_figures(adult_full, adult_spec):
+    import privacy_gate
+
+    rows = adult_full.sample(n=2400, random_state=3).reset_index(drop=True)
+    parts = dict(train=rows[:800], holdout=rows[800:1200], reference=rows[1200:1600], spec=adult_spec,
+                 attacks=[{"name": "dcr_ratio"}])
+    synthetic = pd.concat([rows[:200], rows[1600:2200]], ignore_index=True)  # 200 verbatim copies
+    off = privacy_gate.evaluate(**parts, synthetic=synthetic)
+    assert off.scan is None and "exposed.scan_count" not in off.metrics
+    on = privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=True))
+    assert on.metrics["exposed.scan_tested"] == 800 and on.metrics["exposed.scan_calibration"] == 400
+    assert on.metrics["exposed.scan_count"] >= 150
+    assert set(on.scan.discoveries) <= set(range(800))  # row ids of training records
+    assert "Member scan" in on.report_html()
+    assert "scan" in on.timings
+
+
+def test_suppress_exposed_also_reads_the_scan_discoveries():
+    from privacy_gate import names
+    from privacy_gate.pipeline.decisions import RunRecord
+    from privacy_gate.pipeline.suppression import singled_out
+
+    frames = {names.ART_EXPOSED: pd.DataFrame({"row_id": [1, 2], "p_value": [0.001, 0.5], "exposed": [True, False]}),
+              names.ART_SCAN: pd.DataFrame({"row_id": [1, 7, 9], "p_value": [0.001, 0.0001, 0.3],
+                                            "exposed": [True, True, False]})}
+
+    class Store:
+        def read_frame(self, run_id, name):
+            return frames[name]
+
+    record = object.__new__(RunRecord)
+    record.run_id, record._tracker = "r", Store()
+    assert sorted(singled_out(record.exposed_records(), level=0.01).tolist()) == [1, 7]
+    del frames[names.ART_SCAN]  # a run without the scan: the target scan alone
+    assert sorted(singled_out(record.exposed_records(), level=0.01).tolist()) == [1]
