@@ -89,7 +89,8 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
     """``release_flow`` called as a deployment calls it (no ``with_options``: the module's thread
     pool) with ``runner: {kind: dask, dask_address: ...}``, as in docker/deploy/adult.yaml: the
     attempt runs as a ``release-attempt`` subflow on the DaskTaskRunner, so the attacks, the
-    utility score and the shadow runs are executed by the cluster's workers."""
+    utility score, the shadow runs and the scoring chunks (``score_chunks``) are executed by the
+    cluster's workers."""
     from distributed import Client, get_task_stream
     from mlflow.tracking import MlflowClient
 
@@ -98,7 +99,7 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
 
     # MST: a marginal generator, so MAMA-MIA runs its shadow variant (shadow runs to map)
     cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="served-dask.yaml",
-                               runner={"kind": "dask", "dask_address": dask_cluster},
+                               runner={"kind": "dask", "dask_address": dask_cluster, "score_chunks": 2},
                                attacks=[{"name": "dcr"}, {"name": "mama_mia", "n_shadow": 4}])
     with Client(dask_cluster) as client, get_task_stream(client) as stream:
         state = release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
@@ -108,9 +109,10 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
     assert result["verdict"]["status"] == "ok", result["verdict"]["reasons"]
     assert {"dcr.auc", "mama_mia.auc", "utility.quality"} <= set(result["verdict"]["metrics"])
     counts = {name: sum(key.startswith(f"{name}-") for key in executed)
-              for name in ("run_attack", "marginal_quality", "shadow_run")}
-    # run_attack: dcr, mama_mia and the reported (not gated) MAMA-MIA oracle
-    assert counts == {"run_attack": 3, "marginal_quality": 1, "shadow_run": 4}, sorted(executed)
+              for name in ("run_attack", "marginal_quality", "shadow_run", "_score_part")}
+    # run_attack: dcr, mama_mia and the reported (not gated) MAMA-MIA oracle; each scores its
+    # targets in score_chunks = 2 tasks of their own (the chunks within an attack)
+    assert counts == {"run_attack": 3, "marginal_quality": 1, "shadow_run": 4, "_score_part": 6}, sorted({k.rsplit("-", 1)[0] for k in executed})
     # the MLflow run names the release flow run (the one a paused review resumes), not the subflow
     tags = MlflowClient(result["tracking_uri"]).get_run(result["run_id"]).data.tags
     assert tags[names.TAG_FLOW_RUN] == str(state.state_details.flow_run_id)

@@ -4,6 +4,7 @@ attacks submitted concurrently to the flow's task runner, shadow runs mapped as 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from prefect import task
@@ -31,7 +32,30 @@ class PrefectExecutor:
         return _task(fn, name).submit(*args, **kwargs)
 
     def map(self, name: str, fn: Callable[[Any], T], items: Iterable[Any], /) -> list[T]:
-        return [f.result() for f in _task(fn, name).map(list(items))]
+        futures = _task(fn, name).map(list(items))
+        with _seceded():
+            return [f.result() for f in futures]
+
+
+@contextmanager
+def _seceded():
+    """On a Dask worker, a task waiting for the tasks it mapped gives up its worker slot while it
+    waits (``distributed.secede`` / ``rejoin``, what ``worker_client`` does). Without it, tasks that
+    map sub-tasks (an attack's shadow runs or scoring chunks) can hold every slot of the cluster
+    while their sub-tasks wait for one: with two single-threaded workers, two such attacks
+    deadlock. Elsewhere (the thread pool) it does nothing."""
+    try:
+        from distributed import get_worker, rejoin, secede
+
+        get_worker()
+    except (ImportError, ValueError):  # not on a Dask worker
+        yield
+        return
+    secede()
+    try:
+        yield
+    finally:
+        rejoin()
 
 
 def task_runner_for(runner: RunnerConfig):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -59,9 +58,10 @@ def degenerate_reason(scores: np.ndarray) -> str | None:
     return None
 
 
-def _score_part(scorer: Any, records: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...]]:
+def _score_part(job: tuple[Any, pd.DataFrame]) -> tuple[np.ndarray, tuple[str, ...]]:
     """One chunk's scores, and the notes the scoring added (on a cluster the scorer is a copy, so
-    notes made while scoring would otherwise stay on the worker)."""
+    notes made while scoring would otherwise stay on the worker). ``job``: (fitted attack, records)."""
+    scorer, records = job
     scores = np.asarray(scorer.score(records), dtype=float)
     return scores, tuple(getattr(scorer, "notes_", ()) or ())
 
@@ -83,7 +83,7 @@ def score_targets(scorer: Any, records: pd.DataFrame, *, chunks: int = 1, mapper
     if chunks <= 1 or mapper is None or len(records) < 2 * chunks:
         return np.asarray(scorer.score(records), dtype=float)
     bounds = np.linspace(0, len(records), chunks + 1).astype(int)
-    parts = mapper(partial(_score_part, scorer), [records.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+    parts = mapper(_score_part, [(scorer, records.iloc[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
     notes = list(getattr(scorer, "notes_", ()) or ())
     for _, part_notes in parts:
         notes += [n for n in part_notes if n not in notes]
