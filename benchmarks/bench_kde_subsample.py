@@ -31,6 +31,22 @@ def auc_se(auc: float, n1: int, n0: int) -> float:
     return math.sqrt((auc * (1 - auc) + (n1 - 1) * (q1 - auc**2) + (n0 - 1) * (q2 - auc**2)) / (n1 * n0))
 
 
+def attack_inputs(sc, spec):
+    """(targets, labels, threat model) of an exposure scenario: as many members as non-members,
+    members first; the attacker knows the synthetic and reference data."""
+    import numpy as np
+    import pandas as pd
+
+    from privacy_gate.attacks.base import ThreatModel
+
+    n1 = min(len(sc.train), len(sc.holdout))
+    targets = pd.concat([sc.train.iloc[:n1], sc.holdout.iloc[:n1]])
+    labels = np.r_[np.ones(n1, int), np.zeros(n1, int)]
+    threat = ThreatModel(synthetic=sc.synthetic, reference=sc.reference, spec=spec, generator=None,
+                         generator_params={}, n_train=len(sc.train))
+    return targets, labels, threat
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -42,7 +58,6 @@ def main() -> None:
     import pandas as pd
 
     from privacy_gate.attacks import create_attack
-    from privacy_gate.attacks.base import ThreatModel
     from privacy_gate.config import load_spec
     from privacy_gate.estimators.mace import estimate_advantage
     from privacy_gate.estimators.metrics import roc_metrics
@@ -54,11 +69,8 @@ def main() -> None:
     for share in args.shares:
         for seed in range(args.seeds):
             sc = make_scenario(seed, share=share, adult=adult)
-            n1 = min(len(sc.train), len(sc.holdout))
-            targets = pd.concat([sc.train.iloc[:n1], sc.holdout.iloc[:n1]])
-            labels = np.r_[np.ones(n1, int), np.zeros(n1, int)]
-            threat = ThreatModel(synthetic=sc.synthetic, reference=sc.reference, spec=spec, generator=None,
-                                 generator_params={}, n_train=len(sc.train))
+            targets, labels, threat = attack_inputs(sc, spec)
+            n1 = int(labels.sum())
             for cap in [None, *args.caps]:
                 started = time.perf_counter()
                 attack = create_attack("domias", max_fit_rows=cap, seed=seed).fit(threat)

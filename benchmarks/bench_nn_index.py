@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_kde_subsample import auc_se  # noqa: E402
+from benchmarks.bench_kde_subsample import attack_inputs, auc_se  # noqa: E402
 
 
 def speed(rows: int, n_targets: int) -> dict:
@@ -80,7 +80,6 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
     import privacy_gate.attacks.density as density
     import privacy_gate.attacks.distance as distance
     from privacy_gate.attacks import create_attack
-    from privacy_gate.attacks.base import ThreatModel
     from privacy_gate.config import load_spec
     from privacy_gate.estimators.mace import estimate_advantage
     from privacy_gate.estimators.metrics import roc_metrics
@@ -95,11 +94,8 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
         for share in shares:
             for seed in range(seeds):
                 sc = make_scenario(seed, share=share, adult=adult)
-                n1 = min(len(sc.train), len(sc.holdout))
-                targets = pd.concat([sc.train.iloc[:n1], sc.holdout.iloc[:n1]])
-                labels = np.r_[np.ones(n1, int), np.zeros(n1, int)]
-                threat = ThreatModel(synthetic=sc.synthetic, reference=sc.reference, spec=spec, generator=None,
-                                     generator_params={}, n_train=len(sc.train))
+                targets, labels, threat = attack_inputs(sc, spec)
+                n1 = int(labels.sum())
                 for mode, threshold in (("exact", 10**15), ("fast", 1)):
                     distance.INDEX_PAIRS = density.FLOAT32_ROWS = threshold
                     for name in ("domias", "dcr", "dcr_ratio"):
