@@ -81,20 +81,14 @@ def noisy_copies(release, train, spec, *, share: float, noise: float, seed: int)
     import numpy as np
 
     from privacy_gate.generators.base import clip_to_spec
+    from tests.exposure_scenarios import noisy_rows
 
     rng = np.random.default_rng(seed + 17)
+    numeric = [name for name, col in spec.columns.items() if col.is_numeric]
     k = int(round(share * len(release)))
-    copies = train.iloc[rng.choice(len(train), size=k, replace=False)].reset_index(drop=True)
-    for name, col in spec.columns.items():
-        if col.is_numeric:
-            copies[name] = copies[name].astype(float) + rng.normal(0, noise * float(train[name].std()), size=k)
-    out = release.copy()
-    at = rng.choice(len(release), size=k, replace=False)
-    copies = clip_to_spec(copies, spec)
-    for name in out.columns:
-        if out[name].dtype != copies[name].dtype:
-            out[name] = out[name].astype(copies[name].dtype) if str(out[name].dtype) != "category" else out[name]
-    out.iloc[at] = copies.to_numpy()
+    copies = noisy_rows(train.iloc[rng.choice(len(train), size=k, replace=False)], train, numeric, noise, rng)
+    out = release.astype({c: float for c in numeric})
+    out.iloc[rng.choice(len(release), size=k, replace=False)] = copies.to_numpy()
     return clip_to_spec(out, spec)
 
 
@@ -107,6 +101,15 @@ def _data(rows: int, seed: int, release_kind: str, share: float):
     if release_kind == "noisy-copies":
         release = noisy_copies(release, splits["train"], spec, share=share, noise=0.05, seed=seed)
     return spec, table, splits, release
+
+
+def _outcome(verdict: dict) -> dict:
+    """The recorded figures of a verdict (``Verdict.to_dict()`` or the CLI's ``--json`` line)."""
+    m = verdict.get("metrics", {})
+    return {"decision": verdict.get("verdict"), "targets_per_class": int(m.get("domias.n_non_members", 0)),
+            "strongest_auc": round(m.get("strongest.auc", float("nan")), 4),
+            "exposed_share_lower": round(m.get("exposed.share_lower", float("nan")), 4),
+            "reasons": [r.get("message") for r in verdict.get("reasons", [])][:6]}
 
 
 def _peak_gb(who) -> float:
@@ -133,14 +136,9 @@ def child(rows: int, seed: int, *, path: str = "library", release_kind: str = "i
         started = time.perf_counter()
         result = evaluate(**splits, synthetic=release, spec=spec)
         gate_seconds = time.perf_counter() - started
-        m = result.metrics
         return {**base, "data_seconds": round(data_seconds, 1), "gate_seconds": round(gate_seconds, 1),
-                "stages": {k: round(v, 2) for k, v in result.timings.items()}, "decision": result.decision,
-                "targets_per_class": int(m.get("domias.n_non_members", 0)),
-                "strongest_auc": round(m.get("strongest.auc", float("nan")), 4),
-                "exposed_share_lower": round(m.get("exposed.share_lower", float("nan")), 4),
-                "reasons": [c.message for c in result.verdict.reasons][:6],
-                "peak_rss_gb": _peak_gb(resource.RUSAGE_SELF)}
+                "stages": {k: round(v, 2) for k, v in result.timings.items()},
+                **_outcome(result.verdict.to_dict()), "peak_rss_gb": _peak_gb(resource.RUSAGE_SELF)}
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
@@ -168,15 +166,9 @@ def child(rows: int, seed: int, *, path: str = "library", release_kind: str = "i
         gate_seconds = time.perf_counter() - started
     if out.returncode not in (0, 1, 3) or not out.stdout.strip():
         raise RuntimeError(f"privacy-gate {cmd[0]} failed ({out.returncode}): {out.stderr.strip()[-800:]}")
-    verdict = json.loads(out.stdout.strip().splitlines()[-1])
     stages = {m.group(1): float(m.group(2)) for m in STAGE_DONE.finditer(out.stderr + out.stdout)}
-    metrics = verdict.get("metrics", {})
     return {**base, "data_seconds": round(data_seconds + write_seconds, 1), "gate_seconds": round(gate_seconds, 1),
-            "stages": stages, "decision": verdict.get("verdict"),
-            "targets_per_class": int(metrics.get("domias.n_non_members", 0)),
-            "strongest_auc": round(metrics.get("strongest.auc", float("nan")), 4),
-            "exposed_share_lower": round(metrics.get("exposed.share_lower", float("nan")), 4),
-            "reasons": [r.get("message") for r in verdict.get("reasons", [])][:6],
+            "stages": stages, **_outcome(json.loads(out.stdout.strip().splitlines()[-1])),
             "peak_rss_gb": _peak_gb(resource.RUSAGE_CHILDREN)}
 
 

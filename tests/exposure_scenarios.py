@@ -36,7 +36,7 @@ class Scenario:
     exposed_rows: np.ndarray  # positions in train that have a noisy copy in the release
 
 
-def _noisy(rows: pd.DataFrame, train: pd.DataFrame, numeric: list[str], noise: float,
+def noisy_rows(rows: pd.DataFrame, train: pd.DataFrame, numeric: list[str], noise: float,
            rng: np.random.Generator) -> pd.DataFrame:
     out = rows.copy()
     for c in numeric:
@@ -62,13 +62,13 @@ def make_scenario(seed: int, *, share: float = 0.0, noise: float = 0.05, rare_gr
     if share:
         n = int(round(share * len(synthetic)))
         exposed = rng.choice(len(train), n, replace=False)
-        synthetic.iloc[:n] = _noisy(train.iloc[exposed], train, numeric, noise, rng).to_numpy()
+        synthetic.iloc[:n] = noisy_rows(train.iloc[exposed], train, numeric, noise, rng).to_numpy()
     if rare_group:
         col, value = RARE_GROUP
         in_train = np.flatnonzero((train[col] == value).to_numpy())
         in_release = np.flatnonzero((synthetic[col] == value).to_numpy())
         donors = np.resize(rng.permutation(in_train), len(in_release))  # every group row, cycled
-        synthetic.iloc[in_release] = _noisy(train.iloc[donors], train, numeric, noise, rng).to_numpy()
+        synthetic.iloc[in_release] = noisy_rows(train.iloc[donors], train, numeric, noise, rng).to_numpy()
         exposed = np.union1d(exposed, donors)
     synthetic = clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
     return Scenario(train=train, holdout=holdout, reference=reference, synthetic=synthetic, exposed_rows=exposed)

@@ -51,18 +51,40 @@ def as_matrix(X: object, *, owner: str, n_features: int | None = None) -> np.nda
     return X
 
 
-def rows_per_chunk(n_columns: int, chunk_bytes: int) -> int:
-    """How many target rows fit a ``(rows, n_columns)`` float64 buffer within ``chunk_bytes``.
+def rows_per_chunk(n_columns: int, chunk_bytes: int, *, itemsize: int = _ITEM) -> int:
+    """How many target rows fit a ``(rows, n_columns)`` buffer of ``itemsize``-byte values
+    (float64 by default) within ``chunk_bytes``.
 
     At least one row, so a tiny budget still makes progress (then it is exceeded by one row).
     """
-    return max(1, int(chunk_bytes) // (_ITEM * max(1, n_columns)))
+    return max(1, int(chunk_bytes) // (itemsize * max(1, n_columns)))
 
 
-#: pairwise work (target rows x candidate rows) above which the chunk loop reports its progress
+#: pairwise work (target rows x candidate rows) above which a pairwise job reports its progress
 PROGRESS_PAIRS = 2_000_000_000
 #: seconds between two progress lines
 PROGRESS_EVERY = 15.0
+
+
+class Progress:
+    """Progress lines of one long pairwise job, labelled ``what``: targets done, targets/s and ETA
+    every :data:`PROGRESS_EVERY` seconds, on the ``privacy_gate.attacks`` logger, for jobs of more
+    than :data:`PROGRESS_PAIRS` target x candidate pairs (the KDE, the plain and the indexed
+    nearest-record searches)."""
+
+    def __init__(self, what: str, n_targets: int, n_candidates: int):
+        self.what, self.n_targets, self.n_candidates = what, n_targets, n_candidates
+        self.enabled = n_targets * n_candidates > PROGRESS_PAIRS
+        self.started = self.last = time.perf_counter()
+
+    def done(self, n_done: int) -> None:
+        """``n_done`` targets are finished."""
+        now = time.perf_counter()
+        if not self.enabled or n_done >= self.n_targets or now - self.last <= PROGRESS_EVERY:
+            return
+        self.last, rate = now, n_done / (now - self.started)
+        _LOG.info("  %s: %s of %s targets against %s rows (%.0f targets/s, ETA %.0f s)", self.what, f"{n_done:,}",
+                  f"{self.n_targets:,}", f"{self.n_candidates:,}", rate, (self.n_targets - n_done) / rate)
 
 
 def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: int, *, what: str = "pairwise distances",
@@ -73,20 +95,15 @@ def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: i
     ``B`` in place; it is overwritten by the next chunk. Large jobs log their progress (targets
     done, rows/s, ETA) on the ``privacy_gate.attacks`` logger, labelled ``what``."""
     n_t, n_c = targets.shape[0], candidates.shape[0]
-    step = rows_per_chunk(n_c, chunk_bytes * _ITEM // np.dtype(dtype).itemsize)
+    step = rows_per_chunk(n_c, chunk_bytes, itemsize=np.dtype(dtype).itemsize)
     buf = np.empty((min(step, max(n_t, 1)), n_c), dtype=dtype)
-    report = n_t * n_c > PROGRESS_PAIRS
-    started = last = time.perf_counter()
+    progress = Progress(what, n_t, n_c)
     for start in range(0, n_t, step):
         stop = min(start + step, n_t)
         B = buf[: stop - start]
         np.matmul(targets[start:stop], candidates.T, out=B)
         yield start, stop, B
-        now = time.perf_counter()
-        if report and now - last > PROGRESS_EVERY and stop < n_t:
-            last, rate = now, stop / (now - started)
-            _LOG.info("  %s: %s of %s targets against %s rows (%.0f targets/s, ETA %.0f s)", what, f"{stop:,}",
-                      f"{n_t:,}", f"{n_c:,}", rate, (n_t - stop) / rate)
+        progress.done(stop)
 
 
 # --------------------------------------------------------------------------- parameter models

@@ -162,6 +162,11 @@ def synthetic_and_reference_distances(scorer: Any, targets: pd.DataFrame) -> tup
 RATIO_EPSILON = 1e-6
 
 
+def ratio_scores(d_syn: np.ndarray, d_ref: np.ndarray) -> np.ndarray:
+    """``dcr_ratio``'s score from the two nearest-row distances: ``log(d_ref + eps) - log(d_syn + eps)``."""
+    return np.log(d_ref + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
+
+
 @register_attack("dcr_ratio")
 class DistanceRatio(DistanceToClosestRecord):
     """Score = ``log d_ref(x) - log d_syn(x)``: the distance to the closest synthetic record,
@@ -189,5 +194,4 @@ class DistanceRatio(DistanceToClosestRecord):
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log(d_ref + eps) - log(d_syn + eps)`` per target row."""
         d_syn, d_ref = synthetic_and_reference_distances(self, targets)
-        return check_scores(np.log(d_ref + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON),
-                            owner=f"attack '{self.name}'", n_targets=len(targets))
+        return check_scores(ratio_scores(d_syn, d_ref), owner=f"attack '{self.name}'", n_targets=len(targets))

@@ -104,9 +104,9 @@ def subsample_note(what: str, estimator: Any) -> str | None:
 
 def precision_note(*estimators: Any) -> str | None:
     """Say so when a KDE scored the targets in float32 (``precision="auto"`` on a large job)."""
-    if not any(getattr(e, "precision_", None) == "float32" for e in estimators):
-        return None
     which = [e.n_samples_ for e in estimators if getattr(e, "precision_", None) == "float32"]
+    if not which:
+        return None
     return (f"KDE computed in float32 (precision '{estimators[0].precision}'; float32 from {FLOAT32_ROWS:,} fit rows, "
             f"here {', '.join(f'{n:,}' for n in which)}); log densities within ~3e-4 of float64, ranking unchanged "
             "(benchmarks/bench_nn_index.py)")

@@ -29,9 +29,10 @@ keeps the norms, and so the bound, small).
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
+
+from privacy_gate.attacks.density import Progress, rows_per_chunk
 
 _LOG = logging.getLogger("privacy_gate.attacks")
 
@@ -69,8 +70,8 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
     nearest = np.empty(n_t, dtype=np.int64)
     uncertain: list[np.ndarray] = []
     # the exact re-ranking holds (step, k, dims) float64 differences: keep them within the budget
-    step = max(1, min(n_t, chunk_bytes // (8 * k * max(1, dims)), 65_536))
-    started = last = time.perf_counter()
+    step = min(rows_per_chunk(k * dims, chunk_bytes), 65_536)
+    progress = Progress("nearest record (index)", n_t, n_c)
     for start in range(0, n_t, step):
         stop = min(start + step, n_t)
         T = targets[start:stop]
@@ -88,11 +89,7 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
             unsure = d32[:, k - 1].astype(np.float64) - tol <= best_sq
             if unsure.any():
                 uncertain.append(start + np.flatnonzero(unsure))
-        now = time.perf_counter()
-        if now - last > 15.0 and stop < n_t:
-            last, rate = now, stop / (now - started)
-            _LOG.info("  nearest record (index): %s of %s targets against %s rows (%.0f targets/s, ETA %.0f s)",
-                      f"{stop:,}", f"{n_t:,}", f"{n_c:,}", rate, (n_t - stop) / rate)
+        progress.done(stop)
     if uncertain:
         redo = np.concatenate(uncertain)
         d_redo, i_redo = exact_search(targets[redo], candidates)

@@ -79,9 +79,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
         if not _on_configured_runner(config):
             on_runner = release_attempt_flow.with_options(task_runner=task_runner_for(config.runner))
             return on_runner(config_path=config_path, workdir=workdir, origin=origin)
-        with dataset_slot(dataset):
-            return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
-                                          tags={names.TAG_FLOW_RUN: origin})
+        return _attempt(config, workdir=workdir, origin=origin, logger=logger)
 
     result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
                               tracking_uri=resolve_tracking_uri(config.tracking.uri, Path(workdir)))
@@ -111,9 +109,14 @@ def release_attempt_flow(config_path: str, workdir: str, origin: str) -> dict[st
     the Dask cluster). A flow's task runner is fixed once it runs, so a served release flow on the
     default thread pool hands its attempts to this subflow. ``origin`` is the release flow run the
     MLflow run is tagged with (the run a reviewer resumes)."""
-    config = load_release_config(config_path)
+    return _attempt(load_release_config(config_path), workdir=workdir, origin=origin, logger=get_run_logger())
+
+
+def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -> dict[str, Any]:
+    """One attempt of a release on the current flow's task runner, holding the dataset's slot;
+    its MLflow run is tagged with the release flow run ``origin``."""
     with dataset_slot(config.dataset.spec.name):
-        return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=get_run_logger(),
+        return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
                                       tags={names.TAG_FLOW_RUN: origin})
 
 

@@ -3,6 +3,7 @@ attacks submitted concurrently to the flow's task runner, shadow runs mapped as 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -43,12 +44,16 @@ def _seceded():
     waits (``distributed.secede`` / ``rejoin``, what ``worker_client`` does). Without it, tasks that
     map sub-tasks (an attack's shadow runs or scoring chunks) can hold every slot of the cluster
     while their sub-tasks wait for one: with two single-threaded workers, two such attacks
-    deadlock. Elsewhere (the thread pool) it does nothing."""
-    try:
-        from distributed import get_worker, rejoin, secede
+    deadlock. Elsewhere (the thread pool) it does nothing, and does not import ``distributed``:
+    a process that never loaded it is not a Dask worker."""
+    if "distributed" not in sys.modules:
+        yield
+        return
+    from distributed import get_worker, rejoin, secede
 
+    try:
         get_worker()
-    except (ImportError, ValueError):  # not on a Dask worker
+    except ValueError:  # not on a Dask worker
         yield
         return
     secede()

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.distance import RATIO_EPSILON, nearest_distances
+from privacy_gate.attacks.distance import nearest_distances, ratio_scores
 from privacy_gate.attacks.nn_index import approximate_nearest
 from privacy_gate.config import DatasetSpec
 from privacy_gate.data import Splits
@@ -89,7 +89,7 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
         exact = len(Q) * (len(S) + len(R)) < EXACT_PAIRS
     d_syn = _distances(Q, S, exact=exact, seed=seed)
     d_ref = _distances(Q, R, exact=exact, seed=seed + 1)
-    scores = np.log(d_ref + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
+    scores = ratio_scores(d_syn, d_ref)
     n_train = len(splits.train)
     pvalues = conformal_pvalues(scores[:n_train], scores[n_train:])
     selected, threshold = fdr_select(pvalues, q=q, method=method)
