@@ -8,7 +8,7 @@ subgroup rule (review when an adjusted p-value is below 0.01) should fire in at 
 the seeds.
 
 ``python benchmarks/bench_scale_nulls.py [--rows 30000] [--seeds 20]``; results in
-``benchmarks/results/scale_nulls.json``.
+``benchmarks/results/scale_nulls_<rows>.json``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def main() -> None:
               f"subgroup p {p:.3g} ({runs[-1]['group']})", flush=True)
     approved = sum(r["decision"] == "APPROVE" for r in runs)
     print(f"{approved} of {len(runs)} independent releases approved")
-    record("scale_nulls", {"settings": vars(args), "approved": approved, "runs": runs})
+    record(f"scale_nulls_{args.rows}", {"settings": vars(args), "approved": approved, "runs": runs})
 
 
 if __name__ == "__main__":
