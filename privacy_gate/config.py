@@ -1,15 +1,13 @@
-"""Pydantic models for the dataset spec, release config and gate rules, and their YAML loading.
+"""Pydantic models of the release config and the gate rules, and their YAML loading (the dataset
+spec itself lives in :mod:`privacy_gate.spec`).
 
-One module because it is the user-facing contract: the spec, the release config, the rules and
-their YAML loading form one schema, documented in the README, and are read in one place.
+One module because it is the user-facing contract: the release config, the rules and their YAML
+loading form one schema, documented in the README, and are read in one place. Every error names
+the file, the key and the problem.
 
-The dataset spec format (README, "Dataset spec") is a user-facing contract: other tools write it, so it is
-validated strictly (unknown keys are errors) and every error names the file, the key and the
-problem.
-
->>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
->>> spec.column_names
-['a']
+>>> cfg = GateConfig.model_validate({"rules": [{"metric": "dcr.auc", "max": 0.6}]})
+>>> cfg.rules[0].describe()
+'dcr.auc <= 0.6'
 """
 
 from __future__ import annotations
@@ -25,86 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from privacy_gate.errors import ConfigError
 from privacy_gate.objectstore import is_s3
-
-ColumnKind = Literal["categorical", "ordinal", "numeric", "datetime"]
-
+from privacy_gate.spec import DatasetSpec
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ColumnSpec(_Strict):
-    """One column: its kind and optional *public* domain knowledge (never read from the data)."""
-
-    kind: ColumnKind
-    categories: list[Any] | None = None
-    min: float | None = None
-    max: float | None = None
-    bins: list[float] | None = None
-    nullable: bool = True
-
-    @model_validator(mode="after")
-    def _check(self) -> ColumnSpec:
-        if self.categories is not None:
-            if self.kind not in ("categorical", "ordinal"):
-                raise ValueError(f"'categories' is only allowed for categorical/ordinal columns, not {self.kind}")
-            if len(self.categories) == 0:
-                raise ValueError("'categories' must not be empty")
-            if len(set(map(str, self.categories))) != len(self.categories):
-                raise ValueError("'categories' contains duplicates")
-        if (self.min is not None or self.max is not None or self.bins is not None) and self.kind in ("categorical",):
-            raise ValueError("'min'/'max'/'bins' are not allowed for categorical columns")
-        if self.min is not None and self.max is not None and not self.min < self.max:
-            raise ValueError(f"'min' ({self.min}) must be smaller than 'max' ({self.max})")
-        if self.bins is not None:
-            if len(self.bins) < 2 or any(b >= c for b, c in zip(self.bins, self.bins[1:])):
-                raise ValueError("'bins' must be at least two strictly increasing edges")
-        return self
-
-    @property
-    def is_numeric(self) -> bool:
-        """Numeric-like columns: numeric, datetime, and ordinals without a category list."""
-        return self.kind in ("numeric", "datetime") or (self.kind == "ordinal" and self.categories is None)
-
-
-class DatasetSpec(_Strict):
-    """Columns with kinds and public knowledge, entity column, audited subgroups, source column."""
-
-    name: str = Field(min_length=1)
-    columns: dict[str, ColumnSpec]
-    entity_id: str | None = None
-    subgroups: list[str] = Field(default_factory=list)
-    source: str | None = None
-
-    @field_validator("columns")
-    @classmethod
-    def _non_empty(cls, v: dict[str, ColumnSpec]) -> dict[str, ColumnSpec]:
-        if not v:
-            raise ValueError("at least one column is required")
-        return v
-
-    @model_validator(mode="after")
-    def _refs(self) -> DatasetSpec:
-        for key, col in (("entity_id", self.entity_id), ("source", self.source)):
-            if col is not None and col not in self.columns:
-                raise ValueError(f"{key} names unknown column '{col}'")
-        for col in self.subgroups:
-            if col not in self.columns:
-                raise ValueError(f"subgroups names unknown column '{col}'")
-            if self.columns[col].is_numeric:
-                raise ValueError(f"subgroup column '{col}' must be categorical or ordinal with categories")
-        if self.entity_id is not None and len(self.columns) < 2:
-            raise ValueError("a spec with an entity_id needs at least one other column")
-        return self
-
-    @property
-    def column_names(self) -> list[str]:
-        return list(self.columns)
-
-    @property
-    def attribute_columns(self) -> list[str]:
-        """Columns that describe a record (the entity id is an identifier, not an attribute)."""
-        return [c for c in self.columns if c != self.entity_id]
 
 
 def _local_or_s3(value: Any) -> Any:

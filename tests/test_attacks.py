@@ -15,7 +15,7 @@ from sklearn.neighbors import KernelDensity
 from privacy_gate.attacks import Attack, ThreatModel, available_attacks, create_attack
 from privacy_gate.attacks.density import GaussianKDE, rows_per_chunk
 from privacy_gate.attacks.distance import nearest_distances
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.estimators import roc_metrics

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import AttackConfig, AuditConfig, DatasetSpec, GateConfig, Rule
+from privacy_gate.config import AttackConfig, AuditConfig, GateConfig, Rule
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.gate.audit import dependence_clause, dependence_note, source_shift
 from privacy_gate.pipeline.inputs import GateInputs, splits_from_frames
 from privacy_gate.pipeline.run import run_gate

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from .conftest import write_release_config
-from privacy_gate.config import DatasetSpec, ReleaseConfig, load_release_config
+from privacy_gate.config import ReleaseConfig, load_release_config
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, InsufficientDataError
 from privacy_gate.pipeline.dependency_splits import (Clustering, bias_split, cluster_split, iid_counterpart,
                                                      source_split, spec_without)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.data.encoding import ONEHOT_SCALE, MixedEncoder
 from privacy_gate.errors import ConfigError, DataError

@@ -56,7 +56,7 @@ def test_an_attack_that_saw_too_few_columns_blocks(adult_full):
     """Most columns constant in the reference data: the encoders drop them; the gate must not
     read the resulting scores as 'no leakage'."""
     import privacy_gate
-    from privacy_gate.config import DatasetSpec
+    from privacy_gate.spec import DatasetSpec
 
     numeric = ["age", "fnlwgt", "education_num", "capital_gain", "hours_per_week"]
     spec = DatasetSpec.model_validate({"name": "narrow", "columns": {

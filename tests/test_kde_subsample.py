@@ -10,7 +10,7 @@ import pytest
 from privacy_gate.attacks import create_attack
 from privacy_gate.attacks.base import ThreatModel
 from privacy_gate.attacks.density import GaussianKDE
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 
 
 def test_stated_standard_error_matches_the_observed_error_of_the_subsample():

@@ -21,7 +21,7 @@ from privacy_gate.attacks.mama_mia import (
     set_scores,
     weight_threshold,
 )
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.estimators.metrics import roc_metrics

@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import DatasetSpec, ExposureConfig
+from privacy_gate.config import ExposureConfig
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.pipeline.scanning import scan_members
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import privacy_gate.generators.mst as mst_module
-from privacy_gate.config import DatasetSpec, SplitConfig
+from privacy_gate.config import SplitConfig
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import split_by_entity
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.utility import marginal_quality

@@ -14,7 +14,7 @@ from privacy_gate.attacks import create_attack
 from privacy_gate.attacks.base import ThreatModel
 from privacy_gate.attacks.density import GaussianKDE
 from privacy_gate.attacks.nn_index import indexed_nearest
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 
 CHUNK = 2**20
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import privacy_gate.generators.private_gsd as pg
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import create_generator

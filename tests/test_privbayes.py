@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import privacy_gate.generators.privbayes as pb
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.generators.base import create_generator

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import create_generator, generator_capabilities

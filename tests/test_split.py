@@ -2,7 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import DatasetSpec, SplitConfig
+from privacy_gate.config import SplitConfig
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, split_by_entity
 from privacy_gate.errors import DataError, InsufficientDataError
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.estimators import marginal_quality

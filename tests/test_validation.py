@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import DatasetSpec, load_release_config
+from privacy_gate.config import load_release_config
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError, ValidationFailed
 from privacy_gate.validation import (

@@ -19,7 +19,7 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.generators.focal import FocalPoint

@@ -15,7 +15,7 @@ are imputed with the fit mean plus a 0/1 indicator, categoricals map to an extra
 slot. The entity id column is an identifier, not an attribute, and is never encoded.
 
 >>> import pandas as pd
->>> from privacy_gate.config import DatasetSpec
+>>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
 ...     "x": {"kind": "numeric", "nullable": False}, "c": {"kind": "categorical", "categories": ["a", "b"]}}})
 >>> enc = MixedEncoder(spec=spec).fit(pd.DataFrame({"x": [0.0, 2.0], "c": ["a", "b"]}))
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import ColumnSpec, DatasetSpec
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.data.table import as_category_string  # the same category mapping as conform()
 from privacy_gate.errors import ConfigError, DataError
 

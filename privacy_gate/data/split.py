@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec, SplitConfig
+from privacy_gate.config import SplitConfig
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import InsufficientDataError
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate import objectstore
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import DataError
 
 _READERS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet"}

@@ -18,7 +18,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import ColumnSpec, DatasetSpec
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.data.encoding import category_codes, category_keys, column_as_float
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 

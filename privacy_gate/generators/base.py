@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.registry import ComponentInfo, Registry
 

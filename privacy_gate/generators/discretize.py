@@ -11,7 +11,7 @@ domain (an unseen category, a number outside the public range) map to the neares
 (clip) for numerics and to the missing code for categories, since no public value exists for them.
 
 >>> import pandas as pd
->>> from privacy_gate.config import DatasetSpec
+>>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
 ...     "x": {"kind": "numeric", "bins": [0, 10, 20]}, "c": {"kind": "categorical", "categories": ["a", "b"],
 ...     "nullable": False}}})
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import ColumnSpec, DatasetSpec
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.errors import ConfigError
 
 

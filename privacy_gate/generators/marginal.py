@@ -10,7 +10,7 @@ from typing import Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec

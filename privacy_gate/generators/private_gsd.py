@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from pydantic import model_validator
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
 from privacy_gate.generators.accounting import (

@@ -72,7 +72,7 @@ from typing import Literal, Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators.accounting import PureDPAccountant
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint

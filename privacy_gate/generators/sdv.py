@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import model_validator
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (

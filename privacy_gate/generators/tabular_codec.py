@@ -8,7 +8,7 @@ over the spec's categories (else the reference's values), plus a "missing" slot 
 is nullable. Datetimes are handled as numbers (seconds).
 
 >>> import pandas as pd
->>> from privacy_gate.config import DatasetSpec
+>>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
 ...     "age": {"kind": "numeric", "min": 0, "max": 100},
 ...     "sex": {"kind": "categorical", "categories": ["F", "M"], "nullable": False}}})
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import category_codes, category_keys
 from privacy_gate.errors import ConfigError
 

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks import Mapper, OracleKnowledge, ThreatModel, create_attack
-from privacy_gate.config import AttackConfig, DatasetSpec
+from privacy_gate.config import AttackConfig
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.names import LEAKAGE_METRICS

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from privacy_gate.config import AuditConfig, DatasetSpec, MaceConfig
+from privacy_gate.config import AuditConfig, MaceConfig
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.group_tests import RankedScores, group_pvalue, holm_adjust
 from privacy_gate.estimators.mace_queries import mace_group_metrics

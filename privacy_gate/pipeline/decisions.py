@@ -16,7 +16,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import DatasetSpec, ReleaseConfig
+from privacy_gate.config import ReleaseConfig
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.gate.approval import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.gate.audit import most_frequent, value_labels

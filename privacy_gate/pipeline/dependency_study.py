@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import AttackConfig, DatasetSpec, ReleaseConfig, StudyGenerator, StudyScenario
+from privacy_gate.config import AttackConfig, ReleaseConfig, StudyGenerator, StudyScenario
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.mace import estimate_advantage

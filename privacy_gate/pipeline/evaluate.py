@@ -13,8 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.config import (AttackConfig, AuditConfig, DatasetSpec, ExposureConfig, GateConfig, MaceConfig,
-                                 TargetsConfig, load_spec)
+from privacy_gate.config import (AttackConfig, AuditConfig, ExposureConfig, GateConfig, MaceConfig, TargetsConfig, load_spec)
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
 from privacy_gate.pipeline.executor import Executor

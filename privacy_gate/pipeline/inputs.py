@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec, ReleaseConfig
+from privacy_gate.config import ReleaseConfig
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
 from privacy_gate.errors import DataError
 

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import DatasetSpec, GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
+from privacy_gate.config import GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict

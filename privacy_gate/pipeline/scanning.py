@@ -30,7 +30,7 @@ import pandas as pd
 
 from privacy_gate.attacks.distance import nearest_distances, ratio_scores
 from privacy_gate.attacks.nn_index import approximate_nearest
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.estimators.exposure import FdrMethod, conformal_pvalues, fdr_select

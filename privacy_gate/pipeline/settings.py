@@ -9,7 +9,7 @@ The settings are recorded with the run (``names.ART_SETTINGS``); a re-gate after
 reads them back (:meth:`GateSettings.from_record`) instead of rebuilding them from a config, so it
 judges with the same attacks, epsilon and oracle as the original run.
 
->>> from privacy_gate.config import DatasetSpec
+>>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
 >>> s = settings_for_gate_only(spec=spec)
 >>> [a.key for a in s.attacks], s.epsilon
@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetSpec, ExposureConfig, GateConfig,
-                                 MaceConfig, ReleaseConfig, TargetsConfig)
+from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.names import ORACLE_ATTACK

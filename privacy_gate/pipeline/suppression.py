@@ -24,7 +24,7 @@ import pandas as pd
 
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import nearest_distances
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ReviewError
 from privacy_gate.gate.audit import group_mask

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec, TargetsConfig
+from privacy_gate.config import TargetsConfig
+
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.gate.audit import dependency_indices

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.table import row_hashes
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.validation.report import ExpectationOutcome, ValidationReport, outcome_from_result

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from privacy_gate.config import DatasetSpec
+from privacy_gate.spec import DatasetSpec
 
 # conform() turns categorical values into strings with this function; the allowed categories must
 # be stringified the same way (1 and 1.0 are the same category) or valid values would fail.
