@@ -205,7 +205,7 @@ def gate(
     except ConfigError as exc:
         _usage_error(str(exc))
     if not _use_prefect(orchestrator):
-        from privacy_gate.pipeline.runs import gate_only_run
+        from privacy_gate.pipeline.release import gate_only_run
 
         _run_flow(gate_only_run, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
                   synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, judging=judging, workdir=workdir,
@@ -247,7 +247,7 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
 
     try:
         from privacy_gate.flows import regate_flow
-        from privacy_gate.pipeline.decisions import decide_run
+        from privacy_gate.pipeline.review import decide_run
 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
                               tracking_uri=_store_uri(workdir, tracking_uri), workdir=str(workdir),
@@ -273,7 +273,7 @@ def review(
     from privacy_gate.errors import PrivacyGateError
 
     try:
-        from privacy_gate.pipeline.decisions import review_text
+        from privacy_gate.pipeline.review import review_text
 
         typer.echo(review_text(run_id, tracking_uri=_store_uri(workdir, tracking_uri)))
     except PrivacyGateError as exc:

@@ -77,7 +77,7 @@ def injected(stage: str, kind: str) -> Iterator[None]:
         def degenerate(*args: Any, **kwargs: Any):
             outcome = original(*args, **kwargs)
             scores = np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
-            from privacy_gate.pipeline.attacking import degenerate_reason
+            from privacy_gate.experiment.attack_runs import degenerate_reason
             return type(outcome)(**{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)})
 
         run.run_attack = degenerate

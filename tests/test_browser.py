@@ -316,7 +316,7 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
 @pytest.mark.timeout(600)
 def test_decision_rerenders_the_served_report(review_run, mlflow_server):
     """Runs last: rejecting the run re-renders its report; the server serves the new one."""
-    from privacy_gate.pipeline.decisions import decide_run
+    from privacy_gate.pipeline.review import decide_run
 
     run_id, workdir = review_run
     decide_run(run_id, action="reject", reviewer="ana", comment="rare group copied verbatim",

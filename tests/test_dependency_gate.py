@@ -11,10 +11,11 @@ import pytest
 from privacy_gate.config import AttackConfig, AuditConfig, GateConfig, Rule
 
 from privacy_gate.spec import DatasetSpec
-from privacy_gate.gate.audit import dependence_clause, dependence_note, source_shift
-from privacy_gate.pipeline.inputs import GateInputs, splits_from_frames
-from privacy_gate.pipeline.run import run_gate
-from privacy_gate.pipeline.settings import GateSettings
+from privacy_gate.experiment.dependency import dependence_note, source_shift
+from privacy_gate.gate.findings import dependence_clause
+from privacy_gate.experiment.inputs import GateInputs, splits_from_frames
+from privacy_gate.pipeline.gate_run import run_gate
+from privacy_gate.experiment.settings import GateSettings
 
 SPEC = DatasetSpec.model_validate({"name": "sites", "source": "site", "columns": {
     "site": {"kind": "categorical", "categories": ["a", "b", "c"]}, "x": {"kind": "numeric"},

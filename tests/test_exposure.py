@@ -142,7 +142,7 @@ def test_a_leaked_small_group_is_found_and_attacks_are_combined():
 
 
 def test_groups_are_never_merged_and_are_named(adult_spec):
-    from privacy_gate.gate.audit import audited_columns, subgroup_groups
+    from privacy_gate.experiment.grouping import audited_columns, subgroup_groups
 
     targets = pd.DataFrame({"race": ["White"] * 50 + ["Other"] * 2 + ["Black"] * 8, "sex": ["Male"] * 60})
     labels = np.r_[np.ones(30), np.zeros(20), [1, 0], np.ones(4), np.zeros(4)]

@@ -20,8 +20,8 @@ import pytest
 
 from privacy_gate import evaluate, publish
 from privacy_gate.config import GateOnlyConfig, TargetsConfig, load_spec
-from privacy_gate.pipeline.decisions import decide_run
-from privacy_gate.pipeline.runs import gate_only_run
+from privacy_gate.pipeline.review import decide_run
+from privacy_gate.pipeline.release import gate_only_run
 from privacy_gate.pipeline.suppression import exposed_neighbour_mask, singled_out
 
 from .exposure_scenarios import RARE_GROUP, SPEC, make_scenario

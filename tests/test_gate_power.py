@@ -49,8 +49,8 @@ def test_default_targets_reach_the_radius_and_cap_large_holdouts():
     from privacy_gate.config import TargetsConfig
     from privacy_gate.data import Splits
     from privacy_gate.estimators.mace import mcdiarmid_radius
-    from privacy_gate.gate.power import TARGET_RADIUS, default_targets_per_class
-    from privacy_gate.pipeline.targets import choose_targets
+    from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_class
+    from privacy_gate.experiment.targets import choose_targets
 
     for delta, prior in ((0.05, 0.5), (0.01, 0.5), (0.05, 0.1)):
         n = default_targets_per_class(delta=delta, prior=prior)

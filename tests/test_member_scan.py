@@ -15,7 +15,7 @@ from privacy_gate.config import ExposureConfig
 
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
-from privacy_gate.pipeline.scanning import scan_members
+from privacy_gate.experiment.member_scan import scan_members
 
 SPEC = DatasetSpec.model_validate({"name": "sim", "columns": {
     **{f"x{i}": {"kind": "numeric", "nullable": False} for i in range(4)},
@@ -101,7 +101,7 @@ def test_the_gate_runs_the_scan_when_asked_and_records_its_figures(adult_full, a
 
 def test_suppress_exposed_also_reads_the_scan_discoveries():
     from privacy_gate import names
-    from privacy_gate.pipeline.decisions import RunRecord
+    from privacy_gate.pipeline.review import RunRecord
     from privacy_gate.pipeline.suppression import singled_out
 
     frames = {names.ART_EXPOSED: pd.DataFrame({"row_id": [1, 2], "p_value": [0.001, 0.5], "exposed": [True, False]}),

@@ -20,10 +20,10 @@ from privacy_gate.errors import PrivacyGateError
 from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
-from privacy_gate.pipeline.decisions import decide_run, regate_run
+from privacy_gate.pipeline.review import decide_run, regate_run
 from privacy_gate.pipeline.retrying import run_with_retries
 from privacy_gate.pipeline.remediation import remediated_release_run
-from privacy_gate.pipeline.runs import gate_only_run
+from privacy_gate.pipeline.release import gate_only_run
 from privacy_gate.tracking import resolve_tracking_uri
 
 

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
+from privacy_gate.experiment.dependency import SourceShift
+from privacy_gate.experiment.subgroups import DependencyMeasurement
+
 from privacy_gate.gate.verdict import Check
 from privacy_gate.names import VALIDATION_SYNTHETIC
 
@@ -21,7 +26,7 @@ def dp_bound_exceeded(query: str, *, lower: float, bound: float, epsilon: float,
     """An advantage lower bound above the DP bound: a broken DP implementation or dependent records
     (Humphries et al.) — never silenced, always reviewed. ``dependence`` says that the bound assumes
     independent records and whether this release's training data looks dependent
-    (:func:`privacy_gate.gate.audit.dependence_clause`)."""
+    (:func:`dependence_clause`)."""
     return Check(rule=f"advantage lower bound <= DP bound tanh-form at epsilon {epsilon:g}", attack=query,
                  metric="mace.advantage_lower", observed=float(lower), threshold=float(bound), bound="max",
                  action="review", passed=False,
@@ -53,9 +58,40 @@ def dependency_dp_bound_exceeded(attack: str, *, lower: float, bound: float, eps
                           "guarantee assumes independent records, so it does not cover dependent ones"))
 
 
+def dependency_findings(measured: DependencyMeasurement | None, *, max_gap: float, dp_review: bool) -> list[Check]:
+    """What the dependency stress test means for the release: an AUC gap above ``max_gap`` and (with
+    ``dp_review``) an advantage above the IID DP bound are each reviewed."""
+    if measured is None:
+        return []
+    out = [c for c in (dependency_gap(g.attack, dependency_auc=g.dependency_auc, iid_auc=g.iid_auc, max_gap=max_gap,
+                                      source=measured.source, value=measured.value) for g in measured.gaps)
+           if c is not None]
+    e = measured.excess
+    if e is not None and e.lower > e.bound and dp_review:
+        out.append(dependency_dp_bound_exceeded(e.attack, lower=e.lower, bound=e.bound, epsilon=e.epsilon,
+                                                source=measured.source, value=measured.value))
+    return out
+
+
 def attack_invalid(attack: str, reason: str) -> Check:
     """An attack whose scores cannot rank the targets blocks: its figures would read as "safe"."""
     return Check(rule="attack scores can rank the targets", attack=attack, metric="scores", observed=None,
                  threshold=None, bound="none", action="block", passed=False,
                  message=f"{attack}: the attack {reason}; the gate cannot approve a release it could not attack "
                          "(check the spec's column kinds and the synthetic data's columns)")
+
+
+def dependence_clause(shift: SourceShift | None, *, source: str | None, alpha: float) -> str:
+    """For the IID DP-bound check: the bound assumes independent records, and whether this
+    release's training split looks dependent (figures and the column name only)."""
+    head = "the DP bound assumes independent records"
+    if shift is None or source is None:
+        return (head + "; the spec names no 'source' column, so the gate cannot tell whether the "
+                "training records are dependent")
+    if not np.isfinite(shift.pvalue):
+        return head + f"; the training split's {source!r} distribution could not be compared with the reference's"
+    if shift.dependent(alpha):
+        return (head + f", and this release's training split looks dependent (its {source!r} distribution differs "
+                f"from the reference's: {shift.describe()}), which would explain the excess (Humphries et al.)")
+    return (head + f"; there is no evidence that this release's training split is dependent (its {source!r} "
+            f"distribution vs the reference's: {shift.describe()}), so suspect the DP implementation first")

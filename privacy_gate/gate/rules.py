@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import Rule
-from privacy_gate.gate.power import null_reference
+from privacy_gate.estimators.power import null_reference
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.names import COMBINED, check_key, metric_name
 

@@ -9,12 +9,12 @@ Nothing here imports Prefect. MLflow is reached only through ``privacy_gate.trac
 when a recorded run starts.
 """
 
+from privacy_gate.experiment import GateInputs, GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.pipeline.evaluate import evaluate
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.pipeline.inputs import GateInputs
 from privacy_gate.pipeline.result import GateResult
-from privacy_gate.pipeline.run import Sink, StageClock, run_gate
-from privacy_gate.pipeline.settings import GateSettings, settings_for_gate_only, settings_for_release
+from privacy_gate.pipeline.gate_run import Sink, run_gate
+from privacy_gate.pipeline.stages import StageClock
 
 __all__ = ["Executor", "GateInputs", "GateResult", "GateSettings", "LocalExecutor", "Sink", "StageClock",
            "evaluate", "run_gate", "settings_for_gate_only", "settings_for_release"]

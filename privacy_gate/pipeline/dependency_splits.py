@@ -36,7 +36,7 @@ import pandas as pd
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import InsufficientDataError
-from privacy_gate.gate.audit import most_frequent, value_labels
+from privacy_gate.experiment.grouping import most_frequent, value_labels
 
 
 @dataclass(frozen=True)

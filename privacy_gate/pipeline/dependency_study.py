@@ -28,17 +28,17 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.config import AttackConfig, ReleaseConfig, StudyGenerator, StudyScenario
 from privacy_gate.spec import DatasetSpec
-from privacy_gate.data import Splits
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.mace import estimate_advantage
 from privacy_gate.generators import create_generator, generator_capabilities
-from privacy_gate.pipeline.attacking import run_attack
+from privacy_gate.attacks import ThreatModel
+from privacy_gate.experiment.attack_runs import run_attack
 from privacy_gate.pipeline.dependency_splits import (Clustering, StudySplit, bias_split, cluster_split,
                                                      iid_counterpart, source_split, spec_without)
 from privacy_gate.pipeline.dependency_summary import check_invariants, invariant_lines, summarise
-from privacy_gate.pipeline.inputs import load_real_data, split_release
-from privacy_gate.pipeline.runs import sample_synthetic
-from privacy_gate.pipeline.targets import Targets
+from privacy_gate.experiment.inputs import load_real_data, split_release
+from privacy_gate.pipeline.release import sample_synthetic
+from privacy_gate.experiment.targets import Targets
 from privacy_gate.report.dependency_plot import dependency_figure
 
 
@@ -71,10 +71,9 @@ def measure(split: StudySplit, *, generator: StudyGenerator, epsilon: float | No
     synthetic = sample_synthetic(model, len(members), spec_d)
     targets = Targets(records=pd.concat([members, non_members]),
                       labels=np.r_[np.ones(len(members), np.int8), np.zeros(len(non_members), np.int8)])
-    splits = Splits(train=members, holdout=non_members, reference=ref)
-    outcomes = [run_attack(a, synthetic=synthetic, splits=splits, spec=spec_d, targets=targets,
-                           generator=generator.name, generator_params=params)
-                for a in study_attacks(attacks, generator.name)]
+    threat = ThreatModel(synthetic=synthetic, reference=ref, spec=spec_d, generator=generator.name,
+                         generator_params=params, n_train=len(members))
+    outcomes = [run_attack(a, threat, targets) for a in study_attacks(attacks, generator.name)]
     k = len(outcomes)
     # one MACE estimate per attack at delta / k (Bonferroni: the largest lower bound is a valid
     # lower bound on the strongest attack's advantage), debiased by a small permutation null: the

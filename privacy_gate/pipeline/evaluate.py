@@ -19,10 +19,11 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
 from privacy_gate.pipeline.executor import Executor
-from privacy_gate.pipeline.inputs import GateInputs, splits_from_frames
+from privacy_gate.experiment.inputs import GateInputs, splits_from_frames
 from privacy_gate.pipeline.result import GateResult
-from privacy_gate.pipeline.run import Sink, StageClock, run_gate
-from privacy_gate.pipeline.settings import settings_for_gate_only
+from privacy_gate.pipeline.gate_run import Sink, run_gate
+from privacy_gate.pipeline.stages import StageClock
+from privacy_gate.experiment.settings import settings_for_gate_only
 
 Table = pd.DataFrame | str | Path
 

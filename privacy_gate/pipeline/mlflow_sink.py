@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from privacy_gate import names, tracking  # noqa: E402
 from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
 from privacy_gate.gate import Verdict  # noqa: E402
-from privacy_gate.pipeline.attacking import scores_frame  # noqa: E402
+from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
 from privacy_gate.report.plots import risk_profile_figure, roc_figure  # noqa: E402
 from privacy_gate.report.summary import verdict_markdown  # noqa: E402

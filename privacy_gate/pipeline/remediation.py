@@ -32,7 +32,7 @@ from privacy_gate.gate import Verdict
 from privacy_gate.generators import create_generator
 from privacy_gate.pipeline.executor import Executor
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.runs import release_run
+from privacy_gate.pipeline.release import release_run
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "

@@ -27,7 +27,7 @@ from privacy_gate.attacks.distance import nearest_distances
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ReviewError
-from privacy_gate.gate.audit import group_mask
+from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.names import SUPPRESS_EXPOSED
 
 CHUNK_BYTES = 1 << 27

@@ -20,14 +20,14 @@ from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table
 from privacy_gate.errors import PrivacyGateError, ReviewError
-from privacy_gate.gate.approval import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
+from privacy_gate.gate.review_records import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.pipeline.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
+from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.run import StageClock
-from privacy_gate.pipeline.runs import RunContext, finish, log_report_of
-from privacy_gate.pipeline.settings import GateSettings
+from privacy_gate.pipeline.stages import StageClock
+from privacy_gate.pipeline.release import RunContext, finish, log_report_of
+from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, read_quarantined
 

@@ -13,7 +13,7 @@ from privacy_gate.config import TargetsConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.errors import InsufficientDataError
-from privacy_gate.gate.audit import dependency_indices
+from privacy_gate.experiment.dependency import dependency_indices
 
 
 @dataclass(frozen=True)

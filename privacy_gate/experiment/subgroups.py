@@ -1,6 +1,8 @@
-"""Who is at risk: the attack metrics again per subgroup, the subgroups' rank tests, the entity
-(set-level) metrics, the dependency stress test and the source shift (see :mod:`privacy_gate.gate.audit` for the
-grouping rules and :mod:`privacy_gate.estimators.group_tests` for the tests)."""
+"""Who is at risk, measured: the attack metrics again per subgroup, the subgroups' rank tests, the
+entity (set-level) metrics, the dependency stress test and the source shift (see
+:mod:`privacy_gate.experiment.grouping` for the grouping rules, :mod:`privacy_gate.estimators.group_tests`
+for the tests). Numbers only: what they mean for the release is the gate's to say
+(:func:`privacy_gate.gate.findings.dependency_findings`)."""
 
 from __future__ import annotations
 
@@ -11,21 +13,48 @@ from typing import Any
 import numpy as np
 
 from privacy_gate.config import AuditConfig, MaceConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.group_tests import RankedScores, group_pvalue, holm_adjust
+from privacy_gate.estimators.mace_dp import dp_advantage_bound
 from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
-from privacy_gate.gate import Check
-from privacy_gate.estimators.mace_dp import dp_advantage_bound
-from privacy_gate.gate.audit import (SourceShift, audit_subgroups, audited_columns, dependence_note, entity_scores,
-                                     subgroup_groups)
-from privacy_gate.gate.findings import dependency_dp_bound_exceeded, dependency_gap
+from privacy_gate.experiment.attack_runs import AttackOutcome
+from privacy_gate.experiment.dependency import SourceShift, dependence_note
+from privacy_gate.experiment.grouping import audit_subgroups, audited_columns, entity_scores, subgroup_groups
+from privacy_gate.experiment.targets import Targets
 from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
                                 group_test_metric, subgroup_metric)
-from privacy_gate.pipeline.attacking import AttackOutcome
-from privacy_gate.pipeline.targets import Targets
+from privacy_gate.spec import DatasetSpec
+
+
+@dataclass(frozen=True)
+class DependencyGap:
+    """One attack's AUC with members from one source (``dependency_auc``) vs the IID protocol's."""
+
+    attack: str
+    dependency_auc: float
+    iid_auc: float
+
+
+@dataclass(frozen=True)
+class DependencyExcess:
+    """The largest MACE lower bound on the dependency targets (``attack``'s) and the IID DP bound of
+    an ``epsilon``-DP release it is compared with."""
+
+    attack: str
+    lower: float
+    bound: float
+    epsilon: float
+
+
+@dataclass(frozen=True)
+class DependencyMeasurement:
+    """The dependency stress test of one run: members from ``source`` = ``value``."""
+
+    source: str
+    value: str
+    gaps: tuple[DependencyGap, ...]
+    excess: DependencyExcess | None = None
 
 
 @dataclass(frozen=True)
@@ -35,8 +64,8 @@ class AuditResult:
     metrics: dict[str, float]  # flat, MLflow-named (subgroup/..., <attack>.entity.*, <attack>.dependency.*)
     groups: dict[str, dict[str, float]]  # group label -> "<attack>.<metric>" / "membership_test.*" (rules)
     group_rows: list[dict[str, Any]]  # one row per group and attack, for reports
-    warnings: list[Check]  # review-level findings (e.g. dependency gap)
     notes: list[str] = field(default_factory=list)  # what was audited by default, what was skipped
+    dependency: DependencyMeasurement | None = None  # the dependency stress test, when run
 
 
 def _categorical(spec: DatasetSpec) -> list[str]:
@@ -91,7 +120,7 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         ent_labels, ent_scores = entity_scores(targets.records[spec.entity_id].to_numpy(), targets.labels, scores)
         for attack, s in ent_scores.items():
             metrics.update({entity_metric(attack, k): float(v) for k, v in roc_metrics(s, ent_labels).items()})
-    warnings = []
+    measured = None
     bound = None if epsilon is None or mace is None else dp_advantage_bound(epsilon, mace.prior)
     if shift is not None:
         metrics.update({dependency_figure("source_shift_pvalue"): shift.pvalue,
@@ -101,26 +130,26 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
                                      dp_bound=bound))
     if dependency is not None:
         value, dep_targets = dependency
+        gaps = []
         for o in outcomes:
             dep = roc_metrics(o.extra_scores["dependency"], dep_targets.labels)
             metrics.update({dependency_metric(o.name, k): float(v) for k, v in dep.items()})
-            finding = dependency_gap(o.name, dependency_auc=dep["auc"], iid_auc=o.metrics["auc"],
-                                     max_gap=cfg.dependency_max_auc_gap, source=str(spec.source), value=value)
-            if finding is not None:
-                warnings.append(finding)
+            gaps.append(DependencyGap(o.name, dependency_auc=float(dep["auc"]), iid_auc=float(o.metrics["auc"])))
+        excess = None
         if mace is not None:
-            warnings += _dependency_vs_dp(outcomes, gated_names, dep_targets.labels, metrics, mace=mace, cfg=cfg,
-                                          bound=bound, epsilon=epsilon, source=str(spec.source), value=value)
+            excess = _dependency_vs_dp(outcomes, gated_names, dep_targets.labels, metrics, mace=mace, bound=bound,
+                                       epsilon=epsilon)
+        measured = DependencyMeasurement(source=str(spec.source), value=value, gaps=tuple(gaps), excess=excess)
     return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
-                       warnings=warnings, notes=notes)
+                       notes=notes, dependency=measured)
 
 
 def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], labels: np.ndarray,
-                      metrics: dict[str, float], *, mace: MaceConfig, cfg: AuditConfig, bound: float | None,
-                      epsilon: float | None, source: str, value: str) -> list[Check]:
+                      metrics: dict[str, float], *, mace: MaceConfig, bound: float | None,
+                      epsilon: float | None) -> DependencyExcess | None:
     """MACE bounds on the dependency targets, at delta / k over the k gated attacks (so the largest
     lower bound is a valid bound on the strongest); for a DP release, their excess over the IID DP
-    bound (``dependency.dp_bound_excess``), reviewed when positive."""
+    bound (``dependency.dp_bound_excess``; the gate reviews a positive one)."""
     lowers: dict[str, float] = {}
     for o in outcomes:
         if o.name not in gated:
@@ -133,10 +162,7 @@ def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], l
         metrics.update({dependency_metric(o.name, k): v for k, v in m.items()})
         lowers[o.name] = m["mace.advantage_lower"]
     if bound is None or not lowers:
-        return []
+        return None
     attack = max(lowers, key=lowers.get)
     metrics[dependency_figure("dp_bound_excess")] = lowers[attack] - bound
-    if lowers[attack] > bound and cfg.dependency_dp_review:
-        return [dependency_dp_bound_exceeded(attack, lower=lowers[attack], bound=bound, epsilon=float(epsilon),
-                                             source=source, value=value)]
-    return []
+    return DependencyExcess(attack, lower=lowers[attack], bound=bound, epsilon=float(epsilon))

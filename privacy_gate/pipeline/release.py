@@ -23,11 +23,12 @@ from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import Generator, create_generator
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.pipeline.inputs import (GateInputs, load_real_data, read_split_files, split_release,
+from privacy_gate.experiment.inputs import (GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.run import StageClock, failure_verdict, run_gate
-from privacy_gate.pipeline.settings import GateSettings, settings_for_gate_only, settings_for_release
+from privacy_gate.pipeline.gate_run import run_gate
+from privacy_gate.pipeline.stages import StageClock, failure_verdict
+from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.report.html import log_report
 from privacy_gate.validation import validate_input

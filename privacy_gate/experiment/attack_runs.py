@@ -1,4 +1,5 @@
-"""One attack on one release: fit on the attacker's threat model, score the targets, measure.
+"""One attack on one release: fit on the attacker's threat model (built once per run:
+:func:`threat_model`), score the targets, measure.
 
 The evaluator (this module) owns the labels and the metrics; the attack sees the threat model
 (synthetic + reference data, the spec, black-box generator knowledge) and, for MAMA-MIA's oracle
@@ -17,11 +18,18 @@ import pandas as pd
 
 from privacy_gate.attacks import Mapper, OracleKnowledge, ThreatModel, create_attack
 from privacy_gate.config import AttackConfig
-from privacy_gate.spec import DatasetSpec
-from privacy_gate.data import Splits
 from privacy_gate.estimators.metrics import roc_metrics
+from privacy_gate.experiment.inputs import GateInputs
+from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.experiment.targets import Targets
 from privacy_gate.names import LEAKAGE_METRICS
-from privacy_gate.pipeline.targets import Targets
+from privacy_gate.spec import DatasetSpec
+
+
+def fit_attack(attack: Any, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+               mapper: Mapper | None = None) -> Any:
+    """Fit ``attack`` on ``threat`` (placeholder until the attacks declare what they take)."""
+    return attack.fit(threat, oracle=oracle, mapper=mapper)
 
 
 @dataclass(frozen=True)
@@ -93,28 +101,36 @@ def score_targets(scorer: Any, records: pd.DataFrame, *, chunks: int = 1, mapper
     return np.concatenate([p for p, _ in parts])
 
 
-def run_attack(attack: AttackConfig, *, synthetic: pd.DataFrame, splits: Splits, spec: DatasetSpec,
-               targets: Targets, generator: str | None = None, generator_params: dict | None = None,
+def threat_model(inputs: GateInputs, settings: GateSettings) -> ThreatModel:
+    """What the attacker knows, built once per run: the release, the reference split, the spec,
+    black-box knowledge of the generator and the size of its training set."""
+    generator = settings.generator
+    return ThreatModel(synthetic=inputs.synthetic, reference=inputs.splits.reference, spec=settings.spec,
+                       generator=generator.name if generator else None,
+                       generator_params=dict(generator.params) if generator else {},
+                       n_train=len(inputs.splits.train))
+
+
+def run_attack(attack: AttackConfig, threat: ThreatModel, targets: Targets, *,
                extra_targets: dict[str, Targets] | None = None, oracle: OracleKnowledge | None = None,
                mapper: Mapper | None = None, score_chunks: int = 1, score_mapper: Mapper | None = None) -> AttackOutcome:
     """Fit one attack on the threat model, score the targets (and any extra target sets, e.g. the
     dependency test's, with the same fitted attack), compute the metrics.
 
-    ``mapper`` maps independent sub-runs (MAMA-MIA's shadow runs), e.g. ``executor.map``;
-    ``score_chunks`` > 1 with ``score_mapper`` scores the gate's targets in that many parts
-    mapped by it (:func:`score_targets`)."""
+    ``oracle``: evaluator-only knowledge, for MAMA-MIA's oracle variant; ``mapper`` maps
+    independent sub-runs (MAMA-MIA's shadow runs), e.g. ``executor.map``; ``score_chunks`` > 1
+    with ``score_mapper`` scores the gate's targets in that many parts mapped by it
+    (:func:`score_targets`)."""
     start = time.perf_counter()
-    threat = ThreatModel(synthetic=synthetic, reference=splits.reference, spec=spec, generator=generator,
-                         generator_params=dict(generator_params or {}), n_train=len(splits.train))
     scorer = create_attack(attack.name, **attack.params)
-    scorer.fit(threat, oracle=oracle, mapper=mapper)
+    fit_attack(scorer, threat, oracle=oracle, mapper=mapper)
     scores = score_targets(scorer, targets.records, chunks=score_chunks, mapper=score_mapper)
     extra = {k: np.asarray(scorer.score(t.records), dtype=float) for k, t in (extra_targets or {}).items()}
     metrics = roc_metrics(scores, targets.labels)
     return AttackOutcome(name=attack.key, params=attack.params, scores=scores,
                          metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
                          extra_scores=extra, notes=tuple(getattr(scorer, "notes_", ()) or ()),
-                         invalid=degenerate_reason(scores) or _encoding_reason(scorer, spec))
+                         invalid=degenerate_reason(scores) or _encoding_reason(scorer, threat.spec))
 
 
 def _encoding_reason(scorer: Any, spec: DatasetSpec) -> str | None:

@@ -1,0 +1,173 @@
+"""Who is at risk: the subgroups and entities of the targets, and the attack metrics per group.
+
+- Subgroups (DOMIAS §5.3, MACE §9.3: minorities and outliers carry the highest risk): each value
+  of each audited column and of configured intersections is its own group, however small — a
+  small group is never merged away. Every group gets the rank test of
+  :mod:`privacy_gate.estimators.group_tests`; groups with at least ``min_group_size`` targets in
+  each class also get the attack metrics (point estimates need that many to mean anything).
+  Group labels are built from column and category names, never from other record values.
+- Entities: an entity is a member if its records were in train; its score is the mean score of its
+  target records (set-level membership inference).
+
+Dependent training data (the dependency stress test, the source shift) is measured in
+:mod:`privacy_gate.experiment.dependency`.
+
+>>> import numpy as np, pandas as pd
+>>> t = pd.DataFrame({"g": ["a"] * 6 + ["b"] * 2})
+>>> y = np.array([1, 1, 1, 0, 0, 0, 1, 0])
+>>> [(g.label, g.n_members, g.estimable(2)) for g in subgroup_groups(t, y, columns=[["g"]])]
+[('g=a', 3, True), ('g=b', 1, False)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+MISSING = "(missing)"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Targets of one subgroup: ``columns`` audited together and the group's ``values``."""
+
+    columns: tuple[str, ...]
+    values: tuple[str, ...]
+    mask: np.ndarray = field(repr=False, compare=False)
+    n_members: int = 0
+    n_non_members: int = 0
+
+    @property
+    def label(self) -> str:
+        """Human label, also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
+        return "&".join(f"{c}={v}" for c, v in zip(self.columns, self.values))
+
+    def estimable(self, min_group_size: int) -> bool:
+        """Enough targets in each class for point estimates (AUC, TPR, MACE) to mean something."""
+        return min(self.n_members, self.n_non_members) >= min_group_size
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    group: Group
+    metrics: dict[str, float]  # "<attack>.<metric>"
+
+    @property
+    def label(self) -> str:
+        return self.group.label
+
+
+def value_labels(values: pd.Series) -> pd.Series:
+    """A column's values as strings, missing ones as :data:`MISSING`: the one convention for
+    naming groups and sources."""
+    return values.astype(object).where(values.notna(), MISSING).astype(str)
+
+
+def most_frequent(values: pd.Series) -> str:
+    """The most frequent value label (ties: the first in sorted order)."""
+    vals, counts = np.unique(value_labels(values).to_numpy(), return_counts=True)
+    return str(vals[np.argmax(counts)])
+
+
+def _value_strings(targets: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    parts = [value_labels(targets[c]) for c in columns]
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + "\x1f" + p
+    return out.reset_index(drop=True)
+
+
+def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]]) -> list[Group]:
+    """One group per value of each audited column (or intersection) present among the targets."""
+    labels = np.asarray(labels).astype(bool)
+    groups: list[Group] = []
+    for cols in columns:
+        cols = tuple(cols)
+        keys = _value_strings(targets, cols).to_numpy()
+        for key in sorted(set(keys)):
+            mask = keys == key
+            groups.append(Group(cols, tuple(key.split("\x1f")), mask, int((mask & labels).sum()),
+                                int((mask & ~labels).sum())))
+    return groups
+
+
+#: A column with more distinct values than this is an identifier, not a grouping: audited only
+#: when the spec names it in ``subgroups``.
+MAX_DEFAULT_GROUPS = 100
+
+
+def audited_columns(targets: pd.DataFrame, *, subgroups: Sequence[str], categorical: Sequence[str]
+                    ) -> tuple[list[str], list[str]]:
+    """The spec's ``subgroups``, or every categorical column when it names none. Returns the
+    columns and notes for the report (what was audited by default, what was skipped and why)."""
+    if subgroups:
+        return list(subgroups), []
+    chosen, notes = [], []
+    for col in categorical:
+        n = int(targets[col].nunique(dropna=False))
+        if n > MAX_DEFAULT_GROUPS:
+            notes.append(f"column '{col}' not audited by default: {n} distinct values (name it in the spec's "
+                         "subgroups to audit it)")
+        else:
+            chosen.append(col)
+    notes.insert(0, "the spec names no subgroups: every categorical column is audited "
+                    f"({', '.join(chosen) or 'none'})")
+    return chosen, notes
+
+
+def audit_subgroups(groups: Sequence[Group], labels: np.ndarray, scores: Mapping[str, np.ndarray],
+                    metric_fn: Callable[[np.ndarray, np.ndarray], Mapping[str, float]], *, min_group_size: int
+                    ) -> list[GroupResult]:
+    """``metric_fn(scores, labels)`` per attack on the targets of each group large enough for
+    point estimates; smaller groups get an empty metrics dict (their rank test is added later)."""
+    labels = np.asarray(labels)
+    results = []
+    for g in groups:
+        metrics: dict[str, float] = {}
+        if g.estimable(min_group_size):
+            for attack, s in scores.items():
+                for k, v in metric_fn(np.asarray(s)[g.mask], labels[g.mask]).items():
+                    metrics[f"{attack}.{k}"] = float(v)
+        results.append(GroupResult(group=g, metrics=metrics))
+    return results
+
+
+def parse_group_label(label: str) -> dict[str, str]:
+    """``"sex=Female&race=Black"`` -> ``{"sex": "Female", "race": "Black"}`` (for ``--suppress``)."""
+    out = {}
+    for part in label.split("&"):
+        col, sep, value = part.partition("=")
+        if not sep or not col or not value:
+            raise ValueError(f"subgroup '{label}' must look like column=value or col1=v1&col2=v2")
+        out[col.strip()] = value.strip()
+    return out
+
+
+def group_mask(df: pd.DataFrame, label: str) -> np.ndarray:
+    """Rows of ``df`` in the subgroup named by ``label``."""
+    conditions = parse_group_label(label)
+    mask = np.ones(len(df), dtype=bool)
+    for col, value in conditions.items():
+        if col not in df.columns:
+            raise KeyError(col)
+        mask &= _value_strings(df, [col]).to_numpy() == value
+    return mask
+
+
+# ------------------------------------------------------------------------------------ entities
+
+
+def entity_scores(entity_ids: np.ndarray, labels: np.ndarray, scores: Mapping[str, np.ndarray]
+                  ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Set-level view: one label and one score (mean of its records' scores) per entity."""
+    codes, uniques = pd.factorize(pd.Series(entity_ids), sort=True)
+    counts = np.bincount(codes)
+    labels = np.asarray(labels, dtype=float)
+    ent_labels = np.bincount(codes, weights=labels) / counts
+    if not np.all((ent_labels == 0) | (ent_labels == 1)):
+        raise ValueError("an entity has both member and non-member records: the split did not keep entities whole")
+    return ent_labels.astype(np.int8), {a: np.bincount(codes, weights=np.asarray(s, float)) / counts
+                                        for a, s in scores.items()}

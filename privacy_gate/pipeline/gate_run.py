@@ -1,0 +1,265 @@
+"""``run_gate``: judge one synthetic release — validate it, attack it, estimate, audit, decide.
+
+The run is the declared list :data:`GATE_STAGES`, executed by
+:func:`~privacy_gate.pipeline.stages.run_stages` on one typed :class:`GateState`:
+
+1. ``validate_synthetic`` — the synthetic Great Expectations suite (incl. the verbatim-copy share);
+2. ``targets`` — members from train, non-members from holdout (and the dependency targets);
+3. ``attacks`` — every configured attack on the threat model, concurrently, plus the utility score;
+4. ``mace`` — confidence-bounded advantage per gated attack and for the combined query;
+5. ``exposure`` — exposed-record discovery over the member targets (FDR-controlled) and the
+   exposed-share bounds;
+6. ``scan`` (opt-in) — every training record against the whole holdout;
+7. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
+8. ``decide`` — the rules and findings -> :class:`~privacy_gate.gate.Verdict`;
+9. ``logging`` — each sink records the result (e.g. the MLflow run).
+
+Stages 2-7 are the membership experiment (:mod:`privacy_gate.experiment`: numbers only); stage 8
+is the gate's (:mod:`privacy_gate.gate`). Fail closed: any exception becomes a BLOCK verdict
+naming the stage that failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from privacy_gate.attacks import ThreatModel
+from privacy_gate.estimators.exposure import ExposureResult, discover_exposed
+from privacy_gate.estimators.mace_queries import MaceResult, mace_for_attacks
+from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_class, mace_radius, targets_needed
+from privacy_gate.estimators.utility import marginal_quality
+from privacy_gate.experiment import GateInputs, GateSettings, Targets
+from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
+from privacy_gate.experiment.dependency import SourceShift, source_shift
+from privacy_gate.experiment.member_scan import ScanResult, scan_members
+from privacy_gate.experiment.subgroups import AuditResult, audit
+from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
+from privacy_gate.gate import Verdict, decide
+from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
+                                        validation_failures)
+from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
+from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.result import GateResult
+from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
+from privacy_gate.validation import validate_synthetic
+
+
+class Sink(Protocol):
+    """Where a gate run's results go (the MLflow run, a test's list, ...)."""
+
+    def record_gate(self, result: GateResult) -> None: ...
+
+
+@dataclass(eq=False)
+class GateState:
+    """One gate run as it goes: the inputs and settings, then what each stage adds."""
+
+    inputs: GateInputs
+    settings: GateSettings
+    hashes: dict[str, str]
+    threat: ThreatModel | None = None
+    validation: Any = None  # the synthetic suite's ValidationReport
+    targets: Targets | None = None
+    dependency: tuple[str, Targets] | None = None  # (source value, targets) of the dependency test
+    outcomes: tuple[AttackOutcome, ...] = ()
+    utility: dict[str, Any] | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    strongest: dict[str, tuple[float, str]] = field(default_factory=dict)
+    mace: MaceResult | None = None
+    exposure: ExposureResult | None = None
+    scan: ScanResult | None = None
+    shift: SourceShift | None = None
+    audit: AuditResult | None = None
+    verdict: Verdict | None = None
+    attack_seconds: dict[str, float] = field(default_factory=dict)  # "attack.<key>" -> wall seconds
+
+    @property
+    def gated(self) -> list[AttackOutcome]:
+        keys = set(self.settings.gated_attacks)
+        return [o for o in self.outcomes if o.name in keys]
+
+    def result(self, timings: dict[str, float]) -> GateResult:
+        return GateResult(verdict=self.verdict or Verdict.error("gate did not decide"), settings=self.settings,
+                          targets=self.targets, outcomes=self.outcomes, utility=self.utility, mace=self.mace,
+                          exposure=self.exposure, scan=self.scan, audit=self.audit, validation=self.validation,
+                          strongest={k: name for k, (_, name) in self.strongest.items()}, timings=timings)
+
+
+# ------------------------------------------------------------------------------------ the stages
+
+
+def _validate(state: GateState, executor: Executor, logger: Any) -> None:
+    state.validation = executor.run("validate_synthetic", validate_synthetic, state.inputs.synthetic,
+                                    state.inputs.splits.train, state.settings.spec,
+                                    max_copy_share=state.settings.gate.max_verbatim_copy_share)
+    state.metrics.update(state.validation.metrics())
+
+
+def _targets(state: GateState, executor: Executor, logger: Any) -> None:
+    settings, splits = state.settings, state.inputs.splits
+    cap = settings.targets.max_per_class or default_targets_per_class(delta=settings.mace.delta,
+                                                                      prior=settings.mace.prior)
+    state.targets = targets = executor.run("targets", choose_targets, splits, settings.targets, max_per_class=cap)
+    logger.info("  %d member and %d non-member targets", int(targets.labels.sum()), int((targets.labels == 0).sum()))
+    if settings.targets.n_non_members is None and len(splits.holdout) > cap:
+        why = ("targets.max_per_class" if settings.targets.max_per_class
+               else f"enough for a MACE radius of {TARGET_RADIUS}")
+        logger.info("  (%d of %d holdout records as non-members: %s; set targets.n_non_members to use more)",
+                    cap, len(splits.holdout), why)
+    _warn_if_underpowered(logger, len(targets.labels), settings)
+    if settings.audit.dependency_test:
+        state.dependency = executor.run("dependency_targets", choose_dependency_targets, splits, settings.spec,
+                                        settings.targets, value=settings.audit.dependency_source_value,
+                                        min_per_class=settings.targets.min_per_class)
+        logger.info("  dependency test: members from %s=%r, %d targets per class", settings.spec.source,
+                    state.dependency[0], int(state.dependency[1].labels.sum()))
+
+
+def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -> None:
+    """Say up front when no release, however safe, could pass an upper-bound rule at this N."""
+    radius = mace_radius(n_targets, settings.mace.delta)
+    for rule in settings.gate.rules:
+        if rule.metric.endswith("mace.advantage_upper") and rule.max is not None and radius >= rule.max:
+            logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any release; "
+                           "about %d targets would let a release with no leakage pass it", n_targets, radius,
+                           rule.describe(), math.ceil(targets_needed(threshold=rule.max, delta=settings.mace.delta)))
+
+
+def _attacks(state: GateState, executor: Executor, logger: Any) -> None:
+    timings = state.attack_seconds
+    settings = state.settings
+    state.threat = threat = threat_model(state.inputs, settings)  # once per run, shared by every attack
+    extra = {"dependency": state.dependency[1]} if state.dependency else {}
+    oracle = settings.oracle()
+    futures = [executor.submit(f"attack-{a.key}", run_attack, a, threat, state.targets, extra_targets=extra,
+                               oracle=oracle if a.params.get("variant") == "oracle" else None,
+                               mapper=lambda fn, jobs, _k=a.key: executor.map(f"shadow-run-{_k}", fn, jobs),
+                               score_chunks=settings.score_chunks,
+                               score_mapper=lambda fn, jobs, _k=a.key: executor.map(f"score-{_k}", fn, jobs))
+               for a in settings.attacks]
+    util_future = executor.submit("utility", marginal_quality, state.inputs.synthetic, state.inputs.splits.holdout,
+                                  spec=settings.spec)
+    state.outcomes = tuple(f.result() for f in futures)
+    state.utility = util_future.result()
+    for o in state.outcomes:
+        timings[f"attack.{o.name}"] = o.seconds
+        logger.info("  %-8s AUC %.4f  TPR@1%%FPR %.4f  advantage %.4f  (%.1f s)", o.name, o.metrics["auc"],
+                    o.metrics["tpr_at_fpr_0.01"], o.metrics["advantage"], o.seconds)
+        state.metrics.update({metric_name(o.name, k): v for k, v in o.metrics.items()})
+    state.strongest = strongest(state.gated)
+    state.metrics.update({metric_name(STRONGEST, k): v for k, (v, _) in state.strongest.items()})
+    state.metrics.update({metric_name(UTILITY, k): float(v) for k, v in state.utility.items()
+                          if isinstance(v, (int, float))})
+
+
+def _mace(state: GateState, executor: Executor, logger: Any) -> None:
+    cfg, gated = state.settings.mace, state.gated
+    state.mace = mres = executor.run("mace", mace_for_attacks, {o.name: o.scores for o in gated}, state.targets.labels,
+                                     state.targets.row_ids, prior=cfg.prior, delta=cfg.delta,
+                                     n_permutations=cfg.n_permutations, epsilon=state.settings.epsilon)
+    state.metrics.update(mres.metrics)
+    for name in [o.name for o in gated] + [COMBINED]:
+        if mace_metric(name, "advantage") in mres.metrics:
+            bias = mres.metrics.get(mace_metric(name, "bias"))
+            logger.info("  %-8s MACE advantage %.3f  [%.3f, %.3f]  (null bias %s)", name,
+                        mres.metrics[mace_metric(name, "advantage")], mres.metrics[mace_metric(name, "advantage_lower")],
+                        mres.metrics[mace_metric(name, "advantage_upper")], "-" if bias is None else f"{bias:.3f}")
+
+
+def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
+    cfg = state.settings.exposure
+    state.exposure = e = executor.run("exposure", discover_exposed, {o.name: o.scores for o in state.gated},
+                                      state.targets.labels, state.targets.row_ids, q=cfg.fdr, level=cfg.level,
+                                      delta=cfg.delta, method=cfg.method)
+    state.metrics.update({exposure_metric(k): v for k, v in e.metrics().items()})
+    logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, %.4f] at "
+                "%g false alarms", e.count, e.tested, cfg.fdr, e.false_expected, e.share, e.share_lower, e.share_upper,
+                cfg.level)
+
+
+def _scan(state: GateState, executor: Executor, logger: Any) -> None:
+    cfg = state.settings.exposure
+    state.scan = s = executor.run("scan", scan_members, state.inputs.splits, state.inputs.synthetic,
+                                  state.settings.spec, q=cfg.fdr, method=cfg.method, seed=state.settings.targets.seed)
+    state.metrics.update({exposure_metric(k): v for k, v in s.metrics().items()})
+    logger.info("  member scan (%s search): %d of %d training records exposed at FDR %g", s.search, s.count, s.tested,
+                cfg.fdr)
+
+
+def _audit(state: GateState, executor: Executor, logger: Any) -> None:
+    settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
+    if spec.source is not None:
+        state.shift = source_shift(splits.train[spec.source], splits.reference[spec.source])
+    state.audit = executor.run("audit", audit, state.outcomes, state.targets, spec, settings.audit, state.dependency,
+                               mace=settings.mace, gated=[o.name for o in state.gated],
+                               exposed=state.exposure.target_mask(state.targets.labels), shift=state.shift,
+                               epsilon=settings.epsilon)
+    state.metrics.update(state.audit.metrics)
+    for note in state.audit.notes:
+        logger.info("  %s", note)
+
+
+def _decide(state: GateState, executor: Executor, logger: Any) -> None:
+    state.verdict = executor.run("decide", judge, state)
+    if state.verdict.flagged_subgroups:
+        logger.warning("flagged subgroups: %s", ", ".join(state.verdict.flagged_subgroups))
+
+
+def judge(state: GateState) -> Verdict:
+    """The gate's half: rules on the measured figures, plus the findings outside the rules (a
+    failed synthetic suite, an attack that could not rank, advantages above the DP bound, the
+    dependency stress test)."""
+    settings, audited, spec = state.settings, state.audit, state.settings.spec
+    dependence = dependence_clause(state.shift, source=spec.source, alpha=settings.audit.dependency_alpha)
+    dp_warnings = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message,
+                                     dependence=dependence) for q, c in state.mace.dp.items() if c.exceeds]
+    dependency = dependency_findings(audited.dependency, max_gap=settings.audit.dependency_max_auc_gap,
+                                     dp_review=settings.audit.dependency_dp_review)
+    invalid = [attack_invalid(o.name, o.invalid) for o in state.gated if o.invalid]
+    return decide(settings.gate.rules, state.metrics, attacks=settings.gated_attacks, groups=audited.groups,
+                  extra_failures=validation_failures(state.validation.suite_name, state.validation.failures()) + invalid,
+                  warnings=dependency + dp_warnings, data_hashes=state.hashes, rules_hash=settings.gate.rules_hash())
+
+
+#: One gate run, in order. Every name labels a failure, a timing and the executor call it makes.
+GATE_STAGES: tuple[Stage[GateState], ...] = (
+    Stage("validate_synthetic", lambda s: "validating synthetic data (Great Expectations)", _validate),
+    Stage("targets", lambda s: "choosing targets", _targets),
+    Stage("attacks", lambda s: f"running {len(s.settings.attacks)} attack(s) concurrently + utility", _attacks),
+    Stage("mace", lambda s: "MACE: confidence-bounded advantage per attack and combined", _mace),
+    Stage("exposure", lambda s: "exposed-record discovery over the member targets", _exposure),
+    Stage("scan", lambda s: f"member scan: all {len(s.inputs.splits.train):,} training records against the holdout",
+          _scan, when=lambda s: s.settings.exposure.scan_members),
+    Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
+    Stage("decide", lambda s: "applying the gate rules", _decide),
+)
+
+
+def run_gate(inputs: GateInputs, settings: GateSettings, *, executor: Executor | None = None,
+             sinks: Sequence[Sink] = (), clock: StageClock | None = None) -> GateResult:
+    """Judge ``inputs.synthetic`` with ``settings``; never raises (a failure is a BLOCK)."""
+    clock = clock or StageClock()
+    own_executor = executor is None
+    executor = executor or LocalExecutor()
+    state: GateState | None = None
+    result = GateResult(verdict=Verdict.error("gate did not start"), settings=settings, timings=clock.timings)
+    try:
+        state = GateState(inputs=inputs, settings=settings, hashes=inputs.data_hashes())
+        try:
+            run_stages(GATE_STAGES, state, executor=executor, clock=clock)
+        finally:
+            clock.timings.update(state.attack_seconds)
+        result = state.result(clock.timings)
+        with clock.stage("logging", "recording the gate results"):
+            for sink in sinks:
+                executor.run("logging", sink.record_gate, result)
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        hashes = state.hashes if state is not None else {}
+        result = result.with_verdict(failure_verdict(exc, stage=clock.current, data_hashes=hashes))
+    finally:
+        if own_executor:
+            executor.shutdown()  # type: ignore[attr-defined]
+    return result
