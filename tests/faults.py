@@ -20,36 +20,42 @@ import numpy as np
 from privacy_gate import names, tracking
 from privacy_gate.config import load_release_config
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.pipeline import mlflow_sink, run, runs
-from privacy_gate.publish import ReleaseStore, list_published
+from privacy_gate.experiment.attack_runs import degenerate_reason
+from privacy_gate.pipeline import LocalExecutor
+from privacy_gate.pipeline.release import release_run
+from privacy_gate.publish import list_published
 
-# stage label -> (object, attribute) to break
-FAULT_POINTS: dict[str, tuple[Any, str]] = {
-    "load": (runs, "load_real_data"),
-    "validate_input": (runs, "validate_input"),
-    "split": (runs, "split_release"),
-    "fit": (runs, "fit_generator"),
-    "sample": (runs, "sample_synthetic"),
-    "quarantine": (ReleaseStore, "quarantine"),
-    "validate_synthetic": (run, "validate_synthetic"),
-    "targets": (run, "choose_targets"),
-    "attacks": (run, "run_attack"),
-    "utility": (run, "marginal_quality"),
-    "mace": (run, "mace_for_attacks"),
-    "audit": (run, "audit"),
-    "decide": (run, "decide"),
-    "logging": (mlflow_sink.MlflowSink, "record_gate"),
-    "log_metrics": (tracking.Tracker, "log_metrics"),
-    "record_verdict": (mlflow_sink.MlflowSink, "record_verdict"),
-    "summary": (mlflow_sink.MlflowSink, "summary_markdown"),
-    "publish": (ReleaseStore, "publish"),
-    "publication_tag": (mlflow_sink.MlflowSink, "record_published"),
-    "report": (runs, "log_report_of"),
-    "end_run": (mlflow_sink.MlflowSink, "end"),
+#: stage label -> the executor step names it breaks (a name ending in "-" is a prefix: every
+#: attack is submitted as ``attack-<key>``). Every step of a run passes through the executor by
+#: name (``pipeline/stages.py``), so a fault is a :class:`FaultyExecutor`, not a patched global.
+FAULT_POINTS: dict[str, tuple[str, ...]] = {
+    "load": ("load_input",),
+    "validate_input": ("validate_input",),
+    "split": ("split_data",),
+    "fit": ("fit_generator",),
+    "sample": ("sample_synthetic",),
+    "quarantine": ("quarantine",),
+    "validate_synthetic": ("validate_synthetic",),
+    "targets": ("targets",),
+    "attacks": ("attack-",),
+    "utility": ("utility",),
+    "mace": ("mace",),
+    "audit": ("audit",),
+    "decide": ("decide",),
+    "logging": ("logging",),
+    "log_metrics": (),  # below the stage seam: the tracking store's metric writes (see ``injected``)
+    "record_verdict": ("record_verdict",),
+    "summary": ("summary",),
+    "publish": ("publish",),
+    "publication_tag": ("publication_tag",),
+    "report": ("report",),
+    "end_run": ("end_run",),
 }
 #: Stages after publication: their failure is a warning, the APPROVE and the release stand.
 AFTER_PUBLICATION = {"publication_tag", "summary", "report", "end_run"}
 KINDS = ("unexpected", "own_error")
+#: faults that do not raise: every attack returns degenerate scores
+SCORE_FAULTS = ("constant_scores", "nan_scores")
 
 
 class InjectedFault(RuntimeError):
@@ -66,46 +72,81 @@ class FaultOutcome:
     recorded_verdict: str | None
     visible_releases: int
     stray_entries: int
+    fired: bool  # the fault really happened (a step of that name ran)
     fail_closed: bool
 
 
+def _raise(stage: str, kind: str) -> None:
+    if kind == "own_error":
+        raise PrivacyGateError(f"injected failure in {stage}")
+    raise InjectedFault("secret value 12345 from a record")
+
+
+def _degenerate(outcome: Any, stage: str) -> Any:
+    scores = np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
+    return type(outcome)(**{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)})
+
+
+class FaultyExecutor(LocalExecutor):
+    """The library's executor, except that the steps of one stage fail (``kind``), or, for the
+    score faults, every attack's outcome comes back with degenerate scores."""
+
+    def __init__(self, stage: str, kind: str):
+        super().__init__()
+        self.stage, self.kind = stage, kind
+        self.steps = FAULT_POINTS.get(stage, ("attack-",))
+        self.hits = 0  # how often the fault fired (a case whose fault never fires proves nothing)
+
+    def _broken(self, name: str) -> bool:
+        hit = any(name.startswith(s) if s.endswith("-") else name == s for s in self.steps)
+        self.hits += hit
+        return hit
+
+    def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not self._broken(name):
+            return fn
+        if self.stage in SCORE_FAULTS:
+            return lambda *a, **k: _degenerate(fn(*a, **k), self.stage)
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            _raise(self.stage, self.kind)
+
+        return broken
+
+    def run(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return super().run(name, self._wrap(name, fn), *args, **kwargs)
+
+    def submit(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return super().submit(name, self._wrap(name, fn), *args, **kwargs)
+
+
 @contextlib.contextmanager
-def injected(stage: str, kind: str) -> Iterator[None]:
-    if stage in ("constant_scores", "nan_scores"):
-        original = run.run_attack
-
-        def degenerate(*args: Any, **kwargs: Any):
-            outcome = original(*args, **kwargs)
-            scores = np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
-            from privacy_gate.experiment.attack_runs import degenerate_reason
-            return type(outcome)(**{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)})
-
-        run.run_attack = degenerate
-        try:
-            yield
-        finally:
-            run.run_attack = original
+def injected(stage: str, kind: str) -> Iterator[FaultyExecutor]:
+    """The executor that breaks ``stage``. ``log_metrics`` is the one fault below the stage seam
+    (the tracking store failing inside a step), so it alone patches the store's method."""
+    executor = FaultyExecutor(stage, kind)
+    if stage != "log_metrics":
+        yield executor
         return
-    owner, attr = FAULT_POINTS[stage]
-    original = getattr(owner, attr)
+    original = tracking.Tracker.log_metrics
 
-    def broken(*args: Any, **kwargs: Any):
-        if kind == "own_error":
-            raise PrivacyGateError(f"injected failure in {stage}")
-        raise InjectedFault("secret value 12345 from a record")
+    def broken(*args: Any, **kwargs: Any) -> None:
+        executor.hits += 1
+        _raise(stage, kind)
 
-    setattr(owner, attr, broken)
+    tracking.Tracker.log_metrics = broken
     try:
-        yield
+        yield executor
     finally:
-        setattr(owner, attr, original)
+        tracking.Tracker.log_metrics = original
 
 
 def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOutcome:
     config = load_release_config(config_path)
+    executor = None
     try:
-        with injected(stage, kind):
-            result = runs.release_run(config, workdir=workdir)
+        with injected(stage, kind) as executor:
+            result = release_run(config, workdir=workdir, executor=executor)
         verdict = result["verdict"]
         run_id = result["run_id"]
     except Exception as exc:  # the CLI turns an escaped exception into BLOCK (exit 4)
@@ -131,11 +172,11 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
     return FaultOutcome(stage=stage, kind=kind, verdict=verdict["verdict"], status=verdict["status"],
                         reason=(verdict["reasons"][0]["message"] if verdict.get("reasons") else "")[:160],
                         recorded_verdict=recorded, visible_releases=visible, stray_entries=stray,
-                        fail_closed=ok and not leaked)
+                        fired=bool(executor and executor.hits), fail_closed=ok and not leaked)
 
 
 def all_cases() -> list[tuple[str, str]]:
-    return [(s, k) for s in FAULT_POINTS for k in KINDS] + [("constant_scores", "attack"), ("nan_scores", "attack")]
+    return [(s, k) for s in FAULT_POINTS for k in KINDS] + [(s, "attack") for s in SCORE_FAULTS]
 
 
 def as_rows(outcomes: list[FaultOutcome]) -> list[dict[str, Any]]:

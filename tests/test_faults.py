@@ -37,6 +37,7 @@ CASES = sorted({(s, k) for s, k in all_cases() if k in ("unexpected", "attack")}
 @pytest.mark.parametrize("stage, kind", CASES, ids=[f"{s}-{k}" for s, k in CASES])
 def test_a_fault_fails_closed(config, tmp_path, stage, kind):
     outcome = run_case(config, tmp_path, stage, kind)
+    assert outcome.fired, f"the {stage} fault never fired: no step of that name ran"
     assert outcome.fail_closed, outcome
     if stage not in AFTER_PUBLICATION:
         assert outcome.verdict == "BLOCK" and outcome.visible_releases == 0

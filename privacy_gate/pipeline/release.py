@@ -18,7 +18,7 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.config import GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
 from privacy_gate.spec import DatasetSpec
-from privacy_gate.data import conform, read_table
+from privacy_gate.data import Splits, conform, read_table
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import Generator, create_generator
@@ -27,7 +27,7 @@ from privacy_gate.experiment.inputs import (GateInputs, load_real_data, read_spl
                                           splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
-from privacy_gate.pipeline.stages import StageClock, failure_verdict
+from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.report.html import log_report
@@ -43,6 +43,7 @@ class RunContext:
     store: ReleaseStore
     dataset: str
     clock: StageClock
+    executor: Executor = field(default_factory=LocalExecutor)
     config_hash: str | None = None
     quarantined: QuarantinedRelease | None = None
     hashes: dict[str, str] = field(default_factory=dict)
@@ -53,17 +54,22 @@ class RunContext:
     def run_id(self) -> str:
         return self.sink.run_id
 
-    def validate_input(self, executor: Executor, df: pd.DataFrame, spec: DatasetSpec, what: str) -> None:
-        report = executor.run("validate_input", validate_input, df, spec)
+    def step(self, name: str, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """One named step of the run through the executor (a task in Prefect; the seam a test's
+        faulty executor breaks)."""
+        return self.executor.run(name, fn, *args, **kwargs)
+
+    def validate_input(self, df: pd.DataFrame, spec: DatasetSpec, what: str) -> None:
+        report = self.step("validate_input", validate_input, df, spec)
         self.sink.record_validation(report)
         report.raise_if_failed(what)
 
     def quarantine(self, synthetic: pd.DataFrame, fmt: str) -> None:
-        self.quarantined = self.store.quarantine(synthetic, fmt=fmt)
+        self.quarantined = self.step("quarantine", self.store.quarantine, synthetic, fmt=fmt)
         self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
         self.sink.record_quarantine(self.quarantined, target=self.store.target_label)
 
-    def gate(self, inputs: GateInputs, settings: GateSettings, executor: Executor) -> Verdict:
+    def gate(self, inputs: GateInputs, settings: GateSettings) -> Verdict:
         self.sink.record_json(settings.to_record(), names.ART_SETTINGS)
         splits = inputs.splits
         tables = {"train": splits.train, "holdout": splits.holdout, "reference": splits.reference,
@@ -72,7 +78,7 @@ class RunContext:
         if self.quarantined is not None:
             sources["synthetic"] = str(self.quarantined.path)
         self.sink.record_inputs(tables, sources=sources)
-        return run_gate(inputs, settings, executor=executor, sinks=[self.sink], clock=self.clock).verdict
+        return run_gate(inputs, settings, executor=self.executor, sinks=[self.sink], clock=self.clock).verdict
 
     def fail(self, exc: BaseException) -> Verdict:
         self.infrastructure_failure = self.infrastructure_failure or is_infrastructure_error(exc)
@@ -92,6 +98,59 @@ def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.Data
     return conform(generator.sample(n), spec, source=f"synthetic data from generator '{generator.name}'")
 
 
+@dataclass(eq=False)
+class ReleaseState:
+    """A release run as it goes: the config and its record, then what each stage adds."""
+
+    config: ReleaseConfig
+    ctx: RunContext
+    real: pd.DataFrame | None = None
+    public_reference: pd.DataFrame | None = None
+    splits: Splits | None = None
+    generator: Generator | None = None
+    synthetic: pd.DataFrame | None = None
+    verdict: Verdict | None = None
+
+
+def _load(state: ReleaseState, executor: Executor, logger: Any) -> None:
+    state.real, state.public_reference = executor.run("load_input", load_real_data, state.config)
+
+
+def _validate_input(state: ReleaseState, executor: Executor, logger: Any) -> None:
+    state.ctx.validate_input(state.real, state.config.dataset.spec,
+                             f"input data {location_name(state.config.dataset.path)}")
+
+
+def _split(state: ReleaseState, executor: Executor, logger: Any) -> None:
+    state.splits = executor.run("split_data", split_release, state.config, state.real, state.public_reference)
+    state.ctx.sink.record_params({f"n_{k}": v for k, v in state.splits.sizes().items()})
+
+
+def _fit(state: ReleaseState, executor: Executor, logger: Any) -> None:
+    state.generator = executor.run("fit_generator", fit_generator, state.config, state.splits.train,
+                                   state.splits.reference)
+
+
+def _n_samples(state: ReleaseState) -> int:
+    return state.config.generator.n_samples or len(state.splits.train)
+
+
+def _sample(state: ReleaseState, executor: Executor, logger: Any) -> None:
+    state.synthetic = executor.run("sample_synthetic", sample_synthetic, state.generator, _n_samples(state),
+                                   state.config.dataset.spec)
+    state.ctx.quarantine(state.synthetic, state.config.publish.format)
+
+
+#: A release run up to its gate (whose own stages follow: ``gate_run.GATE_STAGES``).
+RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
+    Stage("load", lambda s: f"loading {location_name(s.config.dataset.path)}", _load),
+    Stage("validate_input", lambda s: "validating input data (Great Expectations)", _validate_input),
+    Stage("split", lambda s: "splitting train / holdout / reference by entity", _split),
+    Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train)} rows", _fit),
+    Stage("sample", lambda s: f"sampling {_n_samples(s)} synthetic rows", _sample),
+)
+
+
 def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
                 logger: Any = None, tags: dict[str, str] | None = None, publish: bool = True) -> dict[str, Any]:
     """Train the configured generator on the train split, gate its sample, publish if approved.
@@ -104,8 +163,8 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
     ctx = RunContext(sink=MlflowSink.start(tracker, name=f"release-{spec.name}", kind="release", dataset=spec.name,
                                            tags=tags),
                      store=ReleaseStore(workdir=wd, target=config.publish.target), dataset=spec.name,
-                     clock=StageClock(logger) if logger else StageClock(), config_hash=config.config_hash())
-    clock = ctx.clock
+                     clock=StageClock(logger) if logger else StageClock(), executor=executor,
+                     config_hash=config.config_hash())
     ctx.sources = {k: f"{config.dataset.path} ({k} split)" for k in ("train", "holdout", "reference")}
     try:
         ctx.sink.record_params({
@@ -115,22 +174,10 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
             "targets.seed": config.targets.seed, "attacks": ",".join(a.name for a in config.attacks),
             "rules_hash": config.gate.rules_hash(), "config_hash": ctx.config_hash})
         ctx.sink.record_json(config.model_dump(mode="json"), names.ART_CONFIG)
-        with clock.stage("load", f"loading {location_name(config.dataset.path)}"):
-            real, public_reference = executor.run("load_input", load_real_data, config)
-        with clock.stage("validate_input", "validating input data (Great Expectations)"):
-            ctx.validate_input(executor, real, spec, f"input data {location_name(config.dataset.path)}")
-        with clock.stage("split", "splitting train / holdout / reference by entity"):
-            splits = executor.run("split_data", split_release, config, real, public_reference)
-            ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
-        with clock.stage("fit", f"fitting generator '{config.generator.name}' on {len(splits.train)} rows"):
-            generator = executor.run("fit_generator", fit_generator, config, splits.train, splits.reference)
-        n = config.generator.n_samples or len(splits.train)
-        with clock.stage("sample", f"sampling {n} synthetic rows"):
-            synthetic = executor.run("sample_synthetic", sample_synthetic, generator, n, spec)
-            ctx.quarantine(synthetic, config.publish.format)
-        verdict = ctx.gate(GateInputs(splits=splits, synthetic=synthetic,
+        state = run_stages(RELEASE_STAGES, ReleaseState(config=config, ctx=ctx), executor=executor, clock=ctx.clock)
+        verdict = ctx.gate(GateInputs(splits=state.splits, synthetic=state.synthetic,
                                       synthetic_file_sha256=ctx.quarantined.sha256),
-                           settings_for_release(config, generator), executor)
+                           settings_for_release(config, state.generator))
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict, publish=publish)
@@ -150,7 +197,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
     tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name)
     ctx = RunContext(sink=MlflowSink.start(tracker, name=f"gate-{spec.name}", kind="gate_only", dataset=spec.name),
                      store=ReleaseStore(workdir=wd, target=Path(publish_to) if publish_to else None),
-                     dataset=spec.name, clock=StageClock(logger) if logger else StageClock())
+                     dataset=spec.name, clock=StageClock(logger) if logger else StageClock(), executor=executor)
     clock = ctx.clock
     paths = {"train": Path(train), "holdout": Path(holdout), "reference": Path(reference)}
     ctx.sources = {k: str(p.resolve()) for k, p in paths.items()}
@@ -165,7 +212,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
             parts = executor.run("load_input", read_split_files, paths, spec)
         with clock.stage("validate_input", "validating input data (Great Expectations)"):
             for k, df in parts.items():
-                ctx.validate_input(executor, df, spec, f"{k} data {paths[k].name}")
+                ctx.validate_input(df, spec, f"{k} data {paths[k].name}")
         splits = splits_from_frames(parts)
         ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
         with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
@@ -174,7 +221,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
                                           audit=judging.audit, mace=judging.mace, exposure=judging.exposure)
         verdict = ctx.gate(GateInputs(splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256),
-                           settings, executor)
+                           settings)
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict)
@@ -188,7 +235,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
     verdict = verdict.with_run_id(ctx.run_id)
     try:
         with clock.stage("record_verdict", "recording the verdict"):
-            recorded = ctx.sink.record_verdict(verdict, timings=clock.timings)
+            recorded = ctx.step("record_verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
             if Verdict.from_dict(recorded) != verdict:
                 raise PrivacyGateError("the verdict read back from the tracking store differs from the one written")
     except Exception as exc:  # noqa: BLE001 - fail closed: an unrecorded verdict publishes nothing
@@ -200,26 +247,28 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
             with clock.stage("publish", "publishing the approved release"):
                 if ctx.quarantined is None:
                     raise PrivacyGateError("no quarantined release to publish")
-                published = ctx.store.publish(ctx.quarantined, dataset=ctx.dataset, verdict=verdict.decision,
-                                              run_id=ctx.run_id, config_hash=ctx.config_hash)
+                published = ctx.step("publish", ctx.store.publish, ctx.quarantined, dataset=ctx.dataset,
+                                     verdict=verdict.decision, run_id=ctx.run_id, config_hash=ctx.config_hash)
             logger.info("published %s", published)
         except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic, so nothing is visible
             verdict = ctx.fail(exc).with_run_id(ctx.run_id)
             _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
         else:
-            _try(logger, "tag the run with the publication", ctx.sink.record_published, published)
+            _try(logger, "tag the run with the publication", ctx.step, "publication_tag", ctx.sink.record_published,
+                 published)
     if published is None and ctx.quarantined is not None:
         logger.info("release stays in quarantine: %s", ctx.quarantined.path)
     # derived records after the decision: each failure is a warning, never a change of the verdict
     summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
     try:
-        summary = ctx.sink.summary_markdown(verdict)
+        summary = ctx.step("summary", ctx.sink.summary_markdown, verdict)
     except Exception as exc:  # noqa: BLE001
         logger.warning("could not render the verdict summary (%s); the verdict stands", type(exc).__name__)
     _try(logger, f"record {names.ART_SUMMARY}", ctx.sink.record_summary, summary)
     _try(logger, "set the run description", ctx.sink.record_description, verdict, summary)
-    _try(logger, f"render the HTML report {names.ART_REPORT}", log_report_of, ctx.sink, clock=clock)
-    _try(logger, "close the MLflow run", ctx.sink.end, failed=verdict.status != "ok")
+    _try(logger, f"render the HTML report {names.ART_REPORT}", ctx.step, "report", log_report_of, ctx.sink,
+         clock=clock)
+    _try(logger, "close the MLflow run", ctx.step, "end_run", ctx.sink.end, failed=verdict.status != "ok")
     return {"verdict": verdict.to_dict(), "published": str(published) if published else None,
             "quarantined": str(ctx.quarantined.path) if ctx.quarantined else None,
             "tracking_uri": ctx.sink.tracker.uri, "run_id": ctx.run_id, "timings": clock.timings,

@@ -121,13 +121,14 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",
                             dataset=record.dataset, tags={names.TAG_RERUN_OF: run_id})
     ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=record.publish_target),
-                     dataset=record.dataset, clock=StageClock(logger), config_hash=record.verdict.get("rules_hash"))
+                     dataset=record.dataset, clock=StageClock(logger), executor=executor or LocalExecutor(),
+                     config_hash=record.verdict.get("rules_hash"))
     sink.record_params({"rerun_of": run_id, "suppress": ",".join(suppress), "rows_suppressed": int(drop.sum())})
     sink.record_json(record.config, names.ART_CONFIG)
     try:
         ctx.quarantine(filtered, settings.publish_format)
         verdict = ctx.gate(GateInputs(splits=splits, synthetic=filtered, synthetic_file_sha256=ctx.quarantined.sha256),
-                           settings, executor or LocalExecutor())
+                           settings)
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict, publish=False)
