@@ -53,7 +53,7 @@ class GateSettings(BaseModel):
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     generator: GeneratorKnowledge | None = None
     privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
-    oracle_focal_points: tuple[dict[str, Any], ...] | None = None  # evaluator-only knowledge
+    oracle_focal_points: tuple[FocalPoint, ...] | None = None  # evaluator-only knowledge
     publish_format: str = "parquet"
     score_chunks: int = Field(1, ge=1)  # each attack scores its targets in this many tasks (runner.score_chunks)
 
@@ -68,10 +68,7 @@ class GateSettings(BaseModel):
     def oracle(self) -> OracleKnowledge | None:
         if not self.oracle_focal_points:
             return None
-        return OracleKnowledge(focal_points=tuple(
-            FocalPoint(kind=f["kind"], columns=tuple(f["columns"]),
-                       cell=None if f.get("cell") is None else tuple(f["cell"]))
-            for f in self.oracle_focal_points))
+        return OracleKnowledge(focal_points=self.oracle_focal_points)
 
     def to_record(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -79,11 +76,6 @@ class GateSettings(BaseModel):
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> GateSettings:
         return cls.model_validate(record)
-
-
-def _focal_record(focal: Sequence[FocalPoint]) -> tuple[dict[str, Any], ...]:
-    return tuple({"kind": f.kind, "columns": list(f.columns), "cell": None if f.cell is None else list(f.cell)}
-                 for f in focal)
 
 
 def with_oracle(attacks: Sequence[AttackConfig], focal: Sequence[FocalPoint] | None) -> tuple[AttackConfig, ...]:
@@ -102,7 +94,7 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
         targets=config.targets, audit=config.audit, mace=config.mace, exposure=config.exposure,
         generator=GeneratorKnowledge(name=config.generator.name,
                                      params={**config.generator.params, "seed": config.generator.seed}),
-        privacy=generator.privacy, oracle_focal_points=_focal_record(focal) if focal else None,
+        privacy=generator.privacy, oracle_focal_points=tuple(focal) if focal else None,
         publish_format=config.publish.format, score_chunks=config.runner.score_chunks)
 
 
