@@ -78,7 +78,7 @@ class TargetsConfig(_Strict):
     min_per_class: int = Field(100, gt=0)
     # when n_non_members is not set: at most this many per class; None = enough for a MACE
     # radius of 0.015 at mace.delta (16,396 at delta 0.05) — beyond that the figures barely
-    # tighten while the attacks' cost grows linearly (gate/power.py: default_targets_per_class)
+    # tighten while the attacks' cost grows linearly (estimators/power.py: default_targets_per_class)
     max_per_class: int | None = Field(None, gt=0)
     seed: int = 0
 
@@ -190,7 +190,7 @@ class ExposureConfig(_Strict):
     level: float = Field(0.01, gt=0, lt=1)
     delta: float = Field(0.05, gt=0, lt=1)
     # also test every training record (not only the member targets) against the whole holdout
-    # with dcr_ratio's score, FDR-controlled (pipeline/scanning.py): exposed.scan_count
+    # with dcr_ratio's score, FDR-controlled (experiment/member_scan.py): exposed.scan_count
     scan_members: bool = False
 
 
