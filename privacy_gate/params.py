@@ -130,7 +130,7 @@ class Component:
     >>> Knn(k=0)
     Traceback (most recent call last):
     ...
-    privacy_gate.errors.ConfigError: Knn: parameter 'k': must be greater than 0 (got 0)
+    privacy_gate.errors.ConfigError: Knn: parameter 'k': must be greater than 0, got 0
     """
 
     params_model: ClassVar[type[Params]]
