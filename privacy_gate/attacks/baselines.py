@@ -97,7 +97,8 @@ class DomiasEq1(EncodedAttack):
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log p_G(x)`` per target row."""
-        scores = self.density_synthetic_.score_samples(self._encode(targets))
+        X = self._encode(targets)  # first: NotFittedError before fit
+        scores = self.density_synthetic_.score_samples(X)
         return check_scores(scores, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
