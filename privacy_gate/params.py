@@ -140,6 +140,10 @@ class Component:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "params_model" in cls.__dict__:
+            clash = sorted(set(cls.params_model.model_fields) & {"component_kind", "get_params", "name", "owner",
+                                                                 "params_model"})
+            if clash:
+                raise TypeError(f"{cls.__qualname__}: parameter(s) {clash} would hide the component's own attributes")
             cls.__signature__ = model_signature(cls.params_model)
 
     def __init__(self, **params: Any):
