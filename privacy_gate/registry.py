@@ -5,8 +5,10 @@ clear ConfigError everywhere (naming the component, the parameter and what is ac
 component declares its parameters once, as a pydantic model in ``params_model`` (see
 :mod:`privacy_gate.params`) whose fields are exactly its constructor's keyword parameters (checked
 when it registers); the registry validates through it and describes it
-(``privacy-gate list attacks|generators``). The class keeps a plain keyword-only ``__init__``
-that stores its hyper-parameters as given (scikit-learn style).
+(``privacy-gate list attacks|generators``). Attacks and generators subclass
+:class:`privacy_gate.params.Component`, which derives their keyword-only ``__init__``, signature,
+``get_params`` and ``repr`` from that model (scikit-learn style); a plain class with a matching
+``__init__``, as below, registers too.
 
 >>> from pydantic import BaseModel, ConfigDict, Field
 >>> class WParams(BaseModel):
@@ -65,19 +67,19 @@ class ComponentInfo:
     params: tuple[ParamInfo, ...]
 
 
-def _type_name(annotation: Any) -> str:
+def type_name(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
-        return _type_name(args[0])
+        return type_name(args[0])
     if origin is typing.Literal:
         return " | ".join(repr(a) for a in args)
     if origin in (typing.Union, types.UnionType):
-        return " | ".join(_type_name(a) for a in args)
+        return " | ".join(type_name(a) for a in args)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return f"tuple[{_type_name(args[0])}, ...]"
+        return f"tuple[{type_name(args[0])}, ...]"
     if origin is not None:
-        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_type_name(a) for a in args)}]"
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_name(a) for a in args)}]"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return f"mapping of {annotation.__name__}"
     return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
@@ -196,6 +198,7 @@ class Registry:
                 raise ConfigError(f"{self.kind} '{name}': {model.__name__} declares {sorted(model.model_fields)} "
                                   f"but __init__ takes {sorted(_keyword_parameters(cls))}")
             cls.name = name
+            cls.component_kind = self.kind  # how a Component's errors name it: "<kind> '<name>'"
             self._classes[name] = cls
             return cls
 
@@ -224,7 +227,7 @@ class Registry:
         for name in self.names():
             cls = self._classes[name]
             doc = (inspect.getdoc(cls) or "").strip()
-            params = tuple(ParamInfo(name=field, type=_type_name(info.annotation),
+            params = tuple(ParamInfo(name=field, type=type_name(info.annotation),
                                      default="required" if info.is_required() else repr(info.get_default()),
                                      description=info.description or "")
                            for field, info in cls.params_model.model_fields.items())

@@ -1,7 +1,9 @@
 """Membership-inference attacks: the Attack protocol, the attacker's ThreatModel and a registry.
 
 Importing this package imports every attack module so that each registers its name;
-``create_attack("domias", bandwidth=0.5)`` then builds one from a release config.
+``create_attack("domias", bandwidth=0.5)`` then builds one from a release config, and
+``fit_attack(attack, threat, oracle=..., mapper=...)`` fits it, passing the evaluator's oracle and
+a sub-run mapper only to an attack that declares it uses them (MAMA-MIA).
 
 Registered: ``domias`` (density ratio; KDE, flow or auto densities), ``dcr``, and the DOMIAS
 paper's baselines ``domias_eq1``, ``gan_leaks`` (= ``dcr``), ``gan_leaks_cal``,
@@ -10,8 +12,8 @@ paper's baselines ``domias_eq1``, ``gan_leaks`` (= ``dcr``), ``gan_leaks_cal``,
 """
 
 from privacy_gate.attacks import baselines, distance, domias, mama_mia  # noqa: F401  (imported to register the attacks)
-from privacy_gate.attacks.base import (Attack, Mapper, OracleKnowledge, ThreatModel, available_attacks, create_attack,
-                                       describe_attacks, register_attack)
+from privacy_gate.attacks.base import (Attack, AttackBase, EncodedAttack, Mapper, OracleKnowledge, ThreatModel,
+                                       available_attacks, create_attack, describe_attacks, fit_attack, register_attack)
 
-__all__ = ["Attack", "Mapper", "OracleKnowledge", "ThreatModel", "available_attacks", "create_attack",
-           "describe_attacks", "register_attack"]
+__all__ = ["Attack", "AttackBase", "EncodedAttack", "Mapper", "OracleKnowledge", "ThreatModel", "available_attacks",
+           "create_attack", "describe_attacks", "fit_attack", "register_attack"]

@@ -1,9 +1,17 @@
-"""The attacker's view (:class:`ThreatModel`), the :class:`Attack` protocol and the attack registry.
+"""The attacker's view (:class:`ThreatModel`), the :class:`Attack` protocol, the attack base
+classes and the attack registry.
 
 An attack sees what a real attacker would see — the released synthetic data, some auxiliary
 (reference) data from the same population, and optionally which generator was used with which
 settings — and scores target records: higher means "more likely a member of the training data".
 The membership labels of the targets stay with the evaluator.
+
+An attack class subclasses :class:`AttackBase` (parameters declared once, in ``params_model``:
+:class:`privacy_gate.params.Component`) — or :class:`EncodedAttack`, to work on the standardised
+mixed encoding fitted on the reference data — and registers itself with ``@register_attack``.
+Its ``fit`` takes the threat model only; an attack that needs the evaluator's
+:class:`OracleKnowledge` or a mapper for independent sub-runs says so (``uses_oracle`` /
+``uses_mapper``) and takes that keyword, and :func:`fit_attack` passes it only to such attacks.
 
 >>> sorted(available_attacks())  # doctest: +SKIP
 ['dcr', 'domias']
@@ -14,15 +22,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.attacks.shadow import Mapper
+from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.params import Component
 from privacy_gate.registry import ComponentInfo, Registry
 
 
@@ -105,16 +115,63 @@ class Attack(Protocol):
     """A membership-inference attack (scikit-learn style: ``fit`` returns self).
 
     ``score`` returns one finite float per target row, in the order of the rows; higher means
-    more likely a member. Targets carry no labels. ``fit`` takes the evaluator's ``oracle``
-    knowledge and a ``mapper`` for independent sub-runs; attacks that need neither ignore them.
+    more likely a member. Targets carry no labels. ``fit`` takes the threat model; an attack
+    that also reads the evaluator's ``oracle`` knowledge or maps independent sub-runs with a
+    ``mapper`` declares ``uses_oracle`` / ``uses_mapper`` and takes that keyword-only argument
+    (call such attacks through :func:`fit_attack`).
     """
 
     name: str
 
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> Attack: ...
+    def fit(self, threat: ThreatModel) -> Attack: ...
 
     def score(self, targets: pd.DataFrame) -> np.ndarray: ...
+
+
+class AttackBase(Component):
+    """Base of the registered attacks: hyper-parameters from ``params_model`` (see
+    :class:`~privacy_gate.params.Component`); ``fit(threat)`` takes nothing else unless the class
+    declares ``uses_oracle`` (``fit(..., oracle=None)``) or ``uses_mapper`` (``fit(..., mapper=None)``)."""
+
+    name: ClassVar[str]  # set by @register_attack
+    uses_oracle: ClassVar[bool] = False
+    uses_mapper: ClassVar[bool] = False
+
+
+class EncodedAttack(AttackBase):
+    """An attack on the standardised mixed encoding (:class:`MixedEncoder`) fitted on the reference
+    data — the attacker's own data plus the spec's public categories; learned ``encoder_``."""
+
+    def _fit_encoder(self, threat: ThreatModel) -> MixedEncoder:
+        """Fit ``encoder_`` on ``threat.reference`` and return it."""
+        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
+        return self.encoder_
+
+    def _fit_encoded(self, threat: ThreatModel) -> tuple[np.ndarray, np.ndarray]:
+        """Fit ``encoder_`` (:meth:`_fit_encoder`); the encoded synthetic and reference data."""
+        encoder = self._fit_encoder(threat)
+        return encoder.transform(threat.synthetic), encoder.transform(threat.reference)
+
+    def _encode(self, targets: pd.DataFrame) -> np.ndarray:
+        """``targets`` on the fitted encoding (NotFittedError before ``fit``)."""
+        if not hasattr(self, "encoder_"):
+            not_fitted(f"attack '{self.name}'")
+        return self.encoder_.transform(targets)
+
+
+def fit_attack(attack: Attack, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
+               mapper: Mapper | None = None) -> Attack:
+    """``attack.fit(threat)``, passing ``oracle`` and ``mapper`` only to an attack that declares it
+    uses them (``uses_oracle`` / ``uses_mapper``); the fitted attack.
+
+    >>> class Plain:
+    ...     def fit(self, threat):
+    ...         return "fitted"
+    >>> fit_attack(Plain(), None, oracle=None, mapper=map)
+    'fitted'
+    """
+    wanted = {"oracle": oracle, "mapper": mapper}
+    return attack.fit(threat, **{k: v for k, v in wanted.items() if getattr(attack, f"uses_{k}", False)})
 
 
 # --------------------------------------------------------------------------- registry

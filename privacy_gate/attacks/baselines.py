@@ -26,8 +26,7 @@ reference data) and follows the Attack contract of :mod:`privacy_gate.attacks.ba
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -35,24 +34,20 @@ from threadpoolctl import threadpool_limits
 
 from privacy_gate.attacks.base import (
     DEFAULT_CHUNK_BYTES,
-    OracleKnowledge,
+    EncodedAttack,
     ThreatModel,
     check_scores,
-    not_fitted,
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import (DistanceToClosestRecord, nearest_distances,
                                            synthetic_and_reference_distances)
 from privacy_gate.attacks.domias import (
-    DEFAULT_MAX_FIT_ROWS,
     DensityParams,
     density_notes,
     make_density,
     resolve_density,
 )
-from privacy_gate.attacks.shadow import Mapper
-from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.params import (
     Field,
     OpenFraction,
@@ -60,12 +55,6 @@ from privacy_gate.params import (
     PositiveInt,
     Seed,
 )
-
-
-def _encode(threat: ThreatModel) -> tuple[MixedEncoder, np.ndarray, np.ndarray]:
-    """Encoder fitted on the reference data; encoded synthetic and reference matrices."""
-    encoder = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
-    return encoder, encoder.transform(threat.synthetic), encoder.transform(threat.reference)
 
 
 # --------------------------------------------------------------------------- Eq. 1
@@ -76,7 +65,7 @@ class DomiasEq1Params(DensityParams):
 
 
 @register_attack("domias_eq1")
-class DomiasEq1:
+class DomiasEq1(EncodedAttack):
     """``log p_G(x)``: DOMIAS without the reference density (the paper's "Eq. 1" baseline).
 
     Parameters as :class:`privacy_gate.attacks.domias.DomiasAttack` (``density`` ``"kde"`` /
@@ -90,22 +79,9 @@ class DomiasEq1:
 
     name = "domias_eq1"
 
-    def __init__(self, *, density: str = "kde", bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 max_fit_rows: int | None = DEFAULT_MAX_FIT_ROWS, flow_params: Mapping[str, Any] | None = None,
-                 seed: int = 0, precision: str = "auto"):
-        self.density = density
-        self.bandwidth = bandwidth
-        self.chunk_bytes = chunk_bytes
-        self.max_fit_rows = max_fit_rows
-        self.flow_params = flow_params
-        self.seed = seed
-        self.precision = precision
-
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> DomiasEq1:
+    def fit(self, threat: ThreatModel) -> DomiasEq1:
         """Fit the encoder on the reference data and ``p_G`` on the synthetic data."""
-        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
-        notes = list(self.encoder_.notes_)
+        notes = list(self._fit_encoder(threat).notes_)
         d = self.encoder_.n_effective_dims_
         X_syn = self.encoder_.transform(threat.synthetic)
         kind = resolve_density(self.density, n_rows=len(X_syn), n_dims=d)
@@ -121,9 +97,8 @@ class DomiasEq1:
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log p_G(x)`` per target row."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        scores = self.density_synthetic_.score_samples(self.encoder_.transform(targets))
+        X = self._encode(targets)  # first: NotFittedError before fit
+        scores = self.density_synthetic_.score_samples(X)
         return check_scores(scores, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
@@ -142,7 +117,7 @@ class GanLeaksCalibratedParams(Params):
 
 
 @register_attack("gan_leaks_cal")
-class GanLeaksCalibrated:
+class GanLeaksCalibrated(EncodedAttack):
     """Calibrated GAN-Leaks: ``d_ref(x) - d_syn(x)`` (distances to the closest reference / synthetic row).
 
     A target close to a synthetic record is suspicious only if it is not just as close to real
@@ -167,16 +142,10 @@ class GanLeaksCalibrated:
 
     name = "gan_leaks_cal"
 
-    def __init__(self, *, match_sizes: bool = True, chunk_bytes: int = DEFAULT_CHUNK_BYTES, seed: int = 0):
-        self.match_sizes = bool(match_sizes)
-        self.chunk_bytes = chunk_bytes
-        self.seed = seed
-
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> GanLeaksCalibrated:
+    def fit(self, threat: ThreatModel) -> GanLeaksCalibrated:
         """Encode the synthetic and reference data (subsampled to equal size if ``match_sizes``)."""
-        encoder, X_syn, X_ref = _encode(threat)
-        notes = list(encoder.notes_)
+        X_syn, X_ref = self._fit_encoded(threat)
+        notes = list(self.encoder_.notes_)
         if self.match_sizes and len(X_syn) != len(X_ref):
             rng = np.random.default_rng(self.seed)
             k = min(len(X_syn), len(X_ref))
@@ -186,7 +155,6 @@ class GanLeaksCalibrated:
                 X_syn = X_syn[np.sort(rng.choice(len(X_syn), k, replace=False))]
             else:
                 X_ref = X_ref[np.sort(rng.choice(len(X_ref), k, replace=False))]
-        self.encoder_ = encoder
         self.synthetic_encoded_ = as_matrix(X_syn, owner=f"attack '{self.name}'")
         self.reference_encoded_ = as_matrix(X_ref, owner=f"attack '{self.name}'")
         self.notes_ = notes
@@ -233,7 +201,7 @@ class MonteCarloNeighbourhoodParams(Params):
 
 
 @register_attack("mc_neighbourhood")
-class MonteCarloNeighbourhood:
+class MonteCarloNeighbourhood(EncodedAttack):
     """Hilprecht et al.'s Monte-Carlo attack: the share of synthetic data near the target.
 
     ``epsilon`` is the ``epsilon_quantile`` (default: the median) of the distances from each
@@ -268,16 +236,10 @@ class MonteCarloNeighbourhood:
 
     name = "mc_neighbourhood"
 
-    def __init__(self, *, kind: str = "smooth", epsilon_quantile: float = 0.5, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        self.kind = kind
-        self.epsilon_quantile = epsilon_quantile
-        self.chunk_bytes = chunk_bytes
-
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> MonteCarloNeighbourhood:
+    def fit(self, threat: ThreatModel) -> MonteCarloNeighbourhood:
         """Encode the data and set ``epsilon`` from the reference-to-synthetic distances."""
-        encoder, X_syn, X_ref = _encode(threat)
-        notes = list(encoder.notes_)
+        X_syn, X_ref = self._fit_encoded(threat)
+        notes = list(self.encoder_.notes_)
         X_syn = as_matrix(X_syn, owner=f"attack '{self.name}'")
         d_ref, _ = nearest_distances(as_matrix(X_ref, owner=f"attack '{self.name}'"), X_syn, chunk_bytes=self.chunk_bytes)
         eps = float(np.quantile(d_ref, self.epsilon_quantile))
@@ -286,7 +248,6 @@ class MonteCarloNeighbourhood:
             eps = float(positive.min()) if positive.size else 1.0
             notes.append(f"epsilon: the {self.epsilon_quantile} quantile of reference-to-synthetic distances is 0 "
                          "(reference records copied in the synthetic data); the smallest positive distance is used instead")
-        self.encoder_ = encoder
         self.synthetic_encoded_ = X_syn
         self.epsilon_ = eps
         self.notes_ = notes
@@ -294,9 +255,7 @@ class MonteCarloNeighbourhood:
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """The (smoothed, log) share of synthetic records within ``epsilon`` of each target."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        X = as_matrix(self.encoder_.transform(targets), owner=f"attack '{self.name}'")
+        X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
         count, log_weight, nearest = ball_statistics(X, self.synthetic_encoded_, self.epsilon_, chunk_bytes=self.chunk_bytes)
         n = len(self.synthetic_encoded_)
         if self.kind == "count":
@@ -326,7 +285,7 @@ class LoganD1Params(Params):
 
 
 @register_attack("logan_d1")
-class LoganD1:
+class LoganD1(EncodedAttack):
     """LOGAN D1: a classifier of synthetic (1) vs reference (0) records; score = its log-odds of "synthetic".
 
     Where the generator memorised members, the synthetic data over-represents their
@@ -353,22 +312,16 @@ class LoganD1:
 
     name = "logan_d1"
 
-    def __init__(self, *, classifier: str = "hgb", seed: int = 0):
-        self.classifier = classifier
-        self.seed = seed
-
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> LoganD1:
+    def fit(self, threat: ThreatModel) -> LoganD1:
         """Train the classifier on the encoded synthetic (label 1) and reference (label 0) rows."""
-        encoder, X_syn, X_ref = _encode(threat)
+        X_syn, X_ref = self._fit_encoded(threat)
         X = np.vstack([X_syn, X_ref])
         y = np.r_[np.ones(len(X_syn), dtype=np.int8), np.zeros(len(X_ref), dtype=np.int8)]
         weight = np.where(y == 1, len(y) / (2.0 * len(X_syn)), len(y) / (2.0 * len(X_ref)))
         with _one_thread():
             clf = self._train(X, y, weight)
-        self.encoder_ = encoder
         self.classifier_ = clf
-        self.notes_ = list(encoder.notes_)
+        self.notes_ = list(self.encoder_.notes_)
         return self
 
     def _train(self, X: np.ndarray, y: np.ndarray, weight: np.ndarray):
@@ -396,9 +349,7 @@ class LoganD1:
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """Log-odds of "synthetic" per target row."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        X = self.encoder_.transform(targets)
+        X = self._encode(targets)
         with _one_thread():
             if self.classifier == "hgb":
                 scores = self.classifier_.decision_function(X)

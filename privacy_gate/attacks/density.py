@@ -25,6 +25,7 @@ from scipy.linalg import solve_triangular
 from privacy_gate.attacks.base import DEFAULT_CHUNK_BYTES, not_fitted
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.params import (
+    Component,
     Field,
     NonNegativeNumber,
     OpenFraction,
@@ -33,7 +34,6 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
-from privacy_gate.registry import validate_params
 
 _ITEM = np.dtype(np.float64).itemsize
 _LOG = logging.getLogger("privacy_gate.attacks")
@@ -168,7 +168,7 @@ class FlowParams(FlowSettings):
 # --------------------------------------------------------------------------- estimators
 
 
-class GaussianKDE:
+class GaussianKDE(Component):
     """Gaussian KDE with an isotropic per-dimension bandwidth, chunked for bounded memory.
 
     Parameters
@@ -200,15 +200,7 @@ class GaussianKDE:
     ``n_effective_dims_``; after ``score_samples``: ``precision_``, and for a subsampled fit ``rel_se_``.
     """
 
-    def __init__(self, *, bandwidth: str | float = "scott", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 max_fit_rows: int | None = None, seed: int = 0, precision: str = "auto"):
-        validate_params(KDEParams, {"bandwidth": bandwidth, "chunk_bytes": chunk_bytes, "max_fit_rows": max_fit_rows,
-                                    "seed": seed, "precision": precision}, owner="GaussianKDE")
-        self.bandwidth = bandwidth
-        self.chunk_bytes = chunk_bytes
-        self.max_fit_rows = max_fit_rows
-        self.seed = seed
-        self.precision = precision
+    params_model = KDEParams
 
     @property
     def subsampled(self) -> bool:
@@ -291,7 +283,7 @@ class GaussianKDE:
         return out + row_term + log_norm
 
 
-class GaussianDensity:
+class GaussianDensity(Component):
     """One multivariate Gaussian with a shrinkage covariance: the DOMIAS "prior" for ``p_R``.
 
     When the reference set is small, a non-parametric ``p_R`` (KDE, flow) is noisy, and noise in
@@ -307,9 +299,7 @@ class GaussianDensity:
     Learned attributes: ``mean_``, ``covariance_``, ``shrinkage_``, ``n_samples_``, ``n_features_in_``.
     """
 
-    def __init__(self, *, ridge: float = 1e-2):
-        validate_params(GaussianDensityParams, {"ridge": ridge}, owner="GaussianDensity")
-        self.ridge = ridge
+    params_model = GaussianDensityParams
 
     def fit(self, X: np.ndarray, **_ignored: object) -> GaussianDensity:
         """Fit mean and shrinkage covariance (``n_effective_dims`` etc. are accepted and ignored)."""

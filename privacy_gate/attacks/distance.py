@@ -11,23 +11,19 @@ from __future__ import annotations
 import hashlib
 import threading
 from concurrent.futures import Future
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks.base import (
     DEFAULT_CHUNK_BYTES,
-    OracleKnowledge,
+    EncodedAttack,
     ThreatModel,
     check_scores,
-    not_fitted,
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.nn_index import RETRIEVE, indexed_nearest
-from privacy_gate.attacks.shadow import Mapper
-from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.params import Field, Params, PositiveInt
 
 
@@ -110,7 +106,7 @@ class DistanceParams(Params):
 
 
 @register_attack("dcr")
-class DistanceToClosestRecord:
+class DistanceToClosestRecord(EncodedAttack):
     """Score = minus the distance to the closest synthetic record (higher = more likely member).
 
     Parameters
@@ -126,33 +122,24 @@ class DistanceToClosestRecord:
 
     name = "dcr"
 
-    def __init__(self, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
-        self.chunk_bytes = chunk_bytes
-
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> DistanceToClosestRecord:
+    def fit(self, threat: ThreatModel) -> DistanceToClosestRecord:
         """Fit the encoder on the reference data and encode the synthetic data."""
-        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
-        self.notes_ = list(self.encoder_.notes_)
+        self.notes_ = list(self._fit_encoder(threat).notes_)
         self.synthetic_encoded_ = as_matrix(self.encoder_.transform(threat.synthetic), owner=f"attack '{self.name}'")
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``-distance`` to the closest synthetic row, per target row."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        X = as_matrix(self.encoder_.transform(targets), owner=f"attack '{self.name}'")
+        X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
         distances, _ = nearest_distances(X, self.synthetic_encoded_, chunk_bytes=self.chunk_bytes)
         return check_scores(-distances, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
-def synthetic_and_reference_distances(scorer: Any, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_and_reference_distances(scorer: EncodedAttack, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Distances from each target to its closest synthetic and closest reference row, on a fitted
     attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``, ``chunk_bytes``):
     the two halves of every reference-calibrated distance attack."""
-    if not hasattr(scorer, "encoder_"):
-        not_fitted(f"attack '{scorer.name}'")
-    X = as_matrix(scorer.encoder_.transform(targets), owner=f"attack '{scorer.name}'")
+    X = as_matrix(scorer._encode(targets), owner=f"attack '{scorer.name}'")
     d_syn, _ = nearest_distances(X, scorer.synthetic_encoded_, chunk_bytes=scorer.chunk_bytes)
     d_ref, _ = nearest_distances(X, scorer.reference_encoded_, chunk_bytes=scorer.chunk_bytes)
     return d_syn, d_ref
@@ -185,9 +172,8 @@ class DistanceRatio(DistanceToClosestRecord):
 
     name = "dcr_ratio"
 
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> DistanceRatio:
-        super().fit(threat, oracle=oracle, mapper=mapper)
+    def fit(self, threat: ThreatModel) -> DistanceRatio:
+        super().fit(threat)
         self.reference_encoded_ = as_matrix(self.encoder_.transform(threat.reference), owner=f"attack '{self.name}'")
         return self
 

@@ -39,15 +39,12 @@ from pydantic import field_validator
 
 from privacy_gate.attacks.base import (
     DEFAULT_CHUNK_BYTES,
-    OracleKnowledge,
+    EncodedAttack,
     ThreatModel,
     check_scores,
-    not_fitted,
     register_attack,
 )
 from privacy_gate.attacks.density import FLOAT32_ROWS, PRECISION_HELP, FlowSettings, GaussianDensity, GaussianKDE, Precision
-from privacy_gate.attacks.shadow import Mapper
-from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
 
 #: ``density="auto"`` switches from KDE to the flow above this many ``rows x columns`` (rows: the
@@ -150,7 +147,7 @@ class DomiasParams(DensityParams):
 
 
 @register_attack("domias")
-class DomiasAttack:
+class DomiasAttack(EncodedAttack):
     """DOMIAS: ``log p_G(x) - log p_R(x)`` on the standardised mixed encoding.
 
     Parameters
@@ -189,31 +186,16 @@ class DomiasAttack:
 
     name = "domias"
 
-    def __init__(self, *, density: str = "kde", reference_density: str = "same", bandwidth: str | float = "scott",
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, max_fit_rows: int | None = DEFAULT_MAX_FIT_ROWS,
-                 flow_params: Mapping[str, Any] | None = None, seed: int = 0, precision: str = "auto"):
-        self.density = density
-        self.reference_density = reference_density
-        self.bandwidth = bandwidth
-        self.chunk_bytes = chunk_bytes
-        self.max_fit_rows = max_fit_rows
-        self.flow_params = flow_params
-        self.seed = seed
-        self.precision = precision
-
     def _density(self, kind: str):
         return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
                             flow_params=dict(self.flow_params or {}), seed=self.seed, max_fit_rows=self.max_fit_rows,
                             precision=self.precision)
 
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: Mapper | None = None) -> DomiasAttack:
+    def fit(self, threat: ThreatModel) -> DomiasAttack:
         """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on reference."""
-        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
+        X_syn, X_ref = self._fit_encoded(threat)
         notes = list(self.encoder_.notes_)
         d = self.encoder_.n_effective_dims_
-        X_syn = self.encoder_.transform(threat.synthetic)
-        X_ref = self.encoder_.transform(threat.reference)
         n_rows = max(len(X_syn), len(X_ref)) if self.reference_density == "same" else len(X_syn)
         kind = resolve_density(self.density, n_rows=n_rows, n_dims=d)
         if self.density == "auto":
@@ -231,9 +213,7 @@ class DomiasAttack:
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log p_G(x) - log p_R(x)`` per target row (higher = more likely a member)."""
-        if not hasattr(self, "encoder_"):
-            not_fitted(f"attack '{self.name}'")
-        X = self.encoder_.transform(targets)
+        X = self._encode(targets)
         scores = self.density_synthetic_.score_samples(X) - self.density_reference_.score_samples(X)
         if not getattr(self, "_subsample_noted", False):  # the first target set scored (the gate's own targets)
             self._subsample_noted = True

@@ -64,7 +64,7 @@ from torch import nn
 from privacy_gate.attacks.base import not_fitted
 from privacy_gate.attacks.density import FlowParams, as_matrix
 from privacy_gate.errors import InsufficientDataError
-from privacy_gate.registry import validate_params
+from privacy_gate.params import Component
 
 #: Soft bound of each layer's log-scale: ``alpha = ALPHA_BOUND * tanh(raw / ALPHA_BOUND)``.
 ALPHA_BOUND = 3.0
@@ -159,7 +159,7 @@ class _MAF(nn.Module):
         return -0.5 * (u * u).sum(dim=1) - 0.5 * z.shape[1] * _LOG_2PI + log_det
 
 
-class MAFDensity:
+class MAFDensity(Component):
     """Masked autoregressive flow density estimator (see the module docstring).
 
     Parameters
@@ -196,30 +196,10 @@ class MAFDensity:
     ``fit_seconds_``, ``model_``.
     """
 
-    def __init__(self, *, n_transforms: int = 5, hidden: tuple[int, ...] | list[int] = (64, 64), ordering: str = "reverse",
-                 noise: float = 0.1, learning_rate: float = 5e-3, weight_decay: float = 1e-6, batch_size: int = 512,
-                 max_epochs: int = 100, patience: int = 15, tol: float = 1e-2, validation_fraction: float = 0.1,
-                 max_seconds: float | None = None, seed: int = 0, n_threads: int | None = None):
-        validate_params(FlowParams, dict(
-            n_transforms=n_transforms, hidden=hidden, ordering=ordering, noise=noise, learning_rate=learning_rate,
-            weight_decay=weight_decay, batch_size=batch_size, max_epochs=max_epochs, patience=patience, tol=tol,
-            validation_fraction=validation_fraction, max_seconds=max_seconds, seed=seed, n_threads=n_threads),
-            owner="MAFDensity")
-        hidden = tuple(hidden)
-        self.n_transforms = n_transforms
-        self.hidden = hidden
-        self.ordering = ordering
-        self.noise = noise
-        self.learning_rate = learning_rate
-        self.weight_decay = weight_decay
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.patience = patience
-        self.tol = tol
-        self.validation_fraction = validation_fraction
-        self.max_seconds = max_seconds
-        self.seed = seed
-        self.n_threads = n_threads
+    params_model = FlowParams
+
+    def _post_init(self) -> None:
+        self.hidden = tuple(self.hidden)
 
     # ------------------------------------------------------------------ fitting
 

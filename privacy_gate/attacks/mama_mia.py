@@ -72,6 +72,7 @@ from scipy.special import expit
 
 from privacy_gate.attacks import shadow
 from privacy_gate.attacks.base import (
+    AttackBase,
     OracleKnowledge,
     ThreatModel,
     check_scores,
@@ -256,7 +257,7 @@ class MamaMiaParams(Params):
 
 
 @register_attack("mama_mia")
-class MamaMiaAttack:
+class MamaMiaAttack(AttackBase):
     """MAMA-MIA on marginal-based synthetic data; see the module doc.
 
     Parameters
@@ -271,8 +272,10 @@ class MamaMiaAttack:
     floor: probability floor for unseen cells.
     aggregation: "auto" | "mean" | "log" (see the module doc; auto = mean, log for generic).
 
-    ``fit(threat, oracle=..., mapper=...)``: the oracle variant reads ``oracle.focal_points``; shadow
-    runs are mapped with ``mapper`` (any ``map``-like callable), None = the default pool.
+    ``fit(threat, oracle=..., mapper=...)`` (it declares ``uses_oracle`` and ``uses_mapper``, so
+    :func:`~privacy_gate.attacks.base.fit_attack` passes both): the oracle variant reads
+    ``oracle.focal_points``; shadow runs are mapped with ``mapper`` (any ``map``-like callable),
+    None = the default pool.
 
     Learned attributes: ``variant_``, ``aggregation_``, ``tau_``, ``epsilon_`` (None for generic),
     ``focal_weights_`` (FocalPoint -> weight, all of them), ``kept_focal_points_`` (F*, heaviest
@@ -282,21 +285,8 @@ class MamaMiaAttack:
     params_model = MamaMiaParams
 
     name = "mama_mia"
-
-    def __init__(self, *, n_shadow: int = 50, variant: str = "auto", tau: float | None = None,
-                 n_generic: int | None = None, n_jobs: int = 2, activation: bool = False,
-                 activation_c: float = 1.0, seed: int | None = None, floor: float = 1e-10,
-                 aggregation: str = "auto"):
-        self.n_shadow = n_shadow
-        self.variant = variant
-        self.tau = tau
-        self.n_generic = n_generic
-        self.n_jobs = n_jobs
-        self.activation = activation
-        self.activation_c = activation_c
-        self.seed = seed
-        self.floor = floor
-        self.aggregation = aggregation
+    uses_oracle = True  # the oracle variant reads the evaluator's focal points
+    uses_mapper = True  # shadow runs are mapped
 
     # -- fit -------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.table import conform, read_table
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
+    Component,
     Field,
     Fraction,
     NonNegativeNumber,
@@ -32,7 +33,7 @@ class FileParams(Params):
 
 
 @register_generator("file")
-class FileGenerator:
+class FileGenerator(Component):
     """Release rows read from ``path`` (CSV or Parquet). The file *is* the release, so by default
     ``sample`` returns all of its rows whatever ``n`` is (``whole_file: false`` draws a seeded
     sample of ``n`` rows without replacement instead)."""
@@ -42,13 +43,8 @@ class FileGenerator:
 
     privacy = None
 
-    def __init__(self, *, path: str | Path, seed: int | None = None, whole_file: bool = True):
-        self.path = Path(path)
-        self.seed = seed
-        self.whole_file = whole_file
-
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> FileGenerator:
-        self.data_ = conform(read_table(self.path), spec, source=str(self.path))
+        self.data_ = conform(read_table(Path(self.path)), spec, source=str(self.path))
         return self
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
@@ -64,16 +60,13 @@ class CopyTrainParams(Params):
 
 
 @register_generator("copy_train")
-class CopyTrainCanary:
+class CopyTrainCanary(Component):
     """Canary: returns (resampled) training rows verbatim. The gate must BLOCK it."""
 
     params_model = CopyTrainParams
     capabilities = GeneratorCapabilities()
 
     privacy = None
-
-    def __init__(self, *, seed: int | None = None):
-        self.seed = seed
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> CopyTrainCanary:
         self.train_ = train.reset_index(drop=True)
@@ -99,11 +92,6 @@ class NoisyCopyCanary(CopyTrainCanary):
     a ``flip`` chance of resampling each categorical cell. The gate must BLOCK it too."""
 
     params_model = NoisyCopyParams
-
-    def __init__(self, *, seed: int | None = None, noise: float = 0.05, flip: float = 0.05):
-        super().__init__(seed=seed)
-        self.noise = noise
-        self.flip = flip
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
         rng = np.random.default_rng(self.seed if seed is None else seed)

@@ -15,9 +15,10 @@ from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec
 from privacy_gate.generators.discretize import Discretizer
+from privacy_gate.params import Component
 
 
-class DiscretizedGenerator:
+class DiscretizedGenerator(Component):
     """Base of the marginal DP generators (MST, PrivBayes, Private-GSD)."""
 
     capabilities = GeneratorCapabilities(marginal=True, differentially_private=True, uses_reference=True)

@@ -279,14 +279,6 @@ class MSTGenerator(ZCDPGenerator):
 
     params_model = MSTParams
 
-    def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_bins = n_bins
-        self.seed = seed
-
-
-
     def _select(self, codes: np.ndarray, accountant: ZCDPAccountant, rng: np.random.Generator) -> _Selection:
         dz = self.discretizer_
         return _measure_and_select(codes, [dz.domain_[c] for c in dz.columns_], list(dz.columns_),

@@ -140,16 +140,6 @@ class PrivateGSDGenerator(ZCDPGenerator):
 
     params_model = PrivateGSDParams
 
-    def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None,
-                 k: int = 2, n_queries: int | None = None, one_way_share: float = 1 / 3,
-                 select_share: float = 1 / 3, n_syn: int = 2000, population_size: int = 100, elite_size: int = 5,
-                 max_generations: int = 20_000, tol: float = 1e-4, stop_window: int | None = None):
-        self.epsilon, self.delta, self.n_bins, self.seed = epsilon, delta, n_bins, seed
-        self.k, self.n_queries = k, n_queries
-        self.one_way_share, self.select_share = one_way_share, select_share
-        self.n_syn, self.population_size, self.elite_size = n_syn, population_size, elite_size
-        self.max_generations, self.tol, self.stop_window = max_generations, tol, stop_window
-
     # -- public knowledge only --------------------------------------------------------------
 
     def _check_spec(self, spec: DatasetSpec) -> None:
@@ -157,7 +147,6 @@ class PrivateGSDGenerator(ZCDPGenerator):
         if d < self.k:
             raise ConfigError(f"generator 'private_gsd': k = {self.k} needs at least {self.k} attribute columns, "
                               f"spec '{spec.name}' has {d}")
-
 
     def _candidates(self) -> list[tuple[int, ...]]:
         return list(combinations(range(len(self.discretizer_.columns_)), self.k))

@@ -296,25 +296,9 @@ class PrivBayesGenerator(DiscretizedGenerator):
 
     _min_rows = 2  # the score sensitivities need n >= 2
 
-    def __init__(self, *, epsilon: float = 1.0, delta: float = 1e-9, n_bins: int = 20, seed: int | None = None,
-                 beta: float = 0.5, theta: float = 4.0, score: str = "mi", degree: int | None = None,
-                 max_parent_sets: int = 300):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.n_bins = n_bins
-        self.seed = seed
-        self.beta = beta
-        self.theta = theta
-        self.score = score
-        self.degree = degree
-        self.max_parent_sets = max_parent_sets
-
     @property
     def privacy(self) -> dict[str, float]:
         return {"epsilon": float(self.epsilon), "delta": 0.0}  # pure DP: the delta setting is unused
-
-
-
 
     def _learn(self, codes: np.ndarray, accountant: PureDPAccountant, rng: np.random.Generator) -> Network:
         """The selection step shared by fit() and select_focal_points()."""

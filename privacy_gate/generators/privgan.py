@@ -35,7 +35,8 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.generators.tabular_codec import TabularCodec
-from privacy_gate.params import Field, NonNegativeInt, NonNegativeNumber, Params, PositiveInt, PositiveNumber, Seed
+from privacy_gate.params import (Component, Field, NonNegativeInt, NonNegativeNumber, Params, PositiveInt, PositiveNumber,
+                                 Seed)
 
 log = logging.getLogger("privacy_gate")
 
@@ -104,7 +105,7 @@ def _mlp(sizes: list[int], *, leaky: bool, dropout: float = 0.0):
 
 
 @register_generator("privgan")
-class PrivGANGenerator:
+class PrivGANGenerator(Component):
     """privGAN: N generators on disjoint parts, a privacy discriminator, lambda-weighted privacy loss.
 
     Learned attributes: ``codec_``, ``generators_``, ``discriminators_``, ``privacy_discriminator_``
@@ -116,14 +117,8 @@ class PrivGANGenerator:
     privacy = None
     name = "privgan"
 
-    def __init__(self, *, seed: int | None = None, n_generators: int = 2, privacy_weight: float = 1.0,
-                 epochs: int = 300, batch_size: int = 128, latent_dim: int = 64, hidden: tuple[int, ...] = (128, 128),
-                 lr: float = 2e-4, label_smoothing: float = 0.1, privacy_pretrain_epochs: int = 20,
-                 privacy_delay: int = 0, log_every: int = 25):
-        self.seed, self.n_generators, self.privacy_weight = seed, n_generators, privacy_weight
-        self.epochs, self.batch_size, self.latent_dim, self.hidden = epochs, batch_size, latent_dim, tuple(hidden)
-        self.lr, self.label_smoothing = lr, label_smoothing
-        self.privacy_pretrain_epochs, self.privacy_delay, self.log_every = privacy_pretrain_epochs, privacy_delay, log_every
+    def _post_init(self) -> None:
+        self.hidden = tuple(self.hidden)
 
     # ---- networks
     def _activate(self, raw: Any, *, tau: float | None) -> Any:
@@ -293,12 +288,10 @@ class PlainGANGenerator(PrivGANGenerator):
     params_model = GANParams
     name = "gan"
 
-    def __init__(self, *, seed: int | None = None, epochs: int = 300, batch_size: int = 128, latent_dim: int = 64,
-                 hidden: tuple[int, ...] = (128, 128), lr: float = 2e-4, label_smoothing: float = 0.1,
-                 log_every: int = 25):
-        super().__init__(seed=seed, n_generators=1, privacy_weight=0.0, epochs=epochs, batch_size=batch_size,
-                         latent_dim=latent_dim, hidden=hidden, lr=lr, label_smoothing=label_smoothing,
-                         privacy_pretrain_epochs=0, privacy_delay=0, log_every=log_every)
+    def _post_init(self) -> None:
+        super()._post_init()
+        # privGAN's code with one generator and no privacy discriminator (not parameters here)
+        self.n_generators, self.privacy_weight, self.privacy_pretrain_epochs, self.privacy_delay = 1, 0.0, 0, 0
 
 
 __all__ = ["PlainGANGenerator", "PrivGANGenerator", "generator_loss", "partition", "wrong_labels"]

@@ -20,6 +20,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
+    Component,
     Field,
     NonNegativeNumber,
     Params,
@@ -68,14 +69,17 @@ def _seeded(seed: int | None):
         torch.set_rng_state(torch_state)
 
 
-class _SDVGenerator:
+class _SDVGenerator(Component):
+    """Base of the SDV generators: every parameter but ``seed`` goes to the SDV synthesizer
+    (``synth_params``; None values are left to SDV's defaults, sequences become tuples)."""
+
     capabilities = GeneratorCapabilities()  # no selection step to shadow, no formal guarantee
     privacy = None  # SDV models give no formal privacy guarantee
     _synth_cls: str = ""
 
-    def __init__(self, *, seed: int | None = None, **synth_params: Any):
-        self.seed = seed
-        self.synth_params = synth_params
+    def _post_init(self) -> None:
+        self.synth_params = {k: tuple(v) if isinstance(v, (list, tuple)) else v
+                             for k, v in self.get_params().items() if k != "seed" and v is not None}
 
     def _make(self, metadata):
         import sdv.single_table as st  # lazy: SDV only when an SDV generator runs
@@ -124,15 +128,6 @@ class GaussianCopulaGenerator(_SDVGenerator):
 
     _synth_cls = "GaussianCopulaSynthesizer"
 
-    def __init__(self, *, seed: int | None = None, default_distribution: str | None = None,
-                 numerical_distributions: dict | None = None):
-        params: dict[str, Any] = {}
-        if default_distribution is not None:
-            params["default_distribution"] = default_distribution
-        if numerical_distributions is not None:
-            params["numerical_distributions"] = numerical_distributions
-        super().__init__(seed=seed, **params)
-
 
 class CTGANParams(Params):
     seed: Seed | None = Field(None, description="seed of training and sampling")
@@ -159,13 +154,6 @@ class CTGANGenerator(_SDVGenerator):
 
     _synth_cls = "CTGANSynthesizer"
 
-    def __init__(self, *, seed: int | None = None, epochs: int = 300, batch_size: int = 500,
-                 generator_dim: tuple[int, ...] = (256, 256), discriminator_dim: tuple[int, ...] = (256, 256),
-                 embedding_dim: int = 128, pac: int = 10, verbose: bool = False):
-        super().__init__(seed=seed, epochs=epochs, batch_size=batch_size, generator_dim=tuple(generator_dim),
-                         discriminator_dim=tuple(discriminator_dim), embedding_dim=embedding_dim, pac=pac,
-                         verbose=verbose)
-
 
 class TVAEParams(Params):
     seed: Seed | None = Field(None, description="seed of training and sampling")
@@ -186,9 +174,3 @@ class TVAEGenerator(_SDVGenerator):
 
     _synth_cls = "TVAESynthesizer"
 
-    def __init__(self, *, seed: int | None = None, epochs: int = 300, batch_size: int = 500,
-                 embedding_dim: int = 128, compress_dims: tuple[int, ...] = (128, 128),
-                 decompress_dims: tuple[int, ...] = (128, 128), l2scale: float = 1e-5, loss_factor: float = 2):
-        super().__init__(seed=seed, epochs=epochs, batch_size=batch_size, embedding_dim=embedding_dim,
-                         compress_dims=tuple(compress_dims), decompress_dims=tuple(decompress_dims),
-                         l2scale=l2scale, loss_factor=loss_factor)
