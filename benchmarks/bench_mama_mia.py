@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import adult_splits, record  # noqa: E402
 
 import privacy_gate.attacks.mama_mia  # noqa: E402,F401  (registers "mama_mia")
-from privacy_gate.attacks import OracleKnowledge, ThreatModel, create_attack  # noqa: E402
+from privacy_gate.attacks import OracleKnowledge, ThreatModel, create_attack, fit_attack  # noqa: E402
 from privacy_gate.estimators.metrics import roc_metrics  # noqa: E402
 from privacy_gate.generators import create_generator  # noqa: E402
 
@@ -109,7 +109,7 @@ def run_accuracy(spec, splits, reps: int) -> tuple[dict, dict, list]:
                     if name == "mama_mia" and cfg.get("variant") == "shadow":
                         cfg["seed"] = 7 * rep + ei
                     t0 = time.perf_counter()
-                    attack = create_attack(name, **cfg).fit(threat, oracle=oracle)
+                    attack = fit_attack(create_attack(name, **cfg), threat, oracle=oracle)
                     auc = roc_metrics(attack.score(targets), labels)["auc"]
                     row[label] = round(auc, 4)
                     row[f"{label}_s"] = round(time.perf_counter() - t0, 3)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks import Mapper, OracleKnowledge, ThreatModel, create_attack
+from privacy_gate.attacks import Mapper, OracleKnowledge, ThreatModel, create_attack, fit_attack
 from privacy_gate.config import AttackConfig
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.inputs import GateInputs
@@ -24,12 +24,6 @@ from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.names import LEAKAGE_METRICS
 from privacy_gate.spec import DatasetSpec
-
-
-def fit_attack(attack: Any, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-               mapper: Mapper | None = None) -> Any:
-    """Fit ``attack`` on ``threat`` (placeholder until the attacks declare what they take)."""
-    return attack.fit(threat, oracle=oracle, mapper=mapper)
 
 
 @dataclass(frozen=True)
