@@ -119,8 +119,11 @@ def _survivors(left: dict[int, str]) -> str:
     return "processes left behind:\n" + "\n".join(f"  {pid}: {cmd[:300]}" for pid, cmd in sorted(left.items()))
 
 
+_PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
+
+
 def _die_with_parent():  # in the child: SIGKILL when the test process dies (no orphaned pytest)
-    ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    _PRCTL(reaper.PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
 
 
 @contextlib.contextmanager
