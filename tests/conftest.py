@@ -7,6 +7,8 @@ from Adult rows that are in none of train / holdout / reference (same population
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 for _k, _v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
                ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
@@ -23,6 +25,19 @@ import yaml  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "data" / "adult" / "adult.csv.gz"
 EXAMPLE = ROOT / "examples" / "adult.yaml"
+
+
+def _interrupt_on_sigterm(signum, frame):
+    """SIGTERM (a CI timeout, ``kill``) ends the session like Ctrl-C: fixtures' finalizers run and
+    stop the services they started. A second SIGTERM kills pytest at once (tests/reaper.py's
+    launchers still stop every service then)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise KeyboardInterrupt(f"signal {signum} (SIGTERM)")
+
+
+def pytest_configure(config):
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
 @pytest.fixture(scope="session")
@@ -74,8 +89,9 @@ def write_release_config(folder: Path, generator: dict, *, name: str = "release.
 
 @pytest.fixture(scope="session")
 def prefect_server():
-    """One Prefect test server for the whole session (starting one takes several seconds)."""
-    from prefect.testing.utilities import prefect_test_harness
+    """One Prefect test server for the whole session (starting one takes several seconds); its
+    process is started through tests/reaper.py, so it cannot outlive pytest."""
+    from .stack import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=60):
         yield

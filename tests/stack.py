@@ -1,13 +1,23 @@
 """The production stack as real processes on loopback, for the end-to-end tests: PostgreSQL, an
 S3-compatible server (moto in server mode), the MLflow tracking server (Postgres backend, S3
-artefacts) and the Prefect server (Postgres). Every process is started here, in its own session,
-and stopped by PID (TERM, then KILL) when its context ends, whatever happened.
+artefacts) and the Prefect server (Postgres). Every process is started here and stopped when its
+context ends (TERM, then KILL after a timeout), whatever happened.
+
+Nothing a test starts outlives the test process, however that ends (normal end, exception,
+Ctrl-C, SIGTERM, SIGKILL, a CI timeout): ``start`` (and every other process start in tests/, see
+``reaper.popen``; the ``prefect_server`` fixture through ``prefect_test_harness`` below) runs the
+command under ``tests/reaper.py``, a small launcher that is a child subreaper (so everything the
+command spawns, even in new sessions -- Prefect's flow-run processes, MLflow's workers, PostgreSQL
+backends -- stays in its tree), watches the test process (parent-death signal plus polling) and,
+when that dies or the service is stopped or the command exits, stops the whole tree: TERM to the
+command, a grace period for a clean shutdown, TERM to what is left, then KILL, and reaps. On
+SIGTERM, pytest itself turns the signal into an interruption so fixtures' finalizers run
+(tests/conftest.py). tests/test_cleanup.py checks both on the real stack.
 
 PostgreSQL comes from the machine's server binaries (``initdb`` / ``postgres`` on PATH or under
 /usr/lib/postgresql/*/bin), else from the ``pgserver`` wheel when installed. PostgreSQL refuses
 to run as root: as root the server runs as the ``postgres`` (or ``nobody``) user.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -26,6 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import reaper
+
 BIN = Path(sys.executable).parent
 S3_KEY, S3_SECRET, S3_REGION = "testing", "testing", "us-east-1"
 
@@ -37,7 +49,12 @@ def free_port() -> int:
 
 
 def stop_group(proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    """Stop a process started in its own session, with everything it spawned (TERM, then KILL)."""
+    """Stop a process started in its own session, with everything it spawned (TERM, then KILL).
+
+    For a process started through the launcher (``reaper.Reaped``) the TERM reaches the launcher,
+    which stops the whole tree; KILL asks it to kill the tree at once (SIGKILL of the launcher
+    itself would orphan the tree)."""
+    reaped = isinstance(proc, reaper.Reaped)
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -45,8 +62,13 @@ def stop_group(proc: subprocess.Popen, timeout: float = 20.0) -> None:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+                proc.kill() if reaped else os.killpg(proc.pid, signal.SIGKILL)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:  # a wedged launcher: the last resort
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
@@ -72,8 +94,7 @@ def start(name: str, cmd: list[str], *, logdir: Path, env: dict[str, str] | None
           cwd: Path | None = None) -> Service:
     log = logdir / f"{name}.log"
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = reaper.popen(cmd, env={**os.environ, **(env or {})}, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
     return Service(name, proc, log)
 
 
@@ -235,3 +256,38 @@ def start_prefect(logdir: Path, *, database_url: str, home: Path) -> Service:
                         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"})
     server.url = f"http://127.0.0.1:{port}/api"
     return server
+
+
+# ------------------------------------------------------------------------------ Prefect's test server
+
+
+class _ReapedSubprocess:
+    """The ``subprocess`` module as prefect.server.api.server sees it: ``Popen`` through the launcher."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    @staticmethod
+    def Popen(args, **kwargs):  # noqa: N802 (the module's name)
+        return reaper.popen(args, grace=3.0, **kwargs)
+
+
+@contextlib.contextmanager
+def prefect_test_harness(server_startup_timeout: int = 60) -> Iterator[None]:
+    """``prefect.testing.utilities.prefect_test_harness`` (PREFECT_API_URL -> a temporary server on
+    a temporary SQLite database) with its uvicorn server process started through the launcher, so
+    it cannot outlive the test process. Prefect's harness starts the server with ``subprocess.Popen``
+    in prefect.server.api.server; that module's ``subprocess`` is swapped while the harness runs."""
+    from prefect.server.api import server as prefect_server_module
+    from prefect.testing.utilities import prefect_test_harness as harness
+
+    real = prefect_server_module.subprocess
+    prefect_server_module.subprocess = _ReapedSubprocess(real)
+    try:
+        with harness(server_startup_timeout=server_startup_timeout):
+            yield
+    finally:
+        prefect_server_module.subprocess = real

@@ -10,7 +10,8 @@ artifact location, which the server reads directly) and Chromium on
     ``/get-artifact?path=report/index.html&run_uuid=RUN`` and renders it in a sandboxed iframe, which
     ``--dump-dom`` cannot see, so the rendered text is read over the DevTools protocol).
 
-Screenshots go to tests/output/browser/ (gitignored). Loopback only; the server is always stopped.
+Screenshots go to tests/output/browser/ (gitignored). Loopback only; the server is always stopped
+(and Chromium and the server are started through tests/reaper.py: they die with pytest).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import yaml
 from privacy_gate import names, tracking
 
 from .conftest import EXAMPLE, review_rules, write_release_config
+from .reaper import popen
 from .stack import free_port, stop_group
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -56,8 +58,8 @@ pytestmark = [
 
 def _run_chromium(args: list[str], profile: Path, timeout: float = 90.0) -> str:
     profile.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    proc = popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.PIPE,
+                 stderr=subprocess.DEVNULL, text=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -83,9 +85,9 @@ class DevTools:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        self.proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
-                                      "about:blank"], preexec_fn=wire_fds, close_fds=False, start_new_session=True,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # the launcher (tests/reaper.py) passes fds 3 and 4 on to Chromium
+        self.proc = popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+                          preexec_fn=wire_fds, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome)
         os.close(from_chrome)
         self._buf = b""
@@ -206,7 +208,7 @@ def mlflow_server(review_run):
     # no background job runner (huey consumers): nothing here needs it, and CI has 2 cores
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
     log = (workdir / "mlflow-server.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

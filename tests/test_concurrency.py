@@ -16,6 +16,7 @@ import yaml
 from privacy_gate import tracking
 
 from .conftest import EXAMPLE
+from .reaper import popen
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +38,8 @@ def _start(folder: Path, workdir: Path) -> subprocess.Popen:
             "--spec", str(folder / "spec.yaml"), "--workdir", str(workdir), "--json", "--orchestrator", "local"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen([sys.executable, "-m", "privacy_gate.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return popen([sys.executable, "-m", "privacy_gate.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True, env=env)
 
 
 @pytest.mark.slow

@@ -19,6 +19,8 @@ import pytest
 import privacy_gate.publish as publish
 from privacy_gate.publish import PublishError, ReleaseStore, list_published, verify_published
 
+from .reaper import popen
+
 WORKER = Path(__file__).with_name("publish_worker.py")
 
 
@@ -93,9 +95,9 @@ def test_kill_at_any_instant_leaves_nothing_or_a_complete_release(tmp_path):
     outcomes = {"nothing": 0, "complete": 0}
     for i in range(24):
         target = tmp_path / f"target-{i}"
-        proc = subprocess.Popen([sys.executable, str(WORKER), str(tmp_path / "wd"), str(target), str(q.path)],
-                                stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(
-                                    Path(__file__).resolve().parents[1])})
+        proc = popen([sys.executable, str(WORKER), str(tmp_path / "wd"), str(target), str(q.path)],
+                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(
+                         Path(__file__).resolve().parents[1])})
         assert proc.stdout.readline().strip() == "READY"
         time.sleep(rng.uniform(0.0, 0.6))
         proc.send_signal(signal.SIGKILL)

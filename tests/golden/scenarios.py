@@ -216,7 +216,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help=f"record the scenarios in {GOLDEN.name}")
     parser.add_argument("names", nargs="*")
     args = parser.parse_args()
-    from prefect.testing.utilities import prefect_test_harness
+    from ..stack import prefect_test_harness  # Prefect's, with its server under tests/reaper.py
 
     with prefect_test_harness(server_startup_timeout=60):
         result = run_all(args.names or None)
