@@ -22,7 +22,7 @@ TEXT_SUFFIXES = {".json", ".md", ".txt", ".yaml", ".yml", ".html", ".csv"}
 @pytest.fixture(scope="module")
 def gc_run(prefect_server, small_adult, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("e2e")
-    cfg = write_release_config(small_adult, {"name": "gaussian_copula", "seed": 0}, name="e2e.yaml")
+    cfg = write_release_config(small_adult, {"name": "gaussian_copula", "seed": 0}, name="e2e.yaml", fast=True)
     result = release_flow(config_path=str(cfg), workdir=str(workdir))
     return result, workdir
 
