@@ -1,4 +1,6 @@
-"""Shared fixtures: quiet telemetry, one Prefect test server per session, small seeded Adult data.
+"""Shared fixtures: quiet telemetry, one Prefect test server per session (per xdist worker), small
+seeded Adult data, the plumbing weight of tests that check plumbing rather than statistics
+(``FAST_SETTINGS``), and the groups of the 2-worker run (``xdist_group``).
 
 The small tables are seeded samples of the bundled Adult data; the "independent" release is drawn
 from Adult rows that are in none of train / holdout / reference (same population, no members).
@@ -102,8 +104,8 @@ def lighten(raw: dict, settings: dict | None = None) -> dict:
 
 @pytest.fixture
 def fast_settings() -> dict:
-    """The plumbing weight (``FAST_SETTINGS``) as config overrides: pass them on with
-    ``write_release_config(..., fast=True)`` or ``fast_gate_config``, or read them to assert."""
+    """The plumbing weight (``FAST_SETTINGS``): configs get it with ``write_release_config(...,
+    fast=True)`` or ``lighten(raw)``; tests read it to assert what a lightened run used."""
     return copy.deepcopy(FAST_SETTINGS)
 
 
@@ -121,14 +123,6 @@ def write_release_config(folder: Path, generator: dict, *, name: str = "release.
         raw = lighten(raw)
     path = folder / name
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
-
-
-def fast_gate_config(folder: Path, name: str = "fast-judging.yaml", **sections) -> Path:
-    """Judging sections for ``privacy-gate gate --config``: the defaults of a gate-only run (default
-    attacks, targets, rules, audit) at plumbing weight, plus ``sections``."""
-    path = folder / name
-    path.write_text(yaml.safe_dump(lighten({"mace": {}, **sections}), sort_keys=False))
     return path
 
 
