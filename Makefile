@@ -32,8 +32,12 @@ $(STAMP): pyproject.toml constraints.txt
 demo: install
 	$(BIN)/privacy-gate run examples/adult.yaml --workdir .privacy-gate
 
+# Two pytest-xdist workers (CI machines have 2 cores; PYTEST_WORKERS=0 runs in one process).
+# --dist loadgroup: the tests that start servers or many processes run on one worker, one after
+# another (tests/conftest.py: SERIAL_MODULES), tests sharing a module-scoped run stay together.
+PYTEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -q --durations=10
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 
 ui:
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.privacy-gate/mlflow.db --workers 1 --host 127.0.0.1 --port 5000

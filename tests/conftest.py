@@ -1,4 +1,6 @@
-"""Shared fixtures: quiet telemetry, one Prefect test server per session, small seeded Adult data.
+"""Shared fixtures: quiet telemetry, one Prefect test server per session (per xdist worker), small
+seeded Adult data, the plumbing weight of tests that check plumbing rather than statistics
+(``FAST_SETTINGS``), and the groups of the 2-worker run (``xdist_group``).
 
 The small tables are seeded samples of the bundled Adult data; the "independent" release is drawn
 from Adult rows that are in none of train / holdout / reference (same population, no members).
@@ -9,13 +11,21 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from pathlib import Path
 
 for _k, _v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
                ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
                ("PREFECT_LOGGING_LEVEL", "WARNING"), ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")):
     os.environ.setdefault(_k, _v)
 
-from pathlib import Path  # noqa: E402
+# pytest-xdist: every worker gets its own Prefect home (profiles, local result storage, memo
+# store), below the configured one, so two workers never write the same files. Set before anything
+# imports Prefect (it reads its settings at import).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+    os.environ["PREFECT_HOME"] = str(_home / f"xdist-{os.environ['PYTEST_XDIST_WORKER']}")
+
+import copy  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -75,13 +85,57 @@ def review_rules() -> list[dict]:
     return [r for r in yaml.safe_load(EXAMPLE.read_text())["gate"]["rules"] if r["metric"] != "exposed.share_lower"]
 
 
-def write_release_config(folder: Path, generator: dict, *, name: str = "release.yaml", **overrides) -> Path:
-    """A release config for the small Adult table, based on examples/adult.yaml."""
+#: Plumbing weight. Tests of plumbing (CLI, flows, MLflow records, publication, review, faults,
+#: reports, concurrency) need a complete gate run, not production-grade statistics:
+#:
+#: - ``mace.n_permutations``: the label-permutation null that estimates the plug-in estimator's
+#:   bias (200 in production) from 20 permutations; every MACE figure, bound and check is still
+#:   computed and recorded, the bias is only a noisier estimate of the same quantity;
+#: - ``mama_mia.n_shadow``: at most 4 shadow runs of a marginal generator (50 in production; each is
+#:   a Prefect task fitting the generator's selection step), so the shadow variant, its mapped tasks
+#:   and its oracle still run. (For any other generator MAMA-MIA is the generic variant, which has no
+#:   shadow runs.)
+#:
+#: Statistical tests (test_mace*, test_exposure*, test_gate_power, the canaries, the golden
+#: scenarios) never use it. Targets, data sizes, attacks and rules are unchanged: a plumbing test
+#: sees the same decisions with the same checks.
+FAST_SETTINGS: dict = {"mace": {"n_permutations": 20}, "mama_mia": {"n_shadow": 4}}
+
+
+def lighten(raw: dict, settings: dict | None = None) -> dict:
+    """``raw`` (a release config, or the judging sections of one) at plumbing weight: its ``mace``
+    section with ``n_permutations`` from ``settings`` (default ``FAST_SETTINGS``), every MAMA-MIA
+    attack with at most that many shadow runs. Other sections are left as they are."""
+    settings = settings or FAST_SETTINGS
+    raw = copy.deepcopy(raw)
+    raw["mace"] = {**(raw.get("mace") or {}), **settings["mace"]}
+    n_shadow = settings["mama_mia"]["n_shadow"]
+    attacks = raw.get("attacks")
+    if attacks is not None:
+        raw["attacks"] = [{**a, "n_shadow": min(int(a.get("n_shadow", n_shadow)), n_shadow)}
+                          if a["name"] == "mama_mia" else a for a in attacks]
+    return raw
+
+
+@pytest.fixture
+def fast_settings() -> dict:
+    """The plumbing weight (``FAST_SETTINGS``): configs get it with ``write_release_config(...,
+    fast=True)`` or ``lighten(raw)``; tests read it to assert what a lightened run used."""
+    return copy.deepcopy(FAST_SETTINGS)
+
+
+def write_release_config(folder: Path, generator: dict, *, name: str = "release.yaml", fast: bool = False,
+                         **overrides) -> Path:
+    """A release config for the small Adult table, based on examples/adult.yaml; ``fast=True``: at
+    plumbing weight (``FAST_SETTINGS``, applied after ``overrides``: the attacks given there are
+    lightened too, a ``mace`` section given there keeps its other keys)."""
     raw = yaml.safe_load(EXAMPLE.read_text())
     raw["dataset"]["path"] = str(folder / "real.csv")
     raw["generator"] = generator
     for key, value in overrides.items():
         raw[key] = value
+    if fast:
+        raw = lighten(raw)
     path = folder / name
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -95,3 +149,57 @@ def prefect_server():
 
     with prefect_test_harness(server_startup_timeout=60):
         yield
+
+
+# ------------------------------------------------------------------------------ pytest-xdist
+# `make test` runs the suite on 2 workers (`-n 2 --dist loadgroup`). A work unit goes to whichever
+# worker is free; a group is one work unit: one worker runs its tests, in order.
+#
+# The groups are made by the scheduler below, from the test's module, not by xdist_group marks:
+# with pytest 9.2 xdist 3.8's loadgroup silently ignores the marks (it renames the node id, which
+# pytest no longer reads: pytest-dev/pytest-xdist#1386). Marks still work where xdist honours them.
+
+#: Tests that must not share the machine with each other: each starts servers on loopback or many
+#: processes, or depends on timing (a scheduled run every minute, a server killed mid-run, 8
+#: concurrent first runs). One group: one worker runs them one after another (the other worker
+#: keeps running ordinary tests).
+SERIAL_MODULES = {"test_production_stack", "test_browser", "test_dask_cluster", "test_concurrency",
+                  "test_infra_retries"}
+
+#: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
+#: kept on one worker, so that result is made once, not once per worker.
+SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_objectstore", "test_report",
+                         "test_audit_e2e", "test_post_decision_faults"}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    """The group of a test (by its node id), or None for a test that may run anywhere.
+
+    >>> xdist_group("tests/test_concurrency.py::test_concurrent_first_runs_on_one_workdir_all_succeed[8]")
+    'serial'
+    >>> xdist_group("tests/test_review.py::test_rare_subgroup_copies_are_flagged_exactly"), xdist_group("tests/test_mace.py::x")
+    ('test_review', None)
+    """
+    module = Path(nodeid.split("::", 1)[0]).stem
+    if module in SERIAL_MODULES:
+        return "serial"
+    return module if module in SHARED_RESULT_MODULES else None
+
+
+try:
+    from xdist.scheduler import LoadGroupScheduling
+except ImportError:  # pytest-xdist not installed: the suite runs in one process
+    LoadGroupScheduling = None
+
+if LoadGroupScheduling is not None:
+    class ModuleGroupScheduling(LoadGroupScheduling):
+        """``--dist loadgroup`` with the groups of ``xdist_group``; other tests as xdist groups them
+        (each test on its own, or by an xdist_group mark where xdist still honours it)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid) or super()._split_scope(nodeid)
+
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") == "loadgroup":
+            return ModuleGroupScheduling(config, log)
+        return None

@@ -140,7 +140,8 @@ def _study_config(folder) -> str:
                                                    {"name": "noisy_copy"}],
                                     "scenarios": [{"kind": "source"},
                                                   {"kind": "bias", "attribute": "sex", "value": "Male",
-                                                   "shares": [0.5, 1.0], "generators": [{"name": "noisy_copy"}]}]})
+                                                   "shares": [0.5, 1.0], "generators": [{"name": "noisy_copy"}]}]},
+                                fast=True)
     raw = yaml.safe_load(path.read_text())
     raw["dataset"]["spec"]["source"] = "workclass"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))

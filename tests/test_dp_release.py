@@ -25,7 +25,7 @@ def test_example_configs_load(name):
 @pytest.mark.parametrize("name", ["mst", "privbayes", "private_gsd"])
 def test_dp_generator_release_runs_end_to_end(prefect_server, small_adult, tmp_path, name):
     gen = {"name": name, "epsilon": 1.0, "seed": 0, **FAST.get(name, {})}
-    cfg = write_release_config(small_adult, gen, name=f"dp-{name}.yaml")
+    cfg = write_release_config(small_adult, gen, name=f"dp-{name}.yaml", fast=True)  # plumbing: 4 shadow runs
     result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert result.exit_code in (0, 3, 4) and summary["status"] == "ok", summary["reasons"]
@@ -60,7 +60,7 @@ def test_same_flow_runs_on_dask(prefect_server, small_adult, tmp_path):
     DaskTaskRunner with a local 2-worker cluster — the same code as the thread pool."""
     cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="dp-dask.yaml",
                                runner={"kind": "dask", "workers": 2},
-                               attacks=[{"name": "mama_mia", "n_shadow": 10}, {"name": "dcr"}])
+                               attacks=[{"name": "mama_mia", "n_shadow": 10}, {"name": "dcr"}], fast=True)
     result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "ok", summary["reasons"]

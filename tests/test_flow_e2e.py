@@ -22,7 +22,7 @@ TEXT_SUFFIXES = {".json", ".md", ".txt", ".yaml", ".yml", ".html", ".csv"}
 @pytest.fixture(scope="module")
 def gc_run(prefect_server, small_adult, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("e2e")
-    cfg = write_release_config(small_adult, {"name": "gaussian_copula", "seed": 0}, name="e2e.yaml")
+    cfg = write_release_config(small_adult, {"name": "gaussian_copula", "seed": 0}, name="e2e.yaml", fast=True)
     result = release_flow(config_path=str(cfg), workdir=str(workdir))
     return result, workdir
 
@@ -117,3 +117,14 @@ def test_reviewer_record_description_inputs_and_origin(gc_run, small_adult):
     values = {str(v) for c in real.select_dtypes("object") for v in real[c].dropna().unique() if len(str(v)) >= 4}
     text = " ".join(f"{d.name} {d.digest} {d.source} {d.profile}" for d in inputs.values())
     assert not [v for v in values if v in text]
+
+
+def test_the_run_was_judged_at_plumbing_weight(gc_run, fast_settings):
+    """This module checks records, not statistics: its run used the plumbing weight
+    (conftest.FAST_SETTINGS), and the recorded settings say so."""
+    result, workdir = gc_run
+    settings = tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None).read_json(
+        result["verdict"]["run_id"], names.ART_SETTINGS)
+    assert settings["mace"]["n_permutations"] == fast_settings["mace"]["n_permutations"] < 200
+    assert [a.get("n_shadow") for a in settings["attacks"] if a["name"] == "mama_mia"] == \
+        [fast_settings["mama_mia"]["n_shadow"]]

@@ -67,7 +67,7 @@ def tracking_server(tmp_path, monkeypatch):
 def _config(small_adult, tmp_path, url):
     path = write_release_config(small_adult, {"name": "file", "path": str(small_adult / "independent.csv")},
                                 name="retry.yaml", tracking={"uri": url, "experiment": "retries"},
-                                publish={"target": str(tmp_path / "published")})
+                                publish={"target": str(tmp_path / "published")}, fast=True)
     return load_release_config(path)
 
 

@@ -84,7 +84,7 @@ def _configs(folder: Path, small_adult: Path) -> dict[str, Path]:
     serve_dir.mkdir()
     common = dict(tracking={"experiment": EXPERIMENT}, publish={"target": "s3://releases/adult"},
                   schedule={"cron": "* * * * *"}, retries={"attempts": 2, "delay_seconds": 5},
-                  audit={"intersections": [], "min_group_size": 15})
+                  audit={"intersections": [], "min_group_size": 15}, fast=True)
     gate = yaml.safe_load((Path(__file__).parents[1] / "examples" / "adult.yaml").read_text())["gate"]
     review_gate = {**gate, "rules": review_rules(), "max_verbatim_copy_share": 0.05}
     paths = {

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def _config(folder: Path, generator: dict, ladder: list[dict], **remediate):
     return load_release_config(write_release_config(folder, generator, name="ladder.yaml",
                                                     remediate={"ladder": ladder, **remediate},
-                                                    audit={"intersections": []}))
+                                                    audit={"intersections": []}, fast=True))
 
 
 def _runs(workdir: Path, ladder_run: str):
@@ -118,7 +118,7 @@ def test_ladder_runs_in_the_release_flow(prefect_server, small_adult, tmp_path):
 
     path = write_release_config(small_adult, {"name": "copy_train"}, name="ladder-flow.yaml",
                                 remediate={"ladder": [{"name": "file", "path": str(small_adult / "independent.csv")}]},
-                                audit={"intersections": []})
+                                audit={"intersections": []}, fast=True)
     result = release_flow(config_path=str(path), workdir=str(tmp_path))
     assert result["verdict"]["verdict"] == "APPROVE" and result["ladder"]["chosen_rung"] == 1
     assert result["published"] and len(list_published(tmp_path / "published")) == 1

@@ -57,7 +57,7 @@ def _config(folder: Path, name: str, *, generator=None, **over) -> Path:
     from .conftest import review_rules
     rules = review_rules()
     over.setdefault("gate", {"max_verbatim_copy_share": 0.01, "rules": rules})
-    return write_release_config(folder, gen, name=name, **over)
+    return write_release_config(folder, gen, name=name, fast=True, **over)  # review mechanics: plumbing weight
 
 
 def _invoke(args):
