@@ -121,15 +121,19 @@ def _runs_by_deployment(services) -> dict[str, list]:
 
 
 def _wait_for(services, serve_proc, want: dict[str, str], timeout: float) -> dict[str, object]:
-    """The first scheduled run of each deployment once it reaches the wanted state type."""
+    """Each deployment's run due at the first minute all of them have a run for, once it reaches
+    the wanted state type. (``serve`` registers the deployments one after another: when that
+    crosses a minute boundary, their very first runs are due a minute apart.)"""
     deadline = time.monotonic() + timeout
     while True:
+        by_name = {n: rs for n, rs in _runs_by_deployment(services).items() if n in want and rs}
         found = {}
-        for name, runs in _runs_by_deployment(services).items():
-            for run in runs:
-                if name in want and run.state_type and run.state_type.value == want[name]:
-                    found[name] = run
-                    break
+        if set(by_name) == set(want):
+            first_common = max(rs[0].expected_start_time for rs in by_name.values())
+            for name, runs in by_name.items():
+                due = [r for r in runs if r.expected_start_time == first_common]
+                if due and due[0].state_type and due[0].state_type.value == want[name]:
+                    found[name] = due[0]
         if set(found) == set(want):
             return found
         if serve_proc.alive() is False:
@@ -138,6 +142,22 @@ def _wait_for(services, serve_proc, want: dict[str, str], timeout: float) -> dic
             states = {n: [r.state_type.value if r.state_type else None for r in rs]
                       for n, rs in _runs_by_deployment(services).items()}
             raise AssertionError(f"runs did not reach {want} within {timeout:.0f} s: {states}\n{serve_proc.tail(6000)}")
+        time.sleep(2)
+
+
+def _wait_for_run(services, serve_proc, run_id, state: str, timeout: float):
+    """The flow run ``run_id`` once it reaches the state type ``state``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run = next((r for rs in _runs_by_deployment(services).values() for r in rs if r.id == run_id), None)
+        if run is not None and run.state_type and run.state_type.value == state:
+            return run
+        if serve_proc.alive() is False:
+            raise AssertionError(f"privacy-gate serve exited:\n{serve_proc.tail()}")
+        if time.monotonic() > deadline:
+            now = run.state_type.value if run is not None and run.state_type else None
+            raise AssertionError(f"run {run_id} did not reach {state} within {timeout:.0f} s (it is {now})\n"
+                                 f"{serve_proc.tail(6000)}")
         time.sleep(2)
 
 
@@ -159,16 +179,14 @@ def served(services, small_adult, tmp_path_factory):
                                  "--workdir", str(workdir)], logdir=services.logdir, env=env)
     with stack.running(proc):
         runs = _wait_for(services, proc, {"approve": "COMPLETED", "block": "COMPLETED", "review": "PAUSED"},
-                         timeout=240)
+                         timeout=300)
         # the reviewer answers through Prefect's API with the typed input the flow waits for
         from prefect.flow_runs import resume_flow_run
 
         with _prefect(services):
             resume_flow_run(runs["review"].id, run_input={"reviewer": "officer", "decision": "approve",
                                                           "subgroups": {GROUP: "approve"}, "comment": "e2e"})
-        done = _wait_for(services, proc, {"review": "COMPLETED"}, timeout=120)
-        runs["review"] = next(r for r in _runs_by_deployment(services)["review"] if r.id == runs["review"].id)
-        assert runs["review"].state_type.value == "COMPLETED", done
+        runs["review"] = _wait_for_run(services, proc, runs["review"].id, "COMPLETED", timeout=120)
         yield SimpleNamespace(runs=runs, configs=configs, workdir=workdir, folder=folder,
                               wall=time.monotonic() - services.started)
 
