@@ -35,10 +35,10 @@ def main() -> None:
         start = time.perf_counter()
         result = release_flow(config_path=args.config, workdir=workdir)
         wall = time.perf_counter() - start
-    timings = result["timings"]
+    timings = result.timings
     # per-attack timings ("attack.<name>") overlap inside the concurrent "attacks" stage
     gate = sum(v for k, v in timings.items() if k not in BEFORE_GATE and not k.startswith("attack."))
-    verdict = result["verdict"]
+    verdict = result.verdict.to_dict()
     payload = {
         "benchmark": "release flow on the bundled Adult data (demo settings)",
         "config": str(Path(args.config).relative_to(ROOT)) if args.config.startswith(str(ROOT)) else args.config,

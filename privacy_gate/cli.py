@@ -14,9 +14,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+
+if TYPE_CHECKING:  # heavy: imported inside the commands
+    from privacy_gate.pipeline.result import RunOutcome
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="privacy-gate: a release gate for synthetic tabular data.")
@@ -63,11 +66,11 @@ def _check_components(generator: str | None, generator_params: dict, attacks: An
         create_attack(a.name, **a.params)
 
 
-def _report(result: dict[str, Any] | None, *, as_json: bool, error: str | None = None) -> None:
+def _report(result: RunOutcome | None, *, as_json: bool, error: str | None = None) -> None:
     from privacy_gate.gate import Verdict
     from privacy_gate.report.summary import run_outcome_console, verdict_console
 
-    verdict = Verdict.from_dict(result["verdict"]) if result else Verdict.error(error or "gate failed")
+    verdict = result.verdict if result else Verdict.error(error or "gate failed")
     out = sys.stderr if as_json else sys.stdout
     print("\n" + verdict_console(verdict), file=out)
     if result:

@@ -21,6 +21,7 @@ from privacy_gate import names, tracking
 from privacy_gate.config import load_release_config
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.experiment.attack_runs import degenerate_reason
+from privacy_gate.gate import Verdict
 from privacy_gate.pipeline import LocalExecutor
 from privacy_gate.pipeline.release import release_run
 from privacy_gate.publish import list_published
@@ -147,11 +148,9 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
     try:
         with injected(stage, kind) as executor:
             result = release_run(config, workdir=workdir, executor=executor)
-        verdict = result["verdict"]
-        run_id = result["run_id"]
+        verdict, run_id = result.verdict, result.run_id
     except Exception as exc:  # the CLI turns an escaped exception into BLOCK (exit 4)
-        verdict = {"verdict": "BLOCK", "status": "error", "reasons": [{"message": f"escaped {type(exc).__name__}"}]}
-        run_id = None
+        verdict, run_id = Verdict.error(f"escaped {type(exc).__name__}"), None
     recorded = None
     if run_id:
         with contextlib.suppress(Exception):
@@ -162,15 +161,15 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
     entries = [p for p in target.iterdir()] if target.exists() else []
     stray = len([p for p in entries if not p.name.startswith(".") and p not in list_published(target)])
     stray += len([p for p in entries if p.name.startswith(".")])
-    approve = verdict["verdict"] == "APPROVE"
+    approve = verdict.decision == "APPROVE"
     ok = approve == (stage in AFTER_PUBLICATION) and stray == 0
     if approve:  # published: exactly one complete release, and the store says APPROVE
         ok = ok and visible == 1 and recorded == "APPROVE"
     else:  # not published: nothing visible, and the store never says APPROVE
         ok = ok and visible == 0 and recorded != "APPROVE"
-    leaked = "12345" in " ".join(r.get("message", "") for r in verdict.get("reasons", []))
-    return FaultOutcome(stage=stage, kind=kind, verdict=verdict["verdict"], status=verdict["status"],
-                        reason=(verdict["reasons"][0]["message"] if verdict.get("reasons") else "")[:160],
+    leaked = "12345" in " ".join(r.message for r in verdict.reasons)
+    return FaultOutcome(stage=stage, kind=kind, verdict=verdict.decision, status=verdict.status,
+                        reason=(verdict.reasons[0].message if verdict.reasons else "")[:160],
                         recorded_verdict=recorded, visible_releases=visible, stray_entries=stray,
                         fired=bool(executor and executor.hits), fail_closed=ok and not leaked)
 

@@ -20,7 +20,7 @@ def household_data(tmp_path_factory):
 
 
 def test_entity_and_dependency_metrics_and_warning(prefect_server, household_data, tmp_path):
-    v = release_flow(config_path=str(household_data), workdir=str(tmp_path))["verdict"]
+    v = release_flow(config_path=str(household_data), workdir=str(tmp_path)).verdict.to_dict()
     assert v["status"] == "ok", v["reasons"]
     m = v["metrics"]
     for attack in ("domias", "dcr"):

@@ -190,9 +190,9 @@ def review_run(prefect_server, small_adult, tmp_path_factory):
                                   gate=gate, audit={"intersections": [], "min_group_size": 15})
     workdir = tmp_path_factory.mktemp("browser-wd")
     result = release_flow(config_path=str(config), workdir=str(workdir))
-    verdict = result["verdict"]
-    assert verdict["verdict"] == "REVIEW" and list(verdict["flagged_subgroups"]) == [GROUP], verdict["reasons"]
-    return verdict["run_id"], workdir
+    verdict = result.verdict
+    assert verdict.decision == "REVIEW" and list(verdict.flagged_subgroups) == [GROUP], verdict.reasons
+    return verdict.run_id, workdir
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ def _run(folder, workdir, generator, seed):
     cfg = write_release_config(folder, generator, name=f"canary-{generator['name']}-{seed}.yaml",
                                split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": seed},
                                targets={"seed": seed})
-    return release_flow(config_path=str(cfg), workdir=str(workdir))["verdict"]
+    return release_flow(config_path=str(cfg), workdir=str(workdir)).verdict.to_dict()
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -76,7 +76,7 @@ def test_gate_flow_on_a_two_worker_cluster_matches_the_thread_pool(prefect_serve
         workers = client.run(lambda: __import__("os").getpid())
     assert len(workers) == 2 and len(prefixes) > before  # the run's tasks went through the scheduler
     assert any("attack" in p for p in prefixes), prefixes
-    a, b = local["verdict"], on_dask["verdict"]
+    a, b = local.verdict.to_dict(), on_dask.verdict.to_dict()
     assert a["status"] == b["status"] == "ok"
     assert a["verdict"] == b["verdict"]
     assert set(a["metrics"]) == set(b["metrics"])
@@ -106,15 +106,15 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
     result = state.result()
     # prefect-dask names a task's key after its function: the attacks, the utility score, the shadow runs
     executed = [item["key"] if isinstance(item["key"], str) else item["key"][0] for item in stream.data]
-    assert result["verdict"]["status"] == "ok", result["verdict"]["reasons"]
-    assert {"dcr.auc", "mama_mia.auc", "utility.quality"} <= set(result["verdict"]["metrics"])
+    assert result.verdict.status == "ok", result.verdict.reasons
+    assert {"dcr.auc", "mama_mia.auc", "utility.quality"} <= set(result.verdict.metrics)
     counts = {name: sum(key.startswith(f"{name}-") for key in executed)
               for name in ("run_attack", "marginal_quality", "shadow_run", "_score_part")}
     # run_attack: dcr, mama_mia and the reported (not gated) MAMA-MIA oracle; each scores its
     # targets in score_chunks = 2 tasks of their own (the chunks within an attack)
     assert counts == {"run_attack": 3, "marginal_quality": 1, "shadow_run": 4, "_score_part": 6}, sorted({k.rsplit("-", 1)[0] for k in executed})
     # the MLflow run names the release flow run (the one a paused review resumes), not the subflow
-    tags = MlflowClient(result["tracking_uri"]).get_run(result["run_id"]).data.tags
+    tags = MlflowClient(result.tracking_uri).get_run(result.run_id).data.tags
     assert tags[names.TAG_FLOW_RUN] == str(state.state_details.flow_run_id)
 
 
@@ -130,6 +130,6 @@ def test_served_release_flow_blocks_when_its_cluster_does_not_answer(prefect_ser
                                attacks=[{"name": "dcr"}], retries={"attempts": 1, "delay_seconds": 0})
     with dask.config.set({"distributed.comm.timeouts.connect": "3s"}):
         result = release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"))
-    assert result["verdict"]["verdict"] == "BLOCK" and result["verdict"]["status"] == "error", result["verdict"]
+    assert result.verdict.decision == "BLOCK" and result.verdict.status == "error", result.verdict
     # prefect-dask connects on the first submission: the attack stage fails and the run records why
-    assert any("attacks: infrastructure failure" in r["message"] for r in result["verdict"]["reasons"])
+    assert any("attacks: infrastructure failure" in r.message for r in result.verdict.reasons)

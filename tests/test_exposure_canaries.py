@@ -65,17 +65,17 @@ def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it
     judging = GateOnlyConfig(targets=TargetsConfig(n_non_members=1800))
     result = gate_only_run(**{k: str(v) for k, v in paths.items()}, spec=load_spec(SPEC), judging=judging,
                            workdir=tmp_path / "wd")
-    verdict = result["verdict"]
+    verdict = result.verdict
     col, value = RARE_GROUP
     label = f"{col}={value}"
-    metrics = verdict["metrics"]
+    metrics = verdict.metrics
     n_mem = metrics[f"subgroup/{col}/{value}/n_members"]
     n_non = metrics[f"subgroup/{col}/{value}/n_non_members"]
     assert max(n_mem, n_non) < 30  # a group the old audit merged into "other"
-    assert verdict["verdict"] == "REVIEW", verdict["reasons"]
-    assert label in verdict["flagged_subgroups"]
-    decision = decide_run(result["run_id"], action="approve", reviewer="officer", suppress=[label],
-                          tracking_uri=result["tracking_uri"], workdir=str(tmp_path / "wd"))
+    assert verdict.decision == "REVIEW", verdict.reasons
+    assert label in verdict.flagged_subgroups
+    decision = decide_run(result.run_id, action="approve", reviewer="officer", suppress=[label],
+                          tracking_uri=result.tracking_uri, workdir=str(tmp_path / "wd"))
     assert decision.published and decision.suppress == (label,)
     published = Path(decision.published)
     folder = published if published.is_dir() else published.parent

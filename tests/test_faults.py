@@ -26,7 +26,7 @@ def test_the_unbroken_run_approves_and_publishes(config, tmp_path):
     from privacy_gate.pipeline.release import release_run
 
     result = release_run(load_release_config(config), workdir=tmp_path)
-    assert result["verdict"]["verdict"] == "APPROVE" and result["published"]  # the baseline the faults break
+    assert result.verdict.decision == "APPROVE" and result.published  # the baseline the faults break
 
 
 # one fault kind per stage here (both kinds run in the benchmark's full table)

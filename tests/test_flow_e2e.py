@@ -36,11 +36,12 @@ def _all_artifacts(client: MlflowClient, run_id: str, path: str | None = None) -
 
 def test_release_flow_records_run_in_mlflow(gc_run):
     result, workdir = gc_run
-    verdict = result["verdict"]
-    assert verdict["status"] == "ok" and verdict["verdict"] in ("APPROVE", "REVIEW", "BLOCK")
+    verdict = result.verdict
+    assert verdict.status == "ok" and verdict.decision in ("APPROVE", "REVIEW", "BLOCK")
+    assert result.run_id == verdict.run_id and result.summary_markdown is None  # the summary went to an artifact
     client = MlflowClient(tracking.default_tracking_uri(workdir))
-    run = client.get_run(verdict["run_id"])
-    assert run.data.tags[names.TAG_VERDICT] == verdict["verdict"]
+    run = client.get_run(verdict.run_id)
+    assert run.data.tags[names.TAG_VERDICT] == verdict.decision
     assert run.data.tags[names.TAG_STATUS] == "ok"
     assert run.data.params["generator"] == "gaussian_copula"
     for attack in ("domias", "dcr"):
@@ -56,7 +57,7 @@ def test_release_flow_records_run_in_mlflow(gc_run):
     assert sorted(c.data.tags["mlflow.runName"] for c in children) == ["attack-dcr", "attack-dcr_ratio", "attack-domias",
                                                                                      "attack-mama_mia"]
     logged = json.loads(Path(client.download_artifacts(run.info.run_id, names.ART_VERDICT)).read_text())
-    assert logged["verdict"] == verdict["verdict"] and logged["checks"]
+    assert logged["verdict"] == verdict.decision and logged["checks"]
     scores = pd.read_parquet(client.download_artifacts(run.info.run_id, names.ART_SCORES))
     assert list(scores.columns) == ["row_id", "member", "domias_score", "dcr_score", "dcr_ratio_score",
                                     "mama_mia_score"]
@@ -65,19 +66,19 @@ def test_release_flow_records_run_in_mlflow(gc_run):
 
 def test_publication_follows_verdict(gc_run):
     result, workdir = gc_run
-    quarantined = Path(result["quarantined"])
+    quarantined = Path(result.quarantined)
     assert quarantined.exists() and quarantined.is_relative_to(workdir / "quarantine")
     published = [d / verify_published(d)["file"] for d in list_published(workdir / "published")]
-    if result["verdict"]["verdict"] == "APPROVE":
-        assert len(published) == 1 and result["published"]
+    if result.verdict.decision == "APPROVE":
+        assert len(published) == 1 and result.published
     else:
-        assert published == [] and result["published"] is None
+        assert published == [] and result.published is None
 
 
 def test_no_real_record_values_in_logged_text(gc_run, small_adult):
     result, workdir = gc_run
     client = MlflowClient(tracking.default_tracking_uri(workdir))
-    run_id = result["verdict"]["run_id"]
+    run_id = result.verdict.run_id
     real = pd.read_csv(small_adult / "real.csv")
     # fnlwgt is a near-unique census weight: if any record leaked, its weight would show up
     weights = {str(int(w)) for w in real["fnlwgt"]}
@@ -100,8 +101,8 @@ def test_reviewer_record_description_inputs_and_origin(gc_run, small_adult):
     experiment asks MLflow's UI for its classic (not GenAI) view."""
     result, workdir = gc_run
     client = MlflowClient(tracking.default_tracking_uri(workdir))
-    run = client.get_run(result["verdict"]["run_id"])
-    verdict = result["verdict"]["verdict"]
+    run = client.get_run(result.verdict.run_id)
+    verdict = result.verdict.decision
     assert run.data.tags[tracking.NOTE_TAG].startswith(f"**{verdict}**")
     assert "## Reasons" in run.data.tags[tracking.NOTE_TAG]
     assert run.data.tags[tracking.USER_TAG] and run.data.tags[tracking.SOURCE_NAME_TAG] == "privacy-gate release"

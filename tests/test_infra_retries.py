@@ -96,20 +96,20 @@ def test_killed_tracking_server_is_retried_and_the_record_is_complete(small_adul
                                                       logger=_logger(killer)),
                                   retries=RetryConfig(attempts=4, delay_seconds=4), logger=_logger(logging.NullHandler()))
     assert killer.fired.is_set() and restarted
-    assert result["attempts"] >= 2
-    verdict = result["verdict"]
-    assert verdict["verdict"] == "APPROVE", verdict["reasons"]
+    assert result.attempts >= 2
+    verdict = result.verdict
+    assert verdict.decision == "APPROVE", verdict.reasons
     # the approval stands on a complete record: the verdict read back and verified from the server
     tracker = tracking.Tracker(uri=server.url, experiment=None)
-    assert tracker.read_verified_verdict(result["run_id"])["verdict"] == "APPROVE"
-    assert result["published"] and len(list_published(tmp_path / "published")) == 1
+    assert tracker.read_verified_verdict(result.run_id)["verdict"] == "APPROVE"
+    assert result.published and len(list_published(tmp_path / "published")) == 1
     # the interrupted attempt's run carries no APPROVE
     client = MlflowClient(server.url)
     runs = client.search_runs([client.get_experiment_by_name("retries").experiment_id],
                               filter_string=f"tags.`{names.TAG_KIND}` = 'release'")
     # the interrupted attempt left a run; an attempt made while the server was still down left none
-    assert 2 <= len(runs) <= result["attempts"]
-    others = [r for r in runs if r.info.run_id != result["run_id"]]
+    assert 2 <= len(runs) <= result.attempts
+    others = [r for r in runs if r.info.run_id != result.run_id]
     assert all(r.data.tags.get(names.TAG_VERDICT) != "APPROVE" for r in others)
 
 
@@ -122,10 +122,10 @@ def test_tracking_server_gone_for_good_ends_block_after_the_attempts(small_adult
         result = run_with_retries(lambda: release_run(config, workdir=tmp_path / "wd", executor=executor,
                                                       logger=_logger(killer)),
                                   retries=RetryConfig(attempts=2, delay_seconds=0), logger=_logger(logging.NullHandler()))
-    assert result["verdict"]["verdict"] == "BLOCK" and result["attempts"] == 2
-    message = result["verdict"]["reasons"][0]["message"]
+    assert result.verdict.decision == "BLOCK" and result.attempts == 2
+    message = result.verdict.reasons[0].message
     assert "infrastructure failure in all 2 attempts" in message
-    assert result["published"] is None and list_published(tmp_path / "published") == []
+    assert result.published is None and list_published(tmp_path / "published") == []
 
 
 def test_only_infrastructure_failures_are_retried():
@@ -148,5 +148,5 @@ def test_only_infrastructure_failures_are_retried():
     slept = []
     result = run_with_retries(refused, retries=RetryConfig(attempts=3, delay_seconds=7), sleep=slept.append)
     assert calls.count(2) == 3 and slept == [7, 7]
-    assert result["verdict"]["verdict"] == "BLOCK" and result["run_id"] is None
+    assert result.verdict.decision == "BLOCK" and result.run_id is None and result.attempts == 3 and result.retryable
     assert is_infrastructure_error(ConnectionRefusedError())

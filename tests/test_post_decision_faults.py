@@ -36,15 +36,15 @@ def long_names(small_adult, tmp_path_factory):
 
 def test_names_longer_than_mlflow_allows_are_recorded(long_names, tmp_path):
     result = release_run(load_release_config(long_names), workdir=tmp_path)
-    verdict = result["verdict"]
-    assert verdict["status"] == "ok", verdict["reasons"]
-    long_keys = [k for k in verdict["metrics"] if len(k) > names.MAX_KEY_LENGTH]
+    verdict = result.verdict
+    assert verdict.status == "ok", verdict.reasons
+    long_keys = [k for k in verdict.metrics if len(k) > names.MAX_KEY_LENGTH]
     assert long_keys  # the subgroup metrics of the long column exceed MLflow's limit ...
-    run = tracking.Tracker(uri=result["tracking_uri"], experiment=None).client.get_run(result["run_id"])
+    run = tracking.Tracker(uri=result.tracking_uri, experiment=None).client.get_run(result.run_id)
     logged = run.data.metrics
     assert all(names.bounded_key(k) in logged for k in long_keys)  # ... and are logged shortened
-    assert run.data.tags[names.TAG_VERDICT] == verdict["verdict"]
-    if verdict["verdict"] == "APPROVE":
+    assert run.data.tags[names.TAG_VERDICT] == verdict.decision
+    if verdict.decision == "APPROVE":
         assert len(list_published(tmp_path / "published")) == 1
 
 
@@ -56,8 +56,8 @@ def test_a_failing_prefect_artifact_changes_nothing(prefect_server, long_names, 
 
     monkeypatch.setattr(gate_flows, "create_markdown_artifact", broken)
     result = gate_flows.release_flow(config_path=str(long_names), workdir=str(tmp_path))
-    verdict = result["verdict"]
-    assert verdict["status"] == "ok"
-    tags = tracking.Tracker(uri=result["tracking_uri"], experiment=None).run_tags(result["run_id"])
-    assert tags[names.TAG_VERDICT] == verdict["verdict"]
-    assert (len(list_published(tmp_path / "published")) == 1) == (verdict["verdict"] == "APPROVE")
+    verdict = result.verdict
+    assert verdict.status == "ok"
+    tags = tracking.Tracker(uri=result.tracking_uri, experiment=None).run_tags(result.run_id)
+    assert tags[names.TAG_VERDICT] == verdict.decision
+    assert (len(list_published(tmp_path / "published")) == 1) == (verdict.decision == "APPROVE")

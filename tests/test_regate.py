@@ -52,7 +52,7 @@ def recorded_run(small_adult, tmp_path_factory):
     cfg.write_text(yaml.safe_dump(lighten(raw), sort_keys=False))
     workdir = tmp_path_factory.mktemp("regate-wd")
     result = release_run(load_release_config(cfg), workdir=workdir)
-    assert result["verdict"]["status"] == "ok", result["verdict"]["reasons"]
+    assert result.verdict.status == "ok", result.verdict.reasons
     return result, workdir
 
 
@@ -62,29 +62,29 @@ def _settings(uri: str, run_id: str) -> dict:
 
 def test_release_records_the_generators_actual_epsilon_and_the_oracle(recorded_run):
     result, _ = recorded_run
-    settings = _settings(result["tracking_uri"], result["run_id"])
+    settings = _settings(result.tracking_uri, result.run_id)
     assert settings["privacy"]["epsilon"] == ACTUAL_EPSILON
     assert [a.get("label") or a["name"] for a in settings["attacks"]] == ["dcr", "mama_mia", names.ORACLE_ATTACK]
-    metrics = result["verdict"]["metrics"]
+    metrics = result.verdict.metrics
     assert f"dcr.mace.dp_bound" in metrics and f"{names.ORACLE_ATTACK}.auc" in metrics
 
 
 def test_regate_uses_the_recorded_epsilon_and_the_same_attacks(recorded_run):
     result, workdir = recorded_run
-    rerun = regate_run(run_id=result["run_id"], suppress=["sex=Female"], tracking_uri=result["tracking_uri"],
+    rerun = regate_run(run_id=result.run_id, suppress=["sex=Female"], tracking_uri=result.tracking_uri,
                        workdir=str(workdir))
-    assert rerun["verdict"]["status"] == "ok", rerun["verdict"]["reasons"]
-    before, after = (_settings(result["tracking_uri"], r["run_id"]) for r in (result, rerun))
+    assert rerun.verdict.status == "ok", rerun.verdict.reasons
+    before, after = (_settings(result.tracking_uri, r.run_id) for r in (result, rerun))
     assert after["privacy"] == before["privacy"] and after["attacks"] == before["attacks"]
     assert after["oracle_focal_points"] == before["oracle_focal_points"]
-    m0, m1 = result["verdict"]["metrics"], rerun["verdict"]["metrics"]
+    m0, m1 = result.verdict.metrics, rerun.verdict.metrics
     # the DP-bound check ran with the same epsilon, and the oracle attacked the filtered release too
     assert m1["dcr.mace.dp_bound"] == pytest.approx(m0["dcr.mace.dp_bound"])
     assert f"{names.ORACLE_ATTACK}.auc" in m1
     # and the re-gate really judged the filtered release (no Female rows left)
-    assert rerun["verdict"]["data_hashes"]["synthetic_sha256"] != result["verdict"]["data_hashes"]["synthetic_sha256"]
-    tags = tracking.Tracker(uri=result["tracking_uri"], experiment=None).run_tags(rerun["run_id"])
-    assert tags[names.TAG_RERUN_OF] == result["run_id"]
+    assert rerun.verdict.data_hashes["synthetic_sha256"] != result.verdict.data_hashes["synthetic_sha256"]
+    tags = tracking.Tracker(uri=result.tracking_uri, experiment=None).run_tags(rerun.run_id)
+    assert tags[names.TAG_RERUN_OF] == result.run_id
 
 
 def test_edited_verdict_is_refused(recorded_run):
@@ -92,8 +92,8 @@ def test_edited_verdict_is_refused(recorded_run):
     from privacy_gate.errors import IntegrityError
 
     result, _ = recorded_run
-    tracker = tracking.Tracker(uri=result["tracking_uri"], experiment=None)
-    run_id = result["run_id"]
+    tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
+    run_id = result.run_id
     verdict = tracker.read_verified_verdict(run_id)
     edited = dict(verdict, verdict="REVIEW" if verdict["verdict"] != "REVIEW" else "APPROVE")
     tracker.log_text(run_id, json.dumps(edited, indent=2), names.ART_VERDICT)

@@ -38,10 +38,10 @@ def test_leaky_rungs_then_a_safe_one_publishes_only_the_safe_release(small_adult
     cfg = _config(small_adult, {"name": "copy_train"},
                   [{"name": "noisy_copy", "noise": 0.01}, {"name": "file", "path": independent}])
     result = remediated_release_run(cfg, workdir=tmp_path)
-    ledger = result["ladder"]
+    ledger = result.ladder
     assert [a["verdict"] for a in ledger["attempts"]] == ["BLOCK", "BLOCK", "APPROVE"]
     assert ledger["chosen_rung"] == 2 and "first that passed" in ledger["why"]
-    assert result["verdict"]["verdict"] == "APPROVE" and ledger["total_epsilon"] is None
+    assert result.verdict.decision == "APPROVE" and ledger["total_epsilon"] is None
     assert "adaptive" in ledger["caveat"]
     published = list_published(tmp_path / "published")
     assert len(published) == 1
@@ -51,10 +51,10 @@ def test_leaky_rungs_then_a_safe_one_publishes_only_the_safe_release(small_adult
     # the blocked attempts' releases stay in quarantine
     quarantined = sorted((tmp_path / "quarantine").glob("*/synthetic.*"))
     assert len(quarantined) == 3
-    client, children = _runs(tmp_path, result["ladder_run_id"])
+    client, children = _runs(tmp_path, result.ladder_run_id)
     assert [c.data.tags[names.TAG_VERDICT] for c in children] == ["BLOCK", "BLOCK", "APPROVE"]
-    assert all(c.data.tags["mlflow.parentRunId"] == result["ladder_run_id"] for c in children)
-    parent = client.get_run(result["ladder_run_id"])
+    assert all(c.data.tags["mlflow.parentRunId"] == result.ladder_run_id for c in children)
+    parent = client.get_run(result.ladder_run_id)
     assert parent.data.tags[names.TAG_VERDICT] == "APPROVE" and parent.data.tags[names.TAG_KIND] == "ladder"
     recorded = json.loads(Path(client.download_artifacts(parent.info.run_id, names.ART_LADDER, str(tmp_path))).read_text())
     assert recorded["chosen_rung"] == 2 and len(recorded["attempts"]) == 3
@@ -63,11 +63,11 @@ def test_leaky_rungs_then_a_safe_one_publishes_only_the_safe_release(small_adult
 def test_all_rungs_leaky_blocks_and_publishes_nothing(small_adult, tmp_path):
     cfg = _config(small_adult, {"name": "copy_train"}, [{"name": "noisy_copy", "noise": 0.01}])
     result = remediated_release_run(cfg, workdir=tmp_path)
-    assert result["verdict"]["verdict"] == "BLOCK" and result["published"] is None
-    assert "every attempt (2) was blocked" in result["ladder"]["why"]
+    assert result.verdict.decision == "BLOCK" and result.published is None
+    assert "every attempt (2) was blocked" in result.ladder["why"]
     assert list_published(tmp_path / "published") == []
-    client, _ = _runs(tmp_path, result["ladder_run_id"])
-    assert client.get_run(result["ladder_run_id"]).data.tags[names.TAG_VERDICT] == "BLOCK"
+    client, _ = _runs(tmp_path, result.ladder_run_id)
+    assert client.get_run(result.ladder_run_id).data.tags[names.TAG_VERDICT] == "BLOCK"
 
 
 def test_dp_ladder_sums_the_budget_and_refuses_past_the_cap(small_adult, tmp_path):
@@ -81,7 +81,7 @@ def test_dp_ladder_sums_the_budget_and_refuses_past_the_cap(small_adult, tmp_pat
                                                          {"name": "mst", "epsilon": 1.0, "seed": 1}],
                   choose="most_useful", max_total_epsilon=3.0)
     result = remediated_release_run(cfg, workdir=tmp_path)
-    ledger = result["ladder"]
+    ledger = result.ladder
     tried = [a for a in ledger["attempts"] if a["epsilon"] is not None]
     assert ledger["total_epsilon"] == pytest.approx(sum(a["epsilon"] for a in tried))
     # most_useful tries every rung after the BLOCK: both MST attempts spent their budget
@@ -91,7 +91,7 @@ def test_dp_ladder_sums_the_budget_and_refuses_past_the_cap(small_adult, tmp_pat
     assert manifest["remediation"]["total_epsilon"] == pytest.approx(3.0)
     assert manifest["run_id"] == ledger["attempts"][ledger["chosen_rung"]]["run_id"]
     client = MlflowClient(tracking.default_tracking_uri(tmp_path))
-    assert client.get_run(result["ladder_run_id"]).data.metrics["ladder.total_epsilon"] == ledger["total_epsilon"]
+    assert client.get_run(result.ladder_run_id).data.metrics["ladder.total_epsilon"] == ledger["total_epsilon"]
 
 
 def test_choice_rules():
@@ -120,8 +120,8 @@ def test_ladder_runs_in_the_release_flow(prefect_server, small_adult, tmp_path):
                                 remediate={"ladder": [{"name": "file", "path": str(small_adult / "independent.csv")}]},
                                 audit={"intersections": []}, fast=True)
     result = release_flow(config_path=str(path), workdir=str(tmp_path))
-    assert result["verdict"]["verdict"] == "APPROVE" and result["ladder"]["chosen_rung"] == 1
-    assert result["published"] and len(list_published(tmp_path / "published")) == 1
+    assert result.verdict.decision == "APPROVE" and result.ladder["chosen_rung"] == 1
+    assert result.published and len(list_published(tmp_path / "published")) == 1
 
 
 def test_example_ladder_config_loads_and_checks():

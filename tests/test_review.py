@@ -74,20 +74,20 @@ def review_run(prefect_server, canary, tmp_path_factory):
 
 def test_rare_subgroup_copies_are_flagged_exactly(review_run):
     result, workdir = review_run
-    v = result["verdict"]
-    assert v["verdict"] == "REVIEW" and v["status"] == "ok", v["reasons"]
-    assert list(v["flagged_subgroups"]) == [GROUP]
-    assert result["published"] is None
-    assert v["metrics"]["subgroup/race/Asian-Pac-Islander/dcr.auc"] > 0.9
-    assert abs(v["metrics"]["subgroup/race/White/dcr.auc"] - 0.5) < 0.1
-    run = MlflowClient(tracking.default_tracking_uri(workdir)).get_run(v["run_id"])
+    v = result.verdict
+    assert v.decision == "REVIEW" and v.status == "ok", v.reasons
+    assert list(v.flagged_subgroups) == [GROUP]
+    assert result.published is None
+    assert v.metrics["subgroup/race/Asian-Pac-Islander/dcr.auc"] > 0.9
+    assert abs(v.metrics["subgroup/race/White/dcr.auc"] - 0.5) < 0.1
+    run = MlflowClient(tracking.default_tracking_uri(workdir)).get_run(v.run_id)
     assert run.data.tags[names.TAG_APPROVAL_STATUS] == "pending"
     assert run.data.tags[names.TAG_FLAGGED] == GROUP
 
 
 def test_cli_review_then_approve_with_suppress_publishes_without_the_group(review_run):
     result, workdir = review_run
-    run_id = result["verdict"]["run_id"]
+    run_id = result.verdict.run_id
     code, out, _ = _invoke(["review", run_id, "--workdir", str(workdir)])
     assert code == 0 and "PENDING REVIEW" in out and GROUP in out
     code, out, err = _invoke(["approve", run_id, "--reviewer", "ana", "--comment", "rare group suppressed",
@@ -113,9 +113,9 @@ def test_cli_review_then_approve_with_suppress_publishes_without_the_group(revie
 
 def test_refusals_and_approval_in_a_later_process(prefect_server, canary, tmp_path):
     result = release_flow(config_path=str(_config(canary, "r2.yaml")), workdir=str(tmp_path))
-    run_id = result["verdict"]["run_id"]
-    assert result["verdict"]["verdict"] == "REVIEW"
-    quarantined = Path(result["quarantined"])
+    run_id = result.verdict.run_id
+    assert result.verdict.decision == "REVIEW"
+    quarantined = Path(result.quarantined)
     original = quarantined.read_bytes()
     quarantined.write_bytes(original + b"tampered")
     code, _, err = _invoke(["approve", run_id, "--reviewer", "ana", "--workdir", str(tmp_path)])
@@ -129,15 +129,15 @@ def test_refusals_and_approval_in_a_later_process(prefect_server, canary, tmp_pa
                            "--workdir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     published = list((tmp_path / "published").glob("adult-*/adult-*.parquet"))
-    assert len(published) == 1 and published[0].name.startswith("adult-" + result["verdict"]["data_hashes"]
+    assert len(published) == 1 and published[0].name.startswith("adult-" + result.verdict.data_hashes
                                                                  ["synthetic_file_sha256"][:12])
     code, out, _ = _invoke(["review", run_id, "--workdir", str(tmp_path)])
     assert "decided: approve by cy" in out
     # a BLOCKed run cannot be approved
     blocked = release_flow(config_path=str(_config(canary, "r3.yaml", generator={"name": "copy_train"})),
                            workdir=str(tmp_path))
-    assert blocked["verdict"]["verdict"] == "BLOCK"
-    code, _, err = _invoke(["approve", blocked["verdict"]["run_id"], "--reviewer", "ana", "--workdir", str(tmp_path)])
+    assert blocked.verdict.decision == "BLOCK"
+    code, _, err = _invoke(["approve", blocked.verdict.run_id, "--reviewer", "ana", "--workdir", str(tmp_path)])
     assert code == 2 and "BLOCKed" in err
     code, _, err = _invoke(["reject", "nonexistent-run", "--reviewer", "ana", "--workdir", str(tmp_path)])
     assert code == 2 and "no run nonexistent-run" in err
@@ -172,9 +172,9 @@ def test_paused_flow_resumed_with_typed_input_publishes(prefect_server, canary, 
                                             "subgroups": {GROUP: "reject"}, "comment": "drop the rare group"})
     thread.join(timeout=300)
     result = box["result"]
-    assert result["verdict"]["verdict"] == "REVIEW" and result["review"] == "approve"
-    assert result["decision"]["via"] == "flow" and result["decision"]["suppress"] == [GROUP]
-    df = pd.read_parquet(result["published"])
+    assert result.verdict.decision == "REVIEW" and result.review == "approve"
+    assert result.review_decision["via"] == "flow" and result.review_decision["suppress"] == [GROUP]
+    df = pd.read_parquet(result.published)
     assert not (df["race"] == "Asian-Pac-Islander").any()
-    tags = MlflowClient(tracking.default_tracking_uri(tmp_path)).get_run(result["verdict"]["run_id"]).data.tags
+    tags = MlflowClient(tracking.default_tracking_uri(tmp_path)).get_run(result.verdict.run_id).data.tags
     assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "dee"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
@@ -23,6 +23,9 @@ from prefect.events import emit_event
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from privacy_gate.publish import dataset_slug
+
+if TYPE_CHECKING:
+    from privacy_gate.pipeline.result import RunOutcome
 
 #: Prefect event names (one per verdict) and resource ids: what automations match on.
 VERDICT_EVENT = "privacy-gate.verdict.{verdict}"
@@ -60,24 +63,24 @@ def dataset_slot(dataset: str) -> Iterator[None]:
         yield
 
 
-def emit_verdict_event(result: dict[str, Any]) -> None:
+def emit_verdict_event(result: RunOutcome) -> None:
     """``privacy-gate.verdict.<approve|review|block>`` about the dataset, related to the MLflow run.
     The payload carries the decision and rule messages (figures, never record values)."""
-    verdict = result["verdict"]
-    dataset = result.get("dataset") or "unknown"
+    verdict = result.verdict
+    dataset = result.dataset or "unknown"
     related = []
-    if result.get("run_id"):
-        related.append({"prefect.resource.id": MLFLOW_RUN_RESOURCE.format(run_id=result["run_id"]),
-                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result["run_id"]})
-    emit_event(event=VERDICT_EVENT.format(verdict=verdict["verdict"].lower()),
+    if result.run_id:
+        related.append({"prefect.resource.id": MLFLOW_RUN_RESOURCE.format(run_id=result.run_id),
+                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result.run_id})
+    emit_event(event=VERDICT_EVENT.format(verdict=verdict.decision.lower()),
                resource={"prefect.resource.id": DATASET_RESOURCE.format(slug=dataset_slug(dataset)),
                          "prefect.resource.name": dataset, "prefect.resource.role": "dataset"},
                related=related,
-               payload={"verdict": verdict["verdict"], "status": verdict["status"],
-                        "reasons": [c["message"] for c in verdict["reasons"]],
-                        "flagged_subgroups": list(verdict.get("flagged_subgroups") or []),
-                        "published": result.get("published"), "tracking_uri": result.get("tracking_uri"),
-                        "run_id": result.get("run_id"), "attempts": result.get("attempts", 1)})
+               payload={"verdict": verdict.decision, "status": verdict.status,
+                        "reasons": [c.message for c in verdict.reasons],
+                        "flagged_subgroups": list(verdict.flagged_subgroups or []),
+                        "published": result.published, "tracking_uri": result.tracking_uri,
+                        "run_id": result.run_id, "attempts": result.attempts})
 
 
 __all__ = ["DATASET_RESOURCE", "MLFLOW_RUN_RESOURCE", "VERDICT_EVENT", "dataset_limit_name", "dataset_slot",

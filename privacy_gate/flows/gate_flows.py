@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ from privacy_gate.pipeline.review import decide_run, regate_run
 from privacy_gate.pipeline.retrying import run_with_retries
 from privacy_gate.pipeline.remediation import remediated_release_run
 from privacy_gate.pipeline.release import gate_only_run
+from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.tracking import resolve_tracking_uri
 
 
@@ -42,18 +44,19 @@ class ReviewInput(RunInput):
     comment: str = ""
 
 
-def _summarise(result: dict[str, Any]) -> dict[str, Any]:
-    """The verdict as a Prefect markdown artifact; a failure here never changes the verdict."""
+def _summarise(result: RunOutcome) -> RunOutcome:
+    """The verdict as a Prefect markdown artifact (the summary moves there, out of the flow's
+    result); a failure here never changes the verdict."""
     logger = get_run_logger()
     try:
-        create_markdown_artifact(result.pop("summary_markdown"), key="privacy-gate-verdict",
-                                 description=f"verdict of MLflow run {result['run_id']}")
+        create_markdown_artifact(result.summary_markdown, key="privacy-gate-verdict",
+                                 description=f"verdict of MLflow run {result.run_id}")
     except Exception as exc:  # noqa: BLE001
         logger.warning("could not create the Prefect verdict artifact (%s); the verdict stands", type(exc).__name__)
-    return result
+    return replace(result, summary_markdown=None)
 
 
-def _announce(result: dict[str, Any]) -> dict[str, Any]:
+def _announce(result: RunOutcome) -> RunOutcome:
     """The verdict event for automations; a failure to emit never changes the verdict."""
     try:
         emit_verdict_event(result)
@@ -63,7 +66,7 @@ def _announce(result: dict[str, Any]) -> dict[str, Any]:
 
 
 @flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
-def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, Any]:
+def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome:
     """Train the configured generator on the train split, gate its sample, publish if approved.
 
     One gate per dataset at a time (a Prefect concurrency limit); a run that meets an outage of
@@ -75,7 +78,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
     logger, dataset = get_run_logger(), config.dataset.spec.name
     origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
-    def attempt() -> dict[str, Any]:
+    def attempt() -> RunOutcome:
         if not _on_configured_runner(config):
             on_runner = release_attempt_flow.with_options(task_runner=task_runner_for(config.runner))
             return on_runner(config_path=config_path, workdir=workdir, origin=origin)
@@ -84,8 +87,8 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, 
     result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
                               tracking_uri=resolve_tracking_uri(config.tracking.uri, Path(workdir)))
     result = _summarise(_announce(result))
-    if result["verdict"]["verdict"] == "REVIEW" and config.review.mode == "pause":
-        result.update(_pause_for_review(result, config, workdir))
+    if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
+        result = _pause_for_review(result, config, workdir)
     return result
 
 
@@ -103,7 +106,7 @@ def _on_configured_runner(config: ReleaseConfig) -> bool:
 
 
 @flow(name="release-attempt", persist_result=False)
-def release_attempt_flow(config_path: str, workdir: str, origin: str) -> dict[str, Any]:
+def release_attempt_flow(config_path: str, workdir: str, origin: str) -> RunOutcome:
     """One attempt of a release as a subflow of ``release_flow``, started with the config's task
     runner (``runner.kind: dask``: each attack, the utility score and each shadow run is a task on
     the Dask cluster). A flow's task runner is fixed once it runs, so a served release flow on the
@@ -112,7 +115,7 @@ def release_attempt_flow(config_path: str, workdir: str, origin: str) -> dict[st
     return _attempt(load_release_config(config_path), workdir=workdir, origin=origin, logger=get_run_logger())
 
 
-def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -> dict[str, Any]:
+def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -> RunOutcome:
     """One attempt of a release on the current flow's task runner, holding the dataset's slot;
     its MLflow run is tagged with the release flow run ``origin``."""
     with dataset_slot(config.dataset.spec.name):
@@ -120,36 +123,37 @@ def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -
                                       tags={names.TAG_FLOW_RUN: origin})
 
 
-def _pause_for_review(result: dict[str, Any], config: ReleaseConfig, workdir: str) -> dict[str, Any]:
+def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -> RunOutcome:
     """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
-    then the run stays pending and can still be decided with ``privacy-gate approve``)."""
+    then the run stays pending and can still be decided with ``privacy-gate approve``). Returns
+    the outcome with what the review added."""
     logger = get_run_logger()
-    run_id = result["run_id"]
+    run_id = result.run_id
     logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
-                   ", ".join(result["verdict"]["flagged_subgroups"]) or "none")
+                   ", ".join(result.verdict.flagged_subgroups) or "none")
     try:
         answer = pause_flow_run(wait_for_input=ReviewInput, timeout=config.review.timeout_seconds,
                                 poll_interval=min(10, config.review.poll_seconds))
     except FlowPauseTimeout:
         logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, run_id)
-        return {"review": "timeout"}
+        return replace(result, review="timeout")
     try:
         decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
-                              subgroups=dict(answer.subgroups), via="flow", tracking_uri=result["tracking_uri"],
+                              subgroups=dict(answer.subgroups), via="flow", tracking_uri=result.tracking_uri,
                               suppress=[SUPPRESS_EXPOSED] if answer.suppress_exposed else None,
                               workdir=workdir, regate=regate_flow)
     except PrivacyGateError as exc:
         logger.error("review decision refused: %s", exc)
-        return {"review": "refused", "review_error": str(exc)}
+        return replace(result, review="refused", review_error=str(exc))
     logger.info("review: %s by %s; published: %s", {"approve": "approved", "reject": "rejected"}[decision.action],
                 decision.reviewer, decision.published)
-    return {"review": decision.action, "decision": decision.to_dict(), "published": decision.published}
+    return replace(result, review=decision.action, review_decision=decision.to_dict(), published=decision.published)
 
 
 @flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_path: str,
               rules_path: str | None = None, config_path: str | None = None, workdir: str = ".privacy-gate",
-              publish_to: str | None = None, targets_seed: int = 0) -> dict[str, Any]:
+              publish_to: str | None = None, targets_seed: int = 0) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train`` (``config_path``: the
     targets / attacks / gate / audit / mace sections, as in a release config)."""
     gate = load_rules(rules_path) if rules_path else GateConfig()
@@ -161,7 +165,7 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
 
 
 @flow(name="review-regate")
-def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str) -> dict[str, Any]:
+def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str) -> RunOutcome:
     """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
     return _summarise(regate_run(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir,
                                  executor=PrefectExecutor(), logger=get_run_logger()))

@@ -12,9 +12,9 @@ when a recorded run starts.
 from privacy_gate.experiment import GateInputs, GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.pipeline.evaluate import evaluate
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.pipeline.result import GateResult
+from privacy_gate.pipeline.result import GateResult, RunOutcome
 from privacy_gate.pipeline.gate_run import Sink, run_gate
 from privacy_gate.pipeline.stages import StageClock
 
-__all__ = ["Executor", "GateInputs", "GateResult", "GateSettings", "LocalExecutor", "Sink", "StageClock",
+__all__ = ["Executor", "GateInputs", "GateResult", "GateSettings", "LocalExecutor", "RunOutcome", "Sink", "StageClock",
            "evaluate", "run_gate", "settings_for_gate_only", "settings_for_release"]

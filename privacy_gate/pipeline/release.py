@@ -27,6 +27,7 @@ from privacy_gate.experiment.inputs import (GateInputs, load_real_data, read_spl
                                           splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
+from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
@@ -152,7 +153,7 @@ RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
 
 
 def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
-                logger: Any = None, tags: dict[str, str] | None = None, publish: bool = True) -> dict[str, Any]:
+                logger: Any = None, tags: dict[str, str] | None = None, publish: bool = True) -> RunOutcome:
     """Train the configured generator on the train split, gate its sample, publish if approved.
     ``tags``: extra MLflow run tags (the flow records its Prefect flow run). ``publish=False``:
     an APPROVE stays in quarantine (a remediation ladder publishes only the attempt it chooses)."""
@@ -186,7 +187,7 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
 def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, spec: DatasetSpec,
                   gate: GateConfig | None = None, judging: GateOnlyConfig | None = None, workdir: str | Path,
                   publish_to: str | None = None, targets_seed: int = 0, executor: Executor | None = None,
-                  logger: Any = None) -> dict[str, Any]:
+                  logger: Any = None) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train``. ``judging``: the targets,
     attacks, gate, audit and MACE sections (default: a release config's defaults, with ``gate``
     and ``targets_seed`` when given)."""
@@ -227,7 +228,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
     return finish(ctx, verdict)
 
 
-def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[str, Any]:
+def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOutcome:
     """Record the verdict (and read it back), then — only on APPROVE, and only if ``publish`` —
     publish the quarantined release. A review re-run passes ``publish=False``: its release is
     published with the approval record instead."""
@@ -269,11 +270,11 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> dict[s
     _try(logger, f"render the HTML report {names.ART_REPORT}", ctx.step, "report", log_report_of, ctx.sink,
          clock=clock)
     _try(logger, "close the MLflow run", ctx.step, "end_run", ctx.sink.end, failed=verdict.status != "ok")
-    return {"verdict": verdict.to_dict(), "published": str(published) if published else None,
-            "quarantined": str(ctx.quarantined.path) if ctx.quarantined else None,
-            "tracking_uri": ctx.sink.tracker.uri, "run_id": ctx.run_id, "timings": clock.timings,
-            "summary_markdown": summary, "dataset": ctx.dataset,
-            "retryable": verdict.decision == "BLOCK" and ctx.infrastructure_failure}
+    return RunOutcome(verdict=verdict, published=str(published) if published else None,
+                      quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
+                      tracking_uri=ctx.sink.tracker.uri, run_id=ctx.run_id, timings=clock.timings,
+                      summary_markdown=summary, dataset=ctx.dataset,
+                      retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure)
 
 
 def log_report_of(sink: MlflowSink, *, clock: StageClock | None = None) -> None:

@@ -22,6 +22,7 @@ Honest accounting:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from privacy_gate.generators import create_generator
 from privacy_gate.pipeline.executor import Executor
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.release import release_run
+from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
@@ -79,10 +81,10 @@ def check_ladder(config: ReleaseConfig) -> list[float | None]:
     return epsilons
 
 
-def _attempt_record(k: int, gen: GeneratorConfig, epsilon: float | None, result: dict[str, Any]) -> dict[str, Any]:
-    verdict = result["verdict"]
+def _attempt_record(k: int, gen: GeneratorConfig, epsilon: float | None, result: RunOutcome) -> dict[str, Any]:
+    verdict = result.verdict.to_dict()  # the ledger is JSON: non-finite figures are None there
     return {"rung": k, "generator": gen.model_dump(exclude_none=True), "epsilon": epsilon,
-            "run_id": result["run_id"], "verdict": verdict["verdict"], "status": verdict["status"],
+            "run_id": result.run_id, "verdict": verdict["verdict"], "status": verdict["status"],
             "utility_quality": verdict["metrics"].get(names.UTILITY_QUALITY),
             "reasons": [c["message"] for c in verdict["reasons"]]}
 
@@ -104,13 +106,13 @@ def _choose(attempts: list[dict[str, Any]], how: str) -> tuple[int | None, str]:
     return best, f"rung {attempts[best]['rung']} has the highest utility.quality among those that passed ({others})"
 
 
-def _stop_after(result: dict[str, Any], k: int, how: str) -> bool:
-    decision = result["verdict"]["verdict"]
+def _stop_after(result: RunOutcome, k: int, how: str) -> bool:
+    decision = result.verdict.decision
     return decision == "REVIEW" or (decision == "APPROVE" and (k == 0 or how == "first"))
 
 
 def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
-                           logger: Any = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
+                           logger: Any = None, tags: dict[str, str] | None = None) -> RunOutcome:
     """``release_run``, with the config's remediation ladder when it has one."""
     if config.remediate is None:
         return release_run(config, workdir=workdir, executor=executor, logger=logger, tags=tags)
@@ -120,7 +122,7 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
                                            experiment=config.tracking.experiment)
     parent = MlflowSink.start(tracker, name=f"ladder-{spec.name}", kind="ladder", dataset=spec.name, tags=tags)
     attempts: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
+    results: list[RunOutcome] = []
     for k, (gen, eps) in enumerate(zip(generators, epsilons)):
         if logger:
             logger.info("remediation attempt %d of %d: generator %s", k + 1, len(generators),
@@ -139,17 +141,17 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
               "why": why, "total_epsilon": sum(spent) if spent else None,
               "max_total_epsilon": config.remediate.max_total_epsilon,
               "caveat": ADAPTIVE_CAVEAT if len(attempts) > 1 else None}
-    final = dict(results[chosen]) if chosen is not None else dict(results[-1])
+    final = results[chosen] if chosen is not None else results[-1]
     if chosen is not None and attempts[chosen]["verdict"] == "APPROVE":
         try:
-            final["published"] = str(_publish_chosen(config, final, ledger, workdir))
+            final = replace(final, published=str(_publish_chosen(config, final, ledger, workdir)))
         except Exception as exc:  # noqa: BLE001 - fail closed: publication is atomic, nothing is visible
             reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
             ledger["why"] += f"; publishing it failed ({reason}), nothing was published"
-            final["verdict"] = Verdict.error(f"publish: {reason}").with_run_id(final["run_id"]).to_dict()
+            final = replace(final, verdict=Verdict.error(f"publish: {reason}").with_run_id(final.run_id))
             chosen = None
     parent.record_json(ledger, names.ART_LADDER)
-    record = _parent_verdict(final["verdict"], ledger, chosen)
+    record = _parent_verdict(final.verdict, ledger, chosen)
     parent.tracker.log_metrics(parent.run_id, {k: v for k, v in record["metrics"].items() if k.startswith("ladder.")})
     parent.tracker.log_verdict(parent.run_id, record)
     lines = "\n".join(f"- rung {a['rung']} ({a['generator']['name']}): **{a['verdict']}**, run `{a['run_id']}`"
@@ -158,13 +160,13 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
     parent.end(failed=chosen is None)
     if logger:
         logger.info("remediation ladder: %s", why)
-    return {**final, "ladder": ledger, "ladder_run_id": parent.run_id}
+    return replace(final, ladder=ledger, ladder_run_id=parent.run_id)
 
 
-def _parent_verdict(chosen_verdict: dict[str, Any], ledger: dict[str, Any], chosen: int | None) -> dict[str, Any]:
+def _parent_verdict(chosen_verdict: Verdict, ledger: dict[str, Any], chosen: int | None) -> dict[str, Any]:
     """The ladder's own verdict: the chosen attempt's decision (BLOCK when none passed), with the
     ladder's figures and a note naming the attempts."""
-    base = Verdict.from_dict(chosen_verdict) if chosen is not None else Verdict.error(
+    base = chosen_verdict if chosen is not None else Verdict.error(
         f"remediation ladder: {ledger['why']}")
     d = base.to_dict()
     d["run_id"] = None
@@ -174,21 +176,21 @@ def _parent_verdict(chosen_verdict: dict[str, Any], ledger: dict[str, Any], chos
     return d
 
 
-def _publish_chosen(config: ReleaseConfig, result: dict[str, Any], ledger: dict[str, Any], workdir: str | Path) -> Any:
+def _publish_chosen(config: ReleaseConfig, result: RunOutcome, ledger: dict[str, Any], workdir: str | Path) -> Any:
     """Only the chosen release leaves quarantine; the manifest carries the ladder and its budget."""
-    verdict = result["verdict"]
-    quarantined = Path(result["quarantined"])
-    release = QuarantinedRelease(path=quarantined, sha256=verdict["data_hashes"]["synthetic_file_sha256"],
+    verdict = result.verdict
+    quarantined = Path(result.quarantined)
+    release = QuarantinedRelease(path=quarantined, sha256=verdict.data_hashes["synthetic_file_sha256"],
                                  rows=_rows(quarantined), fmt=quarantined.suffix.lstrip("."))
     store = ReleaseStore(workdir=Path(workdir), target=config.publish.target)
-    published = store.publish(release, dataset=config.dataset.spec.name, verdict=verdict["verdict"],
-                              run_id=result["run_id"], config_hash=config.config_hash(),
+    published = store.publish(release, dataset=config.dataset.spec.name, verdict=verdict.decision,
+                              run_id=result.run_id, config_hash=config.config_hash(),
                               extra={"remediation": {k: ledger[k] for k in ("chosen_rung", "why", "total_epsilon",
                                                                            "max_total_epsilon", "caveat")},
                                      "attempts": [{k: a[k] for k in ("rung", "run_id", "verdict", "epsilon")}
                                                   for a in ledger["attempts"]]})
-    tracker = tracking.Tracker(uri=result["tracking_uri"], experiment=None)
-    tracker.set_tags(result["run_id"], {names.TAG_PUBLISHED: str(published)})
+    tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
+    tracker.set_tags(result.run_id, {names.TAG_PUBLISHED: str(published)})
     return published
 
 

@@ -1,4 +1,5 @@
-"""The outcome of one gate run: :class:`GateResult` (verdict plus everything it was decided from).
+"""The outcome of one gate run: :class:`GateResult` (verdict plus everything it was decided from),
+and of one whole recorded run: :class:`RunOutcome` (the verdict, where the release went, the run).
 
 A result renders itself in Jupyter (``_repr_html_``: the same self-contained report the MLflow run
 carries) and holds no raw records: scores and risks are keyed by row id.
@@ -70,3 +71,63 @@ class GateResult:
         more = f" (+{len(self.verdict.reasons) - 3} more)" if len(self.verdict.reasons) > 3 else ""
         return (f"GateResult({self.verdict.decision}, status={self.verdict.status}, "
                 f"attacks={[o.name for o in self.outcomes]}, reasons=[{reasons}{more}])")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a whole recorded run (release, gate-only, review re-run, remediation ladder, retried
+    or paused flow) ends with. Never mutated: later steps make a new one with
+    :func:`dataclasses.replace` (``attempts`` after retries, ``published`` after a review).
+
+    ``ladder``: the remediation ladder's ledger (a JSON record: attempts, choice, budget) and
+    ``ladder_run_id`` its parent MLflow run, when the config has a ladder. ``review``,
+    ``review_error`` and ``review_decision`` (the decision record, ``ReviewDecision.to_dict()``):
+    what a flow paused for review adds. :meth:`to_dict` is the JSON form (keys as the result
+    dicts had them; ``review_decision`` is ``decision`` there)."""
+
+    verdict: Verdict
+    run_id: str | None
+    tracking_uri: str | None
+    dataset: str | None
+    published: str | None = None
+    quarantined: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    summary_markdown: str | None = None
+    retryable: bool = False
+    attempts: int = 1
+    ladder: dict[str, Any] | None = None
+    ladder_run_id: str | None = None
+    review: str | None = None
+    review_error: str | None = None
+    review_decision: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``verdict`` as ``Verdict.to_dict()``; the summary, ladder and review
+        keys only when the outcome has them."""
+        d: dict[str, Any] = {"verdict": self.verdict.to_dict(), "published": self.published,
+                             "quarantined": self.quarantined, "tracking_uri": self.tracking_uri,
+                             "run_id": self.run_id, "timings": dict(self.timings), "dataset": self.dataset,
+                             "retryable": self.retryable, "attempts": self.attempts}
+        if self.summary_markdown is not None:  # a flow moves it to a Prefect artifact
+            d["summary_markdown"] = self.summary_markdown
+        if self.ladder is not None:
+            d |= {"ladder": self.ladder, "ladder_run_id": self.ladder_run_id}
+        if self.review is not None:
+            d["review"] = self.review
+        if self.review_error is not None:
+            d["review_error"] = self.review_error
+        if self.review_decision is not None:
+            d["decision"] = self.review_decision
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunOutcome:
+        d = dict(d)
+        d["verdict"] = Verdict.from_dict(d["verdict"])
+        if "decision" in d:
+            d["review_decision"] = d.pop("decision")
+        return cls(**d)

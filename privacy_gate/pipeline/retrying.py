@@ -12,40 +12,42 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from privacy_gate.config import RetryConfig
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
+from privacy_gate.pipeline.result import RunOutcome
 
 
-def unrecorded_block(reason: str, *, tracking_uri: str | None, dataset: str | None) -> dict[str, Any]:
+def unrecorded_block(reason: str, *, tracking_uri: str | None, dataset: str | None) -> RunOutcome:
     """The result of a run that could not even start its record (no MLflow run): a BLOCK."""
-    verdict = Verdict.error(reason)
-    return {"verdict": verdict.to_dict(), "published": None, "quarantined": None, "tracking_uri": tracking_uri,
-            "run_id": None, "timings": {}, "dataset": dataset, "retryable": True,
-            "summary_markdown": f"# BLOCK (status: error)\n\n- **block** {reason}\n\nNo MLflow run was recorded.\n"}
+    return RunOutcome(verdict=Verdict.error(reason), published=None, quarantined=None, tracking_uri=tracking_uri,
+                      run_id=None, timings={}, dataset=dataset, retryable=True,
+                      summary_markdown=f"# BLOCK (status: error)\n\n- **block** {reason}\n\nNo MLflow run was "
+                                       "recorded.\n")
 
 
-def run_with_retries(attempt: Callable[[], dict[str, Any]], *, retries: RetryConfig, logger: Any = None,
+def run_with_retries(attempt: Callable[[], RunOutcome], *, retries: RetryConfig, logger: Any = None,
                      tracking_uri: str | None = None, dataset: str | None = None,
-                     sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
-    """Call ``attempt`` (a whole recorded run returning its result dict) until it ends without an
-    infrastructure failure, at most ``retries.attempts`` times. Returns the last result, with
-    ``attempts`` (how many were made) and, when retries ran out, the reason saying so."""
+                     sleep: Callable[[float], None] = time.sleep) -> RunOutcome:
+    """Call ``attempt`` (a whole recorded run returning its :class:`RunOutcome`) until it ends
+    without an infrastructure failure, at most ``retries.attempts`` times. Returns the last
+    outcome, with ``attempts`` (how many were made) and, when retries ran out, the reason saying so."""
     logger = logger or logging.getLogger("privacy_gate")
-    result: dict[str, Any] | None = None
+    result: RunOutcome | None = None
     for n in range(1, retries.attempts + 1):
         try:
             result = attempt()
-            failure = "; ".join(c["message"] for c in result["verdict"]["reasons"]) if result.get("retryable") else None
+            failure = "; ".join(c.message for c in result.verdict.reasons) if result.retryable else None
         except Exception as exc:  # noqa: BLE001 - only infrastructure failures are retried
             if not is_infrastructure_error(exc):
                 raise
             failure = str(exc) if isinstance(exc, PrivacyGateError) else \
                 f"infrastructure failure before the run was recorded ({type(exc).__name__})"
             result = unrecorded_block(failure, tracking_uri=tracking_uri, dataset=dataset)
-        result["attempts"] = n
+        result = replace(result, attempts=n)
         if failure is None:
             return result
         if n < retries.attempts:
@@ -54,11 +56,10 @@ def run_with_retries(attempt: Callable[[], dict[str, Any]], *, retries: RetryCon
             sleep(retries.delay_seconds)
     assert result is not None
     message = (f"infrastructure failure in all {retries.attempts} attempts; last: "
-               + "; ".join(c["message"] for c in result["verdict"]["reasons"]))
+               + "; ".join(c.message for c in result.verdict.reasons))
     logger.error("%s — BLOCK", message)
-    verdict = Verdict.from_dict(result["verdict"])
-    result["verdict"] = Verdict.error(message, data_hashes=verdict.data_hashes).with_run_id(verdict.run_id).to_dict()
-    return result
+    verdict = result.verdict
+    return replace(result, verdict=Verdict.error(message, data_hashes=verdict.data_hashes).with_run_id(verdict.run_id))
 
 
 __all__ = ["run_with_retries", "unrecorded_block"]

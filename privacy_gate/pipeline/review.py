@@ -27,6 +27,7 @@ from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_d
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.release import RunContext, finish, log_report_of
+from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
 from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, read_quarantined
@@ -100,7 +101,7 @@ class RunRecord:
 
 
 def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str,
-               executor: Executor | None = None, logger: Any = None) -> dict[str, Any]:
+               executor: Executor | None = None, logger: Any = None) -> RunOutcome:
     """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
     logger = logger or log
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
@@ -134,7 +135,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     return finish(ctx, verdict, publish=False)
 
 
-Regate = Callable[..., dict[str, Any]]
+Regate = Callable[..., RunOutcome]
 
 
 def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: str, comment: str = "",
@@ -165,14 +166,14 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     to_publish, rerun_id = record.quarantined(), None
     if suppress:
         result = (regate or regate_run)(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)
-        rerun = result["verdict"]
-        rerun_id = rerun["run_id"]
-        if rerun["verdict"] == "BLOCK":
-            reasons = "; ".join(c["message"] for c in rerun["reasons"])
+        rerun = result.verdict
+        rerun_id = rerun.run_id
+        if rerun.decision == "BLOCK":
+            reasons = "; ".join(c.message for c in rerun.reasons)
             raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
-        to_publish = QuarantinedRelease(path=Path(result["quarantined"]),
-                                        sha256=rerun["data_hashes"]["synthetic_file_sha256"], rows=-1,
-                                        fmt=Path(result["quarantined"]).suffix.lstrip("."))
+        to_publish = QuarantinedRelease(path=Path(result.quarantined),
+                                        sha256=rerun.data_hashes["synthetic_file_sha256"], rows=-1,
+                                        fmt=Path(result.quarantined).suffix.lstrip("."))
     # the approval is recorded, and read back, before anything is published
     approval = ReviewDecision.new(**decision, rerun_id=rerun_id)
     tracker.append_decision(run_id, approval.to_dict())

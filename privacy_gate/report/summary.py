@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.tracking import run_url, ui_command
+
+if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
+    from privacy_gate.pipeline.result import RunOutcome
 
 _ICON = {"APPROVE": "✅", "REVIEW": "🟡", "BLOCK": "⛔"}
 
@@ -69,14 +74,14 @@ def verdict_console(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def run_outcome_console(result: dict) -> str:
+def run_outcome_console(result: RunOutcome) -> str:
     """Where a run's release went (published or quarantined), the ladder's choice, and how to see it."""
     lines = []
-    if result.get("published"):
-        lines.append(f"published:   {result['published']}")
-    elif result.get("quarantined"):
-        lines.append(f"quarantined: {result['quarantined']} (not published)")
-    if result.get("ladder"):
-        lines.append(f"remediation: {result['ladder']['why']} (ladder run {result['ladder_run_id']})")
-    lines.append(f"MLflow UI:   {ui_command(result['tracking_uri'])}")
+    if result.published:
+        lines.append(f"published:   {result.published}")
+    elif result.quarantined:
+        lines.append(f"quarantined: {result.quarantined} (not published)")
+    if result.ladder:
+        lines.append(f"remediation: {result.ladder['why']} (ladder run {result.ladder_run_id})")
+    lines.append(f"MLflow UI:   {ui_command(result.tracking_uri)}")
     return "\n".join(lines)

@@ -59,7 +59,7 @@ def _config(folder: Path, name: str, generator: dict, **overrides: Any) -> Path:
 def _release(folder: Path, name: str, generator: dict, **overrides: Any) -> dict:
     release_flow, _ = _flows()
     cfg = _config(folder, name, generator, **overrides)
-    return release_flow(config_path=str(cfg), workdir=str(folder / f"wd-{name}"))["verdict"]
+    return release_flow(config_path=str(cfg), workdir=str(folder / f"wd-{name}")).verdict.to_dict()
 
 
 def _gate_only(folder: Path) -> dict:
@@ -74,7 +74,7 @@ def _gate_only(folder: Path) -> dict:
     return gate_flow(train=str(folder / "g-train.csv"), holdout=str(folder / "g-holdout.csv"),
                      reference=str(folder / "g-reference.csv"), synthetic=str(folder / "g-synthetic.csv"),
                      spec_path=str(EXAMPLE), rules_path=str(EXAMPLE),  # the rules of that day (= its defaults)
-                     workdir=str(folder / "wd-gate"), targets_seed=3)["verdict"]
+                     workdir=str(folder / "wd-gate"), targets_seed=3).verdict.to_dict()
 
 
 def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
@@ -113,7 +113,7 @@ def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
 def _households(folder: Path) -> dict:
     cfg_path = household_release(folder)
     release_flow, _ = _flows()
-    return release_flow(config_path=str(cfg_path), workdir=str(folder / "wd-households"))["verdict"]
+    return release_flow(config_path=str(cfg_path), workdir=str(folder / "wd-households")).verdict.to_dict()
 
 
 SCENARIOS: dict[str, Callable[[Path], dict]] = {
