@@ -125,7 +125,7 @@ def test_the_run_was_judged_at_plumbing_weight(gc_run, fast_settings):
     (conftest.FAST_SETTINGS), and the recorded settings say so."""
     result, workdir = gc_run
     settings = tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None).read_json(
-        result["verdict"]["run_id"], names.ART_SETTINGS)
+        result.verdict.run_id, names.ART_SETTINGS)
     assert settings["mace"]["n_permutations"] == fast_settings["mace"]["n_permutations"] < 200
     assert [a.get("n_shadow") for a in settings["attacks"] if a["name"] == "mama_mia"] == \
         [fast_settings["mama_mia"]["n_shadow"]]
