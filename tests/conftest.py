@@ -175,9 +175,9 @@ SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_ob
 def xdist_group(nodeid: str) -> str | None:
     """The group of a test (by its node id), or None for a test that may run anywhere.
 
-    >>> xdist_group("tests/test_concurrency.py::test_concurrent_first_runs_on_one_workdir_all_succeed[8]")
+    >>> xdist_group("tests/pipeline/test_concurrency.py::test_concurrent_first_runs_on_one_workdir_all_succeed[8]")
     'serial'
-    >>> xdist_group("tests/test_review.py::test_rare_subgroup_copies_are_flagged_exactly"), xdist_group("tests/test_mace.py::x")
+    >>> xdist_group("tests/pipeline/test_review.py::test_rare_subgroup_copies_are_flagged_exactly"), xdist_group("tests/estimators/test_mace.py::x")
     ('test_review', None)
     """
     module = Path(nodeid.split("::", 1)[0]).stem

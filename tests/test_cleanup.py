@@ -7,7 +7,7 @@ check finds left is printed and then killed, so these tests leave nothing behind
 
 * the launcher alone: a process tree that double-forks, calls ``setsid`` and ignores SIGTERM, under
   a throwaway Python parent that is SIGKILLed; the command exiting with daemons left; ``kill()``;
-* the production stack: pytest on tests/test_production_stack.py as a subprocess, stopped by SIGTERM
+* the production stack: pytest on tests/flows/test_production_stack.py as a subprocess, stopped by SIGTERM
   and, in a second run, by SIGKILL as soon as ``privacy-gate serve`` (and so PostgreSQL, S3, MLflow
   and the Prefect server) is up.
 """
@@ -218,7 +218,7 @@ def test_interrupted_stack_test_leaves_no_process(tmp_path, sig):
     log = tmp_path / "pytest.log"
     with _marked_env(PREFECT_HOME=str(tmp_path / "prefect-home")) as (mark, env), log.open("w") as out:
         child = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-                                  "tests/test_production_stack.py::test_scheduled_runs_complete_with_their_verdicts"],
+                                  "tests/flows/test_production_stack.py::test_scheduled_runs_complete_with_their_verdicts"],
                                  cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         tracked = Tracked(mark, child.pid)
         try:

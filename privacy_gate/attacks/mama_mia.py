@@ -45,7 +45,7 @@ uses "mean" for the shadow and oracle variants and "log" for the generic one. Wh
 documented): the arithmetic mean is dominated by the few focal points whose reference cell is
 empty (ratio ~ P_syn / 1e-10), so it ignores the strongest sign of memorisation a generic attack
 can see — a target cell that is *absent* from the synthetic data. On verbatim copies (the toy of
-tests/test_attacks.py) the generic variant reaches AUC ~0.94 with "log" and ~0.77 with "mean";
+tests/attacks/test_attacks.py) the generic variant reaches AUC ~0.94 with "log" and ~0.77 with "mean";
 on marginal-generator output the two are within ~0.02 (mean slightly ahead, as the paper found),
 so the tailored variants keep the paper's rule.
 

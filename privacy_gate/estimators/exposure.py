@@ -15,7 +15,7 @@ Benjamini–Hochberg at level ``q`` (default), or Benjamini–Yekutieli (valid u
 Why BH: conformal p-values that share one calibration set are PRDS (Bates, Candès, Lei, Romano &
 Sesia 2023, "Testing for outliers with conformal p-values", Thm. 2.4): BH on one attack's p-values
 controls the FDR. For the Bonferroni minimum over several attacks that theorem does not apply as
-stated; ``tests/test_exposure.py`` checks the FDR by simulation (correlated attacks, shared
+stated; ``tests/estimators/test_exposure.py`` checks the FDR by simulation (correlated attacks, shared
 calibration) and ``method="by"`` gives the guarantee under arbitrary dependence at a cost in power.
 
 The share of exposed members. For one attack, ``F(t)`` is the share of members whose p-value is

@@ -1,7 +1,7 @@
 """Fixed-seed gate scenarios whose verdicts and metrics must not change under refactoring.
 
 ``python -m tests.golden.scenarios --write`` records them in ``tests/golden/verdicts.json``
-(done once, on the code before the pipeline redesign); ``tests/test_golden.py`` runs the same
+(done once, on the code before the pipeline redesign); ``tests/pipeline/test_golden.py`` runs the same
 scenarios on today's code and compares every metric, check and decision.
 
 Each scenario is a real run of the public entry points (release flow / gate flow) on small
@@ -167,7 +167,7 @@ def run_all(names: list[str] | None = None) -> dict[str, dict]:
 
 
 #: Float tolerance of the value comparison: ``math.isclose(expected, actual, rel_tol=REL_TOL,
-#: abs_tol=ABS_TOL)``. Why these numbers (measured, tests/test_golden.py on an AVX-512 machine
+#: abs_tol=ABS_TOL)``. Why these numbers (measured, tests/pipeline/test_golden.py on an AVX-512 machine
 #: against verdicts.json recorded elsewhere):
 #:
 #: - OpenBLAS picks its kernels by CPU, so summation order differs between machines (~1e-16 per

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.data: data readers, encoders and splits."""

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.estimators: estimators."""

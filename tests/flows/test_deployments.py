@@ -1,0 +1,80 @@
+"""Deployment plumbing without a server: schedules, config folders, the verdict event, the
+automation in docker/, and the CLI's messages for bad deployment input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from privacy_gate.cli import app
+from privacy_gate.config import ScheduleConfig
+from privacy_gate.errors import ConfigError
+from privacy_gate.flows.coordination import dataset_limit_name
+from privacy_gate.flows.deployments import build_deployment, release_configs
+
+from ..conftest import write_release_config
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def test_schedule_section_takes_exactly_one_valid_schedule():
+    assert ScheduleConfig(cron="0 2 * * *").cron == "0 2 * * *"
+    assert ScheduleConfig(interval_seconds=60).interval_seconds == 60
+    for bad in ({}, {"cron": "0 2 * * *", "interval_seconds": 5}, {"cron": "0 2 *"}, {"interval_seconds": 0}):
+        with pytest.raises(ValueError):
+            ScheduleConfig(**bad)
+
+
+def test_deployment_from_config_schedule_and_overrides(small_adult, tmp_path):
+    cfg = write_release_config(small_adult, {"name": "copy_train"}, name="nightly.yaml",
+                               schedule={"cron": "0 2 * * *", "timezone": "Europe/Berlin"})
+    dep = build_deployment(cfg, workdir=tmp_path)
+    assert dep.name == "nightly" and dep.entrypoint == "privacy_gate.flows.gate_flows.release_flow"
+    assert dep.parameters == {"config_path": str(cfg.resolve()), "workdir": str(tmp_path.resolve())}
+    assert dep.schedules[0].schedule.cron == "0 2 * * *" and dep.schedules[0].schedule.timezone == "Europe/Berlin"
+    assert "dataset:adult" in dep.tags
+    dep = build_deployment(cfg, workdir=tmp_path, interval=90)
+    assert dep.schedules[0].schedule.interval.total_seconds() == 90
+    with pytest.raises(ConfigError, match="--cron"):
+        build_deployment(cfg, workdir=tmp_path, cron="99 * * * *")
+    bare = write_release_config(small_adult, {"name": "copy_train"}, name="bare.yaml")
+    with pytest.raises(ConfigError, match="no schedule"):
+        build_deployment(bare, workdir=tmp_path)
+
+
+def test_release_configs_of_a_folder(small_adult, tmp_path):
+    with pytest.raises(ConfigError, match="no release configs"):
+        release_configs(tmp_path)
+    write_release_config(tmp_path, {"name": "copy_train"}, name="a.yaml")
+    (tmp_path / "notes.txt").write_text("not a config")
+    assert [p.name for p in release_configs(tmp_path)] == ["a.yaml"]
+    (tmp_path / "b.yml").write_text("dataset: {path: x.csv}\n")
+    with pytest.raises(ConfigError, match="b.yml"):
+        release_configs(tmp_path)
+
+
+def test_dataset_limit_is_keyed_by_dataset_slug():
+    assert dataset_limit_name("Adult") == dataset_limit_name("adult") == "privacy-gate-dataset-adult"
+    assert dataset_limit_name("../x") == "privacy-gate-dataset-x"
+
+
+def test_notify_automation_validates_against_prefect_schema():
+    from prefect.automations import AutomationCore
+
+    automation = AutomationCore.model_validate(json.loads((ROOT / "docker" / "notify-automation.json").read_text()))
+    assert automation.trigger.expect == {"privacy-gate.verdict.block", "privacy-gate.verdict.review"}
+    assert automation.actions[0].type == "send-notification"
+
+
+def test_cli_deploy_and_serve_bad_input_are_usage_errors(tmp_path, small_adult):
+    r = runner.invoke(app, ["deploy", str(tmp_path / "missing.yaml"), "--pool", "p"])
+    assert r.exit_code == 2 and "file not found" in r.stderr
+    r = runner.invoke(app, ["serve", str(tmp_path / "nowhere")])
+    assert r.exit_code == 2 and "not a folder of release configs" in r.stderr
+    cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
+    r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "1 2 3", "--interval", "5"])
+    assert r.exit_code == 2 and "one schedule" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.gate: rules, findings and verdicts."""

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.publish and privacy_gate.objectstore: quarantine, publication and object storage."""

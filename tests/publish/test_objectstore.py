@@ -1,0 +1,109 @@
+"""``s3://`` data and publication against moto's S3 server (its own process, loopback)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from privacy_gate import objectstore
+from privacy_gate.data import read_table
+from privacy_gate.errors import DataError, is_infrastructure_error
+from privacy_gate.publish import (PublishError, ReleaseStore, list_published_s3, verify_published_s3)
+
+from .. import stack
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with stack.s3_server(tmp_path_factory.mktemp("moto"), ("data", "releases")) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_env(s3, monkeypatch):
+    for key, value in stack.s3_env(s3).items():
+        monkeypatch.setenv(key, value)
+    return s3
+
+
+def _frame(n: int = 50) -> pd.DataFrame:
+    return pd.DataFrame({"age": range(n), "sex": ["F", "M"] * (n // 2)})
+
+
+def test_read_table_from_s3(s3_env, tmp_path):
+    _frame().to_csv(tmp_path / "t.csv", index=False)
+    objectstore.upload(tmp_path / "t.csv", "s3://data/in/t.csv")
+    _frame().to_parquet(tmp_path / "t.parquet", index=False)
+    objectstore.upload(tmp_path / "t.parquet", "s3://data/in/t.parquet")
+    for key in ("t.csv", "t.parquet"):
+        df = read_table(f"s3://data/in/{key}")
+        assert len(df) == 50 and list(df.columns) == ["age", "sex"]
+
+
+def test_missing_object_and_bucket_are_data_errors_naming_the_uri(s3_env):
+    with pytest.raises(DataError, match=r"s3://data/nope.csv: no such object"):
+        read_table("s3://data/nope.csv")
+    with pytest.raises(DataError, match=r"s3://missing-bucket/x.csv: the bucket 'missing-bucket' does not exist"):
+        read_table("s3://missing-bucket/x.csv")
+    with pytest.raises(DataError, match="names a bucket"):
+        read_table("s3://data")
+
+
+def test_unreachable_endpoint_is_an_infrastructure_error(monkeypatch):
+    monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", f"http://127.0.0.1:{stack.free_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    with pytest.raises(objectstore.StorageUnavailable, match="unreachable") as info:
+        read_table("s3://data/t.csv")
+    assert is_infrastructure_error(info.value)
+
+
+def test_publish_to_s3_is_manifested_verified_and_idempotent(s3_env, tmp_path):
+    store = ReleaseStore(workdir=tmp_path, target="s3://releases/adult/")
+    q = store.quarantine(_frame())
+    with pytest.raises(PublishError, match="refusing to publish"):
+        store.publish(q, dataset="adult", verdict="BLOCK", run_id="r", config_hash=None)
+    assert list_published_s3("s3://releases/adult") == []
+    out = store.publish(q, dataset="adult", verdict="APPROVE", run_id="r1", config_hash="c")
+    assert out == f"s3://releases/adult/adult-{q.sha256[:12]}/adult-{q.sha256[:12]}.parquet"
+    folders = list_published_s3("s3://releases/adult")
+    assert folders == [out.rsplit("/", 1)[0]]
+    manifest = verify_published_s3(folders[0])
+    assert manifest["sha256"] == q.sha256 and manifest["run_id"] == "r1" and manifest["rows"] == 50
+    assert store.publish(q, dataset="adult", verdict="APPROVE", run_id="r1", config_hash="c") == out
+    assert store.target_label == "s3://releases/adult"
+
+
+def test_s3_reader_contract_ignores_uploads_without_a_manifest_and_tampered_data(s3_env, tmp_path):
+    store = ReleaseStore(workdir=tmp_path, target="s3://releases/contract")
+    q = store.quarantine(_frame(20))
+    # a killed publication: the data object is there, the manifest (the commit) is not
+    objectstore.upload(q.path, f"s3://releases/contract/adult-{q.sha256[:12]}/adult-{q.sha256[:12]}.parquet")
+    assert list_published_s3("s3://releases/contract") == []
+    out = store.publish(q, dataset="adult", verdict="APPROVE", run_id="r", config_hash=None)  # completes it
+    assert list_published_s3("s3://releases/contract") == [out.rsplit("/", 1)[0]]
+    # data replaced behind the manifest's back: no longer a release
+    _frame(22).to_parquet(tmp_path / "other.parquet", index=False)
+    objectstore.upload(tmp_path / "other.parquet", out)
+    assert list_published_s3("s3://releases/contract") == []
+    with pytest.raises(PublishError, match="does not match the sha256"):
+        verify_published_s3(out.rsplit("/", 1)[0])
+    bad = json.dumps({"file": "../x"}).encode()
+    objectstore.put_bytes(bad, "s3://releases/contract/evil/manifest.json")
+    with pytest.raises(PublishError, match="not a published release"):
+        verify_published_s3("s3://releases/contract/evil")
+
+
+def test_config_keeps_s3_uris(tmp_path, small_adult):
+    from privacy_gate.config import load_release_config
+
+    from ..conftest import write_release_config
+
+    path = write_release_config(small_adult, {"name": "copy_train"}, name="s3.yaml",
+                                publish={"target": "s3://releases/adult"})
+    text = path.read_text().replace(str(small_adult / "real.csv"), "s3://data/adult/real.csv")
+    path.write_text(text)
+    cfg = load_release_config(path)
+    assert cfg.dataset.path == "s3://data/adult/real.csv" and cfg.publish.target == "s3://releases/adult"

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.report: the HTML report and the reviewer's pages."""

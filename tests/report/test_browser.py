@@ -1,0 +1,330 @@
+"""What a privacy officer sees: a real MLflow server and headless Chromium on a finished REVIEW run.
+
+The run: the small seeded Adult table, released as 2,000 disjoint Adult rows plus verbatim copies of
+the training records of one rare subgroup (race=Asian-Pac-Islander) -> REVIEW with exactly that
+group flagged. Then ``mlflow server`` on the run's sqlite store (its experiment has a file://
+artifact location, which the server reads directly) and Chromium on
+
+(a) the run page: ``--dump-dom`` must show the verdict tag and the flagged group;
+(b) the HTML report as the MLflow UI shows it (artifact viewer: the UI fetches
+    ``/get-artifact?path=report/index.html&run_uuid=RUN`` and renders it in a sandboxed iframe, which
+    ``--dump-dom`` cannot see, so the rendered text is read over the DevTools protocol).
+
+Screenshots go to tests/output/browser/ (gitignored). Loopback only; the server is always stopped
+(and Chromium and the server are started through tests/reaper.py: they die with pytest).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from privacy_gate import names, tracking
+
+from ..conftest import EXAMPLE, review_rules, write_release_config
+from ..reaper import popen
+from ..stack import free_port, stop_group
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+OUT = Path(__file__).resolve().parents[1] / "output" / "browser"
+GROUP = "race=Asian-Pac-Islander"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
+         "--hide-scrollbars", "--window-size=1400,1000"]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
+                       reason=f"Chromium not installed ({CHROMIUM}): apt-get install chromium "
+                              "(.ci/run installs it) to run the browser tests"),
+]
+
+
+# ------------------------------------------------------------------------------ processes
+
+
+def _run_chromium(args: list[str], profile: Path, timeout: float = 90.0) -> str:
+    profile.mkdir(parents=True, exist_ok=True)
+    proc = popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.PIPE,
+                 stderr=subprocess.DEVNULL, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_group(proc, 5)
+        raise AssertionError(f"Chromium did not finish within {timeout:.0f} s: {args[-1]}") from None
+    finally:
+        stop_group(proc, 5)
+    return out
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client over ``--remote-debugging-pipe`` (fds 3 and 4):
+    NUL-terminated JSON, standard library only."""
+
+    def __init__(self, profile: Path):
+        profile.mkdir(parents=True, exist_ok=True)
+        to_chrome, self._out = os.pipe()
+        self._in, from_chrome = os.pipe()
+
+        def wire_fds():  # in the child: fd 3 = commands in, fd 4 = responses out
+            a = fcntl.fcntl(to_chrome, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(from_chrome, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        # the launcher (tests/reaper.py) passes fds 3 and 4 on to Chromium
+        self.proc = popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+                          preexec_fn=wire_fds, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_chrome)
+        os.close(from_chrome)
+        self._buf = b""
+        self._id = 0
+        self.events: list[dict] = []
+
+    def _message(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while b"\0" not in self._buf:
+            ready, _, _ = select.select([self._in], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError("no answer from Chromium")
+            chunk = os.read(self._in, 1 << 20)
+            if not chunk:
+                raise EOFError("Chromium closed the DevTools pipe")
+            self._buf += chunk
+        raw, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(raw)
+
+    def send(self, method: str, params: dict | None = None, *, session: str | None = None,
+             timeout: float = 30.0) -> dict:
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params or {}, **({"sessionId": session} if session else {})}
+        os.write(self._out, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self._message(max(0.1, deadline - time.monotonic()))
+            if answer.get("id") == self._id:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer.get("result", {})
+            self.events.append(answer)
+
+    def open_page(self) -> str:
+        page = next(t for t in self.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})["sessionId"]
+        # out-of-process iframes (the artifact viewer's sandboxed report) attach as their own sessions
+        self.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True},
+                  session=session)
+        self.send("Page.enable", session=session)
+        return session
+
+    def pump(self, seconds: float) -> None:
+        """Collect the events Chromium sends for ``seconds`` (they only arrive while we read)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                self.events.append(self._message(left))
+            except TimeoutError:
+                return
+
+    def iframe_sessions(self) -> list[str]:
+        return [e["params"]["sessionId"] for e in self.events if e.get("method") == "Target.attachedToTarget"
+                and e["params"]["targetInfo"]["type"] == "iframe"]
+
+    def text(self, session: str) -> str:
+        r = self.send("Runtime.evaluate", {"expression": "document.body ? document.body.innerText : ''",
+                                           "returnByValue": True}, session=session)
+        return r.get("result", {}).get("value") or ""
+
+    def screenshot(self, session: str, path: Path, *, full_page: bool = False) -> None:
+        params: dict = {"format": "png"}
+        if full_page:
+            size = self.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
+            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": size["width"],
+                                                            "height": min(size["height"], 12000), "scale": 1})
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params, session=session)["data"]))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.send("Browser.close", timeout=5)
+        stop_group(self.proc, 10)
+        for fd in (self._in, self._out):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def review_run(prefect_server, small_adult, tmp_path_factory):
+    """A finished release flow ending in REVIEW with exactly one flagged subgroup (~20 s)."""
+    from privacy_gate.flows import release_flow
+    from privacy_gate.config import load_release_config
+    from privacy_gate.data import conform, split_by_entity
+
+    folder = tmp_path_factory.mktemp("browser-data")
+    real = pd.read_csv(small_adult / "real.csv")
+    real.to_csv(folder / "real.csv", index=False)
+    cfg = load_release_config(write_release_config(folder, {"name": "copy_train"}, name="probe.yaml"))
+    train = split_by_entity(conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split).train
+    copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
+    synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(frac=1.0, random_state=1)
+    synthetic.to_csv(folder / "synthetic.csv", index=False)
+    gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
+    gate["rules"] = review_rules()  # a REVIEW run: without the global exposed-share block rule
+    gate["max_verbatim_copy_share"] = 0.05  # the copies are ~2% of the release: the subgroup rule must catch them
+    config = write_release_config(folder, {"name": "file", "path": str(folder / "synthetic.csv")}, name="browser.yaml",
+                                  gate=gate, audit={"intersections": [], "min_group_size": 15})
+    workdir = tmp_path_factory.mktemp("browser-wd")
+    result = release_flow(config_path=str(config), workdir=str(workdir))
+    verdict = result.verdict
+    assert verdict.decision == "REVIEW" and list(verdict.flagged_subgroups) == [GROUP], verdict.reasons
+    return verdict.run_id, workdir
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(review_run):
+    """``mlflow server`` on the run's sqlite store, loopback only; stopped (TERM, wait) afterwards."""
+    _, workdir = review_run
+    port = free_port()
+    exe = Path(sys.executable).with_name("mlflow")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
+    cmd += ["server", "--backend-store-uri", tracking.default_tracking_uri(workdir), "--workers", "1",
+            "--host", "127.0.0.1", "--port", str(port),
+            "--artifacts-destination", (workdir / names.ARTIFACT_DIR).resolve().as_uri()]
+    # no background job runner (huey consumers): nothing here needs it, and CI has 2 cores
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    log = (workdir / "mlflow-server.log").open("w")
+    proc = popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"mlflow server exited ({proc.returncode}):\n"
+                                     + (workdir / "mlflow-server.log").read_text()[-3000:])
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            if time.monotonic() > deadline:
+                raise AssertionError("mlflow server did not answer /health within 120 s:\n"
+                                     + (workdir / "mlflow-server.log").read_text()[-3000:])
+            time.sleep(0.5)
+        yield url
+    finally:
+        stop_group(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def out_dir() -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    return OUT
+
+
+def _experiment(workdir: Path, run_id: str) -> str:
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking.default_tracking_uri(workdir)).get_run(run_id).info.experiment_id
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+@pytest.mark.timeout(600)
+def test_report_artifact_is_served_by_mlflow(review_run, mlflow_server):
+    run_id, _ = review_run
+    with urllib.request.urlopen(f"{mlflow_server}/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}",
+                                timeout=30) as r:
+        assert r.status == 200 and r.headers.get_content_type() == "text/html"
+        page = r.read().decode()
+    assert 'class="banner REVIEW"' in page and GROUP in page and "data:image/png;base64," in page
+
+
+@pytest.mark.timeout(600)
+def test_run_page_shows_verdict_and_flagged_subgroup(review_run, mlflow_server, out_dir, tmp_path):
+    run_id, workdir = review_run
+    url = tracking.run_url(mlflow_server, _experiment(workdir, run_id), run_id)
+    dom = ""
+    for attempt, budget in enumerate((10000, 20000, 40000)):  # the React UI needs time to fetch and render
+        dom = _run_chromium([f"--virtual-time-budget={budget}", "--dump-dom", url], tmp_path / f"dom{attempt}")
+        if names.TAG_VERDICT in dom and GROUP in dom:
+            break
+    assert names.TAG_VERDICT in dom and names.TAG_FLAGGED in dom, dom[-2000:]
+    assert "REVIEW" in dom and GROUP in dom
+    assert run_id in dom
+    shot = out_dir / "run_page.png"
+    shot.unlink(missing_ok=True)
+    _run_chromium([f"--virtual-time-budget={budget}", f"--screenshot={shot}", url], tmp_path / "shot")
+    assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(600)
+def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out_dir, tmp_path):
+    run_id, workdir = review_run
+    exp = _experiment(workdir, run_id)
+    browser = DevTools(tmp_path / "profile")
+    try:
+        page = browser.open_page()
+        browser.send("Page.navigate", {"url": f"{mlflow_server}/#/experiments/{exp}/runs/{run_id}/artifacts/"
+                                              f"{names.ART_REPORT}"}, session=page)
+        text, deadline = "", time.monotonic() + 90
+        while time.monotonic() < deadline:
+            browser.pump(0.5)
+            texts = []
+            for frame in browser.iframe_sessions():
+                with contextlib.suppress(RuntimeError, TimeoutError):  # a frame may be gone again
+                    texts.append(browser.text(frame))
+            text = next((t for t in texts if "flagged subgroups" in t), "")
+            if "REVIEW" in text and GROUP in text and "How to decide" in text:
+                break
+        assert "REVIEW" in text and f"flagged subgroups: {GROUP}" in text, text[:2000]
+        assert "How to decide" in text and f"privacy-gate approve {run_id} --reviewer NAME --suppress {GROUP}" in text
+        assert "pending" in text and "Rules" in text and "Subgroups" in text
+        browser.pump(1.0)  # let the figures decode before the screenshot
+        browser.screenshot(page, out_dir / "report_in_mlflow.png")
+        # the same served bytes as a full page (what "download" + open would show), for a readable screenshot
+        browser.send("Runtime.evaluate", {"expression": (
+            f"fetch('/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}').then(r => r.text())"
+            ".then(t => { document.open(); document.write(t); document.close(); })"),
+            "awaitPromise": True}, session=page)
+        browser.pump(1.0)
+        full = browser.text(page)
+        assert full.startswith("REVIEW") and GROUP in full
+        images = browser.send("Runtime.evaluate", {"expression": (
+            "Array.from(document.images).filter(i => i.complete && i.naturalWidth > 100).length"),
+            "returnByValue": True}, session=page)["result"]["value"]
+        assert images >= 3  # ROC, score histograms, subgroup bars all decode
+        browser.screenshot(page, out_dir / "report_full.png", full_page=True)
+    finally:
+        browser.close()
+    assert (out_dir / "report_in_mlflow.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(600)
+def test_decision_rerenders_the_served_report(review_run, mlflow_server):
+    """Runs last: rejecting the run re-renders its report; the server serves the new one."""
+    from privacy_gate.pipeline.review import decide_run
+
+    run_id, workdir = review_run
+    decide_run(run_id, action="reject", reviewer="ana", comment="rare group copied verbatim",
+               tracking_uri=tracking.default_tracking_uri(workdir), workdir=str(workdir))
+    with urllib.request.urlopen(f"{mlflow_server}/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}",
+                                timeout=30) as r:
+        page = r.read().decode()
+    assert "rejected by ana" in page and "rare group copied verbatim" in page
+    assert 'id="decide"' not in page  # decided: no "how to decide" box any more

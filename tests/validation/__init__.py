@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.validation: Great Expectations suites."""
