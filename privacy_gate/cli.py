@@ -184,7 +184,9 @@ def gate(
     rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
     config: Annotated[Optional[Path], typer.Option(
         help="YAML with the targets / attacks / gate / audit / mace sections of a release config.")] = None,
-    publish_to: Annotated[Optional[Path], typer.Option(help="Publication folder (default WORKDIR/published).")] = None,
+    # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder 's3:/bucket'
+    publish_to: Annotated[Optional[str], typer.Option(
+        help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
@@ -212,13 +214,13 @@ def gate(
 
         _run_flow(gate_only_run, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
                   synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, judging=judging, workdir=workdir,
-                  publish_to=str(publish_to) if publish_to else None, logger=_cli_logger())
+                  publish_to=publish_to or None, logger=_cli_logger())
     from privacy_gate.flows import gate_flow
 
     _run_flow(gate_flow, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
               synthetic=str(synthetic), spec_path=str(spec), rules_path=str(rules) if rules else None,
               config_path=str(config) if config else None,
-              workdir=str(workdir), publish_to=str(publish_to) if publish_to else None)
+              workdir=str(workdir), publish_to=publish_to or None)
 
 
 TrackingOpt = Annotated[Optional[str], typer.Option("--tracking-uri",

@@ -5,7 +5,7 @@ One module because it is the user-facing contract: the release config, the rules
 loading form one schema, documented in the README, and are read in one place. Every error names
 the file, the key and the problem.
 
->>> cfg = GateConfig.model_validate({"rules": [{"metric": "dcr.auc", "max": 0.6}]})
+>>> cfg = GateConfig.model_validate({"rules": [{"metric": "auc", "attack": "dcr", "max": 0.6}]})
 >>> cfg.rules[0].describe()
 'dcr.auc <= 0.6'
 """
@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from privacy_gate.errors import ConfigError
+from privacy_gate.names import COMBINED, GROUP_FIGURES, ORACLE_ATTACK, PLAIN_FIGURES, STRONGEST, rule_metric_problem
 from privacy_gate.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
@@ -132,6 +133,11 @@ class Rule(_Strict):
     def _bound(self) -> Rule:
         if (self.max is None) == (self.min is None):
             raise ValueError(f"rule on '{self.metric}' needs exactly one of 'max' or 'min'")
+        # a rule that can read no figure would be skipped (subgroup scope) or block for the wrong
+        # reason: a misspelled metric is a config error, whatever the scope
+        problem = rule_metric_problem(self.metric, attack=self.attack, scope=self.scope)
+        if problem:
+            raise ValueError(f"rule '{self.describe()}': {problem}")
         return self
 
     @property
@@ -173,6 +179,15 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 class GateConfig(_Strict):
     rules: list[Rule] = Field(default_factory=lambda: list(DEFAULT_RULES))
     max_verbatim_copy_share: float = Field(0.01, ge=0, le=1)
+    # a gate without rules approves whatever the attacks find: only when asked for in so many words
+    allow_no_rules: bool = False
+
+    @model_validator(mode="after")
+    def _some_rules(self) -> GateConfig:
+        if not self.rules and not self.allow_no_rules:
+            raise ValueError("rules: empty — a gate with no rules approves every release, however leaky; list "
+                             "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true")
+        return self
 
     def rules_hash(self) -> str:
         payload = json.dumps([r.model_dump() for r in self.rules], sort_keys=True)
@@ -256,6 +271,30 @@ def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         return f"attacks: {dupes} listed more than once (metric names would collide; give one a different 'label')"
+    return None
+
+
+#: metric families that name no attack (``exposed.count``, ``membership_test.p_adjusted``, ...)
+PLAIN_FAMILIES = {*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)}
+
+
+def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...]
+                  ) -> str | None:
+    """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
+    figure: what is wrong, or None.
+
+    >>> rules_problem([Rule(metric="auc", attack="dcrr", max=0.6)], [AttackConfig(name="dcr")])
+    "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any, combined or strongest"
+    """
+    keys = [a.key for a in attacks]
+    allowed = {"any", COMBINED, STRONGEST, ORACLE_ATTACK, *keys}
+    for i, rule in enumerate(rules):
+        named = rule.attack
+        if named is None and rule.metric.partition(".")[0] not in PLAIN_FAMILIES:
+            named = rule.metric.partition(".")[0]  # a metric written as <attack>.<figure>
+        if named is not None and named not in allowed:
+            return (f"gate.rules[{i}] ({rule.describe()}): attack {named!r} is not a configured attack "
+                    f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
     return None
 
 
@@ -435,7 +474,7 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
@@ -452,11 +491,26 @@ class ReleaseConfig(_Strict):
 # --------------------------------------------------------------------------- YAML loading
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error: with the plain
+    loader the last one silently wins, so a second ``rules:`` or ``max:`` would replace the first."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(path: Path) -> Any:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except yaml.MarkedYAMLError as exc:  # one line: file, line, column and the parser's complaint
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -523,7 +577,7 @@ class GateOnlyConfig(_Strict):
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks)
         if problem:
             raise ValueError(problem)
         return self

@@ -54,6 +54,67 @@ GROUP_TEST = "membership_test"
 SUPPRESS_EXPOSED = "exposed"
 
 
+# ---- what a gate rule can read (checked when a config is loaded: a typo must not skip a rule) --
+
+#: ROC figures of one attack's scores (``estimators.metrics.roc_metrics``), incl. the class sizes.
+ROC_FIGURES = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage", "n_members", "n_non_members")
+#: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
+#: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
+PLAIN_FIGURES = {
+    "exposed": ("count", "tested", "false_expected", "share", "share_lower", "share_upper", "threshold", "level",
+                "attacks", "delta", "scan_count", "scan_tested", "scan_calibration", "scan_threshold",
+                "scan_false_bound"),
+    "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
+    "utility": ("quality", "tvd_1way", "tvd_2way", "worst_1way_tvd", "worst_2way_tvd", "n_columns", "n_pairs"),
+}
+#: A subgroup's own figures without an attack (its rank test, sizes and exposed records).
+GROUP_FIGURES = ("membership_test.p_value", "membership_test.p_adjusted", "n_members", "n_non_members",
+                 "exposed.count")
+
+
+def attack_figures() -> tuple[str, ...]:
+    """Every figure a rule can read per attack (``<attack>.<figure>``)."""
+    mace = tuple(f"mace.{f}" for f in MACE_FIGURES)
+    return (ROC_FIGURES + mace + tuple(f"entity.{f}" for f in ROC_FIGURES)
+            + tuple(f"dependency.{f}" for f in ROC_FIGURES + mace))
+
+
+def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str | None:
+    """Why a rule on ``metric`` (for ``attack``, at ``scope``) could never read a figure, or None.
+    Without ``attack`` a metric may also name one (``dcr.auc``); whether that attack runs is the
+    config's to check (``config.rules_problem``).
+
+    >>> rule_metric_problem("auc", attack="any", scope="subgroup") is None
+    True
+    >>> rule_metric_problem("dcr.auc", attack=None, scope="global") is None
+    True
+    >>> rule_metric_problem("acu", attack="any", scope="subgroup")
+    "metric 'acu' is not a figure of an attack in a subgroup (auc, tpr_at_fpr_0.01, tpr_at_fpr_0.001, advantage, ...)"
+    >>> rule_metric_problem("exposed.share_lowr", attack=None, scope="global")
+    "metric 'exposed.share_lowr' is not a figure the gate records (exposed.count, exposed.tested, ...)"
+    """
+    per_attack = attack_figures() if scope == "global" else ROC_FIGURES + tuple(f"mace.{f}" for f in MACE_FIGURES)
+    where = "of an attack" if scope == "global" else "of an attack in a subgroup"
+    if attack is not None:
+        return None if metric in per_attack else f"metric {metric!r} is not a figure {where} ({', '.join(per_attack[:4])}, ...)"
+    family, _, figure = metric.partition(".")
+    if scope == "subgroup" and metric in GROUP_FIGURES:
+        return None
+    if scope == "global" and family == "validation" and figure.startswith("synthetic."):
+        return None  # the synthetic suite's figures (copy_share, failed, success, ...)
+    if scope == "global" and family in PLAIN_FIGURES:
+        if figure in PLAIN_FIGURES[family]:
+            return None
+        known = [f"{family}.{f}" for f in PLAIN_FIGURES[family]]
+        return f"metric {metric!r} is not a figure the gate records ({', '.join(known[:2])}, ...)"
+    if figure in per_attack:
+        return None  # <attack>.<figure>
+    if scope == "subgroup":
+        return (f"metric {metric!r} is not a figure of a subgroup ({', '.join(GROUP_FIGURES)}, or "
+                "<attack>.<figure>)")
+    return f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, exposed.count, ...)"
+
+
 def metric_name(attack: str | None, metric: str) -> str:
     """``domias`` + ``auc`` -> ``domias.auc``; the key gate rules read."""
     return f"{attack}.{metric}" if attack else metric

@@ -166,3 +166,27 @@ def test_gate_only_takes_the_judging_sections_of_a_config(gate_files, tmp_path):
     bad.write_text(yaml.safe_dump({"audit": {"intersections": [["sex", "planet"]]}}))
     code, _, err = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--config", str(bad)))
     assert code == 2 and "audit.intersections" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_holdout_that_is_the_training_file_is_refused(gate_files, tmp_path):
+    """With the training file as the holdout, members and non-members are the same records: no
+    attack can tell them apart and a copy of train used to be APPROVED and published."""
+    args = _gate_args(gate_files, "copies.csv", tmp_path, "--json", "--orchestrator", "local",
+                      "--publish-to", str(tmp_path / "published"))
+    args[args.index("--holdout") + 1] = str(gate_files / "train.csv")
+    code, out, _ = _invoke(args)
+    summary = _last_json(out)
+    assert code == 4 and summary["verdict"] == "BLOCK" and summary["status"] == "invalid_input"
+    reason = " ".join(r["message"] for r in summary["reasons"])
+    assert "holdout train.csv and train train.csv share records: 1800 of 1800" in reason
+    assert not (tmp_path / "published").exists() or not any((tmp_path / "published").iterdir())
+
+
+def test_a_reference_holding_training_records_is_refused(gate_files, tmp_path):
+    mixed = pd.concat([pd.read_csv(gate_files / "reference.csv"), pd.read_csv(gate_files / "train.csv").iloc[:200]])
+    mixed.to_csv(tmp_path / "mixed_reference.csv", index=False)
+    args = _gate_args(gate_files, "independent.parquet", tmp_path, "--json", "--orchestrator", "local")
+    args[args.index("--reference") + 1] = str(tmp_path / "mixed_reference.csv")
+    code, out, _ = _invoke(args)
+    reason = " ".join(r["message"] for r in _last_json(out)["reasons"])
+    assert code == 4 and "reference mixed_reference.csv and train train.csv share records: 200 of 800" in reason

@@ -72,3 +72,56 @@ def test_spec_in_separate_file_and_rules_file(tmp_path):
     rules = load_rules(_write(tmp_path, {"rules": [{"metric": "auc", "attack": "any", "max": 0.7}]}, "r.yaml"))
     assert rules.rules[0].max == 0.7
     assert GateConfig().rules == list(DEFAULT_RULES)
+
+
+# ---- rules that could read nothing are refused at load time, whatever their scope -----------------
+
+
+def _with_rules(tmp_path: Path, rules, **gate) -> Path:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["gate"] = {"rules": rules, **gate}
+    path = tmp_path / "release.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("rule, needle", [
+    ({"metric": "acu", "attack": "any", "max": 0.7, "scope": "subgroup"}, "'acu' is not a figure of an attack"),
+    ({"metric": "membership_test.p_adjustd", "min": 0.01, "scope": "subgroup"}, "not a figure of a subgroup"),
+    ({"metric": "auc", "attack": "dcrr", "max": 0.7, "scope": "subgroup"}, "attack 'dcrr' is not a configured attack"),
+    ({"metric": "auc", "attack": "dcrr", "max": 0.6}, "attack 'dcrr' is not a configured attack"),
+    ({"metric": "dcrr.auc", "max": 0.6}, "attack 'dcrr' is not a configured attack"),
+    ({"metric": "exposed.share_lowr", "max": 0.005}, "'exposed.share_lowr' is not a figure the gate records"),
+    ({"metric": "utility.qualty", "min": 0.6}, "'utility.qualty' is not a figure the gate records"),
+])
+def test_a_rule_that_can_read_nothing_is_a_config_error(tmp_path, rule, needle):
+    """A misspelled subgroup rule used to be skipped in every group (a leaky release approved)."""
+    with pytest.raises(ConfigError, match="gate") as err:
+        load_release_config(_with_rules(tmp_path, [*[r.model_dump() for r in DEFAULT_RULES], rule]))
+    assert needle in str(err.value)
+
+
+def test_every_figure_a_default_rule_reads_is_accepted(tmp_path):
+    cfg = load_release_config(_with_rules(tmp_path, [
+        {"metric": "auc", "attack": "dcr", "max": 0.6}, {"metric": "dcr.auc", "max": 0.6},
+        {"metric": "mace.advantage_lower", "attack": "combined", "max": 0.1},
+        {"metric": "strongest.tpr_at_fpr_0.01", "max": 0.1}, {"metric": "validation.synthetic.copy_share", "max": 0.01},
+        {"metric": "dependency.dp_bound_excess", "max": 0.0}, {"metric": "exposed.scan_count", "max": 0},
+        {"metric": "exposed.count", "max": 0, "scope": "subgroup"}, {"metric": "n_members", "min": 1, "scope": "subgroup"},
+        {"metric": "dcr.mace.advantage_upper", "max": 0.2, "scope": "subgroup"}]))
+    assert len(cfg.gate.rules) == 10
+
+
+def test_an_empty_rule_set_is_refused_unless_allowed(tmp_path):
+    with pytest.raises(ConfigError, match="rules: empty"):
+        load_release_config(_with_rules(tmp_path, []))
+    assert load_release_config(_with_rules(tmp_path, [], allow_no_rules=True)).gate.rules == []
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    """The plain YAML loader keeps the last of two equal keys: a second ``max`` silently loosened a rule."""
+    path = tmp_path / "dup.yaml"
+    path.write_text(EXAMPLE.read_text().replace("    - {metric: exposed.share_lower, max: 0.005, action: block}",
+                                                "    - {metric: exposed.share_lower, max: 0.005, max: 0.9, action: block}"))
+    with pytest.raises(ConfigError, match=r"dup.yaml: not valid YAML: line \d+, column \d+: .*duplicate key 'max'"):
+        load_release_config(path)

@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from privacy_gate.config import ReleaseConfig
 
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
+from privacy_gate.data.table import row_hashes
 from privacy_gate.errors import DataError
 
 SPLIT_NAMES = ("train", "holdout", "reference")
@@ -56,6 +58,57 @@ def split_release(config: ReleaseConfig, real: pd.DataFrame, reference: pd.DataF
 def read_split_files(paths: dict[str, str | Path], spec: DatasetSpec) -> dict[str, pd.DataFrame]:
     """Gate-only mode: train / holdout / reference files, each conformed to the spec."""
     return {k: conform(read_table(paths[k]), spec, source=str(paths[k])) for k in SPLIT_NAMES}
+
+
+#: Identical records of different people exist in real tables (Adult has them), so two honest
+#: splits share a few rows by chance; a share above this (or above three times the training split's
+#: own twin rate, whichever is larger) means the files overlap.
+MAX_CHANCE_OVERLAP = 0.01
+
+
+def _twin_share(rows: np.ndarray, of: np.ndarray) -> tuple[int, float]:
+    """How many of ``rows`` have an identical row in ``of``, and their share."""
+    shared = int(np.isin(rows, of).sum())
+    return shared, shared / max(1, len(rows))
+
+
+def check_disjoint(parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources: dict[str, str]) -> None:
+    """Train, holdout and reference must be different people. A holdout that is (or contains) the
+    training file makes members and non-members the same records, so no attack can tell them
+    apart and a leaky release would pass; a reference holding training records blinds the
+    reference-calibrated attacks. Refused with the files named and the overlap counted (no values).
+
+    >>> df = pd.DataFrame({"a": range(100)})
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
+    >>> check_disjoint({"train": df, "holdout": df, "reference": df.iloc[:0]}, spec,
+    ...                sources={"train": "t.csv", "holdout": "h.csv", "reference": "r.csv"})
+    Traceback (most recent call last):
+    ...
+    privacy_gate.errors.DataError: holdout h.csv and train t.csv share records: 100 of 100 holdout rows (100.0%) are identical to train rows (at most 1% are expected by chance); the splits must hold different people
+    """
+    names = [n for n in SPLIT_NAMES if n in parts]
+    if spec.entity_id is not None:
+        ids = {n: set(parts[n][spec.entity_id].dropna().astype(str)) for n in names}
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                common = len(ids[a] & ids[b])
+                if common:
+                    raise DataError(f"{b} {sources[b]} and {a} {sources[a]} share {common} {spec.entity_id!r} "
+                                    "entities; the splits must hold different entities")
+    hashed = {n: row_hashes(parts[n][spec.column_names]) for n in names}
+    train = hashed.get("train")
+    twins = 0.0
+    if train is not None and len(train):
+        _, counts = np.unique(train, return_counts=True)
+        twins = float(counts[counts > 1].sum()) / len(train)  # training rows with a twin in train
+    limit = max(MAX_CHANCE_OVERLAP, 3 * twins)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared, share = _twin_share(hashed[b], hashed[a])
+            if share > limit:
+                raise DataError(f"{b} {sources[b]} and {a} {sources[a]} share records: {shared} of {len(hashed[b])} "
+                                f"{b} rows ({share:.1%}) are identical to {a} rows (at most {limit:.0%} are expected "
+                                "by chance); the splits must hold different people")
 
 
 def splits_from_frames(parts: dict[str, pd.DataFrame]) -> Splits:

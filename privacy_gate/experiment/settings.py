@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
+from privacy_gate.config import (DEFAULT_ATTACKS, rules_problem, AttackConfig, AuditConfig, ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
@@ -56,6 +56,13 @@ class GateSettings(BaseModel):
     oracle_focal_points: tuple[FocalPoint, ...] | None = None  # evaluator-only knowledge
     publish_format: str = "parquet"
     score_chunks: int = Field(1, ge=1)  # each attack scores its targets in this many tasks (runner.score_chunks)
+
+    @model_validator(mode="after")
+    def _rules_read_attacks_that_run(self) -> GateSettings:
+        problem = rules_problem(self.gate.rules, self.attacks)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @property
     def epsilon(self) -> float | None:

@@ -19,7 +19,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
 from privacy_gate.pipeline.executor import Executor
-from privacy_gate.experiment.inputs import GateInputs, splits_from_frames
+from privacy_gate.experiment.inputs import GateInputs, check_disjoint, splits_from_frames
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.gate_run import Sink, run_gate
 from privacy_gate.pipeline.stages import StageClock
@@ -56,6 +56,8 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
                                                  for a in attacks]
     settings = settings_for_gate_only(spec=spec, gate=gate, attacks=attack_cfgs, targets=targets, audit=audit,
                                       mace=mace, exposure=exposure, score_chunks=score_chunks)
+    check_disjoint(parts, spec, sources={k: str(v) if isinstance(v, (str, Path)) else f"(the {k} DataFrame)"
+                                         for k, v in (("train", train), ("holdout", holdout), ("reference", reference))})
     inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"))
     return run_gate(inputs, settings, executor=executor, sinks=sinks,
                     clock=StageClock(logger) if logger is not None else None)

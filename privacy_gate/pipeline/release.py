@@ -23,8 +23,8 @@ from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import Generator, create_generator
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.experiment.inputs import (GateInputs, load_real_data, read_split_files, split_release,
-                                          splits_from_frames)
+from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, load_real_data, read_split_files,
+                                           split_release, splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
@@ -124,6 +124,11 @@ def _validate_input(state: ReleaseState, executor: Executor, logger: Any) -> Non
 
 def _split(state: ReleaseState, executor: Executor, logger: Any) -> None:
     state.splits = executor.run("split_data", split_release, state.config, state.real, state.public_reference)
+    if state.public_reference is not None:  # splits of one table are disjoint; a public file may not be
+        dataset = state.config.dataset
+        check_disjoint({k: getattr(state.splits, k) for k in SPLIT_NAMES}, dataset.spec,
+                       sources={"train": location_name(dataset.path), "holdout": location_name(dataset.path),
+                                "reference": location_name(dataset.reference_path)})
     state.ctx.sink.record_params({f"n_{k}": v for k, v in state.splits.sizes().items()})
 
 
@@ -197,7 +202,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
     wd = Path(workdir)
     tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name)
     ctx = RunContext(sink=MlflowSink.start(tracker, name=f"gate-{spec.name}", kind="gate_only", dataset=spec.name),
-                     store=ReleaseStore(workdir=wd, target=Path(publish_to) if publish_to else None),
+                     store=ReleaseStore(workdir=wd, target=publish_to or None),  # a folder or s3://...
                      dataset=spec.name, clock=StageClock(logger) if logger else StageClock(), executor=executor)
     clock = ctx.clock
     paths = {"train": Path(train), "holdout": Path(holdout), "reference": Path(reference)}
@@ -214,6 +219,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         with clock.stage("validate_input", "validating input data (Great Expectations)"):
             for k, df in parts.items():
                 ctx.validate_input(df, spec, f"{k} data {paths[k].name}")
+            check_disjoint(parts, spec, sources={k: p.name for k, p in paths.items()})
         splits = splits_from_frames(parts)
         ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
         with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):

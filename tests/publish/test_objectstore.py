@@ -107,3 +107,28 @@ def test_config_keeps_s3_uris(tmp_path, small_adult):
     path.write_text(text)
     cfg = load_release_config(path)
     assert cfg.dataset.path == "s3://data/adult/real.csv" and cfg.publish.target == "s3://releases/adult"
+
+
+def test_gate_publish_to_s3_goes_to_the_bucket(s3_env, small_adult, tmp_path, monkeypatch):
+    """``gate --publish-to s3://bucket/prefix`` publishes to the bucket; it used to collapse the
+    '//' into a local folder 's3:/bucket/prefix' and report the release as published."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from privacy_gate.cli import app
+
+    from ..conftest import EXAMPLE
+
+    real = pd.read_csv(small_adult / "real.csv")
+    for name, part in {"train": real.iloc[:1800], "holdout": real.iloc[1800:2400], "reference": real.iloc[2400:]}.items():
+        part.to_csv(tmp_path / f"{name}.csv", index=False)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, [
+        "gate", "--train", "train.csv", "--holdout", "holdout.csv", "--reference", "reference.csv",
+        "--synthetic", str(small_adult / "independent.csv"), "--spec", "spec.yaml", "--workdir", "wd",
+        "--orchestrator", "local", "--publish-to", "s3://releases/gate-only", "--json"], catch_exceptions=False)
+    verdict = json.loads(result.stdout.strip().splitlines()[-1])
+    assert result.exit_code == 0 and verdict["verdict"] == "APPROVE", verdict.get("reasons")
+    assert len(list_published_s3("s3://releases/gate-only")) == 1
+    assert not (tmp_path / "s3:").exists()
