@@ -299,7 +299,7 @@ def test_reviewer_run_page_explains_the_decision(services, served):
     chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     if not os.access(chromium, os.X_OK):
         pytest.skip(f"Chromium not installed ({chromium}); the record checks above passed")
-    from ..test_browser import _run_chromium
+    from ..report.test_browser import _run_chromium
 
     OUT.mkdir(parents=True, exist_ok=True)
     url = run_url(services.mlflow, run.info.experiment_id, run.info.run_id)  # the link our summaries give
