@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from privacy_gate.errors import ConfigError
-from privacy_gate.names import COMBINED, GROUP_FIGURES, ORACLE_ATTACK, PLAIN_FIGURES, STRONGEST, rule_metric_problem
+from privacy_gate.names import COMBINED, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST, rule_metric_problem
 from privacy_gate.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
@@ -272,10 +272,6 @@ def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
     if dupes:
         return f"attacks: {dupes} listed more than once (metric names would collide; give one a different 'label')"
     return None
-
-
-#: metric families that name no attack (``exposed.count``, ``membership_test.p_adjusted``, ...)
-PLAIN_FAMILIES = {*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)}
 
 
 def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...]

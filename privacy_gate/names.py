@@ -71,6 +71,10 @@ PLAIN_FIGURES = {
 GROUP_FIGURES = ("membership_test.p_value", "membership_test.p_adjusted", "n_members", "n_non_members",
                  "exposed.count")
 
+#: metric families that name no attack (``exposed.count``, ``membership_test.p_adjusted``, ...):
+#: any other first part of a plain rule metric is an attack key (``dcr.auc``)
+PLAIN_FAMILIES = frozenset({*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)})
+
 
 def attack_figures() -> tuple[str, ...]:
     """Every figure a rule can read per attack (``<attack>.<figure>``)."""

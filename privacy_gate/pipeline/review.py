@@ -18,7 +18,7 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
-from privacy_gate.data import Splits, conform, data_hash, read_table
+from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.gate.review_records import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
 from privacy_gate.pipeline.executor import Executor, LocalExecutor

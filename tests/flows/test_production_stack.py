@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
