@@ -169,6 +169,11 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="exposed.share_lower", max=0.005, action="block"),
     Rule(metric="exposed.share_upper", max=0.05, action="review"),
     Rule(metric="exposed.count", max=0, action="review"),
+    # sparse leaks (a few people copied, the most outlying records): more members / training
+    # records among the most extreme scores than chance, exact label-permutation tests, 0.5% each
+    Rule(metric="exposed.tail_pvalue", min=0.005, action="review"),
+    Rule(metric="exposed.scan_tail_pvalue", min=0.005, action="review"),
+    Rule(metric="exposed.scan_count", max=0, action="review"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
     # every subgroup, however small: its rank test, Holm-adjusted over all groups (family-wise 1%:
     # a release with no leakage has a flagged group at most one time in a hundred)
@@ -195,18 +200,25 @@ class GateConfig(_Strict):
 
 
 class ExposureConfig(_Strict):
-    """Exposed-record discovery: conformal p-values per member target and attack, Bonferroni over
-    the attacks, false discovery rate ``fdr`` over the members (Benjamini–Hochberg, or
-    Benjamini–Yekutieli under any dependence), exposed-share bounds at false-alarm rate ``level``
-    with confidence ``1 - delta``."""
+    """Exposed-record discovery: one combined score per member target (the highest rank any attack
+    gives it), its conformal p-value, false discovery rate ``fdr`` over the members
+    (Benjamini–Hochberg, or Benjamini–Yekutieli under any dependence), the tail-excess test, and
+    exposed-share bounds at false-alarm rate ``level`` with confidence ``1 - delta``."""
 
     fdr: float = Field(0.05, gt=0, lt=1)
     method: Literal["bh", "by"] = "bh"
     level: float = Field(0.01, gt=0, lt=1)
     delta: float = Field(0.05, gt=0, lt=1)
     # also test every training record (not only the member targets) against the whole holdout
-    # with dcr_ratio's score, FDR-controlled (experiment/member_scan.py): exposed.scan_count
-    scan_members: bool = False
+    # with the copy-multiplicity score, FDR-controlled, plus its tail-excess test
+    # (experiment/member_scan.py): exposed.scan_count, exposed.scan_tail_pvalue
+    scan_members: bool = True
+    # the reference split joins the scan's calibration set (more power: a smaller p-value floor).
+    # None = decided per run: yes for a split of the real table that the generator never read,
+    # no for a public reference file or a generator that takes its bins from the reference
+    reference_calibrates: bool | None = None
+    # the tail-excess tests look at the most extreme records up to this share of the pool
+    tail_max_share: float = Field(0.01, gt=0, le=0.2)
 
 
 class AuditConfig(_Strict):
@@ -258,9 +270,10 @@ class PublishConfig(_Strict):
 # MAMA-MIA's "auto" variant shadows marginal (DP) generators and falls back to its generic
 # variant for any other generator or for gate-only data
 # dcr_ratio (DCR calibrated by the reference) is the per-record exposure attack: it singles out
-# near-copies of training records that plain DCR confuses with records in dense regions
+# near-copies of training records that plain DCR confuses with records in dense regions;
+# copy_count adds the repetition (a record copied 40 times, not once) that the nearest row hides
 DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"), AttackConfig(name="dcr_ratio"),
-                   AttackConfig(name="mama_mia"))
+                   AttackConfig(name="copy_count"), AttackConfig(name="mama_mia"))
 
 
 def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
@@ -274,8 +287,8 @@ def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
     return None
 
 
-def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...]
-                  ) -> str | None:
+def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...],
+                  exposure: ExposureConfig | None = None) -> str | None:
     """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
     figure: what is wrong, or None.
 
@@ -291,6 +304,9 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
         if named is not None and named not in allowed:
             return (f"gate.rules[{i}] ({rule.describe()}): attack {named!r} is not a configured attack "
                     f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
+        if exposure is not None and not exposure.scan_members and rule.metric.startswith("exposed.scan_"):
+            return (f"gate.rules[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members is "
+                    "false: turn the scan on or list gate.rules without exposed.scan_* rules")
     return None
 
 
@@ -470,7 +486,7 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
@@ -573,7 +589,7 @@ class GateOnlyConfig(_Strict):
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure)
         if problem:
             raise ValueError(problem)
         return self

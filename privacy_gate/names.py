@@ -61,9 +61,10 @@ ROC_FIGURES = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage", "n_mem
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
 PLAIN_FIGURES = {
-    "exposed": ("count", "tested", "false_expected", "share", "share_lower", "share_upper", "threshold", "level",
-                "attacks", "delta", "scan_count", "scan_tested", "scan_calibration", "scan_threshold",
-                "scan_false_bound"),
+    "exposed": ("count", "tested", "calibration", "false_expected", "share", "share_lower", "share_upper",
+                "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
+                "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
+                "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs"),
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
     "utility": ("quality", "tvd_1way", "tvd_2way", "worst_1way_tvd", "worst_2way_tvd", "n_columns", "n_pairs"),
 }

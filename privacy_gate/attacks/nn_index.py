@@ -101,9 +101,11 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
 
 
 def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: int = 0, nprobe: int = 16,
-                        batch: int = 65_536) -> np.ndarray:
+                        batch: int = 65_536, k: int | None = None) -> np.ndarray:
     """Distance from each target to a near (usually the nearest) candidate, from an inverted-file
     index (faiss ``IndexIVFFlat``: k-means cells, ``nprobe`` nearest cells searched), in float32.
+    With ``k``: the sorted distances to ``k`` near candidates, shape ``(n, k)`` (``inf`` where the
+    searched cells hold fewer).
 
     Not exact: a target whose nearest candidate lies in a cell that was not searched gets the
     distance to the nearest candidate of the searched cells, which is larger. For that reason it
@@ -135,16 +137,16 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
         faiss.omp_set_num_threads(threads)
     index.add(C)
     index.nprobe = min(nprobe, nlist)
-    out = np.empty(targets.shape[0], dtype=np.float64)
+    kk = 1 if k is None else k
+    out = np.empty((targets.shape[0], kk), dtype=np.float64)
     for start in range(0, targets.shape[0], batch):
         T = np.ascontiguousarray(targets[start:start + batch], dtype=np.float32)
-        _, idx = index.search(T, 1)
-        found = idx[:, 0]
-        diff = C[np.maximum(found, 0)] - T
-        d = np.sqrt(np.einsum("ij,ij->i", diff, diff, dtype=np.float64))
+        _, found = index.search(T, kk)
+        diff = C[np.maximum(found, 0)] - T[:, None, :]
+        d = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff, dtype=np.float64))
         d[found < 0] = np.inf  # no candidate in the searched cells (only with tiny cells)
-        out[start:start + batch] = d
-    return out
+        out[start:start + batch] = np.sort(d, axis=1)
+    return out[:, 0] if k is None else out
 
 
 __all__ = ["RETRIEVE", "approximate_nearest", "indexed_nearest"]

@@ -1,37 +1,52 @@
-"""Exposed-record discovery: which training records do the attacks single out, with the false
-discovery rate controlled, and how large is the share of exposed records.
+"""Exposed-record discovery: which training records do the attacks single out (false discovery
+rate controlled), is there an excess of members among the most extreme scores, and how large is
+the share of exposed records — every figure valid when all members share one calibration set.
 
-For each member target ``i`` and attack ``a`` the conformal p-value against the non-member scores
-(the calibration set, ``n0`` records) is
+**One statistic per record.** The attacks are combined before testing: a record's combined
+score is the maximum over the attacks of its rank among all scored records (members and
+non-members pooled), ties broken at random (seeded) so all scores are distinct. That transform is
+a symmetric function of the pool: under "no leakage" (members exchangeable with non-members) the
+combined scores are exchangeable too, so a member's conformal p-value against the ``n0``
+non-members (the calibration set)
 
-    p_ia = (1 + #{j non-member : s_ja >= s_ia}) / (n0 + 1)
+    p_i = (1 + #{j non-member : c_j >= c_i}) / (n0 + 1)
 
-(ties count against the member, so the p-value is conservative). If member ``i`` is not exposed
-— its score is exchangeable with the non-members' — ``p_ia`` is a valid p-value:
-``P(p_ia <= t) <= t``. The attacks are combined per record by Bonferroni, ``p_i = min(1, k min_a
-p_ia)``, valid under any dependence between the attacks. Discoveries are the records selected by
-Benjamini–Hochberg at level ``q`` (default), or Benjamini–Yekutieli (valid under any dependence).
+is valid with no factor for the number of attacks (Bonferroni over ``k`` attacks would make the
+smallest possible p-value ``k / (n0 + 1)``). Discoveries: Benjamini–Hochberg over the members at
+level ``q`` (conformal p-values sharing a calibration set are PRDS: Bates, Candès, Lei, Romano &
+Sesia 2023, Thm. 2.4), or Benjamini–Yekutieli under any dependence. ``tests/estimators/
+test_exposure.py`` checks the FDR by simulation.
 
-Why BH: conformal p-values that share one calibration set are PRDS (Bates, Candès, Lei, Romano &
-Sesia 2023, "Testing for outliers with conformal p-values", Thm. 2.4): BH on one attack's p-values
-controls the FDR. For the Bonferroni minimum over several attacks that theorem does not apply as
-stated; ``tests/estimators/test_exposure.py`` checks the FDR by simulation (correlated attacks, shared
-calibration) and ``method="by"`` gives the guarantee under arbitrary dependence at a cost in power.
+**What can be named at all.** A p-value is at least ``1 / (n0 + 1)``, so BH over ``m`` members at
+level ``q`` selects nothing unless at least ``ceil(m / (q (n0 + 1)))`` members reach that floor
+together (:func:`naming_limit`); the gate reports this number so "no record named" is read as
+"fewer exposed records than that, or none".
 
-The share of exposed members. For one attack, ``F(t)`` is the share of members whose p-value is
-at most ``t``; non-exposed members contribute at most ``t`` each, so with ``pi`` the exposed
-share, ``F(t) <= (1 - pi) t + pi`` and ``pi >= (F(t) - t) / (1 - t) =: pi_t`` — the share of
-members the attack singles out at false-alarm rate ``t`` beyond chance (Storey's estimator with
-lambda = t). With Clopper–Pearson bounds on ``F(t)`` at confidence ``1 - delta / k`` per attack:
+**The tail-excess test** (:func:`tail_excess_pvalue`): a handful of members above every
+non-member is strong evidence even when BH can name none. Under no leakage the members' positions
+in the ranking are a uniformly random subset (label exchangeability — exact whatever the shared
+calibration), so the number of members among the top ``k`` is hypergeometric. The test takes the
+smallest hypergeometric tail p-value over a grid of levels ``k`` (from the single most extreme
+record up to ``max_share`` of the pool) and calibrates that minimum by simulating the null label
+order: an exact, seeded Monte-Carlo p-value for "several levels at once".
 
-- ``share_lower`` = max over attacks of the lower bounds: a lower confidence bound (1 - delta) on
-  the share of exposed records under *any* notion of exposure;
-- ``share_upper`` = max over attacks of the upper bounds: an upper confidence bound (1 - delta)
-  on the largest share any one attack singles out at level ``t`` — the share *detectable* at
-  that level. Records whose exposure no attack reveals are not bounded by anything computed
-  from attack scores.
+**The exposed share.** At the conformal level ``t`` (``j = floor(t (n0 + 1))``: members above the
+``j``-th largest calibration score are "singled out"), a non-exposed member exceeds the threshold
+with probability ``F0``, which — the threshold being an order statistic of the calibration set —
+is ``Beta(j, n0 - j + 1)``-distributed; given the threshold, the members' exceedances are
+independent with probability ``F1 <= (1 - pi) F0 + pi`` (``pi``: the exposed share). Hence
 
->>> import numpy as np
+    pi >= (F1 - F0) / (1 - F0)
+
+and with a Clopper–Pearson lower bound ``L1`` on ``F1`` and the Beta upper quantile ``U0`` of
+``F0``, each at ``delta / 2``, ``share_lower = (L1 - U0) / (1 - U0)`` holds with probability at
+least ``1 - delta`` (``share_upper`` symmetrically, from ``U1`` and the Beta lower quantile).
+Treating the member count as binomial around a *fixed* ``t`` — the earlier bound — ignores the
+calibration set's own randomness, which at ``n1 = n0`` widens the spread by about ``sqrt(2)``:
+such a "95%" bound covered about 82% at share 0. ``share_upper`` bounds the share *detectable* at
+level ``t``: records whose exposure no attack reveals are not bounded by anything computed from
+attack scores.
+
 >>> rng = np.random.default_rng(0)
 >>> non = rng.normal(size=1000)
 >>> mem = np.r_[np.full(50, 9.0), rng.normal(size=950)]  # the first 50 members are exposed
@@ -39,12 +54,14 @@ lambda = t). With Clopper–Pearson bounds on ``F(t)`` at confidence ``1 - delta
 ...                        np.arange(2000), q=0.05, level=0.01, delta=0.05)
 >>> res.count >= 50, set(res.discoveries[:50].tolist()) == set(range(50))
 (True, True)
->>> 0.0 < res.share_lower <= 0.05 <= res.share_upper
-True
+>>> 0.0 < res.share_lower <= 0.05 <= res.share_upper, res.tail_pvalue < 0.001
+(True, True)
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -54,6 +71,11 @@ import pandas as pd
 from scipy import stats
 
 FdrMethod = Literal["bh", "by"]
+
+#: Monte-Carlo draws of the null label order for the tail-excess test (p-value resolution 1 / 4001)
+TAIL_SIMULATIONS = 4000
+#: the tail-excess test looks at most this many top records (the grid of levels stays small)
+TAIL_MAX_TOP = 2000
 
 
 def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
@@ -68,10 +90,34 @@ def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray)
     return (1.0 + at_least) / (len(cal) + 1.0)
 
 
-def combine_bonferroni(pvalues: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Per record: ``min(1, k * min over the k attacks)`` — valid under any dependence."""
-    stacked = np.column_stack([np.asarray(p, dtype=float) for p in pvalues.values()])
-    return np.minimum(1.0, stacked.shape[1] * stacked.min(axis=1))
+def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Ranks 1..n of ``scores`` (higher score, higher rank), ties broken at random.
+
+    >>> random_tie_ranks(np.array([0.5, 2.0, 0.1]), np.random.default_rng(0)).tolist()
+    [2, 3, 1]
+    """
+    scores = np.asarray(scores, dtype=float)
+    order = np.lexsort((rng.random(scores.size), scores))
+    ranks = np.empty(scores.size, dtype=np.int64)
+    ranks[order] = np.arange(1, scores.size + 1)
+    return ranks
+
+
+def combined_scores(scores: Mapping[str, np.ndarray], *, seed: int = 0) -> np.ndarray:
+    """Per record, the maximum over the attacks of its rank in the pooled set (ties at random),
+    divided by the pool size, plus a random half-step so that no two records tie: a symmetric
+    function of the pool, so exchangeable under no leakage.
+
+    >>> c = combined_scores({"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])})
+    >>> bool(c[0] > 0.9 and c[2] > 0.9 and c[1] < 0.9), len(set(c.tolist()))
+    (True, 3)
+    """
+    if not scores:
+        raise ValueError("combining attack scores needs at least one attack")
+    rng = np.random.default_rng(seed)
+    values = [np.asarray(s, dtype=float) for s in scores.values()]
+    top = np.max([random_tie_ranks(v, rng) for v in values], axis=0).astype(float)
+    return (top + 0.5 * rng.random(top.size)) / top.size
 
 
 def fdr_select(pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh") -> tuple[np.ndarray, float]:
@@ -86,13 +132,95 @@ def fdr_select(pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh") -> tu
     m = p.size
     if m == 0:
         return np.zeros(0, dtype=bool), 0.0
-    level = q / np.sum(1.0 / np.arange(1, m + 1)) if method == "by" else q
+    level = _fdr_level(q, m, method)
     order = np.sort(p)
     below = np.flatnonzero(order <= level * np.arange(1, m + 1) / m)
     if below.size == 0:
         return np.zeros(m, dtype=bool), 0.0
     threshold = float(order[below[-1]])
     return p <= threshold, threshold
+
+
+def _fdr_level(q: float, m: int, method: FdrMethod) -> float:
+    return q / float(np.sum(1.0 / np.arange(1, m + 1))) if method == "by" else q
+
+
+def naming_limit(n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh") -> tuple[float, int]:
+    """(the smallest p-value possible, the fewest records BH must find at that p-value to name
+    any): with ``n_calibration`` calibration records no p-value is below ``1 / (n0 + 1)``, and
+    step-up selection at ``q`` over ``n_tested`` records needs ``r`` with ``1/(n0+1) <= q r / m``.
+
+    >>> naming_limit(8000, 4000, q=0.05)
+    (0.00024993751562109475, 40)
+    """
+    floor = 1.0 / (n_calibration + 1.0)
+    level = _fdr_level(q, n_tested, method)
+    return floor, min(n_tested, math.ceil(floor * n_tested / level - 1e-9))
+
+
+# --------------------------------------------------------------------------- tail-excess test
+
+
+def _tail_levels(n_top: int) -> np.ndarray:
+    """Levels 1..20, then about 15% apart, up to ``n_top``."""
+    grid = set(range(1, min(20, n_top) + 1))
+    k = 20.0
+    while k < n_top:
+        k *= 1.15
+        grid.add(min(n_top, int(round(k))))
+    return np.array(sorted(grid), dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _tail_table(n_pool: int, n_members: int, levels: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Per level ``k``, ``P(X >= x)`` for x = 0..k with X ~ Hypergeom(pool, members, k)."""
+    return tuple(stats.hypergeom.sf(np.arange(k + 1) - 1, n_pool, n_members, k) for k in levels)
+
+
+def _min_tail_p(counts: np.ndarray, table: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Smallest tail p-value over the levels; ``counts``: (..., levels) members among the top k."""
+    per_level = np.stack([t[c] for t, c in zip(table, np.moveaxis(counts, -1, 0))], axis=-1)
+    return per_level.min(axis=-1)
+
+
+def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01,
+                       simulations: int = TAIL_SIMULATIONS, seed: int = 0) -> tuple[float, int]:
+    """Exact (Monte-Carlo) p-value of "more members among the highest scores than chance, at some
+    level": the minimum over the levels ``k`` (1 .. ``max_share`` of the pool, at most
+    :data:`TAIL_MAX_TOP`) of the hypergeometric tail p-value of the members among the top ``k``,
+    calibrated by ``simulations`` draws of the null label order. Returns (p-value, the level ``k``
+    where the excess is most significant). Ties are broken at random (seeded).
+
+    >>> y = np.r_[np.ones(1000), np.zeros(1000)]
+    >>> s = np.r_[np.full(8, 10.0), np.zeros(992), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
+    >>> p, k = tail_excess_pvalue(s, y, seed=0)
+    >>> p < 0.05, 8 <= k <= 12
+    (True, True)
+    """
+    labels = np.asarray(labels).astype(bool)
+    n_pool, n_members = labels.size, int(labels.sum())
+    if n_members == 0 or n_members == n_pool:
+        raise ValueError("the tail-excess test needs member and non-member records")
+    rng = np.random.default_rng(seed)
+    n_top = int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
+    levels = _tail_levels(n_top)
+    table = _tail_table(n_pool, n_members, tuple(int(k) for k in levels))
+    top = np.argsort(-random_tie_ranks(scores, rng), kind="stable")[:n_top]
+    observed_counts = np.cumsum(labels[top])[levels - 1]
+    observed = float(_min_tail_p(observed_counts, table))
+    # the null label order of the top n_top positions: draws without replacement from the pool
+    members_left = np.full(simulations, n_members, dtype=np.int64)
+    sequence = np.empty((simulations, n_top), dtype=bool)
+    for i in range(n_top):
+        sequence[:, i] = rng.random(simulations) * (n_pool - i) < members_left
+        members_left -= sequence[:, i]
+    null = _min_tail_p(np.cumsum(sequence, axis=1)[:, levels - 1], table)
+    pvalue = (1.0 + np.sum(null <= observed * (1 + 1e-12))) / (simulations + 1.0)
+    best = int(levels[int(np.argmin([t[c] for t, c in zip(table, observed_counts)]))])
+    return float(pvalue), best
+
+
+# --------------------------------------------------------------------------- exposed share
 
 
 def _clopper_pearson(k: int, n: int, delta: float) -> tuple[float, float]:
@@ -102,38 +230,59 @@ def _clopper_pearson(k: int, n: int, delta: float) -> tuple[float, float]:
     return lower, upper
 
 
-def exposed_share_bounds(pvalues: np.ndarray, *, level: float, delta: float) -> tuple[float, float, float]:
-    """(estimate, lower, upper) of ``pi_t = (F(t) - t) / (1 - t)`` at ``t = level``, each bound at
-    confidence 1 - delta, clipped to [0, 1] (see the module docstring for what they bound)."""
-    p = np.asarray(pvalues, dtype=float)
-    n, k = p.size, int(np.sum(p <= level))
-    lo, hi = _clopper_pearson(k, n, delta)
-
-    def share(f: float) -> float:
-        return float(np.clip((f - level) / (1 - level), 0.0, 1.0))
-
-    return share(k / n), share(lo), share(hi)
+def _share(f1: float, f0: float) -> float:
+    return float(np.clip((f1 - f0) / (1.0 - f0), 0.0, 1.0)) if f0 < 1 else 0.0
 
 
-def no_signal_share_upper(n_members: int, *, level: float, delta: float) -> float:
-    """What ``share_upper`` is for a release with no exposure at all (``F(t) = t`` exactly): the
-    bound's width at this many members (what the gate's power check reads)."""
-    k = int(round(level * n_members))
-    return float(np.clip((_clopper_pearson(k, n_members, delta)[1] - level) / (1 - level), 0.0, 1.0))
+def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float,
+                         delta: float) -> tuple[float, float, float]:
+    """(estimate, lower, upper) of the exposed share at conformal level ``level``, each bound at
+    confidence ``1 - delta`` with the calibration set's randomness accounted for (see the module
+    docstring). Scores must be tie-free (:func:`combined_scores`)."""
+    mem = np.asarray(member_scores, dtype=float)
+    cal = np.sort(np.asarray(calibration_scores, dtype=float))[::-1]
+    n1, n0 = mem.size, cal.size
+    j = int(math.floor(level * (n0 + 1) + 1e-9))
+    if j < 1:
+        raise ValueError(f"exposure.level {level} is below 1/(n0+1) = {1 / (n0 + 1):.2g} for {n0} calibration "
+                         "records: raise the level or use more holdout records")
+    k1 = int(np.sum(mem > cal[j - 1]))
+    l1, u1 = _clopper_pearson(k1, n1, delta / 2)
+    u0 = float(stats.beta.ppf(1 - delta / 2, j, n0 - j + 1))
+    l0 = float(stats.beta.ppf(delta / 2, j, n0 - j + 1))
+    return _share(k1 / n1, j / (n0 + 1.0)), _share(l1, u0), _share(u1, l0)
+
+
+def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, delta: float) -> float:
+    """What ``share_upper`` is for a release with no exposure at all (members exceed as often as
+    the calibration level says): the bound's width at these sizes (what the gate's power check reads)."""
+    n0 = int(n_calibration)
+    j = max(1, int(math.floor(level * (n0 + 1) + 1e-9)))
+    k1 = int(round(n_members * j / (n0 + 1.0)))
+    u1 = _clopper_pearson(k1, int(n_members), delta / 2)[1]
+    return _share(u1, float(stats.beta.ppf(delta / 2, j, n0 - j + 1)))
+
+
+# --------------------------------------------------------------------------- the discovery
 
 
 @dataclass(frozen=True)
 class ExposureResult:
     """Exposed-record discovery over the member targets. ``records`` is keyed by row id only."""
 
-    records: pd.DataFrame  # row_id, p_value, p_<attack>..., exposed (bool), attack (the smallest p)
+    records: pd.DataFrame  # row_id, p_value (combined), exposed (bool), attack (its highest rank), p_<attack>...
     count: int  # discoveries
     tested: int  # member targets tested
+    calibration: int  # non-member targets
     threshold: float  # the step-up p-value threshold (0 when nothing is selected)
     false_expected: float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
-    share: float  # the largest single-attack share singled out at ``level`` beyond chance
+    share: float  # the share singled out at ``level`` beyond chance (combined score)
     share_lower: float  # lower confidence bound on the share of exposed records
     share_upper: float  # upper confidence bound on the share detectable at ``level``
+    tail_pvalue: float  # the tail-excess test
+    tail_top: int  # the level k where the members' excess is most significant
+    min_pvalue: float  # the smallest p-value possible (1 / (n0 + 1))
+    naming_needs: int  # records BH must find at that floor to name any
     delta: float
     q: float
     level: float
@@ -154,35 +303,42 @@ class ExposureResult:
 
     def metrics(self) -> dict[str, float]:
         """Flat figures for the gate rules (``names.exposure_metric``), with the settings the
-        no-signal reference of ``share_upper`` needs (``level``, ``delta``, ``attacks``)."""
-        return {"count": float(self.count), "tested": float(self.tested), "false_expected": self.false_expected,
-                "share": self.share, "share_lower": self.share_lower, "share_upper": self.share_upper,
-                "threshold": self.threshold, "level": self.level, "attacks": float(self.n_attacks),
-                "delta": self.delta}
+        no-signal reference of ``share_upper`` needs (``level``, ``delta``, ``calibration``)."""
+        return {"count": float(self.count), "tested": float(self.tested), "calibration": float(self.calibration),
+                "false_expected": self.false_expected, "share": self.share, "share_lower": self.share_lower,
+                "share_upper": self.share_upper, "threshold": self.threshold, "level": self.level,
+                "attacks": float(self.n_attacks), "delta": self.delta, "tail_pvalue": self.tail_pvalue,
+                "tail_top": float(self.tail_top), "min_pvalue": self.min_pvalue,
+                "naming_needs": float(self.naming_needs)}
 
 
 def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
-                     level: float, delta: float, method: FdrMethod = "bh") -> ExposureResult:
-    """Conformal p-values per attack for every member target, Bonferroni across attacks, FDR
-    selection over the members, and the exposed-share bounds."""
+                     level: float, delta: float, method: FdrMethod = "bh", tail_max_share: float = 0.01,
+                     seed: int = 0) -> ExposureResult:
+    """Combined per-record scores, their conformal p-values for every member target, FDR
+    selection over the members, the tail-excess test and the exposed-share bounds."""
     labels = np.asarray(labels).astype(bool)
     if not scores:
         raise ValueError("exposed-record discovery needs at least one attack's scores")
     if labels.all() or not labels.any():
         raise ValueError("exposed-record discovery needs member and non-member targets")
+    combined = combined_scores(scores, seed=seed)
+    pvalues = conformal_pvalues(combined[labels], combined[~labels])
+    selected, threshold = fdr_select(pvalues, q=q, method=method)
+    share, lower, upper = exposed_share_bounds(combined[labels], combined[~labels], level=level, delta=delta)
+    tail_p, tail_top = tail_excess_pvalue(combined, labels, max_share=tail_max_share, seed=seed + 1)
+    names = list(scores)
+    # per attack: its own conformal p-value and which attack ranks each member highest (for the report)
     per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
                   for a, s in scores.items()}
-    combined = combine_bonferroni(per_attack)
-    selected, threshold = fdr_select(combined, q=q, method=method)
-    bounds = [exposed_share_bounds(p, level=level, delta=delta / len(per_attack)) for p in per_attack.values()]
-    share, lower, upper = (max(b[i] for b in bounds) for i in range(3))
-    names = list(per_attack)
     best = np.argmin(np.column_stack([per_attack[a] for a in names]), axis=1)
-    records = pd.DataFrame({"row_id": np.asarray(row_ids)[labels], "p_value": combined, "exposed": selected,
+    records = pd.DataFrame({"row_id": np.asarray(row_ids)[labels], "p_value": pvalues, "exposed": selected,
                             "attack": np.asarray(names, dtype=object)[best],
                             **{f"p_{a}": p for a, p in per_attack.items()}})
-    count = int(selected.sum())
-    return ExposureResult(records=records, count=count, tested=int(labels.sum()), threshold=threshold,
-                          false_expected=float((1 - share) * labels.sum() * threshold), share=share,
-                          share_lower=lower, share_upper=upper, delta=delta, q=q, level=level, method=method,
-                          n_attacks=len(per_attack))
+    n1, n0 = int(labels.sum()), int((~labels).sum())
+    floor, needs = naming_limit(n1, n0, q=q, method=method)
+    return ExposureResult(records=records, count=int(selected.sum()), tested=n1, calibration=n0,
+                          threshold=threshold, false_expected=float((1 - share) * n1 * threshold), share=share,
+                          share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
+                          min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
+                          n_attacks=len(names))

@@ -30,10 +30,11 @@ KS95 = math.sqrt(-math.log(0.05) / 2)  # one-sided 95% Kolmogorov-Smirnov consta
 def null_reference(metric: str, figures: Mapping[str, float]) -> float | None:
     """The no-signal reference of ``metric`` given one attack's ``figures`` (``n_members``,
     ``n_non_members``, ``mace.bias``, ``mace.radius``) or the exposure figures (``exposed.tested``,
-    ``exposed.level``, ``exposed.delta``, ``exposed.attacks``); None when it cannot be told."""
+    ``exposed.calibration``, ``exposed.level``, ``exposed.delta``); None when it cannot be told."""
     if metric == "exposed.share_upper" and figures.get("exposed.tested"):
-        return no_signal_share_upper(int(figures["exposed.tested"]), level=figures["exposed.level"],
-                                     delta=figures["exposed.delta"] / max(1.0, figures.get("exposed.attacks", 1.0)))
+        return no_signal_share_upper(int(figures["exposed.tested"]),
+                                     int(figures.get("exposed.calibration") or figures["exposed.tested"]),
+                                     level=figures["exposed.level"], delta=figures["exposed.delta"])
     n1, n0 = figures.get("n_members"), figures.get("n_non_members")
     bias, radius = figures.get("mace.bias"), figures.get("mace.radius")
     if metric == "auc" and n1 and n0:

@@ -1,22 +1,37 @@
 """The member scan: every training record tested for exposure, not only the member targets.
 
 The attacks score a sample of members (the targets, sized by statistics); a copied record outside
-that sample is seen only through the share bounds. With ``exposure.scan_members: true`` every
-training record is tested with the cheapest per-record exposure score, ``dcr_ratio``'s
-``log d_ref - log d_syn`` (distance to the closest synthetic row, calibrated by the distance to the
-closest reference row), against every holdout record as the calibration set:
+that sample would be seen only through the share bounds. The scan (on by default,
+``exposure.scan_members``) scores every real record the evaluator holds with the
+copy-multiplicity statistic (:func:`privacy_gate.attacks.distance.copy_scores`):
 
-    p_i = (1 + #{h in holdout : s_h >= s_i}) / (n_holdout + 1)
+    s(x) = g_1 + sum_{j >= 2} max(0, g_j),   g_j = log d_real(x) - log d_syn_j(x)
 
-and Benjamini–Hochberg (or –Yekutieli) over all training records at ``exposure.fdr``. Conformal
-p-values sharing one calibration set are PRDS, so BH controls the false discovery rate (Bates et
-al. 2023, as for the target scan in :mod:`privacy_gate.estimators.exposure`).
+where ``d_syn_j`` is the distance to the ``j``-th nearest synthetic row and ``d_real`` the
+distance to the nearest *other* real record of the pool (train, holdout and — when it is
+exchangeable with the holdout — the reference split). A record copied 40 times has 40 synthetic
+rows far closer than any real record; an exact population twin has ``d_real = 0`` and no evidence.
+The score is the same function of the pool for every record, whichever split it is in, so under no
+leakage the training records' scores are exchangeable with the calibration records' (holdout, and
+the reference when ``calibration_reference``): the conformal p-value of each training record
+
+    p_i = (1 + #{c in calibration : s_c >= s_i}) / (n_calibration + 1)
+
+is valid, Benjamini–Hochberg (or –Yekutieli) over all training records controls the false
+discovery rate (PRDS, Bates et al. 2023), and the tail-excess test
+(:func:`privacy_gate.estimators.exposure.tail_excess_pvalue`) asks whether more training records
+than chance sit among the most extreme scores — the test that sees ten people copied many times,
+which BH over thousands of records cannot name.
+
+The reference joins the calibration set only when nothing but chance tells it from the holdout: a
+split of the same table that the generator never read. A public reference file, or a generator
+that takes its discretisation from the reference (its output then depends on those records), keeps
+it out (``exposure.reference_calibrates``).
 
 Large scans search an approximate inverted-file index
 (:func:`privacy_gate.attacks.nn_index.approximate_nearest`). That changes the score, not the
-validity: the members and the calibration records go through the same search, so a member that
-is not exposed still has a score exchangeable with the holdout's — an approximate search can cost
-power, never false discoveries. Below ``EXACT_PAIRS`` query x candidate pairs the search is exact.
+validity: every record of the pool goes through the same search. Below ``EXACT_PAIRS`` pairs the
+search is exact.
 
 Per-record results: row ids and p-values only (``risk/exposed_members.parquet``).
 """
@@ -28,15 +43,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.distance import nearest_distances, ratio_scores
+from privacy_gate.attacks.distance import COPY_NEIGHBOURS, copy_scores, k_nearest_distances
 from privacy_gate.attacks.nn_index import approximate_nearest
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.exposure import FdrMethod, conformal_pvalues, fdr_select
+from privacy_gate.estimators.exposure import (FdrMethod, conformal_pvalues, fdr_select, naming_limit,
+                                              random_tie_ranks, tail_excess_pvalue)
+from privacy_gate.spec import DatasetSpec
 
-#: exact nearest-record search below this many (train + holdout) x (synthetic + reference) pairs;
-#: above it the approximate index (seconds instead of minutes at a million rows)
+#: exact nearest-record search below this many pool x (synthetic + pool) pairs; above it the
+#: approximate index (seconds instead of minutes at a million rows)
 EXACT_PAIRS = 20_000_000_000
 CHUNK_BYTES = 1 << 28
 
@@ -53,49 +69,76 @@ class ScanResult:
     q: float
     method: str
     search: str  # "exact" or "approximate"
+    tail_pvalue: float = 1.0  # the tail-excess test over the pool
+    tail_top: int = 0  # the level k where the training records' excess is most significant
+    min_pvalue: float = 1.0  # the smallest p-value possible: 1 / (calibration + 1)
+    naming_needs: int = 0  # records BH must find at that floor to name any
+    reference_calibrates: bool = False  # the reference split is in the calibration set
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``names.exposure_metric``: ``exposed.scan_count`` ...)."""
         return {"scan_count": float(self.count), "scan_tested": float(self.tested),
                 "scan_calibration": float(self.calibration), "scan_threshold": self.threshold,
-                "scan_false_bound": self.q * self.count}
+                "scan_false_bound": self.q * self.count, "scan_tail_pvalue": self.tail_pvalue,
+                "scan_tail_top": float(self.tail_top), "scan_min_pvalue": self.min_pvalue,
+                "scan_naming_needs": float(self.naming_needs)}
 
     @property
     def discoveries(self) -> np.ndarray:
         return self.records.loc[self.records["exposed"], "row_id"].to_numpy()
 
 
-def _distances(queries: np.ndarray, candidates: np.ndarray, *, exact: bool, seed: int) -> np.ndarray:
+def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, seed: int = 0,
+                     neighbours: int = COPY_NEIGHBOURS) -> np.ndarray:
+    """The copy-multiplicity score of every pool record (see the module docstring): its nearest
+    synthetic rows against its nearest *other* pool record."""
     if exact:
-        return np.asarray(nearest_distances(queries.astype(np.float64), candidates.astype(np.float64),
-                                            chunk_bytes=CHUNK_BYTES)[0])
-    return approximate_nearest(queries, candidates, seed=seed)
+        d_syn = k_nearest_distances(pool, synthetic, neighbours, chunk_bytes=CHUNK_BYTES)
+        d_pool = k_nearest_distances(pool, pool, 2, chunk_bytes=CHUNK_BYTES)
+    else:
+        d_syn = approximate_nearest(pool, synthetic, seed=seed, k=neighbours)
+        d_pool = approximate_nearest(pool, pool, seed=seed + 1, k=2)
+    # the nearest other record: the second of the two (the first is the record itself, distance
+    # 0 — unless the search missed it, when the first is the nearest other)
+    self_found = d_pool[:, 0] == 0.0
+    d_real = np.where(self_found, d_pool[:, 1], d_pool[:, 0])
+    return copy_scores(d_syn, d_real)
 
 
 def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, q: float,
-                 method: FdrMethod = "bh", seed: int = 0, exact: bool | None = None) -> ScanResult:
+                 method: FdrMethod = "bh", seed: int = 0, exact: bool | None = None,
+                 calibration_reference: bool = False, tail_max_share: float = 0.01) -> ScanResult:
     """Test every training record (see the module docstring). ``exact``: force the search kind
-    (default: exact below :data:`EXACT_PAIRS` pairs)."""
+    (default: exact below :data:`EXACT_PAIRS` pairs); ``calibration_reference``: the reference
+    split is exchangeable with the holdout and joins the pool and the calibration set."""
     if len(splits.holdout) == 0 or len(splits.train) == 0:
         raise ValueError("the member scan needs training and holdout records")
     encoder = MixedEncoder(spec=spec, data_name="reference data").fit(splits.reference)
+    parts = [splits.train, splits.holdout] + ([splits.reference] if calibration_reference else [])
     # float32 encodings: the scan compares scores made by one procedure, so float32 distances keep
     # its p-values valid, and a million-row scan holds half the memory
     S = np.ascontiguousarray(encoder.transform(synthetic), dtype=np.float32)
-    R = np.ascontiguousarray(encoder.transform(splits.reference), dtype=np.float32)
-    Q = np.ascontiguousarray(np.vstack([encoder.transform(splits.train), encoder.transform(splits.holdout)]),
-                             dtype=np.float32)
+    P = np.ascontiguousarray(np.vstack([encoder.transform(p) for p in parts]), dtype=np.float32)
     if exact is None:
-        exact = len(Q) * (len(S) + len(R)) < EXACT_PAIRS
-    d_syn = _distances(Q, S, exact=exact, seed=seed)
-    d_ref = _distances(Q, R, exact=exact, seed=seed + 1)
-    scores = ratio_scores(d_syn, d_ref)
+        exact = len(P) * (len(S) + len(P)) < EXACT_PAIRS
+    scores = pool_copy_scores(P.astype(np.float64) if exact else P, S.astype(np.float64) if exact else S,
+                              exact=exact, seed=seed)
+    # ties at random (seeded): exact population twins all score alike, and exchangeability asks
+    # that none of them is favoured by its position in the pool
+    ranks = random_tie_ranks(scores, np.random.default_rng(seed)).astype(float)
     n_train = len(splits.train)
-    pvalues = conformal_pvalues(scores[:n_train], scores[n_train:])
+    labels = np.zeros(len(P), dtype=bool)
+    labels[:n_train] = True
+    pvalues = conformal_pvalues(ranks[:n_train], ranks[n_train:])
     selected, threshold = fdr_select(pvalues, q=q, method=method)
+    tail_p, tail_top = tail_excess_pvalue(ranks, labels, max_share=tail_max_share, seed=seed + 1)
+    n_cal = len(P) - n_train
+    floor, needs = naming_limit(n_train, n_cal, q=q, method=method)
     records = pd.DataFrame({"row_id": splits.train.index.to_numpy(), "p_value": pvalues, "exposed": selected})
-    return ScanResult(records=records, count=int(selected.sum()), tested=n_train, calibration=len(splits.holdout),
-                      threshold=float(threshold), q=q, method=method, search="exact" if exact else "approximate")
+    return ScanResult(records=records, count=int(selected.sum()), tested=n_train, calibration=n_cal,
+                      threshold=float(threshold), q=q, method=method, search="exact" if exact else "approximate",
+                      tail_pvalue=tail_p, tail_top=tail_top, min_pvalue=floor, naming_needs=needs,
+                      reference_calibrates=calibration_reference)
 
 
-__all__ = ["EXACT_PAIRS", "ScanResult", "scan_members"]
+__all__ = ["EXACT_PAIRS", "ScanResult", "pool_copy_scores", "scan_members"]

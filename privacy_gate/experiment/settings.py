@@ -13,7 +13,7 @@ judges with the same attacks, epsilon and oracle as the original run.
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}}})
 >>> s = settings_for_gate_only(spec=spec)
 >>> [a.key for a in s.attacks], s.epsilon
-(['domias', 'dcr', 'dcr_ratio', 'mama_mia'], None)
+(['domias', 'dcr', 'dcr_ratio', 'copy_count', 'mama_mia'], None)
 >>> GateSettings.from_record(s.to_record()) == s
 True
 """
@@ -59,7 +59,7 @@ class GateSettings(BaseModel):
 
     @model_validator(mode="after")
     def _rules_read_attacks_that_run(self) -> GateSettings:
-        problem = rules_problem(self.gate.rules, self.attacks)
+        problem = rules_problem(self.gate.rules, self.attacks, self.exposure)
         if problem:
             raise ValueError(problem)
         return self
@@ -93,12 +93,24 @@ def with_oracle(attacks: Sequence[AttackConfig], focal: Sequence[FocalPoint] | N
     return (*attacks, AttackConfig(name="mama_mia", variant="oracle", label=ORACLE_ATTACK, gate=False))
 
 
+def resolved_exposure(exposure: ExposureConfig, *, reference_exchangeable: bool) -> ExposureConfig:
+    """``exposure.reference_calibrates`` decided for this run when the config leaves it open."""
+    if exposure.reference_calibrates is not None:
+        return exposure
+    return exposure.model_copy(update={"reference_calibrates": reference_exchangeable})
+
+
 def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSettings:
-    """Settings of a release run: the config's sections plus what the fitted generator tells."""
+    """Settings of a release run: the config's sections plus what the fitted generator tells.
+    The reference split calibrates the member scan only when it is a split of the real table
+    that the generator never read (a generator that takes its bins from it emits its values)."""
     focal = list(generator.focal_points_) if isinstance(generator, MarginalGenerator) else None
+    reads_reference = bool(getattr(getattr(generator, "capabilities", None), "uses_reference", False))
+    exposure = resolved_exposure(config.exposure, reference_exchangeable=(
+        config.dataset.reference_path is None and not reads_reference))
     return GateSettings(
         spec=config.dataset.spec, gate=config.gate, attacks=with_oracle(config.attacks, focal),
-        targets=config.targets, audit=config.audit, mace=config.mace, exposure=config.exposure,
+        targets=config.targets, audit=config.audit, mace=config.mace, exposure=exposure,
         generator=GeneratorKnowledge(name=config.generator.name,
                                      params={**config.generator.params, "seed": config.generator.seed}),
         privacy=generator.privacy, oracle_focal_points=tuple(focal) if focal else None,
@@ -109,7 +121,11 @@ def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
                            attacks: Sequence[AttackConfig] | None = None, targets: TargetsConfig | None = None,
                            audit: AuditConfig | None = None, mace: MaceConfig | None = None,
                            exposure: ExposureConfig | None = None, score_chunks: int = 1) -> GateSettings:
-    """Settings for synthetic data made elsewhere: defaults for every section not given."""
+    """Settings for synthetic data made elsewhere: defaults for every section not given. The
+    reference file is taken to be what the gate-only contract says it is — real records of the
+    same population that the generator never saw — so it calibrates the member scan unless
+    ``exposure.reference_calibrates`` is false."""
     return GateSettings(spec=spec, gate=gate or GateConfig(), attacks=tuple(attacks or DEFAULT_ATTACKS),
                         targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig(),
-                        exposure=exposure or ExposureConfig(), score_chunks=score_chunks)
+                        exposure=resolved_exposure(exposure or ExposureConfig(), reference_exchangeable=True),
+                        score_chunks=score_chunks)

@@ -9,7 +9,8 @@ The run is the declared list :data:`GATE_STAGES`, executed by
 4. ``mace`` — confidence-bounded advantage per gated attack and for the combined query;
 5. ``exposure`` — exposed-record discovery over the member targets (FDR-controlled) and the
    exposed-share bounds;
-6. ``scan`` (opt-in) — every training record against the whole holdout;
+6. ``scan`` (on by default) — every training record against the holdout (and the reference when
+   it is exchangeable with it): copy-multiplicity p-values and the tail-excess test;
 7. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
 8. ``decide`` — the rules and findings -> :class:`~privacy_gate.gate.Verdict`;
 9. ``logging`` — each sink records the result (e.g. the MLflow run).
@@ -173,20 +174,30 @@ def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
     state.exposure = e = executor.run("exposure", discover_exposed, {o.name: o.scores for o in state.gated},
                                       state.targets.labels, state.targets.row_ids, q=cfg.fdr, level=cfg.level,
-                                      delta=cfg.delta, method=cfg.method)
+                                      delta=cfg.delta, method=cfg.method, tail_max_share=cfg.tail_max_share,
+                                      seed=state.settings.targets.seed)
     state.metrics.update({exposure_metric(k): v for k, v in e.metrics().items()})
     logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, %.4f] at "
-                "%g false alarms", e.count, e.tested, cfg.fdr, e.false_expected, e.share, e.share_lower, e.share_upper,
-                cfg.level)
+                "%g false alarms; tail-excess p %.4f (top %d)", e.count, e.tested, cfg.fdr, e.false_expected, e.share,
+                e.share_lower, e.share_upper, cfg.level, e.tail_pvalue, e.tail_top)
+    if e.count == 0:
+        logger.info("  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members at that "
+                    "floor)", e.min_pvalue, cfg.fdr, e.naming_needs)
 
 
 def _scan(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
     state.scan = s = executor.run("scan", scan_members, state.inputs.splits, state.inputs.synthetic,
-                                  state.settings.spec, q=cfg.fdr, method=cfg.method, seed=state.settings.targets.seed)
+                                  state.settings.spec, q=cfg.fdr, method=cfg.method, seed=state.settings.targets.seed,
+                                  calibration_reference=bool(cfg.reference_calibrates),
+                                  tail_max_share=cfg.tail_max_share)
     state.metrics.update({exposure_metric(k): v for k, v in s.metrics().items()})
-    logger.info("  member scan (%s search): %d of %d training records exposed at FDR %g", s.search, s.count, s.tested,
-                cfg.fdr)
+    logger.info("  member scan (%s search, %d calibration records%s): %d of %d training records exposed at FDR %g; "
+                "tail-excess p %.4f (top %d)", s.search, s.calibration, " incl. the reference" if s.reference_calibrates
+                else "", s.count, s.tested, cfg.fdr, s.tail_pvalue, s.tail_top)
+    if s.count == 0:
+        logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d records at that "
+                    "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
 
 
 def _audit(state: GateState, executor: Executor, logger: Any) -> None:
@@ -231,7 +242,8 @@ GATE_STAGES: tuple[Stage[GateState], ...] = (
     Stage("attacks", lambda s: f"running {len(s.settings.attacks)} attack(s) concurrently + utility", _attacks),
     Stage("mace", lambda s: "MACE: confidence-bounded advantage per attack and combined", _mace),
     Stage("exposure", lambda s: "exposed-record discovery over the member targets", _exposure),
-    Stage("scan", lambda s: f"member scan: all {len(s.inputs.splits.train):,} training records against the holdout",
+    Stage("scan", lambda s: f"member scan: all {len(s.inputs.splits.train):,} training records against the "
+                            f"holdout{' and reference' if s.settings.exposure.reference_calibrates else ''}",
           _scan, when=lambda s: s.settings.exposure.scan_members),
     Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
     Stage("decide", lambda s: "applying the gate rules", _decide),

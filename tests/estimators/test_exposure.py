@@ -3,7 +3,11 @@
 - FDR of the discoveries <= the nominal level over 300 draws (two correlated attacks, a shared
   calibration set), and a naive per-record threshold on the same draws exceeds it (the check can
   fail);
-- the exposed-share bounds cover the true share;
+- the exposed-share lower bound holds its level where that is hardest — no exposure at all, one
+  calibration set shared by every member, 500 draws — and covers true shares of 0.5%, 1% and 5%;
+  the binomial bound it replaced fails the same check (the check can fail);
+- the tail-excess test holds its level under no signal (exact: label exchangeability) and sees a
+  handful of members above every non-member, which BH cannot name;
 - the subgroup rank test holds its level at small sizes with ties, Holm holds the family-wise
   level, and a leaked small group is found.
 """
@@ -12,8 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.estimators.exposure import (combine_bonferroni, conformal_pvalues, discover_exposed, fdr_select,
-                                              no_signal_share_upper)
+from scipy import stats
+
+from privacy_gate.estimators.exposure import (combined_scores, conformal_pvalues, discover_exposed,
+                                              exposed_share_bounds, fdr_select, naming_limit, no_signal_share_upper,
+                                              tail_excess_pvalue)
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
 
 DRAWS = 300
@@ -58,20 +65,55 @@ def test_by_is_valid_under_any_dependence_and_more_conservative():
     assert by.sum() <= bh.sum() and by[:20].all()
 
 
-def test_share_bounds_cover_the_truth():
-    rng = np.random.default_rng(2)
-    cover_upper = cover_lower = 0
-    truth = 0.04
-    for _ in range(DRAWS):
-        m = n0 = 2000
-        k = int(truth * m)
+def _binomial_lower(member_scores, calibration_scores, *, level, delta):
+    """The bound this module replaced: Clopper-Pearson on the members above a *fixed* level, as if
+    the calibration set were not random."""
+    p = conformal_pvalues(member_scores, calibration_scores)
+    k, n = int(np.sum(p <= level)), p.size
+    lo = 0.0 if k == 0 else stats.beta.ppf(delta, k, n - k + 1)
+    return max(0.0, (lo - level) / (1 - level))
+
+
+def test_share_lower_bound_holds_its_level_with_no_exposure_and_shared_calibration():
+    """500 null draws: each draw has ONE calibration set shared by all members (where the binomial
+    bound is wrong). The miss rate (bound > true share 0) must be <= delta."""
+    rng = np.random.default_rng(20)
+    draws, delta = 500, 0.05
+    ours = old = 0
+    for _ in range(draws):
+        s = rng.normal(size=4000)
+        mem, cal = s[:2000], s[2000:]
+        ours += exposed_share_bounds(mem, cal, level=0.01, delta=delta)[1] > 0
+        old += _binomial_lower(mem, cal, level=0.01, delta=delta) > 0
+    limit = delta + 2.5 * np.sqrt(delta * (1 - delta) / draws)
+    assert ours / draws <= limit, ours / draws
+    assert old / draws > limit, old / draws  # the check fails a bound that ignores the calibration's randomness
+
+
+@pytest.mark.parametrize("truth", [0.005, 0.01, 0.05])
+def test_share_bounds_cover_the_true_share(truth):
+    """Exposed members certainly exceed the threshold (the bounds' worst case for the lower bound):
+    the lower bound stays below the truth and the upper bound above it in >= 1 - delta of draws."""
+    rng = np.random.default_rng(int(truth * 1000))
+    draws, delta = 500, 0.05
+    cover_lower = cover_upper = 0
+    m = n0 = 2000
+    for _ in range(draws):
         s = rng.normal(size=m + n0)
-        s[:k] += 10.0  # certainly detectable at level t: pi_t = pi
-        res = discover_exposed({"a": s}, np.r_[np.ones(m), np.zeros(n0)], np.arange(m + n0), q=Q, level=0.01,
-                               delta=0.05)
-        cover_upper += res.share_upper >= truth
-        cover_lower += res.share_lower <= truth
-    assert cover_upper / DRAWS >= 0.93 and cover_lower / DRAWS >= 0.93
+        s[:int(truth * m)] += 10.0
+        _, lower, upper = exposed_share_bounds(s[:m], s[m:], level=0.01, delta=delta)
+        cover_lower += lower <= truth
+        cover_upper += upper >= truth
+    limit = 1 - delta - 2.5 * np.sqrt(delta * (1 - delta) / draws)
+    assert cover_lower / draws >= limit and cover_upper / draws >= limit
+
+
+def test_share_lower_detects_a_broad_leak():
+    rng = np.random.default_rng(5)
+    s = rng.normal(size=4000)
+    s[:100] += 10.0  # 5% of the members exposed
+    _, lower, _ = exposed_share_bounds(s[:2000], s[2000:], level=0.01, delta=0.05)
+    assert 0.02 < lower <= 0.05
 
 
 def test_no_signal_share_upper_is_what_a_null_release_scores():
@@ -81,8 +123,53 @@ def test_no_signal_share_upper_is_what_a_null_release_scores():
         s = rng.normal(size=2000)
         uppers.append(discover_exposed({"a": s}, np.r_[np.ones(1000), np.zeros(1000)], np.arange(2000), q=Q,
                                        level=0.01, delta=0.05).share_upper)
-    reference = no_signal_share_upper(1000, level=0.01, delta=0.05)
+    reference = no_signal_share_upper(1000, 1000, level=0.01, delta=0.05)
     assert abs(np.median(uppers) - reference) < 0.01
+
+
+def test_tail_excess_test_is_exact_under_no_signal():
+    """Uniform p-values under exchangeable labels, with unbalanced classes and heavy ties."""
+    rng = np.random.default_rng(6)
+    p = np.array([tail_excess_pvalue(rng.integers(0, 50, size=1500).astype(float),
+                                     np.r_[np.ones(1000), np.zeros(500)], simulations=500, seed=i)[0]
+                  for i in range(300)])
+    for alpha in (0.05, 0.2):
+        assert np.mean(p <= alpha) <= alpha + 2.5 * np.sqrt(alpha * (1 - alpha) / 300)
+    assert np.mean(p <= 0.5) > 0.35  # not vacuous: the p-values spread over (0, 1]
+
+
+def test_tail_excess_test_sees_ten_records_that_bh_cannot_name():
+    """Ten members above every non-member at 8,000 : 8,000 — BH over 8,000 needs 20 at the floor."""
+    rng = np.random.default_rng(7)
+    s = rng.normal(size=16000)
+    s[:10] += 20.0
+    labels = np.r_[np.ones(8000), np.zeros(8000)]
+    p, top = tail_excess_pvalue(s, labels, seed=0)
+    assert p < 0.005 and 8 <= top <= 14
+    res = discover_exposed({"a": s}, labels, np.arange(16000), q=0.05, level=0.01, delta=0.05)
+    assert res.count == 0 and res.naming_needs == 20 == naming_limit(8000, 8000, q=0.05)[1]
+
+
+def test_combined_score_costs_nothing_when_attacks_agree():
+    """Two attacks that agree: the combined p-value is the single attack's (no factor 2), and
+    30 exposed members are named where Bonferroni's floor (2 / (n0 + 1)) would name none."""
+    rng = np.random.default_rng(8)
+    s = rng.normal(size=8000)
+    s[:30] += 20.0
+    labels = np.r_[np.ones(4000), np.zeros(4000)]
+    res = discover_exposed({"a": s, "b": s.copy()}, labels, np.arange(8000), q=0.05, level=0.01, delta=0.05)
+    assert res.records["p_value"].iloc[:30].max() == 1 / 4001
+    assert set(res.discoveries.tolist()) == set(range(30))  # needs 27 at the floor; Bonferroni would need 54
+
+
+def test_combined_scores_are_exchangeable_under_no_signal():
+    rng = np.random.default_rng(9)
+    hits = 0
+    for i in range(400):
+        scores = {"a": rng.normal(size=200), "b": rng.integers(0, 4, size=200).astype(float)}
+        c = combined_scores(scores, seed=i)
+        hits += conformal_pvalues(c[:1], c[100:])[0] <= 0.1
+    assert hits / 400 <= 0.1 + 2.5 * np.sqrt(0.09 / 400)
 
 
 def test_conformal_pvalues_are_valid_with_ties():
@@ -93,11 +180,6 @@ def test_conformal_pvalues_are_valid_with_ties():
         p = conformal_pvalues(s[:1], s[1:])
         hits += p[0] <= 0.1
     assert hits / 2000 <= 0.1 + 0.02
-
-
-def test_bonferroni_combination():
-    combined = combine_bonferroni({"a": np.array([0.01, 0.5]), "b": np.array([0.2, 0.6])})
-    assert combined.tolist() == [0.02, 1.0]
 
 
 def test_discovery_refuses_one_class():

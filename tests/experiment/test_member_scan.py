@@ -82,17 +82,25 @@ def test_the_approximate_search_is_deterministic():
     pd.testing.assert_frame_equal(a.records, b.records)
 
 
-def test_the_gate_runs_the_scan_when_asked_and_records_its_figures(adult_full, adult_spec):
+def test_the_gate_runs_the_scan_by_default_and_records_its_figures(adult_full, adult_spec):
     import privacy_gate
+    from privacy_gate.config import DEFAULT_RULES, GateConfig
 
     rows = adult_full.sample(n=2400, random_state=3).reset_index(drop=True)
     parts = dict(train=rows[:800], holdout=rows[800:1200], reference=rows[1200:1600], spec=adult_spec,
                  attacks=[{"name": "dcr_ratio"}])
     synthetic = pd.concat([rows[:200], rows[1600:2200]], ignore_index=True)  # 200 verbatim copies
-    off = privacy_gate.evaluate(**parts, synthetic=synthetic)
+    no_scan_rules = GateConfig(rules=[r for r in DEFAULT_RULES if not r.metric.startswith("exposed.scan_")])
+    off = privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=False),
+                                gate=no_scan_rules)
     assert off.scan is None and "exposed.scan_count" not in off.metrics
-    on = privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=True))
-    assert on.metrics["exposed.scan_tested"] == 800 and on.metrics["exposed.scan_calibration"] == 400
+    with pytest.raises(Exception, match="scan_members is false"):  # default rules read the scan
+        privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=False))
+    on = privacy_gate.evaluate(**parts, synthetic=synthetic)
+    # gate-only: the reference file is the contract's "real records the generator never saw"
+    assert on.metrics["exposed.scan_tested"] == 800 and on.metrics["exposed.scan_calibration"] == 800
+    alone = privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(reference_calibrates=False))
+    assert alone.metrics["exposed.scan_calibration"] == 400
     assert on.metrics["exposed.scan_count"] >= 150
     assert set(on.scan.discoveries) <= set(range(800))  # row ids of training records
     assert "Member scan" in on.report_html()
@@ -117,3 +125,32 @@ def test_suppress_exposed_also_reads_the_scan_discoveries():
     assert sorted(singled_out(record.exposed_records(), level=0.01).tolist()) == [1, 7]
     del frames[names.ART_SCAN]  # a run without the scan: the target scan alone
     assert sorted(singled_out(record.exposed_records(), level=0.01).tolist()) == [1]
+
+
+def test_repetition_outranks_exact_population_twins():
+    """Ten training records copied eight times each (noise 1% sd) against holdout records that have
+    exact twins in the release: the copies score above every twin (a nearest-row score ranks the
+    twins first), and the tail-excess test sees the ten although BH cannot name them."""
+    rng = np.random.default_rng(11)
+    splits = _splits(rng, 2000, 1000, 1000)
+    release, _ = _release(rng, splits.train, 2000)
+    donors = rng.choice(2000, 10, replace=False)
+    copies = splits.train.iloc[np.repeat(donors, 8)].reset_index(drop=True).copy()
+    for i in range(4):
+        copies[f"x{i}"] += rng.normal(0, 0.01, size=len(copies))
+    twins = splits.holdout.iloc[:5].reset_index(drop=True)  # population twins of five holdout records
+    release = pd.concat([copies, twins, release.iloc[len(copies) + 5:]], ignore_index=True)
+    res = scan_members(splits, release, SPEC, q=0.05, exact=True, calibration_reference=True)
+    p = res.records.set_index("row_id")["p_value"]
+    assert (p.loc[splits.train.index[donors]] == 1 / 2001).all()  # above all 2,000 calibration records
+    assert res.tail_pvalue < 0.005 and res.count == 0 and res.naming_needs == 20
+
+
+def test_reference_calibrates_only_when_exchangeable():
+    from privacy_gate.config import ExposureConfig
+    from privacy_gate.experiment.settings import resolved_exposure, settings_for_gate_only
+
+    assert settings_for_gate_only(spec=SPEC).exposure.reference_calibrates is True
+    assert resolved_exposure(ExposureConfig(), reference_exchangeable=False).reference_calibrates is False
+    assert resolved_exposure(ExposureConfig(reference_calibrates=False),
+                             reference_exchangeable=True).reference_calibrates is False
