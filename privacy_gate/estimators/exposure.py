@@ -30,7 +30,9 @@ smallest hypergeometric tail p-value over a grid of levels ``k`` (from the singl
 record up to ``max_share`` of the pool) and calibrates that minimum by simulating the null label
 order: an exact, seeded Monte-Carlo p-value for "several levels at once".
 
-**The exposed share.** At the conformal level ``t`` (``j = floor(t (n0 + 1))``: members above the
+**The exposed share**, per attack (each bound at ``delta / k``; the largest is reported: a broad
+leak lifts one attack's top scores, which the rank maximum over attacks would dilute). At the
+conformal level ``t`` (``j = floor(t (n0 + 1))``: members above the
 ``j``-th largest calibration score are "singled out"), a non-exposed member exceeds the threshold
 with probability ``F0``, which — the threshold being an order statistic of the calibration set —
 is ``Beta(j, n0 - j + 1)``-distributed; given the threshold, the members' exceedances are
@@ -266,6 +268,12 @@ def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, d
 # --------------------------------------------------------------------------- the discovery
 
 
+def _tie_free(scores: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(member, calibration) ranks of one attack's scores, ties broken at random."""
+    ranks = random_tie_ranks(np.asarray(scores, dtype=float), np.random.default_rng(seed)).astype(float)
+    return ranks[labels], ranks[~labels]
+
+
 @dataclass(frozen=True)
 class ExposureResult:
     """Exposed-record discovery over the member targets. ``records`` is keyed by row id only."""
@@ -276,7 +284,7 @@ class ExposureResult:
     calibration: int  # non-member targets
     threshold: float  # the step-up p-value threshold (0 when nothing is selected)
     false_expected: float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
-    share: float  # the share singled out at ``level`` beyond chance (combined score)
+    share: float  # the largest single-attack share singled out at ``level`` beyond chance
     share_lower: float  # lower confidence bound on the share of exposed records
     share_upper: float  # upper confidence bound on the share detectable at ``level``
     tail_pvalue: float  # the tail-excess test
@@ -325,7 +333,11 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     combined = combined_scores(scores, seed=seed)
     pvalues = conformal_pvalues(combined[labels], combined[~labels])
     selected, threshold = fdr_select(pvalues, q=q, method=method)
-    share, lower, upper = exposed_share_bounds(combined[labels], combined[~labels], level=level, delta=delta)
+    # the share per attack (each bound at delta / k, so the largest is valid for the strongest):
+    # a broad leak lifts one attack's top scores, which the rank maximum over k attacks dilutes
+    bounds = [exposed_share_bounds(*_tie_free(s, labels, seed=seed + 2 + i), level=level, delta=delta / len(scores))
+              for i, s in enumerate(scores.values())]
+    share, lower, upper = (max(b[i] for b in bounds) for i in range(3))
     tail_p, tail_top = tail_excess_pvalue(combined, labels, max_share=tail_max_share, seed=seed + 1)
     names = list(scores)
     # per attack: its own conformal p-value and which attack ranks each member highest (for the report)

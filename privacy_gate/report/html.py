@@ -359,29 +359,47 @@ def _exposure(inp: ReportInputs) -> str:
 
     level = m.get("exposed.level")
     table = _table(["member targets tested", "exposed records found", "of which false (estimate)",
-                    "exposed share", "lower bound", "upper bound"],
-                   [([f("tested", 0), f("count", 0), f("false_expected", 2), f("share"), f("share_lower"),
-                      f("share_upper")], "")])
+                    "tail-excess p (top k)", "exposed share", "lower bound", "upper bound"],
+                   [([f("tested", 0), f("count", 0), f("false_expected", 2),
+                      f"{f('tail_pvalue')} ({f('tail_top', 0)})", f("share"), f("share_lower"), f("share_upper")], "")])
     note = _note(
-        "Each member target gets a conformal p-value per attack (its rank among the non-member scores), "
-        "combined over the attacks by Bonferroni. <b>Exposed records</b> are selected by Benjamini–Hochberg "
-        "(or –Yekutieli) so that the expected share of false ones among them is at most the configured FDR; "
-        "they are listed by row id in the run's <code>risk/exposed_records.parquet</code>. The <b>exposed share</b> "
-        f"is the largest share of members one attack singles out at a false-alarm rate of {_num(level, 3)} beyond "
-        "chance. Its lower bound is a lower confidence bound on the share of exposed training records; its "
-        "upper bound covers only what the attacks can detect. A reviewer can suppress the exposed records "
-        "(<code>--suppress exposed</code>): their closest synthetic rows are removed and the gate re-runs.")
+        "Each member target gets one combined score — the highest rank any attack gives it among all targets — "
+        "and its conformal p-value among the non-member targets. <b>Exposed records</b> are selected by "
+        "Benjamini–Hochberg (or –Yekutieli) so that the expected share of false ones among them is at most the "
+        "configured FDR; they are listed by row id in the run's <code>risk/exposed_records.parquet</code>. The "
+        "<b>tail-excess test</b> asks whether more members than chance sit among the most extreme scores (the top k "
+        "where the excess is most significant): exact under no leakage, and it sees a handful of exposed records "
+        "that no per-record test can name. The <b>exposed share</b> is the share of members singled out at a "
+        f"false-alarm rate of {_num(level, 3)} beyond chance; its bounds account for the randomness of the "
+        "non-member scores the threshold comes from. The lower bound is a lower confidence bound on the share of "
+        "exposed training records; the upper bound covers only what the attacks can detect. A reviewer can "
+        "suppress the exposed records (<code>--suppress exposed</code>): their closest synthetic rows are removed "
+        "and the gate re-runs.")
+    note += _naming_note(m, "", "member target")
     if m.get("exposed.scan_tested") is not None:
-        table += _table(["training records scanned", "against holdout records", "exposed records found",
-                         "false among them at most (expected)"],
-                        [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1)],
-                          "")])
+        table += _table(["training records scanned", "calibration records", "exposed records found",
+                         "false among them at most (expected)", "tail-excess p (top k)"],
+                        [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1),
+                           f"{f('scan_tail_pvalue')} ({f('scan_tail_top', 0)})"], "")])
         note += _note(
             "<b>Member scan</b>: every training record, not only the member targets, gets a conformal p-value of "
-            "its closest-synthetic-row score (calibrated by the reference data) among the holdout records' scores; "
-            "the exposed ones are selected at the same FDR and listed by row id in "
-            "<code>risk/exposed_members.parquet</code> (also suppressed by <code>--suppress exposed</code>).")
+            "its copy-multiplicity score (how many synthetic rows lie closer to it than any other real record, "
+            "weighted by how much closer) among the scores of the calibration records (the holdout, and the "
+            "reference when it is a split the generator never read); the exposed ones are selected at the same FDR "
+            "and listed by row id in <code>risk/exposed_members.parquet</code> (also suppressed by "
+            "<code>--suppress exposed</code>). Its tail-excess test sees a few people copied many times.")
+        note += _naming_note(m, "scan_", "training record")
     return _section("Exposed records", note + table, "exposure")
+
+
+def _naming_note(m: dict, prefix: str, what: str) -> str:
+    """Why no record is named when none is: the smallest p-value possible and what BH needs there."""
+    count, floor, needs = (m.get(f"exposed.{prefix}{k}") for k in ("count", "min_pvalue", "naming_needs"))
+    if count is None or floor is None or needs is None or count > 0:
+        return ""
+    return _note(f"No {what} is named: with this many calibration records the smallest p-value possible is "
+                 f"{_num(floor, 6)}, and Benjamini–Hochberg needs at least {int(needs)} {what}s at that level "
+                 "together to name any. Fewer exposed records than that show only in the tail-excess test.")
 
 
 def _subgroups(inp: ReportInputs) -> str:
