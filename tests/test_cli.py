@@ -144,7 +144,7 @@ def test_gate_only_in_process_without_prefect(gate_files, tmp_path):
     assert out.returncode == 4, out.stderr[-2000:]
     assert _last_json(out.stdout)["verdict"] == "BLOCK"
     assert "PREFECT_LOADED=False" in out.stderr
-    assert "▶ running 4 attack(s) concurrently" in out.stderr  # progress output
+    assert "▶ running 5 attack(s) concurrently" in out.stderr  # progress output (the five default attacks)
     assert (tmp_path / "mlflow.db").exists() and not (tmp_path / "published").exists()
 
 

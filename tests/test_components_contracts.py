@@ -27,7 +27,7 @@ from privacy_gate.registry import Registry, validate_params
 REQUIRED = {"file": {"path": "synthetic.csv"}}
 # one valid setting per component that differs from its defaults (get_params round trip, repr)
 NON_DEFAULT = {
-    "dcr": {"chunk_bytes": 2**20}, "dcr_ratio": {"chunk_bytes": 2**20}, "gan_leaks": {"chunk_bytes": 2**20},
+    "dcr": {"chunk_bytes": 2**20}, "dcr_ratio": {"chunk_bytes": 2**20}, "copy_count": {"neighbours": 16}, "gan_leaks": {"chunk_bytes": 2**20},
     "domias": {"density": "auto", "bandwidth": 0.5, "flow_params": {"max_epochs": 3, "hidden": [8]}},
     "domias_eq1": {"max_fit_rows": 100, "seed": 3}, "gan_leaks_cal": {"match_sizes": False, "seed": 1},
     "mc_neighbourhood": {"kind": "count", "epsilon_quantile": 0.25}, "logan_d1": {"classifier": "mlp"},

@@ -439,7 +439,7 @@ def test_registry_lists_and_creates():
 
 
 def test_create_attack_errors():
-    with pytest.raises(ConfigError, match=r"unknown attack 'nope'.*\['dcr', 'dcr_ratio', 'domias'"):
+    with pytest.raises(ConfigError, match=r"unknown attack 'nope'.*\['copy_count', 'dcr', 'dcr_ratio', 'domias'"):
         create_attack("nope")
     with pytest.raises(ConfigError, match=r"attack 'domias'.*unknown parameter.*'bandwith'"):
         create_attack("domias", bandwith=0.5)
