@@ -72,3 +72,98 @@ def make_scenario(seed: int, *, share: float = 0.0, noise: float = 0.05, rare_gr
         exposed = np.union1d(exposed, donors)
     synthetic = clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
     return Scenario(train=train, holdout=holdout, reference=reference, synthetic=synthetic, exposed_rows=exposed)
+
+
+# ------------------------------------------------------------------- sparse leaks (bench_exposure)
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One kind of leak into an otherwise independent release (``make_leak``):
+
+    - ``people``: ``k`` training records each near-copied ``m`` times;
+    - ``outliers``: the most outlying ``share`` of training records near-copied once — outlying =
+      farthest from their nearest *reference* record on the attacks' encoding (an evaluator's view
+      of "unusual", not the training data's own);
+    - ``rare``: every training record carrying a rare category value (held by fewer than ``k``
+      training rows in any categorical column of the spec) near-copied once;
+    - ``noisy``: ``share`` of the release replaced by noisy copies of distinct training records;
+    - ``verbatim``: ``share`` of the release replaced by exact copies of distinct training records;
+    - ``null``: nothing (an independent release).
+
+    ``noise``: Gaussian noise on every numeric column in training standard deviations."""
+
+    kind: str
+    k: int = 0
+    m: int = 0
+    share: float = 0.0
+    noise: float = 0.01
+    column: str | None = None  # ``rare``: only this column's rare values (default: every categorical one)
+
+    @property
+    def label(self) -> str:
+        return {"people": f"{self.k} people x {self.m} copies", "outliers": f"most outlying {self.share:.1%}",
+                "rare": f"rare {self.column or 'category'} values (< {self.k} training rows)", "noisy": f"noisy copies {self.share:.1%}",
+                "verbatim": f"verbatim copies {self.share:.1%}", "null": "independent release"}[self.kind] + (
+            f", noise {self.noise:g} sd" if self.kind not in ("verbatim", "null") else "")
+
+
+def outlying_rows(train: pd.DataFrame, reference: pd.DataFrame, share: float) -> np.ndarray:
+    """Positions of the ``share`` of training rows farthest from their nearest reference row."""
+    from privacy_gate.attacks.distance import nearest_distances
+    from privacy_gate.config import load_spec
+    from privacy_gate.data.encoding import MixedEncoder
+
+    encoder = MixedEncoder(spec=load_spec(SPEC), data_name="reference").fit(reference)
+    d, _ = nearest_distances(np.asarray(encoder.transform(train), dtype=float),
+                             np.asarray(encoder.transform(reference), dtype=float), chunk_bytes=1 << 27)
+    return np.argsort(-d, kind="stable")[:max(1, int(round(share * len(train))))]
+
+
+def rare_value_rows(train: pd.DataFrame, max_count: int, column: str | None = None) -> np.ndarray:
+    """Positions of training rows holding a value that fewer than ``max_count`` training rows hold,
+    in ``column`` or any categorical column of the spec."""
+    from privacy_gate.config import load_spec
+
+    spec = load_spec(SPEC)
+    rare = np.zeros(len(train), dtype=bool)
+    for c, col in spec.columns.items():
+        if not col.is_numeric and column in (None, c):
+            counts = train[c].map(train[c].value_counts())
+            rare |= (counts < max_count).to_numpy()
+    return np.flatnonzero(rare)
+
+
+def make_leak(seed: int, leak: Leak, *, adult: pd.DataFrame | None = None) -> Scenario:
+    """The independent release of ``make_scenario(seed)`` with ``leak`` put into it (the first
+    rows of the release are replaced); ``exposed_rows``: the training positions copied."""
+    from privacy_gate.config import load_spec
+    from privacy_gate.generators.base import clip_to_spec
+
+    base = make_scenario(seed, adult=adult)
+    if leak.kind == "null":
+        return base
+    spec = load_spec(SPEC)
+    numeric = [c for c, col in spec.columns.items() if col.is_numeric]
+    train, synthetic = base.train, base.synthetic.copy()
+    rng = np.random.default_rng([seed, 7])
+    if leak.kind == "people":
+        donors = rng.choice(len(train), leak.k, replace=False)
+        rows = np.repeat(donors, leak.m)
+    elif leak.kind == "outliers":
+        donors = rows = outlying_rows(train, base.reference, leak.share)
+    elif leak.kind == "rare":
+        donors = rows = rare_value_rows(train, leak.k, leak.column)
+    elif leak.kind in ("noisy", "verbatim"):
+        donors = rows = rng.choice(len(train), int(round(leak.share * len(synthetic))), replace=False)
+    else:
+        raise ValueError(f"unknown leak kind {leak.kind!r}")
+    if len(rows) > len(synthetic):
+        raise ValueError(f"{leak.label}: {len(rows)} copies do not fit a release of {len(synthetic)} rows")
+    copies = train.iloc[rows] if leak.kind == "verbatim" else noisy_rows(train.iloc[rows], train, numeric,
+                                                                            leak.noise, rng)
+    synthetic.iloc[:len(rows)] = copies.to_numpy()
+    if leak.kind != "verbatim":
+        synthetic = clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
+    return Scenario(train=train, holdout=base.holdout, reference=base.reference, synthetic=synthetic,
+                    exposed_rows=np.unique(donors))

@@ -224,28 +224,30 @@ class DistanceRatio(DistanceToClosestRecord):
 #: Synthetic rows looked at per target by ``copy_count`` (a record copied more often than this
 #: scores as if copied this many times: already far above any non-member)
 COPY_NEIGHBOURS = 32
-#: the most one synthetic row adds to ``copy_count`` (log 100: see :func:`copy_scores`)
-COPY_MAX_GAIN = float(np.log(100.0))
+#: distances below this share of the typical nearest-real-record distance count as this distance
+#: (see :func:`copy_scores`)
+COPY_FLOOR = 0.01
 
 
-def copy_scores(d_syn: np.ndarray, d_real: np.ndarray) -> np.ndarray:
+def copy_scores(d_syn: np.ndarray, d_real: np.ndarray, *, floor: float) -> np.ndarray:
     """``copy_count``'s score from the sorted distances to the nearest synthetic rows ``d_syn``
     (n, k) and the distance to the nearest real row ``d_real`` (n,): the nearest synthetic row's
     log ratio (``dcr_ratio``'s score, so the scores never collapse to one value), plus every further
     synthetic row closer to the record than any real row, weighted by how much closer:
 
-        g_1 + sum_{j >= 2} max(0, g_j),    g_j = min(log(d_real + eps) - log(d_syn_j + eps), log 100).
+        g_1 + sum_{j >= 2} max(0, g_j),    g_j = log(d_real + eps) - log(max(d_syn_j, floor) + eps).
 
-    Each row's weight stops at ``log 100`` (100 times closer than any real record): a verbatim
-    match is no stronger evidence than a near one, since real populations have exact twins — a
-    holdout record whose twin is in the release must not outrank a record copied eight times.
+    ``floor`` (``COPY_FLOOR`` times a typical nearest-real-record distance, the same for every
+    record scored) makes an exact match worth as much as a very near one, and no more: populations
+    have exact twins, and a holdout record whose twin is in the release must not outrank a record
+    copied eight times. What an exact match is worth then grows with ``d_real`` — a copy of an
+    unusual record counts more than a copy of a common one.
 
-    >>> copy_scores(np.array([[0.0, 0.0, 5.0], [0.5, 2.0, 3.0]]), np.array([1.0, 1.0])).round(2).tolist()
+    >>> copy_scores(np.array([[0.0, 0.0, 5.0], [0.5, 2.0, 3.0]]), np.array([1.0, 1.0]), floor=0.01).round(2).tolist()
     [9.21, 0.69]
     """
-    d_syn = np.asarray(d_syn, dtype=float)
+    d_syn = np.maximum(np.asarray(d_syn, dtype=float), floor)
     gain = np.log(np.asarray(d_real, dtype=float)[:, None] + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
-    gain = np.minimum(gain, COPY_MAX_GAIN)
     return gain[:, 0] + np.maximum(gain[:, 1:], 0.0).sum(axis=1)
 
 
@@ -272,14 +274,24 @@ class CopyCount(DistanceRatio):
         Synthetic rows looked at per target.
     chunk_bytes:
         Memory budget in bytes for the temporary distance matrices.
+
+    Learned attributes: those of ``dcr_ratio`` and ``floor_`` (``COPY_FLOOR`` times the median
+    distance from a synthetic row to its nearest reference row: fixed at fit, so every target is
+    scored by one function).
     """
 
     params_model = CopyParams
     name = "copy_count"
+
+    def fit(self, threat: ThreatModel) -> CopyCount:
+        super().fit(threat)
+        d, _ = nearest_distances(self.synthetic_encoded_, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
+        self.floor_ = COPY_FLOOR * float(np.median(d))
+        return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """The weighted count of synthetic rows closer than the nearest reference row, per target."""
         X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
         d_syn = k_nearest_distances(X, self.synthetic_encoded_, self.neighbours, chunk_bytes=self.chunk_bytes)
         d_ref, _ = nearest_distances(X, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
-        return check_scores(copy_scores(d_syn, d_ref), owner=f"attack '{self.name}'", n_targets=len(targets))
+        return check_scores(copy_scores(d_syn, d_ref, floor=self.floor_), owner=f"attack '{self.name}'", n_targets=len(targets))

@@ -5,12 +5,14 @@ that sample would be seen only through the share bounds. The scan (on by default
 ``exposure.scan_members``) scores every real record the evaluator holds with the
 copy-multiplicity statistic (:func:`privacy_gate.attacks.distance.copy_scores`):
 
-    s(x) = g_1 + sum_{j >= 2} max(0, g_j),   g_j = log d_real(x) - log d_syn_j(x)
+    s(x) = g_1 + sum_{j >= 2} max(0, g_j),   g_j = log d_real(x) - log max(d_syn_j(x), floor)
 
 where ``d_syn_j`` is the distance to the ``j``-th nearest synthetic row and ``d_real`` the
 distance to the nearest *other* real record of the pool (train, holdout and — when it is
 exchangeable with the holdout — the reference split). A record copied 40 times has 40 synthetic
-rows far closer than any real record; an exact population twin has ``d_real = 0`` and no evidence.
+rows far closer than any real record; an exact population twin has ``d_real = 0`` and no evidence;
+the floor (1% of the pool's median ``d_real``) makes an exact match worth no more than a very near
+one, so a holdout record whose twin happens to be in the release does not outrank repetition.
 The score is the same function of the pool for every record, whichever split it is in, so under no
 leakage the training records' scores are exchangeable with the calibration records' (holdout, and
 the reference when ``calibration_reference``): the conformal p-value of each training record
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.distance import COPY_NEIGHBOURS, copy_scores, k_nearest_distances
+from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
 from privacy_gate.attacks.nn_index import approximate_nearest
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
@@ -102,7 +104,8 @@ def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, se
     # 0 — unless the search missed it, when the first is the nearest other)
     self_found = d_pool[:, 0] == 0.0
     d_real = np.where(self_found, d_pool[:, 1], d_pool[:, 0])
-    return copy_scores(d_syn, d_real)
+    # the floor from the whole pool's distances: one function of the pool for every record
+    return copy_scores(d_syn, d_real, floor=COPY_FLOOR * float(np.median(d_real)))
 
 
 def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, q: float,
