@@ -229,6 +229,10 @@ class AuditConfig(_Strict):
     # targets per class a group needs for point estimates (AUC, TPR, MACE); every group, however
     # small, gets the rank test
     min_group_size: int = Field(50, gt=0)
+    # records carrying a category value fewer than this many training rows hold (any categorical
+    # column) are tested as one family: alone where a value has the power, pooled per column where
+    # it does not (experiment/grouping.py: rare_value_groups). 0 = off
+    rare_value_max_count: int = Field(20, ge=0)
     intersections: list[list[str]] = Field(default_factory=list)  # e.g. [[sex, race]]
     dependency_test: bool = False  # members from one `source` value, non-members from the others
     dependency_source_value: str | None = None  # default: the most frequent value

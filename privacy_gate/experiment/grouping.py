@@ -6,6 +6,10 @@
   :mod:`privacy_gate.estimators.group_tests`; groups with at least ``min_group_size`` targets in
   each class also get the attack metrics (point estimates need that many to mean anything).
   Group labels are built from column and category names, never from other record values.
+- Rare values (:func:`rare_value_groups`): the records carrying category values that fewer than
+  ``audit.rare_value_max_count`` training rows hold, in any categorical column — a value alone
+  where it has the power to be flagged, pooled per column where it does not — in the same Holm
+  family as the other groups. Named by the spec's public category names, or by a hash.
 - Entities: an entity is a member if its records were in train; its score is the mean score of its
   target records (set-level membership inference).
 
@@ -135,10 +139,84 @@ def audit_subgroups(groups: Sequence[Group], labels: np.ndarray, scores: Mapping
     return results
 
 
-def parse_group_label(label: str) -> dict[str, str]:
-    """``"sex=Female&race=Black"`` -> ``{"sex": "Female", "race": "Black"}`` (for ``--suppress``)."""
+# ------------------------------------------------------------------------------- rare values
+
+#: joins the values of a pooled rare-values group in its label: ``native_country=Cambodia|Laos``
+RARE_SEPARATOR = "|"
+
+
+def value_token(value: str, public: frozenset[str] | None) -> str:
+    """How a value appears in a group label: itself when the spec declares it (public), else a
+    short hash — a free-text value held by a handful of training rows is a record value.
+
+    >>> value_token("Laos", frozenset({"Laos"})), value_token("Jane Roe", None)
+    ('Laos', '#9231c165fc')
+    """
+    if public is not None and value in public:
+        return value
+    import hashlib
+
+    return "#" + hashlib.sha256(value.encode()).hexdigest()[:10]
+
+
+def rare_values(train: pd.DataFrame, columns: Sequence[str], *, max_count: int) -> dict[str, list[str]]:
+    """Per column, the values fewer than ``max_count`` training rows hold (sorted). Derived from the
+    training split: which values are rare stays with the evaluator; only public value names (or
+    hashes) are ever written out."""
     out = {}
-    for part in label.split("&"):
+    for col in columns:
+        counts = value_labels(train[col]).value_counts()
+        rare = sorted(str(v) for v, n in counts.items() if n < max_count)
+        if rare:
+            out[col] = rare
+    return out
+
+
+def rare_value_groups(targets: pd.DataFrame, labels: np.ndarray, rare: Mapping[str, Sequence[str]], *,
+                      public: Mapping[str, frozenset[str] | None], alpha: float, family_size: int,
+                      separate: Sequence[str] = ()) -> list[Group]:
+    """The rare-values family: per column, each rare value with power to be flagged on its own (the
+    smallest p-value its exact rank test can reach, ``1 / C(n1 + n0, n1)``, is below ``alpha /
+    family_size``) is its own group, unless its column is already audited per value (``separate``);
+    the other rare values of the column form one pooled group (``col=v1|v2|...``)."""
+    from math import comb
+
+    labels = np.asarray(labels).astype(bool)
+    groups: list[Group] = []
+    for col, values in rare.items():
+        keys = value_labels(targets[col]).to_numpy()
+        pooled = []
+        for v in values:
+            mask = keys == v
+            n1, n0 = int((mask & labels).sum()), int((mask & ~labels).sum())
+            if n1 == 0 and n0 == 0:
+                continue
+            if col not in separate and n1 and n0 and 1.0 / comb(n1 + n0, n1) <= alpha / max(1, family_size):
+                groups.append(Group((col,), (value_token(v, public.get(col)),), mask, n1, n0))
+            else:
+                pooled.append(v)
+        if pooled:
+            mask = np.isin(keys, pooled)
+            token = RARE_SEPARATOR.join(value_token(v, public.get(col)) for v in pooled)
+            groups.append(Group((col,), (token,), mask, int((mask & labels).sum()), int((mask & ~labels).sum())))
+    return groups
+
+
+def parse_group_label(label: str) -> dict[str, str]:
+    """``"sex=Female&race=Black"`` -> ``{"sex": "Female", "race": "Black"}`` (for ``--suppress``).
+    An ``&`` inside a value (``Trinadad&Tobago``) stays with it: only ``&column=`` starts a condition.
+
+    >>> parse_group_label("native_country=Laos|Trinadad&Tobago&sex=Female")
+    {'native_country': 'Laos|Trinadad&Tobago', 'sex': 'Female'}
+    """
+    out = {}
+    parts: list[str] = []
+    for piece in label.split("&"):
+        if parts and "=" not in piece:
+            parts[-1] += "&" + piece  # part of the previous value
+        else:
+            parts.append(piece)
+    for part in parts:
         col, sep, value = part.partition("=")
         if not sep or not col or not value:
             raise ValueError(f"subgroup '{label}' must look like column=value or col1=v1&col2=v2")
@@ -153,8 +231,16 @@ def group_mask(df: pd.DataFrame, label: str) -> np.ndarray:
     for col, value in conditions.items():
         if col not in df.columns:
             raise KeyError(col)
-        mask &= _value_strings(df, [col]).to_numpy() == value
+        mask &= np.isin(_value_tokens(df[col], value), value.split(RARE_SEPARATOR))
     return mask
+
+
+def _value_tokens(values: pd.Series, label_value: str) -> np.ndarray:
+    """A column's values as they appear in ``label_value``: hashed when the label names hashes."""
+    plain = value_labels(values).to_numpy()
+    if not any(t.startswith("#") for t in label_value.split(RARE_SEPARATOR)):
+        return plain
+    return np.array([value_token(v, None) for v in plain], dtype=object)
 
 
 # ------------------------------------------------------------------------------------ entities

@@ -20,7 +20,8 @@ from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import AttackOutcome
 from privacy_gate.experiment.dependency import SourceShift, dependence_note
-from privacy_gate.experiment.grouping import audit_subgroups, audited_columns, entity_scores, subgroup_groups
+from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores, rare_value_groups,
+                                             subgroup_groups)
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
                                 group_test_metric, subgroup_metric)
@@ -68,6 +69,11 @@ class AuditResult:
     dependency: DependencyMeasurement | None = None  # the dependency stress test, when run
 
 
+#: the family-wise level the default subgroup rule reads (``membership_test.p_adjusted >= 0.01``):
+#: a rare value is tested alone only when its exact test could reach it after Holm
+RARE_ALPHA = 0.01
+
+
 def _categorical(spec: DatasetSpec) -> list[str]:
     return [c for c, col in spec.columns.items() if not col.is_numeric and c != spec.entity_id]
 
@@ -75,12 +81,15 @@ def _categorical(spec: DatasetSpec) -> list[str]:
 def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec, cfg: AuditConfig,
           dependency: tuple[str, Targets] | None = None, mace: MaceConfig | None = None,
           gated: Sequence[str] | None = None, exposed: np.ndarray | None = None,
-          shift: SourceShift | None = None, epsilon: float | None = None) -> AuditResult:
+          shift: SourceShift | None = None, epsilon: float | None = None,
+          rare: dict[str, list[str]] | None = None) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
     groups), the exposed records inside each group (``exposed``: a mask over the targets),
     set-level (entity) metrics, the dependency stress test (with MACE bounds compared with the
-    IID DP bound of an ``epsilon``-DP release) and the train-vs-reference ``shift`` of sources."""
+    IID DP bound of an ``epsilon``-DP release), the train-vs-reference ``shift`` of sources, and
+    the rare-values family (``rare``: per categorical column, the values fewer than
+    ``cfg.rare_value_max_count`` training rows hold)."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -97,6 +106,17 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     audited, notes = audited_columns(targets.records, subgroups=spec.subgroups, categorical=_categorical(spec))
     columns = [[c] for c in audited] + [list(c) for c in cfg.intersections]
     groups = subgroup_groups(targets.records, targets.labels, columns=columns)
+    if rare:
+        public = {c: frozenset(map(str, col.categories)) if col.categories else None for c, col in spec.columns.items()}
+        known = {g.label for g in groups}
+        extra = rare_value_groups(targets.records, targets.labels, rare, public=public, alpha=RARE_ALPHA,
+                                  family_size=len(groups) + len(rare), separate=audited)
+        groups += [g for g in extra if g.label not in known]
+        pooled = [g for g in extra if RARE_SEPARATOR in g.values[0]]
+        if extra:
+            notes.append(f"rare values (held by fewer than {cfg.rare_value_max_count} training rows) audited in "
+                         f"{len(rare)} column(s): {len(extra) - len(pooled)} alone, {len(pooled)} pooled group(s) "
+                         f"({', '.join(f'{g.columns[0]}: {g.values[0].count(RARE_SEPARATOR) + 1} values' for g in pooled)})")
     results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
     gated_scores = {a: scores[a] for a in gated_names}
     ranked = RankedScores.of(gated_scores) if gated_scores else None

@@ -35,6 +35,7 @@ from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
 from privacy_gate.experiment.dependency import SourceShift, source_shift
+from privacy_gate.experiment.grouping import rare_values
 from privacy_gate.experiment.member_scan import ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
@@ -204,10 +205,13 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
     if spec.source is not None:
         state.shift = source_shift(splits.train[spec.source], splits.reference[spec.source])
+    categorical = [c for c, col in spec.columns.items() if not col.is_numeric and c != spec.entity_id]
+    rare = (rare_values(splits.train, categorical, max_count=settings.audit.rare_value_max_count)
+            if settings.audit.rare_value_max_count else None)
     state.audit = executor.run("audit", audit, state.outcomes, state.targets, spec, settings.audit, state.dependency,
                                mace=settings.mace, gated=[o.name for o in state.gated],
                                exposed=state.exposure.target_mask(state.targets.labels), shift=state.shift,
-                               epsilon=settings.epsilon)
+                               epsilon=settings.epsilon, rare=rare)
     state.metrics.update(state.audit.metrics)
     for note in state.audit.notes:
         logger.info("  %s", note)
