@@ -209,6 +209,7 @@ TAG_VERDICT = "gate.verdict"
 TAG_STATUS = "gate.status"
 TAG_VERDICT_DIGEST = "gate.verdict_digest"  # digest (or HMAC) of verdict.json as written at decision time
 TAG_FLAGGED = "gate.flagged_subgroups"
+TAG_FLAGGED_THROUGH = "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
 TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | attack
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"

@@ -23,7 +23,7 @@ from privacy_gate.errors import ConfigError, IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
-                                TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_KIND, TAG_STATUS,
+                                TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
                                 experiment_name)
 from privacy_gate.names import ENV_TRACKING_URI, ENV_USER
@@ -324,5 +324,7 @@ class Tracker:
             TAG_VERDICT: verdict_dict["verdict"],
             TAG_STATUS: verdict_dict["status"],
             TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
+            TAG_FLAGGED_THROUGH: ",".join(f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items())
+            or "none",
             TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
         })

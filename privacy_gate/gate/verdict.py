@@ -68,6 +68,8 @@ class Verdict:
     checks: tuple[Check, ...] = ()  # every rule evaluation, passed or not
     metrics: dict[str, float] = field(default_factory=dict)
     flagged_subgroups: tuple[str, ...] = ()
+    # a flagged group flagged only through a smaller flagged one: group -> the smaller group
+    explained: dict[str, str] = field(default_factory=dict)
     data_hashes: dict[str, str] = field(default_factory=dict)
     rules_hash: str | None = None
     run_id: str | None = None

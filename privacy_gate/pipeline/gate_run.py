@@ -44,6 +44,7 @@ from privacy_gate.gate.findings import (attack_invalid, dependence_clause, depen
                                         validation_failures)
 from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.validation import validate_synthetic
@@ -234,9 +235,12 @@ def judge(state: GateState) -> Verdict:
     dependency = dependency_findings(audited.dependency, max_gap=settings.audit.dependency_max_auc_gap,
                                      dp_review=settings.audit.dependency_dp_review)
     invalid = [attack_invalid(o.name, o.invalid) for o in state.gated if o.invalid]
-    return decide(settings.gate.rules, state.metrics, attacks=settings.gated_attacks, groups=audited.groups,
-                  extra_failures=validation_failures(state.validation.suite_name, state.validation.failures()) + invalid,
-                  warnings=dependency + dp_warnings, data_hashes=state.hashes, rules_hash=settings.gate.rules_hash())
+    failures = validation_failures(state.validation.suite_name, state.validation.failures()) + invalid
+    verdict = decide(settings.gate.rules, state.metrics, attacks=settings.gated_attacks, groups=audited.groups,
+                     extra_failures=failures, warnings=dependency + dp_warnings, data_hashes=state.hashes,
+                     rules_hash=settings.gate.rules_hash())
+    # which flag explains which; a BLOCK one flagged group explains goes to a human (suppressible)
+    return blame_groups(state, verdict, extra_failures=failures)
 
 
 #: One gate run, in order. Every name labels a failure, a timing and the executor call it makes.

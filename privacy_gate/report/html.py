@@ -215,6 +215,9 @@ def _banner(inp: ReportInputs) -> str:
     hash_txt = ", ".join(f"{_e(k.removesuffix('_sha256'))} <code>{_e(_short(h))}</code>"
                          for k, h in sorted(hashes.items())) or "none recorded"
     flagged = list(v.get("flagged_subgroups") or [])
+    explained = v.get("explained") or {}
+    flagged_txt = ", ".join(f"{g} (flagged through {explained[g]}: not significant without it)" if g in explained
+                            else g for g in flagged) or "none"
     reasons = v.get("reasons") or []
     items = "".join(f"<li><b>{_e(c.get('action'))}</b> {_e(c.get('message'))}</li>" for c in reasons[:12])
     if len(reasons) > 12:
@@ -229,7 +232,7 @@ def _banner(inp: ReportInputs) -> str:
 <div class="meta"><span>dataset <b>{_e(inp.dataset or '—')}</b></span><span>run <code>{_e(run_id or '—')}</code>{link}</span>
 <span>created {_e(v.get('created_at') or '—')}</span><span>rules <code>{_e(_short(v.get('rules_hash')))}</code></span></div>
 <div class="meta"><span>data sha256: {hash_txt}</span></div>
-<div class="meta"><span>flagged subgroups: <b>{_e(', '.join(flagged) if flagged else 'none')}</b></span></div>
+<div class="meta"><span>flagged subgroups: <b>{_e(flagged_txt)}</b></span></div>
 {f'<ul class="reasons">{items}</ul>' if items else '<p>Every rule passed.</p>'}
 </header>"""
 

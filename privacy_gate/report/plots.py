@@ -121,7 +121,8 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
         ax.axvline(reference, color="#777777", ls=":", lw=1)
         handles.append(Line2D([], [], color="#777777", ls=":", lw=1, label=f"random guess {reference:g}"))
     ax.set_yticks(range(len(groups)))
-    ax.set_yticklabels(groups, fontsize=8)
+    # a pooled rare-values group lists its values: shorten the tick, the report's table has it whole
+    ax.set_yticklabels([g if len(g) <= 40 else g[:37] + "..." for g in groups], fontsize=8)
     for tick, group in zip(ax.get_yticklabels(), groups):
         if group in flagged_groups:
             tick.set_color("#c44e52")

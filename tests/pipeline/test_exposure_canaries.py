@@ -101,3 +101,64 @@ def test_suppressing_exposed_records_removes_their_noisy_copies(adult_full):
     after = _evaluate(s.__class__(train=s.train, holdout=s.holdout, reference=s.reference,
                                   synthetic=s.synthetic[~drop].reset_index(drop=True), exposed_rows=s.exposed_rows))
     assert after.metrics["exposed.share"] < r.metrics["exposed.share"]
+
+
+def _group_leak(seed: int, value: str, adult: pd.DataFrame, *, noise: float = 0.02):
+    """Every release row of ``race == value`` replaced by near-copies of that group's training rows."""
+    from privacy_gate.generators.base import clip_to_spec
+
+    from ..exposure_scenarios import noisy_rows
+
+    spec = load_spec(SPEC)
+    numeric = [c for c, col in spec.columns.items() if col.is_numeric]
+    s = make_scenario(seed, adult=adult)
+    rng = np.random.default_rng(seed)
+    in_train = np.flatnonzero((s.train["race"] == value).to_numpy())
+    in_release = np.flatnonzero((s.synthetic["race"] == value).to_numpy())
+    donors = np.resize(rng.permutation(in_train), len(in_release))
+    synthetic = s.synthetic.copy()
+    synthetic.iloc[in_release] = noisy_rows(s.train.iloc[donors], s.train, numeric, noise, rng).to_numpy()
+    return s, clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
+
+
+@pytest.mark.slow
+def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approves(adult_full, tmp_path):
+    """All training rows of race=Black near-copied (noise 2% sd): the release-wide block rules fail,
+    but only because of that group — REVIEW naming it (not BLOCK), the sex groups marked as flagged
+    through it, and the re-gate after suppressing it APPROVEs."""
+    from privacy_gate.pipeline.review import regate_run
+
+    s, synthetic = _group_leak(13, "Black", adult_full)
+    paths = {}
+    for name, frame in (("train", s.train), ("holdout", s.holdout), ("reference", s.reference),
+                        ("synthetic", synthetic)):
+        paths[name] = tmp_path / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    judging = GateOnlyConfig(mace={"n_permutations": 20})
+    result = gate_only_run(**{k: str(v) for k, v in paths.items()}, spec=load_spec(SPEC), judging=judging,
+                           workdir=tmp_path / "wd")
+    verdict = result.verdict
+    assert verdict.decision == "REVIEW", verdict.reasons
+    blame = [c for c in verdict.reasons if c.metric == "blame.concentrated"]
+    assert [c.group for c in blame] == ["race=Black"], verdict.reasons
+    assert not [c for c in verdict.reasons if c.action == "block"]  # the block rules it explains say so
+    assert {g: verdict.explained[g] for g in verdict.explained} == {
+        g: "race=Black" for g in verdict.flagged_subgroups if g.startswith("sex=")}
+    rerun = regate_run(run_id=result.run_id, suppress=["race=Black"], tracking_uri=result.tracking_uri,
+                       workdir=str(tmp_path / "wd"))
+    assert rerun.verdict.decision == "APPROVE", rerun.verdict.reasons
+
+
+def test_a_block_the_rest_would_still_get_stays_a_block():
+    from privacy_gate.gate.blame import concentrated_in
+    from privacy_gate.gate.verdict import Check, Verdict
+
+    leak = Check(rule="any.auc <= 0.6", metric="auc", attack="dcr", observed=0.7, threshold=0.6, bound="max",
+                 action="block", passed=False, message="high")
+    utility = Check(rule="utility.quality >= 0.6", metric="utility.quality", observed=0.3, threshold=0.6, bound="min",
+                    action="block", passed=False, message="useless")
+    v = Verdict(decision="BLOCK", status="ok", reasons=(leak,), flagged_subgroups=("race=X",))
+    assert concentrated_in(v, group="race=X", targets=30, rest_decision="BLOCK").decision == "BLOCK"
+    both = Verdict(decision="BLOCK", status="ok", reasons=(leak, utility), flagged_subgroups=("race=X",))
+    assert concentrated_in(both, group="race=X", targets=30, rest_decision="APPROVE").decision == "BLOCK"
+    assert concentrated_in(v, group="race=X", targets=30, rest_decision="REVIEW").decision == "REVIEW"

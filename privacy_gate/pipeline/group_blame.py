@@ -1,0 +1,109 @@
+"""The figures behind :mod:`privacy_gate.gate.blame`: the release's figures recomputed without one
+flagged group's targets, and each larger flagged group's rank test without a smaller one's.
+
+Recomputed without the group: every gated attack's ROC figures and MACE bounds, the exposure
+figures over the member targets (discoveries, tail-excess test, share bounds). The member scan's
+figures are kept as they are (its rules only send to review). Only the three smallest flagged
+groups are tried: a leak concentrated in a group shows in the smallest group that holds it.
+
+Statistically this is a *ruling*, not a test: the group is chosen after looking at the data, so
+"without it the release would pass" is no approval — it only turns a BLOCK into a human's
+decision, and suppressing the group re-gates the rest from scratch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from privacy_gate.estimators.exposure import discover_exposed
+from privacy_gate.estimators.group_tests import group_pvalue
+from privacy_gate.estimators.mace_queries import mace_for_attacks
+from privacy_gate.estimators.metrics import roc_metrics
+from privacy_gate.experiment.attack_runs import strongest
+from privacy_gate.experiment.grouping import group_mask
+from privacy_gate.gate import Verdict, decide
+from privacy_gate.gate.blame import concentrated_in, explained_groups
+from privacy_gate.names import GROUP_TEST, STRONGEST, exposure_metric, metric_name
+
+if TYPE_CHECKING:
+    from privacy_gate.pipeline.gate_run import GateState
+
+#: flagged groups tried as the explanation of a BLOCK, smallest first
+MAX_CANDIDATES = 3
+
+
+def rest_figures(state: GateState, keep: np.ndarray) -> dict[str, float]:
+    """The release-wide figures on the targets in ``keep`` only."""
+    settings, targets = state.settings, state.targets
+    labels = np.asarray(targets.labels)[keep]
+    out: dict[str, float] = {}
+    rest = [dataclasses.replace(o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels)))
+            for o in state.gated]
+    for o in rest:
+        out.update({metric_name(o.name, k): float(v) for k, v in o.metrics.items()})
+    out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
+    scores = {o.name: o.scores for o in rest}
+    row_ids = np.asarray(targets.row_ids)[keep]
+    m = settings.mace
+    out.update(mace_for_attacks(scores, labels, row_ids, prior=m.prior, delta=m.delta,
+                                n_permutations=m.n_permutations, epsilon=settings.epsilon).metrics)
+    e = settings.exposure
+    res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=e.level, delta=e.delta, method=e.method,
+                           tail_max_share=e.tail_max_share, seed=settings.targets.seed)
+    out.update({exposure_metric(k): v for k, v in res.metrics().items()})
+    return out
+
+
+def _group_level(state: GateState) -> float | None:
+    """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if any."""
+    levels = [r.min for r in state.settings.gate.rules
+              if r.scope == "subgroup" and r.metric == f"{GROUP_TEST}.p_adjusted" and r.min is not None]
+    return min(levels) if levels else None
+
+
+def blame_groups(state: GateState, verdict: Verdict, *, extra_failures: list) -> Verdict:
+    """``verdict`` with the flagged groups explained by smaller ones, and a BLOCK that one flagged
+    group explains turned into a REVIEW naming it (:mod:`privacy_gate.gate.blame`)."""
+    flagged = list(verdict.flagged_subgroups)
+    if not flagged or state.audit is None or state.targets is None:
+        return verdict
+    records, labels = state.targets.records, np.asarray(state.targets.labels).astype(bool)
+    masks = {}
+    for g in flagged:
+        try:
+            masks[g] = group_mask(records, g)
+        except (KeyError, ValueError):  # a label the targets cannot resolve: nothing to blame it on
+            continue
+    order = sorted(masks, key=lambda g: (int(masks[g].sum()), g))
+    level = _group_level(state)
+    if level is not None and len(order) > 1:
+        gated = {o.name: o.scores for o in state.gated}
+        family = max(1, len(state.audit.groups))
+        explained: dict[str, str] = {}
+        for small in order:
+            rest_p = {}
+            for big in order:
+                inside = masks[big] & ~masks[small]
+                if big == small or big in explained or masks[big].sum() <= masks[small].sum() \
+                        or not (masks[big] & masks[small]).any():
+                    continue
+                p, _ = group_pvalue(gated, inside, labels, seed=0)
+                rest_p[big] = min(1.0, p * family)  # Bonferroni over the audit's groups: conservative
+            explained.update(explained_groups(rest_p, smaller=small, level=level))
+        verdict = dataclasses.replace(verdict, explained=explained)
+    if verdict.decision != "BLOCK":
+        return verdict
+    rules = [r for r in state.settings.gate.rules if r.scope == "global"]
+    for g in order[:MAX_CANDIDATES]:
+        rest = decide(rules, {**state.metrics, **rest_figures(state, ~masks[g])},
+                      attacks=state.settings.gated_attacks, extra_failures=extra_failures)
+        ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
+        if ruled is not verdict:
+            return ruled
+    return verdict
+
+
+__all__ = ["MAX_CANDIDATES", "blame_groups", "rest_figures"]
