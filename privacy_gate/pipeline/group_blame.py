@@ -64,6 +64,33 @@ def _group_level(state: GateState) -> float | None:
     return min(levels) if levels else None
 
 
+def _explained(state: GateState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,
+               level: float) -> dict[str, str]:
+    """``{group: other}`` for each flagged group that is not significant without ``other``'s
+    targets while ``other`` stays significant without its own (or, when they share one leak, is
+    the smaller of the two): the flag is ``other``'s. Each group's
+    rest p-value is multiplied by the audit's number of groups (Bonferroni: conservative against
+    the Holm-adjusted value that flagged it). Smaller explaining groups are preferred."""
+    gated = {o.name: o.scores for o in state.gated}
+    family = max(1, len(state.audit.groups))
+
+    def significant_without(group: str, removed: str) -> bool:
+        p, _ = group_pvalue(gated, masks[group] & ~masks[removed], labels, seed=0)
+        return min(1.0, p * family) < level
+
+    explained: dict[str, str] = {}
+    for small in order:  # smallest first: the most specific explanation wins
+        if small in explained:
+            continue
+        # ``big`` is flagged through ``small`` when it is not significant without it, and either
+        # ``small`` holds its own without ``big`` or — the two share one leak — ``small`` is smaller
+        rest_p = {big: 0.0 if significant_without(big, small) else 1.0 for big in order
+                  if big != small and big not in explained and (masks[big] & masks[small]).any()
+                  and (masks[small].sum() < masks[big].sum() or significant_without(small, big))}
+        explained.update(explained_groups(rest_p, smaller=small, level=level))
+    return explained
+
+
 def blame_groups(state: GateState, verdict: Verdict, *, extra_failures: list) -> Verdict:
     """``verdict`` with the flagged groups explained by smaller ones, and a BLOCK that one flagged
     group explains turned into a REVIEW naming it (:mod:`privacy_gate.gate.blame`)."""
@@ -80,20 +107,7 @@ def blame_groups(state: GateState, verdict: Verdict, *, extra_failures: list) ->
     order = sorted(masks, key=lambda g: (int(masks[g].sum()), g))
     level = _group_level(state)
     if level is not None and len(order) > 1:
-        gated = {o.name: o.scores for o in state.gated}
-        family = max(1, len(state.audit.groups))
-        explained: dict[str, str] = {}
-        for small in order:
-            rest_p = {}
-            for big in order:
-                inside = masks[big] & ~masks[small]
-                if big == small or big in explained or masks[big].sum() <= masks[small].sum() \
-                        or not (masks[big] & masks[small]).any():
-                    continue
-                p, _ = group_pvalue(gated, inside, labels, seed=0)
-                rest_p[big] = min(1.0, p * family)  # Bonferroni over the audit's groups: conservative
-            explained.update(explained_groups(rest_p, smaller=small, level=level))
-        verdict = dataclasses.replace(verdict, explained=explained)
+        verdict = dataclasses.replace(verdict, explained=_explained(state, order, masks, labels, level=level))
     if verdict.decision != "BLOCK":
         return verdict
     rules = [r for r in state.settings.gate.rules if r.scope == "global"]

@@ -1,8 +1,8 @@
 """What a privacy officer sees: a real MLflow server and headless Chromium on a finished REVIEW run.
 
 The run: the small seeded Adult table, released as 2,000 disjoint Adult rows plus verbatim copies of
-the training records of one rare subgroup (race=Asian-Pac-Islander) -> REVIEW with exactly that
-group flagged. Then ``mlflow server`` on the run's sqlite store (its experiment has a file://
+the training records of one rare subgroup (race=Asian-Pac-Islander) -> REVIEW with that group flagged
+(and any other flag explained by it). Then ``mlflow server`` on the run's sqlite store (its experiment has a file://
 artifact location, which the server reads directly) and Chromium on
 
 (a) the run page: ``--dump-dom`` must show the verdict tag and the flagged group;
@@ -191,7 +191,10 @@ def review_run(prefect_server, small_adult, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("browser-wd")
     result = release_flow(config_path=str(config), workdir=str(workdir))
     verdict = result.verdict
-    assert verdict.decision == "REVIEW" and list(verdict.flagged_subgroups) == [GROUP], verdict.reasons
+    # the leaked group, and any group flagged only through it (its people's rare native countries)
+    assert verdict.decision == "REVIEW" and GROUP in verdict.flagged_subgroups, verdict.reasons
+    unexplained = [g for g in verdict.flagged_subgroups if g not in verdict.explained]
+    assert len(unexplained) == 1 and set(verdict.explained.values()) <= set(unexplained), verdict.explained
     return verdict.run_id, workdir
 
 

@@ -1,0 +1,71 @@
+"""Whole-gate wall time on full Adult: the new defaults (five attacks incl. ``copy_count``, the
+member scan, the tail-excess tests, the rare-values family, group blame) against settings that
+reproduce the gate before the sparse-exposure work (the four attacks of the time, no scan, no
+rare values, the rules of the time), side by side in one run, alternating, ``--repeats`` each.
+
+The release: a GaussianCopula fitted once on the training split (the demo's generator), sampled
+to the training-set size. ``python benchmarks/bench_gate_time.py [--repeats 3]``; results in
+``benchmarks/results/gate_time_adult.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+for k, v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true")):
+    os.environ.setdefault(k, v)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import adult_splits, record  # noqa: E402
+from benchmarks._legacy_exposure import LEGACY_ATTACKS, LEGACY_RULES  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    logging.disable(logging.WARNING)
+    from privacy_gate import evaluate
+    from privacy_gate.config import AuditConfig, ExposureConfig, GateConfig
+    from privacy_gate.generators import create_generator
+
+    spec, splits = adult_splits()
+    generator = create_generator("gaussian_copula", seed=0).fit(splits.train, spec, reference=splits.reference)
+    synthetic = generator.sample(len(splits.train))
+    parts = dict(train=splits.train, holdout=splits.holdout, reference=splits.reference, synthetic=synthetic,
+                 spec=spec)
+    settings = {
+        "today": dict(attacks=[{"name": a} for a in LEGACY_ATTACKS], gate=GateConfig(rules=LEGACY_RULES),
+                      exposure=ExposureConfig(scan_members=False), audit=AuditConfig(rare_value_max_count=0)),
+        "new": {},
+    }
+    seconds: dict[str, list[float]] = {k: [] for k in settings}
+    decisions: dict[str, str] = {}
+    print(f"full Adult: {len(splits.train):,} train, {len(splits.holdout):,} holdout, {len(splits.reference):,} "
+          f"reference, {len(synthetic):,} synthetic rows", flush=True)
+    for i in range(args.repeats):
+        for name, kw in settings.items():
+            start = time.perf_counter()
+            r = evaluate(**parts, **kw)
+            seconds[name].append(time.perf_counter() - start)
+            decisions[name] = r.decision
+            print(f"  repeat {i + 1}: {name:<5} {seconds[name][-1]:6.1f} s  {r.decision}", flush=True)
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    ratio = medians["new"] / medians["today"]
+    print(f"median: today {medians['today']:.1f} s, new {medians['new']:.1f} s, ratio {ratio:.2f} (goal <= 1.5)")
+    record("gate_time_adult", {"benchmark": __doc__.splitlines()[0], "repeats": args.repeats, "seconds": seconds,
+                               "median_seconds": medians, "ratio_new_over_today": ratio, "decisions": decisions,
+                               "rows": {"train": len(splits.train), "holdout": len(splits.holdout),
+                                        "reference": len(splits.reference), "synthetic": len(synthetic)}})
+
+
+if __name__ == "__main__":
+    main()
