@@ -43,7 +43,9 @@ LEAKS: tuple[Leak, ...] = (
     Leak("verbatim", share=0.01),
 )
 NULL = Leak("null")
-LEAK_SEEDS, NULL_SEEDS = 100, 1000  # first seed of the leak cells and of the null releases
+#: first seed of the leak cells and of the null releases (100 / 1000 were used to choose the tail
+#: rules' levels; the recorded figures come from fresh seeds)
+LEAK_SEEDS, NULL_SEEDS = 200, 2000
 
 _ADULT = None
 
@@ -90,8 +92,11 @@ def judge(job: tuple[Leak, int]) -> dict:
     legacy_scores = {o.name: o.scores for o in r.outcomes if o.name in LEGACY_ATTACKS}
     old = legacy_exposure(legacy_scores, r.targets.labels)
     old_named = set(np.asarray(r.targets.row_ids)[old.pop("_discoveries")].tolist())
-    today = decide(LEGACY_RULES, {**m, **old}, attacks=list(legacy_scores),
-                   groups=r.audit.groups if r.audit else None).decision
+    # the groups the audit had then: the spec's subgroups and their intersections, no rare values
+    audited = set(r.settings.spec.subgroups)
+    old_groups = {g: v for g, v in (r.audit.groups if r.audit else {}).items()
+                  if "|" not in g and {part.split("=", 1)[0] for part in g.split("&")} <= audited}
+    today = decide(LEGACY_RULES, {**m, **old}, attacks=list(legacy_scores), groups=old_groups).decision
     named = set(r.exposure.discoveries.tolist()) | (set(r.scan.discoveries.tolist()) if r.scan else set())
     truth = set(np.asarray(s.exposed_rows).tolist())
 

@@ -171,9 +171,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="exposed.count", max=0, action="review"),
     # sparse leaks (a few people copied, the most outlying records): more members / training
     # records among the most extreme scores than chance, exact label-permutation tests (false
-    # alarms: 0.5% for the member targets, 1% for the scan of every training record — the test
-    # that sees ten people copied a few times, whose best possible p-value is about 0.004)
-    Rule(metric="exposed.tail_pvalue", min=0.005, action="review"),
+    # alarms: 0.25% for the member targets, 1% for the scan of every training record — the test
+    # that sees ten people copied a few times, whose best possible p-value is about 0.005)
+    Rule(metric="exposed.tail_pvalue", min=0.0025, action="review"),
     Rule(metric="exposed.scan_tail_pvalue", min=0.01, action="review"),
     Rule(metric="exposed.scan_count", max=0, action="review"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),

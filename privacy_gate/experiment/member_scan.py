@@ -116,8 +116,11 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     split is exchangeable with the holdout and joins the pool and the calibration set."""
     if len(splits.holdout) == 0 or len(splits.train) == 0:
         raise ValueError("the member scan needs training and holdout records")
-    encoder = MixedEncoder(spec=spec, data_name="reference data").fit(splits.reference)
     parts = [splits.train, splits.holdout] + ([splits.reference] if calibration_reference else [])
+    # the encoding is fitted on the whole pool, a symmetric function of it: fitted on the
+    # reference alone, the reference records would be special (their categories and scales are
+    # the encoding's) and no longer exchangeable with the holdout
+    encoder = MixedEncoder(spec=spec, data_name="the scan's pool").fit(pd.concat(parts, ignore_index=True))
     # float32 encodings: the scan compares scores made by one procedure, so float32 distances keep
     # its p-values valid, and a million-row scan holds half the memory
     S = np.ascontiguousarray(encoder.transform(synthetic), dtype=np.float32)
