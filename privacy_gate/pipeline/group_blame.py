@@ -14,7 +14,7 @@ decision, and suppressing the group re-gates the rest from scratch.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,16 +26,29 @@ from privacy_gate.experiment.attack_runs import strongest
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
+from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.experiment.subgroups import AuditResult
+from privacy_gate.experiment.targets import Targets
 from privacy_gate.names import GROUP_TEST, STRONGEST, exposure_metric, metric_name
 
-if TYPE_CHECKING:
-    from privacy_gate.pipeline.gate_run import GateState
+
+class BlameState(Protocol):
+    """What blame reads of a gate run's state (``pipeline.gate_run.GateState`` is one; named here
+    so this module does not import the stage list that calls it)."""
+
+    settings: GateSettings
+    targets: Targets | None
+    audit: AuditResult | None
+    metrics: dict[str, float]
+
+    @property
+    def gated(self) -> list[Any]: ...
 
 #: flagged groups tried as the explanation of a BLOCK, smallest first
 MAX_CANDIDATES = 3
 
 
-def rest_figures(state: GateState, keep: np.ndarray) -> dict[str, float]:
+def rest_figures(state: BlameState, keep: np.ndarray) -> dict[str, float]:
     """The release-wide figures on the targets in ``keep`` only."""
     settings, targets = state.settings, state.targets
     labels = np.asarray(targets.labels)[keep]
@@ -57,14 +70,14 @@ def rest_figures(state: GateState, keep: np.ndarray) -> dict[str, float]:
     return out
 
 
-def _group_level(state: GateState) -> float | None:
+def _group_level(state: BlameState) -> float | None:
     """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if any."""
     levels = [r.min for r in state.settings.gate.rules
               if r.scope == "subgroup" and r.metric == f"{GROUP_TEST}.p_adjusted" and r.min is not None]
     return min(levels) if levels else None
 
 
-def _explained(state: GateState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,
+def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,
                level: float) -> dict[str, str]:
     """``{group: other}`` for each flagged group that is not significant without ``other``'s
     targets while ``other`` stays significant without its own (or, when they share one leak, is
@@ -91,7 +104,7 @@ def _explained(state: GateState, order: list[str], masks: dict[str, np.ndarray],
     return explained
 
 
-def blame_groups(state: GateState, verdict: Verdict, *, extra_failures: list) -> Verdict:
+def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -> Verdict:
     """``verdict`` with the flagged groups explained by smaller ones, and a BLOCK that one flagged
     group explains turned into a REVIEW naming it (:mod:`privacy_gate.gate.blame`)."""
     flagged = list(verdict.flagged_subgroups)
@@ -112,7 +125,14 @@ def blame_groups(state: GateState, verdict: Verdict, *, extra_failures: list) ->
         return verdict
     rules = [r for r in state.settings.gate.rules if r.scope == "global"]
     for g in order[:MAX_CANDIDATES]:
-        rest = decide(rules, {**state.metrics, **rest_figures(state, ~masks[g])},
+        keep = ~masks[g]
+        if 2 * masks[g].sum() > len(keep):
+            break  # not a small group: it holds most targets (and larger ones follow)
+        try:
+            figures = rest_figures(state, keep)
+        except ValueError:  # the rest is too small to measure: nothing to set against the group
+            continue
+        rest = decide(rules, {**state.metrics, **figures},
                       attacks=state.settings.gated_attacks, extra_failures=extra_failures)
         ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
         if ruled is not verdict:

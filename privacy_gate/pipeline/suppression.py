@@ -8,7 +8,8 @@
   row), on the attacks' encoding. That is exactly the evidence ``dcr_ratio`` reads: afterwards no
   synthetic row is nearer to the record than real records of the population are.
 
-What this does not guarantee: records that were not member targets were not scanned; a
+What this does not guarantee: with the member scan off, records that were not member targets
+were not tested; a
 generator that leaked a record through a combination of several synthetic rows is not undone by
 removing the nearest ones; and the re-gate judges the filtered release on the same targets whose
 scores chose what to remove, so its figures for those records are optimistic. The re-gate still
