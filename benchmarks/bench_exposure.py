@@ -129,8 +129,27 @@ def summarise(leak: Leak, rows: list[dict]) -> dict:
     return out
 
 
+def markdown_table(summary: list[dict]) -> str:
+    """The README's table: detection rate per leak type, today's rules and the new defaults, with
+    Wilson intervals, and what the new defaults name."""
+    lines = ["| leak (Adult, 8,000 training rows) | releases | today: not approved | new: not approved "
+             "| new: records named (mean) | seeds where a true one is named | mean FDP of the named |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for c in summary:
+        seeds = c["seeds"]
+        span = f"{seeds[0]}–{seeds[-1]}" if seeds else "-"
+        lines.append(f"| {c['leak']} (seeds {span}) | {c['n']} "
+                     f"| {c['today_detected']}/{c['n']} [{c['today_wilson'][0]:.2f}, {c['today_wilson'][1]:.2f}] "
+                     f"| {c['new_detected']}/{c['n']} [{c['new_wilson'][0]:.2f}, {c['new_wilson'][1]:.2f}] "
+                     f"| {c['new_named_mean']:.1f} | {round(c['new_true_named_share'] * c['n'])}/{c['n']} "
+                     f"| {c['new_fdp_mean']:.3f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--table", action="store_true",
+                        help="print the recorded results (benchmarks/results/exposure_adult.json) as the README's table")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per leak cell")
     parser.add_argument("--null-seeds", type=int, default=100, help="independent releases (false alarms)")
     parser.add_argument("--workers", type=int, default=2)
@@ -138,6 +157,12 @@ def main() -> None:
                         help="run only these leak kinds (repeatable)")
     parser.add_argument("--quick", action="store_true", help="2 seeds per cell, 4 null releases (a smoke run)")
     args = parser.parse_args()
+    if args.table:
+        import json
+
+        results = Path(__file__).resolve().parent / "results" / "exposure_adult.json"
+        print(markdown_table(json.loads(results.read_text())["summary"]))
+        return
     seeds, null_seeds = (2, 4) if args.quick else (args.seeds, args.null_seeds)
     cells = [(NULL, [NULL_SEEDS + i for i in range(null_seeds)])] + [(leak, [LEAK_SEEDS + i for i in range(seeds)])
                                                                     for leak in LEAKS]
