@@ -233,6 +233,10 @@ class AuditConfig(_Strict):
     # column) are tested as one family: alone where a value has the power, pooled per column where
     # it does not (experiment/grouping.py: rare_value_groups). 0 = off
     rare_value_max_count: int = Field(20, ge=0)
+    # a category value taken from the data appears in a group label (MLflow keys, verdict, report)
+    # only when the spec declares it or at least this many holdout + reference records hold it;
+    # any other value is shown as a stable hash (experiment/grouping.py: label_values)
+    label_min_count: int = Field(10, ge=1)
     intersections: list[list[str]] = Field(default_factory=list)  # e.g. [[sex, race]]
     dependency_test: bool = False  # members from one `source` value, non-members from the others
     dependency_source_value: str | None = None  # default: the most frequent value

@@ -46,7 +46,7 @@ class Group:
 
     @property
     def label(self) -> str:
-        """Human label, also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
+        """Human label (values from :func:`label_values` or hashes), also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
         return "&".join(f"{c}={v}" for c, v in zip(self.columns, self.values))
 
     def estimable(self, min_group_size: int) -> bool:
@@ -84,8 +84,11 @@ def _value_strings(targets: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return out.reset_index(drop=True)
 
 
-def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]]) -> list[Group]:
-    """One group per value of each audited column (or intersection) present among the targets."""
+def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]],
+                    public: Mapping[str, frozenset[str] | None] | None = None) -> list[Group]:
+    """One group per value of each audited column (or intersection) present among the targets.
+    ``public``: per column, the values a label may show (:func:`label_values`); others are hashed
+    (:func:`value_token`). Without it every value is shown (for data with no private values)."""
     labels = np.asarray(labels).astype(bool)
     groups: list[Group] = []
     for cols in columns:
@@ -93,9 +96,36 @@ def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Seque
         keys = _value_strings(targets, cols).to_numpy()
         for key in sorted(set(keys)):
             mask = keys == key
-            groups.append(Group(cols, tuple(key.split("\x1f")), mask, int((mask & labels).sum()),
-                                int((mask & ~labels).sum())))
+            values = key.split("\x1f")
+            if public is not None:
+                values = [value_token(v, public.get(c)) for c, v in zip(cols, values)]
+            groups.append(Group(cols, tuple(values), mask, int((mask & labels).sum()), int((mask & ~labels).sum())))
     return groups
+
+
+def label_values(columns: Sequence[str], declared: Mapping[str, Sequence[object] | None],
+                 outside_train: Sequence[pd.DataFrame], *, min_count: int) -> dict[str, frozenset[str]]:
+    """Per column, the category values a group label may show: the spec's declared categories
+    (public knowledge) and the values at least ``min_count`` records outside the training split
+    (holdout, reference) hold — common in the population, so naming one names no person. Every
+    other value (say one only a training record holds) is a record value and is hashed.
+
+    >>> h = pd.DataFrame({"c": ["a"] * 10 + ["b"] * 3})
+    >>> sorted(label_values(["c"], {"c": None}, [h], min_count=10)["c"])
+    ['a']
+    >>> sorted(label_values(["c"], {"c": ["z"]}, [h], min_count=10)["c"])
+    ['a', 'z']
+    """
+    out: dict[str, frozenset[str]] = {}
+    for col in columns:
+        counts: pd.Series | None = None
+        for frame in outside_train:
+            if col in frame.columns and len(frame):
+                c = value_labels(frame[col]).value_counts()
+                counts = c if counts is None else counts.add(c, fill_value=0)
+        common = {str(v) for v, n in counts.items() if n >= min_count} if counts is not None else set()
+        out[col] = frozenset(common | {str(v) for v in (declared.get(col) or ())})
+    return out
 
 
 #: A column with more distinct values than this is an identifier, not a grouping: audited only
@@ -238,9 +268,12 @@ def group_mask(df: pd.DataFrame, label: str) -> np.ndarray:
 def _value_tokens(values: pd.Series, label_value: str) -> np.ndarray:
     """A column's values as they appear in ``label_value``: hashed when the label names hashes."""
     plain = value_labels(values).to_numpy()
-    if not any(t.startswith("#") for t in label_value.split(RARE_SEPARATOR)):
+    tokens = label_value.split(RARE_SEPARATOR)
+    if not any(t.startswith("#") for t in tokens):
         return plain
-    return np.array([value_token(v, None) for v in plain], dtype=object)
+    # a label may mix shown and hashed values: a row matches by its value or by its value's hash
+    shown = set(tokens)
+    return np.array([v if v in shown else value_token(v, None) for v in plain], dtype=object)
 
 
 # ------------------------------------------------------------------------------------ entities

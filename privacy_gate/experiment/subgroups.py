@@ -6,7 +6,7 @@ for the tests). Numbers only: what they mean for the release is the gate's to sa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,14 +82,17 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
           dependency: tuple[str, Targets] | None = None, mace: MaceConfig | None = None,
           gated: Sequence[str] | None = None, exposed: np.ndarray | None = None,
           shift: SourceShift | None = None, epsilon: float | None = None,
-          rare: dict[str, list[str]] | None = None) -> AuditResult:
+          rare: dict[str, list[str]] | None = None,
+          public: Mapping[str, frozenset[str]] | None = None) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
     groups), the exposed records inside each group (``exposed``: a mask over the targets),
     set-level (entity) metrics, the dependency stress test (with MACE bounds compared with the
     IID DP bound of an ``epsilon``-DP release), the train-vs-reference ``shift`` of sources, and
     the rare-values family (``rare``: per categorical column, the values fewer than
-    ``cfg.rare_value_max_count`` training rows hold)."""
+    ``cfg.rare_value_max_count`` training rows hold). ``public``: per column, the values a group
+    label may show (:func:`~privacy_gate.experiment.grouping.label_values`); others are hashed.
+    Without it, the spec's declared categories are shown and every other value is hashed."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -105,9 +108,10 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     metrics: dict[str, float] = {}
     audited, notes = audited_columns(targets.records, subgroups=spec.subgroups, categorical=_categorical(spec))
     columns = [[c] for c in audited] + [list(c) for c in cfg.intersections]
-    groups = subgroup_groups(targets.records, targets.labels, columns=columns)
+    if public is None:
+        public = {c: frozenset(map(str, col.categories or ())) for c, col in spec.columns.items()}
+    groups = subgroup_groups(targets.records, targets.labels, columns=columns, public=public)
     if rare:
-        public = {c: frozenset(map(str, col.categories)) if col.categories else None for c, col in spec.columns.items()}
         known = {g.label for g in groups}
         extra = rare_value_groups(targets.records, targets.labels, rare, public=public, alpha=RARE_ALPHA,
                                   family_size=len(groups) + len(rare), separate=audited)

@@ -35,7 +35,7 @@ from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
 from privacy_gate.experiment.dependency import SourceShift, source_shift
-from privacy_gate.experiment.grouping import rare_values
+from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
@@ -212,7 +212,10 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
     state.audit = executor.run("audit", audit, state.outcomes, state.targets, spec, settings.audit, state.dependency,
                                mace=settings.mace, gated=[o.name for o in state.gated],
                                exposed=state.exposure.target_mask(state.targets.labels), shift=state.shift,
-                               epsilon=settings.epsilon, rare=rare)
+                               epsilon=settings.epsilon, rare=rare, public=label_values(
+                                   [c for c in spec.columns if c != spec.entity_id],
+                                   {c: col.categories for c, col in spec.columns.items()},
+                                   [splits.holdout, splits.reference], min_count=settings.audit.label_min_count))
     state.metrics.update(state.audit.metrics)
     for note in state.audit.notes:
         logger.info("  %s", note)

@@ -87,3 +87,15 @@ def test_a_leak_of_the_rare_countries_records_is_flagged_on_adult(adult_full):
                  mace={"n_permutations": 20}, attacks=[{"name": "dcr"}, {"name": "dcr_ratio"}, {"name": "copy_count"}])
     assert r.decision != "APPROVE"
     assert any(g.startswith("native_country=") and "|" in g for g in r.verdict.flagged_subgroups)
+
+
+def test_a_label_mixing_shown_and_hashed_values_selects_both():
+    """A pooled label shows public values and hashes the others; suppression must find both."""
+    from privacy_gate.experiment.grouping import group_mask, label_values, subgroup_groups, value_token
+
+    df = pd.DataFrame({"c": ["pub", "secret", "other", "pub"]})
+    label = f"c=pub|{value_token('secret', None)}"
+    assert group_mask(df, label).tolist() == [True, True, False, True]
+    shown = label_values(["c"], {"c": ["pub"]}, [pd.DataFrame({"c": ["other"] * 10})], min_count=10)
+    labels = [g.label for g in subgroup_groups(df, np.array([1, 1, 0, 0]), columns=[["c"]], public=shown)]
+    assert labels == ["c=other", "c=pub", f"c={value_token('secret', None)}"]
