@@ -14,11 +14,19 @@ True
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ColumnKind = Literal["categorical", "ordinal", "numeric", "datetime"]
+
+#: A dataset name becomes part of MLflow experiment names, Prefect concurrency limits and event
+#: resources, and (as a slug) of file names: letters, digits, space and ``_ . - ( ) +``, starting
+#: with a letter or digit, at most ``MAX_NAME_LENGTH`` characters (no path separators, no control
+#: characters such as NUL, no names longer than a file name may be).
+MAX_NAME_LENGTH = 100
+_NAME_PATTERN = re.compile(r"[^\W_][\w .()+\-]*")
 
 #: Defaults of the spec's identifier guard (README, "Dataset spec"): a categorical column with more
 #: distinct values than ``max_categories``, or (from ``MIN_ROWS_FOR_SHARE`` rows with a value on)
@@ -83,6 +91,17 @@ class DatasetSpec(_Strict):
     # may have, and the largest share of its values (from 200 values on) that may be distinct
     max_categories: int = Field(DEFAULT_MAX_CATEGORIES, ge=2)
     max_category_share: float = Field(DEFAULT_MAX_CATEGORY_SHARE, gt=0, le=1)
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        # the value itself is never repeated: it may be 10,000 characters or hold control characters
+        if len(v) > MAX_NAME_LENGTH:
+            raise ValueError(f"dataset name is {len(v)} characters long; at most {MAX_NAME_LENGTH} are allowed")
+        if v and not _NAME_PATTERN.fullmatch(v):
+            raise ValueError("dataset name may only hold letters, digits, spaces and _ . - ( ) +, and must start "
+                             "with a letter or digit (no '/', no control characters)")
+        return v
 
     @field_validator("columns")
     @classmethod
