@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from privacy_gate.data import conform
-from privacy_gate.data.table import MIN_ROWS_FOR_SHARE
 from privacy_gate.errors import DataError
 from privacy_gate.spec import DatasetSpec
 
@@ -47,7 +46,7 @@ def test_unique_per_row_is_refused_in_a_small_table_too():
     (3000, 1001, True, "max_categories (1000)"),            # more distinct values than the bound
     (1000, 600, True, "max_category_share (0.5)"),          # most values distinct
     (3000, 1000, False, None),                              # at the bound, a third distinct: a real category
-    (MIN_ROWS_FOR_SHARE - 1, 150, False, None),             # share rule only from 200 values on
+    (199, 150, False, None),                                # share rule only from 200 values on
 ])
 def test_distinct_value_thresholds(n, distinct, refused, why):
     values = [f"v{i % distinct}" for i in range(n)]
