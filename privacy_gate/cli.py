@@ -349,11 +349,14 @@ def serve(
 ) -> None:
     """Serve every release config in FOLDER as a scheduled Prefect deployment (runs until stopped).
 
-    Needs a Prefect API (PREFECT_API_URL); runs of one dataset never overlap."""
+    An invalid config is reported (one line: the file and the problem) and not served; the others
+    are. Refuses to start when no config is valid. Needs a Prefect API (PREFECT_API_URL); runs of
+    one dataset never overlap."""
     _quiet_env()
     from privacy_gate.flows.deployments import serve_folder
 
-    _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit)
+    _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit,
+                     report=lambda line: typer.echo(f"warning: {line}", err=True))
 
 
 @app.command()

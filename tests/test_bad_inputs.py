@@ -115,6 +115,16 @@ CONFIG_CASES = [
     ("spec-source-unknown", _set("dataset.spec.source", "hospital"), 2, "hospital"),
     ("spec-no-name", _set("dataset.spec.name", ""), 2, "dataset.spec.name"),
     ("spec-no-columns", _set("dataset.spec.columns", {}), 2, "at least one column"),
+    ("spec-name-long", _set("dataset.spec.name", "a" * 300), 2,
+     "dataset.spec.name: dataset name is 300 characters long; at most 100"),
+    ("spec-name-nul", _set("dataset.spec.name", "adult\x00x"), 2, "dataset.spec.name: dataset name may only hold"),
+    ("spec-name-path", _set("dataset.spec.name", "../adult"), 2, "dataset.spec.name: dataset name may only hold"),
+    ("spec-max-categories", _set("dataset.spec.max_categories", 1), 2,
+     "dataset.spec.max_categories: Input should be greater than or equal to 2"),
+    ("spec-category-share", _set("dataset.spec.max_category_share", 0), 2,
+     "dataset.spec.max_category_share: Input should be greater than 0"),
+    ("spec-category-list-too-long", lambda r: r["dataset"]["spec"].update(max_categories=10), 2,
+     "column 'education' lists 16 categories, more than max_categories (10)"),
     ("data-path-missing", _set("dataset.path", "nowhere.csv"), 2, "dataset.path: file not found"),
     ("reference-path-missing", _set("dataset.reference_path", "nowhere.csv"), 2,
      "dataset.reference_path: file not found"),
@@ -220,3 +230,24 @@ def test_decisions_against_an_empty_workdir_create_nothing(args, expected, tmp_p
     assert result.exit_code == 2
     _assert_one_line(result.stderr, expected, 2)
     assert not (tmp_path / "empty").exists()
+
+
+def test_an_identifier_declared_categorical_blocks_fast_naming_file_and_column(real, tmp_path):
+    """A per-row id declared categorical used to be one-hot encoded (minutes, gigabytes): now the
+    run ends BLOCK at the data check, with the file, the column and the count, and no values."""
+    import time
+
+    raw = copy.deepcopy(BASE)
+    raw["attacks"] = [{"name": "dcr"}, {"name": "domias"}]
+    raw["dataset"]["spec"]["columns"]["customer_ref"] = {"kind": "categorical"}
+    data = real.assign(customer_ref=[f"CUST-{i:06d}" for i in range(len(real))])
+    cfg = _write(tmp_path, raw, data)
+    start = time.perf_counter()
+    got, output = _run(cfg, tmp_path)
+    assert time.perf_counter() - start < 60
+    assert got == 4, output[-1500:]
+    expected = (f"{tmp_path / 'real.csv'}: column 'customer_ref' is declared categorical but has {len(real)} "
+                "distinct values")
+    _assert_one_line(output, expected, 4)
+    assert "entity_id or drop the column" in output and "CUST-0" not in output
+    assert not (tmp_path / "wd" / "published").exists()

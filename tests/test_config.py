@@ -125,3 +125,22 @@ def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
                                                 "    - {metric: exposed.share_lower, max: 0.005, max: 0.9, action: block}"))
     with pytest.raises(ConfigError, match=r"dup.yaml: not valid YAML: line \d+, column \d+: .*duplicate key 'max'"):
         load_release_config(path)
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("adult", True), ("Adult 2024", True), ("census_2020.v2 (Bayern)", True), ("ünïcode name", True),
+    ("a" * 100, True), ("a" * 101, False), ("a" * 300, False), ("adult\x00", False), ("../adult", False),
+    ("a/b", False), ("line\nbreak", False), (" lead", False), (".hidden", False),
+])
+def test_dataset_name_is_validated_without_repeating_it(tmp_path, name, ok):
+    from privacy_gate.spec import DatasetSpec
+
+    raw = {"name": name, "columns": {"a": {"kind": "numeric"}}}
+    if ok:
+        assert DatasetSpec.model_validate(raw).name == name
+        return
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=rf"^{path}: name: dataset name ") as err:
+        load_spec(path)
+    assert name not in str(err.value) and "\x00" not in str(err.value)

@@ -41,6 +41,11 @@ ONEHOT_SCALE = 1.0 / math.sqrt(2.0)
 
 _CATEGORICAL_MODES = ("onehot", "ordinal")
 
+#: The widest encoding ``fit`` accepts (all columns together). Each one-hot column is also bounded by
+#: its spec's ``max_categories``; this bounds the total whatever the spec says: 10,000 features on
+#: 12,000 rows are already 960 MB per matrix, and the attacks hold several.
+MAX_ENCODED_WIDTH = 10_000
+
 
 def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
     """A float64 view of a numeric-like column: datetimes become seconds since the epoch.
@@ -119,15 +124,19 @@ class MixedEncoder:
     n_features_out_: output width.
     """
 
-    def __init__(self, *, spec: DatasetSpec, categorical: str = "onehot", data_name: str = "fit data"):
+    def __init__(self, *, spec: DatasetSpec, categorical: str = "onehot", data_name: str = "fit data",
+                 max_width: int = MAX_ENCODED_WIDTH):
         if not isinstance(spec, DatasetSpec):
             raise ConfigError(f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}")
         if categorical not in _CATEGORICAL_MODES:
             raise ConfigError(f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got {categorical!r}")
         if not isinstance(data_name, str) or not data_name:
             raise ConfigError(f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}")
+        if not isinstance(max_width, int) or max_width < 1:
+            raise ConfigError(f"MixedEncoder: 'max_width' must be a positive integer, got {max_width!r}")
         self.spec = spec
         self.categorical = categorical
+        self.max_width = max_width  # refuse a wider encoding (one-hot of an identifier-like column)
         self.data_name = data_name  # how notes_ refer to the fit data, e.g. "reference data"
 
     # ------------------------------------------------------------------ fitting
@@ -150,6 +159,7 @@ class MixedEncoder:
             col = self.spec.columns[name]
             if self._is_onehot(col):
                 cats = self._categories(col, df[name])
+                self._check_width(name, len(cats), limit=self.spec.max_categories, setting="the spec's max_categories")
                 self.categories_[name] = cats
                 self._note_unlisted(name, df[name], cats)
                 names += [f"{name}[{i}]" for i in range(len(cats))] + [f"{name}[missing]"]
@@ -193,10 +203,25 @@ class MixedEncoder:
             if not constant or indicator:
                 effective += 1
             self._plan.append(("numeric", name, (mean, std) if not constant else None, indicator))
+        if len(names) > self.max_width:
+            widest = sorted(self.categories_, key=lambda c: -len(self.categories_[c]))[:3]
+            raise DataError(
+                f"MixedEncoder.fit: encoding the {self.data_name} would make {len(names)} features, more than its "
+                f"maximum width ({self.max_width}); widest one-hot columns: "
+                + ", ".join(f"'{c}' ({len(self.categories_[c])} distinct values)" for c in widest)
+                + ". Declare an identifier column as the spec's entity_id or drop it")
         self.feature_names_out_ = names
         self.n_features_out_ = len(names)
         self.n_effective_dims_ = effective
         return self
+
+    def _check_width(self, name: str, n_categories: int, *, limit: int, setting: str) -> None:
+        """Refuse a one-hot column wider than ``limit`` before anything is allocated (counts only)."""
+        if n_categories > limit:
+            raise DataError(
+                f"MixedEncoder.fit: column '{name}' has {n_categories} distinct values in the {self.data_name}, more "
+                f"than {setting} ({limit}); one-hot encoding it would make {n_categories + 1} features. It looks "
+                "like an identifier: declare it as the spec's entity_id or drop the column")
 
     def _is_onehot(self, col: ColumnSpec) -> bool:
         categorical_like = col.kind == "categorical" or (col.kind == "ordinal" and col.categories is not None)

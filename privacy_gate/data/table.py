@@ -47,11 +47,14 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str) -> pd.DataFrame:
+def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str, check_identifiers: bool = True) -> pd.DataFrame:
     """Check ``df`` against ``spec`` (columns, emptiness, all-missing columns) and cast types.
 
     ``source`` names the data in messages (a file path or "synthetic data"). Returns a copy with
     the spec's column order; categorical values become strings, numerics floats.
+    ``check_identifiers``: refuse identifier-like categorical columns (:func:`identifier_problem`);
+    on for real data, off for a release (judged against the real data's categories, and its
+    encodings are bounded by :class:`~privacy_gate.data.encoding.MixedEncoder`).
     """
     missing = [c for c in spec.columns if c not in df.columns]
     extra = [c for c in df.columns if c not in spec.columns]
@@ -84,7 +87,49 @@ def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str) -> pd.DataFrame
             out[name] = dt
         else:
             out[name] = s.map(as_category_string, na_action="ignore").astype(object)
+            problem = identifier_problem(out[name], spec, name) if check_identifiers else None
+            if problem:
+                raise DataError(f"{source}: {problem}")
     return pd.DataFrame(out, index=df.index)
+
+
+#: The share rule of the identifier guard needs this many values: in a small table most values of
+#: an honest categorical can be distinct by chance.
+MIN_ROWS_FOR_SHARE = 200
+#: A column with a different value in every row is an identifier from this many values on.
+MIN_ROWS_UNIQUE = 20
+
+
+def identifier_problem(values: pd.Series, spec: DatasetSpec, column: str) -> str | None:
+    """What makes categorical ``column`` look like a per-row identifier, or None: a different value
+    in every row, more distinct values than ``spec.max_categories``, or (from
+    ``MIN_ROWS_FOR_SHARE`` values on) more than ``spec.max_category_share`` of them distinct.
+    The entity id is an identifier by declaration and is not checked. Counts only, never values.
+
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"c": {"kind": "categorical"}}})
+    >>> identifier_problem(pd.Series([str(i) for i in range(300)]), spec, "c")[:61]
+    "column 'c' is declared categorical but has 300 distinct value"
+    >>> identifier_problem(pd.Series(["a", "b"] * 150), spec, "c") is None
+    True
+    """
+    if column == spec.entity_id:
+        return None
+    n = int(values.notna().sum())
+    distinct = int(values.nunique(dropna=True))
+    share = distinct / max(1, n)
+    if n >= MIN_ROWS_UNIQUE and distinct == n:
+        why = "a different value in every row"
+    elif distinct > spec.max_categories:
+        why = f"more than the spec's max_categories ({spec.max_categories})"
+    elif n >= MIN_ROWS_FOR_SHARE and share > spec.max_category_share:
+        why = f"{share:.0%} of its values distinct, more than the spec's max_category_share ({spec.max_category_share:g})"
+    else:
+        return None
+    kind = spec.columns[column].kind
+    return (f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows ({why}): it looks "
+            f"like an identifier, and one-hot encoding it would make {distinct} features. Declare it as the spec's "
+            "entity_id or drop the column (a true category with this many values: bin it, or raise max_categories "
+            "/ max_category_share in the spec)")
 
 
 def as_category_string(v: object) -> str:

@@ -1,7 +1,9 @@
 """Release configs as scheduled Prefect deployments of the ``release`` flow.
 
 - :func:`serve_folder` (``privacy-gate serve DIR``): one long-running process that serves every
-  release config in a folder as a deployment and runs them on schedule.
+  valid release config in a folder as a deployment and runs them on schedule; each invalid one is
+  reported (one line: the file and the problem) and skipped, so one bad file cannot stop the
+  others' releases. It refuses to start only when no config is valid.
 - :func:`deploy_configs` (``privacy-gate deploy CONFIG... --pool P``): registers the same
   deployments with a work pool, for Prefect workers (``prefect worker start --pool P``) to run.
 
@@ -13,6 +15,8 @@ and the workdir; its schedule comes from the config's ``schedule`` section or ``
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,17 +37,66 @@ CONFIG_SUFFIXES = (".yaml", ".yml")
 # ---------------------------------------------------------------------------- deployments
 
 
-def release_configs(folder: Path) -> list[Path]:
-    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must load."""
+def config_files(folder: Path) -> list[Path]:
+    """Every ``*.yaml`` / ``*.yml`` file directly in ``folder``, sorted (not loaded)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder}: not a folder of release configs")
     paths = sorted(p for p in folder.iterdir() if p.suffix in CONFIG_SUFFIXES and p.is_file())
     if not paths:
         raise ConfigError(f"{folder}: no release configs (*.yaml) to serve")
+    return paths
+
+
+def release_configs(folder: Path) -> list[Path]:
+    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must load."""
+    paths = config_files(folder)
     for p in paths:
         load_release_config(p)  # a ConfigError names the file and key
     return paths
+
+
+def config_problem(path: Path, exc: BaseException) -> str:
+    """One line naming the file and what is wrong with it (a ConfigError already names the file)."""
+    text = str(exc) if isinstance(exc, ConfigError) else f"cannot be loaded ({type(exc).__name__})"
+    text = " ".join(text.split())  # one line, whatever the parser said
+    return text if text.startswith(str(path)) else f"{path}: {text}"
+
+
+@dataclass
+class FolderDeployments:
+    """What ``serve DIR`` serves: one deployment (with its dataset) per valid config, and one
+    line per config left out (the file and the problem)."""
+
+    deployments: list[tuple[Any, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def folder_deployments(folder: Path, *, workdir: Path, cron: str | None = None,
+                       interval: float | None = None) -> FolderDeployments:
+    """A deployment for each valid release config in ``folder``; each invalid one (unreadable,
+    not a valid config, no or a bad schedule, a deployment name taken by another file) becomes a
+    problem line instead of stopping the others. Raises :class:`ConfigError` only when the folder
+    is missing or empty, or when ``--cron`` and ``--interval`` are both given (they apply to all)."""
+    if cron is not None and interval is not None:
+        raise ConfigError("--cron and --interval: give one schedule, not both")
+    out = FolderDeployments()
+    names: dict[str, Path] = {}
+    for path in config_files(folder):
+        path = path.resolve()
+        if path.stem in names:
+            out.problems.append(f"{path}: deployment name {path.stem!r} is already used by {names[path.stem].name}; "
+                                "rename one of the files")
+            continue
+        try:
+            deployment = build_deployment(path, workdir=workdir, cron=cron, interval=interval)
+            dataset = load_release_config(path).dataset.spec.name
+        except Exception as exc:  # noqa: BLE001 - any failure to load one config leaves it out, reported
+            out.problems.append(config_problem(path, exc))
+            continue
+        names[path.stem] = path
+        out.deployments.append((deployment, dataset))
+    return out
 
 
 def _schedule(config: ReleaseConfig, path: Path, *, cron: str | None, interval: float | None) -> Any:
@@ -86,15 +139,32 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
 
 
 def serve_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                 limit: int | None = None) -> None:
-    """Serve every release config in ``folder`` until interrupted."""
+                 limit: int | None = None, report: Callable[[str], None] | None = None) -> None:
+    """Serve every valid release config in ``folder`` until interrupted. ``report`` gets one line
+    per config left out (default: the ``privacy_gate`` logger's warnings); a ConfigError when no
+    config is valid."""
     from prefect import serve
 
-    deployments = []
-    for p in release_configs(folder):
-        deployments.append(build_deployment(p, workdir=workdir, cron=cron, interval=interval))
-        ensure_dataset_limit(load_release_config(p).dataset.spec.name)
-    serve(*deployments, limit=limit)
+    found = prepare_folder(folder, workdir=workdir, cron=cron, interval=interval, report=report)
+    serve(*(d for d, _ in found.deployments), limit=limit)
+
+
+def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
+                   report: Callable[[str], None] | None = None) -> FolderDeployments:
+    """Everything ``serve_folder`` does before it serves: the deployments of the valid configs,
+    each problem reported, the datasets' concurrency limits created."""
+    if report is None:
+        import logging
+
+        report = logging.getLogger("privacy_gate").warning
+    found = folder_deployments(folder, workdir=workdir, cron=cron, interval=interval)
+    for line in found.problems:
+        report(f"not served: {line}")
+    if not found.deployments:
+        raise ConfigError(f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to serve")
+    for _, dataset in found.deployments:
+        ensure_dataset_limit(dataset)
+    return found
 
 
 def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: str | None = None,
@@ -119,4 +189,5 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     return ids
 
 
-__all__ = ["build_deployment", "deploy_configs", "release_configs", "serve_folder"]
+__all__ = ["FolderDeployments", "build_deployment", "config_files", "deploy_configs", "folder_deployments",
+           "prepare_folder", "release_configs", "serve_folder"]

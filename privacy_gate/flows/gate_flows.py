@@ -22,7 +22,7 @@ from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.pipeline.review import decide_run, regate_run
-from privacy_gate.pipeline.retrying import run_with_retries
+from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
 from privacy_gate.pipeline.release import gate_only_run
 from privacy_gate.pipeline.result import RunOutcome
@@ -74,8 +74,14 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     attempts run out. The verdict is announced as a Prefect event."""
     from prefect.runtime import deployment, flow_run
 
-    config = load_release_config(config_path)
-    logger, dataset = get_run_logger(), config.dataset.spec.name
+    logger = get_run_logger()
+    try:
+        config = load_release_config(config_path)
+    except Exception as exc:  # noqa: BLE001 - fail closed: a config that became unreadable is a BLOCK, announced
+        # (a served folder's file edited or corrupted after `serve` started: without the event, an
+        # automation notifying on BLOCK would stay silent)
+        return _unloadable_config(config_path, exc, logger=logger)
+    dataset = config.dataset.spec.name
     origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
     def attempt() -> RunOutcome:
@@ -84,12 +90,34 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
             return on_runner(config_path=config_path, workdir=workdir, origin=origin)
         return _attempt(config, workdir=workdir, origin=origin, logger=logger)
 
-    result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
-                              tracking_uri=resolve_tracking_uri(config.tracking.uri, Path(workdir)))
+    tracking_uri = resolve_tracking_uri(config.tracking.uri, Path(workdir))
+    try:
+        result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
+                                  tracking_uri=tracking_uri)
+    except Exception as exc:  # noqa: BLE001 - fail closed: whatever escapes the run is a BLOCK, announced
+        reason = str(exc) if isinstance(exc, PrivacyGateError) else f"unexpected {type(exc).__name__}"
+        logger.error("the release run failed before its verdict (%s) — BLOCK", reason)
+        result = replace(unrecorded_block(f"gate did not complete: {reason}", tracking_uri=tracking_uri,
+                                          dataset=dataset), retryable=False)
     result = _summarise(_announce(result))
     if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
         result = _pause_for_review(result, config, workdir)
     return result
+
+
+def _unloadable_config(config_path: str, exc: Exception, *, logger: Any) -> RunOutcome:
+    """The BLOCK of a release whose config cannot be loaded, announced like any verdict. Nothing can
+    be recorded in MLflow (the config names the store); the dataset comes from the deployment's
+    ``dataset:<slug>`` tag when the run has one."""
+    from prefect.runtime import flow_run
+
+    reason = str(exc) if isinstance(exc, PrivacyGateError) else \
+        f"{config_path}: cannot be loaded ({type(exc).__name__})"
+    logger.error("release config unusable: %s — BLOCK", reason)
+    tags = [t for t in (flow_run.tags or []) if isinstance(t, str) and t.startswith("dataset:")]
+    dataset = tags[0].removeprefix("dataset:") if tags else None
+    result = unrecorded_block(f"release config unusable: {reason}", tracking_uri=None, dataset=dataset)
+    return _summarise(_announce(replace(result, retryable=False, attempts=1)))
 
 
 def _on_configured_runner(config: ReleaseConfig) -> bool:

@@ -44,7 +44,7 @@ class FileGenerator(Component):
     privacy = None
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> FileGenerator:
-        self.data_ = conform(read_table(Path(self.path)), spec, source=str(self.path))
+        self.data_ = conform(read_table(Path(self.path)), spec, source=str(self.path), check_identifiers=False)
         return self
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:

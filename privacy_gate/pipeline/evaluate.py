@@ -29,10 +29,11 @@ Table = pd.DataFrame | str | Path
 
 
 def _frame(value: Table, spec: DatasetSpec, what: str) -> pd.DataFrame:
+    real = what != "synthetic"  # the identifier guard is for the real data (a release is bounded by the encoder)
     if isinstance(value, (str, Path)):
-        return conform(read_table(value), spec, source=str(value))
+        return conform(read_table(value), spec, source=str(value), check_identifiers=real)
     if isinstance(value, pd.DataFrame):
-        return conform(value, spec, source=f"the {what} DataFrame")
+        return conform(value, spec, source=f"the {what} DataFrame", check_identifiers=real)
     raise ConfigError(f"evaluate: '{what}' must be a DataFrame or a CSV/Parquet path, got {type(value).__name__}")
 
 

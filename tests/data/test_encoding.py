@@ -229,3 +229,27 @@ def test_fast_on_50k_rows():
 
 def test_onehot_scale_constant():
     assert math.isclose(2 * ONEHOT_SCALE**2, 1.0)
+
+
+def test_encoder_refuses_an_unbounded_one_hot_column_before_allocating():
+    spec = DatasetSpec.model_validate({"name": "t", "columns": {
+        "record": {"kind": "categorical"}, "x": {"kind": "numeric"}}})
+    n = 12_000
+    df = pd.DataFrame({"record": [f"id-{i}" for i in range(n)], "x": np.arange(n, dtype=float)})
+    start = time.perf_counter()
+    with pytest.raises(DataError) as err:
+        MixedEncoder(spec=spec, data_name="reference data").fit(df)
+    assert time.perf_counter() - start < 5
+    msg = str(err.value)
+    for needle in ("column 'record'", "12000 distinct values", "reference data", "max_categories (1000)", "entity_id",
+                   "drop the column"):
+        assert needle in msg, msg
+    assert "id-1" not in msg
+    # the total width is bounded too, whatever the spec allows per column
+    wide = DatasetSpec.model_validate({"name": "t", "max_categories": 5000, "columns": {
+        "a": {"kind": "categorical"}, "b": {"kind": "categorical"}}})
+    frame = pd.DataFrame({"a": [f"a{i % 3000}" for i in range(n)], "b": [f"b{i % 2999}" for i in range(n)]})
+    with pytest.raises(DataError, match=r"6001 features, more than its maximum width \(5000\).*'a' \(3000"):
+        MixedEncoder(spec=wide, max_width=5000).fit(frame)
+    # ordinal mode is two features a column: no bound needed
+    assert MixedEncoder(spec=spec, categorical="ordinal").fit(df).n_features_out_ <= 4

@@ -78,3 +78,48 @@ def test_cli_deploy_and_serve_bad_input_are_usage_errors(tmp_path, small_adult):
     cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
     r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "1 2 3", "--interval", "5"])
     assert r.exit_code == 2 and "one schedule" in r.stderr and "Traceback" not in r.stderr
+
+
+def _mixed_folder(folder: Path) -> Path:
+    """good.yaml (scheduled) next to a corrupt, an invalid and an unscheduled config."""
+    folder.mkdir()
+    write_release_config(folder, {"name": "copy_train"}, name="good.yaml", schedule={"cron": "0 2 * * *"})
+    (folder / "corrupt.yaml").write_text("dataset: [unclosed\n")
+    (folder / "invalid.yml").write_text("dataset: {path: x.csv}\n")
+    write_release_config(folder, {"name": "copy_train"}, name="unscheduled.yaml")
+    return folder
+
+
+def test_serve_folder_serves_the_valid_configs_and_reports_each_invalid_one(small_adult, tmp_path):
+    from privacy_gate.flows.deployments import folder_deployments
+
+    folder = _mixed_folder(tmp_path / "configs")
+    found = folder_deployments(folder, workdir=tmp_path)
+    assert [d.name for d, _ in found.deployments] == ["good"] and [ds for _, ds in found.deployments] == ["adult"]
+    assert len(found.problems) == 3 and all("\n" not in p for p in found.problems)
+    by_file = {Path(p.split(":", 1)[0]).name: p for p in found.problems}
+    assert set(by_file) == {"corrupt.yaml", "invalid.yml", "unscheduled.yaml"}
+    assert "not valid YAML: line 2" in by_file["corrupt.yaml"]
+    assert "generator" in by_file["invalid.yml"]
+    assert "no schedule" in by_file["unscheduled.yaml"]
+    # --interval schedules the unscheduled one too
+    assert len(folder_deployments(folder, workdir=tmp_path, interval=60).deployments) == 2
+
+
+def test_serve_refuses_to_start_only_when_no_config_is_valid(small_adult, tmp_path, monkeypatch):
+    import privacy_gate.flows.deployments as deployments
+
+    folder = _mixed_folder(tmp_path / "configs")
+    limits, lines = [], []
+    monkeypatch.setattr(deployments, "ensure_dataset_limit", limits.append)  # no Prefect server needed
+    found = deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append)
+    assert [d.name for d, _ in found.deployments] == ["good"] and limits == ["adult"]
+    assert len(lines) == 3 and all(ln.startswith(f"not served: {folder.resolve()}/") for ln in lines)
+    (folder / "good.yaml").unlink()
+    lines.clear()
+    with pytest.raises(ConfigError, match="none of its 3 release config"):
+        deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append)
+    assert len(lines) == 3
+    r = runner.invoke(app, ["serve", str(folder)])
+    assert r.exit_code == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("warning: not served: ") == 3 and "corrupt.yaml" in r.stderr and "nothing to serve" in r.stderr
