@@ -24,7 +24,9 @@ from privacy_gate.config import ReleaseConfig, load_release_config
 from privacy_gate.errors import ConfigError
 from privacy_gate.flows.coordination import ensure_dataset_limit
 from privacy_gate.flows.gate_flows import release_flow
+from privacy_gate.names import ENV_SIGNING_KEY
 from privacy_gate.publish import dataset_slug
+from privacy_gate.signing import signing_key
 
 DEPLOYMENT_TAG = "privacy-gate"
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -85,27 +87,40 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
         entrypoint_type=EntrypointType.MODULE_PATH)
 
 
+def require_signing_key(command: str, *, allow_unsigned: bool) -> None:
+    """Scheduled gates sign their verdicts: without a key a reviewer could not tell a rewritten
+    run from a real one. ``allow_unsigned``: the operator's explicit choice (``--allow-unsigned``)."""
+    if not allow_unsigned and signing_key() is None:
+        raise ConfigError(f"privacy-gate {command}: {ENV_SIGNING_KEY} is not set, so scheduled verdicts would be "
+                          f"unsigned; set {ENV_SIGNING_KEY} (the same key where runs are approved) or pass "
+                          "--allow-unsigned")
+
+
 def serve_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                 limit: int | None = None) -> None:
-    """Serve every release config in ``folder`` until interrupted."""
+                 limit: int | None = None, allow_unsigned: bool = False) -> None:
+    """Serve every release config in ``folder`` until interrupted (refused without a signing key
+    unless ``allow_unsigned``)."""
     from prefect import serve
 
-    deployments = []
-    for p in release_configs(folder):
-        deployments.append(build_deployment(p, workdir=workdir, cron=cron, interval=interval))
+    paths = release_configs(folder)
+    deployments = [build_deployment(p, workdir=workdir, cron=cron, interval=interval) for p in paths]
+    require_signing_key("serve", allow_unsigned=allow_unsigned)
+    for p in paths:
         ensure_dataset_limit(load_release_config(p).dataset.spec.name)
     serve(*deployments, limit=limit)
 
 
 def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: str | None = None,
-                   interval: float | None = None) -> list[str]:
+                   interval: float | None = None, allow_unsigned: bool = False) -> list[str]:
     """Register each config as a deployment in ``work_pool`` (created as a process pool if
-    missing); returns the deployment ids."""
+    missing); returns the deployment ids. Refused without a signing key unless
+    ``allow_unsigned`` (the workers that run them need the key in their environment too)."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
     # every config and schedule is checked before anything is registered
     deployments = [(build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
                     load_release_config(p).dataset.spec.name) for p in configs]
+    require_signing_key("deploy", allow_unsigned=allow_unsigned)
     with get_client(sync_client=True) as client:
         try:
             client.read_work_pool(work_pool)
@@ -119,4 +134,4 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     return ids
 
 
-__all__ = ["build_deployment", "deploy_configs", "release_configs", "serve_folder"]
+__all__ = ["build_deployment", "deploy_configs", "release_configs", "require_signing_key", "serve_folder"]
