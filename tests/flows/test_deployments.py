@@ -78,3 +78,40 @@ def test_cli_deploy_and_serve_bad_input_are_usage_errors(tmp_path, small_adult):
     cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
     r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "1 2 3", "--interval", "5"])
     assert r.exit_code == 2 and "one schedule" in r.stderr and "Traceback" not in r.stderr
+
+
+def _no_prefect(monkeypatch) -> list[str]:
+    """Stand-ins for what serve / deploy would do on a Prefect server; records what was reached."""
+    import prefect
+
+    from privacy_gate.flows import deployments
+
+    reached: list[str] = []
+    monkeypatch.setattr(deployments, "ensure_dataset_limit", lambda dataset: reached.append("limit"))
+    monkeypatch.setattr(prefect, "serve", lambda *deps, **kw: reached.append("serve"))
+
+    def no_client(**kw):
+        reached.append("client")
+        raise ConfigError("stand-in: no Prefect API in this test")
+
+    monkeypatch.setattr(deployments, "get_client", no_client)
+    return reached
+
+
+def test_serve_and_deploy_refuse_to_start_without_a_signing_key(tmp_path, small_adult, monkeypatch):
+    monkeypatch.delenv("PRIVACY_GATE_SIGNING_KEY", raising=False)
+    reached = _no_prefect(monkeypatch)
+    cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
+    for args in (["serve", str(tmp_path), "--cron", "0 2 * * *"],
+                 ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "PRIVACY_GATE_SIGNING_KEY is not set" in r.stderr and "--allow-unsigned" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert reached == []
+    # told otherwise, or with a key, they start
+    r = runner.invoke(app, ["serve", str(tmp_path), "--cron", "0 2 * * *", "--allow-unsigned"])
+    assert r.exit_code == 0 and reached == ["limit", "serve"], r.output
+    monkeypatch.setenv("PRIVACY_GATE_SIGNING_KEY", "k")
+    r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"])
+    assert reached[-1] == "client" and "stand-in" in r.stderr
