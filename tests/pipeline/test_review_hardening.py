@@ -147,7 +147,8 @@ def test_signed_run_rewritten_with_an_unsigned_digest_is_refused(tmp_path, monke
     text = tracker.read_text(run_id, names.ART_VERDICT)
     # an attacker without the key: a plain digest that matches, and the signed tag stripped
     tracker.set_tags(run_id, {names.TAG_VERDICT_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest()})
-    tracker.client.delete_tag(run_id, names.TAG_SIGNED)
+    if names.TAG_SIGNED in tracker.run_tags(run_id):
+        tracker.client.delete_tag(run_id, names.TAG_SIGNED)
     with pytest.raises(IntegrityError, match="downgraded"):
         _decide(run_id, uri, tmp_path, "approve", "ana")
     assert published(tmp_path) == []
