@@ -13,9 +13,8 @@ run can never be passed off as an unsigned one:
 Residual: on an installation that never set a key, someone who rewrites the artefact and all
 tags consistently (unsigned) cannot be detected — only the key makes a forgery detectable.
 
->>> import os; os.environ.pop(ENV_SIGNING_KEY, None) and None
->>> verdict_digest("{}").startswith("sha256:")
-True
+>>> verdict_digest("{}", key="").startswith("sha256:"), verdict_digest("{}", key="k").startswith("hmac-sha256:")
+(True, True)
 """
 
 from __future__ import annotations
