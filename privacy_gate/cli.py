@@ -320,6 +320,9 @@ CronOpt = Annotated[Optional[str], typer.Option(
     "--cron", help='Cron schedule for every config, e.g. "0 2 * * *" (default: each config\'s schedule section).')]
 IntervalOpt = Annotated[Optional[float], typer.Option(
     "--interval", help="Run every N seconds instead of a cron schedule.")]
+AllowUnsignedOpt = Annotated[bool, typer.Option(
+    "--allow-unsigned", help="Start without PRIVACY_GATE_SIGNING_KEY: verdicts are then unsigned, and a reviewer "
+                             "cannot detect a run rewritten by someone with write access to the tracking store.")]
 
 
 def _prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
@@ -346,17 +349,18 @@ def serve(
     cron: CronOpt = None,
     interval: IntervalOpt = None,
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most N flow runs at once (all datasets).")] = None,
+    allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
     """Serve every release config in FOLDER as a scheduled Prefect deployment (runs until stopped).
 
     An invalid config is reported (one line: the file and the problem) and not served; the others
-    are. Refuses to start when no config is valid. Needs a Prefect API (PREFECT_API_URL); runs of
-    one dataset never overlap."""
+    are. Refuses to start when no config is valid. Needs a Prefect API (PREFECT_API_URL) and
+    PRIVACY_GATE_SIGNING_KEY (or --allow-unsigned); runs of one dataset never overlap."""
     _quiet_env()
     from privacy_gate.flows.deployments import serve_folder
 
     _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit,
-                     report=lambda line: typer.echo(f"warning: {line}", err=True))
+                     report=lambda line: typer.echo(f"warning: {line}", err=True), allow_unsigned=allow_unsigned)
 
 
 @app.command()
@@ -366,16 +370,19 @@ def deploy(
     workdir: WorkdirOpt = Path(".privacy-gate"),
     cron: CronOpt = None,
     interval: IntervalOpt = None,
+    allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
     """Register release configs as scheduled deployments in a work pool; a Prefect worker
-    (prefect worker start --pool POOL) runs them."""
+    (prefect worker start --pool POOL) runs them. Needs PRIVACY_GATE_SIGNING_KEY (or
+    --allow-unsigned); the worker needs the same key."""
     _quiet_env()
     for path in configs:
         if not path.is_file():
             _usage_error(f"{path}: file not found")
     from privacy_gate.flows.deployments import deploy_configs
 
-    ids = _prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir, cron=cron, interval=interval)
+    ids = _prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir, cron=cron, interval=interval,
+                           allow_unsigned=allow_unsigned)
     for path, dep_id in zip(configs, ids):
         typer.echo(f"deployed release/{path.stem} ({dep_id}) to work pool {pool!r}")
     typer.echo(f"start a worker: prefect worker start --pool {pool}")

@@ -27,6 +27,8 @@ ENV_TRACKING_URI = "MLFLOW_TRACKING_URI"
 ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
 #: The user recorded on runs (``mlflow.user``); default the OS user.
 ENV_USER = "PRIVACY_GATE_USER"
+#: The HMAC key verdicts are signed with at gate time and verified with at review time.
+ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
 
 # ---- metric families ------------------------------------------------------------------------
 
@@ -226,6 +228,8 @@ TAG_APPROVAL_AT = "approval.decided_at"
 TAG_APPROVAL_COMMENT = "approval.comment"
 TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
+TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
+TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
 
 
 def strongest_tag(metric: str) -> str:
@@ -256,10 +260,29 @@ ART_STUDY_INVARIANTS = "dependency/invariants.json"  # the paper's invariants, h
 ART_STUDY_PLOT = "plots/dependency_advantage.png"
 SQLITE_FILE = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
+LOCK_DIR = "locks"  # beside a local MLflow store: one lock file per run being decided
+
+# ---- the seal: what publication uses, inside verdict.json (so under its digest / HMAC) -------
+SEAL = "seal"  # the verdict document's key holding the fields below
+SEAL_SIGNED = "signed"
+SEAL_DATASET = "dataset"
+SEAL_PUBLISH_TARGET = "publish_target"
+SEAL_QUARANTINE = "quarantine_path"
+SEAL_SYNTHETIC_SHA = "synthetic_file_sha256"
+SEAL_SETTINGS_SHA = "settings_sha256"  # sha256 of the ART_SETTINGS text as logged
+SEAL_CONFIG_SHA = "config_sha256"  # sha256 of the ART_CONFIG text as logged
+#: the run tag that must agree with each sealed field (an edited tag is refused, never followed)
+SEAL_TAGS = {SEAL_DATASET: TAG_DATASET, SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET, SEAL_QUARANTINE: TAG_QUARANTINE,
+             SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA}
 
 
 def validation_artifact(suite: str) -> str:
     return f"validation/{suite}.json"
+
+
+def decision_lock_file(run_id: str) -> str:
+    """The lock file (inside ``LOCK_DIR``) of a decision on ``run_id``; ``run_id`` is a checked id."""
+    return f"decision-{run_id}.lock"
 
 
 def decision_artifact(n: int, action: str) -> str:

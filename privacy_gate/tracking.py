@@ -7,8 +7,6 @@ Prefect tasks log from worker threads.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
 import math
 import os
@@ -26,7 +24,8 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
                                 experiment_name)
-from privacy_gate.names import ENV_TRACKING_URI, ENV_USER
+from privacy_gate.names import ENV_SIGNING_KEY, ENV_TRACKING_URI, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
+from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
 #: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
@@ -43,16 +42,9 @@ SOURCE_NAME_TAG = "mlflow.source.name"
 SOURCE_TYPE_TAG = "mlflow.source.type"
 
 
-#: An HMAC key for verdict digests. Without it the digest is a plain SHA-256, which catches an
-#: edited ``verdict.json`` but not someone who can also rewrite the run's tags.
-SIGNING_KEY_ENV = "PRIVACY_GATE_SIGNING_KEY"
-
-
-def verdict_digest(text: str) -> str:
-    key = os.environ.get(SIGNING_KEY_ENV)
-    if key:
-        return "hmac-sha256:" + hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+#: An HMAC key for verdict digests (see ``signing``): without it the digest is a plain SHA-256,
+#: which catches an edited ``verdict.json`` but not someone who can also rewrite the run's tags.
+SIGNING_KEY_ENV = ENV_SIGNING_KEY
 
 
 def check_reachable(uri: str, *, timeout: float = 5.0) -> None:
@@ -187,24 +179,23 @@ class Tracker:
     def read_json(self, run_id: str, path: str) -> Any:
         return json.loads(self.read_text(run_id, path))
 
-    def read_verified_verdict(self, run_id: str) -> dict[str, Any]:
-        """``verdict.json`` of a run, checked against the digest and verdict tags written with it:
-        an edited artefact (say BLOCK turned into REVIEW) is refused, never acted on."""
+    def read_verified(self, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``verdict.json`` of a run, checked against the digest (or HMAC), signing state and verdict
+        tag written with it (``signing.verify_verdict_text``), as (verdict, seal): an edited or
+        downgraded artefact (say BLOCK turned into REVIEW) is refused, never acted on. The seal
+        holds what publication uses (target, quarantine, hashes); empty for runs older than it."""
         tags = self.run_tags(run_id)
         try:
             text = self.read_text(run_id, ART_VERDICT)
         except Exception:  # noqa: BLE001 - no verdict, nothing to trust
             raise IntegrityError(f"run {run_id} has no {ART_VERDICT}; it is not a finished gate run") from None
-        expected = tags.get(TAG_VERDICT_DIGEST)
-        if expected is None or not hmac.compare_digest(expected, verdict_digest(text)):
-            raise IntegrityError(f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "
-                                 f"decided (tag {TAG_VERDICT_DIGEST}); it was edited or the signing key "
-                                 f"({SIGNING_KEY_ENV}) differs — refusing to act on it")
-        verdict = json.loads(text)
-        if verdict.get("verdict") != tags.get(TAG_VERDICT):
-            raise IntegrityError(f"{ART_VERDICT} of run {run_id} says {verdict.get('verdict')} but the run's "
-                                 f"{TAG_VERDICT} tag says {tags.get(TAG_VERDICT)}; refusing to act on it")
-        return verdict
+        document = verify_verdict_text(run_id, text, tags)
+        seal = document.pop(SEAL, None) or {}
+        return document, seal
+
+    def read_verified_verdict(self, run_id: str) -> dict[str, Any]:
+        """The verified verdict of a run (see :meth:`read_verified`), without its seal."""
+        return self.read_verified(run_id)[0]
 
     def read_frame(self, run_id: str, path: str) -> pd.DataFrame:
         """A parquet artifact of the run as a DataFrame."""
@@ -298,8 +289,11 @@ class Tracker:
             self.client.set_tag(run_id, bounded_key(k), text)
 
     # ---- artifacts
-    def log_json(self, run_id: str, obj: Any, path: str) -> None:
-        self.client.log_text(run_id, json.dumps(obj, indent=2, default=str), path)
+    def log_json(self, run_id: str, obj: Any, path: str) -> str:
+        """Log ``obj`` as JSON; returns the exact text logged (what a seal hashes)."""
+        text = json.dumps(obj, indent=2, default=str)
+        self.client.log_text(run_id, text, path)
+        return text
 
     def log_text(self, run_id: str, text: str, path: str) -> None:
         self.client.log_text(run_id, text, path)
@@ -314,13 +308,18 @@ class Tracker:
             folder = str(Path(path).parent)
             self.client.log_artifact(run_id, str(local), None if folder == "." else folder)
 
-    def log_verdict(self, run_id: str, verdict_dict: Mapping[str, Any]) -> None:
+    def log_verdict(self, run_id: str, verdict_dict: Mapping[str, Any],
+                    seal: Mapping[str, Any] | None = None) -> None:
         """The verdict artifact plus the tags the MLflow UI lists and filters runs by, and the
-        artifact's digest (see :meth:`read_verified_verdict`)."""
-        text = json.dumps(dict(verdict_dict), indent=2, default=str)
+        artifact's digest (see :meth:`read_verified`). ``seal``: what publication will use (target,
+        quarantine, hashes), written inside the digested document with whether it is signed."""
+        signed = signing_key() is not None
+        document = {**dict(verdict_dict), SEAL: {**dict(seal or {}), SEAL_SIGNED: signed}}
+        text = json.dumps(document, indent=2, default=str)
         self.log_text(run_id, text, ART_VERDICT)
         self.set_tags(run_id, {
             TAG_VERDICT_DIGEST: verdict_digest(text),
+            TAG_SIGNED: signed_tag(signed),
             TAG_VERDICT: verdict_dict["verdict"],
             TAG_STATUS: verdict_dict["status"],
             TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
@@ -328,3 +327,6 @@ class Tracker:
             or "none",
             TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
         })
+
+    def delete_tag(self, run_id: str, key: str) -> None:
+        self.client.delete_tag(run_id, key)

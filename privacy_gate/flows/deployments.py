@@ -28,7 +28,9 @@ from privacy_gate.config import ReleaseConfig, load_release_config
 from privacy_gate.errors import ConfigError
 from privacy_gate.flows.coordination import ensure_dataset_limit
 from privacy_gate.flows.gate_flows import release_flow
+from privacy_gate.names import ENV_SIGNING_KEY
 from privacy_gate.publish import dataset_slug
+from privacy_gate.signing import signing_key
 
 DEPLOYMENT_TAG = "privacy-gate"
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -138,21 +140,32 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
         entrypoint_type=EntrypointType.MODULE_PATH)
 
 
+def require_signing_key(command: str, *, allow_unsigned: bool) -> None:
+    """Scheduled gates sign their verdicts: without a key a reviewer could not tell a rewritten
+    run from a real one. ``allow_unsigned``: the operator's explicit choice (``--allow-unsigned``)."""
+    if not allow_unsigned and signing_key() is None:
+        raise ConfigError(f"privacy-gate {command}: {ENV_SIGNING_KEY} is not set, so scheduled verdicts would be "
+                          f"unsigned; set {ENV_SIGNING_KEY} (the same key where runs are approved) or pass "
+                          "--allow-unsigned")
+
+
 def serve_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                 limit: int | None = None, report: Callable[[str], None] | None = None) -> None:
+                 limit: int | None = None, report: Callable[[str], None] | None = None,
+                 allow_unsigned: bool = False) -> None:
     """Serve every valid release config in ``folder`` until interrupted. ``report`` gets one line
     per config left out (default: the ``privacy_gate`` logger's warnings); a ConfigError when no
-    config is valid."""
+    config is valid, or without a signing key unless ``allow_unsigned``."""
     from prefect import serve
 
-    found = prepare_folder(folder, workdir=workdir, cron=cron, interval=interval, report=report)
+    found = prepare_folder(folder, workdir=workdir, cron=cron, interval=interval, report=report,
+                           allow_unsigned=allow_unsigned)
     serve(*(d for d, _ in found.deployments), limit=limit)
 
 
 def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                   report: Callable[[str], None] | None = None) -> FolderDeployments:
+                   report: Callable[[str], None] | None = None, allow_unsigned: bool = False) -> FolderDeployments:
     """Everything ``serve_folder`` does before it serves: the deployments of the valid configs,
-    each problem reported, the datasets' concurrency limits created."""
+    each problem reported, the signing key required, the datasets' concurrency limits created."""
     if report is None:
         import logging
 
@@ -162,20 +175,23 @@ def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, inte
         report(f"not served: {line}")
     if not found.deployments:
         raise ConfigError(f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to serve")
+    require_signing_key("serve", allow_unsigned=allow_unsigned)
     for _, dataset in found.deployments:
         ensure_dataset_limit(dataset)
     return found
 
 
 def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: str | None = None,
-                   interval: float | None = None) -> list[str]:
+                   interval: float | None = None, allow_unsigned: bool = False) -> list[str]:
     """Register each config as a deployment in ``work_pool`` (created as a process pool if
-    missing); returns the deployment ids."""
+    missing); returns the deployment ids. Refused without a signing key unless
+    ``allow_unsigned`` (the workers that run them need the key in their environment too)."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
     # every config and schedule is checked before anything is registered
     deployments = [(build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
                     load_release_config(p).dataset.spec.name) for p in configs]
+    require_signing_key("deploy", allow_unsigned=allow_unsigned)
     with get_client(sync_client=True) as client:
         try:
             client.read_work_pool(work_pool)
@@ -190,4 +206,4 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
 
 
 __all__ = ["FolderDeployments", "build_deployment", "config_files", "deploy_configs", "folder_deployments",
-           "prepare_folder", "release_configs", "serve_folder"]
+           "prepare_folder", "release_configs", "require_signing_key", "serve_folder"]

@@ -65,7 +65,8 @@ def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[Review
     clean REVIEW verdict whose quarantined release is unchanged."""
     if decisions:
         first = decisions[0]
-        raise ReviewError(f"run {run_id} was already {first.action}d by {first.reviewer} at {first.at}; "
+        done = {"approve": "approved", "reject": "rejected"}[first.action]
+        raise ReviewError(f"run {run_id} was already {done} by {first.reviewer} at {first.at}; "
                           "decisions are final — run the gate again for a new decision")
     if verdict["verdict"] == "BLOCK":
         raise ReviewError(f"run {run_id} was BLOCKed ({verdict['status']}); a BLOCK cannot be approved — fix the "

@@ -32,25 +32,36 @@ def table_digest(df: Any) -> str:
     return hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes()).hexdigest()
 
 
+def text_sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class MlflowSink:
     """Records one gate run in the MLflow run ``run_id`` of ``tracker``."""
 
-    def __init__(self, tracker: tracking.Tracker, run_id: str):
+    def __init__(self, tracker: tracking.Tracker, run_id: str, *, dataset: str | None = None):
         self.tracker = tracker
         self.run_id = run_id
+        # what publication will use, sealed into verdict.json (under its digest) with the verdict
+        self.seal: dict[str, Any] = {names.SEAL_DATASET: dataset} if dataset is not None else {}
 
     @classmethod
     def start(cls, tracker: tracking.Tracker, *, name: str, kind: str, dataset: str,
               tags: dict[str, str] | None = None) -> MlflowSink:
         run_id = tracker.start_run(name=name, kind=kind, tags={names.TAG_DATASET: dataset, **(tags or {})})
-        return cls(tracker, run_id)
+        return cls(tracker, run_id, dataset=dataset)
 
     # ---- before the gate
     def record_params(self, params: dict[str, Any]) -> None:
         self.tracker.log_params(self.run_id, params)
 
     def record_json(self, obj: Any, path: str) -> None:
-        self.tracker.log_json(self.run_id, obj, path)
+        text = self.tracker.log_json(self.run_id, obj, path)
+        sealed = {names.ART_CONFIG: names.SEAL_CONFIG_SHA, names.ART_SETTINGS: names.SEAL_SETTINGS_SHA}.get(path)
+        if sealed:  # the config and settings a re-gate and publication read back are checked against these
+            self.seal[sealed] = text_sha256(text)
 
     def record_validation(self, report: Any) -> None:
         self.tracker.log_json(self.run_id, report.to_dict(), names.validation_artifact(report.suite_name))
@@ -61,9 +72,10 @@ class MlflowSink:
                                         sources=sources)
 
     def record_quarantine(self, quarantined: Any, *, target: Any) -> None:
-        self.tracker.set_tags(self.run_id, {names.TAG_SYNTHETIC_SHA: quarantined.sha256,
-                                            names.TAG_QUARANTINE: str(quarantined.path.resolve()),
-                                            names.TAG_PUBLISH_TARGET: target})
+        where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: str(quarantined.path.resolve()),
+                 names.SEAL_PUBLISH_TARGET: str(target)}
+        self.seal.update(where)
+        self.tracker.set_tags(self.run_id, {names.SEAL_TAGS[k]: v for k, v in where.items()})
 
     # ---- the gate (Sink protocol)
     def record_gate(self, result: GateResult) -> None:
@@ -120,7 +132,7 @@ class MlflowSink:
         self.tracker.log_metrics(self.run_id, {**verdict.metrics,
                                                **{names.timing_metric(k): v for k, v in timings.items()}})
         self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
-        self.tracker.log_verdict(self.run_id, verdict.to_dict())
+        self.tracker.log_verdict(self.run_id, verdict.to_dict(), seal=self.seal)
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_summary(self, markdown: str) -> None:

@@ -8,6 +8,7 @@ with the approval record, and appends the decision to the MLflow run.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -19,12 +20,13 @@ from privacy_gate import names, tracking
 from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
-from privacy_gate.errors import PrivacyGateError, ReviewError
+from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
 from privacy_gate.gate.review_records import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.pipeline.decision_lock import DecisionHold, decision_lock
+from privacy_gate.pipeline.mlflow_sink import MlflowSink, text_sha256
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.release import RunContext, finish, log_report_of
 from privacy_gate.pipeline.result import RunOutcome
@@ -36,30 +38,66 @@ log = logging.getLogger("privacy_gate")
 
 
 class RunRecord:
-    """What the tracking store holds about one gate run, read back for a decision."""
+    """What the tracking store holds about one gate run, read back for a decision.
+
+    Where publication goes and what it publishes come from the verified verdict document's seal
+    (under its digest), never from the run's editable tags: :meth:`check_publishable` refuses a
+    run whose tags disagree with its seal, or that has no seal."""
 
     def __init__(self, tracker: tracking.Tracker, run_id: str):
         self.run_id = run_id
         self.tags = tracker.run_tags(run_id)
-        self.verdict = tracker.read_verified_verdict(run_id)
-        try:
-            self.config = tracker.read_json(run_id, names.ART_CONFIG)
-        except Exception:  # noqa: BLE001 - a run without its ledger cannot be decided
-            raise ReviewError(f"run {run_id} has no {names.ART_CONFIG} artifact; it is not a finished gate run") from None
+        self.verdict, self.seal = tracker.read_verified(run_id)
+        self._tracker = tracker
+        self.config = json.loads(self._sealed_text(names.ART_CONFIG, names.SEAL_CONFIG_SHA))
         self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)]
         self.experiment_id = tracker.experiment_of(run_id)
-        path = self.tags.get(names.TAG_QUARANTINE)
+        path = self.seal.get(names.SEAL_QUARANTINE) or self.tags.get(names.TAG_QUARANTINE)
         self.quarantine = Path(path) if path else None
-        self.publish_target = self.tags.get(names.TAG_PUBLISH_TARGET, "published")  # a folder or an s3:// URI
-        self.dataset = self.tags.get(names.TAG_DATASET, "dataset")
-        self._tracker = tracker
+        self.publish_target = self.seal.get(names.SEAL_PUBLISH_TARGET)  # a folder or an s3:// URI
+        self.dataset = self.seal.get(names.SEAL_DATASET) or self.tags.get(names.TAG_DATASET, "dataset")
+
+    def _sealed_text(self, path: str, seal_key: str) -> str:
+        """An artefact the decision reads, checked against the hash sealed with the verdict."""
+        try:
+            text = self._tracker.read_text(self.run_id, path)
+        except Exception:  # noqa: BLE001 - a run without it cannot be decided
+            if path == names.ART_CONFIG:
+                raise ReviewError(f"run {self.run_id} has no {path} artifact; it is not a finished gate run") from None
+            raise ReviewError(f"run {self.run_id} recorded no {path}; it predates re-gating — run the gate "
+                              "again") from None
+        expected = self.seal.get(seal_key)
+        if expected is not None and text_sha256(text) != expected:
+            raise IntegrityError(f"{path} of run {self.run_id} changed since the gate decided (its sha256 is sealed "
+                                 f"in {names.ART_VERDICT}); refusing to act on it")
+        return text
+
+    def check_publishable(self) -> None:
+        """Refuse a run whose publication fields are not sealed in its verified verdict, or whose
+        tags disagree with the seal (an edited ``gate.publish_target`` must not move a release)."""
+        missing = [k for k in (names.SEAL_PUBLISH_TARGET, names.SEAL_QUARANTINE, names.SEAL_SYNTHETIC_SHA,
+                               names.SEAL_SETTINGS_SHA) if not self.seal.get(k)]
+        if missing:
+            raise IntegrityError(f"{names.ART_VERDICT} of run {self.run_id} does not seal {', '.join(missing)} (the "
+                                 "run predates sealed publication or never quarantined a release); run the gate "
+                                 "again to decide on it")
+        for field, tag in names.SEAL_TAGS.items():
+            if field in self.seal and self.tags.get(tag) != str(self.seal[field]):
+                raise IntegrityError(f"the {tag} tag of run {self.run_id} ({self.tags.get(tag)}) differs from the "
+                                     f"{field} sealed in its {names.ART_VERDICT} ({self.seal[field]}); the tag was "
+                                     "edited — refusing to act on it")
+        judged = (self.verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
+        if judged != self.seal[names.SEAL_SYNTHETIC_SHA]:
+            raise IntegrityError(f"run {self.run_id}: the sealed release hash differs from the judged one; "
+                                 "refusing to act on it")
 
     def settings(self) -> GateSettings:
+        text = self._sealed_text(names.ART_SETTINGS, names.SEAL_SETTINGS_SHA)
         try:
-            return GateSettings.from_record(self._tracker.read_json(self.run_id, names.ART_SETTINGS))
+            return GateSettings.from_record(json.loads(text))
         except Exception:  # noqa: BLE001
-            raise ReviewError(f"run {self.run_id} recorded no gate settings ({names.ART_SETTINGS}); it predates "
-                              "re-gating — run the gate again") from None
+            raise ReviewError(f"run {self.run_id} recorded unreadable gate settings ({names.ART_SETTINGS}); run "
+                              "the gate again") from None
 
     def exposed_records(self) -> pd.DataFrame:
         """The run's exposure scan (row ids and p-values); what ``--suppress exposed`` reads. The
@@ -106,6 +144,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     logger = logger or log
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
+    record.check_publishable()
     tracker.experiment_id = record.experiment_id
     settings = record.settings()
     splits = record.splits()
@@ -145,24 +184,54 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     """Check, (re-gate and) publish or reject, and append the decision to the run.
 
     ``regate``: how to re-run the gate after suppression (default :func:`regate_run` in this
-    process; the CLI passes the Prefect flow so the re-run shows up in the Prefect UI)."""
-    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
-    record = RunRecord(tracker, run_id)
-    subgroups = dict(subgroups or {})
-    suppress = sorted(set(suppress or []) | {g for g, a in subgroups.items() if a == "reject"})
-    current = record.current_sha256()
-    check_decidable(run_id, record.verdict, record.decisions, current_sha256=current)
-    check_subgroup_decisions(record.verdict, subgroups, suppress)
-    decision = dict(action=action, reviewer=reviewer, comment=comment, data_sha256=current, via=via,
-                    subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
-                                  if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
-                    suppress=suppress)
-    sink = MlflowSink(tracker, run_id)
-    if action == "reject":
-        final = ReviewDecision.new(**decision)
-        tracker.append_decision(run_id, final.to_dict())
-        _refresh_report(sink)
-        return final
+    process; the CLI passes the Prefect flow so the re-run shows up in the Prefect UI).
+
+    One decision per run: the whole check-then-act holds the run's decision lock (across
+    processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
+    with decision_lock(tracking_uri, run_id) as local:
+        tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+        record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
+        subgroups = dict(subgroups or {})
+        suppress = sorted(set(suppress or []) | {g for g, a in subgroups.items() if a == "reject"})
+        current = record.current_sha256()
+        check_decidable(run_id, record.verdict, record.decisions, current_sha256=current)
+        check_subgroup_decisions(record.verdict, subgroups, suppress)
+        if action == "approve":
+            record.check_publishable()
+        hold = DecisionHold(tracker, run_id, reviewer=reviewer, action=action, local=local)
+        hold.claim()
+        try:
+            # re-checked with the claim held: a rival that decided between our read and our claim
+            check_decidable(run_id, record.verdict, [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
+                            current_sha256=record.current_sha256())
+            decision = dict(action=action, reviewer=reviewer, comment=comment, data_sha256=current, via=via,
+                            subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
+                                          if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
+                            suppress=suppress)
+            if action == "reject":
+                final = ReviewDecision.new(**decision)
+                tracker.append_decision(run_id, final.to_dict())
+                _refresh_report(MlflowSink(tracker, run_id))
+                return final
+            return _approve(tracker, record, decision, suppress=suppress, regate=regate, tracking_uri=tracking_uri,
+                            workdir=workdir)
+        except BaseException:
+            if not _has_decision(tracker, run_id):  # nothing recorded: the run may be decided again
+                hold.release()
+            raise
+
+
+def _has_decision(tracker: tracking.Tracker, run_id: str) -> bool:
+    try:
+        return bool(tracker.decisions(run_id))
+    except Exception:  # noqa: BLE001 - unknown: keep the claim (it blocks, never publishes)
+        return True
+
+
+def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, Any], *, suppress: list[str],
+             regate: Regate | None, tracking_uri: str, workdir: str) -> ReviewDecision:
+    """(Re-gate and) record the approval, read it back, then publish to the sealed target."""
+    run_id = record.run_id
     store = ReleaseStore(workdir=Path(workdir), target=record.publish_target)
     to_publish, rerun_id = record.quarantined(), None
     if suppress:
@@ -192,7 +261,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
         raise ReviewError(f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
                           f"{store.target} — run the gate again to publish") from None
     tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: str(published)})
-    _refresh_report(sink)
+    _refresh_report(MlflowSink(tracker, run_id))
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
 
 

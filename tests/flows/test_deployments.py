@@ -112,14 +112,51 @@ def test_serve_refuses_to_start_only_when_no_config_is_valid(small_adult, tmp_pa
     folder = _mixed_folder(tmp_path / "configs")
     limits, lines = [], []
     monkeypatch.setattr(deployments, "ensure_dataset_limit", limits.append)  # no Prefect server needed
-    found = deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append)
+    found = deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append, allow_unsigned=True)
     assert [d.name for d, _ in found.deployments] == ["good"] and limits == ["adult"]
     assert len(lines) == 3 and all(ln.startswith(f"not served: {folder.resolve()}/") for ln in lines)
     (folder / "good.yaml").unlink()
     lines.clear()
     with pytest.raises(ConfigError, match="none of its 3 release config"):
-        deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append)
+        deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append, allow_unsigned=True)
     assert len(lines) == 3
     r = runner.invoke(app, ["serve", str(folder)])
     assert r.exit_code == 2 and "Traceback" not in r.stderr
     assert r.stderr.count("warning: not served: ") == 3 and "corrupt.yaml" in r.stderr and "nothing to serve" in r.stderr
+
+
+def _no_prefect(monkeypatch) -> list[str]:
+    """Stand-ins for what serve / deploy would do on a Prefect server; records what was reached."""
+    import prefect
+
+    from privacy_gate.flows import deployments
+
+    reached: list[str] = []
+    monkeypatch.setattr(deployments, "ensure_dataset_limit", lambda dataset: reached.append("limit"))
+    monkeypatch.setattr(prefect, "serve", lambda *deps, **kw: reached.append("serve"))
+
+    def no_client(**kw):
+        reached.append("client")
+        raise ConfigError("stand-in: no Prefect API in this test")
+
+    monkeypatch.setattr(deployments, "get_client", no_client)
+    return reached
+
+
+def test_serve_and_deploy_refuse_to_start_without_a_signing_key(tmp_path, small_adult, monkeypatch):
+    monkeypatch.delenv("PRIVACY_GATE_SIGNING_KEY", raising=False)
+    reached = _no_prefect(monkeypatch)
+    cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
+    for args in (["serve", str(tmp_path), "--cron", "0 2 * * *"],
+                 ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "PRIVACY_GATE_SIGNING_KEY is not set" in r.stderr and "--allow-unsigned" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert reached == []
+    # told otherwise, or with a key, they start
+    r = runner.invoke(app, ["serve", str(tmp_path), "--cron", "0 2 * * *", "--allow-unsigned"])
+    assert r.exit_code == 0 and reached == ["limit", "serve"], r.output
+    monkeypatch.setenv("PRIVACY_GATE_SIGNING_KEY", "k")
+    r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"])
+    assert reached[-1] == "client" and "stand-in" in r.stderr

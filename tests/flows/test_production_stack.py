@@ -39,6 +39,7 @@ from ..conftest import review_rules, write_release_config
 GROUP = "race=Asian-Pac-Islander"
 EXPERIMENT = "privacy-gate-e2e"
 REVIEWER_BOT = "release-bot"
+SIGNING_KEY = "production-stack-test-key"  # serve and deploy refuse to start without one
 OUT = Path(__file__).resolve().parents[1] / "output" / "stack"
 
 pytestmark = [
@@ -172,6 +173,7 @@ def served(services, small_adult, tmp_path_factory):
     s3.upload_file(str(folder / "real.csv"), "data", "adult/real.csv")
     env = {"PREFECT_API_URL": services.prefect, "MLFLOW_TRACKING_URI": services.mlflow, **stack.s3_env(services.s3),
            "PRIVACY_GATE_USER": REVIEWER_BOT, "PREFECT_HOME": str(folder / "prefect-home"),
+           "PRIVACY_GATE_SIGNING_KEY": SIGNING_KEY,  # serve refuses to start unsigned
            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "PREFECT_RUNNER_POLL_FREQUENCY": "2"}
     workdir = folder / "work"
     proc = stack.start("serve", [str(stack.BIN / "privacy-gate"), "serve", str(configs["approve"].parent),
@@ -321,7 +323,8 @@ def test_deploy_registers_a_scheduled_deployment_in_a_work_pool(services, served
 
     config = served.configs["approve"].with_name("nightly.yaml")
     config.write_text(served.configs["approve"].read_text())
-    env = {**os.environ, "PREFECT_API_URL": services.prefect, "PREFECT_HOME": str(served.folder / "deploy-home")}
+    env = {**os.environ, "PREFECT_API_URL": services.prefect, "PREFECT_HOME": str(served.folder / "deploy-home"),
+           "PRIVACY_GATE_SIGNING_KEY": SIGNING_KEY}
     r = subprocess.run([str(stack.BIN / "privacy-gate"), "deploy", str(config), "--pool", "gates", "--cron",
                         "0 2 * * *", "--workdir", str(served.workdir)], env=env, capture_output=True, text=True,
                        timeout=120)
