@@ -47,6 +47,19 @@ def _usage_error(message: str) -> None:
     raise typer.Exit(EXIT_USAGE)
 
 
+def _probe_tracking(uri: str, source: str) -> str:
+    """The MLflow store every command talks to, probed first: an unreachable server is one line
+    naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of retries)."""
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.tracking import check_reachable
+
+    try:
+        check_reachable(uri, source=source)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    return uri
+
+
 def _require_files(**paths: Path | None) -> None:
     """``name=path``: options are named ``--name``, config keys (with a dot) by their key."""
     for name, path in paths.items():
@@ -143,12 +156,12 @@ def run(
             from privacy_gate.pipeline.remediation import check_ladder
 
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
-        from privacy_gate.tracking import check_reachable
-
-        if cfg.tracking.uri:
-            check_reachable(cfg.tracking.uri)
     except ConfigError as exc:
         _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
+    from privacy_gate.tracking import SOURCE_CONFIG, tracking_source
+
+    tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
+    _probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
     from privacy_gate.objectstore import is_s3
 
     _require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
@@ -158,12 +171,11 @@ def run(
         from privacy_gate.pipeline.remediation import remediated_release_run
 
         from privacy_gate.pipeline.retrying import run_with_retries
-        from privacy_gate.tracking import resolve_tracking_uri
 
         logger = _cli_logger()
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
             _run_flow(run_with_retries, as_json, retries=cfg.retries, logger=logger, dataset=cfg.dataset.spec.name,
-                      tracking_uri=resolve_tracking_uri(cfg.tracking.uri, workdir),
+                      tracking_uri=tracking_uri,
                       attempt=lambda: remediated_release_run(cfg, workdir=workdir, executor=executor, logger=logger))
     from privacy_gate.flows import release_flow, task_runner_for
 
@@ -209,6 +221,9 @@ def gate(
             _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
+    from privacy_gate.tracking import tracking_source
+
+    _probe_tracking(*tracking_source(None, workdir))
     if not _use_prefect(orchestrator):
         from privacy_gate.pipeline.release import gate_only_run
 
@@ -231,34 +246,39 @@ CommentOpt = Annotated[str, typer.Option("--comment", help="Why (recorded with t
 
 
 def _store_uri(workdir: Path, uri: str | None) -> str:
-    """The store of an existing run: never created here (a typo in --workdir must not make an
-    empty store and then report 'no run')."""
+    """The store of an existing run (--tracking-uri, else MLFLOW_TRACKING_URI, else the workdir's),
+    probed; never created here (a typo in --workdir must not make an empty store and then report
+    'no run')."""
     from privacy_gate.names import SQLITE_FILE
-    from privacy_gate.tracking import default_tracking_uri
+    from privacy_gate.tracking import SOURCE_WORKDIR, tracking_source
 
-    uri = uri or os.environ.get("MLFLOW_TRACKING_URI")  # a deployment's tracking server
-    if uri:
-        return uri
-    if not (Path(workdir) / SQLITE_FILE).is_file():
+    uri, source = tracking_source(None, workdir, option=uri)
+    if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
         _usage_error(f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the workdir "
                      "the gate ran in, or --tracking-uri")
-    return default_tracking_uri(workdir)
+    return _probe_tracking(uri, source)
 
 
 def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: list[str], workdir: Path,
             tracking_uri: str | None) -> None:
     _quiet_env()
-    from privacy_gate.errors import PrivacyGateError
+    from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 
+    uri = _store_uri(workdir, tracking_uri)
     try:
         from privacy_gate.flows import regate_flow
         from privacy_gate.pipeline.review import decide_run
 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
-                              tracking_uri=_store_uri(workdir, tracking_uri), workdir=str(workdir),
-                              regate=regate_flow)
+                              tracking_uri=uri, workdir=str(workdir), regate=regate_flow)
     except PrivacyGateError as exc:
         typer.echo(f"refused: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except Exception as exc:  # noqa: BLE001 - a store that stopped answering mid-decision: one line
+        if not is_infrastructure_error(exc):
+            raise
+        typer.echo(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} may be "
+                   f"undecided — check it with: privacy-gate review {run_id}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     done = {"approve": "approved", "reject": "rejected"}[decision.action]
     typer.echo(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
@@ -357,6 +377,11 @@ def serve(
     are. Refuses to start when no config is valid. Needs a Prefect API (PREFECT_API_URL) and
     PRIVACY_GATE_SIGNING_KEY (or --allow-unsigned); runs of one dataset never overlap."""
     _quiet_env()
+    from privacy_gate.tracking import SOURCE_ENV, tracking_source
+
+    uri, source = tracking_source(None, workdir)
+    if source == SOURCE_ENV:  # the flows served here record there (unless a config names its own)
+        _probe_tracking(uri, source)
     from privacy_gate.flows.deployments import serve_folder
 
     _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit,
@@ -409,6 +434,9 @@ def dependency_study(
     except ConfigError as exc:
         _usage_error(str(exc))
     _require_files(**{"dataset.path": cfg.dataset.path})
+    from privacy_gate.tracking import tracking_source
+
+    _probe_tracking(*tracking_source(cfg.tracking.uri, workdir))
     try:
         if _use_prefect(orchestrator):
             from privacy_gate.flows import dependency_study_flow

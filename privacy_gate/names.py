@@ -230,6 +230,14 @@ TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
 TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
 TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
+#: the process that made a run (``processes``): ``privacy-gate doctor`` marks a run left RUNNING
+#: KILLED only when this host's PID is gone (or now another process: a different start token)
+TAG_HOST = "gate.host"
+TAG_PID = "gate.pid"
+TAG_PROCESS_START = "gate.process_start"
+TAG_KILLED_REASON = "gate.killed_reason"  # why doctor marked a RUNNING run KILLED
+#: run kinds that publish on their own APPROVE (a review re-run's release is published by its approval)
+PUBLISHING_KINDS = ("release", "gate_only")
 
 
 def strongest_tag(metric: str) -> str:

@@ -25,6 +25,8 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
                                 experiment_name)
 from privacy_gate.names import ENV_SIGNING_KEY, ENV_TRACKING_URI, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
+from privacy_gate.names import TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
@@ -47,22 +49,57 @@ SOURCE_TYPE_TAG = "mlflow.source.type"
 SIGNING_KEY_ENV = ENV_SIGNING_KEY
 
 
-def check_reachable(uri: str, *, timeout: float = 5.0) -> None:
-    """Fail fast (ConfigError naming the URI) when an MLflow server does not answer, instead of
-    MLflow's minutes of retries ending in an unclear BLOCK."""
+#: where a tracking URI came from, as the one-line errors name it (``tracking_source``)
+SOURCE_CONFIG = "tracking.uri in the config"
+SOURCE_OPTION = "--tracking-uri"
+SOURCE_ENV = f"the {ENV_TRACKING_URI} environment variable (it overrides the store in --workdir)"
+SOURCE_WORKDIR = "the workdir's store"
+
+
+def tracking_source(configured: str | None, workdir: Path, *, option: str | None = None) -> tuple[str, str]:
+    """The tracking URI :func:`resolve_tracking_uri` picks, with where it came from (``SOURCE_*``)."""
+    if option:
+        return option, SOURCE_OPTION
+    if configured:
+        return configured, SOURCE_CONFIG
+    if os.environ.get(ENV_TRACKING_URI):
+        return os.environ[ENV_TRACKING_URI], SOURCE_ENV
+    return default_tracking_uri(workdir), SOURCE_WORKDIR
+
+
+def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 5.0) -> None:
+    """Fail fast (ConfigError naming the URI and ``source``) when an MLflow server (``/health``) or
+    a database server (a TCP connect) does not answer, instead of MLflow's minutes of retries
+    ending in an unclear BLOCK. Local stores (sqlite, files) are not probed."""
+    import socket
     import urllib.error
+    import urllib.parse
     import urllib.request
 
-    if not uri.startswith(("http://", "https://")):
+    where = f"MLflow tracking store {uri} (from {source})"
+    if uri.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as response:
+                if response.status >= 400:
+                    raise ConfigError(f"{where}: the MLflow server answered HTTP {response.status} on /health")
+        except urllib.error.HTTPError as exc:
+            raise ConfigError(f"{where}: the MLflow server answered HTTP {exc.code} on /health") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            raise ConfigError(f"{where}: not reachable within {timeout:g} s ({reason}); is the MLflow server "
+                              "running?") from None
         return
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.scheme.split("+")[0] not in ("postgresql", "postgres", "mysql", "mssql") or not parsed.hostname:
+        return
+    default_port = {"mysql": 3306, "mssql": 1433}.get(parsed.scheme.split("+")[0], 5432)
     try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as response:
-            if response.status >= 400:
-                raise ConfigError(f"tracking.uri {uri}: the MLflow server answered HTTP {response.status} on /health")
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or type(exc).__name__
-        raise ConfigError(f"tracking.uri {uri}: not reachable within {timeout:g} s ({reason}); "
-                          "is the MLflow server running?") from None
+        with socket.create_connection((parsed.hostname, parsed.port or default_port), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        shown = f"{parsed.scheme}://{parsed.hostname}:{parsed.port or default_port}{parsed.path}"  # no password
+        raise ConfigError(f"MLflow tracking store {shown} (from {source}): not reachable within {timeout:g} s "
+                          f"({type(exc).__name__}); is the database running?") from None
 
 
 def _store_init_lock(uri: str):
@@ -231,8 +268,10 @@ class Tracker:
     # ---- runs
     def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
         # who and what made the run, as the MLflow UI shows them ("Created by", "Source")
+        pid = os.getpid()
         all_tags = {TAG_KIND: kind, USER_TAG: run_user(), SOURCE_NAME_TAG: f"privacy-gate {kind}",
-                    SOURCE_TYPE_TAG: "JOB", **(tags or {})}
+                    SOURCE_TYPE_TAG: "JOB", TAG_HOST: this_host(), TAG_PID: str(pid),
+                    TAG_PROCESS_START: process_start(pid) or "unknown", **(tags or {})}
         if parent:
             all_tags["mlflow.parentRunId"] = parent
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
@@ -240,6 +279,29 @@ class Tracker:
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+    def find_runs(self, filter_string: str = "", *, experiment_ids: list[str] | None = None) -> list[Any]:
+        """Every run (MLflow ``Run``) of the store (or of ``experiment_ids``) matching the filter."""
+        from mlflow.entities import ViewType
+
+        if experiment_ids is None:
+            experiment_ids = [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
+        runs: list[Any] = []
+        if not experiment_ids:
+            return runs
+        token = None
+        while True:
+            page = self.client.search_runs(experiment_ids, filter_string, run_view_type=ViewType.ACTIVE_ONLY,
+                                           max_results=1000, page_token=token)
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def mark_killed(self, run_id: str, reason: str) -> None:
+        """A run whose process is gone: the reason as a tag, then status KILLED."""
+        self.set_tags(run_id, {TAG_KILLED_REASON: reason})
+        self.client.set_terminated(run_id, status="KILLED")
 
     # ---- values
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
