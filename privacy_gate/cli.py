@@ -60,6 +60,15 @@ def _probe_tracking(uri: str, source: str) -> str:
     return uri
 
 
+def _reconcile(uri: str, dataset: str, experiment: str | None) -> None:
+    """Before a run: the dataset's runs left RUNNING by a gone process are marked KILLED (doctor's
+    cheap part; a warning at most, never a failure)."""
+    from privacy_gate.names import experiment_name
+    from privacy_gate.pipeline.doctor import reconcile_on_start
+
+    reconcile_on_start(uri, experiment_name(dataset, experiment), _cli_logger())
+
+
 def _require_files(**paths: Path | None) -> None:
     """``name=path``: options are named ``--name``, config keys (with a dot) by their key."""
     for name, path in paths.items():
@@ -162,6 +171,7 @@ def run(
 
     tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
     _probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
+    _reconcile(tracking_uri, cfg.dataset.spec.name, cfg.tracking.experiment)
     from privacy_gate.objectstore import is_s3
 
     _require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
@@ -223,7 +233,7 @@ def gate(
         _usage_error(str(exc))
     from privacy_gate.tracking import tracking_source
 
-    _probe_tracking(*tracking_source(None, workdir))
+    _reconcile(_probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
     if not _use_prefect(orchestrator):
         from privacy_gate.pipeline.release import gate_only_run
 
@@ -334,6 +344,38 @@ def reject(
     """Reject a REVIEW verdict: nothing is published; the release stays in quarantine."""
     _decide(run_id, "reject", reviewer=reviewer, comment=comment, suppress=[], workdir=workdir,
             tracking_uri=tracking_uri)
+
+
+@app.command()
+def doctor(
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    tracking_uri: TrackingOpt = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what can be: mark runs of gone processes KILLED, "
+                                                    "remove orphan release data and dead staging folders.")] = False,
+    target: Annotated[Optional[list[str]], typer.Option(
+        "--target", help="Also check this publish folder or s3://bucket/prefix (repeatable; the workdir's "
+                         "published folder and every target recorded on a run are checked anyway).")] = None,
+    min_age: Annotated[float, typer.Option(
+        "--min-age", help="Seconds: younger orphan release data may be a publication in progress; listed, "
+                          "not removed.")] = 600.0,
+) -> None:
+    """Reconcile what killed processes left: runs left RUNNING, approvals never published, release
+    data without a manifest, staging folders. Reports only (exit 0 clean, 1 found something);
+    --fix repairs what it can (exit 1 if anything is left) and says what it did."""
+    _quiet_env()
+    from privacy_gate.names import SQLITE_FILE
+    from privacy_gate.pipeline.doctor import doctor as run_doctor
+    from privacy_gate.tracking import SOURCE_WORKDIR, tracking_source
+
+    uri, source = tracking_source(None, workdir, option=tracking_uri)
+    if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
+        uri = None
+    else:
+        _probe_tracking(uri, source)
+    report = run_doctor(workdir, tracking_uri=uri, fix=fix, targets=list(target or []), min_age=min_age)
+    for line in report.lines(fix=fix):
+        typer.echo(line)
+    raise typer.Exit(1 if report.remaining else 0)
 
 
 CronOpt = Annotated[Optional[str], typer.Option(

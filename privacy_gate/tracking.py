@@ -298,6 +298,10 @@ class Tracker:
             if not token:
                 return runs
 
+    def experiment_id_named(self, name: str) -> str | None:
+        exp = self.client.get_experiment_by_name(name)
+        return exp.experiment_id if exp is not None else None
+
     def mark_killed(self, run_id: str, reason: str) -> None:
         """A run whose process is gone: the reason as a tag, then status KILLED."""
         self.set_tags(run_id, {TAG_KILLED_REASON: reason})
