@@ -32,7 +32,7 @@ from privacy_gate.pipeline.release import RunContext, finish, log_report_of
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, read_quarantined
+from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, quarantined_file, read_quarantined
 
 log = logging.getLogger("privacy_gate")
 
@@ -118,8 +118,7 @@ class RunRecord:
         return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
 
     def quarantined(self) -> QuarantinedRelease:
-        return QuarantinedRelease(path=self.quarantine, sha256=self.verdict["data_hashes"]["synthetic_file_sha256"],
-                                  rows=-1, fmt=self.quarantine.suffix.lstrip("."))
+        return quarantined_file(self.quarantine, self.verdict["data_hashes"]["synthetic_file_sha256"])
 
     def splits(self) -> Splits:
         """The judged real data again (same files, same split), checked against the recorded hashes."""
@@ -241,9 +240,7 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
         if rerun.decision == "BLOCK":
             reasons = "; ".join(c.message for c in rerun.reasons)
             raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
-        to_publish = QuarantinedRelease(path=Path(result.quarantined),
-                                        sha256=rerun.data_hashes["synthetic_file_sha256"], rows=-1,
-                                        fmt=Path(result.quarantined).suffix.lstrip("."))
+        to_publish = quarantined_file(Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"])
     # the approval is recorded, and read back, before anything is published
     approval = ReviewDecision.new(**decision, rerun_id=rerun_id)
     tracker.append_decision(run_id, approval.to_dict())

@@ -56,6 +56,7 @@ class ReportInputs:
     tracking_uri: str | None = None
     experiment_id: str | None = None
     mace: pd.DataFrame | None = None  # optional per-record MACE risk: row_id, risk, risk_lower, risk_upper
+    published: str | None = None  # where the release was published (the run's publication tags), if it was
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -231,7 +232,7 @@ def _banner(inp: ReportInputs) -> str:
  {_e(_approval_state(inp))}</span></h1>
 <div class="meta"><span>dataset <b>{_e(inp.dataset or '—')}</b></span><span>run <code>{_e(run_id or '—')}</code>{link}</span>
 <span>created {_e(v.get('created_at') or '—')}</span><span>rules <code>{_e(_short(v.get('rules_hash')))}</code></span></div>
-<div class="meta"><span>data sha256: {hash_txt}</span></div>
+<div class="meta"><span>data sha256: {hash_txt}</span><span>{_publication(inp)}</span></div>
 <div class="meta"><span>flagged subgroups: <b>{_e(flagged_txt)}</b></span></div>
 {f'<ul class="reasons">{items}</ul>' if items else '<p>Every rule passed.</p>'}
 </header>"""
@@ -546,11 +547,34 @@ def _history(inp: ReportInputs) -> str:
         groups = ", ".join(f"{g}: {a}" for g, a in (d.get("subgroups") or {}).items()) or "—"
         rows.append(([_e(d.get("reviewer")), _e(d.get("at")), f"<b>{_e(d.get('action'))}</b>", _e(d.get("comment") or "—"),
                       _e(groups), _e(", ".join(d.get("suppress") or []) or "—"),
-                      f"<code>{_e(_short(d.get('data_sha256')))}</code>", _e(d.get("published") or "not published"),
+                      f"<code>{_e(_short(d.get('data_sha256')))}</code>", _e(_decision_published(inp, d)),
                       _e(d.get("via") or "—"), f"<code>{_e(d.get('rerun_id') or '—')}</code>"], ""))
     return _section("Review history", _table(
         ["reviewer", "when", "action", "comment", "subgroup decisions", "suppressed", "data sha256", "published",
          "via", "gate re-run"], rows), "review")
+
+
+def _decision_published(inp: ReportInputs, d: Mapping[str, Any]) -> str:
+    """Where a decision's release went. The decision record is written (and read back) before
+    publication, so it cannot name the path; the run's publication tag, set after it, does."""
+    where = d.get("published") or (inp.published if d.get("action") == "approve" else None)
+    return where or "not published"
+
+
+def _publication(inp: ReportInputs) -> str:
+    """The banner's line on publication: where the release is, or where it waits."""
+    if inp.published:
+        return f"published to <code>{_e(inp.published)}</code>"
+    return "not published"
+
+
+def published_location(tags: Mapping[str, str]) -> str | None:
+    """Where a run's release was published, from its tags (approval first, then the gate's own)."""
+    for key in (names.TAG_APPROVAL_PUBLISHED, names.TAG_PUBLISHED):
+        value = tags.get(key)
+        if value and value != "none" and not value.startswith("failed"):
+            return value
+    return None
 
 
 def _open_hint(inp: ReportInputs) -> str:
@@ -628,6 +652,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         tracking_uri=tracker.uri,
         experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
+        published=published_location(tags),
     )
 
 
