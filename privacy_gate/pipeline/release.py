@@ -142,9 +142,17 @@ def _n_samples(state: ReleaseState) -> int:
     return state.config.generator.n_samples or len(state.splits.train)
 
 
+def _sample_line(state: ReleaseState) -> str:
+    """What the sample stage will do, as the generator says when it does not simply sample n rows
+    (the ``file`` generator releases its whole file)."""
+    describe = getattr(state.generator, "describe_sample", None)
+    return describe(_n_samples(state)) if describe else f"sampling {_n_samples(state):,} synthetic rows"
+
+
 def _sample(state: ReleaseState, executor: Executor, logger: Any) -> None:
     state.synthetic = executor.run("sample_synthetic", sample_synthetic, state.generator, _n_samples(state),
                                    state.config.dataset.spec)
+    logger.info("  %s synthetic rows to judge", f"{len(state.synthetic):,}")
     state.ctx.quarantine(state.synthetic, state.config.publish.format)
 
 
@@ -153,8 +161,8 @@ RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
     Stage("load", lambda s: f"loading {location_name(s.config.dataset.path)}", _load),
     Stage("validate_input", lambda s: "validating input data (Great Expectations)", _validate_input),
     Stage("split", lambda s: "splitting train / holdout / reference by entity", _split),
-    Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train)} rows", _fit),
-    Stage("sample", lambda s: f"sampling {_n_samples(s)} synthetic rows", _sample),
+    Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train):,} rows", _fit),
+    Stage("sample", _sample_line, _sample),
 )
 
 
