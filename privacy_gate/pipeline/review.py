@@ -21,6 +21,7 @@ from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
+from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.review_records import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
@@ -113,6 +114,16 @@ class RunRecord:
             return frame
         found = scan.loc[scan["exposed"].astype(bool), ["row_id", "p_value", "exposed"]]
         return pd.concat([frame, found[~found["row_id"].isin(frame["row_id"])]], ignore_index=True)
+
+    def subgroup_rows(self) -> list[dict[str, Any]]:
+        """The audit's figures per group and attack (``audit/subgroups.json``); empty when the run
+        recorded none (a gate that failed before the audit)."""
+        if not self.verdict.get("flagged_subgroups"):
+            return []
+        try:
+            return list(self._tracker.read_json(self.run_id, names.ART_SUBGROUPS) or [])
+        except Exception:  # noqa: BLE001 - the evidence is optional: the verdict still shows
+            return []
 
     def current_sha256(self) -> str | None:
         return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
@@ -271,7 +282,10 @@ def _refresh_report(sink: MlflowSink) -> None:
 
 
 def review_text(run_id: str, *, tracking_uri: str) -> str:
+    """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
+    audit's recorded figures), then the decision state and the rule checks."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
     return pending_text(run_id, record.verdict, record.decisions,
-                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED))
+                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
+                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict))

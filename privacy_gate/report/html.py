@@ -32,6 +32,8 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
+from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
 from privacy_gate.report.plots import (comparison_bars_figure, risk_profile_figure, roc_figure,
                                        score_histograms_figure, subgroup_bars_figure)
@@ -67,15 +69,8 @@ def _e(value: Any) -> str:
 
 
 def _num(value: Any, digits: int = 4) -> str:
-    if value is None or isinstance(value, bool):
-        return "—" if value is None else str(value)
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return _e(value)
-    return "—" if not math.isfinite(v) else f"{v:.{digits}g}"
+    """A number for people (``gate.human.human_number``: ``5,000``, never ``5e+03``), escaped."""
+    return _e(human_number(value, digits))
 
 
 def _short(h: str | None, n: int = 12) -> str:
@@ -128,7 +123,13 @@ def _table(head: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], cls: 
 
 
 def _note(text: str) -> str:
+    """A note of plain text (escaped: it may hold labels from data)."""
     return f'<p class="note">{_e(text)}</p>'
+
+
+def _note_markup(markup: str) -> str:
+    """A note written as HTML here (``<b>``, ``<code>``): only for constant text and escaped values."""
+    return f'<p class="note">{markup}</p>'
 
 
 def _attack_metrics(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
@@ -184,6 +185,7 @@ section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:14px 
 .banner .meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px;opacity:.95}
 .banner code{background:rgba(255,255,255,.18);color:#fff}
 .banner ul{margin:8px 0 0 18px;padding:0}
+.banner ul.evidence{font-size:15px;margin:10px 0 6px 18px}
 .banner a{color:#fff}
 code{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#eef0f3;padding:1px 4px;border-radius:3px}
 pre{font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#1d2330;color:#e8eaf0;padding:10px 12px;
@@ -230,12 +232,21 @@ def _banner(inp: ReportInputs) -> str:
     return f"""<header class="banner {cls}">
 <h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· status {_e(v.get('status'))} · review
  {_e(_approval_state(inp))}</span></h1>
+{_evidence(inp)}
 <div class="meta"><span>dataset <b>{_e(inp.dataset or '—')}</b></span><span>run <code>{_e(run_id or '—')}</code>{link}</span>
 <span>created {_e(v.get('created_at') or '—')}</span><span>rules <code>{_e(_short(v.get('rules_hash')))}</code></span></div>
 <div class="meta"><span>data sha256: {hash_txt}</span><span>{_publication(inp)}</span></div>
 <div class="meta"><span>flagged subgroups: <b>{_e(flagged_txt)}</b></span></div>
 {f'<ul class="reasons">{items}</ul>' if items else '<p>Every rule passed.</p>'}
 </header>"""
+
+
+def _evidence(inp: ReportInputs) -> str:
+    """The evidence on each flagged group, one sentence each (``gate.evidence``), first in the banner."""
+    sentences = flagged_evidence(inp.subgroups or [], inp.verdict)
+    if not sentences:
+        return ""
+    return '<ul class="evidence">' + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>"
 
 
 def _approval_state(inp: ReportInputs) -> str:
@@ -348,7 +359,7 @@ def _mace(inp: ReportInputs) -> str:
     upper = df["risk_upper"].to_numpy(dtype=float) if "risk_upper" in df.columns else None
     ok = risk[np.isfinite(risk)]
     stats = _table(["records", "mean risk", "median", "95th percentile", "max"],
-                   [([str(len(risk)), _num(ok.mean() if ok.size else None), _num(np.median(ok) if ok.size else None),
+                   [([_num(len(risk)), _num(ok.mean() if ok.size else None), _num(np.median(ok) if ok.size else None),
                       _num(np.quantile(ok, 0.95) if ok.size else None), _num(ok.max() if ok.size else None)], "")])
     return _section("Per-record risk (MACE)", stats + _png(risk_profile_figure(risk, lower, upper)), "mace")
 
@@ -366,7 +377,7 @@ def _exposure(inp: ReportInputs) -> str:
                     "tail-excess p (top k)", "exposed share", "lower bound", "upper bound"],
                    [([f("tested", 0), f("count", 0), f("false_expected", 2),
                       f"{f('tail_pvalue')} ({f('tail_top', 0)})", f("share"), f("share_lower"), f("share_upper")], "")])
-    note = _note(
+    note = _note_markup(
         "Each member target gets one combined score — the highest rank any attack gives it among all targets — "
         "and its conformal p-value among the non-member targets. <b>Exposed records</b> are selected by "
         "Benjamini–Hochberg (or –Yekutieli) so that the expected share of false ones among them is at most the "
@@ -385,7 +396,7 @@ def _exposure(inp: ReportInputs) -> str:
                          "false among them at most (expected)", "tail-excess p (top k)"],
                         [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1),
                            f"{f('scan_tail_pvalue')} ({f('scan_tail_top', 0)})"], "")])
-        note += _note(
+        note += _note_markup(
             "<b>Member scan</b>: every training record, not only the member targets, gets a conformal p-value of "
             "its copy-multiplicity score (how many synthetic rows lie closer to it than any other real record, "
             "weighted by how much closer) among the scores of the calibration records (the holdout, and the "
@@ -430,7 +441,7 @@ def _subgroups(inp: ReportInputs) -> str:
         if math.isfinite(auc):
             bars.append((group, attack, auc, lo, hi, is_bad))
         estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
-        cells = [_e(group), _e(attack), str(n_m), str(n_n), _num(r.get("test_p_adjusted"), 3),
+        cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _num(r.get("test_p_adjusted"), 3),
                  _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
         if has_mace:
             ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
