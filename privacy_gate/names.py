@@ -235,6 +235,20 @@ TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal
 TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
 
 
+#: the run name once the verdict is known: ``gate-adult · REVIEW`` (the run list shows it at a glance)
+RUN_NAME_VERDICT_SEPARATOR = " · "
+
+
+def verdict_run_name(name: str, verdict: str) -> str:
+    """``gate-adult`` + ``REVIEW`` -> ``gate-adult · REVIEW`` (a recorded-again verdict replaces the old one).
+
+    >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("gate-adult · REVIEW", "BLOCK")
+    ('gate-adult · REVIEW', 'gate-adult · BLOCK')
+    """
+    base = name.split(RUN_NAME_VERDICT_SEPARATOR)[0]
+    return f"{base}{RUN_NAME_VERDICT_SEPARATOR}{verdict}"
+
+
 def strongest_tag(metric: str) -> str:
     return f"gate.{STRONGEST}.{metric}"
 

@@ -275,6 +275,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     if published is None and ctx.quarantined is not None:
         logger.info("release stays in quarantine: %s", ctx.quarantined.path)
     # derived records after the decision: each failure is a warning, never a change of the verdict
+    _try(logger, "name the run with its verdict", ctx.sink.record_run_name, verdict)
     summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
     try:
         summary = ctx.step("summary", ctx.sink.summary_markdown, verdict)
@@ -285,11 +286,28 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     _try(logger, f"render the HTML report {names.ART_REPORT}", ctx.step, "report", log_report_of, ctx.sink,
          clock=clock)
     _try(logger, "close the MLflow run", ctx.step, "end_run", ctx.sink.end, failed=verdict.status != "ok")
+    logger.info("%s", verdict_line(verdict, run_id=ctx.run_id))  # the run's last line: what was decided, and why
     return RunOutcome(verdict=verdict, published=str(published) if published else None,
                       quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
                       tracking_uri=ctx.sink.tracker.uri, run_id=ctx.run_id, timings=clock.timings,
                       summary_markdown=summary, dataset=ctx.dataset,
                       retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure)
+
+
+def verdict_line(verdict: Verdict, *, run_id: str | None) -> str:
+    """The last log line of a run: the verdict with its main reason (the first blocking one for a
+    BLOCK, else the first reason), how many more, and the run to look at.
+
+    >>> print(verdict_line(Verdict(decision="APPROVE", status="ok", reasons=()), run_id="abc"))
+    verdict APPROVE — every rule passed (run abc)
+    """
+    reasons = list(verdict.reasons)
+    main = next((c for c in reasons if c.action == "block"), None) if verdict.decision == "BLOCK" else None
+    main = main or (reasons[0] if reasons else None)
+    why = main.message if main else "every rule passed"
+    more = f" (+{len(reasons) - 1} more reason{'s' if len(reasons) > 2 else ''})" if len(reasons) > 1 else ""
+    flagged = f"; flagged: {', '.join(verdict.flagged_subgroups)}" if verdict.flagged_subgroups else ""
+    return f"verdict {verdict.decision} — {why}{more}{flagged} (run {run_id or '—'})"
 
 
 def log_report_of(sink: MlflowSink, *, clock: StageClock | None = None) -> None:

@@ -289,3 +289,17 @@ def review_text(run_id: str, *, tracking_uri: str) -> str:
     return pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
                         evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
+
+
+def pending_runs_text(*, tracking_uri: str) -> str:
+    """What ``privacy-gate review --pending`` prints: one line per REVIEW run awaiting a decision
+    (run id, dataset, when it started, flagged groups), oldest first."""
+    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    runs = tracker.runs_awaiting_review()
+    if not runs:
+        return "no runs awaiting review"
+    lines = [f"{len(runs)} run(s) awaiting review (decide with `privacy-gate review RUN_ID`, then approve / reject):"]
+    for r in runs:
+        flagged = ", ".join(r["flagged"]) or "none"
+        lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")
+    return "\n".join(lines)

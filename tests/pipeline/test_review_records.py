@@ -7,6 +7,7 @@ run's name carries its verdict, and ``review --pending`` lists what awaits a dec
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,8 @@ from privacy_gate.gate import Verdict
 from privacy_gate.gate.verdict import Check
 from privacy_gate.pipeline import review
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.pipeline.release import RunContext, finish
+from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publish import ReleaseStore
 
@@ -40,13 +43,22 @@ def _no_key(monkeypatch):
     monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
 
 
-def make_review_run(workdir: Path, *, rows: int = 20) -> tuple[str, str]:
-    """A finished REVIEW run with one flagged group, recorded the way the gate records one."""
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def make_review_run(workdir: Path, *, rows: int = 20, logger=None) -> tuple[str, str]:
+    """A finished REVIEW run with one flagged group, recorded by ``release.finish`` as a gate run is."""
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
-    sink = MlflowSink.start(tracker, name="release-toy", kind="release", dataset="toy")
-    store = ReleaseStore(workdir=workdir)
-    quarantined = store.quarantine(pd.DataFrame({"a": range(rows), "b": list("xy") * (rows // 2)}))
-    sink.record_quarantine(quarantined, target=store.target_label)
+    sink = MlflowSink.start(tracker, name="gate-toy", kind="gate_only", dataset="toy")
+    ctx = RunContext(sink=sink, store=ReleaseStore(workdir=workdir), dataset="toy",
+                     clock=StageClock(logger or logging.getLogger("test-records")))
+    ctx.quarantine(pd.DataFrame({"a": range(rows), "b": list("xy") * (rows // 2)}), "parquet")
     sink.record_json({"mode": "gate_only"}, names.ART_CONFIG)
     sink.record_json({"spec": "toy"}, names.ART_SETTINGS)
     sink.record_json(SUBGROUP_ROWS, names.ART_SUBGROUPS)
@@ -54,8 +66,8 @@ def make_review_run(workdir: Path, *, rows: int = 20) -> tuple[str, str]:
                    observed=0.0008, threshold=0.01, bound="min", action="review", passed=False, group=GROUP,
                    message=f"{GROUP}: membership_test.p_adjusted = 0.0008 violates min 0.01 (>=)")
     verdict = Verdict(decision="REVIEW", status="ok", reasons=(reason,), checks=(reason,), flagged_subgroups=(GROUP,),
-                      data_hashes={"synthetic_file_sha256": quarantined.sha256}).with_run_id(sink.run_id)
-    sink.record_verdict(verdict, timings={})
+                      data_hashes={"synthetic_file_sha256": ctx.quarantined.sha256})
+    finish(ctx, verdict)
     return sink.run_id, tracker.uri
 
 
@@ -93,3 +105,45 @@ def test_report_after_approval_says_published_and_where(tmp_path):
     assert "not published" not in history and decision.published in history
     banner = page.split("</header>")[0]
     assert f"published to <code>{decision.published}</code>" in banner
+
+
+def test_run_name_and_tag_carry_the_verdict_and_the_last_line_says_why(tmp_path):
+    handler = _Lines()
+    logger = logging.getLogger("test-records-lines")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        run_id, uri = make_review_run(tmp_path, logger=logger)
+    finally:
+        logger.removeHandler(handler)
+    run = tracking.Tracker(uri=uri, experiment=None).client.get_run(run_id)
+    assert run.info.run_name == "gate-toy · REVIEW"
+    assert run.data.tags[names.TAG_VERDICT] == "REVIEW"
+    last = handler.lines[-1]
+    assert last.startswith("verdict REVIEW — ") and "membership_test.p_adjusted = 0.0008" in last, handler.lines[-3:]
+    assert GROUP in last and run_id in last
+
+
+def test_review_leads_with_the_evidence_in_words(tmp_path):
+    run_id, _ = make_review_run(tmp_path)
+    r = runner.invoke(app, ["review", run_id, "--workdir", str(tmp_path)], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "evidence:", lines[:4]
+    assert lines[2] == (f"  - {GROUP}: 64 members among the targets; an attacker (domias) tells members from "
+                        "non-members with AUC 0.68; 31% of its members caught at 1% false alarms; 3 of its member "
+                        "targets singled out as exposed records; p = 0.0008 after Holm correction for 38 groups")
+
+
+def test_review_pending_lists_the_runs_awaiting_a_decision(tmp_path):
+    waiting, uri = make_review_run(tmp_path)
+    decided, _ = make_review_run(tmp_path, rows=10)
+    review.decide_run(decided, action="reject", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    r = runner.invoke(app, ["review", "--pending", "--workdir", str(tmp_path)], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    listed = [line for line in r.stdout.splitlines() if line.startswith(waiting) or line.startswith(decided)]
+    assert len(listed) == 1 and listed[0].startswith(waiting)
+    assert "toy" in listed[0] and f"flagged: {GROUP}" in listed[0]
+    review.decide_run(waiting, action="reject", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    r = runner.invoke(app, ["review", "--pending", "--workdir", str(tmp_path)], catch_exceptions=False)
+    assert r.exit_code == 0 and r.stdout.strip() == "no runs awaiting review"
