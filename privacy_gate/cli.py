@@ -299,18 +299,24 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
 
 @app.command()
 def review(
-    run_id: Annotated[str, typer.Argument(help="MLflow run id of a gate run.")],
+    run_id: Annotated[Optional[str], typer.Argument(help="MLflow run id of a gate run.")] = None,
+    pending: Annotated[bool, typer.Option("--pending", help="List the REVIEW runs awaiting a decision "
+                                                             "(run id, dataset, when, flagged groups).")] = False,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
 ) -> None:
-    """Show a run's verdict, what is pending review and the decisions taken."""
+    """Show a run's evidence, verdict, what is pending review and the decisions taken; or, with
+    --pending, every run awaiting a decision."""
     _quiet_env()
     from privacy_gate.errors import PrivacyGateError
 
+    if pending == (run_id is not None):
+        _usage_error("review: give a RUN_ID, or --pending to list the runs awaiting a decision")
     try:
-        from privacy_gate.pipeline.review import review_text
+        from privacy_gate.pipeline.review import pending_runs_text, review_text
 
-        typer.echo(review_text(run_id, tracking_uri=_store_uri(workdir, tracking_uri)))
+        uri = _store_uri(workdir, tracking_uri)
+        typer.echo(pending_runs_text(tracking_uri=uri) if pending else review_text(run_id, tracking_uri=uri))
     except PrivacyGateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None

@@ -70,6 +70,22 @@ class QuarantinedRelease:
     fmt: str
 
 
+def count_rows(path: Path) -> int:
+    """The number of data rows of a quarantined file (Parquet: from its footer; CSV: read)."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    return int(len(pd.read_csv(path)))
+
+
+def quarantined_file(path: Path, sha256: str) -> QuarantinedRelease:
+    """A release already in quarantine (read back by a review), with its real row count."""
+    path = Path(path)
+    return QuarantinedRelease(path=path, sha256=sha256, rows=count_rows(path), fmt=path.suffix.lstrip("."))
+
+
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -373,6 +389,6 @@ def read_quarantined(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path) if Path(path).suffix == ".parquet" else pd.read_csv(path)
 
 
-__all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "TempDir", "clean_stale", "dataset_slug",
-           "file_sha256", "list_published", "list_published_s3", "read_quarantined", "temp_dir_owner", "temp_dirs",
-           "verify_published", "verify_published_s3"]
+__all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "TempDir", "clean_stale", "count_rows",
+           "dataset_slug", "file_sha256", "list_published", "list_published_s3", "quarantined_file", "read_quarantined",
+           "temp_dir_owner", "temp_dirs", "verify_published", "verify_published_s3"]

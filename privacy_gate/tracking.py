@@ -23,7 +23,8 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
-                                experiment_name)
+                                experiment_name, verdict_run_name)
+from privacy_gate.names import TAG_DATASET
 from privacy_gate.names import ENV_SIGNING_KEY, ENV_TRACKING_URI, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
 from privacy_gate.names import TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
@@ -276,6 +277,43 @@ class Tracker:
             all_tags["mlflow.parentRunId"] = parent
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
         return run.info.run_id
+
+    def name_with_verdict(self, run_id: str, verdict: str) -> None:
+        """Put the verdict in the run's name (``gate-adult · REVIEW``), as the run list shows it."""
+        name = self.client.get_run(run_id).info.run_name or ""
+        self.client.update_run(run_id, name=verdict_run_name(name, verdict))
+
+    def runs_awaiting_review(self) -> list[dict[str, Any]]:
+        """Every REVIEW run (of any experiment in the store) whose decision is pending, oldest
+        first: run id, dataset, start time (UTC ISO), flagged groups. Review re-runs are judged
+        only to publish their parent's decision and never await one of their own."""
+        from datetime import datetime, timezone
+
+        experiments = [e.experiment_id for e in self.client.search_experiments()]
+        if not experiments:
+            return []
+        query = f"tags.`{TAG_APPROVAL_STATUS}` = 'pending' AND tags.`{TAG_VERDICT}` = 'REVIEW'"
+        runs = []
+        for i in range(0, len(experiments), 100):  # MLflow searches at most 100 experiments at once
+            page_token = None
+            while True:
+                page = self.client.search_runs(experiments[i : i + 100], filter_string=query, max_results=1000,
+                                               order_by=["attributes.start_time ASC"], page_token=page_token)
+                runs += list(page)
+                page_token = page.token
+                if not page_token:
+                    break
+        out = []
+        for run in runs:
+            tags = run.data.tags
+            if tags.get(TAG_KIND) == "review_rerun":
+                continue
+            flagged = tags.get(TAG_FLAGGED, "none")
+            out.append({"run_id": run.info.run_id, "dataset": tags.get(TAG_DATASET, "—"),
+                        "started": datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc)
+                        .isoformat(timespec="seconds"),
+                        "flagged": [] if flagged == "none" else flagged.split(",")})
+        return sorted(out, key=lambda r: r["started"])
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
