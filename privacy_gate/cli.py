@@ -47,6 +47,28 @@ def _usage_error(message: str) -> None:
     raise typer.Exit(EXIT_USAGE)
 
 
+def _probe_tracking(uri: str, source: str) -> str:
+    """The MLflow store every command talks to, probed first: an unreachable server is one line
+    naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of retries)."""
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.tracking import check_reachable
+
+    try:
+        check_reachable(uri, source=source)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    return uri
+
+
+def _reconcile(uri: str, dataset: str, experiment: str | None) -> None:
+    """Before a run: the dataset's runs left RUNNING by a gone process are marked KILLED (doctor's
+    cheap part; a warning at most, never a failure)."""
+    from privacy_gate.names import experiment_name
+    from privacy_gate.pipeline.doctor import reconcile_on_start
+
+    reconcile_on_start(uri, experiment_name(dataset, experiment), _cli_logger())
+
+
 def _require_files(**paths: Path | None) -> None:
     """``name=path``: options are named ``--name``, config keys (with a dot) by their key."""
     for name, path in paths.items():
@@ -143,12 +165,13 @@ def run(
             from privacy_gate.pipeline.remediation import check_ladder
 
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
-        from privacy_gate.tracking import check_reachable
-
-        if cfg.tracking.uri:
-            check_reachable(cfg.tracking.uri)
     except ConfigError as exc:
         _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
+    from privacy_gate.tracking import SOURCE_CONFIG, tracking_source
+
+    tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
+    _probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
+    _reconcile(tracking_uri, cfg.dataset.spec.name, cfg.tracking.experiment)
     from privacy_gate.objectstore import is_s3
 
     _require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
@@ -158,12 +181,11 @@ def run(
         from privacy_gate.pipeline.remediation import remediated_release_run
 
         from privacy_gate.pipeline.retrying import run_with_retries
-        from privacy_gate.tracking import resolve_tracking_uri
 
         logger = _cli_logger()
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
             _run_flow(run_with_retries, as_json, retries=cfg.retries, logger=logger, dataset=cfg.dataset.spec.name,
-                      tracking_uri=resolve_tracking_uri(cfg.tracking.uri, workdir),
+                      tracking_uri=tracking_uri,
                       attempt=lambda: remediated_release_run(cfg, workdir=workdir, executor=executor, logger=logger))
     from privacy_gate.flows import release_flow, task_runner_for
 
@@ -209,6 +231,9 @@ def gate(
             _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
+    from privacy_gate.tracking import tracking_source
+
+    _reconcile(_probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
     if not _use_prefect(orchestrator):
         from privacy_gate.pipeline.release import gate_only_run
 
@@ -231,34 +256,39 @@ CommentOpt = Annotated[str, typer.Option("--comment", help="Why (recorded with t
 
 
 def _store_uri(workdir: Path, uri: str | None) -> str:
-    """The store of an existing run: never created here (a typo in --workdir must not make an
-    empty store and then report 'no run')."""
+    """The store of an existing run (--tracking-uri, else MLFLOW_TRACKING_URI, else the workdir's),
+    probed; never created here (a typo in --workdir must not make an empty store and then report
+    'no run')."""
     from privacy_gate.names import SQLITE_FILE
-    from privacy_gate.tracking import default_tracking_uri
+    from privacy_gate.tracking import SOURCE_WORKDIR, tracking_source
 
-    uri = uri or os.environ.get("MLFLOW_TRACKING_URI")  # a deployment's tracking server
-    if uri:
-        return uri
-    if not (Path(workdir) / SQLITE_FILE).is_file():
+    uri, source = tracking_source(None, workdir, option=uri)
+    if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
         _usage_error(f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the workdir "
                      "the gate ran in, or --tracking-uri")
-    return default_tracking_uri(workdir)
+    return _probe_tracking(uri, source)
 
 
 def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: list[str], workdir: Path,
             tracking_uri: str | None) -> None:
     _quiet_env()
-    from privacy_gate.errors import PrivacyGateError
+    from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 
+    uri = _store_uri(workdir, tracking_uri)
     try:
         from privacy_gate.flows import regate_flow
         from privacy_gate.pipeline.review import decide_run
 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
-                              tracking_uri=_store_uri(workdir, tracking_uri), workdir=str(workdir),
-                              regate=regate_flow)
+                              tracking_uri=uri, workdir=str(workdir), regate=regate_flow)
     except PrivacyGateError as exc:
         typer.echo(f"refused: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except Exception as exc:  # noqa: BLE001 - a store that stopped answering mid-decision: one line
+        if not is_infrastructure_error(exc):
+            raise
+        typer.echo(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} may be "
+                   f"undecided — check it with: privacy-gate review {run_id}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     done = {"approve": "approved", "reject": "rejected"}[decision.action]
     typer.echo(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
@@ -269,18 +299,24 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
 
 @app.command()
 def review(
-    run_id: Annotated[str, typer.Argument(help="MLflow run id of a gate run.")],
+    run_id: Annotated[Optional[str], typer.Argument(help="MLflow run id of a gate run.")] = None,
+    pending: Annotated[bool, typer.Option("--pending", help="List the REVIEW runs awaiting a decision "
+                                                             "(run id, dataset, when, flagged groups).")] = False,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
 ) -> None:
-    """Show a run's verdict, what is pending review and the decisions taken."""
+    """Show a run's evidence, verdict, what is pending review and the decisions taken; or, with
+    --pending, every run awaiting a decision."""
     _quiet_env()
     from privacy_gate.errors import PrivacyGateError
 
+    if pending == (run_id is not None):
+        _usage_error("review: give a RUN_ID, or --pending to list the runs awaiting a decision")
     try:
-        from privacy_gate.pipeline.review import review_text
+        from privacy_gate.pipeline.review import pending_runs_text, review_text
 
-        typer.echo(review_text(run_id, tracking_uri=_store_uri(workdir, tracking_uri)))
+        uri = _store_uri(workdir, tracking_uri)
+        typer.echo(pending_runs_text(tracking_uri=uri) if pending else review_text(run_id, tracking_uri=uri))
     except PrivacyGateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -314,6 +350,38 @@ def reject(
     """Reject a REVIEW verdict: nothing is published; the release stays in quarantine."""
     _decide(run_id, "reject", reviewer=reviewer, comment=comment, suppress=[], workdir=workdir,
             tracking_uri=tracking_uri)
+
+
+@app.command()
+def doctor(
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    tracking_uri: TrackingOpt = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what can be: mark runs of gone processes KILLED, "
+                                                    "remove orphan release data and dead staging folders.")] = False,
+    target: Annotated[Optional[list[str]], typer.Option(
+        "--target", help="Also check this publish folder or s3://bucket/prefix (repeatable; the workdir's "
+                         "published folder and every target recorded on a run are checked anyway).")] = None,
+    min_age: Annotated[float, typer.Option(
+        "--min-age", help="Seconds: younger orphan release data may be a publication in progress; listed, "
+                          "not removed.")] = 600.0,
+) -> None:
+    """Reconcile what killed processes left: runs left RUNNING, approvals never published, release
+    data without a manifest, staging folders. Reports only (exit 0 clean, 1 found something);
+    --fix repairs what it can (exit 1 if anything is left) and says what it did."""
+    _quiet_env()
+    from privacy_gate.names import SQLITE_FILE
+    from privacy_gate.pipeline.doctor import doctor as run_doctor
+    from privacy_gate.tracking import SOURCE_WORKDIR, tracking_source
+
+    uri, source = tracking_source(None, workdir, option=tracking_uri)
+    if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
+        uri = None
+    else:
+        _probe_tracking(uri, source)
+    report = run_doctor(workdir, tracking_uri=uri, fix=fix, targets=list(target or []), min_age=min_age)
+    for line in report.lines(fix=fix):
+        typer.echo(line)
+    raise typer.Exit(1 if report.remaining else 0)
 
 
 CronOpt = Annotated[Optional[str], typer.Option(
@@ -357,6 +425,11 @@ def serve(
     are. Refuses to start when no config is valid. Needs a Prefect API (PREFECT_API_URL) and
     PRIVACY_GATE_SIGNING_KEY (or --allow-unsigned); runs of one dataset never overlap."""
     _quiet_env()
+    from privacy_gate.tracking import SOURCE_ENV, tracking_source
+
+    uri, source = tracking_source(None, workdir)
+    if source == SOURCE_ENV:  # the flows served here record there (unless a config names its own)
+        _probe_tracking(uri, source)
     from privacy_gate.flows.deployments import serve_folder
 
     _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit,
@@ -409,6 +482,9 @@ def dependency_study(
     except ConfigError as exc:
         _usage_error(str(exc))
     _require_files(**{"dataset.path": cfg.dataset.path})
+    from privacy_gate.tracking import tracking_source
+
+    _probe_tracking(*tracking_source(cfg.tracking.uri, workdir))
     try:
         if _use_prefect(orchestrator):
             from privacy_gate.flows import dependency_study_flow

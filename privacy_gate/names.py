@@ -36,7 +36,10 @@ ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
 #: the strongest attack is the maximum of each.
 LEAKAGE_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
 #: MACE figures of one query (an attack's scores or the combined query).
-MACE_FIGURES = ("advantage", "advantage_lower", "advantage_upper", "bias", "radius", "ppv_upper", "dp_bound")
+#: ``advantage`` is the point estimate inside its own bounds; ``advantage_plugin`` the raw plug-in
+#: (smoothing / binning lose advantage, so at strong leakage it can fall below the certified lower bound).
+MACE_FIGURES = ("advantage", "advantage_lower", "advantage_upper", "advantage_plugin", "bias", "radius", "ppv_upper",
+                "dp_bound")
 #: The MACE metrics shown in summaries next to the ROC metrics.
 MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
 #: The pseudo-attack naming the combined query (the vector of all gated attacks' scores).
@@ -230,6 +233,28 @@ TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
 TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
 TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
+#: the process that made a run (``processes``): ``privacy-gate doctor`` marks a run left RUNNING
+#: KILLED only when this host's PID is gone (or now another process: a different start token)
+TAG_HOST = "gate.host"
+TAG_PID = "gate.pid"
+TAG_PROCESS_START = "gate.process_start"
+TAG_KILLED_REASON = "gate.killed_reason"  # why doctor marked a RUNNING run KILLED
+#: run kinds that publish on their own APPROVE (a review re-run's release is published by its approval)
+PUBLISHING_KINDS = ("release", "gate_only")
+
+
+#: the run name once the verdict is known: ``gate-adult · REVIEW`` (the run list shows it at a glance)
+RUN_NAME_VERDICT_SEPARATOR = " · "
+
+
+def verdict_run_name(name: str, verdict: str) -> str:
+    """``gate-adult`` + ``REVIEW`` -> ``gate-adult · REVIEW`` (a recorded-again verdict replaces the old one).
+
+    >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("gate-adult · REVIEW", "BLOCK")
+    ('gate-adult · REVIEW', 'gate-adult · BLOCK')
+    """
+    base = name.split(RUN_NAME_VERDICT_SEPARATOR)[0]
+    return f"{base}{RUN_NAME_VERDICT_SEPARATOR}{verdict}"
 
 
 def strongest_tag(metric: str) -> str:

@@ -145,6 +145,30 @@ def list_prefixes(uri: str) -> list[str]:
     return sorted(out)
 
 
+def list_objects(uri: str) -> list[tuple[str, float]]:
+    """Every object under the folder ``uri`` (recursively), as ``(s3://... URI, age in seconds)``."""
+    import time
+
+    bucket, key = split_uri(uri)
+    prefix = f"{key}/" if key else ""
+    out: list[tuple[str, float]] = []
+    try:
+        for page in client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            out += [(f"{SCHEME}{bucket}/{o['Key']}", time.time() - o["LastModified"].timestamp())
+                    for o in page.get("Contents", [])]
+    except Exception as exc:  # noqa: BLE001
+        raise translate(exc, uri, what="listing") from None
+    return sorted(out)
+
+
+def delete(uri: str) -> None:
+    bucket, key = split_uri(uri)
+    try:
+        client().delete_object(Bucket=bucket, Key=key)
+    except Exception as exc:  # noqa: BLE001
+        raise translate(exc, uri, what="deleting") from None
+
+
 def check_bucket(uri: str) -> None:
     """Fail fast when the bucket of ``uri`` is missing, not accessible or unreachable."""
     bucket, _ = split_uri(uri)
@@ -157,5 +181,5 @@ def check_bucket(uri: str) -> None:
         raise mapped from None
 
 
-__all__ = ["StorageUnavailable", "check_bucket", "client", "download", "get_bytes", "is_s3", "join",
-           "list_prefixes", "put_bytes", "split_uri", "translate", "upload"]
+__all__ = ["StorageUnavailable", "check_bucket", "client", "delete", "download", "get_bytes", "is_s3", "join",
+           "list_objects", "list_prefixes", "put_bytes", "split_uri", "translate", "upload"]

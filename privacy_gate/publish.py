@@ -48,8 +48,10 @@ import pandas as pd
 
 from privacy_gate import objectstore
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.processes import pid_alive, this_host
 
 QUARANTINE_DIR = "quarantine"
+QUARANTINE_TMP_PREFIX = ".tmp-"
 PUBLISHED_DIR = "published"
 MANIFEST = "manifest.json"
 STAGING_PREFIX = ".staging-"
@@ -66,6 +68,22 @@ class QuarantinedRelease:
     sha256: str
     rows: int
     fmt: str
+
+
+def count_rows(path: Path) -> int:
+    """The number of data rows of a quarantined file (Parquet: from its footer; CSV: read)."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    return int(len(pd.read_csv(path)))
+
+
+def quarantined_file(path: Path, sha256: str) -> QuarantinedRelease:
+    """A release already in quarantine (read back by a review), with its real row count."""
+    path = Path(path)
+    return QuarantinedRelease(path=path, sha256=sha256, rows=count_rows(path), fmt=path.suffix.lstrip("."))
 
 
 def file_sha256(path: Path) -> str:
@@ -104,44 +122,68 @@ def _copy_file(src: Path, dst: Path) -> None:
     shutil.copyfile(src, dst)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+@dataclass(frozen=True)
+class TempDir:
+    """A temporary directory ``<prefix><host>-<pid>-<token>`` (staging or quarantine work), its
+    owner and whether it is abandoned. Names without a host (older versions) count as this host's."""
+
+    path: Path
+    host: str | None
+    pid: int | None
+    age: float
+    foreign: bool  # made on another host: never removed here (its PID means nothing on this host)
+    stale: bool  # this host's, and its process is gone (or it is older than STALE_SECONDS)
 
 
-def _stale(entry: Path, *, prefix: str) -> bool:
-    """A temporary directory ``<prefix><pid>-<token>`` whose process is gone (or that is old)."""
-    try:
-        pid = int(entry.name[len(prefix):].split("-", 1)[0])
-    except ValueError:
-        return True
-    try:
-        age = time.time() - entry.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    return not _pid_alive(pid) or age > STALE_SECONDS
+def temp_dir_owner(name: str, prefix: str) -> tuple[str | None, int | None]:
+    """``(host, pid)`` from a temporary directory's name (host None for the older ``<pid>-<token>``).
+
+    >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-"), temp_dir_owner(".staging-123-ab", ".staging-")
+    (('gate-host.lan', 123), (None, 123))
+    """
+    rest = name[len(prefix):]
+    parts = rest.rsplit("-", 2)
+    if len(parts) == 3 and parts[1].isdigit() and parts[0]:
+        return parts[0], int(parts[1])
+    head = rest.split("-", 1)[0]
+    return None, int(head) if head.isdigit() else None
+
+
+def temp_dirs(folder: Path, *, prefix: str) -> list[TempDir]:
+    """The temporary directories named ``prefix...`` in ``folder``, with their owners."""
+    out: list[TempDir] = []
+    if not Path(folder).is_dir():
+        return out
+    here = this_host()
+    for entry in sorted(Path(folder).iterdir()):
+        if not (entry.name.startswith(prefix) and entry.is_dir()):
+            continue
+        host, pid = temp_dir_owner(entry.name, prefix)
+        try:
+            age = time.time() - entry.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        foreign = host is not None and host != here
+        gone = pid is None or not pid_alive(pid)
+        out.append(TempDir(path=entry, host=host, pid=pid, age=age, foreign=foreign,
+                           stale=not foreign and (gone or age > STALE_SECONDS)))
+    return out
 
 
 def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
-    """Remove leftovers of killed runs (temporary directories of dead processes) in ``folder``."""
+    """Remove leftovers of killed runs (this host's temporary directories of dead processes) in
+    ``folder``; another host's are left alone (``privacy-gate doctor`` reports them)."""
     removed = []
-    if not folder.is_dir():
-        return removed
-    for entry in folder.iterdir():
-        if entry.name.startswith(prefix) and entry.is_dir() and _stale(entry, prefix=prefix):
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
+    for entry in temp_dirs(folder, prefix=prefix):
+        if entry.stale:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
     return removed
 
 
 def _temp_dir(parent: Path, prefix: str) -> Path:
     parent.mkdir(parents=True, exist_ok=True)
-    path = parent / f"{prefix}{os.getpid()}-{secrets.token_hex(6)}"
+    path = parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}"
     path.mkdir()
     return path
 
@@ -240,8 +282,8 @@ class ReleaseStore:
 
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
         """Write the candidate release into quarantine, addressed by its content hash."""
-        clean_stale(self.quarantine_root, prefix=".tmp-")
-        tmp = _temp_dir(self.quarantine_root, ".tmp-")
+        clean_stale(self.quarantine_root, prefix=QUARANTINE_TMP_PREFIX)
+        tmp = _temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX)
         try:
             local = tmp / f"synthetic.{fmt}"
             if fmt == "parquet":
@@ -347,6 +389,6 @@ def read_quarantined(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path) if Path(path).suffix == ".parquet" else pd.read_csv(path)
 
 
-__all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "clean_stale", "dataset_slug",
-           "file_sha256", "list_published", "list_published_s3", "read_quarantined", "verify_published",
-           "verify_published_s3"]
+__all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "TempDir", "clean_stale", "count_rows",
+           "dataset_slug", "file_sha256", "list_published", "list_published_s3", "quarantined_file", "read_quarantined",
+           "temp_dir_owner", "temp_dirs", "verify_published", "verify_published_s3"]

@@ -17,24 +17,27 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.errors import ConfigError, IntegrityError, ReviewError
+from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
-from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, SQLITE_FILE, TAG_APPROVAL_AT,
+from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
                                 TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
-                                experiment_name)
-from privacy_gate.names import ENV_SIGNING_KEY, ENV_TRACKING_URI, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
+                                experiment_name, verdict_run_name)
+from privacy_gate.names import TAG_DATASET
+from privacy_gate.names import ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
+from privacy_gate.names import TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
+# the store's address, source and probe live in tracking_uri; re-exported: callers import them here
+from privacy_gate.tracking_uri import (SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
+                                       UI_WORKFLOW, check_reachable, default_tracking_uri, resolve_tracking_uri,
+                                       run_url, tracking_source, ui_command)
 
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
 #: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
-#: MLflow 3.17's UI has a "GenAI / Model training" switch, read from the page's ``workflowType``
-#: query parameter (else the browser's last choice, default GenAI): our links ask for the classic
-#: view, where the run page shows the description, tags, metrics and artefacts.
-UI_WORKFLOW = "workflowType=machine_learning"
 #: MLflow's run description (shown at the top of the run page), user and source tags.
 NOTE_TAG = "mlflow.note.content"
 USER_TAG = "mlflow.user"
@@ -47,58 +50,10 @@ SOURCE_TYPE_TAG = "mlflow.source.type"
 SIGNING_KEY_ENV = ENV_SIGNING_KEY
 
 
-def check_reachable(uri: str, *, timeout: float = 5.0) -> None:
-    """Fail fast (ConfigError naming the URI) when an MLflow server does not answer, instead of
-    MLflow's minutes of retries ending in an unclear BLOCK."""
-    import urllib.error
-    import urllib.request
-
-    if not uri.startswith(("http://", "https://")):
-        return
-    try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as response:
-            if response.status >= 400:
-                raise ConfigError(f"tracking.uri {uri}: the MLflow server answered HTTP {response.status} on /health")
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or type(exc).__name__
-        raise ConfigError(f"tracking.uri {uri}: not reachable within {timeout:g} s ({reason}); "
-                          "is the MLflow server running?") from None
-
-
 def _store_init_lock(uri: str):
     if uri.startswith("sqlite:///"):
         return file_lock(Path(uri.removeprefix("sqlite:///") + ".init.lock"), timeout=120)
     return contextlib.nullcontext()
-
-
-def default_tracking_uri(workdir: Path) -> str:
-    return f"sqlite:///{(Path(workdir) / SQLITE_FILE).resolve()}"
-
-
-def resolve_tracking_uri(configured: str | None, workdir: Path) -> str:
-    """The config's ``tracking.uri``, else ``MLFLOW_TRACKING_URI`` (how a deployment points every
-    run at the team's server), else the embedded sqlite store in ``workdir``."""
-    return configured or os.environ.get(ENV_TRACKING_URI) or default_tracking_uri(workdir)
-
-
-def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
-    """The MLflow UI page of a run when the store is an MLflow server (http/https), else None."""
-    if not (uri.startswith(("http://", "https://")) and experiment_id and run_id):
-        return None
-    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
-
-
-def ui_command(uri: str) -> str:
-    """The exact command that opens the MLflow UI on this store."""
-    if uri.startswith(("http://", "https://")):
-        return f"open {uri}"
-    import shutil
-    import sys
-
-    # the mlflow next to this interpreter (the project's .venv), so the command works unactivated
-    local = Path(sys.executable).parent / "mlflow"
-    exe = str(local) if local.exists() else (shutil.which("mlflow") or "mlflow")
-    return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port 5000"
 
 
 def run_user() -> str:
@@ -231,15 +186,81 @@ class Tracker:
     # ---- runs
     def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
         # who and what made the run, as the MLflow UI shows them ("Created by", "Source")
+        pid = os.getpid()
         all_tags = {TAG_KIND: kind, USER_TAG: run_user(), SOURCE_NAME_TAG: f"privacy-gate {kind}",
-                    SOURCE_TYPE_TAG: "JOB", **(tags or {})}
+                    SOURCE_TYPE_TAG: "JOB", TAG_HOST: this_host(), TAG_PID: str(pid),
+                    TAG_PROCESS_START: process_start(pid) or "unknown", **(tags or {})}
         if parent:
             all_tags["mlflow.parentRunId"] = parent
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
         return run.info.run_id
 
+    def name_with_verdict(self, run_id: str, verdict: str) -> None:
+        """Put the verdict in the run's name (``gate-adult · REVIEW``), as the run list shows it."""
+        name = self.client.get_run(run_id).info.run_name or ""
+        self.client.update_run(run_id, name=verdict_run_name(name, verdict))
+
+    def runs_awaiting_review(self) -> list[dict[str, Any]]:
+        """Every REVIEW run (of any experiment in the store) whose decision is pending, oldest
+        first: run id, dataset, start time (UTC ISO), flagged groups. Review re-runs are judged
+        only to publish their parent's decision and never await one of their own."""
+        from datetime import datetime, timezone
+
+        experiments = [e.experiment_id for e in self.client.search_experiments()]
+        if not experiments:
+            return []
+        query = f"tags.`{TAG_APPROVAL_STATUS}` = 'pending' AND tags.`{TAG_VERDICT}` = 'REVIEW'"
+        runs = []
+        for i in range(0, len(experiments), 100):  # MLflow searches at most 100 experiments at once
+            page_token = None
+            while True:
+                page = self.client.search_runs(experiments[i : i + 100], filter_string=query, max_results=1000,
+                                               order_by=["attributes.start_time ASC"], page_token=page_token)
+                runs += list(page)
+                page_token = page.token
+                if not page_token:
+                    break
+        out = []
+        for run in runs:
+            tags = run.data.tags
+            if tags.get(TAG_KIND) == "review_rerun":
+                continue
+            flagged = tags.get(TAG_FLAGGED, "none")
+            out.append({"run_id": run.info.run_id, "dataset": tags.get(TAG_DATASET, "—"),
+                        "started": datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc)
+                        .isoformat(timespec="seconds"),
+                        "flagged": [] if flagged == "none" else flagged.split(",")})
+        return sorted(out, key=lambda r: r["started"])
+
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+    def find_runs(self, filter_string: str = "", *, experiment_ids: list[str] | None = None) -> list[Any]:
+        """Every run (MLflow ``Run``) of the store (or of ``experiment_ids``) matching the filter."""
+        from mlflow.entities import ViewType
+
+        if experiment_ids is None:
+            experiment_ids = [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
+        runs: list[Any] = []
+        if not experiment_ids:
+            return runs
+        token = None
+        while True:
+            page = self.client.search_runs(experiment_ids, filter_string, run_view_type=ViewType.ACTIVE_ONLY,
+                                           max_results=1000, page_token=token)
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def experiment_id_named(self, name: str) -> str | None:
+        exp = self.client.get_experiment_by_name(name)
+        return exp.experiment_id if exp is not None else None
+
+    def mark_killed(self, run_id: str, reason: str) -> None:
+        """A run whose process is gone: the reason as a tag, then status KILLED."""
+        self.set_tags(run_id, {TAG_KILLED_REASON: reason})
+        self.client.set_terminated(run_id, status="KILLED")
 
     # ---- values
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:

@@ -2,8 +2,9 @@
 query, the comparison with the DP bound, and per-record risk. Numbers only: the gate decides what
 they mean (``gate.findings``).
 
-Metric names (``names.mace_metric``): ``<attack>.mace.advantage``, ``.advantage_lower``,
-``.advantage_upper``, ``.ppv_upper`` (at the configured prior), ``.bias`` (the label-permutation
+Metric names (``names.mace_metric``): ``<attack>.mace.advantage`` (the estimate, always inside
+its bounds: :func:`point_estimate`), ``.advantage_lower``, ``.advantage_upper``, ``.advantage_plugin``
+(the raw plug-in), ``.ppv_upper`` (at the configured prior), ``.bias`` (the label-permutation
 null mean of the plug-in estimate: what "no leakage" looks like at this N) and ``.radius``. The
 combined query (the vector of all gated attacks' scores, which can be stronger than each alone)
 is reported as the pseudo-attack ``combined``.
@@ -34,10 +35,25 @@ class MaceResult:
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # full to_dict() per query
 
 
+def point_estimate(est: Any) -> float:
+    """The advantage estimate reported with ``[lower, upper]``: the plug-in, moved into its own
+    interval. The plug-in (``estimate``) is smoothed or binned, which loses advantage; at strong
+    leakage it can fall below the certified (split) lower bound — a classifier that provably does
+    better — and an estimate outside its own interval is no estimate a reader can use.
+
+    >>> from types import SimpleNamespace
+    >>> point_estimate(SimpleNamespace(estimate=0.937, lower=0.983, upper=0.997))
+    0.983
+    >>> point_estimate(SimpleNamespace(estimate=0.41, lower=0.30, upper=0.52))
+    0.41
+    """
+    return float(min(max(est.estimate, est.lower), est.upper))
+
+
 def _metrics_of(name: str, est: Any, ppv_upper: float | None) -> dict[str, float]:
-    out = {mace_metric(name, "advantage"): est.estimate, mace_metric(name, "advantage_lower"): est.lower,
-           mace_metric(name, "advantage_upper"): est.upper, mace_metric(name, "bias"): est.bias,
-           mace_metric(name, "radius"): est.radius}
+    out = {mace_metric(name, "advantage"): point_estimate(est), mace_metric(name, "advantage_lower"): est.lower,
+           mace_metric(name, "advantage_upper"): est.upper, mace_metric(name, "advantage_plugin"): est.estimate,
+           mace_metric(name, "bias"): est.bias, mace_metric(name, "radius"): est.radius}
     if ppv_upper is not None:
         out[mace_metric(name, "ppv_upper")] = ppv_upper
     return {k: float(v) for k, v in out.items() if v is not None}  # bias is None without permutations
@@ -113,5 +129,5 @@ def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids:
 def mace_group_metrics(scores: np.ndarray, labels: np.ndarray, *, prior: float, delta: float) -> dict[str, float]:
     """Bounds for one subgroup (no permutations: groups are small and only the bounds are used)."""
     est = estimate_advantage(scores, labels, prior=prior, delta=delta, n_permutations=0)
-    return {"mace.advantage": float(est.estimate), "mace.advantage_lower": float(est.lower),
-            "mace.advantage_upper": float(est.upper)}
+    return {"mace.advantage": point_estimate(est), "mace.advantage_lower": float(est.lower),
+            "mace.advantage_upper": float(est.upper), "mace.advantage_plugin": float(est.estimate)}

@@ -98,22 +98,26 @@ def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str],
 
 
 def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
-                 published: str | None = None) -> str:
-    """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went)."""
+                 published: str | None = None, evidence: list[str] | None = None) -> str:
+    """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went;
+    ``evidence``: one sentence per flagged group, ``gate.evidence.flagged_evidence``, shown first)."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
+    if evidence:
+        lines.append("evidence:")
+        lines += [f"  - {sentence}" for sentence in evidence]
     if decisions:
         d = decisions[0]
         lines.append(f"decided: {d.action} by {d.reviewer} at {d.at}" + (f" — {d.comment}" if d.comment else ""))
         if d.suppress:
             lines.append(f"  suppressed: {', '.join(d.suppress)}")
-        if d.published or (published and published != "none"):
+        if d.published or (published and published != "none" and d.action == "approve"):
             lines.append(f"  published: {d.published or published}")
     elif verdict["verdict"] == "REVIEW":
         lines.append("PENDING REVIEW — decide with `privacy-gate approve RUN_ID --reviewer NAME` or "
                      "`privacy-gate reject RUN_ID --reviewer NAME` (optionally --suppress GROUP)")
     flagged = set(verdict.get("flagged_subgroups") or [])
     if flagged:
-        lines.append("flagged subgroups:")
+        lines.append("flagged subgroups (rule checks):")
         lines += [f"  - {c['message']}" for c in verdict.get("reasons", []) if c.get("group") in flagged]
     other = [c for c in verdict.get("reasons", []) if not c.get("group")]
     if other:

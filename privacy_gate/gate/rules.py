@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import Rule
 from privacy_gate.estimators.power import null_reference
+from privacy_gate.gate.human import human_number
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.names import COMBINED, check_key, metric_name
 
@@ -75,12 +76,13 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
         value = float(value)
         passed = value <= rule.threshold if bound == "max" else value >= rule.threshold
         op = "<=" if bound == "max" else ">="
-        msg = f"{name} = {value:.4g} {'within' if passed else 'violates'} {bound} {rule.threshold:g} ({op})"
+        msg = (f"{name} = {human_number(value)} {'within' if passed else 'violates'} {bound} "
+               f"{human_number(rule.threshold, 6)} ({op})")
         reference = null_reference(rule.metric, _figures_of(attack, metrics))
         action = rule.action
         if not passed and reference is not None and (reference > rule.threshold if bound == "max"
                                                      else reference < rule.threshold):
-            msg += (f"; a release with no leakage would score about {reference:.3g} here — too few targets to "
+            msg += (f"; a release with no leakage would score about {human_number(reference, 3)} here — too few targets to "
                     "tell, add targets")
             if action == "block" and (value <= reference if bound == "max" else value >= reference):
                 # no evidence of leakage beyond chance at this N: a human decides, the gate does not block

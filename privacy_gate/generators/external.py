@@ -47,6 +47,14 @@ class FileGenerator(Component):
         self.data_ = conform(read_table(Path(self.path)), spec, source=str(self.path), check_identifiers=False)
         return self
 
+    def describe_sample(self, n: int) -> str:
+        """The progress line of ``sample(n)``: what it really releases (the whole file by default)."""
+        rows, name = len(self.data_), Path(self.path).name
+        if self.whole_file or n >= rows:
+            why = "whole_file: true" if self.whole_file else "the file holds no more"
+            return f"releasing all {rows:,} rows of {name} ({why}; the {n:,} requested rows do not apply)"
+        return f"sampling {n:,} of the {rows:,} rows of {name} (seeded, without replacement)"
+
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
         if self.whole_file or n is None or n >= len(self.data_):
             return self.data_.reset_index(drop=True)

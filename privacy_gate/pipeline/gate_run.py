@@ -166,10 +166,27 @@ def _mace(state: GateState, executor: Executor, logger: Any) -> None:
     state.metrics.update(mres.metrics)
     for name in [o.name for o in gated] + [COMBINED]:
         if mace_metric(name, "advantage") in mres.metrics:
-            bias = mres.metrics.get(mace_metric(name, "bias"))
-            logger.info("  %-8s MACE advantage %.3f  [%.3f, %.3f]  (null bias %s)", name,
-                        mres.metrics[mace_metric(name, "advantage")], mres.metrics[mace_metric(name, "advantage_lower")],
-                        mres.metrics[mace_metric(name, "advantage_upper")], "-" if bias is None else f"{bias:.3f}")
+            logger.info("  %s", mace_line(name, mres.metrics))
+
+
+def mace_line(name: str, metrics: dict[str, float]) -> str:
+    """One query's MACE figures for the progress log: the estimate inside its own bounds (the
+    recorded ``mace.advantage``), and the raw plug-in when it differs (it lies outside them).
+
+    >>> mace_line("dcr", {"dcr.mace.advantage": 0.983, "dcr.mace.advantage_lower": 0.983,
+    ...                   "dcr.mace.advantage_upper": 0.997, "dcr.mace.advantage_plugin": 0.937})
+    'dcr      MACE advantage 0.983 [0.983, 0.997] (plug-in 0.937 is below its certified lower bound: smoothing loses advantage at strong leakage)  (null bias -)'
+    """
+    def get(figure: str) -> float | None:
+        return metrics.get(mace_metric(name, figure))
+
+    estimate, lower, upper, plugin, bias = (get(f) for f in ("advantage", "advantage_lower", "advantage_upper",
+                                                             "advantage_plugin", "bias"))
+    line = f"{name:<8} MACE advantage {estimate:.3f} [{lower:.3f}, {upper:.3f}]"
+    if plugin is not None and abs(plugin - estimate) > 5e-4:
+        side = "below its certified lower bound" if plugin < estimate else "above its upper bound"
+        line += f" (plug-in {plugin:.3f} is {side}: smoothing loses advantage at strong leakage)"
+    return line + f"  (null bias {'-' if bias is None else f'{bias:.3f}'})"
 
 
 def _exposure(state: GateState, executor: Executor, logger: Any) -> None:

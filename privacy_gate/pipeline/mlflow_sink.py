@@ -135,6 +135,10 @@ class MlflowSink:
         self.tracker.log_verdict(self.run_id, verdict.to_dict(), seal=self.seal)
         return self.tracker.read_verified_verdict(self.run_id)
 
+    def record_run_name(self, verdict: Verdict) -> None:
+        """The verdict in the run's name (``gate-adult · REVIEW``); the ``gate.verdict`` tag holds it too."""
+        self.tracker.name_with_verdict(self.run_id, verdict.decision)
+
     def record_summary(self, markdown: str) -> None:
         self.tracker.log_text(self.run_id, markdown, names.ART_SUMMARY)
 

@@ -142,9 +142,17 @@ def _n_samples(state: ReleaseState) -> int:
     return state.config.generator.n_samples or len(state.splits.train)
 
 
+def _sample_line(state: ReleaseState) -> str:
+    """What the sample stage will do, as the generator says when it does not simply sample n rows
+    (the ``file`` generator releases its whole file)."""
+    describe = getattr(state.generator, "describe_sample", None)
+    return describe(_n_samples(state)) if describe else f"sampling {_n_samples(state):,} synthetic rows"
+
+
 def _sample(state: ReleaseState, executor: Executor, logger: Any) -> None:
     state.synthetic = executor.run("sample_synthetic", sample_synthetic, state.generator, _n_samples(state),
                                    state.config.dataset.spec)
+    logger.info("  %s synthetic rows to judge", f"{len(state.synthetic):,}")
     state.ctx.quarantine(state.synthetic, state.config.publish.format)
 
 
@@ -153,8 +161,8 @@ RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
     Stage("load", lambda s: f"loading {location_name(s.config.dataset.path)}", _load),
     Stage("validate_input", lambda s: "validating input data (Great Expectations)", _validate_input),
     Stage("split", lambda s: "splitting train / holdout / reference by entity", _split),
-    Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train)} rows", _fit),
-    Stage("sample", lambda s: f"sampling {_n_samples(s)} synthetic rows", _sample),
+    Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train):,} rows", _fit),
+    Stage("sample", _sample_line, _sample),
 )
 
 
@@ -267,6 +275,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     if published is None and ctx.quarantined is not None:
         logger.info("release stays in quarantine: %s", ctx.quarantined.path)
     # derived records after the decision: each failure is a warning, never a change of the verdict
+    _try(logger, "name the run with its verdict", ctx.sink.record_run_name, verdict)
     summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
     try:
         summary = ctx.step("summary", ctx.sink.summary_markdown, verdict)
@@ -277,11 +286,28 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     _try(logger, f"render the HTML report {names.ART_REPORT}", ctx.step, "report", log_report_of, ctx.sink,
          clock=clock)
     _try(logger, "close the MLflow run", ctx.step, "end_run", ctx.sink.end, failed=verdict.status != "ok")
+    logger.info("%s", verdict_line(verdict, run_id=ctx.run_id))  # the run's last line: what was decided, and why
     return RunOutcome(verdict=verdict, published=str(published) if published else None,
                       quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
                       tracking_uri=ctx.sink.tracker.uri, run_id=ctx.run_id, timings=clock.timings,
                       summary_markdown=summary, dataset=ctx.dataset,
                       retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure)
+
+
+def verdict_line(verdict: Verdict, *, run_id: str | None) -> str:
+    """The last log line of a run: the verdict with its main reason (the first blocking one for a
+    BLOCK, else the first reason), how many more, and the run to look at.
+
+    >>> print(verdict_line(Verdict(decision="APPROVE", status="ok", reasons=()), run_id="abc"))
+    verdict APPROVE — every rule passed (run abc)
+    """
+    reasons = list(verdict.reasons)
+    main = next((c for c in reasons if c.action == "block"), None) if verdict.decision == "BLOCK" else None
+    main = main or (reasons[0] if reasons else None)
+    why = main.message if main else "every rule passed"
+    more = f" (+{len(reasons) - 1} more reason{'s' if len(reasons) > 2 else ''})" if len(reasons) > 1 else ""
+    flagged = f"; flagged: {', '.join(verdict.flagged_subgroups)}" if verdict.flagged_subgroups else ""
+    return f"verdict {verdict.decision} — {why}{more}{flagged} (run {run_id or '—'})"
 
 
 def log_report_of(sink: MlflowSink, *, clock: StageClock | None = None) -> None:

@@ -35,7 +35,7 @@ from privacy_gate.pipeline.executor import Executor
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.release import release_run
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore
+from privacy_gate.publish import ReleaseStore, quarantined_file
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
                    "figures are optimistic (adaptive selection); they were not re-measured on fresh targets")
@@ -180,8 +180,7 @@ def _publish_chosen(config: ReleaseConfig, result: RunOutcome, ledger: dict[str,
     """Only the chosen release leaves quarantine; the manifest carries the ladder and its budget."""
     verdict = result.verdict
     quarantined = Path(result.quarantined)
-    release = QuarantinedRelease(path=quarantined, sha256=verdict.data_hashes["synthetic_file_sha256"],
-                                 rows=_rows(quarantined), fmt=quarantined.suffix.lstrip("."))
+    release = quarantined_file(quarantined, verdict.data_hashes["synthetic_file_sha256"])
     store = ReleaseStore(workdir=Path(workdir), target=config.publish.target)
     published = store.publish(release, dataset=config.dataset.spec.name, verdict=verdict.decision,
                               run_id=result.run_id, config_hash=config.config_hash(),
@@ -192,15 +191,6 @@ def _publish_chosen(config: ReleaseConfig, result: RunOutcome, ledger: dict[str,
     tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
     tracker.set_tags(result.run_id, {names.TAG_PUBLISHED: str(published)})
     return published
-
-
-def _rows(path: Path) -> int:
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return int(pq.ParquetFile(path).metadata.num_rows)
-    with open(path, "rb") as fh:
-        return max(0, sum(1 for _ in fh) - 1)
 
 
 __all__ = ["ADAPTIVE_CAVEAT", "check_ladder", "ladder_generators", "planned_epsilons", "remediated_release_run"]

@@ -21,6 +21,7 @@ from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
+from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.review_records import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
@@ -32,7 +33,7 @@ from privacy_gate.pipeline.release import RunContext, finish, log_report_of
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, read_quarantined
+from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, quarantined_file, read_quarantined
 
 log = logging.getLogger("privacy_gate")
 
@@ -114,12 +115,21 @@ class RunRecord:
         found = scan.loc[scan["exposed"].astype(bool), ["row_id", "p_value", "exposed"]]
         return pd.concat([frame, found[~found["row_id"].isin(frame["row_id"])]], ignore_index=True)
 
+    def subgroup_rows(self) -> list[dict[str, Any]]:
+        """The audit's figures per group and attack (``audit/subgroups.json``); empty when the run
+        recorded none (a gate that failed before the audit)."""
+        if not self.verdict.get("flagged_subgroups"):
+            return []
+        try:
+            return list(self._tracker.read_json(self.run_id, names.ART_SUBGROUPS) or [])
+        except Exception:  # noqa: BLE001 - the evidence is optional: the verdict still shows
+            return []
+
     def current_sha256(self) -> str | None:
         return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
 
     def quarantined(self) -> QuarantinedRelease:
-        return QuarantinedRelease(path=self.quarantine, sha256=self.verdict["data_hashes"]["synthetic_file_sha256"],
-                                  rows=-1, fmt=self.quarantine.suffix.lstrip("."))
+        return quarantined_file(self.quarantine, self.verdict["data_hashes"]["synthetic_file_sha256"])
 
     def splits(self) -> Splits:
         """The judged real data again (same files, same split), checked against the recorded hashes."""
@@ -241,9 +251,7 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
         if rerun.decision == "BLOCK":
             reasons = "; ".join(c.message for c in rerun.reasons)
             raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
-        to_publish = QuarantinedRelease(path=Path(result.quarantined),
-                                        sha256=rerun.data_hashes["synthetic_file_sha256"], rows=-1,
-                                        fmt=Path(result.quarantined).suffix.lstrip("."))
+        to_publish = quarantined_file(Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"])
     # the approval is recorded, and read back, before anything is published
     approval = ReviewDecision.new(**decision, rerun_id=rerun_id)
     tracker.append_decision(run_id, approval.to_dict())
@@ -274,7 +282,24 @@ def _refresh_report(sink: MlflowSink) -> None:
 
 
 def review_text(run_id: str, *, tracking_uri: str) -> str:
+    """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
+    audit's recorded figures), then the decision state and the rule checks."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
     return pending_text(run_id, record.verdict, record.decisions,
-                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED))
+                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
+                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
+
+
+def pending_runs_text(*, tracking_uri: str) -> str:
+    """What ``privacy-gate review --pending`` prints: one line per REVIEW run awaiting a decision
+    (run id, dataset, when it started, flagged groups), oldest first."""
+    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    runs = tracker.runs_awaiting_review()
+    if not runs:
+        return "no runs awaiting review"
+    lines = [f"{len(runs)} run(s) awaiting review (decide with `privacy-gate review RUN_ID`, then approve / reject):"]
+    for r in runs:
+        flagged = ", ".join(r["flagged"]) or "none"
+        lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")
+    return "\n".join(lines)

@@ -32,6 +32,8 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
+from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
 from privacy_gate.report.plots import (comparison_bars_figure, risk_profile_figure, roc_figure,
                                        score_histograms_figure, subgroup_bars_figure)
@@ -56,6 +58,7 @@ class ReportInputs:
     tracking_uri: str | None = None
     experiment_id: str | None = None
     mace: pd.DataFrame | None = None  # optional per-record MACE risk: row_id, risk, risk_lower, risk_upper
+    published: str | None = None  # where the release was published (the run's publication tags), if it was
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -66,15 +69,8 @@ def _e(value: Any) -> str:
 
 
 def _num(value: Any, digits: int = 4) -> str:
-    if value is None or isinstance(value, bool):
-        return "—" if value is None else str(value)
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return _e(value)
-    return "—" if not math.isfinite(v) else f"{v:.{digits}g}"
+    """A number for people (``gate.human.human_number``: ``5,000``, never ``5e+03``), escaped."""
+    return _e(human_number(value, digits))
 
 
 def _short(h: str | None, n: int = 12) -> str:
@@ -127,7 +123,13 @@ def _table(head: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], cls: 
 
 
 def _note(text: str) -> str:
+    """A note of plain text (escaped: it may hold labels from data)."""
     return f'<p class="note">{_e(text)}</p>'
+
+
+def _note_markup(markup: str) -> str:
+    """A note written as HTML here (``<b>``, ``<code>``): only for constant text and escaped values."""
+    return f'<p class="note">{markup}</p>'
 
 
 def _attack_metrics(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
@@ -183,6 +185,7 @@ section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:14px 
 .banner .meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px;opacity:.95}
 .banner code{background:rgba(255,255,255,.18);color:#fff}
 .banner ul{margin:8px 0 0 18px;padding:0}
+.banner ul.evidence{font-size:15px;margin:10px 0 6px 18px}
 .banner a{color:#fff}
 code{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#eef0f3;padding:1px 4px;border-radius:3px}
 pre{font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#1d2330;color:#e8eaf0;padding:10px 12px;
@@ -229,12 +232,21 @@ def _banner(inp: ReportInputs) -> str:
     return f"""<header class="banner {cls}">
 <h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· status {_e(v.get('status'))} · review
  {_e(_approval_state(inp))}</span></h1>
+{_evidence(inp)}
 <div class="meta"><span>dataset <b>{_e(inp.dataset or '—')}</b></span><span>run <code>{_e(run_id or '—')}</code>{link}</span>
 <span>created {_e(v.get('created_at') or '—')}</span><span>rules <code>{_e(_short(v.get('rules_hash')))}</code></span></div>
-<div class="meta"><span>data sha256: {hash_txt}</span></div>
+<div class="meta"><span>data sha256: {hash_txt}</span><span>{_publication(inp)}</span></div>
 <div class="meta"><span>flagged subgroups: <b>{_e(flagged_txt)}</b></span></div>
 {f'<ul class="reasons">{items}</ul>' if items else '<p>Every rule passed.</p>'}
 </header>"""
+
+
+def _evidence(inp: ReportInputs) -> str:
+    """The evidence on each flagged group, one sentence each (``gate.evidence``), first in the banner."""
+    sentences = flagged_evidence(inp.subgroups or [], inp.verdict)
+    if not sentences:
+        return ""
+    return '<ul class="evidence">' + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>"
 
 
 def _approval_state(inp: ReportInputs) -> str:
@@ -347,7 +359,7 @@ def _mace(inp: ReportInputs) -> str:
     upper = df["risk_upper"].to_numpy(dtype=float) if "risk_upper" in df.columns else None
     ok = risk[np.isfinite(risk)]
     stats = _table(["records", "mean risk", "median", "95th percentile", "max"],
-                   [([str(len(risk)), _num(ok.mean() if ok.size else None), _num(np.median(ok) if ok.size else None),
+                   [([_num(len(risk)), _num(ok.mean() if ok.size else None), _num(np.median(ok) if ok.size else None),
                       _num(np.quantile(ok, 0.95) if ok.size else None), _num(ok.max() if ok.size else None)], "")])
     return _section("Per-record risk (MACE)", stats + _png(risk_profile_figure(risk, lower, upper)), "mace")
 
@@ -365,7 +377,7 @@ def _exposure(inp: ReportInputs) -> str:
                     "tail-excess p (top k)", "exposed share", "lower bound", "upper bound"],
                    [([f("tested", 0), f("count", 0), f("false_expected", 2),
                       f"{f('tail_pvalue')} ({f('tail_top', 0)})", f("share"), f("share_lower"), f("share_upper")], "")])
-    note = _note(
+    note = _note_markup(
         "Each member target gets one combined score — the highest rank any attack gives it among all targets — "
         "and its conformal p-value among the non-member targets. <b>Exposed records</b> are selected by "
         "Benjamini–Hochberg (or –Yekutieli) so that the expected share of false ones among them is at most the "
@@ -384,7 +396,7 @@ def _exposure(inp: ReportInputs) -> str:
                          "false among them at most (expected)", "tail-excess p (top k)"],
                         [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1),
                            f"{f('scan_tail_pvalue')} ({f('scan_tail_top', 0)})"], "")])
-        note += _note(
+        note += _note_markup(
             "<b>Member scan</b>: every training record, not only the member targets, gets a conformal p-value of "
             "its copy-multiplicity score (how many synthetic rows lie closer to it than any other real record, "
             "weighted by how much closer) among the scores of the calibration records (the holdout, and the "
@@ -429,7 +441,7 @@ def _subgroups(inp: ReportInputs) -> str:
         if math.isfinite(auc):
             bars.append((group, attack, auc, lo, hi, is_bad))
         estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
-        cells = [_e(group), _e(attack), str(n_m), str(n_n), _num(r.get("test_p_adjusted"), 3),
+        cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _num(r.get("test_p_adjusted"), 3),
                  _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
         if has_mace:
             ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
@@ -546,11 +558,34 @@ def _history(inp: ReportInputs) -> str:
         groups = ", ".join(f"{g}: {a}" for g, a in (d.get("subgroups") or {}).items()) or "—"
         rows.append(([_e(d.get("reviewer")), _e(d.get("at")), f"<b>{_e(d.get('action'))}</b>", _e(d.get("comment") or "—"),
                       _e(groups), _e(", ".join(d.get("suppress") or []) or "—"),
-                      f"<code>{_e(_short(d.get('data_sha256')))}</code>", _e(d.get("published") or "not published"),
+                      f"<code>{_e(_short(d.get('data_sha256')))}</code>", _e(_decision_published(inp, d)),
                       _e(d.get("via") or "—"), f"<code>{_e(d.get('rerun_id') or '—')}</code>"], ""))
     return _section("Review history", _table(
         ["reviewer", "when", "action", "comment", "subgroup decisions", "suppressed", "data sha256", "published",
          "via", "gate re-run"], rows), "review")
+
+
+def _decision_published(inp: ReportInputs, d: Mapping[str, Any]) -> str:
+    """Where a decision's release went. The decision record is written (and read back) before
+    publication, so it cannot name the path; the run's publication tag, set after it, does."""
+    where = d.get("published") or (inp.published if d.get("action") == "approve" else None)
+    return where or "not published"
+
+
+def _publication(inp: ReportInputs) -> str:
+    """The banner's line on publication: where the release is, or where it waits."""
+    if inp.published:
+        return f"published to <code>{_e(inp.published)}</code>"
+    return "not published"
+
+
+def published_location(tags: Mapping[str, str]) -> str | None:
+    """Where a run's release was published, from its tags (approval first, then the gate's own)."""
+    for key in (names.TAG_APPROVAL_PUBLISHED, names.TAG_PUBLISHED):
+        value = tags.get(key)
+        if value and value != "none" and not value.startswith("failed"):
+            return value
+    return None
 
 
 def _open_hint(inp: ReportInputs) -> str:
@@ -628,6 +663,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         tracking_uri=tracker.uri,
         experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
+        published=published_location(tags),
     )
 
 

@@ -74,3 +74,30 @@ def test_per_record_risk_is_the_maximum_over_attacks():
         assert (frame["risk"].to_numpy() >= single["risk"].to_numpy() - 1e-12).all()
         assert (frame["risk_upper"].to_numpy() >= single["risk_upper"].to_numpy() - 1e-12).all()
     assert set(frame["attack"]) <= set(scores)
+
+
+def test_reported_estimate_lies_inside_its_own_bounds_at_strong_leakage():
+    """Near-perfect separation: the smoothed plug-in saturates (~0.94) below the certified split
+    lower bound (~0.98). The recorded estimate, the group figures and the log line must agree
+    with their interval; the raw plug-in is recorded under its own name."""
+    from privacy_gate.estimators.mace_queries import mace_group_metrics
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    labels = np.r_[np.ones(n), np.zeros(n)].astype(int)
+    scores = np.r_[rng.normal(6, 1, n), rng.normal(0, 1, n)]
+    res = mace_for_attacks({"dcr": scores}, labels, np.arange(2 * n), prior=0.5, delta=0.05, n_permutations=0,
+                           epsilon=None)
+    m = res.metrics
+    assert m["dcr.mace.advantage_lower"] <= m["dcr.mace.advantage"] <= m["dcr.mace.advantage_upper"]
+    g = mace_group_metrics(scores, labels, prior=0.5, delta=0.05)
+    assert g["mace.advantage_lower"] <= g["mace.advantage"] <= g["mace.advantage_upper"]
+    assert m["dcr.mace.advantage_plugin"] < m["dcr.mace.advantage_lower"]  # the case of the issue, recorded
+
+    from privacy_gate.pipeline.gate_run import mace_line
+
+    line = mace_line("dcr", m)
+    est, lo, hi = (float(x) for x in
+                   line.split("MACE advantage ")[1].split(" (")[0].replace("[", "").replace("]", "").replace(",", "")
+                   .split())
+    assert lo <= est <= hi and "plug-in" in line

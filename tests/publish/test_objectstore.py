@@ -132,3 +132,21 @@ def test_gate_publish_to_s3_goes_to_the_bucket(s3_env, small_adult, tmp_path, mo
     assert result.exit_code == 0 and verdict["verdict"] == "APPROVE", verdict.get("reasons")
     assert len(list_published_s3("s3://releases/gate-only")) == 1
     assert not (tmp_path / "s3:").exists()
+
+
+def test_doctor_lists_and_removes_s3_data_without_a_manifest(s3_env, tmp_path):
+    from privacy_gate.pipeline.doctor import orphans
+
+    store = ReleaseStore(workdir=tmp_path, target="s3://releases/doctor")
+    complete = store.publish(store.quarantine(_frame()), dataset="adult", verdict="APPROVE", run_id="r",
+                             config_hash=None)
+    (tmp_path / "x.parquet").write_bytes(b"a killed upload")
+    orphan = "s3://releases/doctor/adult-0123456789ab/adult-0123456789ab.parquet"
+    objectstore.upload(tmp_path / "x.parquet", orphan)
+    listed = orphans("s3://releases/doctor", fix=False, min_age=0)
+    assert len(listed) == 1 and listed[0].line.startswith(f"{orphan}: ") and not listed[0].fixed
+    assert objectstore.get_bytes(orphan) is not None
+    fixed = orphans("s3://releases/doctor", fix=True, min_age=0)
+    assert len(fixed) == 1 and fixed[0].fixed and "removed" in fixed[0].line
+    assert objectstore.get_bytes(orphan) is None
+    assert objectstore.get_bytes(complete) is not None and orphans("s3://releases/doctor", fix=True, min_age=0) == []

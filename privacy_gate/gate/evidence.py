@@ -1,0 +1,70 @@
+"""The evidence on a flagged subgroup in one sentence, from what the audit recorded for it
+(``audit/subgroups.json``: one row per group and attack). A figure that was not recorded is
+left out, never estimated here. Group labels are safe to print (``experiment.grouping``); no
+record value is read.
+
+>>> rows = [{"group": "race=X", "attack": "dcr", "n_members": 64, "auc": 0.61, "tpr_at_fpr_0.01": 0.1,
+...          "test_p_adjusted": 0.0008},
+...         {"group": "race=X", "attack": "domias", "n_members": 64, "auc": 0.68, "tpr_at_fpr_0.01": 0.3125,
+...          "test_p_adjusted": 0.0008},
+...         {"group": "race=Y", "attack": "dcr", "n_members": 2000, "auc": 0.5, "test_p_adjusted": 1.0}]
+>>> print(group_evidence(rows, "race=X"))
+race=X: 64 members among the targets; an attacker (domias) tells members from non-members with AUC 0.68; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction for 2 groups
+>>> print(group_evidence([], "race=Z"))
+race=Z: flagged; the audit recorded no figures for this group
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from privacy_gate.gate.human import human_number, human_percent
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def group_evidence(rows: Sequence[Mapping[str, Any]], group: str, *, through: str | None = None) -> str:
+    """One sentence on ``group`` from the audit ``rows``: its member targets, the strongest
+    attack's AUC (with its interval when recorded as ``auc_lower`` / ``auc_upper``) and TPR at 1%
+    FPR, the exposed records among its members, and the adjusted p-value of its rank test with the
+    number of groups corrected for. ``through``: the smaller group that explains its flag."""
+    mine = [r for r in rows if str(r.get("group")) == group]
+    if not mine:
+        return f"{group}: flagged; the audit recorded no figures for this group"
+    parts = []
+    members = _finite(mine[0].get("n_members"))
+    if members is not None:
+        parts.append(f"{human_number(members)} members among the targets")
+    scored = [r for r in mine if _finite(r.get("auc")) is not None]
+    if scored:
+        best = max(scored, key=lambda r: float(r["auc"]))
+        lo, hi = _finite(best.get("auc_lower")), _finite(best.get("auc_upper"))
+        interval = f" [{human_number(lo, 2)}, {human_number(hi, 2)}]" if lo is not None and hi is not None else ""
+        parts.append(f"an attacker ({best.get('attack')}) tells members from non-members with AUC "
+                     f"{human_number(float(best['auc']), 2)}{interval}")
+        tpr = _finite(best.get("tpr_at_fpr_0.01"))
+        if tpr is not None:
+            parts.append(f"{human_percent(tpr)} of its members caught at 1% false alarms")
+    exposed = _finite(mine[0].get("exposed"))
+    if exposed:
+        parts.append(f"{human_number(exposed)} of its member targets singled out as exposed records")
+    p_adjusted = _finite(mine[0].get("test_p_adjusted"))
+    if p_adjusted is not None:
+        n_groups = len({str(r.get("group")) for r in rows})
+        parts.append(f"p = {human_number(p_adjusted, 2)} after Holm correction for {human_number(n_groups)} groups")
+    sentence = f"{group}: " + ("; ".join(parts) if parts else "flagged; no figures recorded")
+    return sentence + (f" (flagged through {through}: not significant without it)" if through else "")
+
+
+def flagged_evidence(rows: Sequence[Mapping[str, Any]], verdict: Mapping[str, Any]) -> list[str]:
+    """One sentence per flagged subgroup of ``verdict``, in the verdict's order."""
+    explained = verdict.get("explained") or {}
+    return [group_evidence(rows, g, through=explained.get(g)) for g in verdict.get("flagged_subgroups") or []]

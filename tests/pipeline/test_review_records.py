@@ -1,0 +1,149 @@
+"""What the records say after a review, on small hand-made REVIEW runs (no gate, no Prefect).
+
+The manifest counts the rows it publishes, the report says where an approved release went, the
+run's name carries its verdict, and ``review --pending`` lists what awaits a decision.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from privacy_gate import names, tracking
+from privacy_gate.cli import app
+from privacy_gate.gate import Verdict
+from privacy_gate.gate.verdict import Check
+from privacy_gate.pipeline import review
+from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.pipeline.release import RunContext, finish
+from privacy_gate.pipeline.stages import StageClock
+from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.publish import ReleaseStore
+
+GROUP = "race=Amer-Indian-Eskimo"
+runner = CliRunner()
+
+SUBGROUP_ROWS = [  # audit/subgroups.json as the audit writes it: one row per group and attack
+    {"group": GROUP, "attack": "dcr", "n_members": 64, "n_non_members": 60, "test_p_value": 2e-5,
+     "test_p_adjusted": 0.0008, "test_attack": "dcr", "exposed": 3.0, "auc": 0.62, "tpr_at_fpr_0.01": 0.12},
+    {"group": GROUP, "attack": "domias", "n_members": 64, "n_non_members": 60, "test_p_value": 2e-5,
+     "test_p_adjusted": 0.0008, "test_attack": "dcr", "exposed": 3.0, "auc": 0.68, "tpr_at_fpr_0.01": 0.31},
+    *({"group": f"race=G{i}", "attack": "dcr", "n_members": 1200, "n_non_members": 1100, "test_p_adjusted": 1.0,
+       "auc": 0.5, "tpr_at_fpr_0.01": 0.01} for i in range(37)),
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_key(monkeypatch):
+    monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def make_review_run(workdir: Path, *, rows: int = 20, logger=None) -> tuple[str, str]:
+    """A finished REVIEW run with one flagged group, recorded by ``release.finish`` as a gate run is."""
+    tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
+    sink = MlflowSink.start(tracker, name="gate-toy", kind="gate_only", dataset="toy")
+    ctx = RunContext(sink=sink, store=ReleaseStore(workdir=workdir), dataset="toy",
+                     clock=StageClock(logger or logging.getLogger("test-records")))
+    ctx.quarantine(pd.DataFrame({"a": range(rows), "b": list("xy") * (rows // 2)}), "parquet")
+    sink.record_json({"mode": "gate_only"}, names.ART_CONFIG)
+    sink.record_json({"spec": "toy"}, names.ART_SETTINGS)
+    sink.record_json(SUBGROUP_ROWS, names.ART_SUBGROUPS)
+    reason = Check(rule="membership_test.p_adjusted >= 0.01", metric="membership_test.p_adjusted",
+                   observed=0.0008, threshold=0.01, bound="min", action="review", passed=False, group=GROUP,
+                   message=f"{GROUP}: membership_test.p_adjusted = 0.0008 violates min 0.01 (>=)")
+    verdict = Verdict(decision="REVIEW", status="ok", reasons=(reason,), checks=(reason,), flagged_subgroups=(GROUP,),
+                      data_hashes={"synthetic_file_sha256": ctx.quarantined.sha256})
+    finish(ctx, verdict)
+    return sink.run_id, tracker.uri
+
+
+def _fake_regate(workdir: Path, kept: int):
+    """A re-gate that keeps ``kept`` rows and approves them (the gate itself is not under test)."""
+    def regate(*, run_id, suppress, tracking_uri, workdir=str(workdir)):
+        q = ReleaseStore(workdir=Path(workdir)).quarantine(pd.DataFrame({"a": range(kept), "b": ["x"] * kept}))
+        verdict = Verdict(decision="APPROVE", status="ok", reasons=(),
+                          data_hashes={"synthetic_file_sha256": q.sha256}).with_run_id("rerun-1")
+        return RunOutcome(verdict=verdict, run_id="rerun-1", tracking_uri=tracking_uri, dataset="toy",
+                          quarantined=str(q.path))
+    return regate
+
+
+def test_suppressed_publication_manifest_counts_its_rows(tmp_path):
+    run_id, uri = make_review_run(tmp_path)
+    decision = review.decide_run(run_id, action="approve", reviewer="ana", suppress=[GROUP], tracking_uri=uri,
+                                 workdir=str(tmp_path), regate=_fake_regate(tmp_path, kept=13))
+    manifest = json.loads((Path(decision.published).parent / "manifest.json").read_text())
+    assert manifest["rows"] == 13 == len(pd.read_parquet(decision.published))
+
+
+def test_plain_approval_manifest_counts_its_rows(tmp_path):
+    run_id, uri = make_review_run(tmp_path, rows=20)
+    decision = review.decide_run(run_id, action="approve", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    assert json.loads((Path(decision.published).parent / "manifest.json").read_text())["rows"] == 20
+
+
+def test_report_after_approval_says_published_and_where(tmp_path):
+    run_id, uri = make_review_run(tmp_path)
+    decision = review.decide_run(run_id, action="approve", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    tracker = tracking.Tracker(uri=uri, experiment=None)
+    page = tracker.read_text(run_id, names.ART_REPORT)
+    history = page.split('id="review"')[1].split("</section>")[0]
+    assert "not published" not in history and decision.published in history
+    banner = page.split("</header>")[0]
+    assert f"published to <code>{decision.published}</code>" in banner
+
+
+def test_run_name_and_tag_carry_the_verdict_and_the_last_line_says_why(tmp_path):
+    handler = _Lines()
+    logger = logging.getLogger("test-records-lines")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        run_id, uri = make_review_run(tmp_path, logger=logger)
+    finally:
+        logger.removeHandler(handler)
+    run = tracking.Tracker(uri=uri, experiment=None).client.get_run(run_id)
+    assert run.info.run_name == "gate-toy · REVIEW"
+    assert run.data.tags[names.TAG_VERDICT] == "REVIEW"
+    last = handler.lines[-1]
+    assert last.startswith("verdict REVIEW — ") and "membership_test.p_adjusted = 0.0008" in last, handler.lines[-3:]
+    assert GROUP in last and run_id in last
+
+
+def test_review_leads_with_the_evidence_in_words(tmp_path):
+    run_id, _ = make_review_run(tmp_path)
+    r = runner.invoke(app, ["review", run_id, "--workdir", str(tmp_path)], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "evidence:", lines[:4]
+    assert lines[2] == (f"  - {GROUP}: 64 members among the targets; an attacker (domias) tells members from "
+                        "non-members with AUC 0.68; 31% of its members caught at 1% false alarms; 3 of its member "
+                        "targets singled out as exposed records; p = 0.0008 after Holm correction for 38 groups")
+
+
+def test_review_pending_lists_the_runs_awaiting_a_decision(tmp_path):
+    waiting, uri = make_review_run(tmp_path)
+    decided, _ = make_review_run(tmp_path, rows=10)
+    review.decide_run(decided, action="reject", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    r = runner.invoke(app, ["review", "--pending", "--workdir", str(tmp_path)], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    listed = [line for line in r.stdout.splitlines() if line.startswith(waiting) or line.startswith(decided)]
+    assert len(listed) == 1 and listed[0].startswith(waiting)
+    assert "toy" in listed[0] and f"flagged: {GROUP}" in listed[0]
+    review.decide_run(waiting, action="reject", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    r = runner.invoke(app, ["review", "--pending", "--workdir", str(tmp_path)], catch_exceptions=False)
+    assert r.exit_code == 0 and r.stdout.strip() == "no runs awaiting review"
