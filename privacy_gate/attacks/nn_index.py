@@ -101,7 +101,8 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
 
 
 def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: int = 0, nprobe: int = 16,
-                        batch: int = 65_536, k: int | None = None) -> np.ndarray:
+                        batch: int = 65_536, k: int | None = None, cells: np.ndarray | None = None,
+                        keep_cells: list | None = None) -> np.ndarray:
     """Distance from each target to a near (usually the nearest) candidate, from an inverted-file
     index (faiss ``IndexIVFFlat``: k-means cells, ``nprobe`` nearest cells searched), in float32.
     With ``k``: the sorted distances to ``k`` near candidates, shape ``(n, k)`` (``inf`` where the
@@ -112,7 +113,9 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
     serves only scores whose validity does not need exactness — the member scan's conformal
     p-values, where the members and the calibration records go through the very same search, so a
     non-exposed member's score is still exchangeable with the calibration scores. Deterministic:
-    the k-means is seeded and trained single-threaded.
+    the k-means is seeded and trained single-threaded. ``cells``: k-means centroids to use instead
+    of training new ones (a second search in the same space); ``keep_cells``: a list the trained
+    centroids are appended to.
 
     >>> rng = np.random.default_rng(0)
     >>> C = rng.normal(size=(5000, 4)).astype(np.float32)
@@ -124,28 +127,42 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
 
     n_c, dims = candidates.shape
     C = np.ascontiguousarray(candidates, dtype=np.float32)
-    nlist = int(np.clip(4 * np.sqrt(n_c), 1, n_c // 39 or 1))  # faiss wants >= 39 training rows per cell
-    quantizer = faiss.IndexFlatL2(dims)
-    index = faiss.IndexIVFFlat(quantizer, dims, nlist)
-    train = C if n_c <= 256 * nlist else C[np.sort(np.random.default_rng(seed).choice(n_c, 256 * nlist, replace=False))]
-    index.cp.seed = int(seed)
-    threads = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)  # k-means reductions in a fixed order: the same cells every run
-    try:
-        index.train(train)
-    finally:
-        faiss.omp_set_num_threads(threads)
+    if cells is not None:
+        nlist = len(cells)
+        quantizer = faiss.IndexFlatL2(dims)
+        quantizer.add(np.ascontiguousarray(cells, dtype=np.float32))
+        index = faiss.IndexIVFFlat(quantizer, dims, nlist)  # a filled quantizer: trained already
+    else:
+        nlist = int(np.clip(4 * np.sqrt(n_c), 1, n_c // 39 or 1))  # faiss wants >= 39 training rows per cell
+        quantizer = faiss.IndexFlatL2(dims)
+        index = faiss.IndexIVFFlat(quantizer, dims, nlist)
+        # 64 training rows per cell and 10 k-means rounds: the cells only steer the search (faiss
+        # asks for >= 39 rows per cell); the default 256 x 25 cost more than the search itself
+        train = C if n_c <= 64 * nlist else C[np.sort(np.random.default_rng(seed).choice(n_c, 64 * nlist, replace=False))]
+        index.cp.seed = int(seed)
+        index.cp.niter = 10
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)  # k-means reductions in a fixed order: the same cells every run
+        try:
+            index.train(train)
+        finally:
+            faiss.omp_set_num_threads(threads)
+        if keep_cells is not None:
+            keep_cells.append(quantizer.reconstruct_n(0, nlist))
     index.add(C)
     index.nprobe = min(nprobe, nlist)
     kk = 1 if k is None else k
     out = np.empty((targets.shape[0], kk), dtype=np.float64)
-    for start in range(0, targets.shape[0], batch):
-        T = np.ascontiguousarray(targets[start:start + batch], dtype=np.float32)
+    # the returned rows' distances recomputed from their differences (an exact copy gives 0), in
+    # float32 and in batches small enough that the (batch, k, dims) differences stay in cache
+    step = max(1, min(batch, (1 << 24) // max(1, kk * dims)))
+    for start in range(0, targets.shape[0], step):
+        T = np.ascontiguousarray(targets[start:start + step], dtype=np.float32)
         _, found = index.search(T, kk)
         diff = C[np.maximum(found, 0)] - T[:, None, :]
-        d = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff, dtype=np.float64))
+        d = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff).astype(np.float64))
         d[found < 0] = np.inf  # no candidate in the searched cells (only with tiny cells)
-        out[start:start + batch] = np.sort(d, axis=1)
+        out[start:start + step] = np.sort(d, axis=1)
     return out[:, 0] if k is None else out
 
 

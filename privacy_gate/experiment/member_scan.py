@@ -100,8 +100,11 @@ def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, se
         d_syn = k_nearest_distances(pool, synthetic, neighbours, chunk_bytes=CHUNK_BYTES)
         d_pool = k_nearest_distances(pool, pool, 2, chunk_bytes=CHUNK_BYTES)
     else:
-        d_syn = approximate_nearest(pool, synthetic, seed=seed, k=neighbours)
-        d_pool = approximate_nearest(pool, pool, seed=seed + 1, k=2)
+        # one k-means (on the synthetic rows) steers both searches: the pool's cells are the same
+        # for every pool record, and training a second one cost as much as the searches
+        cells: list = []
+        d_syn = approximate_nearest(pool, synthetic, seed=seed, k=neighbours, keep_cells=cells)
+        d_pool = approximate_nearest(pool, pool, seed=seed + 1, k=2, cells=cells[0])
     # the nearest other record: the second of the two (the first is the record itself, distance
     # 0 — unless the search missed it, when the first is the nearest other)
     self_found = d_pool[:, 0] == 0.0
