@@ -30,15 +30,19 @@ from ..conftest import write_release_config
 pytestmark = pytest.mark.slow
 
 
+#: the sample stage's progress line for the ``file`` generator (whole file, or a sample of it)
+SAMPLE_STAGE = ("releasing all", "sampling")
+
+
 class KillAt(logging.Handler):
     """Stops the tracking server when the run logs the start of ``stage`` (once)."""
 
-    def __init__(self, server: stack.Service, stage_text: str):
+    def __init__(self, server: stack.Service, stage_text: tuple[str, ...]):
         super().__init__()
         self.server, self.stage_text, self.fired = server, stage_text, threading.Event()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self.fired.is_set() and self.stage_text in record.getMessage():
+        if not self.fired.is_set() and any(t in record.getMessage() for t in self.stage_text):
             self.fired.set()
             stack.stop_group(self.server.proc, 10)
 
@@ -82,7 +86,7 @@ def _logger(handler: logging.Handler) -> logging.Logger:
 def test_killed_tracking_server_is_retried_and_the_record_is_complete(small_adult, tmp_path, tracking_server):
     server = tracking_server()
     config = _config(small_adult, tmp_path, server.url)
-    killer = KillAt(server, "sampling")
+    killer = KillAt(server, SAMPLE_STAGE)
     restarted: list[stack.Service] = []
 
     def restart_after_kill() -> None:  # 6 attempts 8 s apart: a restart slowed by a loaded machine still lands
@@ -117,7 +121,7 @@ def test_killed_tracking_server_is_retried_and_the_record_is_complete(small_adul
 def test_tracking_server_gone_for_good_ends_block_after_the_attempts(small_adult, tmp_path, tracking_server):
     server = tracking_server()
     config = _config(small_adult, tmp_path, server.url)
-    killer = KillAt(server, "sampling")
+    killer = KillAt(server, SAMPLE_STAGE)
     with LocalExecutor() as executor:
         result = run_with_retries(lambda: release_run(config, workdir=tmp_path / "wd", executor=executor,
                                                       logger=_logger(killer)),
