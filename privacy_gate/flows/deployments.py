@@ -136,6 +136,10 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
         parameters={"config_path": str(path), "workdir": str(Path(workdir).resolve())},
         description=f"privacy-gate release of dataset {dataset!r} from {path.name}",
         tags=[DEPLOYMENT_TAG, f"dataset:{dataset_slug(dataset)}"],
+        # one active run per deployment: a schedule faster than the gate queues its late runs in
+        # Prefect (AwaitingConcurrencySlot) instead of starting a process each that waits for the
+        # dataset slot, and at most one run per deployment competes for that slot
+        concurrency_limit=1,
         # the flow is loaded by module path, so a worker finds it wherever the package is installed
         entrypoint_type=EntrypointType.MODULE_PATH)
 

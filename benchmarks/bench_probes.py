@@ -1,0 +1,119 @@
+"""The hardening probe table: every test that attacks the gate the way a hostile or unlucky user
+would (bad inputs, kills, races, tampering, unreachable services, planted values in artefacts),
+run together, grouped by kind, with how many failed closed.
+
+A probe is one test case (a parametrised case counts once per parameter set); it passes only if
+the gate refused, blocked or recovered as it must (each asserts what was published, recorded and
+printed). Which test cases are probes is decided by the patterns below, matched against
+``module::test_name``; the other tests of the same modules (ordinary behaviour) are not counted.
+
+    .venv/bin/python benchmarks/bench_probes.py [--workers 2]   # ~10 min on 2 cores
+
+Prints the table (markdown, as in the README's hardening section) and records it in
+``benchmarks/results/probes.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from _common import ROOT, record
+
+#: (kind, what the probes do, patterns over "tests/<path>.py::<test name>")
+KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("bad input", "malformed, contradictory or hostile configs, specs and data files: exit 2 or BLOCK "
+                  "with one line naming the file, key or column, nothing published",
+     (r"tests/test_bad_inputs\.py::",
+      r"tests/test_config\.py::test_(config_errors|missing_and_invalid|a_rule_that_can_read_nothing|"
+      r"an_empty_rule_set|a_key_given_twice|dataset_name_is_validated)",
+      r"tests/data/test_table\.py::test_(a_per_row_identifier|unique_per_row|distinct_value_thresholds|"
+      r"thresholds_are_spec_settings)",
+      r"tests/data/test_encoding\.py::test_(errors_name_the_problem|encoder_refuses)",
+      r"tests/test_cli\.py::test_(synthetic_with_other_schema|bad_real_data|input_validation_failure|usage_errors|"
+      r"a_holdout_that_is_the_training_file|a_reference_holding_training_records)",
+      r"tests/publish/test_objectstore\.py::test_missing_object_and_bucket")),
+    ("kills and faults", "a fault injected into every named step, kills at any instant of a publication, "
+                         "a served config corrupted mid-run, runs of dead processes reconciled",
+     (r"tests/pipeline/test_faults\.py::", r"tests/pipeline/test_post_decision_faults\.py::",
+      r"tests/publish/test_publish_integrity\.py::", r"tests/flows/test_release_flow_faults\.py::",
+      r"tests/pipeline/test_doctor\.py::", r"tests/publish/test_objectstore\.py::test_doctor")),
+    ("races", "concurrent first runs on one store, concurrent approve/reject of one run",
+     (r"tests/pipeline/test_concurrency\.py::",
+      r"tests/pipeline/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)")),
+    ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered releases",
+     (r"tests/pipeline/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
+      r"tests/publish/test_objectstore\.py::test_s3_reader_contract")),
+    ("unreachable services", "an MLflow server or object store that does not answer or dies mid-run",
+     (r"tests/test_tracking_probe\.py::", r"tests/pipeline/test_infra_retries\.py::",
+      r"tests/publish/test_objectstore\.py::test_unreachable_endpoint")),
+    ("artefact privacy", "values only training records hold, planted and searched for in every file a gate, "
+                         "a review and an approval leave; raw values in validation reports",
+     (r"tests/pipeline/test_label_privacy\.py::", r"tests/validation/test_validation\.py::test_report_contains_no_raw")),
+)
+
+
+def kind_of(case: str) -> str | None:
+    for kind, _, patterns in KINDS:
+        if any(re.match(p, case) for p in patterns):
+            return kind
+    return None
+
+
+def _modules() -> list[str]:
+    found = set()
+    for _, _, patterns in KINDS:
+        for p in patterns:
+            found.add(p.split(r"\.py")[0].replace("\\", "") + ".py")
+    return sorted(found)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "GX_ANALYTICS_ENABLED": "false"}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = Path(tmp) / "probes.xml"
+        cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(args.workers), "--dist", "loadgroup",
+               "-p", "no:cacheprovider", f"--junitxml={xml}", *_modules()]
+        print("running:", " ".join(cmd[1:]), flush=True)
+        subprocess.run(cmd, cwd=ROOT, env=env, check=False)
+        cases = []
+        for tc in ET.parse(xml).getroot().iter("testcase"):
+            module = tc.get("classname", "").replace(".", "/")
+            case = f"{module}.py::{tc.get('name')}"
+            outcome = ("failed" if tc.find("failure") is not None or tc.find("error") is not None
+                       else "skipped" if tc.find("skipped") is not None else "closed")
+            cases.append({"case": case, "kind": kind_of(case), "outcome": outcome})
+    probes = [c for c in cases if c["kind"]]
+    rows = []
+    for kind, what, _ in KINDS:
+        mine = [c for c in probes if c["kind"] == kind]
+        rows.append({"kind": kind, "what": what, "probes": len(mine),
+                     "closed": sum(c["outcome"] == "closed" for c in mine),
+                     "failed": sum(c["outcome"] == "failed" for c in mine),
+                     "skipped": sum(c["outcome"] == "skipped" for c in mine)})
+    total = {k: sum(r[k] for r in rows) for k in ("probes", "closed", "failed", "skipped")}
+    print("\n| kind | what the probes do | probes | closed | failed | skipped |\n|---|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['kind']} | {r['what']} | {r['probes']} | {r['closed']} | {r['failed']} | {r['skipped']} |")
+    print(f"| **all** | | **{total['probes']}** | **{total['closed']}** | {total['failed']} | {total['skipped']} |")
+    for c in probes:
+        if c["outcome"] != "closed":
+            print(f"  {c['outcome']}: {c['case']}")
+    record("probes", {"benchmark": __doc__.splitlines()[0], "rows": rows, "total": total,
+                      "seconds": round(time.perf_counter() - start, 1), "cases": probes})
+
+
+if __name__ == "__main__":
+    main()
