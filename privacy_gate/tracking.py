@@ -32,7 +32,7 @@ from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
 from privacy_gate.tracking_uri import (SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
                                        UI_WORKFLOW, check_reachable, default_tracking_uri, resolve_tracking_uri,
-                                       run_url, tracking_source, ui_command)
+                                       run_url, sqlite_path, tracking_source, ui_command)
 
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
 #: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
@@ -51,8 +51,9 @@ SIGNING_KEY_ENV = ENV_SIGNING_KEY
 
 
 def _store_init_lock(uri: str):
-    if uri.startswith("sqlite:///"):
-        return file_lock(Path(uri.removeprefix("sqlite:///") + ".init.lock"), timeout=120)
+    db = sqlite_path(uri)
+    if db is not None:
+        return file_lock(Path(f"{db}.init.lock"), timeout=120)
     return contextlib.nullcontext()
 
 

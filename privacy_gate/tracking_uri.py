@@ -69,6 +69,15 @@ def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 
                           f"({type(exc).__name__}); is the database running?") from None
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI, else None.
+
+    >>> sqlite_path("sqlite:////tmp/wd/mlflow.db"), sqlite_path("http://127.0.0.1:5000")
+    (PosixPath('/tmp/wd/mlflow.db'), None)
+    """
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
 def default_tracking_uri(workdir: Path) -> str:
     return f"sqlite:///{(Path(workdir) / SQLITE_FILE).resolve()}"
 
@@ -100,4 +109,5 @@ def ui_command(uri: str) -> str:
 
 
 __all__ = ["SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW", "check_reachable",
-           "default_tracking_uri", "resolve_tracking_uri", "run_url", "tracking_source", "ui_command"]
+           "default_tracking_uri", "resolve_tracking_uri", "run_url", "sqlite_path", "tracking_source",
+           "ui_command"]

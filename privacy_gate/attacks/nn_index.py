@@ -100,9 +100,29 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
     return distances, nearest
 
 
+def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
+    """The k-means centroids an inverted-file search of ``candidates`` uses (``4 sqrt(n)`` cells,
+    seeded, trained single-threaded so the cells are the same every run). 64 training rows per
+    cell and 10 rounds: the cells only steer the search (faiss asks for >= 39 rows per cell), and
+    its defaults (256 x 25) cost more than the search itself."""
+    import faiss
+
+    n_c, dims = candidates.shape
+    C = np.ascontiguousarray(candidates, dtype=np.float32)
+    nlist = int(np.clip(4 * np.sqrt(n_c), 1, n_c // 39 or 1))
+    train = C if n_c <= 64 * nlist else C[np.sort(np.random.default_rng(seed).choice(n_c, 64 * nlist, replace=False))]
+    kmeans = faiss.Kmeans(dims, nlist, niter=10, seed=int(seed), verbose=False)
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # k-means reductions in a fixed order: the same cells every run
+    try:
+        kmeans.train(train)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    return kmeans.centroids
+
+
 def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: int = 0, nprobe: int = 16,
-                        batch: int = 65_536, k: int | None = None, cells: np.ndarray | None = None,
-                        keep_cells: list | None = None) -> np.ndarray:
+                        batch: int = 65_536, k: int | None = None, cells: np.ndarray | None = None) -> np.ndarray:
     """Distance from each target to a near (usually the nearest) candidate, from an inverted-file
     index (faiss ``IndexIVFFlat``: k-means cells, ``nprobe`` nearest cells searched), in float32.
     With ``k``: the sorted distances to ``k`` near candidates, shape ``(n, k)`` (``inf`` where the
@@ -113,9 +133,8 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
     serves only scores whose validity does not need exactness — the member scan's conformal
     p-values, where the members and the calibration records go through the very same search, so a
     non-exposed member's score is still exchangeable with the calibration scores. Deterministic:
-    the k-means is seeded and trained single-threaded. ``cells``: k-means centroids to use instead
-    of training new ones (a second search in the same space); ``keep_cells``: a list the trained
-    centroids are appended to.
+    the k-means is seeded and trained single-threaded. ``cells``: centroids from :func:`ivf_cells`
+    (one k-means can steer several searches in the same space); default: trained on ``candidates``.
 
     >>> rng = np.random.default_rng(0)
     >>> C = rng.normal(size=(5000, 4)).astype(np.float32)
@@ -125,30 +144,14 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
     """
     import faiss
 
-    n_c, dims = candidates.shape
+    dims = candidates.shape[1]
     C = np.ascontiguousarray(candidates, dtype=np.float32)
-    if cells is not None:
-        nlist = len(cells)
-        quantizer = faiss.IndexFlatL2(dims)
-        quantizer.add(np.ascontiguousarray(cells, dtype=np.float32))
-        index = faiss.IndexIVFFlat(quantizer, dims, nlist)  # a filled quantizer: trained already
-    else:
-        nlist = int(np.clip(4 * np.sqrt(n_c), 1, n_c // 39 or 1))  # faiss wants >= 39 training rows per cell
-        quantizer = faiss.IndexFlatL2(dims)
-        index = faiss.IndexIVFFlat(quantizer, dims, nlist)
-        # 64 training rows per cell and 10 k-means rounds: the cells only steer the search (faiss
-        # asks for >= 39 rows per cell); the default 256 x 25 cost more than the search itself
-        train = C if n_c <= 64 * nlist else C[np.sort(np.random.default_rng(seed).choice(n_c, 64 * nlist, replace=False))]
-        index.cp.seed = int(seed)
-        index.cp.niter = 10
-        threads = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(1)  # k-means reductions in a fixed order: the same cells every run
-        try:
-            index.train(train)
-        finally:
-            faiss.omp_set_num_threads(threads)
-        if keep_cells is not None:
-            keep_cells.append(quantizer.reconstruct_n(0, nlist))
+    if cells is None:
+        cells = ivf_cells(C, seed=seed)
+    nlist = len(cells)
+    quantizer = faiss.IndexFlatL2(dims)
+    quantizer.add(np.ascontiguousarray(cells, dtype=np.float32))
+    index = faiss.IndexIVFFlat(quantizer, dims, nlist)  # a filled quantizer: trained already
     index.add(C)
     index.nprobe = min(nprobe, nlist)
     kk = 1 if k is None else k
@@ -166,4 +169,4 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
     return out[:, 0] if k is None else out
 
 
-__all__ = ["RETRIEVE", "approximate_nearest", "indexed_nearest"]
+__all__ = ["RETRIEVE", "approximate_nearest", "indexed_nearest", "ivf_cells"]

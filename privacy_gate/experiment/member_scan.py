@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
-from privacy_gate.attacks.nn_index import approximate_nearest
+from privacy_gate.attacks.nn_index import approximate_nearest, ivf_cells
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.estimators.exposure import (FdrMethod, conformal_pvalues, fdr_select, naming_limit,
@@ -102,9 +102,9 @@ def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, se
     else:
         # one k-means (on the synthetic rows) steers both searches: the pool's cells are the same
         # for every pool record, and training a second one cost as much as the searches
-        cells: list = []
-        d_syn = approximate_nearest(pool, synthetic, seed=seed, k=neighbours, keep_cells=cells)
-        d_pool = approximate_nearest(pool, pool, seed=seed + 1, k=2, cells=cells[0])
+        cells = ivf_cells(synthetic, seed=seed)
+        d_syn = approximate_nearest(pool, synthetic, k=neighbours, cells=cells)
+        d_pool = approximate_nearest(pool, pool, k=2, cells=cells)
     # the nearest other record: the second of the two (the first is the record itself, distance
     # 0 — unless the search missed it, when the first is the nearest other)
     self_found = d_pool[:, 0] == 0.0

@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from privacy_gate import names
+from privacy_gate.tracking_uri import sqlite_path
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.locking import file_lock
 
@@ -52,8 +53,9 @@ def check_run_id(run_id: str) -> str:
 def local_store_dir(tracking_uri: str) -> Path | None:
     """The folder beside a local MLflow store (sqlite file or file store), else None (a server).
     Beside, not inside: a file store would read a folder inside it as an experiment."""
-    if tracking_uri.startswith("sqlite:///"):
-        return Path(tracking_uri.removeprefix("sqlite:///")).resolve().parent
+    db = sqlite_path(tracking_uri)
+    if db is not None:
+        return db.resolve().parent
     if tracking_uri.startswith("file:"):
         return Path(unquote(urlparse(tracking_uri).path)).resolve().parent
     if "://" not in tracking_uri:  # a plain path is a file store

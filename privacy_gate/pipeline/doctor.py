@@ -208,7 +208,8 @@ def doctor(workdir: Path, *, tracking_uri: str | None, fix: bool, targets: list[
 def reconcile_on_start(uri: str, experiment: str, logger: Any) -> None:
     """The cheap part of doctor before a run starts: this experiment's runs whose process is gone
     are marked KILLED. Never fails the run (a warning at most); never creates a store."""
-    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
+    db = tracking.sqlite_path(uri)
+    if db is not None and not db.is_file():
         return
     try:
         tracker = tracking.Tracker(uri=uri, experiment=None)
