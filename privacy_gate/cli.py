@@ -77,6 +77,22 @@ def _require_files(**paths: Path | None) -> None:
             _usage_error(f"{label}: file not found: {path}")
 
 
+def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_setting: str = "--publish-to",
+               split_files: dict[str, Path] | None = None, spec: Any = None) -> None:
+    """Folders the run writes and split files it compares, checked before it starts (exit 2, one
+    line naming the path) rather than as a BLOCK minutes later."""
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.pipeline.preflight import check_split_files, require_writable_dir
+
+    try:
+        require_writable_dir(workdir, setting="--workdir")
+        require_writable_dir(publish_to, setting=publish_setting, create=False)
+        if split_files is not None:
+            check_split_files(split_files, spec)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+
+
 def _check_components(generator: str | None, generator_params: dict, attacks: Any) -> None:
     """Registry names and parameters, checked before anything runs (a ConfigError names them)."""
     from privacy_gate.attacks import create_attack
@@ -141,7 +157,12 @@ def _run_flow(fn, as_json: bool, **kwargs: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - fail closed
         from privacy_gate.errors import PrivacyGateError
 
-        reason = str(exc) if isinstance(exc, PrivacyGateError) else f"unexpected {type(exc).__name__}"
+        if isinstance(exc, PrivacyGateError):
+            reason = str(exc)
+        elif isinstance(exc, OSError) and exc.filename is not None:  # a path, never a data value
+            reason = f"{exc.strerror or type(exc).__name__}: {exc.filename}"
+        else:
+            reason = f"unexpected {type(exc).__name__}"
         _report(None, as_json=as_json, error=f"gate did not complete: {reason}")
     _report(result, as_json=as_json)
 
@@ -167,6 +188,7 @@ def run(
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
     except ConfigError as exc:
         _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
+    _preflight(workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target")
     from privacy_gate.tracking import SOURCE_CONFIG, tracking_source
 
     tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
@@ -231,6 +253,8 @@ def gate(
             _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
+    _preflight(workdir=workdir, publish_to=publish_to,
+               split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model)
     from privacy_gate.tracking import tracking_source
 
     _reconcile(_probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
@@ -275,12 +299,16 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
     from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 
     uri = _store_uri(workdir, tracking_uri)
+    # the re-gate after a suppression is a Prefect flow only when a Prefect API is there to record it;
+    # otherwise it runs in this process (never a temporary Prefect server that may not come up)
+    regate = None
+    if suppress and _use_prefect("auto"):
+        from privacy_gate.flows import regate_flow as regate
     try:
-        from privacy_gate.flows import regate_flow
         from privacy_gate.pipeline.review import decide_run
 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
-                              tracking_uri=uri, workdir=str(workdir), regate=regate_flow)
+                              tracking_uri=uri, workdir=str(workdir), regate=regate)
     except PrivacyGateError as exc:
         typer.echo(f"refused: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -425,6 +453,7 @@ def serve(
     are. Refuses to start when no config is valid. Needs a Prefect API (PREFECT_API_URL) and
     PRIVACY_GATE_SIGNING_KEY (or --allow-unsigned); runs of one dataset never overlap."""
     _quiet_env()
+    _preflight(workdir=workdir)
     from privacy_gate.tracking import SOURCE_ENV, tracking_source
 
     uri, source = tracking_source(None, workdir)
@@ -452,6 +481,7 @@ def deploy(
     for path in configs:
         if not path.is_file():
             _usage_error(f"{path}: file not found")
+    _preflight(workdir=workdir)
     from privacy_gate.flows.deployments import deploy_configs
 
     ids = _prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir, cron=cron, interval=interval,
@@ -482,6 +512,7 @@ def dependency_study(
     except ConfigError as exc:
         _usage_error(str(exc))
     _require_files(**{"dataset.path": cfg.dataset.path})
+    _preflight(workdir=workdir)
     from privacy_gate.tracking import tracking_source
 
     _probe_tracking(*tracking_source(cfg.tracking.uri, workdir))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -170,16 +171,33 @@ def test_gate_only_takes_the_judging_sections_of_a_config(gate_files, tmp_path):
 
 def test_a_holdout_that_is_the_training_file_is_refused(gate_files, tmp_path):
     """With the training file as the holdout, members and non-members are the same records: no
-    attack can tell them apart and a copy of train used to be APPROVED and published."""
-    args = _gate_args(gate_files, "copies.csv", tmp_path, "--json", "--orchestrator", "local",
+    attack can tell them apart and a copy of train used to be APPROVED and published. Refused before
+    any run starts: exit 2, one line naming both files and the count (no values)."""
+    args = _gate_args(gate_files, "copies.csv", tmp_path / "wd", "--json", "--orchestrator", "local",
                       "--publish-to", str(tmp_path / "published"))
     args[args.index("--holdout") + 1] = str(gate_files / "train.csv")
-    code, out, _ = _invoke(args)
-    summary = _last_json(out)
-    assert code == 4 and summary["verdict"] == "BLOCK" and summary["status"] == "invalid_input"
-    reason = " ".join(r["message"] for r in summary["reasons"])
-    assert "holdout train.csv and train train.csv share records: 1800 of 1800" in reason
-    assert not (tmp_path / "published").exists() or not any((tmp_path / "published").iterdir())
+    code, out, err = _invoke(args)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--holdout" in err and "is the --train file" in err
+    shutil.copy(gate_files / "train.csv", tmp_path / "holdout_copy.csv")
+    args[args.index("--holdout") + 1] = str(tmp_path / "holdout_copy.csv")
+    code, out, err = _invoke(args)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "holdout holdout_copy.csv and train train.csv share records: 1800 of 1800" in err
+    assert not (tmp_path / "published").exists() and not (tmp_path / "wd" / "mlflow.db").exists()
+
+
+def test_unwritable_folders_are_refused_before_the_run_naming_the_option(gate_files, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    for option, value in (("--workdir", tmp_path / "a-file" / "wd"), ("--publish-to", tmp_path / "a-file" / "out")):
+        args = _gate_args(gate_files, "independent.parquet", tmp_path / "wd", "--orchestrator", "local")
+        if option == "--workdir":
+            args[args.index("--workdir") + 1] = str(value)
+        else:
+            args += [option, str(value)]
+        code, out, err = _invoke(args)
+        assert code == 2 and len(err.strip().splitlines()) == 1, (option, err)
+        assert err.startswith(f"error: {option} {value}:") and "is a file, not a folder" in err
 
 
 def test_a_reference_holding_training_records_is_refused(gate_files, tmp_path):
@@ -187,6 +205,47 @@ def test_a_reference_holding_training_records_is_refused(gate_files, tmp_path):
     mixed.to_csv(tmp_path / "mixed_reference.csv", index=False)
     args = _gate_args(gate_files, "independent.parquet", tmp_path, "--json", "--orchestrator", "local")
     args[args.index("--reference") + 1] = str(tmp_path / "mixed_reference.csv")
-    code, out, _ = _invoke(args)
-    reason = " ".join(r["message"] for r in _last_json(out)["reasons"])
-    assert code == 4 and "reference mixed_reference.csv and train train.csv share records: 200 of 800" in reason
+    code, out, err = _invoke(args)
+    assert code == 2 and "reference mixed_reference.csv and train train.csv share records: 200 of 800" in err
+
+
+def test_the_run_itself_refuses_overlapping_splits(gate_files, tmp_path, adult_spec):
+    """The library path (no command line) checks again, inside the run: a BLOCK, invalid input."""
+    from privacy_gate.pipeline.release import gate_only_run
+
+    result = gate_only_run(train=str(gate_files / "train.csv"), holdout=str(gate_files / "train.csv"),
+                           reference=str(gate_files / "reference.csv"),
+                           synthetic=str(gate_files / "copies.csv"), spec=adult_spec,
+                           workdir=tmp_path / "wd", publish_to=str(tmp_path / "published"))
+    assert result.verdict.decision == "BLOCK" and result.verdict.status == "invalid_input"
+    assert "share records: 1800 of 1800" in " ".join(r.message for r in result.verdict.reasons)
+    assert not (tmp_path / "published").exists()
+
+
+@pytest.mark.parametrize("api", [False, True])
+def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, monkeypatch, tmp_path):
+    """Without a Prefect API the re-gate after a suppression runs in this process (it used to start
+    a temporary Prefect server, which timed out in 1 of 2 attempts); with one it is a flow run."""
+    import privacy_gate.cli as cli
+    import privacy_gate.pipeline.review as review
+    from privacy_gate.errors import ReviewError
+    from privacy_gate.names import SQLITE_FILE
+
+    (tmp_path / SQLITE_FILE).write_bytes(b"")
+    seen = {}
+
+    def fake_decide(run_id, **kw):
+        seen.update(kw)
+        raise ReviewError("stop here")
+
+    monkeypatch.setattr(cli, "_use_prefect", lambda orchestrator, **kw: api)
+    monkeypatch.setattr(cli, "_probe_tracking", lambda uri, source: uri)
+    monkeypatch.setattr(review, "decide_run", fake_decide)
+    code, _, err = _invoke(["approve", "r1", "--reviewer", "ana", "--suppress", "race=X", "--workdir", str(tmp_path)])
+    assert code == 2 and "stop here" in err
+    if api:
+        from privacy_gate.flows import regate_flow
+
+        assert seen["regate"] is regate_flow
+    else:
+        assert seen["regate"] is None

@@ -92,6 +92,8 @@ def failure_verdict(exc: BaseException, *, stage: str, data_hashes: dict[str, st
     the type and stage are reported, since foreign messages may quote data values."""
     if isinstance(exc, PrivacyGateError):
         msg = f"{stage}: {exc}"
+    elif isinstance(exc, OSError) and exc.filename is not None:  # a path the operator chose, never a value
+        msg = f"{stage}: {exc.strerror or type(exc).__name__}: {exc.filename}"
     elif is_infrastructure_error(exc):
         msg = f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs did not answer)"
     else:

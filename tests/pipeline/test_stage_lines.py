@@ -34,3 +34,15 @@ def test_other_generators_keep_the_plain_line_with_separators():
     state = SimpleNamespace(config=SimpleNamespace(generator=SimpleNamespace(n_samples=6000)),
                             splits=SimpleNamespace(train=None), generator=object())
     assert _line(state) == "sampling 6,000 synthetic rows"
+
+
+def test_a_failing_path_is_named_in_the_failure_verdict():
+    """A read-only or vanished folder mid-run: the BLOCK names the path and the OS's reason (a path
+    the operator chose, never a data value); other foreign errors still give only their type."""
+    from privacy_gate.pipeline.stages import failure_verdict
+
+    verdict = failure_verdict(PermissionError(13, "Permission denied", "/srv/releases/adult"), stage="publish")
+    assert verdict.decision == "BLOCK"
+    assert verdict.reasons[0].message == "publish: Permission denied: /srv/releases/adult"
+    quiet = failure_verdict(ValueError("age=37 is odd"), stage="fit")
+    assert "37" not in quiet.reasons[0].message and "ValueError" in quiet.reasons[0].message

@@ -1,0 +1,80 @@
+"""Checks a command makes before it starts a run, so a mistake the operator can fix is one line
+naming the file or folder (exit 2) instead of a recorded BLOCK minutes later.
+
+The run repeats the checks that concern data (``experiment/inputs.py: check_disjoint``): a library
+caller skips the command line, and a file can change between the check and the run.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> (folder / "a-file").write_text("x")
+1
+>>> require_writable_dir(folder / "a-file" / "workdir", setting="--workdir")
+Traceback (most recent call last):
+...
+privacy_gate.errors.ConfigError: --workdir ...: ... is a file, not a folder; pass a folder the gate may write to
+>>> require_writable_dir(folder / "new" / "workdir", setting="--workdir", create=False)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from privacy_gate.errors import ConfigError
+from privacy_gate.objectstore import is_s3
+from privacy_gate.spec import DatasetSpec
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(path.anchor or ".")
+
+
+def require_writable_dir(path: str | Path | None, *, setting: str, create: bool = True) -> None:
+    """``path`` is (or can become) a folder this process may write into. ``create`` makes it (a
+    workdir); otherwise only its nearest existing ancestor is checked (a publication target that
+    must not appear before a release is approved). ``s3://`` locations are checked by their store."""
+    if path is None or is_s3(str(path)):
+        return
+    target = Path(path)
+    base = _nearest_existing(target)
+    if not base.is_dir():
+        raise ConfigError(f"{setting} {target}: {base} is a file, not a folder; pass a folder the gate may write to")
+    if create:
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{setting} {target}: cannot create the folder ({exc.strerror or type(exc).__name__})"
+                              ) from None
+        base = target
+    try:  # a real write: permission bits say nothing to root, a read-only mount only to the kernel
+        os.rmdir(tempfile.mkdtemp(prefix=".privacy-gate-probe-", dir=base))
+    except OSError as exc:
+        raise ConfigError(f"{setting} {target}: {base} is not writable ({exc.strerror or type(exc).__name__})"
+                          ) from None
+
+
+def check_split_files(paths: dict[str, str | Path], spec: DatasetSpec) -> None:
+    """Train, holdout and reference files given separately hold different records: the same file
+    twice is refused at once, otherwise the tables are read and compared by row hash and entity id
+    (``check_disjoint``). Raises ConfigError naming both files and the count (never a value)."""
+    from privacy_gate.errors import DataError
+    from privacy_gate.experiment.inputs import check_disjoint, read_split_files
+
+    resolved = {k: Path(p).resolve() for k, p in paths.items()}
+    names = list(resolved)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if resolved[a] == resolved[b] or os.path.samefile(resolved[a], resolved[b]):
+                raise ConfigError(f"--{b} {paths[b]} is the --{a} file; the splits must hold different people")
+    try:
+        parts = read_split_files(paths, spec)
+    except Exception:  # noqa: BLE001
+        return  # an unreadable or non-conforming file is the run's to report (a recorded invalid_input BLOCK)
+    try:
+        check_disjoint(parts, spec, sources={k: Path(p).name for k, p in paths.items()})
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None
