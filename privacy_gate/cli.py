@@ -86,7 +86,7 @@ def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_s
 
     try:
         require_writable_dir(workdir, setting="--workdir")
-        require_writable_dir(publish_to, setting=publish_setting, create=False)
+        require_writable_dir(publish_to, setting=publish_setting)
         if split_files is not None:
             check_split_files(split_files, spec)
     except ConfigError as exc:

@@ -12,7 +12,9 @@ caller skips the command line, and a file can change between the check and the r
 Traceback (most recent call last):
 ...
 privacy_gate.errors.ConfigError: --workdir ...: ... is a file, not a folder; pass a folder the gate may write to
->>> require_writable_dir(folder / "new" / "workdir", setting="--workdir", create=False)
+>>> require_writable_dir(folder / "new" / "workdir", setting="--workdir")
+>>> (folder / "new").exists()
+False
 """
 
 from __future__ import annotations
@@ -33,23 +35,17 @@ def _nearest_existing(path: Path) -> Path:
     return Path(path.anchor or ".")
 
 
-def require_writable_dir(path: str | Path | None, *, setting: str, create: bool = True) -> None:
-    """``path`` is (or can become) a folder this process may write into. ``create`` makes it (a
-    workdir); otherwise only its nearest existing ancestor is checked (a publication target that
-    must not appear before a release is approved). ``s3://`` locations are checked by their store."""
+def require_writable_dir(path: str | Path | None, *, setting: str) -> None:
+    """``path`` is, or can become, a folder this process may write into: its nearest existing
+    ancestor is a folder that takes a probe write (created and removed at once). Nothing is left
+    behind (a refused command must not leave a half-made workdir). ``s3://`` locations are checked
+    by their store."""
     if path is None or is_s3(str(path)):
         return
     target = Path(path)
     base = _nearest_existing(target)
     if not base.is_dir():
         raise ConfigError(f"{setting} {target}: {base} is a file, not a folder; pass a folder the gate may write to")
-    if create:
-        try:
-            target.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"{setting} {target}: cannot create the folder ({exc.strerror or type(exc).__name__})"
-                              ) from None
-        base = target
     try:  # a real write: permission bits say nothing to root, a read-only mount only to the kernel
         os.rmdir(tempfile.mkdtemp(prefix=".privacy-gate-probe-", dir=base))
     except OSError as exc:
