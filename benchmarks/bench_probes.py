@@ -38,7 +38,9 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       r"thresholds_are_spec_settings)",
       r"tests/data/test_encoding\.py::test_(errors_name_the_problem|encoder_refuses)",
       r"tests/test_cli\.py::test_(synthetic_with_other_schema|bad_real_data|input_validation_failure|usage_errors|"
-      r"a_holdout_that_is_the_training_file|a_reference_holding_training_records)",
+      r"a_holdout_that_is_the_training_file|a_reference_holding_training_records|the_run_itself_refuses_overlapping|"
+      r"unwritable_folders)",
+      r"tests/pipeline/test_stage_lines\.py::test_a_failing_path_is_named",
       r"tests/publish/test_objectstore\.py::test_missing_object_and_bucket")),
     ("kills and faults", "a fault injected into every named step, kills at any instant of a publication, "
                          "a served config corrupted mid-run, runs of dead processes reconciled",
