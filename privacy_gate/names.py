@@ -29,6 +29,8 @@ ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
 ENV_USER = "PRIVACY_GATE_USER"
 #: The HMAC key verdicts are signed with at gate time and verified with at review time.
 ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
+#: Where the empty MLflow store template is kept (default ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``privacy-gate``).
+ENV_CACHE = "PRIVACY_GATE_CACHE"
 
 # ---- metric families ------------------------------------------------------------------------
 
