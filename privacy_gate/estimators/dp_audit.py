@@ -161,36 +161,48 @@ class AuditBound:
         return {k: float(v) for k, v in self.__dict__.items()} | {"fpr": self.fpr, "fnr": self.fnr}
 
 
-def _bound_at(score_in: np.ndarray, score_out: np.ndarray, t: float, *, alpha: float,
-              delta: float) -> tuple[float, int, int]:
-    fp, fn = int((score_out >= t).sum()), int((score_in < t).sum())
-    fpr_hi = cp_upper(fp, score_out.size, alpha=alpha / 2)
-    fnr_hi = cp_upper(fn, score_in.size, alpha=alpha / 2)
-    return epsilon_lower_bound(fpr_hi, fnr_hi, delta=delta), fp, fn
+def _cp_upper_many(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
+    k = np.asarray(k)
+    return np.where(k >= n, 1.0, stats.beta.ppf(1 - alpha, k + 1, np.maximum(n - k, 1)))
+
+
+def _errors(score_in: np.ndarray, score_out: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(false positives, false negatives) of "in iff score >= t" for every threshold in ``t``."""
+    fp = score_out.size - np.searchsorted(np.sort(score_out), t, side="left")
+    fn = np.searchsorted(np.sort(score_in), t, side="left")
+    return fp, fn
+
+
+def _eps_many(fpr: np.ndarray, fnr: np.ndarray, delta: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(1 - delta - fnr > 0, np.log(np.maximum(1 - delta - fnr, 1e-300) / fpr), 0.0)
+        b = np.where(1 - delta - fpr > 0, np.log(np.maximum(1 - delta - fpr, 1e-300) / fnr), 0.0)
+    return np.maximum(0.0, np.maximum(a, b))
 
 
 def audit_bound(*, select_in: np.ndarray, select_out: np.ndarray, eval_in: np.ndarray, eval_out: np.ndarray,
                 delta: float, alpha: float = 0.05) -> AuditBound:
     """Threshold "in iff score >= t" chosen on the selection runs (the best CP epsilon bound, ties
-    to the best GDP mu), then counted on the evaluation runs only."""
+    -- e.g. all 0 with few runs -- to the best point estimate of mu), then counted on the
+    evaluation runs only."""
     sel_in, sel_out = np.asarray(select_in, float), np.asarray(select_out, float)
     ev_in, ev_out = np.asarray(eval_in, float), np.asarray(eval_out, float)
     if min(sel_in.size, sel_out.size, ev_in.size, ev_out.size) < 1:
         raise ValueError("every split of the runs needs at least one run with and one without the target")
-    candidates = np.unique(np.concatenate([sel_in, sel_out, [np.inf]]))
-    best, best_key = float(np.inf), (-1.0, -1.0)
-    for t in candidates:
-        eps, fp, fn = _bound_at(sel_in, sel_out, t, alpha=alpha, delta=delta)
-        mu = gdp_mu(cp_upper(fp, sel_out.size, alpha=alpha / 2), cp_upper(fn, sel_in.size, alpha=alpha / 2))
-        if (eps, mu) > best_key:
-            best, best_key = float(t), (eps, mu)
-    eps, fp, fn = _bound_at(ev_in, ev_out, best, alpha=alpha, delta=delta)
+    t = np.unique(np.concatenate([sel_in, sel_out, [np.inf]]))
+    fp, fn = _errors(sel_in, sel_out, t)
+    eps = _eps_many(_cp_upper_many(fp, sel_out.size, alpha / 2), _cp_upper_many(fn, sel_in.size, alpha / 2), delta)
+    mu = stats.norm.ppf(1 - (fp + 0.5) / (sel_out.size + 1)) - stats.norm.ppf((fn + 0.5) / (sel_in.size + 1))
+    best = float(t[np.lexsort((mu, eps))[-1]])
+    fp_e, fn_e = (int(v[0]) for v in _errors(ev_in, ev_out, np.array([best])))
     n_out, n_in = ev_out.size, ev_in.size
-    mu_lo = gdp_mu(cp_upper(fp, n_out, alpha=alpha / 2), cp_upper(fn, n_in, alpha=alpha / 2))
-    mu_hi = gdp_mu(cp_lower(fp, n_out, alpha=alpha / 2), cp_lower(fn, n_in, alpha=alpha / 2))
-    mu_hat = gdp_mu((fp + 0.5) / (n_out + 1), (fn + 0.5) / (n_in + 1))  # continuity-corrected point
-    return AuditBound(threshold=best, false_positives=fp, negatives=n_out, false_negatives=fn, positives=n_in,
-                      alpha=alpha, delta=delta, epsilon_lower=eps, mu_lower=mu_lo, mu_estimate=mu_hat, mu_upper=mu_hi)
+    fpr_hi, fnr_hi = cp_upper(fp_e, n_out, alpha=alpha / 2), cp_upper(fn_e, n_in, alpha=alpha / 2)
+    mu_lo = gdp_mu(fpr_hi, fnr_hi)
+    mu_hi = gdp_mu(cp_lower(fp_e, n_out, alpha=alpha / 2), cp_lower(fn_e, n_in, alpha=alpha / 2))
+    mu_hat = gdp_mu((fp_e + 0.5) / (n_out + 1), (fn_e + 0.5) / (n_in + 1))  # continuity-corrected point
+    return AuditBound(threshold=best, false_positives=fp_e, negatives=n_out, false_negatives=fn_e, positives=n_in,
+                      alpha=alpha, delta=delta, epsilon_lower=epsilon_lower_bound(fpr_hi, fnr_hi, delta=delta),
+                      mu_lower=mu_lo, mu_estimate=mu_hat, mu_upper=mu_hi)
 
 
 def mean_shift_mu(score_in: np.ndarray, score_out: np.ndarray, *, alpha: float = 0.05) -> tuple[float, float, float]:

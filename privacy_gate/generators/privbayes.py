@@ -297,6 +297,7 @@ class PrivBayesGenerator(DiscretizedGenerator):
     ``delta`` is accepted for a uniform generator API and ignored: PrivBayes is pure DP (delta 0).
     """
 
+    neighbours = "replace_one"  # bounded DP: n is public (as in the paper)
     params_model = PrivBayesParams
 
     _min_rows = 2  # the score sensitivities need n >= 2
