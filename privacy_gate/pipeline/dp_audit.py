@@ -268,7 +268,7 @@ def _score_audit(target: AuditTarget, ti: int, name: str, jobs: list, results: l
     ev_in, ev_out = s_in[k:], s_out[k:]
     curve = tuple((float((ev_out >= t).mean()), float((ev_in < t).mean()))
                   for t in np.unique(np.concatenate([ev_in, ev_out, [np.inf]])))
-    shift = mean_shift_mu(ev_in, ev_out, alpha=settings.alpha) if name == "whitebox" else None
+    shift = mean_shift_mu(s_in, s_out, alpha=settings.alpha) if name == "whitebox" else None  # no threshold: all runs
     return ScoreAudit(target.kind, target.label, name, bound, shift, curve)
 
 
