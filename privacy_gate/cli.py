@@ -538,6 +538,70 @@ def dependency_study(
         print(json.dumps({"run_id": result["run_id"], "invariants": result["invariants"]}, default=str))
 
 
+@app.command("audit-dp")
+def audit_dp(
+    config: Annotated[Path, typer.Argument(help="Release config of a DP generator (its audit_dp section, if any, "
+                                                "gives the settings).")],
+    workdir: WorkdirOpt = Path(".privacy-gate"),
+    runs: Annotated[Optional[int], typer.Option("--runs", help="Fits per side and target (default: "
+                                                "audit_dp.runs, else 200).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Run the audit afresh even if cached.")] = False,
+    figure: Annotated[Optional[Path], typer.Option("--figure", help="Write the trade-off figure (PNG) here.")] = None,
+    as_json: JsonOpt = False,
+    orchestrator: OrchestratorOpt = "auto",
+) -> None:
+    """Audit the DP claim of the config's generator: a lower bound on the epsilon it delivers."""
+    _quiet_env()
+    from privacy_gate.config import load_release_config
+    from privacy_gate.errors import ConfigError, PrivacyGateError
+
+    try:
+        cfg = load_release_config(config)
+        _check_components(cfg.generator.name, cfg.generator.params, [])
+        if runs is not None and runs < 4:
+            raise ConfigError(f"--runs must be at least 4, got {runs}")
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    _require_files(**{"dataset.path": cfg.dataset.path})
+    try:
+        if _use_prefect(orchestrator):
+            from privacy_gate.flows import audit_dp_flow
+
+            record = audit_dp_flow(config_path=str(config), workdir=str(workdir), runs=runs, use_cache=not no_cache)
+        else:
+            from privacy_gate.pipeline.dp_audit_gate import run_dp_audit
+
+            log = _cli_logger()
+            result, cached = run_dp_audit(cfg, workdir=workdir, progress=log.info, runs=runs, use_cache=not no_cache)
+            record = {**result.to_dict(), "cached": cached}
+    except PrivacyGateError as exc:
+        typer.echo(f"error: DP audit did not complete: {exc}", err=True)
+        raise typer.Exit(1) from None
+    from privacy_gate.pipeline.dp_audit import DPAuditResult
+
+    result = DPAuditResult.from_dict(record)
+    if figure is not None:
+        from privacy_gate.report.plots import dp_audit_figure, dp_audit_figure_inputs
+
+        dp_audit_figure(**dp_audit_figure_inputs(record)).savefig(figure, dpi=110)
+    b = result.best.bound
+    out = sys.stderr if as_json else sys.stdout
+    print("\n".join([
+        f"generator:   {result.generator} (implementation {result.version}), claimed epsilon {result.epsilon:g}, "
+        f"delta {result.delta:g}, mu {result.claimed_mu:.3g} ({result.mu_basis})",
+        f"strongest:   {result.best.score} score, {result.best.target_label}; {result.runs} fits per side"
+        + (" (cached)" if record.get("cached") else ""),
+        f"epsilon >=   {b.epsilon_lower:.3g} at {100 * (1 - b.alpha):.0f}% confidence "
+        f"(at most {result.max_certifiable_epsilon:.3g} can be shown with these runs)",
+        f"mu:          {b.mu_estimate:.3g} [{b.mu_lower:.3g}, {b.mu_upper:.3g}] (claimed {result.claimed_mu:.3g})",
+        "verdict:     " + (result.reason() if result.exceeds() else
+                           "no violation shown (a lower bound: this never certifies DP)")]), file=out)
+    if as_json:
+        print(json.dumps(record, default=float))
+    if result.exceeds():
+        raise typer.Exit(4)
+
+
 @app.command("list")
 def list_components(
     kind: Annotated[str, typer.Argument(help="attacks or generators")],

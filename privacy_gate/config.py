@@ -331,6 +331,29 @@ def _audit_problem(audit: AuditConfig, spec: DatasetSpec) -> str | None:
     return None
 
 
+class DPAuditConfig(_Strict):
+    """``audit_dp``: audit the generator's DP claim before the release (``pipeline/dp_audit.py``).
+
+    An empirical epsilon lower bound above ``max_ratio`` x the claimed epsilon BLOCKs the release
+    (the generator's DP implementation is broken); any audit error BLOCKs too (fail closed). The
+    audit is cached per generator version, settings and public domain under the workdir."""
+
+    runs: int = Field(200, ge=4, le=100_000)  # fits per side and target
+    max_ratio: float = Field(1.0, ge=1.0, allow_inf_nan=False)
+    alpha: float = Field(0.05, gt=0, lt=1)
+    seed: int = Field(0, ge=0)
+    targets: tuple[Literal["worst_case", "outlier"], ...] = ("worst_case", "outlier")
+    scores: tuple[Literal["whitebox", "blackbox"], ...] = ("whitebox", "blackbox")
+    rows: int | None = Field(None, ge=10)  # audit on a sample of this many training rows (None: all)
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> DPAuditConfig:
+        for key in ("targets", "scores"):
+            if not getattr(self, key):
+                raise ValueError(f"audit_dp.{key} must not be empty")
+        return self
+
+
 class RunnerConfig(_Strict):
     """Prefect task runner: a local thread pool, or Dask (prefect-dask) for clusters — same flow."""
 
@@ -493,6 +516,7 @@ class ReleaseConfig(_Strict):
     remediate: RemediateConfig | None = None
     publish: PublishConfig = Field(default_factory=PublishConfig)
     dependency_study: DependencyStudyConfig | None = None
+    audit_dp: DPAuditConfig | None = None
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:

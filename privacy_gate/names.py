@@ -285,6 +285,13 @@ ART_STUDY_EXPERIMENTS = "dependency/experiments.parquet"  # one row per experime
 ART_STUDY_SUMMARY = "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
 ART_STUDY_INVARIANTS = "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers
 ART_STUDY_PLOT = "plots/dependency_advantage.png"
+ART_DP_AUDIT = "dp_audit/audit.json"  # the DP audit's result: bounds, claim, the (FPR, FNR) curve (no records)
+ART_DP_AUDIT_PLOT = "plots/dp_audit_tradeoff.png"  # empirical (FPR, FNR) points vs the claimed DP / GDP curves
+DP_AUDIT_METRICS = ("dp_audit.epsilon_lower", "dp_audit.epsilon_claimed", "dp_audit.mu_lower",
+                    "dp_audit.mu_estimate", "dp_audit.mu_claimed", "dp_audit.max_certifiable_epsilon",
+                    "dp_audit.runs", "dp_audit.seconds", "dp_audit.cached")
+TAG_DP_AUDIT = "gate.dp_audit"  # on the release run: the DP audit's nested run id
+
 SQLITE_FILE = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 LOCK_DIR = "locks"  # beside a local MLflow store: one lock file per run being decided

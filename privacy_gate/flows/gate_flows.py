@@ -207,3 +207,16 @@ def dependency_study_flow(config_path: str, workdir: str = ".privacy-gate") -> d
 
     result = run_dependency_study(load_release_config(config_path), workdir=workdir, logger=get_run_logger())
     return {k: result[k] for k in ("run_id", "tracking_uri", "invariants", "summary")}
+
+
+@flow(name="audit-dp", task_runner=ThreadPoolTaskRunner(max_workers=2))
+def audit_dp_flow(config_path: str, workdir: str = ".privacy-gate", runs: int | None = None,
+                  use_cache: bool = True) -> dict[str, Any]:
+    """The DP audit of a release config's generator (README, "DP audit"): its fits are Prefect
+    tasks (``PrefectExecutor.map``); the result (bounds, never records) is the flow's return value."""
+    from privacy_gate.pipeline.dp_audit_gate import run_dp_audit
+
+    logger = get_run_logger()
+    result, cached = run_dp_audit(load_release_config(config_path), workdir=workdir, executor=PrefectExecutor(),
+                                  progress=logger.info, runs=runs, use_cache=use_cache)
+    return {**result.to_dict(), "cached": cached}

@@ -95,3 +95,12 @@ def dependence_clause(shift: SourceShift | None, *, source: str | None, alpha: f
                 f"from the reference's: {shift.describe()}), which would explain the excess (Humphries et al.)")
     return (head + f"; there is no evidence that this release's training split is dependent (its {source!r} "
             f"distribution vs the reference's: {shift.describe()}), so suspect the DP implementation first")
+
+
+def dp_audit_check(*, epsilon_lower: float, epsilon: float, max_ratio: float, message: str) -> Check:
+    """The DP audit (``audit_dp``): an empirical epsilon lower bound above ``max_ratio`` x the
+    claimed epsilon proves the DP implementation broken -- BLOCK, never reviewed away."""
+    limit = float(epsilon) * float(max_ratio)
+    return Check(rule=f"DP audit epsilon lower bound <= {max_ratio:g} x claimed epsilon {epsilon:g}",
+                 metric="dp_audit.epsilon_lower", observed=float(epsilon_lower), threshold=limit, bound="max",
+                 action="block", passed=bool(epsilon_lower <= limit), message=message)

@@ -108,8 +108,11 @@ class Discretizer:
             b = self.bins_[name]
             missing_code = b.n_values if b.nullable else 0
             if b.categories is not None:
-                codes = pd.Categorical(df[name].astype(object).where(df[name].notna(), None).map(
-                    lambda v: None if v is None else str(v)), categories=list(b.categories)).codes.astype(np.int64)
+                col = df[name]
+                present = col.notna().to_numpy()
+                codes = np.full(len(col), -1, dtype=np.int64)  # str() of each present value, vectorised
+                codes[present] = pd.Categorical(col[present].astype(object).astype(str),
+                                                categories=list(b.categories)).codes
                 codes[codes < 0] = missing_code
             else:
                 x = _as_float(df[name], b.kind)

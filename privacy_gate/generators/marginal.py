@@ -32,6 +32,7 @@ class DiscretizedGenerator(Component):
     def privacy(self) -> dict[str, float]:
         """The (epsilon, delta) guarantee the gate compares its MACE bounds against."""
         return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
+    neighbours = "add_remove"  # the DP definition's neighbouring datasets (PrivBayes: replace_one)
     _min_rows = 1  # fewest rows select/fit accept (PrivBayes' score sensitivities need 2)
 
     def _check_spec(self, spec: DatasetSpec) -> None:

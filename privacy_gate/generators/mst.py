@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Self
 
@@ -53,6 +53,7 @@ from privacy_gate.generators.accounting import ZCDPAccountant, gaussian_sigma
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.marginal import ZCDPGenerator
+from privacy_gate.generators.measurements import NoisyMeasurement, identity_map
 from privacy_gate.params import (
     Field,
     OpenFraction,
@@ -87,6 +88,8 @@ class _Selection:
     one_way_var: list[np.ndarray]  # their noise variances per cell
     totals: list[tuple[float, float]]  # (noisy record count, its variance) per measurement
     edges: list[tuple[int, int]]  # (i, j), i < j, in selection order
+    maps: list[np.ndarray] = field(default_factory=list)  # per column: original -> compressed code
+    measurements: list[NoisyMeasurement] = field(default_factory=list)  # step 1's, for audits
 
 
 def _project_simplex(y: np.ndarray, total: float, weights: np.ndarray | None = None) -> np.ndarray:
@@ -128,17 +131,20 @@ def _measure_and_select(codes: np.ndarray, domain: list[int], columns: list[str]
     rho1, rho_sel, _ = budget_split(rho, d)
     # step 1: every 1-way marginal, the step's rho shared equally among the d measurements
     sigma1 = gaussian_sigma(rho1 / d)
-    supports, sizes, one_way, one_way_var, totals = [], [], [], [], []
+    supports, sizes, one_way, one_way_var, totals, maps, measured = [], [], [], [], [], [], []
     mapped = np.empty_like(codes)
     for j, name in enumerate(columns):
         y = np.bincount(codes[:, j], minlength=domain[j]) + rng.normal(0.0, sigma1, domain[j])
         accountant.gaussian(sigma1, step=f"measure_1way[{name}]")
+        measured.append(NoisyMeasurement(columns=(name,), index=(j,), maps=(identity_map(domain[j]),),
+                                         shape=(domain[j],), values=y.copy(), noise="gaussian", scale=sigma1))
         totals.append((float(y.sum()), domain[j] * sigma1**2))
         keep = y >= _COMPRESS_SIGMAS * sigma1
         n_keep, n_merged = int(keep.sum()), int((~keep).sum())
         mapping = np.full(domain[j], n_keep, dtype=np.int64)
         mapping[keep] = np.arange(n_keep)
         mapped[:, j] = mapping[codes[:, j]]
+        maps.append(mapping)
         var = np.full(n_keep, sigma1**2)
         if n_merged:  # the merged bin's noisy count is the sum of the merged noisy counts
             y, var = np.append(y[keep], y[~keep].sum()), np.append(var, n_merged * sigma1**2)
@@ -147,7 +153,7 @@ def _measure_and_select(codes: np.ndarray, domain: list[int], columns: list[str]
         one_way.append(y)
         one_way_var.append(var)
     accountant.spend(0.0, step="compress_domain (uses step 1's noisy counts only)", mechanism="post-processing")
-    sel = _Selection(mapped, supports, sizes, one_way, one_way_var, totals, [])
+    sel = _Selection(mapped, supports, sizes, one_way, one_way_var, totals, [], maps, measured)
     if d < 2:
         return sel
 
@@ -304,7 +310,7 @@ class MSTGenerator(ZCDPGenerator):
         sel = self._select(codes, accountant, rng)
         # step 3: the chosen 2-way marginals on the compressed domain
         d = codes.shape[1]
-        two_way, var2 = {}, 1.0
+        two_way, var2, measured = {}, 1.0, list(sel.measurements)
         if sel.edges:
             sigma2 = gaussian_sigma(budget_split(accountant.total, d)[2] / len(sel.edges))
             var2 = sigma2**2
@@ -312,12 +318,16 @@ class MSTGenerator(ZCDPGenerator):
             for i, j in sel.edges:
                 x = _pair_counts(sel.codes, i, j, sel.sizes)
                 two_way[i, j] = x + rng.normal(0.0, sigma2, x.size)
+                measured.append(NoisyMeasurement(columns=(cols[i], cols[j]), index=(i, j), maps=(sel.maps[i], sel.maps[j]),
+                                                 shape=(sel.sizes[i], sel.sizes[j]), values=two_way[i, j].copy(),
+                                                 noise="gaussian", scale=sigma2))
                 accountant.gaussian(sigma2, step=f"measure_2way[{cols[i]},{cols[j]}]")
         accountant.spend(0.0, step="synthesis (noisy marginals only)", mechanism="post-processing")
         self.model_ = _fit_tree(sel, two_way, var2)
         self.edges_ = [(self.discretizer_.columns_[i], self.discretizer_.columns_[j]) for i, j in sel.edges]
         self.focal_points_ = self._focal_points(sel)
         self.accountant_ = accountant
+        self.measurements_ = tuple(measured)  # what synthesis read (white-box DP audits)
         self._sample_rng = rng.spawn(1)[0]  # sample(seed=None) after a seeded fit stays reproducible
         return self
 

@@ -70,6 +70,7 @@ from privacy_gate.generators.accounting import (
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.marginal import ZCDPGenerator
+from privacy_gate.generators.measurements import NoisyMeasurement, identity_map
 from privacy_gate.params import (
     Field,
     NonNegativeInt,
@@ -226,6 +227,13 @@ class PrivateGSDGenerator(ZCDPGenerator):
         if not acc.is_exhausted():  # a bug in the split above, never a user error
             raise PrivacyGateError(f"private_gsd: spent {acc.spent} of rho {acc.total}")
         noisy = sel.one_way + measured
+        names = self.discretizer_.columns_
+        self.measurements_ = tuple(  # what the search read (white-box DP audits)
+            NoisyMeasurement(columns=tuple(names[c] for c in q), index=tuple(q),
+                             maps=tuple(identity_map(dom[c]) for c in q), shape=tuple(dom[c] for c in q),
+                             values=v.copy(), noise="gaussian", scale=s)
+            for q, v, s in zip([(j,) for j in range(len(dom))] + list(sel.chosen), noisy,
+                               [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured), strict=True))
         self.n_hat_ = _n_estimate(noisy, [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured))
 
         # step 4: genetic search on the DP targets only

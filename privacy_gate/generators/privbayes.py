@@ -77,6 +77,7 @@ from privacy_gate.generators.accounting import PureDPAccountant
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.marginal import DiscretizedGenerator
+from privacy_gate.generators.measurements import NoisyMeasurement, identity_map
 from privacy_gate.params import (
     Field,
     Fraction,
@@ -236,7 +237,7 @@ def learn_network(codes: np.ndarray, dom: np.ndarray, *, epsilon1: float, epsilo
 # --------------------------------------------------------------------- conditionals and sampling
 def measure_conditionals(codes: np.ndarray, dom: np.ndarray, network: Network, *, epsilon2: float,
                          accountant: PureDPAccountant, rng: np.random.Generator,
-                         names: list[str]) -> list[np.ndarray]:
+                         names: list[str], record: list[NoisyMeasurement] | None = None) -> list[np.ndarray]:
     """Noisy P*(X | Pi) per AP pair, shape (configurations of Pi, |X|); epsilon_2 / d per table."""
     n, d = codes.shape
     scale = 2 * d / (n * epsilon2)  # on the normalised table, whose L1 sensitivity is 2/n
@@ -247,6 +248,10 @@ def measure_conditionals(codes: np.ndarray, dom: np.ndarray, network: Network, *
         counts = np.bincount(np.ravel_multi_index(codes[:, axes].T, dims), minlength=int(np.prod(dims)))
         noisy = counts / n + rng.laplace(0.0, scale, counts.size)
         accountant.laplace(scale, step=f"conditional[{names[x]}]", sensitivity=2 / n)
+        if record is not None:  # what sampling reads, before clipping (white-box DP audits)
+            record.append(NoisyMeasurement(columns=tuple(names[a] for a in axes), index=tuple(axes),
+                                           maps=tuple(identity_map(s) for s in dims), shape=tuple(int(s) for s in dims),
+                                           values=noisy.copy(), noise="laplace", scale=scale, normaliser=float(n)))
         table = np.clip(noisy, 0.0, None).reshape(-1, int(dom[x]))
         sums = table.sum(axis=1, keepdims=True)
         out.append(np.where(sums > 0, table / np.where(sums > 0, sums, 1.0), 1.0 / dom[x]))
@@ -292,6 +297,7 @@ class PrivBayesGenerator(DiscretizedGenerator):
     ``delta`` is accepted for a uniform generator API and ignored: PrivBayes is pure DP (delta 0).
     """
 
+    neighbours = "replace_one"  # bounded DP: n is public (as in the paper)
     params_model = PrivBayesParams
 
     _min_rows = 2  # the score sensitivities need n >= 2
@@ -330,15 +336,17 @@ class PrivBayesGenerator(DiscretizedGenerator):
         accountant = PureDPAccountant(float(self.epsilon))
         network = self._learn(codes, accountant, rng)
         eps2 = accountant.remaining  # what the network left: (1 - beta) * epsilon
+        measured: list[NoisyMeasurement] = []
         cols = self.discretizer_.columns_
         self.conditionals_ = measure_conditionals(codes, self._domain(), network, epsilon2=eps2,
-                                                  accountant=accountant, rng=rng, names=cols)
+                                                  accountant=accountant, rng=rng, names=cols, record=measured)
         self.network_ = network
         self.degree_ = network.degree
         self.parents_ = {cols[x]: tuple(cols[p] for p in parents) for x, parents in network.pairs}
         self.order_ = [cols[x] for x, _ in network.pairs]
         self.focal_points_ = self._focal_points(network)
         self.accountant_ = accountant
+        self.measurements_ = tuple(measured)
         self._sample_rng = rng.spawn(1)[0]  # sample(seed=None) after a seeded fit stays reproducible
         return self
 

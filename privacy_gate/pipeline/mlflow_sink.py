@@ -19,7 +19,7 @@ from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
 from privacy_gate.gate import Verdict  # noqa: E402
 from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
-from privacy_gate.report.plots import risk_profile_figure, roc_figure  # noqa: E402
+from privacy_gate.report.plots import dp_audit_figure, dp_audit_figure_inputs, risk_profile_figure, roc_figure  # noqa: E402
 from privacy_gate.report.summary import verdict_markdown  # noqa: E402
 
 
@@ -118,6 +118,32 @@ class MlflowSink:
             per = mres.per_record
             self._figure(risk_profile_figure(per["risk"], per.get("risk_lower"), per.get("risk_upper")),
                          names.ART_MACE_PLOT)
+
+    def record_dp_audit(self, result: Any, *, cached: bool) -> str:
+        """The DP audit as a nested run (params, metrics, its JSON and trade-off figure); the JSON
+        and figure also on this run, for the report. Records no record values (the outlier target
+        is named by row position and hash)."""
+        from privacy_gate.pipeline.dp_audit_gate import audit_metrics
+
+        child = self.tracker.start_run(name=f"dp-audit-{result.generator}", kind="dp_audit", parent=self.run_id)
+        try:
+            best = result.best
+            self.tracker.log_params(child, {"generator": result.generator, "generator_version": result.version,
+                                            "epsilon": result.epsilon, "delta": result.delta, "runs": result.runs,
+                                            "mu_basis": result.mu_basis, "best_score": best.score,
+                                            "best_target": best.target_label})
+            self.tracker.log_metrics(child, audit_metrics(result, cached=cached))
+            for run in (child, self.run_id):
+                self.tracker.log_json(run, result.to_dict(), names.ART_DP_AUDIT)
+                fig = dp_audit_figure(**dp_audit_figure_inputs(result.to_dict()))
+                try:
+                    self.tracker.log_figure(run, fig, names.ART_DP_AUDIT_PLOT)
+                finally:
+                    plt.close(fig)
+        finally:
+            self.tracker.end_run(child)
+        self.tracker.set_tags(self.run_id, {names.TAG_DP_AUDIT: child})
+        return child
 
     def _figure(self, fig: Any, path: str) -> None:
         try:

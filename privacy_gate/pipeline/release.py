@@ -22,6 +22,7 @@ from privacy_gate.data import Splits, conform, read_table
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import Generator, create_generator
+from privacy_gate.pipeline.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, load_real_data, read_split_files,
                                            split_release, splits_from_frames)
@@ -112,6 +113,8 @@ class ReleaseState:
     generator: Generator | None = None
     synthetic: pd.DataFrame | None = None
     verdict: Verdict | None = None
+    workdir: Path | None = None
+    dp_audit: tuple[Any, bool] | None = None  # (DPAuditResult, from_cache) when audit_dp is configured
 
 
 def _load(state: ReleaseState, executor: Executor, logger: Any) -> None:
@@ -156,6 +159,18 @@ def _sample(state: ReleaseState, executor: Executor, logger: Any) -> None:
     state.ctx.quarantine(state.synthetic, state.config.publish.format)
 
 
+def _dp_audit(state: ReleaseState, executor: Executor, logger: Any) -> None:
+    """``audit_dp``: the generator's DP claim audited (or its cached audit), recorded as a nested
+    run; any error fails the stage, so the release BLOCKs (fail closed)."""
+    result, cached = audit_for_release(state.config, state.splits, workdir=state.workdir, executor=executor,
+                                       progress=lambda line: logger.info("  %s", line))
+    logger.info("  DP audit%s: epsilon >= %.3g (claimed %g), mu estimate %.3g (claimed %.3g)",
+                " (cached)" if cached else "", result.epsilon_lower, result.epsilon,
+                result.best.bound.mu_estimate, result.claimed_mu)
+    state.ctx.sink.record_dp_audit(result, cached=cached)
+    state.dp_audit = (result, cached)
+
+
 #: A release run up to its gate (whose own stages follow: ``gate_run.GATE_STAGES``).
 RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
     Stage("load", lambda s: f"loading {location_name(s.config.dataset.path)}", _load),
@@ -163,6 +178,8 @@ RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
     Stage("split", lambda s: "splitting train / holdout / reference by entity", _split),
     Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train):,} rows", _fit),
     Stage("sample", _sample_line, _sample),
+    Stage("dp_audit", lambda s: f"auditing the DP claim of '{s.config.generator.name}' ({s.config.audit_dp.runs} "
+          "fits per side and target, or the cached audit)", _dp_audit, when=lambda s: s.config.audit_dp is not None),
 )
 
 
@@ -189,10 +206,14 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
             "targets.seed": config.targets.seed, "attacks": ",".join(a.name for a in config.attacks),
             "rules_hash": config.gate.rules_hash(), "config_hash": ctx.config_hash})
         ctx.sink.record_json(config.model_dump(mode="json"), names.ART_CONFIG)
-        state = run_stages(RELEASE_STAGES, ReleaseState(config=config, ctx=ctx), executor=executor, clock=ctx.clock)
+        state = run_stages(RELEASE_STAGES, ReleaseState(config=config, ctx=ctx, workdir=wd), executor=executor,
+                           clock=ctx.clock)
         verdict = ctx.gate(GateInputs(splits=state.splits, synthetic=state.synthetic,
                                       synthetic_file_sha256=ctx.quarantined.sha256),
                            settings_for_release(config, state.generator))
+        if state.dp_audit is not None:
+            verdict = apply_audit(verdict, state.dp_audit[0], max_ratio=config.audit_dp.max_ratio,
+                                  cached=state.dp_audit[1])
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict, publish=publish)

@@ -35,8 +35,8 @@ from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
-from privacy_gate.report.plots import (comparison_bars_figure, risk_profile_figure, roc_figure,
-                                       score_histograms_figure, subgroup_bars_figure)
+from privacy_gate.report.plots import (comparison_bars_figure, dp_audit_figure, dp_audit_figure_inputs,
+                                       risk_profile_figure, roc_figure, score_histograms_figure, subgroup_bars_figure)
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ class ReportInputs:
     experiment_id: str | None = None
     mace: pd.DataFrame | None = None  # optional per-record MACE risk: row_id, risk, risk_lower, risk_upper
     published: str | None = None  # where the release was published (the run's publication tags), if it was
+    dp_audit: Mapping[str, Any] | None = None  # dp_audit/audit.json when the release audited its DP claim
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -517,6 +518,35 @@ def _dependency(inp: ReportInputs) -> str:
     return _section("Dependency stress test", body, "dependency")
 
 
+def _dp_audit(inp: ReportInputs) -> str:
+    d = inp.dp_audit
+    if not d:
+        return ""
+    rows = []
+    for a in d.get("audits", []):
+        b = a["bound"]
+        shift = a.get("mu_shift")
+        exceeds = b["epsilon_lower"] > d["epsilon"]
+        rows.append(([_e(a["score"]), _e(a["target_label"]), _num(b["epsilon_lower"]), _num(d["epsilon"]),
+                      _num(b["mu_lower"]), _num(b["mu_estimate"]), _num(shift[0] if shift else None),
+                      _num(d["claimed_mu"]), f"{int(b['false_positives'])}/{int(b['negatives'])}",
+                      f"{int(b['false_negatives'])}/{int(b['positives'])}"], "fail" if exceeds else ""))
+    body = _note(
+        f"Distinguishing game for generator {d['generator']} (implementation {d['version']}): {d['runs']} fits "
+        f"with and without each target. The epsilon figure is a lower bound at "
+        f"{100 * (1 - float(d['audits'][0]['bound']['alpha'])):.0f}% confidence (Clopper-Pearson, threshold chosen "
+        f"on separate runs; at most {_num(d['max_certifiable_epsilon'])} can be shown with these runs): above the "
+        "claim it proves the DP implementation broken; below it, it proves nothing (it never certifies DP). "
+        f"Claimed mu: {d['mu_basis']}.")
+    body += _table(["score", "target", "epsilon ≥", "claimed epsilon", "mu ≥", "mu (threshold)", "mu (mean shift)",
+                    "claimed mu", "false positives", "false negatives"], rows)
+    body += _note("The figure: each score's (FPR, FNR) points on the evaluation runs; the claim allows only points "
+                  "on or above the red curve. A cross is the chosen threshold's 95% corner (both rates at their "
+                  "upper bounds): a cross below the red curve is a violation.")
+    body += _png(dp_audit_figure(**dp_audit_figure_inputs(d)))
+    return _section("DP audit", body, "dp_audit")
+
+
 def _utility(inp: ReportInputs) -> str:
     u = dict(inp.utility or {})
     metrics = inp.verdict.get("metrics") or {}
@@ -603,10 +633,11 @@ def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
     sections = [_howto(inp), _rules(inp), _attacks(inp), _exposure(inp), _mace(inp), _subgroups(inp), _entity(inp),
-                _dependency(inp), _utility(inp), _history(inp), _timings(inp)]
+                _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp)]
     nav_items = [("decide", "How to decide"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
+                 ("dp_audit", "DP audit"),
                  ("utility", "Utility"), ("review", "Review history"), ("timings", "Timings")]
     body = "\n".join(s for s in sections if s)
     nav = " ".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav_items if f'id="{a}"' in body)
@@ -664,6 +695,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
         published=published_location(tags),
+        dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),
     )
 
 

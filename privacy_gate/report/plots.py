@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -150,3 +151,51 @@ def comparison_bars_figure(rows: Sequence[tuple[str, float, float]], *, labels: 
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def dp_audit_figure(points: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, epsilon: float, delta: float,
+                    claimed_mu: float, marked: Sequence[tuple[str, float, float]] = ()):
+    """The DP audit's trade-off plot: each score's empirical (FPR, FNR) points on the evaluation
+    runs against the lowest FNR the claimed (epsilon, delta)-DP allows and the claimed mu's GDP
+    curve. A point *below* the DP curve (with its confidence) is a violation; ``marked`` are the
+    chosen thresholds' Clopper-Pearson corners (FPR upper, FNR upper)."""
+    from scipy import stats
+
+    fig, (ax,) = _figure(5.2, 4.4)
+    a = np.linspace(0, 1, 401)
+    dp = np.maximum.reduce([np.zeros_like(a), 1 - delta - np.exp(epsilon) * a, np.exp(-epsilon) * (1 - delta - a)])
+    ax.plot(a, dp, color="#b3261e", lw=2, label=f"claimed ({epsilon:g}, {delta:g})-DP: lowest FNR allowed")
+    ax.plot(a, stats.norm.cdf(stats.norm.ppf(1 - a) - claimed_mu), color="#b86e00", ls="--",
+            label=f"claimed mu = {claimed_mu:.3g} (GDP)")
+    ax.plot(a, 1 - a, color="#8a93a3", ls=":", lw=1, label="random guess")
+    for label, pts in points:
+        if pts:
+            x, y = zip(*pts)
+            ax.plot(x, y, marker=".", ms=3, lw=0.8, label=f"empirical: {label}")
+    for label, fpr_hi, fnr_hi in marked:
+        ax.plot([fpr_hi], [fnr_hi], marker="x", ms=8, color="black")
+        ax.annotate(label, (fpr_hi, fnr_hi), textcoords="offset points", xytext=(6, 4), fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("false-positive rate (target claimed in, was out)")
+    ax.set_ylabel("false-negative rate")
+    ax.set_title("DP audit: attack trade-off vs the claim")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def dp_audit_figure_inputs(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments of :func:`dp_audit_figure` from a DP audit's JSON record (``dp_audit/audit.json``)."""
+    from privacy_gate.estimators.dp_audit import cp_upper
+
+    audits = record["audits"]
+    points = [(f"{a['score']} / {a['target']}", [tuple(p) for p in a["curve"]]) for a in audits]
+    marked = []
+    for a in audits:
+        b = a["bound"]
+        marked.append((f"{a['score']}: eps >= {b['epsilon_lower']:.2g}",
+                       cp_upper(int(b["false_positives"]), int(b["negatives"]), alpha=b["alpha"] / 2),
+                       cp_upper(int(b["false_negatives"]), int(b["positives"]), alpha=b["alpha"] / 2)))
+    return {"points": points, "epsilon": record["epsilon"], "delta": record["delta"],
+            "claimed_mu": record["claimed_mu"], "marked": marked}
