@@ -272,6 +272,10 @@ ART_SUMMARY = "summary.md"
 ART_TIMINGS = "timings.json"
 ART_UTILITY = "utility.json"
 ART_SUBGROUPS = "audit/subgroups.json"
+#: per flagged group (at most MAX_GROUP_ROCS), its ROC curve per attack: members vs non-members of
+#: the group, as points (fpr, tpr) with the group's counts and AUC; no row ids, no values
+ART_GROUP_ROC = "audit/flagged_roc.json"
+MAX_GROUP_ROCS = 6
 ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
 ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed (no values)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f

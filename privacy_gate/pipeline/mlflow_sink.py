@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never shown
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 from privacy_gate import names, tracking  # noqa: E402
 from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
@@ -36,6 +37,47 @@ def text_sha256(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _thin(fpr: np.ndarray, tpr: np.ndarray, points: int = 300) -> tuple[list[float], list[float]]:
+    """At most about ``points`` points of a ROC curve, dense at low FPR (its log axis), ends kept."""
+    if len(fpr) <= points:
+        return [float(x) for x in fpr], [float(x) for x in tpr]
+    grid = np.r_[np.logspace(-6, 0, points // 2), np.linspace(0, 1, points // 2)]
+    keep = np.unique(np.r_[0, np.clip(np.searchsorted(fpr, grid), 0, len(fpr) - 1), len(fpr) - 1])
+    return [float(x) for x in fpr[keep]], [float(x) for x in tpr[keep]]
+
+
+def flagged_group_rocs(result: GateResult) -> dict[str, Any]:
+    """The ROC curve of every attack inside each flagged group (its members vs its non-members),
+    for the first ``names.MAX_GROUP_ROCS`` flagged groups; ``omitted`` counts the rest."""
+    flagged = list(result.verdict.flagged_subgroups)
+    labels = np.asarray(result.targets.labels).astype(bool)
+    groups = []
+    for group in flagged[: names.MAX_GROUP_ROCS]:
+        mask = result.audit.masks.get(group)
+        if mask is None:
+            continue
+        y = labels[mask]
+        if y.all() or not y.any():
+            continue
+        curves = []
+        for o in result.outcomes:
+            s = np.asarray(o.scores, float)[mask]
+            ok = np.isfinite(s)
+            if ok.sum() < 2 or len(set(y[ok].tolist())) < 2:
+                continue
+            fpr, tpr = roc_curve_points(s[ok], y[ok].astype(int))
+            f, t = _thin(np.asarray(fpr), np.asarray(tpr))
+            curves.append({"attack": o.name, "auc": float(roc_auc(s[ok], y[ok])), "fpr": f, "tpr": t})
+        groups.append({"group": group, "n_members": int(y.sum()), "n_non_members": int((~y).sum()), "curves": curves})
+    return {"groups": groups, "flagged": len(flagged), "omitted": max(len(flagged) - names.MAX_GROUP_ROCS, 0)}
+
+
+def roc_auc(scores: np.ndarray, members: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(members.astype(int), scores))
 
 
 class MlflowSink:
@@ -88,6 +130,8 @@ class MlflowSink:
             self.tracker.log_json(self.run_id, result.utility, names.ART_UTILITY)
         if result.audit is not None:
             self.tracker.log_json(self.run_id, result.audit.group_rows, names.ART_SUBGROUPS)
+        if result.audit is not None and result.targets is not None and result.verdict.flagged_subgroups:
+            self.tracker.log_json(self.run_id, flagged_group_rocs(result), names.ART_GROUP_ROC)
         if result.mace is not None:
             self._record_mace(result)
         if result.exposure is not None:
