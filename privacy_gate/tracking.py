@@ -30,8 +30,9 @@ from privacy_gate.names import TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
-from privacy_gate.tracking_uri import (SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
-                                       UI_WORKFLOW, check_reachable, default_tracking_uri, resolve_tracking_uri,
+from privacy_gate.tracking_uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
+                                       UI_WORKFLOW, check_reachable, default_tracking_uri, experiment_url,
+                                       resolve_tracking_uri,
                                        run_url, sqlite_path, tracking_source, ui_command)
 
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment

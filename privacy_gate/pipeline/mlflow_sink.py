@@ -21,7 +21,8 @@ from privacy_gate.gate import Verdict  # noqa: E402
 from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
 from privacy_gate.report.plots import risk_profile_figure, roc_figure  # noqa: E402
-from privacy_gate.report.summary import verdict_markdown  # noqa: E402
+from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
+from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
 
 
 def table_digest(df: Any) -> str:
@@ -187,12 +188,17 @@ class MlflowSink:
         self.tracker.log_text(self.run_id, markdown, names.ART_SUMMARY)
 
     def record_description(self, verdict: Verdict, summary: str) -> None:
-        """The run page's description: the decision in one line (the UI shows the first lines
-        folded), then the whole summary."""
-        flagged = ", ".join(f"`{g}`" for g in verdict.flagged_subgroups) or "none"
-        head = (f"**{verdict.decision}** (status {verdict.status}) · flagged subgroups: {flagged} · "
-                f"{len(verdict.reasons)} reason(s) below · full report: artifact `{names.ART_REPORT}`")
-        self.tracker.set_description(self.run_id, f"{head}\n\n{summary}")
+        """The run page's description (the UI shows its first lines folded): the decision, the
+        evidence on each flagged group, the commands that decide a REVIEW, then the whole summary."""
+        evidence: list[str] = []
+        if verdict.flagged_subgroups:
+            rows = []
+            if self.tracker.artifact_exists(self.run_id, names.ART_SUBGROUPS):
+                rows = self.tracker.read_json(self.run_id, names.ART_SUBGROUPS) or []
+            evidence = flagged_evidence(rows, verdict.to_dict())
+        self.tracker.set_description(self.run_id, description_markdown(
+            verdict.with_run_id(verdict.run_id or self.run_id), evidence=evidence, summary=summary,
+            tracking_uri=self.tracker.uri))
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

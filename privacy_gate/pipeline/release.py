@@ -290,6 +290,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     return RunOutcome(verdict=verdict, published=str(published) if published else None,
                       quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
                       tracking_uri=ctx.sink.tracker.uri, run_id=ctx.run_id, timings=clock.timings,
+                      experiment_id=ctx.sink.tracker.experiment_id,
                       summary_markdown=summary, dataset=ctx.dataset,
                       retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure)
 

@@ -20,11 +20,9 @@ import io
 import logging
 import math
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +33,7 @@ from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.gate.evidence import flagged_evidence, hanley_mcneil_interval  # noqa: F401 - re-exported
 from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
+from privacy_gate.report.summary import decision_commands
 from privacy_gate.report.plots import (comparison_bars_figure, group_roc_figure, risk_profile_figure, roc_figure,
                                        score_histograms_figure, subgroup_bars_figure)
 
@@ -217,6 +216,8 @@ def _banner(inp: ReportInputs) -> str:
     url = tracking.run_url(inp.tracking_uri or "", inp.experiment_id, run_id)
     if url:
         link = f' · <a class="runlink" href="{_e(url)}">open the run in MLflow</a>'
+        runs = tracking.experiment_url(inp.tracking_uri or "", inp.experiment_id)
+        link += f' · <a class="runslink" href="{_e(runs)}">all runs</a>' if runs else ""
     return f"""<header class="banner {cls}">
 <h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· status {_e(v.get('status'))} · review
  {_e(_approval_state(inp))}</span></h1>
@@ -245,25 +246,12 @@ def _approval_state(inp: ReportInputs) -> str:
     return "pending" if inp.verdict.get("verdict") == "REVIEW" else "not required"
 
 
-def _workdir_option(uri: str | None) -> str:
-    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + names.SQLITE_FILE):
-        return " --workdir " + shlex.quote(str(Path(uri.removeprefix("sqlite:///")).parent))
-    if uri and uri.startswith(("http://", "https://")):
-        return " --tracking-uri " + shlex.quote(uri) + " --workdir WORKDIR"
-    return ""
-
-
 def _howto(inp: ReportInputs) -> str:
     v = inp.verdict
     if v.get("verdict") != "REVIEW" or inp.decisions:
         return ""
     run_id = inp.run_id or v.get("run_id") or "RUN_ID"
-    opt = _workdir_option(inp.tracking_uri)
-    flagged = list(v.get("flagged_subgroups") or [])
-    lines = [f"privacy-gate review {run_id}{opt}",
-             f"privacy-gate approve {run_id} --reviewer NAME --comment 'why'{opt}"]
-    lines += [f"privacy-gate approve {run_id} --reviewer NAME --suppress {shlex.quote(g)}{opt}" for g in flagged[:3]]
-    lines.append(f"privacy-gate reject {run_id} --reviewer NAME --comment 'why'{opt}")
+    lines = decision_commands(run_id, inp.tracking_uri, list(v.get("flagged_subgroups") or []))
     return f"""<section id="decide" class="howto"><h2>How to decide</h2>
 <p>This release needs a human decision. Check the flagged subgroups and the reasons above, then either
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
-from privacy_gate.tracking import run_url, ui_command
+from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, SQLITE_FILE, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.tracking import experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
     from privacy_gate.pipeline.result import RunOutcome
@@ -24,6 +27,44 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
     return sorted(attacks.items())
 
 
+def store_options(uri: str | None) -> str:
+    """The options that point a decision command at the run's store (``--workdir`` of a sqlite
+    store, ``--tracking-uri`` of a server)."""
+    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + SQLITE_FILE):
+        return " --workdir " + shlex.quote(str(Path(uri.removeprefix("sqlite:///")).parent))
+    if uri and uri.startswith(("http://", "https://")):
+        return " --tracking-uri " + shlex.quote(uri) + " --workdir WORKDIR"
+    return ""
+
+
+def decision_commands(run_id: str, tracking_uri: str | None, flagged: Sequence[str]) -> list[str]:
+    """The commands that decide a REVIEW run: review, approve (and approve suppressing each of the
+    first three flagged groups), reject."""
+    opt = store_options(tracking_uri)
+    lines = [f"privacy-gate review {run_id}{opt}",
+             f"privacy-gate approve {run_id} --reviewer NAME --comment 'why'{opt}"]
+    lines += [f"privacy-gate approve {run_id} --reviewer NAME --suppress {shlex.quote(g)}{opt}" for g in flagged[:3]]
+    lines.append(f"privacy-gate reject {run_id} --reviewer NAME --comment 'why'{opt}")
+    return lines
+
+
+def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
+                         tracking_uri: str | None) -> str:
+    """The MLflow run page's description, which the UI shows folded after its first lines: the
+    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it,
+    then the whole summary."""
+    head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
+            f"full report: artifact `{ART_REPORT}`", ""]
+    if evidence:
+        head += [f"- {sentence}" for sentence in evidence] + [""]
+    elif verdict.reasons:
+        head += [f"- {verdict.reasons[0].message}", ""]
+    if verdict.decision == "REVIEW" and verdict.run_id:
+        head += ["Decide:", "", "```", *decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups),
+                 "```", ""]
+    return "\n".join(head) + "\n" + summary
+
+
 def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_uri: str | None = None,
                      experiment_id: str | None = None) -> str:
     """``tracking_uri`` + ``experiment_id``: on an MLflow server (http/https) the run is linked;
@@ -34,6 +75,9 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
         url = run_url(tracking_uri or "", experiment_id, verdict.run_id)
         if url:
             lines.append(f"MLflow run: [{verdict.run_id}]({url}) — report: artifact `{ART_REPORT}`")
+            runs = experiment_url(tracking_uri or "", experiment_id)
+            if runs:
+                lines.append(f"All runs of the experiment: [runs]({runs})")
         else:
             lines.append(f"MLflow run: `{verdict.run_id}`" + (f" — open with `{ui_hint}`" if ui_hint else "")
                          + f", then the run's artifact `{ART_REPORT}` (the full report)")
@@ -84,4 +128,7 @@ def run_outcome_console(result: RunOutcome) -> str:
     if result.ladder:
         lines.append(f"remediation: {result.ladder['why']} (ladder run {result.ladder_run_id})")
     lines.append(f"MLflow UI:   {ui_command(result.tracking_uri)}")
+    runs = experiment_url(result.tracking_uri or "", result.experiment_id)
+    if runs:
+        lines.append(f"MLflow runs: {runs}")
     return "\n".join(lines)
