@@ -29,6 +29,8 @@ ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
 ENV_USER = "PRIVACY_GATE_USER"
 #: The HMAC key verdicts are signed with at gate time and verified with at review time.
 ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
+#: seconds between the progress lines of a generator fit (default 15)
+ENV_PROGRESS_SECONDS = "PRIVACY_GATE_PROGRESS_SECONDS"
 
 # ---- metric families ------------------------------------------------------------------------
 

@@ -35,6 +35,12 @@ from privacy_gate.tracking_uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOUR
                                        resolve_tracking_uri,
                                        run_url, sqlite_path, tracking_source, ui_command)
 
+#: MLflow's artifact upload/download progress bars (tqdm) flood a worker's log, one bar per
+#: artifact: off in every process that talks to MLflow (flows, workers, library calls), not only
+#: the CLI; an explicit setting in the environment wins.
+ARTIFACTS_PROGRESS_BAR_ENV = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+os.environ.setdefault(ARTIFACTS_PROGRESS_BAR_ENV, "false")
+
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
 #: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
