@@ -225,6 +225,10 @@ TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
 TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
 TAG_LADDER = "gate.ladder_run"  # on each remediation attempt: the ladder's parent run
+TAG_ATTEMPT = "gate.attempt"  # 1, 2, ...: a retried release's attempt runs, nested under one parent
+TAG_ATTEMPTS = "gate.attempts"  # on that parent: how many attempts were made
+TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdict stands
+KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected

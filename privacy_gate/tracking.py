@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from privacy_gate import attempt_runs
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_APPROVAL_AT,
@@ -26,7 +27,7 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_AP
                                 experiment_name, verdict_run_name)
 from privacy_gate.names import TAG_DATASET
 from privacy_gate.names import ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
-from privacy_gate.names import TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.names import KIND_ATTEMPTS, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
@@ -198,9 +199,17 @@ class Tracker:
         all_tags = {TAG_KIND: kind, USER_TAG: run_user(), SOURCE_NAME_TAG: f"privacy-gate {kind}",
                     SOURCE_TYPE_TAG: "JOB", TAG_HOST: this_host(), TAG_PID: str(pid),
                     TAG_PROCESS_START: process_start(pid) or "unknown", **(tags or {})}
+        group = attempt_runs.current()  # a retried release: attempts nest under one parent run
+        top = group is not None and not parent and attempt_runs.PARENT_TAG not in all_tags and kind != KIND_ATTEMPTS
+        if top:
+            parent = group.parent_for(self, name, all_tags)
+            if parent:
+                all_tags[TAG_ATTEMPT] = str(group.attempt)
         if parent:
-            all_tags["mlflow.parentRunId"] = parent
+            all_tags[attempt_runs.PARENT_TAG] = parent
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        if top:
+            group.record(run.info.run_id, self)
         return run.info.run_id
 
     def name_with_verdict(self, run_id: str, verdict: str) -> None:
