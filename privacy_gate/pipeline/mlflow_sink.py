@@ -115,7 +115,7 @@ class MlflowSink:
                                         sources=sources)
 
     def record_quarantine(self, quarantined: Any, *, target: Any) -> None:
-        where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: str(quarantined.path.resolve()),
+        where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: quarantined.location,
                  names.SEAL_PUBLISH_TARGET: str(target)}
         self.seal.update(where)
         self.tracker.set_tags(self.run_id, {names.SEAL_TAGS[k]: v for k, v in where.items()})

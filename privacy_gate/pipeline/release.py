@@ -293,7 +293,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
             _try(logger, "tag the run with the publication", ctx.step, "publication_tag", ctx.sink.record_published,
                  published)
     if published is None and ctx.quarantined is not None:
-        logger.info("release stays in quarantine: %s", ctx.quarantined.path)
+        logger.info("release stays in quarantine: %s", ctx.quarantined.location)
     # derived records after the decision: each failure is a warning, never a change of the verdict
     _try(logger, "name the run with its verdict", ctx.sink.record_run_name, verdict)
     summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
