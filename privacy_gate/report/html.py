@@ -33,7 +33,7 @@ from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.gate.evidence import flagged_evidence, hanley_mcneil_interval  # noqa: F401 - re-exported
 from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
-from privacy_gate.report.summary import decision_commands
+from privacy_gate.report.commands import decision_commands
 from privacy_gate.report.plots import (comparison_bars_figure, group_roc_figure, risk_profile_figure, roc_figure,
                                        score_histograms_figure, subgroup_bars_figure)
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, SQLITE_FILE, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.report.commands import decision_commands
 from privacy_gate.tracking import experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
@@ -25,27 +24,6 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
         if parts:
             attacks.setdefault(parts[0], {})[parts[1]] = value
     return sorted(attacks.items())
-
-
-def store_options(uri: str | None) -> str:
-    """The options that point a decision command at the run's store (``--workdir`` of a sqlite
-    store, ``--tracking-uri`` of a server)."""
-    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + SQLITE_FILE):
-        return " --workdir " + shlex.quote(str(Path(uri.removeprefix("sqlite:///")).parent))
-    if uri and uri.startswith(("http://", "https://")):
-        return " --tracking-uri " + shlex.quote(uri) + " --workdir WORKDIR"
-    return ""
-
-
-def decision_commands(run_id: str, tracking_uri: str | None, flagged: Sequence[str]) -> list[str]:
-    """The commands that decide a REVIEW run: review, approve (and approve suppressing each of the
-    first three flagged groups), reject."""
-    opt = store_options(tracking_uri)
-    lines = [f"privacy-gate review {run_id}{opt}",
-             f"privacy-gate approve {run_id} --reviewer NAME --comment 'why'{opt}"]
-    lines += [f"privacy-gate approve {run_id} --reviewer NAME --suppress {shlex.quote(g)}{opt}" for g in flagged[:3]]
-    lines.append(f"privacy-gate reject {run_id} --reviewer NAME --comment 'why'{opt}")
-    return lines
 
 
 def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
