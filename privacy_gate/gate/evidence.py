@@ -49,6 +49,26 @@ def hanley_mcneil_interval(auc: float, n_pos: int, n_neg: int, z: float = Z95) -
     return (max(0.0, auc - z * se), min(1.0, auc + z * se))
 
 
+def auc_interval(auc: float, n_pos: int, n_neg: int, z: float = Z95) -> tuple[float, float]:
+    """The 95% interval of an AUC the report and the evidence show: Hanley & McNeil's, except where
+    its normal approximation collapses to a point (zero standard error: AUC 0 or 1, a perfect
+    separation of a small group); there Wilson's score interval for the AUC as a proportion, with
+    the smaller class as its size (a conservative width for that many targets).
+
+    >>> [round(x, 2) for x in auc_interval(1.0, 18, 18)], [round(x, 2) for x in auc_interval(0.0, 18, 30)]
+    ([0.82, 1.0], [0.0, 0.18])
+    >>> auc_interval(0.7, 100, 100) == hanley_mcneil_interval(0.7, 100, 100)
+    True
+    """
+    lo, hi = hanley_mcneil_interval(auc, n_pos, n_neg, z)
+    if not (math.isfinite(lo) and lo == hi):
+        return lo, hi
+    n = min(n_pos, n_neg)
+    centre = (auc + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(auc * (1 - auc) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def _auc_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
     """The recorded AUC interval of an audit row, else Hanley & McNeil's from its counts (as the
     report's subgroup table shows it), else None."""
@@ -58,14 +78,14 @@ def _auc_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
     n_m, n_n, auc = _finite(row.get("n_members")), _finite(row.get("n_non_members")), _finite(row.get("auc"))
     if n_m is None or n_n is None or auc is None:
         return None
-    lo, hi = hanley_mcneil_interval(auc, int(n_m), int(n_n))
+    lo, hi = auc_interval(auc, int(n_m), int(n_n))
     return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
 def group_evidence(rows: Sequence[Mapping[str, Any]], group: str, *, through: str | None = None) -> str:
     """One sentence on ``group`` from the audit ``rows``: its member targets, the strongest
-    attack's AUC (with its 95% interval: recorded as ``auc_lower`` / ``auc_upper``, else Hanley &
-    McNeil's from the member and non-member counts) and TPR at 1%
+    attack's AUC (with its 95% interval: recorded as ``auc_lower`` / ``auc_upper``, else
+    :func:`auc_interval` from the member and non-member counts) and TPR at 1%
     FPR, the exposed records among its members, and the adjusted p-value of its rank test with the
     number of groups corrected for. ``through``: the smaller group that explains its flag."""
     mine = [r for r in rows if str(r.get("group")) == group]

@@ -30,7 +30,7 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
-from privacy_gate.gate.evidence import flagged_evidence, hanley_mcneil_interval  # noqa: F401 - re-exported
+from privacy_gate.gate.evidence import auc_interval, flagged_evidence, hanley_mcneil_interval  # noqa: F401
 from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
 from privacy_gate.report.commands import decision_commands
@@ -405,7 +405,8 @@ def _subgroups(inp: ReportInputs) -> str:
     parts = [_note("One row per audited subgroup and attack. Every value of every audited column is its own group, "
                    "however small: each gets a rank test of member vs non-member scores over the gated attacks "
                    "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
-                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation. Flagged groups "
+                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation (Wilson's score "
+                   "interval where it collapses to a point, at AUC 0 or 1). Flagged groups "
                    "(failing a subgroup rule) are highlighted and can be suppressed by name.")]
     bars, mace_bars, table_rows = [], [], []
     for r in rows:
@@ -413,7 +414,7 @@ def _subgroups(inp: ReportInputs) -> str:
         n_m, n_n = int(r.get("n_members") or 0), int(r.get("n_non_members") or 0)
         auc = r.get("auc")
         auc = float(auc) if auc is not None else math.nan
-        lo, hi = hanley_mcneil_interval(auc, n_m, n_n)
+        lo, hi = auc_interval(auc, n_m, n_n)
         is_bad = attack in failed.get(group, set())
         if math.isfinite(auc):  # every bar of a flagged group is red, whichever attack failed its rule
             bars.append((group, attack, auc, lo, hi, is_bad or group in flagged))
