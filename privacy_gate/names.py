@@ -31,6 +31,8 @@ ENV_USER = "PRIVACY_GATE_USER"
 ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
 #: Where the empty MLflow store template is kept (default ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``privacy-gate``).
 ENV_CACHE = "PRIVACY_GATE_CACHE"
+#: seconds between the progress lines of a generator fit (default 15)
+ENV_PROGRESS_SECONDS = "PRIVACY_GATE_PROGRESS_SECONDS"
 
 # ---- metric families ------------------------------------------------------------------------
 
@@ -225,6 +227,10 @@ TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
 TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
 TAG_LADDER = "gate.ladder_run"  # on each remediation attempt: the ladder's parent run
+TAG_ATTEMPT = "gate.attempt"  # 1, 2, ...: a retried release's attempt runs, nested under one parent
+TAG_ATTEMPTS = "gate.attempts"  # on that parent: how many attempts were made
+TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdict stands
+KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
@@ -274,6 +280,10 @@ ART_SUMMARY = "summary.md"
 ART_TIMINGS = "timings.json"
 ART_UTILITY = "utility.json"
 ART_SUBGROUPS = "audit/subgroups.json"
+#: per flagged group (at most MAX_GROUP_ROCS), its ROC curve per attack: members vs non-members of
+#: the group, as points (fpr, tpr) with the group's counts and AUC; no row ids, no values
+ART_GROUP_ROC = "audit/flagged_roc.json"
+MAX_GROUP_ROCS = 6
 ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
 ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed (no values)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f

@@ -18,6 +18,8 @@ are work in progress or leftovers of a killed run. :func:`list_published` and
 A crash at any instant leaves either nothing visible or a complete, manifested release. Stale
 staging directories of dead processes are removed the next time a store publishes.
 
+With an ``s3://`` target the quarantine is also committed to the bucket (see ``quarantine``).
+
 **Object storage** (``publish.target: s3://bucket/prefix``): an object store has no rename, but a
 PUT is atomic per object, so the manifest is the commit record. The data object is uploaded to
 ``<prefix>/<slug>-<sha12>/``, read back and hashed, and only then is ``manifest.json`` written
@@ -32,12 +34,12 @@ cannot write elsewhere.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -46,7 +48,7 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate import objectstore
+from privacy_gate import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.processes import pid_alive, this_host
 
@@ -64,10 +66,16 @@ class PublishError(PrivacyGateError):
 
 @dataclass(frozen=True)
 class QuarantinedRelease:
-    path: Path
+    path: Path  # the local file (judged, hashed and published from)
     sha256: str
     rows: int
     fmt: str
+    uri: str | None = None  # its committed copy on object storage, when the target is s3:// (``quarantine``)
+
+    @property
+    def location(self) -> str:
+        """Where it waits, as sealed on the run: the object-storage copy, else the local path."""
+        return self.uri or str(Path(self.path).resolve())
 
 
 def count_rows(path: Path) -> int:
@@ -87,11 +95,7 @@ def quarantined_file(path: Path, sha256: str) -> QuarantinedRelease:
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return quarantine.sha256_of(path)
 
 
 def dataset_slug(name: str) -> str:
@@ -232,8 +236,6 @@ def _manifest(release: QuarantinedRelease, *, name: str, dataset: str, verdict: 
 
 def verify_published_s3(folder: str) -> dict[str, Any]:
     """The manifest of a release folder on object storage, after hashing its data object."""
-    import tempfile
-
     raw = objectstore.get_bytes(objectstore.join(folder, MANIFEST))
     try:
         manifest = json.loads(raw) if raw is not None else None
@@ -300,7 +302,11 @@ class ReleaseStore:
                 _fsync_dir(folder)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return QuarantinedRelease(path=final, sha256=sha, rows=len(df), fmt=fmt)
+        uri = None
+        if isinstance(self.target, str):  # any machine with the bucket can decide on it
+            uri = quarantine.put(final, target=self.target, sha256=sha, rows=len(df), fmt=fmt)
+        return QuarantinedRelease(path=final, sha256=sha, rows=len(df), fmt=fmt, uri=uri)
+
 
     def release_dir(self, release: QuarantinedRelease, dataset: str) -> Path | str:
         """Where ``release`` is (or would be) published; always inside the target."""
@@ -359,7 +365,6 @@ class ReleaseStore:
                 shutil.rmtree(staging, ignore_errors=True)
         return final / name
 
-
     def _publish_s3(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
                     config_hash: str | None, approval: dict[str, Any] | None,
                     extra: dict[str, Any] | None = None) -> str:
@@ -376,8 +381,6 @@ class ReleaseStore:
         objectstore.upload(release.path, data_uri)
         manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
                              config_hash=config_hash, approval=approval, extra=extra)
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
             if file_sha256(objectstore.download(data_uri, Path(tmp) / name)) != release.sha256:
                 raise PublishError(f"the uploaded {data_uri} does not match its hash; not publishing")

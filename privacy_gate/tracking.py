@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from privacy_gate import attempt_runs
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_APPROVAL_AT,
@@ -26,14 +27,21 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_AP
                                 experiment_name, verdict_run_name)
 from privacy_gate.names import TAG_DATASET
 from privacy_gate.names import ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
-from privacy_gate.names import TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.names import KIND_ATTEMPTS, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
 from privacy_gate.tracking_store import seed_store
-from privacy_gate.tracking_uri import (SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
-                                       UI_WORKFLOW, check_reachable, default_tracking_uri, resolve_tracking_uri,
+from privacy_gate.tracking_uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
+                                       UI_WORKFLOW, check_reachable, default_tracking_uri, experiment_url,
+                                       resolve_tracking_uri,
                                        run_url, sqlite_path, tracking_source, ui_command)
+
+#: MLflow's artifact upload/download progress bars (tqdm) flood a worker's log, one bar per
+#: artifact: off in every process that talks to MLflow (flows, workers, library calls), not only
+#: the CLI; an explicit setting in the environment wins.
+ARTIFACTS_PROGRESS_BAR_ENV = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+os.environ.setdefault(ARTIFACTS_PROGRESS_BAR_ENV, "false")
 
 #: MLflow 3's UI picks an experiment's layout from this experiment tag; without it an experiment
 #: whose runs have no models may be shown as a GenAI "evaluation runs" view. Ours are classic runs.
@@ -195,9 +203,17 @@ class Tracker:
         all_tags = {TAG_KIND: kind, USER_TAG: run_user(), SOURCE_NAME_TAG: f"privacy-gate {kind}",
                     SOURCE_TYPE_TAG: "JOB", TAG_HOST: this_host(), TAG_PID: str(pid),
                     TAG_PROCESS_START: process_start(pid) or "unknown", **(tags or {})}
+        group = attempt_runs.current()  # a retried release: attempts nest under one parent run
+        top = group is not None and not parent and attempt_runs.PARENT_TAG not in all_tags and kind != KIND_ATTEMPTS
+        if top:
+            parent = group.parent_for(self, name, all_tags)
+            if parent:
+                all_tags[TAG_ATTEMPT] = str(group.attempt)
         if parent:
-            all_tags["mlflow.parentRunId"] = parent
+            all_tags[attempt_runs.PARENT_TAG] = parent
         run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        if top:
+            group.record(run.info.run_id, self)
         return run.info.run_id
 
     def name_with_verdict(self, run_id: str, verdict: str) -> None:

@@ -95,6 +95,21 @@ def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | No
     return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
+#: where ``ui_command`` serves the UI of a local store
+LOCAL_UI = "http://127.0.0.1:5000"
+
+
+def experiment_url(uri: str, experiment_id: str | None) -> str | None:
+    """The runs page of an experiment in MLflow 3's model-training view
+    (``#/experiments/<id>/runs?workflowType=machine_learning``; without the parameter the UI opens
+    the browser's last view, GenAI traces by default). On a local store: the page as served by
+    :func:`ui_command`. None without an experiment."""
+    if not experiment_id:
+        return None
+    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else LOCAL_UI
+    return f"{base}/#/experiments/{experiment_id}/runs?{UI_WORKFLOW}"
+
+
 def ui_command(uri: str) -> str:
     """The exact command that opens the MLflow UI on this store."""
     if uri.startswith(("http://", "https://")):
@@ -105,9 +120,9 @@ def ui_command(uri: str) -> str:
     # the mlflow next to this interpreter (the project's .venv), so the command works unactivated
     local = Path(sys.executable).parent / "mlflow"
     exe = str(local) if local.exists() else (shutil.which("mlflow") or "mlflow")
-    return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port 5000"
+    return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port {LOCAL_UI.rsplit(':', 1)[1]}"
 
 
-__all__ = ["SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW", "check_reachable",
-           "default_tracking_uri", "resolve_tracking_uri", "run_url", "sqlite_path", "tracking_source",
+__all__ = ["LOCAL_UI", "SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW",
+           "check_reachable", "default_tracking_uri", "experiment_url", "resolve_tracking_uri", "run_url", "sqlite_path", "tracking_source",
            "ui_command"]

@@ -67,6 +67,8 @@ class AuditResult:
     group_rows: list[dict[str, Any]]  # one row per group and attack, for reports
     notes: list[str] = field(default_factory=list)  # what was audited by default, what was skipped
     dependency: DependencyMeasurement | None = None  # the dependency stress test, when run
+    # group label -> its mask over the targets (per-group ROC curves of flagged groups); not logged
+    masks: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
 
 #: the family-wise level the default subgroup rule reads (``membership_test.p_adjusted >= 0.01``):
@@ -165,7 +167,7 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
                                        epsilon=epsilon)
         measured = DependencyMeasurement(source=str(spec.source), value=value, gaps=tuple(gaps), excess=excess)
     return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
-                       notes=notes, dependency=measured)
+                       notes=notes, dependency=measured, masks={g.label: g.mask for g in groups})
 
 
 def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], labels: np.ndarray,

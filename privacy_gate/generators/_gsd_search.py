@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from privacy_gate.generators import progress
+
 
 class Workload:
     """Marginal queries over integer-coded data laid out as one flat cell vector.
@@ -159,6 +161,8 @@ def genetic_search(workload: Workload, target: np.ndarray, *, n_syn: int, rng: n
     last = initial
     t = 0
     for t in range(1, max_generations + 1):
+        if t % 100 == 0:
+            progress.step(t, max_generations, "generation")
         rows = rng.integers(0, n_syn, size=population_size)
         cols = rng.integers(0, d, size=population_size)
         vals = np.empty(population_size, dtype=np.int64)

@@ -35,6 +35,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.generators.tabular_codec import TabularCodec
+from privacy_gate.generators import progress
 from privacy_gate.params import (Component, Field, NonNegativeInt, NonNegativeNumber, Params, PositiveInt, PositiveNumber,
                                  Seed)
 
@@ -222,6 +223,7 @@ class PrivGANGenerator(Component):
                 g_opt.step()
                 sums["g_loss"] += float(g_loss.detach())
             self.history_.append({k: v / steps for k, v in sums.items()})
+            progress.step(epoch, self.epochs, "epoch")
             if epoch % self.log_every == 0 or epoch == self.epochs:
                 h = self.history_[-1]
                 log.info("%s epoch %d/%d: D loss %.3f, G loss %.3f%s", self.name, epoch, self.epochs, h["d_loss"],

@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never shown
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 from privacy_gate import names, tracking  # noqa: E402
 from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
@@ -20,7 +21,8 @@ from privacy_gate.gate import Verdict  # noqa: E402
 from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
 from privacy_gate.report.plots import dp_audit_figure, dp_audit_figure_inputs, risk_profile_figure, roc_figure  # noqa: E402
-from privacy_gate.report.summary import verdict_markdown  # noqa: E402
+from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
+from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
 
 
 def table_digest(df: Any) -> str:
@@ -36,6 +38,47 @@ def text_sha256(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _thin(fpr: np.ndarray, tpr: np.ndarray, points: int = 300) -> tuple[list[float], list[float]]:
+    """At most about ``points`` points of a ROC curve, dense at low FPR (its log axis), ends kept."""
+    if len(fpr) <= points:
+        return [float(x) for x in fpr], [float(x) for x in tpr]
+    grid = np.r_[np.logspace(-6, 0, points // 2), np.linspace(0, 1, points // 2)]
+    keep = np.unique(np.r_[0, np.clip(np.searchsorted(fpr, grid), 0, len(fpr) - 1), len(fpr) - 1])
+    return [float(x) for x in fpr[keep]], [float(x) for x in tpr[keep]]
+
+
+def flagged_group_rocs(result: GateResult) -> dict[str, Any]:
+    """The ROC curve of every attack inside each flagged group (its members vs its non-members),
+    for the first ``names.MAX_GROUP_ROCS`` flagged groups; ``omitted`` counts the rest."""
+    flagged = list(result.verdict.flagged_subgroups)
+    labels = np.asarray(result.targets.labels).astype(bool)
+    groups = []
+    for group in flagged[: names.MAX_GROUP_ROCS]:
+        mask = result.audit.masks.get(group)
+        if mask is None:
+            continue
+        y = labels[mask]
+        if y.all() or not y.any():
+            continue
+        curves = []
+        for o in result.outcomes:
+            s = np.asarray(o.scores, float)[mask]
+            ok = np.isfinite(s)
+            if ok.sum() < 2 or len(set(y[ok].tolist())) < 2:
+                continue
+            fpr, tpr = roc_curve_points(s[ok], y[ok].astype(int))
+            f, t = _thin(np.asarray(fpr), np.asarray(tpr))
+            curves.append({"attack": o.name, "auc": float(roc_auc(s[ok], y[ok])), "fpr": f, "tpr": t})
+        groups.append({"group": group, "n_members": int(y.sum()), "n_non_members": int((~y).sum()), "curves": curves})
+    return {"groups": groups, "flagged": len(flagged), "omitted": max(len(flagged) - names.MAX_GROUP_ROCS, 0)}
+
+
+def roc_auc(scores: np.ndarray, members: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(members.astype(int), scores))
 
 
 class MlflowSink:
@@ -72,7 +115,7 @@ class MlflowSink:
                                         sources=sources)
 
     def record_quarantine(self, quarantined: Any, *, target: Any) -> None:
-        where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: str(quarantined.path.resolve()),
+        where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: quarantined.location,
                  names.SEAL_PUBLISH_TARGET: str(target)}
         self.seal.update(where)
         self.tracker.set_tags(self.run_id, {names.SEAL_TAGS[k]: v for k, v in where.items()})
@@ -88,6 +131,8 @@ class MlflowSink:
             self.tracker.log_json(self.run_id, result.utility, names.ART_UTILITY)
         if result.audit is not None:
             self.tracker.log_json(self.run_id, result.audit.group_rows, names.ART_SUBGROUPS)
+        if result.audit is not None and result.targets is not None and result.verdict.flagged_subgroups:
+            self.tracker.log_json(self.run_id, flagged_group_rocs(result), names.ART_GROUP_ROC)
         if result.mace is not None:
             self._record_mace(result)
         if result.exposure is not None:
@@ -169,12 +214,17 @@ class MlflowSink:
         self.tracker.log_text(self.run_id, markdown, names.ART_SUMMARY)
 
     def record_description(self, verdict: Verdict, summary: str) -> None:
-        """The run page's description: the decision in one line (the UI shows the first lines
-        folded), then the whole summary."""
-        flagged = ", ".join(f"`{g}`" for g in verdict.flagged_subgroups) or "none"
-        head = (f"**{verdict.decision}** (status {verdict.status}) · flagged subgroups: {flagged} · "
-                f"{len(verdict.reasons)} reason(s) below · full report: artifact `{names.ART_REPORT}`")
-        self.tracker.set_description(self.run_id, f"{head}\n\n{summary}")
+        """The run page's description (the UI shows its first lines folded): the decision, the
+        evidence on each flagged group, the commands that decide a REVIEW, then the whole summary."""
+        evidence: list[str] = []
+        if verdict.flagged_subgroups:
+            rows = []
+            if self.tracker.artifact_exists(self.run_id, names.ART_SUBGROUPS):
+                rows = self.tracker.read_json(self.run_id, names.ART_SUBGROUPS) or []
+            evidence = flagged_evidence(rows, verdict.to_dict())
+        self.tracker.set_description(self.run_id, description_markdown(
+            verdict.with_run_id(verdict.run_id or self.run_id), evidence=evidence, summary=summary,
+            tracking_uri=self.tracker.uri))
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

@@ -9,6 +9,8 @@ that maps stages to tasks; notebooks and tests can call them with the default lo
 
 from __future__ import annotations
 
+import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, read_table
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
-from privacy_gate.generators import Generator, create_generator
+from privacy_gate.generators import Generator, create_generator, progress
 from privacy_gate.pipeline.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, load_real_data, read_split_files,
@@ -87,12 +89,24 @@ class RunContext:
         return failure_verdict(exc, stage=self.clock.current, data_hashes=self.hashes)
 
 
-def fit_generator(config: ReleaseConfig, train: pd.DataFrame, reference: pd.DataFrame) -> Generator:
-    """Marginal (DP) generators take public bins from the reference split, never from train."""
+def fit_generator(config: ReleaseConfig, train: pd.DataFrame, reference: pd.DataFrame,
+                  progress_key: str | None = None) -> Generator:
+    """Marginal (DP) generators take public bins from the reference split, never from train.
+    ``progress_key``: the steps the generator reports (``generators.progress``) are kept under it."""
     params = dict(config.generator.params)
     if config.generator.seed is not None:
         params["seed"] = config.generator.seed
-    return create_generator(config.generator.name, **params).fit(train, config.dataset.spec, reference=reference)
+    with progress.tracking(progress_key):
+        return create_generator(config.generator.name, **params).fit(train, config.dataset.spec, reference=reference)
+
+
+def progress_seconds() -> float:
+    """Seconds between a fit's progress lines (``PRIVACY_GATE_PROGRESS_SECONDS``, default 15)."""
+    try:
+        value = float(os.environ.get(names.ENV_PROGRESS_SECONDS, "15"))
+    except ValueError:
+        return 15.0
+    return value if value > 0 else 15.0
 
 
 def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.DataFrame:
@@ -137,8 +151,14 @@ def _split(state: ReleaseState, executor: Executor, logger: Any) -> None:
 
 
 def _fit(state: ReleaseState, executor: Executor, logger: Any) -> None:
-    state.generator = executor.run("fit_generator", fit_generator, state.config, state.splits.train,
-                                   state.splits.reference)
+    """The fit, with a progress line every ``progress_seconds()``: the time so far and, when the
+    generator reports it and runs in this process, its epoch or step."""
+    name = state.config.generator.name
+    key = f"fit-{uuid.uuid4().hex}"
+    with progress.FitHeartbeat(key, lambda line: logger.info("  fitting generator '%s': %s", name, line),
+                               every=progress_seconds()):
+        state.generator = executor.run("fit_generator", fit_generator, state.config, state.splits.train,
+                                       state.splits.reference, key)
 
 
 def _n_samples(state: ReleaseState) -> int:
@@ -294,7 +314,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
             _try(logger, "tag the run with the publication", ctx.step, "publication_tag", ctx.sink.record_published,
                  published)
     if published is None and ctx.quarantined is not None:
-        logger.info("release stays in quarantine: %s", ctx.quarantined.path)
+        logger.info("release stays in quarantine: %s", ctx.quarantined.location)
     # derived records after the decision: each failure is a warning, never a change of the verdict
     _try(logger, "name the run with its verdict", ctx.sink.record_run_name, verdict)
     summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
@@ -311,6 +331,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     return RunOutcome(verdict=verdict, published=str(published) if published else None,
                       quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
                       tracking_uri=ctx.sink.tracker.uri, run_id=ctx.run_id, timings=clock.timings,
+                      experiment_id=ctx.sink.tracker.experiment_id,
                       summary_markdown=summary, dataset=ctx.dataset,
                       retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure)
 

@@ -100,6 +100,7 @@ class RunOutcome:
     review: str | None = None
     review_error: str | None = None
     review_decision: dict[str, Any] | None = None
+    experiment_id: str | None = None  # the MLflow experiment of run_id (its runs page: tracking.experiment_url)
 
     @property
     def exit_code(self) -> int:
@@ -122,6 +123,8 @@ class RunOutcome:
             d["review_error"] = self.review_error
         if self.review_decision is not None:
             d["decision"] = self.review_decision
+        if self.experiment_id is not None:
+            d["experiment_id"] = self.experiment_id
         return d
 
     @classmethod

@@ -2,7 +2,8 @@
 
 A scheduled pipeline meets outages: the tracking server restarts, the object store times out. Such
 a run is attempted again from the start (a new MLflow run each time; every attempt fails closed on
-its own). Nothing else is retried: a bad config, bad data or a gate decision is final. When the
+its own). The attempts of one release are nested runs under one parent MLflow run, which carries
+the final verdict (``attempt_runs``); a release that needs no retry has no parent. Nothing else is retried: a bad config, bad data or a gate decision is final. When the
 attempts run out the result is a BLOCK naming the failure and the number of attempts, so an
 outage can delay a release but never approve one.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from privacy_gate import attempt_runs
 from privacy_gate.config import RetryConfig
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
@@ -36,8 +38,24 @@ def run_with_retries(attempt: Callable[[], RunOutcome], *, retries: RetryConfig,
     without an infrastructure failure, at most ``retries.attempts`` times. Returns the last
     outcome, with ``attempts`` (how many were made) and, when retries ran out, the reason saying so."""
     logger = logger or logging.getLogger("privacy_gate")
+    with attempt_runs.attempts() as group:
+        try:
+            result = _attempts(attempt, group, retries=retries, logger=logger, tracking_uri=tracking_uri,
+                               dataset=dataset, sleep=sleep)
+        except BaseException:
+            group.finish(verdict="BLOCK", status="error", run_id=None, logger=logger)
+            raise
+        group.finish(verdict=result.verdict.decision, status=result.verdict.status, run_id=result.run_id,
+                     logger=logger)
+    return result
+
+
+def _attempts(attempt: Callable[[], RunOutcome], group: attempt_runs.AttemptGroup, *, retries: RetryConfig,
+              logger: Any, tracking_uri: str | None, dataset: str | None,
+              sleep: Callable[[float], None]) -> RunOutcome:
     result: RunOutcome | None = None
     for n in range(1, retries.attempts + 1):
+        group.attempt = n
         try:
             result = attempt()
             failure = "; ".join(c.message for c in result.verdict.reasons) if result.retryable else None

@@ -33,7 +33,9 @@ from privacy_gate.pipeline.release import RunContext, finish, log_report_of
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore, file_sha256, quarantined_file, read_quarantined
+from privacy_gate import objectstore, quarantine
+from privacy_gate.publish import (QUARANTINE_DIR, QuarantinedRelease, ReleaseStore, file_sha256, quarantined_file,
+                                  read_quarantined)
 
 log = logging.getLogger("privacy_gate")
 
@@ -54,7 +56,8 @@ class RunRecord:
         self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)]
         self.experiment_id = tracker.experiment_of(run_id)
         path = self.seal.get(names.SEAL_QUARANTINE) or self.tags.get(names.TAG_QUARANTINE)
-        self.quarantine = Path(path) if path else None
+        self.quarantine_location = path  # a local path, or an s3:// object (fetch_quarantine)
+        self.quarantine = Path(path) if path and not objectstore.is_s3(path) else None
         self.publish_target = self.seal.get(names.SEAL_PUBLISH_TARGET)  # a folder or an s3:// URI
         self.dataset = self.seal.get(names.SEAL_DATASET) or self.tags.get(names.TAG_DATASET, "dataset")
 
@@ -125,6 +128,19 @@ class RunRecord:
         except Exception:  # noqa: BLE001 - the evidence is optional: the verdict still shows
             return []
 
+    def fetch_quarantine(self, workdir: str | Path) -> None:
+        """A quarantine on object storage, downloaded into ``workdir``'s quarantine and checked
+        against its commit record and the judged hash: any machine with the store and the bucket
+        decides on the same bytes. Missing or different, it stays None (the decision refuses)."""
+        if self.quarantine is not None or not objectstore.is_s3(self.quarantine_location):
+            return
+        judged = (self.verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
+        try:
+            self.quarantine = quarantine.fetch(self.quarantine_location, root=Path(workdir) / QUARANTINE_DIR,
+                                               sha256=judged)
+        except quarantine.QuarantineError as exc:
+            log.warning("run %s: %s", self.run_id, exc)
+
     def current_sha256(self) -> str | None:
         return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
 
@@ -155,6 +171,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
     record.check_publishable()
+    record.fetch_quarantine(workdir)
     tracker.experiment_id = record.experiment_id
     settings = record.settings()
     splits = record.splits()
@@ -201,6 +218,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
+        record.fetch_quarantine(workdir)
         subgroups = dict(subgroups or {})
         suppress = sorted(set(suppress or []) | {g for g, a in subgroups.items() if a == "reject"})
         current = record.current_sha256()

@@ -20,11 +20,9 @@ import io
 import logging
 import math
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,15 +30,14 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
-from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.gate.evidence import auc_interval, flagged_evidence, hanley_mcneil_interval  # noqa: F401
 from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
-from privacy_gate.report.plots import (comparison_bars_figure, dp_audit_figure, dp_audit_figure_inputs,
+from privacy_gate.report.commands import decision_commands
+from privacy_gate.report.plots import (comparison_bars_figure, dp_audit_figure, dp_audit_figure_inputs, group_roc_figure,
                                        risk_profile_figure, roc_figure, score_histograms_figure, subgroup_bars_figure)
 
 log = logging.getLogger(__name__)
-
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +57,7 @@ class ReportInputs:
     mace: pd.DataFrame | None = None  # optional per-record MACE risk: row_id, risk, risk_lower, risk_upper
     published: str | None = None  # where the release was published (the run's publication tags), if it was
     dp_audit: Mapping[str, Any] | None = None  # dp_audit/audit.json when the release audited its DP claim
+    group_rocs: Mapping[str, Any] | None = None  # audit/flagged_roc.json: ROC curves inside flagged groups
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -93,21 +91,6 @@ def _png(fig: Any) -> str:
     # chance. Break every run after 4 digits with a newline, which data: URLs ignore (URL parsing drops it).
     data = re.sub(r"(\d{4})(?=\d)", "\\1\n", data)
     return f'<img class="fig" alt="figure" src="data:image/png;base64,{data}">'
-
-
-def hanley_mcneil_interval(auc: float, n_pos: int, n_neg: int, z: float = Z95) -> tuple[float, float]:
-    """Approximate 95% interval of an AUC (Hanley & McNeil 1982 standard error), clipped to [0, 1].
-
-    >>> lo, hi = hanley_mcneil_interval(0.5, 100, 100)
-    >>> round(lo, 3), round(hi, 3)
-    (0.42, 0.58)
-    """
-    if not (math.isfinite(auc) and n_pos > 0 and n_neg > 0):
-        return (math.nan, math.nan)
-    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
-    var = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc * auc) + (n_neg - 1) * (q2 - auc * auc)) / (n_pos * n_neg)
-    se = math.sqrt(max(var, 0.0))
-    return (max(0.0, auc - z * se), min(1.0, auc + z * se))
 
 
 def _section(title: str, body: str, anchor: str) -> str:
@@ -191,9 +174,13 @@ section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:14px 
 code{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#eef0f3;padding:1px 4px;border-radius:3px}
 pre{font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#1d2330;color:#e8eaf0;padding:10px 12px;
  border-radius:5px;overflow-x:auto;white-space:pre-wrap}
-.scroll{overflow-x:auto}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}
-th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top}
+th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td code{white-space:normal;word-break:break-word}
+table.rules{table-layout:fixed;min-width:640px}
+table.rules th:nth-child(1){width:24%} table.rules th:nth-child(2){width:26%}
+table.rules th:nth-child(n+3){width:10%}
 th{background:#f0f2f5;font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.fail td{background:#fde8e7} tr.fail td:first-child{border-left:4px solid #b3261e}
@@ -230,6 +217,8 @@ def _banner(inp: ReportInputs) -> str:
     url = tracking.run_url(inp.tracking_uri or "", inp.experiment_id, run_id)
     if url:
         link = f' · <a class="runlink" href="{_e(url)}">open the run in MLflow</a>'
+        runs = tracking.experiment_url(inp.tracking_uri or "", inp.experiment_id)
+        link += f' · <a class="runslink" href="{_e(runs)}">all runs</a>' if runs else ""
     return f"""<header class="banner {cls}">
 <h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· status {_e(v.get('status'))} · review
  {_e(_approval_state(inp))}</span></h1>
@@ -258,25 +247,12 @@ def _approval_state(inp: ReportInputs) -> str:
     return "pending" if inp.verdict.get("verdict") == "REVIEW" else "not required"
 
 
-def _workdir_option(uri: str | None) -> str:
-    if uri and uri.startswith("sqlite:///") and uri.endswith("/" + names.SQLITE_FILE):
-        return " --workdir " + shlex.quote(str(Path(uri.removeprefix("sqlite:///")).parent))
-    if uri and uri.startswith(("http://", "https://")):
-        return " --tracking-uri " + shlex.quote(uri) + " --workdir WORKDIR"
-    return ""
-
-
 def _howto(inp: ReportInputs) -> str:
     v = inp.verdict
     if v.get("verdict") != "REVIEW" or inp.decisions:
         return ""
     run_id = inp.run_id or v.get("run_id") or "RUN_ID"
-    opt = _workdir_option(inp.tracking_uri)
-    flagged = list(v.get("flagged_subgroups") or [])
-    lines = [f"privacy-gate review {run_id}{opt}",
-             f"privacy-gate approve {run_id} --reviewer NAME --comment 'why'{opt}"]
-    lines += [f"privacy-gate approve {run_id} --reviewer NAME --suppress {shlex.quote(g)}{opt}" for g in flagged[:3]]
-    lines.append(f"privacy-gate reject {run_id} --reviewer NAME --comment 'why'{opt}")
+    lines = decision_commands(run_id, inp.tracking_uri, list(v.get("flagged_subgroups") or []))
     return f"""<section id="decide" class="howto"><h2>How to decide</h2>
 <p>This release needs a human decision. Check the flagged subgroups and the reasons above, then either
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
@@ -338,8 +314,9 @@ def _attacks(inp: ReportInputs) -> str:
             hists.append((name, s[ok][y == 1], s[ok][y == 0]))
         if curves:
             parts.append("<h3>ROC curves</h3>" + _note(
-                "Left: linear axes. Right: log axes — the low false-positive regime, where an attacker is "
-                "confident; a curve far above the diagonal there means some records are exposed.")
+                "Left: a logarithmic false-positive axis — the low false-positive regime (1% and 0.1% dotted), "
+                "where an attacker is confident; a curve far above the dashed diagonal there means some records "
+                "are exposed, even when the AUC is close to 0.5. Right: linear axes.")
                 + _png(roc_figure(curves)))
             parts.append("<h3>Attack score distributions</h3>" + _note(
                 "Members (training records) vs non-members (holdout). Overlapping histograms = the attack "
@@ -429,7 +406,8 @@ def _subgroups(inp: ReportInputs) -> str:
     parts = [_note("One row per audited subgroup and attack. Every value of every audited column is its own group, "
                    "however small: each gets a rank test of member vs non-member scores over the gated attacks "
                    "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
-                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation. Flagged groups "
+                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation (Wilson's score "
+                   "interval where it collapses to a point, at AUC 0 or 1). Flagged groups "
                    "(failing a subgroup rule) are highlighted and can be suppressed by name.")]
     bars, mace_bars, table_rows = [], [], []
     for r in rows:
@@ -437,10 +415,10 @@ def _subgroups(inp: ReportInputs) -> str:
         n_m, n_n = int(r.get("n_members") or 0), int(r.get("n_non_members") or 0)
         auc = r.get("auc")
         auc = float(auc) if auc is not None else math.nan
-        lo, hi = hanley_mcneil_interval(auc, n_m, n_n)
+        lo, hi = auc_interval(auc, n_m, n_n)
         is_bad = attack in failed.get(group, set())
-        if math.isfinite(auc):
-            bars.append((group, attack, auc, lo, hi, is_bad))
+        if math.isfinite(auc):  # every bar of a flagged group is red, whichever attack failed its rule
+            bars.append((group, attack, auc, lo, hi, is_bad or group in flagged))
         estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
         cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _num(r.get("test_p_adjusted"), 3),
                  _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
@@ -449,7 +427,7 @@ def _subgroups(inp: ReportInputs) -> str:
             cells.append(f"{_num(mv, 3)} [{_num(ml, 3)}, {_num(mu, 3)}]")
             if ml is not None and mu is not None and math.isfinite(float(ml)) and math.isfinite(float(mu)):
                 mid = float(mv) if mv is not None and math.isfinite(float(mv)) else (float(ml) + float(mu)) / 2
-                mace_bars.append((group, attack, mid, float(ml), float(mu), is_bad))
+                mace_bars.append((group, attack, mid, float(ml), float(mu), is_bad or group in flagged))
         status = ('<span class="pill review">flagged</span>' if is_bad else
                   '<span class="pill review">group flagged</span>' if group in flagged else
                   '<span class="pill pass">ok</span>')
@@ -458,6 +436,7 @@ def _subgroups(inp: ReportInputs) -> str:
     if bars:
         parts.append("<h3>Attack AUC per subgroup (95% interval)</h3>" + _png(subgroup_bars_figure(
             bars, metric="AUC", thresholds=_subgroup_thresholds(checks, ["auc"]), reference=0.5)))
+    parts.append(_group_rocs(inp))
     if mace_bars:
         parts.append("<h3>MACE advantage per subgroup (confidence bounds)</h3>" + _png(subgroup_bars_figure(
             mace_bars, metric="MACE advantage",
@@ -467,6 +446,26 @@ def _subgroups(inp: ReportInputs) -> str:
     head += ["MACE advantage [bounds]"] if has_mace else []
     parts.append(_table([*head, "status"], table_rows, "subgroups"))
     return _section("Subgroups", "\n".join(parts), "subgroups")
+
+
+def _group_rocs(inp: ReportInputs) -> str:
+    """ROC curves inside each flagged group (its members vs its non-members), log-FPR axis."""
+    record = inp.group_rocs or {}
+    panels = [(str(g["group"]), [(c["attack"], np.asarray(c["fpr"], float), np.asarray(c["tpr"], float),
+                                   float(c["auc"])) for c in g.get("curves") or []],
+               int(g.get("n_members") or 0), int(g.get("n_non_members") or 0))
+              for g in record.get("groups") or [] if g.get("curves")]
+    if not panels:
+        return ""
+    omitted = int(record.get("omitted") or 0)
+    note = ("Inside each flagged group, its members vs its non-members, one curve per attack (the strongest "
+            "in red); the false-positive axis is logarithmic: a curve far above the dashed diagonal at the "
+            "left (1% and 0.1% false alarms dotted) means the attacker singles out members of this group "
+            "with confidence.")
+    if omitted:
+        note += (f" {human_number(omitted)} more flagged group(s) are not drawn (at most "
+                 f"{len(panels)} are): the table below has their figures.")
+    return "<h3>ROC inside each flagged group</h3>" + _note(note) + _png(group_roc_figure(panels))
 
 
 def _entity(inp: ReportInputs) -> str:
@@ -696,6 +695,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
         published=published_location(tags),
         dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),
+        group_rocs=_optional(names.ART_GROUP_ROC, lambda: js(names.ART_GROUP_ROC)),
     )
 
 

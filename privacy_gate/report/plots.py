@@ -8,30 +8,74 @@ from typing import Any
 import numpy as np
 
 
+def _log_fpr_floor(curves) -> float:
+    """The smallest false-positive rate the curves can show (one non-member), at most 1e-3."""
+    positive = [float(np.min(f[f > 0])) for _, f, *_ in curves if np.any(np.asarray(f) > 0)]
+    return min([1e-3, *positive])
+
+
+def _roc_axes(ax, curves, *, log: bool, title: str) -> None:
+    """ROC curves on ``ax``: ``(name, fpr, tpr, auc[, color])``; ``log``: log false-positive axis
+    (the low-FPR region, where an attacker is confident and leaks show), 1% and 0.1% FPR marked."""
+    floor = _log_fpr_floor(curves) if log else 0.0
+    for name, fpr, tpr, auc, *color in curves:
+        fpr, tpr = np.asarray(fpr, float), np.asarray(tpr, float)
+        ax.plot(np.maximum(fpr, floor) if log else fpr, tpr, label=f"{name} (AUC {auc:.3f})",
+                **({"color": color[0]} if color else {}))
+    grid = np.logspace(np.log10(floor), 0, 50) if log else np.array([0.0, 1.0])
+    ax.plot(grid, grid, "k--", lw=0.8, label="random guess")
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(floor, 1)
+        for level in (0.01, 0.001):
+            if level >= floor:
+                ax.axvline(level, color="#999999", ls=":", lw=0.8)
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.set_xlabel("false positive rate" + (" (log)" if log else ""))
+    ax.set_ylabel("true positive rate")
+    ax.legend(loc="upper left" if log else "lower right", fontsize=8)
+
+
 def roc_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray, float]]):
-    """One ROC curve per attack on log-log-friendly axes: ``(name, fpr, tpr, auc)``."""
+    """One ROC curve per attack ``(name, fpr, tpr, auc)``: left on a log false-positive axis (the
+    low-FPR region, where leaks show), right on linear axes."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
-    for ax, log in zip(axes, (False, True)):
-        for name, fpr, tpr, auc in curves:
-            ax.plot(fpr, tpr, label=f"{name} (AUC {auc:.3f})")
-        lim = 1e-3 if log else 0.0
-        ax.plot([max(lim, 1e-6), 1], [max(lim, 1e-6), 1], "k--", lw=0.8, label="random guess")
-        if log:
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlim(1e-3, 1)
-            ax.set_ylim(1e-3, 1)
-            ax.set_title("ROC (log scale: the low-FPR regime)")
-        else:
-            ax.set_title("ROC")
-        ax.set_xlabel("false positive rate")
-        ax.set_ylabel("true positive rate")
-        ax.legend(loc="lower right", fontsize=8)
+    _roc_axes(axes[0], curves, log=True, title="ROC, log false-positive axis (where leaks show)")
+    _roc_axes(axes[1], curves, log=False, title="ROC, linear axes")
+    fig.tight_layout()
+    return fig
+
+
+#: flagged groups, as every per-group plot draws them
+FLAGGED_COLOR = "#c44e52"
+
+
+def group_roc_figure(panels: Sequence[tuple[str, Sequence[tuple[str, np.ndarray, np.ndarray, float]], int, int]]):
+    """One panel per flagged group ``(group, curves, n_members, n_non_members)``: its members vs its
+    non-members, one curve per attack (the strongest in the flagged colour), log false-positive axis."""
+    n = max(len(panels), 1)
+    ncols = min(n, 3)
+    nrows = (n + ncols - 1) // ncols
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.6 * ncols, 3.9 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    palette = ["#4c72b0", "#55a868", "#8172b2", "#937860", "#64b5cd", "#ccb974"]
+    for ax, (group, curves, n_m, n_n) in zip(axes, panels):
+        best = max(range(len(curves)), key=lambda i: curves[i][3]) if curves else -1
+        coloured = [(*c, FLAGGED_COLOR if i == best else palette[i % len(palette)]) for i, c in enumerate(curves)]
+        title = group if len(group) <= 48 else group[:45] + "..."
+        _roc_axes(ax, coloured, log=True, title=f"{title}\n{n_m:,} members vs {n_n:,} non-members")
+        ax.title.set_color(FLAGGED_COLOR)
+        ax.title.set_fontsize(9)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     fig.tight_layout()
     return fig
 
@@ -93,8 +137,9 @@ def risk_profile_figure(risk: np.ndarray, lower: np.ndarray | None = None, upper
 def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, bool]], *, metric: str,
                          thresholds: Sequence[float] = (), reference: float | None = None):
     """Horizontal bars per subgroup and attack with their interval:
-    ``(group, attack, value, lower, upper, flagged)``. Flagged groups are drawn red with bold labels;
-    rule thresholds as dashed vertical lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
+    ``(group, attack, value, lower, upper, flagged)``. Every bar of a flagged group is drawn red
+    (``FLAGGED_COLOR``, as the legend says) with a bold red label; rule thresholds as dashed vertical
+    lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
     groups = list(dict.fromkeys(b[0] for b in bars))
     attacks = list(dict.fromkeys(b[1] for b in bars))
     height = 0.8 / max(len(attacks), 1)
@@ -106,7 +151,7 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
         y = np.array([i for i, _ in rows], float) - 0.4 + height * (j + 0.5)
         vals = np.array([b[2] for _, b in rows], float)
         err = np.array([[max(b[2] - b[3], 0.0) for _, b in rows], [max(b[4] - b[2], 0.0) for _, b in rows]])
-        colors = ["#c44e52" if b[5] else palette[j % len(palette)] for _, b in rows]
+        colors = [FLAGGED_COLOR if b[0] in flagged_groups else palette[j % len(palette)] for _, b in rows]
         ax.barh(y, vals, height=height * 0.9, color=colors, alpha=0.85, xerr=err, capsize=3,
                 error_kw={"ecolor": "#333333", "lw": 1})
     from matplotlib.lines import Line2D
@@ -114,7 +159,7 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
 
     handles = [Patch(color=palette[j % len(palette)], alpha=0.85, label=a) for j, a in enumerate(attacks)]
     if flagged_groups:
-        handles.append(Patch(color="#c44e52", alpha=0.85, label="fails a subgroup rule"))
+        handles.append(Patch(color=FLAGGED_COLOR, alpha=0.85, label="flagged group"))
     for t in dict.fromkeys(thresholds):
         ax.axvline(t, color="#c44e52", ls="--", lw=1.2)
         handles.append(Line2D([], [], color="#c44e52", ls="--", lw=1.2, label=f"rule threshold {t:g}"))
@@ -126,7 +171,7 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
     ax.set_yticklabels([g if len(g) <= 40 else g[:37] + "..." for g in groups], fontsize=8)
     for tick, group in zip(ax.get_yticklabels(), groups):
         if group in flagged_groups:
-            tick.set_color("#c44e52")
+            tick.set_color(FLAGGED_COLOR)
             tick.set_fontweight("bold")
     ax.invert_yaxis()
     ax.set_xlabel(metric + " (bars: estimate, whiskers: 95% interval; red: flagged)")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
-from privacy_gate.tracking import run_url, ui_command
+from privacy_gate.report.commands import decision_commands
+from privacy_gate.tracking import experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
     from privacy_gate.pipeline.result import RunOutcome
@@ -24,6 +26,23 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
     return sorted(attacks.items())
 
 
+def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
+                         tracking_uri: str | None) -> str:
+    """The MLflow run page's description, which the UI shows folded after its first lines: the
+    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it,
+    then the whole summary."""
+    head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
+            f"full report: artifact `{ART_REPORT}`", ""]
+    if evidence:
+        head += [f"- {sentence}" for sentence in evidence] + [""]
+    elif verdict.reasons:
+        head += [f"- {verdict.reasons[0].message}", ""]
+    if verdict.decision == "REVIEW" and verdict.run_id:
+        head += ["Decide:", "", "```", *decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups),
+                 "```", ""]
+    return "\n".join(head) + "\n" + summary
+
+
 def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_uri: str | None = None,
                      experiment_id: str | None = None) -> str:
     """``tracking_uri`` + ``experiment_id``: on an MLflow server (http/https) the run is linked;
@@ -34,6 +53,9 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
         url = run_url(tracking_uri or "", experiment_id, verdict.run_id)
         if url:
             lines.append(f"MLflow run: [{verdict.run_id}]({url}) — report: artifact `{ART_REPORT}`")
+            runs = experiment_url(tracking_uri or "", experiment_id)
+            if runs:
+                lines.append(f"All runs of the experiment: [runs]({runs})")
         else:
             lines.append(f"MLflow run: `{verdict.run_id}`" + (f" — open with `{ui_hint}`" if ui_hint else "")
                          + f", then the run's artifact `{ART_REPORT}` (the full report)")
@@ -84,4 +106,7 @@ def run_outcome_console(result: RunOutcome) -> str:
     if result.ladder:
         lines.append(f"remediation: {result.ladder['why']} (ladder run {result.ladder_run_id})")
     lines.append(f"MLflow UI:   {ui_command(result.tracking_uri)}")
+    runs = experiment_url(result.tracking_uri or "", result.experiment_id)
+    if runs:
+        lines.append(f"MLflow runs: {runs}")
     return "\n".join(lines)

@@ -115,6 +115,12 @@ def test_killed_tracking_server_is_retried_and_the_record_is_complete(small_adul
     assert 2 <= len(runs) <= result.attempts
     others = [r for r in runs if r.info.run_id != result.run_id]
     assert all(r.data.tags.get(names.TAG_VERDICT) != "APPROVE" for r in others)
+    # the attempts are nested under one parent run, which carries the final verdict
+    parents = {r.data.tags.get("mlflow.parentRunId") for r in runs}
+    assert len(parents) == 1 and None not in parents, [r.data.tags for r in runs]
+    parent = client.get_run(parents.pop())
+    assert parent.data.tags[names.TAG_KIND] == names.KIND_ATTEMPTS and parent.data.tags[names.TAG_VERDICT] == "APPROVE"
+    assert parent.data.tags[names.TAG_FINAL_RUN] == result.run_id
 
 
 @pytest.mark.timeout(600)
@@ -154,3 +160,4 @@ def test_only_infrastructure_failures_are_retried():
     assert calls.count(2) == 3 and slept == [7, 7]
     assert result.verdict.decision == "BLOCK" and result.run_id is None and result.attempts == 3 and result.retryable
     assert is_infrastructure_error(ConnectionRefusedError())
+

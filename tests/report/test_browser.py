@@ -5,7 +5,9 @@ the training records of one rare subgroup (race=Asian-Pac-Islander) -> REVIEW wi
 (and any other flag explained by it). Then ``mlflow server`` on the run's sqlite store (its experiment has a file://
 artifact location, which the server reads directly) and Chromium on
 
-(a) the run page: ``--dump-dom`` must show the verdict tag and the flagged group;
+(a) the run page: ``--dump-dom`` must show the verdict tag and the flagged group, its description the
+    evidence and the decision commands; the experiment's runs page (the link we print) lists the run
+    with its verdict;
 (b) the HTML report as the MLflow UI shows it (artifact viewer: the UI fetches
     ``/get-artifact?path=report/index.html&run_uuid=RUN`` and renders it in a sandboxed iframe, which
     ``--dump-dom`` cannot see, so the rendered text is read over the DevTools protocol).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import re
 import fcntl
 import json
 import os
@@ -245,6 +248,25 @@ def _experiment(workdir: Path, run_id: str) -> str:
     return MlflowClient(tracking.default_tracking_uri(workdir)).get_run(run_id).info.experiment_id
 
 
+#: the banner's evidence: the group, its size, the attack's AUC with its 95% interval
+EVIDENCE = re.compile(re.escape(GROUP) + r": (\d[\d,]*) members among the targets; an attacker \((\w+)\) tells "
+                      r"members from non-members with AUC (0\.\d+|1) \[(0\.\d+|0|1), (0\.\d+|1)\]")
+#: markup shown as text (escaped tags) instead of rendered
+RAW_TAG = re.compile(r"</?(b|code|i|em|strong|span|div|p|a|ul|li|table|tr|td|th|br|pre|h\d)\b[^>]*>")
+
+
+def _text_of(browser: DevTools, session: str, want: list[str], seconds: float = 90) -> str:
+    """The page's rendered text once it holds every string of ``want`` (or when time is up)."""
+    text, deadline = "", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        browser.pump(0.5)
+        with contextlib.suppress(RuntimeError, TimeoutError):
+            text = browser.text(session)
+        if all(w in text for w in want):
+            break
+    return text
+
+
 # ------------------------------------------------------------------------------ tests
 
 
@@ -308,14 +330,61 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
         browser.pump(1.0)
         full = browser.text(page)
         assert full.startswith("REVIEW") and GROUP in full
+        # the banner leads with the evidence: the group's size and the AUC with its interval
+        banner = full.split("dataset ")[0]
+        found = EVIDENCE.search(banner)
+        assert found, banner[:1500]
+        lo, auc, hi = (float(found.group(i)) for i in (4, 3, 5))
+        assert int(found.group(1).replace(",", "")) > 0 and lo <= auc <= hi and lo < hi, found.group(0)
+        assert not RAW_TAG.search(full), RAW_TAG.findall(full)[:5]  # markup renders, never shows as text
+        assert "ROC inside each flagged group" in full
         images = browser.send("Runtime.evaluate", {"expression": (
             "Array.from(document.images).filter(i => i.complete && i.naturalWidth > 100).length"),
             "returnByValue": True}, session=page)["result"]["value"]
-        assert images >= 3  # ROC, score histograms, subgroup bars all decode
+        assert images >= 4  # ROC, score histograms, subgroup bars, the flagged group's ROC all decode
         browser.screenshot(page, out_dir / "report_full.png", full_page=True)
     finally:
         browser.close()
     assert (out_dir / "report_in_mlflow.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(600)
+def test_run_page_description_leads_with_evidence_and_commands(review_run, mlflow_server, out_dir, tmp_path):
+    run_id, workdir = review_run
+    browser = DevTools(tmp_path / "profile")
+    try:
+        page = browser.open_page()
+        browser.send("Page.navigate", {"url": tracking.run_url(mlflow_server, _experiment(workdir, run_id), run_id)},
+                     session=page)
+        text = _text_of(browser, page, ["members among the targets", names.TAG_VERDICT])
+        browser.screenshot(page, out_dir / "run_page_description.png")
+    finally:
+        browser.close()
+    assert EVIDENCE.search(text), text[:3000]
+    assert not RAW_TAG.search(text), RAW_TAG.findall(text)[:5]
+
+
+@pytest.mark.timeout(600)
+def test_experiment_link_lists_the_run_with_its_verdict(review_run, mlflow_server, out_dir, tmp_path):
+    """The experiment link we print opens its runs page (model-training view); the run list shows
+    the verdict (in the run's name)."""
+    run_id, workdir = review_run
+    url = tracking.experiment_url(mlflow_server, _experiment(workdir, run_id))
+    assert url.endswith("/runs?workflowType=machine_learning")
+    browser = DevTools(tmp_path / "profile")
+    try:
+        page = browser.open_page()
+        browser.send("Page.navigate", {"url": url}, session=page)
+        text = _text_of(browser, page, ["· REVIEW"])
+        browser.pump(1.0)
+        browser.screenshot(page, out_dir / "run_list.png")
+        location = browser.send("Runtime.evaluate", {"expression": "location.href", "returnByValue": True},
+                                session=page)["result"]["value"]
+    finally:
+        browser.close()
+    assert "· REVIEW" in text, text[:3000]
+    assert "/runs" in location and "workflowType=machine_learning" in location, location
+    assert not RAW_TAG.search(text)
 
 
 @pytest.mark.timeout(600)

@@ -163,7 +163,8 @@ def test_pending_review_shows_how_to_decide_and_http_store_links_the_run():
     assert f"privacy-gate approve {RUN_ID} --reviewer NAME --suppress {GROUP}" in page
     assert f"privacy-gate reject {RUN_ID} --reviewer NAME" in page
     links = [u for u in _parse(page).links if "http" in u]
-    assert links == [f"http://127.0.0.1:5000/#/experiments/7/runs/{RUN_ID}?workflowType=machine_learning"]
+    assert links == [f"http://127.0.0.1:5000/#/experiments/7/runs/{RUN_ID}?workflowType=machine_learning",
+                     "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning"]
     # a sqlite store: the commands name its workdir
     page = render_report(_inputs(decisions=[]))
     assert f"privacy-gate reject {RUN_ID} --reviewer NAME --comment &#x27;why&#x27; --workdir /tmp/wd" in page

@@ -52,6 +52,6 @@ def test_banner_leads_with_one_sentence_per_flagged_group():
     banner = _banner(render_report(_inputs(subgroups=rows)))
     evidence = banner.split("</h1>")[1].split('<div class="meta">')[0]  # right under the verdict
     assert (f"{GROUP}: 64 members among the targets; an attacker (dcr) tells members from non-members with "
-            "AUC 0.68; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction for "
+            "AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction for "
             "38 groups") in evidence
     assert evidence.count("<li>") == 1  # one flagged group, one sentence
