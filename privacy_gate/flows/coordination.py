@@ -11,7 +11,8 @@ the slot at most ``PRIVACY_GATE_SLOT_TIMEOUT_SECONDS`` (default 3600) and then e
 message naming the command that resets the slot (:func:`reset_command`).
 
 Events: ``privacy-gate.verdict.approve|review|block`` with the dataset as the resource and the
-MLflow run as a related resource (README, "Run it in production").
+MLflow run as a related resource, linked: its page on the MLflow server (label ``mlflow.run.url``
+and ``mlflow_run_url`` in the payload) when the store is one (README, "Run it in production").
 """
 
 from __future__ import annotations
@@ -122,15 +123,32 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
         yield
 
 
+def mlflow_run_url(tracking_uri: str | None, run_id: str | None) -> str | None:
+    """The run's page on an MLflow server (MLflow's direct run link, which opens the run in its
+    experiment), or None for a store with no UI address (a sqlite file) or no run.
+
+    >>> mlflow_run_url("http://mlflow:5000/", "abc")
+    'http://mlflow:5000/#/runs/abc'
+    >>> mlflow_run_url("sqlite:///x.db", "abc") is None
+    True
+    """
+    if not (tracking_uri and run_id and tracking_uri.startswith(("http://", "https://"))):
+        return None
+    return f"{tracking_uri.rstrip('/')}/#/runs/{run_id}"
+
+
 def emit_verdict_event(result: RunOutcome) -> None:
-    """``privacy-gate.verdict.<approve|review|block>`` about the dataset, related to the MLflow run.
-    The payload carries the decision and rule messages (figures, never record values)."""
+    """``privacy-gate.verdict.<approve|review|block>`` about the dataset, related to the MLflow run
+    (with its URL when the store is a server). The payload carries the decision and rule messages
+    (figures, never record values)."""
     verdict = result.verdict
     dataset = result.dataset or "unknown"
+    url = mlflow_run_url(result.tracking_uri, result.run_id)
     related = []
     if result.run_id:
         related.append({"prefect.resource.id": MLFLOW_RUN_RESOURCE.format(run_id=result.run_id),
-                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result.run_id})
+                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result.run_id,
+                        **({"mlflow.run.url": url} if url else {})})
     emit_event(event=VERDICT_EVENT.format(verdict=verdict.decision.lower()),
                resource={"prefect.resource.id": DATASET_RESOURCE.format(slug=dataset_slug(dataset)),
                          "prefect.resource.name": dataset, "prefect.resource.role": "dataset"},
@@ -139,9 +157,9 @@ def emit_verdict_event(result: RunOutcome) -> None:
                         "reasons": [c.message for c in verdict.reasons],
                         "flagged_subgroups": list(verdict.flagged_subgroups or []),
                         "published": result.published, "tracking_uri": result.tracking_uri,
-                        "run_id": result.run_id, "attempts": result.attempts})
+                        "run_id": result.run_id, "mlflow_run_url": url, "attempts": result.attempts})
 
 
 __all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotTimeout", "MLFLOW_RUN_RESOURCE",
            "SLOT_LEASE_SECONDS", "VERDICT_EVENT", "dataset_limit_name", "dataset_slot", "emit_verdict_event",
-           "ensure_dataset_limit", "reset_command", "slot_timeout"]
+           "ensure_dataset_limit", "mlflow_run_url", "reset_command", "slot_timeout"]

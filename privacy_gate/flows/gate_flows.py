@@ -1,7 +1,12 @@
-"""The Prefect flows. Fail closed: whatever goes wrong ends as a BLOCK verdict recorded in MLflow."""
+"""The Prefect flows. Fail closed: whatever goes wrong ends as a BLOCK verdict recorded in MLflow.
+
+The ``release`` and ``gate`` flows end in their verdict's state (``verdict_states``: APPROVE
+Completed, REVIEW ``Review``, BLOCK ``Blocked``, no verdict ``Failed``); their last log line is
+the verdict with its reason."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +26,7 @@ from privacy_gate.errors import PrivacyGateError
 from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
+from privacy_gate.flows.verdict_states import verdict_flow, verdict_line, verdict_state
 from privacy_gate.pipeline.review import decide_run, regate_run
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
@@ -65,7 +71,14 @@ def _announce(result: RunOutcome) -> RunOutcome:
     return result
 
 
-@flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
+def _finish(result: RunOutcome) -> Any:
+    """The run's last log line (the verdict with its reason) and its final state."""
+    level = {"APPROVE": logging.INFO, "REVIEW": logging.WARNING}.get(result.verdict.decision, logging.ERROR)
+    get_run_logger().log(level, "verdict: %s", verdict_line(result))
+    return verdict_state(result)
+
+
+@verdict_flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome:
     """Train the configured generator on the train split, gate its sample, publish if approved.
 
@@ -80,7 +93,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     except Exception as exc:  # noqa: BLE001 - fail closed: a config that became unreadable is a BLOCK, announced
         # (a served folder's file edited or corrupted after `serve` started: without the event, an
         # automation notifying on BLOCK would stay silent)
-        return _unloadable_config(config_path, exc, logger=logger)
+        return _finish(_unloadable_config(config_path, exc, logger=logger))
     dataset = config.dataset.spec.name
     origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
@@ -102,7 +115,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     result = _summarise(_announce(result))
     if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
         result = _pause_for_review(result, config, workdir)
-    return result
+    return _finish(result)
 
 
 def _unloadable_config(config_path: str, exc: Exception, *, logger: Any) -> RunOutcome:
@@ -178,7 +191,7 @@ def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -
     return replace(result, review=decision.action, review_decision=decision.to_dict(), published=decision.published)
 
 
-@flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
+@verdict_flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_path: str,
               rules_path: str | None = None, config_path: str | None = None, workdir: str = ".privacy-gate",
               publish_to: str | None = None, targets_seed: int = 0) -> RunOutcome:
@@ -186,10 +199,10 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
     targets / attacks / gate / audit / mace sections, as in a release config)."""
     gate = load_rules(rules_path) if rules_path else GateConfig()
     judging = load_gate_only_config(config_path) if config_path else None
-    return _summarise(_announce(gate_only_run(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
-                                    spec=load_spec(spec_path), gate=gate, judging=judging, workdir=workdir,
-                                    publish_to=publish_to,
-                                    targets_seed=targets_seed, executor=PrefectExecutor(), logger=get_run_logger())))
+    return _finish(_summarise(_announce(gate_only_run(
+        train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=load_spec(spec_path), gate=gate,
+        judging=judging, workdir=workdir, publish_to=publish_to, targets_seed=targets_seed, executor=PrefectExecutor(),
+        logger=get_run_logger()))))
 
 
 @flow(name="review-regate")
