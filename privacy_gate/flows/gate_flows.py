@@ -9,45 +9,28 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
-from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import Field
 
 from privacy_gate import names
 from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
                                  load_spec)
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
+from privacy_gate.flows.review_form import review_form
 from privacy_gate.flows.verdict_states import verdict_flow, verdict_line, verdict_state
-from privacy_gate.pipeline.review import decide_run, regate_run
+from privacy_gate.pipeline.review import decide_run, regate_run, review_text
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
 from privacy_gate.pipeline.release import gate_only_run
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.tracking import resolve_tracking_uri
-
-
-class ReviewInput(RunInput):
-    """The typed input a paused release flow waits for (Prefect UI form or ``resume_flow_run``).
-
-    ``subgroups``: per flagged subgroup ``approve`` or ``reject``; rejected groups are suppressed
-    (their synthetic rows removed, the gate re-run) and the rest is published.
-    ``suppress_exposed``: also remove the exposed records' closest synthetic rows before the
-    re-gate. ``decision: reject`` publishes nothing."""
-
-    reviewer: str = Field(min_length=1)
-    decision: Literal["approve", "reject"] = "approve"
-    subgroups: dict[str, Literal["approve", "reject"]] = Field(default_factory=dict)
-    suppress_exposed: bool = False
-    comment: str = ""
 
 
 def _summarise(result: RunOutcome) -> RunOutcome:
@@ -164,6 +147,16 @@ def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -
                                       tags={names.TAG_FLOW_RUN: origin})
 
 
+def _review_text(result: RunOutcome) -> str | None:
+    """The run's ``privacy-gate review`` text (evidence first) for the review form; None when it
+    cannot be read (the form still lists the flagged groups)."""
+    try:
+        return review_text(result.run_id, tracking_uri=result.tracking_uri)
+    except Exception as exc:  # noqa: BLE001 - the form without the evidence, never no form
+        get_run_logger().warning("could not read the review text of run %s (%s)", result.run_id, type(exc).__name__)
+        return None
+
+
 def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -> RunOutcome:
     """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
     then the run stays pending and can still be decided with ``privacy-gate approve``). Returns
@@ -173,16 +166,16 @@ def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -
     logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
                    ", ".join(result.verdict.flagged_subgroups) or "none")
     try:
-        answer = pause_flow_run(wait_for_input=ReviewInput, timeout=config.review.timeout_seconds,
-                                poll_interval=min(10, config.review.poll_seconds))
+        answer = pause_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)),
+                                timeout=config.review.timeout_seconds, poll_interval=min(10, config.review.poll_seconds))
     except FlowPauseTimeout:
         logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, run_id)
         return replace(result, review="timeout")
     try:
         decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
-                              subgroups=dict(answer.subgroups), via="flow", tracking_uri=result.tracking_uri,
-                              suppress=[SUPPRESS_EXPOSED] if answer.suppress_exposed else None,
-                              workdir=workdir, regate=regate_flow)
+                              subgroups=dict(answer.subgroups) if answer.decision == "approve" else None, via="flow",
+                              tracking_uri=result.tracking_uri, suppress=answer.suppressed(), workdir=workdir,
+                              regate=regate_flow)
     except PrivacyGateError as exc:
         logger.error("review decision refused: %s", exc)
         return replace(result, review="refused", review_error=str(exc))
