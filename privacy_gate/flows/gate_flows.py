@@ -157,12 +157,36 @@ def _review_text(result: RunOutcome) -> str | None:
         return None
 
 
+def _paused_sibling() -> str | None:
+    """Another run of this flow run's deployment that is paused (waiting for its review), if any.
+    A paused run gives its deployment's concurrency slot back, so without this check every run of
+    a schedule faster than the reviewer would pause and keep a process waiting."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterState,
+                                                FlowRunFilterStateType)
+    from prefect.client.schemas.objects import StateType
+    from prefect.runtime import deployment, flow_run
+
+    if not deployment.id:
+        return None
+    flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
+                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])))
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=flt, limit=5)
+    return next((str(r.id) for r in runs if str(r.id) != str(flow_run.id)), None)
+
+
 def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -> RunOutcome:
     """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
     then the run stays pending and can still be decided with ``privacy-gate approve``). Returns
     the outcome with what the review added."""
     logger = get_run_logger()
     run_id = result.run_id
+    waiting = _paused_sibling()
+    if waiting is not None:  # one paused review per deployment: a fast schedule cannot pile up paused processes
+        logger.warning("REVIEW not paused: flow run %s of this deployment already waits for a review; decide run %s "
+                       "with privacy-gate approve|reject %s", waiting, run_id, run_id)
+        return result
     logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
                    ", ".join(result.verdict.flagged_subgroups) or "none")
     try:

@@ -74,3 +74,36 @@ def test_doctests():
                    privacy_gate.flows.coordination):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_a_deployment_pauses_at_most_one_run_for_review(prefect_server, monkeypatch):
+    """A paused run gives its deployment's slot back; the next run of a fast schedule must not
+    pause too (its REVIEW stays pending for the CLI)."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.states import Paused
+
+    from privacy_gate.flows.gate_flows import _paused_sibling
+
+    @flow(name="review-sibling-probe")
+    def probe():
+        return None
+
+    with get_client(sync_client=True) as client:
+        deployment_id = client.create_deployment(flow_id=client.create_flow(probe), name="sibling")
+        paused = client.create_flow_run_from_deployment(deployment_id)
+        other = client.create_flow_run_from_deployment(deployment_id)
+        assert _sibling(monkeypatch, deployment_id, other.id) is None  # nothing paused yet
+        client.set_flow_run_state(paused.id, Paused(), force=True)
+    assert _sibling(monkeypatch, deployment_id, other.id) == str(paused.id)
+    assert _sibling(monkeypatch, deployment_id, paused.id) is None  # itself does not count
+    monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID")
+    assert _paused_sibling() is None  # not a deployment's run: nothing to compare with
+
+
+def _sibling(monkeypatch, deployment_id, flow_run_id):
+    from privacy_gate.flows.gate_flows import _paused_sibling
+
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", str(deployment_id))
+    monkeypatch.setenv("PREFECT__RUNTIME__FLOW_RUN__ID", str(flow_run_id))
+    return _paused_sibling()
