@@ -9,9 +9,10 @@ approved releases are published to ``s3://releases/``.
 The configs judge the same dataset: an independent sample (APPROVE), the same plus verbatim copies
 of one rare group's training rows (REVIEW, paused for a typed review input) and verbatim copies of
 the training rows (BLOCK). The test waits for the *scheduled* runs, resumes the paused one through
-Prefect's API, and checks the record in MLflow, the bucket contents, the events and that the three
-gates, which all start in the same minute, ran one after the other (the dataset's concurrency
-limit). Then ``privacy-gate deploy`` registers a config with a work pool on the same server, and
+Prefect's API, and checks the record in MLflow, the bucket contents, the events, the final states
+(Completed, ``Review``, ``Blocked``), that the three gates, which all start in the same minute, ran
+one after the other (the dataset's concurrency limit), and that the every-minute schedule, faster
+than the gates, never had more than one active run per deployment (late runs cancelled). Then ``privacy-gate deploy`` registers a config with a work pool on the same server, and
 headless Chromium takes a screenshot of the reviewer's run page (tests/output/stack/).
 """
 
@@ -378,6 +379,7 @@ def test_deploy_registers_a_scheduled_deployment_in_a_work_pool(services, served
     assert [s.schedule.cron for s in dep.schedules] == ["0 2 * * *"]
     assert dep.parameters == {"config_path": str(config.resolve()), "workdir": str(served.workdir.resolve())}
     assert limit.limit == 1
+    assert dep.global_concurrency_limit.limit == 1 and dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
     bad = subprocess.run([str(stack.BIN / "privacy-gate"), "deploy", str(config), "--pool", "gates", "--cron", "61 * *"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "cron" in bad.stderr and "Traceback" not in bad.stderr
