@@ -164,7 +164,7 @@ def prefect_server():
 #: concurrent first runs). One group: one worker runs them one after another (the other worker
 #: keeps running ordinary tests).
 SERIAL_MODULES = {"test_production_stack", "test_browser", "test_dask_cluster", "test_concurrency",
-                  "test_infra_retries", "test_cleanup"}
+                  "test_infra_retries", "test_cleanup", "test_dataset_slot"}
 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
 #: kept on one worker, so that result is made once, not once per worker.

@@ -245,7 +245,10 @@ def start_mlflow(logdir: Path, *, backend: str, artifacts: str, env: dict[str, s
     return server
 
 
-def start_prefect(logdir: Path, *, database_url: str, home: Path) -> Service:
+def start_prefect(logdir: Path, *, database_url: str, home: Path, env: dict[str, str] | None = None) -> Service:
+    """``prefect server start`` on ``database_url``. Its concurrency leases are kept on disk in
+    ``home`` (as docker/ configures it), so a restarted server still frees the slots of runs that
+    died; ``env``: more server settings."""
     port = free_port()
     server = start("prefect", [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                    logdir=logdir,
@@ -253,7 +256,8 @@ def start_prefect(logdir: Path, *, database_url: str, home: Path) -> Service:
                         "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
                         # schedule new deployments' runs promptly (default loop: 60 s)
                         "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5",
-                        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"})
+                        "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem",
+                        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", **(env or {})})
     server.url = f"http://127.0.0.1:{port}/api"
     return server
 

@@ -4,14 +4,21 @@ global concurrency limit), and a Prefect event per verdict for automations.
 Concurrency: every release run of a dataset holds a slot of the global concurrency limit
 ``privacy-gate-dataset-<slug>`` (limit 1) while it gates, so two triggers for one dataset run one
 after the other. ``serve`` / ``deploy`` create the limit; a run creates it if it is missing.
+The slot is held on a lease the running gate renews (``SLOT_LEASE_SECONDS``): when its process
+dies (a killed worker, a stopped ``serve``), the renewals stop and the Prefect server frees the
+slot once the lease has run out (its repossessor service, every 15 s by default). A run waits for
+the slot at most ``PRIVACY_GATE_SLOT_TIMEOUT_SECONDS`` (default 3600) and then ends BLOCK with a
+message naming the command that resets the slot (:func:`reset_command`).
 
 Events: ``privacy-gate.verdict.approve|review|block`` with the dataset as the resource and the
-MLflow run as a related resource (README, "Run it in production").
+MLflow run as a related resource, linked: its page on the MLflow server (label ``mlflow.run.url``
+and ``mlflow_run_url`` in the payload) when the store is one (README, "Run it in production").
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -22,6 +29,7 @@ from prefect.concurrency.sync import concurrency
 from prefect.events import emit_event
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
+from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.publish import dataset_slug
 
 if TYPE_CHECKING:
@@ -31,6 +39,41 @@ if TYPE_CHECKING:
 VERDICT_EVENT = "privacy-gate.verdict.{verdict}"
 DATASET_RESOURCE = "privacy-gate.dataset.{slug}"
 MLFLOW_RUN_RESOURCE = "mlflow.run.{run_id}"
+
+#: How long a release waits for its dataset's gate slot before it ends BLOCK (seconds).
+ENV_SLOT_TIMEOUT = "PRIVACY_GATE_SLOT_TIMEOUT_SECONDS"
+DEFAULT_SLOT_TIMEOUT = 3600.0
+#: The slot's lease: renewed while the gate runs; the slot of a holder that died is free again
+#: within this plus the server's repossessor loop (15 s). Prefect's minimum is 60 s.
+SLOT_LEASE_SECONDS = 60.0
+
+
+class GateSlotTimeout(PrivacyGateError):
+    """The dataset's gate slot stayed taken longer than the run may wait (never retried: the
+    message says how to free a slot a crashed run left taken)."""
+
+
+def reset_command(dataset: str) -> str:
+    """The command that frees the dataset's gate slot by hand.
+
+    >>> reset_command("Adult")
+    'prefect gcl update privacy-gate-dataset-adult --active-slots 0'
+    """
+    return f"prefect gcl update {dataset_limit_name(dataset)} --active-slots 0"
+
+
+def slot_timeout() -> float:
+    """Seconds a run waits for its dataset's gate slot (``PRIVACY_GATE_SLOT_TIMEOUT_SECONDS``)."""
+    raw = os.environ.get(ENV_SLOT_TIMEOUT)
+    if raw is None or not raw.strip():
+        return DEFAULT_SLOT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"{ENV_SLOT_TIMEOUT}={raw!r}: expected a number of seconds > 0")
+    return value
 
 
 def dataset_limit_name(dataset: str) -> str:
@@ -55,23 +98,57 @@ def ensure_dataset_limit(dataset: str) -> str:
 
 
 @contextlib.contextmanager
-def dataset_slot(dataset: str) -> Iterator[None]:
-    """Hold the dataset's slot while the gate runs (waits while another run of it holds it)."""
+def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None]:
+    """Hold the dataset's slot while the gate runs: wait while another run of it holds it, at most
+    ``timeout`` seconds (default :func:`slot_timeout`), then raise :class:`GateSlotTimeout`
+    naming the reset command. The slot is leased (``SLOT_LEASE_SECONDS``) to this flow run."""
+    from prefect.client.schemas.objects import ConcurrencyLeaseHolder
+    from prefect.runtime import flow_run
+
+    timeout = slot_timeout() if timeout is None else timeout
     name = ensure_dataset_limit(dataset)
-    get_run_logger().info("waiting for the gate slot of dataset %r (concurrency limit %s)", dataset, name)
-    with concurrency(name, occupy=1, strict=True):
+    logger = get_run_logger()
+    logger.info("waiting for the gate slot of dataset %r (concurrency limit %s, at most %g s)", dataset, name,
+                timeout)
+    holder = ConcurrencyLeaseHolder(type="flow_run", id=flow_run.id) if flow_run.id else None
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(concurrency(name, occupy=1, strict=True, timeout_seconds=timeout,
+                                           lease_duration=SLOT_LEASE_SECONDS, holder=holder))
+        except TimeoutError:
+            raise GateSlotTimeout(
+                f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed taken for {timeout:g} s "
+                f"({ENV_SLOT_TIMEOUT}); if no gate of this dataset is running, a crashed run left it taken: free "
+                f"it with: {reset_command(dataset)}") from None
         yield
 
 
+def mlflow_run_url(tracking_uri: str | None, run_id: str | None) -> str | None:
+    """The run's page on an MLflow server (MLflow's direct run link, which opens the run in its
+    experiment), or None for a store with no UI address (a sqlite file) or no run.
+
+    >>> mlflow_run_url("http://mlflow:5000/", "abc")
+    'http://mlflow:5000/#/runs/abc'
+    >>> mlflow_run_url("sqlite:///x.db", "abc") is None
+    True
+    """
+    if not (tracking_uri and run_id and tracking_uri.startswith(("http://", "https://"))):
+        return None
+    return f"{tracking_uri.rstrip('/')}/#/runs/{run_id}"
+
+
 def emit_verdict_event(result: RunOutcome) -> None:
-    """``privacy-gate.verdict.<approve|review|block>`` about the dataset, related to the MLflow run.
-    The payload carries the decision and rule messages (figures, never record values)."""
+    """``privacy-gate.verdict.<approve|review|block>`` about the dataset, related to the MLflow run
+    (with its URL when the store is a server). The payload carries the decision and rule messages
+    (figures, never record values)."""
     verdict = result.verdict
     dataset = result.dataset or "unknown"
+    url = mlflow_run_url(result.tracking_uri, result.run_id)
     related = []
     if result.run_id:
         related.append({"prefect.resource.id": MLFLOW_RUN_RESOURCE.format(run_id=result.run_id),
-                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result.run_id})
+                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result.run_id,
+                        **({"mlflow.run.url": url} if url else {})})
     emit_event(event=VERDICT_EVENT.format(verdict=verdict.decision.lower()),
                resource={"prefect.resource.id": DATASET_RESOURCE.format(slug=dataset_slug(dataset)),
                          "prefect.resource.name": dataset, "prefect.resource.role": "dataset"},
@@ -80,8 +157,9 @@ def emit_verdict_event(result: RunOutcome) -> None:
                         "reasons": [c.message for c in verdict.reasons],
                         "flagged_subgroups": list(verdict.flagged_subgroups or []),
                         "published": result.published, "tracking_uri": result.tracking_uri,
-                        "run_id": result.run_id, "attempts": result.attempts})
+                        "run_id": result.run_id, "mlflow_run_url": url, "attempts": result.attempts})
 
 
-__all__ = ["DATASET_RESOURCE", "MLFLOW_RUN_RESOURCE", "VERDICT_EVENT", "dataset_limit_name", "dataset_slot",
-           "emit_verdict_event", "ensure_dataset_limit"]
+__all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotTimeout", "MLFLOW_RUN_RESOURCE",
+           "SLOT_LEASE_SECONDS", "VERDICT_EVENT", "dataset_limit_name", "dataset_slot", "emit_verdict_event",
+           "ensure_dataset_limit", "mlflow_run_url", "reset_command", "slot_timeout"]

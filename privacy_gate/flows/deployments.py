@@ -10,6 +10,10 @@
 Each deployment is named after its config file; its parameters are the config's absolute path
 and the workdir; its schedule comes from the config's ``schedule`` section or ``--cron`` /
 ``--interval``. The dataset's concurrency limit is created here (see ``coordination``).
+
+Both need a Prefect server that answers (:func:`require_prefect_api`): without ``PREFECT_API_URL``
+Prefect would start a temporary server that stops with the command (``deploy``) or serves
+schedules nobody else sees (``serve``), so they refuse to start instead (exit 2, one line).
 """
 
 from __future__ import annotations
@@ -34,6 +38,47 @@ from privacy_gate.signing import signing_key
 
 DEPLOYMENT_TAG = "privacy-gate"
 CONFIG_SUFFIXES = (".yaml", ".yml")
+#: Seconds the Prefect API has to answer its health check before serve / deploy refuse to start.
+API_PROBE_SECONDS = 5.0
+
+
+def deployment_concurrency() -> Any:
+    """One active run per deployment; a run due while one is active is cancelled by the Prefect
+    server ("Deployment concurrency limit reached."), never queued: a schedule faster than the
+    gate cannot build a backlog of runs, each a process waiting for the dataset's slot."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+
+    return ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW)
+
+
+def require_prefect_api(command: str, *, timeout: float = API_PROBE_SECONDS) -> str:
+    """The configured Prefect API's URL once its health check answers; else a one-line
+    :class:`ConfigError`: ``PREFECT_API_URL`` not set (and how to set it), or the URL that did
+    not answer. Never starts a temporary server."""
+    import httpx
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_KEY, PREFECT_API_URL
+
+    url = (PREFECT_API_URL.value() or "").strip().rstrip("/")
+    if not url:
+        raise ConfigError(f"privacy-gate {command}: PREFECT_API_URL is not set, so there is no Prefect server to "
+                          f"{command} to; start one (prefect server start) and set PREFECT_API_URL, e.g. "
+                          "export PREFECT_API_URL=http://127.0.0.1:4200/api")
+    headers = {}
+    if PREFECT_API_KEY.value():
+        headers["Authorization"] = f"Bearer {PREFECT_API_KEY.value().get_secret_value()}"
+    auth = PREFECT_API_AUTH_STRING.value()
+    try:
+        response = httpx.get(f"{url}/health", headers=headers, timeout=timeout,
+                             auth=tuple(auth.get_secret_value().split(":", 1)) if auth else None)
+        problem = None if response.status_code == 200 else f"HTTP {response.status_code}"
+    except httpx.HTTPError as exc:
+        problem = type(exc).__name__
+    except ValueError as exc:  # not a URL httpx can request
+        problem = f"not a usable URL: {exc}"
+    if problem:
+        raise ConfigError(f"privacy-gate {command}: the Prefect API at {url} (PREFECT_API_URL) did not answer "
+                          f"({problem}); start the server there or set PREFECT_API_URL to one that runs")
+    return url
 
 
 # ---------------------------------------------------------------------------- deployments
@@ -136,10 +181,8 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
         parameters={"config_path": str(path), "workdir": str(Path(workdir).resolve())},
         description=f"privacy-gate release of dataset {dataset!r} from {path.name}",
         tags=[DEPLOYMENT_TAG, f"dataset:{dataset_slug(dataset)}"],
-        # one active run per deployment: a schedule faster than the gate queues its late runs in
-        # Prefect (AwaitingConcurrencySlot) instead of starting a process each that waits for the
-        # dataset slot, and at most one run per deployment competes for that slot
-        concurrency_limit=1,
+        # one active run per deployment; a run due while it runs is cancelled, never queued
+        concurrency_limit=deployment_concurrency(),
         # the flow is loaded by module path, so a worker finds it wherever the package is installed
         entrypoint_type=EntrypointType.MODULE_PATH)
 
@@ -180,6 +223,7 @@ def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, inte
     if not found.deployments:
         raise ConfigError(f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to serve")
     require_signing_key("serve", allow_unsigned=allow_unsigned)
+    require_prefect_api("serve")
     for _, dataset in found.deployments:
         ensure_dataset_limit(dataset)
     return found
@@ -196,6 +240,7 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     deployments = [(build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
                     load_release_config(p).dataset.spec.name) for p in configs]
     require_signing_key("deploy", allow_unsigned=allow_unsigned)
+    require_prefect_api("deploy")
     with get_client(sync_client=True) as client:
         try:
             client.read_work_pool(work_pool)
@@ -209,5 +254,6 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     return ids
 
 
-__all__ = ["FolderDeployments", "build_deployment", "config_files", "deploy_configs", "folder_deployments",
-           "prepare_folder", "release_configs", "require_signing_key", "serve_folder"]
+__all__ = ["FolderDeployments", "build_deployment", "config_files", "deploy_configs", "deployment_concurrency",
+           "folder_deployments", "prepare_folder", "release_configs", "require_prefect_api", "require_signing_key",
+           "serve_folder"]

@@ -1,47 +1,36 @@
-"""The Prefect flows. Fail closed: whatever goes wrong ends as a BLOCK verdict recorded in MLflow."""
+"""The Prefect flows. Fail closed: whatever goes wrong ends as a BLOCK verdict recorded in MLflow.
+
+The ``release`` and ``gate`` flows end in their verdict's state (``verdict_states``: APPROVE
+Completed, REVIEW ``Review``, BLOCK ``Blocked``, no verdict ``Failed``); their last log line is
+the verdict with its reason."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
-from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import Field
 
 from privacy_gate import names
 from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
                                  load_spec)
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
-from privacy_gate.pipeline.review import decide_run, regate_run
+from privacy_gate.flows.review_form import review_form
+from privacy_gate.flows.verdict_states import verdict_flow, verdict_line, verdict_state
+from privacy_gate.pipeline.review import decide_run, regate_run, review_text
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
 from privacy_gate.pipeline.release import gate_only_run
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.tracking import resolve_tracking_uri
-
-
-class ReviewInput(RunInput):
-    """The typed input a paused release flow waits for (Prefect UI form or ``resume_flow_run``).
-
-    ``subgroups``: per flagged subgroup ``approve`` or ``reject``; rejected groups are suppressed
-    (their synthetic rows removed, the gate re-run) and the rest is published.
-    ``suppress_exposed``: also remove the exposed records' closest synthetic rows before the
-    re-gate. ``decision: reject`` publishes nothing."""
-
-    reviewer: str = Field(min_length=1)
-    decision: Literal["approve", "reject"] = "approve"
-    subgroups: dict[str, Literal["approve", "reject"]] = Field(default_factory=dict)
-    suppress_exposed: bool = False
-    comment: str = ""
 
 
 def _summarise(result: RunOutcome) -> RunOutcome:
@@ -65,7 +54,14 @@ def _announce(result: RunOutcome) -> RunOutcome:
     return result
 
 
-@flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
+def _finish(result: RunOutcome) -> Any:
+    """The run's last log line (the verdict with its reason) and its final state."""
+    level = {"APPROVE": logging.INFO, "REVIEW": logging.WARNING}.get(result.verdict.decision, logging.ERROR)
+    get_run_logger().log(level, "verdict: %s", verdict_line(result))
+    return verdict_state(result)
+
+
+@verdict_flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome:
     """Train the configured generator on the train split, gate its sample, publish if approved.
 
@@ -80,7 +76,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     except Exception as exc:  # noqa: BLE001 - fail closed: a config that became unreadable is a BLOCK, announced
         # (a served folder's file edited or corrupted after `serve` started: without the event, an
         # automation notifying on BLOCK would stay silent)
-        return _unloadable_config(config_path, exc, logger=logger)
+        return _finish(_unloadable_config(config_path, exc, logger=logger))
     dataset = config.dataset.spec.name
     origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
@@ -102,7 +98,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     result = _summarise(_announce(result))
     if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
         result = _pause_for_review(result, config, workdir)
-    return result
+    return _finish(result)
 
 
 def _unloadable_config(config_path: str, exc: Exception, *, logger: Any) -> RunOutcome:
@@ -151,25 +147,63 @@ def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -
                                       tags={names.TAG_FLOW_RUN: origin})
 
 
+def _review_text(result: RunOutcome) -> str | None:
+    """The run's ``privacy-gate review`` text (evidence first) for the review form; None when it
+    cannot be read (the form still lists the flagged groups)."""
+    try:
+        return review_text(result.run_id, tracking_uri=result.tracking_uri)
+    except Exception as exc:  # noqa: BLE001 - the form without the evidence, never no form
+        get_run_logger().warning("could not read the review text of run %s (%s)", result.run_id, type(exc).__name__)
+        return None
+
+
+def _paused_sibling() -> str | None:
+    """Another run of this flow run's deployment that is paused (waiting for its review), if any.
+    A paused run gives its deployment's concurrency slot back, so without this check every run of
+    a schedule faster than the reviewer would pause and keep a process waiting."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterState,
+                                                FlowRunFilterStateType)
+    from prefect.client.schemas.objects import StateType
+    from prefect.runtime import deployment, flow_run
+
+    if not deployment.id:
+        return None
+    flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
+                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])))
+    try:
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(flow_run_filter=flt, limit=5)
+    except Exception as exc:  # noqa: BLE001 - cannot tell: pause as before (bounded by review.timeout_seconds)
+        get_run_logger().warning("could not list this deployment's paused runs (%s)", type(exc).__name__)
+        return None
+    return next((str(r.id) for r in runs if str(r.id) != str(flow_run.id)), None)
+
+
 def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -> RunOutcome:
     """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
     then the run stays pending and can still be decided with ``privacy-gate approve``). Returns
     the outcome with what the review added."""
     logger = get_run_logger()
     run_id = result.run_id
+    waiting = _paused_sibling()
+    if waiting is not None:  # one paused review per deployment: a fast schedule cannot pile up paused processes
+        logger.warning("REVIEW not paused: flow run %s of this deployment already waits for a review; decide run %s "
+                       "with privacy-gate approve|reject %s", waiting, run_id, run_id)
+        return result
     logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
                    ", ".join(result.verdict.flagged_subgroups) or "none")
     try:
-        answer = pause_flow_run(wait_for_input=ReviewInput, timeout=config.review.timeout_seconds,
-                                poll_interval=min(10, config.review.poll_seconds))
+        answer = pause_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)),
+                                timeout=config.review.timeout_seconds, poll_interval=min(10, config.review.poll_seconds))
     except FlowPauseTimeout:
         logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, run_id)
         return replace(result, review="timeout")
     try:
         decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
-                              subgroups=dict(answer.subgroups), via="flow", tracking_uri=result.tracking_uri,
-                              suppress=[SUPPRESS_EXPOSED] if answer.suppress_exposed else None,
-                              workdir=workdir, regate=regate_flow)
+                              subgroups=dict(answer.subgroups) if answer.decision == "approve" else None, via="flow",
+                              tracking_uri=result.tracking_uri, suppress=answer.suppressed(), workdir=workdir,
+                              regate=regate_flow)
     except PrivacyGateError as exc:
         logger.error("review decision refused: %s", exc)
         return replace(result, review="refused", review_error=str(exc))
@@ -178,7 +212,7 @@ def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -
     return replace(result, review=decision.action, review_decision=decision.to_dict(), published=decision.published)
 
 
-@flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
+@verdict_flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_path: str,
               rules_path: str | None = None, config_path: str | None = None, workdir: str = ".privacy-gate",
               publish_to: str | None = None, targets_seed: int = 0) -> RunOutcome:
@@ -186,10 +220,10 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
     targets / attacks / gate / audit / mace sections, as in a release config)."""
     gate = load_rules(rules_path) if rules_path else GateConfig()
     judging = load_gate_only_config(config_path) if config_path else None
-    return _summarise(_announce(gate_only_run(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
-                                    spec=load_spec(spec_path), gate=gate, judging=judging, workdir=workdir,
-                                    publish_to=publish_to,
-                                    targets_seed=targets_seed, executor=PrefectExecutor(), logger=get_run_logger())))
+    return _finish(_summarise(_announce(gate_only_run(
+        train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=load_spec(spec_path), gate=gate,
+        judging=judging, workdir=workdir, publish_to=publish_to, targets_seed=targets_seed, executor=PrefectExecutor(),
+        logger=get_run_logger()))))
 
 
 @flow(name="review-regate")

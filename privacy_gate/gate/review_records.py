@@ -97,6 +97,33 @@ def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str],
                           + ("" if exposure_seen else f" ('{SUPPRESS_EXPOSED}': no record was singled out)"))
 
 
+def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
+    """The flagged groups whose rows all go when ``suppress`` is applied: each group that is
+    suppressed itself or lies inside a suppressed one (it has every condition of that group, its
+    values among that group's). Recorded as suppressed, never as approved.
+
+    >>> suppressed_with(["race=Black", "sex=Female&race=Black", "sex=Female", "race=Other|Black"], ["race=Black"])
+    ['race=Black', 'sex=Female&race=Black']
+    >>> suppressed_with(["race=Black", "native_country=Laos"], ["race=Other|Black", "exposed"])
+    ['race=Black']
+    """
+    from privacy_gate.experiment.grouping import RARE_SEPARATOR, parse_group_label
+
+    def conditions(label: str) -> dict[str, set[str]] | None:
+        try:
+            return {col: set(value.split(RARE_SEPARATOR)) for col, value in parse_group_label(label).items()}
+        except ValueError:  # not a subgroup label ("exposed")
+            return None
+
+    removed = [c for c in (conditions(label) for label in suppress) if c]
+    out = []
+    for group in flagged:
+        mine = conditions(group)
+        if mine and any(all(col in mine and mine[col] <= values for col, values in s.items()) for s in removed):
+            out.append(group)
+    return out
+
+
 def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
                  published: str | None = None, evidence: list[str] | None = None) -> str:
     """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went;

@@ -22,7 +22,8 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
 from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.gate.review_records import ReviewDecision, check_decidable, check_subgroup_decisions, pending_text
+from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_subgroup_decisions, pending_text,
+                                               suppressed_with)
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
@@ -225,6 +226,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
         check_decidable(run_id, record.verdict, record.decisions, current_sha256=current)
         check_subgroup_decisions(record.verdict, subgroups, suppress)
         if action == "approve":
+            suppress = _with_contained_groups(record.verdict, subgroups, suppress)
             record.check_publishable()
         hold = DecisionHold(tracker, run_id, reviewer=reviewer, action=action, local=local)
         hold.claim()
@@ -247,6 +249,18 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
             if not _has_decision(tracker, run_id):  # nothing recorded: the run may be decided again
                 hold.release()
             raise
+
+
+def _with_contained_groups(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> list[str]:
+    """``suppress`` and every flagged group whose rows all go with it (``sex=Female&race=Black``
+    with ``race=Black``), so the decision records exactly what was removed. A group approved
+    explicitly although its rows go with a suppressed one is refused."""
+    gone = suppressed_with(list(verdict.get("flagged_subgroups") or []), suppress)
+    contradicted = [g for g in gone if subgroups.get(g) == "approve"]
+    if contradicted:
+        raise ReviewError(f"{contradicted} approved, but their rows are removed with the suppressed "
+                          f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not suppress those")
+    return sorted(set(suppress) | set(gone))
 
 
 def _has_decision(tracker: tracking.Tracker, run_id: str) -> bool:

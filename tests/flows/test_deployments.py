@@ -112,6 +112,7 @@ def test_serve_refuses_to_start_only_when_no_config_is_valid(small_adult, tmp_pa
     folder = _mixed_folder(tmp_path / "configs")
     limits, lines = [], []
     monkeypatch.setattr(deployments, "ensure_dataset_limit", limits.append)  # no Prefect server needed
+    monkeypatch.setattr(deployments, "require_prefect_api", lambda command: "stand-in")
     found = deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append, allow_unsigned=True)
     assert [d.name for d, _ in found.deployments] == ["good"] and limits == ["adult"]
     assert len(lines) == 3 and all(ln.startswith(f"not served: {folder.resolve()}/") for ln in lines)
@@ -125,13 +126,16 @@ def test_serve_refuses_to_start_only_when_no_config_is_valid(small_adult, tmp_pa
     assert r.stderr.count("warning: not served: ") == 3 and "corrupt.yaml" in r.stderr and "nothing to serve" in r.stderr
 
 
-def _no_prefect(monkeypatch) -> list[str]:
-    """Stand-ins for what serve / deploy would do on a Prefect server; records what was reached."""
+def _no_prefect(monkeypatch, *, api: bool = True) -> list[str]:
+    """Stand-ins for what serve / deploy would do on a Prefect server; records what was reached.
+    ``api=False``: the real check of the Prefect API (no stand-in)."""
     import prefect
 
     from privacy_gate.flows import deployments
 
     reached: list[str] = []
+    if api:
+        monkeypatch.setattr(deployments, "require_prefect_api", lambda command: reached.append("api"))
     monkeypatch.setattr(deployments, "ensure_dataset_limit", lambda dataset: reached.append("limit"))
     monkeypatch.setattr(prefect, "serve", lambda *deps, **kw: reached.append("serve"))
 
@@ -156,7 +160,44 @@ def test_serve_and_deploy_refuse_to_start_without_a_signing_key(tmp_path, small_
     assert reached == []
     # told otherwise, or with a key, they start
     r = runner.invoke(app, ["serve", str(tmp_path), "--cron", "0 2 * * *", "--allow-unsigned"])
-    assert r.exit_code == 0 and reached == ["limit", "serve"], r.output
+    assert r.exit_code == 0 and reached == ["api", "limit", "serve"], r.output
     monkeypatch.setenv("PRIVACY_GATE_SIGNING_KEY", "k")
     r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"])
     assert reached[-1] == "client" and "stand-in" in r.stderr
+
+
+def test_deployments_cancel_a_run_due_while_one_is_active(small_adult, tmp_path):
+    """A schedule faster than the gate: the late run is cancelled by the server, never queued."""
+    cfg = write_release_config(small_adult, {"name": "copy_train"}, name="often.yaml", schedule={"cron": "* * * * *"})
+    dep = build_deployment(cfg, workdir=tmp_path)
+    assert dep.concurrency_limit == 1
+    assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
+
+
+def test_serve_and_deploy_refuse_to_start_without_a_reachable_prefect_api(tmp_path, small_adult, monkeypatch):
+    """No PREFECT_API_URL: one line saying so and how to set it; set but nothing there: one line
+    naming the URL. Within seconds, and nothing started (no temporary server, no serve)."""
+    import time
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from ..stack import free_port
+
+    monkeypatch.setenv("PRIVACY_GATE_SIGNING_KEY", "k")
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    reached = _no_prefect(monkeypatch, api=False)
+    cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
+    commands = (["serve", str(tmp_path), "--cron", "0 2 * * *"], ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"])
+    down = f"http://127.0.0.1:{free_port()}/api"
+    for settings, needles in (({}, ("PREFECT_API_URL is not set", "export PREFECT_API_URL=")),
+                              ({PREFECT_API_URL: down}, (f"the Prefect API at {down} (PREFECT_API_URL) did not answer",))):
+        with temporary_settings(updates=settings, restore_defaults=set() if settings else {PREFECT_API_URL}):
+            for args in commands:
+                started = time.monotonic()
+                r = runner.invoke(app, args)
+                took = time.monotonic() - started
+                assert r.exit_code == 2, (args, r.output)
+                assert all(n in r.stderr for n in needles), r.stderr
+                assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+                assert took < 15, f"{args[0]} took {took:.0f} s to refuse"
+    assert reached == []

@@ -9,9 +9,10 @@ approved releases are published to ``s3://releases/``.
 The configs judge the same dataset: an independent sample (APPROVE), the same plus verbatim copies
 of one rare group's training rows (REVIEW, paused for a typed review input) and verbatim copies of
 the training rows (BLOCK). The test waits for the *scheduled* runs, resumes the paused one through
-Prefect's API, and checks the record in MLflow, the bucket contents, the events and that the three
-gates, which all start in the same minute, ran one after the other (the dataset's concurrency
-limit). Then ``privacy-gate deploy`` registers a config with a work pool on the same server, and
+Prefect's API, and checks the record in MLflow, the bucket contents, the events, the final states
+(Completed, ``Review``, ``Blocked``), that the three gates, which all start in the same minute, ran
+one after the other (the dataset's concurrency limit), and that the every-minute schedule, faster
+than the gates, never had more than one active run per deployment (late runs cancelled). Then ``privacy-gate deploy`` registers a config with a work pool on the same server, and
 headless Chromium takes a screenshot of the reviewer's run page (tests/output/stack/).
 """
 
@@ -108,15 +109,29 @@ def _prefect(services):
     return temporary_settings({PREFECT_API_URL: services.prefect})
 
 
+#: What every poll of the served runs saw, per deployment: (active, paused, queued) run counts
+#: (active: Pending/Running/Cancelling, holding the deployment's slot; queued: waiting in Prefect
+#: for a slot) and the state messages of cancelled runs.
+SEEN: dict[str, list[tuple[int, int, int]]] = {}
+CANCELLED: dict[str, set[str]] = {}
+
+
 def _runs_by_deployment(services) -> dict[str, list]:
     from prefect.client.orchestration import get_client
 
     with _prefect(services), get_client(sync_client=True) as client:
         deployments = {d.id: d.name for d in client.read_deployments()}
         out: dict[str, list] = {name: [] for name in deployments.values()}
-        for run in client.read_flow_runs():
+        for run in client.read_flow_runs(limit=200):
             if run.deployment_id in deployments:
                 out[deployments[run.deployment_id]].append(run)
+    for name, runs in out.items():
+        kinds = [r.state.type.value if r.state else None for r in runs]
+        SEEN.setdefault(name, []).append((
+            sum(k in ("PENDING", "RUNNING", "CANCELLING") for k in kinds), kinds.count("PAUSED"),
+            sum(r.state is not None and r.state.name == "AwaitingConcurrencySlot" for r in runs)))
+        CANCELLED.setdefault(name, set()).update(r.state.message or "" for r in runs
+                                                 if r.state and r.state.type.value == "CANCELLED")
     return {k: sorted(v, key=lambda r: r.expected_start_time) for k, v in out.items()}
 
 
@@ -179,7 +194,7 @@ def served(services, small_adult, tmp_path_factory):
     proc = stack.start("serve", [str(stack.BIN / "privacy-gate"), "serve", str(configs["approve"].parent),
                                  "--workdir", str(workdir)], logdir=services.logdir, env=env)
     with stack.running(proc):
-        runs = _wait_for(services, proc, {"approve": "COMPLETED", "block": "COMPLETED", "review": "PAUSED"},
+        runs = _wait_for(services, proc, {"approve": "COMPLETED", "block": "FAILED", "review": "PAUSED"},
                          timeout=300)
         # the reviewer answers through Prefect's API with the typed input the flow waits for
         from prefect.flow_runs import resume_flow_run
@@ -214,6 +229,33 @@ def test_scheduled_runs_complete_with_their_verdicts(services, served):
         assert record.data.tags[names.TAG_STATUS] == "ok"
         assert record.data.tags[USER_TAG] == REVIEWER_BOT
         assert record.data.tags.get("mlflow.source.name") == "privacy-gate release"
+
+
+@pytest.mark.timeout(600)
+def test_verdicts_end_in_their_states(services, served):
+    """APPROVE Completed, BLOCK the Failed-type `Blocked`, REVIEW (decided in the paused run) the
+    Completed-type `Review`; each state's message is the verdict with its reason."""
+    runs = {name: r for name, r in served.runs.items()}
+    assert (runs["approve"].state.type.value, runs["approve"].state.name) == ("COMPLETED", "Completed")
+    assert (runs["block"].state.type.value, runs["block"].state.name) == ("FAILED", "Blocked")
+    assert (runs["review"].state.type.value, runs["review"].state.name) == ("COMPLETED", "Review")
+    assert runs["approve"].state.message.startswith("APPROVE: every rule passed")
+    assert runs["block"].state.message.startswith("BLOCK: ") and "violates" in runs["block"].state.message
+    assert runs["review"].state.message.startswith("REVIEW: ") and "approved by officer" in runs["review"].state.message
+
+
+@pytest.mark.timeout(600)
+def test_a_schedule_faster_than_the_gate_never_piles_up(services, served):
+    """Every-minute schedules, gates of over a minute that take turns on the dataset's slot: at
+    every poll each deployment had at most one active run and one paused for review, none queued
+    for a slot; the runs that came due meanwhile were cancelled by the server, saying why."""
+    _runs_by_deployment(services)  # one more look, after everything above
+    for name in ("approve", "review", "block"):
+        seen = SEEN[name]
+        assert max(a for a, _, _ in seen) <= 1 and max(p for _, p, _ in seen) <= 1, (name, seen)
+        assert max(q for _, _, q in seen) == 0, (name, seen)
+        assert CANCELLED[name] <= {"Deployment concurrency limit reached."}, CANCELLED[name]
+    assert any(CANCELLED.values()), "no run came due while another was active: the test shows nothing"
 
 
 @pytest.mark.timeout(600)
@@ -337,6 +379,7 @@ def test_deploy_registers_a_scheduled_deployment_in_a_work_pool(services, served
     assert [s.schedule.cron for s in dep.schedules] == ["0 2 * * *"]
     assert dep.parameters == {"config_path": str(config.resolve()), "workdir": str(served.workdir.resolve())}
     assert limit.limit == 1
+    assert dep.global_concurrency_limit.limit == 1 and dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
     bad = subprocess.run([str(stack.BIN / "privacy-gate"), "deploy", str(config), "--pool", "gates", "--cron", "61 * *"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "cron" in bad.stderr and "Traceback" not in bad.stderr

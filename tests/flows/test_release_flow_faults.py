@@ -1,6 +1,6 @@
 """A served release run whose config became unusable after `serve` started (edited, corrupted,
-deleted) ends BLOCK and emits the verdict event the normal path emits, so an automation that
-notifies on BLOCK hears about it (before: the flow run ended Failed, and nothing was emitted)."""
+deleted) ends BLOCK, in the Failed state (the gate did not complete), and emits the verdict event
+the normal path emits, so an automation that notifies on BLOCK hears about it."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def test_a_corrupt_served_config_still_blocks_and_emits_the_verdict_event(prefec
     damage(cfg)
     with tags("privacy-gate", "dataset:adult"):  # what a served deployment's run carries
         state = gate_flows.release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
-    assert state.is_completed(), state
-    result = state.result()
+    assert state.is_failed() and state.name == "Failed", state  # no verdict: the run failed (fail closed: BLOCK)
+    result = state.result(raise_on_failure=False)
+    assert state.message.startswith("BLOCK (gate did not complete): release config unusable")
     assert result.verdict.decision == "BLOCK" and result.verdict.status == "error"
     assert needle in result.verdict.reasons[0].message and str(cfg) in result.verdict.reasons[0].message
     assert result.published is None and not (tmp_path / "wd" / "published").exists()

@@ -162,6 +162,17 @@ def _paused_flow_run_id(timeout: float = 180.0) -> str:
     raise AssertionError("the release flow never paused for review")
 
 
+def _saved_review_form(flow_run_id: str) -> tuple[dict, str]:
+    """The JSON schema and description of the review form the paused run saved (what the UI shows)."""
+    from prefect.client.orchestration import get_client
+    from prefect.input import keyset_from_paused_state, read_flow_run_input
+
+    with get_client(sync_client=True) as client:
+        keyset = keyset_from_paused_state(client.read_flow_run(flow_run_id).state)
+    return (read_flow_run_input(keyset["schema"], flow_run_id=flow_run_id),
+            read_flow_run_input(keyset["description"], flow_run_id=flow_run_id))
+
+
 def test_paused_flow_resumed_with_typed_input_publishes(prefect_server, canary, tmp_path):
     from prefect.flow_runs import resume_flow_run
 
@@ -171,12 +182,21 @@ def test_paused_flow_resumed_with_typed_input_publishes(prefect_server, canary, 
                                                                                     workdir=str(tmp_path))))
     thread.start()
     flow_run_id = _paused_flow_run_id()
+    schema, description = _saved_review_form(flow_run_id)
+    assert "decision" in schema["required"] and "default" not in schema["properties"]["decision"]
+    assert GROUP in schema["properties"]["suppress"]["items"]["enum"] and f"- `{GROUP}`" in description
+    with pytest.raises(Exception, match="decision"):  # the form has no default decision
+        resume_flow_run(flow_run_id, run_input={"reviewer": "dee"})
     resume_flow_run(flow_run_id, run_input={"reviewer": "dee", "decision": "approve",
                                             "subgroups": {GROUP: "reject"}, "comment": "drop the rare group"})
     thread.join(timeout=300)
     result = box["result"]
     assert result.verdict.decision == "REVIEW" and result.review == "approve"
-    assert result.review_decision["via"] == "flow" and result.review_decision["suppress"] == [GROUP]
+    from privacy_gate.gate.review_records import suppressed_with
+
+    gone = suppressed_with(list(result.verdict.flagged_subgroups), [GROUP])  # GROUP and the groups inside it
+    assert result.review_decision["via"] == "flow" and result.review_decision["suppress"] == sorted(gone)
+    assert {g: a for g, a in result.review_decision["subgroups"].items() if a == "reject"} == dict.fromkeys(gone, "reject")
     df = pd.read_parquet(result.published)
     assert not (df["race"] == "Asian-Pac-Islander").any()
     tags = MlflowClient(tracking.default_tracking_uri(tmp_path)).get_run(result.verdict.run_id).data.tags

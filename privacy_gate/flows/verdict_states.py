@@ -1,0 +1,124 @@
+"""Verdicts as Prefect states, so a flow run reads at a glance in the Prefect UI and automations
+can match on them:
+
+======================  ===========  ==========  =============================================
+outcome                 state type   state name  why
+======================  ===========  ==========  =============================================
+APPROVE                 COMPLETED    Completed   released
+REVIEW                  COMPLETED    Review      the gate did its work; a person decides (see below)
+BLOCK                   FAILED       Blocked     the gate refused the release
+no verdict (an error)   FAILED       Failed      the gate did not complete (fail closed: BLOCK)
+======================  ===========  ==========  =============================================
+
+REVIEW is a *terminal*, Completed-type state named ``Review`` rather than Paused: the decision
+is taken outside this flow run as often as inside it (``privacy-gate approve`` days later, from
+another machine), and a run left Paused would hold its deployment's concurrency slot (so every
+later scheduled run would be cancelled) and a process until the pause timed out. With
+``review.mode: pause`` the run *is* Paused while it waits for the typed review input, and ends
+``Review`` with the reviewer's decision in the state message. It is not Failed-type: failure
+automations, flow retries and "failed runs" views are for releases that were refused or broke.
+
+Every state's message is the verdict with its reason (the last line of the run's log, which
+Prefect ends with "Finished in state <name>('<message>')"); its data is the run's
+:class:`~privacy_gate.pipeline.result.RunOutcome`. Flows declared with :func:`verdict_flow` return
+that outcome when called as functions (the CLI, the tests), whatever the state type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import Flow
+from prefect.states import Completed, Failed, State
+
+from privacy_gate.pipeline.result import RunOutcome
+
+#: The names of the verdicts' states (``State.name``).
+STATE_APPROVED, STATE_REVIEW, STATE_BLOCKED, STATE_FAILED = "Completed", "Review", "Blocked", "Failed"
+_MAX_REASON = 400  # characters of the reasons in a state message (the report has them all)
+_SHOWN_REASONS, _SHOWN_GROUPS = 3, 5
+
+
+def _first(items: list[str], n: int, sep: str) -> str:
+    """The first ``n`` items joined, and how many more there are.
+
+    >>> _first(["a", "b", "c"], 2, ", ")
+    'a, b (+1 more)'
+    """
+    more = f" (+{len(items) - n} more)" if len(items) > n else ""
+    return sep.join(items[:n]) + more
+
+
+def verdict_line(result: RunOutcome) -> str:
+    """One line: the verdict, why, and what happened to the release.
+
+    >>> from privacy_gate.gate import Verdict
+    >>> verdict_line(RunOutcome(Verdict.error("gate did not complete: boom"), run_id=None, tracking_uri=None,
+    ...                         dataset="adult"))
+    'BLOCK (gate did not complete): gate did not complete: boom'
+    """
+    verdict = result.verdict
+    head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
+    reasons = _first([" ".join(c.message.split()) for c in verdict.reasons], _SHOWN_REASONS, "; ")
+    if len(reasons) > _MAX_REASON:
+        reasons = reasons[:_MAX_REASON - 1] + "…"
+    parts = [f"{head}: {reasons or 'every rule passed'}"]
+    if verdict.flagged_subgroups:
+        parts.append(f"flagged: {_first(list(verdict.flagged_subgroups), _SHOWN_GROUPS, ', ')}")
+    if result.review in ("approve", "reject"):
+        who = (result.review_decision or {}).get("reviewer", "?")
+        parts.append(f"{'approved' if result.review == 'approve' else 'rejected'} by {who}")
+    elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
+        parts.append(f"awaiting review: privacy-gate review {result.run_id}" if result.run_id else "awaiting review")
+    elif result.review == "refused":
+        parts.append(f"review decision refused: {result.review_error}")
+    if result.published:
+        parts.append(f"published {result.published}")
+    if result.run_id:
+        parts.append(f"MLflow run {result.run_id}")
+    return " — ".join(parts)
+
+
+def verdict_state(result: RunOutcome) -> State:
+    """The flow run's final state for ``result`` (see the module's table)."""
+    message = verdict_line(result)
+    verdict = result.verdict
+    if verdict.status != "ok":
+        return Failed(name=STATE_FAILED, message=message, data=result)
+    if verdict.decision == "BLOCK":
+        return Failed(name=STATE_BLOCKED, message=message, data=result)
+    if verdict.decision == "REVIEW":
+        return Completed(name=STATE_REVIEW, message=message, data=result)
+    return Completed(message=message, data=result)
+
+
+def outcome_of(state: State) -> Any:
+    """The :class:`RunOutcome` a verdict state carries; any other failure is raised."""
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, RunOutcome):
+        return value
+    return state.result()  # a failure that is no verdict: raised as Prefect raises it
+
+
+class VerdictFlow(Flow):
+    """A flow whose final state is its verdict's (:func:`verdict_state`). Called as a function it
+    returns the :class:`RunOutcome` for every verdict (a Blocked run is a verdict, not an
+    exception); ``return_state=True`` gives the state."""
+
+    def __call__(self, *args: Any, return_state: bool = False, **kwargs: Any) -> Any:
+        state = super().__call__(*args, return_state=True, **kwargs)
+        return state if return_state else outcome_of(state)
+
+    def with_options(self, **kwargs: Any) -> VerdictFlow:
+        new = super().with_options(**kwargs)
+        new.__class__ = type(self)
+        return new
+
+
+def verdict_flow(**options: Any):
+    """``@flow(**options)`` for a flow that returns :func:`verdict_state` of its outcome."""
+    return lambda fn: VerdictFlow(fn, **options)
+
+
+__all__ = ["STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "VerdictFlow", "outcome_of",
+           "verdict_flow", "verdict_line", "verdict_state"]

@@ -1,0 +1,109 @@
+"""The dataset's gate slot cannot hang a release: the wait has a timeout whose message names the
+command that frees the slot (and that command works), and the slot of a run whose process was
+killed is free again once its lease runs out (``SLOT_LEASE_SECONDS`` plus the server's
+repossessor loop), on a real ``prefect server start``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from privacy_gate.flows.coordination import (ENV_SLOT_TIMEOUT, SLOT_LEASE_SECONDS, GateSlotTimeout, dataset_slot,
+                                             ensure_dataset_limit, reset_command)
+
+from .. import stack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _gate_flow():
+    from prefect import flow
+
+    @flow(name="slot-probe", persist_result=False)
+    def gate(dataset: str, timeout: float) -> str:
+        with dataset_slot(dataset, timeout=timeout):
+            return "gated"
+
+    return gate
+
+
+def test_a_taken_slot_times_out_naming_the_reset_command_which_frees_it(prefect_server, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+    from prefect.settings import PREFECT_API_URL
+
+    dataset = f"slot-{uuid.uuid4().hex[:8]}"
+    name = ensure_dataset_limit(dataset)
+    with get_client(sync_client=True) as client:  # what a server restart left: taken, no holder to free it
+        client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=1))
+    gate = _gate_flow()
+    started = time.monotonic()
+    state = gate(dataset, 2.0, return_state=True)
+    assert state.is_failed() and time.monotonic() - started < 30
+    with pytest.raises(GateSlotTimeout) as caught:
+        state.result()
+    message = str(caught.value)
+    assert f"stayed taken for 2 s ({ENV_SLOT_TIMEOUT})" in message and reset_command(dataset) in message
+    assert "timed out" not in message  # not mistaken for an outage (those are retried)
+    # the command the message names frees the slot
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "home")}
+    r = subprocess.run([str(stack.BIN / "prefect"), *reset_command(dataset).split()[1:]], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert gate(dataset, 10.0) == "gated"
+
+
+HOLDER = """
+import sys, time
+from prefect import flow
+from privacy_gate.flows.coordination import dataset_slot
+
+@flow(name="slot-holder", persist_result=False)
+def hold(dataset: str):
+    with dataset_slot(dataset, timeout=60):
+        print("HELD", flush=True)
+        time.sleep(3600)
+
+hold(sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_the_slot_of_a_killed_run_is_free_again_once_its_lease_runs_out(tmp_path):
+    """A gate process killed while it holds the slot (SIGKILL: nothing releases it): the next run
+    gets the slot within SLOT_LEASE_SECONDS + 20 s (the lease, the repossessor's 1 s loop here, the
+    server's retry hint of at most 2 s here; with Prefect's defaults at most 15 s and 30 s more)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    server = stack.start_prefect(tmp_path, database_url=f"sqlite+aiosqlite:///{tmp_path / 'prefect.db'}",
+                                 home=tmp_path / "server-home",
+                                 env={"PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "1",
+                                      "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "2"})
+    with stack.running(server):
+        stack.wait_http(server, f"{server.url}/health", timeout=180)
+        env = {**os.environ, "PREFECT_API_URL": server.url, "PREFECT_HOME": str(tmp_path / "holder-home"),
+               "PYTHONPATH": str(ROOT), "PREFECT_LOGGING_LEVEL": "WARNING"}
+        dataset = "killed-holder"
+        holder = stack.start("holder", [sys.executable, "-c", HOLDER, dataset], logdir=tmp_path, env=env)
+        with stack.running(holder):
+            deadline = time.monotonic() + 120
+            while "HELD" not in holder.tail():
+                assert holder.alive() and time.monotonic() < deadline, holder.tail()
+                time.sleep(0.5)
+            with temporary_settings({PREFECT_API_URL: server.url}):
+                gate = _gate_flow()
+                assert gate(dataset, 1.0, return_state=True).is_failed()  # held: a second run cannot have it
+                holder.proc.kill()  # the whole process tree at once
+                holder.proc.wait(30)
+                killed = time.monotonic()
+                state = gate(dataset, SLOT_LEASE_SECONDS + 120, return_state=True)
+                waited = time.monotonic() - killed
+        assert state.is_completed(), state
+        assert waited < SLOT_LEASE_SECONDS + 20, f"the slot came back {waited:.0f} s after the holder was killed"

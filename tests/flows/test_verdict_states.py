@@ -1,0 +1,111 @@
+"""Verdicts as Prefect states: BLOCK ends ``Blocked`` (Failed type), REVIEW ``Review``
+(Completed type), APPROVE Completed, no verdict Failed; the run's last log lines say the verdict
+and why; callers of the flows still get the RunOutcome; the verdict event links the MLflow run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from privacy_gate.flows import coordination
+from privacy_gate.flows.verdict_states import VerdictFlow, verdict_flow, verdict_line, verdict_state
+from privacy_gate.gate import Check, Verdict
+from privacy_gate.pipeline.result import RunOutcome
+
+from ..conftest import write_release_config
+
+
+def _outcome(decision: str, *, status: str = "ok", **kw) -> RunOutcome:
+    if status != "ok":
+        verdict = Verdict.error("gate did not complete: the store did not answer")
+    else:
+        reasons = () if decision == "APPROVE" else (Check(
+            rule="any.auc <= 0.6", metric="auc", observed=0.93, threshold=0.6, bound="max",
+            action="block" if decision == "BLOCK" else "review", passed=False, message="dcr.auc = 0.93 violates max 0.6"),)
+        verdict = Verdict(decision=decision, status="ok", reasons=reasons,
+                          flagged_subgroups=("race=Other",) if decision == "REVIEW" else ())
+    return RunOutcome(verdict=verdict, run_id="r1", tracking_uri="http://mlflow:5000", dataset="adult", **kw)
+
+
+@pytest.mark.parametrize("decision, status, kind, name, head", [
+    ("APPROVE", "ok", "COMPLETED", "Completed", "APPROVE: every rule passed"),
+    ("REVIEW", "ok", "COMPLETED", "Review", "REVIEW: dcr.auc = 0.93 violates max 0.6 — flagged: race=Other"),
+    ("BLOCK", "ok", "FAILED", "Blocked", "BLOCK: dcr.auc = 0.93 violates max 0.6"),
+    ("BLOCK", "error", "FAILED", "Failed", "BLOCK (gate did not complete): gate did not complete: the store"),
+])
+def test_each_verdict_has_its_state(decision, status, kind, name, head):
+    outcome = _outcome(decision, status=status)
+    state = verdict_state(outcome)
+    assert (state.type.value, state.name) == (kind, name)
+    assert state.message.startswith(head) and state.message.endswith("MLflow run r1"), state.message
+    assert "\n" not in state.message
+
+
+def test_review_line_says_who_decided_or_how_to():
+    assert "awaiting review: privacy-gate review r1" in verdict_line(_outcome("REVIEW"))
+    decided = _outcome("REVIEW", review="approve", review_decision={"reviewer": "officer"}, published="s3://r/x")
+    assert "approved by officer — published s3://r/x" in verdict_line(decided)
+
+
+def test_a_verdict_flow_called_as_a_function_returns_the_outcome_for_every_verdict(prefect_server):
+    @verdict_flow(name="verdict-probe", persist_result=False)
+    def probe(decision: str, status: str = "ok"):
+        return verdict_state(_outcome(decision, status=status))
+
+    assert isinstance(probe, VerdictFlow) and isinstance(probe.with_options(name="other"), VerdictFlow)
+    for decision, status in (("APPROVE", "ok"), ("REVIEW", "ok"), ("BLOCK", "ok"), ("BLOCK", "error")):
+        assert probe(decision, status).verdict.decision == decision
+    state = probe.with_options(name="verdict-probe-2")("BLOCK", return_state=True)
+    assert state.is_failed() and state.name == "Blocked" and state.result(raise_on_failure=False).run_id == "r1"
+
+    @verdict_flow(name="broken-probe", persist_result=False)
+    def broken():
+        raise RuntimeError("no verdict")
+
+    with pytest.raises(RuntimeError, match="no verdict"):  # a failure that is no verdict is not swallowed
+        broken()
+
+
+def _logs(flow_run_id, *, until: str, timeout: float = 60.0) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+        lines = [log.message for log in sorted(logs, key=lambda log: log.timestamp)]
+        if any(until in line for line in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(1)
+
+
+def test_a_blocked_release_ends_blocked_and_its_last_lines_say_why(prefect_server, small_adult, tmp_path):
+    from privacy_gate.flows import release_flow
+
+    cfg = write_release_config(small_adult, {"name": "copy_train"}, name="blocked-state.yaml", fast=True)
+    state = release_flow(config_path=str(cfg), workdir=str(tmp_path), return_state=True)
+    assert state.is_failed() and state.name == "Blocked", state
+    outcome = state.result(raise_on_failure=False)
+    assert outcome.verdict.decision == "BLOCK" and outcome.verdict.status == "ok"
+    assert state.message.startswith("BLOCK: ") and outcome.run_id in state.message and "more)" in state.message
+    assert len(state.message) < 1000
+    # the flow's last line (Prefect's own "Finished in state Blocked('<the same message>')" follows
+    # at INFO, which this test session does not send: PREFECT_LOGGING_LEVEL=WARNING)
+    lines = _logs(state.state_details.flow_run_id, until="verdict: ")
+    assert lines[-1] == f"verdict: {state.message}", lines[-3:]
+
+
+def test_the_verdict_event_links_the_mlflow_run(monkeypatch):
+    sent = []
+    monkeypatch.setattr(coordination, "emit_event", lambda **kw: sent.append(kw))
+    coordination.emit_verdict_event(_outcome("REVIEW"))
+    event = sent[0]
+    assert event["event"] == "privacy-gate.verdict.review"
+    assert event["payload"]["mlflow_run_url"] == "http://mlflow:5000/#/runs/r1"
+    assert event["related"][0]["mlflow.run.url"] == "http://mlflow:5000/#/runs/r1"
+    sent.clear()
+    coordination.emit_verdict_event(RunOutcome(verdict=Verdict.error("x"), run_id="r2", tracking_uri="sqlite:///w.db",
+                                               dataset="adult"))
+    assert sent[0]["payload"]["mlflow_run_url"] is None and "mlflow.run.url" not in sent[0]["related"][0]
