@@ -169,4 +169,26 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
     return out[:, 0] if k is None else out
 
 
-__all__ = ["RETRIEVE", "approximate_nearest", "indexed_nearest", "ivf_cells"]
+def k_nearest_indices(targets: np.ndarray, candidates: np.ndarray, k: int, *, batch: int = 16_384) -> np.ndarray:
+    """Indices of the ``k`` nearest candidates of each target, nearest first, shape ``(n, k)``,
+    from a faiss flat index (exact search in float32: which of two near-tied candidates comes first
+    may differ from a float64 search). For attacks that use the neighbours' identity, not their
+    distances (the disclosure evaluators' linkability and inference).
+
+    >>> C = np.array([[0.0], [1.0], [5.0]]); k_nearest_indices(np.array([[0.9], [4.0]]), C, 2).tolist()
+    [[1, 0], [2, 1]]
+    """
+    import faiss
+
+    k = min(k, candidates.shape[0])
+    index = faiss.IndexFlatL2(candidates.shape[1])
+    center = candidates.mean(axis=0)
+    index.add(np.ascontiguousarray(candidates - center, dtype=np.float32))
+    out = np.empty((targets.shape[0], k), dtype=np.int64)
+    for start in range(0, targets.shape[0], batch):
+        T = np.ascontiguousarray(targets[start:start + batch] - center, dtype=np.float32)
+        out[start:start + batch] = index.search(T, k)[1]
+    return out
+
+
+__all__ = ["RETRIEVE", "approximate_nearest", "indexed_nearest", "ivf_cells", "k_nearest_indices"]
