@@ -31,6 +31,7 @@ class Codes:
     columns: tuple[str, ...]
     numeric: np.ndarray
     matrices: tuple[np.ndarray, ...] = field(repr=False)
+    _blocks: dict = field(default_factory=dict, repr=False, compare=False)  # column -> scaled blocks
 
     @classmethod
     def of(cls, frames: Sequence[pd.DataFrame], *, columns: Sequence[str], numeric: set[str] | frozenset[str]
@@ -62,24 +63,33 @@ class Codes:
         """Scaled float32 vectors of every frame over ``columns`` (see the module docstring)."""
         parts: list[list[np.ndarray]] = [[] for _ in self.matrices]
         for j in self.index(columns):
-            values = [m[:, j].astype(np.float64) for m in self.matrices]
-            allv = np.concatenate(values)
-            missing = np.isnan(allv)
-            if self.numeric[j]:
-                lo, hi = (np.nanmin(allv), np.nanmax(allv)) if (~missing).any() else (0.0, 1.0)
-                span = hi - lo if hi > lo else 1.0
-                for p, v in zip(parts, values):
-                    p.append(np.nan_to_num((v - lo) / span, nan=0.0)[:, None])
-            else:
-                n_codes = int(np.nanmax(allv)) + 1 if (~missing).any() else 0
-                eye = np.eye(n_codes + 1, dtype=np.float32) * _HALF
-                for p, v in zip(parts, values):
-                    p.append(eye[np.where(np.isnan(v), n_codes, v).astype(np.int64)][:, :n_codes])
-            if missing.any():
-                for p, v in zip(parts, values):
-                    p.append(np.isnan(v).astype(np.float32)[:, None])
+            if j not in self._blocks:
+                self._blocks[j] = self._block(j)
+            for p, b in zip(parts, self._blocks[j]):
+                p.append(b)
         return tuple(np.hstack(p).astype(np.float32) if p else np.zeros((len(m), 1), np.float32)
                      for p, m in zip(parts, self.matrices))
+
+    def _block(self, j: int) -> list[np.ndarray]:
+        """Column j scaled, one block per frame."""
+        parts: list[list[np.ndarray]] = [[] for _ in self.matrices]
+        values = [m[:, j].astype(np.float64) for m in self.matrices]
+        allv = np.concatenate(values)
+        missing = np.isnan(allv)
+        if self.numeric[j]:
+            lo, hi = (np.nanmin(allv), np.nanmax(allv)) if (~missing).any() else (0.0, 1.0)
+            span = hi - lo if hi > lo else 1.0
+            for p, v in zip(parts, values):
+                p.append(np.nan_to_num((v - lo) / span, nan=0.0)[:, None])
+        else:
+            n_codes = int(np.nanmax(allv)) + 1 if (~missing).any() else 0
+            eye = np.eye(n_codes + 1, dtype=np.float32) * _HALF
+            for p, v in zip(parts, values):
+                p.append(eye[np.where(np.isnan(v), n_codes, v).astype(np.int64)][:, :n_codes])
+        if missing.any():
+            for p, v in zip(parts, values):
+                p.append(np.isnan(v).astype(np.float32)[:, None])
+        return [np.hstack(p).astype(np.float32) for p in parts]
 
 
 def same_value(guess: np.ndarray, truth: np.ndarray, *, numeric: bool, tolerance: float) -> np.ndarray:

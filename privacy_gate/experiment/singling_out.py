@@ -88,6 +88,22 @@ def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | No
     return out
 
 
+def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0) -> np.ndarray:
+    """Whether each predicate matches exactly one row of ``data``. Predicates matching two rows of
+    a small random subset are dropped first (they cannot isolate one): most random predicates
+    match many records, so the full count is paid for few."""
+    keep = np.arange(len(preds))
+    order = np.random.default_rng(seed).permutation(data.shape[0])
+    for size in (1024, 16384):
+        if size >= data.shape[0] or keep.size == 0:
+            break
+        few = match_counts(data[order[:size]], preds.take(keep))[:, 0] <= 1
+        keep = keep[few]
+    out = np.zeros(len(preds), dtype=bool)
+    out[keep] = match_counts(data, preds.take(keep))[:, 0] == 1
+    return out
+
+
 def _record_predicates(syn: np.ndarray, numeric: np.ndarray, rng: np.random.Generator, n: int, n_cols: int
                        ) -> Predicates:
     rows = rng.integers(syn.shape[0], size=n)
@@ -105,13 +121,14 @@ def _univariate_candidates(syn: np.ndarray, numeric: np.ndarray) -> Predicates:
     for j in range(syn.shape[1]):
         x = syn[:, j]
         present = x[~np.isnan(x)]
-        if np.isnan(x).sum() == 1:
-            cols.append(j), ops.append(ISNA), vals.append(np.nan)
+        found = [(ISNA, np.nan)] if np.isnan(x).sum() == 1 else []
         if numeric[j] and present.size:
-            cols += [j, j], ops.extend([LE, GE]), vals.extend([present.min(), present.max()])
+            found += [(LE, present.min()), (GE, present.max())]
         uniq, counts = np.unique(present, return_counts=True)
-        single = uniq[counts == 1]
-        cols += [j] * len(single), ops.extend([EQ] * len(single)), vals.extend(single.tolist())
+        found += [(EQ, v) for v in uniq[counts == 1]]
+        cols += [j] * len(found)
+        ops += [o for o, _ in found]
+        vals += [v for _, v in found]
     return Predicates(np.array(cols, np.int64)[:, None], np.array(ops, np.int8)[:, None],
                       np.array(vals, np.float32)[:, None])
 
@@ -135,9 +152,9 @@ def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n
     if n_cols <= 1:
         cand = _univariate_candidates(syn, numeric)
         cand = cand.take(rng.permutation(len(cand)))
-        cand = cand.take(np.flatnonzero(match_counts(syn, cand)[:, 0] == 1))
+        cand = cand.take(np.flatnonzero(isolating(syn, cand, seed=seed)))
         return cand.take(np.arange(min(n_attacks, len(cand))))
-    limit = max_attempts or 50 * n_attacks
+    limit = max_attempts or 10 * n_attacks
     found: list[Predicates] = []
     have, tried, seen = 0, 0, set()
     batch = max(256, min(4 * n_attacks, 8192))
@@ -145,7 +162,7 @@ def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n
         cand = _record_predicates(syn, numeric, rng, min(batch, limit - tried), n_cols)
         tried += len(cand)
         cand = cand.take(_unique_rows(cand, seen))
-        cand = cand.take(np.flatnonzero(match_counts(syn, cand)[:, 0] == 1))
+        cand = cand.take(np.flatnonzero(isolating(syn, cand, seed=seed)))
         found.append(cand.take(np.arange(min(len(cand), n_attacks - have))))
         have += len(found[-1])
     if have < n_attacks:
@@ -205,8 +222,8 @@ def singling_out(codes: Codes, *, n_attacks: int, n_cols: int, seed: int, alpha:
     preds = attack_predicates(syn, codes.numeric, n_attacks=n_attacks, n_cols=n_cols, seed=seed,
                               max_attempts=max_attempts)
     n = len(preds)
-    k_train = int((match_counts(train, preds)[:, 0] == 1).sum())
-    k_control = int((match_counts(control, preds)[:, 0] == 1).sum())
+    k_train = int(isolating(train, preds, seed=seed).sum())
+    k_control = int(isolating(control, preds, seed=seed).sum())
     factor = size_correction(control, preds, target_size=train.shape[0], seed=seed + 1)
     # the naive attacker: the same number of random predicates (random records of the training-size
     # population are not available to it: it draws values uniformly from the synthetic columns)
@@ -215,4 +232,4 @@ def singling_out(codes: Codes, *, n_attacks: int, n_cols: int, seed: int, alpha:
                              n_predicates=n, control_correction=factor, risk=risk, columns=codes.columns)
 
 
-__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "match_counts", "singling_out", "size_correction"]
+__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "isolating", "match_counts", "singling_out", "size_correction"]
