@@ -415,7 +415,7 @@ def _disclosure(inp: ReportInputs) -> str:
     rows = [([_e(r["attack"]), _e(r["knew"]), f"{_num(r['risk'], 3)} [{_num(r['risk_lower'], 3)}, "
               f"{_num(r['risk_upper'], 3)}]", _num(r["train_rate"], 3), _num(r["control_rate"], 3),
               _num(r.get("baseline_rate"), 3), _num(r["n_train"], 0), _e(r.get("note", ""))],
-             "flag" if r["risk_lower"] > 0.10 else "") for r in d["rows"]]
+             "flagged" if r["risk_lower"] > 0.10 else "") for r in d["rows"]]
     table = _table(["attack", "what the attacker knew", "risk [interval]", "success on training",
                     "on control", "naive baseline", "attacks per side", "note"], rows)
     note = _note_markup(
