@@ -84,14 +84,29 @@ def attacker(spec: DatasetSpec) -> Attacker:
     return Attacker(tuple(qis), tuple(secrets), tuple(link_a), tuple(link_b), tuple(assumed))
 
 
-def control_records(holdout: pd.DataFrame, target_ids: np.ndarray, reference: pd.DataFrame | None
-                    ) -> tuple[pd.DataFrame, str]:
-    """The control records and a sentence naming where they come from."""
-    free = holdout.loc[~holdout.index.isin(target_ids)]
+def control_records(holdout: pd.DataFrame, target_ids: np.ndarray, reference: pd.DataFrame | None, *,
+                    min_control: int) -> tuple[pd.DataFrame, str]:
+    """The control records and a sentence naming where they come from: the holdout records that
+    are not membership targets, plus the reference when it is exchangeable with the holdout; when
+    these are fewer than ``min_control`` (the default targets take the whole holdout), the holdout's
+    membership non-member targets too — real records the generator never saw as well, so still
+    valid controls (the two experiments then share records: each is valid, they are not
+    independent).
+
+    >>> h = pd.DataFrame({"a": range(5)}); r = pd.DataFrame({"a": range(3)})
+    >>> [len(control_records(h, np.array([0, 1]), r, min_control=k)[0]) for k in (4, 6)]
+    [6, 8]
+    """
+    targeted = holdout.index.isin(target_ids)
+    free = holdout.loc[~targeted]
     parts, source = [free], f"{len(free):,} holdout records that are not membership targets"
     if reference is not None and len(reference):
         parts.append(reference)
         source += f" + {len(reference):,} reference records (exchangeable with the holdout)"
+    if sum(len(p) for p in parts) < min_control and targeted.any():
+        parts.append(holdout.loc[targeted])
+        source += (f" + {int(targeted.sum()):,} holdout records that are also the membership experiment's "
+                   "non-member targets (too few others)")
     return pd.concat(parts), source
 
 

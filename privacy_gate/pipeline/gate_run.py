@@ -226,7 +226,8 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
 def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
     control, source = control_records(splits.holdout, state.targets.row_ids,
-                                      splits.reference if settings.exposure.reference_calibrates else None)
+                                      splits.reference if settings.exposure.reference_calibrates else None,
+                                      min_control=settings.disclosure.min_control)
     public = label_values(list(spec.subgroups), {c: spec.columns[c].categories for c in spec.subgroups},
                           [splits.holdout, splits.reference], min_count=settings.audit.label_min_count)
     state.disclosure = d = executor.run("disclosure", measure_disclosure, state.inputs.synthetic, splits.train, control,
