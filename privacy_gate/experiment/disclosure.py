@@ -94,7 +94,7 @@ def control_records(holdout: pd.DataFrame, target_ids: np.ndarray, reference: pd
     independent).
 
     >>> h = pd.DataFrame({"a": range(5)}); r = pd.DataFrame({"a": range(3)})
-    >>> [len(control_records(h, np.array([0, 1]), r, min_control=k)[0]) for k in (4, 6)]
+    >>> [len(control_records(h, np.array([0, 1]), r, min_control=k)[0]) for k in (4, 7)]
     [6, 8]
     """
     targeted = holdout.index.isin(target_ids)
