@@ -151,7 +151,9 @@ def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n
     n_cols = min(n_cols, syn.shape[1])
     if n_cols <= 1:
         cand = _univariate_candidates(syn, numeric)
-        cand = cand.take(rng.permutation(len(cand)))
+        # a value one synthetic record holds isolates it by construction; only a minimum or a
+        # maximum can be tied, so checking twice the needed number in random order is enough
+        cand = cand.take(rng.permutation(len(cand))[:2 * n_attacks + 2 * syn.shape[1]])
         cand = cand.take(np.flatnonzero(isolating(syn, cand, seed=seed)))
         return cand.take(np.arange(min(n_attacks, len(cand))))
     limit = max_attempts or 10 * n_attacks
