@@ -22,7 +22,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from privacy_gate.errors import ConfigError
-from privacy_gate.names import COMBINED, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST, rule_metric_problem
+from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
+                                rule_metric_problem)
 from privacy_gate.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
@@ -176,6 +177,18 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(metric="exposed.tail_pvalue", min=0.0025, action="review"),
     Rule(metric="exposed.scan_tail_pvalue", min=0.01, action="review"),
     Rule(metric="exposed.scan_count", max=0, action="review"),
+    # disclosure risks (Giomi et al.): the share of what an attacker could not otherwise get right
+    # that it gets right on training records only. Block when we are 95% sure it is above 0.10 (the
+    # membership rules' bar: the MACE advantage lower bound); review when we cannot exclude 0.30
+    # (an upper bound, wide when the control rate is high: its width is about that of the rates
+    # divided by 1 - control rate). The inference figures are those of the secret column with the
+    # highest lower bound..
+    Rule(metric="singling_out.risk_lower", max=0.10, action="block"),
+    Rule(metric="linkability.risk_lower", max=0.10, action="block"),
+    Rule(metric="inference.risk_lower", max=0.10, action="block"),
+    Rule(metric="singling_out.risk_upper", max=0.30, action="review"),
+    Rule(metric="linkability.risk_upper", max=0.30, action="review"),
+    Rule(metric="inference.risk_upper", max=0.30, action="review"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
     # every subgroup, however small: its rank test, Holm-adjusted over all groups (family-wise 1%:
     # a release with no leakage has a flagged group at most one time in a hundred)
@@ -221,6 +234,25 @@ class ExposureConfig(_Strict):
     reference_calibrates: bool | None = None
     # the tail-excess tests look at the most extreme records up to this share of the pool
     tail_max_share: float = Field(0.01, gt=0, le=0.2)
+
+
+class DisclosureConfig(_Strict):
+    """Singling out, linkability and inference risks (experiment/disclosure.py; who the attacker
+    is comes from the spec's quasi_identifiers / sensitive / linkability)."""
+
+    enabled: bool = True
+    # attacks per evaluator and side: singling-out predicates; training and control targets of
+    # linkability and of each inference (500 per side, anonymeter's default: each rate's 97.5%
+    # Wilson half-width is at most 0.05)
+    n_attacks: int = Field(500, ge=20)
+    n_cols: int = Field(3, ge=2)  # columns per multivariate singling-out predicate
+    n_neighbors: int = Field(1, ge=1)  # linkability: synthetic neighbours of each part
+    tolerance: float = Field(0.05, ge=0)  # inference: a number within this relative distance is a hit
+    # control records (holdout records not used as membership targets, plus the reference split
+    # when it is exchangeable with the holdout): fewer than this refuses the stage (a BLOCK that
+    # names the key); 200 control targets give a control-rate half-width of at most 0.08
+    min_control: int = Field(200, ge=20)
+    subgroup_min_targets: int = Field(30, ge=5)  # a subgroup's risk needs this many targets per side
 
 
 class AuditConfig(_Strict):
@@ -298,7 +330,7 @@ def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
 
 
 def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...],
-                  exposure: ExposureConfig | None = None) -> str | None:
+                  exposure: ExposureConfig | None = None, disclosure: DisclosureConfig | None = None) -> str | None:
     """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
     figure: what is wrong, or None.
 
@@ -314,6 +346,9 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
         if named is not None and named not in allowed:
             return (f"gate.rules[{i}] ({rule.describe()}): attack {named!r} is not a configured attack "
                     f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
+        if disclosure is not None and not disclosure.enabled and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES:
+            return (f"gate.rules[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is false: "
+                    "turn it on or list gate.rules without singling_out/linkability/inference rules")
         if exposure is not None and not exposure.scan_members and rule.metric.startswith("exposed.scan_"):
             return (f"gate.rules[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members is "
                     "false: turn the scan on or list gate.rules without exposed.scan_* rules")
@@ -508,6 +543,7 @@ class ReleaseConfig(_Strict):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
+    disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -520,7 +556,7 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
@@ -620,10 +656,11 @@ class GateOnlyConfig(_Strict):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
+    disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self

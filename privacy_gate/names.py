@@ -57,6 +57,19 @@ ORACLE_ATTACK = "mama_mia_oracle"  # MAMA-MIA with the generator's real focal po
 #: Exposed-record discovery over the member targets (``estimators.exposure``): ``exposed.count``,
 #: ``exposed.share_lower``, ``exposed.share_upper``, ... — plain metrics, not per attack.
 EXPOSURE = "exposed"
+#: Disclosure risks (``experiment.disclosure``, Giomi et al.): ``singling_out.risk``,
+#: ``linkability.risk_lower``, ``inference.risk_upper`` (the worst secret column) and
+#: ``inference.<column>.risk`` per secret column.
+SINGLING_OUT = "singling_out"
+LINKABILITY = "linkability"
+INFERENCE = "inference"
+DISCLOSURE_FAMILIES = (SINGLING_OUT, LINKABILITY, INFERENCE)
+#: the figures of one disclosure risk (``estimators.disclosure.DisclosureRisk.figures``)
+DISCLOSURE_FIGURES = ("risk", "risk_lower", "risk_upper", "train_rate", "control_rate", "baseline_rate",
+                      "n_train", "n_control")
+#: the HTML report's disclosure section (attacker's knowledge, risks, baselines; no record values)
+ART_DISCLOSURE = "risk/disclosure.json"
+ART_DISCLOSURE_PLOT = "plots/disclosure_risk.png"
 #: A subgroup's rank test over the gated attacks (``estimators.group_tests``), in each group's metrics.
 GROUP_TEST = "membership_test"
 #: Suppression label of the exposed records (``privacy-gate approve --suppress exposed``).
@@ -75,6 +88,8 @@ PLAIN_FIGURES = {
                 "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
                 "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs"),
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
+    **{family: DISCLOSURE_FIGURES + tuple(f"{mode}.{f}" for mode in ("univariate", "multivariate")
+                                          for f in DISCLOSURE_FIGURES) for family in DISCLOSURE_FAMILIES},
     "utility": ("quality", "tvd_1way", "tvd_2way", "worst_1way_tvd", "worst_2way_tvd", "n_columns", "n_pairs"),
 }
 #: A subgroup's own figures without an attack (its rank test, sizes and exposed records).
@@ -117,7 +132,8 @@ def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str |
     if scope == "global" and family == "validation" and figure.startswith("synthetic."):
         return None  # the synthetic suite's figures (copy_share, failed, success, ...)
     if scope == "global" and family in PLAIN_FIGURES:
-        if figure in PLAIN_FIGURES[family]:
+        if figure in PLAIN_FIGURES[family] or (family == INFERENCE and figure.rpartition(".")[2] in DISCLOSURE_FIGURES
+                                               and "." in figure):
             return None
         known = [f"{family}.{f}" for f in PLAIN_FIGURES[family]]
         return f"metric {metric!r} is not a figure the gate records ({', '.join(known[:2])}, ...)"
@@ -149,6 +165,15 @@ def dependency_metric(attack: str, metric: str) -> str:
 def dependency_figure(figure: str) -> str:
     """Release-level dependency figures: ``source_tv`` -> ``dependency.source_tv``."""
     return f"dependency.{figure}"
+
+
+def disclosure_metric(family: str, figure: str, column: str | None = None) -> str:
+    """``inference`` + ``risk_lower`` (+ ``income``) -> ``inference.income.risk_lower``.
+
+    >>> disclosure_metric("singling_out", "risk"), disclosure_metric("inference", "risk_upper", "income")
+    ('singling_out.risk', 'inference.income.risk_upper')
+    """
+    return f"{family}.{column}.{figure}" if column else f"{family}.{figure}"
 
 
 def exposure_metric(figure: str) -> str:

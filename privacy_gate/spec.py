@@ -87,6 +87,14 @@ class DatasetSpec(_Strict):
     entity_id: str | None = None
     subgroups: list[str] = Field(default_factory=list)
     source: str | None = None
+    # who the disclosure attacker is (README, "Disclosure risks"): the columns an attacker may
+    # know about a person (default: every attribute column that is not sensitive), the secrets
+    # (default: the attribute columns that are not quasi-identifiers, or every attribute column in
+    # turn when neither is declared), and the two parts of a record linkability joins (default:
+    # the quasi-identifiers split in two halves, in spec order)
+    quasi_identifiers: list[str] | None = None
+    sensitive: list[str] | None = None
+    linkability: list[list[str]] | None = None
     # the identifier guard (see DEFAULT_MAX_CATEGORIES): most distinct values a categorical column
     # may have, and the largest share of its values (from 200 values on) that may be distinct
     max_categories: int = Field(DEFAULT_MAX_CATEGORIES, ge=2)
@@ -120,6 +128,7 @@ class DatasetSpec(_Strict):
                 raise ValueError(f"subgroups names unknown column '{col}'")
             if self.columns[col].is_numeric:
                 raise ValueError(f"subgroup column '{col}' must be categorical or ordinal with categories")
+        self._check_disclosure()
         if self.entity_id is not None and len(self.columns) < 2:
             raise ValueError("a spec with an entity_id needs at least one other column")
         for name, col in self.columns.items():
@@ -127,6 +136,29 @@ class DatasetSpec(_Strict):
                 raise ValueError(f"column '{name}' lists {len(col.categories)} categories, more than max_categories "
                                  f"({self.max_categories}); declare it as entity_id, drop it, or raise max_categories")
         return self
+
+    def _check_disclosure(self) -> None:
+        for key, cols in (("quasi_identifiers", self.quasi_identifiers), ("sensitive", self.sensitive),
+                          *((f"linkability[{i}]", part) for i, part in enumerate(self.linkability or []))):
+            for col in cols or []:
+                if col not in self.columns:
+                    raise ValueError(f"{key} names unknown column '{col}'")
+                if col == self.entity_id:
+                    raise ValueError(f"{key} names the entity_id '{col}' (an identifier, not an attribute)")
+            if cols is not None and len(set(cols)) != len(cols):
+                raise ValueError(f"{key} lists a column more than once")
+        if self.quasi_identifiers is not None and not self.quasi_identifiers:
+            raise ValueError("quasi_identifiers: empty — leave the key out for the default (every non-sensitive "
+                             "column)")
+        both = set(self.quasi_identifiers or []) & set(self.sensitive or [])
+        if both:
+            raise ValueError(f"sensitive and quasi_identifiers share {sorted(both)}: a secret is what the attacker "
+                             "does not know")
+        if self.linkability is not None:
+            if len(self.linkability) != 2 or not all(self.linkability):
+                raise ValueError("linkability must list exactly two non-empty column sets")
+            if set(self.linkability[0]) & set(self.linkability[1]):
+                raise ValueError("linkability: the two column sets must not share a column")
 
     @property
     def column_names(self) -> list[str]:

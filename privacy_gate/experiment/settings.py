@@ -26,7 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, rules_problem, AttackConfig, AuditConfig, ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
+from privacy_gate.config import (DEFAULT_ATTACKS, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
+                                  ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
@@ -51,6 +52,7 @@ class GateSettings(BaseModel):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
+    disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
     generator: GeneratorKnowledge | None = None
     privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
     oracle_focal_points: tuple[FocalPoint, ...] | None = None  # evaluator-only knowledge
@@ -59,7 +61,7 @@ class GateSettings(BaseModel):
 
     @model_validator(mode="after")
     def _rules_read_attacks_that_run(self) -> GateSettings:
-        problem = rules_problem(self.gate.rules, self.attacks, self.exposure)
+        problem = rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self
@@ -110,7 +112,7 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
         config.dataset.reference_path is None and not reads_reference))
     return GateSettings(
         spec=config.dataset.spec, gate=config.gate, attacks=with_oracle(config.attacks, focal),
-        targets=config.targets, audit=config.audit, mace=config.mace, exposure=exposure,
+        targets=config.targets, audit=config.audit, mace=config.mace, exposure=exposure, disclosure=config.disclosure,
         generator=GeneratorKnowledge(name=config.generator.name,
                                      params={**config.generator.params, "seed": config.generator.seed}),
         privacy=generator.privacy, oracle_focal_points=tuple(focal) if focal else None,
@@ -120,7 +122,8 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
 def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
                            attacks: Sequence[AttackConfig] | None = None, targets: TargetsConfig | None = None,
                            audit: AuditConfig | None = None, mace: MaceConfig | None = None,
-                           exposure: ExposureConfig | None = None, score_chunks: int = 1) -> GateSettings:
+                           exposure: ExposureConfig | None = None, score_chunks: int = 1,
+                           disclosure: DisclosureConfig | None = None) -> GateSettings:
     """Settings for synthetic data made elsewhere: defaults for every section not given. The
     reference file is taken to be what the gate-only contract says it is — real records of the
     same population that the generator never saw — so it calibrates the member scan unless
@@ -128,4 +131,4 @@ def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
     return GateSettings(spec=spec, gate=gate or GateConfig(), attacks=tuple(attacks or DEFAULT_ATTACKS),
                         targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig(),
                         exposure=resolved_exposure(exposure or ExposureConfig(), reference_exchangeable=True),
-                        score_chunks=score_chunks)
+                        disclosure=disclosure or DisclosureConfig(), score_chunks=score_chunks)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.config import (AttackConfig, AuditConfig, ExposureConfig, GateConfig, MaceConfig, TargetsConfig, load_spec)
+from privacy_gate.config import (AttackConfig, AuditConfig, DisclosureConfig, ExposureConfig, GateConfig, MaceConfig, TargetsConfig, load_spec)
 
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
@@ -41,7 +41,7 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
              gate: GateConfig | None = None, attacks: Sequence[AttackConfig | dict[str, Any]] | None = None,
              targets: TargetsConfig | None = None, audit: AuditConfig | None = None, mace: MaceConfig | None = None,
              exposure: ExposureConfig | None = None, executor: Executor | None = None, sinks: Sequence[Sink] = (),
-             logger: Any = None, score_chunks: int = 1) -> GateResult:
+             logger: Any = None, score_chunks: int = 1, disclosure: DisclosureConfig | None = None) -> GateResult:
     """Judge ``synthetic`` (made from ``train``) with the gate's attacks, estimators and rules.
 
     ``holdout``: real records not used for training (non-member targets); ``reference``: real
@@ -56,7 +56,8 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
     attack_cfgs = None if attacks is None else [a if isinstance(a, AttackConfig) else AttackConfig(**a)
                                                  for a in attacks]
     settings = settings_for_gate_only(spec=spec, gate=gate, attacks=attack_cfgs, targets=targets, audit=audit,
-                                      mace=mace, exposure=exposure, score_chunks=score_chunks)
+                                      mace=mace, exposure=exposure, score_chunks=score_chunks,
+                                      disclosure=disclosure)
     check_disjoint(parts, spec, sources={k: str(v) if isinstance(v, (str, Path)) else f"(the {k} DataFrame)"
                                          for k, v in (("train", train), ("holdout", holdout), ("reference", reference))})
     inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"))

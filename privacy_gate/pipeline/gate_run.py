@@ -11,11 +11,13 @@ The run is the declared list :data:`GATE_STAGES`, executed by
    exposed-share bounds;
 6. ``scan`` (on by default) — every training record against the holdout (and the reference when
    it is exchangeable with it): copy-multiplicity p-values and the tail-excess test;
-7. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
-8. ``decide`` — the rules and findings -> :class:`~privacy_gate.gate.Verdict`;
-9. ``logging`` — each sink records the result (e.g. the MLflow run).
+7. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
+   records against control records (:mod:`privacy_gate.experiment.disclosure`);
+8. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
+9. ``decide`` — the rules and findings -> :class:`~privacy_gate.gate.Verdict`;
+10. ``logging`` — each sink records the result (e.g. the MLflow run).
 
-Stages 2-7 are the membership experiment (:mod:`privacy_gate.experiment`: numbers only); stage 8
+Stages 2-8 are the membership experiment (:mod:`privacy_gate.experiment`: numbers only); stage 8
 is the gate's (:mod:`privacy_gate.gate`). Fail closed: any exception becomes a BLOCK verdict
 naming the stage that failed.
 """
@@ -35,6 +37,7 @@ from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
 from privacy_gate.experiment.dependency import SourceShift, source_shift
+from privacy_gate.experiment.disclosure import DisclosureResult, control_records, measure_disclosure
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
@@ -74,6 +77,7 @@ class GateState:
     mace: MaceResult | None = None
     exposure: ExposureResult | None = None
     scan: ScanResult | None = None
+    disclosure: DisclosureResult | None = None
     shift: SourceShift | None = None
     audit: AuditResult | None = None
     verdict: Verdict | None = None
@@ -87,7 +91,7 @@ class GateState:
     def result(self, timings: dict[str, float]) -> GateResult:
         return GateResult(verdict=self.verdict or Verdict.error("gate did not decide"), settings=self.settings,
                           targets=self.targets, outcomes=self.outcomes, utility=self.utility, mace=self.mace,
-                          exposure=self.exposure, scan=self.scan, audit=self.audit, validation=self.validation,
+                          exposure=self.exposure, scan=self.scan, disclosure=self.disclosure, audit=self.audit, validation=self.validation,
                           strongest={k: name for k, (_, name) in self.strongest.items()}, timings=timings)
 
 
@@ -219,6 +223,21 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
                     "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
 
 
+def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
+    settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
+    control, source = control_records(splits.holdout, state.targets.row_ids,
+                                      splits.reference if settings.exposure.reference_calibrates else None,
+                                      min_control=settings.disclosure.min_control)
+    public = label_values(list(spec.subgroups), {c: spec.columns[c].categories for c in spec.subgroups},
+                          [splits.holdout, splits.reference], min_count=settings.audit.label_min_count)
+    state.disclosure = d = executor.run("disclosure", measure_disclosure, state.inputs.synthetic, splits.train, control,
+                                        spec, settings.disclosure, seed=settings.targets.seed, control_source=source,
+                                        subgroups=spec.subgroups, public=public)
+    state.metrics.update(d.metrics())
+    for note in d.attacker.assumed:
+        logger.info("  (assumed) %s", note)
+
+
 def _audit(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
     if spec.source is not None:
@@ -273,6 +292,8 @@ GATE_STAGES: tuple[Stage[GateState], ...] = (
     Stage("scan", lambda s: f"member scan: all {len(s.inputs.splits.train):,} training records against the "
                             f"holdout{' and reference' if s.settings.exposure.reference_calibrates else ''}",
           _scan, when=lambda s: s.settings.exposure.scan_members),
+    Stage("disclosure", lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
+          _disclosure, when=lambda s: s.settings.disclosure.enabled),
     Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
     Stage("decide", lambda s: "applying the gate rules", _decide),
 )

@@ -20,7 +20,8 @@ from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
 from privacy_gate.gate import Verdict  # noqa: E402
 from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
-from privacy_gate.report.plots import dp_audit_figure, dp_audit_figure_inputs, risk_profile_figure, roc_figure  # noqa: E402
+from privacy_gate.report.plots import (disclosure_figure, dp_audit_figure, dp_audit_figure_inputs,  # noqa: E402
+                                       risk_profile_figure, roc_figure)
 from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
 from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
 
@@ -140,6 +141,11 @@ class MlflowSink:
             self.tracker.log_frame(self.run_id, result.exposure.records, names.ART_EXPOSED)
         if result.scan is not None:
             self.tracker.log_frame(self.run_id, result.scan.records, names.ART_SCAN)
+        if result.disclosure is not None:
+            # attacker's columns, counts, rates and risks only: no predicate or secret value
+            summary = result.disclosure.summary()
+            self.tracker.log_json(self.run_id, summary, names.ART_DISCLOSURE)
+            self._figure(disclosure_figure(summary["rows"]), names.ART_DISCLOSURE_PLOT)
 
     def _record_attacks(self, result: GateResult) -> None:
         targets = result.targets

@@ -276,7 +276,8 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
             synth = conform(read_table(synthetic), spec, source=str(synthetic), check_identifiers=False)
             ctx.quarantine(synth, "parquet")
         settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
-                                          audit=judging.audit, mace=judging.mace, exposure=judging.exposure)
+                                          audit=judging.audit, mace=judging.mace, exposure=judging.exposure,
+                                          disclosure=judging.disclosure)
         verdict = ctx.gate(GateInputs(splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256),
                            settings)
     except Exception as exc:  # noqa: BLE001 - fail closed

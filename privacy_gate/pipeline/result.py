@@ -16,6 +16,7 @@ from privacy_gate.estimators.exposure import ExposureResult
 from privacy_gate.estimators.mace_queries import MaceResult
 from privacy_gate.gate import Verdict
 from privacy_gate.experiment.attack_runs import AttackOutcome, scores_frame
+from privacy_gate.experiment.disclosure import DisclosureResult
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.member_scan import ScanResult
 from privacy_gate.experiment.settings import GateSettings
@@ -36,6 +37,7 @@ class GateResult:
     mace: MaceResult | None = None
     exposure: ExposureResult | None = None
     scan: ScanResult | None = None  # the member scan (exposure.scan_members)
+    disclosure: DisclosureResult | None = None  # singling out, linkability, inference (disclosure.enabled)
     audit: AuditResult | None = None
     validation: Any = None  # the synthetic suite's ValidationReport
     strongest: dict[str, str] = field(default_factory=dict)  # metric -> attack that reached the maximum
@@ -61,7 +63,8 @@ class GateResult:
             verdict=self.verdict.to_dict(), scores=self.scores(),
             subgroups=self.audit.group_rows if self.audit else (), utility=self.utility or {},
             timings=self.timings, run_id=self.verdict.run_id, dataset=self.settings.spec.name,
-            mace=self.mace.per_record if self.mace else None))
+            mace=self.mace.per_record if self.mace else None,
+            disclosure=self.disclosure.summary() if self.disclosure else None))
 
     def _repr_html_(self) -> str:
         return self.report_html()

@@ -58,6 +58,7 @@ class ReportInputs:
     published: str | None = None  # where the release was published (the run's publication tags), if it was
     dp_audit: Mapping[str, Any] | None = None  # dp_audit/audit.json when the release audited its DP claim
     group_rocs: Mapping[str, Any] | None = None  # audit/flagged_roc.json: ROC curves inside flagged groups
+    disclosure: Mapping[str, Any] | None = None  # risk/disclosure.json (DisclosureResult.summary: no values)
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -385,6 +386,30 @@ def _exposure(inp: ReportInputs) -> str:
     return _section("Exposed records", note + table, "exposure")
 
 
+def _disclosure(inp: ReportInputs) -> str:
+    d = inp.disclosure
+    if not d:
+        return ""
+    rows = [([_e(r["attack"]), _e(r["knew"]), f"{_num(r['risk'], 3)} [{_num(r['risk_lower'], 3)}, "
+              f"{_num(r['risk_upper'], 3)}]", _num(r["train_rate"], 3), _num(r["control_rate"], 3),
+              _num(r.get("baseline_rate"), 3), _num(r["n_train"], 0), _e(r.get("note", ""))],
+             "flagged" if r["risk_lower"] > 0.10 else "") for r in d["rows"]]
+    table = _table(["attack", "what the attacker knew", "risk [interval]", "success on training",
+                    "on control", "naive baseline", "attacks per side", "note"], rows)
+    note = _note_markup(
+        "Each attack uses the synthetic data only. Its <b>risk</b> is (success on training records - success on "
+        "control records) / (1 - success on control records): the share of what the attacker could not get "
+        "right from the population alone that it gets right on the people in the training data. "
+        "<b>Singling out</b>: predicates written from the synthetic data that isolate exactly one record; "
+        "<b>linkability</b>: the nearest synthetic records of two parts of a record are the same; "
+        "<b>inference</b>: the secret of the nearest synthetic record on the known columns is right. The naive "
+        "baseline guesses from the synthetic marginal (inference) or at random (linkability).")
+    note += _note(f"Control records: {d.get('control')}. Interval: {d.get('interval')}.")
+    for assumed in d.get("assumed", []):
+        note += _note(f"Assumed: {assumed}.")
+    return _section("Disclosure risks", note + table, "disclosure")
+
+
 def _naming_note(m: dict, prefix: str, what: str) -> str:
     """Why no record is named when none is: the smallest p-value possible and what BH needs there."""
     count, floor, needs = (m.get(f"exposed.{prefix}{k}") for k in ("count", "min_pvalue", "naming_needs"))
@@ -631,9 +656,10 @@ def _open_hint(inp: ReportInputs) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [_howto(inp), _rules(inp), _attacks(inp), _exposure(inp), _mace(inp), _subgroups(inp), _entity(inp),
-                _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp)]
+    sections = [_howto(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
+                _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp)]
     nav_items = [("decide", "How to decide"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
+                 ("disclosure", "Disclosure risks"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
                  ("dp_audit", "DP audit"),
@@ -693,6 +719,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         tracking_uri=tracker.uri,
         experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
+        disclosure=_optional(names.ART_DISCLOSURE, lambda: js(names.ART_DISCLOSURE)),
         published=published_location(tags),
         dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),
         group_rocs=_optional(names.ART_GROUP_ROC, lambda: js(names.ART_GROUP_ROC)),

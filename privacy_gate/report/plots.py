@@ -134,6 +134,30 @@ def risk_profile_figure(risk: np.ndarray, lower: np.ndarray | None = None, upper
     return fig
 
 
+def disclosure_figure(rows: Sequence[dict]):
+    """Each disclosure risk (rows of ``DisclosureResult.summary``) with its interval, the
+    training, control and naive success rates beside it. Attack names and numbers only."""
+    fig, (risks, rates) = _figure(11, 0.35 * max(len(rows), 3) + 1.2, 2)
+    y = np.arange(len(rows))[::-1]
+    names = [r["attack"].split(" (")[0] for r in rows]
+    risk = np.array([r["risk"] for r in rows], float)
+    lo, hi = np.array([r["risk_lower"] for r in rows], float), np.array([r["risk_upper"] for r in rows], float)
+    risks.errorbar(risk, y, xerr=[risk - lo, hi - risk], fmt="o", color="#c44e52", capsize=3)
+    risks.axvline(0, color="grey", lw=0.8, ls=":")
+    risks.set_yticks(y, names, fontsize=7)
+    risks.set_xlim(-1.02, 1.02)
+    risks.set_title("risk (training vs control) with its interval")
+    for key, mark, label in (("train_rate", "o", "training"), ("control_rate", "s", "control"),
+                             ("baseline_rate", "x", "naive")):
+        rates.scatter([r.get(key, np.nan) for r in rows], y, marker=mark, label=label, s=18)
+    rates.set_yticks(y, [""] * len(y))
+    rates.set_xlim(-0.02, 1.02)
+    rates.set_title("attack success rates")
+    rates.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, bool]], *, metric: str,
                          thresholds: Sequence[float] = (), reference: float | None = None):
     """Horizontal bars per subgroup and attack with their interval:

@@ -1,0 +1,237 @@
+"""Singling out (Giomi et al., PETS 2023, §4.1; Cohen and Nissim 2020): the attacker writes
+predicates from the synthetic data alone — univariate (a value held by one synthetic record, a
+column's minimum or maximum) and multivariate (``n_cols`` columns of a random synthetic record:
+categories by equality, numbers by ``>=`` above the column's synthetic median and ``<=`` below it,
+missing values by "is missing") — and keeps those that isolate exactly one synthetic record. An
+attack succeeds on a set of real records when its predicate matches exactly one of them.
+
+The success rate on the training set is compared with that on the control set. A predicate is
+likelier to isolate one record in a smaller set, so when the control set is smaller than the
+training set its successes are scaled to the training set's size by the model of Cohen and
+Nissim: the share of predicates isolating one of ``n`` records is ``a * I(n, w)`` with
+``I(n, w) = (1 - (n w + 1)(1 - w)^n) / (n + 1)`` for an effective weight ``w``, fitted (least
+squares over a grid of ``w``) to the successes on nested random prefixes of the control set.
+
+Everything is vectorised: a predicate is (columns, operators, values) rows of arrays, evaluated
+against a whole code matrix in chunks. Predicates are described outside this module by column
+names and counts only, never by their values.
+
+>>> import pandas as pd
+>>> from privacy_gate.experiment.disclosure_codes import Codes
+>>> df = pd.DataFrame({"a": list("abcd") * 50, "b": np.arange(200).astype(str)})
+>>> codes = Codes.of([df, df, df.iloc[:100]], columns=["a", "b"], numeric=set())
+>>> r = singling_out(codes, n_attacks=50, n_cols=2, seed=0)
+>>> r.risk.train_rate, r.n_predicates
+(1.0, 50)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from privacy_gate.estimators.disclosure import DisclosureRisk, disclosure_risk
+from privacy_gate.experiment.disclosure_codes import Codes
+
+_LOG = logging.getLogger("privacy_gate.experiment")
+EQ, LE, GE, ISNA = 0, 1, 2, 3
+#: elements (predicates x records) per evaluation chunk: 32 MB of float32 per column
+CHUNK_ELEMENTS = 1 << 23
+
+
+@dataclass(frozen=True)
+class Predicates:
+    """``cols``, ``ops`` and ``vals``: ``(n, n_cols)`` arrays, one row per predicate."""
+
+    cols: np.ndarray
+    ops: np.ndarray
+    vals: np.ndarray
+
+    def __post_init__(self) -> None:
+        if not (self.cols.shape == self.ops.shape == self.vals.shape) or self.cols.ndim != 2:
+            raise ValueError("predicate arrays must share one (n, n_cols) shape")
+
+    def __len__(self) -> int:
+        return self.cols.shape[0]
+
+    def take(self, idx: np.ndarray) -> Predicates:
+        return Predicates(self.cols[idx], self.ops[idx], self.vals[idx])
+
+
+def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | None = None) -> np.ndarray:
+    """How many rows of ``data`` each predicate matches, shape ``(n_predicates, len(bounds))``:
+    column i counts the rows before ``bounds[i]`` (default: all rows)."""
+    n_rows = data.shape[0]
+    ends = np.array([n_rows] if bounds is None else bounds, dtype=np.int64)
+    out = np.zeros((len(preds), len(ends)), dtype=np.int64)
+    if n_rows == 0 or len(preds) == 0:
+        return out
+    columns = np.ascontiguousarray(data.T)
+    step = max(1, CHUNK_ELEMENTS // n_rows)
+    starts = np.concatenate([[0], ends[:-1]])
+    for s in range(0, len(preds), step):
+        c, o, v = preds.cols[s:s + step], preds.ops[s:s + step], preds.vals[s:s + step]
+        hit = np.ones((len(c), n_rows), dtype=bool)
+        for j in range(c.shape[1]):
+            X = columns[c[:, j]]
+            for op in (EQ, LE, GE, ISNA):
+                rows = np.flatnonzero(o[:, j] == op)
+                if rows.size == 0:
+                    continue
+                x, val = X[rows], v[rows, j][:, None]
+                cond = (x == val) if op == EQ else (x <= val) if op == LE else (x >= val) if op == GE else np.isnan(x)
+                hit[rows] &= cond
+        per_block = np.add.reduceat(hit, starts, axis=1) if len(ends) > 1 else hit.sum(axis=1, keepdims=True)
+        out[s:s + step] = np.cumsum(per_block, axis=1) if len(ends) > 1 else per_block
+    return out
+
+
+def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0) -> np.ndarray:
+    """Whether each predicate matches exactly one row of ``data``. Predicates matching two rows of
+    a small random subset are dropped first (they cannot isolate one): most random predicates
+    match many records, so the full count is paid for few."""
+    keep = np.arange(len(preds))
+    order = np.random.default_rng(seed).permutation(data.shape[0])
+    for size in (1024, 16384):
+        if size >= data.shape[0] or keep.size == 0:
+            break
+        few = match_counts(data[order[:size]], preds.take(keep))[:, 0] <= 1
+        keep = keep[few]
+    out = np.zeros(len(preds), dtype=bool)
+    out[keep] = match_counts(data, preds.take(keep))[:, 0] == 1
+    return out
+
+
+def _record_predicates(syn: np.ndarray, numeric: np.ndarray, rng: np.random.Generator, n: int, n_cols: int
+                       ) -> Predicates:
+    rows = rng.integers(syn.shape[0], size=n)
+    cols = np.sort(np.argsort(rng.random((n, syn.shape[1])), axis=1)[:, :n_cols], axis=1)
+    vals = syn[rows[:, None], cols]
+    with np.errstate(invalid="ignore"):
+        medians = np.nanmedian(syn, axis=0) if syn.shape[0] else np.zeros(syn.shape[1])
+    ops = np.where(numeric[cols], np.where(vals > medians[cols], GE, LE), EQ)
+    ops = np.where(np.isnan(vals), ISNA, ops)
+    return Predicates(cols.astype(np.int64), ops.astype(np.int8), vals.astype(np.float32))
+
+
+def _univariate_candidates(syn: np.ndarray, numeric: np.ndarray) -> Predicates:
+    cols, ops, vals = [], [], []
+    for j in range(syn.shape[1]):
+        x = syn[:, j]
+        present = x[~np.isnan(x)]
+        found = [(ISNA, np.nan)] if np.isnan(x).sum() == 1 else []
+        if numeric[j] and present.size:
+            found += [(LE, present.min()), (GE, present.max())]
+        uniq, counts = np.unique(present, return_counts=True)
+        found += [(EQ, v) for v in uniq[counts == 1]]
+        cols += [j] * len(found)
+        ops += [o for o, _ in found]
+        vals += [v for _, v in found]
+    return Predicates(np.array(cols, np.int64)[:, None], np.array(ops, np.int8)[:, None],
+                      np.array(vals, np.float32)[:, None])
+
+
+def _unique_rows(preds: Predicates, seen: set[bytes]) -> np.ndarray:
+    keep = []
+    for i in range(len(preds)):
+        key = preds.cols[i].tobytes() + preds.ops[i].tobytes() + np.nan_to_num(preds.vals[i], nan=-7.7e37).tobytes()
+        if key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return np.array(keep, dtype=np.int64)
+
+
+def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n_cols: int, seed: int,
+                      max_attempts: int | None = None) -> Predicates:
+    """Up to ``n_attacks`` distinct predicates that each isolate exactly one synthetic record
+    (``n_cols == 1``: univariate; else multivariate, at most ``max_attempts`` tries)."""
+    rng = np.random.default_rng(seed)
+    n_cols = min(n_cols, syn.shape[1])
+    if n_cols <= 1:
+        cand = _univariate_candidates(syn, numeric)
+        # a value one synthetic record holds isolates it by construction; only a minimum or a
+        # maximum can be tied, so checking twice the needed number in random order is enough
+        cand = cand.take(rng.permutation(len(cand))[:2 * n_attacks + 2 * syn.shape[1]])
+        cand = cand.take(np.flatnonzero(isolating(syn, cand, seed=seed)))
+        return cand.take(np.arange(min(n_attacks, len(cand))))
+    limit = max_attempts or 10 * n_attacks
+    found: list[Predicates] = []
+    have, tried, seen = 0, 0, set()
+    batch = max(256, min(4 * n_attacks, 8192))
+    while have < n_attacks and tried < limit:
+        cand = _record_predicates(syn, numeric, rng, min(batch, limit - tried), n_cols)
+        tried += len(cand)
+        cand = cand.take(_unique_rows(cand, seen))
+        cand = cand.take(np.flatnonzero(isolating(syn, cand, seed=seed)))
+        found.append(cand.take(np.arange(min(len(cand), n_attacks - have))))
+        have += len(found[-1])
+    if have < n_attacks:
+        _LOG.info("  singling out: %d of %d predicates isolate one synthetic record after %d tries", have, n_attacks,
+                  tried)
+    return Predicates(*(np.concatenate([getattr(p, f) for p in found]) for f in ("cols", "ops", "vals")))
+
+
+def _isolated(n: np.ndarray, w: float) -> np.ndarray:
+    return (1.0 - (n * w + 1.0) * np.power(1.0 - w, n)) / (n + 1.0)
+
+
+def size_correction(data: np.ndarray, preds: Predicates, *, target_size: int, seed: int, repeats: int = 3) -> float:
+    """Factor turning the successes on ``data`` into the expected successes on a set of
+    ``target_size`` records (the Cohen–Nissim model, fitted on nested random prefixes)."""
+    m = data.shape[0]
+    if m == target_size or m < 2 or len(preds) == 0:
+        return 1.0
+    rng = np.random.default_rng(seed)
+    sizes = np.unique(np.linspace(min(1000, m), m, 10).astype(np.int64))
+    success = np.zeros(len(sizes))
+    for _ in range(repeats):
+        counts = match_counts(data[rng.permutation(m)], preds, bounds=sizes)
+        success += (counts == 1).sum(axis=0)
+    success /= repeats
+    best, best_sse = None, np.inf
+    for w in np.logspace(-8, 0, 400, endpoint=False):
+        g = _isolated(sizes.astype(float), w)
+        a = float(g @ success / (g @ g)) if g @ g > 0 else 0.0
+        sse = float(((a * g - success) ** 2).sum())
+        if sse < best_sse:
+            best, best_sse = w, sse
+    at_m = _isolated(np.array(float(m)), best)
+    return float(_isolated(np.array(float(target_size)), best) / at_m) if at_m > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class SinglingOutResult:
+    """One singling-out attack: its mode, predicate count and risk (no predicate values)."""
+
+    mode: str
+    n_cols: int
+    n_predicates: int
+    control_correction: float
+    risk: DisclosureRisk
+    columns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("univariate", "multivariate"):
+            raise ValueError(f"unknown singling-out mode {self.mode!r}")
+
+
+def singling_out(codes: Codes, *, n_attacks: int, n_cols: int, seed: int, alpha: float = 0.05,
+                 max_attempts: int | None = None) -> SinglingOutResult:
+    """Singling-out risk of ``codes.matrices = (synthetic, training, control)`` (see the module)."""
+    syn, train, control = codes.matrices
+    preds = attack_predicates(syn, codes.numeric, n_attacks=n_attacks, n_cols=n_cols, seed=seed,
+                              max_attempts=max_attempts)
+    n = len(preds)
+    k_train = int(isolating(train, preds, seed=seed).sum())
+    k_control = int(isolating(control, preds, seed=seed).sum())
+    factor = size_correction(control, preds, target_size=train.shape[0], seed=seed + 1)
+    # the naive attacker: the same number of random predicates (random records of the training-size
+    # population are not available to it: it draws values uniformly from the synthetic columns)
+    risk = disclosure_risk(k_train=k_train, n_train=n, k_control=k_control * factor, n_control=n, alpha=alpha)
+    return SinglingOutResult(mode="univariate" if n_cols <= 1 else "multivariate", n_cols=min(n_cols, len(codes.columns)),
+                             n_predicates=n, control_correction=factor, risk=risk, columns=codes.columns)
+
+
+__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "isolating", "match_counts", "singling_out", "size_correction"]
