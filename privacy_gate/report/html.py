@@ -165,7 +165,8 @@ body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-
 main{max-width:1180px;margin:0 auto;padding:0 18px}
 h1{font-size:26px;margin:0 0 6px} h2{font-size:18px;margin:0 0 10px;border-bottom:1px solid #dde1e7;padding-bottom:4px}
 section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:14px 16px;margin:14px 0}
-.banner{border-radius:0 0 8px 8px;padding:16px 20px;color:#fff;margin:0 0 6px}
+.banner{border-radius:0 0 8px 8px;padding:16px 20px;color:#fff;margin:0 0 6px;overflow-wrap:anywhere}
+li,p{overflow-wrap:anywhere}
 .banner.APPROVE{background:#1e7d32}.banner.REVIEW{background:#b86e00}.banner.BLOCK{background:#b3261e}
 .banner .meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px;opacity:.95}
 .banner code{background:rgba(255,255,255,.18);color:#fff}

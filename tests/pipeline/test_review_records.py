@@ -131,8 +131,9 @@ def test_review_leads_with_the_evidence_in_words(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[1] == "evidence:", lines[:4]
     assert lines[2] == (f"  - {GROUP}: 64 members among the targets; an attacker (domias) tells members from "
-                        "non-members with AUC 0.68; 31% of its members caught at 1% false alarms; 3 of its member "
-                        "targets singled out as exposed records; p = 0.0008 after Holm correction for 38 groups")
+                        "non-members with AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; "
+                        "3 of its member targets singled out as exposed records; p = 0.0008 after Holm correction "
+                        "for 38 groups")
 
 
 def test_review_pending_lists_the_runs_awaiting_a_decision(tmp_path):

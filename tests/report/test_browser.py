@@ -306,7 +306,7 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
     try:
         page = browser.open_page()
         browser.send("Page.navigate", {"url": f"{mlflow_server}/#/experiments/{exp}/runs/{run_id}/artifacts/"
-                                              f"{names.ART_REPORT}"}, session=page)
+                                              f"{names.ART_REPORT}?{tracking.UI_WORKFLOW}"}, session=page)
         text, deadline = "", time.monotonic() + 90
         while time.monotonic() < deadline:
             browser.pump(0.5)
