@@ -242,12 +242,15 @@ def test_verdicts_end_in_their_states(services, served):
 @pytest.mark.timeout(600)
 def test_a_schedule_faster_than_the_gate_never_piles_up(services, served):
     """Every-minute schedules, gates of over a minute that take turns on the dataset's slot: at
-    every poll each deployment had at most one active run and one paused for review, none queued
-    for a slot; the runs that came due meanwhile were cancelled by the server, saying why."""
+    every poll each deployment had at most one active run, none queued for a slot; the runs that
+    came due meanwhile were cancelled by the server, saying why. The review deployment may have
+    one more: a run paused for (or resumed from) its review, which gave its deployment slot back
+    when it paused (Prefect's rule); at most one such run."""
     _runs_by_deployment(services)  # one more look, after everything above
     for name in ("approve", "review", "block"):
         seen = SEEN[name]
-        assert max(a for a, _, _ in seen) <= 1 and max(p for _, p, _ in seen) <= 1, (name, seen)
+        extra = 1 if name == "review" else 0  # the run paused for / resumed from its review
+        assert max(a + p for a, p, _ in seen) <= 1 + extra and max(p for _, p, _ in seen) <= extra, (name, seen)
         assert max(q for _, _, q in seen) == 0, (name, seen)
         assert CANCELLED[name] <= {"Deployment concurrency limit reached."}, CANCELLED[name]
     assert any(CANCELLED.values()), "no run came due while another was active: the test shows nothing"
