@@ -135,8 +135,10 @@ def _univariate_candidates(syn: np.ndarray, numeric: np.ndarray) -> Predicates:
 
 def _unique_rows(preds: Predicates, seen: set[bytes]) -> np.ndarray:
     keep = []
-    for i in range(len(preds)):
-        key = preds.cols[i].tobytes() + preds.ops[i].tobytes() + np.nan_to_num(preds.vals[i], nan=-7.7e37).tobytes()
+    keys = np.hstack([preds.cols.astype(np.float64), preds.ops.astype(np.float64),
+                      np.nan_to_num(preds.vals.astype(np.float64), nan=-7.7e37)])
+    for i, row in enumerate(keys):
+        key = row.tobytes()
         if key not in seen:
             seen.add(key)
             keep.append(i)
