@@ -24,6 +24,7 @@ constant column never fails (anonymeter's "math domain error").
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ INTERVAL_METHOD = ("Wilson score interval per success rate at 97.5%; risk interv
                    "the two rate intervals (coverage >= 95% by Bonferroni)")
 
 
+@functools.lru_cache(maxsize=64)
 def _z(alpha: float) -> float:
     from scipy.stats import norm
 

@@ -88,10 +88,35 @@ def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | No
     return out
 
 
+def _univariate_counts(data: np.ndarray, preds: Predicates) -> np.ndarray:
+    """Match counts of one-column predicates from each column's sorted values (binary search)."""
+    out = np.zeros(len(preds), dtype=np.int64)
+    c, o, v = preds.cols[:, 0], preds.ops[:, 0], preds.vals[:, 0]
+    for j in np.unique(c):
+        rows = np.flatnonzero(c == j)
+        x = data[:, j]
+        present = np.sort(x[~np.isnan(x)])
+        left, right = np.searchsorted(present, v[rows], "left"), np.searchsorted(present, v[rows], "right")
+        op = o[rows]
+        out[rows] = np.where(op == EQ, right - left, np.where(op == LE, right, np.where(
+            op == GE, len(present) - left, int(np.isnan(x).sum()))))
+    return out
+
+
 def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0) -> np.ndarray:
     """Whether each predicate matches exactly one row of ``data``. Predicates matching two rows of
     a small random subset are dropped first (they cannot isolate one): most random predicates
-    match many records, so the full count is paid for few."""
+    match many records, so the full count is paid for few. One-column predicates are counted by
+    binary search in the sorted column.
+
+    >>> d = np.array([[1.0], [2.0], [2.0], [np.nan]], dtype=np.float32)
+    >>> p = Predicates(np.zeros((4, 1), np.int64), np.array([[EQ], [EQ], [LE], [ISNA]], np.int8),
+    ...                np.array([[1.0], [2.0], [1.0], [np.nan]], np.float32))
+    >>> isolating(d, p).tolist()
+    [True, False, True, True]
+    """
+    if len(preds) and preds.cols.shape[1] == 1:
+        return _univariate_counts(data, preds) == 1
     keep = np.arange(len(preds))
     order = np.random.default_rng(seed).permutation(data.shape[0])
     for size in (1024, 16384):
@@ -135,8 +160,10 @@ def _univariate_candidates(syn: np.ndarray, numeric: np.ndarray) -> Predicates:
 
 def _unique_rows(preds: Predicates, seen: set[bytes]) -> np.ndarray:
     keep = []
-    for i in range(len(preds)):
-        key = preds.cols[i].tobytes() + preds.ops[i].tobytes() + np.nan_to_num(preds.vals[i], nan=-7.7e37).tobytes()
+    keys = np.hstack([preds.cols.astype(np.float64), preds.ops.astype(np.float64),
+                      np.nan_to_num(preds.vals.astype(np.float64), nan=-7.7e37)])
+    for i, row in enumerate(keys):
+        key = row.tobytes()
         if key not in seen:
             seen.add(key)
             keep.append(i)
