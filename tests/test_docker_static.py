@@ -504,8 +504,8 @@ def test_build_cross_checks_report_breakage():
 
 def test_dockerfile_cross_checks_report_breakage():
     text = _dockerfile()
-    assert "COPY source 'flows' does not exist in the build context" in dockerfile_problems(
-        text + "COPY flows ./flows\n", ROOT)
+    assert "COPY source 'no-such-folder' does not exist in the build context" in dockerfile_problems(
+        text + "COPY no-such-folder ./no-such-folder\n", ROOT)
     assert any("root" in p for p in dockerfile_problems(text.replace("USER 10001:10001", "USER root"), ROOT))
     moved = text.replace("USER 10001:10001\n", "") + "USER 10001:10001\n"
     assert "USER is set after the ENTRYPOINT" in dockerfile_problems(moved, ROOT)
