@@ -155,14 +155,9 @@ def _run_flow(fn, as_json: bool, **kwargs: Any) -> None:
     try:
         result = fn(**kwargs)
     except Exception as exc:  # noqa: BLE001 - fail closed
-        from privacy_gate.errors import PrivacyGateError
+        from privacy_gate.errors import safe_reason
 
-        if isinstance(exc, PrivacyGateError):
-            reason = str(exc)
-        elif isinstance(exc, OSError) and exc.filename is not None:  # a path, never a data value
-            reason = f"{exc.strerror or type(exc).__name__}: {exc.filename}"
-        else:
-            reason = f"unexpected {type(exc).__name__}"
+        reason = safe_reason(exc) or f"unexpected {type(exc).__name__}"
         _report(None, as_json=as_json, error=f"gate did not complete: {reason}")
     _report(result, as_json=as_json)
 

@@ -89,3 +89,18 @@ def is_infrastructure_error(exc: BaseException | None) -> bool:
             return True
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def safe_reason(exc: BaseException) -> str | None:
+    """What may be said of ``exc`` in a verdict or on the console: our own errors' messages, and
+    a failing path with the OS's reason (a path the operator chose, never a data value); None for
+    anything else, whose message may quote data.
+
+    >>> safe_reason(PermissionError(13, "Permission denied", "/srv/out")), safe_reason(ValueError("age=37"))
+    ('Permission denied: /srv/out', None)
+    """
+    if isinstance(exc, PrivacyGateError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
+    return None

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from privacy_gate.errors import PrivacyGateError, ValidationFailed, is_infrastructure_error
+from privacy_gate.errors import ValidationFailed, is_infrastructure_error, safe_reason
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.executor import Executor
 
@@ -90,10 +90,9 @@ def run_stages(stages: Sequence[Stage[S]], state: S, *, executor: Executor, cloc
 def failure_verdict(exc: BaseException, *, stage: str, data_hashes: dict[str, str] | None = None) -> Verdict:
     """Turn any exception into a BLOCK. Our own errors carry safe messages; for anything else only
     the type and stage are reported, since foreign messages may quote data values."""
-    if isinstance(exc, PrivacyGateError):
-        msg = f"{stage}: {exc}"
-    elif isinstance(exc, OSError) and exc.filename is not None:  # a path the operator chose, never a value
-        msg = f"{stage}: {exc.strerror or type(exc).__name__}: {exc.filename}"
+    reason = safe_reason(exc)
+    if reason is not None:
+        msg = f"{stage}: {reason}"
     elif is_infrastructure_error(exc):
         msg = f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs did not answer)"
     else:

@@ -15,18 +15,6 @@ from privacy_gate.publish import (PublishError, ReleaseStore, list_published_s3,
 from .. import stack
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with stack.s3_server(tmp_path_factory.mktemp("moto"), ("data", "releases")) as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
-def s3_env(s3, monkeypatch):
-    for key, value in stack.s3_env(s3).items():
-        monkeypatch.setenv(key, value)
-    return s3
-
 
 def _frame(n: int = 50) -> pd.DataFrame:
     return pd.DataFrame({"age": range(n), "sex": ["F", "M"] * (n // 2)})

@@ -12,23 +12,10 @@ import pytest
 from privacy_gate import names, objectstore, quarantine, tracking
 from privacy_gate.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
 
-from .. import stack
 from ..conftest import review_rules, write_release_config
 
 GROUP = "race=Asian-Pac-Islander"
 
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with stack.s3_server(tmp_path_factory.mktemp("moto"), ("releases",)) as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
-def s3_env(s3, monkeypatch):
-    for key, value in stack.s3_env(s3).items():
-        monkeypatch.setenv(key, value)
-    return s3
 
 
 def test_quarantine_is_committed_to_the_bucket_and_fetched_back_verified(s3_env, tmp_path):
