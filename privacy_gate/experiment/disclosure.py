@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +108,17 @@ def control_records(holdout: pd.DataFrame, target_ids: np.ndarray, reference: pd
         source += (f" + {int(targeted.sum()):,} holdout records that are also the membership experiment's "
                    "non-member targets (too few others)")
     return pd.concat(parts), source
+
+
+@dataclass(frozen=True)
+class DisclosureInputs:
+    """What a disclosure measurement used beside the splits: the control records, where they came
+    from, and the public labels of subgroup values (kept so the risks can be measured again
+    without one subgroup)."""
+
+    control: pd.DataFrame
+    source: str
+    public: dict[str, frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -242,4 +253,18 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
                             subgroups=groups, seconds=time.perf_counter() - started)
 
 
-__all__ = ["Attacker", "DisclosureResult", "attacker", "control_records", "measure_disclosure"]
+def measure_without(mask_of: Callable[[pd.DataFrame], np.ndarray], synthetic: pd.DataFrame, train: pd.DataFrame,
+                    inputs: DisclosureInputs, spec: DatasetSpec, cfg: DisclosureConfig, *, seed: int
+                    ) -> dict[str, float]:
+    """The release-wide disclosure risks with the training and control records in the subgroup
+    ``mask_of`` selects left out (the synthetic data unchanged): what the risks would be if that
+    group's records were nobody's. Raises :class:`InsufficientDataError` when too few control
+    records remain."""
+    control = inputs.control
+    rest = measure_disclosure(synthetic, train.loc[~mask_of(train)], control.loc[~mask_of(control)], spec, cfg,
+                              seed=seed, control_source=inputs.source)
+    return rest.metrics()
+
+
+__all__ = ["Attacker", "DisclosureInputs", "DisclosureResult", "attacker", "control_records", "measure_disclosure",
+           "measure_without"]

@@ -30,10 +30,13 @@ from __future__ import annotations
 import dataclasses
 
 from privacy_gate.gate.verdict import Check, Verdict
+from privacy_gate.names import INFERENCE, LINKABILITY, SINGLING_OUT
 
-#: metric families whose failures a leaking group can explain (release-wide leakage figures);
-#: anything else (validation.*, utility.*, a failed run) is not the group's doing
-LEAKAGE_PREFIXES = ("exposed.", "mace.", "auc", "tpr_at_fpr_", "advantage", "membership_test.")
+#: metric families whose failures a leaking group can explain (release-wide leakage figures, the
+#: disclosure risks among them); anything else (validation.*, utility.*, a failed run) is not the
+#: group's doing
+LEAKAGE_PREFIXES = ("exposed.", "mace.", "auc", "tpr_at_fpr_", "advantage", "membership_test.",
+                    f"{SINGLING_OUT}.", f"{LINKABILITY}.", f"{INFERENCE}.")
 
 
 def is_leakage(check: Check) -> bool:

@@ -37,7 +37,7 @@ from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
 from privacy_gate.experiment.dependency import SourceShift, source_shift
-from privacy_gate.experiment.disclosure import DisclosureResult, control_records, measure_disclosure
+from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResult, control_records, measure_disclosure
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
@@ -78,6 +78,7 @@ class GateState:
     exposure: ExposureResult | None = None
     scan: ScanResult | None = None
     disclosure: DisclosureResult | None = None
+    disclosure_inputs: DisclosureInputs | None = None  # kept for blame, which re-measures without a group
     shift: SourceShift | None = None
     audit: AuditResult | None = None
     verdict: Verdict | None = None
@@ -230,6 +231,7 @@ def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
                                       min_control=settings.disclosure.min_control)
     public = label_values(list(spec.subgroups), {c: spec.columns[c].categories for c in spec.subgroups},
                           [splits.holdout, splits.reference], min_count=settings.audit.label_min_count)
+    state.disclosure_inputs = DisclosureInputs(control=control, source=source, public=public)
     state.disclosure = d = executor.run("disclosure", measure_disclosure, state.inputs.synthetic, splits.train, control,
                                         spec, settings.disclosure, seed=settings.targets.seed, control_source=source,
                                         subgroups=spec.subgroups, public=public)

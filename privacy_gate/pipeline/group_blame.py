@@ -2,7 +2,8 @@
 flagged group's targets, and each larger flagged group's rank test without a smaller one's.
 
 Recomputed without the group: every gated attack's ROC figures and MACE bounds, the exposure
-figures over the member targets (discoveries, tail-excess test, share bounds). The member scan's
+figures over the member targets (discoveries, tail-excess test, share bounds), and the release-wide
+disclosure risks with the group's training and control records left out. The member scan's
 figures are kept as they are (its rules only send to review). Only the three smallest flagged
 groups are tried: a leak concentrated in a group shows in the smallest group that holds it.
 
@@ -18,11 +19,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.group_tests import group_pvalue
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import strongest
+from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
@@ -37,9 +40,11 @@ class BlameState(Protocol):
     so this module does not import the stage list that calls it)."""
 
     settings: GateSettings
+    inputs: Any  # GateInputs: the splits and the synthetic data
     targets: Targets | None
     audit: AuditResult | None
     metrics: dict[str, float]
+    disclosure_inputs: DisclosureInputs | None  # set when the disclosure risks were measured
 
     @property
     def gated(self) -> list[Any]: ...
@@ -48,8 +53,9 @@ class BlameState(Protocol):
 MAX_CANDIDATES = 3
 
 
-def rest_figures(state: BlameState, keep: np.ndarray) -> dict[str, float]:
-    """The release-wide figures on the targets in ``keep`` only."""
+def rest_figures(state: BlameState, keep: np.ndarray, *, group: str | None = None) -> dict[str, float]:
+    """The release-wide figures on the targets in ``keep`` only (and, given the ``group`` that
+    ``keep`` leaves out, the disclosure risks without its records)."""
     settings, targets = state.settings, state.targets
     labels = np.asarray(targets.labels)[keep]
     out: dict[str, float] = {}
@@ -67,6 +73,10 @@ def rest_figures(state: BlameState, keep: np.ndarray) -> dict[str, float]:
     res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=e.level, delta=e.delta, method=e.method,
                            tail_max_share=e.tail_max_share, seed=settings.targets.seed)
     out.update({exposure_metric(k): v for k, v in res.metrics().items()})
+    if group is not None and state.disclosure_inputs is not None:
+        out.update(measure_without(lambda df: group_mask(df, group), state.inputs.synthetic, state.inputs.splits.train,
+                                   state.disclosure_inputs, settings.spec, settings.disclosure,
+                                   seed=settings.targets.seed))
     return out
 
 
@@ -129,8 +139,8 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         if 2 * masks[g].sum() > len(keep):
             break  # not a small group: it holds most targets (and larger ones follow)
         try:
-            figures = rest_figures(state, keep)
-        except ValueError:  # the rest is too small to measure: nothing to set against the group
+            figures = rest_figures(state, keep, group=g)
+        except (ValueError, KeyError, InsufficientDataError):  # the rest cannot be measured: nothing to set against it
             continue
         rest = decide(rules, {**state.metrics, **figures},
                       attacks=state.settings.gated_attacks, extra_failures=extra_failures)

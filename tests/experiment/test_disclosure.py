@@ -80,6 +80,26 @@ def test_a_release_leaking_one_secret_is_caught_by_inference_not_by_singling_out
     assert r["singling_out"][1] <= 0.10, r["singling_out"]  # not caught
 
 
+def test_a_leak_confined_to_one_group_is_gone_once_the_group_is_left_out():
+    """Blame's view: the synthetic data copies the g0 training records (everything else is an
+    independent sample); without g0's training and control records the risks hold 0 again."""
+    from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
+
+    rng = np.random.default_rng(3)
+    train, control, syn = _population(900, rng), _population(900, rng), _population(900, rng)
+    leaked = train[train["g"] == "g0"]
+    syn = pd.concat([syn[syn["g"] != "g0"], leaked], ignore_index=True)
+    spec = _spec(sensitive=["s"])
+    whole = _risks(measure_disclosure(syn, train, control, spec, CFG, seed=0))
+    assert whole["linkability"][1] > 0.10 and whole["singling_out"][1] > 0.05, whole
+    rest = measure_without(lambda df: (df["g"] == "g0").to_numpy(), syn, train,
+                           DisclosureInputs(control=control, source="control", public={}), spec, CFG, seed=0)
+    keys = [k[: -len(".risk")] for k in rest if k.endswith(".risk") and not k.startswith("subgroup/")]
+    assert {"linkability", "singling_out", "inference.s"} <= set(keys)
+    for key in keys:
+        assert rest[f"{key}.risk_lower"] <= 0 <= rest[f"{key}.risk_upper"], (key, rest)
+
+
 def test_the_attacker_defaults_are_said_and_the_spec_keys_are_checked():
     who = attacker(_spec())
     assert who.secrets == tuple(COLUMNS) and len(who.assumed) == 3

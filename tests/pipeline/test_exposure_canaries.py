@@ -134,13 +134,8 @@ def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approve
                         ("synthetic", synthetic)):
         paths[name] = tmp_path / f"{name}.csv"
         frame.to_csv(paths[name], index=False)
-    # disclosure off: blame recomputes the membership figures without a group but not yet the
-    # disclosure risks, so their release-wide rules keep the rest from approving (known gap, #22)
-    from privacy_gate.config import GateConfig
-
-    rules = [r.model_dump() for r in GateConfig().rules
-             if not r.metric.startswith(("singling_out", "linkability", "inference"))]
-    judging = GateOnlyConfig(mace={"n_permutations": 20}, disclosure={"enabled": False}, gate={"rules": rules})
+    # the default rules, disclosure risks included: blame measures them again without the group
+    judging = GateOnlyConfig(mace={"n_permutations": 20})
     result = gate_only_run(**{k: str(v) for k, v in paths.items()}, spec=load_spec(SPEC), judging=judging,
                            workdir=tmp_path / "wd")
     verdict = result.verdict
