@@ -17,7 +17,9 @@ and ``mlflow_run_url`` in the payload) when the store is one (README, "Run it in
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -46,6 +48,11 @@ DEFAULT_SLOT_TIMEOUT = 3600.0
 #: The slot's lease: renewed while the gate runs; the slot of a holder that died is free again
 #: within this plus the server's repossessor loop (15 s). Prefect's minimum is 60 s.
 SLOT_LEASE_SECONDS = 60.0
+
+
+class GateSlotBusy(PrivacyGateError):
+    """The dataset's gate slot is taken and another run already waits for it: this run is
+    skipped (it neither gates nor publishes; never retried)."""
 
 
 class GateSlotTimeout(PrivacyGateError):
@@ -85,9 +92,21 @@ def dataset_limit_name(dataset: str) -> str:
     return f"privacy-gate-dataset-{dataset_slug(dataset)}"
 
 
+def queue_limit_name(dataset: str) -> str:
+    """The global concurrency limit a run of the dataset holds while it waits for the gate slot.
+
+    >>> queue_limit_name("Adult 2024")
+    'privacy-gate-queue-adult-2024'
+    """
+    return f"privacy-gate-queue-{dataset_slug(dataset)}"
+
+
 def ensure_dataset_limit(dataset: str) -> str:
     """Create the dataset's concurrency limit (limit 1) unless it exists; returns its name."""
-    name = dataset_limit_name(dataset)
+    return _ensure_limit(dataset_limit_name(dataset))
+
+
+def _ensure_limit(name: str) -> str:
     with get_client(sync_client=True) as client:
         try:
             client.read_global_concurrency_limit_by_name(name)
@@ -111,16 +130,65 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
     logger.info("waiting for the gate slot of dataset %r (concurrency limit %s, at most %g s)", dataset, name,
                 timeout)
     holder = ConcurrencyLeaseHolder(type="flow_run", id=flow_run.id) if flow_run.id else None
+
+    def slot(limit: str, wait: float | None) -> contextlib.AbstractContextManager[None]:
+        # wait None: one try, a taken slot raises at once (Prefect answers 423 Locked)
+        return concurrency(limit, occupy=1, strict=True, timeout_seconds=wait, max_retries=None if wait else 0,
+                           lease_duration=SLOT_LEASE_SECONDS, holder=holder)
+
     with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(concurrency(name, occupy=1, strict=True, timeout_seconds=timeout,
-                                           lease_duration=SLOT_LEASE_SECONDS, holder=holder))
-        except TimeoutError:
-            raise GateSlotTimeout(
-                f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed taken for {timeout:g} s "
-                f"({ENV_SLOT_TIMEOUT}); if no gate of this dataset is running, a crashed run left it taken: free "
-                f"it with: {reset_command(dataset)}") from None
+        if not _take(held, slot(name, None)):
+            with contextlib.ExitStack() as waiting:
+                queue = _ensure_limit(queue_limit_name(dataset))
+                if not _take(waiting, slot(queue, None)):
+                    raise GateSlotBusy(
+                        f"the gate slot of dataset {dataset!r} is taken and another run already waits for it "
+                        f"(concurrency limits {name}, {queue}): this run is skipped — nothing gated or published; "
+                        "the next scheduled run tries again")
+                try:
+                    held.enter_context(slot(name, timeout))
+                except TimeoutError:
+                    raise GateSlotTimeout(
+                        f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed taken for "
+                        f"{timeout:g} s ({ENV_SLOT_TIMEOUT}); if no gate of this dataset is running, a crashed run "
+                        f"left it taken: free it with: {reset_command(dataset)}") from None
+            # the waiting room is free again: the next run may wait while this one gates
         yield
+
+
+def _locked(exc: BaseException | None) -> bool:
+    """Prefect's answer to a one-try acquisition of a taken slot (HTTP 423 Locked)."""
+    return getattr(getattr(exc, "response", None), "status_code", None) == 423
+
+
+class _QuietLocked(logging.Filter):
+    """Drops Prefect's ERROR record of a one-try acquisition that found the slot taken (its
+    service logs every failed item, with the item's future): expected here (the run then waits or
+    is skipped, and says so), not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for arg in record.args if isinstance(record.args, tuple) else ():
+            future = arg[-1] if isinstance(arg, tuple) and arg else None
+            if isinstance(future, concurrent.futures.Future) and future.done() and not future.cancelled() \
+                    and _locked(future.exception()):
+                return False
+        return True
+
+
+logging.getLogger("prefect._internal.concurrency").addFilter(_QuietLocked())
+
+
+def _take(stack: contextlib.ExitStack, slot: contextlib.AbstractContextManager[None]) -> bool:
+    """Enter ``slot`` (a one-try acquisition) on ``stack``; False when it is taken."""
+    from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+
+    try:
+        stack.enter_context(slot)
+    except ConcurrencySlotAcquisitionError as exc:
+        if _locked(exc.__cause__):
+            return False
+        raise
+    return True
 
 
 def mlflow_run_url(tracking_uri: str | None, run_id: str | None) -> str | None:
@@ -160,6 +228,6 @@ def emit_verdict_event(result: RunOutcome) -> None:
                         "run_id": result.run_id, "mlflow_run_url": url, "attempts": result.attempts})
 
 
-__all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotTimeout", "MLFLOW_RUN_RESOURCE",
+__all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotBusy", "GateSlotTimeout", "MLFLOW_RUN_RESOURCE",
            "SLOT_LEASE_SECONDS", "VERDICT_EVENT", "dataset_limit_name", "dataset_slot", "emit_verdict_event",
-           "ensure_dataset_limit", "mlflow_run_url", "reset_command", "slot_timeout"]
+           "ensure_dataset_limit", "mlflow_run_url", "queue_limit_name", "reset_command", "slot_timeout"]

@@ -21,10 +21,10 @@ from privacy_gate import names
 from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
                                  load_spec)
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.flows.coordination import dataset_slot, emit_verdict_event
+from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows.review_form import review_form
-from privacy_gate.flows.verdict_states import verdict_flow, verdict_line, verdict_state
+from privacy_gate.flows.verdict_states import skipped_state, verdict_flow, verdict_line, verdict_state
 from privacy_gate.pipeline.review import decide_run, regate_run, review_text
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
@@ -87,9 +87,15 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
         return _attempt(config, workdir=workdir, origin=origin, logger=logger)
 
     tracking_uri = resolve_tracking_uri(config.tracking.uri, Path(workdir))
+    waiting = _paused_sibling() if config.review.mode == "pause" else None
+    if waiting is not None:  # one paused review per deployment: the next runs wait for its decision
+        return _skip(f"flow run {waiting} of this deployment waits for its review; decide it first",
+                     tracking_uri=tracking_uri, dataset=dataset)
     try:
         result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
                                   tracking_uri=tracking_uri)
+    except GateSlotBusy as exc:
+        return _skip(str(exc), tracking_uri=tracking_uri, dataset=dataset)
     except Exception as exc:  # noqa: BLE001 - fail closed: whatever escapes the run is a BLOCK, announced
         reason = str(exc) if isinstance(exc, PrivacyGateError) else f"unexpected {type(exc).__name__}"
         logger.error("the release run failed before its verdict (%s) — BLOCK", reason)
@@ -99,6 +105,13 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
         result = _pause_for_review(result, config, workdir)
     return _finish(result)
+
+
+def _skip(reason: str, *, tracking_uri: str | None, dataset: str) -> Any:
+    """A run that does not gate: logged, ended ``Skipped`` (no MLflow run, no verdict event)."""
+    get_run_logger().warning("skipped: %s", reason)
+    return skipped_state(replace(unrecorded_block(f"skipped: {reason}", tracking_uri=tracking_uri, dataset=dataset),
+                                 retryable=False), reason)
 
 
 def _unloadable_config(config_path: str, exc: Exception, *, logger: Any) -> RunOutcome:

@@ -8,6 +8,9 @@ APPROVE                 COMPLETED    Completed   released
 REVIEW                  COMPLETED    Review      the gate did its work; a person decides (see below)
 BLOCK                   FAILED       Blocked     the gate refused the release
 no verdict (an error)   FAILED       Failed      the gate did not complete (fail closed: BLOCK)
+skipped                 CANCELLED    Skipped     not gated: its dataset's gate is busy and a run
+                                                 already waits, or a review of this deployment is
+                                                 pending (nothing published; the next run tries)
 ======================  ===========  ==========  =============================================
 
 REVIEW is a *terminal*, Completed-type state named ``Review`` rather than Paused: the decision
@@ -29,12 +32,13 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import Flow
-from prefect.states import Completed, Failed, State
+from prefect.states import Cancelled, Completed, Failed, State
 
 from privacy_gate.pipeline.result import RunOutcome
 
 #: The names of the verdicts' states (``State.name``).
 STATE_APPROVED, STATE_REVIEW, STATE_BLOCKED, STATE_FAILED = "Completed", "Review", "Blocked", "Failed"
+STATE_SKIPPED = "Skipped"
 _MAX_REASON = 400  # characters of the reasons in a state message (the report has them all)
 _SHOWN_REASONS, _SHOWN_GROUPS = 3, 5
 
@@ -92,6 +96,12 @@ def verdict_state(result: RunOutcome) -> State:
     return Completed(message=message, data=result)
 
 
+def skipped_state(result: RunOutcome, reason: str) -> State:
+    """The final state of a run that did not gate (``reason`` says why); its data is ``result``,
+    a BLOCK that was never recorded (fail closed for a caller that reads the outcome)."""
+    return Cancelled(name=STATE_SKIPPED, message=f"skipped: {reason}", data=result)
+
+
 def outcome_of(state: State) -> Any:
     """The :class:`RunOutcome` a verdict state carries; any other failure is raised."""
     value = state.result(raise_on_failure=False)
@@ -120,5 +130,5 @@ def verdict_flow(**options: Any):
     return lambda fn: VerdictFlow(fn, **options)
 
 
-__all__ = ["STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "VerdictFlow", "outcome_of",
-           "verdict_flow", "verdict_line", "verdict_state"]
+__all__ = ["STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_SKIPPED", "VerdictFlow",
+           "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]

@@ -5,6 +5,7 @@ repossessor loop), on a real ``prefect server start``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -57,6 +58,67 @@ def test_a_taken_slot_times_out_naming_the_reset_command_which_frees_it(prefect_
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert gate(dataset, 10.0) == "gated"
+
+
+def _active_slots(name: str) -> int:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_global_concurrency_limit_by_name(name).active_slots
+
+
+WAITER = """
+import sys
+from prefect import flow
+from privacy_gate.flows.coordination import dataset_slot
+
+@flow(name="slot-waiter", persist_result=False)
+def wait(dataset: str):
+    with dataset_slot(dataset, timeout=float(sys.argv[2])):
+        print("GATED", flush=True)
+
+wait(sys.argv[1])
+"""
+
+
+@pytest.mark.timeout(400)
+def test_one_run_waits_per_dataset_and_the_next_is_skipped(prefect_server, tmp_path):
+    """The slot taken: the first run to come waits (holding the dataset's waiting room), a second
+    one is skipped at once with GateSlotBusy (a fast schedule cannot queue runs without bound);
+    once the slot is free the waiting run gates and the waiting room is free again."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+    from prefect.settings import PREFECT_API_URL
+
+    from privacy_gate.flows.coordination import GateSlotBusy, queue_limit_name
+
+    dataset = f"queue-{uuid.uuid4().hex[:8]}"
+    name = ensure_dataset_limit(dataset)
+    with get_client(sync_client=True) as client:
+        client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=1))
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "home"),
+           "PYTHONPATH": str(ROOT), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    waiter = stack.start("waiter", [sys.executable, "-c", WAITER, dataset, "240"], logdir=tmp_path, env=env)
+    with stack.running(waiter):
+        deadline = time.monotonic() + 180
+        while True:  # the first run is in the waiting room
+            with contextlib.suppress(Exception):  # the waiting room's limit is made by the first run
+                if _active_slots(queue_limit_name(dataset)) == 1:
+                    break
+            assert time.monotonic() < deadline and waiter.alive() is not False, waiter.tail()
+            time.sleep(1)
+        started = time.monotonic()
+        second = _gate_flow()(dataset, 240.0, return_state=True)
+        assert second.is_failed() and time.monotonic() - started < 60
+        with pytest.raises(GateSlotBusy, match="another run already waits"):
+            second.result()
+        with get_client(sync_client=True) as client:  # the holder ends
+            client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=0))
+        deadline = time.monotonic() + 180
+        while "GATED" not in waiter.tail():
+            assert time.monotonic() < deadline and waiter.alive() is not False, waiter.tail()
+            time.sleep(1)
+    assert _active_slots(queue_limit_name(dataset)) == 0
 
 
 HOLDER = """
