@@ -48,6 +48,10 @@ DEFAULT_SLOT_TIMEOUT = 3600.0
 #: The slot's lease: renewed while the gate runs; the slot of a holder that died is free again
 #: within this plus the server's repossessor loop (15 s). Prefect's minimum is 60 s.
 SLOT_LEASE_SECONDS = 60.0
+#: How the run log marks the slot's wait, hold and release (each followed by the dataset's name):
+#: a run's time in the queue and in the gate can be read back from Prefect's logs.
+SLOT_WAITING, SLOT_HELD, SLOT_RELEASED = "waiting for the gate slot of dataset", "holding the gate slot of dataset", \
+    "gave back the gate slot of dataset"
 
 
 class GateSlotBusy(PrivacyGateError):
@@ -127,8 +131,6 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
     timeout = slot_timeout() if timeout is None else timeout
     name = ensure_dataset_limit(dataset)
     logger = get_run_logger()
-    logger.info("waiting for the gate slot of dataset %r (concurrency limit %s, at most %g s)", dataset, name,
-                timeout)
     holder = ConcurrencyLeaseHolder(type="flow_run", id=flow_run.id) if flow_run.id else None
 
     def slot(limit: str, wait: float | None) -> contextlib.AbstractContextManager[None]:
@@ -145,6 +147,8 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
                         f"the gate slot of dataset {dataset!r} is taken and another run already waits for it "
                         f"(concurrency limits {name}, {queue}): this run is skipped — nothing gated or published; "
                         "the next scheduled run tries again")
+                logger.info("%s %r: another run holds it (concurrency limit %s; waiting at most %g s)", SLOT_WAITING, dataset, name,
+                            timeout)
                 try:
                     held.enter_context(slot(name, timeout))
                 except TimeoutError:
@@ -153,7 +157,11 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
                         f"{timeout:g} s ({ENV_SLOT_TIMEOUT}); if no gate of this dataset is running, a crashed run "
                         f"left it taken: free it with: {reset_command(dataset)}") from None
             # the waiting room is free again: the next run may wait while this one gates
-        yield
+        logger.info("%s %r", SLOT_HELD, dataset)
+        try:
+            yield
+        finally:
+            logger.info("%s %r", SLOT_RELEASED, dataset)
 
 
 def _locked(exc: BaseException | None) -> bool:
@@ -228,6 +236,6 @@ def emit_verdict_event(result: RunOutcome) -> None:
                         "run_id": result.run_id, "mlflow_run_url": url, "attempts": result.attempts})
 
 
-__all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotBusy", "GateSlotTimeout", "MLFLOW_RUN_RESOURCE",
-           "SLOT_LEASE_SECONDS", "VERDICT_EVENT", "dataset_limit_name", "dataset_slot", "emit_verdict_event",
-           "ensure_dataset_limit", "mlflow_run_url", "queue_limit_name", "reset_command", "slot_timeout"]
+__all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotBusy", "GateSlotTimeout",
+           "MLFLOW_RUN_RESOURCE", "SLOT_HELD", "SLOT_LEASE_SECONDS", "SLOT_RELEASED", "SLOT_WAITING", "VERDICT_EVENT",
+           "dataset_limit_name", "dataset_slot", "emit_verdict_event", "ensure_dataset_limit", "mlflow_run_url", "queue_limit_name", "reset_command", "slot_timeout"]
