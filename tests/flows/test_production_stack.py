@@ -62,7 +62,11 @@ def services(tmp_path_factory):
         mlflow = es.enter_context(stack.running(stack.start_mlflow(
             logdir, backend=f"postgresql+psycopg2://{pg}/mlflow", artifacts="s3://mlflow", env=stack.s3_env(s3))))
         prefect = es.enter_context(stack.running(stack.start_prefect(
-            logdir, database_url=f"postgresql+asyncpg://{pg}/prefect", home=logdir / "prefect-home")))
+            logdir, database_url=f"postgresql+asyncpg://{pg}/prefect", home=logdir / "prefect-home",
+            # a dead holder's slot is repossessed within 1 s of its lease's end, and waiting runs
+            # try again within 2 s (defaults: 15 s and 30 s), so the killed-worker check is quick
+            env={"PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "1",
+                 "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "2"})))
         stack.wait_http(mlflow, f"{mlflow.url}/health", timeout=180)
         stack.wait_http(prefect, f"{prefect.url}/health", timeout=180)
         yield SimpleNamespace(s3=s3, mlflow=mlflow.url, prefect=prefect.url, logdir=logdir, started=started)
@@ -321,6 +325,40 @@ def test_a_schedule_faster_than_the_gate_never_piles_up(services, served):
             "Deployment concurrency limit reached."}, CANCELLED[name]
     assert all(m.startswith("skipped: ") for m in skipped), skipped
     assert skipped or any(CANCELLED.values()), "no run came due while another was busy: the test shows nothing"
+
+
+@pytest.mark.timeout(400)
+def test_a_killed_workers_slot_is_free_again_once_its_lease_runs_out(services, served, tmp_path):
+    """A gate process killed while it holds its dataset's slot (SIGKILL: nothing releases it): the
+    next run gets the slot within SLOT_LEASE_SECONDS + 20 s (the lease, the repossessor's 1 s loop
+    here, the server's retry hint of at most 2 s here; with Prefect's defaults at most 15 s and
+    30 s more), on the stack's Prefect server while ``serve`` runs its schedules."""
+    import sys
+
+    from privacy_gate.flows.coordination import SLOT_LEASE_SECONDS
+
+    from .test_dataset_slot import HOLDER, ROOT, _gate_flow
+
+    env = {**os.environ, "PREFECT_API_URL": services.prefect, "PREFECT_HOME": str(tmp_path / "holder-home"),
+           "PYTHONPATH": str(ROOT), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    dataset = "killed-worker"
+    holder = stack.start("holder", [sys.executable, "-c", HOLDER, dataset], logdir=tmp_path, env=env)
+    with stack.running(holder):
+        deadline = time.monotonic() + 120
+        while "HELD" not in holder.tail():
+            assert holder.alive() is not False and time.monotonic() < deadline, holder.tail()
+            time.sleep(0.5)
+        with _prefect(services):
+            gate = _gate_flow()
+            assert gate(dataset, 1.0, return_state=True).is_failed()  # held: a second run cannot have it
+            holder.proc.kill()  # the whole process at once
+            holder.proc.wait(30)
+            killed = time.monotonic()
+            state = gate(dataset, SLOT_LEASE_SECONDS + 120, return_state=True)
+            waited = time.monotonic() - killed
+    assert state.is_completed(), state
+    print(f"\nkilled holder's slot free again after {waited:.0f} s")
+    assert waited < SLOT_LEASE_SECONDS + 20, f"the slot came back {waited:.0f} s after the holder was killed"
 
 
 @pytest.mark.timeout(600)
