@@ -8,12 +8,16 @@ approved releases are published to ``s3://releases/``.
 
 The configs judge the same dataset: an independent sample (APPROVE), the same plus verbatim copies
 of one rare group's training rows (REVIEW, paused for a typed review input) and verbatim copies of
-the training rows (BLOCK). The test waits for the *scheduled* runs, resumes the paused one through
-Prefect's API, and checks the record in MLflow, the bucket contents, the events, the final states
-(Completed, ``Review``, ``Blocked``), that the three gates, which all start in the same minute, ran
-one after the other (the dataset's concurrency limit), and that the every-minute schedule, faster
-than the gates, never had more than one active run per deployment (late runs cancelled). Then ``privacy-gate deploy`` registers a config with a work pool on the same server, and
-headless Chromium takes a screenshot of the reviewer's run page (tests/output/stack/).
+the training rows (BLOCK). The test waits for each deployment's first verdict from a *scheduled*
+run, resumes the first paused review through Prefect's API, and checks the record in MLflow, the
+bucket contents, the events and the final states (Completed, ``Review``, ``Blocked``). The
+every-minute schedules, faster than the gates, are served for 5 minutes in all: from the runs' own
+log lines, at no time did two runs hold the dataset's slot or two wait for it, and the late runs
+were cancelled (one active run per deployment) or skipped. A later review is left pending and
+approved with the CLI from a second workdir against the same MLflow server and bucket. A gate
+process killed while it holds a slot gives it back within its lease. Then ``privacy-gate deploy``
+registers a config with a work pool on the same server, and headless Chromium takes a screenshot of
+the reviewer's run page (tests/output/stack/).
 """
 
 from __future__ import annotations
@@ -164,26 +168,22 @@ def _answer_paused_reviews(services, runs) -> None:
 
 
 def _wait_for(services, serve_proc, want: dict[str, str], timeout: float) -> dict[str, object]:
-    """Each deployment's run due at the first minute all of them have a run for, once it reaches
-    the wanted state type. (``serve`` registers the deployments one after another: when that
-    crosses a minute boundary, their very first runs are due a minute apart.)"""
+    """Each deployment's first scheduled run that reached the wanted state type. (The three are
+    due in the same minute and take turns on the dataset's slot: one gates, one waits and the third
+    is skipped, so their first verdicts come in different minutes.)"""
     deadline = time.monotonic() + timeout
     while True:
-        by_name = {n: rs for n, rs in _runs_by_deployment(services).items() if n in want and rs}
         found = {}
-        if set(by_name) == set(want):
-            first_common = max(rs[0].expected_start_time for rs in by_name.values())
-            for name, runs in by_name.items():
-                due = [r for r in runs if r.expected_start_time == first_common]
-                if due and due[0].state_type and due[0].state_type.value == want[name]:
-                    found[name] = due[0]
+        for name, runs in _runs_by_deployment(services).items():
+            done = [r for r in runs if name in want and r.state_type and r.state_type.value == want[name]]
+            if done:
+                found[name] = done[0]
         if set(found) == set(want):
             return found
         if serve_proc.alive() is False:
             raise AssertionError(f"privacy-gate serve exited:\n{serve_proc.tail()}")
         if time.monotonic() > deadline:
-            states = {n: [r.state_type.value if r.state_type else None for r in rs]
-                      for n, rs in _runs_by_deployment(services).items()}
+            states = {n: [r.state_name for r in rs] for n, rs in _runs_by_deployment(services).items()}
             raise AssertionError(f"runs did not reach {want} within {timeout:.0f} s: {states}\n{serve_proc.tail(6000)}")
         time.sleep(2)
 
@@ -209,7 +209,7 @@ def served(services, small_adult, tmp_path_factory):
     with stack.running(proc):
         # the review run pauses for the typed input; _runs_by_deployment answers it as soon as it does
         runs = _wait_for(services, proc, {"approve": "COMPLETED", "block": "FAILED", "review": "COMPLETED"},
-                         timeout=420)
+                         timeout=600)
         wall = time.monotonic() - services.started
         ANSWERING["on"] = False
         pending = None
@@ -419,14 +419,13 @@ def test_review_was_decided_through_the_prefect_input(services, served):
 
 @pytest.mark.timeout(600)
 def test_gates_of_one_dataset_never_overlap(services, served):
-    """All three first runs were due in the same minute; the dataset's limit made them take turns."""
+    """The three deployments' first verdicts, recorded in MLflow one after the other (the
+    dataset's limit made them take turns; the pile-up test checks every run's log)."""
     records = _mlflow_runs(services)
     spans = sorted((records[str(r.id)].info.start_time, records[str(r.id)].info.end_time) for r in served.runs.values())
     assert all(end is not None for _, end in spans)
     for (_, end), (start, _) in zip(spans, spans[1:]):
         assert start >= end, f"gates overlapped: {spans}"
-    starts = sorted(r.expected_start_time for r in served.runs.values())
-    assert (starts[-1] - starts[0]).total_seconds() < 1, "the three runs were not due at the same time"
 
 
 @pytest.mark.timeout(600)
