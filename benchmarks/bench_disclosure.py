@@ -31,7 +31,9 @@ What is made equal, so that differences are the methods':
   (``|g - t| / g <= 0.05``), ours relative to the truth (``|g - t| <= 0.05 |t|``, the usual
   relative error; anonymeter's criterion counts every negative guess as right). Ours is also reported
   under anonymeter's criterion (``ours_by_anonymeter_criterion``).
-- Singling out is seeded in both (anonymeter's ``seed``); the predicates are each tool's own
+- Singling out is seeded in both (anonymeter's ``seed``; its univariate candidates come from an
+  unordered polars ``group_by``, so even seeded they differ between runs: 114 and 140 training
+  successes of 500 in two runs on the same data and seed); the predicates are each tool's own
   (written from the synthetic data), so two tools' singling-out figures are two independent
   draws. anonymeter's control-size correction does not measure what it fits: in
   ``singling_out_evaluator._measure_queries_success`` it appends
