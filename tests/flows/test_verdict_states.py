@@ -9,7 +9,7 @@ import time
 import pytest
 
 from privacy_gate.flows import coordination
-from privacy_gate.flows.verdict_states import VerdictFlow, verdict_flow, verdict_line, verdict_state
+from privacy_gate.flows.verdict_states import VerdictFlow, skipped_state, verdict_flow, verdict_line, verdict_state
 from privacy_gate.gate import Check, Verdict
 from privacy_gate.pipeline.result import RunOutcome
 
@@ -65,6 +65,14 @@ def test_a_verdict_flow_called_as_a_function_returns_the_outcome_for_every_verdi
 
     with pytest.raises(RuntimeError, match="no verdict"):  # a failure that is no verdict is not swallowed
         broken()
+
+    @verdict_flow(name="skip-probe", persist_result=False)
+    def skipped():
+        return skipped_state(_outcome("BLOCK", status="error"), "the slot is busy")
+
+    state = skipped(return_state=True)
+    assert (state.type.value, state.name, state.message) == ("CANCELLED", "Skipped", "skipped: the slot is busy")
+    assert skipped().verdict.decision == "BLOCK"  # fail closed for a caller reading the outcome
 
 
 def _logs(flow_run_id, *, until: str, timeout: float = 60.0) -> list[str]:
