@@ -19,7 +19,7 @@ benchmarks/results/dp_audit.json after every row (a cut-off run keeps what it me
    merges them into ``dp_audit.json`` (replacing a row of the same generator and epsilon).
 
     MLFLOW_DISABLE_TELEMETRY=true .venv/bin/python benchmarks/bench_dp_audit.py [--quick | --cost | --teeth [--seeds N]
-        | --grid-rows privbayes:10,private_gsd:10]
+        | --grid-rows privbayes:10,private_gsd:10 [--runs N]]
 """
 
 from __future__ import annotations
@@ -85,15 +85,17 @@ def _grid_case(name: str, eps: float, splits, grid_runs: int):
     return ({"epsilon": eps, "delta": 1e-5, "max_generations": 200, "n_syn": 500}, small, max(10, grid_runs // 3))
 
 
-def grid_rows(which: list[tuple[str, float]], grid_runs: int = 150) -> None:
-    """Run only the named grid rows and merge them into dp_audit.json (same settings as ``main``)."""
+def grid_rows(which: list[tuple[str, float]], grid_runs: int = 150, runs: int | None = None) -> None:
+    """Run only the named grid rows and merge them into dp_audit.json (same settings as ``main``;
+    ``runs`` fits per side for every named row instead of the grid's)."""
     spec, splits = adult_splits()
     path = RESULTS / "dp_audit.json"
     payload = json.loads(path.read_text())
     payload.pop("when", None), payload.pop("machine", None)
     for name, eps in which:
-        params, data, runs = _grid_case(name, eps, splits, grid_runs)
-        row = _row(name, params, data, spec, splits.reference, DPAuditSettings(runs=runs, targets=("worst_case",)))
+        params, data, runs_ = _grid_case(name, eps, splits, grid_runs)
+        row = _row(name, params, data, spec, splits.reference,
+                   DPAuditSettings(runs=runs or runs_, targets=("worst_case",)))
         payload["rows"] = [r for r in payload["rows"]
                            if not (r["generator"] == name and r["epsilon"] == eps and r["delta"] == row["delta"])]
         payload["rows"].append(row)
@@ -163,7 +165,8 @@ def main() -> None:
         return
     if "--grid-rows" in sys.argv:
         spec_ = sys.argv[sys.argv.index("--grid-rows") + 1]
-        grid_rows([(g, float(e)) for g, e in (item.split(":") for item in spec_.split(","))])
+        runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else None
+        grid_rows([(g, float(e)) for g, e in (item.split(":") for item in spec_.split(","))], runs=runs)
         return
     quick = "--quick" in sys.argv
     spec, splits = adult_splits()
