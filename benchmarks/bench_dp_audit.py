@@ -5,8 +5,9 @@ benchmarks/results/dp_audit.json after every row (a cut-off run keeps what it me
    audit's setting: empirical mu 0.43 against the implied 0.45), worst-case target, white-box
    score, 2,000 fits per side; goal: within 1.25x of the claimed mu; cost: under 10 minutes.
 2. Grid: MST, PrivBayes and Private-GSD at epsilon in {1, 4, 10}, delta 1e-5, worst-case target,
-   white-box and black-box scores (Private-GSD on a 2,000-row sample with a 200-generation
-   search: its white-box score reads the measurements, which the search does not change).
+   white-box and black-box scores, 150 fits per side (Private-GSD on a 2,000-row sample with a
+   200-generation search: its white-box score reads the measurements, which the search does not
+   change).
 
 3. Cost (``--cost``): the gate's default audit (200 fits per side) of MST at epsilon 1 on Adult.
 4. Teeth over seeds (``--teeth``, ``benchmarks/results/dp_audit_teeth.json``): on the tests' small
@@ -82,7 +83,7 @@ def _grid_case(name: str, eps: float, splits, grid_runs: int):
     if name == "privbayes":
         return {"epsilon": eps}, splits.train, grid_runs
     small = splits.train.sample(2000, random_state=0)
-    return ({"epsilon": eps, "delta": 1e-5, "max_generations": 200, "n_syn": 500}, small, max(10, grid_runs // 3))
+    return {"epsilon": eps, "delta": 1e-5, "max_generations": 200, "n_syn": 500}, small, grid_runs
 
 
 def grid_rows(which: list[tuple[str, float]], grid_runs: int = 150, runs: int | None = None) -> None:

@@ -9,7 +9,12 @@ import pytest
 from privacy_gate.generators.mst import MSTGenerator
 from privacy_gate.generators.private_gsd import PrivateGSDGenerator
 from privacy_gate.generators.privbayes import PrivBayesGenerator
-from privacy_gate.pipeline.dp_audit import DPAuditResult, DPAuditSettings, audit_dp, cached_audit
+from privacy_gate.pipeline.dp_audit import (
+    DPAuditResult,
+    DPAuditSettings,
+    audit_dp,
+    cached_audit,
+)
 from tests.dp_audit.broken import TenthNoiseMST, TrainBinsPrivBayes
 
 
