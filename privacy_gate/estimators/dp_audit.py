@@ -221,16 +221,33 @@ def mean_shift_mu(score_in: np.ndarray, score_out: np.ndarray, *, alpha: float =
     return float(d), float(d - z * se), float(d + z * se)
 
 
-def one_run_epsilon_lower_bound(*, correct: int, guesses: int, alpha: float = 0.05) -> float:
-    """Steinke, Nasr & Jagielski (NeurIPS 2023), pure DP: with canaries included independently
-    with probability 1/2, the correct guesses among ``guesses`` are dominated by
-    Binomial(guesses, e^eps / (1 + e^eps)); the bound is the largest eps that this count rejects
-    at level alpha (0 when none is rejected)."""
+def one_run_p_value(*, correct: int, guesses: int, epsilon: float, delta: float = 0.0, canaries: int = 0) -> float:
+    """P[>= ``correct`` of ``guesses`` right] under the null hypothesis "(epsilon, delta)-DP"
+    (Steinke, Nasr & Jagielski, NeurIPS 2023, Theorem 5.2): with f(v) = P[Binomial(r, q) >= v],
+    q = e^eps / (1 + e^eps), the bound is f(v) + 2 m delta max_{1 <= i <= v} (f(v - i) - f(v)) / i,
+    m the number of canaries (each included independently with probability 1/2)."""
     if guesses < 1 or not 0 <= correct <= guesses:
         raise ValueError(f"need 0 <= correct <= guesses and guesses >= 1, got {correct}/{guesses}")
+    if delta > 0 and canaries < guesses:
+        raise ValueError(f"the delta term needs the number of canaries (>= guesses), got {canaries}")
+    q = 1 / (1 + math.exp(-epsilon))
+    tail = float(stats.binom.sf(correct - 1, guesses, q))
+    if delta <= 0 or correct == 0:
+        return min(1.0, tail)
+    i = np.arange(1, correct + 1)
+    below = np.cumsum(stats.binom.pmf(correct - i, guesses, q))  # P[v - i <= W < v]
+    return min(1.0, tail + 2 * canaries * delta * float(np.max(below / i)))
+
+
+def one_run_epsilon_lower_bound(*, correct: int, guesses: int, alpha: float = 0.05, delta: float = 0.0,
+                                canaries: int = 0) -> float:
+    """Steinke, Nasr & Jagielski (NeurIPS 2023): the largest epsilon whose null hypothesis
+    "(epsilon, delta)-DP" the count of correct guesses rejects at level alpha (0 when none is).
+    Pure DP (delta 0): correct guesses are dominated by Binomial(guesses, e^eps / (1 + e^eps));
+    delta > 0 adds the paper's delta term (``one_run_p_value``), which needs ``canaries``."""
 
     def p_value(eps: float) -> float:
-        return float(stats.binom.sf(correct - 1, guesses, 1 / (1 + math.exp(-eps))))
+        return one_run_p_value(correct=correct, guesses=guesses, epsilon=eps, delta=delta, canaries=canaries)
 
     if p_value(0.0) >= alpha:
         return 0.0

@@ -8,8 +8,9 @@ synthetic rows that hold its values, column by column, exact copies weighing mos
 guesses "in" for the ``guesses / 2`` highest scores and "out" for the lowest, abstaining on the
 rest. Under epsilon-DP the number of correct guesses is dominated by Binomial(guesses,
 e^eps / (1 + e^eps)), so the count gives a lower bound on epsilon
-(``estimators.dp_audit.one_run_epsilon_lower_bound``; pure DP -- the paper's delta term is not
-applied, so against an (epsilon, delta) claim read it with that slack).
+(``estimators.dp_audit.one_run_epsilon_lower_bound``); under (epsilon, delta)-DP the paper's delta
+term (Theorem 5.2: 2 m delta times the largest mean binomial mass just below the count) is added
+to the p-value, at the generator's claimed delta (0 for pure DP).
 
 One run is cheap but weak: the bound is limited by m and by how often single canaries are
 detectable at all; with honest generators it is typically 0. It complements the multi-run game.
@@ -37,6 +38,7 @@ from privacy_gate.spec import DatasetSpec
 class OneRunAudit:
     generator: str
     epsilon_claimed: float | None
+    delta: float  # the claim's delta, used in the bound (Steinke et al.'s delta term)
     canaries: int
     included: int
     guesses: int
@@ -100,7 +102,10 @@ def one_run_audit(*, generator: str | Callable[[int], Any], params: dict[str, An
     k = guesses // 2
     correct = int((~inside[order[:k]]).sum() + inside[order[-k:]].sum())
     privacy = getattr(gen, "privacy", None)
-    return OneRunAudit(generator=getattr(gen, "name", str(generator)), epsilon_claimed=None if not privacy else float(privacy["epsilon"]),
+    delta = float(privacy.get("delta", 0.0)) if privacy else 0.0
+    return OneRunAudit(generator=getattr(gen, "name", str(generator)),
+                       epsilon_claimed=None if not privacy else float(privacy["epsilon"]), delta=delta,
                        canaries=canaries, included=int(inside.sum()), guesses=2 * k, correct=correct, alpha=alpha,
-                       epsilon_lower=one_run_epsilon_lower_bound(correct=correct, guesses=2 * k, alpha=alpha),
+                       epsilon_lower=one_run_epsilon_lower_bound(correct=correct, guesses=2 * k, alpha=alpha,
+                                                                 delta=delta, canaries=canaries),
                        seconds=time.perf_counter() - started)

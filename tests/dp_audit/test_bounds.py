@@ -74,3 +74,26 @@ def test_saturation_and_one_run_bound():
     p = 0.05 ** (1 / r)
     assert da.one_run_epsilon_lower_bound(correct=r, guesses=r) == pytest.approx(math.log(p / (1 - p)), rel=1e-6)
     assert da.one_run_epsilon_lower_bound(correct=50, guesses=100) == 0.0
+
+
+def test_one_run_delta_term():
+    # r = v = 1: f(1) = q, the only i is 1: (f(0) - f(1)) / 1 = 1 - q  =>  p = q + 2 m delta (1 - q)
+    assert da.one_run_p_value(correct=1, guesses=1, epsilon=0.0, delta=0.1, canaries=1) == pytest.approx(0.6)
+    # against the theorem written with binomial tails: f(v) + 2 m delta max_i (f(v - i) - f(v)) / i
+    m, r, v, eps, delta = 500, 120, 100, 1.2, 1e-4
+    q = 1 / (1 + math.exp(-eps))
+    def f(x):
+        return stats.binom.sf(x - 1, r, q)
+
+    want = f(v) + 2 * m * delta * max((f(v - i) - f(v)) / i for i in range(1, v + 1))
+    assert da.one_run_p_value(correct=v, guesses=r, epsilon=eps, delta=delta, canaries=m) == pytest.approx(want)
+    # the delta term only loosens the bound; at the bound the p-value is alpha
+    pure = da.one_run_epsilon_lower_bound(correct=v, guesses=r)
+    approx = da.one_run_epsilon_lower_bound(correct=v, guesses=r, delta=delta, canaries=m)
+    assert 0 < approx < pure
+    assert da.one_run_p_value(correct=v, guesses=r, epsilon=approx, delta=delta, canaries=m) == pytest.approx(
+        0.05, abs=1e-6)
+    # a delta large enough to explain every correct guess gives no bound
+    assert da.one_run_epsilon_lower_bound(correct=r, guesses=r, delta=0.05, canaries=r) == 0.0
+    with pytest.raises(ValueError):
+        da.one_run_p_value(correct=3, guesses=4, epsilon=1.0, delta=1e-5)  # delta needs the canaries

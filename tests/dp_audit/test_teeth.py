@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 
 from privacy_gate.generators.mst import MSTGenerator
+from privacy_gate.generators.private_gsd import PrivateGSDGenerator
 from privacy_gate.generators.privbayes import PrivBayesGenerator
-from privacy_gate.pipeline.dp_audit import DPAuditResult, DPAuditSettings, audit_dp, cached_audit
+from privacy_gate.pipeline.dp_audit import (
+    DPAuditResult,
+    DPAuditSettings,
+    audit_dp,
+    cached_audit,
+)
 from tests.dp_audit.broken import TenthNoiseMST, TrainBinsPrivBayes
 
 
@@ -34,7 +40,14 @@ def test_privbayes_with_bins_from_train_is_caught(small_domain):
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("cls", [MSTGenerator, PrivBayesGenerator])
 def test_honest_generators_never_exceed_their_claim(small_domain, cls, seed):
+    # a fast subset: seeds 0-9 with 200 fits per side in `bench_dp_audit.py --teeth`
     r = _audit(cls, small_domain, runs=60, seed=seed, epsilon=1.0, delta=1e-5)
+    assert not r.exceeds(), r.reason()
+
+
+def test_honest_private_gsd_does_not_exceed_its_claim(small_domain):
+    r = _audit(PrivateGSDGenerator, small_domain, runs=60, seed=1, epsilon=1.0, delta=1e-5, max_generations=50,
+               n_syn=100)
     assert not r.exceeds(), r.reason()
 
 
