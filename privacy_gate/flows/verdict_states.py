@@ -23,7 +23,9 @@ automations, flow retries and "failed runs" views are for releases that were ref
 
 Every state's message is the verdict with its reason (the last line of the run's log, which
 Prefect ends with "Finished in state <name>('<message>')"); its data is the run's
-:class:`~privacy_gate.pipeline.result.RunOutcome`. Flows declared with :func:`verdict_flow` return
+:class:`~privacy_gate.pipeline.result.RunOutcome` — for a Failed- or Cancelled-type state wrapped in
+:class:`NotReleased`, the exception Prefect's engine expects there (it raises a failed state's data
+when a deployment's run ends, and a plain object would make that a ``TypeError``). Flows declared with :func:`verdict_flow` return
 that outcome when called as functions (the CLI, the tests), whatever the state type.
 """
 
@@ -83,14 +85,33 @@ def verdict_line(result: RunOutcome) -> str:
     return " — ".join(parts)
 
 
+class NotReleased(Exception):  # noqa: N818 - it names what happened, not an error of the code
+    """A run that did not release: its :class:`RunOutcome` as the data of its Failed- or
+    Cancelled-type state (see the module docstring); the message is the state's.
+
+    >>> import pickle
+    >>> from privacy_gate.gate import Verdict
+    >>> e = NotReleased("BLOCK: x", RunOutcome(Verdict.error("x"), run_id="r", tracking_uri=None, dataset="d"))
+    >>> copy = pickle.loads(pickle.dumps(e)); str(copy), copy.outcome.run_id
+    ('BLOCK: x', 'r')
+    """
+
+    def __init__(self, message: str, outcome: RunOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+    def __reduce__(self):
+        return type(self), (str(self), self.outcome)
+
+
 def verdict_state(result: RunOutcome) -> State:
     """The flow run's final state for ``result`` (see the module's table)."""
     message = verdict_line(result)
     verdict = result.verdict
     if verdict.status != "ok":
-        return Failed(name=STATE_FAILED, message=message, data=result)
+        return Failed(name=STATE_FAILED, message=message, data=NotReleased(message, result))
     if verdict.decision == "BLOCK":
-        return Failed(name=STATE_BLOCKED, message=message, data=result)
+        return Failed(name=STATE_BLOCKED, message=message, data=NotReleased(message, result))
     if verdict.decision == "REVIEW":
         return Completed(name=STATE_REVIEW, message=message, data=result)
     return Completed(message=message, data=result)
@@ -99,12 +120,15 @@ def verdict_state(result: RunOutcome) -> State:
 def skipped_state(result: RunOutcome, reason: str) -> State:
     """The final state of a run that did not gate (``reason`` says why); its data is ``result``,
     a BLOCK that was never recorded (fail closed for a caller that reads the outcome)."""
-    return Cancelled(name=STATE_SKIPPED, message=f"skipped: {reason}", data=result)
+    message = f"skipped: {reason}"
+    return Cancelled(name=STATE_SKIPPED, message=message, data=NotReleased(message, result))
 
 
 def outcome_of(state: State) -> Any:
     """The :class:`RunOutcome` a verdict state carries; any other failure is raised."""
     value = state.result(raise_on_failure=False)
+    if isinstance(value, NotReleased):
+        return value.outcome
     if isinstance(value, RunOutcome):
         return value
     return state.result()  # a failure that is no verdict: raised as Prefect raises it
@@ -130,5 +154,5 @@ def verdict_flow(**options: Any):
     return lambda fn: VerdictFlow(fn, **options)
 
 
-__all__ = ["STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_SKIPPED", "VerdictFlow",
+__all__ = ["NotReleased", "STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_SKIPPED", "VerdictFlow",
            "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]

@@ -96,6 +96,7 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
 
     from privacy_gate import names
     from privacy_gate.flows import release_flow
+    from privacy_gate.flows.verdict_states import outcome_of
 
     # MST: a marginal generator, so MAMA-MIA runs its shadow variant (shadow runs to map)
     cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="served-dask.yaml",
@@ -103,7 +104,7 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
                                attacks=[{"name": "dcr"}, {"name": "mama_mia", "n_shadow": 4}])
     with Client(dask_cluster) as client, get_task_stream(client) as stream:
         state = release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
-    result = state.result()
+    result = outcome_of(state)
     # prefect-dask names a task's key after its function: the attacks, the utility score, the shadow runs
     executed = [item["key"] if isinstance(item["key"], str) else item["key"][0] for item in stream.data]
     assert result.verdict.status == "ok", result.verdict.reasons

@@ -8,6 +8,7 @@ import pytest
 
 import privacy_gate.flows.gate_flows as gate_flows
 from privacy_gate.flows.coordination import emit_verdict_event
+from privacy_gate.flows.verdict_states import outcome_of
 
 
 @pytest.mark.parametrize("damage, needle", [
@@ -32,7 +33,7 @@ def test_a_corrupt_served_config_still_blocks_and_emits_the_verdict_event(prefec
     with tags("privacy-gate", "dataset:adult"):  # what a served deployment's run carries
         state = gate_flows.release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
     assert state.is_failed() and state.name == "Failed", state  # no verdict: the run failed (fail closed: BLOCK)
-    result = state.result(raise_on_failure=False)
+    result = outcome_of(state)
     assert state.message.startswith("BLOCK (gate did not complete): release config unusable")
     assert result.verdict.decision == "BLOCK" and result.verdict.status == "error"
     assert needle in result.verdict.reasons[0].message and str(cfg) in result.verdict.reasons[0].message

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from privacy_gate.flows import coordination
-from privacy_gate.flows.verdict_states import VerdictFlow, skipped_state, verdict_flow, verdict_line, verdict_state
+from privacy_gate.flows.verdict_states import VerdictFlow, outcome_of, skipped_state, verdict_flow, verdict_line, verdict_state
 from privacy_gate.gate import Check, Verdict
 from privacy_gate.pipeline.result import RunOutcome
 
@@ -57,7 +57,7 @@ def test_a_verdict_flow_called_as_a_function_returns_the_outcome_for_every_verdi
     for decision, status in (("APPROVE", "ok"), ("REVIEW", "ok"), ("BLOCK", "ok"), ("BLOCK", "error")):
         assert probe(decision, status).verdict.decision == decision
     state = probe.with_options(name="verdict-probe-2")("BLOCK", return_state=True)
-    assert state.is_failed() and state.name == "Blocked" and state.result(raise_on_failure=False).run_id == "r1"
+    assert state.is_failed() and state.name == "Blocked" and outcome_of(state).run_id == "r1"
 
     @verdict_flow(name="broken-probe", persist_result=False)
     def broken():
@@ -95,7 +95,7 @@ def test_a_blocked_release_ends_blocked_and_its_last_lines_say_why(prefect_serve
     cfg = write_release_config(small_adult, {"name": "copy_train"}, name="blocked-state.yaml", fast=True)
     state = release_flow(config_path=str(cfg), workdir=str(tmp_path), return_state=True)
     assert state.is_failed() and state.name == "Blocked", state
-    outcome = state.result(raise_on_failure=False)
+    outcome = outcome_of(state)
     assert outcome.verdict.decision == "BLOCK" and outcome.verdict.status == "ok"
     assert state.message.startswith("BLOCK: ") and outcome.run_id in state.message and "more)" in state.message
     assert len(state.message) < 1000

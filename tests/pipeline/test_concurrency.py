@@ -15,7 +15,7 @@ import yaml
 
 from privacy_gate import tracking
 
-from ..conftest import EXAMPLE
+from ..conftest import EXAMPLE, lighten
 from ..reaper import popen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,14 +28,19 @@ def tiny_files(small_adult, tmp_path_factory):
     for name, part in (("train", real.iloc[:400]), ("holdout", real.iloc[400:600]), ("reference", real.iloc[600:800]),
                        ("synthetic", pd.read_csv(small_adult / "independent.csv").iloc[:400])):
         part.to_csv(folder / f"{name}.csv", index=False)
-    (folder / "spec.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]))
+    example = yaml.safe_load(EXAMPLE.read_text())
+    (folder / "spec.yaml").write_text(yaml.safe_dump(example["dataset"]["spec"]))
+    # plumbing weight: what races here is the store's creation, not the attacks
+    judging = lighten({k: example[k] for k in ("attacks", "mace") if k in example})
+    (folder / "judging.yaml").write_text(yaml.safe_dump(judging))
     return folder
 
 
 def _start(folder: Path, workdir: Path) -> subprocess.Popen:
     args = ["gate", "--train", str(folder / "train.csv"), "--holdout", str(folder / "holdout.csv"),
             "--reference", str(folder / "reference.csv"), "--synthetic", str(folder / "synthetic.csv"),
-            "--spec", str(folder / "spec.yaml"), "--workdir", str(workdir), "--json", "--orchestrator", "local"]
+            "--spec", str(folder / "spec.yaml"), "--config", str(folder / "judging.yaml"), "--workdir", str(workdir),
+            "--json", "--orchestrator", "local"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PYTHONPATH"] = str(ROOT)
     return popen([sys.executable, "-m", "privacy_gate.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
