@@ -9,9 +9,11 @@ so ``import privacy_gate.validation`` stays cheap.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +165,43 @@ def _batch_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: The last reports, keyed by the content of the batch and of the suite: a process that gates the
+#: same inputs again (a remediation ladder's rungs, a re-gate after suppression, a retried attempt)
+#: does not run the same checkpoint on the same bytes twice. A report is a frozen value.
+_MEMO: OrderedDict[str, ValidationReport] = OrderedDict()
+_MEMO_SIZE = 16
+
+
+def _memo_key(frame: pd.DataFrame, suite: dict[str, Any]) -> str | None:
+    """sha256 of the batch (values, index, column names and dtypes) and the suite; None when the
+    batch cannot be hashed (then the checkpoint simply runs)."""
+    try:
+        rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
+    except Exception:  # noqa: BLE001 - unhashable cells: no memo
+        return None
+    h = hashlib.sha256(rows.tobytes())
+    h.update(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode())
+    h.update(json.dumps(suite, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
 def _run(frame: pd.DataFrame, suite: dict[str, Any]) -> ValidationReport:
+    key = _memo_key(frame, suite)
+    with _LOCK:
+        if key is not None and key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    report = _checkpoint(frame, suite)
+    if key is not None:
+        with _LOCK:
+            _MEMO[key] = report
+            while len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+    return report
+
+
+def _checkpoint(frame: pd.DataFrame, suite: dict[str, Any]) -> ValidationReport:
+    """Run ``suite`` on ``frame`` as a Great Expectations checkpoint."""
     gx = _gx()
     with _LOCK:
         context = _context()

@@ -320,3 +320,26 @@ def test_report_contains_no_raw_values():
         # observed is only ever an aggregate rate
         for r in rep.results:
             assert r.observed is None or 0.0 <= r.observed <= 1.0
+
+
+def test_the_same_bytes_and_suite_are_checked_once_and_any_change_runs_the_checkpoint(monkeypatch):
+    """A process that validates the same batch against the same suite again gets the same report
+    without a second checkpoint run; one changed cell, dtype or suite threshold runs it again."""
+    import privacy_gate.validation.run as run
+
+    calls = []
+    real = run._checkpoint
+    monkeypatch.setattr(run, "_checkpoint", lambda frame, suite: calls.append(1) or real(frame, suite))
+    monkeypatch.setattr(run, "_MEMO", type(run._MEMO)())
+    suite = {"name": "memo.input", "expectations": [
+        {"type": "expect_column_values_to_be_between", "kwargs": {"column": "a", "min_value": 0, "max_value": 10}}]}
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    first = run._run(frame, suite)
+    assert run._run(frame.copy(), suite) is first and len(calls) == 1
+    changed = frame.copy()
+    changed.loc[2, "a"] = 30.0
+    assert run._run(changed, suite).success is False and len(calls) == 2
+    assert run._run(frame.astype("int64"), suite).success and len(calls) == 3
+    wider = {**suite, "expectations": [{**suite["expectations"][0], "kwargs": {"column": "a", "min_value": 0,
+                                                                             "max_value": 100}}]}
+    assert run._run(changed, wider).success and len(calls) == 4
