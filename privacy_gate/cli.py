@@ -77,6 +77,21 @@ def _require_files(**paths: Path | None) -> None:
             _usage_error(f"{label}: file not found: {path}")
 
 
+def _load_release(config: Path, check: Any = None) -> Any:
+    """The release config at ``config``, then ``check(cfg)``; a ConfigError from either is a usage
+    error (exit 2, one line naming the file)."""
+    from privacy_gate.config import load_release_config
+    from privacy_gate.errors import ConfigError
+
+    try:
+        cfg = load_release_config(config)
+        if check is not None:
+            check(cfg)
+    except ConfigError as exc:
+        _usage_error(str(exc) if str(exc).startswith(str(config)) else f"{config}: {exc}")
+    return cfg
+
+
 def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_setting: str = "--publish-to",
                split_files: dict[str, Path] | None = None, spec: Any = None) -> None:
     """Folders the run writes and split files it compares, checked before it starts (exit 2, one
@@ -171,18 +186,16 @@ def run(
 ) -> None:
     """Run the full release pipeline: train, sample, attack, decide, publish."""
     _quiet_env()
-    from privacy_gate.config import load_release_config
     from privacy_gate.errors import ConfigError
 
-    try:
-        cfg = load_release_config(config)
+    def check(cfg: Any) -> None:
         _check_components(cfg.generator.name, cfg.generator.params, cfg.attacks)
         if cfg.remediate is not None:
             from privacy_gate.pipeline.remediation import check_ladder
 
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
-    except ConfigError as exc:
-        _usage_error(f"{config}: {exc}" if not str(exc).startswith(str(config)) else str(exc))
+
+    cfg = _load_release(config, check)
     _preflight(workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target")
     from privacy_gate.tracking import SOURCE_CONFIG, tracking_source
 
@@ -496,16 +509,14 @@ def dependency_study(
 ) -> None:
     """Retrain on dependent splits and their IID counterparts, attack both, compare with the DP bound."""
     _quiet_env()
-    from privacy_gate.config import load_release_config
     from privacy_gate.errors import ConfigError, PrivacyGateError
 
-    try:
-        cfg = load_release_config(config)
+    def check(cfg: Any) -> None:
         if cfg.dependency_study is None:
             raise ConfigError(f"{config}: no 'dependency_study' section (README: 'Dependency study')")
         _check_components(None, {}, cfg.attacks)
-    except ConfigError as exc:
-        _usage_error(str(exc))
+
+    cfg = _load_release(config, check)
     _require_files(**{"dataset.path": cfg.dataset.path})
     _preflight(workdir=workdir)
     from privacy_gate.tracking import tracking_source
@@ -547,16 +558,11 @@ def audit_dp(
 ) -> None:
     """Audit the DP claim of the config's generator: a lower bound on the epsilon it delivers."""
     _quiet_env()
-    from privacy_gate.config import load_release_config
-    from privacy_gate.errors import ConfigError, PrivacyGateError
+    from privacy_gate.errors import PrivacyGateError
 
-    try:
-        cfg = load_release_config(config)
-        _check_components(cfg.generator.name, cfg.generator.params, [])
-        if runs is not None and runs < 4:
-            raise ConfigError(f"--runs must be at least 4, got {runs}")
-    except ConfigError as exc:
-        _usage_error(str(exc))
+    if runs is not None and runs < 4:
+        _usage_error(f"--runs must be at least 4, got {runs}")
+    cfg = _load_release(config, lambda cfg: _check_components(cfg.generator.name, cfg.generator.params, []))
     _require_files(**{"dataset.path": cfg.dataset.path})
     try:
         if _use_prefect(orchestrator):

@@ -8,6 +8,7 @@ from Adult rows that are in none of train / holdout / reference (same population
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -203,3 +204,14 @@ if LoadGroupScheduling is not None:
         if config.getvalue("dist") == "loadgroup":
             return ModuleGroupScheduling(config, log)
         return None
+
+
+class LogLines(logging.Handler):
+    """A logging handler that keeps each record's message (tests read what a run logged)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())

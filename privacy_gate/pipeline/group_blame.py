@@ -53,10 +53,11 @@ class BlameState(Protocol):
 MAX_CANDIDATES = 3
 
 
-def rest_figures(state: BlameState, keep: np.ndarray, *, group: str | None = None) -> dict[str, float]:
-    """The release-wide figures on the targets in ``keep`` only (and, given the ``group`` that
-    ``keep`` leaves out, the disclosure risks without its records)."""
+def rest_figures(state: BlameState, group: str) -> dict[str, float]:
+    """The release-wide figures without ``group``: on the targets outside it, and the disclosure
+    risks without its training and control records."""
     settings, targets = state.settings, state.targets
+    keep = ~group_mask(targets.records, group)
     labels = np.asarray(targets.labels)[keep]
     out: dict[str, float] = {}
     rest = [dataclasses.replace(o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels)))
@@ -73,7 +74,7 @@ def rest_figures(state: BlameState, keep: np.ndarray, *, group: str | None = Non
     res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=e.level, delta=e.delta, method=e.method,
                            tail_max_share=e.tail_max_share, seed=settings.targets.seed)
     out.update({exposure_metric(k): v for k, v in res.metrics().items()})
-    if group is not None and state.disclosure_inputs is not None:
+    if state.disclosure_inputs is not None:
         out.update(measure_without(lambda df: group_mask(df, group), state.inputs.synthetic, state.inputs.splits.train,
                                    state.disclosure_inputs, settings.spec, settings.disclosure,
                                    seed=settings.targets.seed))
@@ -135,11 +136,10 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         return verdict
     rules = [r for r in state.settings.gate.rules if r.scope == "global"]
     for g in order[:MAX_CANDIDATES]:
-        keep = ~masks[g]
-        if 2 * masks[g].sum() > len(keep):
+        if 2 * masks[g].sum() > len(masks[g]):
             break  # not a small group: it holds most targets (and larger ones follow)
         try:
-            figures = rest_figures(state, keep, group=g)
+            figures = rest_figures(state, g)
         except (ValueError, KeyError, InsufficientDataError):  # the rest cannot be measured: nothing to set against it
             continue
         rest = decide(rules, {**state.metrics, **figures},

@@ -17,14 +17,7 @@ from privacy_gate.pipeline import release
 from privacy_gate.pipeline.executor import LocalExecutor
 from privacy_gate.pipeline.stages import Stage, StageClock, run_stages
 
-
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
+from ..conftest import LogLines
 
 
 def _slow_fit(config, train, reference, progress_key=None):
@@ -39,7 +32,7 @@ def test_fit_prints_start_periodic_lines_with_epochs_and_done(monkeypatch):
     monkeypatch.setenv(names.ENV_PROGRESS_SECONDS, "0.1")
     monkeypatch.setattr(release, "fit_generator", _slow_fit)
     logger = logging.getLogger("test-fit-progress")
-    handler = _Lines()
+    handler = LogLines()
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     state = SimpleNamespace(config=SimpleNamespace(generator=SimpleNamespace(name="privgan")),

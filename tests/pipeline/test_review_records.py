@@ -25,6 +25,8 @@ from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publish import ReleaseStore
 
+from ..conftest import LogLines
+
 GROUP = "race=Amer-Indian-Eskimo"
 runner = CliRunner()
 
@@ -41,15 +43,6 @@ SUBGROUP_ROWS = [  # audit/subgroups.json as the audit writes it: one row per gr
 @pytest.fixture(autouse=True)
 def _no_key(monkeypatch):
     monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
-
-
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
 
 
 def make_review_run(workdir: Path, *, rows: int = 20, logger=None) -> tuple[str, str]:
@@ -108,7 +101,7 @@ def test_report_after_approval_says_published_and_where(tmp_path):
 
 
 def test_run_name_and_tag_carry_the_verdict_and_the_last_line_says_why(tmp_path):
-    handler = _Lines()
+    handler = LogLines()
     logger = logging.getLogger("test-records-lines")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
