@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
-                                rule_metric_problem)
+                                is_test_level, rule_metric_problem)
 from privacy_gate.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
@@ -139,6 +139,10 @@ class Rule(_Strict):
         problem = rule_metric_problem(self.metric, attack=self.attack, scope=self.scope)
         if problem:
             raise ValueError(f"rule '{self.describe()}': {problem}")
+        if is_test_level(self.metric):
+            raise ValueError(f"rule '{self.describe()}' sets a test's level by hand; every test's level comes from "
+                             "the error budget (gate.budget: review, block, weights), so the gate's overall "
+                             "false-alarm rate stays what it states — remove the rule and set the budget instead")
         return self
 
     @property
@@ -147,70 +151,149 @@ class Rule(_Strict):
 
     def describe(self) -> str:
         op = "<=" if self.max is not None else ">="
+        return f"{self.key} {op} {self.threshold:g}"
+
+    @property
+    def key(self) -> str:
+        """What the rule reads, without its bound: a user rule with the key of a default replaces
+        that default (``any.auc``, ``combined.mace.advantage_lower``, ``[each subgroup] any.auc``).
+
+        >>> Rule(metric="auc", attack="any", max=0.5).key
+        'any.auc'
+        """
         who = f"{self.attack}." if self.attack else ""
         where = "[each subgroup] " if self.scope == "subgroup" else ""
-        return f"{where}{who}{self.metric} {op} {self.threshold:g}"
+        return f"{where}{who}{self.metric}"
 
 
+#: The default rules. Each is a *bar* on an effect size: it raises the verdict only when the test
+#: family that owns its figure is also significant at its share of the error budget
+#: (``gate.budget``; :mod:`privacy_gate.gate.budget`), so a bar can never add false alarms of its own.
+#: A bar on an upper bound (``*_upper``) is "we could not exclude": it never raises the verdict, it
+#: says "too few targets to tell" (the budget's power check raises "insufficient evidence").
 DEFAULT_RULES: tuple[Rule, ...] = (
+    # membership (every gated attack and the combined query): block a leak that is both certain
+    # (the attacks' rank test at the block share) and large
     Rule(metric="auc", attack="any", max=0.60, action="block"),
     Rule(metric="tpr_at_fpr_0.01", attack="any", max=0.10, action="block"),
-    # a few records caught with almost no false alarms: what an average hides (a human looks; the
-    # exposed records may sit in one small group that suppression can remove)
-    Rule(metric="tpr_at_fpr_0.001", attack="any", max=0.02, action="review"),
-    # MACE (Liu et al.): block when we are confident the advantage is not small (lower bound),
-    # approve only when we are confident it is small (upper bound), otherwise a human decides
     Rule(metric="mace.advantage_lower", attack="any", max=0.10, action="block"),
     Rule(metric="mace.advantage_lower", attack="combined", max=0.10, action="block"),
     Rule(metric="mace.advantage_upper", attack="any", max=0.20, action="review"),
     Rule(metric="utility.quality", min=0.60, action="block"),
-    # per-sample rules (exposed-record discovery): block when we are confident that at least 0.5%
-    # of the training records are singled out; approve only when we are confident that at most 5%
-    # could be; any discovered exposed record (FDR-controlled) goes to a human, who can suppress it
+    # exposed member targets: block when we are confident that at least 0.5% of the training
+    # records are singled out
     Rule(metric="exposed.share_lower", max=0.005, action="block"),
     Rule(metric="exposed.share_upper", max=0.05, action="review"),
-    Rule(metric="exposed.count", max=0, action="review"),
-    # sparse leaks (a few people copied, the most outlying records): more members / training
-    # records among the most extreme scores than chance, exact label-permutation tests (false
-    # alarms: 0.25% for the member targets, 1% for the scan of every training record — the test
-    # that sees ten people copied a few times, whose best possible p-value is about 0.005)
-    Rule(metric="exposed.tail_pvalue", min=0.0025, action="review"),
-    Rule(metric="exposed.scan_tail_pvalue", min=0.01, action="review"),
-    Rule(metric="exposed.scan_count", max=0, action="review"),
-    # disclosure risks (Giomi et al.): the share of what an attacker could not otherwise get right
-    # that it gets right on training records only. Block when we are 95% sure it is above 0.10 (the
-    # membership rules' bar: the MACE advantage lower bound); review when we cannot exclude 0.30
-    # (an upper bound, wide when the control rate is high: its width is about that of the rates
-    # divided by 1 - control rate). The inference figures are those of the secret column with the
-    # highest lower bound..
+    # disclosure risks (Giomi et al.): block when we are 95% sure a risk is above 0.10
     Rule(metric="singling_out.risk_lower", max=0.10, action="block"),
     Rule(metric="linkability.risk_lower", max=0.10, action="block"),
     Rule(metric="inference.risk_lower", max=0.10, action="block"),
     Rule(metric="singling_out.risk_upper", max=0.30, action="review"),
     Rule(metric="linkability.risk_upper", max=0.30, action="review"),
     Rule(metric="inference.risk_upper", max=0.30, action="review"),
+    # verbatim copies beyond the population's own twins (experiment/copies.py): block above 1%
+    Rule(metric="copies.excess_share", max=0.01, action="block"),
+    # partial copies (experiment/agreement.py): block when more than 1% of the training records
+    # are surely reproduced on all but one or two of their columns
+    Rule(metric="agreement.excess_share", max=0.01, action="block"),
     Rule(metric="auc", attack="any", max=0.70, action="review", scope="subgroup"),
-    # every subgroup, however small: its rank test, Holm-adjusted over all groups (family-wise 1%:
-    # a release with no leakage has a flagged group at most one time in a hundred)
-    Rule(metric="membership_test.p_adjusted", min=0.01, action="review", scope="subgroup"),
 )
+
+#: The error budget's tests (privacy_gate.gate.budget), in the order the verdict lists them.
+BUDGET_TESTS = ("membership", "targets", "scan", "agreement", "copies", "disclosure", "subgroups")
+#: What a ``disable:`` entry may name besides a rule key: a whole test of the budget.
+TEST_KEYS = tuple(f"test:{t}" for t in BUDGET_TESTS)
+
+
+class BudgetConfig(_Strict):
+    """The gate's error budget (:mod:`privacy_gate.gate.budget`): the most often a release that
+    leaks nothing may be held back (``review``: REVIEW or worse) or blocked (``block``), split
+    over the tests by ``weights`` (Bonferroni: valid whatever their dependence). ``power``: the
+    chance the gate must have of catching the smallest leak it promises (``promise_auc``: an
+    attack AUC of that size); a release too small for it goes to REVIEW as "insufficient evidence"."""
+
+    review: float = Field(0.02, gt=0, lt=0.5)
+    block: float = Field(0.001, gt=0, lt=0.5)
+    weights: dict[str, float] = Field(default_factory=dict)
+    power: float = Field(0.9, gt=0.5, lt=1)
+    promise_auc: float = Field(0.60, gt=0.5, lt=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BudgetConfig:
+        if self.block > self.review:
+            raise ValueError(f"budget.block ({self.block:g}) must not exceed budget.review ({self.review:g}): a "
+                             "BLOCK is also a REVIEW-or-worse")
+        for name, w in self.weights.items():
+            if f"test:{name}" not in TEST_KEYS:
+                raise ValueError(f"budget.weights: unknown test {name!r} (tests: "
+                                 f"{', '.join(k.removeprefix('test:') for k in TEST_KEYS)})")
+            if not (w > 0 and math.isfinite(w)):
+                raise ValueError(f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test off, "
+                                 f"list it under gate.disable with a reason)")
+        return self
+
+
+class Disable(_Strict):
+    """Turning a default protection off: the rule key (``any.auc``) or test (``test:scan``) and why.
+    The verdict, the report and the MLflow run show it."""
+
+    key: str = Field(min_length=1)
+    reason: str = Field(min_length=10)
 
 
 class GateConfig(_Strict):
-    rules: list[Rule] = Field(default_factory=lambda: list(DEFAULT_RULES))
+    """``rules`` are *added* to the defaults; a rule with a default's key (``Rule.key``) replaces
+    it. A default goes away only through ``disable`` with a reason.
+
+    >>> cfg = GateConfig.model_validate({"rules": [{"metric": "auc", "attack": "any", "max": 0.55}]})
+    >>> [r.describe() for r in cfg.effective_rules][:2]
+    ['any.auc <= 0.55', 'any.tpr_at_fpr_0.01 <= 0.1']
+    >>> len(cfg.effective_rules) == len(DEFAULT_RULES)
+    True
+    """
+
+    rules: list[Rule] = Field(default_factory=list)
+    disable: list[Disable] = Field(default_factory=list)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # the old verbatim-copy bar; now the block bar of the copy test (copies.excess_share)
     max_verbatim_copy_share: float = Field(0.01, ge=0, le=1)
     # a gate without rules approves whatever the attacks find: only when asked for in so many words
     allow_no_rules: bool = False
 
     @model_validator(mode="after")
     def _some_rules(self) -> GateConfig:
-        if not self.rules and not self.allow_no_rules:
+        keys = [r.key for r in self.rules]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise ValueError(f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound each)")
+        known = {r.key for r in DEFAULT_RULES} | set(keys) | set(TEST_KEYS)
+        for d in self.disable:
+            if d.key not in known:
+                raise ValueError(f"disable: {d.key!r} is neither a rule key nor a test; rule keys: "
+                                 f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: {', '.join(TEST_KEYS)}")
+        if not self.effective_rules and not self.allow_no_rules:
             raise ValueError("rules: empty — a gate with no rules approves every release, however leaky; list "
                              "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true")
         return self
 
+    @property
+    def disabled(self) -> dict[str, str]:
+        return {d.key: d.reason for d in self.disable}
+
+    @property
+    def effective_rules(self) -> list[Rule]:
+        """The defaults, each replaced by a user rule of the same key, then the user's new rules;
+        without the disabled ones. The copy test's bar follows ``max_verbatim_copy_share``."""
+        own = {r.key: r for r in self.rules}
+        copy_bar = Rule(metric="copies.excess_share", max=self.max_verbatim_copy_share, action="block")
+        defaults = [copy_bar if r.key == copy_bar.key else r for r in DEFAULT_RULES]
+        merged = [own.pop(r.key, r) for r in defaults] + list(own.values())
+        off = self.disabled
+        return [r for r in merged if r.key not in off]
+
     def rules_hash(self) -> str:
-        payload = json.dumps([r.model_dump() for r in self.rules], sort_keys=True)
+        payload = json.dumps({"rules": [r.model_dump() for r in self.effective_rules],
+                              "budget": self.budget.model_dump(), "disable": self.disabled}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -556,7 +639,7 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.effective_rules, self.attacks, self.exposure, self.disclosure)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
@@ -660,7 +743,7 @@ class GateOnlyConfig(_Strict):
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.effective_rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self

@@ -80,13 +80,27 @@ SUPPRESS_EXPOSED = "exposed"
 
 #: ROC figures of one attack's scores (``estimators.metrics.roc_metrics``), incl. the class sizes.
 ROC_FIGURES = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage", "n_members", "n_non_members")
+#: An attack's membership rank test over all targets (``estimators.group_tests.rank_test_pvalue``):
+#: ``<attack>.rank_pvalue``, what the budget's membership test reads.
+RANK_PVALUE = "rank_pvalue"
+#: Verbatim copies against the population's own twins (``experiment.copies``): ``copies.pvalue`` ...
+COPIES = "copies"
+COPY_FIGURES = ("pvalue", "excess_share", "excess_lower", "train_share", "holdout_share", "train_only", "holdout_only",
+                "compared", "n_pool")
+#: Partial copies: the information-weighted column agreement scan (``experiment.agreement``).
+AGREEMENT = "agreement"
+AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "excess_lower",
+                     "tail_top", "tail_members", "calibration")
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
 PLAIN_FIGURES = {
     "exposed": ("count", "tested", "calibration", "false_expected", "share", "share_lower", "share_upper",
                 "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
                 "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
-                "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs"),
+                "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
+                "scan_simes_pvalue"),
+    COPIES: COPY_FIGURES,
+    AGREEMENT: AGREEMENT_FIGURES,
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
     **{family: DISCLOSURE_FIGURES + tuple(f"{mode}.{f}" for mode in ("univariate", "multivariate")
                                           for f in DISCLOSURE_FIGURES) for family in DISCLOSURE_FAMILIES},
@@ -101,10 +115,20 @@ GROUP_FIGURES = ("membership_test.p_value", "membership_test.p_adjusted", "n_mem
 PLAIN_FAMILIES = frozenset({*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)})
 
 
+def is_test_level(metric: str) -> bool:
+    """A p-value figure: its level is the error budget's to set, never a rule's.
+
+    >>> is_test_level("exposed.scan_tail_pvalue"), is_test_level("membership_test.p_adjusted"), is_test_level("auc")
+    (True, True, False)
+    """
+    figure = metric.rpartition(".")[2]
+    return figure.endswith("pvalue") or figure in ("p_value", "p_adjusted")
+
+
 def attack_figures() -> tuple[str, ...]:
     """Every figure a rule can read per attack (``<attack>.<figure>``)."""
     mace = tuple(f"mace.{f}" for f in MACE_FIGURES)
-    return (ROC_FIGURES + mace + tuple(f"entity.{f}" for f in ROC_FIGURES)
+    return (ROC_FIGURES + (RANK_PVALUE,) + mace + tuple(f"entity.{f}" for f in ROC_FIGURES)
             + tuple(f"dependency.{f}" for f in ROC_FIGURES + mace))
 
 

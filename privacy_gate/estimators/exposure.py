@@ -122,6 +122,20 @@ def combined_scores(scores: Mapping[str, np.ndarray], *, seed: int = 0) -> np.nd
     return (top + 0.5 * rng.random(top.size)) / top.size
 
 
+def simes_pvalue(pvalues: np.ndarray) -> float:
+    """Simes' combination ``min_i n p_(i) / i``: at most ``q`` exactly when Benjamini–Hochberg at
+    ``q`` names at least one record, so it is the p-value of "some record is exposed" (valid for
+    conformal p-values, which are positively dependent). 1 for no p-values.
+
+    >>> simes_pvalue(np.array([0.01, 0.04, 0.5]))
+    0.03
+    """
+    p = np.sort(np.asarray(pvalues, dtype=float))
+    if p.size == 0:
+        return 1.0
+    return float(min(1.0, np.min(p * p.size / np.arange(1, p.size + 1))))
+
+
 def fdr_select(pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh") -> tuple[np.ndarray, float]:
     """Step-up selection at FDR level ``q``: Benjamini–Hochberg, or Benjamini–Yekutieli (BH at
     ``q / H_m``, valid under arbitrary dependence). Returns (selected mask, p-value threshold).
@@ -317,7 +331,8 @@ class ExposureResult:
                 "share_upper": self.share_upper, "threshold": self.threshold, "level": self.level,
                 "attacks": float(self.n_attacks), "delta": self.delta, "tail_pvalue": self.tail_pvalue,
                 "tail_top": float(self.tail_top), "min_pvalue": self.min_pvalue,
-                "naming_needs": float(self.naming_needs)}
+                "naming_needs": float(self.naming_needs),
+                "simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy())}
 
 
 def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,

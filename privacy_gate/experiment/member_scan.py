@@ -49,7 +49,7 @@ from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scor
 from privacy_gate.attacks.nn_index import approximate_nearest, ivf_cells
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.exposure import (FdrMethod, conformal_pvalues, fdr_select, naming_limit,
+from privacy_gate.estimators.exposure import (FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit,
                                               random_tie_ranks, tail_excess_pvalue)
 from privacy_gate.spec import DatasetSpec
 
@@ -85,7 +85,8 @@ class ScanResult:
                 "scan_calibration": float(self.calibration), "scan_threshold": self.threshold,
                 "scan_false_bound": self.q * self.count, "scan_tail_pvalue": self.tail_pvalue,
                 "scan_tail_top": float(self.tail_top), "scan_min_pvalue": self.min_pvalue,
-                "scan_naming_needs": float(self.naming_needs)}
+                "scan_naming_needs": float(self.naming_needs),
+                "scan_simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy())}
 
     @property
     def discoveries(self) -> np.ndarray:

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
+from privacy_gate.config import (BUDGET_TESTS, DEFAULT_ATTACKS, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
                                   ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators import Generator, MarginalGenerator
@@ -61,7 +61,7 @@ class GateSettings(BaseModel):
 
     @model_validator(mode="after")
     def _rules_read_attacks_that_run(self) -> GateSettings:
-        problem = rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
+        problem = rules_problem(self.gate.effective_rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self
@@ -69,6 +69,22 @@ class GateSettings(BaseModel):
     @property
     def epsilon(self) -> float | None:
         return None if self.privacy is None else self.privacy.get("epsilon")
+
+    @property
+    def disabled(self) -> dict[str, str]:
+        """Default protections this run goes without, and why (``gate.disable`` and switched-off stages)."""
+        off = dict(self.gate.disabled)
+        if not self.exposure.scan_members:
+            off.setdefault("test:scan", "exposure.scan_members is false")
+        if not self.disclosure.enabled:
+            off.setdefault("test:disclosure", "disclosure.enabled is false")
+        return off
+
+    @property
+    def budget_tests(self) -> list[str]:
+        """The error budget's tests this run has (:mod:`privacy_gate.gate.budget`)."""
+        off = self.disabled
+        return [t for t in BUDGET_TESTS if f"test:{t}" not in off]
 
     @property
     def gated_attacks(self) -> list[str]:

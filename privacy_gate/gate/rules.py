@@ -1,4 +1,4 @@
-"""Gate rules -> checks -> ``Verdict``. Fails closed on missing or NaN metrics.
+"""Gate rules and the budget's tests -> checks -> ``Verdict``. Fails closed on missing or NaN metrics.
 
 Metric keys: ``<attack>.<metric>`` for attack metrics (``domias.auc``), plain keys otherwise
 (``utility.quality``). A rule with ``attack: any`` is checked against every attack that ran.
@@ -12,14 +12,16 @@ Metric keys: ``<attack>.<metric>`` for attack metrics (``domias.auc``), plain ke
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from privacy_gate.config import Rule
+from privacy_gate.config import BudgetConfig, Rule
+from privacy_gate.gate.budget import WHAT, PowerNeed, TestOutcome, membership_power, rule_test, run_tests
 from privacy_gate.estimators.power import null_reference
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.verdict import Check, Verdict
-from privacy_gate.names import COMBINED, check_key, metric_name
+from privacy_gate.names import COMBINED, GROUP_TEST, check_key, metric_name
 
 
 def _rule_targets(rule: Rule, attacks: Sequence[str]) -> list[str | None]:
@@ -92,6 +94,60 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
     return checks
 
 
+def _bar_outcome(check: Check, rule: Rule, test: TestOutcome | None) -> Check:
+    """A failed bar raises the verdict only when its test is significant at the share of the
+    action's budget; a bar on an upper bound never does (its interval is merely wide)."""
+    if check.passed or check.observed is None:
+        return check
+    if rule.metric.endswith("_upper"):
+        return dataclasses.replace(check, passed=True, message=check.message + (
+            "; an upper bound: the gate cannot exclude a leak of this size here, which is uncertainty, not a leak "
+            "signal (too few targets to tell; the budget's power check says whether that matters)"))
+    if test is None:
+        return check  # a requirement (utility, the synthetic suite), or a test this run did not have
+    if check.action == "block" and test.block:
+        return dataclasses.replace(check, message=check.message + (
+            f"; the {test.name} test is significant at its block share (p = {human_number(test.pvalue, 3)} <= "
+            f"{human_number(test.block_level, 3)})"))
+    if test.review:
+        return dataclasses.replace(check, action="review", message=check.message + (
+            f"; the {test.name} test is significant at its review share (p = {human_number(test.pvalue, 3)} <= "
+            f"{human_number(test.review_level, 3)})" + (" but not at its block share" if check.action == "block" else "")))
+    return dataclasses.replace(check, passed=True, message=check.message + (
+        f"; not a leak signal: the {test.name} test is not significant (p = {human_number(test.pvalue, 3)} > "
+        f"{human_number(test.review_level, 3)}, its share of the review budget)"))
+
+
+def test_check(test: TestOutcome, budget_review: float) -> Check:
+    """The check of one budget test: REVIEW when its p-value is at most its review share."""
+    pct = f"{100 * budget_review:g}%"
+    if not math.isfinite(test.pvalue):
+        return Check(rule=f"test {test.name}", metric=f"test:{test.name}", observed=None, threshold=test.review_level,
+                     bound="min", action="block", passed=False,
+                     message=f"the {test.name} test has no p-value ({test.detail}); the gate cannot approve without it")
+    p = human_number(test.pvalue, 3)
+    level = human_number(test.review_level, 3)
+    if test.review:
+        msg = (f"evidence of leakage: {WHAT[test.name]} (p = {p} <= {level}, this test's share of the {pct} "
+               f"review budget; smallest part: {test.detail})")
+    else:
+        msg = f"no evidence that {WHAT[test.name]} (p = {p} > {level}, its share of the {pct} review budget)"
+    return Check(rule=f"test {test.name} at level {level}", metric=f"test:{test.name}", observed=test.pvalue,
+                 threshold=test.review_level, bound="min", action="review", passed=not test.review, message=msg)
+
+
+def power_check(need: PowerNeed, *, n_members: int, n_non_members: int, power: float) -> Check:
+    """REVIEW for "insufficient evidence" when the membership test cannot see the promised leak."""
+    msg = (f"with {n_members} member and {n_non_members} non-member targets the membership test detects an attack "
+           f"AUC of {need.detectable_auc:.3f} with {power:.0%} power; the gate promises {need.promise_auc:.2f}")
+    if not need.sufficient:
+        msg = ("insufficient evidence (not a leak signal): " + msg
+               + f"; about {need.per_class_needed} targets per class (more training and holdout records) would reach it")
+    return Check(rule=f"power to detect AUC {need.promise_auc:g}", metric="power.detectable_auc",
+                 observed=need.detectable_auc, threshold=need.promise_auc, bound="max", action="review",
+                 passed=need.sufficient, message=msg)
+
+
 def decide(
     rules: Iterable[Rule],
     metrics: Mapping[str, float],
@@ -102,25 +158,70 @@ def decide(
     warnings: Iterable[Check] = (),
     data_hashes: Mapping[str, str] | None = None,
     rules_hash: str | None = None,
+    tests: Sequence[str] | None = None,
+    budget: BudgetConfig | None = None,
+    disabled: Mapping[str, str] | None = None,
 ) -> Verdict:
-    """BLOCK if any block check fails, else REVIEW if any review check fails (or a warning needs a
-    human), else APPROVE.
+    """One calibrated decision (:mod:`privacy_gate.gate.budget`).
 
-    ``groups`` maps subgroup labels to their metrics; subgroup-scope rules are checked in each, and
-    a group failing any of them is flagged. ``extra_failures`` are failures found outside the
-    rules (e.g. the synthetic GE suite); ``warnings`` are review-level findings (e.g. a large
-    dependency gap).
+    ``tests`` are the budget's tests this run has; each gets its share of the review and block
+    budgets and REVIEWs when significant at it. A rule's bar raises the verdict to its action
+    only when the rule's test is significant at that action's share; with ``tests=None`` (no
+    budget) the bars decide alone, as plain thresholds. ``groups`` maps subgroup labels to their
+    figures; a group is flagged when its Holm-adjusted rank test is significant at the
+    ``subgroups`` share. ``extra_failures`` are requirements found outside the rules (the
+    synthetic suite, an attack that could not rank); ``warnings`` (DP-bound excess, dependency gap)
+    raise a REVIEW only together with a significant membership test.
     """
     rules = list(rules)
-    checks = [c for r in rules if r.scope == "global" for c in check_rule(r, metrics, attacks=attacks)]
+    budget = budget or BudgetConfig()
+    outcomes = (run_tests(metrics, tests=tests, review=budget.review, block=budget.block, weights=budget.weights,
+                          attacks=attacks, groups=groups) if tests is not None else ())
+    by_test = {t.name: t for t in outcomes}
+    checks = [test_check(t, budget.review) for t in outcomes]
+    for r in rules:
+        if r.scope != "global":
+            continue
+        test = by_test.get(rule_test(r.metric, r.attack, r.scope) or "")
+        checks += [_bar_outcome(c, r, test) for c in check_rule(r, metrics, attacks=attacks)]
     flagged: list[str] = []
+    sub = by_test.get("subgroups")
     for label, group_metrics in (groups or {}).items():
+        if sub is not None:
+            p = group_metrics.get(f"{GROUP_TEST}.p_adjusted")
+            significant = p is None or not math.isfinite(float(p)) or float(p) <= sub.review_level
+            if significant:
+                flagged.append(label)
+                checks.append(Check(rule=f"subgroup rank test at level {human_number(sub.review_level, 3)}",
+                                    metric=f"{GROUP_TEST}.p_adjusted", group=label,
+                                    observed=None if p is None else float(p), threshold=sub.review_level, bound="min",
+                                    action="review", passed=False,
+                                    message=f"{label}: its members are told apart from its non-members (Holm-adjusted "
+                                            f"p = {human_number(float(p), 3) if p is not None else 'missing'} <= "
+                                            f"{human_number(sub.review_level, 3)})"))
+            continue
         group_checks = [c for r in rules if r.scope == "subgroup"
                         for c in check_rule(r, group_metrics, attacks=attacks, group=label)]
         checks += group_checks
         if any(not c.passed for c in group_checks):
             flagged.append(label)
-    checks += list(extra_failures) + list(warnings)
+    membership = by_test.get("membership")
+    for w in warnings:
+        if membership is not None and not membership.review and not w.passed:
+            w = dataclasses.replace(w, passed=True, message=w.message + (
+                "; not raised: the membership test is not significant at its share of the error budget"))
+        checks.append(w)
+    checks += list(extra_failures)
+    power = None
+    if membership is not None and attacks:
+        n1 = metrics.get(metric_name(attacks[0], "n_members"))
+        n0 = metrics.get(metric_name(attacks[0], "n_non_members"))
+        if n1 is not None and n0 is not None:
+            need = membership_power(int(n1), int(n0), level=membership.review_level / max(1, len(attacks)),
+                                    power=budget.power, promise_auc=budget.promise_auc)
+            checks.append(power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power))
+            power = {"detectable_auc": need.detectable_auc, "promise_auc": need.promise_auc,
+                     "per_class_needed": need.per_class_needed, "sufficient": need.sufficient}
     failed = tuple(c for c in checks if not c.passed)
     if any(c.action == "block" for c in failed):
         decision = "BLOCK"
@@ -128,6 +229,15 @@ def decide(
         decision = "REVIEW"
     else:
         decision = "APPROVE"
-    return Verdict(decision=decision, status="ok", reasons=failed, checks=tuple(checks),
+    record = ({"review": budget.review, "block": budget.block, "power": budget.power,
+               "promise_auc": budget.promise_auc, "tests": [t.to_dict() for t in outcomes],
+               "power_check": power} if tests is not None else {})
+    return Verdict(decision=decision, status="ok", reasons=_ordered(failed), checks=tuple(checks),
                    metrics={k: float(v) for k, v in metrics.items()}, flagged_subgroups=tuple(flagged),
-                   data_hashes=dict(data_hashes or {}), rules_hash=rules_hash)
+                   data_hashes=dict(data_hashes or {}), rules_hash=rules_hash, budget=record,
+                   disabled=dict(disabled or {}))
+
+
+def _ordered(failed: tuple[Check, ...]) -> tuple[Check, ...]:
+    """The reasons, the blocking ones first (a BLOCK's state message leads with what blocked it)."""
+    return tuple(sorted(failed, key=lambda c: 0 if c.action == "block" else 1))

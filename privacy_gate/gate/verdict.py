@@ -72,6 +72,10 @@ class Verdict:
     explained: dict[str, str] = field(default_factory=dict)
     data_hashes: dict[str, str] = field(default_factory=dict)
     rules_hash: str | None = None
+    # the error budget (gate.budget): review and block rates, and every test's p-value and levels
+    budget: dict[str, Any] = field(default_factory=dict)
+    # default protections turned off (gate.disable, or a stage switched off): key -> reason
+    disabled: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 

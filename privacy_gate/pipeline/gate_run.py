@@ -11,11 +11,14 @@ The run is the declared list :data:`GATE_STAGES`, executed by
    exposed-share bounds;
 6. ``scan`` (on by default) — every training record against the holdout (and the reference when
    it is exchangeable with it): copy-multiplicity p-values and the tail-excess test;
-7. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
+7. ``copies`` and ``agreement`` — verbatim copies against the holdout's twins, and partial /
+   quasi-identifier copies by column agreement (:mod:`privacy_gate.experiment.copies`, ``.agreement``);
+8. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
    records against control records (:mod:`privacy_gate.experiment.disclosure`);
-8. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
-9. ``decide`` — the rules and findings -> :class:`~privacy_gate.gate.Verdict`;
-10. ``logging`` — each sink records the result (e.g. the MLflow run).
+9. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
+10. ``decide`` — the error budget's tests, the rules' bars and the findings ->
+    :class:`~privacy_gate.gate.Verdict` (:mod:`privacy_gate.gate.budget`);
+11. ``logging`` — each sink records the result (e.g. the MLflow run).
 
 Stages 2-8 are the membership experiment (:mod:`privacy_gate.experiment`: numbers only); stage 8
 is the gate's (:mod:`privacy_gate.gate`). Fail closed: any exception becomes a BLOCK verdict
@@ -36,6 +39,9 @@ from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_cla
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
+from privacy_gate.estimators.group_tests import rank_test_pvalue
+from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
+from privacy_gate.experiment.copies import CopyTest, copy_test
 from privacy_gate.experiment.dependency import SourceShift, source_shift
 from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResult, control_records, measure_disclosure
 from privacy_gate.experiment.grouping import label_values, rare_values
@@ -45,7 +51,7 @@ from privacy_gate.experiment.targets import choose_dependency_targets, choose_ta
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
                                         validation_failures)
-from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
+from privacy_gate.names import AGREEMENT, COMBINED, COPIES, RANK_PVALUE, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.result import GateResult
@@ -78,6 +84,8 @@ class GateState:
     exposure: ExposureResult | None = None
     scan: ScanResult | None = None
     disclosure: DisclosureResult | None = None
+    copies: CopyTest | None = None
+    agreement: AgreementResult | None = None
     disclosure_inputs: DisclosureInputs | None = None  # kept for blame, which re-measures without a group
     shift: SourceShift | None = None
     audit: AuditResult | None = None
@@ -102,7 +110,9 @@ class GateState:
 def _validate(state: GateState, executor: Executor, logger: Any) -> None:
     state.validation = executor.run("validate_synthetic", validate_synthetic, state.inputs.synthetic,
                                     state.inputs.splits.train, state.settings.spec,
-                                    max_copy_share=state.settings.gate.max_verbatim_copy_share)
+                                    # the copy share is recorded here and judged by the copy test
+                                    # against the holdout's twins (stage ``copies``), not by a bar
+                                    max_copy_share=1.0)
     state.metrics.update(state.validation.metrics())
 
 
@@ -129,7 +139,7 @@ def _targets(state: GateState, executor: Executor, logger: Any) -> None:
 def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -> None:
     """Say up front when no release, however safe, could pass an upper-bound rule at this N."""
     radius = mace_radius(n_targets, settings.mace.delta)
-    for rule in settings.gate.rules:
+    for rule in settings.gate.effective_rules:
         if rule.metric.endswith("mace.advantage_upper") and rule.max is not None and radius >= rule.max:
             logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any release; "
                            "about %d targets would let a release with no leakage pass it", n_targets, radius,
@@ -157,6 +167,9 @@ def _attacks(state: GateState, executor: Executor, logger: Any) -> None:
         logger.info("  %-8s AUC %.4f  TPR@1%%FPR %.4f  advantage %.4f  (%.1f s)", o.name, o.metrics["auc"],
                     o.metrics["tpr_at_fpr_0.01"], o.metrics["advantage"], o.seconds)
         state.metrics.update({metric_name(o.name, k): v for k, v in o.metrics.items()})
+    labels = state.targets.labels
+    state.metrics.update({metric_name(o.name, RANK_PVALUE): rank_test_pvalue(o.scores, labels, seed=settings.targets.seed)
+                          for o in state.outcomes})
     state.strongest = strongest(state.gated)
     state.metrics.update({metric_name(STRONGEST, k): v for k, (v, _) in state.strongest.items()})
     state.metrics.update({metric_name(UTILITY, k): float(v) for k, v in state.utility.items()
@@ -224,6 +237,25 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
                     "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
 
 
+def _copies(state: GateState, executor: Executor, logger: Any) -> None:
+    splits = state.inputs.splits
+    state.copies = c = executor.run("copies", copy_test, state.inputs.synthetic, splits.train, splits.holdout,
+                                    state.settings.spec, seed=state.settings.targets.seed)
+    state.metrics.update({metric_name(COPIES, k): v for k, v in c.metrics().items()})
+    logger.info("  verbatim copies: %.2f%% of synthetic rows equal a training row, %.2f%% a holdout row (%d records "
+                "each side); sign test p %.4g", 100 * c.train_share, 100 * c.holdout_share, c.compared, c.pvalue)
+
+
+def _agreement(state: GateState, executor: Executor, logger: Any) -> None:
+    splits, cfg = state.inputs.splits, state.settings.exposure
+    state.agreement = a = executor.run("agreement", agreement_scan, state.inputs.synthetic, splits.train,
+                                       splits.holdout, splits.reference, state.settings.spec, q=cfg.fdr,
+                                       tail_max_share=cfg.tail_max_share, seed=state.settings.targets.seed)
+    state.metrics.update({metric_name(AGREEMENT, k): v for k, v in a.metrics().items()})
+    logger.info("  column agreement: %d of %d training records reproduced beyond the holdout's twins at FDR %g; "
+                "tail-excess p %.4g, Simes p %.4g", a.count, a.tested, cfg.fdr, a.tail_pvalue, a.simes_pvalue)
+
+
 def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
     control, source = control_records(splits.holdout, state.targets.row_ids,
@@ -277,9 +309,10 @@ def judge(state: GateState) -> Verdict:
                                      dp_review=settings.audit.dependency_dp_review)
     invalid = [attack_invalid(o.name, o.invalid) for o in state.gated if o.invalid]
     failures = validation_failures(state.validation.suite_name, state.validation.failures()) + invalid
-    verdict = decide(settings.gate.rules, state.metrics, attacks=settings.gated_attacks, groups=audited.groups,
-                     extra_failures=failures, warnings=dependency + dp_warnings, data_hashes=state.hashes,
-                     rules_hash=settings.gate.rules_hash())
+    verdict = decide(settings.gate.effective_rules, state.metrics, attacks=settings.gated_attacks,
+                     groups=audited.groups, extra_failures=failures, warnings=dependency + dp_warnings,
+                     data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=settings.budget_tests,
+                     budget=settings.gate.budget, disabled=settings.disabled)
     # which flag explains which; a BLOCK one flagged group explains goes to a human (suppressible)
     return blame_groups(state, verdict, extra_failures=failures)
 
@@ -294,6 +327,10 @@ GATE_STAGES: tuple[Stage[GateState], ...] = (
     Stage("scan", lambda s: f"member scan: all {len(s.inputs.splits.train):,} training records against the "
                             f"holdout{' and reference' if s.settings.exposure.reference_calibrates else ''}",
           _scan, when=lambda s: s.settings.exposure.scan_members),
+    Stage("copies", lambda s: "verbatim copies against the holdout's twins at the same size", _copies,
+          when=lambda s: "copies" in s.settings.budget_tests),
+    Stage("agreement", lambda s: "partial copies: column agreement of training and holdout records", _agreement,
+          when=lambda s: "agreement" in s.settings.budget_tests),
     Stage("disclosure", lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
           _disclosure, when=lambda s: s.settings.disclosure.enabled),
     Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),

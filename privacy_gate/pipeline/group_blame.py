@@ -21,7 +21,7 @@ import numpy as np
 
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.exposure import discover_exposed
-from privacy_gate.estimators.group_tests import group_pvalue
+from privacy_gate.estimators.group_tests import group_pvalue, rank_test_pvalue
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import strongest
@@ -29,10 +29,11 @@ from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
+from privacy_gate.gate.budget import DEFAULT_WEIGHTS, allocate
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
-from privacy_gate.names import GROUP_TEST, STRONGEST, exposure_metric, metric_name
+from privacy_gate.names import RANK_PVALUE, STRONGEST, exposure_metric, metric_name
 
 
 class BlameState(Protocol):
@@ -64,6 +65,7 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
             for o in state.gated]
     for o in rest:
         out.update({metric_name(o.name, k): float(v) for k, v in o.metrics.items()})
+        out[metric_name(o.name, RANK_PVALUE)] = rank_test_pvalue(o.scores, labels, seed=settings.targets.seed)
     out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
     scores = {o.name: o.scores for o in rest}
     row_ids = np.asarray(targets.row_ids)[keep]
@@ -83,9 +85,11 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
 
 def _group_level(state: BlameState) -> float | None:
     """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if any."""
-    levels = [r.min for r in state.settings.gate.rules
-              if r.scope == "subgroup" and r.metric == f"{GROUP_TEST}.p_adjusted" and r.min is not None]
-    return min(levels) if levels else None
+    settings = state.settings
+    if "subgroups" not in settings.budget_tests:
+        return None
+    w = {t: float({**DEFAULT_WEIGHTS, **settings.gate.budget.weights}[t]) for t in settings.budget_tests}
+    return allocate(review=settings.gate.budget.review, block=settings.gate.budget.block, weights=w)["subgroups"][0]
 
 
 def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,
@@ -134,7 +138,8 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         verdict = dataclasses.replace(verdict, explained=_explained(state, order, masks, labels, level=level))
     if verdict.decision != "BLOCK":
         return verdict
-    rules = [r for r in state.settings.gate.rules if r.scope == "global"]
+    settings = state.settings
+    rules = [r for r in settings.gate.effective_rules if r.scope == "global"]
     for g in order[:MAX_CANDIDATES]:
         if 2 * masks[g].sum() > len(masks[g]):
             break  # not a small group: it holds most targets (and larger ones follow)
@@ -142,8 +147,9 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
             figures = rest_figures(state, g)
         except (ValueError, KeyError, InsufficientDataError):  # the rest cannot be measured: nothing to set against it
             continue
-        rest = decide(rules, {**state.metrics, **figures},
-                      attacks=state.settings.gated_attacks, extra_failures=extra_failures)
+        rest = decide(rules, {**state.metrics, **figures}, attacks=settings.gated_attacks,
+                      extra_failures=extra_failures, budget=settings.gate.budget,
+                      tests=[t for t in settings.budget_tests if t != "subgroups"])
         ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
         if ruled is not verdict:
             return ruled

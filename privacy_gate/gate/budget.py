@@ -1,0 +1,264 @@
+"""The gate's error budget: one stated false-alarm rate for the whole verdict.
+
+A release that leaks nothing (its synthetic rows are independent of which real records were in
+training) should be held back rarely, and how rarely should be a number the gate states. Every
+check that can raise the verdict therefore belongs to one of a few *tests*, each with a valid
+p-value under that null:
+
+- ``membership``: each gated attack's rank test, members against non-member targets (Bonferroni
+  over the attacks: one strong attack is not diluted by weak ones);
+- ``targets``: the exposed member targets: the tail-excess test and the Simes test of their
+  conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the two;
+- ``scan``: the same two tests over every training record against the holdout (the member scan);
+- ``agreement``: partial and quasi-identifier copies, the column-agreement scan;
+- ``copies``: verbatim copies beyond the population's own twins at the same size;
+- ``disclosure``: singling out, linkability and each inference column, training against control
+  targets (a one-sided exact test per evaluator, Bonferroni over them);
+- ``subgroups``: the smallest Holm-adjusted rank-test p-value over the audited subgroups.
+
+The review budget ``alpha_R`` (default 2 %) and the block budget ``alpha_B`` (0.1 %) are split
+over the enabled tests by weight (Bonferroni). The verdict is REVIEW or worse when some test's
+p-value is at most its review share, so by the union bound a leak-free release is held back with
+probability at most ``alpha_R`` whatever the tests' dependence. A BLOCK needs a test at its block
+share *and* a rule's effect bar crossed (the leak is certain and large), so it happens with
+probability at most ``alpha_B``. Bars on upper bounds never raise the verdict: a wide interval
+is uncertainty, not risk. Instead, when the membership test could not see the smallest leak the
+gate promises (an attack AUC of ``promise_auc``) with the stated power, the verdict is REVIEW for
+"insufficient evidence", a reason of its own.
+
+Holm would be uniformly more powerful than Bonferroni here, but the tests are few and the
+budget shares are what the report states per test; a share that depends on the other tests'
+outcomes would be harder to read for the reviewer.
+
+>>> levels = allocate(review=0.02, block=0.001, weights={"membership": 2, "copies": 1, "scan": 1})
+>>> {k: round(v[0], 4) for k, v in levels.items()}
+{'membership': 0.01, 'copies': 0.005, 'scan': 0.005}
+>>> round(proportion_pvalue(40, 100, 20, 100), 5) < 0.01, proportion_pvalue(20, 100, 20, 100) > 0.5
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+from privacy_gate.config import BUDGET_TESTS
+from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
+                                RANK_PVALUE, SINGLING_OUT, metric_name)
+
+#: The tests, in the order the verdict lists them (the config owns the names: ``disable: test:scan``).
+TESTS = BUDGET_TESTS
+#: Default weights: the attacks, the member scan and the agreement scan carry most of the power
+#: for the leaks the gate must catch, so they get twice the share of the others.
+DEFAULT_WEIGHTS = {"membership": 2.0, "targets": 1.0, "scan": 2.0, "agreement": 2.0, "copies": 1.0,
+                   "disclosure": 1.0, "subgroups": 1.0}
+WHAT = {
+    "membership": "the attacks tell training records from holdout records",
+    "targets": "more member targets among the most exposed than chance",
+    "scan": "training records with more close synthetic copies than holdout records have",
+    "agreement": "training records reproduced on most of their columns more often than holdout records",
+    "copies": "synthetic rows equal to a training row more often than to a holdout row of the same size",
+    "disclosure": "an attacker singles out, links or infers training records better than control records",
+    "subgroups": "a subgroup's members are told apart from its non-members",
+}
+
+
+def allocate(*, review: float, block: float, weights: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """``{test: (review level, block level)}``: each budget split in proportion to the weights."""
+    total = float(sum(weights.values()))
+    return {t: (review * w / total, block * w / total) for t, w in weights.items()}
+
+
+def proportion_pvalue(k_train: int, n_train: int, k_control: int, n_control: int) -> float:
+    """One-sided exact (Fisher) p-value that the training targets' success rate exceeds the
+    control targets': given the synthetic data, both are independent draws with one success
+    probability when nothing leaks."""
+    if n_train <= 0 or n_control <= 0 or k_train + k_control == 0:
+        return 1.0
+    table = [[k_train, n_train - k_train], [k_control, n_control - k_control]]
+    return float(stats.fisher_exact(table, alternative="greater").pvalue)
+
+
+def _count(rate: float, n: float) -> int:
+    return int(min(max(round(float(rate) * float(n)), 0), round(float(n))))
+
+
+def disclosure_pvalues(metrics: Mapping[str, float]) -> dict[str, float]:
+    """Each disclosure evaluator's p-value: singling out (uni- and multivariate), linkability and
+    every inference column (not the summary ``inference.*`` figures, which repeat the worst one)."""
+    evaluators = []
+    for family in DISCLOSURE_FAMILIES:
+        prefix = f"{family}."
+        names = sorted({k[len(prefix):].rpartition(".")[0] for k in metrics
+                        if k.startswith(prefix) and k.endswith(".train_rate")})
+        if family == SINGLING_OUT:
+            names = [n for n in names if n in ("univariate", "multivariate")] or ([""] if f"{prefix}train_rate" in metrics else [])
+        elif family == LINKABILITY:
+            names = [""] if f"{prefix}train_rate" in metrics else []
+        else:
+            assert family == INFERENCE
+        evaluators += [f"{family}.{n}" if n else family for n in names]
+    out = {}
+    for ev in evaluators:
+        tr, cr, nt, nc = (metrics.get(f"{ev}.{f}") for f in ("train_rate", "control_rate", "n_train", "n_control"))
+        if None in (tr, cr, nt, nc) or not all(math.isfinite(float(x)) for x in (tr, cr, nt, nc)):
+            out[ev] = math.nan
+            continue
+        out[ev] = proportion_pvalue(_count(tr, nt), int(round(nt)), _count(cr, nc), int(round(nc)))
+    return out
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test of the budget: its p-value, its shares of the two budgets, and what it asks."""
+
+    name: str
+    weight: float
+    review_level: float
+    block_level: float
+    pvalue: float  # NaN: the figures it needs are missing (the gate fails closed)
+    components: int  # how many p-values it combines (Bonferroni inside the test)
+    detail: str  # which component is the smallest
+
+    @property
+    def review(self) -> bool:
+        return not math.isfinite(self.pvalue) or self.pvalue <= self.review_level
+
+    @property
+    def block(self) -> bool:
+        return not math.isfinite(self.pvalue) or self.pvalue <= self.block_level
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["pvalue"] = None if not math.isfinite(self.pvalue) else self.pvalue
+        d["what"] = WHAT[self.name]
+        return d
+
+
+def _bonferroni(parts: Mapping[str, float]) -> tuple[float, int, str]:
+    if not parts:
+        return math.nan, 0, "no figures"
+    if any(not math.isfinite(p) for p in parts.values()):
+        missing = sorted(k for k, p in parts.items() if not math.isfinite(p))
+        return math.nan, len(parts), f"missing: {', '.join(missing)}"
+    name = min(sorted(parts), key=lambda k: parts[k])
+    return min(1.0, len(parts) * parts[name]), len(parts), name
+
+
+def _get(metrics: Mapping[str, float], key: str) -> float:
+    v = metrics.get(key)
+    return math.nan if v is None else float(v)
+
+
+def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[str],
+                groups: Mapping[str, Mapping[str, float]] | None) -> tuple[float, int, str]:
+    """``(p-value, components, smallest component)`` of one test from the recorded figures."""
+    if name == "membership":
+        return _bonferroni({a: _get(metrics, metric_name(a, RANK_PVALUE)) for a in attacks})
+    if name == "targets":
+        return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue")})
+    if name == "scan":
+        return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("scan_tail_pvalue", "scan_simes_pvalue")})
+    if name == "agreement":
+        return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
+    if name == "copies":
+        return _bonferroni({"copies": _get(metrics, f"{COPIES}.pvalue")})
+    if name == "disclosure":
+        return _bonferroni(disclosure_pvalues(metrics))
+    if name == "subgroups":
+        ps = {g: float(m.get(f"{GROUP_TEST}.p_adjusted", math.nan)) for g, m in (groups or {}).items()}
+        if not ps:
+            return 1.0, 0, "no audited subgroup"
+        if any(not math.isfinite(p) for p in ps.values()):
+            return math.nan, len(ps), "a subgroup without its rank test"
+        g = min(sorted(ps), key=lambda k: ps[k])
+        return ps[g], len(ps), g  # Holm-adjusted already: the family-wise error over the groups
+    raise ValueError(f"unknown test {name!r} (tests: {', '.join(TESTS)})")
+
+
+def run_tests(metrics: Mapping[str, float], *, tests: Sequence[str], review: float, block: float,
+              weights: Mapping[str, float] | None = None, attacks: Sequence[str],
+              groups: Mapping[str, Mapping[str, float]] | None = None) -> tuple[TestOutcome, ...]:
+    """Every enabled test with its p-value and budget shares."""
+    w = {t: float({**DEFAULT_WEIGHTS, **(weights or {})}[t]) for t in tests}
+    levels = allocate(review=review, block=block, weights=w)
+    out = []
+    for t in TESTS:
+        if t not in w:
+            continue
+        p, k, detail = test_pvalue(t, metrics, attacks=attacks, groups=groups)
+        out.append(TestOutcome(name=t, weight=w[t], review_level=levels[t][0], block_level=levels[t][1], pvalue=p,
+                               components=k, detail=detail))
+    return tuple(out)
+
+
+def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
+    """The test whose significance a rule's bar needs to raise the verdict, or None for a
+    requirement that is not a leak test (utility, the synthetic suite).
+
+    >>> rule_test("auc", "any", "global"), rule_test("exposed.share_lower", None, "global")
+    ('membership', 'targets')
+    >>> rule_test("utility.quality", None, "global") is None
+    True
+    """
+    if scope == "subgroup":
+        return "subgroups"
+    if attack is not None:
+        return "membership"
+    family, _, figure = metric.partition(".")
+    if family == EXPOSURE:
+        return "scan" if figure.startswith("scan_") else "targets"
+    if family in DISCLOSURE_FAMILIES:
+        return "disclosure"
+    if family in (COPIES, AGREEMENT):
+        return family
+    if family in ("utility", "validation"):
+        return None
+    return "membership"  # <attack>.<figure> written without attack:
+
+
+@dataclass(frozen=True)
+class PowerNeed:
+    """The membership test's reach: the smallest AUC it detects with ``power`` at its level."""
+
+    detectable_auc: float
+    promise_auc: float
+    per_class_needed: int
+
+    @property
+    def sufficient(self) -> bool:
+        return self.detectable_auc <= self.promise_auc
+
+
+def membership_power(n_members: int, n_non_members: int, *, level: float, power: float,
+                     promise_auc: float) -> PowerNeed:
+    """The rank test's detectable AUC (normal approximation of the Mann–Whitney statistic's null
+    spread: ``sqrt((n1 + n0 + 1) / (12 n1 n0))``) and the targets per class that reach ``promise_auc``.
+
+    >>> p = membership_power(1000, 1000, level=0.001, power=0.9, promise_auc=0.6)
+    >>> round(p.detectable_auc, 3), p.sufficient
+    (0.556, True)
+    >>> membership_power(40, 40, level=0.001, power=0.9, promise_auc=0.6).sufficient
+    False
+    """
+    z = float(stats.norm.isf(level) + stats.norm.ppf(power))
+    if n_members <= 0 or n_non_members <= 0:
+        return PowerNeed(detectable_auc=1.0, promise_auc=promise_auc, per_class_needed=_needed(z, promise_auc))
+    sd = math.sqrt((n_members + n_non_members + 1) / (12.0 * n_members * n_non_members))
+    return PowerNeed(detectable_auc=min(1.0, 0.5 + z * sd), promise_auc=promise_auc,
+                     per_class_needed=_needed(z, promise_auc))
+
+
+def _needed(z: float, promise_auc: float) -> int:
+    # n per class with (2n + 1) / (12 n^2) <= ((promise - 0.5) / z)^2
+    d = (promise_auc - 0.5) / z
+    a = 12.0 * d * d
+    return int(np.ceil((2.0 + math.sqrt(4.0 + 4.0 * a)) / (2.0 * a)))
+
+
+__all__ = ["DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
+           "membership_power", "proportion_pvalue", "rule_test", "run_tests", "test_pvalue"]
