@@ -603,6 +603,24 @@ def audit_dp(
         raise typer.Exit(4)
 
 
+@app.command("check-config")
+def check_config(
+    config: Annotated[Path, typer.Argument(help="a release config or a gate-only config (YAML)")],
+) -> None:
+    """The effective gate of a config: error budget, each test's level, every rule, and what is off."""
+    from privacy_gate.config import budget_tests, load_gate_only_config, protections_off
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.gate.budget import describe_gate
+
+    _require_files(config=config)
+    try:
+        cfg = load_gate_only_config(config)
+    except ConfigError as exc:
+        _usage_error(str(exc) if str(exc).startswith(str(config)) else f"{config}: {exc}")
+    off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)
+    typer.echo(describe_gate(cfg.gate, tests=budget_tests(off), disabled=off), nl=False)
+
+
 @app.command("list")
 def list_components(
     kind: Annotated[str, typer.Argument(help="attacks or generators")],

@@ -392,6 +392,22 @@ class PublishConfig(_Strict):
     format: Literal["parquet", "csv"] = "parquet"
 
 
+def protections_off(gate: GateConfig, exposure: ExposureConfig, disclosure: DisclosureConfig) -> dict[str, str]:
+    """Default protections a run goes without, and why: ``gate.disable`` entries and switched-off
+    stages (the member scan, the disclosure risks)."""
+    off = dict(gate.disabled)
+    if not exposure.scan_members:
+        off.setdefault("test:scan", "exposure.scan_members is false")
+    if not disclosure.enabled:
+        off.setdefault("test:disclosure", "disclosure.enabled is false")
+    return off
+
+
+def budget_tests(off: dict[str, str]) -> list[str]:
+    """The budget's tests a run has, given what is off."""
+    return [t for t in BUDGET_TESTS if f"test:{t}" not in off]
+
+
 # MAMA-MIA's "auto" variant shadows marginal (DP) generators and falls back to its generic
 # variant for any other generator or for gate-only data
 # dcr_ratio (DCR calibrated by the reference) is the per-record exposure attack: it singles out

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (BUDGET_TESTS, DEFAULT_ATTACKS, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
+from privacy_gate.config import (DEFAULT_ATTACKS, budget_tests, protections_off, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
                                   ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators import Generator, MarginalGenerator
@@ -73,18 +73,12 @@ class GateSettings(BaseModel):
     @property
     def disabled(self) -> dict[str, str]:
         """Default protections this run goes without, and why (``gate.disable`` and switched-off stages)."""
-        off = dict(self.gate.disabled)
-        if not self.exposure.scan_members:
-            off.setdefault("test:scan", "exposure.scan_members is false")
-        if not self.disclosure.enabled:
-            off.setdefault("test:disclosure", "disclosure.enabled is false")
-        return off
+        return protections_off(self.gate, self.exposure, self.disclosure)
 
     @property
     def budget_tests(self) -> list[str]:
         """The error budget's tests this run has (:mod:`privacy_gate.gate.budget`)."""
-        off = self.disabled
-        return [t for t in BUDGET_TESTS if f"test:{t}" not in off]
+        return budget_tests(self.disabled)
 
     @property
     def gated_attacks(self) -> list[str]:

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from privacy_gate.config import BUDGET_TESTS
+from privacy_gate.config import BUDGET_TESTS, GateConfig
 from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
                                 RANK_PVALUE, SINGLING_OUT, metric_name)
 
@@ -260,5 +260,29 @@ def _needed(z: float, promise_auc: float) -> int:
     return int(np.ceil((2.0 + math.sqrt(4.0 + 4.0 * a)) / (2.0 * a)))
 
 
-__all__ = ["DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
+def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[str, str]) -> str:
+    """The effective gate of a config, as ``privacy-gate check-config`` prints it: the budget, each
+    test's levels, the rules (bars) with the test each needs, and what is turned off and why."""
+    b = gate.budget
+    w = {t: float({**DEFAULT_WEIGHTS, **b.weights}[t]) for t in tests}
+    levels = allocate(review=b.review, block=b.block, weights=w)
+    lines = [f"error budget: a release that leaks nothing goes to REVIEW or worse at most {b.review:.2%} of the time, "
+             f"to BLOCK at most {b.block:.2%}",
+             f"power: the membership test must detect an attack AUC of {b.promise_auc:g} with {b.power:.0%} power, else "
+             "REVIEW for insufficient evidence", "", "tests (Bonferroni shares of the budget):",
+             f"  {'test':<12} {'weight':>6} {'review at':>10} {'block at':>10}  asks whether"]
+    for t in tests:
+        lines.append(f"  {t:<12} {w[t]:>6g} {levels[t][0]:>10.4g} {levels[t][1]:>10.4g}  {WHAT[t]}")
+    lines += ["", "rules (effect bars; each raises the verdict only with its test significant):"]
+    for r in gate.effective_rules:
+        test = rule_test(r.metric, r.attack, r.scope)
+        kind = ("upper bound: reported, never raises" if r.metric.endswith("_upper")
+                else f"{r.action} with test {test}" if test else f"{r.action} (a requirement, not a leak test)")
+        lines.append(f"  {r.describe():<48} {kind}")
+    lines += ["", "turned off:" if disabled else "turned off: nothing (every default protection is on)"]
+    lines += [f"  {k}: {v}" for k, v in sorted(disabled.items())]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["describe_gate", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
            "membership_power", "proportion_pvalue", "rule_test", "run_tests", "test_pvalue"]
