@@ -10,13 +10,16 @@ synthetic row reproduces of it:
   5 or 10 units still agrees;
 - agreeing on a code is worth ``-log2`` of its frequency in the reference (a rare value says
   more than a common one);
-- the projections tried are the whole record, the record without any one column, without any
-  two columns (up to :data:`PAIR_MAX_COLUMNS` columns) and the quasi-identifiers; a record's score
-  is the largest information of a projection some synthetic row reproduces exactly.
+- a record's score is the most information one synthetic row reproduces of it,
+  ``max_s sum_j w_j(x_j) [x_j == s_j]``: a copy with one or two columns re-drawn, or with its
+  numbers rounded, keeps nearly all of it; a row sharing a rare quasi-identifier combination
+  scores what that combination says.
 
-Keys are 64-bit linear hashes of the codes (integer arithmetic, exact on every CPU) and
-informations are rounded to micro-bits before any comparison, so ranks do not depend on float
-summation order.
+The maximum is one matrix product (weighted one-hot codes of the records against one-hot codes of
+the synthetic rows). A record's score is that maximum minus the same maximum over the reference
+rows, a sample of the population disjoint from both sides: a record with natural twins
+reproduces much of itself in any sample, a partial copy more than a sample gives; the weights are integers in 1/16 bit, so every float32 sum is exact and the
+ranks do not depend on the CPU or the BLAS kernel.
 
 Training records and holdout records are exchangeable when nothing leaks, so, like the member
 scan, two tests read the scores: the tail-excess test (more training records among the highest
@@ -40,7 +43,6 @@ their Bonferroni combination.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,13 +51,11 @@ import pandas as pd
 from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue, tail_excess_pvalue
 from privacy_gate.spec import DatasetSpec
 
-#: Projections without two columns are tried up to this many attribute columns (d (d - 1) / 2 keys).
-PAIR_MAX_COLUMNS = 24
 #: Quantile bins of a numeric column (edges from the reference split).
 NUMERIC_BINS = 20
-#: Informations are compared in micro-bits (integers): no float order decides a rank.
-MICRO = 1_000_000
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: Informations are integers in 1/UNIT bits: sums of at most a few thousand columns stay below
+#: 2^24, where float32 arithmetic is exact, so no float order decides a rank.
+UNIT = 16
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class AgreementResult:
     tested: int
     calibration: int
     q: float
+    qi_pvalue: float = 1.0  # the quasi-identifier view's smaller p-value (1 without declared quasi-identifiers)
 
     @property
     def excess_share(self) -> float:
@@ -78,7 +79,8 @@ class AgreementResult:
     def metrics(self) -> dict[str, float]:
         return {"pvalue": self.pvalue, "tail_pvalue": self.tail_pvalue, "simes_pvalue": self.simes_pvalue,
                 "count": float(self.count), "tested": float(self.tested), "calibration": float(self.calibration),
-                "excess_share": self.excess_share, "tail_top": float(self.tail_top)}
+                "excess_share": self.excess_share, "tail_top": float(self.tail_top),
+                "qi_pvalue": self.qi_pvalue}
 
 
 def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec,
@@ -111,7 +113,7 @@ def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpe
         ref_codes = code(reference[c]) + 1  # -1 (missing number) -> 0
         counts = np.bincount(ref_codes, minlength=n_codes + 1).astype(float)
         bits = -np.log2((counts + 0.5) / (len(reference) + 0.5 * (n_codes + 1)))
-        info.append(np.round(bits * MICRO).astype(np.int64))
+        info.append(np.round(bits * UNIT).astype(np.int64))
     width = max(len(b) for b in info)
     table = np.zeros((len(cols), width), dtype=np.int64)
     for j, b in enumerate(info):
@@ -127,38 +129,46 @@ def _as_number(s: pd.Series) -> pd.Series:
     return s
 
 
-def projections(n_cols: int, qi: list[int] | None) -> list[tuple[int, ...]]:
-    """The column sets whose exact agreement is looked for (left-out columns)."""
-    every = tuple(range(n_cols))
-    out = [every] + [tuple(j for j in every if j != i) for i in every]
-    if n_cols <= PAIR_MAX_COLUMNS:
-        out += [tuple(j for j in every if j not in pair) for pair in itertools.combinations(every, 2)]
-    if qi and 0 < len(qi) < n_cols - 2:
-        out.append(tuple(sorted(qi)))
-    return [p for p in out if p]
+def _compact(pool: np.ndarray, others: list[np.ndarray], info: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """Codes renumbered per column to the cells the pool uses (a synthetic cell no pool record
+    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest column's."""
+    new_pool, new_others, rows = np.empty_like(pool), [np.full_like(o, -2) for o in others], []
+    width = 1
+    for j in range(pool.shape[1]):
+        used, inv = np.unique(pool[:, j], return_inverse=True)
+        new_pool[:, j] = inv
+        for o, n in zip(others, new_others):
+            pos = np.searchsorted(used, o[:, j])
+            ok = (pos < used.size) & (used[np.minimum(pos, used.size - 1)] == o[:, j])
+            n[ok, j] = pos[ok]
+        rows.append(info[j, np.clip(used + 1, 0, info.shape[1] - 1)])
+        width = max(width, used.size)
+    table = np.zeros((pool.shape[1], width + 1), dtype=np.int64)
+    for j, r in enumerate(rows):
+        table[j, 1:1 + r.size] = r  # renumbered code c -> column c + 1
+    return new_pool, new_others, table
 
 
-def best_agreement(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, sets: list[tuple[int, ...]],
-                   *, seed: int = 0) -> np.ndarray:
-    """Per pool record (rows of codes), the most information (micro-bits) of a projection some
-    synthetic row reproduces exactly; 0 when none does."""
-    rng = np.random.default_rng(seed)
-    mult = (rng.integers(1, 2**62, size=pool.shape[1], dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1))
-    with np.errstate(over="ignore"):
-        pool_terms = (pool + 2).astype(np.uint64) * mult  # wraps modulo 2^64: exact, CPU-independent
-        syn_terms = (synthetic + 2).astype(np.uint64) * mult
-    cols = np.arange(pool.shape[1])
-    pool_info = info[cols, np.clip(pool + 1, 0, info.shape[1] - 1)]  # (n_pool, d) micro-bits
-    best = np.zeros(len(pool), dtype=np.int64)
-    for s in sets:
-        idx = list(s)
-        with np.errstate(over="ignore"):
-            pk = pool_terms[:, idx].sum(axis=1, dtype=np.uint64)
-            sk = np.unique(syn_terms[:, idx].sum(axis=1, dtype=np.uint64))
-        hit = np.isin(pk, sk, assume_unique=False)
-        if hit.any():
-            gain = pool_info[hit][:, idx].sum(axis=1)
-            best[hit] = np.maximum(best[hit], gain)
+def best_agreement(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int = 2048) -> np.ndarray:
+    """Per pool record (rows of codes), the most information (in 1/:data:`UNIT` bits) some
+    synthetic row reproduces: ``max_s sum_j w_j(x_j) [x_j == s_j]``, one matrix product per chunk
+    over the (column, value) cells the pool holds. The weights are integers below 2^24 in total,
+    so float32 products and sums are exact on every CPU."""
+    d = pool.shape[1]
+    p, (s,), table = _compact(pool, [synthetic], info)
+    widths = np.array([int(p[:, j].max()) + 1 for j in range(d)])
+    offsets = np.r_[0, np.cumsum(widths)[:-1]]
+    syn = np.zeros((len(s), int(widths.sum())), dtype=np.float32)
+    for j in range(d):
+        held = s[:, j] >= 0
+        syn[np.flatnonzero(held), offsets[j] + s[held, j]] = 1.0
+    best = np.zeros(len(p), dtype=np.int64)
+    for start in range(0, len(p), chunk):
+        part = p[start:start + chunk]
+        block = np.zeros((len(part), syn.shape[1]), dtype=np.float32)
+        for j in range(d):
+            block[np.arange(len(part)), offsets[j] + part[:, j]] = table[j, 1 + part[:, j]]
+        best[start:start + chunk] = np.rint((block @ syn.T).max(axis=1)).astype(np.int64)
     return best
 
 
@@ -170,22 +180,32 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     cols = spec.attribute_columns
     if len(train) == 0 or len(holdout) == 0 or len(synthetic) == 0:
         raise ValueError("the agreement scan needs training, holdout and synthetic records")
-    (t, h, s), info = _codes([train, holdout, synthetic], reference, spec, cols)
-    qi = [cols.index(c) for c in (spec.quasi_identifiers or []) if c in cols]
-    sets = projections(len(cols), qi)
-    scores = best_agreement(np.vstack([t, h]), s, info, sets, seed=seed)
-    st, sh = scores[:len(t)], scores[len(t):]
+    (t, h, s, ref), info = _codes([train, holdout, synthetic, reference], reference, spec, cols)
+    pool = np.vstack([t, h])
     labels = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
-    tail_p, top = tail_excess_pvalue(scores.astype(float), labels, max_share=tail_max_share, seed=seed + 1)
-    pvals = conformal_pvalues(st.astype(float), sh.astype(float))
-    # records without any agreement are never named (their p-value is 1 in effect)
-    pvals = np.where(st > 0, pvals, 1.0)
+    qi = [cols.index(c) for c in (spec.quasi_identifiers or []) if c in cols]
+    views = {"all": list(range(len(cols)))}
+    if 0 < len(qi) < len(cols):
+        views["quasi_identifiers"] = qi  # a rare combination reproduced, whatever the other columns say
+    parts, named = {}, None
+    for i, (view, idx) in enumerate(views.items()):
+        # the excess over what a sample of the population reproduces (the reference, disjoint from
+        # both sides): records with natural twins reproduce much anyway, a partial copy more
+        scores = (best_agreement(pool[:, idx], s[:, idx], info[idx])
+                  - best_agreement(pool[:, idx], ref[:, idx], info[idx]))
+        tail_p, top = tail_excess_pvalue(scores.astype(float), labels, max_share=tail_max_share, seed=seed + 1 + i)
+        pvals = conformal_pvalues(scores[:len(t)].astype(float), scores[len(t):].astype(float))
+        parts[f"{view}.tail"], parts[f"{view}.simes"] = tail_p, simes_pvalue(pvals)
+        if named is None:
+            named = (scores[:len(t)], pvals, tail_p, top)
+    st, pvals, tail_p, top = named
     selected, _ = fdr_select(pvals, q=q)
-    simes = simes_pvalue(pvals)
-    records = pd.DataFrame({"row_id": np.arange(len(t)), "score": st / MICRO, "p_value": pvals, "exposed": selected})
-    return AgreementResult(records=records, pvalue=min(1.0, 2 * min(tail_p, simes)), tail_pvalue=tail_p,
-                           simes_pvalue=simes, tail_top=int(top), count=int(selected.sum()), tested=len(t),
-                           calibration=len(h), q=q)
+    records = pd.DataFrame({"row_id": np.arange(len(t)), "score": st / UNIT, "p_value": pvals, "exposed": selected})
+    return AgreementResult(records=records, pvalue=min(1.0, len(parts) * min(parts.values())), tail_pvalue=tail_p,
+                           simes_pvalue=parts["all.simes"], tail_top=int(top), count=int(selected.sum()),
+                           tested=len(t), calibration=len(h), q=q,
+                           qi_pvalue=min(parts.get("quasi_identifiers.tail", 1.0),
+                                         parts.get("quasi_identifiers.simes", 1.0)))
 
 
-__all__ = ["AgreementResult", "agreement_scan", "best_agreement", "projections"]
+__all__ = ["AgreementResult", "agreement_scan", "best_agreement"]
