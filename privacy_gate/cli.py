@@ -608,7 +608,7 @@ def check_config(
     config: Annotated[Path, typer.Argument(help="a release config or a gate-only config (YAML)")],
 ) -> None:
     """The effective gate of a config: error budget, each test's level, every rule, and what is off."""
-    from privacy_gate.config import budget_tests, load_gate_only_config, protections_off
+    from privacy_gate.config import active_rules, budget_tests, load_gate_only_config, protections_off
     from privacy_gate.errors import ConfigError
     from privacy_gate.gate.budget import describe_gate
 
@@ -618,7 +618,8 @@ def check_config(
     except ConfigError as exc:
         _usage_error(str(exc) if str(exc).startswith(str(config)) else f"{config}: {exc}")
     off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)
-    typer.echo(describe_gate(cfg.gate, tests=budget_tests(off), disabled=off), nl=False)
+    typer.echo(describe_gate(cfg.gate, tests=budget_tests(off), disabled=off, rules=active_rules(cfg.gate, off)),
+               nl=False)
 
 
 @app.command("list")

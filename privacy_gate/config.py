@@ -392,6 +392,36 @@ class PublishConfig(_Strict):
     format: Literal["parquet", "csv"] = "parquet"
 
 
+def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
+    """The budget test whose significance a rule's bar needs to raise the verdict, or None for a
+    requirement that is not a leak test (utility, the synthetic suite).
+
+    >>> rule_test("auc", "any", "global"), rule_test("exposed.share_lower", None, "global")
+    ('membership', 'targets')
+    >>> rule_test("utility.quality", None, "global") is None
+    True
+    """
+    if scope == "subgroup":
+        return "subgroups"
+    if attack is not None:
+        return "membership"
+    family, _, figure = metric.partition(".")
+    if family == "exposed":
+        return "scan" if figure.startswith("scan_") else "targets"
+    if family in DISCLOSURE_FAMILIES:
+        return "disclosure"
+    if family in ("copies", "agreement"):
+        return family
+    if family in ("utility", "validation"):
+        return None
+    return "membership"  # <attack>.<figure> written without attack:
+
+
+def active_rules(gate: GateConfig, off: dict[str, str]) -> list[Rule]:
+    """The effective rules without those whose test is off (a switched-off stage has no figures)."""
+    return [r for r in gate.effective_rules if f"test:{rule_test(r.metric, r.attack, r.scope)}" not in off]
+
+
 def protections_off(gate: GateConfig, exposure: ExposureConfig, disclosure: DisclosureConfig) -> dict[str, str]:
     """Default protections a run goes without, and why: ``gate.disable`` entries and switched-off
     stages (the member scan, the disclosure risks)."""
@@ -655,7 +685,8 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.effective_rules, self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(active_rules(self.gate, protections_off(self.gate, self.exposure, self.disclosure)),
+                                                                  self.attacks, self.exposure, self.disclosure)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
@@ -759,7 +790,8 @@ class GateOnlyConfig(_Strict):
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.effective_rules, self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(active_rules(self.gate, protections_off(self.gate, self.exposure, self.disclosure)),
+                                                                  self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, budget_tests, protections_off, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
+from privacy_gate.config import (DEFAULT_ATTACKS, active_rules, budget_tests, protections_off, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
                                   ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators import Generator, MarginalGenerator
@@ -61,7 +61,7 @@ class GateSettings(BaseModel):
 
     @model_validator(mode="after")
     def _rules_read_attacks_that_run(self) -> GateSettings:
-        problem = rules_problem(self.gate.effective_rules, self.attacks, self.exposure, self.disclosure)
+        problem = rules_problem(self.active_rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self
@@ -74,6 +74,11 @@ class GateSettings(BaseModel):
     def disabled(self) -> dict[str, str]:
         """Default protections this run goes without, and why (``gate.disable`` and switched-off stages)."""
         return protections_off(self.gate, self.exposure, self.disclosure)
+
+    @property
+    def active_rules(self) -> list:
+        """The effective rules of the tests this run has."""
+        return active_rules(self.gate, self.disabled)
 
     @property
     def budget_tests(self) -> list[str]:

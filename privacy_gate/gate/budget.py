@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from privacy_gate.config import BUDGET_TESTS, GateConfig
+from privacy_gate.config import BUDGET_TESTS, GateConfig, Rule, rule_test
 from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
                                 RANK_PVALUE, SINGLING_OUT, metric_name)
 
@@ -101,6 +101,7 @@ def disclosure_pvalues(metrics: Mapping[str, float]) -> dict[str, float]:
             names = [""] if f"{prefix}train_rate" in metrics else []
         else:
             assert family == INFERENCE
+            names = [n for n in names if n]  # inference.train_rate ... repeat the worst column
         evaluators += [f"{family}.{n}" if n else family for n in names]
     out = {}
     for ev in evaluators:
@@ -196,31 +197,6 @@ def run_tests(metrics: Mapping[str, float], *, tests: Sequence[str], review: flo
     return tuple(out)
 
 
-def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
-    """The test whose significance a rule's bar needs to raise the verdict, or None for a
-    requirement that is not a leak test (utility, the synthetic suite).
-
-    >>> rule_test("auc", "any", "global"), rule_test("exposed.share_lower", None, "global")
-    ('membership', 'targets')
-    >>> rule_test("utility.quality", None, "global") is None
-    True
-    """
-    if scope == "subgroup":
-        return "subgroups"
-    if attack is not None:
-        return "membership"
-    family, _, figure = metric.partition(".")
-    if family == EXPOSURE:
-        return "scan" if figure.startswith("scan_") else "targets"
-    if family in DISCLOSURE_FAMILIES:
-        return "disclosure"
-    if family in (COPIES, AGREEMENT):
-        return family
-    if family in ("utility", "validation"):
-        return None
-    return "membership"  # <attack>.<figure> written without attack:
-
-
 @dataclass(frozen=True)
 class PowerNeed:
     """The membership test's reach: the smallest AUC it detects with ``power`` at its level."""
@@ -260,7 +236,7 @@ def _needed(z: float, promise_auc: float) -> int:
     return int(np.ceil((2.0 + math.sqrt(4.0 + 4.0 * a)) / (2.0 * a)))
 
 
-def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[str, str]) -> str:
+def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[str, str], rules: Sequence[Rule]) -> str:
     """The effective gate of a config, as ``privacy-gate check-config`` prints it: the budget, each
     test's levels, the rules (bars) with the test each needs, and what is turned off and why."""
     b = gate.budget
@@ -274,7 +250,7 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
     for t in tests:
         lines.append(f"  {t:<12} {w[t]:>6g} {levels[t][0]:>10.4g} {levels[t][1]:>10.4g}  {WHAT[t]}")
     lines += ["", "rules (effect bars; each raises the verdict only with its test significant):"]
-    for r in gate.effective_rules:
+    for r in rules:
         test = rule_test(r.metric, r.attack, r.scope)
         kind = ("upper bound: reported, never raises" if r.metric.endswith("_upper")
                 else f"{r.action} with test {test}" if test else f"{r.action} (a requirement, not a leak test)")

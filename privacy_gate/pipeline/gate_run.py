@@ -139,7 +139,7 @@ def _targets(state: GateState, executor: Executor, logger: Any) -> None:
 def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -> None:
     """Say up front when no release, however safe, could pass an upper-bound rule at this N."""
     radius = mace_radius(n_targets, settings.mace.delta)
-    for rule in settings.gate.effective_rules:
+    for rule in settings.active_rules:
         if rule.metric.endswith("mace.advantage_upper") and rule.max is not None and radius >= rule.max:
             logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any release; "
                            "about %d targets would let a release with no leakage pass it", n_targets, radius,
@@ -309,7 +309,7 @@ def judge(state: GateState) -> Verdict:
                                      dp_review=settings.audit.dependency_dp_review)
     invalid = [attack_invalid(o.name, o.invalid) for o in state.gated if o.invalid]
     failures = validation_failures(state.validation.suite_name, state.validation.failures()) + invalid
-    verdict = decide(settings.gate.effective_rules, state.metrics, attacks=settings.gated_attacks,
+    verdict = decide(settings.active_rules, state.metrics, attacks=settings.gated_attacks,
                      groups=audited.groups, extra_failures=failures, warnings=dependency + dp_warnings,
                      data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=settings.budget_tests,
                      budget=settings.gate.budget, disabled=settings.disabled)

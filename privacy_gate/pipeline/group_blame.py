@@ -139,7 +139,7 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
     if verdict.decision != "BLOCK":
         return verdict
     settings = state.settings
-    rules = [r for r in settings.gate.effective_rules if r.scope == "global"]
+    rules = [r for r in settings.active_rules if r.scope == "global"]
     for g in order[:MAX_CANDIDATES]:
         if 2 * masks[g].sum() > len(masks[g]):
             break  # not a small group: it holds most targets (and larger ones follow)
