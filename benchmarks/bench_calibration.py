@@ -220,10 +220,11 @@ def print_summary(summary: list[dict]) -> None:
         extra = "" if not (s["not_applicable"] or s["harness_errors"]) else \
             f" (n/a {s['not_applicable']}, errors {s['harness_errors']})"
         reasons = ", ".join(f"{k} {v}" for k, v in list(s["reason_counts"].items())[:3])
+        secs = "" if s["seconds_mean"] is None else f"{s['seconds_mean']:.1f}"
         print(f"{s['table']:<17}{s['n_train'] or 0:>8} {s['cell']:<17}{s['n']:>4}  "
               f"{_pct(s['approved_share']) + _ci(s['approved_ci']):<20}{_pct(s['block_share']):>6}  {power:<22}"
               f"{'' if named is None else f'{named:.0f}':>6}{'' if fdp is None else f'{fdp:.2f}':>6}"
-              f"{'' if s['seconds_mean'] is None else f'{s['seconds_mean']:.1f}':>7}  {reasons}{extra}")
+              f"{secs:>7}  {reasons}{extra}")
         if "baselines" in s:
             b = s["baselines"]
             print(f"{'':<17}{'':>8} {'  passed by:':<17}{'':>4}  SDMetrics DCRBaselineProtection "
