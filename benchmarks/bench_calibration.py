@@ -190,7 +190,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             s["scan_named_any"] = sum(r.get("naming", {}).get("scan", {}).get("named", 0) > 0 for r in judged)
         keys = defaultdict(int)
         for r in judged:
-            for k in {c["key"] for c in r.get("reasons", [])}:
+            for k in {c["key"] or "gate-error" for c in r.get("reasons", [])}:
                 keys[k] += 1
         s["reason_counts"] = dict(sorted(keys.items(), key=lambda kv: -kv[1]))
         bl = [r["baselines"] for r in judged if "baselines" in r and "error" not in r["baselines"]]
@@ -274,12 +274,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--out", default="calibration", help="results name under benchmarks/results/")
     ap.add_argument("--baselines", action="store_true", help="also SDMetrics DCR metrics and a DCR threshold gate")
+    ap.add_argument("--sdm-subsample", type=int, default=2000,
+                    help="SDMetrics' num_rows_subsample above this many rows (its DCR costs ~1 min per metric at 2,000)")
     ap.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
     ap.add_argument("--fresh", action="store_true", help="ignore (and replace) the results of an earlier run")
     argv = sys.argv[1:] if argv is None else argv
     argv = [c for a in argv for c in ({"nulls": list(NULL_CELLS), "leaks": list(LEAK_CELLS)}.get(a, [a]))]
     args = ap.parse_args(argv)
 
+    os.environ["CALIB_SDM_SUBSAMPLE"] = str(args.sdm_subsample)  # read by calibration_baselines (workers inherit it)
     RESULTS.mkdir(parents=True, exist_ok=True)
     jsonl = RESULTS / f"{args.out}.jsonl"
     if args.fresh and jsonl.exists():
@@ -302,7 +305,9 @@ def main(argv: list[str] | None = None) -> None:
         with jsonl.open("a") as f:
             f.write(json.dumps(r, default=float) + "\n")
         if r.get("decision"):
-            reasons = ",".join(sorted({c["key"] for c in r["reasons"]}))
+            reasons = ",".join(sorted({c["key"] or "gate-error" for c in r["reasons"]}))
+            if r["status"] != "ok":
+                reasons += f" [{r['status']}: {r['reasons'][0]['message'][:120]}]"
             nm = r.get("naming", {}).get("scan")
             named = "" if nm is None else f" named {nm['named']} (true {nm['true']}, FDP {nm['fdp']:.2f})"
             bl = r.get("baselines")

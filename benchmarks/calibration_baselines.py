@@ -29,13 +29,15 @@ threshold can be applied to the recorded scores afterwards.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
 from benchmarks.calibration_tables import categorical_columns, numeric_columns
 
 SDM_PASS = 0.5
-SDM_SUBSAMPLE = 2000
+SDM_SUBSAMPLE = int(os.environ.get("CALIB_SDM_SUBSAMPLE", "2000"))  # bench_calibration --sdm-subsample
 DCR_QUANTILE = 0.05
 DCR_MARGIN = 0.02
 
