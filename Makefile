@@ -11,7 +11,7 @@ LOCK := requirements.lock
 # torch's CPU build (no CUDA packages): the local wheel in $(WHEELS) when present, else the
 # PyTorch CPU index, else (that index unreachable) PyPI's build of the same version, with a warning
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
-TORCH_LOCKED = $(shell sed -n 's/^torch==//p' $(LOCK))
+TORCH_LOCKED = $(shell sed -n 's/^torch==\([^ ]*\).*/\1/p' $(LOCK))
 TORCH_VERSION = $(shell sed -n 's/^ *"torch==\([^"]*\)".*/\1/p' pyproject.toml)
 UPGRADE ?=
 export MLFLOW_DISABLE_TELEMETRY := true
@@ -26,24 +26,25 @@ install: $(STAMP)
 # uv if present (or installable into the venv), else plain pip; always constrained by $(LOCK).
 FIND_UV = if command -v uv >/dev/null 2>&1; then UV=uv; \
 	 elif $(BIN)/python -m pip install -q uv >/dev/null 2>&1; then UV=$(BIN)/uv; else UV=; fi
-# where torch's CPU build comes from (uv needs unsafe-best-match to take the other packages' pinned
-# versions from PyPI when the PyTorch index also carries older copies of them)
+# where torch's CPU build comes from: SRC="--find-links $(WHEELS)" when the wheel is there, else the
+# PyTorch CPU index when it answers (uv then needs unsafe-best-match to take the other packages'
+# pinned versions from PyPI: that index also carries copies of some of them), else SRC= (none)
 TORCH_SOURCE = if ls $(WHEELS)/torch-$(1)-*.whl >/dev/null 2>&1; then SRC="--find-links $(WHEELS)"; \
-	 else SRC="--extra-index-url $(TORCH_CPU_INDEX)"; \
-	   if [ -n "$$UV" ]; then SRC="$$SRC --index-strategy unsafe-best-match"; fi; fi
+	 elif python3 -c "import urllib.request as u; u.urlopen(u.Request('$(TORCH_CPU_INDEX)/', method='HEAD'), timeout=15)" 2>/dev/null; then \
+	   SRC="--extra-index-url $(TORCH_CPU_INDEX)"; if [ -n "$$UV" ]; then SRC="$$SRC --index-strategy unsafe-best-match"; fi; \
+	 else SRC=; fi
 
 $(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	@$(FIND_UV); $(call TORCH_SOURCE,$(TORCH_LOCKED)); \
-	 install() { echo "[install] installer=$${UV:-pip} $$SRC -c $$1"; \
-	   if [ -n "$$UV" ]; then $$UV pip install --python $(BIN)/python --compile-bytecode $$SRC -c "$$1" -e '.[dev]'; \
-	   else $(BIN)/python -m pip install -q $$SRC -c "$$1" -e '.[dev]'; fi; }; \
-	 install $(LOCK) || { case "$$SRC" in --find-links*) exit 1;; esac; \
-	   echo "[install] WARNING: torch $(TORCH_LOCKED) is neither in $(WHEELS) nor reachable on $(TORCH_CPU_INDEX);" \
-	        "installing PyPI's torch $(TORCH_VERSION) instead (CUDA build, large; the golden figures were computed" \
-	        "with the CPU build, and tests/test_lock.py will say the venv differs from the lock)" >&2; \
-	   sed 's/^torch==\([^+]*\)+.*/torch==\1/' $(LOCK) > $(VENV)/requirements-pypi-torch.lock; \
-	   SRC=; install $(VENV)/requirements-pypi-torch.lock; }
+	@$(FIND_UV); $(call TORCH_SOURCE,$(TORCH_LOCKED)); CONS=$(LOCK); \
+	 if [ -z "$$SRC" ]; then CONS=$(VENV)/requirements-pypi-torch.lock; \
+	   echo "[install] WARNING: torch $(TORCH_LOCKED) is neither in $(WHEELS) nor on $(TORCH_CPU_INDEX) (unreachable):" \
+	        "installing PyPI's torch $(TORCH_VERSION) instead (the CUDA build, large; the golden figures were" \
+	        "computed with the CPU build, and tests/test_lock.py will say this venv differs from the lock)" >&2; \
+	   sed 's/^torch==\([^+ ]*\)+[^ ]*/torch==\1/' $(LOCK) > $$CONS; fi; \
+	 echo "[install] installer=$${UV:-pip} $$SRC -c $$CONS"; \
+	 if [ -n "$$UV" ]; then $$UV pip install --python $(BIN)/python --compile-bytecode $$SRC -c $$CONS -e '.[dev]'; \
+	 else $(BIN)/python -m pip install -q $$SRC -c $$CONS -e '.[dev]'; fi
 	@touch $(STAMP)
 
 # Re-resolve $(LOCK) from pyproject.toml with uv (both extras, Python 3.11, linux x86_64, torch's
@@ -57,7 +58,8 @@ LOCK_COMPILE = uv pip compile pyproject.toml --extra dev --extra production --py
 lock:
 	@command -v uv >/dev/null 2>&1 || test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	@$(FIND_UV); test -n "$$UV" || { echo "make lock needs uv (pip install uv)" >&2; exit 1; }; \
-	 $(call TORCH_SOURCE,$(TORCH_VERSION)+cpu); \
+	 $(call TORCH_SOURCE,$(TORCH_VERSION)+cpu); test -n "$$SRC" || { echo "make lock: torch $(TORCH_VERSION)+cpu" \
+	   "is neither in $(WHEELS) nor on $(TORCH_CPU_INDEX) (unreachable)" >&2; exit 1; }; \
 	 TORCH_PIN=$$(mktemp); echo "torch==$(TORCH_VERSION)+cpu" > $$TORCH_PIN; \
 	 $$UV pip compile pyproject.toml --extra dev --extra production --python-version 3.11 \
 	   --python-platform x86_64-unknown-linux-gnu $$SRC -c $$TORCH_PIN $(UPGRADE) \

@@ -7,6 +7,8 @@ than as a figure moved by 1e-6 in tests/pipeline/test_golden.py. No network."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -161,8 +163,27 @@ def test_make_install_uses_the_lock():
     assert re.search(r"^LOCK := requirements\.lock$", make, re.M)
     assert re.search(r"^\$\(STAMP\): .*\$\(LOCK\)", make, re.M), "the install stamp depends on the lock"
     installs = re.findall(r"pip install [^\n]*-e '\.\[dev\]'", make)  # uv's and pip's
-    assert len(installs) == 2 and all('-c "$$1"' in i for i in installs), installs
-    assert 'install $(LOCK)' in make
+    assert len(installs) == 2 and all("-c $$CONS" in i for i in installs), installs
+    assert "CONS=$(LOCK)" in make
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+@pytest.mark.parametrize("target", ["install", "lock"])
+def test_the_make_recipes_parse_and_name_the_lock(target, tmp_path):
+    """`make -n` (nothing run) prints the recipe as the shell gets it: bash parses it, and it
+    constrains by requirements.lock and looks for the locked torch wheel."""
+    venv = tmp_path / "venv"
+    out = subprocess.run(["make", "-n", "-C", str(ROOT), target, f"VENV={venv}"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    syntax = subprocess.run(["bash", "-n"], input=out.stdout, capture_output=True, text=True, timeout=60)
+    assert syntax.returncode == 0, syntax.stderr + out.stdout
+    if target == "install":
+        assert "CONS=requirements.lock" in out.stdout and "-c $CONS -e '.[dev]'" in out.stdout
+    else:
+        assert "-o requirements.lock" in out.stdout
+    assert "torch-2.13.0+cpu-*.whl" in out.stdout
+    assert not venv.exists()
 
 
 def test_the_checks_catch_a_bad_lock():
