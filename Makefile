@@ -5,29 +5,74 @@ VENV := .venv
 BIN := $(VENV)/bin
 WHEELS ?= /opt/wheels
 STAMP := $(VENV)/.installed
+# The locked environment (every package of `.[dev]` and `.[production]`, pinned ==): `make install`
+# installs with it as constraints on every machine; `make lock` re-resolves it from pyproject.toml.
+LOCK := requirements.lock
+# torch's CPU build (no CUDA packages): the local wheel in $(WHEELS) when present, else the
+# PyTorch CPU index, else (that index unreachable) PyPI's build of the same version, with a warning
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_LOCKED = $(shell sed -n 's/^torch==\([^ ]*\).*/\1/p' $(LOCK))
+TORCH_VERSION = $(shell sed -n 's/^ *"torch==\([^"]*\)".*/\1/p' pyproject.toml)
+UPGRADE ?=
 export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test install clean ui
+.PHONY: demo test install lock clean ui
 
 install: $(STAMP)
 
-# uv if present (or installable into the venv), else plain pip. The local CPU torch wheel in
-# $(WHEELS) is preferred so no CUDA packages get pulled in.
-$(STAMP): pyproject.toml constraints.txt
+# uv if present (or installable into the venv), else plain pip; always constrained by $(LOCK).
+FIND_UV = if command -v uv >/dev/null 2>&1; then UV=uv; \
+	 elif $(BIN)/python -m pip install -q uv >/dev/null 2>&1; then UV=$(BIN)/uv; else UV=; fi
+# where torch's CPU build comes from: SRC="--find-links $(WHEELS)" when the wheel is there, else the
+# PyTorch CPU index when it answers (uv then needs unsafe-best-match to take the other packages'
+# pinned versions from PyPI: that index also carries copies of some of them), else SRC= (none)
+TORCH_SOURCE = if ls $(WHEELS)/torch-$(1)-*.whl >/dev/null 2>&1; then SRC="--find-links $(WHEELS)"; \
+	 elif python3 -c "import urllib.request as u; u.urlopen(u.Request('$(TORCH_CPU_INDEX)/', method='HEAD'), timeout=15)" 2>/dev/null; then \
+	   SRC="--extra-index-url $(TORCH_CPU_INDEX)"; if [ -n "$$UV" ]; then SRC="$$SRC --index-strategy unsafe-best-match"; fi; \
+	 else SRC=; fi
+
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	@if command -v uv >/dev/null 2>&1; then UV=uv; \
-	 elif $(BIN)/python -m pip install -q uv >/dev/null 2>&1; then UV=$(BIN)/uv; else UV=; fi; \
-	 LINKS=""; if [ -d "$(WHEELS)" ] && ls $(WHEELS)/torch-2.13.0* >/dev/null 2>&1; then LINKS="--find-links $(WHEELS)"; CONS="-c constraints.txt"; else CONS=""; fi; \
-	 echo "[install] installer=$${UV:-pip} $${LINKS}"; \
-	 if [ -n "$$UV" ]; then \
-	   $$UV pip install --python $(BIN)/python --compile-bytecode $$LINKS $$CONS -e '.[dev]'; \
-	 else \
-	   $(BIN)/python -m pip install -q $$LINKS $$CONS -e '.[dev]'; \
-	 fi
+	@$(FIND_UV); $(call TORCH_SOURCE,$(TORCH_LOCKED)); CONS=$(LOCK); \
+	 if [ -z "$$SRC" ]; then CONS=$(VENV)/requirements-pypi-torch.lock; \
+	   echo "[install] WARNING: torch $(TORCH_LOCKED) is neither in $(WHEELS) nor on $(TORCH_CPU_INDEX) (unreachable):" \
+	        "installing PyPI's torch $(TORCH_VERSION) instead (the CUDA build, large; the golden figures were" \
+	        "computed with the CPU build, and tests/test_lock.py will say this venv differs from the lock)" >&2; \
+	   sed 's/^torch==\([^+ ]*\)+[^ ]*/torch==\1/' $(LOCK) > $$CONS; fi; \
+	 echo "[install] installer=$${UV:-pip} $$SRC -c $$CONS"; \
+	 if [ -n "$$UV" ]; then $$UV pip install --python $(BIN)/python --compile-bytecode $$SRC -c $$CONS -e '.[dev]'; \
+	 else $(BIN)/python -m pip install -q $$SRC -c $$CONS -e '.[dev]'; fi
 	@touch $(STAMP)
+
+# Re-resolve $(LOCK) from pyproject.toml with uv (both extras, Python 3.11, linux x86_64, torch's
+# CPU build), keeping its current pins where they still satisfy pyproject.toml. To move pins:
+#   make lock UPGRADE=--upgrade                      # the newest versions pyproject.toml allows
+#   make lock UPGRADE='--upgrade-package numpy'      # one package
+# Then `make install` (the stamp depends on the lock) and `make test`: the golden figures are
+# computed with the locked versions.
+LOCK_COMPILE = uv pip compile pyproject.toml --extra dev --extra production --python-version 3.11 \
+	--python-platform x86_64-unknown-linux-gnu -c <(echo torch==$(TORCH_VERSION)+cpu) $(UPGRADE)
+lock:
+	@command -v uv >/dev/null 2>&1 || test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	@$(FIND_UV); test -n "$$UV" || { echo "make lock needs uv (pip install uv)" >&2; exit 1; }; \
+	 $(call TORCH_SOURCE,$(TORCH_VERSION)+cpu); test -n "$$SRC" || { echo "make lock: torch $(TORCH_VERSION)+cpu" \
+	   "is neither in $(WHEELS) nor on $(TORCH_CPU_INDEX) (unreachable)" >&2; exit 1; }; \
+	 TORCH_PIN=$$(mktemp); echo "torch==$(TORCH_VERSION)+cpu" > $$TORCH_PIN; \
+	 $$UV pip compile pyproject.toml --extra dev --extra production --python-version 3.11 \
+	   --python-platform x86_64-unknown-linux-gnu $$SRC -c $$TORCH_PIN $(UPGRADE) \
+	   --no-header --annotation-style line -q -o $(LOCK) || { rm -f $$TORCH_PIN; exit 1; }; \
+	 { echo "# The locked environment of privacy-gate: every package of pyproject.toml's dependencies and of"; \
+	   echo "# its dev and production extras, pinned ==, for Python 3.11 on linux x86_64, torch as its CPU build."; \
+	   echo "# \`make install\` installs with it as constraints (-c) on every machine. Do not edit by hand:"; \
+	   echo "# written by \`make lock\` (see the Makefile), which runs (uv $$($$UV --version | cut -d' ' -f2)):"; \
+	   echo "#   $(strip $(LOCK_COMPILE)) -o $(LOCK)"; \
+	   echo "# (torch's CPU wheel from $(WHEELS) or $(TORCH_CPU_INDEX)), keeping the pins of this file where"; \
+	   echo "# they still satisfy pyproject.toml; \`make lock UPGRADE=--upgrade\` moves them."; \
+	   sed "s#-c $$TORCH_PIN#the torch CPU pin#" $(LOCK); } > $(LOCK).tmp && mv $(LOCK).tmp $(LOCK) && rm -f $$TORCH_PIN && \
+	 echo "[lock] $(LOCK): $$(grep -c '^[A-Za-z0-9]' $(LOCK)) packages pinned"
 
 demo: install
 	$(BIN)/privacy-gate run examples/adult.yaml --workdir .privacy-gate
