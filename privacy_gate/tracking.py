@@ -22,7 +22,7 @@ from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_APPROVAL_AT,
                                 TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
-                                TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
+                                TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
                                 TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
                                 experiment_name, verdict_run_name)
 from privacy_gate.names import TAG_DATASET
@@ -368,6 +368,11 @@ class Tracker:
             TAG_FLAGGED_THROUGH: ",".join(f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items())
             or "none",
             TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
+            # default protections turned off, with their reasons (config text, never record values)
+            TAG_DISABLED: "; ".join(f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items()))
+            or "none",
+            TAG_BUDGET: (f"review {verdict_dict['budget']['review']:g}, block {verdict_dict['budget']['block']:g}"
+                         if verdict_dict.get("budget") else "none"),
         })
 
     def delete_tag(self, run_id: str, key: str) -> None:

@@ -265,6 +265,38 @@ the release stays in quarantine). Decisions are final and recorded with this run
 <code>privacy-gate reject RUN_ID --reviewer NAME</code></p></section>"""
 
 
+def _budget(inp: ReportInputs) -> str:
+    """The error budget first: every test's p-value against its shares, then what is turned off."""
+    budget = inp.verdict.get("budget") or {}
+    disabled = inp.verdict.get("disabled") or {}
+    if not budget and not disabled:
+        return ""
+    parts = []
+    if budget:
+        parts.append(_note(f"A release that leaks nothing is held back (REVIEW or BLOCK) at most "
+                           f"{100 * float(budget.get('review', 0)):g}% of the time and blocked at most "
+                           f"{100 * float(budget.get('block', 0)):g}%, over all the tests below together "
+                           "(each has a fixed share of both budgets)."))
+        rows = []
+        for t in budget.get("tests") or []:
+            p = t.get("pvalue")
+            hit = p is None or p <= t.get("review_level", 0)
+            rows.append(([_e(t.get("name")), _e(t.get("what")), _num(p, 3) if p is not None else "missing",
+                          _num(t.get("review_level"), 3), _num(t.get("block_level"), 3),
+                          "evidence of leakage" if hit else "no evidence"], "fail" if hit else "pass"))
+        parts.append(_table(["test", "asks whether", "p-value", "review at", "block at", "result"], rows))
+        power = budget.get("power_check")
+        if power:
+            parts.append(_note(f"Power: the membership test detects an attack AUC of {float(power['detectable_auc']):.3f} "
+                               f"with {100 * float(budget.get('power', 0.9)):g}% power; the gate promises "
+                               f"{float(power['promise_auc']):.2f}"
+                               + ("." if power.get("sufficient") else
+                                  f" — insufficient evidence: about {power['per_class_needed']} targets per class needed.")))
+    if disabled:
+        parts.append(_table(["turned off", "reason"], [([_e(k), _e(v)], "warn") for k, v in sorted(disabled.items())]))
+    return _section("Error budget", "\n".join(parts), "budget")
+
+
 def _rules(inp: ReportInputs) -> str:
     checks = list(inp.verdict.get("checks") or [])
     if not checks:
@@ -657,9 +689,9 @@ def _open_hint(inp: ReportInputs) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [_howto(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
+    sections = [_howto(inp), _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
                 _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp)]
-    nav_items = [("decide", "How to decide"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
+    nav_items = [("decide", "How to decide"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
                  ("disclosure", "Disclosure risks"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
