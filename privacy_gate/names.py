@@ -1,7 +1,8 @@
 """Every name a gate run writes: metric keys, MLflow tags, artefact paths, and the lists of them.
 
-One owner for these conventions, so the gate rules, the MLflow sink, the summaries and the HTML
-report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
+One module because it is the one owner of these conventions (and of how a user's column and
+category names become MLflow keys, :func:`key_segment`), so the gate rules, the MLflow sink, the
+summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
 MLflow store); this module is a leaf every layer may import.
 
 >>> metric_name("domias", "auc")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import decision_commands
+from privacy_gate.safe_text import console_lines
 from privacy_gate.tracking import experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
@@ -93,7 +94,7 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
     if UTILITY_QUALITY in verdict.metrics:
         lines.append(f"  utility.quality={verdict.metrics[UTILITY_QUALITY]:.4f}")
-    return "\n".join(lines)
+    return console_lines(lines)  # group labels and messages hold data: no escapes, no forged lines
 
 
 def run_outcome_console(result: RunOutcome) -> str:
@@ -109,4 +110,4 @@ def run_outcome_console(result: RunOutcome) -> str:
     runs = experiment_url(result.tracking_uri or "", result.experiment_id)
     if runs:
         lines.append(f"MLflow runs: {runs}")
-    return "\n".join(lines)
+    return console_lines(lines)
