@@ -9,8 +9,8 @@ or clear the screen, and a line break can start a line that looks like the gate'
 
 >>> console_line("race=x\\n\\x1b[32mVERDICT: APPROVE")
 'race=x\\\\nVERDICT: APPROVE'
->>> markdown_text("`a` **b** <img src=x> ![p](http://x)")
-'\\\\`a\\\\` \\\\*\\\\*b\\\\*\\\\* &lt;img src=x&gt; \\\\!\\\\[p\\\\]\\\\(http\\\\://x\\\\)'
+>>> print(markdown_text("`a` **b** <img src=x> ![p](http://x) race=Black: AUC 0.68 [0.61, 0.75]"))
+\\`a\\` \\*\\*b\\*\\* &lt;img src=x&gt; ![p\\](http://x) race=Black: AUC 0.68 [0.61, 0.75]
 """
 
 from __future__ import annotations
@@ -44,14 +44,37 @@ def console_lines(lines: list[str] | tuple[str, ...]) -> str:
     return "\n".join(console_line(line) for line in lines)
 
 
-#: Markdown's punctuation that can start markup (emphasis, code, links, images, headings, tables,
-#: lists, HTML) — each is backslash-escaped; ``<``, ``>`` and ``&`` become HTML entities
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:])")
+#: what starts inline markup in one line of Markdown: a backslash, code (backtick), emphasis and
+#: strike-through (``*``, ``_``, ``~``), and the ``](`` / ``][`` that makes ``[..]`` a link or an image;
+#: ``<``, ``>`` and ``&`` (HTML, autolinks, entities) become entities. Line-start markup (headings, a
+#: closing code fence) cannot occur: the text is one line placed after a list marker.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~]|\](?=[(\[]))")
 
 
 def markdown_text(text: object) -> str:
     """``text`` (a user- or data-derived string) as literal Markdown inline text: one line
-    (:func:`console_line`), no markup, links, images, code spans or HTML."""
+    (:func:`console_line`), no markup, links, images, code spans or HTML; ordinary text (``race=Black:
+    AUC 0.68 [0.61, 0.75]``) reads as it is."""
     line = console_line(text)
     line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN_SPECIAL.sub(r"\\\1", line)
+
+
+def markdown_code(text: object) -> str:
+    """``text`` as an inline code span that no backtick inside it can close (one line).
+
+    >>> markdown_code("race=Black"), markdown_code("a`` ![x](y)")
+    ('`race=Black`', '``` a`` ![x](y) ```')
+    """
+    line = console_line(text)
+    ticks = "`" * (max((len(r) for r in re.findall(r"`+", line)), default=0) + 1)
+    return f"{ticks}{line}{ticks}" if ticks == "`" else f"{ticks} {line} {ticks}"
+
+
+def markdown_fence(lines: list[str] | tuple[str, ...]) -> list[str]:
+    """``lines`` as a fenced code block none of them can close: each one line, the fence longer than
+    any backtick run inside."""
+    shown = [console_line(line) for line in lines]
+    longest = max((len(r) for line in shown for r in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *shown, fence]
