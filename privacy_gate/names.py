@@ -200,14 +200,19 @@ _KEY_CHARACTERS = re.compile(r"[\w.\- ]+")
 _CHANGED_TAIL = re.compile(r"-h[0-9a-f]{10}$")
 #: joins the columns (and the values) of an intersection inside one key segment
 INTERSECTION_JOIN = "_x_"
+#: a record value's hashed label (``grouping.value_token``: ``#`` + 10 hex digits) and its key segment
+#: (``_`` + the digits), which no plain name may spell
+_HASHED_LABEL = re.compile(r"#([0-9a-f]{10})")
+_HASHED_SEGMENT = re.compile(r"_[0-9a-f]{10}")
 
 
 def _plain_segment(text: str) -> bool:
     """``text`` is a key segment as it stands: MLflow's characters, not a path step (``.``/``..``),
-    no edge spaces, nothing that could be read as an intersection join or a changed name's tail."""
+    no edge spaces, nothing that could be read as an intersection join, a changed name's tail or a
+    hashed label's segment."""
     return (bool(_KEY_CHARACTERS.fullmatch(text)) and text not in (".", "..") and text == text.strip()
             and INTERSECTION_JOIN not in text and not text.startswith("x_") and not text.endswith("_x")
-            and not _CHANGED_TAIL.search(text))
+            and not _CHANGED_TAIL.search(text) and not _HASHED_SEGMENT.fullmatch(text))
 
 
 def key_segment(text: object) -> str:
@@ -225,12 +230,17 @@ def key_segment(text: object) -> str:
     ('marital_status', 'âge', 'Married-civ-spouse')
     >>> key_segment("age (years)"), key_segment("a/b"), key_segment("a_b")
     ('age _years_-h4b35ae8ca4', 'a_b-hc14cddc033', 'a_b')
+    >>> key_segment("#9231c165fc"), key_segment("_9231c165fc")  # a hashed record value; a plain name
+    ('_9231c165fc', '_9231c165fc-h20c7a254a9')
     >>> key_segment("."), key_segment(".."), key_segment("")
     ('_-hcdb4ee2aea', '_-h5ec1f7e700', '_-he3b0c44298')
     """
     text = str(text)
     if _plain_segment(text):
         return text
+    hashed = _HASHED_LABEL.fullmatch(text)
+    if hashed:
+        return f"_{hashed.group(1)}"
     import hashlib
 
     spelled = re.sub(r"[^\w.\- ]", "_", text).strip()

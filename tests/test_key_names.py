@@ -18,7 +18,7 @@ from privacy_gate.names import bounded_key, disclosure_metric, key_segment, subg
 from .conftest import EXAMPLE
 
 HOSTILE = ["age (years)", "hours per week (h)", "wage €/week", "âge (années)", ".", "..", "", " ", "a/b", "a_b",
-           "a_b-h0123456789", "x_y", "a_x_b", "a:b", "line\nbreak", "tab\tname", "/", "//", "-", "#9231c165fc",
+           "a_b-h0123456789", "x_y", "a_x_b", "a:b", "line\nbreak", "tab\tname", "/", "//", "-", "#9231c165fc", "_9231c165fc",
            "Outlying-US(Guam-USVI-etc)", "Outlying-US_Guam-USVI-etc_", "1st-4th|Preschool", "1st-4th_Preschool",
            " Female", "Female", "x" * 400]
 
@@ -59,6 +59,7 @@ def test_plain_names_keep_their_keys():
         "subgroup/marital_status/Married-AF-spouse/n_members"
     assert disclosure_metric("inference", "risk_lower", "capital_gain") == "inference.capital_gain.risk_lower"
     assert key_segment("âge") == "âge"
+    assert key_segment("#9231c165fc") == "_9231c165fc"  # a hashed record value keeps its key (test_label_privacy)
     assert bounded_key("subgroup/sex/Female/dcr.auc") == "subgroup/sex/Female/dcr.auc"
 
 
