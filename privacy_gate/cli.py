@@ -42,8 +42,15 @@ def _quiet_env() -> None:
         os.environ.setdefault(key, value)
 
 
+def _say(text: object, *, err: bool = False) -> None:
+    """One line of output that may hold data (labels, values, names): through ``console_line``."""
+    from privacy_gate.safe_text import console_line
+
+    typer.echo(console_line(text), err=err)
+
+
 def _usage_error(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
+    _say(f"error: {message}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -152,13 +159,20 @@ def _cli_logger():
     """Progress lines on stderr for in-process runs (Prefect's logger does this for flows)."""
     import logging
 
+    from privacy_gate.safe_text import console_line
+
     class StderrHandler(logging.StreamHandler):  # whatever sys.stderr is now (test runners swap it)
         stream = property(lambda self: sys.stderr, lambda self, value: None)
+
+    class OneLine(logging.Formatter):  # a progress line naming a group or a column holds data: one line
+        def formatMessage(self, record: logging.LogRecord) -> str:
+            record.message = console_line(record.message)
+            return super().formatMessage(record)
 
     logger = logging.getLogger("privacy_gate")
     if not logger.handlers:
         handler = StderrHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-7s | %(message)s", "%H:%M:%S"))
+        handler.setFormatter(OneLine("%(asctime)s | %(levelname)-7s | %(message)s", "%H:%M:%S"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
@@ -318,7 +332,7 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
                               tracking_uri=uri, workdir=str(workdir), regate=regate)
     except PrivacyGateError as exc:
-        typer.echo(f"refused: {exc}", err=True)
+        _say(f"refused: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     except Exception as exc:  # noqa: BLE001 - a store that stopped answering mid-decision: one line
         if not is_infrastructure_error(exc):
@@ -327,10 +341,10 @@ def _decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: 
                    f"undecided — check it with: privacy-gate review {run_id}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     done = {"approve": "approved", "reject": "rejected"}[decision.action]
-    typer.echo(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
+    _say(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
     if decision.suppress:
-        typer.echo(f"suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
-    typer.echo(f"published: {decision.published}" if decision.published else "nothing published")
+        _say(f"suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
+    _say(f"published: {decision.published}" if decision.published else "nothing published")
 
 
 @app.command()
@@ -354,7 +368,7 @@ def review(
         uri = _store_uri(workdir, tracking_uri)
         typer.echo(pending_runs_text(tracking_uri=uri) if pending else review_text(run_id, tracking_uri=uri))
     except PrivacyGateError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _say(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -470,7 +484,7 @@ def serve(
     from privacy_gate.flows.deployments import serve_folder
 
     _prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit,
-                     report=lambda line: typer.echo(f"warning: {line}", err=True), allow_unsigned=allow_unsigned)
+                     report=lambda line: _say(f"warning: {line}", err=True), allow_unsigned=allow_unsigned)
 
 
 @app.command()
@@ -532,7 +546,7 @@ def dependency_study(
 
             result = run_dependency_study(cfg, workdir=workdir, logger=_cli_logger())
     except PrivacyGateError as exc:
-        typer.echo(f"error: dependency study did not complete: {exc}", err=True)
+        _say(f"error: dependency study did not complete: {exc}", err=True)
         raise typer.Exit(1) from None
     from privacy_gate.pipeline.dependency_summary import invariant_lines
     from privacy_gate.tracking import ui_command
@@ -576,7 +590,7 @@ def audit_dp(
             result, cached = run_dp_audit(cfg, workdir=workdir, progress=log.info, runs=runs, use_cache=not no_cache)
             record = {**result.to_dict(), "cached": cached}
     except PrivacyGateError as exc:
-        typer.echo(f"error: DP audit did not complete: {exc}", err=True)
+        _say(f"error: DP audit did not complete: {exc}", err=True)
         raise typer.Exit(1) from None
     from privacy_gate.pipeline.dp_audit import DPAuditResult
 

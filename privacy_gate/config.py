@@ -703,9 +703,71 @@ class ReleaseConfig(_Strict):
 # --------------------------------------------------------------------------- YAML loading
 
 
+#: Bounds on what a config or spec file may make the loader build: a file larger than this is
+#: refused unread, and YAML aliases (``*name``) are bounded in number and in what they expand to —
+#: nested aliases ("billion laughs") make a few hundred bytes into billions of values.
+MAX_YAML_BYTES = 5_000_000
+MAX_YAML_ALIASES = 200
+MAX_YAML_NODES = 200_000
+
+
+class _YamlTooLarge(Exception):
+    """Raised inside the loader; ``_read_yaml`` turns it into a ConfigError naming the file."""
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many nodes ``root`` stands for once every alias is expanded (aliases are shared nodes in
+    the composed graph: each counts once per place it is used), stopping past ``MAX_YAML_NODES``."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            children = _children(node)
+            sizes[key] = min(MAX_YAML_NODES + 1, 1 + sum(sizes[id(c)] for c in children))
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _YamlTooLarge("an alias refers to a node that contains it (a recursive structure)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
+    if sizes[id(root)] > MAX_YAML_NODES:
+        raise _YamlTooLarge(f"its aliases expand to more than {MAX_YAML_NODES:,} values")
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error: with the plain
-    loader the last one silently wins, so a second ``rules:`` or ``max:`` would replace the first."""
+    loader the last one silently wins, so a second ``rules:`` or ``max:`` would replace the first.
+    Aliases are bounded (``MAX_YAML_ALIASES``, ``MAX_YAML_NODES``) before anything is constructed."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise _YamlTooLarge(f"more than {MAX_YAML_ALIASES} aliases (*name)")
+        return super().compose_node(parent, index)
+
+    def construct_document(self, node: Any) -> Any:
+        _expanded_size(node)
+        return super().construct_document(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
@@ -722,7 +784,19 @@ def _read_yaml(path: Path) -> Any:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     try:
-        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+        with path.open("rb") as fh:  # read at most the budget: the size on disk may lie (a pipe, a growing file)
+            data = fh.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > MAX_YAML_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_YAML_BYTES:,} bytes; a config or spec file is refused unread "
+                          "beyond that")
+    try:
+        return yaml.load(data, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader; bytes: it reads the BOM
+    except _YamlTooLarge as exc:
+        raise ConfigError(f"{path}: refused: {exc} (write the values out instead of nesting aliases)") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: refused: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:  # one line: file, line, column and the parser's complaint
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -1,7 +1,8 @@
 """Every name a gate run writes: metric keys, MLflow tags, artefact paths, and the lists of them.
 
-One owner for these conventions, so the gate rules, the MLflow sink, the summaries and the HTML
-report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
+One module because it is the one owner of these conventions (and of how a user's column and
+category names become MLflow keys, :func:`key_segment`), so the gate rules, the MLflow sink, the
+summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
 MLflow store); this module is a leaf every layer may import.
 
 >>> metric_name("domias", "auc")
@@ -12,6 +13,8 @@ MLflow store); this module is a leaf every layer may import.
 'subgroup/sex_x_race/Female_x_Black/dcr.auc'
 >>> check_key(attack="dcr", metric="auc", group="race=Black")
 'race=Black: dcr.auc'
+>>> subgroup_metric(("age (years)",), (".",), "dcr.auc")
+'subgroup/age _years_-h4b35ae8ca4/_-hcdb4ee2aea/dcr.auc'
 """
 
 from __future__ import annotations
@@ -197,7 +200,7 @@ def disclosure_metric(family: str, figure: str, column: str | None = None) -> st
     >>> disclosure_metric("singling_out", "risk"), disclosure_metric("inference", "risk_upper", "income")
     ('singling_out.risk', 'inference.income.risk_upper')
     """
-    return f"{family}.{column}.{figure}" if column else f"{family}.{figure}"
+    return f"{family}.{key_segment(column)}.{figure}" if column else f"{family}.{figure}"
 
 
 def exposure_metric(figure: str) -> str:
@@ -214,14 +217,70 @@ def timing_metric(stage: str) -> str:
     return f"time.{stage}_s"
 
 
-def _safe(part: str) -> str:
-    # MLflow metric names allow only [/\w.\- :]; anything else becomes "_"
-    return re.sub(r"[^\w.\- ]", "_", part).strip() or "_"
+#: what MLflow accepts in a key (its pattern ``[/\w.\- :]`` without the colon, which its Windows
+#: stores refuse, and without the slash, which separates the segments of our keys)
+_KEY_CHARACTERS = re.compile(r"[\w.\- ]+")
+#: the tail :func:`key_segment` appends to a name it had to change (a plain name never ends so)
+_CHANGED_TAIL = re.compile(r"-h[0-9a-f]{10}$")
+#: joins the columns (and the values) of an intersection inside one key segment
+INTERSECTION_JOIN = "_x_"
+#: a record value's hashed label (``grouping.value_token``: ``#`` + 10 hex digits) and its key segment
+#: (``_`` + the digits), which no plain name may spell
+_HASHED_LABEL = re.compile(r"#([0-9a-f]{10})")
+_HASHED_SEGMENT = re.compile(r"_[0-9a-f]{10}")
+
+
+def _plain_segment(text: str) -> bool:
+    """``text`` is a key segment as it stands: MLflow's characters, not a path step (``.``/``..``),
+    no edge spaces, nothing that could be read as an intersection join, a changed name's tail or a
+    hashed label's segment."""
+    return (bool(_KEY_CHARACTERS.fullmatch(text)) and text not in (".", "..") and text == text.strip()
+            and INTERSECTION_JOIN not in text and not text.startswith("x_") and not text.endswith("_x")
+            and not _CHANGED_TAIL.search(text) and not _HASHED_SEGMENT.fullmatch(text))
+
+
+def key_segment(text: object) -> str:
+    """The one encoder of a user-provided name (a column, a category value or a group token) into a
+    segment of an MLflow key: ``text`` itself when it is plain (:func:`_plain_segment`), else its
+    MLflow-safe spelling with a stable hash of the original appended (``-h`` + 10 hex digits).
+
+    Injective: a plain name maps to itself and never ends like a changed one, and changed names
+    differ in their hashes, so ``a/b`` and ``a_b`` (or ``.`` and ``_``) never share a key; no
+    segment holds ``/`` or ``_x_``, so the segments of a key joined by them stay apart. Only names
+    reach it that may be shown (public category names, column names, or the ``#`` hashes of
+    record values), and the hash is of that name. Key length: :func:`bounded_key` (at MLflow).
+
+    >>> key_segment("marital_status"), key_segment("âge"), key_segment("Married-civ-spouse")
+    ('marital_status', 'âge', 'Married-civ-spouse')
+    >>> key_segment("age (years)"), key_segment("a/b"), key_segment("a_b")
+    ('age _years_-h4b35ae8ca4', 'a_b-hc14cddc033', 'a_b')
+    >>> key_segment("#9231c165fc"), key_segment("_9231c165fc")  # a hashed record value; a plain name
+    ('_9231c165fc', '_9231c165fc-h20c7a254a9')
+    >>> key_segment("."), key_segment(".."), key_segment("")
+    ('_-hcdb4ee2aea', '_-h5ec1f7e700', '_-he3b0c44298')
+    """
+    text = str(text)
+    if _plain_segment(text):
+        return text
+    hashed = _HASHED_LABEL.fullmatch(text)
+    if hashed:
+        return f"_{hashed.group(1)}"
+    import hashlib
+
+    spelled = re.sub(r"[^\w.\- ]", "_", text).strip()
+    # an ``x`` between underscores (or at an edge next to one) would read as an intersection join
+    spelled = re.sub(r"(?<=_)x(?=_)|^x(?=_)|(?<=_)x$", "X", spelled)
+    if spelled in ("", ".", ".."):
+        spelled = "_"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{spelled}-h{digest}"
 
 
 def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
-    """Intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``."""
-    return f"subgroup/{'_x_'.join(map(_safe, columns))}/{'_x_'.join(map(_safe, values))}/{key}"
+    """Intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``; every
+    column and value goes through :func:`key_segment`."""
+    return (f"subgroup/{INTERSECTION_JOIN.join(map(key_segment, columns))}/"
+            f"{INTERSECTION_JOIN.join(map(key_segment, values))}/{key}")
 
 
 #: MLflow's limits on a metric/param/tag key and on a tag value (its store refuses longer ones).
@@ -229,13 +288,27 @@ MAX_KEY_LENGTH = 250
 MAX_TAG_VALUE_LENGTH = 5000
 
 
+def _valid_key(key: str) -> bool:
+    """What MLflow's stores accept as a metric/param/tag key (characters; not a path that
+    normalises to another name)."""
+    import posixpath
+
+    return (bool(re.fullmatch(r"[/\w.\- :]+", key)) and posixpath.normpath(key) == key
+            and not key.startswith(("/", "..")) and key != ".")
+
+
 def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
     """``key`` if it fits MLflow's limit, else a stable shortened form (prefix + hash): long
-    column or category names must never make a run unrecordable.
+    column or category names must never make a run unrecordable. A key MLflow would refuse (a
+    name that did not come through :func:`key_segment`) has its offending ``/`` parts encoded by it.
 
     >>> len(bounded_key("subgroup/" + "x" * 300 + "/dcr.auc")) <= MAX_KEY_LENGTH
     True
+    >>> bounded_key("dcr.auc"), bounded_key("inference.wage €.risk")
+    ('dcr.auc', 'inference.wage _.risk-he4b8df210f')
     """
+    if not _valid_key(key):
+        key = "/".join(part if part and _valid_key(part) else key_segment(part) for part in key.split("/"))
     if len(key) <= limit:
         return key
     import hashlib

@@ -198,7 +198,8 @@ def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, cont
             r = disclosure_risk(k_train=o.train_hits[mt].sum(), n_train=int(mt.sum()), k_control=o.control_hits[mc].sum(),
                                 n_control=int(mc.sum()), alpha=level)
             for figure in ("risk", "risk_lower", "risk_upper"):
-                out[subgroup_metric((col,), (token,), f"{o.name}.{figure}")] = getattr(r, figure)
+                family, _, secret = o.name.partition(".")  # "inference.<column>": the column is a key segment
+                out[subgroup_metric((col,), (token,), disclosure_metric(family, figure, secret or None))] = getattr(r, figure)
     return out
 
 

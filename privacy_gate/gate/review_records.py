@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
 from privacy_gate.names import SUPPRESS_EXPOSED, exposure_metric
+from privacy_gate.safe_text import console_lines
 
 Action = Literal["approve", "reject"]
 
@@ -150,4 +151,4 @@ def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDec
     if other:
         lines.append("other reasons:")
         lines += [f"  - [{c['action']}] {c['message']}" for c in other]
-    return "\n".join(lines)
+    return console_lines(lines)  # labels, comments and messages hold data: one line each

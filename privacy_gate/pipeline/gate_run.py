@@ -51,7 +51,9 @@ from privacy_gate.experiment.targets import choose_dependency_targets, choose_ta
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
                                         validation_failures)
-from privacy_gate.names import AGREEMENT, COMBINED, COPIES, RANK_PVALUE, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
+from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, RANK_PVALUE, STRONGEST, UTILITY, exposure_metric,
+                                mace_metric, metric_name)
+from privacy_gate.safe_text import console_line
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.result import GateResult
@@ -294,7 +296,7 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
 def _decide(state: GateState, executor: Executor, logger: Any) -> None:
     state.verdict = executor.run("decide", judge, state)
     if state.verdict.flagged_subgroups:
-        logger.warning("flagged subgroups: %s", ", ".join(state.verdict.flagged_subgroups))
+        logger.warning("flagged subgroups: %s", console_line(", ".join(state.verdict.flagged_subgroups)))
 
 
 def judge(state: GateState) -> Verdict:

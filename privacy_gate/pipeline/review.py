@@ -34,6 +34,7 @@ from privacy_gate.pipeline.release import RunContext, finish, log_report_of
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
+from privacy_gate.safe_text import console_lines
 from privacy_gate import objectstore, quarantine
 from privacy_gate.publish import (QUARANTINE_DIR, QuarantinedRelease, ReleaseStore, file_sha256, quarantined_file,
                                   read_quarantined)
@@ -334,4 +335,4 @@ def pending_runs_text(*, tracking_uri: str) -> str:
     for r in runs:
         flagged = ", ".join(r["flagged"]) or "none"
         lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")
-    return "\n".join(lines)
+    return console_lines(lines)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import decision_commands
+from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
@@ -33,13 +34,14 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     then the whole summary."""
     head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
+    # evidence, messages and group labels hold category values: literal text, never markup
     if evidence:
-        head += [f"- {sentence}" for sentence in evidence] + [""]
+        head += [f"- {markdown_text(sentence)}" for sentence in evidence] + [""]
     elif verdict.reasons:
-        head += [f"- {verdict.reasons[0].message}", ""]
+        head += [f"- {markdown_text(verdict.reasons[0].message)}", ""]
     if verdict.decision == "REVIEW" and verdict.run_id:
-        head += ["Decide:", "", "```", *decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups),
-                 "```", ""]
+        head += ["Decide:", "", *markdown_fence(decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups)),
+                 ""]
     return "\n".join(head) + "\n" + summary
 
 
@@ -61,10 +63,10 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
                          + f", then the run's artifact `{ART_REPORT}` (the full report)")
         lines.append("")
     lines += ["## Reasons", ""]
-    lines += [f"- **{c.action}** {c.message}" for c in verdict.reasons] or ["- every rule passed"]
+    lines += [f"- **{c.action}** {markdown_text(c.message)}" for c in verdict.reasons] or ["- every rule passed"]
     if verdict.flagged_subgroups:
         lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
-        lines += [f"- `{g}`" for g in verdict.flagged_subgroups]
+        lines += [f"- {markdown_code(g)}" for g in verdict.flagged_subgroups]
     table = attack_metric_table(verdict)
     if table:
         lines += ["", "## Attacks", "", "| attack | " + " | ".join(LEAKAGE_METRICS) + " | MACE advantage [95% bounds] |",
@@ -93,7 +95,7 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
     if UTILITY_QUALITY in verdict.metrics:
         lines.append(f"  utility.quality={verdict.metrics[UTILITY_QUALITY]:.4f}")
-    return "\n".join(lines)
+    return console_lines(lines)  # group labels and messages hold data: no escapes, no forged lines
 
 
 def run_outcome_console(result: RunOutcome) -> str:
@@ -109,4 +111,4 @@ def run_outcome_console(result: RunOutcome) -> str:
     runs = experiment_url(result.tracking_uri or "", result.experiment_id)
     if runs:
         lines.append(f"MLflow runs: {runs}")
-    return "\n".join(lines)
+    return console_lines(lines)

@@ -6,6 +6,7 @@ fresh DP noise each run, so only its structure (metrics, checks, thresholds, dec
 
 import ast
 import json
+import re
 
 import pytest
 
@@ -67,6 +68,44 @@ def dependency_addition(diff: str) -> bool:
     return diff.startswith("metric ") and added and (key.startswith("dependency.") or ".dependency.mace." in key)
 
 
+#: issue 35 (items 1+2): a pooled rare-values group's label (``1st-4th|Preschool``) is outside MLflow's
+#: key alphabet. Its key segment used to be the lossy ``1st-4th_Preschool`` (which a value
+#: ``1st-4th_Preschool`` would share); ``names.key_segment`` keeps that spelling and appends a hash of
+#: the label. The same figure under the renamed key is not a difference; a changed figure still is.
+_KEY_HASH = re.compile(r"-h[0-9a-f]{10}")
+
+
+def renamed_subgroup_keys(diffs: list[str]) -> set[str]:
+    """The diffs that drop a ``subgroup/`` key whose figure reappears, equal, under the key with one
+    segment renamed by ``names.key_segment`` (its spelling plus ``-h`` and 10 hex digits)."""
+    def parse(diff: str) -> tuple[str, str, str] | None:
+        if not diff.startswith("metric subgroup/"):
+            return None
+        key, _, change = diff.removeprefix("metric ").partition(": ")
+        if change in ("missing", "new"):
+            return key, change, ""
+        before, _, after = change.partition(" -> ")
+        if after == "None":
+            return key, "missing", before
+        if before == "None":
+            return key, "new", after
+        return None
+
+    parsed = [(d, p) for d in diffs if (p := parse(d))]
+    added = {(key, value) for _, (key, kind, value) in parsed if kind == "new"}
+    explained = set()
+    for diff, (key, kind, value) in parsed:
+        if kind != "missing":
+            continue
+        parts = key.split("/")
+        for i in range(1, len(parts) - 1):
+            stem = "/".join(parts[:i]) + "/" + re.escape(parts[i])
+            pattern = re.compile(stem + _KEY_HASH.pattern + "/" + re.escape("/".join(parts[i + 1:])))
+            if any(pattern.fullmatch(k) and v == value for k, v in added):
+                explained.add(diff)
+    return explained
+
+
 @pytest.fixture(scope="module")
 def golden_folder(tmp_path_factory):
     from ..golden.scenarios import _small_adult
@@ -80,8 +119,10 @@ def golden_folder(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
     actual = canonical(SCENARIOS[name](golden_folder))
-    diffs = [d for d in differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
-             if d not in INTENDED.get(name, ()) and not dependency_addition(d)
+    found = differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
+    renamed = renamed_subgroup_keys(found)
+    diffs = [d for d in found
+             if d not in INTENDED.get(name, ()) and not dependency_addition(d) and d not in renamed
              and not per_sample_change(d, default_attacks=name in DEFAULT_ATTACK_SCENARIOS)]
     assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
 
@@ -100,6 +141,17 @@ def test_per_sample_allowance_is_narrow():
     assert not per_sample_change("flagged_subgroups: ['race=Black'] -> []")
     assert per_sample_change("checks ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
     assert not per_sample_change("checks ('race=Black: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
+
+
+def test_renamed_key_allowance_is_narrow():
+    """A dropped key is explained only by the same figure under its key_segment-renamed key."""
+    old, new = "subgroup/education/1st-4th_Preschool/n_members", "subgroup/education/1st-4th_Preschool-h0123456789/n_members"
+    assert renamed_subgroup_keys([f"metric {old}: 3.0 -> None", f"metric {new}: None -> 3.0"]) == {f"metric {old}: 3.0 -> None"}
+    assert renamed_subgroup_keys([f"metric {old}: missing", f"metric {new}: new"]) == {f"metric {old}: missing"}
+    assert not renamed_subgroup_keys([f"metric {old}: 3.0 -> None", f"metric {new}: None -> 4.0"])
+    assert not renamed_subgroup_keys([f"metric {old}: 3.0 -> None",
+                                      "metric subgroup/education/Preschool-h0123456789/n_members: None -> 3.0"])
+    assert not renamed_subgroup_keys([f"metric {old}: 3.0 -> None"])
 
 
 def test_dependency_allowance_is_narrow():
