@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 #: Groups with at most this many member x non-member pairs use the exact rank-sum distribution.
@@ -82,15 +83,39 @@ class RankedScores:
         return cls(names=tuple(scores), ranks=np.column_stack([stats.rankdata(v) for v in values]), combined=top)
 
 
+def by_entity(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """One score (the mean of its records') and one label per entity; the records themselves when
+    ``entities`` is None. A person's rows in a panel are not independent targets: the tests count
+    people, which are exchangeable between training and holdout when nothing leaks.
+
+    >>> by_entity(np.array([1.0, 3.0, 5.0]), np.array([1, 1, 0]), np.array(["a", "a", "b"]))
+    (array([2., 5.]), array([ True, False]))
+    """
+    scores, labels = np.asarray(scores, dtype=float), np.asarray(labels).astype(bool)
+    if entities is None:
+        return scores, labels
+    codes, _ = pd.factorize(pd.Series(np.asarray(entities, dtype=object)), sort=True)
+    counts = np.bincount(codes)
+    return np.bincount(codes, weights=scores) / counts, np.bincount(codes, weights=labels) / counts > 0.5
+
+
+def entity_rank_pvalue(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None, *, seed: int = 0) -> float:
+    """The membership rank test over entities (records when ``entities`` is None)."""
+    s, y = by_entity(scores, labels, entities)
+    return rank_test_pvalue(s, y, seed=seed)
+
+
 def group_pvalue(scores: Mapping[str, np.ndarray], mask: np.ndarray, labels: np.ndarray, *, seed: int = 0,
-                 ranked: RankedScores | None = None) -> tuple[float, str | None]:
+                 ranked: RankedScores | None = None, entities: np.ndarray | None = None) -> tuple[float, str | None]:
     """The group's one-sided p-value on the combined rank score, and the attack that gives the
     group's members their highest rank most often (what drives the result). ``ranked``: the
-    scores ranked once for all groups (``RankedScores.of(scores)``)."""
+    scores ranked once for all groups (``RankedScores.of(scores)``); ``entities``: the targets'
+    entity ids (a panel), so the group's test counts entities, not rows."""
     if not scores:
         return 1.0, None
     ranked = RankedScores.of(scores) if ranked is None else ranked
-    p = rank_test_pvalue(ranked.combined[mask], np.asarray(labels)[mask], seed=seed)
+    ent = None if entities is None else np.asarray(entities)[mask]
+    p = entity_rank_pvalue(ranked.combined[mask], np.asarray(labels)[mask], ent, seed=seed)
     members = mask & np.asarray(labels).astype(bool)
     if not members.any():
         return p, None

@@ -182,7 +182,22 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
         raise ValueError("the agreement scan needs training, holdout and synthetic records")
     (t, h, s, ref), info = _codes([train, holdout, synthetic, reference], reference, spec, cols)
     pool = np.vstack([t, h])
-    labels = np.r_[np.ones(len(t), bool), np.zeros(len(h), bool)]
+    # a panel (spec.entity_id): each person is one unit, scored by their best row, so a person's
+    # rows never count as independent records (people are exchangeable between the two sides)
+    if spec.entity_id is not None:
+        ent_t = pd.factorize(train[spec.entity_id].astype("string"), sort=True)[0]
+        ent_h = pd.factorize(holdout[spec.entity_id].astype("string"), sort=True)[0]
+    else:
+        ent_t, ent_h = np.arange(len(t)), np.arange(len(h))
+    n_t, n_h = int(ent_t.max()) + 1, int(ent_h.max()) + 1
+    labels = np.r_[np.ones(n_t, bool), np.zeros(n_h, bool)]
+
+    def per_unit(scores: np.ndarray) -> np.ndarray:
+        out_t, out_h = np.full(n_t, np.iinfo(np.int64).min), np.full(n_h, np.iinfo(np.int64).min)
+        np.maximum.at(out_t, ent_t, scores[:len(t)])
+        np.maximum.at(out_h, ent_h, scores[len(t):])
+        return np.r_[out_t, out_h]
+
     qi = [cols.index(c) for c in (spec.quasi_identifiers or []) if c in cols]
     views = {"all": list(range(len(cols)))}
     if 0 < len(qi) < len(cols):
@@ -191,19 +206,21 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     for i, (view, idx) in enumerate(views.items()):
         # the excess over what a sample of the population reproduces (the reference, disjoint from
         # both sides): records with natural twins reproduce much anyway, a partial copy more
-        scores = (best_agreement(pool[:, idx], s[:, idx], info[idx])
-                  - best_agreement(pool[:, idx], ref[:, idx], info[idx]))
+        scores = per_unit(best_agreement(pool[:, idx], s[:, idx], info[idx])
+                          - best_agreement(pool[:, idx], ref[:, idx], info[idx]))
         tail_p, top = tail_excess_pvalue(scores.astype(float), labels, max_share=tail_max_share, seed=seed + 1 + i)
-        pvals = conformal_pvalues(scores[:len(t)].astype(float), scores[len(t):].astype(float))
+        pvals = conformal_pvalues(scores[:n_t].astype(float), scores[n_t:].astype(float))
         parts[f"{view}.tail"], parts[f"{view}.simes"] = tail_p, simes_pvalue(pvals)
         if named is None:
-            named = (scores[:len(t)], pvals, tail_p, top)
+            named = (scores[:n_t], pvals, tail_p, top)
     st, pvals, tail_p, top = named
     selected, _ = fdr_select(pvals, q=q)
-    records = pd.DataFrame({"row_id": np.arange(len(t)), "score": st / UNIT, "p_value": pvals, "exposed": selected})
+    # per training row: its unit's score, p-value and selection (a unit is the row, or its entity)
+    records = pd.DataFrame({"row_id": np.arange(len(t)), "score": st[ent_t] / UNIT, "p_value": pvals[ent_t],
+                            "exposed": selected[ent_t]})
     return AgreementResult(records=records, pvalue=min(1.0, len(parts) * min(parts.values())), tail_pvalue=tail_p,
                            simes_pvalue=parts["all.simes"], tail_top=int(top), count=int(selected.sum()),
-                           tested=len(t), calibration=len(h), q=q,
+                           tested=n_t, calibration=n_h, q=q,
                            qi_pvalue=min(parts.get("quasi_identifiers.tail", 1.0),
                                          parts.get("quasi_identifiers.simes", 1.0)))
 

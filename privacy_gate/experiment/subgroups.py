@@ -126,7 +126,9 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
     gated_scores = {a: scores[a] for a in gated_names}
     ranked = RankedScores.of(gated_scores) if gated_scores else None
-    tests = [group_pvalue(gated_scores, g.mask, targets.labels, seed=i, ranked=ranked) for i, g in enumerate(groups)]
+    entities = None if spec.entity_id is None else targets.records[spec.entity_id].to_numpy()
+    tests = [group_pvalue(gated_scores, g.mask, targets.labels, seed=i, ranked=ranked, entities=entities)
+             for i, g in enumerate(groups)]
     adjusted = holm_adjust(np.array([p for p, _ in tests]))
     rows = []
     for r, (p, attack), p_adj in zip(results, tests, adjusted):

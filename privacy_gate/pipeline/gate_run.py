@@ -39,7 +39,7 @@ from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_cla
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
-from privacy_gate.estimators.group_tests import rank_test_pvalue
+from privacy_gate.estimators.group_tests import entity_rank_pvalue
 from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
 from privacy_gate.experiment.copies import CopyTest, copy_test
 from privacy_gate.experiment.dependency import SourceShift, source_shift
@@ -169,8 +169,10 @@ def _attacks(state: GateState, executor: Executor, logger: Any) -> None:
         logger.info("  %-8s AUC %.4f  TPR@1%%FPR %.4f  advantage %.4f  (%.1f s)", o.name, o.metrics["auc"],
                     o.metrics["tpr_at_fpr_0.01"], o.metrics["advantage"], o.seconds)
         state.metrics.update({metric_name(o.name, k): v for k, v in o.metrics.items()})
-    labels = state.targets.labels
-    state.metrics.update({metric_name(o.name, RANK_PVALUE): rank_test_pvalue(o.scores, labels, seed=settings.targets.seed)
+    labels, entity = state.targets.labels, settings.spec.entity_id
+    entities = None if entity is None else state.targets.records[entity].to_numpy()  # a panel: count people
+    state.metrics.update({metric_name(o.name, RANK_PVALUE): entity_rank_pvalue(o.scores, labels, entities,
+                                                                                 seed=settings.targets.seed)
                           for o in state.outcomes})
     state.strongest = strongest(state.gated)
     state.metrics.update({metric_name(STRONGEST, k): v for k, (v, _) in state.strongest.items()})
