@@ -280,6 +280,19 @@ class GateConfig(_Strict):
     def disabled(self) -> dict[str, str]:
         return {d.key: d.reason for d in self.disable}
 
+    @classmethod
+    def only(cls, rules: list[Rule], *, reason: str, **kw: Any) -> GateConfig:
+        """A gate with exactly ``rules``: every other default is disabled, each with ``reason``
+        (which the verdict shows), e.g. for an experiment that studies one figure.
+
+        >>> g = GateConfig.only([], reason="a study of one figure", allow_no_rules=True)
+        >>> g.effective_rules, len(g.disabled) == len(DEFAULT_RULES)
+        ([], True)
+        """
+        own = {r.key for r in rules}
+        off = [Disable(key=r.key, reason=reason) for r in DEFAULT_RULES if r.key not in own]
+        return cls(rules=list(rules), disable=off, **kw)
+
     @property
     def effective_rules(self) -> list[Rule]:
         """The defaults, each replaced by a user rule of the same key, then the user's new rules;
@@ -412,8 +425,8 @@ def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
         return "disclosure"
     if family in ("copies", "agreement"):
         return family
-    if family in ("utility", "validation"):
-        return None
+    if family in ("utility", "validation", "dependency"):
+        return None  # requirements, and the opt-in dependency stress test (outside the budget)
     return "membership"  # <attack>.<figure> written without attack:
 
 
@@ -685,8 +698,7 @@ class ReleaseConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(active_rules(self.gate, protections_off(self.gate, self.exposure, self.disclosure)),
-                                                                  self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
                        "data must come from one of them")
@@ -864,8 +876,7 @@ class GateOnlyConfig(_Strict):
 
     @model_validator(mode="after")
     def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(active_rules(self.gate, protections_off(self.gate, self.exposure, self.disclosure)),
-                                                                  self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self

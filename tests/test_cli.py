@@ -76,7 +76,8 @@ def test_gate_only_blocks_copies(prefect_server, gate_files, tmp_path):
 
 def test_review_exit_code(prefect_server, gate_files, tmp_path):
     rules = tmp_path / "rules.yaml"
-    rules.write_text(yaml.safe_dump({"rules": [{"metric": "auc", "attack": "any", "max": 0.0, "action": "review"}]}))
+    # a requirement (not a leak test) raises the verdict without a test: a REVIEW on any release
+    rules.write_text(yaml.safe_dump({"rules": [{"metric": "utility.quality", "min": 0.9999, "action": "review"}]}))
     code, out, _ = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--rules", str(rules), "--json"))
     assert code == 3 and _last_json(out)["verdict"] == "REVIEW"
     assert not (tmp_path / "published").exists()

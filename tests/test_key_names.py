@@ -85,6 +85,7 @@ def hostile_files(small_adult, tmp_path_factory):
     race = spec["columns"]["race/ethnicity"]
     race["categories"] = [RACE_VALUES.get(v, v) for v in race["categories"]]
     spec["subgroups"] = ["sex", "race/ethnicity"]
+    spec["quasi_identifiers"] = [RENAMED.get(c, c) for c in spec.get("quasi_identifiers") or []] or None
     (folder / "spec.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True))
     (folder / "judging.yaml").write_text(yaml.safe_dump({
         "attacks": [{"name": "dcr"}], "targets": {"n_members": 300, "n_non_members": 300, "seed": 5},

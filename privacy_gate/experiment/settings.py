@@ -61,7 +61,7 @@ class GateSettings(BaseModel):
 
     @model_validator(mode="after")
     def _rules_read_attacks_that_run(self) -> GateSettings:
-        problem = rules_problem(self.active_rules, self.attacks, self.exposure, self.disclosure)
+        problem = rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem:
             raise ValueError(problem)
         return self

@@ -50,14 +50,20 @@ def test_lower_bound_above_the_dp_bound_is_a_review_warning():
 
 @pytest.mark.parametrize("mu, n, expected", [(0.0, 5000, "APPROVE"), (0.35, 500, "REVIEW"), (3.0, 5000, "BLOCK")])
 def test_default_mace_rules_approve_review_block(mu, n, expected):
-    """No signal -> upper bound < 0.20 -> APPROVE; a weak signal (true advantage 0.14) measured on
-    few targets -> neither bound is conclusive -> REVIEW; a strong one -> lower bound > 0.10 ->
-    BLOCK (the MACE rules alone)."""
+    """With the membership test as the whole budget: no signal -> APPROVE; a weak signal (true
+    advantage 0.14) on few targets -> the rank test is significant but the lower bound does not
+    cross 0.10 -> REVIEW; a strong one -> significant at the block share and lower bound > 0.10 ->
+    BLOCK (the MACE bars and the membership test alone)."""
+    from privacy_gate.estimators.group_tests import rank_test_pvalue
+
     scores, labels = _scores(mu, n=n, seed=1)
     res = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
                            epsilon=None)
+    figures = {**res.metrics, **{f"{a}.rank_pvalue": rank_test_pvalue(s, labels) for a, s in scores.items()},
+               **{f"{a}.n_members": float(labels.sum()) for a in scores},
+               **{f"{a}.n_non_members": float((1 - labels).sum()) for a in scores}}
     rules = [r for r in DEFAULT_RULES if r.metric.startswith("mace.")]
-    assert decide(rules, res.metrics, attacks=["a", "b"]).decision == expected
+    assert decide(rules, figures, attacks=["a", "b"], tests=["membership"]).decision == expected
 
 
 def test_per_record_risk_is_the_maximum_over_attacks():

@@ -92,7 +92,8 @@ def _judge(synthetic: str, *, train_sites=SITES, epsilon: float | None = 1.0, dp
                                     z=train.z + rng.normal(0, 0.01, len(train)))
     else:
         synthetic_df = _table(rng, 600, ["a"] if synthetic == "site_a" else SITES)
-    settings = GateSettings(spec=SPEC, gate=GateConfig(rules=list(rules), allow_no_rules=not rules),
+    settings = GateSettings(spec=SPEC, gate=GateConfig.only(list(rules), reason="the dependency findings alone",
+                                                                   allow_no_rules=not rules),
                             attacks=(AttackConfig(name="dcr"),),
                             # the AUC-gap warning out of the way: the DP-bound comparison alone decides
                             audit=AuditConfig(dependency_test=True, dependency_source_value="a",

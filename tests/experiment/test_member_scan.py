@@ -84,18 +84,20 @@ def test_the_approximate_search_is_deterministic():
 
 def test_the_gate_runs_the_scan_by_default_and_records_its_figures(adult_full, adult_spec):
     import privacy_gate
-    from privacy_gate.config import DEFAULT_RULES, GateConfig
+    from privacy_gate.config import GateConfig, Rule
 
     rows = adult_full.sample(n=2400, random_state=3).reset_index(drop=True)
     parts = dict(train=rows[:800], holdout=rows[800:1200], reference=rows[1200:1600], spec=adult_spec,
                  attacks=[{"name": "dcr_ratio"}])
     synthetic = pd.concat([rows[:200], rows[1600:2200]], ignore_index=True)  # 200 verbatim copies
-    no_scan_rules = GateConfig(rules=[r for r in DEFAULT_RULES if not r.metric.startswith("exposed.scan_")])
-    off = privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=False),
-                                gate=no_scan_rules)
+    off = privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=False))
     assert off.scan is None and "exposed.scan_count" not in off.metrics
-    with pytest.raises(Exception, match="scan_members is false"):  # default rules read the scan
-        privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=False))
+    # switching the scan off takes its test out of the budget, and the verdict says so
+    assert off.verdict.disabled == {"test:scan": "exposure.scan_members is false"}
+    assert "scan" not in {t["name"] for t in off.verdict.budget["tests"]}
+    with pytest.raises(Exception, match="scan_members is false"):  # a listed rule that reads the scan
+        privacy_gate.evaluate(**parts, synthetic=synthetic, exposure=ExposureConfig(scan_members=False),
+                              gate=GateConfig(rules=[Rule(metric="exposed.scan_count", max=0)]))
     on = privacy_gate.evaluate(**parts, synthetic=synthetic)
     # gate-only: the reference file is the contract's "real records the generator never saw"
     assert on.metrics["exposed.scan_tested"] == 800 and on.metrics["exposed.scan_calibration"] == 800

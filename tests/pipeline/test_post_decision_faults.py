@@ -25,6 +25,7 @@ def long_names(small_adult, tmp_path_factory):
     spec = raw["dataset"]["spec"]
     spec["columns"] = {(LONG if k == "race" else k): v for k, v in spec["columns"].items()}
     spec["subgroups"] = ["sex", LONG]
+    spec["quasi_identifiers"] = [LONG if c == "race" else c for c in spec.get("quasi_identifiers") or []] or None
     raw["dataset"]["path"] = str(folder / "real.csv")
     raw["generator"] = {"name": "file", "path": str(folder / "independent.csv")}
     raw["attacks"] = [{"name": "dcr"}, {"name": "domias"}]
