@@ -69,7 +69,7 @@ INFERENCE = "inference"
 DISCLOSURE_FAMILIES = (SINGLING_OUT, LINKABILITY, INFERENCE)
 #: the figures of one disclosure risk (``estimators.disclosure.DisclosureRisk.figures``)
 DISCLOSURE_FIGURES = ("risk", "risk_lower", "risk_upper", "train_rate", "control_rate", "baseline_rate",
-                      "n_train", "n_control")
+                      "n_train", "n_control", "pvalue")
 #: the HTML report's disclosure section (attacker's knowledge, risks, baselines; no record values)
 ART_DISCLOSURE = "risk/disclosure.json"
 ART_DISCLOSURE_PLOT = "plots/disclosure_risk.png"

@@ -85,7 +85,8 @@ def review_rules() -> list[dict]:
     key rather than left out of a list.
     """
     return [{"metric": "exposed.share_lower", "max": 1.0, "action": "block"},
-            {"metric": "agreement.excess_share", "max": 0.05, "action": "block"}]
+            {"metric": "agreement.excess_share", "max": 0.05, "action": "block"},
+            {"metric": "copies.excess_share", "max": 0.05, "action": "block"}]
 
 
 #: Plumbing weight. Tests of plumbing (CLI, flows, MLflow records, publication, review, faults,

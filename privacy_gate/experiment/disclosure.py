@@ -154,6 +154,7 @@ class DisclosureResult:
             put(SINGLING_OUT, self.worst_singling_out)
             for r in self.singling_out:
                 put(SINGLING_OUT, r.risk, r.mode)
+                out[disclosure_metric(SINGLING_OUT, "pvalue", r.mode)] = r.pvalue
         if self.linkability is not None:
             put(LINKABILITY, self.linkability.risk)
         for o in self.inference:

@@ -11,10 +11,10 @@ one (``sex=Female&race=Black`` inside ``race=Black``) is recorded as suppressed,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from prefect.input import RunInput
-from pydantic import Field, create_model
+from pydantic import WithJsonSchema, Field, create_model
 
 from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.pipeline.result import RunOutcome
@@ -53,7 +53,10 @@ def review_form(result: RunOutcome, *, evidence: str | None = None) -> type[Revi
     ``privacy-gate review`` text) first when there is one."""
     flagged = list(result.verdict.flagged_subgroups or [])
     if flagged:
-        choice: Any = Literal[tuple(flagged)]  # type: ignore[valid-type]
+        # an enum in the form's schema even for one group (pydantic writes a lone Literal as "const",
+        # which the Prefect UI does not offer as a choice)
+        choice: Any = Annotated[Literal[tuple(flagged)],  # type: ignore[valid-type]
+                                WithJsonSchema({"type": "string", "enum": flagged})]
         form = create_model("ReviewInput", __base__=ReviewInput,
                             suppress=(list[choice], Field(default_factory=list, description=SUPPRESS_HELP)))
     else:

@@ -105,6 +105,9 @@ def disclosure_pvalues(metrics: Mapping[str, float]) -> dict[str, float]:
         evaluators += [f"{family}.{n}" if n else family for n in names]
     out = {}
     for ev in evaluators:
+        if f"{ev}.pvalue" in metrics:  # an evaluator's own test (singling out: equal sizes, no size model)
+            out[ev] = float(metrics[f"{ev}.pvalue"])
+            continue
         tr, cr, nt, nc = (metrics.get(f"{ev}.{f}") for f in ("train_rate", "control_rate", "n_train", "n_control"))
         if None in (tr, cr, nt, nc) or not all(math.isfinite(float(x)) for x in (tr, cr, nt, nc)):
             out[ev] = math.nan

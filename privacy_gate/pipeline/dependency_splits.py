@@ -151,4 +151,12 @@ def spec_without(spec: DatasetSpec, columns: tuple[str, ...]) -> DatasetSpec:
     data["subgroups"] = [c for c in data["subgroups"] if c not in columns]
     if data.get("source") in columns:
         data["source"] = None
+    # the attacker's knowledge: a dropped column is neither known nor secret; an emptied list
+    # falls back to the default (every attribute column), a linkability half left empty to none
+    for key in ("quasi_identifiers", "sensitive"):
+        if data.get(key) is not None:
+            data[key] = [c for c in data[key] if c not in columns] or None
+    if data.get("linkability") is not None:
+        halves = [[c for c in half if c not in columns] for half in data["linkability"]]
+        data["linkability"] = halves if all(halves) else None
     return DatasetSpec.model_validate(data)

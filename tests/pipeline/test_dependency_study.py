@@ -89,6 +89,9 @@ def test_spec_without_drops_the_column_and_its_references():
     spec = spec_without(SPEC, ("site",))
     assert "site" not in spec.columns and spec.source is None
     assert spec_without(SPEC, ()) is SPEC
+    known = SPEC.model_copy(update={"quasi_identifiers": ["site", "sex"], "linkability": [["site"], ["sex"]]})
+    trimmed = spec_without(DatasetSpec.model_validate(known.model_dump()), ("site",))
+    assert trimmed.quasi_identifiers == ["sex"] and trimmed.linkability is None
 
 
 def _row(setting, iid, rep, adv, lower, eps=1.0, scenario="source"):
