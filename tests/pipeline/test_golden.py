@@ -1,8 +1,12 @@
 """Behaviour kept through refactoring: six fixed-seed gate runs (release and gate-only flows;
 copies, noisy copies, an independent sample, MST with MAMA-MIA shadow + oracle, households with
 entities and the dependency test) give the verdicts, checks and metrics recorded in
-``tests/golden/verdicts.json`` on the code before the pipeline redesign. The MST release draws
-fresh DP noise each run, so only its structure (metrics, checks, thresholds, decision) is compared."""
+``tests/golden/verdicts.json``. Regenerated (``python -m tests.golden.scenarios --write``) when
+the decision became one error budget (gate/budget.py): the six decisions stayed what they were
+(BLOCK for the copies, the noisy copies, the gate-only copies and the households; APPROVE for the
+independent sample and MST), the checks are now the budget's tests and the rules' bars. The MST
+release draws fresh DP noise each run, so only its structure (metrics, checks, thresholds,
+decision) is compared."""
 
 import ast
 import json
