@@ -77,6 +77,9 @@ ART_DISCLOSURE_PLOT = "plots/disclosure_risk.png"
 GROUP_TEST = "membership_test"
 #: Suppression label of the exposed records (``privacy-gate approve --suppress exposed``).
 SUPPRESS_EXPOSED = "exposed"
+#: Suppression label of the synthetic rows that copy training records beyond the twin rate
+#: (``privacy-gate approve --suppress copies``; needs no names).
+SUPPRESS_COPIES = "copies"
 
 
 # ---- what a gate rule can read (checked when a config is loaded: a typo must not skip a rule) --

@@ -225,4 +225,35 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
                                          parts.get("quasi_identifiers.simes", 1.0)))
 
 
-__all__ = ["AgreementResult", "agreement_scan", "best_agreement"]
+def copy_rows(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame,
+              spec: DatasetSpec, *, level: float = 0.01, seed: int = 0) -> np.ndarray:
+    """The remedy that needs no names (``--suppress copies``): synthetic rows that reproduce a
+    training record (wholly, partly, or its rare quasi-identifiers) more than the population's own
+    twins explain.
+
+    Each synthetic row gets the most information it shares with one training record, minus the
+    most it shares with one record of a calibration sample of the population (holdout and reference
+    records, as many as there are training records when available; the remaining size difference
+    is allowed for by ``log2`` of the size ratio). When the row was not made from the training
+    data that excess is symmetric around zero, so the threshold is the ``1 - level`` quantile of
+    the excess's mirrored negative side: a clean release loses about ``level`` of its rows.
+    Returns the mask of rows to remove.
+    """
+    cols = spec.attribute_columns
+    pool = pd.concat([holdout, reference], ignore_index=True)
+    rng = np.random.default_rng(seed)
+    if len(pool) > len(train):
+        pool = pool.iloc[np.sort(rng.choice(len(pool), len(train), replace=False))]
+    if len(synthetic) == 0 or len(train) == 0 or len(pool) == 0:
+        return np.zeros(len(synthetic), dtype=bool)
+    (s, t, c), info = _codes([synthetic, train, pool], reference, spec, cols)
+    excess = (best_agreement(s, t, info) - best_agreement(s, c, info)
+              - int(round(UNIT * np.log2(len(train) / len(pool)))))
+    mirrored = -excess[excess < 0]
+    if mirrored.size == 0:
+        return excess > 0
+    threshold = np.quantile(np.r_[mirrored, np.zeros(int((excess >= 0).sum()))], 1 - level, method="higher")
+    return excess > max(threshold, 0)
+
+
+__all__ = ["AgreementResult", "agreement_scan", "best_agreement", "copy_rows"]

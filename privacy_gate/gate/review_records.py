@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
-from privacy_gate.names import SUPPRESS_EXPOSED, exposure_metric
+from privacy_gate.names import SUPPRESS_COPIES, SUPPRESS_EXPOSED, exposure_metric
 from privacy_gate.safe_text import console_lines
 
 Action = Literal["approve", "reject"]
@@ -87,12 +87,13 @@ def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[Review
 def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> None:
     """Per-group decisions must name flagged groups; a rejected group must be suppressed to publish.
     ``exposed`` (the exposed records' synthetic neighbours) may be suppressed when the run
-    scanned for exposed records."""
+    scanned for exposed records, ``copies`` (rows that copy training records) always."""
     flagged = list(verdict.get("flagged_subgroups") or [])
     metrics = verdict.get("metrics") or {}
     exposure_seen = exposure_metric("tested") in metrics
     allowed = flagged + ([SUPPRESS_EXPOSED] if exposure_seen else [])
-    unknown = [g for g in list(subgroups) + list(suppress) if g not in allowed]
+    # copies (rows reproducing training records beyond the twin rate) may always be suppressed
+    unknown = [g for g in list(subgroups) + [s for s in suppress if s != SUPPRESS_COPIES] if g not in allowed]
     if unknown:
         raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}"
                           + ("" if exposure_seen else f" ('{SUPPRESS_EXPOSED}': no record was singled out)"))

@@ -185,7 +185,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
         exposed = splits.train.loc[splits.train.index.intersection(ids)]
         logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
     drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
-                            reference=splits.reference)
+                            reference=splits.reference, train=splits.train, holdout=splits.holdout)
     logger.info("suppressing %d of %d synthetic rows (%s)", int(drop.sum()), len(synthetic), ", ".join(suppress))
     filtered = synthetic[~drop.to_numpy()].reset_index(drop=True)
     sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",

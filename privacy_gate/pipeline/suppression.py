@@ -1,6 +1,10 @@
 """Remediation by suppression: which synthetic rows a reviewer's ``--suppress`` removes.
 
 - ``--suppress race=Black``: every synthetic row of a flagged subgroup.
+- ``--suppress copies``: the synthetic rows that reproduce a training record — wholly, partly or
+  its rare quasi-identifiers — more than the population's own twins explain (calibrated on the
+  holdout and reference records: a clean release loses about 1% of its rows;
+  :func:`privacy_gate.experiment.agreement.copy_rows`). It needs no names.
 - ``--suppress exposed``: the synthetic rows that make the exposed records exposed. The records
   are the members singled out by the exposure scan (the FDR discoveries, and every member whose
   combined p-value is at most the scan's false-alarm level); for each, every synthetic row
@@ -29,7 +33,8 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ReviewError
 from privacy_gate.experiment.grouping import group_mask
-from privacy_gate.names import SUPPRESS_EXPOSED
+from privacy_gate.experiment.agreement import copy_rows
+from privacy_gate.names import SUPPRESS_COPIES, SUPPRESS_EXPOSED
 
 CHUNK_BYTES = 1 << 27
 
@@ -65,11 +70,17 @@ def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, refer
 
 
 def suppression_mask(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: DatasetSpec,
-                     exposed: pd.DataFrame | None = None, reference: pd.DataFrame | None = None) -> pd.Series:
+                     exposed: pd.DataFrame | None = None, reference: pd.DataFrame | None = None,
+                     train: pd.DataFrame | None = None, holdout: pd.DataFrame | None = None) -> pd.Series:
     """Rows of ``synthetic`` removed by the ``--suppress`` labels (``exposed`` needs the exposed
-    records' real rows and the reference data)."""
+    records' real rows and the reference data; ``copies`` the training, holdout and reference data)."""
     drop = pd.Series(False, index=synthetic.index)
     for label in labels:
+        if label == SUPPRESS_COPIES:
+            if train is None or holdout is None or reference is None:
+                raise ReviewError("--suppress copies: the run's training, holdout and reference data are needed")
+            drop |= copy_rows(synthetic, train, holdout, reference, spec)
+            continue
         if label == SUPPRESS_EXPOSED:
             if exposed is None or reference is None:
                 raise ReviewError("--suppress exposed: this run recorded no exposed records")

@@ -197,3 +197,35 @@ def test_budget_settings_are_checked():
     with pytest.raises(ValueError, match="error budget"):
         Rule(metric="exposed.tail_pvalue", min=0.01)
     assert run_tests({}, tests=["copies"], review=0.02, block=0.001, attacks=[])[0].pvalue != 0.5
+
+
+def test_the_copy_filter_removes_partial_copies_and_spares_a_clean_release():
+    """``--suppress copies``: on a clean release it removes about its level (1%: here at most 2% of
+    1,500 rows); with 60 one-column partial copies in a low-entropy table (many natural twins) it
+    removes most of them and few others."""
+    from privacy_gate.experiment.agreement import copy_rows
+
+    spec = DatasetSpec.model_validate({"name": "t", "columns": {
+        **{f"k{i}": {"kind": "categorical"} for i in range(6)}, "x": {"kind": "numeric"}}})
+    rng = np.random.default_rng(5)
+    n = 7500
+    pop = pd.DataFrame({**{f"k{i}": rng.integers(0, 8, n).astype(str) for i in range(6)}, "x": rng.normal(size=n)})
+    train, holdout, reference, synthetic = (pop.iloc[i * 1500:(i + 1) * 1500].reset_index(drop=True) for i in range(4))
+    clean = copy_rows(synthetic, train, holdout, reference, spec)
+    assert clean.mean() <= 0.02, clean.sum()
+    leaky = synthetic.copy()
+    part = train.iloc[:60].copy()
+    part["k0"] = pop["k0"].iloc[6000:6060].to_numpy()
+    leaky.iloc[:60] = part.to_numpy()
+    drop = copy_rows(leaky, train, holdout, reference, spec)
+    assert drop[:60].mean() >= 0.6 and drop[60:].mean() <= 0.02, (drop[:60].sum(), drop[60:].sum())
+
+
+def test_copies_can_always_be_suppressed_other_labels_must_be_flagged():
+    from privacy_gate.errors import ReviewError
+    from privacy_gate.gate.review_records import check_subgroup_decisions
+
+    verdict = {"flagged_subgroups": ["race=Black"], "metrics": {}}
+    check_subgroup_decisions(verdict, {}, ["copies", "race=Black"])
+    with pytest.raises(ReviewError, match="not flagged"):
+        check_subgroup_decisions(verdict, {}, ["race=White"])
