@@ -804,7 +804,8 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: larger than {MAX_YAML_BYTES:,} bytes; a config or spec file is refused unread "
                           "beyond that")
     try:
-        return yaml.load(data, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader; bytes: it reads the BOM
+        # UTF-8 (a UTF-8 byte-order mark allowed): other encodings are refused, not guessed
+        return yaml.load(data.decode("utf-8-sig"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except _YamlTooLarge as exc:
         raise ConfigError(f"{path}: refused: {exc} (write the values out instead of nesting aliases)") from None
     except RecursionError:

@@ -50,18 +50,24 @@ def forged_files(small_adult, tmp_path_factory):
     real = pd.read_csv(small_adult / "real.csv")
     independent = pd.read_csv(small_adult / "independent.csv")
     for df in (real, independent):
-        df["race"] = df["race"].replace({"Other": FORGED})
+        df["race"] = df["race"].replace({"Black": FORGED})
     for name, df in {"train": real.iloc[:1800], "holdout": real.iloc[1800:2400], "reference": real.iloc[2400:]}.items():
         df.to_parquet(folder / f"{name}.parquet", index=False)
-    independent.to_parquet(folder / "synthetic.parquet", index=False)
+    train = real.iloc[:1800]
+    leaked = pd.concat([independent, train[train["race"] == FORGED]], ignore_index=True)
+    leaked.to_parquet(folder / "synthetic.parquet", index=False)
     spec = yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]
-    spec["columns"]["race"]["categories"] = [FORGED if v == "Other" else v for v in spec["columns"]["race"]["categories"]]
+    spec["columns"]["race"]["categories"] = [FORGED if v == "Black" else v for v in spec["columns"]["race"]["categories"]]
     (folder / "spec.yaml").write_text(yaml.safe_dump(spec))
     (folder / "judging.yaml").write_text(yaml.safe_dump({
         "attacks": [{"name": "dcr"}], "targets": {"n_members": 300, "n_non_members": 300, "seed": 5},
         "audit": {"min_group_size": 30}, "mace": {"n_permutations": 20}, "disclosure": {"enabled": False},
-        "gate": {"rules": [{"metric": "membership_test.p_adjusted", "scope": "subgroup", "min": 1.5,
-                            "action": "review"}]}}))
+        # the forged group's training rows are copied into the release (below), so its rank test
+        # flags it; the bars are loosened by key so the copies REVIEW rather than BLOCK
+        "gate": {"rules": [{"metric": m, **({"attack": "any"} if a else {}), "max": 1.0}
+                           for m, a in (("exposed.share_lower", False), ("copies.excess_share", False),
+                                        ("agreement.excess_share", False), ("auc", True), ("tpr_at_fpr_0.01", True),
+                                        ("mace.advantage_lower", True))]}}))
     return folder
 
 

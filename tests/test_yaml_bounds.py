@@ -86,6 +86,7 @@ def test_too_many_aliases_recursive_aliases_and_large_files_are_refused(tmp_path
 
 def test_ordinary_anchors_still_load(tmp_path):
     rules = tmp_path / "rules.yaml"
-    rules.write_text("rules:\n  - &strict {metric: auc, attack: any, max: 0.6, action: block}\n  - *strict\n")
+    rules.write_text("rules:\n  - {metric: auc, attack: &every any, max: &bar 0.6, action: block}\n"
+                     "  - {metric: tpr_at_fpr_0.01, attack: *every, max: *bar, action: block}\n")
     gate = load_rules(rules)
-    assert [(r.max, r.action) for r in gate.rules] == [(0.6, "block"), (0.6, "block")]
+    assert [(r.attack, r.max, r.action) for r in gate.rules] == [("any", 0.6, "block"), ("any", 0.6, "block")]

@@ -192,7 +192,8 @@ ABS_TOL = 1e-9
 #: ``n_pairs``, the exposure scan's ``exposed.count`` / ``tested`` / ``attacks`` (and any
 #: ``*count``), GE's ``validation.synthetic.failed`` / ``success`` and
 #: ``dependency.plausibly_dependent``. These must match exactly.
-_COUNT = re.compile(r"(?:^|[./])(?:n_[a-z_]+|[a-z_]*count|tested|attacks|members|failed|success|plausibly_dependent)$")
+_COUNT = re.compile(r"(?:^|[./])(?:n_[a-z_]+|[a-z_]*count|tested|attacks|members|failed|success|plausibly_dependent"
+                    r"|calibration|compared|n_pool|train_only|holdout_only|[a-z_]*tail_top)$")
 
 
 def is_count(key: str) -> bool:
