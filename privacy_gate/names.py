@@ -104,7 +104,7 @@ PLAIN_FIGURES = {
                 "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
                 "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
                 "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
-                "scan_simes_pvalue"),
+                "scan_simes_pvalue", "share_pvalue"),
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),

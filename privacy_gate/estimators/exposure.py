@@ -269,6 +269,28 @@ def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarr
     return _share(k1 / n1, j / (n0 + 1.0)), _share(l1, u0), _share(u1, l0)
 
 
+def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float) -> float:
+    """Exact p-value that more members than chance score above the calibration's ``level``
+    quantile (the ``j``-th largest calibration score, as in :func:`exposed_share_bounds`): with
+    exchangeable scores the members ranked above the ``j``-th calibration score follow the negative
+    hypergeometric law (members drawn before the ``j``-th calibration record). Tie-free scores.
+
+    >>> rng = np.random.default_rng(0)
+    >>> share_excess_pvalue(rng.normal(size=500), rng.normal(size=500), level=0.01) > 0.01
+    True
+    >>> share_excess_pvalue(np.r_[np.full(40, 9.0), rng.normal(size=460)], rng.normal(size=500), level=0.01) < 1e-6
+    True
+    """
+    mem = np.asarray(member_scores, dtype=float)
+    cal = np.sort(np.asarray(calibration_scores, dtype=float))[::-1]
+    n1, n0 = mem.size, cal.size
+    j = max(1, int(math.floor(level * (n0 + 1) + 1e-9)))
+    if j > n0 or n1 == 0:
+        return 1.0
+    k1 = int(np.sum(mem > cal[j - 1]))
+    return float(stats.nhypergeom.sf(k1 - 1, n0 + n1, n1, j)) if k1 > 0 else 1.0
+
+
 def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, delta: float) -> float:
     """What ``share_upper`` is for a release with no exposure at all (members exceed as often as
     the calibration level says): the bound's width at these sizes (what the gate's power check reads)."""
@@ -310,6 +332,7 @@ class ExposureResult:
     level: float
     method: str
     n_attacks: int
+    share_pvalue: float = 1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
 
     @property
     def discoveries(self) -> np.ndarray:
@@ -332,7 +355,7 @@ class ExposureResult:
                 "attacks": float(self.n_attacks), "delta": self.delta, "tail_pvalue": self.tail_pvalue,
                 "tail_top": float(self.tail_top), "min_pvalue": self.min_pvalue,
                 "naming_needs": float(self.naming_needs),
-                "simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy())}
+                "simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy()), "share_pvalue": self.share_pvalue}
 
 
 def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
@@ -350,8 +373,10 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     selected, threshold = fdr_select(pvalues, q=q, method=method)
     # the share per attack (each bound at delta / k, so the largest is valid for the strongest):
     # a broad leak lifts one attack's top scores, which the rank maximum over k attacks dilutes
-    bounds = [exposed_share_bounds(*_tie_free(s, labels, seed=seed + 2 + i), level=level, delta=delta / len(scores))
-              for i, s in enumerate(scores.values())]
+    ranked = [_tie_free(s, labels, seed=seed + 2 + i) for i, s in enumerate(scores.values())]
+    bounds = [exposed_share_bounds(*r, level=level, delta=delta / len(scores)) for r in ranked]
+    # the share's own test (what the budget reads with the share bars): Bonferroni over the attacks
+    share_p = min(1.0, len(ranked) * min(share_excess_pvalue(*r, level=level) for r in ranked))
     share, lower, upper = (max(b[i] for b in bounds) for i in range(3))
     tail_p, tail_top = tail_excess_pvalue(combined, labels, max_share=tail_max_share, seed=seed + 1)
     names = list(scores)
@@ -368,4 +393,4 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
                           threshold=threshold, false_expected=float((1 - share) * n1 * threshold), share=share,
                           share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
                           min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
-                          n_attacks=len(names))
+                          n_attacks=len(names), share_pvalue=share_p)

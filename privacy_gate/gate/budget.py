@@ -164,7 +164,7 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
     if name == "membership":
         return _bonferroni({a: _get(metrics, metric_name(a, RANK_PVALUE)) for a in attacks})
     if name == "targets":
-        return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue")})
+        return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue", "share_pvalue")})
     if name == "scan":
         return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("scan_tail_pvalue", "scan_simes_pvalue")})
     if name == "agreement":
