@@ -177,3 +177,15 @@ def test_dataset_name_is_validated_without_repeating_it(tmp_path, name, ok):
     with pytest.raises(ConfigError, match=rf"^{path}: name: dataset name ") as err:
         load_spec(path)
     assert name not in str(err.value) and "\x00" not in str(err.value)
+
+
+@pytest.mark.parametrize("path", ["examples/adult.yaml", "docker/deploy/adult.yaml"])
+def test_every_example_and_deployment_runs_the_full_defaults(path):
+    """What `make demo` and the production example run: every default rule and every budget test
+    (disclosure, tail and scan tests included), nothing disabled."""
+    from privacy_gate.config import BUDGET_TESTS, budget_tests, load_gate_only_config, protections_off
+
+    cfg = load_gate_only_config(Path(__file__).resolve().parents[1] / path)
+    off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)
+    assert off == {} and budget_tests(off) == list(BUDGET_TESTS)
+    assert {r.key for r in cfg.gate.effective_rules} == {r.key for r in DEFAULT_RULES}

@@ -154,6 +154,14 @@ def best_agreement(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *,
     synthetic row reproduces: ``max_s sum_j w_j(x_j) [x_j == s_j]``, one matrix product per chunk
     over the (column, value) cells the pool holds. The weights are integers below 2^24 in total,
     so float32 products and sums are exact on every CPU."""
+    # identical rows score alike: each distinct pool row is scored once and each distinct synthetic
+    # row compared once (a few columns, e.g. the quasi-identifiers, repeat a lot)
+    pool, back = np.unique(pool, axis=0, return_inverse=True)
+    synthetic = np.unique(synthetic, axis=0)
+    return _best_distinct(pool, synthetic, info, chunk=chunk)[back.ravel()]
+
+
+def _best_distinct(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int) -> np.ndarray:
     d = pool.shape[1]
     p, (s,), table = _compact(pool, [synthetic], info)
     widths = np.array([int(p[:, j].max()) + 1 for j in range(d)])
