@@ -95,6 +95,14 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
     if UTILITY_QUALITY in verdict.metrics:
         lines.append(f"  utility.quality={verdict.metrics[UTILITY_QUALITY]:.4f}")
+    if verdict.budget:
+        b = verdict.budget
+        hit = [t["name"] for t in b.get("tests", []) if t["pvalue"] is None or t["pvalue"] <= t["review_level"]]
+        lines.append(f"  error budget: a leak-free release is held back at most {100 * b['review']:g}% of the time, "
+                     f"blocked at most {100 * b['block']:g}%; {len(b.get('tests', []))} tests, significant: "
+                     f"{', '.join(hit) or 'none'}")
+    for key, why in sorted(verdict.disabled.items()):
+        lines.append(f"  turned off: {key} ({why})")
     return console_lines(lines)  # group labels and messages hold data: no escapes, no forged lines
 
 
