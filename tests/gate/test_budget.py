@@ -113,7 +113,7 @@ def test_the_agreement_scan_holds_its_level_with_no_signal():
 def _figures(**p) -> dict[str, float]:
     """Metrics with each test's p-value set (no signal by default)."""
     m = {"dcr.rank_pvalue": p.get("membership", 0.5), "dcr.n_members": 1000, "dcr.n_non_members": 1000,
-         "exposed.tail_pvalue": p.get("targets", 0.5), "exposed.simes_pvalue": 0.9,
+         "exposed.tail_pvalue": p.get("targets", 0.5), "exposed.simes_pvalue": 0.9, "exposed.share_pvalue": 0.9,
          "exposed.scan_tail_pvalue": 0.9, "exposed.scan_simes_pvalue": 0.9, "agreement.pvalue": 0.9,
          "copies.pvalue": 0.9, "dcr.auc": 0.52, "dcr.tpr_at_fpr_0.01": 0.01, "dcr.mace.advantage_lower": 0.0,
          "dcr.mace.advantage_upper": 0.1, "exposed.share_lower": 0.0, "exposed.share_upper": 0.01,
