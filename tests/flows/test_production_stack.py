@@ -1,4 +1,4 @@
-"""The production stack as real processes, end to end (README, "Run it in production").
+"""The production stack as real processes, end to end (docs/production.md).
 
 On loopback, started and stopped here by PID (``tests/stack.py``): PostgreSQL (databases for
 MLflow and Prefect), moto's S3 server, the MLflow tracking server (Postgres backend, S3 artefacts
@@ -165,7 +165,7 @@ def _answer_paused_reviews(services, runs) -> None:
     """The reviewer answers each paused review at once, through Prefect's API with the typed input
     the flow waits for. (At once: Prefect 3.8 ends a paused run of a concurrency-limited
     deployment when its deployment lease's next renewal fails, ~225 s after the run started —
-    the server revoked the lease when the run paused. README, "Run it in production".)"""
+    the server revoked the lease when the run paused. docs/production.md.)"""
     from prefect.flow_runs import resume_flow_run
 
     if not ANSWERING["on"]:
