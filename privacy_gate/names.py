@@ -95,8 +95,8 @@ COPY_FIGURES = ("pvalue", "excess_share", "excess_lower", "train_share", "holdou
                 "compared", "n_pool")
 #: Partial copies: the information-weighted column agreement scan (``experiment.agreement``).
 AGREEMENT = "agreement"
-AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "excess_lower",
-                     "tail_top", "calibration", "qi_pvalue")
+AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "tail_top",
+                     "calibration", "qi_pvalue")
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
 PLAIN_FIGURES = {

@@ -175,8 +175,7 @@ def decide(
     """
     rules = list(rules)
     budget = budget or BudgetConfig()
-    outcomes = (run_tests(metrics, tests=tests, review=budget.review, block=budget.block, weights=budget.weights,
-                          attacks=attacks, groups=groups) if tests is not None else ())
+    outcomes = run_tests(metrics, tests=tests, budget=budget, attacks=attacks, groups=groups) if tests is not None else ()
     by_test = {t.name: t for t in outcomes}
     checks = [test_check(t, budget.review) for t in outcomes]
     for r in rules:

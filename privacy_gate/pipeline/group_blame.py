@@ -29,7 +29,7 @@ from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
-from privacy_gate.gate.budget import DEFAULT_WEIGHTS, allocate
+from privacy_gate.gate.budget import test_levels
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
@@ -90,8 +90,7 @@ def _group_level(state: BlameState) -> float | None:
     settings = state.settings
     if "subgroups" not in settings.budget_tests:
         return None
-    w = {t: float({**DEFAULT_WEIGHTS, **settings.gate.budget.weights}[t]) for t in settings.budget_tests}
-    return allocate(review=settings.gate.budget.review, block=settings.gate.budget.block, weights=w)["subgroups"][0]
+    return test_levels(settings.gate.budget, settings.budget_tests)["subgroups"][0]
 
 
 def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,

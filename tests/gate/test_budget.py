@@ -196,7 +196,7 @@ def test_budget_settings_are_checked():
         BudgetConfig(weights={"scan": 0.0})
     with pytest.raises(ValueError, match="error budget"):
         Rule(metric="exposed.tail_pvalue", min=0.01)
-    assert run_tests({}, tests=["copies"], review=0.02, block=0.001, attacks=[])[0].pvalue != 0.5
+    assert run_tests({}, tests=["copies"], budget=BudgetConfig(), attacks=[])[0].pvalue != 0.5
 
 
 def test_the_copy_filter_removes_partial_copies_and_spares_a_clean_release():
