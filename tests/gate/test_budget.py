@@ -229,3 +229,20 @@ def test_copies_can_always_be_suppressed_other_labels_must_be_flagged():
     check_subgroup_decisions(verdict, {}, ["copies", "race=Black"])
     with pytest.raises(ReviewError, match="not flagged"):
         check_subgroup_decisions(verdict, {}, ["race=White"])
+
+
+def test_the_budget_modules_doctests():
+    """The examples in the budget's modules run (they are documentation that can fail)."""
+    import doctest
+
+    import privacy_gate.config
+    import privacy_gate.estimators.exposure
+    import privacy_gate.estimators.group_tests
+    import privacy_gate.experiment.agreement
+    import privacy_gate.experiment.copies
+    import privacy_gate.gate.budget
+
+    for module in (privacy_gate.gate.budget, privacy_gate.experiment.copies, privacy_gate.experiment.agreement,
+                   privacy_gate.estimators.exposure, privacy_gate.estimators.group_tests, privacy_gate.config):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
