@@ -104,7 +104,9 @@ def run_one(table: str, cell: str, seed: int, n_train: int, baselines: bool) -> 
     v = result.verdict
     row |= {"decision": v.decision, "status": v.status, "seconds": round(time.perf_counter() - t1, 2),
             "reasons": [{"key": c.key, "action": c.action, "observed": c.observed, "threshold": c.threshold,
-                         "message": c.message[:300]} for c in v.reasons]}
+                         "message": c.message[:300]} for c in v.reasons],
+            # every budget test's p-value: how far each release was from its level, not only the decision
+            "pvalues": {t["name"]: t["pvalue"] for t in (v.budget or {}).get("tests", [])}}
     naming = {}
     if result.scan is not None:
         naming["scan"] = _naming(result.scan.discoveries, rel.copied, rel.n_train)

@@ -143,7 +143,8 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     labels[:n_train] = True
     pvalues = conformal_pvalues(ranks[:n_train], ranks[n_train:])
     selected, threshold = fdr_select(pvalues, q=q, method=method)
-    tail_p, tail_top = tail_excess_pvalue(ranks, labels, max_share=tail_max_share, seed=seed + 1)
+    # the raw scores, not the ranks: the tail test's gap level is where the scores drop the most
+    tail_p, tail_top = tail_excess_pvalue(scores, labels, max_share=tail_max_share, seed=seed + 1)
     n_cal = len(P) - n_train
     floor, needs = naming_limit(n_train, n_cal, q=q, method=method)
     records = pd.DataFrame({"row_id": splits.train.index.to_numpy(), "p_value": pvalues, "exposed": selected})

@@ -9,7 +9,8 @@ p-value under that null:
   over the attacks: one strong attack is not diluted by weak ones);
 - ``targets``: the exposed member targets: the tail-excess test and the Simes test of their
   conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the two;
-- ``scan``: the same two tests over every training record against the holdout (the member scan);
+- ``scan``: the tail-excess test over every training record against the holdout (the member scan;
+  its Simes p-value is reported, not tested);
 - ``agreement``: partial and quasi-identifier copies, the column-agreement scan;
 - ``copies``: verbatim copies beyond the population's own twins at the same size;
 - ``disclosure``: singling out, linkability and each inference column, training against control
@@ -173,7 +174,9 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
     if name == "targets":
         return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue", "share_pvalue")})
     if name == "scan":
-        return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("scan_tail_pvalue", "scan_simes_pvalue")})
+        # the scan's Simes p-value is reported, not tested: its conformal floor 1 / (n_cal + 1) lets it
+        # reach the level only when hundreds of records are exposed, where the tail test is far smaller
+        return _bonferroni({"scan_tail_pvalue": _get(metrics, f"{EXPOSURE}.scan_tail_pvalue")})
     if name == "agreement":
         return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
     if name == "copies":

@@ -20,7 +20,7 @@ from scipy import stats
 
 from privacy_gate.estimators.exposure import (combined_scores, conformal_pvalues, discover_exposed,
                                               exposed_share_bounds, fdr_select, naming_limit, no_signal_share_upper,
-                                              tail_excess_pvalue)
+                                              gap_level, tail_excess_pvalue)
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
 
 DRAWS = 300
@@ -135,7 +135,26 @@ def test_tail_excess_test_is_exact_under_no_signal():
                   for i in range(300)])
     for alpha in (0.05, 0.2):
         assert np.mean(p <= alpha) <= alpha + 2.5 * np.sqrt(alpha * (1 - alpha) / 300)
-    assert np.mean(p <= 0.5) > 0.35  # not vacuous: the p-values spread over (0, 1]
+    # continuous scores: the level holds and the test is not vacuous (the p-values spread over
+    # (0, 1]; with heavy ties the gap level sits on the first record and the statistic is coarse)
+    p = np.array([tail_excess_pvalue(rng.normal(size=1500), np.r_[np.ones(1000), np.zeros(500)], simulations=500,
+                                     seed=i)[0] for i in range(300)])
+    for alpha in (0.05, 0.2):
+        assert np.mean(p <= alpha) <= alpha + 2.5 * np.sqrt(alpha * (1 - alpha) / 300)
+    assert np.mean(p <= 0.5) > 0.15  # coarse but not vacuous: the gap level's first records decide most
+
+
+def test_tail_gap_level_gives_ten_people_nearly_their_nominal_p():
+    """Ten members far above a 24,000-record pool, half of them members: "10 of the top 10" has
+    p = 2^-10 ~ 0.001. Over the grid of levels alone the calibrated p-value was ~0.005; the gap
+    level (where the scores drop, chosen without the labels) keeps it near 0.001."""
+    rng = np.random.default_rng(8)
+    s = rng.gumbel(size=24000)
+    s[:10] = 25.0 + rng.normal(size=10)
+    labels = np.r_[np.ones(12000), np.zeros(12000)]
+    assert gap_level(s, 240) == 10
+    p, top = tail_excess_pvalue(s, labels, seed=0)
+    assert p <= 0.002 and 10 <= top <= 11
 
 
 def test_tail_excess_test_sees_ten_records_that_bh_cannot_name():
