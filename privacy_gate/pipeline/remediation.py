@@ -62,9 +62,6 @@ class FilterRung:
 
     filter: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {"filter": self.filter}
-
 
 #: One attempt of a ladder: generator settings, or a filter of the attempt before it.
 Rung = GeneratorConfig | FilterRung
@@ -188,8 +185,8 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
             if logger:
                 logger.info("remediation attempt %d of %d: filter %s of rung %d's release", k + 1, len(rungs),
                             rung.filter, source)
-            result, counts = filter_attempt(config, rung, results[-1], tracker=parent.tracker, workdir=workdir,
-                                            executor=executor, logger=logger, tags=attempt_tags)
+            result, counts = filter_attempt(config, rung=rung, previous=results[-1], tracker=parent.tracker,
+                                            workdir=workdir, executor=executor, logger=logger, tags=attempt_tags)
             record = _attempt_record(k, rung, eps, result, {"filtered_rung": source, **counts})
         else:
             if logger:
@@ -230,7 +227,7 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
     return replace(final, ladder=ledger, ladder_run_id=parent.run_id)
 
 
-def filter_attempt(config: ReleaseConfig, rung: FilterRung, previous: RunOutcome, *, tracker: tracking.Tracker,
+def filter_attempt(config: ReleaseConfig, *, rung: FilterRung, previous: RunOutcome, tracker: tracking.Tracker,
                    workdir: str | Path, executor: Executor | None = None, logger: Any = None,
                    tags: dict[str, str] | None = None) -> tuple[RunOutcome, dict[str, int]]:
     """A filter rung's attempt: ``previous``'s sealed release read back, the rows ``rung.filter``
@@ -253,8 +250,8 @@ def filter_attempt(config: ReleaseConfig, rung: FilterRung, previous: RunOutcome
             if previous.quarantined is None or previous.run_id is None:
                 raise PrivacyGateError(f"filter {rung.filter}: the attempt before it made no release to filter "
                                        f"({previous.verdict.decision}, status {previous.verdict.status})")
-            release = SuppressedRelease.read(RunRecord(tracker, previous.run_id), [rung.filter], workdir=workdir,
-                                             logger=ctx.clock.logger)
+            release = SuppressedRelease.read(RunRecord(tracker, previous.run_id), suppress=[rung.filter],
+                                             workdir=workdir, logger=ctx.clock.logger)
         counts = {"rows_removed": release.removed, "rows_before": release.rows_before}
         verdict = release.regate(ctx)
     except Exception as exc:  # noqa: BLE001 - fail closed

@@ -184,7 +184,7 @@ class SuppressedRelease:
     rows_before: int
 
     @classmethod
-    def read(cls, record: RunRecord, suppress: list[str], *, workdir: str | Path, logger: Any = None
+    def read(cls, record: RunRecord, *, suppress: list[str], workdir: str | Path, logger: Any = None
              ) -> SuppressedRelease:
         """Read ``record``'s sealed release and real data back and apply the ``--suppress`` labels
         (:func:`~privacy_gate.pipeline.suppression.suppression_mask`)."""
@@ -228,7 +228,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
     tracker.experiment_id = record.experiment_id
-    release = SuppressedRelease.read(record, suppress, workdir=workdir, logger=logger)
+    release = SuppressedRelease.read(record, suppress=suppress, workdir=workdir, logger=logger)
     sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",
                             dataset=record.dataset, tags={names.TAG_RERUN_OF: run_id})
     ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=record.publish_target),
