@@ -62,7 +62,7 @@ class PartCopyGenerator(Component):
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
         rng = np.random.default_rng(self.seed if seed is None else seed)
-        k = int(round(self.share * n))
+        k = round(self.share * n)
         copied = self._unusual_first()[:k] if self.rare else rng.choice(len(self.train_), k, replace=False)
         rows = pd.concat([self.independent_.iloc[rng.choice(len(self.independent_), n - k, replace=False)],
                           self.train_.iloc[copied]], ignore_index=True)
