@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
-                                is_test_level, rule_metric_problem)
+                                SUPPRESS_COPIES, is_test_level, rule_metric_problem)
 from privacy_gate.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
@@ -568,17 +568,48 @@ class RetryConfig(_Strict):
     delay_seconds: float = Field(30.0, ge=0)
 
 
+#: What a ``{filter: ...}`` rung of ``remediate.ladder`` removes from the previous attempt's release:
+#: ``copies``, the rows ``privacy-gate approve --suppress copies`` removes (no names needed).
+LADDER_FILTERS = (SUPPRESS_COPIES,)
+
+
 class RemediateConfig(_Strict):
     """What to try when the gate BLOCKs the configured generator: ``ladder`` is an ordered list of
-    generator settings (a rung without ``name`` changes only the given parameters of the
-    configured generator). ``choose``: the ``first`` rung that passes, or the ``most_useful`` by
-    ``utility.quality`` among the rungs that pass (all rungs are then tried). A REVIEW stops the
-    ladder. ``max_total_epsilon``: refuse a ladder whose DP generators could spend more in total
-    (attempts on the same data compose: their epsilons add up)."""
+    rungs. A generator rung is generator settings (a rung without ``name`` changes only the given
+    parameters of the configured generator); a filter rung, ``{filter: copies}``, re-gates the
+    previous attempt's release without the rows that copy training records (it must follow a
+    generator attempt: the configured generator or a generator rung). ``choose``: the ``first``
+    rung that passes, or the ``most_useful`` by ``utility.quality`` among the rungs that pass (all
+    rungs are then tried). A REVIEW stops the ladder. ``max_total_epsilon``: refuse a ladder whose
+    DP generators could spend more in total (attempts on the same data compose: their epsilons add
+    up; a filter rung spends none)."""
 
     ladder: list[dict[str, Any]] = Field(min_length=1)
     choose: Literal["first", "most_useful"] = "first"
     max_total_epsilon: float | None = Field(None, gt=0)
+
+
+def _ladder_problem(remediate: RemediateConfig | None) -> str | None:
+    """What is wrong with the ladder's filter rungs, or None (generator rungs are checked against
+    their generator by ``pipeline.remediation.check_ladder``)."""
+    after_filter = False
+    for i, rung in enumerate(remediate.ladder if remediate else []):
+        where = f"remediate.ladder[{i}]"
+        if "filter" not in rung:
+            after_filter = False
+            continue
+        extra = sorted(str(k) for k in rung if k != "filter")
+        if extra:
+            return (f"{where}: a filter rung has only the key 'filter', not {', '.join(extra)} (generator "
+                    "settings go in a rung of their own)")
+        if not isinstance(rung["filter"], str) or rung["filter"] not in LADDER_FILTERS:
+            return f"{where}: unknown filter {rung['filter']!r}; allowed: {', '.join(LADDER_FILTERS)}"
+        if after_filter:
+            return (f"{where}: a filter rung must follow a generator attempt (the configured generator or a "
+                    f"generator rung), not remediate.ladder[{i - 1}], another filter rung: filtering a filtered "
+                    "release again only removes more clean rows")
+        after_filter = True
+    return None
 
 
 class StudyGenerator(_Strict):
@@ -704,6 +735,7 @@ class ReleaseConfig(_Strict):
                        "data must come from one of them")
         problem = problem or _audit_problem(self.audit, self.dataset.spec)
         problem = problem or _study_problem(self.dependency_study, self.dataset.spec)
+        problem = problem or _ladder_problem(self.remediate)
         if problem:
             raise ValueError(problem)
         return self

@@ -346,7 +346,7 @@ TAG_FLAGGED = "gate.flagged_subgroups"
 TAG_DISABLED = "gate.disabled"  # default protections turned off: "key: reason; ..." or "none"
 TAG_BUDGET = "gate.error_budget"  # "review 0.02, block 0.001"
 TAG_FLAGGED_THROUGH = "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
-TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | attack
+TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
 TAG_QUARANTINE = "gate.quarantine_path"
@@ -359,7 +359,9 @@ TAG_ATTEMPTS = "gate.attempts"  # on that parent: how many attempts were made
 TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdict stands
 KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
-TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress)
+TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
+#: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it removes
+KIND_LADDER_FILTER = "ladder_filter"
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
 TAG_APPROVAL_REVIEWER = "approval.reviewer"
 TAG_APPROVAL_AT = "approval.decided_at"

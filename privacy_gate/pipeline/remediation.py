@@ -18,11 +18,23 @@ Honest accounting:
   optimistic. We say so on the parent run and in the manifest. We do not re-measure the chosen
   attempt on fresh targets (all holdout records are targets by default, so there are none to
   spare).
+
+A **filter rung** (``{filter: copies}``) runs no generator: it takes the release of the attempt
+just before it (the configured generator's, or a generator rung's; the config refuses a filter
+rung after a filter rung), removes the rows that copy training records — the rows
+``privacy-gate approve RUN --suppress copies`` removes (:func:`privacy_gate.experiment.agreement
+.copy_rows`), read back and re-gated by the same machinery (:class:`privacy_gate.pipeline.review
+.SuppressedRelease`) — and gates what is left as an attempt of its own (its own nested run, its
+own quarantined release). It spends no epsilon: it post-processes a release already made (a DP
+release stays exactly as private). The ledger records how many rows it removed, a count only.
+What it does not change: choosing it is adaptive like any other rung (``ADAPTIVE_CAVEAT``), and
+more so — which rows it removes was calibrated on the holdout records, the gate's non-member
+targets, so the re-gate's figures are optimistic for exactly the records it protected.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +43,40 @@ from privacy_gate.config import GeneratorConfig, ReleaseConfig
 from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import create_generator
-from privacy_gate.pipeline.executor import Executor
+from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.release import release_run
+from privacy_gate.pipeline.release import RunContext, finish, release_run
 from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.pipeline.review import RunRecord, SuppressedRelease
+from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.publish import ReleaseStore, quarantined_file
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
                    "figures are optimistic (adaptive selection); they were not re-measured on fresh targets")
 
 
-def ladder_generators(config: ReleaseConfig) -> list[GeneratorConfig]:
-    """The configured generator, then each rung (a rung without ``name`` changes only the given
-    parameters of the configured generator)."""
+@dataclass(frozen=True)
+class FilterRung:
+    """A rung that runs no generator: the previous attempt's release without the rows ``filter``
+    removes (one of ``config.LADDER_FILTERS``, the same label as ``approve --suppress``)."""
+
+    filter: str
+
+
+#: One attempt of a ladder: generator settings, or a filter of the attempt before it.
+Rung = GeneratorConfig | FilterRung
+
+
+def ladder_rungs(config: ReleaseConfig) -> list[Rung]:
+    """The configured generator, then each rung: a filter rung as a :class:`FilterRung` (checked
+    when the config loaded), a generator rung as its settings (a rung without ``name`` changes only
+    the given parameters of the configured generator)."""
     base = config.generator.model_dump()
-    out = [config.generator]
+    out: list[Rung] = [config.generator]
     for k, rung in enumerate(config.remediate.ladder if config.remediate else [], start=1):
+        if "filter" in rung:
+            out.append(FilterRung(filter=rung["filter"]))
+            continue
         merged = {**base, **rung} if rung.get("name", base["name"]) == base["name"] else dict(rung)
         try:
             out.append(GeneratorConfig.model_validate(merged))
@@ -55,11 +85,21 @@ def ladder_generators(config: ReleaseConfig) -> list[GeneratorConfig]:
     return out
 
 
-def planned_epsilons(generators: list[GeneratorConfig]) -> list[float | None]:
-    """The epsilon each attempt would spend (None for non-DP generators); also checks every
-    rung's name and parameters (a ConfigError names them)."""
-    out = []
-    for k, g in enumerate(generators):
+def ladder_generators(config: ReleaseConfig) -> list[GeneratorConfig]:
+    """The generator attempts of the ladder: the configured generator, then each generator rung
+    (filter rungs left out)."""
+    return [r for r in ladder_rungs(config) if isinstance(r, GeneratorConfig)]
+
+
+def planned_epsilons(rungs: list[Rung]) -> list[float | None]:
+    """The epsilon each attempt would spend (None for non-DP generators and for filter rungs, which
+    spend nothing); also checks every generator rung's name and parameters (a ConfigError names
+    them)."""
+    out: list[float | None] = []
+    for k, g in enumerate(rungs):
+        if isinstance(g, FilterRung):
+            out.append(None)
+            continue
         params = {a: v for a, v in g.model_dump().items() if a not in ("name", "n_samples") and v is not None}
         try:
             privacy = create_generator(g.name, **params).privacy
@@ -71,7 +111,7 @@ def planned_epsilons(generators: list[GeneratorConfig]) -> list[float | None]:
 
 def check_ladder(config: ReleaseConfig) -> list[float | None]:
     """Refuse a ladder whose DP attempts could spend more than ``max_total_epsilon`` in total."""
-    epsilons = planned_epsilons(ladder_generators(config))
+    epsilons = planned_epsilons(ladder_rungs(config))
     cap = config.remediate.max_total_epsilon if config.remediate else None
     total = sum(e for e in epsilons if e is not None)
     if cap is not None and total > cap:
@@ -81,12 +121,26 @@ def check_ladder(config: ReleaseConfig) -> list[float | None]:
     return epsilons
 
 
-def _attempt_record(k: int, gen: GeneratorConfig, epsilon: float | None, result: RunOutcome) -> dict[str, Any]:
+def _attempt_record(k: int, rung: Rung, epsilon: float | None, result: RunOutcome,
+                    filtered: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One attempt in the ledger. ``filtered`` (a filter rung): the rung it filtered and the row
+    counts (counts only: no row's values)."""
     verdict = result.verdict.to_dict()  # the ledger is JSON: non-finite figures are None there
-    return {"rung": k, "generator": gen.model_dump(exclude_none=True), "epsilon": epsilon,
+    what = ({"filter": rung.filter, **(filtered or {})} if isinstance(rung, FilterRung)
+            else {"generator": rung.model_dump(exclude_none=True)})
+    return {"rung": k, **what, "epsilon": epsilon,
             "run_id": result.run_id, "verdict": verdict["verdict"], "status": verdict["status"],
             "utility_quality": verdict["metrics"].get(names.UTILITY_QUALITY),
             "reasons": [c["message"] for c in verdict["reasons"]]}
+
+
+def _label(attempt: dict[str, Any]) -> str:
+    """An attempt as the parent run's description names it."""
+    if "filter" in attempt:
+        removed = attempt.get("rows_removed")
+        counts = f", {removed} of {attempt['rows_before']} rows removed" if removed is not None else ""
+        return f"filter {attempt['filter']} of rung {attempt['filtered_rung']}{counts}"
+    return attempt["generator"]["name"]
 
 
 def _choose(attempts: list[dict[str, Any]], how: str) -> tuple[int | None, str]:
@@ -116,23 +170,33 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
     """``release_run``, with the config's remediation ladder when it has one."""
     if config.remediate is None:
         return release_run(config, workdir=workdir, executor=executor, logger=logger, tags=tags)
-    generators, epsilons = ladder_generators(config), check_ladder(config)
+    rungs, epsilons = ladder_rungs(config), check_ladder(config)
     spec, how = config.dataset.spec, config.remediate.choose
     tracker = tracking.Tracker.for_workdir(workdir=Path(workdir), dataset=spec.name, uri=config.tracking.uri,
                                            experiment=config.tracking.experiment)
     parent = MlflowSink.start(tracker, name=f"ladder-{spec.name}", kind="ladder", dataset=spec.name, tags=tags)
     attempts: list[dict[str, Any]] = []
     results: list[RunOutcome] = []
-    for k, (gen, eps) in enumerate(zip(generators, epsilons)):
-        if logger:
-            logger.info("remediation attempt %d of %d: generator %s", k + 1, len(generators),
-                        ", ".join(f"{a}={b}" for a, b in gen.model_dump(exclude_none=True).items()))
+    for k, (rung, eps) in enumerate(zip(rungs, epsilons)):
         attempt_tags = {**(tags or {}), "mlflow.parentRunId": parent.run_id, names.TAG_LADDER: parent.run_id,
                         names.TAG_LADDER_RUNG: str(k)}
-        result = release_run(config.model_copy(update={"generator": gen, "remediate": None}), workdir=workdir,
-                             executor=executor, logger=logger, tags=attempt_tags, publish=False)
+        if isinstance(rung, FilterRung):
+            source = attempts[-1]["rung"]  # the config puts a generator attempt before every filter rung
+            if logger:
+                logger.info("remediation attempt %d of %d: filter %s of rung %d's release", k + 1, len(rungs),
+                            rung.filter, source)
+            result, counts = filter_attempt(config, rung=rung, previous=results[-1], tracker=parent.tracker,
+                                            workdir=workdir, executor=executor, logger=logger, tags=attempt_tags)
+            record = _attempt_record(k, rung, eps, result, {"filtered_rung": source, **counts})
+        else:
+            if logger:
+                logger.info("remediation attempt %d of %d: generator %s", k + 1, len(rungs),
+                            ", ".join(f"{a}={b}" for a, b in rung.model_dump(exclude_none=True).items()))
+            result = release_run(config.model_copy(update={"generator": rung, "remediate": None}), workdir=workdir,
+                                 executor=executor, logger=logger, tags=attempt_tags, publish=False)
+            record = _attempt_record(k, rung, eps, result)
         results.append(result)
-        attempts.append(_attempt_record(k, gen, eps, result))
+        attempts.append(record)
         if _stop_after(result, k, how):
             break
     chosen, why = _choose(attempts, how)
@@ -154,13 +218,45 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
     record = _parent_verdict(final.verdict, ledger, chosen)
     parent.tracker.log_metrics(parent.run_id, {k: v for k, v in record["metrics"].items() if k.startswith("ladder.")})
     parent.tracker.log_verdict(parent.run_id, record)
-    lines = "\n".join(f"- rung {a['rung']} ({a['generator']['name']}): **{a['verdict']}**, run `{a['run_id']}`"
+    lines = "\n".join(f"- rung {a['rung']} ({_label(a)}): **{a['verdict']}**, run `{a['run_id']}`"
                       for a in ledger["attempts"])
     parent.record_description(Verdict.from_dict(record), f"## Remediation ladder\n\n{ledger['why']}.\n\n{lines}\n")
     parent.end(failed=chosen is None)
     if logger:
         logger.info("remediation ladder: %s", why)
     return replace(final, ladder=ledger, ladder_run_id=parent.run_id)
+
+
+def filter_attempt(config: ReleaseConfig, *, rung: FilterRung, previous: RunOutcome, tracker: tracking.Tracker,
+                   workdir: str | Path, executor: Executor | None = None, logger: Any = None,
+                   tags: dict[str, str] | None = None) -> tuple[RunOutcome, dict[str, int]]:
+    """A filter rung's attempt: ``previous``'s sealed release read back, the rows ``rung.filter``
+    removes taken out (:class:`~privacy_gate.pipeline.review.SuppressedRelease`, as ``approve
+    --suppress``), and the rest gated with the settings ``previous`` recorded, in a run of its own
+    (kind ``ladder_filter``, tagged ``gate.rerun_of``) that publishes nothing by itself.
+
+    Fails closed: a previous attempt without a release, or one that cannot be read back unchanged,
+    ends this attempt BLOCK with the reason. Returns the outcome and the row counts
+    (``rows_removed``, ``rows_before``; empty when nothing was filtered)."""
+    spec = config.dataset.spec
+    sink = MlflowSink.start(tracker, name=f"ladder-filter-{spec.name}", kind=names.KIND_LADDER_FILTER,
+                            dataset=spec.name, tags={**(tags or {}), names.TAG_RERUN_OF: str(previous.run_id)})
+    ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=config.publish.target),
+                     dataset=spec.name, clock=StageClock(logger) if logger else StageClock(),
+                     executor=executor or LocalExecutor(), config_hash=config.config_hash())
+    counts: dict[str, int] = {}
+    try:
+        with ctx.clock.stage("filter", f"removing the '{rung.filter}' rows from the release of run {previous.run_id}"):
+            if previous.quarantined is None or previous.run_id is None:
+                raise PrivacyGateError(f"filter {rung.filter}: the attempt before it made no release to filter "
+                                       f"({previous.verdict.decision}, status {previous.verdict.status})")
+            release = SuppressedRelease.read(RunRecord(tracker, previous.run_id), suppress=[rung.filter],
+                                             workdir=workdir, logger=ctx.clock.logger)
+        counts = {"rows_removed": release.removed, "rows_before": release.rows_before}
+        verdict = release.regate(ctx)
+    except Exception as exc:  # noqa: BLE001 - fail closed
+        verdict = ctx.fail(exc)
+    return finish(ctx, verdict, publish=False), counts
 
 
 def _parent_verdict(chosen_verdict: Verdict, ledger: dict[str, Any], chosen: int | None) -> dict[str, Any]:
@@ -186,11 +282,13 @@ def _publish_chosen(config: ReleaseConfig, result: RunOutcome, ledger: dict[str,
                               run_id=result.run_id, config_hash=config.config_hash(),
                               extra={"remediation": {k: ledger[k] for k in ("chosen_rung", "why", "total_epsilon",
                                                                            "max_total_epsilon", "caveat")},
-                                     "attempts": [{k: a[k] for k in ("rung", "run_id", "verdict", "epsilon")}
+                                     "attempts": [{k: a[k] for k in ("rung", "run_id", "verdict", "epsilon", "filter",
+                                                                     "filtered_rung", "rows_removed") if k in a}
                                                   for a in ledger["attempts"]]})
     tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
     tracker.set_tags(result.run_id, {names.TAG_PUBLISHED: str(published)})
     return published
 
 
-__all__ = ["ADAPTIVE_CAVEAT", "check_ladder", "ladder_generators", "planned_epsilons", "remediated_release_run"]
+__all__ = ["ADAPTIVE_CAVEAT", "FilterRung", "Rung", "check_ladder", "filter_attempt", "ladder_generators", "ladder_rungs",
+           "planned_epsilons", "remediated_release_run"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
+from privacy_gate.gate import Verdict
 from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_subgroup_decisions, pending_text,
                                                suppressed_with)
@@ -166,39 +168,74 @@ class RunRecord:
         return splits
 
 
+@dataclass(frozen=True)
+class SuppressedRelease:
+    """A judged run's quarantined release without the rows ``suppress`` removes, with what its
+    re-gate needs: the run's recorded settings (the same attacks, epsilon and oracle judge it) and
+    its real data (checked against the hashes it recorded). ``removed`` counts the rows removed;
+    no row's values leave this object."""
+
+    record: RunRecord
+    suppress: tuple[str, ...]
+    settings: GateSettings
+    splits: Splits
+    synthetic: pd.DataFrame  # the filtered release
+    removed: int
+    rows_before: int
+
+    @classmethod
+    def read(cls, record: RunRecord, *, suppress: list[str], workdir: str | Path, logger: Any = None
+             ) -> SuppressedRelease:
+        """Read ``record``'s sealed release and real data back and apply the ``--suppress`` labels
+        (:func:`~privacy_gate.pipeline.suppression.suppression_mask`)."""
+        logger = logger or log
+        record.check_publishable()
+        record.fetch_quarantine(workdir)
+        settings = record.settings()
+        splits = record.splits()
+        synthetic = conform(read_quarantined(record.quarantine), settings.spec, source="quarantined release",
+                            check_identifiers=False)
+        exposed = None
+        if names.SUPPRESS_EXPOSED in suppress:
+            ids = singled_out(record.exposed_records(), level=settings.exposure.level)
+            exposed = splits.train.loc[splits.train.index.intersection(ids)]
+            logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
+        drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
+                                reference=splits.reference, train=splits.train, holdout=splits.holdout)
+        removed = int(drop.sum())
+        logger.info("suppressing %d of %d synthetic rows (%s)", removed, len(synthetic), ", ".join(suppress))
+        return cls(record=record, suppress=tuple(suppress), settings=settings, splits=splits,
+                   synthetic=synthetic[~drop.to_numpy()].reset_index(drop=True), removed=removed,
+                   rows_before=len(synthetic))
+
+    def regate(self, ctx: RunContext) -> Verdict:
+        """Record what was removed (a count), quarantine the filtered release in ``ctx`` and gate it
+        with the recorded settings. Raises on failure: the caller turns it into a BLOCK."""
+        ctx.sink.record_params({"rerun_of": self.record.run_id, "suppress": ",".join(self.suppress),
+                                "rows_suppressed": self.removed})
+        ctx.sink.record_json(self.record.config, names.ART_CONFIG)
+        ctx.quarantine(self.synthetic, self.settings.publish_format)
+        return ctx.gate(GateInputs(splits=self.splits, synthetic=self.synthetic,
+                                   synthetic_file_sha256=ctx.quarantined.sha256), self.settings)
+
+
 def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str,
                executor: Executor | None = None, logger: Any = None) -> RunOutcome:
-    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
+    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows. A run
+    that cannot be re-gated (unsealed, changed data, an unknown label) raises before the re-run
+    starts: the reviewer is told why."""
     logger = logger or log
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
-    record.check_publishable()
-    record.fetch_quarantine(workdir)
     tracker.experiment_id = record.experiment_id
-    settings = record.settings()
-    splits = record.splits()
-    synthetic = conform(read_quarantined(record.quarantine), settings.spec, source="quarantined release",
-                        check_identifiers=False)
-    exposed = None
-    if names.SUPPRESS_EXPOSED in suppress:
-        ids = singled_out(record.exposed_records(), level=settings.exposure.level)
-        exposed = splits.train.loc[splits.train.index.intersection(ids)]
-        logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
-    drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
-                            reference=splits.reference, train=splits.train, holdout=splits.holdout)
-    logger.info("suppressing %d of %d synthetic rows (%s)", int(drop.sum()), len(synthetic), ", ".join(suppress))
-    filtered = synthetic[~drop.to_numpy()].reset_index(drop=True)
+    release = SuppressedRelease.read(record, suppress=suppress, workdir=workdir, logger=logger)
     sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",
                             dataset=record.dataset, tags={names.TAG_RERUN_OF: run_id})
     ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=record.publish_target),
                      dataset=record.dataset, clock=StageClock(logger), executor=executor or LocalExecutor(),
                      config_hash=record.verdict.get("rules_hash"))
-    sink.record_params({"rerun_of": run_id, "suppress": ",".join(suppress), "rows_suppressed": int(drop.sum())})
-    sink.record_json(record.config, names.ART_CONFIG)
     try:
-        ctx.quarantine(filtered, settings.publish_format)
-        verdict = ctx.gate(GateInputs(splits=splits, synthetic=filtered, synthetic_file_sha256=ctx.quarantined.sha256),
-                           settings)
+        verdict = release.regate(ctx)
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict, publish=False)
