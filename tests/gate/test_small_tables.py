@@ -14,6 +14,7 @@ from privacy_gate.data import Splits
 from privacy_gate.experiment.floors import SMALLEST_PER_CLASS, calibration_level, control_shortfall, level_shortfall
 from privacy_gate.experiment.targets import choose_targets
 from privacy_gate.gate.rules import INSUFFICIENT, decide, is_insufficient_evidence
+from privacy_gate.report.html import ReportInputs, render_report
 
 ATTACKS = [{"name": "dcr"}, {"name": "domias"}]
 LIGHT = MaceConfig(n_permutations=20)
@@ -45,6 +46,8 @@ def test_an_independent_release_of_a_small_table_is_reviewed_for_insufficient_ev
     floors = {f["setting"]: f for f in v.budget["floors"]}
     assert floors["targets.min_per_class"]["missing"] == 30 and floors["disclosure.min_control"]["available"] < 200
     assert v.metrics["exposed.level"] == pytest.approx(1 / 71)  # the finest level 70 non-members can place
+    page = render_report(ReportInputs(verdict=v.to_dict()))
+    assert "Insufficient evidence (a small table, not a leak signal): targets.min_per_class is 100" in page
 
 
 def test_verbatim_copies_of_a_small_table_are_not_approved(small, adult_spec):
