@@ -95,6 +95,24 @@ def test_the_floors_still_apply_when_the_data_are_large_enough():
     assert level_shortfall(0.01, 98).missing == 1
 
 
+def test_the_dependency_test_runs_below_the_floor_and_says_so():
+    from privacy_gate.experiment.targets import choose_dependency_targets
+    from privacy_gate.spec import DatasetSpec
+
+    spec = DatasetSpec.model_validate({"name": "t", "source": "site", "columns": {
+        "site": {"kind": "categorical", "categories": ["a", "b"]}, "x": {"kind": "numeric"}}})
+    frame = lambda n_a, n_b: pd.DataFrame({"site": ["a"] * n_a + ["b"] * n_b, "x": np.arange(n_a + n_b, dtype=float)})
+    splits = Splits(train=frame(120, 40), holdout=frame(10, 60), reference=frame(5, 5))
+    value, targets = choose_dependency_targets(splits, spec, TargetsConfig(), value=None)
+    assert value == "a" and int(targets.labels.sum()) == 60  # 60 holdout records from other sites
+    short = targets.shortfall
+    assert short.key == "insufficient_evidence.dependency.targets.min_per_class" and short.missing == 40
+    assert "40 more holdout records from other site values" in short.sentence() and "'a'" not in short.sentence()
+    with pytest.raises(privacy_gate.errors.InsufficientDataError, match="dependency test"):
+        choose_dependency_targets(Splits(train=frame(120, 40), holdout=frame(10, 20), reference=frame(5, 5)), spec,
+                                  TargetsConfig(), value=None)
+
+
 def test_a_shortfall_is_a_review_even_when_every_test_passes():
     """decide(): the one place the floors meet the verdict; a clean release below a floor is never approved."""
     splits = Splits(train=pd.DataFrame({"x": np.arange(300.0)}), holdout=pd.DataFrame({"x": np.arange(50.0)}),
