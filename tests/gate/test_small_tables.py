@@ -11,7 +11,12 @@ import pytest
 import privacy_gate
 from privacy_gate.config import DisclosureConfig, MaceConfig, TargetsConfig
 from privacy_gate.data import Splits
-from privacy_gate.experiment.floors import SMALLEST_PER_CLASS, calibration_level, control_shortfall, level_shortfall
+from privacy_gate.experiment.floors import (
+    SMALLEST_PER_CLASS,
+    calibration_level,
+    control_shortfall,
+    level_shortfall,
+)
 from privacy_gate.experiment.targets import choose_targets
 from privacy_gate.gate.rules import INSUFFICIENT, decide, is_insufficient_evidence
 from privacy_gate.report.html import ReportInputs, render_report
@@ -24,7 +29,7 @@ LIGHT = MaceConfig(n_permutations=20)
 def small(adult_full):
     """A 420-row table split 280 / 70 / 70, and 280 rows of the same population in none of them."""
     rows = adult_full.sample(n=700, random_state=11).reset_index(drop=True)
-    return dict(train=rows[:280], holdout=rows[280:350], reference=rows[350:420], outside=rows[420:])
+    return {"train": rows[:280], "holdout": rows[280:350], "reference": rows[350:420], "outside": rows[420:]}
 
 
 def _gate(parts, adult_spec, synthetic, **kw):
