@@ -249,7 +249,8 @@ def gate(
     spec: Annotated[Path, typer.Option(help="Dataset spec YAML (or a release config holding one).")],
     rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
     config: Annotated[Optional[Path], typer.Option(
-        help="YAML with the targets / attacks / gate / audit / mace sections of a release config.")] = None,
+        help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure sections of a release "
+             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200).")] = None,
     # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder 's3:/bucket'
     publish_to: Annotated[Optional[str], typer.Option(
         help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
@@ -257,7 +258,16 @@ def gate(
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
 ) -> None:
-    """Gate-only: judge synthetic data produced elsewhere."""
+    """Gate-only: judge synthetic data produced elsewhere.
+
+    Small tables (under about 1,000 rows): when a stage's floor cannot be met (the --config file's
+    targets: {min_per_class: 100} and disclosure: {min_control: 200}, or the non-member targets
+    exposure.level needs), the gate still runs and answers REVIEW for "insufficient evidence",
+    naming the setting, the count available and how many more records would meet it. Lowering a
+    floor does not make a small table APPROVE: the power check (gate.budget.power, promise_auc)
+    still asks for about 300 targets per class. Fewer than 30 targets per class (or 20 control
+    records) are refused: a BLOCK naming the setting.
+    """
     _quiet_env()
     _require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules,
                    config=config)

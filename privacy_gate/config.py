@@ -77,6 +77,9 @@ class TargetsConfig(_Strict):
 
     n_non_members: int | None = Field(None, gt=0)
     n_members: int | None = Field(None, gt=0)
+    # the power floor: with fewer targets per class the gate still runs (its tests stay valid at any
+    # size) and answers REVIEW for "insufficient evidence" (experiment/floors.py); below 30 per class
+    # (the MACE bounds' three parts of 10) nothing can be measured and the run is refused
     min_per_class: int = Field(100, gt=0)
     # when n_non_members is not set: at most this many per class; None = enough for a MACE
     # radius of 0.015 at mace.delta (16,396 at delta 0.05) — beyond that the figures barely
@@ -332,6 +335,11 @@ class ExposureConfig(_Strict):
     tail_max_share: float = Field(0.01, gt=0, le=0.2)
 
 
+#: the fewest control records the disclosure stage measures with at all (``disclosure.min_control``
+#: may not be set lower); between this and ``min_control`` it runs and the gate REVIEWs
+SMALLEST_CONTROL = 20
+
+
 class DisclosureConfig(_Strict):
     """Singling out, linkability and inference risks (experiment/disclosure.py; who the attacker
     is comes from the spec's quasi_identifiers / sensitive / linkability)."""
@@ -345,9 +353,10 @@ class DisclosureConfig(_Strict):
     n_neighbors: int = Field(1, ge=1)  # linkability: synthetic neighbours of each part
     tolerance: float = Field(0.05, ge=0)  # inference: a number within this relative distance is a hit
     # control records (holdout records not used as membership targets, plus the reference split
-    # when it is exchangeable with the holdout): fewer than this refuses the stage (a BLOCK that
-    # names the key); 200 control targets give a control-rate half-width of at most 0.08
-    min_control: int = Field(200, ge=20)
+    # when it is exchangeable with the holdout): with fewer the risks are still measured (the exact
+    # tests stay valid) and the gate answers REVIEW for "insufficient evidence"; below SMALLEST_CONTROL
+    # the stage is refused. 200 control targets give a control-rate half-width of at most 0.08
+    min_control: int = Field(200, ge=SMALLEST_CONTROL)
     subgroup_min_targets: int = Field(30, ge=5)  # a subgroup's risk needs this many targets per side
 
 

@@ -80,6 +80,9 @@ SUPPRESS_EXPOSED = "exposed"
 #: Suppression label of the synthetic rows that copy training records beyond the twin rate
 #: (``privacy-gate approve --suppress copies``; needs no names).
 SUPPRESS_COPIES = "copies"
+#: The checks of an unmet stage floor (``experiment.floors``): ``insufficient_evidence.<setting>``,
+#: e.g. ``insufficient_evidence.targets.min_per_class`` — a REVIEW for "insufficient evidence".
+INSUFFICIENT_EVIDENCE = "insufficient_evidence"
 
 
 # ---- what a gate rule can read (checked when a config is loaded: a typo must not skip a rule) --

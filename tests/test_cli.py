@@ -59,6 +59,13 @@ def test_help_is_instant_and_imports_nothing_heavy():
     assert _invoke(["--help"])[0] == 0
 
 
+def test_gate_help_says_where_the_small_table_floors_are():
+    code, out, _ = _invoke(["gate", "--help"])
+    text = " ".join(out.split())
+    assert code == 0 and "targets.min_per_class" in text and "disclosure.min_control" in text
+    assert "insufficient evidence" in text and "--config" in text
+
+
 def test_gate_only_approves_independent_sample_with_json(prefect_server, gate_files, tmp_path):
     code, out, _ = _invoke(_gate_args(gate_files, "independent.parquet", tmp_path, "--json"))
     summary = _last_json(out)

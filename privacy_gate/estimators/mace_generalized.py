@@ -44,7 +44,11 @@ from privacy_gate.estimators._mace_models import (
     stratified_split,
 )
 
-__all__ = ["generalized_metrics"]
+__all__ = ["MIN_TARGETS_PER_CLASS", "generalized_metrics"]
+
+#: members and non-members the generalized metrics need: three parts (learn, tune, evaluate) of
+#: at least ``MIN_PER_CLASS`` per class each — the smallest target set the gate can measure at all
+MIN_TARGETS_PER_CLASS = 3 * MIN_PER_CLASS
 
 
 def _posterior(d1: np.ndarray, d0: np.ndarray, prior: float) -> np.ndarray:
@@ -111,8 +115,7 @@ def generalized_metrics(
     s = Settings(prior=prior, delta=delta, method=method, n_bins=n_bins, bandwidth=bandwidth, seed=seed, n_mc=n_mc)
     if isinstance(min_positives, bool) or not isinstance(min_positives, (int, np.integer)) or min_positives < 1:
         raise ConfigError(f"min_positives must be an integer >= 1; got {min_positives!r}")
-    # three parts of at least MIN_PER_CLASS per class each
-    x, y = check_query(scores, labels, min_per_class=3 * MIN_PER_CLASS)
+    x, y = check_query(scores, labels, min_per_class=MIN_TARGETS_PER_CLASS)
     resolved = resolve_method(x, s.method)
     p = s.prior
     learn, tune, evaluate = stratified_split(y, (1 / 3, 1 / 3, 1 / 3), np.random.default_rng([s.seed, 0x6E7]))

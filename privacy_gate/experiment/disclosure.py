@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import DisclosureConfig
+from privacy_gate.config import SMALLEST_CONTROL, DisclosureConfig
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.disclosure import ALPHA, INTERVAL_METHOD, DisclosureRisk, disclosure_risk, holm_alpha
 from privacy_gate.experiment.disclosure_codes import Codes
@@ -210,10 +210,12 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
                        ) -> DisclosureResult:
     """Every disclosure risk of ``synthetic`` (see the module docstring)."""
     started = time.perf_counter()
-    if len(control) < cfg.min_control:
+    if len(control) < SMALLEST_CONTROL:
+        # fewer than cfg.min_control are measured as they are (the pipeline records the shortfall)
         raise InsufficientDataError(
-            f"disclosure: {len(control)} control records ({control_source}); disclosure.min_control is "
-            f"{cfg.min_control} (hold out more records, lower targets.n_non_members, or disable disclosure)")
+            f"only {len(control)} control records ({control_source}); at least {SMALLEST_CONTROL} are needed to "
+            f"measure a disclosure risk, whatever disclosure.min_control says: hold out more records, or set "
+            f"disclosure.enabled: false")
     who = attacker(spec)
     numeric = {c for c, col in spec.columns.items() if col.is_numeric}
     columns = spec.attribute_columns
@@ -260,8 +262,8 @@ def measure_without(mask_of: Callable[[pd.DataFrame], np.ndarray], synthetic: pd
                     ) -> dict[str, float]:
     """The release-wide disclosure risks with the training and control records in the subgroup
     ``mask_of`` selects left out (the synthetic data unchanged): what the risks would be if that
-    group's records were nobody's. Raises :class:`InsufficientDataError` when too few control
-    records remain."""
+    group's records were nobody's. Raises :class:`InsufficientDataError` when fewer than
+    ``SMALLEST_CONTROL`` control records remain."""
     control = inputs.control
     rest = measure_disclosure(synthetic, train.loc[~mask_of(train)], control.loc[~mask_of(control)], spec, cfg,
                               seed=seed, control_source=inputs.source)

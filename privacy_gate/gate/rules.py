@@ -19,9 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from privacy_gate.config import BudgetConfig, Rule
 from privacy_gate.gate.budget import WHAT, PowerNeed, TestOutcome, membership_power, rule_test, run_tests
 from privacy_gate.estimators.power import null_reference
+from privacy_gate.experiment.floors import Shortfall
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.verdict import Check, Verdict
-from privacy_gate.names import COMBINED, GROUP_TEST, check_key, metric_name
+from privacy_gate.names import COMBINED, GROUP_TEST, INSUFFICIENT_EVIDENCE, check_key, metric_name
 
 
 def _rule_targets(rule: Rule, attacks: Sequence[str]) -> list[str | None]:
@@ -136,16 +137,42 @@ def test_check(test: TestOutcome, budget_review: float) -> Check:
                  threshold=test.review_level, bound="min", action="review", passed=not test.review, message=msg)
 
 
+#: how every "insufficient evidence" reason begins (:func:`insufficient_evidence` owns it)
+INSUFFICIENT = "insufficient evidence (not a leak signal): "
+#: the power check's metric (the other insufficient-evidence keys: ``insufficient_evidence.<setting>``)
+POWER_METRIC = "power.detectable_auc"
+
+
+def insufficient_evidence(*, rule: str, metric: str, observed: float, threshold: float, bound: str, passed: bool,
+                          message: str) -> Check:
+    """The one form of an "insufficient evidence" check: a REVIEW when ``passed`` is False, never a
+    BLOCK and never worded as a leak (the power check, and every stage floor a small table misses)."""
+    return Check(rule=rule, metric=metric, observed=observed, threshold=threshold, bound=bound,  # type: ignore[arg-type]
+                 action="review", passed=passed, message=message if passed else INSUFFICIENT + message)
+
+
+def is_insufficient_evidence(check: Check) -> bool:
+    """Whether ``check`` is an "insufficient evidence" reason (the power check or a stage floor)."""
+    return check.metric == POWER_METRIC or check.metric.startswith(f"{INSUFFICIENT_EVIDENCE}.")
+
+
 def power_check(need: PowerNeed, *, n_members: int, n_non_members: int, power: float) -> Check:
     """REVIEW for "insufficient evidence" when the membership test cannot see the promised leak."""
     msg = (f"with {n_members} member and {n_non_members} non-member targets the membership test detects an attack "
            f"AUC of {need.detectable_auc:.3f} with {power:.0%} power; the gate promises {need.promise_auc:.2f}")
     if not need.sufficient:
-        msg = ("insufficient evidence (not a leak signal): " + msg
-               + f"; about {need.per_class_needed} targets per class (more training and holdout records) would reach it")
-    return Check(rule=f"power to detect AUC {need.promise_auc:g}", metric="power.detectable_auc",
-                 observed=need.detectable_auc, threshold=need.promise_auc, bound="max", action="review",
-                 passed=need.sufficient, message=msg)
+        msg += f"; about {need.per_class_needed} targets per class (more training and holdout records) would reach it"
+    return insufficient_evidence(rule=f"power to detect AUC {need.promise_auc:g}", metric=POWER_METRIC,
+                                 observed=need.detectable_auc, threshold=need.promise_auc, bound="max",
+                                 passed=need.sufficient, message=msg)
+
+
+def floor_check(shortfall: Shortfall) -> Check:
+    """REVIEW for "insufficient evidence" when a stage ran below its floor (a small table): its
+    figures are valid, its power is not what the floor asks (:mod:`privacy_gate.experiment.floors`)."""
+    return insufficient_evidence(rule=f"stage floor {shortfall.setting}", metric=shortfall.key,
+                                 observed=float(shortfall.available), threshold=float(shortfall.required), bound="min",
+                                 passed=False, message=shortfall.sentence())
 
 
 def decide(
@@ -161,6 +188,7 @@ def decide(
     tests: Sequence[str] | None = None,
     budget: BudgetConfig | None = None,
     disabled: Mapping[str, str] | None = None,
+    shortfalls: Iterable[Shortfall] = (),
 ) -> Verdict:
     """One calibrated decision (:mod:`privacy_gate.gate.budget`).
 
@@ -171,7 +199,8 @@ def decide(
     figures; a group is flagged when its Holm-adjusted rank test is significant at the
     ``subgroups`` share. ``extra_failures`` are requirements found outside the rules (the
     synthetic suite, an attack that could not rank); ``warnings`` (DP-bound excess, dependency gap)
-    raise a REVIEW only together with a significant membership test.
+    raise a REVIEW only together with a significant membership test. ``shortfalls`` are the stage
+    floors a small table did not meet: each a REVIEW for "insufficient evidence" (:func:`floor_check`).
     """
     rules = list(rules)
     budget = budget or BudgetConfig()
@@ -221,6 +250,8 @@ def decide(
             checks.append(power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power))
             power = {"detectable_auc": need.detectable_auc, "promise_auc": need.promise_auc,
                      "per_class_needed": need.per_class_needed, "sufficient": need.sufficient}
+    shortfalls = list(shortfalls)
+    checks += [floor_check(s) for s in shortfalls]
     failed = tuple(c for c in checks if not c.passed)
     if any(c.action == "block" for c in failed):
         decision = "BLOCK"
@@ -231,6 +262,8 @@ def decide(
     record = ({"review": budget.review, "block": budget.block, "power": budget.power,
                "promise_auc": budget.promise_auc, "tests": [t.to_dict() for t in outcomes],
                "power_check": power} if tests is not None else {})
+    if shortfalls:
+        record["floors"] = [s.to_dict() for s in shortfalls]
     return Verdict(decision=decision, status="ok", reasons=_ordered(failed), checks=tuple(checks),
                    metrics={k: float(v) for k, v in metrics.items()}, flagged_subgroups=tuple(flagged),
                    data_hashes=dict(data_hashes or {}), rules_hash=rules_hash, budget=record,

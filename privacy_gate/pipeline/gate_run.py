@@ -44,6 +44,7 @@ from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
 from privacy_gate.experiment.copies import CopyTest, copy_test
 from privacy_gate.experiment.dependency import SourceShift, source_shift
 from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResult, control_records, measure_disclosure
+from privacy_gate.experiment.floors import Shortfall, calibration_level, control_shortfall, level_shortfall
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
@@ -92,6 +93,7 @@ class GateState:
     shift: SourceShift | None = None
     audit: AuditResult | None = None
     verdict: Verdict | None = None
+    shortfalls: list[Shortfall] = field(default_factory=list)  # stage floors a small table did not meet
     attack_seconds: dict[str, float] = field(default_factory=dict)  # "attack.<key>" -> wall seconds
 
     @property
@@ -132,10 +134,19 @@ def _targets(state: GateState, executor: Executor, logger: Any) -> None:
     _warn_if_underpowered(logger, len(targets.labels), settings)
     if settings.audit.dependency_test:
         state.dependency = executor.run("dependency_targets", choose_dependency_targets, splits, settings.spec,
-                                        settings.targets, value=settings.audit.dependency_source_value,
-                                        min_per_class=settings.targets.min_per_class)
+                                        settings.targets, value=settings.audit.dependency_source_value)
         logger.info("  dependency test: members from %s=%r, %d targets per class", settings.spec.source,
                     state.dependency[0], int(state.dependency[1].labels.sum()))
+    _short(state, logger, targets.shortfall, state.dependency[1].shortfall if state.dependency else None)
+
+
+def _short(state: GateState, logger: Any, *shortfalls: Shortfall | None) -> None:
+    """Record the stage floors a small table did not meet (the gate REVIEWs for insufficient evidence)."""
+    for s in shortfalls:
+        if s is not None:
+            state.shortfalls.append(s)
+            logger.warning("  small table: %s; the stage runs with what there is (a REVIEW for insufficient "
+                           "evidence)", s.sentence())
 
 
 def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -> None:
@@ -213,14 +224,17 @@ def mace_line(name: str, metrics: dict[str, float]) -> str:
 
 def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
+    n_calibration = int((state.targets.labels == 0).sum())  # too few place no threshold at cfg.level
+    _short(state, logger, level_shortfall(cfg.level, n_calibration))
     state.exposure = e = executor.run("exposure", discover_exposed, {o.name: o.scores for o in state.gated},
-                                      state.targets.labels, state.targets.row_ids, q=cfg.fdr, level=cfg.level,
+                                      state.targets.labels, state.targets.row_ids, q=cfg.fdr,
+                                      level=calibration_level(cfg.level, n_calibration),
                                       delta=cfg.delta, method=cfg.method, tail_max_share=cfg.tail_max_share,
                                       seed=state.settings.targets.seed)
     state.metrics.update({exposure_metric(k): v for k, v in e.metrics().items()})
     logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, %.4f] at "
                 "%g false alarms; tail-excess p %.4f (top %d)", e.count, e.tested, cfg.fdr, e.false_expected, e.share,
-                e.share_lower, e.share_upper, cfg.level, e.tail_pvalue, e.tail_top)
+                e.share_lower, e.share_upper, e.level, e.tail_pvalue, e.tail_top)
     if e.count == 0:
         logger.info("  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members at that "
                     "floor)", e.min_pvalue, cfg.fdr, e.naming_needs)
@@ -268,6 +282,8 @@ def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
     public = label_values(list(spec.subgroups), {c: spec.columns[c].categories for c in spec.subgroups},
                           [splits.holdout, splits.reference], min_count=settings.audit.label_min_count)
     state.disclosure_inputs = DisclosureInputs(control=control, source=source, public=public)
+    _short(state, logger, control_shortfall(settings.disclosure, n_control=len(control),
+                                            reference_counts=bool(settings.exposure.reference_calibrates)))
     state.disclosure = d = executor.run("disclosure", measure_disclosure, state.inputs.synthetic, splits.train, control,
                                         spec, settings.disclosure, seed=settings.targets.seed, control_source=source,
                                         subgroups=spec.subgroups, public=public)
@@ -318,7 +334,7 @@ def judge(state: GateState) -> Verdict:
                      # level (MACE's delta); a DP-bound excess needs a significant membership test
                      groups=audited.groups, extra_failures=failures + dependency, warnings=dp_warnings,
                      data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=settings.budget_tests,
-                     budget=settings.gate.budget, disabled=settings.disabled)
+                     budget=settings.gate.budget, disabled=settings.disabled, shortfalls=state.shortfalls)
     # which flag explains which; a BLOCK one flagged group explains goes to a human (suppressible)
     return blame_groups(state, verdict, extra_failures=failures)
 

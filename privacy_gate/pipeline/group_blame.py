@@ -26,6 +26,7 @@ from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import strongest
 from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
+from privacy_gate.experiment.floors import calibration_level
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
@@ -75,7 +76,8 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     out.update(mace_for_attacks(scores, labels, row_ids, prior=m.prior, delta=m.delta,
                                 n_permutations=m.n_permutations, epsilon=settings.epsilon).metrics)
     e = settings.exposure
-    res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=e.level, delta=e.delta, method=e.method,
+    level = calibration_level(e.level, int((labels == 0).sum()))  # as the gate run measured it (a small table)
+    res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=level, delta=e.delta, method=e.method,
                            tail_max_share=e.tail_max_share, seed=settings.targets.seed)
     out.update({exposure_metric(k): v for k, v in res.metrics().items()})
     if state.disclosure_inputs is not None:

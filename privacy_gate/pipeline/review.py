@@ -197,7 +197,9 @@ class SuppressedRelease:
                             check_identifiers=False)
         exposed = None
         if names.SUPPRESS_EXPOSED in suppress:
-            ids = singled_out(record.exposed_records(), level=settings.exposure.level)
+            # the level the gate measured the exposed share at (coarser than exposure.level on a small table)
+            level = (record.verdict.get("metrics") or {}).get(names.exposure_metric("level")) or settings.exposure.level
+            ids = singled_out(record.exposed_records(), level=float(level))
             exposed = splits.train.loc[splits.train.index.intersection(ids)]
             logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
         drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,

@@ -292,6 +292,8 @@ def _budget(inp: ReportInputs) -> str:
                                f"{float(power['promise_auc']):.2f}"
                                + ("." if power.get("sufficient") else
                                   f" — insufficient evidence: about {power['per_class_needed']} targets per class needed.")))
+        for floor in budget.get("floors") or []:  # a small table: a stage ran below its floor
+            parts.append(_note(f"Insufficient evidence (a small table, not a leak signal): {floor.get('message')}."))
     if disabled:
         parts.append(_table(["turned off", "reason"], [([_e(k), _e(v)], "warn") for k, v in sorted(disabled.items())]))
     return _section("Error budget", "\n".join(parts), "budget")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from privacy_gate.config import DisclosureConfig
+from privacy_gate.config import SMALLEST_CONTROL, DisclosureConfig
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.disclosure import disclosure_risk
 from privacy_gate.experiment.disclosure import attacker, measure_disclosure
@@ -114,9 +114,17 @@ def test_the_attacker_defaults_are_said_and_the_spec_keys_are_checked():
 
 
 def test_too_few_control_records_is_refused_by_name():
+    """Below SMALLEST_CONTROL nothing is measured (the message names the settings, once); between it
+    and disclosure.min_control the risks are measured as they are (the gate REVIEWs for insufficient
+    evidence: tests/gate/test_small_tables.py)."""
     rng = np.random.default_rng(0)
-    with pytest.raises(InsufficientDataError, match="disclosure.min_control"):
-        measure_disclosure(_population(300, rng), _population(300, rng), _population(50, rng), _spec(), CFG, seed=0)
+    with pytest.raises(InsufficientDataError, match="disclosure.min_control") as err:
+        measure_disclosure(_population(300, rng), _population(300, rng), _population(SMALLEST_CONTROL - 1, rng),
+                           _spec(), CFG, seed=0)
+    assert "disclosure.enabled" in str(err.value) and not str(err.value).startswith("disclosure:")
+    few = measure_disclosure(_population(300, rng), _population(300, rng), _population(50, rng), _spec(), CFG, seed=0)
+    assert few.n_control_records == 50 < CFG.min_control
+    assert 0 < few.metrics()["linkability.n_control"] <= 50
 
 
 def test_no_record_value_reaches_the_recorded_figures_or_the_report():
