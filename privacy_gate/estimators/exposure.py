@@ -22,22 +22,8 @@ level ``q`` selects nothing unless at least ``ceil(m / (q (n0 + 1)))`` members r
 together (:func:`naming_limit`); the gate reports this number so "no record named" is read as
 "fewer exposed records than that, or none".
 
-**The tail-excess test** (:func:`tail_excess_pvalue`): a handful of members above every
-non-member is strong evidence even when BH can name none. Under no leakage the members' positions
-in the ranking are a uniformly random subset (label exchangeability — exact whatever the shared
-calibration), so the number of members among the top ``k`` is hypergeometric. The test takes the
-smallest hypergeometric tail p-value over a grid of levels ``k`` (from the single most extreme
-record up to ``max_share`` of the pool) and calibrates that minimum by simulating the null label
-order: an exact, seeded Monte-Carlo p-value for "several levels at once". Its price is the grid:
-ten people copied many times sit above every other record, yet "10 of the top 10 are members"
-(p = 2^-10 when half the pool are members) came out near 0.005 after the minimum over a grid of
-levels.
-So one level is singled out before the labels are looked at: the *gap level*, where the sorted
-top scores drop the most (the edge of a cluster of copies; a function of the scores alone, so
-under no leakage the members among those top records are still a uniformly random subset). The
-statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` and the simulation calibrates it exactly,
-so the gap level keeps nearly its nominal p-value and the grid remains a safety net for leaks
-without a visible edge.
+**The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful of
+members above every non-member is strong evidence even when BH can name none.
 
 **The exposed share**, per attack (each bound at ``delta / k``; the largest is reported: a broad
 leak lifts one attack's top scores, which the rank maximum over attacks would dilute). At the
@@ -71,7 +57,6 @@ attack scores.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,19 +66,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from privacy_gate.estimators.tail_test import (GAP_DIGITS, GRID_WEIGHT, TAIL_MAX_TOP, TAIL_SIMULATIONS,  # noqa: F401
+                                               gap_level, random_tie_ranks, tail_excess_pvalue)
+
 FdrMethod = Literal["bh", "by"]
-
-#: Monte-Carlo draws of the null label order for the tail-excess test (p-value resolution 1 / 4001)
-TAIL_SIMULATIONS = 4000
-#: the tail-excess test looks at most this many top records (the grid of levels stays small)
-TAIL_MAX_TOP = 2000
-#: the grid's weight against the gap level in the tail-excess statistic (about the grid's
-#: effective number of levels: the two parts then share the test's level roughly equally)
-GRID_WEIGHT = 10.0
-#: scores are rounded to this many significant digits before the gap level is chosen, so that a
-#: near-tie between two gaps cannot be decided by float summation order (CPU-independent)
-GAP_DIGITS = 9
-
 
 def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
     """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more member-like).
@@ -105,19 +81,6 @@ def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray)
     s = np.asarray(member_scores, dtype=float)
     at_least = len(cal) - np.searchsorted(cal, s, side="left")  # calibration scores >= s
     return (1.0 + at_least) / (len(cal) + 1.0)
-
-
-def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Ranks 1..n of ``scores`` (higher score, higher rank), ties broken at random.
-
-    >>> random_tie_ranks(np.array([0.5, 2.0, 0.1]), np.random.default_rng(0)).tolist()
-    [2, 3, 1]
-    """
-    scores = np.asarray(scores, dtype=float)
-    order = np.lexsort((rng.random(scores.size), scores))
-    ranks = np.empty(scores.size, dtype=np.int64)
-    ranks[order] = np.arange(1, scores.size + 1)
-    return ranks
 
 
 def combined_scores(scores: Mapping[str, np.ndarray], *, seed: int = 0) -> np.ndarray:
@@ -187,103 +150,6 @@ def naming_limit(n_tested: int, n_calibration: int, *, q: float, method: FdrMeth
     floor = 1.0 / (n_calibration + 1.0)
     level = _fdr_level(q, n_tested, method)
     return floor, min(n_tested, math.ceil(floor * n_tested / level - 1e-9))
-
-
-# --------------------------------------------------------------------------- tail-excess test
-
-
-def _tail_levels(n_top: int) -> np.ndarray:
-    """Levels about 30 % apart from 1 up to ``n_top`` (1, 2, 3, 4, 5, 7, 9, 11, 15, 19, ...): the
-    grid's effective number of levels (~5 over 240 records, by simulation of the null label order)
-    is what the statistic's :data:`GRID_WEIGHT` pays for it; a finer grid bought little power, as
-    the gap level already sits where a cluster of copies ends.
-
-    >>> _tail_levels(20).tolist()
-    [1, 2, 3, 4, 5, 7, 9, 11, 15, 19, 20]
-    """
-    grid, k = {1}, 1.0
-    while k < n_top:
-        k = max(k + 1.0, k * 1.3)
-        grid.add(min(n_top, int(round(k))))
-    return np.array(sorted(grid), dtype=np.int64)
-
-
-@functools.lru_cache(maxsize=64)
-def _tail_table(n_pool: int, n_members: int, levels: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    """Per level ``k``, ``P(X >= x)`` for x = 0..k with X ~ Hypergeom(pool, members, k)."""
-    return tuple(stats.hypergeom.sf(np.arange(k + 1) - 1, n_pool, n_members, k) for k in levels)
-
-
-def _tail_ps(counts: np.ndarray, table: tuple[np.ndarray, ...]) -> np.ndarray:
-    """The tail p-value per level; ``counts``: (..., levels) members among the top k."""
-    return np.stack([t[c] for t, c in zip(table, np.moveaxis(counts, -1, 0))], axis=-1)
-
-
-def gap_level(scores: np.ndarray, n_top: int) -> int:
-    """The label-blind level of the tail test: the position (1-based) among the ``n_top`` highest
-    scores after which the sorted scores drop the most (the first such position on a tie). The
-    scores are rounded to :data:`GAP_DIGITS` significant digits first.
-
-    >>> gap_level(np.array([9.0, 1.0, 9.5, 8.8, 0.5, 1.2]), 4)
-    3
-    """
-    s = np.asarray(scores, dtype=float)
-    n_top = int(min(max(1, n_top), s.size))
-    if n_top >= s.size:
-        return n_top
-    top = -np.sort(-np.nan_to_num(s, nan=-np.inf, posinf=np.finfo(float).max))[: n_top + 1]
-    top = np.where(np.isfinite(top), top, np.finfo(float).min)
-    rounded = np.array([float(f"{v:.{GAP_DIGITS}g}") for v in top])
-    gaps = rounded[:-1] - rounded[1:]
-    return int(np.argmax(gaps)) + 1
-
-
-def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01,
-                       simulations: int = TAIL_SIMULATIONS, seed: int = 0) -> tuple[float, int]:
-    """Exact (Monte-Carlo) p-value of "more members among the highest scores than chance": the
-    statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` where ``p_k`` is the hypergeometric tail
-    p-value of the members among the top ``k``, over the levels ``k`` (1 .. ``max_share`` of the
-    pool, at most :data:`TAIL_MAX_TOP`), and ``p_gap`` is that p-value at the label-blind
-    :func:`gap_level`; the statistic is calibrated by ``simulations`` draws of the null label
-    order. Returns (p-value, the level ``k`` where the excess is most significant). Ties are
-    broken at random (seeded).
-
-    >>> y = np.r_[np.ones(1000), np.zeros(1000)]
-    >>> s = np.r_[np.full(8, 10.0), np.zeros(992), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
-    >>> p, k = tail_excess_pvalue(s, y, seed=0)
-    >>> p < 0.05, 8 <= k <= 12
-    (True, True)
-    """
-    labels = np.asarray(labels).astype(bool)
-    n_pool, n_members = labels.size, int(labels.sum())
-    if n_members == 0 or n_members == n_pool:
-        raise ValueError("the tail-excess test needs member and non-member records")
-    rng = np.random.default_rng(seed)
-    n_top = int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
-    grid = _tail_levels(n_top)
-    gap = gap_level(scores, n_top)
-    levels = np.unique(np.r_[grid, gap])
-    gap_index = int(np.searchsorted(levels, gap))
-    table = _tail_table(n_pool, n_members, tuple(int(k) for k in levels))
-    top = np.argsort(-random_tie_ranks(scores, rng), kind="stable")[:n_top]
-    observed_counts = np.cumsum(labels[top])[levels - 1]
-    grid_mask = np.isin(levels, grid)
-
-    def statistic(counts: np.ndarray) -> np.ndarray:
-        per_level = _tail_ps(counts, table)
-        return np.minimum(per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1))
-
-    observed = float(statistic(observed_counts))
-    # the null label order of the top n_top positions: draws without replacement from the pool
-    members_left = np.full(simulations, n_members, dtype=np.int64)
-    sequence = np.empty((simulations, n_top), dtype=bool)
-    for i in range(n_top):
-        sequence[:, i] = rng.random(simulations) * (n_pool - i) < members_left
-        members_left -= sequence[:, i]
-    null = statistic(np.cumsum(sequence, axis=1)[:, levels - 1])
-    pvalue = (1.0 + np.sum(null <= observed * (1 + 1e-12))) / (simulations + 1.0)
-    best = int(levels[int(np.argmin([t[c] for t, c in zip(table, observed_counts)]))])
-    return float(pvalue), best
 
 
 # --------------------------------------------------------------------------- exposed share

@@ -238,11 +238,13 @@ def test_the_budget_modules_doctests():
     import privacy_gate.config
     import privacy_gate.estimators.exposure
     import privacy_gate.estimators.group_tests
+    import privacy_gate.estimators.tail_test
     import privacy_gate.experiment.agreement
     import privacy_gate.experiment.copies
     import privacy_gate.gate.budget
 
     for module in (privacy_gate.gate.budget, privacy_gate.experiment.copies, privacy_gate.experiment.agreement,
-                   privacy_gate.estimators.exposure, privacy_gate.estimators.group_tests, privacy_gate.config):
+                   privacy_gate.estimators.exposure, privacy_gate.estimators.tail_test,
+                   privacy_gate.estimators.group_tests, privacy_gate.config):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
