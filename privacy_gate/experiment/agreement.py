@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue, tail_excess_pvalue
 from privacy_gate.spec import DatasetSpec
 
@@ -192,19 +193,12 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     pool = np.vstack([t, h])
     # a panel (spec.entity_id): each person is one unit, scored by their best row, so a person's
     # rows never count as independent records (people are exchangeable between the two sides)
-    if spec.entity_id is not None:
-        ent_t = pd.factorize(train[spec.entity_id].astype("string"), sort=True)[0]
-        ent_h = pd.factorize(holdout[spec.entity_id].astype("string"), sort=True)[0]
-    else:
-        ent_t, ent_h = np.arange(len(t)), np.arange(len(h))
+    ent_t, ent_h = unit_codes(train, spec.entity_id), unit_codes(holdout, spec.entity_id)
     n_t, n_h = int(ent_t.max()) + 1, int(ent_h.max()) + 1
     labels = np.r_[np.ones(n_t, bool), np.zeros(n_h, bool)]
 
     def per_unit(scores: np.ndarray) -> np.ndarray:
-        out_t, out_h = np.full(n_t, np.iinfo(np.int64).min), np.full(n_h, np.iinfo(np.int64).min)
-        np.maximum.at(out_t, ent_t, scores[:len(t)])
-        np.maximum.at(out_h, ent_h, scores[len(t):])
-        return np.r_[out_t, out_h]
+        return np.r_[unit_max(scores[:len(t)], ent_t), unit_max(scores[len(t):], ent_h)]
 
     qi = [cols.index(c) for c in (spec.quasi_identifiers or []) if c in cols]
     views = {"all": list(range(len(cols)))}

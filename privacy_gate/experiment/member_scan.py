@@ -35,6 +35,10 @@ Large scans search an approximate inverted-file index
 validity: every record of the pool goes through the same search. Below ``EXACT_PAIRS`` pairs the
 search is exact.
 
+**Panels** (``spec.entity_id``): a person is one unit, scored by their most exposed row; the
+p-values, the tail test and the counts are over people (the split made people exchangeable, not
+person-years), and each of a person's rows carries the person's p-value.
+
 Per-record results: row ids and p-values only (``risk/exposed_members.parquet``).
 """
 
@@ -48,6 +52,7 @@ import pandas as pd
 from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
 from privacy_gate.attacks.nn_index import approximate_nearest, ivf_cells
 from privacy_gate.data import Splits
+from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.estimators.exposure import (FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit,
                                               random_tie_ranks, tail_excess_pvalue)
@@ -78,6 +83,7 @@ class ScanResult:
     min_pvalue: float = 1.0  # the smallest p-value possible: 1 / (calibration + 1)
     naming_needs: int = 0  # records BH must find at that floor to name any
     reference_calibrates: bool = False  # the reference split is in the calibration set
+    simes_pvalue: float = 1.0  # Simes over the tested units (reported; the budget tests the tail)
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``names.exposure_metric``: ``exposed.scan_count`` ...)."""
@@ -86,7 +92,7 @@ class ScanResult:
                 "scan_false_bound": self.q * self.count, "scan_tail_pvalue": self.tail_pvalue,
                 "scan_tail_top": float(self.tail_top), "scan_min_pvalue": self.min_pvalue,
                 "scan_naming_needs": float(self.naming_needs),
-                "scan_simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy())}
+                "scan_simes_pvalue": self.simes_pvalue}
 
     @property
     def discoveries(self) -> np.ndarray:
@@ -114,6 +120,11 @@ def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, se
     return copy_scores(d_syn, d_real, floor=COPY_FLOOR * float(np.median(d_real)))
 
 
+def _bounds(parts: list[pd.DataFrame]) -> list[tuple[int, int]]:
+    ends = np.cumsum([len(p) for p in parts])
+    return [(int(e - len(p)), int(e)) for p, e in zip(parts, ends)]
+
+
 def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, q: float,
                  method: FdrMethod = "bh", seed: int = 0, exact: bool | None = None,
                  calibration_reference: bool = False, tail_max_share: float = 0.01) -> ScanResult:
@@ -135,23 +146,29 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
         exact = len(P) * (len(S) + len(P)) < EXACT_PAIRS
     scores = pool_copy_scores(P.astype(np.float64) if exact else P, S.astype(np.float64) if exact else S,
                               exact=exact, seed=seed)
+    # a panel (spec.entity_id): each person is one unit scored by their most exposed row, so the
+    # tests count people, who are what the split made exchangeable (person-years are not)
+    codes = [unit_codes(part, spec.entity_id) for part in parts]
+    unit_scores = np.concatenate([unit_max(scores[a:b], c) for (a, b), c in zip(_bounds(parts), codes)])
+    n_train = int(codes[0].max()) + 1
+    labels = np.zeros(len(unit_scores), dtype=bool)
+    labels[:n_train] = True
     # ties at random (seeded): exact population twins all score alike, and exchangeability asks
     # that none of them is favoured by its position in the pool
-    ranks = random_tie_ranks(scores, np.random.default_rng(seed)).astype(float)
-    n_train = len(splits.train)
-    labels = np.zeros(len(P), dtype=bool)
-    labels[:n_train] = True
+    ranks = random_tie_ranks(unit_scores, np.random.default_rng(seed)).astype(float)
     pvalues = conformal_pvalues(ranks[:n_train], ranks[n_train:])
     selected, threshold = fdr_select(pvalues, q=q, method=method)
     # the raw scores, not the ranks: the tail test's gap level is where the scores drop the most
-    tail_p, tail_top = tail_excess_pvalue(scores, labels, max_share=tail_max_share, seed=seed + 1)
-    n_cal = len(P) - n_train
+    tail_p, tail_top = tail_excess_pvalue(unit_scores, labels, max_share=tail_max_share, seed=seed + 1)
+    n_cal = len(unit_scores) - n_train
     floor, needs = naming_limit(n_train, n_cal, q=q, method=method)
-    records = pd.DataFrame({"row_id": splits.train.index.to_numpy(), "p_value": pvalues, "exposed": selected})
+    # per training row: its unit's p-value and selection
+    records = pd.DataFrame({"row_id": splits.train.index.to_numpy(), "p_value": pvalues[codes[0]],
+                            "exposed": selected[codes[0]]})
     return ScanResult(records=records, count=int(selected.sum()), tested=n_train, calibration=n_cal,
                       threshold=float(threshold), q=q, method=method, search="exact" if exact else "approximate",
                       tail_pvalue=tail_p, tail_top=tail_top, min_pvalue=floor, naming_needs=needs,
-                      reference_calibrates=calibration_reference)
+                      reference_calibrates=calibration_reference, simes_pvalue=simes_pvalue(pvalues))
 
 
 __all__ = ["EXACT_PAIRS", "ScanResult", "pool_copy_scores", "scan_members"]
