@@ -61,6 +61,18 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+#: reasons that are not evidence of a leak: too little data to judge (insufficient evidence, the
+#: power check) and requirements outside the error budget (utility, validation)
+NOT_SIGNAL_PREFIXES = ("insufficient_evidence.", "power.", "utility.", "validation.")
+
+
+def signal_reasons(row: dict) -> list[str]:
+    """The reasons of a verdict that are evidence of a leak (the error budget's false alarms when
+    the release is clean): everything but insufficient evidence and requirements; a gate error
+    (empty key) counts, as it fails closed."""
+    return sorted({c["key"] for c in row.get("reasons", []) if not c["key"].startswith(NOT_SIGNAL_PREFIXES)})
+
+
 def _naming(named, copied, n_train: int) -> dict:
     """Named training positions against the copied ones (``copied`` None: a null, all false)."""
     import numpy as np
@@ -195,6 +207,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             for k in {c["key"] or "gate-error" for c in r.get("reasons", [])}:
                 keys[k] += 1
         s["reason_counts"] = dict(sorted(keys.items(), key=lambda kv: -kv[1]))
+        s["leak_signal"] = sum(bool(signal_reasons(r)) for r in judged)
         bl = [r["baselines"] for r in judged if "baselines" in r and "error" not in r["baselines"]]
         if bl:
             s["baselines"] = {name: {"n": len(bl), "passed_share": sum(b[name]["passed"] for b in bl) / len(bl),
@@ -252,6 +265,24 @@ def markdown(summary: list[dict]) -> str:
             b = s.get("baselines")
             cells += [_pct(b[k]["passed_share"]) if b else "" for k in ("sdm_baseline", "sdm_overfitting", "dcr_gate")]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def side_by_side(summary: list[dict]) -> str:
+    """The gate and the distance-based checks on the same releases: how many each lets through
+    (right for a clean release, wrong for a leak)."""
+    rows = [s for s in summary if "baselines" in s]
+    if not rows:
+        return ""
+    lines = ["| table | rows | release | n | privacy-gate approves | SDMetrics DCRBaselineProtection passes | "
+             "SDMetrics DCROverfittingProtection passes | DCR threshold gate (AWS-style) passes |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for s in rows:
+        b, n = s["baselines"], s["n"]
+        count = lambda share: f"{round(share * b['dcr_gate']['n'])}/{b['dcr_gate']['n']}"  # noqa: E731
+        lines.append(f"| {s['table']} | {s['n_train']:,} | {s['cell']}{' (clean)' if s['kind'] == 'null' else ''} | {n} | "
+                     f"{s['approved']}/{n} | {count(b['sdm_baseline']['passed_share'])} | "
+                     f"{count(b['sdm_overfitting']['passed_share'])} | {count(b['dcr_gate']['passed_share'])} |")
     return "\n".join(lines)
 
 
@@ -344,13 +375,21 @@ def main(argv: list[str] | None = None) -> None:
         lo, hi = wilson(a, len(nulls))
         print(f"\nnulls: {a} of {len(nulls)} approved ({100 * a / len(nulls):.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]), "
               f"{b} BLOCK ({100 * b / len(nulls):.1f}%) over {len({r['table'] for r in nulls})} table(s)")
+        alarms = sum(bool(signal_reasons(r)) for r in nulls)
+        lo, hi = wilson(alarms, len(nulls))
+        print(f"nulls held back by a leak signal (the budget's false alarms; insufficient evidence and "
+              f"requirements apart): {alarms} of {len(nulls)} ({100 * alarms / len(nulls):.1f}% [{100 * lo:.1f}, "
+              f"{100 * hi:.1f}])")
     gated = [r["seconds"] for r in rows if r.get("seconds") is not None]
     if gated:
         print(f"gate seconds: mean {sum(gated) / len(gated):.1f}, max {max(gated):.1f} over {len(gated)} gates; "
               f"this run's wall time {wall:.0f}s")
     md = markdown(summary)
+    sbs = side_by_side(summary)
     if args.markdown:
         print("\n" + md)
+        if sbs:
+            print("\nSide by side (the same releases):\n\n" + sbs)
     from benchmarks.calibration_baselines import SETTINGS as BASELINE_SETTINGS
 
     record(args.out, {"git": git_head(), "command": " ".join([Path(sys.argv[0]).name, *argv]),
@@ -358,7 +397,7 @@ def main(argv: list[str] | None = None) -> None:
                       {"null_seeds_default": list(NULL_SEEDS), "leak_seeds_default": list(LEAK_SEEDS)},
                       "tables": [TABLES[t].attribution() for t in args.tables],
                       "baselines": BASELINE_SETTINGS if args.baselines else None,
-                      "summary": summary, "markdown": md, "runs": rows})
+                      "summary": summary, "markdown": md, "side_by_side": sbs, "runs": rows})
 
 
 if __name__ == "__main__":
