@@ -24,8 +24,10 @@ density has to be fitted per target:
 (the kernel's normalising constant cancels). ``a_s`` is computed once per synthetic row in
 ``fit`` (:class:`privacy_gate.attacks.density.GaussianKDE`, log-sum-exp, chunked); ``score`` is
 then one ``k``-nearest-neighbour search (:func:`privacy_gate.attacks.distance.k_nearest`,
-chunked) and ``k`` log-add-exps per target. Nothing is random: the scores are a deterministic
-function of the data, so the attack takes no seed.
+chunked, keeping the search's own distances: a kernel weight does not need them exact to the last
+bit, and recomputing ``k`` difference vectors per target would cost more than the search) and
+``k`` log-add-exps per target, in blocks of targets within ``chunk_bytes``. Nothing is random: the
+scores are a deterministic function of the data, so the attack takes no seed.
 
 **Relation to the reference implementation** (``joshward96/Synth-MIA``,
 ``synth_mia/attackers/gen_lra.py``). Followed: ``k = 200`` nearest synthetic rows by Euclidean
@@ -151,9 +153,10 @@ class GenLRA(EncodedAttack):
         inv_2h2 = 0.5 / self.density_reference_.bandwidth_**2
         out = np.empty(len(X), dtype=np.float64)
         # targets in blocks whose (block, k) neighbour arrays stay within the budget
-        step = rows_per_chunk(4 * k, self.chunk_bytes)
+        step = rows_per_chunk(8 * k, self.chunk_bytes)
         for start in range(0, len(X), step):
-            dist, idx = k_nearest(X[start:start + step], self.synthetic_encoded_, k, chunk_bytes=self.chunk_bytes)
+            dist, idx = k_nearest(X[start:start + step], self.synthetic_encoded_, k, chunk_bytes=self.chunk_bytes,
+                                  exact=False)
             a = self.log_mass_synthetic_[idx]
             out[start:start + len(dist)] = (np.logaddexp(a, -inv_2h2 * dist**2) - a).sum(axis=1)
         scores = out - k * math.log1p(1.0 / n)

@@ -131,6 +131,27 @@ def test_bandwidth_rules_use_the_reference_rows_and_original_columns():
     assert silverman.neighbours == silverman.neighbours_ == DEFAULT_NEIGHBOURS  # 200 synthetic rows here
 
 
+def test_the_searchs_own_distances_agree_with_the_exact_ones(monkeypatch):
+    """``k_nearest(exact=False)`` (what Gen-LRA scores with) against the exact distances: the same
+    neighbours, and squared distances (what the kernel reads) to 1e-9 on the BLAS search, 1e-4 on
+    the float32 faiss index. (A copy's distance is then ~1e-7, not 0: the square root of the
+    product form's rounding residue.)"""
+    from privacy_gate.attacks import distance
+    from privacy_gate.attacks.distance import k_nearest
+
+    rng = np.random.default_rng(5)
+    C = rng.normal(size=(400, 12)) + 3.0  # off-centre: the centring is what keeps the product form accurate
+    T = np.vstack([C[:10], C[10:20] + 1e-4, rng.normal(size=(60, 12)) + 3.0])
+    d_exact, i_exact = k_nearest(T, C, 25, chunk_bytes=5000)
+    d_fast, i_fast = k_nearest(T, C, 25, chunk_bytes=5000, exact=False)
+    np.testing.assert_array_equal(i_fast, i_exact)
+    np.testing.assert_allclose(d_fast**2, d_exact**2, rtol=0, atol=1e-9)
+    monkeypatch.setattr(distance, "INDEX_PAIRS", 1)  # the faiss path
+    d_index, i_index = k_nearest(T, C, 25, chunk_bytes=5000, exact=False)
+    np.testing.assert_array_equal(i_index[:, :5], i_exact[:, :5])
+    np.testing.assert_allclose(d_index**2, d_exact**2, rtol=0, atol=1e-4)
+
+
 # --------------------------------------------------------------------------- power and chance level
 
 
@@ -223,3 +244,20 @@ def test_a_config_runs_gen_lra_only_when_asked():
     cfg = GateOnlyConfig.model_validate({"attacks": [{"name": "domias"}, {"name": "gen_lra", "neighbours": 50}]})
     attack = create_attack(cfg.attacks[1].name, **cfg.attacks[1].params)
     assert isinstance(attack, GenLRA) and attack.neighbours == 50
+
+
+def test_the_gate_runs_gen_lra_and_its_chunked_scoring_gives_the_same_figures(adult_full, adult_spec):
+    """Through ``privacy_gate.evaluate``, as ``attacks: [{name: gen_lra}]`` runs it: its metrics and
+    scores are reported under its name, and scoring the targets in parts (``runner.score_chunks``)
+    changes no figure."""
+    import privacy_gate
+
+    rows = adult_full.sample(n=2400, random_state=5).reset_index(drop=True)
+    parts = dict(train=rows[:800], holdout=rows[800:1200], reference=rows[1200:1600], synthetic=rows[1600:],
+                 spec=adult_spec, attacks=[{"name": "gen_lra"}])
+    whole = privacy_gate.evaluate(**parts)
+    assert whole.verdict.status == "ok" and [o.name for o in whole.outcomes] == ["gen_lra"]
+    assert abs(whole.metrics["gen_lra.auc"] - 0.5) < 0.1  # an independent release
+    assert "gen_lra_score" in whole.scores().columns
+    chunked = privacy_gate.evaluate(**parts, score_chunks=3)
+    assert chunked.metrics == whole.metrics
