@@ -120,7 +120,7 @@ def test_matches_the_reference_codes_recipe_in_one_dimension():
 
 
 def test_bandwidth_rules_use_the_reference_rows_and_original_columns():
-    threat, targets, _ = scenario(0, leak=False, n=200)
+    threat, _, _ = scenario(0, leak=False, n=200)
     n, d = len(threat.reference), 7  # 7 original columns; the one-hot encoding is wider
     silverman = create_attack("gen_lra").fit(threat)
     assert silverman.encoder_.n_features_out_ > d and silverman.encoder_.n_effective_dims_ == d
@@ -253,8 +253,8 @@ def test_the_gate_runs_gen_lra_and_its_chunked_scoring_gives_the_same_figures(ad
     import privacy_gate
 
     rows = adult_full.sample(n=2400, random_state=5).reset_index(drop=True)
-    parts = dict(train=rows[:800], holdout=rows[800:1200], reference=rows[1200:1600], synthetic=rows[1600:],
-                 spec=adult_spec, attacks=[{"name": "gen_lra"}])
+    parts = {"train": rows[:800], "holdout": rows[800:1200], "reference": rows[1200:1600], "synthetic": rows[1600:],
+             "spec": adult_spec, "attacks": [{"name": "gen_lra"}]}
     whole = privacy_gate.evaluate(**parts)
     assert whole.verdict.status == "ok" and [o.name for o in whole.outcomes] == ["gen_lra"]
     assert abs(whole.metrics["gen_lra.auc"] - 0.5) < 0.1  # an independent release
