@@ -41,9 +41,10 @@ ratios. Deviations:
   instead of ``O(k n)`` plus a refit. Computed in log space: no ``1e-20`` floor inside the logs.
 - **Encoding and kernel**: the project's :class:`privacy_gate.data.encoding.MixedEncoder`
   fitted on the reference data (the attacker's own data; numerics standardised, categories
-  one-hot at distance 1), an isotropic kernel with one bandwidth in standardised units — the
-  reference one-hot encodes and standardises with scikit-learn fitted on the *synthetic* data
-  and uses scipy's full-covariance kernel (which is singular on one-hot columns).
+  one-hot at distance 1), an isotropic kernel with one bandwidth in standardised units. Synth-MIA
+  leaves the encoding to its ``TabularPreprocessor`` (by default one-hot and standardised, fitted
+  on the *synthetic* data) and uses scipy's kernel, whose covariance is the data's covariance
+  times the bandwidth factor squared.
 - **Silverman's rule** ``(n (d + 2) / 4) ** (-1 / (d + 4))`` with ``d`` the number of original
   columns, not the one-hot width (as Scott's rule in :class:`GaussianKDE`: with ~110 one-hot
   features the factor tends to 1 and the kernel loses all locality).
