@@ -2,8 +2,8 @@
 rate controlled), is there an excess of members among the most extreme scores, and how large is
 the share of exposed records — every figure valid when all members share one calibration set.
 
-**One statistic per record.** The attacks are combined before testing: a record's combined
-score is the maximum over the attacks of its rank among all scored records (members and
+**One statistic per record for the tests.** The attacks are combined before testing: a record's
+combined score is the maximum over the attacks of its rank among all scored records (members and
 non-members pooled), ties broken at random (seeded) so all scores are distinct. That transform is
 a symmetric function of the pool: under "no leakage" (members exchangeable with non-members) the
 combined scores are exchangeable too, so a member's conformal p-value against the ``n0``
@@ -11,16 +11,20 @@ non-members (the calibration set)
 
     p_i = (1 + #{j non-member : c_j >= c_i}) / (n0 + 1)
 
-is valid with no factor for the number of attacks (Bonferroni over ``k`` attacks would make the
-smallest possible p-value ``k / (n0 + 1)``). Discoveries: Benjamini–Hochberg over the members at
-level ``q`` (conformal p-values sharing a calibration set are PRDS: Bates, Candès, Lei, Romano &
-Sesia 2023, Thm. 2.4), or Benjamini–Yekutieli under any dependence. ``tests/estimators/
-test_exposure.py`` checks the FDR by simulation.
+is valid with no factor for the number of attacks; the tail-excess and Simes tests read it.
+
+**Naming per attack.** The maximum rank dilutes one strong attack's tail (a non-member's best
+rank over ``k`` attacks reaches the top ``k`` times as often), so records are named from each
+attack's own conformal p-values: Benjamini–Hochberg at ``q / k`` per attack (conformal p-values
+sharing a calibration set are PRDS: Bates, Candès, Lei, Romano & Sesia 2023, Thm. 2.4), or
+Benjamini–Yekutieli under any dependence, and the union of the ``k`` selections, whose FDR is at
+most ``q`` (:func:`_name_per_attack`). ``tests/estimators/test_exposure.py`` checks the FDR by
+simulation.
 
 **What can be named at all.** A p-value is at least ``1 / (n0 + 1)``, so BH over ``m`` members at
-level ``q`` selects nothing unless at least ``ceil(m / (q (n0 + 1)))`` members reach that floor
-together (:func:`naming_limit`); the gate reports this number so "no record named" is read as
-"fewer exposed records than that, or none".
+level ``q / k`` selects nothing unless at least ``ceil(k m / (q (n0 + 1)))`` members reach that
+floor together in one attack (:func:`naming_limit`); the gate reports this number so "no record
+named" is read as "fewer exposed records than that, or none".
 
 **The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful of
 members above every non-member is strong evidence even when BH can name none.
@@ -274,6 +278,35 @@ class ExposureResult:
                 "simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy()), "share_pvalue": self.share_pvalue}
 
 
+def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: FdrMethod
+                     ) -> tuple[np.ndarray, list[float]]:
+    """The records named: Benjamini–Hochberg (or –Yekutieli) over each attack's own conformal
+    p-values at ``q / k``, and the union of the ``k`` selections. The union's false discovery
+    proportion is at most the sum of the ``k`` proportions (its discoveries are at least each
+    one's), so its FDR is at most ``q``. The max-rank combination names nothing where one attack
+    alone would: a non-member's best rank over ``k`` attacks crowds the top ``k`` times as often.
+
+    >>> scores = {"copy": np.r_[np.full(120, 9.0), np.zeros(11880)] + np.random.default_rng(0).normal(size=12000),
+    ...           **{f"noise{i}": np.random.default_rng(i + 1).normal(size=12000) for i in range(3)}}
+    >>> members = np.r_[np.ones(6000, bool), np.zeros(6000, bool)]
+    >>> ps = {a: conformal_pvalues(x[members], x[~members]) for a, x in scores.items()}
+    >>> named, _ = _name_per_attack(ps, q=0.05, method="bh")
+    >>> int(named[:120].sum()) >= 110, int(named[120:].sum()) <= 5
+    (True, True)
+    >>> c = combined_scores(scores)  # the max-rank combination: nothing named
+    >>> int(fdr_select(conformal_pvalues(c[members], c[~members]), q=0.05)[0].sum())
+    0
+    """
+    arrays = list(per_attack.values())
+    named = np.zeros(arrays[0].size, dtype=bool)
+    thresholds = []
+    for p in arrays:
+        chosen, t = fdr_select(p, q=q / len(arrays), method=method)
+        named |= chosen
+        thresholds.append(t)
+    return named, thresholds
+
+
 def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
                      level: float, delta: float, method: FdrMethod = "bh", tail_max_share: float = 0.01,
                      seed: int = 0) -> ExposureResult:
@@ -286,7 +319,6 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
         raise ValueError("exposed-record discovery needs member and non-member targets")
     combined = combined_scores(scores, seed=seed)
     pvalues = conformal_pvalues(combined[labels], combined[~labels])
-    selected, threshold = fdr_select(pvalues, q=q, method=method)
     # the share per attack (each bound at delta / k, so the largest is valid for the strongest):
     # a broad leak lifts one attack's top scores, which the rank maximum over k attacks dilutes
     ranked = [_tie_free(s, labels, seed=seed + 2 + i) for i, s in enumerate(scores.values())]
@@ -300,13 +332,15 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
                   for a, s in scores.items()}
     best = np.argmin(np.column_stack([per_attack[a] for a in names]), axis=1)
+    selected, thresholds = _name_per_attack(per_attack, q=q, method=method)
+    threshold = max(thresholds)
     records = pd.DataFrame({"row_id": np.asarray(row_ids)[labels], "p_value": pvalues, "exposed": selected,
                             "attack": np.asarray(names, dtype=object)[best],
                             **{f"p_{a}": p for a, p in per_attack.items()}})
     n1, n0 = int(labels.sum()), int((~labels).sum())
-    floor, needs = naming_limit(n1, n0, q=q, method=method)
+    floor, needs = naming_limit(n1, n0, q=q / len(names), method=method)
     return ExposureResult(records=records, count=int(selected.sum()), tested=n1, calibration=n0,
-                          threshold=threshold, false_expected=float((1 - share) * n1 * threshold), share=share,
+                          threshold=threshold, false_expected=float((1 - share) * n1 * sum(thresholds)), share=share,
                           share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
                           min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
                           n_attacks=len(names), share_pvalue=share_p)
