@@ -271,17 +271,18 @@ def gate(
     _quiet_env()
     _require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules,
                    config=config)
-    from privacy_gate.config import load_gate_only_config, load_rules, load_spec
+    from privacy_gate.config import load_judging, load_spec
     from privacy_gate.errors import ConfigError
 
     if rules and config:
         _usage_error("--rules and --config both set the rules; put them in the --config file's gate section")
     try:
         spec_model = load_spec(spec)
-        gate_cfg = load_rules(rules) if rules else None
-        judging = load_gate_only_config(config) if config else None
+        # --rules and --config: one loader, one validation (a rule naming an attack that does not run
+        # is refused here, naming the file and the rule, whichever option brought it)
+        judging = load_judging(rules=rules, config=config)
         if judging is not None:
-            judging.check_against(spec_model, str(config))
+            judging.check_against(spec_model, str(rules or config))
             _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
@@ -294,7 +295,7 @@ def gate(
         from privacy_gate.pipeline.release import gate_only_run
 
         _run_flow(gate_only_run, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
-                  synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, judging=judging, workdir=workdir,
+                  synthetic=str(synthetic), spec=spec_model, judging=judging, workdir=workdir,
                   publish_to=publish_to or None, logger=_cli_logger())
     from privacy_gate.flows import gate_flow
 
