@@ -50,6 +50,7 @@ import pandas as pd
 
 from privacy_gate import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.private_files import copy_private, open_private, private_dir, private_file, shared_modes, write_private
 from privacy_gate.processes import pid_alive, this_host
 
 QUARANTINE_DIR = "quarantine"
@@ -123,7 +124,7 @@ def _fsync_file(path: Path) -> None:
 
 
 def _copy_file(src: Path, dst: Path) -> None:
-    shutil.copyfile(src, dst)
+    copy_private(src, dst)  # 0600 from its creation: staging is private until the release is complete
 
 
 @dataclass(frozen=True)
@@ -186,10 +187,12 @@ def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
 
 
 def _temp_dir(parent: Path, prefix: str) -> Path:
+    """A new private (0700) work folder in ``parent``: quarantine work and publication staging are
+    never readable by other users, whatever the umask."""
     parent.mkdir(parents=True, exist_ok=True)
     path = parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}"
-    path.mkdir()
-    return path
+    path.mkdir(mode=0o700)
+    return private_dir(path)
 
 
 def verify_published(folder: Path) -> dict[str, Any]:
@@ -283,23 +286,29 @@ class ReleaseStore:
         return self.target if isinstance(self.target, str) else str(self.target.resolve())
 
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
-        """Write the candidate release into quarantine, addressed by its content hash."""
+        """Write the candidate release into quarantine, addressed by its content hash. The
+        quarantine, its folders and files are private (0700 / 0600) whatever the umask: a release
+        that is not approved may hold training records."""
+        private_dir(self.quarantine_root, parents=True)
         clean_stale(self.quarantine_root, prefix=QUARANTINE_TMP_PREFIX)
         tmp = _temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX)
         try:
             local = tmp / f"synthetic.{fmt}"
+            open_private(local).close()  # created 0600; the writers below keep an existing file's mode
             if fmt == "parquet":
                 df.to_parquet(local, index=False)
             else:
                 df.to_csv(local, index=False)
+            private_file(local)
             _fsync_file(local)
             sha = file_sha256(local)
-            folder = self.quarantine_root / sha[:16]
+            folder = private_dir(self.quarantine_root / sha[:16])
             final = folder / local.name
             if not final.exists():
-                folder.mkdir(exist_ok=True)
                 os.replace(local, final)  # same filesystem: atomic
                 _fsync_dir(folder)
+            else:
+                private_file(final)  # an older version's quarantine may be wider
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         uri = None
@@ -348,8 +357,14 @@ class ReleaseStore:
                 raise PublishError(f"the copy of {release.path} does not match its hash; not publishing")
             manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
                                  config_hash=config_hash, approval=approval, extra=extra)
-            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
+            write_private(staging / MANIFEST, json.dumps(manifest, indent=2).encode())
             _fsync_file(staging / MANIFEST)
+            # complete: from now on it is a release meant to be read, with the modes this process's
+            # umask gives (the operator's setting), set before it becomes visible
+            folder_mode, file_mode = shared_modes()
+            for entry in (staging / name, staging / MANIFEST):
+                os.chmod(entry, file_mode)
+            os.chmod(staging, folder_mode)
             _fsync_dir(staging)
             try:
                 os.rename(staging, final)  # the one step that makes the release visible
