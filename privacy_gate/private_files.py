@@ -86,5 +86,14 @@ def shared_modes() -> tuple[int, int]:
     return 0o777 & ~mask, 0o666 & ~mask
 
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "copy_private", "current_umask", "open_private", "private_dir",
+def make_shared(folder: Path, files: list[Path]) -> None:
+    """Give a finished folder and its ``files`` the modes of :func:`shared_modes` (a published
+    release, once complete: meant to be read)."""
+    folder_mode, file_mode = shared_modes()
+    for path in files:
+        os.chmod(path, file_mode)
+    os.chmod(folder, folder_mode)
+
+
+__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "copy_private", "current_umask", "make_shared", "open_private", "private_dir",
            "private_file", "shared_modes", "write_private"]
