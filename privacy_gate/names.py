@@ -437,6 +437,9 @@ DP_AUDIT_METRICS = ("dp_audit.epsilon_lower", "dp_audit.epsilon_claimed", "dp_au
 TAG_DP_AUDIT = "gate.dp_audit"  # on the release run: the DP audit's nested run id
 
 SQLITE_FILE = "mlflow.db"
+#: the workdir's secret that keys the hashes of record values in group labels (``label_key``):
+#: 0600, never logged, never in MLflow or an artefact
+LABEL_KEY_FILE = "label-key"
 ARTIFACT_DIR = "mlartifacts"
 LOCK_DIR = "locks"  # beside a local MLflow store: one lock file per run being decided
 
@@ -450,6 +453,7 @@ SEAL_SYNTHETIC_SHA = "synthetic_file_sha256"
 SEAL_SETTINGS_SHA = "settings_sha256"  # sha256 of the ART_SETTINGS text as logged
 SEAL_CONFIG_SHA = "config_sha256"  # sha256 of the ART_CONFIG text as logged
 SEAL_REGATE_OF = "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
+SEAL_LABEL_KEY = "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
 #: the run tag that must agree with each sealed field (an edited tag is refused, never followed)
 SEAL_TAGS = {SEAL_DATASET: TAG_DATASET, SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET, SEAL_QUARANTINE: TAG_QUARANTINE,
              SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA}

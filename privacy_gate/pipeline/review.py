@@ -23,7 +23,9 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
 from privacy_gate.gate import Verdict
+from privacy_gate.experiment.grouping import names_hashed_values
 from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.label_key import matching_key
 from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate,
                                                check_subgroup_decisions, pending_text, suppressed_with)
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -202,8 +204,11 @@ class SuppressedRelease:
             ids = singled_out(record.exposed_records(), level=float(level))
             exposed = splits.train.loc[splits.train.index.intersection(ids)]
             logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
+        # a hashed label is resolved with the key that hashed it (this workdir's, checked against the seal)
+        key = (matching_key(workdir, fingerprint=record.seal.get(names.SEAL_LABEL_KEY), what=f"run {record.run_id}")
+               if any(names_hashed_values(s) for s in suppress) else None)
         drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
-                                reference=splits.reference, train=splits.train, holdout=splits.holdout)
+                                reference=splits.reference, train=splits.train, holdout=splits.holdout, label_key=key)
         removed = int(drop.sum())
         logger.info("suppressing %d of %d synthetic rows (%s)", removed, len(synthetic), ", ".join(suppress))
         return cls(record=record, suppress=tuple(suppress), settings=settings, splits=splits,
