@@ -138,4 +138,4 @@ def matching_key(workdir: str | Path, *, fingerprint: str | None, what: str) -> 
     return key
 
 
-__all__ = ["LabelKey", "TOKEN_DIGITS", "matching_key"]
+__all__ = ["TOKEN_DIGITS", "LabelKey", "matching_key"]

@@ -18,10 +18,8 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import threading
-from pathlib import Path
 
 import pandas as pd
 import pytest
