@@ -67,7 +67,8 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                          "modes under any umask",
      (r"tests/pipeline/test_label_privacy\.py::", r"tests/validation/test_validation\.py::test_report_contains_no_raw",
       r"tests/pipeline/test_keyed_labels\.py::test_(the_dictionary_attack|labels_are_the_stores|the_secret_reaches|"
-      r"a_workdirs_key|a_readable_or_damaged|labels_are_resolved_only|a_hashed_label_needs)",
+      r"a_workdirs_key|a_readable_or_damaged|a_gate_on_a_workdir_with_a_readable_key|labels_are_resolved_only|"
+      r"a_hashed_label_needs)",
       r"tests/publish/test_private_modes\.py::")),
 )
 

@@ -104,10 +104,15 @@ def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_s
     """Folders the run writes and split files it compares, checked before it starts (exit 2, one
     line naming the path) rather than as a BLOCK minutes later."""
     from privacy_gate.errors import ConfigError
+    from privacy_gate.label_key import LabelKey
+    from privacy_gate.names import LABEL_KEY_FILE
     from privacy_gate.pipeline.preflight import check_split_files, require_writable_dir
 
     try:
         require_writable_dir(workdir, setting="--workdir")
+        if workdir is not None and (Path(workdir) / LABEL_KEY_FILE).exists():
+            # a label key others may read, or a damaged one: refused now, not as a BLOCK after the run
+            LabelKey.for_workdir(workdir, create=False)
         require_writable_dir(publish_to, setting=publish_setting)
         if split_files is not None:
             check_split_files(split_files, spec)

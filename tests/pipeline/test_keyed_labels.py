@@ -104,6 +104,20 @@ def test_a_readable_or_damaged_key_file_is_refused_naming_it(tmp_path):
         LabelKey.for_workdir(tmp_path / "elsewhere", create=False)
 
 
+def test_a_gate_on_a_workdir_with_a_readable_key_exits_2_before_running(tmp_path, small_adult):
+    LabelKey.for_workdir(tmp_path / "wd")
+    path = tmp_path / "wd" / names.LABEL_KEY_FILE
+    os.chmod(path, 0o644)
+    real = pd.read_csv(small_adult / "real.csv")
+    for name, part in {"train": real.iloc[:1500], "holdout": real.iloc[1500:2200], "reference": real.iloc[2200:]}.items():
+        part.to_csv(tmp_path / f"{name}.csv", index=False)
+    code, out, err = _invoke(["gate", "--train", str(tmp_path / "train.csv"), "--holdout", str(tmp_path / "holdout.csv"),
+                              "--reference", str(tmp_path / "reference.csv"), "--synthetic", str(tmp_path / "train.csv"),
+                              "--spec", str(EXAMPLE), "--workdir", str(tmp_path / "wd"), "--orchestrator", "local"])
+    assert code == 2 and f"{path}: the label key may be read by other users" in err and "chmod 600" in err, (out, err)
+    assert not (tmp_path / "wd" / names.SQLITE_FILE).exists()
+
+
 def test_labels_are_resolved_only_with_the_key_that_made_them(tmp_path):
     key = LabelKey.for_workdir(tmp_path / "a")
     assert matching_key(tmp_path / "a", fingerprint=key.fingerprint, what="run r1") == key
