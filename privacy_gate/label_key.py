@@ -97,7 +97,8 @@ class LabelKey:
             info = path.stat()
             text = path.read_text(encoding="ascii").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: the label key cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise ConfigError(f"{path}: the label key cannot be read ({reason})") from None
         if stat.S_IMODE(info.st_mode) & 0o077:
             raise ConfigError(f"{path}: the label key may be read by other users (mode "
                               f"{stat.S_IMODE(info.st_mode):04o}); make it private: chmod 600 {path}")
@@ -132,9 +133,9 @@ def matching_key(workdir: str | Path, *, fingerprint: str | None, what: str) -> 
                           "hashed groups cannot be resolved — run the gate again")
     key = LabelKey.for_workdir(workdir, create=False)
     if not hmac.compare_digest(key.fingerprint, str(fingerprint)):
-        raise ConfigError(f"{what} hashed its group labels with another label key than {Path(workdir) / LABEL_KEY_FILE} "
-                          f"(fingerprint {fingerprint}, this one {key.fingerprint}); use the --workdir the gate ran in, "
-                          "or copy its label-key here (mode 0600)")
+        raise ConfigError(f"{what} hashed its group labels with another label key than "
+                          f"{Path(workdir) / LABEL_KEY_FILE} (fingerprint {fingerprint}, this one {key.fingerprint}); "
+                          "use the --workdir the gate ran in, or copy its label-key here (mode 0600)")
     return key
 
 

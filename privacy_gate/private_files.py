@@ -95,5 +95,5 @@ def make_shared(folder: Path, files: list[Path]) -> None:
     os.chmod(folder, folder_mode)
 
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "copy_private", "current_umask", "make_shared", "open_private", "private_dir",
-           "private_file", "shared_modes", "write_private"]
+__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "copy_private", "current_umask", "make_shared", "open_private",
+           "private_dir", "private_file", "shared_modes", "write_private"]
