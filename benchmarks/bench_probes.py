@@ -41,7 +41,8 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       r"a_holdout_that_is_the_training_file|a_reference_holding_training_records|the_run_itself_refuses_overlapping|"
       r"unwritable_folders)",
       r"tests/pipeline/test_stage_lines\.py::test_a_failing_path_is_named",
-      r"tests/publish/test_objectstore\.py::test_missing_object_and_bucket")),
+      r"tests/publish/test_objectstore\.py::test_missing_object_and_bucket",
+      r"tests/test_rules_option\.py::test_(a_rules_file_with_a_misspelled_attack|rules_and_config_files_refuse)")),
     ("kills and faults", "a fault injected into every named step, kills at any instant of a publication, "
                          "a served config corrupted mid-run, runs of dead processes reconciled",
      (r"tests/pipeline/test_faults\.py::", r"tests/pipeline/test_post_decision_faults\.py::",
@@ -49,16 +50,26 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       r"tests/pipeline/test_doctor\.py::", r"tests/publish/test_objectstore\.py::test_doctor")),
     ("races", "concurrent first runs on one store, concurrent approve/reject of one run",
      (r"tests/pipeline/test_concurrency\.py::",
-      r"tests/pipeline/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)")),
-    ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered releases",
+      r"tests/pipeline/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)",
+      r"tests/pipeline/test_keyed_labels\.py::test_concurrent_first_uses")),
+    ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered releases, a "
+                  "re-gate's run decided alone (its kind tag edited)",
      (r"tests/pipeline/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
-      r"tests/publish/test_objectstore\.py::test_s3_reader_contract")),
+      r"tests/publish/test_objectstore\.py::test_s3_reader_contract",
+      r"tests/pipeline/test_rerun_decisions\.py::test_(a_regates_run_cannot|an_edited_kind_tag|a_regate_left_by)",
+      r"tests/pipeline/test_keyed_labels\.py::test_a_regates_run_is_refused_alone")),
     ("unreachable services", "an MLflow server or object store that does not answer or dies mid-run",
      (r"tests/test_tracking_probe\.py::", r"tests/pipeline/test_infra_retries\.py::",
       r"tests/publish/test_objectstore\.py::test_unreachable_endpoint")),
     ("artefact privacy", "values only training records hold, planted and searched for in every file a gate, "
-                         "a review and an approval leave; raw values in validation reports",
-     (r"tests/pipeline/test_label_privacy\.py::", r"tests/validation/test_validation\.py::test_report_contains_no_raw")),
+                         "a review and an approval leave; raw values in validation reports; hashed labels "
+                         "attacked with a dictionary, the label key searched for; quarantine and staging "
+                         "modes under any umask",
+     (r"tests/pipeline/test_label_privacy\.py::", r"tests/validation/test_validation\.py::test_report_contains_no_raw",
+      r"tests/pipeline/test_keyed_labels\.py::test_(the_dictionary_attack|labels_are_the_stores|the_secret_reaches|"
+      r"a_workdirs_key|a_readable_or_damaged|a_gate_on_a_workdir_with_a_readable_key|labels_are_resolved_only|"
+      r"a_hashed_label_needs)",
+      r"tests/publish/test_private_modes\.py::")),
 )
 
 

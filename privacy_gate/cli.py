@@ -104,10 +104,15 @@ def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_s
     """Folders the run writes and split files it compares, checked before it starts (exit 2, one
     line naming the path) rather than as a BLOCK minutes later."""
     from privacy_gate.errors import ConfigError
+    from privacy_gate.label_key import LabelKey
+    from privacy_gate.names import LABEL_KEY_FILE
     from privacy_gate.pipeline.preflight import check_split_files, require_writable_dir
 
     try:
         require_writable_dir(workdir, setting="--workdir")
+        if workdir is not None and (Path(workdir) / LABEL_KEY_FILE).exists():
+            # a label key others may read, or a damaged one: refused now, not as a BLOCK after the run
+            LabelKey.for_workdir(workdir, create=False)
         require_writable_dir(publish_to, setting=publish_setting)
         if split_files is not None:
             check_split_files(split_files, spec)
@@ -271,17 +276,18 @@ def gate(
     _quiet_env()
     _require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules,
                    config=config)
-    from privacy_gate.config import load_gate_only_config, load_rules, load_spec
+    from privacy_gate.config import load_judging, load_spec
     from privacy_gate.errors import ConfigError
 
     if rules and config:
         _usage_error("--rules and --config both set the rules; put them in the --config file's gate section")
     try:
         spec_model = load_spec(spec)
-        gate_cfg = load_rules(rules) if rules else None
-        judging = load_gate_only_config(config) if config else None
+        # --rules and --config: one loader, one validation (a rule naming an attack that does not run
+        # is refused here, naming the file and the rule, whichever option brought it)
+        judging = load_judging(rules=rules, config=config)
         if judging is not None:
-            judging.check_against(spec_model, str(config))
+            judging.check_against(spec_model, str(rules or config))
             _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
@@ -294,7 +300,7 @@ def gate(
         from privacy_gate.pipeline.release import gate_only_run
 
         _run_flow(gate_only_run, as_json, train=str(train), holdout=str(holdout), reference=str(reference),
-                  synthetic=str(synthetic), spec=spec_model, gate=gate_cfg, judging=judging, workdir=workdir,
+                  synthetic=str(synthetic), spec=spec_model, judging=judging, workdir=workdir,
                   publish_to=publish_to or None, logger=_cli_logger())
     from privacy_gate.flows import gate_flow
 

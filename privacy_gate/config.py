@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
@@ -481,9 +482,10 @@ def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
 
 
 def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...],
-                  exposure: ExposureConfig | None = None, disclosure: DisclosureConfig | None = None) -> str | None:
+                  exposure: ExposureConfig | None = None, disclosure: DisclosureConfig | None = None, *,
+                  at: str = "gate.rules") -> str | None:
     """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
-    figure: what is wrong, or None.
+    figure: what is wrong, or None. ``at``: where the rules list is in the file, as the message names it.
 
     >>> rules_problem([Rule(metric="auc", attack="dcrr", max=0.6)], [AttackConfig(name="dcr")])
     "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any, combined or strongest"
@@ -495,13 +497,16 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
         if named is None and rule.metric.partition(".")[0] not in PLAIN_FAMILIES:
             named = rule.metric.partition(".")[0]  # a metric written as <attack>.<figure>
         if named is not None and named not in allowed:
-            return (f"gate.rules[{i}] ({rule.describe()}): attack {named!r} is not a configured attack "
+            # a look-alike letter (a Cyrillic 'о' in 'dоmias') is spelled out, or the message would
+            # seem to refuse a name it lists
+            shown = repr(named) if named.isascii() else f"{named!r} (spelled {ascii(named)}: not plain ASCII)"
+            return (f"{at}[{i}] ({rule.describe()}): attack {shown} is not a configured attack "
                     f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
         if disclosure is not None and not disclosure.enabled and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES:
-            return (f"gate.rules[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is false: "
+            return (f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is false: "
                     "turn it on or list gate.rules without singling_out/linkability/inference rules")
         if exposure is not None and not exposure.scan_members and rule.metric.startswith("exposed.scan_"):
-            return (f"gate.rules[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members is "
+            return (f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members is "
                     "false: turn the scan on or list gate.rules without exposed.scan_* rules")
     return None
 
@@ -860,10 +865,15 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: not valid YAML ({type(exc).__name__})") from None
 
 
-def _format_validation_error(path: Path, prefix: str, exc: ValidationError) -> ConfigError:
+def _format_validation_error(path: Path, prefix: str, exc: ValidationError, *, gate_key: str = "gate") -> ConfigError:
+    """One line naming the file and each problem's key. ``gate_key``: what the file calls the model's
+    ``gate`` section (a bare ``rules:`` file has none: ``""``)."""
     problems = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+        where = tuple(err["loc"])
+        if gate_key != "gate" and where[:1] == ("gate",):
+            where = ((gate_key,) if gate_key else ()) + where[1:]
+        loc = ".".join(str(p) for p in (prefix, *where) if p != "")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -889,20 +899,6 @@ def load_spec(path: str | Path) -> DatasetSpec:
     return _spec_from(raw, path)
 
 
-def load_rules(path: str | Path) -> GateConfig:
-    """Load gate rules: a file with ``gate: {rules: [...]}`` or just ``rules: [...]``."""
-    path = Path(path)
-    raw = _read_yaml(path)
-    if isinstance(raw, dict) and "gate" in raw:
-        raw, prefix = raw["gate"], "gate"
-    else:
-        prefix = ""
-    try:
-        return GateConfig.model_validate(raw or {})
-    except ValidationError as exc:
-        raise _format_validation_error(path, prefix, exc) from None
-
-
 class GateOnlyConfig(_Strict):
     """The judging sections of a release config, for gate-only runs (``privacy-gate gate --config``):
     synthetic data made elsewhere is judged with the same attacks, targets, audit and MACE settings
@@ -917,8 +913,12 @@ class GateOnlyConfig(_Strict):
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
 
     @model_validator(mode="after")
-    def _attacks(self) -> GateOnlyConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
+    def _attacks(self, info: ValidationInfo) -> GateOnlyConfig:
+        # ``rules_at`` (validation context): where the file holds the rules (a --rules file may hold
+        # a bare ``rules:`` list), so the message names the key as the user wrote it
+        at = (info.context or {}).get("rules_at", "gate.rules")
+        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure,
+                                                                      self.disclosure, at=at)
         if problem:
             raise ValueError(problem)
         return self
@@ -940,11 +940,43 @@ def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure")
     fields = set(GateOnlyConfig.model_fields)
+    return _judging_from({k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path)
+
+
+def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") -> GateOnlyConfig:
+    """The one validation of judging sections, for ``--config`` and ``--rules`` files alike.
+    ``gate_key``: what the file calls the gate section (``""`` for a bare ``rules:`` file), so
+    every message names the key as written."""
     try:
-        return GateOnlyConfig.model_validate({k: v for k, v in raw.items() if k in fields or k not in
-                                              ReleaseConfig.model_fields})
+        return GateOnlyConfig.model_validate(raw, context={"rules_at": ".".join(p for p in (gate_key, "rules") if p)})
     except ValidationError as exc:
-        raise _format_validation_error(path, "", exc) from None
+        raise _format_validation_error(path, "", exc, gate_key=gate_key) from None
+
+
+def load_rules_config(path: str | Path) -> GateOnlyConfig:
+    """A ``--rules`` file (``gate: {rules: [...]}`` or just ``rules: [...]``) as the judging config it
+    stands for: the gate section from the file, every other section at its default, validated by
+    the same code as a ``--config`` file (a rule naming an attack that does not run is refused)."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if isinstance(raw, dict) and "gate" in raw:
+        return _judging_from({"gate": raw["gate"] if raw["gate"] is not None else {}}, path)
+    return _judging_from({"gate": raw if raw is not None else {}}, path, gate_key="")
+
+
+def load_rules(path: str | Path) -> GateConfig:
+    """The gate section of a ``--rules`` file (:func:`load_rules_config`)."""
+    return load_rules_config(path).gate
+
+
+def load_judging(*, rules: str | Path | None = None, config: str | Path | None = None) -> GateOnlyConfig | None:
+    """The judging config of a gate-only run: from a ``--rules`` file or a ``--config`` file (not
+    both: each sets the rules), None for neither (the defaults)."""
+    if rules and config:
+        raise ConfigError(f"{rules} and {config} both set the gate rules; put them in the gate section of {config}")
+    if rules:
+        return load_rules_config(rules)
+    return load_gate_only_config(config) if config else None
 
 
 def load_release_config(path: str | Path) -> ReleaseConfig:

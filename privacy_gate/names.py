@@ -363,6 +363,8 @@ TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdic
 KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
+#: the run of ``approve RUN --suppress``'s re-gate: decided with RUN, never alone
+KIND_REVIEW_RERUN = "review_rerun"
 #: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it removes
 KIND_LADDER_FILTER = "ladder_filter"
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
@@ -435,6 +437,9 @@ DP_AUDIT_METRICS = ("dp_audit.epsilon_lower", "dp_audit.epsilon_claimed", "dp_au
 TAG_DP_AUDIT = "gate.dp_audit"  # on the release run: the DP audit's nested run id
 
 SQLITE_FILE = "mlflow.db"
+#: the workdir's secret that keys the hashes of record values in group labels (``label_key``):
+#: 0600, never logged, never in MLflow or an artefact
+LABEL_KEY_FILE = "label-key"
 ARTIFACT_DIR = "mlartifacts"
 LOCK_DIR = "locks"  # beside a local MLflow store: one lock file per run being decided
 
@@ -447,6 +452,8 @@ SEAL_QUARANTINE = "quarantine_path"
 SEAL_SYNTHETIC_SHA = "synthetic_file_sha256"
 SEAL_SETTINGS_SHA = "settings_sha256"  # sha256 of the ART_SETTINGS text as logged
 SEAL_CONFIG_SHA = "config_sha256"  # sha256 of the ART_CONFIG text as logged
+SEAL_REGATE_OF = "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
+SEAL_LABEL_KEY = "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
 #: the run tag that must agree with each sealed field (an edited tag is refused, never followed)
 SEAL_TAGS = {SEAL_DATASET: TAG_DATASET, SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET, SEAL_QUARANTINE: TAG_QUARANTINE,
              SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA}

@@ -1,13 +1,13 @@
 """Quarantine store and atomic publication.
 
-Every candidate release first lands in ``<workdir>/quarantine/<sha16>/``. Only an APPROVE verdict
-(or a recorded approval) publishes it. Publication is one atomic step:
+Every candidate release first lands in ``<workdir>/quarantine/<sha16>/`` (private: folders 0700,
+files 0600, whatever the umask). Only an APPROVE verdict (or a recorded approval) publishes it.
+Publication is one atomic step:
 
-1. A staging directory ``<target>/.staging-<pid>-<token>/`` is made inside the target, on the same
-   filesystem.
-2. The data file and ``manifest.json`` are written into it and fsynced.
-3. The staging directory is renamed to ``<target>/<slug>-<sha12>/``, and the target folder is
-   fsynced.
+1. A private staging directory ``<target>/.staging-<host>-<pid>-<token>/`` (0700, files 0600) is
+   made inside the target, on the same filesystem; the data file and ``manifest.json`` are
+   written into it and fsynced, then given the modes the umask gives (a release is to be read).
+2. It is renamed to ``<target>/<slug>-<sha12>/``, and the target folder is fsynced.
 
 **Reader contract.** A published release is a directory directly inside the target whose name
 does not start with a dot, that holds ``manifest.json``, and whose data file (the manifest's
@@ -15,10 +15,9 @@ does not start with a dot, that holds ``manifest.json``, and whose data file (th
 are work in progress or leftovers of a killed run. :func:`list_published` and
 :func:`verify_published` implement the contract.
 
-A crash at any instant leaves either nothing visible or a complete, manifested release. Stale
-staging directories of dead processes are removed the next time a store publishes.
-
-With an ``s3://`` target the quarantine is also committed to the bucket (see ``quarantine``).
+A crash at any instant leaves either nothing visible or a complete, manifested release (stale
+staging of dead processes is removed the next time a store publishes). With an ``s3://`` target
+the quarantine is also committed to the bucket (see ``quarantine``).
 
 **Object storage** (``publish.target: s3://bucket/prefix``): an object store has no rename, but a
 PUT is atomic per object, so the manifest is the commit record. The data object is uploaded to
@@ -50,6 +49,7 @@ import pandas as pd
 
 from privacy_gate import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.private_files import copy_private, make_shared, open_private, private_dir, private_file, write_private
 from privacy_gate.processes import pid_alive, this_host
 
 QUARANTINE_DIR = "quarantine"
@@ -123,7 +123,7 @@ def _fsync_file(path: Path) -> None:
 
 
 def _copy_file(src: Path, dst: Path) -> None:
-    shutil.copyfile(src, dst)
+    copy_private(src, dst)  # 0600 from its creation: staging is private until the release is complete
 
 
 @dataclass(frozen=True)
@@ -185,11 +185,9 @@ def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
     return removed
 
 
-def _temp_dir(parent: Path, prefix: str) -> Path:
+def _temp_dir(parent: Path, prefix: str) -> Path:  # private (0700): quarantine work, publication staging
     parent.mkdir(parents=True, exist_ok=True)
-    path = parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}"
-    path.mkdir()
-    return path
+    return private_dir(parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}")
 
 
 def verify_published(folder: Path) -> dict[str, Any]:
@@ -283,30 +281,34 @@ class ReleaseStore:
         return self.target if isinstance(self.target, str) else str(self.target.resolve())
 
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
-        """Write the candidate release into quarantine, addressed by its content hash."""
+        """Write the candidate release into quarantine, addressed by its content hash; private
+        (folders 0700, files 0600) whatever the umask: it may hold training records."""
+        private_dir(self.quarantine_root, parents=True)
         clean_stale(self.quarantine_root, prefix=QUARANTINE_TMP_PREFIX)
         tmp = _temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX)
         try:
             local = tmp / f"synthetic.{fmt}"
+            open_private(local).close()  # 0600 from the start: the writers keep an existing file's mode
             if fmt == "parquet":
                 df.to_parquet(local, index=False)
             else:
                 df.to_csv(local, index=False)
+            private_file(local)
             _fsync_file(local)
             sha = file_sha256(local)
-            folder = self.quarantine_root / sha[:16]
+            folder = private_dir(self.quarantine_root / sha[:16])
             final = folder / local.name
             if not final.exists():
-                folder.mkdir(exist_ok=True)
                 os.replace(local, final)  # same filesystem: atomic
                 _fsync_dir(folder)
+            else:
+                private_file(final)  # an older version's quarantine may be wider
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         uri = None
         if isinstance(self.target, str):  # any machine with the bucket can decide on it
             uri = quarantine.put(final, target=self.target, sha256=sha, rows=len(df), fmt=fmt)
         return QuarantinedRelease(path=final, sha256=sha, rows=len(df), fmt=fmt, uri=uri)
-
 
     def release_dir(self, release: QuarantinedRelease, dataset: str) -> Path | str:
         """Where ``release`` is (or would be) published; always inside the target."""
@@ -348,8 +350,9 @@ class ReleaseStore:
                 raise PublishError(f"the copy of {release.path} does not match its hash; not publishing")
             manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
                                  config_hash=config_hash, approval=approval, extra=extra)
-            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
+            write_private(staging / MANIFEST, json.dumps(manifest, indent=2).encode())
             _fsync_file(staging / MANIFEST)
+            make_shared(staging, [staging / name, staging / MANIFEST])  # complete: the umask's modes, then visible
             _fsync_dir(staging)
             try:
                 os.rename(staging, final)  # the one step that makes the release visible

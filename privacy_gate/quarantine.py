@@ -24,6 +24,7 @@ from pathlib import Path
 
 from privacy_gate import objectstore
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.private_files import private_dir, private_file
 
 FOLDER = ".quarantine"
 COMMIT = "quarantine.json"
@@ -84,9 +85,10 @@ def fetch(uri: str, *, root: Path, sha256: str | None = None) -> Path:
     folder = Path(root) / committed["sha256"][:16]
     local = folder / uri.rsplit("/", 1)[1]
     if local.is_file() and sha256_of(local) == committed["sha256"]:
-        return local
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-")
+        return private_file(local)
+    private_dir(Path(root), parents=True)  # the local quarantine is private (0700 / 0600), as the store's
+    private_dir(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-")  # 0600
     os.close(fd)
     try:
         objectstore.download(uri, Path(tmp))

@@ -27,7 +27,7 @@ from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_AP
                                 experiment_name, verdict_run_name)
 from privacy_gate.names import TAG_DATASET
 from privacy_gate.names import ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
-from privacy_gate.names import KIND_ATTEMPTS, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
@@ -244,7 +244,7 @@ class Tracker:
         out = []
         for run in runs:
             tags = run.data.tags
-            if tags.get(TAG_KIND) == "review_rerun":
+            if tags.get(TAG_KIND) == KIND_REVIEW_RERUN:
                 continue
             flagged = tags.get(TAG_FLAGGED, "none")
             out.append({"run_id": run.info.run_id, "dataset": tags.get(TAG_DATASET, "—"),

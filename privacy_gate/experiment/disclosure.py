@@ -29,6 +29,7 @@ from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.disclosure import ALPHA, INTERVAL_METHOD, DisclosureRisk, disclosure_risk, holm_alpha
 from privacy_gate.experiment.disclosure_codes import Codes
 from privacy_gate.experiment.grouping import value_token
+from privacy_gate.label_key import LabelKey
 from privacy_gate.experiment.linkability import AttackOutcomes, inference, linkability
 from privacy_gate.experiment.singling_out import SinglingOutResult, singling_out
 from privacy_gate.names import INFERENCE, LINKABILITY, SINGLING_OUT, disclosure_metric, subgroup_metric
@@ -183,7 +184,8 @@ class DisclosureResult:
 
 
 def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, control_t: pd.DataFrame,
-                 columns: Sequence[str], public: dict[str, frozenset[str]], *, min_targets: int) -> dict[str, float]:
+                 columns: Sequence[str], public: dict[str, frozenset[str]], *, min_targets: int,
+                 key: LabelKey | None) -> dict[str, float]:
     cells = []
     for col in columns:
         tv, cv = train_t[col].astype(str).to_numpy(), control_t[col].astype(str).to_numpy()
@@ -194,7 +196,7 @@ def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, cont
     out: dict[str, float] = {}
     level = holm_alpha(ALPHA, len(cells) * max(len(outcomes), 1))
     for col, value, mt, mc in cells:
-        token = value_token(value, public.get(col))
+        token = value_token(value, public.get(col), key=key)
         for o in outcomes:
             r = disclosure_risk(k_train=o.train_hits[mt].sum(), n_train=int(mt.sum()), k_control=o.control_hits[mc].sum(),
                                 n_control=int(mc.sum()), alpha=level)
@@ -206,9 +208,10 @@ def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, cont
 
 def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec,
                        cfg: DisclosureConfig, *, seed: int, control_source: str = "control records",
-                       subgroups: Sequence[str] = (), public: dict[str, frozenset[str]] | None = None
-                       ) -> DisclosureResult:
-    """Every disclosure risk of ``synthetic`` (see the module docstring)."""
+                       subgroups: Sequence[str] = (), public: dict[str, frozenset[str]] | None = None,
+                       label_key: LabelKey | None = None) -> DisclosureResult:
+    """Every disclosure risk of ``synthetic`` (see the module docstring); per value of each of
+    ``subgroups``, named as ``public`` allows, else by its hash with ``label_key``."""
     started = time.perf_counter()
     if len(control) < SMALLEST_CONTROL:
         # fewer than cfg.min_control are measured as they are (the pipeline records the shortfall)
@@ -251,7 +254,7 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
     per_target = ([link] if link is not None else []) + inferred
     groups = _group_risks(per_target, train.iloc[train_idx], control.iloc[control_idx],
                           [c for c in subgroups if c in columns], public or {},
-                          min_targets=cfg.subgroup_min_targets) if subgroups else {}
+                          min_targets=cfg.subgroup_min_targets, key=label_key) if subgroups else {}
     return DisclosureResult(attacker=who, singling_out=tuple(results), linkability=link, inference=tuple(inferred),
                             control_source=control_source, n_control_records=len(control), n_train_records=len(train),
                             subgroups=groups, seconds=time.perf_counter() - started)

@@ -9,7 +9,9 @@
 - Rare values (:func:`rare_value_groups`): the records carrying category values that fewer than
   ``audit.rare_value_max_count`` training rows hold, in any categorical column — a value alone
   where it has the power to be flagged, pooled per column where it does not — in the same Holm
-  family as the other groups. Named by the spec's public category names, or by a hash.
+  family as the other groups. Named by the spec's public category names, or by a keyed hash
+  (:class:`~privacy_gate.label_key.LabelKey`: HMAC with the store's secret, so a list of guesses
+  cannot reverse it).
 - Entities: an entity is a member if its records were in train; its score is the mean score of its
   target records (set-level membership inference).
 
@@ -31,6 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from privacy_gate.label_key import LabelKey
+
 MISSING = "(missing)"
 
 
@@ -46,7 +50,7 @@ class Group:
 
     @property
     def label(self) -> str:
-        """Human label (values from :func:`label_values` or hashes), also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
+        """Human label (values from :func:`label_values` or keyed hashes), also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
         return "&".join(f"{c}={v}" for c, v in zip(self.columns, self.values))
 
     def estimable(self, min_group_size: int) -> bool:
@@ -85,20 +89,21 @@ def _value_strings(targets: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
 
 
 def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]],
-                    public: Mapping[str, frozenset[str] | None] | None = None) -> list[Group]:
+                    public: Mapping[str, frozenset[str] | None] | None = None, key: LabelKey | None = None
+                    ) -> list[Group]:
     """One group per value of each audited column (or intersection) present among the targets.
     ``public``: per column, the values a label may show (:func:`label_values`); others are hashed
-    (:func:`value_token`). Without it every value is shown (for data with no private values)."""
+    with ``key`` (:func:`value_token`). Without it every value is shown (for data with no private values)."""
     labels = np.asarray(labels).astype(bool)
     groups: list[Group] = []
     for cols in columns:
         cols = tuple(cols)
-        keys = _value_strings(targets, cols).to_numpy()
-        for key in sorted(set(keys)):
-            mask = keys == key
-            values = key.split("\x1f")
+        joined = _value_strings(targets, cols).to_numpy()
+        for combo in sorted(set(joined)):
+            mask = joined == combo
+            values = combo.split("\x1f")
             if public is not None:
-                values = [value_token(v, public.get(c)) for c, v in zip(cols, values)]
+                values = [value_token(v, public.get(c), key=key) for c, v in zip(cols, values)]
             groups.append(Group(cols, tuple(values), mask, int((mask & labels).sum()), int((mask & ~labels).sum())))
     return groups
 
@@ -175,18 +180,21 @@ def audit_subgroups(groups: Sequence[Group], labels: np.ndarray, scores: Mapping
 RARE_SEPARATOR = "|"
 
 
-def value_token(value: str, public: frozenset[str] | None) -> str:
-    """How a value appears in a group label: itself when the spec declares it (public), else a
-    short hash — a free-text value held by a handful of training rows is a record value.
+def value_token(value: str, public: frozenset[str] | None, *, key: LabelKey | None) -> str:
+    """How a value appears in a group label: itself when it is public (:func:`label_values`), else
+    its keyed hash (``key.token``) — a value held by a handful of training rows is a record value,
+    and an unkeyed hash of it is reversed by hashing guesses. No key to hash with: ValueError.
 
-    >>> value_token("Laos", frozenset({"Laos"})), value_token("Jane Roe", None)
-    ('Laos', '#9231c165fc')
+    >>> key = LabelKey(bytes(32))
+    >>> value_token("Laos", frozenset({"Laos"}), key=key), value_token("Jane Roe", None, key=key)
+    ('Laos', '#b3a2308657')
     """
     if public is not None and value in public:
         return value
-    import hashlib
-
-    return "#" + hashlib.sha256(value.encode()).hexdigest()[:10]
+    if key is None:
+        raise ValueError("a group label holding a record value is hashed with the store's label key, and none "
+                         "was given")
+    return key.token(value)
 
 
 def rare_values(train: pd.DataFrame, columns: Sequence[str], *, max_count: int) -> dict[str, list[str]]:
@@ -204,7 +212,7 @@ def rare_values(train: pd.DataFrame, columns: Sequence[str], *, max_count: int) 
 
 def rare_value_groups(targets: pd.DataFrame, labels: np.ndarray, rare: Mapping[str, Sequence[str]], *,
                       public: Mapping[str, frozenset[str] | None], alpha: float, family_size: int,
-                      separate: Sequence[str] = ()) -> list[Group]:
+                      separate: Sequence[str] = (), key: LabelKey | None = None) -> list[Group]:
     """The rare-values family: per column, each rare value with power to be flagged on its own (the
     smallest p-value its exact rank test can reach, ``1 / C(n1 + n0, n1)``, is below ``alpha /
     family_size``) is its own group, unless its column is already audited per value (``separate``);
@@ -222,12 +230,12 @@ def rare_value_groups(targets: pd.DataFrame, labels: np.ndarray, rare: Mapping[s
             if n1 == 0 and n0 == 0:
                 continue
             if col not in separate and n1 and n0 and 1.0 / comb(n1 + n0, n1) <= alpha / max(1, family_size):
-                groups.append(Group((col,), (value_token(v, public.get(col)),), mask, n1, n0))
+                groups.append(Group((col,), (value_token(v, public.get(col), key=key),), mask, n1, n0))
             else:
                 pooled.append(v)
         if pooled:
             mask = np.isin(keys, pooled)
-            token = RARE_SEPARATOR.join(value_token(v, public.get(col)) for v in pooled)
+            token = RARE_SEPARATOR.join(value_token(v, public.get(col), key=key) for v in pooled)
             groups.append(Group((col,), (token,), mask, int((mask & labels).sum()), int((mask & ~labels).sum())))
     return groups
 
@@ -254,18 +262,28 @@ def parse_group_label(label: str) -> dict[str, str]:
     return out
 
 
-def group_mask(df: pd.DataFrame, label: str) -> np.ndarray:
-    """Rows of ``df`` in the subgroup named by ``label``."""
+def group_mask(df: pd.DataFrame, label: str, *, key: LabelKey | None = None) -> np.ndarray:
+    """Rows of ``df`` in the subgroup named by ``label``; a label naming hashed values needs the
+    ``key`` that hashed them (ValueError without one)."""
     conditions = parse_group_label(label)
     mask = np.ones(len(df), dtype=bool)
     for col, value in conditions.items():
         if col not in df.columns:
             raise KeyError(col)
-        mask &= np.isin(_value_tokens(df[col], value), value.split(RARE_SEPARATOR))
+        mask &= np.isin(_value_tokens(df[col], value, key), value.split(RARE_SEPARATOR))
     return mask
 
 
-def _value_tokens(values: pd.Series, label_value: str) -> np.ndarray:
+def names_hashed_values(label: str) -> bool:
+    """Whether ``label`` names a value by its hash (``occupation=#6c1051d176``)."""
+    try:
+        values = parse_group_label(label).values()
+    except ValueError:  # not a group label ("copies", "exposed")
+        return False
+    return any(t.startswith("#") for v in values for t in v.split(RARE_SEPARATOR))
+
+
+def _value_tokens(values: pd.Series, label_value: str, key: LabelKey | None) -> np.ndarray:
     """A column's values as they appear in ``label_value``: hashed when the label names hashes."""
     plain = value_labels(values).to_numpy()
     tokens = label_value.split(RARE_SEPARATOR)
@@ -273,7 +291,7 @@ def _value_tokens(values: pd.Series, label_value: str) -> np.ndarray:
         return plain
     # a label may mix shown and hashed values: a row matches by its value or by its value's hash
     shown = set(tokens)
-    return np.array([v if v in shown else value_token(v, None) for v in plain], dtype=object)
+    return np.array([v if v in shown else value_token(v, None, key=key) for v in plain], dtype=object)
 
 
 # ------------------------------------------------------------------------------------ entities

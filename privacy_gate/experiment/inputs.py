@@ -3,7 +3,7 @@ how a release run or a gate-only run gets them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
 from privacy_gate.data.table import row_hashes
 from privacy_gate.errors import DataError
+from privacy_gate.label_key import LabelKey
 
 SPLIT_NAMES = ("train", "holdout", "reference")
 
@@ -23,11 +24,14 @@ SPLIT_NAMES = ("train", "holdout", "reference")
 class GateInputs:
     """train (the generator saw only this), holdout (non-members), reference (the attacker's
     auxiliary data) and the synthetic release; ``synthetic_file_sha256`` is the hash of the
-    quarantined file when there is one (what an approval refers to)."""
+    quarantined file when there is one (what an approval refers to). ``label_key`` hashes the
+    record values that group labels may not show: the store's key for a recorded run (so
+    ``--suppress`` finds the group again), else a fresh one (labels that cannot be reproduced)."""
 
     splits: Splits
     synthetic: pd.DataFrame
     synthetic_file_sha256: str | None = None
+    label_key: LabelKey = field(default_factory=LabelKey.ephemeral, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.synthetic, pd.DataFrame) or len(self.synthetic) == 0:

@@ -23,6 +23,7 @@ from privacy_gate.experiment.dependency import SourceShift, dependence_note
 from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores, rare_value_groups,
                                              subgroup_groups)
 from privacy_gate.experiment.targets import Targets
+from privacy_gate.label_key import LabelKey
 from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
                                 group_test_metric, subgroup_metric)
 from privacy_gate.spec import DatasetSpec
@@ -85,7 +86,7 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
           gated: Sequence[str] | None = None, exposed: np.ndarray | None = None,
           shift: SourceShift | None = None, epsilon: float | None = None,
           rare: dict[str, list[str]] | None = None,
-          public: Mapping[str, frozenset[str]] | None = None) -> AuditResult:
+          public: Mapping[str, frozenset[str]] | None = None, label_key: LabelKey | None = None) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
     groups), the exposed records inside each group (``exposed``: a mask over the targets),
@@ -93,8 +94,9 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     IID DP bound of an ``epsilon``-DP release), the train-vs-reference ``shift`` of sources, and
     the rare-values family (``rare``: per categorical column, the values fewer than
     ``cfg.rare_value_max_count`` training rows hold). ``public``: per column, the values a group
-    label may show (:func:`~privacy_gate.experiment.grouping.label_values`); others are hashed.
-    Without it, the spec's declared categories are shown and every other value is hashed."""
+    label may show (:func:`~privacy_gate.experiment.grouping.label_values`); others are hashed
+    with ``label_key``. Without it, the spec's declared categories are shown and every other value
+    is hashed."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -112,11 +114,11 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     columns = [[c] for c in audited] + [list(c) for c in cfg.intersections]
     if public is None:
         public = {c: frozenset(map(str, col.categories or ())) for c, col in spec.columns.items()}
-    groups = subgroup_groups(targets.records, targets.labels, columns=columns, public=public)
+    groups = subgroup_groups(targets.records, targets.labels, columns=columns, public=public, key=label_key)
     if rare:
         known = {g.label for g in groups}
         extra = rare_value_groups(targets.records, targets.labels, rare, public=public, alpha=RARE_ALPHA,
-                                  family_size=len(groups) + len(rare), separate=audited)
+                                  family_size=len(groups) + len(rare), separate=audited, key=label_key)
         groups += [g for g in extra if g.label not in known]
         pooled = [g for g in extra if RARE_SEPARATOR in g.values[0]]
         if extra:

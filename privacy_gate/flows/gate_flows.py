@@ -18,8 +18,7 @@ from prefect.flow_runs import pause_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import names
-from privacy_gate.config import (GateConfig, ReleaseConfig, load_gate_only_config, load_release_config, load_rules,
-                                 load_spec)
+from privacy_gate.config import ReleaseConfig, TargetsConfig, load_judging, load_release_config, load_spec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
@@ -231,10 +230,11 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
               publish_to: str | None = None, targets_seed: int = 0) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train`` (``config_path``: the
     targets / attacks / gate / audit / mace sections, as in a release config)."""
-    gate = load_rules(rules_path) if rules_path else GateConfig()
-    judging = load_gate_only_config(config_path) if config_path else None
+    judging = load_judging(rules=rules_path, config=config_path)  # the CLI's loader: one validation
+    if judging is not None and not config_path:  # a --rules file: the other sections at their defaults
+        judging = judging.model_copy(update={"targets": TargetsConfig(seed=targets_seed)})
     return _finish(_summarise(_announce(gate_only_run(
-        train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=load_spec(spec_path), gate=gate,
+        train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=load_spec(spec_path),
         judging=judging, workdir=workdir, publish_to=publish_to, targets_seed=targets_seed, executor=PrefectExecutor(),
         logger=get_run_logger()))))
 

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
-from privacy_gate.names import SUPPRESS_COPIES, SUPPRESS_EXPOSED, exposure_metric
+from privacy_gate.names import (KIND_REVIEW_RERUN, SEAL_REGATE_OF, SUPPRESS_COPIES, SUPPRESS_EXPOSED, TAG_KIND,
+                                TAG_RERUN_OF, exposure_metric)
 from privacy_gate.safe_text import console_lines
 
 Action = Literal["approve", "reject"]
@@ -82,6 +83,18 @@ def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[Review
     if current_sha256 != expected:
         raise ReviewError(f"the quarantined release of run {run_id} changed since the gate judged it "
                           f"(sha256 {current_sha256[:12]}… != {expected[:12]}…); refusing to decide on other data")
+
+
+def check_not_a_regate(run_id: str, *, tags: dict[str, str], seal: dict[str, Any]) -> None:
+    """Refuse to decide the run of a re-gate (``approve RUN --suppress``) on its own: it is decided
+    with its parent, whose approval publishes its release. Known from the verdict's seal (a
+    tag can be edited) or, for runs recorded before the seal said so, from the run's kind."""
+    parent = seal.get(SEAL_REGATE_OF)
+    if not parent and tags.get(TAG_KIND) == KIND_REVIEW_RERUN:
+        parent = tags.get(TAG_RERUN_OF) or "(its parent: tag missing)"
+    if parent:
+        raise ReviewError(f"run {run_id} is the re-gate of run {parent} (made by approve --suppress); a re-gate's "
+                          f"run is decided with its parent, never alone — review or decide run {parent}")
 
 
 def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> None:

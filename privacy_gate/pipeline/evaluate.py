@@ -18,6 +18,7 @@ from privacy_gate.config import (AttackConfig, AuditConfig, DisclosureConfig, Ex
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
+from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.executor import Executor
 from privacy_gate.experiment.inputs import GateInputs, check_disjoint, splits_from_frames
 from privacy_gate.pipeline.result import GateResult
@@ -41,14 +42,17 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
              gate: GateConfig | None = None, attacks: Sequence[AttackConfig | dict[str, Any]] | None = None,
              targets: TargetsConfig | None = None, audit: AuditConfig | None = None, mace: MaceConfig | None = None,
              exposure: ExposureConfig | None = None, executor: Executor | None = None, sinks: Sequence[Sink] = (),
-             logger: Any = None, score_chunks: int = 1, disclosure: DisclosureConfig | None = None) -> GateResult:
+             logger: Any = None, score_chunks: int = 1, disclosure: DisclosureConfig | None = None,
+             label_key: LabelKey | None = None) -> GateResult:
     """Judge ``synthetic`` (made from ``train``) with the gate's attacks, estimators and rules.
 
     ``holdout``: real records not used for training (non-member targets); ``reference``: real
     records the attacker may know. Sections not given take the defaults of a release config.
     Row ids in per-record results are positions in train, then holdout, then reference.
     ``score_chunks``: each attack scores the targets in that many parts through ``executor.map``
-    (one task each on a cluster executor; the same figures).
+    (one task each on a cluster executor; the same figures). ``label_key``: hashes the record
+    values group labels may not show (``LabelKey.for_workdir(folder)`` keeps them stable across
+    calls); default a fresh key per call, so labels cannot be reversed nor compared across calls.
     """
     if not isinstance(spec, DatasetSpec):
         spec = load_spec(spec)
@@ -60,6 +64,7 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
                                       disclosure=disclosure)
     check_disjoint(parts, spec, sources={k: str(v) if isinstance(v, (str, Path)) else f"(the {k} DataFrame)"
                                          for k, v in (("train", train), ("holdout", holdout), ("reference", reference))})
-    inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"))
+    inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"),
+                        label_key=label_key or LabelKey.ephemeral())
     return run_gate(inputs, settings, executor=executor, sinks=sinks,
                     clock=StageClock(logger) if logger is not None else None)

@@ -286,7 +286,7 @@ def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
                                             reference_counts=bool(settings.exposure.reference_calibrates)))
     state.disclosure = d = executor.run("disclosure", measure_disclosure, state.inputs.synthetic, splits.train, control,
                                         spec, settings.disclosure, seed=settings.targets.seed, control_source=source,
-                                        subgroups=spec.subgroups, public=public)
+                                        subgroups=spec.subgroups, public=public, label_key=state.inputs.label_key)
     state.metrics.update(d.metrics())
     for note in d.attacker.assumed:
         logger.info("  (assumed) %s", note)
@@ -305,7 +305,8 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
                                epsilon=settings.epsilon, rare=rare, public=label_values(
                                    [c for c in spec.columns if c != spec.entity_id],
                                    {c: col.categories for c, col in spec.columns.items()},
-                                   [splits.holdout, splits.reference], min_count=settings.audit.label_min_count))
+                                   [splits.holdout, splits.reference], min_count=settings.audit.label_min_count),
+                               label_key=state.inputs.label_key)
     state.metrics.update(state.audit.metrics)
     for note in state.audit.notes:
         logger.info("  %s", note)

@@ -59,7 +59,7 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     """The release-wide figures without ``group``: on the targets outside it, and the disclosure
     risks without its training and control records."""
     settings, targets = state.settings, state.targets
-    keep = ~group_mask(targets.records, group)
+    keep = ~group_mask(targets.records, group, key=state.inputs.label_key)
     labels = np.asarray(targets.labels)[keep]
     out: dict[str, float] = {}
     rest = [dataclasses.replace(o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels)))
@@ -81,9 +81,10 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
                            tail_max_share=e.tail_max_share, seed=settings.targets.seed)
     out.update({exposure_metric(k): v for k, v in res.metrics().items()})
     if state.disclosure_inputs is not None:
-        out.update(measure_without(lambda df: group_mask(df, group), state.inputs.synthetic, state.inputs.splits.train,
-                                   state.disclosure_inputs, settings.spec, settings.disclosure,
-                                   seed=settings.targets.seed))
+        key = state.inputs.label_key
+        out.update(measure_without(lambda df: group_mask(df, group, key=key), state.inputs.synthetic,
+                                   state.inputs.splits.train, state.disclosure_inputs, settings.spec,
+                                   settings.disclosure, seed=settings.targets.seed))
     return out
 
 
@@ -132,7 +133,7 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
     masks = {}
     for g in flagged:
         try:
-            masks[g] = group_mask(records, g)
+            masks[g] = group_mask(records, g, key=state.inputs.label_key)
         except (KeyError, ValueError):  # a label the targets cannot resolve: nothing to blame it on
             continue
     order = sorted(masks, key=lambda g: (int(masks[g].sum()), g))

@@ -9,6 +9,7 @@ that maps stages to tasks; notebooks and tests can call them with the default lo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from privacy_gate.data import Splits, conform, read_table
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import Generator, create_generator, progress
+from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, load_real_data, read_split_files,
@@ -74,6 +76,11 @@ class RunContext:
         self.sink.record_quarantine(self.quarantined, target=self.store.target_label)
 
     def gate(self, inputs: GateInputs, settings: GateSettings) -> Verdict:
+        # group labels hash record values with the workdir's key; the run seals which key (its
+        # fingerprint, never the key), so --suppress refuses to resolve them with another one
+        key = LabelKey.for_workdir(self.store.workdir)
+        self.sink.seal[names.SEAL_LABEL_KEY] = key.fingerprint
+        inputs = dataclasses.replace(inputs, label_key=key)
         self.sink.record_json(settings.to_record(), names.ART_SETTINGS)
         splits = inputs.splits
         tables = {"train": splits.train, "holdout": splits.holdout, "reference": splits.reference,

@@ -23,9 +23,11 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
 from privacy_gate.gate import Verdict
+from privacy_gate.experiment.grouping import names_hashed_values
 from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_subgroup_decisions, pending_text,
-                                               suppressed_with)
+from privacy_gate.label_key import matching_key
+from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate,
+                                               check_subgroup_decisions, pending_text, suppressed_with)
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
@@ -202,8 +204,11 @@ class SuppressedRelease:
             ids = singled_out(record.exposed_records(), level=float(level))
             exposed = splits.train.loc[splits.train.index.intersection(ids)]
             logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
+        # a hashed label is resolved with the key that hashed it (this workdir's, checked against the seal)
+        key = (matching_key(workdir, fingerprint=record.seal.get(names.SEAL_LABEL_KEY), what=f"run {record.run_id}")
+               if any(names_hashed_values(s) for s in suppress) else None)
         drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
-                                reference=splits.reference, train=splits.train, holdout=splits.holdout)
+                                reference=splits.reference, train=splits.train, holdout=splits.holdout, label_key=key)
         removed = int(drop.sum())
         logger.info("suppressing %d of %d synthetic rows (%s)", removed, len(synthetic), ", ".join(suppress))
         return cls(record=record, suppress=tuple(suppress), settings=settings, splits=splits,
@@ -231,8 +236,7 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     record = RunRecord(tracker, run_id)
     tracker.experiment_id = record.experiment_id
     release = SuppressedRelease.read(record, suppress=suppress, workdir=workdir, logger=logger)
-    sink = MlflowSink.start(tracker, name=f"review-rerun-{record.dataset}", kind="review_rerun",
-                            dataset=record.dataset, tags={names.TAG_RERUN_OF: run_id})
+    sink = rerun_sink(tracker, parent=run_id, dataset=record.dataset)
     ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=record.publish_target),
                      dataset=record.dataset, clock=StageClock(logger), executor=executor or LocalExecutor(),
                      config_hash=record.verdict.get("rules_hash"))
@@ -241,6 +245,15 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict, publish=False)
+
+
+def rerun_sink(tracker: tracking.Tracker, *, parent: str, dataset: str) -> MlflowSink:
+    """The MLflow run of a re-gate of ``parent``: kind ``review_rerun``, tagged and sealed as the
+    re-gate of ``parent`` (so it is decided with it, never alone: ``check_not_a_regate``)."""
+    sink = MlflowSink.start(tracker, name=f"review-rerun-{dataset}", kind=names.KIND_REVIEW_RERUN, dataset=dataset,
+                            tags={names.TAG_RERUN_OF: parent})
+    sink.seal[names.SEAL_REGATE_OF] = parent
+    return sink
 
 
 Regate = Callable[..., RunOutcome]
@@ -259,6 +272,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
+        check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
         record.fetch_quarantine(workdir)
         subgroups = dict(subgroups or {})
         suppress = sorted(set(suppress or []) | {g for g, a in subgroups.items() if a == "reject"})

@@ -33,6 +33,7 @@ from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ReviewError
 from privacy_gate.experiment.grouping import group_mask
+from privacy_gate.label_key import LabelKey
 from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.names import SUPPRESS_COPIES, SUPPRESS_EXPOSED
 
@@ -71,9 +72,11 @@ def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, refer
 
 def suppression_mask(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: DatasetSpec,
                      exposed: pd.DataFrame | None = None, reference: pd.DataFrame | None = None,
-                     train: pd.DataFrame | None = None, holdout: pd.DataFrame | None = None) -> pd.Series:
+                     train: pd.DataFrame | None = None, holdout: pd.DataFrame | None = None,
+                     label_key: LabelKey | None = None) -> pd.Series:
     """Rows of ``synthetic`` removed by the ``--suppress`` labels (``exposed`` needs the exposed
-    records' real rows and the reference data; ``copies`` the training, holdout and reference data)."""
+    records' real rows and the reference data; ``copies`` the training, holdout and reference data;
+    a label naming hashed values, the ``label_key`` that hashed them)."""
     drop = pd.Series(False, index=synthetic.index)
     for label in labels:
         if label == SUPPRESS_COPIES:
@@ -87,7 +90,7 @@ def suppression_mask(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: Da
             drop |= exposed_neighbour_mask(synthetic, exposed, reference, spec)
             continue
         try:
-            drop |= group_mask(synthetic, label)
+            drop |= group_mask(synthetic, label, key=label_key)
         except KeyError as exc:
             raise ReviewError(f"--suppress {label!r}: unknown column {exc}") from None
         except ValueError as exc:

@@ -13,6 +13,9 @@ import pytest
 
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust
 from privacy_gate.experiment.grouping import group_mask, rare_value_groups, rare_values, value_token
+from privacy_gate.label_key import LabelKey
+
+KEY = LabelKey(bytes(range(32)))  # a store's label key (fixed: the labels below are reproducible)
 
 
 def _targets(rng, n=2000):
@@ -35,7 +38,7 @@ def test_the_family_holds_its_level_under_no_signal():
     for i in range(draws):
         targets, labels = _targets(rng)
         groups = rare_value_groups(targets, labels, {"c": ["r1", "r2", "r3", "r4"]}, public={"c": None},
-                                   alpha=0.01, family_size=1)
+                                   alpha=0.01, family_size=1, key=KEY)
         p = np.array([group_pvalue({"s": rng.normal(size=len(labels))}, g.mask, labels, seed=i)[0] for g in groups])
         flagged += (holm_adjust(p) < 0.05).any()
     assert flagged / draws <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / draws)
@@ -61,18 +64,18 @@ def test_a_value_with_power_is_tested_alone_unless_its_column_is_audited_per_val
     col = np.r_[rng.choice(["a", "b"], size=n - 60), ["big"] * 50, ["tiny"] * 10]
     labels = rng.permutation(np.r_[np.ones(n // 2), np.zeros(n // 2)]).astype(bool)
     targets = pd.DataFrame({"c": col})
-    kw = dict(public={"c": None}, alpha=0.01, family_size=20)
+    kw = dict(public={"c": None}, alpha=0.01, family_size=20, key=KEY)
     groups = rare_value_groups(targets, labels, {"c": ["big", "tiny"]}, **kw)
-    assert [g.label for g in groups] == [f"c={value_token('big', None)}", f"c={value_token('tiny', None)}"]
+    assert [g.label for g in groups] == [f"c={value_token('big', None, key=KEY)}", f"c={value_token('tiny', None, key=KEY)}"]
     assert [g.label for g in rare_value_groups(targets, labels, {"c": ["big", "tiny"]}, separate=["c"], **kw)] == [
-        f"c={value_token('big', None)}|{value_token('tiny', None)}"]
+        f"c={value_token('big', None, key=KEY)}|{value_token('tiny', None, key=KEY)}"]
 
 
 def test_undeclared_values_are_hashed_and_suppression_reads_pooled_and_hashed_labels():
     df = pd.DataFrame({"c": ["a", "Jane Roe", "b", "Trinadad&Tobago", "a"], "sex": ["F", "M", "F", "F", "M"]})
-    token = value_token("Jane Roe", None)
+    token = value_token("Jane Roe", None, key=KEY)
     assert token.startswith("#") and "Jane" not in token
-    assert group_mask(df, f"c={token}").tolist() == [False, True, False, False, False]
+    assert group_mask(df, f"c={token}", key=KEY).tolist() == [False, True, False, False, False]
     assert group_mask(df, "c=b|Trinadad&Tobago").tolist() == [False, False, True, True, False]
     assert group_mask(df, "c=b|Trinadad&Tobago&sex=F").tolist() == [False, False, True, True, False]
 
@@ -94,8 +97,8 @@ def test_a_label_mixing_shown_and_hashed_values_selects_both():
     from privacy_gate.experiment.grouping import group_mask, label_values, subgroup_groups, value_token
 
     df = pd.DataFrame({"c": ["pub", "secret", "other", "pub"]})
-    label = f"c=pub|{value_token('secret', None)}"
-    assert group_mask(df, label).tolist() == [True, True, False, True]
+    label = f"c=pub|{value_token('secret', None, key=KEY)}"
+    assert group_mask(df, label, key=KEY).tolist() == [True, True, False, True]
     shown = label_values(["c"], {"c": ["pub"]}, [pd.DataFrame({"c": ["other"] * 10})], min_count=10)
-    labels = [g.label for g in subgroup_groups(df, np.array([1, 1, 0, 0]), columns=[["c"]], public=shown)]
-    assert labels == ["c=other", "c=pub", f"c={value_token('secret', None)}"]
+    labels = [g.label for g in subgroup_groups(df, np.array([1, 1, 0, 0]), columns=[["c"]], public=shown, key=KEY)]
+    assert labels == ["c=other", "c=pub", f"c={value_token('secret', None, key=KEY)}"]
