@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from privacy_gate import names, tracking
+from privacy_gate import artifact_seal, names, tracking
 from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
@@ -64,6 +64,7 @@ class RunRecord:
         self.quarantine = Path(path) if path and not objectstore.is_s3(path) else None
         self.publish_target = self.seal.get(names.SEAL_PUBLISH_TARGET)  # a folder or an s3:// URI
         self.dataset = self.seal.get(names.SEAL_DATASET) or self.tags.get(names.TAG_DATASET, "dataset")
+        self._changes: list[artifact_seal.Change] | None = None
 
     def _sealed_text(self, path: str, seal_key: str) -> str:
         """An artefact the decision reads, checked against the hash sealed with the verdict."""
@@ -98,6 +99,15 @@ class RunRecord:
         if judged != self.seal[names.SEAL_SYNTHETIC_SHA]:
             raise IntegrityError(f"run {self.run_id}: the sealed release hash differs from the judged one; "
                                  "refusing to act on it")
+        changed = self.artifact_changes()
+        if changed:  # the evidence the reviewer read is not the gate's: never publish on it
+            raise IntegrityError(artifact_seal.problem(self.run_id, changed))
+
+    def artifact_changes(self) -> list[artifact_seal.Change]:
+        """The run's artifacts that differ from what the gate sealed (``artifact_seal``)."""
+        if self._changes is None:
+            self._changes = self._tracker.sealed_changes(self.run_id, self.seal)
+        return self._changes
 
     def settings(self) -> GateSettings:
         text = self._sealed_text(names.ART_SETTINGS, names.SEAL_SETTINGS_SHA)
@@ -358,9 +368,11 @@ def review_text(run_id: str, *, tracking_uri: str) -> str:
     audit's recorded figures), then the decision state and the rule checks."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
-    return pending_text(run_id, record.verdict, record.decisions,
+    text = pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
                         evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
+    changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
+    return f"{console_lines(artifact_seal.warning_lines(run_id, changed))}\n{text}" if changed else text
 
 
 def pending_runs_text(*, tracking_uri: str) -> str:
