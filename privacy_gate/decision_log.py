@@ -72,8 +72,10 @@ def void_record(run_id: str, voided_path: str, voided_text: str, *, at: str, by:
                 tags: Mapping[str, str]) -> dict[str, Any] | None:
     """A void record cancelling the approval at ``voided_path``; None when it cannot be signed
     (a signed run and no key in this process)."""
+    voided = json.loads(voided_text)
     payload = {"action": VOID, "run_id": run_id, "voids": voided_path, "voided_sha256": text_sha256(voided_text),
-               "at": at, "by": by, "reason": reason}
+               "voided_reviewer": voided.get("reviewer"), "voided_at": voided.get("at"), "at": at, "by": by,
+               "reason": reason}
     digest = void_digest(payload, tags)
     return None if digest is None else {**payload, "digest": digest}
 

@@ -30,6 +30,7 @@ from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
 from privacy_gate.pipeline.decision_lock import DecisionHold, decision_lock
+from privacy_gate.pipeline.decision_recovery import resolve_before_deciding, resolve_for_review
 from privacy_gate.pipeline.mlflow_sink import MlflowSink, text_sha256
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.release import RunContext, finish, log_report_of
@@ -268,6 +269,8 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+        # a decision a killed decider left half done is completed or rolled back first (decision_recovery)
+        resolve_before_deciding(tracker, run_id, by=f"privacy-gate {action} ({via})", locked=local)
         record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
         record.fetch_quarantine(workdir)
         subgroups = dict(subgroups or {})
@@ -366,13 +369,15 @@ def _refresh_report(sink: MlflowSink) -> None:
 def review_text(run_id: str, *, tracking_uri: str) -> str:
     """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
     audit's recorded figures), then the decision state and the rule checks."""
+    recovered = resolve_for_review(tracking_uri, run_id)  # a half-done decision: resolved and said first
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
     text = pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
                         evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
     changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
-    return f"{console_lines(artifact_seal.warning_lines(run_id, changed))}\n{text}" if changed else text
+    head = artifact_seal.warning_lines(run_id, changed) + recovered
+    return f"{console_lines(head)}\n{text}" if head else text
 
 
 def pending_runs_text(*, tracking_uri: str) -> str:
