@@ -147,7 +147,10 @@ def problem(run_id: str, found: list[Change]) -> str:
 
 
 def warning_lines(run_id: str, found: list[Change]) -> list[str]:
-    """What ``review`` prints first about a run with changed artifacts: each file by name."""
+    """What ``review`` prints first about a run with changed artifacts: each file by name (nothing
+    for a run as the gate left it)."""
+    if not found:
+        return []
     return [f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may not be the "
             f"gate's ({len(found)} artifact(s)); `privacy-gate approve` refuses it:",
             *(f"  CHANGED {c.line()}" for c in found),

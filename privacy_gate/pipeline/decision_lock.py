@@ -8,7 +8,9 @@ Two holds, both per run id:
 - every store, including a remote tracking server: a claim tag (``approval.claim``) with a unique
   token, written and then re-read after a settle time; whoever does not read back their own token
   lost the race. On a local store (under the file lock) a claim left by a killed decider is stale
-  and taken over; on a server it is refused, naming who holds it.
+  and taken over; on a server it is refused, naming who holds it. The token names the decider's
+  host, PID and process start, so this host can tell whether it is gone (``claim_owner_gone``:
+  what ``decision_recovery`` checks before resolving a half-done decision on a server store).
 
 The decision itself re-checks the run's decisions after the hold is taken. A claim is released
 when its decision did not get recorded (so a refused re-gate can be retried); once a decision is

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.pipeline import review
+from privacy_gate.publish import list_published
 
 from ..reaper import popen
 from .test_review_records import make_review_run
@@ -71,7 +72,9 @@ def _cli(*args: str):
 
 
 def _published(workdir: Path) -> list[Path]:
-    return sorted((workdir / "published").glob("*/*.parquet"))
+    """The published data files, by the reader contract (a killed publication's staging is not one)."""
+    return [folder / json.loads((folder / "manifest.json").read_text())["file"]
+            for folder in list_published(workdir / "published")]
 
 
 def _tags(uri: str, run_id: str) -> dict[str, str]:
