@@ -151,8 +151,8 @@ def warning_lines(run_id: str, found: list[Change]) -> list[str]:
     for a run as the gate left it)."""
     if not found:
         return []
-    return [f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may not be the "
-            f"gate's ({len(found)} artifact(s)); `privacy-gate approve` refuses it:",
+    return [(f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may not be the "
+             f"gate's ({len(found)} artifact(s)); `privacy-gate approve` refuses it:"),
             *(f"  CHANGED {c.line()}" for c in found),
             "  do not decide on this record: run the gate again, and find out who can write to the tracking store"]
 

@@ -55,6 +55,7 @@ from privacy_gate.pipeline.decision_lock import DecisionBusy, claim_owner_gone, 
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.release import log_report_of
 from privacy_gate.publish import PublishError, dataset_slug, verify_published, verify_published_s3
+from privacy_gate.signing import signing_key
 
 log = logging.getLogger("privacy_gate")
 
@@ -164,8 +165,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
             _to_pending(tracker, run_id, tags, f"{_now()}: reset to pending by {by}")
             return "approval.status is pending again"
 
-        return (f"run {run_id}: approval.status is {status} but no decision stands in its {names.DECISIONS_DIR}/ log "
-                "(a rollback was interrupted)", "sets approval.status back to pending", "reset", reset)
+        return ((f"run {run_id}: approval.status is {status} but no decision stands in its {names.DECISIONS_DIR}/ "
+                 "log (a rollback was interrupted)"), "sets approval.status back to pending", "reset", reset)
     path, decision = last
     who = f"by {decision.get('reviewer')} at {decision.get('at')} ({path})"
     if decision.get("action") == "reject":
@@ -177,9 +178,9 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
                                       names.TAG_APPROVAL_RECOVERED: f"{_now()}: completed by {by}"})
             return "completed: approval.status=rejected, nothing published"
 
-        return (f"run {run_id}: the rejection {who} was recorded but its tags were not set (the rejecting process "
-                "was killed)", "completes it (approval.status=rejected; nothing is published)", "completed",
-                complete_rejection)
+        return ((f"run {run_id}: the rejection {who} was recorded but its tags were not set (the rejecting "
+                 "process was killed)"), "completes it (approval.status=rejected; nothing is published)",
+                "completed", complete_rejection)
     published = tags.get(names.TAG_APPROVAL_PUBLISHED)
     if decision.get("action") != "approve" or (status == "approved" and published and published != "none"):
         return None  # consistent (published, or a publication failure the approver reported)
@@ -190,8 +191,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
                                       names.TAG_APPROVAL_RECOVERED: f"{_now()}: publication recorded by {by}"})
             return f"completed: approval.status=approved, approval.published={where}"
 
-        return (f"run {run_id}: the approval {who} was published to {where} but its tags do not say so (the "
-                "approving process was killed)", "completes them (approval.status=approved, approval.published)",
+        return ((f"run {run_id}: the approval {who} was published to {where} but its tags do not say so (the "
+                 "approving process was killed)"), "completes them (approval.status=approved, approval.published)",
                 "completed", complete_approval)
 
     def roll_back() -> str:
@@ -201,8 +202,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
         return (f"rolled back: {void_path} cancels it, nothing was published, approval.status is pending — decide "
                 f"again with `privacy-gate approve {run_id} --reviewer NAME` (or reject)")
 
-    return (f"run {run_id}: the approval {who} was recorded but its release was never published (the approving "
-            "process was killed)", "rolls it back (a void record cancels it; the run awaits a decision again)",
+    return ((f"run {run_id}: the approval {who} was recorded but its release was never published (the approving "
+             "process was killed)"), "rolls it back (a void record cancels it; the run awaits a decision again)",
             "rolled-back", roll_back)
 
 
@@ -227,6 +228,9 @@ def resolve(tracker: tracking.Tracker, run_id: str, *, fix: bool, by: str, locke
                                   "run `privacy-gate doctor --fix`", False, "elsewhere")
     if not fix:
         return Resolution(run_id, f"{found}; --fix {remedy}", False, kind)
+    if decision_log.run_signed(tags) and not signing_key():  # its records and report are sealed with the key
+        return Resolution(run_id, f"{found}; the run is signed: set {names.ENV_SIGNING_KEY} to the gate's key to "
+                                  "resolve it", False, "unchecked")
     done = act()
     _refresh_report(tracker, run_id)
     return Resolution(run_id, f"{found}; {done}", True, kind)
