@@ -423,6 +423,7 @@ def doctor(
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
     fix: Annotated[bool, typer.Option("--fix", help="Repair what can be: mark runs of gone processes KILLED, "
+                                                    "resolve decisions a killed approve/reject left half done, "
                                                     "remove orphan release data and dead staging folders.")] = False,
     target: Annotated[Optional[list[str]], typer.Option(
         "--target", help="Also check this publish folder or s3://bucket/prefix (repeatable; the workdir's "
@@ -431,8 +432,8 @@ def doctor(
         "--min-age", help="Seconds: younger orphan release data may be a publication in progress; listed, "
                           "not removed.")] = 600.0,
 ) -> None:
-    """Reconcile what killed processes left: runs left RUNNING, approvals never published, release
-    data without a manifest, staging folders. Reports only (exit 0 clean, 1 found something);
+    """Reconcile what killed processes left: runs left RUNNING, decisions left half done, approvals
+    never published, release data without a manifest, staging folders. Reports only (exit 0 clean, 1 found something);
     --fix repairs what it can (exit 1 if anything is left) and says what it did."""
     _quiet_env()
     from privacy_gate.names import SQLITE_FILE

@@ -375,6 +375,11 @@ TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
 TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
 TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
+#: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a killed
+#: ``approve`` recorded but never published (``pipeline.decision_recovery``): a void counts only when
+#: its digest (an HMAC on a signed run) is listed here too
+TAG_APPROVAL_VOIDS = "approval.voids"
+TAG_APPROVAL_RECOVERED = "approval.recovered"  # what the last recovery of an interrupted decision did
 #: the process that made a run (``processes``): ``privacy-gate doctor`` marks a run left RUNNING
 #: KILLED only when this host's PID is gone (or now another process: a different start token)
 TAG_HOST = "gate.host"
@@ -454,6 +459,14 @@ SEAL_SETTINGS_SHA = "settings_sha256"  # sha256 of the ART_SETTINGS text as logg
 SEAL_CONFIG_SHA = "config_sha256"  # sha256 of the ART_CONFIG text as logged
 SEAL_REGATE_OF = "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
 SEAL_LABEL_KEY = "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
+#: sha256 of every artifact the run held when its verdict was written (``artifact_seal``): the
+#: evidence a reviewer reads is covered by the verdict's digest (its HMAC on a signed run)
+SEAL_ARTIFACTS = "artifacts"
+#: artifacts rendered after the verdict from what it seals (re-rendered after every decision): each
+#: write records their sha256 in TAG_DERIVED_SHA, under a digest bound to the verdict's (TAG_DERIVED_DIGEST)
+DERIVED_ARTIFACTS = (ART_SUMMARY, ART_REPORT)
+TAG_DERIVED_SHA = "gate.derived_sha256"
+TAG_DERIVED_DIGEST = "gate.derived_digest"
 #: the run tag that must agree with each sealed field (an edited tag is refused, never followed)
 SEAL_TAGS = {SEAL_DATASET: TAG_DATASET, SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET, SEAL_QUARANTINE: TAG_QUARANTINE,
              SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA}

@@ -17,19 +17,19 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate import attempt_runs
+from privacy_gate import artifact_seal, attempt_runs
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
-from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, DECISIONS_DIR, TAG_APPROVAL_AT,
-                                TAG_APPROVAL_COMMENT, TAG_APPROVAL_PUBLISHED, TAG_APPROVAL_REVIEWER,
-                                TAG_APPROVAL_SHA, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED, TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS,
-                                TAG_VERDICT, TAG_VERDICT_DIGEST, MAX_TAG_VALUE_LENGTH, bounded_key, decision_artifact,
-                                experiment_name, verdict_run_name)
+from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED,
+                                TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS, TAG_VERDICT, TAG_VERDICT_DIGEST,
+                                MAX_TAG_VALUE_LENGTH, bounded_key, experiment_name, verdict_run_name)
 from privacy_gate.names import TAG_DATASET
-from privacy_gate.names import ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_SIGNED, TAG_SIGNED
+from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_ARTIFACTS, SEAL_SIGNED
+from privacy_gate.names import TAG_SIGNED
 from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
+from privacy_gate.tracking_records import RunRecords
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
 from privacy_gate.tracking_store import seed_store
 from privacy_gate.tracking_uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
@@ -84,7 +84,7 @@ def _colspec_type(dtype: Any) -> str:
     return {"f": "double", "i": "long", "u": "long", "b": "boolean", "M": "datetime"}.get(kind, "string")
 
 
-class Tracker:
+class Tracker(RunRecords):
     """Thin wrapper over ``MlflowClient`` that applies our naming conventions."""
 
     def __init__(self, *, uri: str, experiment: str | None, artifact_root: Path | None = None):
@@ -180,21 +180,6 @@ class Tracker:
 
     def experiment_of(self, run_id: str) -> str:
         return self.client.get_run(run_id).info.experiment_id
-
-    def decisions(self, run_id: str) -> list[dict[str, Any]]:
-        files = sorted(f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir)
-        return [self.read_json(run_id, f) for f in files]
-
-    def append_decision(self, run_id: str, decision: Mapping[str, Any]) -> None:
-        """Append a review decision: a new artifact (never overwriting) plus the approval tags."""
-        n = len(self.client.list_artifacts(run_id, DECISIONS_DIR)) + 1
-        self.log_json(run_id, dict(decision), decision_artifact(n, decision["action"]))
-        self.set_tags(run_id, {
-            TAG_APPROVAL_STATUS: "approved" if decision["action"] == "approve" else "rejected",
-            TAG_APPROVAL_REVIEWER: decision["reviewer"], TAG_APPROVAL_AT: decision["at"],
-            TAG_APPROVAL_COMMENT: (decision.get("comment") or "")[:500], TAG_APPROVAL_SHA: decision["data_sha256"],
-            TAG_APPROVAL_PUBLISHED: decision.get("published") or "none",
-        })
 
     # ---- runs
     def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
@@ -339,6 +324,9 @@ class Tracker:
 
     def log_text(self, run_id: str, text: str, path: str) -> None:
         self.client.log_text(run_id, text, path)
+        if path in DERIVED_ARTIFACTS:  # a rendering made after the verdict: sealed on its own
+            self.set_tags(run_id, artifact_seal.derived_tags(run_id, self.run_tags(run_id), path,
+                                                             artifact_seal.sha256_bytes(text.encode())))
 
     def log_figure(self, run_id: str, figure: Any, path: str) -> None:
         self.client.log_figure(run_id, figure, path)
@@ -356,7 +344,9 @@ class Tracker:
         artifact's digest (see :meth:`read_verified`). ``seal``: what publication will use (target,
         quarantine, hashes), written inside the digested document with whether it is signed."""
         signed = signing_key() is not None
-        document = {**dict(verdict_dict), SEAL: {**dict(seal or {}), SEAL_SIGNED: signed}}
+        # every artifact written so far (the evidence a reviewer reads) is sealed with the verdict
+        artifacts = artifact_seal.manifest(self.artifact_hashes(run_id))
+        document = {**dict(verdict_dict), SEAL: {**dict(seal or {}), SEAL_SIGNED: signed, SEAL_ARTIFACTS: artifacts}}
         text = json.dumps(document, indent=2, default=str)
         self.log_text(run_id, text, ART_VERDICT)
         self.set_tags(run_id, {

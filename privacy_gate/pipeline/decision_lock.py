@@ -8,7 +8,9 @@ Two holds, both per run id:
 - every store, including a remote tracking server: a claim tag (``approval.claim``) with a unique
   token, written and then re-read after a settle time; whoever does not read back their own token
   lost the race. On a local store (under the file lock) a claim left by a killed decider is stale
-  and taken over; on a server it is refused, naming who holds it.
+  and taken over; on a server it is refused, naming who holds it. The token names the decider's
+  host, PID and process start, so this host can tell whether it is gone (``claim_owner_gone``:
+  what ``decision_recovery`` checks before resolving a half-done decision on a server store).
 
 The decision itself re-checks the run's decisions after the hold is taken. A claim is released
 when its decision did not get recorded (so a refused re-gate can be retried); once a decision is
@@ -20,8 +22,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import os
 import secrets
-import socket
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -32,6 +34,7 @@ from privacy_gate import names
 from privacy_gate.tracking_uri import sqlite_path
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.locking import file_lock
+from privacy_gate.processes import owner_gone, process_start, this_host
 
 log = logging.getLogger("privacy_gate")
 
@@ -68,18 +71,41 @@ def lock_path(tracking_uri: str, run_id: str) -> Path | None:
     return None if folder is None else folder / names.LOCK_DIR / names.decision_lock_file(check_run_id(run_id))
 
 
+class DecisionBusy(ReviewError):
+    """Another process holds the decision lock of the run (a decision is in progress)."""
+
+
 @contextlib.contextmanager
-def _cross_process_lock(path: Path | None, run_id: str) -> Iterator[None]:
+def _cross_process_lock(path: Path | None, run_id: str, timeout: float) -> Iterator[None]:
     if path is None:
         yield
         return
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(file_lock(path, timeout=LOCK_TIMEOUT_S))
+            stack.enter_context(file_lock(path, timeout=timeout))
         except PrivacyGateError:
-            raise ReviewError(f"another decision on run {run_id} has held {path} for {LOCK_TIMEOUT_S:g} s; wait for "
-                              "it to finish (or check for a hung privacy-gate process)") from None
+            raise DecisionBusy(f"another decision on run {run_id} has held {path} for {timeout:g} s; wait for "
+                               "it to finish (or check for a hung privacy-gate process)") from None
         yield
+
+
+#: the claim token's tail: who holds it (this host's name, PID and process start) and a random part
+_OWNER = re.compile(r"\(host (?P<host>[A-Za-z0-9._-]+), pid (?P<pid>\d+) started (?P<start>[^;() ]+); [0-9a-f]+\)$")
+
+
+def claim_owner_gone(token: str | None) -> bool | None:
+    """Whether the process that wrote the claim ``token`` is gone: True / False, None when this host
+    cannot tell (another host's claim, or a claim of an older version). No claim: True.
+
+    >>> claim_owner_gone(None), claim_owner_gone("approve by ana at 2025 (elsewhere:ab12)")
+    (True, None)
+    """
+    if not token:
+        return True
+    found = _OWNER.search(token)
+    if not found:
+        return None
+    return owner_gone(found["host"], found["pid"], None if found["start"] == "unknown" else found["start"])
 
 
 class DecisionHold:
@@ -88,7 +114,9 @@ class DecisionHold:
     def __init__(self, tracker, run_id: str, *, reviewer: str, action: str, local: bool):
         self.tracker, self.run_id, self.local = tracker, run_id, local
         at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.token = f"{action} by {reviewer} at {at} ({socket.gethostname()}:{secrets.token_hex(8)})"
+        pid = os.getpid()  # the claim names its process: a recovery can tell a dead decider (claim_owner_gone)
+        self.token = (f"{action} by {reviewer} at {at} (host {this_host()}, pid {pid} started "
+                      f"{process_start(pid) or 'unknown'}; {secrets.token_hex(8)})")
 
     def claim(self) -> None:
         """Write our claim and read it back; ReviewError when another decider holds the run."""
@@ -117,11 +145,12 @@ class DecisionHold:
 
 
 @contextlib.contextmanager
-def decision_lock(tracking_uri: str, run_id: str) -> Iterator[bool]:
+def decision_lock(tracking_uri: str, run_id: str, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[bool]:
     """The cross-process lock of a decision on ``run_id``; yields whether the store is local
-    (then the lock alone serialises deciders; on a server the claim tag does)."""
+    (then the lock alone serialises deciders; on a server the claim tag does). Not taken within
+    ``timeout`` seconds: :class:`DecisionBusy`."""
     path = lock_path(tracking_uri, run_id)
     if path is None:
         check_run_id(run_id)
-    with _cross_process_lock(path, run_id):
+    with _cross_process_lock(path, run_id, timeout):
         yield path is not None

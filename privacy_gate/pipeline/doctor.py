@@ -3,6 +3,9 @@
 - runs left RUNNING in the MLflow store whose process is gone (same host, and its PID is not
   alive or belongs to a process with another start time) are marked KILLED with a reason tag;
   a run made on another host is only reported (its PID means nothing here);
+- decisions a killed ``approve`` / ``reject`` left half done (a decision record without its tags
+  or its publication) are reported, and resolved with ``fix`` (``decision_recovery``: a published
+  approval's tags are completed, an unpublished one is rolled back, a rejection is completed);
 - APPROVE verdicts (and approvals by review) without a publication are reported, one line each;
 - release folders of a publish target (local or ``s3://``) holding data but no manifest (a
   killed publication) are listed, and removed with ``fix``;
@@ -23,6 +26,7 @@ from typing import Any
 
 from privacy_gate import names, objectstore, tracking
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.pipeline.decision_recovery import doctor_check
 from privacy_gate.processes import owner_gone
 from privacy_gate.publish import (MANIFEST, PUBLISHED_DIR, QUARANTINE_DIR, QUARANTINE_TMP_PREFIX, STAGING_PREFIX,
                                   temp_dirs)
@@ -35,7 +39,7 @@ DEFAULT_MIN_AGE = 600.0
 
 @dataclass
 class Finding:
-    kind: str  # stale-run | run-elsewhere | unpublished | orphan | staging | unchecked
+    kind: str  # stale-run | run-elsewhere | decision | unpublished | orphan | staging | unchecked
     line: str
     fixed: bool = False
 
@@ -108,8 +112,8 @@ def unpublished(tracker: tracking.Tracker) -> list[Finding]:
                                           "was killed); run the gate again to publish"))
     for run in tracker.find_runs(f"tags.`{names.TAG_APPROVAL_STATUS}` = 'approved'"):
         published = run.data.tags.get(names.TAG_APPROVAL_PUBLISHED) or ""
-        if published and published != "none" and not published.startswith("failed"):
-            continue
+        if published == "none" or (published and not published.startswith("failed")):
+            continue  # published, or an approval a killed process left half done (doctor_check)
         state = f"{names.TAG_APPROVAL_PUBLISHED} is {published!r}" if published else \
             f"no {names.TAG_APPROVAL_PUBLISHED} tag"
         out.append(Finding("unpublished", f"{_label(run)}: approved by review but {state}; run the gate again to "
@@ -195,6 +199,10 @@ def doctor(workdir: Path, *, tracking_uri: str | None, fix: bool, targets: list[
     else:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         report.findings += stale_runs(tracker, fix=fix)
+        resolved, notes = doctor_check(tracker, tracking_uri, fix=fix)
+        report.notes += notes
+        report.findings += [Finding("decision" if r.kind != "unchecked" else "unchecked", r.line, fixed=r.fixed)
+                            for r in resolved]
         report.findings += unpublished(tracker)
         all_targets |= recorded_targets(tracker)
     for target in sorted(all_targets):

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from privacy_gate import names, tracking
+from privacy_gate import artifact_seal, names, tracking
 from privacy_gate.config import ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
@@ -32,6 +32,7 @@ from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
 from privacy_gate.pipeline.decision_lock import DecisionHold, decision_lock
+from privacy_gate.pipeline.decision_recovery import resolve_before_deciding, resolve_for_review
 from privacy_gate.pipeline.mlflow_sink import MlflowSink, text_sha256
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.release import RunContext, finish, log_report_of
@@ -66,6 +67,7 @@ class RunRecord:
         self.quarantine = Path(path) if path and not objectstore.is_s3(path) else None
         self.publish_target = self.seal.get(names.SEAL_PUBLISH_TARGET)  # a folder or an s3:// URI
         self.dataset = self.seal.get(names.SEAL_DATASET) or self.tags.get(names.TAG_DATASET, "dataset")
+        self._changes: list[artifact_seal.Change] | None = None
 
     def _sealed_text(self, path: str, seal_key: str) -> str:
         """An artefact the decision reads, checked against the hash sealed with the verdict."""
@@ -100,6 +102,15 @@ class RunRecord:
         if judged != self.seal[names.SEAL_SYNTHETIC_SHA]:
             raise IntegrityError(f"run {self.run_id}: the sealed release hash differs from the judged one; "
                                  "refusing to act on it")
+        changed = self.artifact_changes()
+        if changed:  # the evidence the reviewer read is not the gate's: never publish on it
+            raise IntegrityError(artifact_seal.problem(self.run_id, changed))
+
+    def artifact_changes(self) -> list[artifact_seal.Change]:
+        """The run's artifacts that differ from what the gate sealed (``artifact_seal``)."""
+        if self._changes is None:
+            self._changes = self._tracker.sealed_changes(self.run_id, self.seal)
+        return self._changes
 
     def settings(self) -> GateSettings:
         text = self._sealed_text(names.ART_SETTINGS, names.SEAL_SETTINGS_SHA)
@@ -271,6 +282,8 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+        # a decision a killed decider left half done is completed or rolled back first (decision_recovery)
+        resolve_before_deciding(tracker, run_id, by=f"privacy-gate {action} ({via})", locked=local)
         record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
         check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
         record.fetch_quarantine(workdir)
@@ -370,11 +383,15 @@ def _refresh_report(sink: MlflowSink) -> None:
 def review_text(run_id: str, *, tracking_uri: str) -> str:
     """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
     audit's recorded figures), then the decision state and the rule checks."""
+    recovered = resolve_for_review(tracking_uri, run_id)  # a half-done decision: resolved and said first
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     record = RunRecord(tracker, run_id)
-    return pending_text(run_id, record.verdict, record.decisions,
+    text = pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
                         evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
+    changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
+    head = artifact_seal.warning_lines(run_id, changed) + recovered
+    return f"{console_lines(head)}\n{text}" if head else text
 
 
 def pending_runs_text(*, tracking_uri: str) -> str:

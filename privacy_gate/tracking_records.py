@@ -1,0 +1,81 @@
+"""The records a review reads back and appends on a run, as methods of ``tracking.Tracker``:
+the decision log (``decision_log``) and the artifact seal (``artifact_seal``). Through the
+tracker's ``client`` only: this module imports no MLflow.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from privacy_gate import artifact_seal
+from privacy_gate.decision_log import DecisionLog, approval_tags
+from privacy_gate.decision_log import effective as effective_decisions
+from privacy_gate.names import DECISIONS_DIR, decision_artifact
+
+
+class RunRecords:
+    """Mixed into ``tracking.Tracker`` (which provides ``client``, ``run_tags``, ``read_text``,
+    ``log_json`` and ``set_tags``)."""
+
+    client: Any
+
+    # ---- the artifact seal
+    def artifact_paths(self, run_id: str) -> list[str]:
+        """Every artifact file of the run (folders walked), sorted."""
+        out, folders = [], [None]
+        while folders:
+            for info in self.client.list_artifacts(run_id, folders.pop()):
+                (folders if info.is_dir else out).append(info.path)
+        return sorted(out)
+
+    def artifact_hashes(self, run_id: str) -> dict[str, str]:
+        """path -> sha256 of every artifact file of the run, as stored."""
+        out = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, path in enumerate(self.artifact_paths(run_id)):
+                folder = Path(tmp) / str(i)
+                folder.mkdir()
+                local = Path(self.client.download_artifacts(run_id, path, str(folder)))
+                out[path] = artifact_seal.sha256_bytes(local.read_bytes())
+        return out
+
+    def sealed_changes(self, run_id: str, seal: Mapping[str, Any]) -> list[artifact_seal.Change]:
+        """The artifacts of ``run_id`` that differ from what its verified ``seal`` and its derived
+        seal cover (``artifact_seal.changes``); empty when the run is as the gate left it."""
+        return artifact_seal.changes(run_id, seal, self.run_tags(run_id), self.artifact_hashes(run_id))
+
+    # ---- the decision log
+    def decision_files(self, run_id: str) -> list[tuple[str, str]]:
+        """(path, text) of every record of the run's decision log, oldest first."""
+        files = sorted(f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir)
+        return [(f, self.read_text(run_id, f)) for f in files]
+
+    def decision_log(self, run_id: str, tags: Mapping[str, str] | None = None) -> DecisionLog:
+        """The run's decision log: the decisions that stand, and the void records that cancel the
+        approvals a killed ``approve`` never published (``decision_log``)."""
+        return effective_decisions(run_id, self.decision_files(run_id),
+                                   self.run_tags(run_id) if tags is None else tags)
+
+    def decisions(self, run_id: str) -> list[dict[str, Any]]:
+        """The decisions that stand on the run (void records and what they cancel left out)."""
+        return self.decision_log(run_id).decisions
+
+    def append_record(self, run_id: str, record: Mapping[str, Any]) -> str:
+        """A new record of the decision log (never overwriting one); returns its path."""
+        n = len(self.client.list_artifacts(run_id, DECISIONS_DIR)) + 1
+        path = decision_artifact(n, record["action"])
+        self.log_json(run_id, dict(record), path)
+        return path
+
+    def append_decision(self, run_id: str, decision: Mapping[str, Any]) -> None:
+        """Append a review decision: a new artifact (never overwriting), then the approval tags. A
+        process killed between the two leaves a record without its tags, which
+        ``pipeline.decision_recovery`` resolves."""
+        self.append_record(run_id, decision)
+        self.set_tags(run_id, approval_tags(decision))
+
+
+__all__ = ["RunRecords"]
