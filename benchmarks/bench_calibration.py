@@ -375,6 +375,14 @@ def main(argv: list[str] | None = None) -> None:
         lo, hi = wilson(a, len(nulls))
         print(f"\nnulls: {a} of {len(nulls)} approved ({100 * a / len(nulls):.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]), "
               f"{b} BLOCK ({100 * b / len(nulls):.1f}%) over {len({r['table'] for r in nulls})} table(s)")
+        enough = [r for r in nulls if not any(c["key"].startswith(("insufficient_evidence.", "power."))
+                                              for c in r["reasons"])]
+        if len(enough) < len(nulls):
+            a, b = (sum(r["decision"] == d for r in enough) for d in ("APPROVE", "BLOCK"))
+            lo, hi = wilson(a, len(enough))
+            print(f"nulls with enough data to judge (no insufficient-evidence reason): {a} of {len(enough)} approved "
+                  f"({100 * a / max(1, len(enough)):.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]), {b} BLOCK, over "
+                  f"{len({r['table'] for r in enough})} table(s)")
         alarms = sum(bool(signal_reasons(r)) for r in nulls)
         lo, hi = wilson(alarms, len(nulls))
         print(f"nulls held back by a leak signal (the budget's false alarms; insufficient evidence and "
