@@ -23,8 +23,6 @@ with the spec (every missing and extra column at once).
 >>> _ = path.write_text('a,b\\n1,"x, y"\\n2,' + "z" * 50 + "\\n")
 >>> read_header(path, InputLimits())
 ['a', 'b']
->>> longest_csv_field(path, InputLimits())
-50
 >>> check_file(path, InputLimits(max_field_bytes=20), where="in the config")
 Traceback (most recent call last):
 ...
@@ -75,18 +73,19 @@ def _refuse(path: Path, figure: str, setting: str, limit: int, where: str, remed
 class _CsvScanner:
     """One pass over CSV bytes, chunk by chunk: fields end at commas and line breaks outside quotes
     (the parity of the quotes seen so far: an escaped quote ``""`` counts twice, so it keeps the
-    parity). Tracks the longest field so far and where it is, the bytes read, and where the header
-    record ends. A record ends at ``\\n``; a ``\\r`` before it only ends the field."""
+    parity). Tracks the bytes read, where the header record ends, and the first field longer than
+    ``limit`` bytes (its length so far and its place). A record ends at ``\\n``; a ``\\r``
+    before it only ends the field."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self.parity = 0  # quotes seen so far, mod 2: 1 = inside a quoted field
         self.offset = 0  # bytes consumed
         self.field_start = 0  # offset of the current field's first byte
-        self.longest = 0
-        self.longest_at = (0, 0)  # (record, field) of the longest field, both counted from 0
         self.record = 0  # the open record, counted from 0 (0 = the header)
         self.field = 0  # the open field within it
         self.header_end: int | None = None  # offset of the line break that ends the header record
+        self.over: tuple[int, int, int] | None = None  # (bytes, record, field) of the first long field
 
     def feed(self, chunk: bytes) -> None:
         buf = np.frombuffer(chunk, dtype=np.uint8)
@@ -101,11 +100,11 @@ class _CsvScanner:
             starts[0] = self.field_start - self.offset
             starts[1:] = ends[:-1] + 1
             lengths = ends - starts
-            at = int(np.argmax(lengths))
             is_break = newline[ends]
-            if lengths[at] > self.longest:
-                self.longest = int(lengths[at])
-                self.longest_at = self._position(is_break[:at], at)
+            long = np.flatnonzero(lengths > self.limit)
+            if self.over is None and long.size:
+                at = int(long[0])
+                self.over = (int(lengths[at]), *self._position(is_break[:at], at))
             breaks = np.flatnonzero(is_break)
             if self.header_end is None and breaks.size and self.record == 0:
                 self.header_end = self.offset + int(ends[breaks[0]])
@@ -115,9 +114,8 @@ class _CsvScanner:
             self.parity = int(before[-1] ^ quotes[-1])
         self.offset += len(buf)
         pending = self.offset - self.field_start  # the field still open at the chunk's end
-        if pending > self.longest:
-            self.longest = pending
-            self.longest_at = (self.record, self.field)
+        if self.over is None and pending > self.limit:
+            self.over = (pending, self.record, self.field)
 
     def _position(self, is_break: np.ndarray, at: int) -> tuple[int, int]:
         """(record, field) of the field after the first ``at`` field ends of this chunk, whose
@@ -128,10 +126,14 @@ class _CsvScanner:
         return self.record + int(breaks.size), at - int(breaks[-1]) - 1
 
 
-def _scan(path: Path, *, limits: InputLimits, where: str) -> _CsvScanner:
+def _scan(path: Path, *, limits: InputLimits, where: str) -> None:
     """Stream ``path``'s (decompressed) bytes through a scanner, stopping as soon as a budget is
-    exceeded."""
-    scanner = _CsvScanner()
+    exceeded. A field over the budget is confirmed by Python's CSV reader (:func:`_long_field`)
+    before it is refused: the scanner's quote parity is exact for files written by a CSV writer,
+    but a stray quote inside an unquoted field (``12" pizza``), which readers take literally,
+    would make it see one long field."""
+    scanner = _CsvScanner(limits.max_field_bytes)
+    checked = False
     try:
         with _open(path) as fh:
             while True:
@@ -140,32 +142,57 @@ def _scan(path: Path, *, limits: InputLimits, where: str) -> _CsvScanner:
                     break
                 scanner.feed(chunk)
                 if scanner.offset > limits.max_file_bytes:
-                    raise _refuse(path, f"holds more than {_mb(limits.max_file_bytes)}"
-                                  + (" once decompressed" if _kind(path) == "gzip" else ""),
-                                  "max_file_bytes", limits.max_file_bytes, where, "")
-                if scanner.longest > limits.max_field_bytes:
-                    raise _field_error(path, scanner, limits, where)
+                    what = "decompresses to" if _kind(path) == "gzip" else "holds"
+                    raise _refuse(path, f"{what} {_mb(scanner.offset)} or more", "max_file_bytes",
+                                  limits.max_file_bytes, where, "")
+                if scanner.over is not None and not checked:
+                    record = _long_field(path, limits.max_field_bytes)
+                    if record is not None:
+                        raise _field_error(path, scanner, record, limits, where)
+                    checked = True  # stray quotes: the reader found no long field in the whole file
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DataError(f"{path}: cannot be read ({type(exc).__name__})") from None
-    return scanner
 
 
-def _field_error(path: Path, scanner: _CsvScanner, limits: InputLimits, where: str) -> DataError:
-    record, field = scanner.longest_at
-    column = f"field {field + 1}"
-    if record > 0:  # name the column (a header name, not a value)
-        try:
-            names = _csv_header(path, limits, where)
-            column = f"column {names[field]!r}" if field < len(names) else column
-        except DataError:
-            pass
+def _long_field(path: Path, limit: int) -> int | None:
+    """The record (0 = the header) holding the first field longer than ``limit`` bytes as Python's
+    CSV reader splits ``path`` (latin-1: one character per byte; the structure is ASCII), or None.
+    The reader holds at most ``limit`` characters of a field. (``csv.field_size_limit`` is
+    process-wide: it is set for this pass only, which runs only once the scanner saw a long field.)"""
+    previous = csv.field_size_limit()
+    rows = 0
+    try:
+        csv.field_size_limit(limit)
+        with _open(path) as fh, io.TextIOWrapper(fh, encoding="latin-1", newline="") as text:
+            for _ in csv.reader(text):
+                rows += 1
+    except csv.Error as exc:
+        return rows if "field larger than field limit" in str(exc) else None  # else: the parser says what
+    finally:
+        csv.field_size_limit(previous)
+    return None
+
+
+def _field_error(path: Path, scanner: _CsvScanner, record: int, limits: InputLimits, where: str) -> DataError:
+    """The refusal of a long field in ``record``: its size and column when the scanner saw the same
+    record (column names only, never a value)."""
+    size, at_record, field = scanner.over or (0, -1, 0)
+    column, figure = "", f"more than {limits.max_field_bytes:,} bytes"
+    if at_record == record:
+        figure = f"{size:,} bytes or more"
+        if record > 0:
+            try:
+                names = _csv_header(path, limits, where)
+                column = f", column {names[field]!r}" if field < len(names) else ""
+            except DataError:
+                pass
     line = "the header" if record == 0 else f"data row {record:,}"
-    return _refuse(path, f"a field of {scanner.longest:,} bytes or more ({line}, {column})", "max_field_bytes",
-                   limits.max_field_bytes, where, ", or leave long text out of the table")
+    return _refuse(path, f"a field of {figure} ({line}{column})", "max_field_bytes", limits.max_field_bytes, where,
+                   ", or leave long text out of the table")
 
 
 def _csv_header(path: Path, limits: InputLimits, where: str) -> list[str]:
-    scanner = _CsvScanner()
+    scanner = _CsvScanner(limits.max_field_bytes)
     raw = bytearray()
     try:
         with _open(path) as fh:
@@ -178,8 +205,9 @@ def _csv_header(path: Path, limits: InputLimits, where: str) -> list[str]:
                 if scanner.header_end is None and scanner.field + 1 > limits.max_columns:
                     raise _refuse(path, f"the header has more than {limits.max_columns:,} columns", "max_columns",
                                   limits.max_columns, where, ", or split the table")
-                if scanner.longest_at[0] == 0 and scanner.longest > limits.max_field_bytes:
-                    raise _field_error(path, scanner, limits, where)
+                if scanner.over is not None and scanner.over[1] == 0:
+                    raise _refuse(path, f"a field of {scanner.over[0]:,} bytes or more (the header)",
+                                  "max_field_bytes", limits.max_field_bytes, where, "")
                 if scanner.offset > MAX_HEADER_BYTES:
                     raise DataError(f"{path}: the header row is longer than {MAX_HEADER_BYTES:,} bytes; a table's "
                                     "header holds its column names, one line")
@@ -222,11 +250,6 @@ def read_header(path: str | Path, limits: InputLimits, *, where: str = "in the c
     if _kind(path) == "parquet":
         return _parquet_columns(_parquet_file(path))
     return _csv_header(path, limits, where)
-
-
-def longest_csv_field(path: str | Path, limits: InputLimits, *, where: str = "in the config") -> int:
-    """Bytes of the longest field of a CSV, in one streaming pass (refused past a budget)."""
-    return _scan(Path(path), limits=limits, where=where).longest
 
 
 def _check_parquet(path: Path, pf, limits: InputLimits, where: str) -> None:
