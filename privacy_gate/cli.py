@@ -270,7 +270,8 @@ def gate(
     rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
     config: Annotated[Optional[Path], typer.Option(
         help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure sections of a release "
-             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200).")] = None,
+             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200). "
+             "Input budgets: the inputs section (max_file_bytes, max_columns, max_field_bytes).")] = None,
     # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder 's3:/bucket'
     publish_to: Annotated[Optional[str], typer.Option(
         help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
