@@ -318,11 +318,12 @@ def test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation
     paths = _wide(tmp_path, 5_001)
     start = time.perf_counter()
     code, output = _subprocess_gate(_gate(tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path)), **paths),
-                                    timeout=150)
+                                    timeout=300)
     assert code == 4, output[-2000:]
-    assert time.perf_counter() - start < 100
+    assert time.perf_counter() - start < 150  # about 35 s alone on 2 cores; validation alone took minutes
     assert "encoding the reference data reference.csv would make 10002 features, more than its maximum width" in output
-    assert "nullable: false" in output and "validating train data" not in output
+    assert "nullable: false" in output
+    assert "validating train data" not in output  # 5,001 columns would print its progress lines
     assert not (tmp_path / "wd" / "published").exists()
 
 
