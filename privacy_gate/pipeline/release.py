@@ -142,7 +142,8 @@ class ReleaseState:
 def _load(state: ReleaseState, executor: Executor, logger: Any) -> None:
     state.real, state.public_reference, state.ctx.value_types = executor.run("load_input", load_real_data_typed,
                                                                             state.config)
-    check_encoding_width(state.real, state.config.dataset.spec, source=location_name(state.config.dataset.path))
+    check_encoding_width(state.real, state.config.dataset.spec,
+                         source=f"real data {location_name(state.config.dataset.path)}")
 
 
 def _validate_input(state: ReleaseState, executor: Executor, logger: Any) -> None:
