@@ -32,6 +32,8 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("bad input", "malformed, contradictory or hostile configs, specs and data files: exit 2 or BLOCK "
                   "with one line naming the file, key or column, nothing published",
      (r"tests/test_bad_inputs\.py::",
+      r"tests/test_input_checks\.py::", r"tests/publish/test_published_types\.py::",
+      r"tests/publish/test_s3_inputs\.py::",
       r"tests/test_config\.py::test_(config_errors|missing_and_invalid|a_rule_that_can_read_nothing|"
       r"an_empty_rule_set|a_key_given_twice|dataset_name_is_validated)",
       r"tests/data/test_table\.py::test_(a_per_row_identifier|unique_per_row|distinct_value_thresholds|"

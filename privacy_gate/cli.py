@@ -120,6 +120,25 @@ def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_s
         _usage_error(str(exc))
 
 
+def _check_dataset_inputs(cfg: Any, config: Path) -> None:
+    """A release config's data files (dataset.path, dataset.reference_path): ``_check_inputs``."""
+    _check_inputs({"dataset.path": cfg.dataset.path, "dataset.reference_path": cfg.dataset.reference_path},
+                  cfg.dataset.spec, cfg.inputs, where=f"in {config}", spec_source=f"{config}: dataset.spec")
+
+
+def _check_inputs(files: dict[str, Any], spec: Any, limits: Any, *, where: str, spec_source: str) -> None:
+    """Data files against the spec's columns and the input budgets (size, width, longest field),
+    from their headers and sizes, before anything runs: exit 2, one line naming every file with a
+    problem, every missing and extra column, or the figure and the setting to change."""
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.pipeline.preflight import check_input_files
+
+    try:
+        check_input_files(files, spec, limits, where=where, spec_source=spec_source)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+
+
 def _check_components(generator: str | None, generator_params: dict, attacks: Any) -> None:
     """Registry names and parameters, checked before anything runs (a ConfigError names them)."""
     from privacy_gate.attacks import create_attack
@@ -215,16 +234,17 @@ def run(
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
 
     cfg = _load_release(config, check)
+    from privacy_gate.objectstore import is_s3
+
+    _require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
+                                         ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
+    _check_dataset_inputs(cfg, config)
     _preflight(workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target")
     from privacy_gate.tracking import SOURCE_CONFIG, tracking_source
 
     tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
     _probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
     _reconcile(tracking_uri, cfg.dataset.spec.name, cfg.tracking.experiment)
-    from privacy_gate.objectstore import is_s3
-
-    _require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
-                                         ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
     if not _use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
         from privacy_gate.pipeline import LocalExecutor
         from privacy_gate.pipeline.remediation import remediated_release_run
@@ -255,7 +275,8 @@ def gate(
     rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
     config: Annotated[Optional[Path], typer.Option(
         help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure sections of a release "
-             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200).")] = None,
+             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200). "
+             "Input budgets: the inputs section (max_file_bytes, max_columns, max_field_bytes).")] = None,
     # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder 's3:/bucket'
     publish_to: Annotated[Optional[str], typer.Option(
         help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
@@ -291,6 +312,12 @@ def gate(
             _check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         _usage_error(str(exc))
+    from privacy_gate.config import InputLimits
+
+    _check_inputs({"--train": train, "--holdout": holdout, "--reference": reference, "--synthetic": synthetic},
+                  spec_model, judging.inputs if judging is not None else InputLimits(),
+                  where=f"in the --config file {config}" if config else "in a --config file (section inputs)",
+                  spec_source=f"--spec {spec}")
     _preflight(workdir=workdir, publish_to=publish_to,
                split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model)
     from privacy_gate.tracking import tracking_source
@@ -549,6 +576,7 @@ def dependency_study(
 
     cfg = _load_release(config, check)
     _require_files(**{"dataset.path": cfg.dataset.path})
+    _check_dataset_inputs(cfg, config)
     _preflight(workdir=workdir)
     from privacy_gate.tracking import tracking_source
 
@@ -595,6 +623,7 @@ def audit_dp(
         _usage_error(f"--runs must be at least 4, got {runs}")
     cfg = _load_release(config, lambda cfg: _check_components(cfg.generator.name, cfg.generator.params, []))
     _require_files(**{"dataset.path": cfg.dataset.path})
+    _check_dataset_inputs(cfg, config)
     try:
         if _use_prefect(orchestrator):
             from privacy_gate.flows import audit_dp_flow

@@ -26,10 +26,17 @@ from privacy_gate.errors import ConfigError
 from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
                                 SUPPRESS_COPIES, is_test_level, rule_metric_problem)
 from privacy_gate.objectstore import is_s3
-from privacy_gate.spec import DatasetSpec
+from privacy_gate.spec import MAX_ENCODED_WIDTH, DatasetSpec
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: Defaults of the input guards (``inputs`` section, :class:`InputLimits`). 500 MB: a whole CLI
+#: gate at 1M Adult rows (about 120 MB of CSV) peaked at 5.4 GB; a field of 128 KiB is Python's
+#: own CSV field limit, far above any category or number.
+DEFAULT_MAX_FILE_BYTES = 500_000_000
+DEFAULT_MAX_FIELD_BYTES = 131_072
 
 
 def _local_or_s3(value: Any) -> Any:
@@ -415,6 +422,21 @@ class PublishConfig(_Strict):
     format: Literal["parquet", "csv"] = "parquet"
 
 
+class InputLimits(_Strict):
+    """What one data file may cost, checked before it is parsed (``privacy_gate.data.guards``):
+    its size in bytes (a compressed file: what it decompresses to; Parquet: its uncompressed
+    data), its width in columns and the longest single field. A file over a budget is refused at
+    once, naming the file, the figure and the setting; raise the setting on a machine that can
+    hold the table (the gate's peak memory is a few times to 40 times the file, see
+    docs/configuration.md)."""
+
+    max_file_bytes: int = Field(DEFAULT_MAX_FILE_BYTES, ge=1)
+    # every column is at least one feature of the attacks' encoding, which holds at most
+    # MAX_ENCODED_WIDTH: a wider budget could never run
+    max_columns: int = Field(MAX_ENCODED_WIDTH, ge=1, le=MAX_ENCODED_WIDTH)
+    max_field_bytes: int = Field(DEFAULT_MAX_FIELD_BYTES, ge=1)
+
+
 def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
     """The budget test whose significance a rule's bar needs to raise the verdict, or None for a
     requirement that is not a leak test (utility, the synthetic suite).
@@ -738,6 +760,7 @@ class ReleaseConfig(_Strict):
     retries: RetryConfig = Field(default_factory=RetryConfig)
     remediate: RemediateConfig | None = None
     publish: PublishConfig = Field(default_factory=PublishConfig)
+    inputs: InputLimits = Field(default_factory=InputLimits)
     dependency_study: DependencyStudyConfig | None = None
     audit_dp: DPAuditConfig | None = None
 
@@ -911,6 +934,7 @@ class GateOnlyConfig(_Strict):
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
+    inputs: InputLimits = Field(default_factory=InputLimits)
 
     @model_validator(mode="after")
     def _attacks(self, info: ValidationInfo) -> GateOnlyConfig:
@@ -931,14 +955,16 @@ class GateOnlyConfig(_Strict):
 
 
 def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
-    """Load the judging sections (targets, attacks, gate, audit, mace, exposure) from YAML; a whole release
+    """Load the judging sections (targets, attacks, gate, audit, mace, exposure, disclosure) and the input
+    limits (inputs) from YAML; a whole release
     config works too (its other sections are ignored)."""
     path = Path(path)
     raw = _read_yaml(path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure")
+        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure, "
+                          "disclosure, inputs")
     fields = set(GateOnlyConfig.model_fields)
     return _judging_from({k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path)
 

@@ -104,6 +104,20 @@ def download(uri: str, dest: Path) -> Path:
     return dest
 
 
+def object_size(uri: str) -> int:
+    """The size in bytes of the object at ``uri`` (a HEAD request: nothing is downloaded)."""
+    bucket, key = split_uri(uri)
+    if not key:
+        raise DataError(f"{uri}: names a bucket, not an object")
+    try:
+        return int(client().head_object(Bucket=bucket, Key=key)["ContentLength"])
+    except Exception as exc:  # noqa: BLE001
+        mapped = translate(exc, uri, what="reading")
+        if isinstance(mapped, DataError) and "no such object" in str(mapped):
+            check_bucket(uri)
+        raise mapped from None
+
+
 def upload(local: Path, uri: str) -> None:
     bucket, key = split_uri(uri)
     try:

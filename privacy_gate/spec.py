@@ -40,9 +40,18 @@ _NAME_PATTERN = re.compile(r"[^\W_][\w .()+\-]*")
 DEFAULT_MAX_CATEGORIES = 1000
 DEFAULT_MAX_CATEGORY_SHARE = 0.5
 
+#: The widest encoding the attacks' encoder accepts (``MixedEncoder``, all columns together): 10,000
+#: features on 12,000 rows are already 960 MB per matrix, and the attacks hold several. Every
+#: attribute column is at least one feature, so it also bounds a table's width (``inputs.max_columns``).
+MAX_ENCODED_WIDTH = 10_000
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _bound(v: float | None) -> str:
+    return "unbounded" if v is None else f"{v:g}"
 
 
 class ColumnSpec(_Strict):
@@ -64,13 +73,26 @@ class ColumnSpec(_Strict):
                 raise ValueError("'categories' must not be empty")
             if len(set(map(str, self.categories))) != len(self.categories):
                 raise ValueError("'categories' contains duplicates")
-        if (self.min is not None or self.max is not None or self.bins is not None) and self.kind in ("categorical",):
+        numeric_keys = [k for k in ("min", "max", "bins") if getattr(self, k) is not None]
+        if numeric_keys and self.kind in ("categorical",):
             raise ValueError("'min'/'max'/'bins' are not allowed for categorical columns")
+        if numeric_keys and self.categories is not None:
+            # an ordinal is either a list of ordered categories or a number with a range, not both:
+            # the list made it categorical and the range was ignored until the data failed it
+            keys = " and ".join(f"'{k}'" for k in numeric_keys)
+            raise ValueError(f"{keys} contradict 'categories': an ordinal with a category list is ordered by the "
+                             f"list, one with {keys} is a number; keep one of them")
         if self.min is not None and self.max is not None and not self.min < self.max:
             raise ValueError(f"'min' ({self.min}) must be smaller than 'max' ({self.max})")
         if self.bins is not None:
             if len(self.bins) < 2 or any(b >= c for b, c in zip(self.bins, self.bins[1:])):
                 raise ValueError("'bins' must be at least two strictly increasing edges")
+            outside = ((self.max is not None and self.bins[0] >= self.max)
+                       or (self.min is not None and self.bins[-1] <= self.min))
+            if outside:
+                raise ValueError(f"'bins' ({self.bins[0]:g} to {self.bins[-1]:g}) contradict 'min'/'max' "
+                                 f"({_bound(self.min)} to {_bound(self.max)}): every value in the range would fall "
+                                 "outside the bins")
         return self
 
     @property
@@ -128,6 +150,14 @@ class DatasetSpec(_Strict):
                 raise ValueError(f"subgroups names unknown column '{col}'")
             if self.columns[col].is_numeric:
                 raise ValueError(f"subgroup column '{col}' must be categorical or ordinal with categories")
+            if col == self.entity_id:
+                raise ValueError(f"subgroups names the entity_id '{col}': an identifier has one group per entity; "
+                                 "audit attribute columns, not the identifier")
+        if len(set(self.subgroups)) != len(self.subgroups):
+            raise ValueError("subgroups lists a column more than once")
+        if self.source is not None and self.source == self.entity_id:
+            raise ValueError(f"source and entity_id are both '{self.source}': the source is where a record comes "
+                             "from (a site, a wave), shared by many entities; name different columns")
         self._check_disclosure()
         if self.entity_id is not None and len(self.columns) < 2:
             raise ValueError("a spec with an entity_id needs at least one other column")

@@ -130,10 +130,17 @@ CONFIG_CASES = [
      "dataset.reference_path: file not found"),
 ]
 
+# (id, change to the real data table, text of the one-line error): the header against the spec,
+# before anything runs -> exit 2 (it used to be found by the run: exit 4 after 25-35 s)
+HEADER_CASES = [
+    ("extra-column", lambda df: df.assign(ssn=np.arange(len(df))), "column(s) ['ssn'] are not in spec 'adult'"),
+    ("missing-column", lambda df: df.drop(columns=["age"]), "column(s) ['age'] of spec 'adult' are missing"),
+    ("both", lambda df: df.drop(columns=["age", "race"]).assign(ssn=1),
+     "column(s) ['age', 'race'] of spec 'adult' are missing from the data; column(s) ['ssn'] are not in spec"),
+]
+
 # (id, change to the real data table, text of the BLOCK reason): found by the run -> exit 4
 DATA_CASES = [
-    ("extra-column", lambda df: df.assign(ssn=np.arange(len(df))), "not in spec"),
-    ("missing-column", lambda df: df.drop(columns=["age"]), "'age'"),
     ("text-in-numeric", lambda df: df.assign(age=df["age"].astype(object).where(df.index > 5, "old")),
      "column 'age' is numeric but 6 value(s) are not numbers"),
     ("inf-in-numeric", lambda df: df.assign(fnlwgt=df["fnlwgt"].astype(float).where(df.index > 2, np.inf)),
@@ -187,6 +194,16 @@ def test_bad_config_is_one_line_before_anything_runs(case, real, tmp_path):
     assert got == code, output[-1500:]
     _assert_one_line(output, expected, code)
     assert not (tmp_path / "wd").exists()  # nothing was started, nothing half-written
+
+
+@pytest.mark.parametrize("case", HEADER_CASES, ids=[c[0] for c in HEADER_CASES])
+def test_a_header_not_matching_the_spec_is_one_line_before_anything_runs(case, real, tmp_path):
+    _, change, expected = case
+    cfg = _write(tmp_path, copy.deepcopy(BASE), change(real.copy()))
+    got, output = _run(cfg, tmp_path)
+    assert got == 2, output[-1500:]
+    _assert_one_line(output, f"dataset.path {tmp_path / 'real.csv'}: {expected}", 2)
+    assert not (tmp_path / "wd").exists()  # nothing was started
 
 
 @pytest.mark.parametrize("case", DATA_CASES, ids=[c[0] for c in DATA_CASES])

@@ -90,12 +90,14 @@ def test_review_exit_code(prefect_server, gate_files, tmp_path):
     assert not (tmp_path / "published").exists()
 
 
-def test_synthetic_with_other_schema_blocks_naming_the_column(prefect_server, gate_files, tmp_path):
-    code, out, _ = _invoke(_gate_args(gate_files, "no_race.csv", tmp_path, "--json"))
-    summary = _last_json(out)
-    assert code == 4 and summary["status"] == "error"
-    msg = summary["reasons"][0]["message"]
-    assert "['race']" in msg and "missing" in msg and "\n" not in msg
+def test_synthetic_with_other_schema_is_refused_naming_the_column(gate_files, tmp_path):
+    """Found from the header before anything runs (exit 2); it used to be a BLOCK (exit 4) after
+    the whole real-data stage."""
+    code, out, err = _invoke(_gate_args(gate_files, "no_race.csv", tmp_path, "--json"))
+    assert code == 2 and out == ""
+    (msg,) = err.strip().splitlines()
+    assert f"--synthetic {gate_files / 'no_race.csv'}: column(s) ['race'] of spec 'adult' are missing" in msg
+    assert not (tmp_path / "mlflow.db").exists()
 
 
 @pytest.mark.parametrize("mutate, needle", [

@@ -35,8 +35,12 @@ def _invoke(args: list[str]) -> tuple[int, str, float]:
 
 
 def _gate_files(tmp_path):
-    for name in ("train", "holdout", "reference", "synthetic"):
-        (tmp_path / f"{name}.csv").write_text("age\n1\n")
+    # the spec's columns: the header is checked against the spec before the store is probed
+    from privacy_gate.config import load_spec
+
+    header = ",".join(load_spec(EXAMPLE).columns)
+    for i, name in enumerate(("train", "holdout", "reference", "synthetic")):
+        (tmp_path / f"{name}.csv").write_text(f"{header}\n" + ",".join([str(i)] * (header.count(",") + 1)) + "\n")
     return ["gate", *(f"--{n}={tmp_path / f'{n}.csv'}" for n in ("train", "holdout", "reference", "synthetic")),
             f"--spec={EXAMPLE}", f"--workdir={tmp_path / 'wd'}", "--orchestrator=local"]
 

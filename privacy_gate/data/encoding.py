@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import ColumnSpec, DatasetSpec
+from privacy_gate.spec import MAX_ENCODED_WIDTH, ColumnSpec, DatasetSpec
 from privacy_gate.data.table import as_category_string  # the same category mapping as conform()
 from privacy_gate.errors import ConfigError, DataError
 
@@ -41,10 +41,9 @@ ONEHOT_SCALE = 1.0 / math.sqrt(2.0)
 
 _CATEGORICAL_MODES = ("onehot", "ordinal")
 
-#: The widest encoding ``fit`` accepts (all columns together). Each one-hot column is also bounded by
-#: its spec's ``max_categories``; this bounds the total whatever the spec says: 10,000 features on
-#: 12,000 rows are already 960 MB per matrix, and the attacks hold several.
-MAX_ENCODED_WIDTH = 10_000
+# The widest encoding ``fit`` accepts is ``MAX_ENCODED_WIDTH`` (all columns together; defined with
+# the spec, whose width it bounds). Each one-hot column is also bounded by its spec's
+# ``max_categories``; this bounds the total whatever the spec says.
 
 
 def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
@@ -155,11 +154,14 @@ class MixedEncoder:
         self._plan: list[tuple] = []
         names: list[str] = []
         effective = 0
+        onehot = {name: self._categories(self.spec.columns[name], df[name]) for name in self.columns_
+                  if self._is_onehot(self.spec.columns[name])}
+        self._check_widths({name: len(cats) for name, cats in onehot.items()}, limit=self.spec.max_categories,
+                           setting="the spec's max_categories")
         for name in self.columns_:
             col = self.spec.columns[name]
             if self._is_onehot(col):
-                cats = self._categories(col, df[name])
-                self._check_width(name, len(cats), limit=self.spec.max_categories, setting="the spec's max_categories")
+                cats = onehot[name]
                 self.categories_[name] = cats
                 self._note_unlisted(name, df[name], cats)
                 names += [f"{name}[{i}]" for i in range(len(cats))] + [f"{name}[missing]"]
@@ -205,23 +207,36 @@ class MixedEncoder:
             self._plan.append(("numeric", name, (mean, std) if not constant else None, indicator))
         if len(names) > self.max_width:
             widest = sorted(self.categories_, key=lambda c: -len(self.categories_[c]))[:3]
+            n_indicators = sum(n.endswith("[missing]") for n in names)
             raise DataError(
                 f"MixedEncoder.fit: encoding the {self.data_name} would make {len(names)} features, more than its "
-                f"maximum width ({self.max_width}); widest one-hot columns: "
-                + ", ".join(f"'{c}' ({len(self.categories_[c])} distinct values)" for c in widest)
-                + ". Declare an identifier column as the spec's entity_id or drop it")
+                f"maximum width ({self.max_width}): {len(self.columns_)} attribute columns, {n_indicators} of the "
+                "features missing-value indicators (a nullable numeric column is two features)"
+                + ("; widest one-hot columns: " + ", ".join(f"'{c}' ({len(self.categories_[c])} distinct values)"
+                                                            for c in widest) if widest else "")
+                + ". Declare an identifier column as the spec's entity_id or drop it, drop columns, or declare "
+                "numeric columns without missing values nullable: false")
         self.feature_names_out_ = names
         self.n_features_out_ = len(names)
         self.n_effective_dims_ = effective
         return self
 
-    def _check_width(self, name: str, n_categories: int, *, limit: int, setting: str) -> None:
-        """Refuse a one-hot column wider than ``limit`` before anything is allocated (counts only)."""
-        if n_categories > limit:
+    def _check_widths(self, counts: dict[str, int], *, limit: int, setting: str) -> None:
+        """Refuse one-hot columns wider than ``limit`` before anything is allocated, every one of
+        them in one error (counts only)."""
+        wide = {name: n for name, n in counts.items() if n > limit}
+        if len(wide) == 1:
+            (name, n), = wide.items()
             raise DataError(
-                f"MixedEncoder.fit: column '{name}' has {n_categories} distinct values in the {self.data_name}, more "
-                f"than {setting} ({limit}); one-hot encoding it would make {n_categories + 1} features. It looks "
+                f"MixedEncoder.fit: column '{name}' has {n} distinct values in the {self.data_name}, more "
+                f"than {setting} ({limit}); one-hot encoding it would make {n + 1} features. It looks "
                 "like an identifier: declare it as the spec's entity_id or drop the column")
+        if wide:
+            raise DataError(
+                f"MixedEncoder.fit: {len(wide)} columns have more distinct values in the {self.data_name} than "
+                f"{setting} ({limit}): " + ", ".join(f"'{name}' ({n})" for name, n in wide.items())
+                + f"; one-hot encoding them would make {sum(wide.values()) + len(wide)} features. They look like "
+                "identifiers: declare one as the spec's entity_id or drop the columns")
 
     def _is_onehot(self, col: ColumnSpec) -> bool:
         categorical_like = col.kind == "categorical" or (col.kind == "ordinal" and col.categories is not None)

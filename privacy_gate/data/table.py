@@ -14,22 +14,31 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate import objectstore
+from privacy_gate.config import InputLimits
+from privacy_gate.data import guards
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import DataError
 
 _READERS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
+def read_table(path: str | Path, *, limits: InputLimits | None = None, where: str = "in the config") -> pd.DataFrame:
     """Read CSV (optionally gzipped) or Parquet, from a file or an ``s3://`` object; the index
-    becomes the row id (0..n-1)."""
+    becomes the row id (0..n-1). The file is held to ``limits`` (default: the ``inputs``
+    defaults) before it is parsed (``guards.check_file``: size, width, longest field); ``where``
+    says where a refused budget is set (\"in the config\", \"in the --config file\")."""
+    limits = limits or InputLimits()
     if objectstore.is_s3(path):
         uri = str(path)
         _, key = objectstore.split_uri(uri)
+        size = objectstore.object_size(uri)
+        if size > limits.max_file_bytes:  # refused before a byte is downloaded
+            raise DataError(f"{uri}: is {size:,} bytes, more than inputs.max_file_bytes ({limits.max_file_bytes:,}); "
+                            f"raise inputs.max_file_bytes {where}")
         with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
             local = objectstore.download(uri, Path(tmp) / Path(key).name)
             try:
-                return read_table(local)
+                return read_table(local, limits=limits, where=where)
             except DataError as exc:  # name the object, not the temporary copy
                 raise DataError(str(exc).replace(str(local), uri)) from None
     path = Path(path)
@@ -38,6 +47,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     kind = _READERS.get(path.suffix.lower())
     if kind is None:
         raise DataError(f"{path}: unsupported file type '{path.suffix}' (use .csv, .csv.gz or .parquet)")
+    guards.check_file(path, limits, where=where)
     try:
         df = pd.read_csv(path, low_memory=False) if kind == "csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
@@ -51,45 +61,51 @@ def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str, check_identifie
     """Check ``df`` against ``spec`` (columns, emptiness, all-missing columns) and cast types.
 
     ``source`` names the data in messages (a file path or "synthetic data"). Returns a copy with
-    the spec's column order; categorical values become strings, numerics floats.
+    the spec's column order; categorical values become strings, numerics floats (the types ``df``
+    had: ``privacy_gate.data.types.value_types``).
     ``check_identifiers``: refuse identifier-like categorical columns (:func:`identifier_problem`);
     on for real data, off for a release (judged against the real data's categories, and its
     encodings are bounded by :class:`~privacy_gate.data.encoding.MixedEncoder`).
+    Every column is checked before anything is refused: one :class:`DataError` names all the
+    offending columns (counts only, never values).
     """
-    missing = [c for c in spec.columns if c not in df.columns]
-    extra = [c for c in df.columns if c not in spec.columns]
-    if missing:
-        raise DataError(f"{source}: column(s) {missing} of spec '{spec.name}' are missing from the data")
-    if extra:
-        raise DataError(f"{source}: column(s) {extra} are not in spec '{spec.name}'")
+    problem = guards.header_problem([str(c) for c in df.columns], spec)
+    if problem:
+        raise DataError(f"{source}: {problem}")
     if len(df) == 0:
         raise DataError(f"{source}: the table has no rows")
-    out = {}
+    out, problems, identifiers = {}, [], []
     for name, col in spec.columns.items():
         s = df[name]
         if s.isna().all():
-            raise DataError(f"{source}: column '{name}' has only missing values")
+            problems.append(f"column '{name}' has only missing values")
+            continue
         if col.kind == "numeric" or (col.kind == "ordinal" and col.categories is None):
             num = pd.to_numeric(s, errors="coerce")
             bad = int((num.isna() & s.notna()).sum())
             if bad:
-                raise DataError(f"{source}: column '{name}' is {col.kind} but {bad} value(s) are not numbers")
+                problems.append(f"column '{name}' is {col.kind} but {bad} value(s) are not numbers")
+                continue
             num = num.astype("float64")
             n_inf = int(np.isinf(num).sum())
             if n_inf:  # inf breaks every encoder and density; a range in the spec would have caught it too
-                raise DataError(f"{source}: column '{name}' has {n_inf} infinite value(s)")
+                problems.append(f"column '{name}' has {n_inf} infinite value(s)")
             out[name] = num
         elif col.kind == "datetime":
             dt = pd.to_datetime(s, errors="coerce")
             bad = int((dt.isna() & s.notna()).sum())
             if bad:
-                raise DataError(f"{source}: column '{name}' is datetime but {bad} value(s) are not dates")
+                problems.append(f"column '{name}' is datetime but {bad} value(s) are not dates")
             out[name] = dt
         else:
             out[name] = s.map(as_category_string, na_action="ignore").astype(object)
-            problem = identifier_problem(out[name], spec, name) if check_identifiers else None
-            if problem:
-                raise DataError(f"{source}: {problem}")
+            finding = identifier_finding(out[name], spec, name) if check_identifiers else None
+            if finding:
+                identifiers.append(finding)
+    if identifiers:
+        problems.append(_identifiers_sentence(identifiers))
+    if problems:
+        raise DataError(f"{source}: " + "; ".join(problems))
     return pd.DataFrame(out, index=df.index)
 
 
@@ -112,6 +128,17 @@ def identifier_problem(values: pd.Series, spec: DatasetSpec, column: str) -> str
     >>> identifier_problem(pd.Series(["a", "b"] * 150), spec, "c") is None
     True
     """
+    finding = identifier_finding(values, spec, column)
+    return None if finding is None else _identifiers_sentence([finding])
+
+
+#: What to do about a column that looks like an identifier.
+_IDENTIFIER_REMEDY = ("entity_id or drop the column (a true category with this many values: bin it, or raise "
+                      "max_categories / max_category_share in the spec)")
+
+
+def identifier_finding(values: pd.Series, spec: DatasetSpec, column: str) -> tuple[str, int] | None:
+    """(what makes ``column`` look like an identifier, its distinct count), or None."""
     if column == spec.entity_id:
         return None
     n = int(values.notna().sum())
@@ -126,10 +153,17 @@ def identifier_problem(values: pd.Series, spec: DatasetSpec, column: str) -> str
     else:
         return None
     kind = spec.columns[column].kind
-    return (f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows ({why}): it looks "
-            f"like an identifier, and one-hot encoding it would make {distinct} features. Declare it as the spec's "
-            "entity_id or drop the column (a true category with this many values: bin it, or raise max_categories "
-            "/ max_category_share in the spec)")
+    return f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows ({why})", distinct
+
+
+def _identifiers_sentence(findings: list[tuple[str, int]]) -> str:
+    if len(findings) == 1:
+        text, distinct = findings[0]
+        return (f"{text}: it looks like an identifier, and one-hot encoding it would make {distinct} features. "
+                f"Declare it as the spec's {_IDENTIFIER_REMEDY}")
+    total = sum(d for _, d in findings)
+    return (f"{len(findings)} columns look like identifiers: " + "; ".join(t for t, _ in findings)
+            + f"; one-hot encoding them would make {total} features. Declare each as the spec's {_IDENTIFIER_REMEDY}")
 
 
 def as_category_string(v: object) -> str:

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privacy_gate.config import ReleaseConfig
+from privacy_gate.config import InputLimits, ReleaseConfig
 
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
 from privacy_gate.data.table import row_hashes
+from privacy_gate.data.types import value_types
 from privacy_gate.errors import DataError
 from privacy_gate.label_key import LabelKey
 
@@ -46,22 +47,45 @@ class GateInputs:
 
 
 def load_real_data(config: ReleaseConfig) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """Read and conform the real table (and a public reference file, if configured)."""
+    """Read and conform the real table (and a public reference file, if configured), each held to
+    the config's ``inputs`` limits."""
+    real, reference, _ = load_real_data_typed(config)
+    return real, reference
+
+
+def load_real_data_typed(config: ReleaseConfig) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, str]]:
+    """:func:`load_real_data` and the real table's value types (``data.types.value_types``: what a
+    release of it is published in)."""
     spec = config.dataset.spec
-    real = conform(read_table(config.dataset.path), spec, source=str(config.dataset.path))
+    raw = read_table(config.dataset.path, limits=config.inputs)
+    types = value_types(raw, spec)
+    real = conform(raw, spec, source=str(config.dataset.path))
+    del raw
     reference = None
     if config.dataset.reference_path is not None:
-        reference = conform(read_table(config.dataset.reference_path), spec, source=str(config.dataset.reference_path))
-    return real, reference
+        reference = conform(read_table(config.dataset.reference_path, limits=config.inputs), spec,
+                            source=str(config.dataset.reference_path))
+    return real, reference, types
+
+
+def check_encoding_width(df: pd.DataFrame, spec: DatasetSpec, *, source: str) -> None:
+    """The attacks' encoding of ``df`` fits ``MAX_ENCODED_WIDTH`` features: checked right after the
+    table is read, before validation (Great Expectations on thousands of columns takes minutes),
+    rather than when the first attack encodes it. Raises DataError naming ``source``."""
+    from privacy_gate.data.encoding import MixedEncoder
+
+    MixedEncoder(spec=spec, data_name=source).fit(df)
 
 
 def split_release(config: ReleaseConfig, real: pd.DataFrame, reference: pd.DataFrame | None) -> Splits:
     return split_by_entity(real, config.dataset.spec, config.split, reference=reference)
 
 
-def read_split_files(paths: dict[str, str | Path], spec: DatasetSpec) -> dict[str, pd.DataFrame]:
-    """Gate-only mode: train / holdout / reference files, each conformed to the spec."""
-    return {k: conform(read_table(paths[k]), spec, source=str(paths[k])) for k in SPLIT_NAMES}
+def read_split_files(paths: dict[str, str | Path], spec: DatasetSpec, limits: InputLimits | None = None
+                     ) -> dict[str, pd.DataFrame]:
+    """Gate-only mode: train / holdout / reference files, each held to ``limits`` (default: the
+    ``inputs`` defaults) and conformed to the spec."""
+    return {k: conform(read_table(paths[k], limits=limits), spec, source=str(paths[k])) for k in SPLIT_NAMES}
 
 
 #: Identical records of different people exist in real tables (Adult has them), so two honest

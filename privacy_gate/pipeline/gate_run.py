@@ -116,7 +116,8 @@ def _validate(state: GateState, executor: Executor, logger: Any) -> None:
                                     state.inputs.splits.train, state.settings.spec,
                                     # the copy share is recorded here and judged by the copy test
                                     # against the holdout's twins (stage ``copies``), not by a bar
-                                    max_copy_share=1.0)
+                                    max_copy_share=1.0,
+                                    progress=lambda line: logger.info("  validating synthetic data: %s", line))
     state.metrics.update(state.validation.metrics())
 
 

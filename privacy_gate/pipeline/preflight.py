@@ -23,7 +23,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from privacy_gate.errors import ConfigError
+from privacy_gate.config import InputLimits
+from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
@@ -74,3 +75,29 @@ def check_split_files(paths: dict[str, str | Path], spec: DatasetSpec) -> None:
         check_disjoint(parts, spec, sources={k: Path(p).name for k, p in paths.items()})
     except DataError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def check_input_files(files: dict[str, str | Path | None], spec: DatasetSpec, limits: InputLimits, *, where: str,
+                      spec_source: str = "the spec") -> None:
+    """Every local data file against the spec and the input budgets before anything runs
+    (``data.guards.check_file``: size, header width, the header against the spec, longest field),
+    from its size, its header and one pass over its bytes, never a parse. ``files``: label (the
+    option or config key) -> path; ``s3://`` objects are checked by the run when it reads them.
+    One ConfigError names every file with a problem and, for a header, every missing and extra
+    column. ``where``: where the ``inputs`` settings are changed (named in a refusal)."""
+    from privacy_gate.data.guards import check_file
+
+    if len(spec.columns) > limits.max_columns:
+        raise ConfigError(f"{spec_source}: spec '{spec.name}' has {len(spec.columns):,} columns, more than "
+                          f"inputs.max_columns ({limits.max_columns:,}); raise inputs.max_columns {where}, or split "
+                          "the table")
+    problems = []
+    for label, path in files.items():
+        if path is None or is_s3(str(path)):
+            continue
+        try:
+            check_file(path, limits, where=where, spec=spec)
+        except DataError as exc:
+            problems.append(f"{label} {exc}")
+    if problems:
+        raise ConfigError("; ".join(problems))

@@ -28,8 +28,9 @@ from privacy_gate.generators import Generator, create_generator, progress
 from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, load_real_data, read_split_files,
-                                           split_release, splits_from_frames)
+from privacy_gate.data.types import restore_types, value_types
+from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, check_encoding_width,
+                                           load_real_data_typed, read_split_files, split_release, splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
@@ -55,6 +56,9 @@ class RunContext:
     hashes: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # where each input table came from (no values)
     infrastructure_failure: bool = False  # a service did not answer: a scheduled run may retry
+    # the types the release is written in (``data.types``): the input's, so a published boolean
+    # stays boolean and integer codes stay integers
+    value_types: dict[str, str] | None = None
 
     @property
     def run_id(self) -> str:
@@ -66,12 +70,16 @@ class RunContext:
         return self.executor.run(name, fn, *args, **kwargs)
 
     def validate_input(self, df: pd.DataFrame, spec: DatasetSpec, what: str) -> None:
-        report = self.step("validate_input", validate_input, df, spec)
+        logger = self.clock.logger
+        report = self.step("validate_input", validate_input, df, spec,
+                           progress=lambda line: logger.info("  validating %s: %s", what, line))
         self.sink.record_validation(report)
         report.raise_if_failed(what)
 
     def quarantine(self, synthetic: pd.DataFrame, fmt: str) -> None:
-        self.quarantined = self.step("quarantine", self.store.quarantine, synthetic, fmt=fmt)
+        """Quarantine ``synthetic`` (conformed) written in ``value_types`` where that is lossless."""
+        typed = restore_types(synthetic, self.value_types)
+        self.quarantined = self.step("quarantine", self.store.quarantine, typed, fmt=fmt)
         self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
         self.sink.record_quarantine(self.quarantined, target=self.store.target_label)
 
@@ -139,7 +147,10 @@ class ReleaseState:
 
 
 def _load(state: ReleaseState, executor: Executor, logger: Any) -> None:
-    state.real, state.public_reference = executor.run("load_input", load_real_data, state.config)
+    state.real, state.public_reference, state.ctx.value_types = executor.run("load_input", load_real_data_typed,
+                                                                            state.config)
+    check_encoding_width(state.real, state.config.dataset.spec,
+                         source=f"real data {location_name(state.config.dataset.path)}")
 
 
 def _validate_input(state: ReleaseState, executor: Executor, logger: Any) -> None:
@@ -272,7 +283,8 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
                               "judging": judging.model_dump(mode="json"),
                               "inputs": {k: str(p.resolve()) for k, p in paths.items()}}, names.ART_CONFIG)
         with clock.stage("load", "loading train / holdout / reference"):
-            parts = executor.run("load_input", read_split_files, paths, spec)
+            parts = executor.run("load_input", read_split_files, paths, spec, judging.inputs)
+            check_encoding_width(parts["reference"], spec, source=f"reference data {paths['reference'].name}")
         with clock.stage("validate_input", "validating input data (Great Expectations)"):
             for k, df in parts.items():
                 ctx.validate_input(df, spec, f"{k} data {paths[k].name}")
@@ -280,7 +292,10 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         splits = splits_from_frames(parts)
         ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
         with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
-            synth = conform(read_table(synthetic), spec, source=str(synthetic), check_identifiers=False)
+            raw = read_table(synthetic, limits=judging.inputs)
+            ctx.value_types = value_types(raw, spec)  # published in the types it was given in
+            synth = conform(raw, spec, source=str(synthetic), check_identifiers=False)
+            del raw
             ctx.quarantine(synth, "parquet")
         settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
                                           audit=judging.audit, mace=judging.mace, exposure=judging.exposure,

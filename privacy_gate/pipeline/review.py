@@ -18,9 +18,10 @@ from typing import Any, Literal
 import pandas as pd
 
 from privacy_gate import artifact_seal, names, tracking
-from privacy_gate.config import ReleaseConfig
+from privacy_gate.config import InputLimits, ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash
+from privacy_gate.data.types import value_types
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError
 from privacy_gate.gate import Verdict
 from privacy_gate.experiment.grouping import names_hashed_values
@@ -169,7 +170,8 @@ class RunRecord:
         cfg = self.config
         if cfg.get("mode") == "gate_only":
             spec = DatasetSpec.model_validate(cfg["spec"])
-            splits = splits_from_frames(read_split_files(cfg["inputs"], spec))
+            limits = InputLimits.model_validate((cfg.get("judging") or {}).get("inputs") or {})
+            splits = splits_from_frames(read_split_files(cfg["inputs"], spec, limits))
         else:
             config = ReleaseConfig.model_validate(cfg)
             splits = split_release(config, *load_real_data(config))
@@ -195,6 +197,7 @@ class SuppressedRelease:
     synthetic: pd.DataFrame  # the filtered release
     removed: int
     rows_before: int
+    value_types: dict[str, str] | None = None  # the quarantined file's types
 
     @classmethod
     def read(cls, record: RunRecord, *, suppress: list[str], workdir: str | Path, logger: Any = None
@@ -206,8 +209,10 @@ class SuppressedRelease:
         record.fetch_quarantine(workdir)
         settings = record.settings()
         splits = record.splits()
-        synthetic = conform(read_quarantined(record.quarantine), settings.spec, source="quarantined release",
-                            check_identifiers=False)
+        raw = read_quarantined(record.quarantine)
+        types = value_types(raw, settings.spec)  # written in the input's types: the filtered release keeps them
+        synthetic = conform(raw, settings.spec, source="quarantined release", check_identifiers=False)
+        del raw
         exposed = None
         if names.SUPPRESS_EXPOSED in suppress:
             # the level the gate measured the exposed share at (coarser than exposure.level on a small table)
@@ -224,7 +229,7 @@ class SuppressedRelease:
         logger.info("suppressing %d of %d synthetic rows (%s)", removed, len(synthetic), ", ".join(suppress))
         return cls(record=record, suppress=tuple(suppress), settings=settings, splits=splits,
                    synthetic=synthetic[~drop.to_numpy()].reset_index(drop=True), removed=removed,
-                   rows_before=len(synthetic))
+                   rows_before=len(synthetic), value_types=types)
 
     def regate(self, ctx: RunContext) -> Verdict:
         """Record what was removed (a count), quarantine the filtered release in ``ctx`` and gate it
@@ -232,6 +237,7 @@ class SuppressedRelease:
         ctx.sink.record_params({"rerun_of": self.record.run_id, "suppress": ",".join(self.suppress),
                                 "rows_suppressed": self.removed})
         ctx.sink.record_json(self.record.config, names.ART_CONFIG)
+        ctx.value_types = self.value_types
         ctx.quarantine(self.synthetic, self.settings.publish_format)
         return ctx.gate(GateInputs(splits=self.splits, synthetic=self.synthetic,
                                    synthetic_file_sha256=ctx.quarantined.sha256), self.settings)

@@ -108,7 +108,9 @@ def _memorising_ladder(folder: Path, workdir: Path, *, share: float, rare: bool)
     result = remediated_release_run(cfg, workdir=workdir)
     client = MlflowClient(tracking.default_tracking_uri(workdir))
     runs = [client.get_run(a["run_id"]) for a in result.ladder["attempts"]]
-    source, kept = (read_quarantined(Path(r.data.tags[names.TAG_QUARANTINE])) for r in runs)
+    # as judged (the quarantined files are written in the input's types: 39, not 39.0)
+    source, kept = (conform(read_quarantined(Path(r.data.tags[names.TAG_QUARANTINE])), cfg.dataset.spec,
+                            source="release", check_identifiers=False) for r in runs)
     splits = split_release(cfg, *load_real_data(cfg))
     return cfg, result, client, runs, source, kept, splits, _verbatim(source, splits.train)
 
