@@ -47,6 +47,7 @@ from benchmarks.calibration_scenarios import CELLS, LEAK_CELLS, NULL_CELLS  # no
 from benchmarks.calibration_tables import TABLES  # noqa: E402
 
 NULL_SEEDS = range(25)
+_RUN_GIT: dict | None = None  # set in main() before any gate runs; workers inherit it (fork)
 LEAK_SEEDS = range(10)
 FDR_TARGET = 0.05
 
@@ -92,7 +93,8 @@ def run_one(table: str, cell: str, seed: int, n_train: int, baselines: bool) -> 
     from benchmarks.calibration_scenarios import NotApplicable, make_release
 
     row = {"key": key(table, cell, seed, n_train), "table": table, "cell": cell, "seed": seed,
-           "n_train_requested": n_train, "kind": "null" if cell in NULL_CELLS else "leak"}
+           "n_train_requested": n_train, "kind": "null" if cell in NULL_CELLS else "leak",
+           "git": _RUN_GIT}  # the code that judged this release (a resumed grid mixes commits)
     t0 = time.perf_counter()
     try:
         rel = make_release(table, cell, seed, n_train)
@@ -315,6 +317,8 @@ def main(argv: list[str] | None = None) -> None:
     argv = [c for a in argv for c in ({"nulls": list(NULL_CELLS), "leaks": list(LEAK_CELLS)}.get(a, [a]))]
     args = ap.parse_args(argv)
 
+    global _RUN_GIT
+    _RUN_GIT = git_head()
     os.environ["CALIB_SDM_SUBSAMPLE"] = str(args.sdm_subsample)  # read by calibration_baselines (workers inherit it)
     RESULTS.mkdir(parents=True, exist_ok=True)
     jsonl = RESULTS / f"{args.out}.jsonl"
@@ -400,7 +404,8 @@ def main(argv: list[str] | None = None) -> None:
             print("\nSide by side (the same releases):\n\n" + sbs)
     from benchmarks.calibration_baselines import SETTINGS as BASELINE_SETTINGS
 
-    record(args.out, {"git": git_head(), "command": " ".join([Path(sys.argv[0]).name, *argv]),
+    commits = sorted({(r.get("git") or {}).get("commit") or "unrecorded" for r in rows})
+    record(args.out, {"git": git_head(), "row_commits": commits, "command": " ".join([Path(sys.argv[0]).name, *argv]),
                       "settings": {k: v for k, v in vars(args).items() if k not in ("fresh",)} |
                       {"null_seeds_default": list(NULL_SEEDS), "leak_seeds_default": list(LEAK_SEEDS)},
                       "tables": [TABLES[t].attribution() for t in args.tables],
