@@ -19,15 +19,13 @@ from typer.testing import CliRunner
 
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
-from privacy_gate.gate import Verdict
-from privacy_gate.gate.verdict import Check
 from privacy_gate.pipeline import review
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.release import RunContext, finish
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.publish import ReleaseStore
 
-from .test_review_records import GROUP, SUBGROUP_ROWS
+from .test_review_records import GROUP, SUBGROUP_ROWS, flagged_group_verdict
 
 KEY = "artifact-seal-test-key"
 runner = CliRunner()
@@ -50,11 +48,7 @@ def make_signed_review_run(workdir: Path) -> tuple[str, tracking.Tracker]:
     sink.record_json({"spec": "toy"}, names.ART_SETTINGS)
     tracker.log_json(sink.run_id, SUBGROUP_ROWS, names.ART_SUBGROUPS)
     tracker.log_frame(sink.run_id, EXPOSED, names.ART_EXPOSED)
-    reason = Check(rule="membership_test.p_adjusted >= 0.01", metric="membership_test.p_adjusted",
-                   observed=0.0008, threshold=0.01, bound="min", action="review", passed=False, group=GROUP,
-                   message=f"{GROUP}: membership_test.p_adjusted = 0.0008 violates min 0.01 (>=)")
-    verdict = Verdict(decision="REVIEW", status="ok", reasons=(reason,), checks=(reason,), flagged_subgroups=(GROUP,),
-                      data_hashes={"synthetic_file_sha256": ctx.quarantined.sha256})
+    verdict = flagged_group_verdict(ctx.quarantined.sha256)
     finish(ctx, verdict)
     return sink.run_id, tracker
 

@@ -45,6 +45,16 @@ def _no_key(monkeypatch):
     monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
 
 
+def flagged_group_verdict(release_sha256: str) -> Verdict:
+    """A REVIEW verdict whose one reason is GROUP's significant rank test (the evidence a reviewer
+    reads), for the quarantined release with this hash."""
+    reason = Check(rule="membership_test.p_adjusted >= 0.01", metric="membership_test.p_adjusted",
+                   observed=0.0008, threshold=0.01, bound="min", action="review", passed=False, group=GROUP,
+                   message=f"{GROUP}: membership_test.p_adjusted = 0.0008 violates min 0.01 (>=)")
+    return Verdict(decision="REVIEW", status="ok", reasons=(reason,), checks=(reason,), flagged_subgroups=(GROUP,),
+                   data_hashes={"synthetic_file_sha256": release_sha256})
+
+
 def make_review_run(workdir: Path, *, rows: int = 20, logger=None) -> tuple[str, str]:
     """A finished REVIEW run with one flagged group, recorded by ``release.finish`` as a gate run is."""
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
@@ -55,11 +65,7 @@ def make_review_run(workdir: Path, *, rows: int = 20, logger=None) -> tuple[str,
     sink.record_json({"mode": "gate_only"}, names.ART_CONFIG)
     sink.record_json({"spec": "toy"}, names.ART_SETTINGS)
     sink.record_json(SUBGROUP_ROWS, names.ART_SUBGROUPS)
-    reason = Check(rule="membership_test.p_adjusted >= 0.01", metric="membership_test.p_adjusted",
-                   observed=0.0008, threshold=0.01, bound="min", action="review", passed=False, group=GROUP,
-                   message=f"{GROUP}: membership_test.p_adjusted = 0.0008 violates min 0.01 (>=)")
-    verdict = Verdict(decision="REVIEW", status="ok", reasons=(reason,), checks=(reason,), flagged_subgroups=(GROUP,),
-                      data_hashes={"synthetic_file_sha256": ctx.quarantined.sha256})
+    verdict = flagged_group_verdict(ctx.quarantined.sha256)
     finish(ctx, verdict)
     return sink.run_id, tracker.uri
 
