@@ -70,10 +70,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from privacy_gate.estimators.tail_test import (GAP_DIGITS, GRID_WEIGHT, TAIL_MAX_TOP, TAIL_SIMULATIONS,  # noqa: F401
-                                               gap_level, random_tie_ranks, tail_excess_pvalue)
+from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue
 
 FdrMethod = Literal["bh", "by"]
+
 
 def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
     """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more member-like).

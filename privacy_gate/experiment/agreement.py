@@ -49,7 +49,8 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.data.split import unit_codes, unit_max
-from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue, tail_excess_pvalue
+from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue
+from privacy_gate.estimators.tail_test import tail_excess_pvalue
 from privacy_gate.spec import DatasetSpec
 
 #: Quantile bins of a numeric column (edges from the reference split).

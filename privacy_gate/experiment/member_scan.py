@@ -21,7 +21,7 @@ the reference when ``calibration_reference``): the conformal p-value of each tra
 
 is valid, Benjamini–Hochberg (or –Yekutieli) over all training records controls the false
 discovery rate (PRDS, Bates et al. 2023), and the tail-excess test
-(:func:`privacy_gate.estimators.exposure.tail_excess_pvalue`) asks whether more training records
+(:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`) asks whether more training records
 than chance sit among the most extreme scores — the test that sees ten people copied many times,
 which BH over thousands of records cannot name.
 
@@ -54,8 +54,8 @@ from privacy_gate.attacks.nn_index import approximate_nearest, ivf_cells
 from privacy_gate.data import Splits
 from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.exposure import (FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit,
-                                              random_tie_ranks, tail_excess_pvalue)
+from privacy_gate.estimators.exposure import FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit
+from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue
 from privacy_gate.spec import DatasetSpec
 
 #: exact nearest-record search below this many pool x (synthetic + pool) pairs; above it the
@@ -120,11 +120,6 @@ def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, se
     return copy_scores(d_syn, d_real, floor=COPY_FLOOR * float(np.median(d_real)))
 
 
-def _bounds(parts: list[pd.DataFrame]) -> list[tuple[int, int]]:
-    ends = np.cumsum([len(p) for p in parts])
-    return [(int(e - len(p)), int(e)) for p, e in zip(parts, ends)]
-
-
 def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, q: float,
                  method: FdrMethod = "bh", seed: int = 0, exact: bool | None = None,
                  calibration_reference: bool = False, tail_max_share: float = 0.01) -> ScanResult:
@@ -149,7 +144,8 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     # a panel (spec.entity_id): each person is one unit scored by their most exposed row, so the
     # tests count people, who are what the split made exchangeable (person-years are not)
     codes = [unit_codes(part, spec.entity_id) for part in parts]
-    unit_scores = np.concatenate([unit_max(scores[a:b], c) for (a, b), c in zip(_bounds(parts), codes)])
+    per_part = np.split(scores, np.cumsum([len(part) for part in parts])[:-1])
+    unit_scores = np.concatenate([unit_max(s, c) for s, c in zip(per_part, codes)])
     n_train = int(codes[0].max()) + 1
     labels = np.zeros(len(unit_scores), dtype=bool)
     labels[:n_train] = True

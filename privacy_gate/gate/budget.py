@@ -74,11 +74,15 @@ def allocate(*, review: float, block: float, weights: Mapping[str, float]) -> di
     return {t: (review * w / total, block * w / total) for t, w in weights.items()}
 
 
+def budget_weights(budget: BudgetConfig, tests: Sequence[str]) -> dict[str, float]:
+    """Each test's weight: the default, or the config's ``budget.weights``."""
+    return {t: float({**DEFAULT_WEIGHTS, **budget.weights}[t]) for t in tests}
+
+
 def test_levels(budget: BudgetConfig, tests: Sequence[str]) -> dict[str, tuple[float, float]]:
     """``{test: (review level, block level)}`` of a config's budget over the tests a run has: the
-    one place the weights (defaults overridden by ``budget.weights``) meet the budget."""
-    return allocate(review=budget.review, block=budget.block,
-                    weights={t: float({**DEFAULT_WEIGHTS, **budget.weights}[t]) for t in tests})
+    one place the weights meet the budget."""
+    return allocate(review=budget.review, block=budget.block, weights=budget_weights(budget, tests))
 
 
 def proportion_pvalue(k_train: int, n_train: int, k_control: int, n_control: int) -> float:
@@ -197,15 +201,14 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
 def run_tests(metrics: Mapping[str, float], *, tests: Sequence[str], budget: BudgetConfig, attacks: Sequence[str],
               groups: Mapping[str, Mapping[str, float]] | None = None) -> tuple[TestOutcome, ...]:
     """Every enabled test with its p-value and budget shares."""
-    levels = test_levels(budget, tests)
+    weights, levels = budget_weights(budget, tests), test_levels(budget, tests)
     out = []
     for t in TESTS:
         if t not in levels:
             continue
         p, k, detail = test_pvalue(t, metrics, attacks=attacks, groups=groups)
-        out.append(TestOutcome(name=t, weight=float({**DEFAULT_WEIGHTS, **budget.weights}[t]),
-                               review_level=levels[t][0], block_level=levels[t][1], pvalue=p, components=k,
-                               detail=detail))
+        out.append(TestOutcome(name=t, weight=weights[t], review_level=levels[t][0], block_level=levels[t][1],
+                               pvalue=p, components=k, detail=detail))
     return tuple(out)
 
 
@@ -252,8 +255,7 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
     """The effective gate of a config, as ``privacy-gate check-config`` prints it: the budget, each
     test's levels, the rules (bars) with the test each needs, and what is turned off and why."""
     b = gate.budget
-    w = {t: float({**DEFAULT_WEIGHTS, **b.weights}[t]) for t in tests}
-    levels = test_levels(b, tests)
+    w, levels = budget_weights(b, tests), test_levels(b, tests)
     lines = [f"error budget: a release that leaks nothing goes to REVIEW or worse at most {b.review:.2%} of the time, "
              f"to BLOCK at most {b.block:.2%}",
              f"power: the membership test must detect an attack AUC of {b.promise_auc:g} with {b.power:.0%} power, else "
@@ -272,5 +274,5 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["describe_gate", "test_levels", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
+__all__ = ["describe_gate", "test_levels", "budget_weights", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
            "membership_power", "proportion_pvalue", "rule_test", "run_tests", "test_pvalue"]

@@ -19,8 +19,8 @@ import pytest
 from scipy import stats
 
 from privacy_gate.estimators.exposure import (combined_scores, conformal_pvalues, discover_exposed,
-                                              exposed_share_bounds, fdr_select, naming_limit, no_signal_share_upper,
-                                              gap_level, tail_excess_pvalue)
+                                              exposed_share_bounds, fdr_select, naming_limit, no_signal_share_upper)
+from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
 
 DRAWS = 300
