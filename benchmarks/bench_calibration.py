@@ -281,10 +281,10 @@ def side_by_side(summary: list[dict]) -> str:
              "|---|---:|---|---:|---:|---:|---:|---:|"]
     for s in rows:
         b, n = s["baselines"], s["n"]
-        count = lambda share: f"{round(share * b['dcr_gate']['n'])}/{b['dcr_gate']['n']}"  # noqa: E731
+        passes = lambda k: f"{round(b[k]['passed_share'] * b[k]['n'])}/{b[k]['n']}"  # noqa: E731
         lines.append(f"| {s['table']} | {s['n_train']:,} | {s['cell']}{' (clean)' if s['kind'] == 'null' else ''} | {n} | "
-                     f"{s['approved']}/{n} | {count(b['sdm_baseline']['passed_share'])} | "
-                     f"{count(b['sdm_overfitting']['passed_share'])} | {count(b['dcr_gate']['passed_share'])} |")
+                     f"{s['approved']}/{n} | {passes('sdm_baseline')} | "
+                     f"{passes('sdm_overfitting')} | {passes('dcr_gate')} |")
     return "\n".join(lines)
 
 
