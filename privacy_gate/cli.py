@@ -100,9 +100,9 @@ def _load_release(config: Path, check: Any = None) -> Any:
 
 
 def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_setting: str = "--publish-to",
-               split_files: dict[str, Path] | None = None, spec: Any = None) -> None:
-    """Folders the run writes and split files it compares, checked before it starts (exit 2, one
-    line naming the path) rather than as a BLOCK minutes later."""
+               split_files: dict[str, Path] | None = None, spec: Any = None, limits: Any = None) -> None:
+    """Folders the run writes and split files it compares (read within the run's input ``limits``),
+    checked before it starts (exit 2, one line naming the path) rather than as a BLOCK minutes later."""
     from privacy_gate.errors import ConfigError
     from privacy_gate.label_key import LabelKey
     from privacy_gate.names import LABEL_KEY_FILE
@@ -115,7 +115,7 @@ def _preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_s
             LabelKey.for_workdir(workdir, create=False)
         require_writable_dir(publish_to, setting=publish_setting)
         if split_files is not None:
-            check_split_files(split_files, spec)
+            check_split_files(split_files, spec, limits)
     except ConfigError as exc:
         _usage_error(str(exc))
 
@@ -314,12 +314,14 @@ def gate(
         _usage_error(str(exc))
     from privacy_gate.config import InputLimits
 
+    limits = judging.inputs if judging is not None else InputLimits()
     _check_inputs({"--train": train, "--holdout": holdout, "--reference": reference, "--synthetic": synthetic},
-                  spec_model, judging.inputs if judging is not None else InputLimits(),
+                  spec_model, limits,
                   where=f"in the --config file {config}" if config else "in a --config file (section inputs)",
                   spec_source=f"--spec {spec}")
     _preflight(workdir=workdir, publish_to=publish_to,
-               split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model)
+               split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model,
+               limits=limits)
     from privacy_gate.tracking import tracking_source
 
     _reconcile(_probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)

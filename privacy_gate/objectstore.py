@@ -97,11 +97,17 @@ def download(uri: str, dest: Path) -> Path:
     try:
         client().download_file(bucket, key, str(dest))
     except Exception as exc:  # noqa: BLE001 - translated: every failure names the location
-        mapped = translate(exc, uri, what="reading")
-        if isinstance(mapped, DataError) and "no such object" in str(mapped):
-            check_bucket(uri)  # a HEAD 404 does not say whether the object or the bucket is missing
-        raise mapped from None
+        raise _reading_error(exc, uri) from None
     return dest
+
+
+def _reading_error(exc: Exception, uri: str) -> Exception:
+    """A failure reading the object at ``uri``, translated; a missing object checks its bucket
+    first (a HEAD 404 does not say whether the object or the bucket is missing)."""
+    mapped = translate(exc, uri, what="reading")
+    if isinstance(mapped, DataError) and "no such object" in str(mapped):
+        check_bucket(uri)
+    return mapped
 
 
 def object_size(uri: str) -> int:
@@ -112,10 +118,7 @@ def object_size(uri: str) -> int:
     try:
         return int(client().head_object(Bucket=bucket, Key=key)["ContentLength"])
     except Exception as exc:  # noqa: BLE001
-        mapped = translate(exc, uri, what="reading")
-        if isinstance(mapped, DataError) and "no such object" in str(mapped):
-            check_bucket(uri)
-        raise mapped from None
+        raise _reading_error(exc, uri) from None
 
 
 def upload(local: Path, uri: str) -> None:
@@ -196,4 +199,4 @@ def check_bucket(uri: str) -> None:
 
 
 __all__ = ["StorageUnavailable", "check_bucket", "client", "delete", "download", "get_bytes", "is_s3", "join",
-           "list_objects", "list_prefixes", "put_bytes", "split_uri", "translate", "upload"]
+           "list_objects", "list_prefixes", "object_size", "put_bytes", "split_uri", "translate", "upload"]

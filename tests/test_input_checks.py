@@ -423,6 +423,22 @@ def test_a_stray_quote_is_not_taken_for_a_long_field(tmp_path):
         read_table(tmp_path / "u.csv", limits=InputLimits(max_field_bytes=100))
 
 
+def test_raised_budgets_also_hold_for_the_split_files_comparison(files, tmp_path):
+    """The split files are compared (``check_split_files``) within the --config file's budgets, not
+    the defaults: a field over the default budget, allowed by the config, does not skip the check."""
+    train = pd.read_csv(files / "train.csv")
+    train["occupation"] = train["occupation"].astype(object)
+    train.loc[5, "occupation"] = "x" * 200_000
+    train.to_csv(tmp_path / "train.csv", index=False)
+    pd.read_csv(files / "train.csv").iloc[:600].to_csv(tmp_path / "holdout.csv", index=False)  # train's people
+    code, output = _invoke(_gate(files, tmp_path / "wd", "--config", str(_judging(tmp_path, max_field_bytes=10**6)),
+                                 train=tmp_path / "train.csv", holdout=tmp_path / "holdout.csv"))
+    assert code == 2, output[-2000:]
+    (line,) = _errors(output)
+    assert "holdout holdout.csv and train train.csv share records" in line, line
+    assert not (tmp_path / "wd").exists()
+
+
 def test_limits_are_validated(tmp_path):
     code, output = _invoke(["check-config", str(_judging(tmp_path, max_columns=20_000))])
     assert code == 2 and "inputs.max_columns" in output and "10000" in output.replace(",", "")

@@ -65,7 +65,7 @@ def _mb(n: int) -> str:
     return f"{n:,} bytes ({n / 1e6:,.1f} MB)" if n >= 1_000_000 else f"{n:,} bytes"
 
 
-def _refuse(path: Path, figure: str, setting: str, limit: int, where: str, remedy: str) -> DataError:
+def _refuse(path: str | Path, figure: str, setting: str, limit: int, where: str, remedy: str) -> DataError:
     return DataError(f"{path}: {figure}, more than {_SETTING}.{setting} ({limit:,}); raise {_SETTING}.{setting} "
                      f"{where}{remedy}")
 
@@ -126,12 +126,13 @@ class _CsvScanner:
         return self.record + int(breaks.size), at - int(breaks[-1]) - 1
 
 
-def _scan(path: Path, *, limits: InputLimits, where: str) -> None:
+def _scan(path: Path, header: list[str], *, limits: InputLimits, where: str) -> None:
     """Stream ``path``'s (decompressed) bytes through a scanner, stopping as soon as a budget is
     exceeded. A field over the budget is confirmed by Python's CSV reader (:func:`_long_field`)
     before it is refused: the scanner's quote parity is exact for files written by a CSV writer,
     but a stray quote inside an unquoted field (``12" pizza``), which readers take literally,
-    would make it see one long field."""
+    would make it see one long field. ``header``: the file's column names, which name the column
+    of a long field."""
     scanner = _CsvScanner(limits.max_field_bytes)
     checked = False
     try:
@@ -148,7 +149,7 @@ def _scan(path: Path, *, limits: InputLimits, where: str) -> None:
                 if scanner.over is not None and not checked:
                     record = _long_field(path, limits.max_field_bytes)
                     if record is not None:
-                        raise _field_error(path, scanner, record, limits, where)
+                        raise _field_error(path, header, scanner, record, limits, where)
                     checked = True  # stray quotes: the reader found no long field in the whole file
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DataError(f"{path}: cannot be read ({type(exc).__name__})") from None
@@ -173,19 +174,16 @@ def _long_field(path: Path, limit: int) -> int | None:
     return None
 
 
-def _field_error(path: Path, scanner: _CsvScanner, record: int, limits: InputLimits, where: str) -> DataError:
-    """The refusal of a long field in ``record``: its size and column when the scanner saw the same
-    record (column names only, never a value)."""
+def _field_error(path: Path, header: list[str], scanner: _CsvScanner, record: int, limits: InputLimits,
+                 where: str) -> DataError:
+    """The refusal of a long field in ``record``: its size and column (a name of ``header``) when
+    the scanner saw the same record (column names only, never a value)."""
     size, at_record, field = scanner.over or (0, -1, 0)
     column, figure = "", f"more than {limits.max_field_bytes:,} bytes"
     if at_record == record:
         figure = f"{size:,} bytes or more"
-        if record > 0:
-            try:
-                names = _csv_header(path, limits, where)
-                column = f", column {names[field]!r}" if field < len(names) else ""
-            except DataError:
-                pass
+        if record > 0 and field < len(header):
+            column = f", column {header[field]!r}"
     line = "the header" if record == 0 else f"data row {record:,}"
     return _refuse(path, f"a field of {figure} ({line}{column})", "max_field_bytes", limits.max_field_bytes, where,
                    ", or leave long text out of the table")
@@ -289,20 +287,26 @@ def check_file(path: str | Path, limits: InputLimits, *, where: str = "in the co
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
-    size = os.path.getsize(path)
-    if size > limits.max_file_bytes:
-        raise _refuse(path, f"is {_mb(size)}", "max_file_bytes", limits.max_file_bytes, where, "")
-    header = read_header(path, limits, where=where)
+    check_size(path, os.path.getsize(path), limits, where=where)
+    pf = _parquet_file(path) if _kind(path) == "parquet" else None  # its footer, read once
+    header = _parquet_columns(pf) if pf is not None else _csv_header(path, limits, where)
     check_width(path, header, limits, where=where)
     if spec is not None:
         problem = header_problem(header, spec)
         if problem:
             raise DataError(f"{path}: {problem}")
-    if _kind(path) == "parquet":
-        _check_parquet(path, _parquet_file(path), limits, where)
+    if pf is not None:
+        _check_parquet(path, pf, limits, where)
     else:
-        _scan(path, limits=limits, where=where)
+        _scan(path, header, limits=limits, where=where)
     return header
+
+
+def check_size(name: str | Path, size: int, limits: InputLimits, *, where: str = "in the config") -> None:
+    """Refuse a file (or an ``s3://`` object, by the size a HEAD request gave) of ``size`` bytes
+    over ``limits.max_file_bytes``; ``name`` is what the refusal names."""
+    if size > limits.max_file_bytes:
+        raise _refuse(name, f"is {_mb(size)}", "max_file_bytes", limits.max_file_bytes, where, "")
 
 
 def check_width(path: str | Path, header: list[str], limits: InputLimits, *, where: str = "in the config") -> None:

@@ -31,10 +31,7 @@ def read_table(path: str | Path, *, limits: InputLimits | None = None, where: st
     if objectstore.is_s3(path):
         uri = str(path)
         _, key = objectstore.split_uri(uri)
-        size = objectstore.object_size(uri)
-        if size > limits.max_file_bytes:  # refused before a byte is downloaded
-            raise DataError(f"{uri}: is {size:,} bytes, more than inputs.max_file_bytes ({limits.max_file_bytes:,}); "
-                            f"raise inputs.max_file_bytes {where}")
+        guards.check_size(uri, objectstore.object_size(uri), limits, where=where)  # before a byte is downloaded
         with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
             local = objectstore.download(uri, Path(tmp) / Path(key).name)
             try:

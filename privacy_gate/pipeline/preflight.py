@@ -54,10 +54,11 @@ def require_writable_dir(path: str | Path | None, *, setting: str) -> None:
                           ) from None
 
 
-def check_split_files(paths: dict[str, str | Path], spec: DatasetSpec) -> None:
+def check_split_files(paths: dict[str, str | Path], spec: DatasetSpec, limits: InputLimits | None = None) -> None:
     """Train, holdout and reference files given separately hold different records: the same file
-    twice is refused at once, otherwise the tables are read and compared by row hash and entity id
-    (``check_disjoint``). Raises ConfigError naming both files and the count (never a value)."""
+    twice is refused at once, otherwise the tables are read (held to ``limits``, the run's
+    ``inputs``) and compared by row hash and entity id (``check_disjoint``). Raises ConfigError
+    naming both files and the count (never a value)."""
     from privacy_gate.errors import DataError
     from privacy_gate.experiment.inputs import check_disjoint, read_split_files
 
@@ -68,7 +69,7 @@ def check_split_files(paths: dict[str, str | Path], spec: DatasetSpec) -> None:
             if resolved[a] == resolved[b] or os.path.samefile(resolved[a], resolved[b]):
                 raise ConfigError(f"--{b} {paths[b]} is the --{a} file; the splits must hold different people")
     try:
-        parts = read_split_files(paths, spec)
+        parts = read_split_files(paths, spec, limits)
     except Exception:  # noqa: BLE001
         return  # an unreadable or non-conforming file is the run's to report (a recorded invalid_input BLOCK)
     try:
