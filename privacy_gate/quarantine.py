@@ -88,10 +88,12 @@ def fetch(uri: str, *, root: Path, sha256: str | None = None) -> Path:
         return private_file(local)
     private_dir(Path(root), parents=True)  # the local quarantine is private (0700 / 0600), as the store's
     private_dir(folder)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-")  # 0600
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-")
     os.close(fd)
     try:
+        # boto3 writes a file of its own beside ``tmp`` and renames it over: mkstemp's 0600 is lost
         objectstore.download(uri, Path(tmp))
+        private_file(Path(tmp))
         if sha256_of(Path(tmp)) != committed["sha256"]:
             raise QuarantineError(f"{uri} does not match the sha256 in its {COMMIT}")
         os.replace(tmp, local)

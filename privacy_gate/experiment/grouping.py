@@ -289,9 +289,11 @@ def _value_tokens(values: pd.Series, label_value: str, key: LabelKey | None) -> 
     tokens = label_value.split(RARE_SEPARATOR)
     if not any(t.startswith("#") for t in tokens):
         return plain
-    # a label may mix shown and hashed values: a row matches by its value or by its value's hash
+    # a label may mix shown and hashed values: a row matches by its value or by its value's hash.
+    # Each distinct value is hashed once (an HMAC per row was the cost of a large release).
     shown = set(tokens)
-    return np.array([v if v in shown else value_token(v, None, key=key) for v in plain], dtype=object)
+    codes, distinct = pd.factorize(plain)
+    return np.array([v if v in shown else value_token(v, None, key=key) for v in distinct], dtype=object)[codes]
 
 
 # ------------------------------------------------------------------------------------ entities

@@ -121,13 +121,10 @@ def check_ladder(config: ReleaseConfig) -> list[float | None]:
     return epsilons
 
 
-def _attempt_record(k: int, rung: Rung, epsilon: float | None, result: RunOutcome,
-                    filtered: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One attempt in the ledger. ``filtered`` (a filter rung): the rung it filtered and the row
-    counts (counts only: no row's values)."""
+def _attempt_record(k: int, what: dict[str, Any], epsilon: float | None, result: RunOutcome) -> dict[str, Any]:
+    """One attempt in the ledger. ``what`` the attempt was: ``{"generator": settings}``, or for a
+    filter rung the filter, the rung it filtered and the row counts (counts only: no row's values)."""
     verdict = result.verdict.to_dict()  # the ledger is JSON: non-finite figures are None there
-    what = ({"filter": rung.filter, **(filtered or {})} if isinstance(rung, FilterRung)
-            else {"generator": rung.model_dump(exclude_none=True)})
     return {"rung": k, **what, "epsilon": epsilon,
             "run_id": result.run_id, "verdict": verdict["verdict"], "status": verdict["status"],
             "utility_quality": verdict["metrics"].get(names.UTILITY_QUALITY),
@@ -187,16 +184,16 @@ def remediated_release_run(config: ReleaseConfig, *, workdir: str | Path, execut
                             rung.filter, source)
             result, counts = filter_attempt(config, rung=rung, previous=results[-1], tracker=parent.tracker,
                                             workdir=workdir, executor=executor, logger=logger, tags=attempt_tags)
-            record = _attempt_record(k, rung, eps, result, {"filtered_rung": source, **counts})
+            what: dict[str, Any] = {"filter": rung.filter, "filtered_rung": source, **counts}
         else:
+            what = {"generator": rung.model_dump(exclude_none=True)}
             if logger:
                 logger.info("remediation attempt %d of %d: generator %s", k + 1, len(rungs),
-                            ", ".join(f"{a}={b}" for a, b in rung.model_dump(exclude_none=True).items()))
+                            ", ".join(f"{a}={b}" for a, b in what["generator"].items()))
             result = release_run(config.model_copy(update={"generator": rung, "remediate": None}), workdir=workdir,
                                  executor=executor, logger=logger, tags=attempt_tags, publish=False)
-            record = _attempt_record(k, rung, eps, result)
         results.append(result)
-        attempts.append(record)
+        attempts.append(_attempt_record(k, what, eps, result))
         if _stop_after(result, k, how):
             break
     chosen, why = _choose(attempts, how)
