@@ -154,6 +154,16 @@ class TestOutcome:
         d["what"] = WHAT[self.name]
         return d
 
+    @classmethod
+    def from_dict(cls, d: Mapping) -> TestOutcome:
+        """The outcome a ``verdict.json`` records (``to_dict``; a missing p-value is NaN): what the
+        reports read back, so "significant" has one definition (:attr:`review`)."""
+        p = d.get("pvalue")
+        return cls(name=str(d.get("name")), weight=float(d.get("weight", 0.0)),
+                   review_level=float(d.get("review_level", 0.0)), block_level=float(d.get("block_level", 0.0)),
+                   pvalue=math.nan if p is None else float(p), components=int(d.get("components", 0)),
+                   detail=str(d.get("detail", "")))
+
 
 def _bonferroni(parts: Mapping[str, float]) -> tuple[float, int, str]:
     if not parts:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
+from privacy_gate.gate.budget import TestOutcome
 from privacy_gate.gate.evidence import auc_interval, flagged_evidence, hanley_mcneil_interval  # noqa: F401
 from privacy_gate.gate.human import human_number
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
@@ -280,7 +281,7 @@ def _budget(inp: ReportInputs) -> str:
         rows = []
         for t in budget.get("tests") or []:
             p = t.get("pvalue")
-            hit = p is None or p <= t.get("review_level", 0)
+            hit = TestOutcome.from_dict(t).review
             rows.append(([_e(t.get("name")), _e(t.get("what")), _num(p, 3) if p is not None else "missing",
                           _num(t.get("review_level"), 3), _num(t.get("block_level"), 3),
                           "evidence of leakage" if hit else "no evidence"], "fail" if hit else "pass"))

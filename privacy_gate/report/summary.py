@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from privacy_gate.gate.budget import TestOutcome
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import decision_commands
@@ -97,7 +98,7 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(f"  utility.quality={verdict.metrics[UTILITY_QUALITY]:.4f}")
     if verdict.budget:
         b = verdict.budget
-        hit = [t["name"] for t in b.get("tests", []) if t["pvalue"] is None or t["pvalue"] <= t["review_level"]]
+        hit = [t["name"] for t in b.get("tests", []) if TestOutcome.from_dict(t).review]
         lines.append(f"  error budget: a leak-free release is held back at most {100 * b['review']:g}% of the time, "
                      f"blocked at most {100 * b['block']:g}%; {len(b.get('tests', []))} tests, significant: "
                      f"{', '.join(hit) or 'none'}")
