@@ -22,7 +22,6 @@ not count leaves its approval standing: the run stays decided (fail closed).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_gate import names, signing
+from privacy_gate.artifact_seal import run_key, text_sha256
 from privacy_gate.errors import IntegrityError
 
 VOID = "void"
@@ -47,25 +47,14 @@ class DecisionLog:
         return (self.paths[-1], self.decisions[-1]) if self.decisions else None
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def run_signed(tags: Mapping[str, str]) -> bool:
-    """A run whose verdict digest is an HMAC: its void records must be HMACs too."""
-    return (tags.get(names.TAG_VERDICT_DIGEST) or "").startswith(f"{signing.HMAC_SCHEME}:")
-
-
 def _payload_text(payload: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in payload.items() if k != "digest"}, sort_keys=True)
 
 
 def void_digest(payload: Mapping[str, Any], tags: Mapping[str, str]) -> str | None:
     """The digest of a void record: with the signing key on a signed run (None without it)."""
-    if run_signed(tags):
-        key = signing.signing_key()
-        return signing.verdict_digest(_payload_text(payload), key) if key else None
-    return signing.verdict_digest(_payload_text(payload), "")
+    key = run_key(tags)
+    return None if key is None else signing.verdict_digest(_payload_text(payload), key)
 
 
 def void_record(run_id: str, voided_path: str, voided_text: str, *, at: str, by: str, reason: str,
@@ -149,5 +138,4 @@ def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str]
     return log
 
 
-__all__ = ["VOID", "DecisionLog", "approval_tags", "effective", "run_signed", "text_sha256", "void_digest", "void_record",
-           "voids_tag"]
+__all__ = ["VOID", "DecisionLog", "approval_tags", "effective", "void_digest", "void_record", "voids_tag"]

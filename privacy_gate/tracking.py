@@ -326,7 +326,7 @@ class Tracker(RunRecords):
         self.client.log_text(run_id, text, path)
         if path in DERIVED_ARTIFACTS:  # a rendering made after the verdict: sealed on its own
             self.set_tags(run_id, artifact_seal.derived_tags(run_id, self.run_tags(run_id), path,
-                                                             artifact_seal.sha256_bytes(text.encode())))
+                                                             artifact_seal.text_sha256(text)))
 
     def log_figure(self, run_id: str, figure: Any, path: str) -> None:
         self.client.log_figure(run_id, figure, path)

@@ -14,6 +14,7 @@ from privacy_gate import artifact_seal
 from privacy_gate.decision_log import DecisionLog, approval_tags
 from privacy_gate.decision_log import effective as effective_decisions
 from privacy_gate.names import DECISIONS_DIR, decision_artifact
+from privacy_gate.quarantine import sha256_of
 
 
 class RunRecords:
@@ -23,24 +24,13 @@ class RunRecords:
     client: Any
 
     # ---- the artifact seal
-    def artifact_paths(self, run_id: str) -> list[str]:
-        """Every artifact file of the run (folders walked), sorted."""
-        out, folders = [], [None]
-        while folders:
-            for info in self.client.list_artifacts(run_id, folders.pop()):
-                (folders if info.is_dir else out).append(info.path)
-        return sorted(out)
-
     def artifact_hashes(self, run_id: str) -> dict[str, str]:
-        """path -> sha256 of every artifact file of the run, as stored."""
-        out = {}
+        """path -> sha256 of every artifact file of the run, as stored (the whole tree fetched in
+        one download, not one per file)."""
         with tempfile.TemporaryDirectory() as tmp:
-            for i, path in enumerate(self.artifact_paths(run_id)):
-                folder = Path(tmp) / str(i)
-                folder.mkdir()
-                local = Path(self.client.download_artifacts(run_id, path, str(folder)))
-                out[path] = artifact_seal.sha256_bytes(local.read_bytes())
-        return out
+            root = Path(self.client.download_artifacts(run_id, "", tmp))
+            return {local.relative_to(root).as_posix(): sha256_of(local)
+                    for local in sorted(root.rglob("*")) if local.is_file()}
 
     def sealed_changes(self, run_id: str, seal: Mapping[str, Any]) -> list[artifact_seal.Change]:
         """The artifacts of ``run_id`` that differ from what its verified ``seal`` and its derived

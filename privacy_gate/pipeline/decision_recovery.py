@@ -49,13 +49,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import decision_log, names, objectstore, tracking
+from privacy_gate import artifact_seal, decision_log, names, objectstore, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError
 from privacy_gate.pipeline.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.release import log_report_of
 from privacy_gate.publish import PublishError, dataset_slug, verify_published, verify_published_s3
-from privacy_gate.signing import signing_key
 
 log = logging.getLogger("privacy_gate")
 
@@ -122,11 +121,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _refresh_report(tracker: tracking.Tracker, run_id: str) -> None:
+def refresh_report(sink: MlflowSink) -> None:
+    """Re-render the run's HTML report after a decision; the decision stands even if this fails."""
     try:
-        log_report_of(MlflowSink(tracker, run_id))
+        log_report_of(sink)
     except Exception as exc:  # noqa: BLE001 - the record stands; the report is derived
-        log.warning("could not re-render the HTML report of run %s (%s)", run_id, type(exc).__name__)
+        log.warning("could not re-render the HTML report of run %s (%s)", sink.run_id, type(exc).__name__)
 
 
 def _to_pending(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], note: str) -> None:
@@ -228,11 +228,11 @@ def resolve(tracker: tracking.Tracker, run_id: str, *, fix: bool, by: str, locke
                                   "run `privacy-gate doctor --fix`", False, "elsewhere")
     if not fix:
         return Resolution(run_id, f"{found}; --fix {remedy}", False, kind)
-    if decision_log.run_signed(tags) and not signing_key():  # its records and report are sealed with the key
+    if artifact_seal.run_key(tags) is None:  # a signed run: its records and report are sealed with the key
         return Resolution(run_id, f"{found}; the run is signed: set {names.ENV_SIGNING_KEY} to the gate's key to "
                                   "resolve it", False, "unchecked")
     done = act()
-    _refresh_report(tracker, run_id)
+    refresh_report(MlflowSink(tracker, run_id))
     return Resolution(run_id, f"{found}; {done}", True, kind)
 
 
@@ -244,13 +244,12 @@ def resolve_before_deciding(tracker: tracking.Tracker, run_id: str, *, by: str, 
         log.warning("%s", out.line)
 
 
-def resolve_for_review(tracking_uri: str, run_id: str) -> list[str]:
+def resolve_for_review(tracker: tracking.Tracker, run_id: str) -> list[str]:
     """What ``review RUN`` does first: resolve a half-done decision (if the decision lock is free
     within ``READ_WAIT_S``); returns the lines to print before the run (what was done, the
     approvals voided earlier, void records that do not count)."""
     try:
-        with decision_lock(tracking_uri, run_id, timeout=READ_WAIT_S) as local:
-            tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+        with decision_lock(tracker.uri, run_id, timeout=READ_WAIT_S) as local:
             out = resolve(tracker, run_id, fix=True, by="privacy-gate review", locked=local)
             history = tracker.decision_log(run_id)
     except DecisionBusy:
@@ -266,7 +265,7 @@ def resolve_for_review(tracking_uri: str, run_id: str) -> list[str]:
     return lines
 
 
-def doctor_check(tracker: tracking.Tracker, tracking_uri: str, *, fix: bool) -> tuple[list[Resolution], list[str]]:
+def doctor_check(tracker: tracking.Tracker, *, fix: bool) -> tuple[list[Resolution], list[str]]:
     """``doctor``'s check of every REVIEW run whose decision log and tags may disagree: pending
     runs with decision records, approvals tagged unpublished, runs with void records. Returns
     (resolutions, notes); a decision in progress is a note, not a finding."""
@@ -277,7 +276,7 @@ def doctor_check(tracker: tracking.Tracker, tracking_uri: str, *, fix: bool) -> 
     out, notes = [], []
     for run_id in runs:
         try:
-            with decision_lock(tracking_uri, run_id, timeout=READ_WAIT_S) as local:
+            with decision_lock(tracker.uri, run_id, timeout=READ_WAIT_S) as local:
                 found = resolve(tracker, run_id, fix=fix, by="privacy-gate doctor --fix", locked=local)
         except DecisionBusy:
             notes.append(f"run {run_id}: a decision is in progress (its decision lock is held); not checked")
@@ -292,5 +291,5 @@ def doctor_check(tracker: tracking.Tracker, tracking_uri: str, *, fix: bool) -> 
     return out, notes
 
 
-__all__ = ["READ_WAIT_S", "Resolution", "doctor_check", "publication_of", "published_release", "resolve",
-           "resolve_before_deciding", "resolve_for_review"]
+__all__ = ["READ_WAIT_S", "Resolution", "doctor_check", "publication_of", "published_release", "refresh_report",
+           "resolve", "resolve_before_deciding", "resolve_for_review"]

@@ -199,7 +199,7 @@ def doctor(workdir: Path, *, tracking_uri: str | None, fix: bool, targets: list[
     else:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         report.findings += stale_runs(tracker, fix=fix)
-        resolved, notes = doctor_check(tracker, tracking_uri, fix=fix)
+        resolved, notes = doctor_check(tracker, fix=fix)
         report.notes += notes
         report.findings += [Finding("decision" if r.kind != "unchecked" else "unchecked", r.line, fixed=r.fixed)
                             for r in resolved]

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from privacy_gate import names, tracking  # noqa: E402
+from privacy_gate.artifact_seal import text_sha256  # noqa: E402
 from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
 from privacy_gate.gate import Verdict  # noqa: E402
 from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
@@ -33,12 +34,6 @@ def table_digest(df: Any) -> str:
     import pandas as pd
 
     return hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes()).hexdigest()
-
-
-def text_sha256(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _thin(fpr: np.ndarray, tpr: np.ndarray, points: int = 300) -> tuple[list[float], list[float]]:

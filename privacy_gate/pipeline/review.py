@@ -30,9 +30,10 @@ from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.experiment.inputs import (GateInputs)
 from privacy_gate.pipeline.decision_lock import DecisionHold, decision_lock
 from privacy_gate.pipeline.decision_recovery import resolve_before_deciding, resolve_for_review
+from privacy_gate.pipeline.decision_recovery import refresh_report as _refresh_report  # the name tests stub
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.pipeline.release import RunContext, finish, log_report_of
+from privacy_gate.pipeline.release import RunContext, finish
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
@@ -240,19 +241,11 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
 
 
-def _refresh_report(sink: MlflowSink) -> None:
-    """Re-render the run's HTML report with the decision; the decision stands even if this fails."""
-    try:
-        log_report_of(sink)
-    except Exception as exc:  # noqa: BLE001
-        log.warning("could not re-render the HTML report of run %s (%s)", sink.run_id, type(exc).__name__)
-
-
 def review_text(run_id: str, *, tracking_uri: str) -> str:
     """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
     audit's recorded figures), then the decision state and the rule checks."""
-    recovered = resolve_for_review(tracking_uri, run_id)  # a half-done decision: resolved and said first
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    recovered = resolve_for_review(tracker, run_id)  # a half-done decision: resolved and said first
     record = RunRecord(tracker, run_id)
     text = pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),

@@ -18,7 +18,6 @@ from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate.review_records import (ReviewDecision)
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, load_real_data, read_split_files, split_release,
                                           splits_from_frames)
-from privacy_gate.pipeline.mlflow_sink import text_sha256
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate import objectstore, quarantine
 from privacy_gate.publish import (QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file)
@@ -39,7 +38,7 @@ class RunRecord:
         self.verdict, self.seal = tracker.read_verified(run_id)
         self._tracker = tracker
         self.config = json.loads(self._sealed_text(names.ART_CONFIG, names.SEAL_CONFIG_SHA))
-        self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)]
+        self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decision_log(run_id, self.tags).decisions]
         self.experiment_id = tracker.experiment_of(run_id)
         path = self.seal.get(names.SEAL_QUARANTINE) or self.tags.get(names.TAG_QUARANTINE)
         self.quarantine_location = path  # a local path, or an s3:// object (fetch_quarantine)
@@ -58,7 +57,7 @@ class RunRecord:
             raise ReviewError(f"run {self.run_id} recorded no {path}; it predates re-gating — run the gate "
                               "again") from None
         expected = self.seal.get(seal_key)
-        if expected is not None and text_sha256(text) != expected:
+        if expected is not None and artifact_seal.text_sha256(text) != expected:
             raise IntegrityError(f"{path} of run {self.run_id} changed since the gate decided (its sha256 is sealed "
                                  f"in {names.ART_VERDICT}); refusing to act on it")
         return text

@@ -27,14 +27,10 @@ from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publish import ReleaseStore
 
+from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
+
 GROUP = "race=Black"
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch):
-    monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
-    monkeypatch.setattr(review, "_refresh_report", lambda sink: None)  # the HTML report is not under test
 
 
 def _frame(n: int) -> pd.DataFrame:

@@ -26,14 +26,10 @@ from privacy_gate.pipeline import review
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.publish import ReleaseStore
 
+from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
+
 KEY = "test-signing-key"
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _no_key(monkeypatch):
-    monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
-    monkeypatch.setattr(review, "_refresh_report", lambda sink: None)  # the HTML report is not under test
 
 
 def make_review_run(workdir: Path) -> tuple[str, str]:
