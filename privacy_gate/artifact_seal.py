@@ -69,18 +69,6 @@ def manifest(hashes: Mapping[str, str]) -> dict[str, str]:
     return {p: hashes[p] for p in sorted(hashes) if sealed_at_gate_time(p)}
 
 
-def run_signed(tags: Mapping[str, str]) -> bool:
-    """A run whose verdict digest is an HMAC: what is recorded on it later must be HMACs too."""
-    return (tags.get(names.TAG_VERDICT_DIGEST) or "").startswith(f"{signing.HMAC_SCHEME}:")
-
-
-def run_key(tags: Mapping[str, str]) -> str | None:
-    """The key that digests what is recorded on a run after its verdict (the derived seal, void
-    records: ``decision_log``), as the verdict's was: the signing key on a signed run (None when
-    this process has none), "" (a plain SHA-256) on an unsigned one."""
-    return signing.signing_key() if run_signed(tags) else ""
-
-
 def _derived_digest(run_id: str, tags: Mapping[str, str], derived: Mapping[str, str], key: str) -> str:
     text = json.dumps({"run_id": run_id, "verdict_digest": tags.get(names.TAG_VERDICT_DIGEST) or "",
                        "artifacts": dict(sorted(derived.items()))}, sort_keys=True)
@@ -99,7 +87,7 @@ def trusted_derived(run_id: str, tags: Mapping[str, str]) -> dict[str, str] | No
         return None
     if not isinstance(derived, dict) or not all(isinstance(v, str) for v in derived.values()):
         return None
-    key = run_key(tags)
+    key = signing.run_key(tags)
     if key is None:
         return None  # cannot be verified here (reading a signed run needs the key anyway)
     if not hmac.compare_digest(recorded, _derived_digest(run_id, tags, derived, key)):
@@ -113,7 +101,7 @@ def derived_tags(run_id: str, tags: Mapping[str, str], path: str, sha256: str) -
     unsealed until rewritten). On a signed run without the key here, the digest is a plain one,
     which verification refuses: a rendering made without the key is never trusted."""
     derived = {**(trusted_derived(run_id, tags) or {}), path: sha256}
-    key = run_key(tags) or ""
+    key = signing.run_key(tags) or ""
     return {names.TAG_DERIVED_SHA: json.dumps(dict(sorted(derived.items())), separators=(",", ":")),
             names.TAG_DERIVED_DIGEST: _derived_digest(run_id, tags, derived, key)}
 
@@ -166,5 +154,5 @@ def warning_lines(run_id: str, found: list[Change]) -> list[str]:
             "  do not decide on this record: run the gate again, and find out who can write to the tracking store"]
 
 
-__all__ = ["Change", "changes", "derived_tags", "manifest", "problem", "run_key", "run_signed", "sealed_at_gate_time",
+__all__ = ["Change", "changes", "derived_tags", "manifest", "problem", "sealed_at_gate_time",
            "text_sha256", "trusted_derived", "warning_lines"]

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_gate import names, signing
-from privacy_gate.artifact_seal import run_key, text_sha256
+from privacy_gate.artifact_seal import text_sha256
+from privacy_gate.signing import run_key
 from privacy_gate.errors import IntegrityError
 
 VOID = "void"

@@ -51,6 +51,18 @@ def signed_tag(signed: bool) -> str:
     return "true" if signed else "false"
 
 
+def run_signed(tags: Mapping[str, str]) -> bool:
+    """A run whose verdict digest is an HMAC: what is recorded on it later must be HMACs too."""
+    return (tags.get(TAG_VERDICT_DIGEST) or "").startswith(f"{HMAC_SCHEME}:")
+
+
+def run_key(tags: Mapping[str, str]) -> str | None:
+    """The key that digests what is recorded on a run after its verdict (the derived seal, void
+    records: ``decision_log``), as the verdict's was: the signing key on a signed run (None when
+    this process has none), "" (a plain SHA-256) on an unsigned one."""
+    return signing_key() if run_signed(tags) else ""
+
+
 def verify_verdict_text(run_id: str, text: str, tags: Mapping[str, str]) -> dict[str, Any]:
     """The verdict document of ``run_id`` after checking ``text`` against the run's digest, its
     signing state and its verdict tag; an IntegrityError (naming the run and what to do) otherwise."""
@@ -96,4 +108,4 @@ def verify_verdict_text(run_id: str, text: str, tags: Mapping[str, str]) -> dict
     return document
 
 
-__all__ = ["HMAC_SCHEME", "PLAIN_SCHEME", "signed_tag", "signing_key", "verdict_digest", "verify_verdict_text"]
+__all__ = ["HMAC_SCHEME", "PLAIN_SCHEME", "run_key", "run_signed", "signed_tag", "signing_key", "verdict_digest", "verify_verdict_text"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from privacy_gate.data.table import conform
 from privacy_gate.spec import DatasetSpec
 
 BOOL, INT, FLOAT, STR, DATETIME = "bool", "int", "float", "str", "datetime"
@@ -65,6 +66,13 @@ def value_types(df: pd.DataFrame, spec: DatasetSpec) -> dict[str, str]:
             if out[name] == FLOAT and category_like and _integral(s):
                 out[name] = INT
     return out
+
+
+def conform_typed(raw: pd.DataFrame, spec: DatasetSpec, **conform_args) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``(conform(raw, spec, ...), value_types(raw, spec))``: a table as the gate judges it and
+    the types a release of it is written back in (the raw frame is not kept)."""
+    types = value_types(raw, spec)
+    return conform(raw, spec, **conform_args), types
 
 
 def _as_bool(s: pd.Series) -> pd.Series | None:

@@ -14,7 +14,7 @@ from privacy_gate.config import InputLimits, ReleaseConfig
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
 from privacy_gate.data.table import row_hashes
-from privacy_gate.data.types import value_types
+from privacy_gate.data.types import conform_typed
 from privacy_gate.errors import DataError
 from privacy_gate.label_key import LabelKey
 
@@ -57,10 +57,8 @@ def load_real_data_typed(config: ReleaseConfig) -> tuple[pd.DataFrame, pd.DataFr
     """:func:`load_real_data` and the real table's value types (``data.types.value_types``: what a
     release of it is published in)."""
     spec = config.dataset.spec
-    raw = read_table(config.dataset.path, limits=config.inputs)
-    types = value_types(raw, spec)
-    real = conform(raw, spec, source=str(config.dataset.path))
-    del raw
+    real, types = conform_typed(read_table(config.dataset.path, limits=config.inputs), spec,
+                                source=str(config.dataset.path))
     reference = None
     if config.dataset.reference_path is not None:
         reference = conform(read_table(config.dataset.reference_path, limits=config.inputs), spec,

@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import artifact_seal, decision_log, names, objectstore, tracking
+from privacy_gate import decision_log, names, objectstore, signing, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError
 from privacy_gate.pipeline.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
@@ -228,7 +228,7 @@ def resolve(tracker: tracking.Tracker, run_id: str, *, fix: bool, by: str, locke
                                   "run `privacy-gate doctor --fix`", False, "elsewhere")
     if not fix:
         return Resolution(run_id, f"{found}; --fix {remedy}", False, kind)
-    if artifact_seal.run_key(tags) is None:  # a signed run: its records and report are sealed with the key
+    if signing.run_key(tags) is None:  # a signed run: its records and report are sealed with the key
         return Resolution(run_id, f"{found}; the run is signed: set {names.ENV_SIGNING_KEY} to the gate's key to "
                                   "resolve it", False, "unchecked")
     done = act()

@@ -28,7 +28,7 @@ from privacy_gate.generators import Generator, create_generator, progress
 from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.data.types import restore_types, value_types
+from privacy_gate.data.types import conform_typed, restore_types
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, check_encoding_width,
                                            load_real_data_typed, read_split_files, split_release, splits_from_frames)
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
@@ -292,10 +292,9 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         splits = splits_from_frames(parts)
         ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
         with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
-            raw = read_table(synthetic, limits=judging.inputs)
-            ctx.value_types = value_types(raw, spec)  # published in the types it was given in
-            synth = conform(raw, spec, source=str(synthetic), check_identifiers=False)
-            del raw
+            # published in the types it was given in
+            synth, ctx.value_types = conform_typed(read_table(synthetic, limits=judging.inputs), spec,
+                                                   source=str(synthetic), check_identifiers=False)
             ctx.quarantine(synth, "parquet")
         settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
                                           audit=judging.audit, mace=judging.mace, exposure=judging.exposure,

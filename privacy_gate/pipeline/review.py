@@ -17,8 +17,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from privacy_gate import artifact_seal, names, tracking
-from privacy_gate.data import Splits, conform
-from privacy_gate.data.types import value_types
+from privacy_gate.data import Splits
+from privacy_gate.data.types import conform_typed
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
 from privacy_gate.gate import Verdict
 from privacy_gate.experiment.grouping import names_hashed_values
@@ -72,10 +72,9 @@ class SuppressedRelease:
         record.fetch_quarantine(workdir)
         settings = record.settings()
         splits = record.splits()
-        raw = read_quarantined(record.quarantine)
-        types = value_types(raw, settings.spec)  # written in the input's types: the filtered release keeps them
-        synthetic = conform(raw, settings.spec, source="quarantined release", check_identifiers=False)
-        del raw
+        # written in the input's types: the filtered release keeps them
+        synthetic, types = conform_typed(read_quarantined(record.quarantine), settings.spec,
+                                         source="quarantined release", check_identifiers=False)
         exposed = None
         if names.SUPPRESS_EXPOSED in suppress:
             # the level the gate measured the exposed share at (coarser than exposure.level on a small table)
