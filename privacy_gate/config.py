@@ -399,6 +399,9 @@ class ReviewConfig(_Strict):
     mode: Literal["pending", "pause"] = "pending"
     timeout_seconds: int = Field(3600, gt=0)
     poll_seconds: int = Field(10, gt=0)  # how often the paused flow checks for the input
+    # a deployment's run of a release (same config, data files and version) already decided or
+    # awaiting its review is skipped, naming that run (pipeline/prior_decision.py)
+    once_per_release: bool = True
 
 
 class MaceConfig(_Strict):

@@ -355,6 +355,8 @@ TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
 TAG_QUARANTINE = "gate.quarantine_path"
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
+#: the release a run judged: its config, data and privacy-gate version (pipeline/prior_decision.py)
+TAG_RELEASE_KEY = "gate.release_key"
 TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
 TAG_LADDER = "gate.ladder_run"  # on each remediation attempt: the ladder's parent run
 TAG_ATTEMPT = "gate.attempt"  # 1, 2, ...: a retried release's attempt runs, nested under one parent

@@ -110,15 +110,26 @@ def _reading_error(exc: Exception, uri: str) -> Exception:
     return mapped
 
 
-def object_size(uri: str) -> int:
-    """The size in bytes of the object at ``uri`` (a HEAD request: nothing is downloaded)."""
+def _head(uri: str) -> dict:
+    """The HEAD of the object at ``uri`` (nothing is downloaded)."""
     bucket, key = split_uri(uri)
     if not key:
         raise DataError(f"{uri}: names a bucket, not an object")
     try:
-        return int(client().head_object(Bucket=bucket, Key=key)["ContentLength"])
+        return client().head_object(Bucket=bucket, Key=key)
     except Exception as exc:  # noqa: BLE001
         raise _reading_error(exc, uri) from None
+
+
+def object_size(uri: str) -> int:
+    """The size in bytes of the object at ``uri`` (a HEAD request: nothing is downloaded)."""
+    return int(_head(uri)["ContentLength"])
+
+
+def object_etag(uri: str) -> tuple[str, int]:
+    """The ETag and size of the object at ``uri`` (a HEAD request): they change when its bytes do."""
+    head = _head(uri)
+    return str(head.get("ETag", "")).strip('"'), int(head["ContentLength"])
 
 
 def upload(local: Path, uri: str) -> None:

@@ -17,13 +17,14 @@ from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from privacy_gate import names
+from privacy_gate import names, tracking
 from privacy_gate.config import ReleaseConfig, TargetsConfig, load_judging, load_release_config, load_spec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows.review_form import review_form
 from privacy_gate.flows.verdict_states import skipped_state, verdict_flow, verdict_line, verdict_state
+from privacy_gate.pipeline import prior_decision
 from privacy_gate.pipeline.review import decide_run, regate_run, review_text
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
@@ -82,14 +83,18 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     def attempt() -> RunOutcome:
         if not _on_configured_runner(config):
             on_runner = release_attempt_flow.with_options(task_runner=task_runner_for(config.runner))
-            return on_runner(config_path=config_path, workdir=workdir, origin=origin)
-        return _attempt(config, workdir=workdir, origin=origin, logger=logger)
+            return on_runner(config_path=config_path, workdir=workdir, origin=origin, release_key=key)
+        return _attempt(config, workdir=workdir, origin=origin, logger=logger, release_key=key)
 
     tracking_uri = resolve_tracking_uri(config.tracking.uri, Path(workdir))
     waiting = _paused_sibling() if config.review.mode == "pause" else None
     if waiting is not None:  # one paused review per deployment: the next runs wait for its decision
         return _skip(f"flow run {waiting} of this deployment waits for its review; decide it first",
                      tracking_uri=tracking_uri, dataset=dataset)
+    key, prior = _release_key_and_prior(config, workdir=workdir, scheduled=deployment.id is not None,
+                                        logger=logger)
+    if prior is not None:  # one decision per release: an unchanged release is not gated (or reviewed) again
+        return _skip(prior.reason(), tracking_uri=tracking_uri, dataset=dataset)
     try:
         result = run_with_retries(attempt, retries=config.retries, logger=logger, dataset=dataset,
                                   tracking_uri=tracking_uri)
@@ -104,6 +109,28 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
         result = _pause_for_review(result, config, workdir)
     return _finish(result)
+
+
+def _release_key_and_prior(config: ReleaseConfig, *, workdir: str, scheduled: bool,
+                           logger: Any) -> tuple[str | None, prior_decision.PriorDecision | None]:
+    """The release's key (tagged on its runs) and, for a deployment's run with
+    ``review.once_per_release``, the run that already decided it or awaits its review. A key or a
+    search that fails is a warning: the run gates as before (the gate itself fails closed)."""
+    try:
+        key = prior_decision.release_key(config)
+    except Exception as exc:  # noqa: BLE001 - unreadable data: the run's load step says so, as a BLOCK
+        logger.warning("could not compute the release key (%s); gating without it", type(exc).__name__)
+        return None, None
+    if not (scheduled and config.review.once_per_release):
+        return key, None
+    try:
+        tracker = tracking.Tracker.for_workdir(workdir=Path(workdir), dataset=config.dataset.spec.name,
+                                               uri=config.tracking.uri, experiment=config.tracking.experiment)
+        return key, prior_decision.prior_decision(tracker, key)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("could not look for an earlier decision on this release (%s); gating it",
+                       type(exc).__name__)
+        return key, None
 
 
 def _skip(reason: str, *, tracking_uri: str | None, dataset: str) -> Any:
@@ -142,21 +169,23 @@ def _on_configured_runner(config: ReleaseConfig) -> bool:
 
 
 @flow(name="release-attempt", persist_result=False)
-def release_attempt_flow(config_path: str, workdir: str, origin: str) -> RunOutcome:
+def release_attempt_flow(config_path: str, workdir: str, origin: str, release_key: str | None = None) -> RunOutcome:
     """One attempt of a release as a subflow of ``release_flow``, started with the config's task
     runner (``runner.kind: dask``: each attack, the utility score and each shadow run is a task on
     the Dask cluster). A flow's task runner is fixed once it runs, so a served release flow on the
     default thread pool hands its attempts to this subflow. ``origin`` is the release flow run the
     MLflow run is tagged with (the run a reviewer resumes)."""
-    return _attempt(load_release_config(config_path), workdir=workdir, origin=origin, logger=get_run_logger())
+    return _attempt(load_release_config(config_path), workdir=workdir, origin=origin, logger=get_run_logger(),
+                    release_key=release_key)
 
 
-def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any) -> RunOutcome:
+def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any,
+             release_key: str | None = None) -> RunOutcome:
     """One attempt of a release on the current flow's task runner, holding the dataset's slot;
-    its MLflow run is tagged with the release flow run ``origin``."""
+    its MLflow runs are tagged with the release flow run ``origin`` and the ``release_key``."""
+    tags = {names.TAG_FLOW_RUN: origin} | ({names.TAG_RELEASE_KEY: release_key} if release_key else {})
     with dataset_slot(config.dataset.spec.name):
-        return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger,
-                                      tags={names.TAG_FLOW_RUN: origin})
+        return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger, tags=tags)
 
 
 def _review_text(result: RunOutcome) -> str | None:

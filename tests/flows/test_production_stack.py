@@ -96,13 +96,17 @@ def _configs(folder: Path, small_adult: Path) -> dict[str, Path]:
                   audit={"intersections": [], "min_group_size": 15}, fast=True)
     gate = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "adult.yaml").read_text())["gate"]
     review_gate = {**gate, "rules": review_rules(), "max_verbatim_copy_share": 0.05}
+    # every scheduled run gates: the pile-up checks need a schedule that keeps gating the same
+    # release (by default a deployment's run of a release already decided or awaiting its review is
+    # skipped: tests/flows/test_once_per_release.py)
+    again = {"once_per_release": False}
     paths = {
         "approve": write_release_config(serve_dir, {"name": "file", "path": str(folder / "independent.csv")},
-                                        name="approve.yaml", **common),
+                                        name="approve.yaml", **common, review=again),
         "review": write_release_config(serve_dir, {"name": "file", "path": str(folder / "group_leak.csv")},
                                        name="review.yaml", **common, gate=review_gate,
-                                       review={"mode": "pause", "timeout_seconds": 600, "poll_seconds": 2}),
-        "block": write_release_config(serve_dir, {"name": "copy_train"}, name="block.yaml", **common),
+                                       review={"mode": "pause", "timeout_seconds": 600, "poll_seconds": 2, **again}),
+        "block": write_release_config(serve_dir, {"name": "copy_train"}, name="block.yaml", **common, review=again),
     }
     for path in paths.values():  # the data path is an object on S3
         raw = yaml.safe_load(path.read_text())
