@@ -392,18 +392,24 @@ TAG_KILLED_REASON = "gate.killed_reason"  # why doctor marked a RUNNING run KILL
 PUBLISHING_KINDS = ("release", "gate_only")
 
 
-#: the run name once the verdict is known: ``gate-adult · REVIEW`` (the run list shows it at a glance)
+#: the run name once the verdict is known: ``REVIEW · gate-adult`` (the run list shows it at a glance)
 RUN_NAME_VERDICT_SEPARATOR = " · "
+VERDICT_NAMES = ("APPROVE", "REVIEW", "BLOCK")
 
 
 def verdict_run_name(name: str, verdict: str) -> str:
-    """``gate-adult`` + ``REVIEW`` -> ``gate-adult · REVIEW`` (a recorded-again verdict replaces the old one).
+    """``gate-adult`` + ``REVIEW`` -> ``REVIEW · gate-adult``: the verdict first, where MLflow's
+    run list (which cuts names at about 20 characters) still shows it; a recorded-again verdict
+    replaces the old one.
 
-    >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("gate-adult · REVIEW", "BLOCK")
-    ('gate-adult · REVIEW', 'gate-adult · BLOCK')
+    >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("REVIEW · gate-adult", "BLOCK")
+    ('REVIEW · gate-adult', 'BLOCK · gate-adult')
+    >>> verdict_run_name("gate-adult · REVIEW", "APPROVE")  # a run named before the verdict came first
+    'APPROVE · gate-adult'
     """
-    base = name.split(RUN_NAME_VERDICT_SEPARATOR)[0]
-    return f"{base}{RUN_NAME_VERDICT_SEPARATOR}{verdict}"
+    parts = name.split(RUN_NAME_VERDICT_SEPARATOR)
+    base = parts[-1] if len(parts) > 1 and parts[0] in VERDICT_NAMES else parts[0]
+    return f"{verdict}{RUN_NAME_VERDICT_SEPARATOR}{base}"
 
 
 def strongest_tag(metric: str) -> str:

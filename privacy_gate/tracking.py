@@ -202,7 +202,7 @@ class Tracker(RunRecords):
         return run.info.run_id
 
     def name_with_verdict(self, run_id: str, verdict: str) -> None:
-        """Put the verdict in the run's name (``gate-adult · REVIEW``), as the run list shows it."""
+        """Put the verdict in the run's name (``REVIEW · gate-adult``), as the run list shows it."""
         name = self.client.get_run(run_id).info.run_name or ""
         self.client.update_run(run_id, name=verdict_run_name(name, verdict))
 

@@ -1,19 +1,28 @@
 """Verdicts as Prefect states, so a flow run reads at a glance in the Prefect UI and automations
 can match on them:
 
-======================  ===========  ==========  =============================================
-outcome                 state type   state name  why
-======================  ===========  ==========  =============================================
-APPROVE                 COMPLETED    Completed   released
-REVIEW                  COMPLETED    Review      the gate did its work; a person decides (see below)
-BLOCK                   FAILED       Blocked     the gate refused the release
-no verdict (an error)   FAILED       Failed      the gate did not complete (fail closed: BLOCK)
-skipped                 CANCELLED    Skipped     not gated: its dataset's gate is busy and a run
-                                                 already waits, or a review of this deployment is
-                                                 pending (nothing published; the next run tries)
-======================  ===========  ==========  =============================================
+======================  ===========  ===============  ========================================
+outcome                 state type   state name       why
+======================  ===========  ===============  ========================================
+APPROVE                 COMPLETED    Approved         released
+REVIEW, undecided       COMPLETED    Review pending   the gate did its work; a person decides
+                                                      (see below)
+REVIEW, approved        COMPLETED    Review approved  decided in the paused run: released
+REVIEW, rejected        FAILED       Review rejected  decided in the paused run: not released
+BLOCK                   FAILED       Blocked          the gate refused the release
+no verdict (an error)   FAILED       Failed           the gate did not complete (fail closed)
+skipped                 CANCELLED    Skipped          not gated: its dataset's gate is busy and
+                                                      a run already waits, a review of this
+                                                      deployment is pending, or this release
+                                                      was already decided (nothing published)
+======================  ===========  ===============  ========================================
 
-REVIEW is a *terminal*, Completed-type state named ``Review`` rather than Paused: the decision
+The Prefect UI colours a state by its type and shows its name: the names say which verdict and
+whether a person has decided it. A REVIEW decided later with ``privacy-gate approve|reject`` keeps
+the run's ``Review pending``; the MLflow run's ``approval.status`` tag is the record of the
+decision.
+
+REVIEW is a *terminal*, Completed-type state rather than Paused: the decision
 is taken outside this flow run as often as inside it (``privacy-gate approve`` days later, from
 another machine), and a run left Paused would hold its deployment's concurrency slot (so every
 later scheduled run would be cancelled) and a process until the pause timed out. With
@@ -39,8 +48,8 @@ from prefect.states import Cancelled, Completed, Failed, State
 from privacy_gate.pipeline.result import RunOutcome
 
 #: The names of the verdicts' states (``State.name``).
-STATE_APPROVED, STATE_REVIEW, STATE_BLOCKED, STATE_FAILED = "Completed", "Review", "Blocked", "Failed"
-STATE_SKIPPED = "Skipped"
+STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = "Approved", "Blocked", "Failed", "Skipped"
+STATE_REVIEW, STATE_REVIEW_APPROVED, STATE_REVIEW_REJECTED = "Review pending", "Review approved", "Review rejected"
 _MAX_REASON = 400  # characters of the reasons in a state message (the report has them all)
 _SHOWN_REASONS, _SHOWN_GROUPS = 3, 5
 
@@ -65,7 +74,10 @@ def verdict_line(result: RunOutcome) -> str:
     """
     verdict = result.verdict
     head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
-    reasons = _first([" ".join(c.message.split()) for c in verdict.reasons], _SHOWN_REASONS, "; ")
+    # the reasons that decided first: a BLOCK's blocking ones before its review-level ones
+    ordered = sorted(verdict.reasons, key=lambda c: c.action != "block") if verdict.decision == "BLOCK" \
+        else list(verdict.reasons)
+    reasons = _first([" ".join(c.message.split()) for c in ordered], _SHOWN_REASONS, "; ")
     if len(reasons) > _MAX_REASON:
         reasons = reasons[:_MAX_REASON - 1] + "…"
     parts = [f"{head}: {reasons or 'every rule passed'}"]
@@ -112,9 +124,12 @@ def verdict_state(result: RunOutcome) -> State:
         return Failed(name=STATE_FAILED, message=message, data=NotReleased(message, result))
     if verdict.decision == "BLOCK":
         return Failed(name=STATE_BLOCKED, message=message, data=NotReleased(message, result))
+    if verdict.decision == "REVIEW" and result.review == "reject":
+        return Failed(name=STATE_REVIEW_REJECTED, message=message, data=NotReleased(message, result))
     if verdict.decision == "REVIEW":
-        return Completed(name=STATE_REVIEW, message=message, data=result)
-    return Completed(message=message, data=result)
+        name = STATE_REVIEW_APPROVED if result.review == "approve" else STATE_REVIEW
+        return Completed(name=name, message=message, data=result)
+    return Completed(name=STATE_APPROVED, message=message, data=result)
 
 
 def skipped_state(result: RunOutcome, reason: str) -> State:
@@ -154,5 +169,6 @@ def verdict_flow(**options: Any):
     return lambda fn: VerdictFlow(fn, **options)
 
 
-__all__ = ["NotReleased", "STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_SKIPPED", "VerdictFlow",
+__all__ = ["NotReleased", "STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_REVIEW_APPROVED",
+           "STATE_REVIEW_REJECTED", "STATE_SKIPPED", "VerdictFlow",
            "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]

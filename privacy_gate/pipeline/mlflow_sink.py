@@ -208,7 +208,7 @@ class MlflowSink:
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_run_name(self, verdict: Verdict) -> None:
-        """The verdict in the run's name (``gate-adult · REVIEW``); the ``gate.verdict`` tag holds it too."""
+        """The verdict in the run's name (``REVIEW · gate-adult``); the ``gate.verdict`` tag holds it too."""
         self.tracker.name_with_verdict(self.run_id, verdict.decision)
 
     def record_summary(self, markdown: str) -> None:

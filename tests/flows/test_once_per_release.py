@@ -46,7 +46,7 @@ def test_an_unchanged_release_served_three_times_creates_one_review(prefect_serv
     config = write_release_config(small_adult, {"name": "file", "path": str(small_adult / "independent.csv")},
                                   name="once.yaml", fast=True, gate=ALWAYS_REVIEW)
     states = [release_flow(config_path=str(config), workdir=str(tmp_path), return_state=True) for _ in range(3)]
-    assert [s.name for s in states] == ["Review", "Skipped", "Skipped"], [(s.name, s.message) for s in states]
+    assert [s.name for s in states] == ["Review pending", "Skipped", "Skipped"], [(s.name, s.message) for s in states]
     first = states[0].result(raise_on_failure=False).run_id
     for s in states[1:]:
         assert f"awaits its review in MLflow run {first}" in s.message, s.message

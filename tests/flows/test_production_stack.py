@@ -10,7 +10,7 @@ The configs judge the same dataset: an independent sample (APPROVE), the same pl
 of one rare group's training rows (REVIEW, paused for a typed review input) and verbatim copies of
 the training rows (BLOCK). The test waits for each deployment's first verdict from a *scheduled*
 run, resumes the first paused review through Prefect's API, and checks the record in MLflow, the
-bucket contents, the events and the final states (Completed, ``Review``, ``Blocked``). The
+bucket contents, the events and the final states (``Approved``, ``Review approved``, ``Blocked``). The
 every-minute schedules, faster than the gates, are served for 5 minutes in all: from the runs' own
 log lines, at no time did two runs hold the dataset's slot or two wait for it, and the late runs
 were cancelled (one active run per deployment) or skipped. A later review is left pending and
@@ -260,12 +260,12 @@ def test_scheduled_runs_complete_with_their_verdicts(services, served):
 
 @pytest.mark.timeout(600)
 def test_verdicts_end_in_their_states(services, served):
-    """APPROVE Completed, BLOCK the Failed-type `Blocked`, REVIEW (decided in the paused run) the
-    Completed-type `Review`; each state's message is the verdict with its reason."""
+    """APPROVE the Completed-type `Approved`, BLOCK the Failed-type `Blocked`, REVIEW (approved in
+    the paused run) the Completed-type `Review approved`; each message is the verdict with its reason."""
     runs = {name: r for name, r in served.runs.items()}
-    assert (runs["approve"].state.type.value, runs["approve"].state.name) == ("COMPLETED", "Completed")
+    assert (runs["approve"].state.type.value, runs["approve"].state.name) == ("COMPLETED", "Approved")
     assert (runs["block"].state.type.value, runs["block"].state.name) == ("FAILED", "Blocked")
-    assert (runs["review"].state.type.value, runs["review"].state.name) == ("COMPLETED", "Review")
+    assert (runs["review"].state.type.value, runs["review"].state.name) == ("COMPLETED", "Review approved")
     assert runs["approve"].state.message.startswith("APPROVE: every rule passed")
     assert runs["block"].state.message.startswith("BLOCK: ") and "violates" in runs["block"].state.message
     assert runs["review"].state.message.startswith("REVIEW: ") and "approved by officer" in runs["review"].state.message

@@ -29,8 +29,8 @@ def _outcome(decision: str, *, status: str = "ok", **kw) -> RunOutcome:
 
 
 @pytest.mark.parametrize("decision, status, kind, name, head", [
-    ("APPROVE", "ok", "COMPLETED", "Completed", "APPROVE: every rule passed"),
-    ("REVIEW", "ok", "COMPLETED", "Review", "REVIEW: dcr.auc = 0.93 violates max 0.6 — flagged: race=Other"),
+    ("APPROVE", "ok", "COMPLETED", "Approved", "APPROVE: every rule passed"),
+    ("REVIEW", "ok", "COMPLETED", "Review pending", "REVIEW: dcr.auc = 0.93 violates max 0.6 — flagged: race=Other"),
     ("BLOCK", "ok", "FAILED", "Blocked", "BLOCK: dcr.auc = 0.93 violates max 0.6"),
     ("BLOCK", "error", "FAILED", "Failed", "BLOCK (gate did not complete): gate did not complete: the store"),
 ])
@@ -40,6 +40,26 @@ def test_each_verdict_has_its_state(decision, status, kind, name, head):
     assert (state.type.value, state.name) == (kind, name)
     assert state.message.startswith(head) and state.message.endswith("MLflow run r1"), state.message
     assert "\n" not in state.message
+
+
+def test_a_decided_review_is_named_apart_from_a_pending_one():
+    approved = verdict_state(_outcome("REVIEW", review="approve", review_decision={"reviewer": "officer"}))
+    rejected = verdict_state(_outcome("REVIEW", review="reject", review_decision={"reviewer": "officer"}))
+    timed_out = verdict_state(_outcome("REVIEW", review="timeout"))
+    assert (approved.type.value, approved.name) == ("COMPLETED", "Review approved")
+    assert (rejected.type.value, rejected.name) == ("FAILED", "Review rejected")  # not released
+    assert outcome_of(rejected).review == "reject"
+    assert (timed_out.type.value, timed_out.name) == ("COMPLETED", "Review pending")
+
+
+def test_a_block_message_starts_with_its_blocking_reason():
+    review_level = [Check(rule=f"r{i}", metric="m", observed=1.0, threshold=0.5, bound="max", action="review",
+                          passed=False, message=f"review-level reason {i}") for i in range(3)]
+    blocking = Check(rule="b", metric="copies.excess_share", observed=0.2, threshold=0.01, bound="max",
+                     action="block", passed=False, message="the blocking reason")
+    outcome = RunOutcome(verdict=Verdict(decision="BLOCK", status="ok", reasons=(*review_level, blocking)),
+                         run_id="r1", tracking_uri=None, dataset="adult")
+    assert verdict_state(outcome).message.startswith("BLOCK: the blocking reason; review-level reason 0")
 
 
 def test_review_line_says_who_decided_or_how_to():

@@ -116,7 +116,7 @@ def test_run_name_and_tag_carry_the_verdict_and_the_last_line_says_why(tmp_path)
     finally:
         logger.removeHandler(handler)
     run = tracking.Tracker(uri=uri, experiment=None).client.get_run(run_id)
-    assert run.info.run_name == "gate-toy · REVIEW"
+    assert run.info.run_name == "REVIEW · gate-toy"
     assert run.data.tags[names.TAG_VERDICT] == "REVIEW"
     last = handler.lines[-1]
     assert last.startswith("verdict REVIEW — ") and "membership_test.p_adjusted = 0.0008" in last, handler.lines[-3:]

@@ -375,14 +375,14 @@ def test_experiment_link_lists_the_run_with_its_verdict(review_run, mlflow_serve
     try:
         page = browser.open_page()
         browser.send("Page.navigate", {"url": url}, session=page)
-        text = _text_of(browser, page, ["· REVIEW"])
+        text = _text_of(browser, page, ["REVIEW ·"])
         browser.pump(1.0)
         browser.screenshot(page, out_dir / "run_list.png")
         location = browser.send("Runtime.evaluate", {"expression": "location.href", "returnByValue": True},
                                 session=page)["result"]["value"]
     finally:
         browser.close()
-    assert "· REVIEW" in text, text[:3000]
+    assert "REVIEW ·" in text, text[:3000]
     assert "/runs" in location and "workflowType=machine_learning" in location, location
     assert not RAW_TAG.search(text)
 
