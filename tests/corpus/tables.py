@@ -14,7 +14,7 @@ synthetic row stands for no real person, so the attacks, not a shared id, must f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import pandas as pd
 
@@ -56,7 +56,7 @@ class CorpusRelease:
         return TABLES[self.table.name].attribution()
 
 
-@lru_cache(maxsize=None)
+@cache
 def corpus_release(name: str) -> CorpusRelease:
     """The seeded split and both releases of corpus table ``name`` (cached per process: do not
     modify the frames)."""
