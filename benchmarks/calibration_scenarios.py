@@ -117,7 +117,7 @@ def split(df: pd.DataFrame, spec, n_train: int, seed: int):
 # ------------------------------------------------------------------------------------- row helpers
 
 
-def _fresh_ids(synthetic: pd.DataFrame, spec) -> pd.DataFrame:
+def fresh_ids(synthetic: pd.DataFrame, spec) -> pd.DataFrame:
     """Synthetic rows stand for no real entity: the entity column gets fresh ids."""
     if spec.entity_id is not None:
         synthetic = synthetic.copy()
@@ -225,11 +225,11 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
     info: dict = {"n_holdout": len(holdout), "n_reference": len(reference), "n_population": len(population)}
     if cell == "null-copula":
         synthetic, more = _copula(population, spec, n, n, seed)
-        return Release(table, cell, seed, n, train, holdout, reference, _fresh_ids(synthetic, spec), spec,
+        return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
                        info=info | more)
     base = population.iloc[rng.choice(len(population), min(n, len(population)), replace=False)].reset_index(drop=True)
     if cell == "null-independent":
-        return Release(table, cell, seed, n, train, holdout, reference, _fresh_ids(base, spec), spec, info=info)
+        return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(base, spec), spec, info=info)
 
     synthetic = base.copy()
     near = lambda rows: _noisy(rows, train, full, spec, NEAR_NOISE, rng)  # noqa: E731
@@ -299,5 +299,5 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
     synthetic.iloc[positions] = copies[synthetic.columns].to_numpy()
     synthetic = synthetic.astype({c: float for c in numeric_columns(spec)})
     info["rows_replaced"] = len(rows)
-    return Release(table, cell, seed, n, train, holdout, reference, _fresh_ids(synthetic, spec), spec,
+    return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
                    copied=np.unique(rows), info=info)

