@@ -119,6 +119,8 @@ def test_a_failure_verdict_records_empty_tables_and_its_time():
 def test_the_documented_examples_hold():
     import doctest
 
-    for module in (metric_records, names):
+    from privacy_gate import tracking_uri
+
+    for module in (metric_records, names, tracking_uri):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
