@@ -70,7 +70,7 @@ def is_headline(key: str) -> bool:
     return _HEADLINE.fullmatch(key) is not None
 
 
-def recorded_figures(verdict: Mapping[str, Any], timings: Mapping[str, float]) -> dict[str, float | None]:
+def recorded_figures(verdict: Mapping[str, Any], *, timings: Mapping[str, float]) -> dict[str, float | None]:
     """Every figure a run records, by its full key: ``verdict["metrics"]`` (a verdict dict), each
     stage's time (``time.<stage>_s``) and the headline's derived figures (each budget test's
     p-value, the number of flagged groups, the total time). A non-finite value is None (JSON has
@@ -91,7 +91,7 @@ def headline_metrics(figures: Mapping[str, float | None]) -> dict[str, float]:
             if v is not None and is_headline(k)}
 
 
-def capped_label(text: str, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str:
+def capped_label(text: str, *, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str:
     """``text`` if it fits ``limit``, else its start, an ellipsis and a hash of the whole (so two
     long labels with one start stay apart).
 
@@ -106,7 +106,7 @@ def capped_label(text: str, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str:
     return f"{text[: limit - 13]}…-h{digest}"
 
 
-def group_label(columns: str, values: str) -> tuple[str, str]:
+def _group_label(columns: str, values: str) -> tuple[str, str]:
     """(group, columns) of a subgroup key's column and value segments, as the audit labels groups
     (``sex=Female&race=Black``; a hashed value as ``#…``), each capped."""
     cols, vals = columns.split(names.INTERSECTION_JOIN), values.split(names.INTERSECTION_JOIN)
@@ -130,7 +130,7 @@ def metric_tables(figures: Mapping[str, float | None]) -> dict[str, pd.DataFrame
     for key, value in figures.items():
         if key.startswith(_SUBGROUP) and key.count("/") >= 3:
             _, columns, values, figure = key.split("/", 3)
-            label, cols = group_label(columns, values)
+            label, cols = _group_label(columns, values)
             groups.setdefault(label, {"group": label, "columns": cols})
             kind, who, what = _split_figure(figure, group=True)
             if kind == "attack":
@@ -219,5 +219,5 @@ def _disclosure_order(figure: str) -> tuple[int, str]:
     return order.get(figure, len(order)), figure
 
 
-__all__ = ["HEADLINE_PATTERNS", "capped_label", "group_label", "headline_metrics", "is_headline", "metric_tables",
+__all__ = ["HEADLINE_PATTERNS", "capped_label", "headline_metrics", "is_headline", "metric_tables",
            "recorded_figures", "table_text"]

@@ -26,7 +26,7 @@ TIMINGS = {"load": 1.5, "validate_input": 0.5, "attacks": 12.0, "mace": 3.0, "au
 
 def _figures(scenario: str) -> dict[str, float | None]:
     verdict = {**GOLDEN[scenario], "budget": {"tests": [{"name": t, "pvalue": 0.5} for t in TESTS]}}
-    return metric_records.recorded_figures(verdict, TIMINGS)
+    return metric_records.recorded_figures(verdict, timings=TIMINGS)
 
 
 @pytest.mark.parametrize("scenario", sorted(GOLDEN))
@@ -106,7 +106,7 @@ def test_group_labels_are_capped_readable_and_never_unhashed():
 
 
 def test_a_failure_verdict_records_empty_tables_and_its_time():
-    figures = metric_records.recorded_figures({"metrics": {}, "flagged_subgroups": []}, {"load": 0.25})
+    figures = metric_records.recorded_figures({"metrics": {}, "flagged_subgroups": []}, timings={"load": 0.25})
     assert figures == {names.FLAGGED_SUBGROUPS: 0.0, names.TOTAL_TIME: 0.25, names.timing_metric("load"): 0.25}
     tables = metric_records.metric_tables(figures)
     assert tables[names.ART_METRICS_SUBGROUPS].empty and list(tables[names.ART_METRICS_SUBGROUPS]) == ["group",

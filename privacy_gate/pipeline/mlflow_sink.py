@@ -204,7 +204,7 @@ class MlflowSink:
         (what an approval will later be checked against). The figures are written before the
         verdict, so its seal covers them."""
         document = verdict.to_dict()
-        figures = metric_records.recorded_figures(document, timings)
+        figures = metric_records.recorded_figures(document, timings=timings)
         self.tracker.log_metrics(self.run_id, metric_records.headline_metrics(figures))
         self.tracker.log_json(self.run_id, figures, names.ART_METRICS_ALL)
         # every table, empty ones too: a verdict recorded again (a failure after the first) replaces them all
