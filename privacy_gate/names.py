@@ -223,6 +223,26 @@ def timing_metric(stage: str) -> str:
     return f"time.{stage}_s"
 
 
+# ---- what a run logs as MLflow metrics (``metric_records`` decides), and where the rest goes ----
+
+#: a headline metric's key at most this long (MLflow's charts show the key as the chart's title); a
+#: longer one (a long attack label) is shortened by :func:`bounded_key`
+MAX_HEADLINE_KEY_LENGTH = 60
+#: a group or evaluator label in the metric tables at most this long: cut, with a hash of the whole
+MAX_TABLE_LABEL_LENGTH = 60
+#: release-level figures derived from the verdict for the headline (not rule metrics: they are not
+#: in ``verdict.metrics``, only in what is logged): each budget test's p-value, the flagged groups,
+#: the total time of the stages
+BUDGET = "budget"
+FLAGGED_SUBGROUPS = "flagged.subgroups"
+TOTAL_TIME = timing_metric("total")
+
+
+def budget_metric(test: str) -> str:
+    """``membership`` -> ``budget.membership.pvalue``: the p-value of one test of the error budget."""
+    return f"{BUDGET}.{test}.pvalue"
+
+
 #: what MLflow accepts in a key (its pattern ``[/\w.\- :]`` without the colon, which its Windows
 #: stores refuse, and without the slash, which separates the segments of our keys)
 _KEY_CHARACTERS = re.compile(r"[\w.\- ]+")
@@ -280,6 +300,17 @@ def key_segment(text: object) -> str:
         spelled = "_"
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{spelled}-h{digest}"
+
+
+def shown_segment(segment: str) -> str:
+    """A key segment as a label shows it: a hashed record value's segment back to its ``#`` form
+    (:func:`key_segment` turned ``#9231c165fc`` into ``_9231c165fc``, which no plain name spells),
+    every other segment as it stands.
+
+    >>> shown_segment("_9231c165fc"), shown_segment("Married-civ-spouse"), shown_segment("a_b-hc14cddc033")
+    ('#9231c165fc', 'Married-civ-spouse', 'a_b-hc14cddc033')
+    """
+    return f"#{segment[1:]}" if _HASHED_SEGMENT.fullmatch(segment) else segment
 
 
 def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
@@ -438,6 +469,20 @@ ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its 
 ART_MACE_PLOT = "plots/mace_risk.png"
 ART_LADDER = "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
 ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
+#: every figure of the run (the verdict's metrics, the stage timings, the headline's derived
+#: figures) by its full key: what is not an MLflow metric is here (``metric_records``)
+METRICS_DIR = "metrics"
+ART_METRICS_ALL = f"{METRICS_DIR}/all.json"
+#: the same figures as tables (CSV: the MLflow artifact viewer shows them as sortable tables)
+ART_METRICS_ATTACKS = f"{METRICS_DIR}/attacks.csv"  # one row per attack (and combined, strongest): every figure
+ART_METRICS_DISCLOSURE = f"{METRICS_DIR}/disclosure.csv"  # one row per disclosure evaluator (each inference column)
+ART_METRICS_RELEASE = f"{METRICS_DIR}/release.csv"  # every other release-level figure: key, value
+#: one row per audited group (rank test, sizes), the most significant first
+ART_METRICS_SUBGROUPS = f"{METRICS_DIR}/subgroups.csv"
+ART_METRICS_SUBGROUP_ATTACKS = f"{METRICS_DIR}/subgroup_attacks.csv"  # one row per group x attack: ROC and MACE figures
+ART_METRICS_SUBGROUP_DISCLOSURE = f"{METRICS_DIR}/subgroup_disclosure.csv"  # one row per group x disclosure evaluator
+METRIC_TABLES = (ART_METRICS_ATTACKS, ART_METRICS_DISCLOSURE, ART_METRICS_RELEASE, ART_METRICS_SUBGROUPS,
+                 ART_METRICS_SUBGROUP_ATTACKS, ART_METRICS_SUBGROUP_DISCLOSURE)
 ART_STUDY_EXPERIMENTS = "dependency/experiments.parquet"  # one row per experiment: figures only, no records
 ART_STUDY_SUMMARY = "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
 ART_STUDY_INVARIANTS = "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers

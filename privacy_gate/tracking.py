@@ -33,7 +33,8 @@ from privacy_gate.tracking_records import RunRecords
 # the store's address, source and probe live in tracking_uri; re-exported: callers import them here
 from privacy_gate.tracking_store import seed_store
 from privacy_gate.tracking_uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
-                                       UI_WORKFLOW, check_reachable, default_tracking_uri, experiment_url,
+                                       UI_WORKFLOW, artifact_url, check_reachable, default_tracking_uri,
+                                       experiment_url,
                                        resolve_tracking_uri,
                                        run_url, sqlite_path, tracking_source, ui_command)
 
@@ -177,6 +178,10 @@ class Tracker(RunRecords):
         except Exception:  # noqa: BLE001 - an unreadable folder holds nothing we can use
             return False
         return any(f.path == path and not f.is_dir for f in listed)
+
+    def artifacts_in(self, run_id: str, folder: str) -> list[str]:
+        """The paths of the files directly in ``folder`` of the run's artifacts (one listing)."""
+        return sorted(f.path for f in self.client.list_artifacts(run_id, folder) if not f.is_dir)
 
     def experiment_of(self, run_id: str) -> str:
         return self.client.get_run(run_id).info.experiment_id

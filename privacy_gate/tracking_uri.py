@@ -110,6 +110,19 @@ def experiment_url(uri: str, experiment_id: str | None) -> str | None:
     return f"{base}/#/experiments/{experiment_id}/runs?{UI_WORKFLOW}"
 
 
+def artifact_url(uri: str, experiment_id: str | None, run_id: str | None, path: str) -> str | None:
+    """The run page's Artifacts tab opened on ``path`` (MLflow 3's ``.../runs/<id>/artifacts/<path>``
+    route); on a local store, as served by :func:`ui_command`. None without an experiment or run.
+
+    >>> artifact_url("http://mlflow:5000", "3", "ab12", "metrics/all.json")
+    'http://mlflow:5000/#/experiments/3/runs/ab12/artifacts/metrics/all.json?workflowType=machine_learning'
+    """
+    if not (experiment_id and run_id):
+        return None
+    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else LOCAL_UI
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}/artifacts/{path}?{UI_WORKFLOW}"
+
+
 def ui_command(uri: str) -> str:
     """The exact command that opens the MLflow UI on this store."""
     if uri.startswith(("http://", "https://")):
@@ -123,6 +136,6 @@ def ui_command(uri: str) -> str:
     return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port {LOCAL_UI.rsplit(':', 1)[1]}"
 
 
-__all__ = ["LOCAL_UI", "SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW",
+__all__ = ["LOCAL_UI", "artifact_url", "SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW",
            "check_reachable", "default_tracking_uri", "experiment_url", "resolve_tracking_uri", "run_url", "sqlite_path", "tracking_source",
            "ui_command"]

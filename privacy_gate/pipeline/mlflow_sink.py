@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from privacy_gate import names, tracking  # noqa: E402
+from privacy_gate import metric_records, names, tracking  # noqa: E402
 from privacy_gate.artifact_seal import text_sha256  # noqa: E402
 from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
 from privacy_gate.gate import Verdict  # noqa: E402
@@ -199,12 +199,19 @@ class MlflowSink:
 
     # ---- the decision
     def record_verdict(self, verdict: Verdict, *, timings: dict[str, float]) -> dict[str, Any]:
-        """Metrics, timings, ``verdict.json`` and the verdict tags; returns the verdict dict as read
-        back from the store (what an approval will later be checked against)."""
-        self.tracker.log_metrics(self.run_id, {**verdict.metrics,
-                                               **{names.timing_metric(k): v for k, v in timings.items()}})
+        """The headline metrics, every figure as ``metrics/all.json`` and tables, timings,
+        ``verdict.json`` and the verdict tags; returns the verdict dict as read back from the store
+        (what an approval will later be checked against). The figures are written before the
+        verdict, so its seal covers them."""
+        document = verdict.to_dict()
+        figures = metric_records.recorded_figures(document, timings=timings)
+        self.tracker.log_metrics(self.run_id, metric_records.headline_metrics(figures))
+        self.tracker.log_json(self.run_id, figures, names.ART_METRICS_ALL)
+        # every table, empty ones too: a verdict recorded again (a failure after the first) replaces them all
+        for path, table in metric_records.metric_tables(figures).items():
+            self.tracker.log_text(self.run_id, metric_records.table_text(table), path)
         self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
-        self.tracker.log_verdict(self.run_id, verdict.to_dict(), seal=self.seal)
+        self.tracker.log_verdict(self.run_id, document, seal=self.seal)
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_run_name(self, verdict: Verdict) -> None:

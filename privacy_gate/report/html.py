@@ -60,6 +60,7 @@ class ReportInputs:
     dp_audit: Mapping[str, Any] | None = None  # dp_audit/audit.json when the release audited its DP claim
     group_rocs: Mapping[str, Any] | None = None  # audit/flagged_roc.json: ROC curves inside flagged groups
     disclosure: Mapping[str, Any] | None = None  # risk/disclosure.json (DisclosureResult.summary: no values)
+    metric_files: Sequence[str] = ()  # the run's metrics/ artifacts: every figure, as JSON and tables
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -635,6 +636,34 @@ def _timings(inp: ReportInputs) -> str:
     return _section("Timings (seconds)", _table(["stage", "seconds"], rows), "timings")
 
 
+#: what each metrics/ artifact holds (the run's MLflow metrics are only its headline figures)
+_FIGURE_FILES = {
+    names.ART_METRICS_ALL: "every figure of the run by its full key (JSON)",
+    names.ART_METRICS_ATTACKS: "per attack, the combined query and the strongest attack: every figure",
+    names.ART_METRICS_DISCLOSURE: "per disclosure evaluator, each inference column",
+    names.ART_METRICS_RELEASE: "every other release-level figure (tests, copies, exposed records, timings)",
+    names.ART_METRICS_SUBGROUPS: "per audited group: rank test, sizes, exposed records (most significant first)",
+    names.ART_METRICS_SUBGROUP_ATTACKS: "per group and attack: ROC and MACE figures",
+    names.ART_METRICS_SUBGROUP_DISCLOSURE: "per group and disclosure evaluator: risks",
+}
+
+
+def _all_figures(inp: ReportInputs) -> str:
+    """Links to the artifacts that hold every figure (MLflow's metrics are the headline ones)."""
+    present = [p for p in _FIGURE_FILES if p in inp.metric_files]
+    if not present:
+        return ""
+    run_id = inp.run_id or inp.verdict.get("run_id")
+    rows = []
+    for path in present:
+        url = tracking.artifact_url(inp.tracking_uri or "", inp.experiment_id, run_id, path)
+        cell = f'<a href="{_e(url)}"><code>{_e(path)}</code></a>' if url else f"<code>{_e(path)}</code>"
+        rows.append(([cell, _e(_FIGURE_FILES[path])], ""))
+    body = _note("The run's MLflow metrics are its headline figures; every figure (per subgroup, per column, per "
+                 "test) is in these artifacts of the run (the Artifacts tab shows the tables).")
+    return _section("All figures", body + _table(["artifact", "what it holds"], rows), "figures")
+
+
 def _history(inp: ReportInputs) -> str:
     decisions = list(inp.decisions or [])
     if not decisions:
@@ -693,13 +722,14 @@ def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
     sections = [_howto(inp), _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
-                _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp)]
+                _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp), _all_figures(inp)]
     nav_items = [("decide", "How to decide"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
                  ("disclosure", "Disclosure risks"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
                  ("dp_audit", "DP audit"),
-                 ("utility", "Utility"), ("review", "Review history"), ("timings", "Timings")]
+                 ("utility", "Utility"), ("review", "Review history"), ("timings", "Timings"),
+                 ("figures", "All figures")]
     body = "\n".join(s for s in sections if s)
     nav = " ".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav_items if f'id="{a}"' in body)
     decision = str(inp.verdict.get("verdict", "BLOCK"))
@@ -759,6 +789,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         published=published_location(tags),
         dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),
         group_rocs=_optional(names.ART_GROUP_ROC, lambda: js(names.ART_GROUP_ROC)),
+        metric_files=_optional(names.ART_METRICS_ALL, lambda: tracker.artifacts_in(run_id, names.METRICS_DIR)) or (),
     )
 
 

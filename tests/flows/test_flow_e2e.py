@@ -47,7 +47,9 @@ def test_release_flow_records_run_in_mlflow(gc_run):
     for attack in ("domias", "dcr"):
         for m in ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage"):
             assert f"{attack}.{m}" in run.data.metrics
-    assert "utility.quality" in run.data.metrics and "time.fit_s" in run.data.metrics
+    assert "utility.quality" in run.data.metrics and names.TOTAL_TIME in run.data.metrics
+    figures = json.loads(Path(client.download_artifacts(run.info.run_id, names.ART_METRICS_ALL)).read_text())
+    assert figures["time.fit_s"] > 0  # a stage's time: in the run's figures, not a metric of its own
     arts = set(_all_artifacts(client, run.info.run_id))
     for name in (names.ART_VERDICT, names.ART_CONFIG, names.ART_SCORES, names.ART_ROC,
                  "validation/adult.input.json", "validation/adult.synthetic.json"):
@@ -62,6 +64,37 @@ def test_release_flow_records_run_in_mlflow(gc_run):
     assert list(scores.columns) == ["row_id", "member", "domias_score", "dcr_score", "dcr_ratio_score",
                                     "mama_mia_score"]
     assert scores["member"].sum() == (scores["member"] == 0).sum() == 600
+
+
+def test_a_gate_run_logs_its_headline_as_metrics_and_every_figure_as_artifacts(gc_run):
+    """Issue 34: at most 100 MLflow metrics under short keys on the gate's run, a handful on each
+    attack's run; every figure of the verdict in metrics/all.json and the tables, sealed with the
+    verdict, and the report links to them."""
+    result, workdir = gc_run
+    client = MlflowClient(tracking.default_tracking_uri(workdir))
+    run = client.get_run(result.verdict.run_id)
+    logged = run.data.metrics
+    children = client.search_runs([run.info.experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+    per_child = {c.data.tags["mlflow.runName"]: len(c.data.metrics) for c in children}
+    print(f"gate run: {len(logged)} MLflow metrics (verdict figures: {len(result.verdict.metrics)}); "
+          f"attack runs: {per_child}")
+    assert len(logged) <= 100 and max(map(len, logged)) <= names.MAX_HEADLINE_KEY_LENGTH
+    assert not [k for k in logged if k.startswith("subgroup/")]
+    assert per_child and max(per_child.values()) <= 10
+    figures = json.loads(Path(client.download_artifacts(run.info.run_id, names.ART_METRICS_ALL)).read_text())
+    assert set(result.verdict.metrics) <= set(figures) and set(logged) <= set(figures)
+    assert all(figures[k] == pytest.approx(v) for k, v in logged.items())
+    subgroup_keys = [k for k in result.verdict.metrics if k.startswith("subgroup/")]
+    assert subgroup_keys  # the audit measured groups: their figures are in the tables
+    groups = pd.read_csv(client.download_artifacts(run.info.run_id, names.ART_METRICS_SUBGROUPS))
+    assert len(groups) >= 1 and groups["group"].str.len().max() <= names.MAX_TABLE_LABEL_LENGTH
+    sealed = json.loads(Path(client.download_artifacts(run.info.run_id, names.ART_VERDICT)).read_text())
+    assert {names.ART_METRICS_ALL, *names.METRIC_TABLES} <= set(sealed[names.SEAL][names.SEAL_ARTIFACTS])
+    report = Path(client.download_artifacts(run.info.run_id, names.ART_REPORT)).read_text()
+    link = tracking.artifact_url(tracking.default_tracking_uri(workdir), run.info.experiment_id, run.info.run_id,
+                                 names.ART_METRICS_ALL)
+    assert f'href="{link}"' in report and 'id="figures"' in report
 
 
 def test_publication_follows_verdict(gc_run):

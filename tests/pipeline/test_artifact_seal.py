@@ -9,6 +9,7 @@ clean and is approved.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -48,7 +49,11 @@ def make_signed_review_run(workdir: Path) -> tuple[str, tracking.Tracker]:
     sink.record_json({"spec": "toy"}, names.ART_SETTINGS)
     tracker.log_json(sink.run_id, SUBGROUP_ROWS, names.ART_SUBGROUPS)
     tracker.log_frame(sink.run_id, EXPOSED, names.ART_EXPOSED)
-    verdict = flagged_group_verdict(ctx.quarantined.sha256)
+    column, _, value = GROUP.partition("=")
+    figures = {"membership_test.p_adjusted": 0.0008, "membership_test.p_value": 2e-5, "n_members": 64.0,
+               "dcr.auc": 0.62}
+    verdict = dataclasses.replace(flagged_group_verdict(ctx.quarantined.sha256), metrics={
+        "dcr.auc": 0.55, **{names.subgroup_metric((column,), (value,), k): v for k, v in figures.items()}})
     finish(ctx, verdict)
     return sink.run_id, tracker
 
@@ -86,14 +91,26 @@ def _edit_exposed(tracker, run_id):
         tracker.client.log_artifact(run_id, str(local), str(Path(names.ART_EXPOSED).parent))
 
 
-EDITS = {names.ART_SUBGROUPS: _edit_subgroups, names.ART_REPORT: _edit_report, names.ART_EXPOSED: _edit_exposed}
+def _edit_subgroup_table(tracker, run_id):
+    """The metrics table of the groups edited: the flagged group's rank test made harmless."""
+    text = tracker.read_text(run_id, names.ART_METRICS_SUBGROUPS)
+    lines = text.splitlines()
+    assert any(line.startswith(GROUP + ",") for line in lines), lines[:3]  # the table lists the flagged group
+    edited = [line.split(",")[:2] + ["1"] * (len(line.split(",")) - 2) if line.startswith(GROUP + ",") else
+              line.split(",") for line in lines]
+    tracker.client.log_text(run_id, "\n".join(map(",".join, edited)) + "\n", names.ART_METRICS_SUBGROUPS)
+
+
+EDITS = {names.ART_SUBGROUPS: _edit_subgroups, names.ART_REPORT: _edit_report, names.ART_EXPOSED: _edit_exposed,
+         names.ART_METRICS_SUBGROUPS: _edit_subgroup_table}
 
 
 def test_an_untouched_signed_run_verifies_clean_and_is_approved(tmp_path):
     run_id, tracker = make_signed_review_run(tmp_path)
     _, seal = tracker.read_verified(run_id)
     sealed = seal.get("artifacts") or {}
-    for path in (names.ART_SUBGROUPS, names.ART_EXPOSED, names.ART_CONFIG, names.ART_SETTINGS, names.ART_TIMINGS):
+    for path in (names.ART_SUBGROUPS, names.ART_EXPOSED, names.ART_CONFIG, names.ART_SETTINGS, names.ART_TIMINGS,
+                 names.ART_METRICS_ALL, *names.METRIC_TABLES):
         assert path in sealed, sorted(sealed)
     assert tracker.sealed_changes(run_id, seal) == []
     code, out, err = _cli("review", run_id, "--workdir", str(tmp_path))
@@ -105,7 +122,7 @@ def test_an_untouched_signed_run_verifies_clean_and_is_approved(tmp_path):
     assert tracker.sealed_changes(run_id, tracker.read_verified(run_id)[1]) == []
 
 
-@pytest.mark.parametrize("artifact", list(EDITS), ids=["subgroups", "report", "exposed"])
+@pytest.mark.parametrize("artifact", list(EDITS), ids=["subgroups", "report", "exposed", "subgroup-table"])
 def test_an_edited_artifact_is_named_by_review_and_refused_by_approve(tmp_path, artifact):
     run_id, tracker = make_signed_review_run(tmp_path)
     EDITS[artifact](tracker, run_id)

@@ -218,3 +218,26 @@ def test_load_and_log_report_round_trip(tmp_path):
     html_text = tracker.client.download_artifacts(run_id, names.ART_REPORT, str(tmp_path / "dl"))
     page = open(html_text).read()
     assert "pending" in page and GROUP in page
+
+
+def test_the_report_links_to_the_artifacts_that_hold_every_figure(tmp_path):
+    """Issue 34: the MLflow metrics are the headline; the report links to metrics/all.json and the tables."""
+    files = [names.ART_METRICS_ALL, names.ART_METRICS_SUBGROUPS, names.ART_METRICS_ATTACKS]
+    page = render_report(_inputs(metric_files=files, tracking_uri="http://127.0.0.1:5000", experiment_id="7"))
+    _parse(page)
+    base = f"http://127.0.0.1:5000/#/experiments/7/runs/{RUN_ID}/artifacts"
+    links = [u for u in _parse(page).links if "/artifacts/" in u]
+    assert links == [f"{base}/{p}?workflowType=machine_learning" for p in
+                     (names.ART_METRICS_ALL, names.ART_METRICS_ATTACKS, names.ART_METRICS_SUBGROUPS)]
+    assert '<a href="#figures">All figures</a>' in page
+    assert 'id="figures"' not in render_report(_inputs())  # no such artifacts (a run recorded before): no section
+    # read back from a run: the files of its metrics folder
+    tracker = tracking.Tracker.for_workdir(workdir=tmp_path, dataset="adult")
+    run_id = tracker.start_run(name="t", kind="release", tags={names.TAG_DATASET: "adult"})
+    tracker.log_verdict(run_id, {**_verdict(), "run_id": run_id})
+    tracker.log_json(run_id, {"dcr.auc": 0.53}, names.ART_METRICS_ALL)
+    inputs = load_report_inputs(tracker, run_id)
+    assert list(inputs.metric_files) == [names.ART_METRICS_ALL]
+    page = render_report(inputs)  # a local store: the link opens the run in the UI `ui_command` serves
+    assert (f'href="{tracking.LOCAL_UI}/#/experiments/{tracker.experiment_id}/runs/{run_id}/artifacts/'
+            f'{names.ART_METRICS_ALL}?workflowType=machine_learning"') in page
