@@ -44,6 +44,15 @@ def is_leakage(check: Check) -> bool:
     return bool(check.metric) and check.metric.startswith(LEAKAGE_PREFIXES) and "invalid" not in check.metric
 
 
+#: the metric of blame's ruling check
+CONCENTRATED = "blame.concentrated"
+
+
+def explained_note(group: str) -> str:
+    """What a softened block check's message ends with: the group that explains it."""
+    return f" (explained by {group})"
+
+
 def concentrated_in(verdict: Verdict, *, group: str, targets: int, rest_decision: str) -> Verdict:
     """``verdict`` as a REVIEW naming ``group`` when the release without the group's ``targets``
     would not be blocked (``rest_decision``) and every failing block check is a leakage figure;
@@ -53,9 +62,9 @@ def concentrated_in(verdict: Verdict, *, group: str, targets: int, rest_decision
         return verdict
     if not all(is_leakage(c) for c in blocking):
         return verdict
-    softened = tuple(dataclasses.replace(c, action="review", message=f"{c.message} (explained by {group})")
+    softened = tuple(dataclasses.replace(c, action="review", message=c.message + explained_note(group))
                      if c.action == "block" else c for c in verdict.reasons)
-    ruling = Check(rule="exposure concentrated in one flagged group", metric="blame.concentrated", observed=None,
+    ruling = Check(rule="exposure concentrated in one flagged group", metric=CONCENTRATED, observed=None,
                    threshold=None, bound="none", action="review", passed=False, group=group,
                    message=(f"the release-wide block rules fail because of {group}: without its {targets} targets "
                             f"the release would be {rest_decision}, so a reviewer may suppress it "
@@ -73,4 +82,4 @@ def explained_groups(rest_pvalues: dict[str, float], *, smaller: str, level: flo
     return {g: smaller for g, p in rest_pvalues.items() if g != smaller and p >= level}
 
 
-__all__ = ["LEAKAGE_PREFIXES", "concentrated_in", "explained_groups", "is_leakage"]
+__all__ = ["CONCENTRATED", "LEAKAGE_PREFIXES", "concentrated_in", "explained_groups", "explained_note", "is_leakage"]

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from privacy_gate.gate.human import human_number, human_percent
+from privacy_gate.gate.human import human_number, human_percent, p_equals
 
 
 def _finite(value: Any) -> float | None:
@@ -111,7 +111,7 @@ def group_evidence(rows: Sequence[Mapping[str, Any]], group: str, *, through: st
     p_adjusted = _finite(mine[0].get("test_p_adjusted"))
     if p_adjusted is not None:
         n_groups = len({str(r.get("group")) for r in rows})
-        parts.append(f"p = {human_number(p_adjusted, 2)} after Holm correction for {human_number(n_groups)} groups")
+        parts.append(f"{p_equals(p_adjusted)} after Holm correction for {human_number(n_groups)} groups")
     sentence = f"{group}: " + ("; ".join(parts) if parts else "flagged; no figures recorded")
     return sentence + (f" (flagged through {through}: not significant without it)" if through else "")
 

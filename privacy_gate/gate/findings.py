@@ -14,6 +14,14 @@ from privacy_gate.experiment.subgroups import DependencyMeasurement
 from privacy_gate.gate.verdict import Check
 from privacy_gate.names import VALIDATION_SYNTHETIC
 
+# the metrics (and the DP-bound check's rule) of the findings' checks: what gate/words.py reads
+#: an advantage lower bound above the DP bound (its metric is the MACE figure it reads)
+DP_BOUND_RULE = "advantage lower bound <= DP bound"
+DEPENDENCY_GAP = "dependency.auc"
+DEPENDENCY_DP_EXCESS = "dependency.dp_bound_excess"
+ATTACK_SCORES = "scores"
+DP_AUDIT_EPSILON = "dp_audit.epsilon_lower"
+
 
 def validation_failures(suite: str, messages: Iterable[str]) -> list[Check]:
     """A failed expectation of the synthetic-data suite blocks the release."""
@@ -27,7 +35,7 @@ def dp_bound_exceeded(query: str, *, lower: float, bound: float, epsilon: float,
     (Humphries et al.) — never silenced, always reviewed. ``dependence`` says that the bound assumes
     independent records and whether this release's training data looks dependent
     (:func:`dependence_clause`)."""
-    return Check(rule=f"advantage lower bound <= DP bound tanh-form at epsilon {epsilon:g}", attack=query,
+    return Check(rule=f"{DP_BOUND_RULE} tanh-form at epsilon {epsilon:g}", attack=query,
                  metric="mace.advantage_lower", observed=float(lower), threshold=float(bound), bound="max",
                  action="review", passed=False,
                  message=f"{query}: {message}" + (f"; {dependence}" if dependence else ""))
@@ -39,7 +47,7 @@ def dependency_gap(attack: str, *, dependency_auc: float, iid_auc: float, max_ga
     gap = dependency_auc - iid_auc
     if gap <= max_gap:
         return None
-    return Check(rule=f"dependency AUC gap <= {max_gap:g}", attack=attack, metric="dependency.auc",
+    return Check(rule=f"dependency AUC gap <= {max_gap:g}", attack=attack, metric=DEPENDENCY_GAP,
                  observed=float(gap), threshold=max_gap, bound="max", action="review", passed=False,
                  message=(f"{attack}: AUC {dependency_auc:.3f} when members come from {source}={value!r} vs "
                           f"{iid_auc:.3f} IID (gap {gap:.3f}); dependent records make this release "
@@ -51,7 +59,7 @@ def dependency_dp_bound_exceeded(attack: str, *, lower: float, bound: float, eps
     """The advantage lower bound with members from one source above the IID DP bound: the DP
     guarantee assumes independent records, and these are not — a human decides."""
     return Check(rule=f"dependency advantage lower bound <= IID DP bound at epsilon {epsilon:g}", attack=attack,
-                 metric="dependency.dp_bound_excess", observed=float(lower - bound), threshold=0.0, bound="max",
+                 metric=DEPENDENCY_DP_EXCESS, observed=float(lower - bound), threshold=0.0, bound="max",
                  action="review", passed=False,
                  message=(f"{attack}: with members from {source}={value!r} the advantage is at least {lower:.3f} "
                           f"(MACE lower bound), above the IID DP bound {bound:.3f} at epsilon {epsilon:g}; the DP "
@@ -75,7 +83,7 @@ def dependency_findings(measured: DependencyMeasurement | None, *, max_gap: floa
 
 def attack_invalid(attack: str, reason: str) -> Check:
     """An attack whose scores cannot rank the targets blocks: its figures would read as "safe"."""
-    return Check(rule="attack scores can rank the targets", attack=attack, metric="scores", observed=None,
+    return Check(rule="attack scores can rank the targets", attack=attack, metric=ATTACK_SCORES, observed=None,
                  threshold=None, bound="none", action="block", passed=False,
                  message=f"{attack}: the attack {reason}; the gate cannot approve a release it could not attack "
                          "(check the spec's column kinds and the synthetic data's columns)")
@@ -102,5 +110,5 @@ def dp_audit_check(*, epsilon_lower: float, epsilon: float, max_ratio: float, me
     claimed epsilon proves the DP implementation broken -- BLOCK, never reviewed away."""
     limit = float(epsilon) * float(max_ratio)
     return Check(rule=f"DP audit epsilon lower bound <= {max_ratio:g} x claimed epsilon {epsilon:g}",
-                 metric="dp_audit.epsilon_lower", observed=float(epsilon_lower), threshold=limit, bound="max",
+                 metric=DP_AUDIT_EPSILON, observed=float(epsilon_lower), threshold=limit, bound="max",
                  action="block", passed=bool(epsilon_lower <= limit), message=message)

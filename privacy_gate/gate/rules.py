@@ -20,7 +20,7 @@ from privacy_gate.config import BudgetConfig, Rule
 from privacy_gate.gate.budget import WHAT, PowerNeed, TestOutcome, membership_power, rule_test, run_tests
 from privacy_gate.estimators.power import null_reference
 from privacy_gate.experiment.floors import Shortfall
-from privacy_gate.gate.human import human_number
+from privacy_gate.gate.human import human_number, p_equals
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.names import COMBINED, GROUP_TEST, INSUFFICIENT_EVIDENCE, check_key, metric_name
 
@@ -108,14 +108,14 @@ def _bar_outcome(check: Check, rule: Rule, test: TestOutcome | None) -> Check:
         return check  # a requirement (utility, the synthetic suite), or a test this run did not have
     if check.action == "block" and test.block:
         return dataclasses.replace(check, message=check.message + (
-            f"; the {test.name} test is significant at its block share (p = {human_number(test.pvalue, 3)} <= "
+            f"; the {test.name} test is significant at its block share ({p_equals(test.pvalue)} <= "
             f"{human_number(test.block_level, 3)})"))
     if test.review:
         return dataclasses.replace(check, action="review", message=check.message + (
-            f"; the {test.name} test is significant at its review share (p = {human_number(test.pvalue, 3)} <= "
+            f"; the {test.name} test is significant at its review share ({p_equals(test.pvalue)} <= "
             f"{human_number(test.review_level, 3)})" + (" but not at its block share" if check.action == "block" else "")))
     return dataclasses.replace(check, passed=True, message=check.message + (
-        f"; not a leak signal: the {test.name} test is not significant (p = {human_number(test.pvalue, 3)} > "
+        f"; not a leak signal: the {test.name} test is not significant ({p_equals(test.pvalue)} > "
         f"{human_number(test.review_level, 3)}, its share of the review budget)"))
 
 
@@ -126,13 +126,13 @@ def test_check(test: TestOutcome, budget_review: float) -> Check:
         return Check(rule=f"test {test.name}", metric=f"test:{test.name}", observed=None, threshold=test.review_level,
                      bound="min", action="block", passed=False,
                      message=f"the {test.name} test has no p-value ({test.detail}); the gate cannot approve without it")
-    p = human_number(test.pvalue, 3)
+    p = p_equals(test.pvalue)
     level = human_number(test.review_level, 3)
     if test.review:
-        msg = (f"evidence of leakage: {WHAT[test.name]} (p = {p} <= {level}, this test's share of the {pct} "
+        msg = (f"evidence of leakage: {WHAT[test.name]} ({p} <= {level}, this test's share of the {pct} "
                f"review budget; smallest part: {test.detail})")
     else:
-        msg = f"no evidence that {WHAT[test.name]} (p = {p} > {level}, its share of the {pct} review budget)"
+        msg = f"no evidence that {WHAT[test.name]} ({p} > {level}, its share of the {pct} review budget)"
     return Check(rule=f"test {test.name} at level {level}", metric=f"test:{test.name}", observed=test.pvalue,
                  threshold=test.review_level, bound="min", action="review", passed=not test.review, message=msg)
 
@@ -225,7 +225,7 @@ def decide(
                                     observed=None if p is None else float(p), threshold=sub.review_level, bound="min",
                                     action="review", passed=False,
                                     message=f"{label}: its members are told apart from its non-members (Holm-adjusted "
-                                            f"p = {human_number(float(p), 3) if p is not None else 'missing'} <= "
+                                            f"{p_equals(float(p)) if p is not None else 'p missing'} <= "
                                             f"{human_number(sub.review_level, 3)})"))
             continue
         group_checks = [c for r in rules if r.scope == "subgroup"

@@ -70,6 +70,9 @@ class Verdict:
     flagged_subgroups: tuple[str, ...] = ()
     # a flagged group flagged only through a smaller flagged one: group -> the smaller group
     explained: dict[str, str] = field(default_factory=dict)
+    # blame's "what if" (gate/blame.py): for each flagged group it tried on a BLOCK, the decision of
+    # the release-wide figures without the group's targets, {group: {"decision": ..., "targets": n}}
+    decision_without: dict[str, dict[str, Any]] = field(default_factory=dict)
     data_hashes: dict[str, str] = field(default_factory=dict)
     rules_hash: str | None = None
     # the error budget (gate.budget): review and block rates, and every test's p-value and levels

@@ -144,6 +144,9 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         return verdict
     settings = state.settings
     rules = [r for r in settings.active_rules if r.scope == "global"]
+    # every group tried is recorded with what the rest decides (the reviewer's "what if"), also
+    # when the rest still blocks: then suppressing that group alone would not do
+    tried: dict[str, dict[str, Any]] = {}
     for g in order[:MAX_CANDIDATES]:
         if 2 * masks[g].sum() > len(masks[g]):
             break  # not a small group: it holds most targets (and larger ones follow)
@@ -154,10 +157,11 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         rest = decide(rules, {**state.metrics, **figures}, attacks=settings.gated_attacks,
                       extra_failures=extra_failures, budget=settings.gate.budget,
                       tests=[t for t in settings.budget_tests if t != "subgroups"])
+        tried[g] = {"decision": rest.decision, "targets": int(masks[g].sum())}
         ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
         if ruled is not verdict:
-            return ruled
-    return verdict
+            return dataclasses.replace(ruled, decision_without=tried)
+    return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
 
 
 __all__ = ["MAX_CANDIDATES", "blame_groups", "rest_figures"]
