@@ -89,19 +89,31 @@ def strongest_attack(metrics: Mapping[str, Any]) -> AttackFigures | None:
                          n_members=int(n1) if n1 else None, n_non_members=int(n0) if n0 else None)
 
 
-def auc_words(a: AttackFigures) -> str:
-    """``domias: AUC 0.52 [0.49, 0.55]; chance is 0.5, and a release with no leakage reaches up to 0.53 here``."""
+@dataclass(frozen=True)
+class Figure:
+    """A headline figure for people: ``value`` (the number, with its interval) and ``meaning``
+    (its null level and what that says). ``line(label)`` is the one-line form."""
+
+    value: str
+    meaning: str
+
+    def line(self, label: str) -> str:
+        return f"{label} {self.value}; {self.meaning}"
+
+
+def auc_figure(a: AttackFigures) -> Figure:
+    """``0.52 [0.49, 0.55]``; chance is 0.5, and what a release with no leakage reaches here."""
     interval = f" [{human_number(a.auc_lower, 2)}, {human_number(a.auc_upper, 2)}]" if a.auc_lower is not None else ""
-    null = f", and a release with no leakage reaches up to {human_number(a.auc_null, 2)} here" if a.auc_null else ""
-    return f"{a.attack}: AUC {human_number(a.auc, 2)}{interval}; chance is 0.5{null}"
+    null = f"; a release with no leakage reaches up to {human_number(a.auc_null, 2)} here" if a.auc_null else ""
+    return Figure(value=f"{human_number(a.auc, 2)}{interval}", meaning=f"chance is 0.5{null}")
 
 
-def tpr_words(a: AttackFigures) -> str | None:
+def tpr_figure(a: AttackFigures) -> Figure | None:
     """The share of members caught at 1 % false alarms, beside what chance catches."""
     if a.tpr is None:
         return None
-    null = f" (no leakage: up to {human_percent(a.tpr_null)} here)" if a.tpr_null is not None else ""
-    return f"{human_percent(a.tpr)} of members caught at 1% false alarms{null}"
+    null = f"; with no leakage up to {human_percent(a.tpr_null)} here" if a.tpr_null is not None else ""
+    return Figure(value=human_percent(a.tpr), meaning=f"of the members caught at 1% false alarms{null}")
 
 
 def mace_query(metrics: Mapping[str, Any]) -> str | None:
@@ -113,7 +125,7 @@ def mace_query(metrics: Mapping[str, Any]) -> str | None:
     return best.attack if best and mace_metric(best.attack, "advantage") in metrics else None
 
 
-def mace_words(metrics: Mapping[str, Any], query: str) -> str | None:
+def mace_figure(metrics: Mapping[str, Any], query: str) -> Figure | None:
     """The MACE advantage of ``query`` with its bounds, beside its null level (the permutation
     bias): whether there is any excess over chance, and whether an advantage is certain (its
     95 % lower bound above 0)."""
@@ -123,21 +135,27 @@ def mace_words(metrics: Mapping[str, Any], query: str) -> str | None:
     est, lower, upper, bias = get("advantage"), get("advantage_lower"), get("advantage_upper"), get("bias")
     if est is None:
         return None
-    text = f"MACE advantage {human_number(est, 3)}"
+    value = human_number(est, 3)
     if lower is not None and upper is not None:
-        text += f" [{human_number(lower, 3)}, {human_number(upper, 3)}]"
+        value += f" [{human_number(lower, 3)}, {human_number(upper, 3)}]"
     certain = lower is not None and lower > 0
     if bias is None:
-        return text + ("; above chance for certain" if certain else "; 0 is guessing")
-    text += f"; a release with no leakage scores about {human_number(bias, 3)} here"
+        return Figure(value=value, meaning="above chance for certain" if certain else "0 is guessing")
+    null = f"a release with no leakage scores about {human_number(bias, 3)} here"
     if certain:
-        return text + f": above chance, at least {human_number(lower, 3)} for certain"
+        return Figure(value=value, meaning=f"{null}: above chance, at least {human_number(lower, 3)} for certain")
     if est <= bias:
-        return text + ": no excess over chance"
-    return text + ": slightly above that, but not for certain (lower bound 0)"
+        return Figure(value=value, meaning=f"{null}: no excess over chance")
+    return Figure(value=value, meaning=f"{null}: slightly above that, but not for certain (lower bound 0)")
 
 
-def exposed_share_words(metrics: Mapping[str, Any]) -> str | None:
+def mace_words(metrics: Mapping[str, Any], query: str) -> str | None:
+    """``MACE advantage <value>; <its null level and what it says>`` (the summaries' form)."""
+    figure = mace_figure(metrics, query)
+    return figure.line("MACE advantage") if figure else None
+
+
+def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
     """The exposed share of training records with its bounds, at its false-alarm level, beside
     the upper bound a release with no leakage reaches at this size."""
     def get(figure: str) -> float | None:
@@ -146,18 +164,30 @@ def exposed_share_words(metrics: Mapping[str, Any]) -> str | None:
     share, lower, upper, level = get("share"), get("share_lower"), get("share_upper"), get("level")
     if share is None:
         return None
-    text = f"{human_percent(share)} of training records exposed"
+    value = human_percent(share)
     if lower is not None and upper is not None:
-        text += f" [{human_percent(lower)}, {human_percent(upper)}]"
-    if level is not None:
-        text += f" at {human_percent(level)} false alarms"
+        value += f" [{human_percent(lower)}, {human_percent(upper)}]"
+    meaning = ("the share of training records exposed" + (f" at {human_percent(level)} false alarms" if level else "")
+               + ", with its 95% interval")
     null = null_reference(f"{EXPOSURE}.share_upper", {k: v for k, v in metrics.items() if k.startswith(f"{EXPOSURE}.")})
     if null is not None and upper is not None:
-        text += f"; with no leakage the upper bound reaches about {human_percent(null)} here"
+        meaning += f"; with no leakage the upper bound reaches about {human_percent(null)} here"
     if lower is not None:
-        text += "; some exposed for certain" if lower > 0 else "; none for certain"
-    return text
+        meaning += "; some exposed for certain" if lower > 0 else "; none for certain"
+    return Figure(value=value, meaning=meaning)
 
 
-__all__ = ["AttackFigures", "auc_words", "exposed_share_words", "gated_attacks", "mace_query", "mace_words",
-           "strongest_attack", "tpr_words"]
+def risk_figure(metrics: Mapping[str, Any], family: str) -> Figure | None:
+    """A disclosure risk (``singling_out`` / ``linkability`` / ``inference``) with its interval:
+    0 is no better than for people outside the training data, so the null level is 0."""
+    risk, lower, upper = (_finite(metrics.get(f"{family}.{f}")) for f in ("risk", "risk_lower", "risk_upper"))
+    if risk is None:
+        return None
+    value = human_number(risk, 2) + (f" [{human_number(lower, 2)}, {human_number(upper, 2)}]"
+                                     if lower is not None and upper is not None else "")
+    certain = lower is not None and lower > 0
+    return Figure(value=value, meaning="above 0 for certain" if certain else "not above 0 for certain")
+
+
+__all__ = ["AttackFigures", "Figure", "auc_figure", "exposed_figure", "gated_attacks", "mace_figure", "mace_query",
+           "mace_words", "risk_figure", "strongest_attack", "tpr_figure"]

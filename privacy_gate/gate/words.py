@@ -349,28 +349,49 @@ def reasons_in_words(verdict: Verdict | Mapping[str, Any]) -> list[CheckWords]:
     return [check_words(c, ctx) for c in d.get("reasons") or []]
 
 
-def what_if(verdict: Verdict | Mapping[str, Any]) -> list[str]:
-    """One line per flagged group on what suppressing it would do, where the gate worked it out:
-    blame's decision of the release-wide figures without the group's targets (tried on a BLOCK,
-    smallest groups first), or that the group is flagged only through a smaller one. A group the
-    gate did not work out is said to be so: ``approve --suppress`` re-gates it from scratch."""
+@dataclass(frozen=True)
+class WhatIf:
+    """What suppressing one flagged group would do, as far as the gate worked it out: blame's
+    ``decision`` of the release-wide figures without the group's ``targets`` (tried on a BLOCK,
+    smallest groups first), or the smaller group it is flagged ``through``; neither: not worked out."""
+
+    group: str
+    decision: str | None = None
+    targets: int | None = None
+    through: str | None = None
+
+    def sentence(self) -> str:
+        if self.decision is not None:
+            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets the release-wide figures "
+                    f"give {self.decision}" + (" (suppressing it alone would not do)" if self.decision == "BLOCK"
+                                               else "") + ".")
+        if self.through is not None:
+            return (f"Suppress {self.group}: flagged only through {self.through} (without {self.through}'s targets its "
+                    "test is not significant); the gate did not work out the verdict without it.")
+        return (f"Suppress {self.group}: not worked out by the gate (it estimates this only for a BLOCK one group may "
+                "explain); approving with --suppress re-gates the rest before anything is published.")
+
+    def short(self) -> str:
+        if self.decision is not None:
+            return f"Without it: {self.decision}."
+        if self.through is not None:
+            return f"Flagged through {self.through}."
+        return "What suppressing it gives: not worked out before a re-gate."
+
+
+def what_if(verdict: Verdict | Mapping[str, Any]) -> list[WhatIf]:
+    """One :class:`WhatIf` per flagged group, in the verdict's order. A group the gate did not work
+    out is said to be so (``approve --suppress`` re-gates it from scratch): never estimated here."""
     d = verdict.to_dict() if isinstance(verdict, Verdict) else verdict
     without = d.get("decision_without") or {}
     explained = d.get("explained") or {}
-    lines = []
+    out = []
     for g in d.get("flagged_subgroups") or []:
-        if g in without:
-            w = without[g]
-            lines.append(f"Suppress {g}: without its {human_number(w.get('targets'))} targets the release-wide figures "
-                         f"give {w.get('decision')}" + (" (suppressing it alone would not do)"
-                                                        if w.get("decision") == "BLOCK" else "") + ".")
-        elif g in explained:
-            lines.append(f"Suppress {g}: flagged only through {explained[g]} (without {explained[g]}'s targets "
-                         "its test is not significant); the gate did not work out the verdict without it.")
-        else:
-            lines.append(f"Suppress {g}: not worked out by the gate (it estimates this only for a BLOCK one group "
-                         "may explain); approving with --suppress re-gates the rest before anything is published.")
-    return lines
+        w = without.get(g) or {}
+        targets = w.get("targets")
+        out.append(WhatIf(group=g, decision=w.get("decision"), targets=None if targets is None else int(targets),
+                          through=explained.get(g)))
+    return out
 
 
-__all__ = ["CheckWords", "VerdictContext", "check_words", "reasons_in_words", "what_if"]
+__all__ = ["CheckWords", "VerdictContext", "WhatIf", "check_words", "reasons_in_words", "what_if"]

@@ -14,14 +14,10 @@ distributions).
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,92 +27,29 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.evidence import auc_interval, flagged_evidence, hanley_mcneil_interval  # noqa: F401
+from privacy_gate.gate.evidence import auc_interval, hanley_mcneil_interval  # noqa: F401
 from privacy_gate.gate.human import human_number
+from privacy_gate.gate.words import VerdictContext, check_words
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
+from privacy_gate.report.cards import CARDS_CSS, reasons_section, run_section, summary_cards
 from privacy_gate.report.commands import decision_commands
+from privacy_gate.report.inputs import ReportInputs
+from privacy_gate.report.markup import escape as _e
+from privacy_gate.report.markup import note as _note
+from privacy_gate.report.markup import note_markup as _note_markup
+from privacy_gate.report.markup import number as _num
+from privacy_gate.report.markup import png as _png
+from privacy_gate.report.markup import pvalue as _p
+from privacy_gate.report.markup import section as _section
+from privacy_gate.report.markup import short as _short
+from privacy_gate.report.markup import table as _table
 from privacy_gate.report.plots import (comparison_bars_figure, dp_audit_figure, dp_audit_figure_inputs, group_roc_figure,
                                        risk_profile_figure, roc_figure, score_histograms_figure, subgroup_bars_figure)
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, eq=False)
-class ReportInputs:
-    """Everything the report shows, read back from one MLflow run (see :func:`load_report_inputs`)."""
-
-    verdict: dict[str, Any]
-    scores: pd.DataFrame | None = None  # row_id, member, <attack>_score (only distributions are shown)
-    subgroups: Sequence[Mapping[str, Any]] = ()  # rows of audit/subgroups.json
-    utility: Mapping[str, Any] = field(default_factory=dict)
-    decisions: Sequence[Mapping[str, Any]] = ()  # review/decision-*.json, oldest first
-    timings: Mapping[str, float] = field(default_factory=dict)
-    run_id: str | None = None
-    dataset: str | None = None
-    tracking_uri: str | None = None
-    experiment_id: str | None = None
-    mace: pd.DataFrame | None = None  # optional per-record MACE risk: row_id, risk, risk_lower, risk_upper
-    published: str | None = None  # where the release was published (the run's publication tags), if it was
-    dp_audit: Mapping[str, Any] | None = None  # dp_audit/audit.json when the release audited its DP claim
-    group_rocs: Mapping[str, Any] | None = None  # audit/flagged_roc.json: ROC curves inside flagged groups
-    disclosure: Mapping[str, Any] | None = None  # risk/disclosure.json (DisclosureResult.summary: no values)
-    metric_files: Sequence[str] = ()  # the run's metrics/ artifacts: every figure, as JSON and tables
-
-
 # ------------------------------------------------------------------------------------ helpers
-
-
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    """A number for people (``gate.human.human_number``: ``5,000``, never ``5e+03``), escaped."""
-    return _e(human_number(value, digits))
-
-
-def _short(h: str | None, n: int = 12) -> str:
-    return "—" if not h else (h[:n] + "…" if len(h) > n else h)
-
-
-def _png(fig: Any) -> str:
-    """Figure -> ``<img>`` with the PNG inlined (Agg canvas; pyplot figures are closed)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96)
-    try:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-    except Exception:  # noqa: BLE001 - a Figure() not managed by pyplot
-        pass
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    # Leak scanners look for long digit runs (record values such as census weights); base64 has them by
-    # chance. Break every run after 4 digits with a newline, which data: URLs ignore (URL parsing drops it).
-    data = re.sub(r"(\d{4})(?=\d)", "\\1\n", data)
-    return f'<img class="fig" alt="figure" src="data:image/png;base64,{data}">'
-
-
-def _section(title: str, body: str, anchor: str) -> str:
-    return f'<section id="{anchor}"><h2>{_e(title)}</h2>\n{body}\n</section>'
-
-
-def _table(head: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], cls: str = "") -> str:
-    """``rows``: (already escaped cells, row css class)."""
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "\n".join(f'<tr class="{c}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
-                     for cells, c in rows)
-    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody>'
-            "</table></div>")
-
-
-def _note(text: str) -> str:
-    """A note of plain text (escaped: it may hold labels from data)."""
-    return f'<p class="note">{_e(text)}</p>'
-
-
-def _note_markup(markup: str) -> str:
-    """A note written as HTML here (``<b>``, ``<code>``): only for constant text and escaped values."""
-    return f'<p class="note">{markup}</p>'
 
 
 def _attack_metrics(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
@@ -167,14 +100,13 @@ body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-
 main{max-width:1180px;margin:0 auto;padding:0 18px}
 h1{font-size:26px;margin:0 0 6px} h2{font-size:18px;margin:0 0 10px;border-bottom:1px solid #dde1e7;padding-bottom:4px}
 section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:14px 16px;margin:14px 0}
-.banner{border-radius:0 0 8px 8px;padding:16px 20px;color:#fff;margin:0 0 6px;overflow-wrap:anywhere}
+.banner{border-radius:0 0 8px 8px;padding:10px 20px;color:#fff;margin:0 0 6px;overflow-wrap:anywhere}
+.banner h1{margin:0}
 li,p{overflow-wrap:anywhere}
 .banner.APPROVE{background:#1e7d32}.banner.REVIEW{background:#b86e00}.banner.BLOCK{background:#b3261e}
-.banner .meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px;opacity:.95}
-.banner code{background:rgba(255,255,255,.18);color:#fff}
-.banner ul{margin:8px 0 0 18px;padding:0}
-.banner ul.evidence{font-size:15px;margin:10px 0 6px 18px}
-.banner a{color:#fff}
+.meta{display:flex;flex-wrap:wrap;gap:4px 22px;font-size:13px}
+ul.words{margin:6px 0 6px 18px;padding:0}
+details.all-checks>summary{cursor:pointer;font-weight:600;margin:4px 0}
 code{font:12.5px/1.4 ui-monospace,Menlo,Consolas,monospace;background:#eef0f3;padding:1px 4px;border-radius:3px}
 pre{font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace;background:#1d2330;color:#e8eaf0;padding:10px 12px;
  border-radius:5px;overflow-x:auto;white-space:pre-wrap}
@@ -183,8 +115,8 @@ table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}
 th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 td code{white-space:normal;word-break:break-word}
 table.rules{table-layout:fixed;min-width:640px}
-table.rules th:nth-child(1){width:24%} table.rules th:nth-child(2){width:26%}
-table.rules th:nth-child(n+3){width:10%}
+table.rules th:nth-child(1){width:44%} table.rules th:nth-child(2){width:20%}
+table.rules th:nth-child(n+3){width:7.2%}
 th{background:#f0f2f5;font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.fail td{background:#fde8e7} tr.fail td:first-child{border-left:4px solid #b3261e}
@@ -202,45 +134,14 @@ footer{color:#5b6475;font-size:12px;text-align:center;margin-top:20px}
 
 
 def _banner(inp: ReportInputs) -> str:
+    """The verdict in one line; its reason, figures and the run's identity follow (cards, reasons, run)."""
     v = inp.verdict
     decision = str(v.get("verdict", "BLOCK"))
     cls = decision if decision in ("APPROVE", "REVIEW", "BLOCK") else "BLOCK"
-    run_id = inp.run_id or v.get("run_id")
-    hashes = v.get("data_hashes") or {}
-    hash_txt = ", ".join(f"{_e(k.removesuffix('_sha256'))} <code>{_e(_short(h))}</code>"
-                         for k, h in sorted(hashes.items())) or "none recorded"
-    flagged = list(v.get("flagged_subgroups") or [])
-    explained = v.get("explained") or {}
-    flagged_txt = ", ".join(f"{g} (flagged through {explained[g]}: not significant without it)" if g in explained
-                            else g for g in flagged) or "none"
-    reasons = v.get("reasons") or []
-    items = "".join(f"<li><b>{_e(c.get('action'))}</b> {_e(c.get('message'))}</li>" for c in reasons[:12])
-    if len(reasons) > 12:
-        items += f"<li>… and {len(reasons) - 12} more (see the rules table)</li>"
-    link = ""
-    url = tracking.run_url(inp.tracking_uri or "", inp.experiment_id, run_id)
-    if url:
-        link = f' · <a class="runlink" href="{_e(url)}">open the run in MLflow</a>'
-        runs = tracking.experiment_url(inp.tracking_uri or "", inp.experiment_id)
-        link += f' · <a class="runslink" href="{_e(runs)}">all runs</a>' if runs else ""
     return f"""<header class="banner {cls}">
-<h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· status {_e(v.get('status'))} · review
- {_e(_approval_state(inp))}</span></h1>
-{_evidence(inp)}
-<div class="meta"><span>dataset <b>{_e(inp.dataset or '—')}</b></span><span>run <code>{_e(run_id or '—')}</code>{link}</span>
-<span>created {_e(v.get('created_at') or '—')}</span><span>rules <code>{_e(_short(v.get('rules_hash')))}</code></span></div>
-<div class="meta"><span>data sha256: {hash_txt}</span><span>{_publication(inp)}</span></div>
-<div class="meta"><span>flagged subgroups: <b>{_e(flagged_txt)}</b></span></div>
-{f'<ul class="reasons">{items}</ul>' if items else '<p>Every rule passed.</p>'}
+<h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· {_e(inp.dataset or 'dataset')} · status
+ {_e(v.get('status'))} · review {_e(_approval_state(inp))}</span></h1>
 </header>"""
-
-
-def _evidence(inp: ReportInputs) -> str:
-    """The evidence on each flagged group, one sentence each (``gate.evidence``), first in the banner."""
-    sentences = flagged_evidence(inp.subgroups or [], inp.verdict)
-    if not sentences:
-        return ""
-    return '<ul class="evidence">' + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>"
 
 
 def _approval_state(inp: ReportInputs) -> str:
@@ -283,7 +184,7 @@ def _budget(inp: ReportInputs) -> str:
         for t in budget.get("tests") or []:
             p = t.get("pvalue")
             hit = TestOutcome.from_dict(t).review
-            rows.append(([_e(t.get("name")), _e(t.get("what")), _num(p, 3) if p is not None else "missing",
+            rows.append(([_e(t.get("name")), _e(t.get("what")), _p(p) if p is not None else "missing",
                           _num(t.get("review_level"), 3), _num(t.get("block_level"), 3),
                           "evidence of leakage" if hit else "no evidence"], "fail" if hit else "pass"))
         parts.append(_table(["test", "asks whether", "p-value", "review at", "block at", "result"], rows))
@@ -301,26 +202,37 @@ def _budget(inp: ReportInputs) -> str:
     return _section("Error budget", "\n".join(parts), "budget")
 
 
+def _is_pvalue(c: Mapping[str, Any]) -> bool:
+    """A check whose observed figure is a p-value (a budget test, a subgroup's rank test)."""
+    metric = str(c.get("metric") or "")
+    return metric.startswith("test:") or metric.endswith("p_adjusted")
+
+
 def _rules(inp: ReportInputs) -> str:
+    """Every check, in words with its key and figures, collapsed: the reasons above say what decided."""
     checks = list(inp.verdict.get("checks") or [])
     if not checks:
         checks = list(inp.verdict.get("reasons") or [])
     if not checks:
         return _section("Rules", _note("No rule was evaluated."), "rules")
+    context = VerdictContext.of(inp.verdict)
     rows = []
     for c in checks:
         passed = bool(c.get("passed"))
         pill = '<span class="pill pass">pass</span>' if passed else (
             f'<span class="pill {"fail" if c.get("action") == "block" else "review"}">FAIL</span>')
-        rows.append(([_e(c.get("rule")), f"<code>{_e(_check_key(c) or '—')}</code>",
-                      f'<span class="num">{_num(c.get("observed"))}</span>', _num(c.get("threshold")),
+        fmt = _p if _is_pvalue(c) else _num
+        rows.append(([_e(check_words(c, context).sentence),
+                      f'<code>{_e(_check_key(c) or "—")}</code><br><span class="note">{_e(c.get("rule"))}</span>',
+                      f'<span class="num">{fmt(c.get("observed"))}</span>', fmt(c.get("threshold")),
                       _e(c.get("bound")), _e(c.get("action")), pill],
                      "" if passed else "fail"))
     n_fail = sum(1 for c in checks if not c.get("passed"))
     head = _note(f"{len(checks)} checks, {n_fail} failed. Failing checks are highlighted; "
                  "a failing 'block' check blocks, a failing 'review' check needs a human.")
-    return _section("Rules", head + _table(["rule", "metric", "observed", "threshold", "bound", "action", "result"],
-                                           rows, "rules"), "rules")
+    table = _table(["in words", "metric and rule", "observed", "threshold", "bound", "action", "result"], rows, "rules")
+    return _section("Rules", head + f'<details class="all-checks"><summary>All {len(checks)} checks ({n_fail} '
+                             f"failed)</summary>{table}</details>", "rules")
 
 
 def _attacks(inp: ReportInputs) -> str:
@@ -328,8 +240,24 @@ def _attacks(inp: ReportInputs) -> str:
     parts = []
     if table:
         cols = list(LEAKAGE_METRICS) + [m for m in MACE_METRICS if any(m in t for t in table.values())]
-        parts.append(_table(["attack", *cols],
-                            [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()]))
+        metrics = inp.verdict.get("metrics") or {}
+        # the MACE advantage beside its null level: what a release with no leakage scores at this N
+        bias = {a: metrics.get(f"{a}.mace.bias") for a in table}
+        heads = ["attack", *cols] + (["no-leak MACE level"] if any(b is not None for b in bias.values()) else [])
+        parts.append(_table(heads, [([_e(a)] + [_num(t.get(k)) for k in cols]
+                                     + ([_num(bias[a], 3)] if len(heads) > len(cols) + 1 else []), "")
+                                    for a, t in table.items()]))
+        parts.append(_note("0.5 is guessing for an AUC, 0 for an advantage. The no-leak MACE level is the mean "
+                           "advantage estimate with the membership labels shuffled (mace.bias): an estimate at or "
+                           "below it shows no excess over chance, however large it looks."))
+        if any(k.endswith(".mace.ppv_upper") for k in metrics):
+            parts.append(_note(
+                "The run's metrics also hold <attack>.mace.ppv_upper: at most this share of an attacker's confident "
+                "'member' claims are right (a 95% upper bound at the membership prior; guessing is right as often "
+                "as the prior, 0.5 by default). It is an upper bound, not a finding: with a few hundred targets per "
+                "class it stays well above 0.5 on releases that leak nothing (0.71 to 0.83 for the independent "
+                "sample of the golden scenarios, 600 targets per class), so it is not shown here as a figure; the "
+                "leak figures are the AUC, the TPR at 1% false alarms and the MACE lower bound."))
     scores = inp.scores
     if scores is not None and "member" in scores.columns:
 
@@ -392,7 +320,7 @@ def _exposure(inp: ReportInputs) -> str:
     table = _table(["member targets tested", "exposed records found", "of which false (estimate)",
                     "tail-excess p (top k)", "exposed share", "lower bound", "upper bound"],
                    [([f("tested", 0), f("count", 0), f("false_expected", 2),
-                      f"{f('tail_pvalue')} ({f('tail_top', 0)})", f("share"), f("share_lower"), f("share_upper")], "")])
+                      f"{_p(m.get('exposed.tail_pvalue'))} ({f('tail_top', 0)})", f("share"), f("share_lower"), f("share_upper")], "")])
     note = _note_markup(
         "Each member target gets one combined score — the highest rank any attack gives it among all targets — "
         "and its conformal p-value among the non-member targets. <b>Exposed records</b> are selected by "
@@ -411,7 +339,7 @@ def _exposure(inp: ReportInputs) -> str:
         table += _table(["training records scanned", "calibration records", "exposed records found",
                          "false among them at most (expected)", "tail-excess p (top k)"],
                         [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1),
-                           f"{f('scan_tail_pvalue')} ({f('scan_tail_top', 0)})"], "")])
+                           f"{_p(m.get('exposed.scan_tail_pvalue'))} ({f('scan_tail_top', 0)})"], "")])
         note += _note_markup(
             "<b>Member scan</b>: every training record, not only the member targets, gets a conformal p-value of "
             "its copy-multiplicity score (how many synthetic rows lie closer to it than any other real record, "
@@ -482,7 +410,7 @@ def _subgroups(inp: ReportInputs) -> str:
         if math.isfinite(auc):  # every bar of a flagged group is red, whichever attack failed its rule
             bars.append((group, attack, auc, lo, hi, is_bad or group in flagged))
         estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
-        cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _num(r.get("test_p_adjusted"), 3),
+        cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _p(r.get("test_p_adjusted")),
                  _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
         if has_mace:
             ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
@@ -552,7 +480,7 @@ def _dependency(inp: ReportInputs) -> str:
     if shift_p is not None:
         dependent = metrics.get(dependency_figure("plausibly_dependent")) == 1.0
         head += _note(f"Sources of the training split vs the reference split: total variation {_num(tv)}, "
-                      f"chi-square p {_num(shift_p)} — " + (
+                      f"chi-square p {_p(shift_p)} — " + (
                           "the training records are plausibly dependent (not an independent sample of the "
                           "population): an IID DP bound on membership advantage may not hold." if dependent else
                           "no evidence that the training records are dependent."))
@@ -721,9 +649,11 @@ def _open_hint(inp: ReportInputs) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [_howto(inp), _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
+    sections = [reasons_section(inp), _howto(inp), run_section(inp, approval=_approval_state(inp),
+                                                              publication=_publication(inp)),
+                _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
                 _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp), _all_figures(inp)]
-    nav_items = [("decide", "How to decide"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
+    nav_items = [("reasons", "Reasons"), ("decide", "How to decide"), ("run", "This run"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
                  ("disclosure", "Disclosure risks"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
@@ -739,9 +669,10 @@ def render_report(inputs: ReportInputs) -> str:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
-<style>{_CSS}</style></head>
+<style>{_CSS}{CARDS_CSS}</style></head>
 <body><main>
 {_banner(inp)}
+{summary_cards(inp)}
 <nav>{nav}</nav>
 {_open_hint(inp)}
 {body}
