@@ -32,6 +32,10 @@ def _get(metrics: Mapping[str, Any], key: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _many(n: int, what: str) -> str:
+    return f"{human_number(n)} {what}{'' if n == 1 else 's'}"
+
+
 def _count(metrics: Mapping[str, Any], key: str) -> str | None:
     v = _get(metrics, key)
     return None if v is None else human_number(v)
@@ -121,16 +125,16 @@ def _disclosure(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
         return (f"No evidence that an attacker with only the synthetic data does better on training records than on "
                 f"people outside them (closest: {what}{rates}; [p]).")
     return (f"An attacker with only the synthetic data does better on training records than on people outside them "
-            f"({what}{rates}; Bonferroni over {t.components} attacks: [p]): the release gives away something "
+            f"({what}{rates}; Bonferroni over {_many(t.components, 'attack')}: [p]): the release gives away something "
             "about the people in it.")
 
 
 def _subgroups(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
     if not hit:
         return (f"No subgroup's members are told apart from its non-members (the smallest Holm-adjusted over "
-                f"{t.components} groups: [p]).")
+                f"{_many(t.components, 'group')}: [p]).")
     return (f"At least one subgroup's members are told apart from its non-members: {t.detail} (Holm-adjusted over "
-            f"{t.components} groups: [p]). The release may expose people of that group.")
+            f"{_many(t.components, 'group')}: [p]). The release may expose people of that group.")
 
 
 _TESTS: dict[str, Callable[[TestOutcome, Mapping[str, Any], bool], str]] = {

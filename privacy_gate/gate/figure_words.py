@@ -169,7 +169,10 @@ def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
         value += f" [{human_percent(lower)}, {human_percent(upper)}]"
     meaning = ("the share of training records exposed" + (f" at {human_percent(level)} false alarms" if level else "")
                + ", with its 95% interval")
-    null = null_reference(f"{EXPOSURE}.share_upper", {k: v for k, v in metrics.items() if k.startswith(f"{EXPOSURE}.")})
+    needs = [f"{EXPOSURE}.{k}" for k in ("tested", "level", "delta")]  # what its no-signal bound is computed from
+    null = (null_reference(f"{EXPOSURE}.share_upper", {k: float(v) for k, v in metrics.items()
+                                                       if k.startswith(f"{EXPOSURE}.") and _finite(v) is not None})
+            if all(_finite(metrics.get(k)) is not None for k in needs) else None)
     if null is not None and upper is not None:
         meaning += f"; with no leakage the upper bound reaches about {human_percent(null)} here"
     if lower is not None:

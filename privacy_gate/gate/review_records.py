@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
+from privacy_gate.gate.words import reasons_in_words, what_if
 from privacy_gate.names import (KIND_REVIEW_RERUN, SEAL_REGATE_OF, SUPPRESS_COPIES, SUPPRESS_EXPOSED, TAG_KIND,
                                 TAG_RERUN_OF, exposure_metric)
 from privacy_gate.safe_text import console_lines
@@ -158,11 +159,14 @@ def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDec
         lines.append("PENDING REVIEW — decide with `privacy-gate approve RUN_ID --reviewer NAME` or "
                      "`privacy-gate reject RUN_ID --reviewer NAME` (optionally --suppress GROUP)")
     flagged = set(verdict.get("flagged_subgroups") or [])
+    reasons = list(zip(verdict.get("reasons") or [], reasons_in_words(verdict)))  # each reason in words, its key after
     if flagged:
         lines.append("flagged subgroups (rule checks):")
-        lines += [f"  - {c['message']}" for c in verdict.get("reasons", []) if c.get("group") in flagged]
-    other = [c for c in verdict.get("reasons", []) if not c.get("group")]
+        lines += [f"  - {w.sentence} ({w.key})" for c, w in reasons if c.get("group") in flagged]
+        lines.append("what suppressing each would do:")
+        lines += [f"  - {w.sentence()}" for w in what_if(verdict)]
+    other = [w for c, w in reasons if not c.get("group")]
     if other:
         lines.append("other reasons:")
-        lines += [f"  - [{c['action']}] {c['message']}" for c in other]
-    return console_lines(lines)  # labels, comments and messages hold data: one line each
+        lines += [f"  - [{w.action}] {w.sentence} ({w.key})" for w in other]
+    return console_lines(lines)  # labels, comments and sentences hold data: one line each

@@ -258,10 +258,13 @@ def _blame(c: Check, ctx: VerdictContext) -> str:
 
 
 def _dp_bound(c: Check, ctx: VerdictContext) -> str:
-    return _sentence(f"the best attacker built on {_who(c.attack)} has a membership advantage of at least "
-                     f"{human_number(c.observed, 3)} (95% lower bound), above the {human_number(c.threshold, 3)} the "
-                     "claimed epsilon allows: the DP implementation is broken, or the training records are not "
-                     "independent")
+    found = (f"the best attacker built on {_who(c.attack)} has a membership advantage of at least "
+             f"{human_number(c.observed, 3)} (95% lower bound), above the {human_number(c.threshold, 3)} the claimed "
+             "epsilon allows")
+    if c.passed:  # a warning the gate did not raise (gate/rules.py: decide)
+        return _sentence(found + "; not raised, because the membership test is not significant at its share of the "
+                                 "error budget")
+    return _sentence(found + ": the DP implementation is broken, or the training records are not independent")
 
 
 def _dependency_gap(c: Check, ctx: VerdictContext) -> str:
@@ -318,7 +321,7 @@ def _words_of(c: Check, ctx: VerdictContext) -> str | None:
     if c.observed is None and c.passed and "not applicable" in c.message:
         return _sentence("not applicable: the combined query needs at least two gated attacks")
     if c.observed is None and not c.passed and c.bound != "none":
-        return _sentence(f"{check_key(attack=c.attack, metric=c.metric, group=c.group)} was not measured (missing or "
+        return _sentence(f"the figure {check_key(attack=c.attack, metric=c.metric, group=c.group)} was not measured (missing or "
                          "not a number), and the gate cannot approve without it")
     return _bar_words(c, ctx)
 
@@ -326,11 +329,12 @@ def _words_of(c: Check, ctx: VerdictContext) -> str | None:
 def _generic(c: Check) -> str:
     key = check_key(attack=c.attack, metric=c.metric, group=c.group)
     if c.observed is None or c.threshold is None:
-        return _sentence(f"{key}: {'passed' if c.passed else 'failed'} ({c.rule}), so the gate "
+        return _sentence(f"the check {key} {'passed' if c.passed else 'failed'} ({c.rule}), so the gate "
                          + ("raises nothing" if c.passed else f"asks for {c.action.upper()}"))
     side = "within" if c.passed else "beyond"
-    return _sentence(f"{key} is {human_number(c.observed)}, {side} the {c.bound} bar {human_number(c.threshold)}; "
-                     + ("the gate raises nothing" if c.passed else f"the gate asks for {c.action.upper()}"))
+    return _sentence(f"the figure {key} is {human_number(c.observed)}, {side} the {c.bound} bar "
+                     f"{human_number(c.threshold)}, so the gate "
+                     + ("raises nothing" if c.passed else f"asks for {c.action.upper()}"))
 
 
 def check_words(check: Check | Mapping[str, Any], context: VerdictContext) -> CheckWords:

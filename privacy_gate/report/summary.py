@@ -6,8 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.budget import TestOutcome
+from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
+from privacy_gate.gate.human import human_number
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.gate.words import reasons_in_words, what_if
+from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import experiment_url, run_url, ui_command
@@ -35,11 +38,13 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     then the whole summary."""
     head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
-    # evidence, messages and group labels hold category values: literal text, never markup
+    # evidence, sentences and group labels hold category values: literal text, never markup
     if evidence:
         head += [f"- {markdown_text(sentence)}" for sentence in evidence] + [""]
     elif verdict.reasons:
-        head += [f"- {markdown_text(verdict.reasons[0].message)}", ""]
+        head += [f"- {markdown_text(reasons_in_words(verdict)[0].sentence)}", ""]
+    if verdict.decision == "REVIEW" and verdict.flagged_subgroups:
+        head += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)] + [""]
     if verdict.decision == "REVIEW" and verdict.run_id:
         head += ["Decide:", "", *markdown_fence(decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups)),
                  ""]
@@ -64,38 +69,66 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
                          + f", then the run's artifact `{ART_REPORT}` (the full report)")
         lines.append("")
     lines += ["## Reasons", ""]
-    lines += [f"- **{c.action}** {markdown_text(c.message)}" for c in verdict.reasons] or ["- every rule passed"]
+    lines += [f"- **{r.action}** {markdown_text(r.sentence)} ({markdown_code(r.key)})"
+              for r in reasons_in_words(verdict)] or ["- every rule passed"]
     if verdict.flagged_subgroups:
         lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
-        lines += [f"- {markdown_code(g)}" for g in verdict.flagged_subgroups]
+        lines += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)]
+    lines += ["", "## Figures beside their no-leak levels", ""] + [f"- {markdown_text(x)}" for x in headline_figures(verdict)]
     table = attack_metric_table(verdict)
     if table:
-        lines += ["", "## Attacks", "", "| attack | " + " | ".join(LEAKAGE_METRICS) + " | MACE advantage [95% bounds] |",
-                  "|---|" + "---|" * (len(LEAKAGE_METRICS) + 1)]
+        lines += ["", "## Attacks", "", "| attack | " + " | ".join(LEAKAGE_METRICS)
+                  + " | MACE advantage [95% bounds] | no-leak MACE level |", "|---|" + "---|" * (len(LEAKAGE_METRICS) + 2)]
         for name, m in table:
-            cells = [f"{m[k]:.4f}" if k in m else "–" for k in LEAKAGE_METRICS]
-            mace = (f"{m['mace.advantage']:.3f} [{m['mace.advantage_lower']:.3f}, {m['mace.advantage_upper']:.3f}]"
-                    if "mace.advantage" in m else "–")
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {mace} |")
+            cells = [human_number(m[k]) if k in m else "–" for k in LEAKAGE_METRICS]
+            bias = verdict.metrics.get(f"{name}.mace.bias")
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {_mace_cell(m)} | {human_number(bias, 3)} |")
     if UTILITY_QUALITY in verdict.metrics:
-        lines += ["", f"Utility (1 - mean marginal TVD vs holdout): **{verdict.metrics[UTILITY_QUALITY]:.3f}**"]
+        lines += ["", f"Utility (1 - mean marginal TVD vs holdout): **{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**"]
     return "\n".join(lines) + "\n"
+
+
+def _mace_cell(m: dict[str, float]) -> str:
+    if "mace.advantage" not in m:
+        return "–"
+    bounds = [human_number(m.get(k), 3) for k in ("mace.advantage_lower", "mace.advantage_upper")]
+    return f"{human_number(m['mace.advantage'], 3)} [{bounds[0]}, {bounds[1]}]"
+
+
+def headline_figures(verdict: Verdict) -> list[str]:
+    """The strongest attack's AUC, the best attacker's MACE advantage and the exposed share, each
+    beside its no-leak level (``gate.figure_words``): a bare figure on a clean release reads like a leak."""
+    metrics, out = verdict.metrics, []
+    best = strongest_attack(metrics)
+    if best is not None:
+        out.append(auc_figure(best).line(f"strongest attack, {best.attack}: AUC"))
+    query = mace_query(metrics)
+    mace = mace_figure(metrics, query) if query else None
+    if mace is not None:
+        out.append(mace.line("best attacker on " + ("all attacks' scores" if query == COMBINED else f"{query}'s scores")
+                             + ": MACE advantage"))
+    exposed = exposed_figure(metrics)
+    if exposed is not None:
+        out.append(exposed.line("exposed records:"))
+    return out
 
 
 def verdict_console(verdict: Verdict) -> str:
     lines = [f"VERDICT: {verdict.decision}  (status: {verdict.status}, run: {verdict.run_id or '-'})"]
-    for c in verdict.reasons:
-        lines.append(f"  - [{c.action}] {c.message}")
+    for r in reasons_in_words(verdict):
+        lines.append(f"  - [{r.action}] {r.sentence} ({r.key})")
+    lines += [f"  {x}" for x in headline_figures(verdict)]
     for name, m in attack_metric_table(verdict):
-        line = f"  {name:<16} " + "  ".join(f"{k}={m[k]:.4f}" for k in LEAKAGE_METRICS if k in m)
+        line = f"  {name:<16} " + "  ".join(f"{k}={human_number(m[k])}" for k in LEAKAGE_METRICS if k in m)
         if "mace.advantage" in m:
-            line += (f"  MACE advantage={m['mace.advantage']:.3f} "
-                     f"[{m['mace.advantage_lower']:.3f}, {m['mace.advantage_upper']:.3f}]")
+            bias = verdict.metrics.get(f"{name}.mace.bias")
+            line += f"  MACE advantage={_mace_cell(m)}" + (f" (no-leak level {human_number(bias, 3)})" if bias else "")
         lines.append(line.rstrip())
     if verdict.flagged_subgroups:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
+        lines += [f"    {w.sentence()}" for w in what_if(verdict)]
     if UTILITY_QUALITY in verdict.metrics:
-        lines.append(f"  utility.quality={verdict.metrics[UTILITY_QUALITY]:.4f}")
+        lines.append(f"  utility.quality={human_number(verdict.metrics[UTILITY_QUALITY])}")
     if verdict.budget:
         b = verdict.budget
         hit = [t["name"] for t in b.get("tests", []) if TestOutcome.from_dict(t).review]
