@@ -102,8 +102,8 @@ def test_report_after_approval_says_published_and_where(tmp_path):
     page = tracker.read_text(run_id, names.ART_REPORT)
     history = page.split('id="review"')[1].split("</section>")[0]
     assert "not published" not in history and decision.published in history
-    banner = page.split("</header>")[0]
-    assert f"published to <code>{decision.published}</code>" in banner
+    first_screen = page.split('id="reasons"')[0]  # the banner and the summary cards
+    assert f"published to <code>{decision.published}</code>" in first_screen
 
 
 def test_run_name_and_tag_carry_the_verdict_and_the_last_line_says_why(tmp_path):

@@ -48,8 +48,8 @@ def review_verdict() -> Verdict:
 def blamed_verdict(group: str = "race=Black", targets: int = 40) -> Verdict:
     """A BLOCK on the exposed share that one group explains, as blame rules it: REVIEW naming the
     group, with what the rest decides without its targets."""
-    block = golden_verdict("independent", flagged={group: 0.0004}, exposed__share_lower=0.02,
-                           exposed__tail_pvalue=1e-7)
+    block = golden_verdict("independent", flagged={group: 0.0004}, exposed__share=0.025, exposed__share_lower=0.02,
+                           exposed__share_upper=0.03, exposed__tail_pvalue=1e-7)
     assert block.decision == "BLOCK", block.reasons
     ruled = concentrated_in(block, group=group, targets=targets, rest_decision="APPROVE")
     return dataclasses.replace(ruled, decision_without={group: {"decision": "APPROVE", "targets": targets}})

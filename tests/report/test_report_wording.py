@@ -9,8 +9,6 @@ from privacy_gate.report.html import render_report
 from .test_report import GROUP, _inputs, _verdict
 
 
-def _banner(page: str) -> str:
-    return page.split("</header>")[0]
 
 
 def _exposure_section(page: str) -> str:
@@ -42,15 +40,17 @@ def test_counts_are_integers_with_thousands_separators_and_no_exponents():
     assert "<td>5,000</td>" in section and "<td>20,025</td>" in section and "<td>12</td>" in section
 
 
-def test_banner_leads_with_one_sentence_per_flagged_group():
+def test_the_reasons_lead_with_one_sentence_per_flagged_group():
     rows = [{"group": GROUP, "attack": "dcr", "n_members": 64, "n_non_members": 60, "auc": 0.68,
              "tpr_at_fpr_0.01": 0.31, "test_p_adjusted": 0.0008},
             {"group": GROUP, "attack": "domias", "n_members": 64, "n_non_members": 60, "auc": 0.55,
              "tpr_at_fpr_0.01": 0.05, "test_p_adjusted": 0.0008},
             *({"group": f"race=G{i}", "attack": "dcr", "n_members": 1500, "n_non_members": 1400, "auc": 0.5,
                "test_p_adjusted": 1.0} for i in range(37))]
-    banner = _banner(render_report(_inputs(subgroups=rows)))
-    evidence = banner.split("</h1>")[1].split('<div class="meta">')[0]  # right under the verdict
+    page = render_report(_inputs(subgroups=rows))
+    # right under the cards and the reasons, before the tables
+    evidence = page.split('<ul class="words evidence">')[1].split("</ul>")[0]
+    assert page.index('id="summary"') < page.index('<ul class="words evidence">') < page.index('<table class="rules">')
     assert (f"{GROUP}: 64 members among the targets; an attacker (dcr) tells members from non-members with "
             "AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction for "
             "38 groups") in evidence
