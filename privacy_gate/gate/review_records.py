@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
-from privacy_gate.gate.words import reasons_in_words, what_if
+from privacy_gate.gate.what_if import what_if
+from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import (KIND_REVIEW_RERUN, SEAL_REGATE_OF, SUPPRESS_COPIES, SUPPRESS_EXPOSED, TAG_KIND,
                                 TAG_RERUN_OF, exposure_metric)
 from privacy_gate.safe_text import console_lines

@@ -19,7 +19,8 @@ from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.figure_words import (auc_figure, exposed_figure, mace_figure, mace_query, risk_figure,
                                             strongest_attack, tpr_figure)
 from privacy_gate.gate.human import human_number
-from privacy_gate.gate.words import reasons_in_words, what_if
+from privacy_gate.gate.what_if import what_if
+from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import COMBINED, DISCLOSURE_FAMILIES, EXPOSURE, UTILITY_QUALITY
 from privacy_gate.report.inputs import ReportInputs
 from privacy_gate.report.markup import escape, short

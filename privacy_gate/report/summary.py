@@ -9,7 +9,8 @@ from privacy_gate.gate.budget import TestOutcome
 from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.gate.words import reasons_in_words, what_if
+from privacy_gate.gate.what_if import what_if
+from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text

@@ -125,8 +125,8 @@ def test_numbers_for_people_never_use_exponent_notation():
 
 
 def test_the_words_modules_doctests():
-    from privacy_gate.gate import budget_words, figure_words, human, words
+    from privacy_gate.gate import budget_words, figure_words, human, what_if, words
 
-    for module in (words, budget_words, figure_words, human):
+    for module in (words, budget_words, figure_words, human, what_if):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -142,6 +142,7 @@ def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approve
     assert verdict.decision == "REVIEW", verdict.reasons
     blame = [c for c in verdict.reasons if c.metric == "blame.concentrated"]
     assert [c.group for c in blame] == ["race=Black"], verdict.reasons
+    assert verdict.decision_without["race=Black"]["decision"] != "BLOCK", verdict.decision_without  # the what-if
     assert not [c for c in verdict.reasons if c.action == "block"]  # the block rules it explains say so
     assert {g: verdict.explained[g] for g in verdict.explained} == {
         g: "race=Black" for g in verdict.flagged_subgroups if g.startswith("sex=")}
