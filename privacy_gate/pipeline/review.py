@@ -24,6 +24,7 @@ from privacy_gate.gate import Verdict
 from privacy_gate.experiment.grouping import names_hashed_values
 from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.label_key import matching_key
+from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate,
                                                check_subgroup_decisions, pending_text, suppressed_with)
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -216,7 +217,7 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
         rerun = result.verdict
         rerun_id = rerun.run_id
         if rerun.decision == "BLOCK":
-            reasons = "; ".join(c.message for c in rerun.reasons)
+            reasons = " ".join(f"{w.sentence} ({w.key})" for w in reasons_in_words(rerun))
             raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
         to_publish = quarantined_file(Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"])
     # the approval is recorded, and read back, before anything is published

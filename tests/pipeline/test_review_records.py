@@ -133,6 +133,30 @@ def test_review_leads_with_the_evidence_in_words(tmp_path):
                         "non-members with AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; "
                         "3 of its member targets singled out as exposed records; p = 0.0008 after Holm correction "
                         "for 38 groups")
+    # then the reasons in words (the key after each), and what suppressing the group would do
+    reasons = lines[lines.index("flagged subgroups (rule checks):") + 1]
+    assert reasons == (f"  - In the group {GROUP}, the attacks rank its member targets above its non-members more "
+                       "than chance allows (p = 0.0008 after Holm correction over every audited group; level 0.01): "
+                       f"the release may expose people of this group. ({GROUP}: membership_test.p_adjusted)")
+    assert "violates" not in r.stdout
+    assert f"  - Suppress {GROUP}: not worked out by the gate" in r.stdout
+
+
+def test_a_suppressing_approval_the_regate_still_blocks_says_why_in_words(tmp_path):
+    run_id, uri = make_review_run(tmp_path)
+    leak = Check(rule="copies.excess_share <= 0.01", metric="copies.excess_share", observed=0.04, threshold=0.01,
+                 bound="max", action="block", passed=False, message="copies.excess_share = 0.04 violates max 0.01 (<=)")
+
+    def regate(*, run_id, suppress, tracking_uri, workdir):
+        verdict = Verdict(decision="BLOCK", status="ok", reasons=(leak,)).with_run_id("rerun-2")
+        return RunOutcome(verdict=verdict, run_id="rerun-2", tracking_uri=tracking_uri, dataset="toy")
+
+    with pytest.raises(review.ReviewError) as refused:
+        review.decide_run(run_id, action="approve", reviewer="ana", suppress=[GROUP], tracking_uri=uri,
+                          workdir=str(tmp_path), regate=regate)
+    assert ("the gate still BLOCKs (re-run rerun-2): 4% of the synthetic rows copy a training record verbatim, beyond "
+            "the rate natural twins explain (bar 1%): training records are copied into the release. "
+            "(copies.excess_share)") in str(refused.value)
 
 
 def test_review_pending_lists_the_runs_awaiting_a_decision(tmp_path):
