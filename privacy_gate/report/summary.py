@@ -69,13 +69,16 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
             lines.append(f"MLflow run: `{verdict.run_id}`" + (f" — open with `{ui_hint}`" if ui_hint else "")
                          + f", then the run's artifact `{ART_REPORT}` (the full report)")
         lines.append("")
+    # the headline figures first, each beside its no-leak level; then why the gate decided
+    figures = headline_figures(verdict)
+    if figures:
+        lines += ["## Figures beside their no-leak levels", ""] + [f"- {markdown_text(x)}" for x in figures] + [""]
     lines += ["## Reasons", ""]
     lines += [f"- **{r.action}** {markdown_text(r.sentence)} ({markdown_code(r.key)})"
               for r in reasons_in_words(verdict)] or ["- every rule passed"]
     if verdict.flagged_subgroups:
         lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
         lines += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)]
-    lines += ["", "## Figures beside their no-leak levels", ""] + [f"- {markdown_text(x)}" for x in headline_figures(verdict)]
     table = attack_metric_table(verdict)
     if table:
         lines += ["", "## Attacks", "", "| attack | " + " | ".join(LEAKAGE_METRICS)

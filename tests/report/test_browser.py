@@ -228,7 +228,7 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
         browser.pump(1.0)
         full = browser.text(page)
         assert full.startswith("REVIEW") and GROUP in full
-        # the banner leads with the evidence: the group's size and the AUC with its interval
+        # under the summary cards, the reasons lead to the evidence: the group's size and the AUC with its interval
         banner = full.split("dataset ")[0]
         found = EVIDENCE.search(banner)
         assert found, banner[:1500]
