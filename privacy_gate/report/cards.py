@@ -32,9 +32,9 @@ CARDS_CSS = """
 .card h3{font-size:12px;font-weight:600;text-transform:uppercase;letter-spacing:.04em;color:#5b6475;margin:0 0 4px}
 .card .big{font-size:21px;font-weight:600;margin:0 0 4px;font-variant-numeric:tabular-nums;line-height:1.2}
 .card p{margin:0 0 4px;font-size:13px;line-height:1.4}
-.card .clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:4;overflow:hidden}
+.card .clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:5;overflow:hidden}
 .card.wide{grid-column:span 2}
-.card.wide .clamp{-webkit-line-clamp:5}
+.card.wide .clamp{-webkit-line-clamp:6}
 .card.APPROVE{border-left:6px solid #1e7d32}.card.REVIEW{border-left:6px solid #b86e00}
 .card.BLOCK{border-left:6px solid #b3261e}
 .card .label{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
@@ -98,7 +98,7 @@ def _mace_card(metrics: Mapping[str, Any]) -> str:
     if figure is None:
         return _card("Best attacker (MACE)", "—", _words("No MACE bounds were measured."))
     who = "all attacks' scores together" if query == COMBINED else f"{query}'s scores"
-    body = _words(f"Membership advantage on {who} (0 is guessing); {figure.meaning}.", "clamp")
+    body = _words(f"On {who}, 0 is guessing; {figure.meaning}.", "clamp")
     return _card("Best attacker (MACE)", escape(figure.value), body)
 
 
