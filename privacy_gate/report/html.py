@@ -252,7 +252,8 @@ def _attacks(inp: ReportInputs) -> str:
                            "below it shows no excess over chance, however large it looks."))
         if any(k.endswith(".mace.ppv_upper") for k in metrics):
             parts.append(_note(
-                "The run's metrics also hold <attack>.mace.ppv_upper: at most this share of an attacker's confident "
+                "The run's every-figure record (metrics/all.json, the attack table) also holds "
+                "<attack>.mace.ppv_upper: at most this share of an attacker's confident "
                 "'member' claims are right (a 95% upper bound at the membership prior; guessing is right as often "
                 "as the prior, 0.5 by default). It is an upper bound, not a finding: with a few hundred targets per "
                 "class it stays well above 0.5 on releases that leak nothing (0.71 to 0.83 for the independent "
