@@ -74,6 +74,8 @@ class VerdictContext:
     def secret_column(self) -> str | None:
         """The inference column whose figures ``inference.risk*`` repeat (the highest lower bound)."""
         worst = self.figure("inference.risk_lower")
+        if worst is None:
+            return None
         columns = sorted(k.removeprefix("inference.").removesuffix(".risk_lower") for k in self.metrics
                          if k.startswith("inference.") and k.endswith(".risk_lower") and k.count(".") == 2)
         return next((col for col in columns if self.figure(f"inference.{col}.risk_lower") == worst), None)
