@@ -236,7 +236,8 @@ def test_the_run_itself_refuses_overlapping_splits(gate_files, tmp_path, adult_s
 def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, monkeypatch, tmp_path):
     """Without a Prefect API the re-gate after a suppression runs in this process (it used to start
     a temporary Prefect server, which timed out in 1 of 2 attempts); with one it is a flow run."""
-    import privacy_gate.cli as cli
+    import privacy_gate.cli.common as common
+    import privacy_gate.cli.review as review_cli
     import privacy_gate.pipeline.review as review
     from privacy_gate.errors import ReviewError
     from privacy_gate.names import SQLITE_FILE
@@ -248,8 +249,8 @@ def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, mon
         seen.update(kw)
         raise ReviewError("stop here")
 
-    monkeypatch.setattr(cli, "_use_prefect", lambda orchestrator, **kw: api)
-    monkeypatch.setattr(cli, "_probe_tracking", lambda uri, source: uri)
+    monkeypatch.setattr(review_cli, "use_prefect", lambda orchestrator, **kw: api)
+    monkeypatch.setattr(common, "probe_tracking", lambda uri, source: uri)
     monkeypatch.setattr(review, "decide_run", fake_decide)
     code, _, err = _invoke(["approve", "r1", "--reviewer", "ana", "--suppress", "race=X", "--workdir", str(tmp_path)])
     assert code == 2 and "stop here" in err
