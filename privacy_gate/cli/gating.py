@@ -21,8 +21,25 @@ if TYPE_CHECKING:  # heavy: imported when a command runs
     from privacy_gate.pipeline.result import RunOutcome
 
 
+def report_file(result: RunOutcome) -> str | None:
+    """The run's HTML report as a local file, when its store keeps artifacts on this machine. Only
+    a pointer for the person reading: a store that does not answer now costs the line, never the
+    verdict or its exit code."""
+    if result.verdict.decision == "APPROVE" or not result.tracking_uri or not result.run_id:
+        return None
+    try:
+        from privacy_gate.names import ART_REPORT
+        from privacy_gate.tracking import Tracker
+
+        found = Tracker(uri=result.tracking_uri, experiment=None).artifact_file(result.run_id, ART_REPORT)
+    except Exception:  # noqa: BLE001 - the line falls back to naming the artifact
+        return None
+    return str(found) if found else None
+
+
 def report_outcome(result: RunOutcome | None, *, as_json: bool, workdir: Path, error: str | None = None) -> None:
-    """The verdict, where the release went and what to do next; exit with the verdict's code."""
+    """The verdict, where the release went and what to do next (the complete commands, pointed at
+    ``workdir``); exit with the verdict's code."""
     from privacy_gate.gate.verdict import Verdict
     from privacy_gate.report.summary import run_outcome_console, verdict_console
 
@@ -30,7 +47,7 @@ def report_outcome(result: RunOutcome | None, *, as_json: bool, workdir: Path, e
     out = sys.stderr if as_json else sys.stdout
     print("\n" + verdict_console(verdict), file=out)
     if result:
-        print(run_outcome_console(result), file=out)
+        print(run_outcome_console(result, workdir=str(workdir), report_file=report_file(result)), file=out)
     if as_json:
         sys.stdout.flush()
         print(json.dumps(verdict.summary(), default=str))

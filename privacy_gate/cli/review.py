@@ -68,7 +68,8 @@ def review(
     try:
         from privacy_gate.pipeline.review import pending_runs_text, review_text
 
-        typer.echo(pending_runs_text(tracking_uri=uri) if pending else review_text(run_id, tracking_uri=uri))
+        typer.echo(pending_runs_text(tracking_uri=uri, workdir=workdir) if pending
+                   else review_text(run_id, tracking_uri=uri, workdir=workdir))
     except PrivacyGateError as exc:
         say(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None

@@ -37,6 +37,7 @@ from privacy_gate.pipeline.release import RunContext, finish
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.pipeline.suppression import singled_out, suppression_mask
+from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
 from privacy_gate.safe_text import console_lines
 from privacy_gate.publish import (ReleaseStore, quarantined_file,
                                   read_quarantined)
@@ -240,29 +241,36 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
 
 
-def review_text(run_id: str, *, tracking_uri: str) -> str:
+def review_text(run_id: str, *, tracking_uri: str, workdir: str | Path | None = None) -> str:
     """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
-    audit's recorded figures), then the decision state and the rule checks."""
+    audit's recorded figures), then the decision state (a pending run: the complete commands that
+    decide it, pointed at ``workdir``, default the one the run recorded) and the rule checks."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     recovered = resolve_for_review(tracker, run_id)  # a half-done decision: resolved and said first
     record = RunRecord(tracker, run_id)
+    commands = decision_commands(run_id, tracking_uri=tracking_uri,
+                                 workdir=workdir if workdir is not None else record.tags.get(names.TAG_WORKDIR),
+                                 flagged=record.verdict.get("flagged_subgroups") or [], with_review=False)
     text = pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
-                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
+                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict),
+                        commands=commands, command_note=COMMENT_HINT)
     changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
     head = artifact_seal.warning_lines(run_id, changed) + recovered
     return f"{console_lines(head)}\n{text}" if head else text
 
 
-def pending_runs_text(*, tracking_uri: str) -> str:
-    """What ``privacy-gate review --pending`` prints: one line per REVIEW run awaiting a decision
-    (run id, dataset, when it started, flagged groups), oldest first."""
+def pending_runs_text(*, tracking_uri: str, workdir: str | Path | None = None) -> str:
+    """What ``privacy-gate review --pending`` prints: for each REVIEW run awaiting a decision (oldest
+    first) its run id, dataset, start and flagged groups, then the command that shows its evidence
+    and the commands that decide it (pointed at ``workdir``)."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     runs = tracker.runs_awaiting_review()
     if not runs:
         return "no runs awaiting review"
-    lines = [f"{len(runs)} run(s) awaiting review (decide with `privacy-gate review RUN_ID`, then approve / reject):"]
+    lines = [f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve or reject:"]
     for r in runs:
         flagged = ", ".join(r["flagged"]) or "none"
         lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")
+        lines.append(f"  {review_command(r['run_id'], tracking_uri=tracking_uri, workdir=workdir)}")
     return console_lines(lines)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from privacy_gate.gate.budget import TestOutcome
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import ART_REPORT, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
-from privacy_gate.report.commands import decision_commands
+from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import experiment_url, run_url, ui_command
 
@@ -29,10 +29,10 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
 
 
 def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
-                         tracking_uri: str | None) -> str:
+                         tracking_uri: str | None, workdir: str | None = None) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
-    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it,
-    then the whole summary."""
+    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it
+    (pointed at the run's ``workdir`` and store), then the whole summary."""
     head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
     # evidence, messages and group labels hold category values: literal text, never markup
@@ -41,8 +41,9 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     elif verdict.reasons:
         head += [f"- {markdown_text(verdict.reasons[0].message)}", ""]
     if verdict.decision == "REVIEW" and verdict.run_id:
-        head += ["Decide:", "", *markdown_fence(decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups)),
-                 ""]
+        commands = decision_commands(verdict.run_id, tracking_uri=tracking_uri, workdir=workdir,
+                                     flagged=verdict.flagged_subgroups)
+        head += [f"Decide ({COMMENT_HINT}):", "", *markdown_fence(commands), ""]
     return "\n".join(head) + "\n" + summary
 
 
@@ -107,8 +108,12 @@ def verdict_console(verdict: Verdict) -> str:
     return console_lines(lines)  # group labels and messages hold data: no escapes, no forged lines
 
 
-def run_outcome_console(result: RunOutcome) -> str:
-    """Where a run's release went (published or quarantined), the ladder's choice, and how to see it."""
+def run_outcome_console(result: RunOutcome, *, workdir: str | None = None, report_file: str | None = None) -> str:
+    """Where a run's release went (published or quarantined), the ladder's choice, how to see it,
+    and what to do next: the complete commands that decide a REVIEW (pointed at ``workdir``), or,
+    after a BLOCK, where the quarantined release and the report are. ``report_file``: the
+    report's local file when the store keeps artifacts on this machine."""
+    verdict, run_id = result.verdict, result.verdict.run_id or result.run_id
     lines = []
     if result.published:
         lines.append(f"published:   {result.published}")
@@ -120,4 +125,14 @@ def run_outcome_console(result: RunOutcome) -> str:
     runs = experiment_url(result.tracking_uri or "", result.experiment_id)
     if runs:
         lines.append(f"MLflow runs: {runs}")
+    if run_id and verdict.decision != "APPROVE":
+        lines.append(f"report:      {report_file or f'artifact {ART_REPORT} of run {run_id} (MLflow UI above)'}")
+    if verdict.decision == "REVIEW" and run_id and result.review is None:
+        lines.append(f"next:        a person decides: read the evidence, then approve or reject ({COMMENT_HINT})")
+        lines += [f"  {c}" for c in decision_commands(run_id, tracking_uri=result.tracking_uri, workdir=workdir,
+                                                       flagged=verdict.flagged_subgroups)]
+    elif verdict.decision == "BLOCK":
+        lines.append("next:        nothing was published" + (" (the release stays in quarantine, above)"
+                                                             if result.quarantined else "")
+                     + "; fix what the reasons name and run the gate again")
     return console_lines(lines)
