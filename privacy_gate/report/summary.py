@@ -136,3 +136,23 @@ def run_outcome_console(result: RunOutcome, *, workdir: str | None = None, repor
                                                              if result.quarantined else "")
                      + "; fix what the reasons name and run the gate again")
     return console_lines(lines)
+
+
+def suppression_console(result: RunOutcome) -> str:
+    """What a re-gate after ``approve --suppress`` did: the rows removed out of how many, per
+    ``--suppress`` label (labelled as the gate labels groups: hashed where it hides values), and
+    the filtered release's verdict with its run."""
+    lines = []
+    removed = result.suppression or {}
+    if removed:
+        before, gone = int(removed["rows_before"]), int(removed["removed"])
+        share = f" ({100 * gone / before:.1f} %)" if before else ""
+        lines.append(f"suppressed:  {gone:,} of {before:,} synthetic rows{share}; {before - gone:,} left")
+        lines += [f"  {label}: {int(n):,} rows" for label, n in removed.get("by_label", {}).items()]
+        if sum(int(n) for n in removed.get("by_label", {}).values()) > gone:
+            lines.append("  (a row several labels remove counts under each)")
+    verdict = result.verdict
+    why = "; ".join(c.message for c in verdict.reasons if c.action == "block") if verdict.decision == "BLOCK" else ""
+    lines.append(f"re-gate:     {verdict.decision} (status {verdict.status}, run {result.run_id})"
+                 + (f": {why}" if why else ""))
+    return console_lines(lines)
