@@ -40,8 +40,10 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
                tracking_uri: str, workdir: str, regate: Regate | None = None) -> ReviewDecision:
     """Check, (re-gate and) publish or reject, and append the decision to the run.
 
-    ``regate``: how to re-run the gate after suppression (default :func:`regate_run` in this
-    process; the CLI passes the Prefect flow so the re-run shows up in the Prefect UI).
+    ``regate``: how to re-run the gate after suppression (default
+    :func:`~privacy_gate.pipeline.regate.regate_run` in this process, imported only then; the CLI
+    passes the Prefect flow when a Prefect API is there, so the re-run shows up in the Prefect UI,
+    and keeps the outcome for its summary).
 
     One decision per run: the whole check-then-act holds the run's decision lock (across
     processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""

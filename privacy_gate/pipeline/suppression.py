@@ -97,4 +97,3 @@ def suppression_masks(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: D
                 raise ReviewError(f"--suppress {label!r}: {exc}") from None
         masks[label] = pd.Series(np.asarray(drop, dtype=bool), index=synthetic.index)
     return masks
-
