@@ -34,18 +34,27 @@ TORCH_SOURCE = if ls $(WHEELS)/torch-$(1)-*.whl >/dev/null 2>&1; then SRC="--fin
 	   SRC="--extra-index-url $(TORCH_CPU_INDEX)"; if [ -n "$$UV" ]; then SRC="$$SRC --index-strategy unsafe-best-match"; fi; \
 	 else SRC=; fi
 
+# Each step says what it is doing before it starts: on a fresh machine the install takes minutes,
+# most of them downloading and unpacking, then about a minute compiling bytecode (done once, as
+# its own step, so that later commands do not each compile what they import).
 $(STAMP): pyproject.toml $(LOCK)
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
-	@$(FIND_UV); $(call TORCH_SOURCE,$(TORCH_LOCKED)); CONS=$(LOCK); \
+	@if ! test -x $(BIN)/python; then echo "[install] creating the virtual environment $(VENV) ($(PYTHON))"; \
+	   $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV); fi
+	@echo "[install] looking for uv and for torch's CPU build ($(WHEELS), else $(TORCH_CPU_INDEX))"; \
+	 $(FIND_UV); $(call TORCH_SOURCE,$(TORCH_LOCKED)); CONS=$(LOCK); \
 	 if [ -z "$$SRC" ]; then CONS=$(VENV)/requirements-pypi-torch.lock; \
 	   echo "[install] WARNING: torch $(TORCH_LOCKED) is neither in $(WHEELS) nor on $(TORCH_CPU_INDEX) (unreachable):" \
 	        "installing PyPI's torch $(TORCH_VERSION) instead (the CUDA build, large; the golden figures were" \
 	        "computed with the CPU build, and tests/test_lock.py will say this venv differs from the lock)" >&2; \
 	   sed 's/^torch==\([^+ ]*\)+[^ ]*/torch==\1/' $(LOCK) > $$CONS; fi; \
-	 echo "[install] installer=$${UV:-pip} $$SRC -c $$CONS"; \
-	 if [ -n "$$UV" ]; then $$UV pip install --python $(BIN)/python --compile-bytecode $$SRC -c $$CONS -e '.[dev]'; \
-	 else $(BIN)/python -m pip install -q $$SRC -c $$CONS -e '.[dev]'; fi
+	 echo "[install] installing the $$(grep -c '^[A-Za-z0-9]' $(LOCK)) locked packages and privacy-gate (editable)" \
+	      "with $${UV:-pip} $$SRC -c $$CONS: a few minutes on a fresh machine, seconds when up to date"; \
+	 if [ -n "$$UV" ]; then $$UV pip install --python $(BIN)/python $$SRC -c $$CONS -e '.[dev]'; \
+	 else $(BIN)/python -m pip install -q --no-compile $$SRC -c $$CONS -e '.[dev]'; fi
+	@echo "[install] compiling the packages' bytecode (about a minute the first time; files already compiled are skipped)"
+	@$(BIN)/python -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path('purelib'), quiet=2, workers=0)"
 	@touch $(STAMP)
+	@echo "[install] $(VENV) matches $(LOCK)"
 
 # Re-resolve $(LOCK) from pyproject.toml with uv (both extras, Python 3.11, linux x86_64, torch's
 # CPU build), keeping its current pins where they still satisfy pyproject.toml. To move pins:
@@ -75,7 +84,8 @@ lock:
 	 echo "[lock] $(LOCK): $$(grep -c '^[A-Za-z0-9]' $(LOCK)) packages pinned"
 
 demo: install
-	$(BIN)/privacy-gate run examples/adult.yaml --workdir .privacy-gate
+	@echo "[demo] privacy-gate run examples/adult.yaml --workdir .privacy-gate: the release flow on the bundled Adult data (progress below, then the verdict)"
+	@$(BIN)/privacy-gate run examples/adult.yaml --workdir .privacy-gate
 
 # Two pytest-xdist workers (CI machines have 2 cores; PYTEST_WORKERS=0 runs in one process).
 # --dist loadgroup: the tests that start servers or many processes run on one worker, one after

@@ -384,6 +384,7 @@ TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladd
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
 TAG_QUARANTINE = "gate.quarantine_path"
+TAG_WORKDIR = "gate.workdir"  # the run's workdir (absolute): the suggested decision commands name it
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
 #: the release a run judged: its config, data and privacy-gate version (pipeline/prior_decision.py)

@@ -186,6 +186,18 @@ class Tracker(RunRecords):
     def experiment_of(self, run_id: str) -> str:
         return self.client.get_run(run_id).info.experiment_id
 
+    def artifact_file(self, run_id: str, path: str) -> Path | None:
+        """The local file of the run's artifact ``path`` when the store keeps artifacts on this
+        machine (a ``file:`` or plain-path artifact root) and it exists; else None."""
+        from urllib.parse import urlparse
+        from urllib.request import url2pathname
+
+        root = urlparse(self.client.get_run(run_id).info.artifact_uri)
+        if root.scheme not in ("", "file"):
+            return None
+        local = Path(url2pathname(root.path)) / path
+        return local if local.is_file() else None
+
     # ---- runs
     def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
         # who and what made the run, as the MLflow UI shows them ("Created by", "Source")

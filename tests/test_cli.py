@@ -90,6 +90,38 @@ def test_review_exit_code(prefect_server, gate_files, tmp_path):
     assert not (tmp_path / "published").exists()
 
 
+def test_review_prints_complete_commands_that_work_when_pasted(gate_files, tmp_path):
+    """A REVIEW ends with the exact commands to inspect and decide it: the real run id and the
+    workdir used (shell-quoted: it has a space), no placeholders; ``review RUN`` and ``review
+    --pending`` print the same; the pasted reject command decides the run."""
+    import shlex
+
+    from privacy_gate.report.commands import decision_commands
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"rules": [{"metric": "utility.quality", "min": 0.9999, "action": "review"}]}))
+    workdir = tmp_path / "work dir"
+    code, out, err = _invoke(_gate_args(gate_files, "independent.parquet", workdir, "--rules", str(rules), "--json",
+                                        "--orchestrator", "local"))
+    run_id = _last_json(out)["run_id"]
+    assert code == 3, err[-2000:]
+    expected = decision_commands(run_id, tracking_uri=f"sqlite:///{workdir.resolve() / 'mlflow.db'}",
+                                 workdir=workdir, flagged=[])
+    printed = [line.strip() for line in err.splitlines() if line.strip().startswith("privacy-gate ")]
+    assert printed == expected and all(f"--workdir {shlex.quote(str(workdir.resolve()))}" in c for c in printed)
+    assert not any(p in err for p in ("RUN_ID", "WORKDIR", "--reviewer NAME"))
+    report = next(line for line in err.splitlines() if line.startswith("report:")).split(None, 1)[1]
+    assert Path(report).is_file() and Path(report).name == "index.html"
+    code, text, _ = _invoke(["review", run_id, "--workdir", str(workdir)])
+    assert code == 0 and [c for c in expected if c.split()[1] != "review"] == \
+        [line.strip() for line in text.splitlines() if line.strip().startswith("privacy-gate ")]
+    code, text, _ = _invoke(["review", "--pending", "--workdir", str(workdir)])
+    assert code == 0 and expected[0] in text
+    reject = shlex.split(os.path.expandvars(expected[-1].replace('"$USER"', "ana")))
+    code, text, err = _invoke(reject[1:])
+    assert code == 0 and f"rejected run {run_id} as ana" in text, err
+
+
 def test_synthetic_with_other_schema_is_refused_naming_the_column(gate_files, tmp_path):
     """Found from the header before anything runs (exit 2); it used to be a BLOCK (exit 4) after
     the whole real-data stage."""
@@ -155,6 +187,11 @@ def test_gate_only_in_process_without_prefect(gate_files, tmp_path):
     assert out.returncode == 4, out.stderr[-2000:]
     assert _last_json(out.stdout)["verdict"] == "BLOCK"
     assert "PREFECT_LOADED=False" in out.stderr
+    # where the quarantined release and the report are, and no decision commands
+    quarantined = next(line for line in out.stderr.splitlines() if line.startswith("quarantined:"))
+    assert Path(quarantined.split()[1]).is_file() and "(not published)" in quarantined
+    report = next(line for line in out.stderr.splitlines() if line.startswith("report:")).split(None, 1)[1]
+    assert Path(report).is_file() and "privacy-gate approve" not in out.stderr
     assert "▶ running 5 attack(s) concurrently" in out.stderr  # progress output (the five default attacks)
     assert (tmp_path / "mlflow.db").exists() and not (tmp_path / "published").exists()
 
@@ -236,7 +273,8 @@ def test_the_run_itself_refuses_overlapping_splits(gate_files, tmp_path, adult_s
 def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, monkeypatch, tmp_path):
     """Without a Prefect API the re-gate after a suppression runs in this process (it used to start
     a temporary Prefect server, which timed out in 1 of 2 attempts); with one it is a flow run."""
-    import privacy_gate.cli as cli
+    import privacy_gate.cli.common as common
+    import privacy_gate.cli.review as review_cli
     import privacy_gate.pipeline.review as review
     from privacy_gate.errors import ReviewError
     from privacy_gate.names import SQLITE_FILE
@@ -248,14 +286,14 @@ def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, mon
         seen.update(kw)
         raise ReviewError("stop here")
 
-    monkeypatch.setattr(cli, "_use_prefect", lambda orchestrator, **kw: api)
-    monkeypatch.setattr(cli, "_probe_tracking", lambda uri, source: uri)
+    monkeypatch.setattr(review_cli, "use_prefect", lambda orchestrator, **kw: api)
+    monkeypatch.setattr(common, "probe_tracking", lambda uri, source: uri)
     monkeypatch.setattr(review, "decide_run", fake_decide)
     code, _, err = _invoke(["approve", "r1", "--reviewer", "ana", "--suppress", "race=X", "--workdir", str(tmp_path)])
     assert code == 2 and "stop here" in err
     if api:
         from privacy_gate.flows import regate_flow
 
-        assert seen["regate"] is regate_flow
+        assert seen["regate"].run is regate_flow
     else:
-        assert seen["regate"] is None
+        assert seen["regate"].run is None  # regate_run, in this process

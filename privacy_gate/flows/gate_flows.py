@@ -25,7 +25,8 @@ from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows.review_form import review_form
 from privacy_gate.flows.verdict_states import skipped_state, verdict_flow, verdict_line, verdict_state
 from privacy_gate.pipeline import prior_decision
-from privacy_gate.pipeline.review import decide_run, regate_run, review_text
+from privacy_gate.pipeline.regate import regate_run
+from privacy_gate.pipeline.review import decide_run, review_text
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
 from privacy_gate.pipeline.release import gate_only_run

@@ -46,6 +46,7 @@ from prefect import Flow
 from prefect.states import Cancelled, Completed, Failed, State
 
 from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.report.commands import review_command
 
 #: The names of the verdicts' states (``State.name``).
 STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = "Approved", "Blocked", "Failed", "Skipped"
@@ -87,7 +88,8 @@ def verdict_line(result: RunOutcome) -> str:
         who = (result.review_decision or {}).get("reviewer", "?")
         parts.append(f"{'approved' if result.review == 'approve' else 'rejected'} by {who}")
     elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
-        parts.append(f"awaiting review: privacy-gate review {result.run_id}" if result.run_id else "awaiting review")
+        parts.append(f"awaiting review: {review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
+                     if result.run_id else "awaiting review")
     elif result.review == "refused":
         parts.append(f"review decision refused: {result.review_error}")
     if result.published:

@@ -11,6 +11,7 @@ while the quarantined release still has the hash the gate judged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -142,9 +143,11 @@ def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
 
 
 def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
-                 published: str | None = None, evidence: list[str] | None = None) -> str:
+                 published: str | None = None, evidence: list[str] | None = None,
+                 commands: Sequence[str] = (), command_note: str = "") -> str:
     """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went;
-    ``evidence``: one sentence per flagged group, ``gate.evidence.flagged_evidence``, shown first)."""
+    ``evidence``: one sentence per flagged group, ``gate.evidence.flagged_evidence``, shown first;
+    ``commands``: the complete commands that decide a pending run, with ``command_note`` beside them)."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
     if evidence:
         lines.append("evidence:")
@@ -157,8 +160,8 @@ def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDec
         if d.published or (published and published != "none" and d.action == "approve"):
             lines.append(f"  published: {d.published or published}")
     elif verdict["verdict"] == "REVIEW":
-        lines.append("PENDING REVIEW — decide with `privacy-gate approve RUN_ID --reviewer NAME` or "
-                     "`privacy-gate reject RUN_ID --reviewer NAME` (optionally --suppress GROUP)")
+        lines.append("PENDING REVIEW — decide with one of" + (f" ({command_note})" if command_note else "") + ":")
+        lines += [f"  {c}" for c in commands]
     flagged = set(verdict.get("flagged_subgroups") or [])
     reasons = list(zip(verdict.get("reasons") or [], reasons_in_words(verdict)))  # each reason in words, its key after
     if flagged:

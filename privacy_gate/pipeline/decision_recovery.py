@@ -52,8 +52,6 @@ from typing import Any
 from privacy_gate import decision_log, names, objectstore, signing, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError
 from privacy_gate.pipeline.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.release import log_report_of
 from privacy_gate.publish import PublishError, dataset_slug, verify_published, verify_published_s3
 
 log = logging.getLogger("privacy_gate")
@@ -121,12 +119,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def refresh_report(sink: MlflowSink) -> None:
+def refresh_report(tracker: tracking.Tracker, run_id: str) -> None:
     """Re-render the run's HTML report after a decision; the decision stands even if this fails."""
+    log.info("re-rendering the HTML report of run %s with the decision", run_id)
     try:
-        log_report_of(sink)
+        # the report's figures load matplotlib and the estimators: imported only when one is rendered
+        from privacy_gate.report.html import log_report
+
+        log_report(tracker, run_id)
     except Exception as exc:  # noqa: BLE001 - the record stands; the report is derived
-        log.warning("could not re-render the HTML report of run %s (%s)", sink.run_id, type(exc).__name__)
+        log.warning("could not re-render the HTML report of run %s (%s)", run_id, type(exc).__name__)
 
 
 def _to_pending(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], note: str) -> None:
@@ -232,7 +234,7 @@ def resolve(tracker: tracking.Tracker, run_id: str, *, fix: bool, by: str, locke
         return Resolution(run_id, f"{found}; the run is signed: set {names.ENV_SIGNING_KEY} to the gate's key to "
                                   "resolve it", False, "unchecked")
     done = act()
-    refresh_report(MlflowSink(tracker, run_id))
+    refresh_report(tracker, run_id)
     return Resolution(run_id, f"{found}; {done}", True, kind)
 
 

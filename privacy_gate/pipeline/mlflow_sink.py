@@ -7,6 +7,7 @@ Never logged: values of real records. Per-record results are keyed by row id.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -85,6 +86,7 @@ class MlflowSink:
         self.run_id = run_id
         # what publication will use, sealed into verdict.json (under its digest) with the verdict
         self.seal: dict[str, Any] = {names.SEAL_DATASET: dataset} if dataset is not None else {}
+        self.workdir: str | None = None  # set with the quarantine: the decision commands name it
 
     @classmethod
     def start(cls, tracker: tracking.Tracker, *, name: str, kind: str, dataset: str,
@@ -110,11 +112,17 @@ class MlflowSink:
         self.tracker.log_dataset_inputs(self.run_id, tables, digests={k: table_digest(df) for k, df in tables.items()},
                                         sources=sources)
 
-    def record_quarantine(self, quarantined: Any, *, target: Any) -> None:
+    def record_quarantine(self, quarantined: Any, *, target: Any, workdir: Any = None) -> None:
+        """Where the release waits and would be published (sealed), and the ``workdir`` whose
+        quarantine and label key a decision on the run needs (a hint the decision commands name)."""
         where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: quarantined.location,
                  names.SEAL_PUBLISH_TARGET: str(target)}
         self.seal.update(where)
-        self.tracker.set_tags(self.run_id, {names.SEAL_TAGS[k]: v for k, v in where.items()})
+        tags = {names.SEAL_TAGS[k]: v for k, v in where.items()}
+        if workdir is not None:
+            self.workdir = str(Path(workdir).resolve())
+            tags[names.TAG_WORKDIR] = self.workdir
+        self.tracker.set_tags(self.run_id, tags)
 
     # ---- the gate (Sink protocol)
     def record_gate(self, result: GateResult) -> None:
@@ -232,7 +240,7 @@ class MlflowSink:
             evidence = flagged_evidence(rows, verdict.to_dict())
         self.tracker.set_description(self.run_id, description_markdown(
             verdict.with_run_id(verdict.run_id or self.run_id), evidence=evidence, summary=summary,
-            tracking_uri=self.tracker.uri))
+            tracking_uri=self.tracker.uri, workdir=self.workdir))
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

@@ -81,7 +81,7 @@ class RunContext:
         typed = restore_types(synthetic, self.value_types)
         self.quarantined = self.step("quarantine", self.store.quarantine, typed, fmt=fmt)
         self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
-        self.sink.record_quarantine(self.quarantined, target=self.store.target_label)
+        self.sink.record_quarantine(self.quarantined, target=self.store.target_label, workdir=self.store.workdir)
 
     def gate(self, inputs: GateInputs, settings: GateSettings) -> Verdict:
         # group labels hash record values with the workdir's key; the run seals which key (its

@@ -85,8 +85,10 @@ class RunOutcome:
     ``ladder``: the remediation ladder's ledger (a JSON record: attempts, choice, budget) and
     ``ladder_run_id`` its parent MLflow run, when the config has a ladder. ``review``,
     ``review_error`` and ``review_decision`` (the decision record, ``ReviewDecision.to_dict()``):
-    what a flow paused for review adds. :meth:`to_dict` is the JSON form (keys as the result
-    dicts had them; ``review_decision`` is ``decision`` there)."""
+    what a flow paused for review adds. ``suppression``: what a re-gate after ``--suppress``
+    removed, as counts (``rows_before``, ``removed``, ``by_label``: rows per label as the gate
+    labels them). :meth:`to_dict` is the JSON form (keys as the result dicts had them;
+    ``review_decision`` is ``decision`` there)."""
 
     verdict: Verdict
     run_id: str | None
@@ -104,6 +106,7 @@ class RunOutcome:
     review_error: str | None = None
     review_decision: dict[str, Any] | None = None
     experiment_id: str | None = None  # the MLflow experiment of run_id (its runs page: tracking.experiment_url)
+    suppression: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -128,6 +131,8 @@ class RunOutcome:
             d["decision"] = self.review_decision
         if self.experiment_id is not None:
             d["experiment_id"] = self.experiment_id
+        if self.suppression is not None:
+            d["suppression"] = self.suppression
         return d
 
     @classmethod

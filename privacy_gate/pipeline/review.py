@@ -10,133 +10,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from privacy_gate import artifact_seal, names, tracking
-from privacy_gate.data import Splits
-from privacy_gate.data.types import conform_typed
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
-from privacy_gate.gate import Verdict
-from privacy_gate.experiment.grouping import names_hashed_values
 from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.label_key import matching_key
 from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate,
                                                check_subgroup_decisions, pending_text, suppressed_with)
-from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.experiment.inputs import (GateInputs)
 from privacy_gate.pipeline.decision_lock import DecisionHold, decision_lock
 from privacy_gate.pipeline.decision_recovery import resolve_before_deciding, resolve_for_review
 from privacy_gate.pipeline.decision_recovery import refresh_report as _refresh_report  # the name tests stub
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.pipeline.release import RunContext, finish
-from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.experiment.settings import GateSettings
-from privacy_gate.pipeline.suppression import singled_out, suppression_mask
+from privacy_gate.pipeline.run_record import RunRecord
+from privacy_gate.publish import ReleaseStore, quarantined_file
+from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
 from privacy_gate.safe_text import console_lines
-from privacy_gate.publish import (ReleaseStore, quarantined_file,
-                                  read_quarantined)
 
-from privacy_gate.pipeline.run_record import RunRecord  # noqa: E402,F401 - re-exported: decisions start from it
+if TYPE_CHECKING:  # the re-gate (the whole gate) is imported only when a decision suppresses rows
+    from privacy_gate.pipeline.result import RunOutcome
 
 log = logging.getLogger("privacy_gate")
 
 
-@dataclass(frozen=True)
-class SuppressedRelease:
-    """A judged run's quarantined release without the rows ``suppress`` removes, with what its
-    re-gate needs: the run's recorded settings (the same attacks, epsilon and oracle judge it) and
-    its real data (checked against the hashes it recorded). ``removed`` counts the rows removed;
-    no row's values leave this object."""
-
-    record: RunRecord
-    suppress: tuple[str, ...]
-    settings: GateSettings
-    splits: Splits
-    synthetic: pd.DataFrame  # the filtered release
-    removed: int
-    rows_before: int
-    value_types: dict[str, str] | None = None  # the quarantined file's types
-
-    @classmethod
-    def read(cls, record: RunRecord, *, suppress: list[str], workdir: str | Path, logger: Any = None
-             ) -> SuppressedRelease:
-        """Read ``record``'s sealed release and real data back and apply the ``--suppress`` labels
-        (:func:`~privacy_gate.pipeline.suppression.suppression_mask`)."""
-        logger = logger or log
-        record.check_publishable()
-        record.fetch_quarantine(workdir)
-        settings = record.settings()
-        splits = record.splits()
-        # written in the input's types: the filtered release keeps them
-        synthetic, types = conform_typed(read_quarantined(record.quarantine), settings.spec,
-                                         source="quarantined release", check_identifiers=False)
-        exposed = None
-        if names.SUPPRESS_EXPOSED in suppress:
-            # the level the gate measured the exposed share at (coarser than exposure.level on a small table)
-            level = (record.verdict.get("metrics") or {}).get(names.exposure_metric("level")) or settings.exposure.level
-            ids = singled_out(record.exposed_records(), level=float(level))
-            exposed = splits.train.loc[splits.train.index.intersection(ids)]
-            logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
-        # a hashed label is resolved with the key that hashed it (this workdir's, checked against the seal)
-        key = (matching_key(workdir, fingerprint=record.seal.get(names.SEAL_LABEL_KEY), what=f"run {record.run_id}")
-               if any(names_hashed_values(s) for s in suppress) else None)
-        drop = suppression_mask(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,
-                                reference=splits.reference, train=splits.train, holdout=splits.holdout, label_key=key)
-        removed = int(drop.sum())
-        logger.info("suppressing %d of %d synthetic rows (%s)", removed, len(synthetic), ", ".join(suppress))
-        return cls(record=record, suppress=tuple(suppress), settings=settings, splits=splits,
-                   synthetic=synthetic[~drop.to_numpy()].reset_index(drop=True), removed=removed,
-                   rows_before=len(synthetic), value_types=types)
-
-    def regate(self, ctx: RunContext) -> Verdict:
-        """Record what was removed (a count), quarantine the filtered release in ``ctx`` and gate it
-        with the recorded settings. Raises on failure: the caller turns it into a BLOCK."""
-        ctx.sink.record_params({"rerun_of": self.record.run_id, "suppress": ",".join(self.suppress),
-                                "rows_suppressed": self.removed})
-        ctx.sink.record_json(self.record.config, names.ART_CONFIG)
-        ctx.value_types = self.value_types
-        ctx.quarantine(self.synthetic, self.settings.publish_format)
-        return ctx.gate(GateInputs(splits=self.splits, synthetic=self.synthetic,
-                                   synthetic_file_sha256=ctx.quarantined.sha256), self.settings)
-
-
-def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str,
-               executor: Executor | None = None, logger: Any = None) -> RunOutcome:
-    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows. A run
-    that cannot be re-gated (unsealed, changed data, an unknown label) raises before the re-run
-    starts: the reviewer is told why."""
-    logger = logger or log
-    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
-    record = RunRecord(tracker, run_id)
-    tracker.experiment_id = record.experiment_id
-    release = SuppressedRelease.read(record, suppress=suppress, workdir=workdir, logger=logger)
-    sink = rerun_sink(tracker, parent=run_id, dataset=record.dataset)
-    ctx = RunContext(sink=sink, store=ReleaseStore(workdir=Path(workdir), target=record.publish_target),
-                     dataset=record.dataset, clock=StageClock(logger), executor=executor or LocalExecutor(),
-                     config_hash=record.verdict.get("rules_hash"))
-    try:
-        verdict = release.regate(ctx)
-    except Exception as exc:  # noqa: BLE001 - fail closed
-        verdict = ctx.fail(exc)
-    return finish(ctx, verdict, publish=False)
-
-
-def rerun_sink(tracker: tracking.Tracker, *, parent: str, dataset: str) -> MlflowSink:
-    """The MLflow run of a re-gate of ``parent``: kind ``review_rerun``, tagged and sealed as the
-    re-gate of ``parent`` (so it is decided with it, never alone: ``check_not_a_regate``)."""
-    sink = MlflowSink.start(tracker, name=f"review-rerun-{dataset}", kind=names.KIND_REVIEW_RERUN, dataset=dataset,
-                            tags={names.TAG_RERUN_OF: parent})
-    sink.seal[names.SEAL_REGATE_OF] = parent
-    return sink
-
-
-Regate = Callable[..., RunOutcome]
+Regate = Callable[..., "RunOutcome"]
 
 
 def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: str, comment: str = "",
@@ -144,8 +41,10 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
                tracking_uri: str, workdir: str, regate: Regate | None = None) -> ReviewDecision:
     """Check, (re-gate and) publish or reject, and append the decision to the run.
 
-    ``regate``: how to re-run the gate after suppression (default :func:`regate_run` in this
-    process; the CLI passes the Prefect flow so the re-run shows up in the Prefect UI).
+    ``regate``: how to re-run the gate after suppression (default
+    :func:`~privacy_gate.pipeline.regate.regate_run` in this process, imported only then; the CLI
+    passes the Prefect flow when a Prefect API is there, so the re-run shows up in the Prefect UI,
+    and keeps the outcome for its summary).
 
     One decision per run: the whole check-then-act holds the run's decision lock (across
     processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
@@ -177,7 +76,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
             if action == "reject":
                 final = ReviewDecision.new(**decision)
                 tracker.append_decision(run_id, final.to_dict())
-                _refresh_report(MlflowSink(tracker, run_id))
+                _refresh_report(tracker, run_id)
                 return final
             return _approve(tracker, record, decision, suppress=suppress, regate=regate, tracking_uri=tracking_uri,
                             workdir=workdir)
@@ -213,7 +112,11 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
     store = ReleaseStore(workdir=Path(workdir), target=record.publish_target)
     to_publish, rerun_id = record.quarantined(), None
     if suppress:
-        result = (regate or regate_run)(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)
+        if regate is None:
+            from privacy_gate.pipeline.regate import regate_run as regate
+        log.info("approving run %s without the rows of %s: re-gating the filtered release first", run_id,
+                 ", ".join(suppress))
+        result = regate(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)
         rerun = result.verdict
         rerun_id = rerun.run_id
         if rerun.decision == "BLOCK":
@@ -237,33 +140,40 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
         raise ReviewError(f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
                           f"{store.target} — run the gate again to publish") from None
     tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: str(published)})
-    _refresh_report(MlflowSink(tracker, run_id))
+    _refresh_report(tracker, run_id)
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
 
 
-def review_text(run_id: str, *, tracking_uri: str) -> str:
+def review_text(run_id: str, *, tracking_uri: str, workdir: str | Path | None = None) -> str:
     """What ``privacy-gate review RUN`` prints: the evidence on each flagged group first (from the
-    audit's recorded figures), then the decision state and the rule checks."""
+    audit's recorded figures), then the decision state (a pending run: the complete commands that
+    decide it, pointed at ``workdir``, default the one the run recorded) and the rule checks."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     recovered = resolve_for_review(tracker, run_id)  # a half-done decision: resolved and said first
     record = RunRecord(tracker, run_id)
+    commands = decision_commands(run_id, tracking_uri=tracking_uri,
+                                 workdir=workdir if workdir is not None else record.tags.get(names.TAG_WORKDIR),
+                                 flagged=record.verdict.get("flagged_subgroups") or [], with_review=False)
     text = pending_text(run_id, record.verdict, record.decisions,
                         published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
-                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict))
+                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict),
+                        commands=commands, command_note=COMMENT_HINT)
     changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
     head = artifact_seal.warning_lines(run_id, changed) + recovered
     return f"{console_lines(head)}\n{text}" if head else text
 
 
-def pending_runs_text(*, tracking_uri: str) -> str:
-    """What ``privacy-gate review --pending`` prints: one line per REVIEW run awaiting a decision
-    (run id, dataset, when it started, flagged groups), oldest first."""
+def pending_runs_text(*, tracking_uri: str, workdir: str | Path | None = None) -> str:
+    """What ``privacy-gate review --pending`` prints: for each REVIEW run awaiting a decision (oldest
+    first) its run id, dataset, start and flagged groups, then the command that shows its evidence
+    and the commands that decide it (pointed at ``workdir``)."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     runs = tracker.runs_awaiting_review()
     if not runs:
         return "no runs awaiting review"
-    lines = [f"{len(runs)} run(s) awaiting review (decide with `privacy-gate review RUN_ID`, then approve / reject):"]
+    lines = [f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve or reject:"]
     for r in runs:
         flagged = ", ".join(r["flagged"]) or "none"
         lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")
+        lines.append(f"  {review_command(r['run_id'], tracking_uri=tracking_uri, workdir=workdir)}")
     return console_lines(lines)

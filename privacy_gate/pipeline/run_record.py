@@ -1,26 +1,27 @@
 """One gate run as the tracking store holds it, read back for a decision: its verified verdict,
-settings, real data, quarantined release and evidence (:class:`RunRecord`)."""
+settings, real data, quarantined release and evidence (:class:`RunRecord`).
+
+``review`` and ``reject`` read only the verdict, the evidence and the decisions; the settings and
+the real data (the attacks' and generators' models, the data readers) are imported by the
+methods that re-gate, so those commands start without them."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from privacy_gate import artifact_seal, names, tracking
-from privacy_gate.config import InputLimits, ReleaseConfig
-from privacy_gate.spec import DatasetSpec
-from privacy_gate.data import Splits, data_hash
+from privacy_gate import artifact_seal, names, objectstore, quarantine, tracking
 from privacy_gate.errors import IntegrityError, ReviewError
-from privacy_gate.gate.review_records import (ReviewDecision)
-from privacy_gate.experiment.inputs import (SPLIT_NAMES, load_real_data, read_split_files, split_release,
-                                          splits_from_frames)
-from privacy_gate.experiment.settings import GateSettings
-from privacy_gate import objectstore, quarantine
-from privacy_gate.publish import (QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file)
+from privacy_gate.gate.review_records import ReviewDecision
+from privacy_gate.publish import QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file
+
+if TYPE_CHECKING:  # imported by the methods that re-gate (see the module docstring)
+    from privacy_gate.data import Splits
+    from privacy_gate.experiment.settings import GateSettings
 
 log = logging.getLogger("privacy_gate")
 
@@ -91,6 +92,8 @@ class RunRecord:
         return self._changes
 
     def settings(self) -> GateSettings:
+        from privacy_gate.experiment.settings import GateSettings
+
         text = self._sealed_text(names.ART_SETTINGS, names.SEAL_SETTINGS_SHA)
         try:
             return GateSettings.from_record(json.loads(text))
@@ -144,6 +147,12 @@ class RunRecord:
 
     def splits(self) -> Splits:
         """The judged real data again (same files, same split), checked against the recorded hashes."""
+        from privacy_gate.config import InputLimits, ReleaseConfig
+        from privacy_gate.data import data_hash
+        from privacy_gate.experiment.inputs import (SPLIT_NAMES, load_real_data, read_split_files, split_release,
+                                                    splits_from_frames)
+        from privacy_gate.spec import DatasetSpec
+
         cfg = self.config
         if cfg.get("mode") == "gate_only":
             spec = DatasetSpec.model_validate(cfg["spec"])

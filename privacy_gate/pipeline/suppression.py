@@ -70,29 +70,30 @@ def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, refer
     return drop
 
 
-def suppression_mask(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: DatasetSpec,
-                     exposed: pd.DataFrame | None = None, reference: pd.DataFrame | None = None,
-                     train: pd.DataFrame | None = None, holdout: pd.DataFrame | None = None,
-                     label_key: LabelKey | None = None) -> pd.Series:
-    """Rows of ``synthetic`` removed by the ``--suppress`` labels (``exposed`` needs the exposed
-    records' real rows and the reference data; ``copies`` the training, holdout and reference data;
-    a label naming hashed values, the ``label_key`` that hashed them)."""
-    drop = pd.Series(False, index=synthetic.index)
+def suppression_masks(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: DatasetSpec,
+                      exposed: pd.DataFrame | None = None, reference: pd.DataFrame | None = None,
+                      train: pd.DataFrame | None = None, holdout: pd.DataFrame | None = None,
+                      label_key: LabelKey | None = None) -> dict[str, pd.Series]:
+    """For each ``--suppress`` label, the rows of ``synthetic`` it removes (``exposed`` needs the
+    exposed records' real rows and the reference data; ``copies`` the training, holdout and
+    reference data; a label naming hashed values, the ``label_key`` that hashed them). A row may
+    be removed by several labels (a group's rows that also copy training records)."""
+    masks: dict[str, pd.Series] = {}
     for label in labels:
         if label == SUPPRESS_COPIES:
             if train is None or holdout is None or reference is None:
                 raise ReviewError("--suppress copies: the run's training, holdout and reference data are needed")
-            drop |= copy_rows(synthetic, train, holdout, reference, spec)
-            continue
-        if label == SUPPRESS_EXPOSED:
+            drop = copy_rows(synthetic, train, holdout, reference, spec)
+        elif label == SUPPRESS_EXPOSED:
             if exposed is None or reference is None:
                 raise ReviewError("--suppress exposed: this run recorded no exposed records")
-            drop |= exposed_neighbour_mask(synthetic, exposed, reference, spec)
-            continue
-        try:
-            drop |= group_mask(synthetic, label, key=label_key)
-        except KeyError as exc:
-            raise ReviewError(f"--suppress {label!r}: unknown column {exc}") from None
-        except ValueError as exc:
-            raise ReviewError(f"--suppress {label!r}: {exc}") from None
-    return drop
+            drop = exposed_neighbour_mask(synthetic, exposed, reference, spec)
+        else:
+            try:
+                drop = group_mask(synthetic, label, key=label_key)
+            except KeyError as exc:
+                raise ReviewError(f"--suppress {label!r}: unknown column {exc}") from None
+            except ValueError as exc:
+                raise ReviewError(f"--suppress {label!r}: {exc}") from None
+        masks[label] = pd.Series(np.asarray(drop, dtype=bool), index=synthetic.index)
+    return masks

@@ -32,7 +32,7 @@ from privacy_gate.gate.human import human_number
 from privacy_gate.gate.words import VerdictContext, check_words
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
 from privacy_gate.report.cards import CARDS_CSS, reasons_section, run_section, summary_cards
-from privacy_gate.report.commands import decision_commands
+from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.report.inputs import ReportInputs
 from privacy_gate.report.markup import escape as _e
 from privacy_gate.report.markup import note as _note
@@ -157,15 +157,15 @@ def _howto(inp: ReportInputs) -> str:
     if v.get("verdict") != "REVIEW" or inp.decisions:
         return ""
     run_id = inp.run_id or v.get("run_id") or "RUN_ID"
-    lines = decision_commands(run_id, inp.tracking_uri, list(v.get("flagged_subgroups") or []))
+    lines = decision_commands(run_id, tracking_uri=inp.tracking_uri, workdir=inp.workdir,
+                              flagged=list(v.get("flagged_subgroups") or []))
     return f"""<section id="decide" class="howto"><h2>How to decide</h2>
 <p>This release needs a human decision. Check the flagged subgroups and the reasons above, then either
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
 re-runs on the filtered release before anything is published) or reject it (nothing is published;
-the release stays in quarantine). Decisions are final and recorded with this run.</p>
-<pre>{_e(chr(10).join(lines))}</pre>
-<p class="note">Usage: <code>privacy-gate approve RUN_ID --reviewer NAME [--suppress GROUP]</code> /
-<code>privacy-gate reject RUN_ID --reviewer NAME</code></p></section>"""
+the release stays in quarantine). Decisions are final and recorded with this run. Each command
+below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$USER</code> with your name).</p>
+<pre>{_e(chr(10).join(lines))}</pre></section>"""
 
 
 def _budget(inp: ReportInputs) -> str:
@@ -719,6 +719,7 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
         disclosure=_optional(names.ART_DISCLOSURE, lambda: js(names.ART_DISCLOSURE)),
         published=published_location(tags),
+        workdir=tags.get(names.TAG_WORKDIR),
         dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),
         group_rocs=_optional(names.ART_GROUP_ROC, lambda: js(names.ART_GROUP_ROC)),
         metric_files=_optional(names.ART_METRICS_ALL, lambda: tracker.artifacts_in(run_id, names.METRICS_DIR)) or (),

@@ -30,6 +30,7 @@ class ReportInputs:
     group_rocs: Mapping[str, Any] | None = None  # audit/flagged_roc.json: ROC curves inside flagged groups
     disclosure: Mapping[str, Any] | None = None  # risk/disclosure.json (DisclosureResult.summary: no values)
     metric_files: Sequence[str] = ()  # the run's metrics/ artifacts: every figure, as JSON and tables
+    workdir: str | None = None  # the run's workdir (its tag): the decision commands name it
 
 
 

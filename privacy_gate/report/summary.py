@@ -12,7 +12,7 @@ from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
-from privacy_gate.report.commands import decision_commands
+from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import experiment_url, run_url, ui_command
 
@@ -33,10 +33,10 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
 
 
 def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
-                         tracking_uri: str | None) -> str:
+                         tracking_uri: str | None, workdir: str | None = None) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
-    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it,
-    then the whole summary."""
+    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it
+    (pointed at the run's ``workdir`` and store), then the whole summary."""
     head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
     # evidence, sentences and group labels hold category values: literal text, never markup
@@ -47,8 +47,9 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     if verdict.decision == "REVIEW" and verdict.flagged_subgroups:
         head += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)] + [""]
     if verdict.decision == "REVIEW" and verdict.run_id:
-        head += ["Decide:", "", *markdown_fence(decision_commands(verdict.run_id, tracking_uri, verdict.flagged_subgroups)),
-                 ""]
+        commands = decision_commands(verdict.run_id, tracking_uri=tracking_uri, workdir=workdir,
+                                     flagged=verdict.flagged_subgroups)
+        head += [f"Decide ({COMMENT_HINT}):", "", *markdown_fence(commands), ""]
     return "\n".join(head) + "\n" + summary
 
 
@@ -144,8 +145,12 @@ def verdict_console(verdict: Verdict) -> str:
     return console_lines(lines)  # group labels and messages hold data: no escapes, no forged lines
 
 
-def run_outcome_console(result: RunOutcome) -> str:
-    """Where a run's release went (published or quarantined), the ladder's choice, and how to see it."""
+def run_outcome_console(result: RunOutcome, *, workdir: str | None = None, report_file: str | None = None) -> str:
+    """Where a run's release went (published or quarantined), the ladder's choice, how to see it,
+    and what to do next: the complete commands that decide a REVIEW (pointed at ``workdir``), or,
+    after a BLOCK, where the quarantined release and the report are. ``report_file``: the
+    report's local file when the store keeps artifacts on this machine."""
+    verdict, run_id = result.verdict, result.verdict.run_id or result.run_id
     lines = []
     if result.published:
         lines.append(f"published:   {result.published}")
@@ -157,4 +162,34 @@ def run_outcome_console(result: RunOutcome) -> str:
     runs = experiment_url(result.tracking_uri or "", result.experiment_id)
     if runs:
         lines.append(f"MLflow runs: {runs}")
+    if run_id and verdict.decision != "APPROVE":
+        lines.append(f"report:      {report_file or f'artifact {ART_REPORT} of run {run_id} (MLflow UI above)'}")
+    if verdict.decision == "REVIEW" and run_id and result.review is None:
+        lines.append(f"next:        a person decides: read the evidence, then approve or reject ({COMMENT_HINT})")
+        lines += [f"  {c}" for c in decision_commands(run_id, tracking_uri=result.tracking_uri, workdir=workdir,
+                                                       flagged=verdict.flagged_subgroups)]
+    elif verdict.decision == "BLOCK":
+        lines.append("next:        nothing was published" + (" (the release stays in quarantine, above)"
+                                                             if result.quarantined else "")
+                     + "; fix what the reasons name and run the gate again")
+    return console_lines(lines)
+
+
+def suppression_console(result: RunOutcome) -> str:
+    """What a re-gate after ``approve --suppress`` did: the rows removed out of how many, per
+    ``--suppress`` label (labelled as the gate labels groups: hashed where it hides values), and
+    the filtered release's verdict with its run."""
+    lines = []
+    removed = result.suppression or {}
+    if removed:
+        before, gone = int(removed["rows_before"]), int(removed["removed"])
+        share = f" ({100 * gone / before:.1f} %)" if before else ""
+        lines.append(f"suppressed:  {gone:,} of {before:,} synthetic rows{share}; {before - gone:,} left")
+        lines += [f"  {label}: {int(n):,} rows" for label, n in removed.get("by_label", {}).items()]
+        if sum(int(n) for n in removed.get("by_label", {}).values()) > gone:
+            lines.append("  (a row several labels remove counts under each)")
+    verdict = result.verdict
+    why = "; ".join(c.message for c in verdict.reasons if c.action == "block") if verdict.decision == "BLOCK" else ""
+    lines.append(f"re-gate:     {verdict.decision} (status {verdict.status}, run {result.run_id})"
+                 + (f": {why}" if why else ""))
     return console_lines(lines)

@@ -84,7 +84,7 @@ def _tags(uri: str, run_id: str) -> dict[str, str]:
 def _pending_ids(workdir: Path) -> list[str]:
     code, out, err = _cli("review", "--pending", "--workdir", str(workdir))
     assert code == 0, err
-    return [line.split()[0] for line in out.splitlines()[1:]]
+    return [line.split()[0] for line in out.splitlines()[1:] if not line.startswith(" ")]  # indented: its commands
 
 
 def assert_published_by(workdir: Path, uri: str, run_id: str, reviewer: str) -> None:

@@ -199,7 +199,8 @@ def test_the_dictionary_attack_reverses_no_label(gated):
 
 
 def test_labels_are_the_stores_keyed_hashes_and_resolve_only_with_its_key(gated, tmp_path):
-    from privacy_gate.pipeline.review import RunRecord, SuppressedRelease
+    from privacy_gate.pipeline.regate import SuppressedRelease
+    from privacy_gate.pipeline.run_record import RunRecord
 
     key = LabelKey.for_workdir(gated["workdir"], create=False)
     words = _dictionary()
@@ -255,3 +256,21 @@ def test_a_regates_run_is_refused_alone_after_publication(gated):
     tracker = tracking.Tracker(uri=f"sqlite:///{workdir / names.SQLITE_FILE}", experiment=None)
     assert tracker.decisions(rerun) == []
     assert sorted(p.name for p in (workdir / "published").iterdir()) == published
+
+
+def test_approve_suppress_says_what_it_is_doing_and_what_it_dropped(gated):
+    """Issue #34: progress lines while it re-gates (the filtering, then the gate's own stages) and a
+    summary: the rows dropped out of how many, per suppressed group, the new verdict and its run,
+    and where the release was published (the published file has exactly the rows left)."""
+    text, err = gated["outputs"][2:]
+    synthetic, run_id, rerun_id = gated["synthetic"], gated["run_id"], gated["rerun_id"]
+    assert f"▶ removing the rows of {GROUP} from the release of run {run_id} ..." in err
+    assert "▶ running" in err and "attack(s) concurrently" in err and "✔ recording the verdict done in" in err
+    lines = text.splitlines()
+    dropped = int(re.search(r"^suppressed:  ([\d,]+) of ([\d,]+) synthetic rows", text, re.M).group(1).replace(",", ""))
+    assert f"suppressed:  {dropped:,} of {len(synthetic):,} synthetic rows" in text
+    group_rows = int((synthetic["race"] == "Asian-Pac-Islander").sum())
+    assert f"  {GROUP}: {group_rows:,} rows" in lines and dropped >= group_rows > 0
+    assert re.search(rf"^re-gate:     (APPROVE|REVIEW) \(status ok, run {rerun_id}\)$", text, re.M), text
+    published = next(line for line in lines if line.startswith("published: ")).split(": ", 1)[1]
+    assert len(pd.read_parquet(published)) == len(synthetic) - dropped

@@ -23,6 +23,7 @@ from privacy_gate.cli import app
 from privacy_gate.errors import ReviewError
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline import review
+from privacy_gate.pipeline.regate import rerun_sink
 from privacy_gate.pipeline.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publish import ReleaseStore
@@ -63,7 +64,7 @@ def _regate(workdir: Path):
     def regate(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str) -> RunOutcome:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         tracker.experiment_id = tracker.experiment_of(run_id)
-        sink = review.rerun_sink(tracker, parent=run_id, dataset="toy")
+        sink = rerun_sink(tracker, parent=run_id, dataset="toy")
         quarantined = _record(sink, ReleaseStore(workdir=Path(workdir)), _frame(40).iloc[1::2], flagged=())
         made.append(sink.run_id)
         verdict = Verdict.from_dict(tracker.read_verified_verdict(sink.run_id))

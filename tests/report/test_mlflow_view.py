@@ -63,8 +63,8 @@ def test_run_description_leads_with_the_evidence_and_the_decision_commands():
     first = note.splitlines()[:4]
     assert first[0].startswith("**REVIEW**")
     assert first[2].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[2]
-    assert f"privacy-gate approve {RUN_ID} --reviewer NAME --suppress {GROUP} --workdir /wd" in note
-    assert f"privacy-gate reject {RUN_ID} --reviewer NAME --comment 'why' --workdir /wd" in note
+    assert f'privacy-gate approve {RUN_ID} --reviewer "$USER" --suppress {GROUP} --workdir /wd' in note
+    assert f'privacy-gate reject {RUN_ID} --reviewer "$USER" --workdir /wd' in note
     assert note.index("privacy-gate reject") < note.index("## Reasons")  # before the (long) summary
 
 
