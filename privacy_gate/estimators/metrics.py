@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import rankdata
-from sklearn.metrics import roc_auc_score, roc_curve
 
 from privacy_gate.errors import DataError, InsufficientDataError
 
@@ -61,6 +60,8 @@ def roc_metrics(scores: object, labels: object) -> dict[str, float | int]:
     ``scores``: higher = more likely a member; ``labels``: 1/True = member.
     """
     s, y = _checked(scores, labels)
+    from sklearn.metrics import roc_auc_score, roc_curve  # here: reading a verdict (review) loads no sklearn
+
     fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
     out: dict[str, float | int] = {"auc": float(roc_auc_score(y, s))}
     for key, level in FPR_LEVELS:
@@ -76,5 +77,7 @@ def roc_metrics(scores: object, labels: object) -> dict[str, float | int]:
 def roc_curve_points(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     """``(fpr, tpr)`` arrays of the ROC curve for plotting (collinear points dropped)."""
     s, y = _checked(scores, labels)
+    from sklearn.metrics import roc_curve
+
     fpr, tpr, _ = roc_curve(y, s, drop_intermediate=True)
     return fpr, tpr

@@ -5,14 +5,16 @@ a large dependency gap needs a human)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privacy_gate.experiment.dependency import SourceShift
-from privacy_gate.experiment.subgroups import DependencyMeasurement
-
 from privacy_gate.gate.verdict import Check
 from privacy_gate.names import VALIDATION_SYNTHETIC
+
+if TYPE_CHECKING:  # annotations only: reading a verdict's words (review, reports) loads no estimator
+    from privacy_gate.experiment.dependency import SourceShift
+    from privacy_gate.experiment.subgroups import DependencyMeasurement
 
 # the metrics (and the DP-bound check's rule) of the findings' checks: what gate/words.py reads
 #: an advantage lower bound above the DP bound (its metric is the MACE figure it reads)
