@@ -51,8 +51,8 @@ from privacy_gate.report.commands import review_command
 #: The names of the verdicts' states (``State.name``).
 STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = "Approved", "Blocked", "Failed", "Skipped"
 STATE_REVIEW, STATE_REVIEW_APPROVED, STATE_REVIEW_REJECTED = "Review pending", "Review approved", "Review rejected"
-_MAX_REASON = 400  # characters of the reasons in a state message (the report has them all)
-_SHOWN_REASONS, _SHOWN_GROUPS = 3, 5
+_MAX_REASON = 400  # characters of the reason in a state message (the report has them all)
+_SHOWN_GROUPS = 5
 
 
 def _first(items: list[str], n: int, sep: str) -> str:
@@ -65,6 +65,21 @@ def _first(items: list[str], n: int, sep: str) -> str:
     return sep.join(items[:n]) + more
 
 
+def _reasons_in_words(verdict: Any) -> list[str]:
+    """The reasons as sentences with their keys, the deciding ones first (a BLOCK's blocking
+    reasons before its review-level ones); a reason that has no words keeps its message."""
+    from privacy_gate.gate.words import reasons_in_words
+
+    reasons = list(verdict.reasons)
+    try:
+        words = [f"{w.sentence} ({w.key})" if w.key else w.sentence for w in reasons_in_words(verdict)]
+    except Exception:  # noqa: BLE001 - a state message never fails the run: the technical messages
+        words = [c.message for c in reasons]
+    pairs = sorted(zip(reasons, words), key=lambda cw: cw[0].action != "block") if verdict.decision == "BLOCK" \
+        else list(zip(reasons, words))
+    return [" ".join(w.split()) for _, w in pairs]
+
+
 def verdict_line(result: RunOutcome) -> str:
     """One line: the verdict, why, and what happened to the release.
 
@@ -75,10 +90,7 @@ def verdict_line(result: RunOutcome) -> str:
     """
     verdict = result.verdict
     head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
-    # the reasons that decided first: a BLOCK's blocking ones before its review-level ones
-    ordered = sorted(verdict.reasons, key=lambda c: c.action != "block") if verdict.decision == "BLOCK" \
-        else list(verdict.reasons)
-    reasons = _first([" ".join(c.message.split()) for c in ordered], _SHOWN_REASONS, "; ")
+    reasons = _first(_reasons_in_words(verdict), 1, " ")
     if len(reasons) > _MAX_REASON:
         reasons = reasons[:_MAX_REASON - 1] + "…"
     parts = [f"{head}: {reasons or 'every rule passed'}"]

@@ -106,7 +106,14 @@ def _sentence(*parts: str) -> str:
 
 
 def _who(attack: str | None) -> str:
+    if attack is None:  # a rule over every attack ("any.auc"): its strongest
+        return "the strongest attack's scores"
     return "all attacks' scores together" if attack == COMBINED else f"{attack}'s scores"
+
+
+def _the_attack(attack: str | None) -> str:
+    """``the attack domias``; a rule over every attack names its strongest."""
+    return f"the attack {attack}" if attack else "the strongest attack"
 
 
 _DISCLOSURE = {"singling_out": "singles out training records (a predicate from the synthetic data isolates one "
@@ -121,14 +128,14 @@ def _bar_measured(c: Check, v: float, t: float, *, secret: str | None = None) ->
     m, a = c.metric, c.attack
     pct = human_percent
     if m == "auc":
-        return (f"the attack {a} tells training records from holdout records with AUC {human_number(v, 3)} (0.5 is guessing; "
+        return (f"{_the_attack(a)} tells training records from holdout records with AUC {human_number(v, 3)} (0.5 is guessing; "
                 f"bar {human_number(t)})", "an attacker can tell who was in the training data")
     if m.startswith("tpr_at_fpr_"):
         fpr = m.removeprefix("tpr_at_fpr_")
-        return (f"the attack {a} catches {pct(v)} of the training records at {pct(fpr)} false alarms (bar {pct(t)})",
+        return (f"{_the_attack(a)} catches {pct(v)} of the training records at {pct(fpr)} false alarms (bar {pct(t)})",
                 "some people can be identified as members with confidence")
     if m == "advantage":
-        return (f"the membership advantage of the attack {a} (true minus false positive rate at its best threshold) is "
+        return (f"the membership advantage of {_the_attack(a)} (true minus false positive rate at its best threshold) is "
                 f"{human_number(v, 3)} (0 is guessing; bar {human_number(t)})", "an attacker beats guessing")
     if m in ("mace.advantage_lower", "mace.advantage_upper", "mace.advantage"):
         how = {"mace.advantage_lower": "at least", "mace.advantage_upper": "at most", "mace.advantage": "about"}[m]
@@ -270,14 +277,14 @@ def _dp_bound(c: Check, ctx: VerdictContext) -> str:
 
 
 def _dependency_gap(c: Check, ctx: VerdictContext) -> str:
-    return _sentence(f"with members drawn from one source, the attack {c.attack} tells them apart with an AUC "
+    return _sentence(f"with members drawn from one source, {_the_attack(c.attack)} tells them apart with an AUC "
                      f"{human_number(c.observed, 2)} higher than with independent targets (bar "
                      f"{human_number(c.threshold)}): dependent records make the release leakier than its main "
                      "figures say")
 
 
 def _dependency_dp(c: Check, ctx: VerdictContext) -> str:
-    return _sentence(f"with members drawn from one source, the advantage lower bound of the attack {c.attack} is "
+    return _sentence(f"with members drawn from one source, the advantage lower bound of {_the_attack(c.attack)} is "
                      f"{human_number(c.observed, 3)} above the DP bound for independent records: the DP guarantee "
                      "does not cover dependent records")
 
