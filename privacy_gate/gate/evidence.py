@@ -23,7 +23,7 @@ from typing import Any
 from privacy_gate.gate.human import human_number, human_percent, p_equals
 
 
-def _finite(value: Any) -> float | None:
+def finite_or_none(value: Any) -> float | None:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -72,10 +72,10 @@ def auc_interval(auc: float, n_pos: int, n_neg: int, z: float = Z95) -> tuple[fl
 def _auc_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
     """The recorded AUC interval of an audit row, else Hanley & McNeil's from its counts (as the
     report's subgroup table shows it), else None."""
-    lo, hi = _finite(row.get("auc_lower")), _finite(row.get("auc_upper"))
+    lo, hi = finite_or_none(row.get("auc_lower")), finite_or_none(row.get("auc_upper"))
     if lo is not None and hi is not None:
         return lo, hi
-    n_m, n_n, auc = _finite(row.get("n_members")), _finite(row.get("n_non_members")), _finite(row.get("auc"))
+    n_m, n_n, auc = finite_or_none(row.get("n_members")), finite_or_none(row.get("n_non_members")), finite_or_none(row.get("auc"))
     if n_m is None or n_n is None or auc is None:
         return None
     lo, hi = auc_interval(auc, int(n_m), int(n_n))
@@ -92,23 +92,23 @@ def group_evidence(rows: Sequence[Mapping[str, Any]], group: str, *, through: st
     if not mine:
         return f"{group}: flagged; the audit recorded no figures for this group"
     parts = []
-    members = _finite(mine[0].get("n_members"))
+    members = finite_or_none(mine[0].get("n_members"))
     if members is not None:
         parts.append(f"{human_number(members)} members among the targets")
-    scored = [r for r in mine if _finite(r.get("auc")) is not None]
+    scored = [r for r in mine if finite_or_none(r.get("auc")) is not None]
     if scored:
         best = max(scored, key=lambda r: float(r["auc"]))
         bounds = _auc_interval(best)
         interval = f" [{human_number(bounds[0], 2)}, {human_number(bounds[1], 2)}]" if bounds else ""
         parts.append(f"an attacker ({best.get('attack')}) tells members from non-members with AUC "
                      f"{human_number(float(best['auc']), 2)}{interval}")
-        tpr = _finite(best.get("tpr_at_fpr_0.01"))
+        tpr = finite_or_none(best.get("tpr_at_fpr_0.01"))
         if tpr is not None:
             parts.append(f"{human_percent(tpr)} of its members caught at 1% false alarms")
-    exposed = _finite(mine[0].get("exposed"))
+    exposed = finite_or_none(mine[0].get("exposed"))
     if exposed:
         parts.append(f"{human_number(exposed)} of its member targets singled out as exposed records")
-    p_adjusted = _finite(mine[0].get("test_p_adjusted"))
+    p_adjusted = finite_or_none(mine[0].get("test_p_adjusted"))
     if p_adjusted is not None:
         n_groups = len({str(r.get("group")) for r in rows})
         parts.append(f"{p_equals(p_adjusted)} after Holm correction for {human_number(n_groups)} groups")

@@ -25,23 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from privacy_gate.estimators.power import null_reference
-from privacy_gate.gate.evidence import auc_interval
+from privacy_gate.gate.evidence import finite_or_none, auc_interval
 from privacy_gate.gate.human import human_number, human_percent
 from privacy_gate.names import COMBINED, EXPOSURE, STRONGEST, mace_metric, metric_name
-
-
-def _finite(value: Any) -> float | None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _figures_of(metrics: Mapping[str, Any], attack: str) -> dict[str, float]:
     prefix = f"{attack}."
     return {k[len(prefix):]: float(v) for k, v in metrics.items()
-            if k.startswith(prefix) and _finite(v) is not None}
+            if k.startswith(prefix) and finite_or_none(v) is not None}
 
 
 def gated_attacks(metrics: Mapping[str, Any]) -> list[str]:
@@ -73,7 +65,7 @@ class AttackFigures:
 def strongest_attack(metrics: Mapping[str, Any]) -> AttackFigures | None:
     """The gated attack with the highest AUC, with its 95 % interval (Hanley & McNeil, as the
     report's tables) and its null levels."""
-    scored = [(a, _finite(metrics.get(metric_name(a, "auc")))) for a in gated_attacks(metrics)]
+    scored = [(a, finite_or_none(metrics.get(metric_name(a, "auc")))) for a in gated_attacks(metrics)]
     scored = [(a, v) for a, v in scored if v is not None]
     if not scored:
         return None
@@ -130,7 +122,7 @@ def mace_figure(metrics: Mapping[str, Any], query: str) -> Figure | None:
     bias): whether there is any excess over chance, and whether an advantage is certain (its
     95 % lower bound above 0)."""
     def get(figure: str) -> float | None:
-        return _finite(metrics.get(mace_metric(query, figure)))
+        return finite_or_none(metrics.get(mace_metric(query, figure)))
 
     est, lower, upper, bias = get("advantage"), get("advantage_lower"), get("advantage_upper"), get("bias")
     if est is None:
@@ -159,7 +151,7 @@ def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
     """The exposed share of training records with its bounds, at its false-alarm level, beside
     the upper bound a release with no leakage reaches at this size."""
     def get(figure: str) -> float | None:
-        return _finite(metrics.get(f"{EXPOSURE}.{figure}"))
+        return finite_or_none(metrics.get(f"{EXPOSURE}.{figure}"))
 
     share, lower, upper, level = get("share"), get("share_lower"), get("share_upper"), get("level")
     if share is None:
@@ -171,8 +163,8 @@ def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
                + ", with its 95% interval")
     needs = [f"{EXPOSURE}.{k}" for k in ("tested", "level", "delta")]  # what its no-signal bound is computed from
     null = (null_reference(f"{EXPOSURE}.share_upper", {k: float(v) for k, v in metrics.items()
-                                                       if k.startswith(f"{EXPOSURE}.") and _finite(v) is not None})
-            if all(_finite(metrics.get(k)) is not None for k in needs) else None)
+                                                       if k.startswith(f"{EXPOSURE}.") and finite_or_none(v) is not None})
+            if all(finite_or_none(metrics.get(k)) is not None for k in needs) else None)
     if null is not None and upper is not None:
         meaning += f"; with no leakage the upper bound reaches about {human_percent(null)} here"
     if lower is not None:
@@ -183,7 +175,7 @@ def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
 def risk_figure(metrics: Mapping[str, Any], family: str) -> Figure | None:
     """A disclosure risk (``singling_out`` / ``linkability`` / ``inference``) with its interval:
     0 is no better than for people outside the training data, so the null level is 0."""
-    risk, lower, upper = (_finite(metrics.get(f"{family}.{f}")) for f in ("risk", "risk_lower", "risk_upper"))
+    risk, lower, upper = (finite_or_none(metrics.get(f"{family}.{f}")) for f in ("risk", "risk_lower", "risk_upper"))
     if risk is None:
         return None
     value = human_number(risk, 2) + (f" [{human_number(lower, 2)}, {human_number(upper, 2)}]"
