@@ -35,15 +35,16 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
 def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
                          tracking_uri: str | None, workdir: str | None = None) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
-    verdict, then the evidence on each flagged group, then (REVIEW) the commands that decide it
-    (pointed at the run's ``workdir`` and store), then the whole summary."""
+    verdict, its first reason in words (a BLOCK's first blocking one: what the folded description
+    shows at a glance, tests/report/test_glance.py), then the evidence on each flagged group, then
+    (REVIEW) the commands that decide it (pointed at the run's ``workdir`` and store), then the
+    whole summary."""
     head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
     # evidence, sentences and group labels hold category values: literal text, never markup
-    if evidence:
-        head += [f"- {markdown_text(sentence)}" for sentence in evidence] + [""]
-    elif verdict.reasons:
-        head += [f"- {markdown_text(reasons_in_words(verdict)[0].sentence)}", ""]
+    first = [reasons_in_words(verdict)[0].sentence] if verdict.reasons else []
+    if first or evidence:
+        head += [f"- {markdown_text(sentence)}" for sentence in [*first, *evidence]] + [""]
     if verdict.decision == "REVIEW" and verdict.flagged_subgroups:
         head += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)] + [""]
     if verdict.decision == "REVIEW" and verdict.run_id:

@@ -1,5 +1,5 @@
-"""What the reviewer sees in MLflow: the run description leads with the evidence and the commands
-that decide, links open the experiment's runs in the model-training view (fast: no MLflow store)."""
+"""What the reviewer sees in MLflow: the run description leads with the first reason, the evidence
+and the commands that decide, links open the experiment's runs in the model-training view (fast: no MLflow store)."""
 
 from __future__ import annotations
 
@@ -55,14 +55,16 @@ class _Tracker:
         self.notes[run_id] = markdown
 
 
-def test_run_description_leads_with_the_evidence_and_the_decision_commands():
+def test_run_description_leads_with_the_first_reason_the_evidence_and_the_decision_commands():
     tracker = _Tracker()
     sink = MlflowSink(tracker, RUN_ID)
     sink.record_description(Verdict.from_dict(_verdict()), "# summary\n\n## Reasons\n")
     note = tracker.notes[RUN_ID]
     first = note.splitlines()[:4]
     assert first[0].startswith("**REVIEW**")
-    assert first[2].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[2]
+    # the first reason in words, which the folded description shows at a glance; then the group's evidence
+    assert first[2].startswith(f"- The figure {GROUP}: dcr.auc is 0.97"), first
+    assert first[3].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[3]
     assert f'privacy-gate approve {RUN_ID} --reviewer "$USER" --suppress {GROUP} --workdir /wd' in note
     assert f'privacy-gate reject {RUN_ID} --reviewer "$USER" --workdir /wd' in note
     assert note.index("privacy-gate reject") < note.index("## Reasons")  # before the (long) summary
