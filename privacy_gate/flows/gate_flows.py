@@ -2,7 +2,7 @@
 
 The ``release`` and ``gate`` flows end in their verdict's state (``verdict_states``: APPROVE
 Completed, REVIEW ``Review``, BLOCK ``Blocked``, no verdict ``Failed``); their last log line is
-the verdict with its reason."""
+the verdict with its reason, and the flow run is renamed to start with it (``BLOCK: The attack …``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from privacy_gate.errors import PrivacyGateError
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows.review_form import review_form
-from privacy_gate.flows.verdict_states import skipped_state, verdict_flow, verdict_line, verdict_state
+from privacy_gate.flows.verdict_states import glance_name, skipped_state, verdict_flow, verdict_line, verdict_state
 from privacy_gate.pipeline import prior_decision
 from privacy_gate.pipeline.regate import regate_run
 from privacy_gate.pipeline.review import decide_run, review_text
@@ -55,11 +55,30 @@ def _announce(result: RunOutcome) -> RunOutcome:
     return result
 
 
+def _named(state: Any) -> Any:
+    """The flow run named after the start of its final state's message (``glance_name``: Prefect's
+    flow run page shows a state's name, not its message, on its first screen); a failure to rename
+    never changes the verdict. Outside a flow run (``.fn``) nothing is renamed."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:
+        return state
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(flow_run.id, name=glance_name(state.message or state.name, flow_run.name or ""))
+    except Exception as exc:  # noqa: BLE001
+        get_run_logger().warning("could not name the flow run after its verdict (%s); the verdict stands",
+                                 type(exc).__name__)
+    return state
+
+
 def _finish(result: RunOutcome) -> Any:
-    """The run's last log line (the verdict with its reason) and its final state."""
+    """The run named after its verdict, its last log line (the verdict with its reason) and its final state."""
+    state = _named(verdict_state(result))
     level = {"APPROVE": logging.INFO, "REVIEW": logging.WARNING}.get(result.verdict.decision, logging.ERROR)
     get_run_logger().log(level, "verdict: %s", verdict_line(result))
-    return verdict_state(result)
+    return state
 
 
 @verdict_flow(name="release", task_runner=ThreadPoolTaskRunner(max_workers=4))
@@ -136,9 +155,10 @@ def _release_key_and_prior(config: ReleaseConfig, *, workdir: str, scheduled: bo
 
 def _skip(reason: str, *, tracking_uri: str | None, dataset: str) -> Any:
     """A run that does not gate: logged, ended ``Skipped`` (no MLflow run, no verdict event)."""
+    state = _named(skipped_state(replace(unrecorded_block(f"skipped: {reason}", tracking_uri=tracking_uri,
+                                                          dataset=dataset), retryable=False), reason))
     get_run_logger().warning("skipped: %s", reason)
-    return skipped_state(replace(unrecorded_block(f"skipped: {reason}", tracking_uri=tracking_uri, dataset=dataset),
-                                 retryable=False), reason)
+    return state
 
 
 def _unloadable_config(config_path: str, exc: Exception, *, logger: Any) -> RunOutcome:

@@ -31,7 +31,10 @@ later scheduled run would be cancelled) and a process until the pause timed out.
 automations, flow retries and "failed runs" views are for releases that were refused or broke.
 
 Every state's message is the verdict with its reason (the last line of the run's log, which
-Prefect ends with "Finished in state <name>('<message>')"); its data is the run's
+Prefect ends with "Finished in state <name>('<message>')"). Prefect's flow run page shows the
+state's name on its first screen but not its message (that is on the Details tab), so a run that
+ended is named after its message's start (:func:`glance_name`: ``BLOCK: The attack domias tells
+training records … · massive-kakapo``), which the page's title shows; its data is the run's
 :class:`~privacy_gate.pipeline.result.RunOutcome` — for a Failed- or Cancelled-type state wrapped in
 :class:`NotReleased`, the exception Prefect's engine expects there (it raises a failed state's data
 when a deployment's run ends, and a plain object would make that a ``TypeError``). Flows declared with :func:`verdict_flow` return
@@ -86,7 +89,7 @@ def verdict_line(result: RunOutcome) -> str:
     >>> from privacy_gate.gate import Verdict
     >>> verdict_line(RunOutcome(Verdict.error("gate did not complete: boom"), run_id=None, tracking_uri=None,
     ...                         dataset="adult"))
-    'BLOCK (gate did not complete): gate did not complete: boom'
+    'BLOCK (gate did not complete): The gate did not finish: gate did not complete: boom. It fails closed, so the release is blocked.'
     """
     verdict = result.verdict
     head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
@@ -109,6 +112,31 @@ def verdict_line(result: RunOutcome) -> str:
     if result.run_id:
         parts.append(f"MLflow run {result.run_id}")
     return " — ".join(parts)
+
+
+#: characters of the state message a flow run's name starts with: Prefect's flow run page (v2 UI)
+#: shows about 75 characters of a name in its title at 1280 px, the v1 UI wraps it
+_NAME_HEAD = 72
+_NAME_SEP = " · "
+
+
+def glance_name(message: str, name: str) -> str:
+    """The name of a flow run that ended in a state with ``message``: the message's first part
+    (the verdict and the start of its reason, cut at a word) before the run's generated ``name``;
+    a run named so already keeps its generated name.
+
+    >>> msg = ("BLOCK: The attack domias tells training records from holdout records with AUC 0.856 "
+    ...        "(0.5 is guessing; bar 0.6) (domias.auc) — MLflow run abc")
+    >>> glance_name(msg, "massive-kakapo")
+    'BLOCK: The attack domias tells training records from holdout records … · massive-kakapo'
+    >>> glance_name("APPROVE: every rule passed — MLflow run abc", "REVIEW: dated · calm-otter")
+    'APPROVE: every rule passed · calm-otter'
+    """
+    head = " ".join(message.split(" — ")[0].split())
+    if len(head) > _NAME_HEAD:
+        head = head[:_NAME_HEAD].rsplit(" ", 1)[0] + " …"
+    base = name.rsplit(_NAME_SEP, 1)[-1].strip()
+    return f"{head}{_NAME_SEP}{base}" if base else head
 
 
 class NotReleased(Exception):  # noqa: N818 - it names what happened, not an error of the code
@@ -185,4 +213,4 @@ def verdict_flow(**options: Any):
 
 __all__ = ["NotReleased", "STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_REVIEW_APPROVED",
            "STATE_REVIEW_REJECTED", "STATE_SKIPPED", "VerdictFlow",
-           "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]
+           "glance_name", "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from privacy_gate.flows import coordination
-from privacy_gate.flows.verdict_states import VerdictFlow, outcome_of, skipped_state, verdict_flow, verdict_line, verdict_state
+from privacy_gate.flows.verdict_states import (VerdictFlow, glance_name, outcome_of, skipped_state, verdict_flow, verdict_line,
+                                               verdict_state)
 from privacy_gate.gate import Check, Verdict
 from privacy_gate.pipeline.result import RunOutcome
 
@@ -130,6 +131,22 @@ def test_a_blocked_release_ends_blocked_and_its_last_lines_say_why(prefect_serve
     # at INFO, which this test session does not send: PREFECT_LOGGING_LEVEL=WARNING)
     lines = _logs(state.state_details.flow_run_id, until="verdict: ")
     assert lines[-1] == f"verdict: {state.message}", lines[-3:]
+    # the run's name starts with its message (Prefect's flow run page shows the name, not the message)
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        name = client.read_flow_run(state.state_details.flow_run_id).name
+    assert name == glance_name(state.message, name) and name.startswith("BLOCK: The attack "), name
+
+
+def test_a_run_is_named_after_the_start_of_its_state_message():
+    message = verdict_state(_outcome("BLOCK")).message
+    name = glance_name(message, "calm-otter")
+    assert name == "BLOCK: The strongest attack tells training records from holdout records … · calm-otter"
+    assert message.startswith(name.split(" …")[0]) and len(name.split(" · ")[0]) <= 74
+    # named again (a retried flow run, a review decided in the paused run): the generated name stays
+    assert glance_name(verdict_state(_outcome("APPROVE")).message, name) == "APPROVE: every rule passed · calm-otter"
+    assert glance_name("skipped: busy", "") == "skipped: busy"
 
 
 def test_the_verdict_event_links_the_mlflow_run(monkeypatch):
