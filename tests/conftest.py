@@ -167,8 +167,8 @@ def prefect_server():
 #: processes, or depends on timing (a scheduled run every minute, a server killed mid-run, 8
 #: concurrent first runs). One group: one worker runs them one after another (the other worker
 #: keeps running ordinary tests).
-SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", "test_dask_cluster", "test_concurrency",
-                  "test_infra_retries", "test_cleanup", "test_dataset_slot"}
+SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", "test_glance", "test_dask_cluster",
+                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot"}
 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
 #: kept on one worker, so that result is made once, not once per worker.
