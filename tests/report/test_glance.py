@@ -34,7 +34,9 @@ started through tests/reaper.py and stopped (tests/stack.py ``stop_group``); loo
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -174,7 +176,13 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("glance-wd")
     client = MlflowClient(tracking.default_tracking_uri(workdir))
     runs = {}
-    with temporary_settings({PREFECT_API_URL: prefect_ui}):
+    # the runs log at INFO, as a production run does: the session's WARNING level would send Prefect
+    # the verdict line alone, which would then sit on the flow run page's first screen; a real run's
+    # page lists its progress lines first, oldest first, and the verdict line last
+    prefect_logger, level = logging.getLogger("prefect"), logging.getLogger("prefect").level
+    prefect_logger.setLevel(logging.INFO)
+    with temporary_settings({PREFECT_API_URL: prefect_ui}), contextlib.ExitStack() as restore:
+        restore.callback(prefect_logger.setLevel, level)
         for decision, config in configs.items():
             state = release_flow(config_path=str(config), workdir=str(workdir), return_state=True)
             outcome = outcome_of(state)
