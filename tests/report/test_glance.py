@@ -5,8 +5,10 @@ are on the first screen, without scrolling, clicking or configuring columns.
 One REVIEW and one BLOCK go through the real Prefect release flow (small seeded Adult table,
 plumbing weight) against a ``prefect server`` that serves its UI (the suite's session server,
 tests/stack.py ``prefect_test_harness``, is Prefect's ephemeral one: it never serves the UI), into
-one workdir, so one MLflow run list holds both. Then ``mlflow server`` on that store and headless
-Chromium at 1280 x 900, driven over the DevTools protocol (tests/report/devtools.py).
+one workdir, so one MLflow run list holds both; they log at INFO, as a production run does, so the
+flow run page lists its progress first and the verdict line last. Then ``mlflow server`` on that
+store and headless Chromium at 1280 x 900, driven over the DevTools protocol
+(tests/report/devtools.py). About 2 minutes on 2 busy cores, most of it the two runs.
 
 "Visible" is read from the layout, not from the text: each expected string is found in the page's
 text nodes and every line box of it must lie inside the 1280 x 900 viewport, inside every ancestor
@@ -179,10 +181,11 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     # the runs log at INFO, as a production run does: the session's WARNING level would send Prefect
     # the verdict line alone, which would then sit on the flow run page's first screen; a real run's
     # page lists its progress lines first, oldest first, and the verdict line last
-    prefect_logger, level = logging.getLogger("prefect"), logging.getLogger("prefect").level
-    prefect_logger.setLevel(logging.INFO)
-    with temporary_settings({PREFECT_API_URL: prefect_ui}), contextlib.ExitStack() as restore:
-        restore.callback(prefect_logger.setLevel, level)
+    prefect_logger = logging.getLogger("prefect")
+    with contextlib.ExitStack() as stack:
+        stack.callback(prefect_logger.setLevel, prefect_logger.level)
+        prefect_logger.setLevel(logging.INFO)
+        stack.enter_context(temporary_settings({PREFECT_API_URL: prefect_ui}))
         for decision, config in configs.items():
             state = release_flow(config_path=str(config), workdir=str(workdir), return_state=True)
             outcome = outcome_of(state)
