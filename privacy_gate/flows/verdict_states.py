@@ -71,16 +71,12 @@ def _first(items: list[str], n: int, sep: str) -> str:
 def _reasons_in_words(verdict: Any) -> list[str]:
     """The reasons as sentences with their keys, the deciding ones first (a BLOCK's blocking
     reasons before its review-level ones); a reason that has no words keeps its message."""
-    from privacy_gate.gate.words import reasons_in_words
+    from privacy_gate.gate.words import reason_line
 
     reasons = list(verdict.reasons)
-    try:
-        words = [f"{w.sentence} ({w.key})" if w.key else w.sentence for w in reasons_in_words(verdict)]
-    except Exception:  # noqa: BLE001 - a state message never fails the run: the technical messages
-        words = [c.message for c in reasons]
-    pairs = sorted(zip(reasons, words), key=lambda cw: cw[0].action != "block") if verdict.decision == "BLOCK" \
-        else list(zip(reasons, words))
-    return [" ".join(w.split()) for _, w in pairs]
+    if verdict.decision == "BLOCK":
+        reasons.sort(key=lambda c: c.action != "block")
+    return [reason_line(c, verdict) for c in reasons]
 
 
 def verdict_line(result: RunOutcome) -> str:

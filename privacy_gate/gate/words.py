@@ -362,4 +362,14 @@ def reasons_in_words(verdict: Verdict | Mapping[str, Any]) -> list[CheckWords]:
     return [check_words(c, ctx) for c in d.get("reasons") or []]
 
 
-__all__ = ["CheckWords", "VerdictContext", "check_words", "reasons_in_words"]
+def reason_line(check: Check, verdict: Verdict | Mapping[str, Any]) -> str:
+    """One line for a log or a state message: ``check`` in words with its key after it; its
+    technical message when the words cannot be made (a line never fails a run)."""
+    try:
+        words = check_words(check, VerdictContext.of(verdict))
+    except Exception:  # noqa: BLE001
+        return " ".join(check.message.split())
+    return " ".join((f"{words.sentence} ({words.key})" if words.key else words.sentence).split())
+
+
+__all__ = ["CheckWords", "VerdictContext", "check_words", "reason_line", "reasons_in_words"]
