@@ -34,7 +34,7 @@ def test_a_corrupt_served_config_still_blocks_and_emits_the_verdict_event(prefec
         state = gate_flows.release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
     assert state.is_failed() and state.name == "Failed", state  # no verdict: the run failed (fail closed: BLOCK)
     result = outcome_of(state)
-    assert state.message.startswith("BLOCK (gate did not complete): release config unusable")
+    assert state.message.startswith("BLOCK (gate did not complete): The gate did not finish: release config unusable")
     assert result.verdict.decision == "BLOCK" and result.verdict.status == "error"
     assert needle in result.verdict.reasons[0].message and str(cfg) in result.verdict.reasons[0].message
     assert result.published is None and not (tmp_path / "wd" / "published").exists()

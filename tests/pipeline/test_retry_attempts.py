@@ -44,7 +44,7 @@ def test_retried_attempts_nest_under_one_parent_carrying_the_final_verdict(tmp_p
     parent = parents[0]
     assert parent.data.tags[names.TAG_VERDICT] == "APPROVE" and parent.data.tags[names.TAG_ATTEMPTS] == "3"
     assert parent.data.tags[names.TAG_FINAL_RUN] == made[-1] and parent.info.status == "FINISHED"
-    assert parent.info.run_name.endswith("APPROVE")
+    assert parent.info.run_name.startswith("APPROVE · ")
     # both recorded attempts (the first, made before any retry, moved under the parent) are its children
     assert [(runs[r].data.tags.get("mlflow.parentRunId"), runs[r].data.tags.get(names.TAG_ATTEMPT)) for r in made] \
         == [(parent.info.run_id, "1"), (parent.info.run_id, "3")]
