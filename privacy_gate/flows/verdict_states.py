@@ -87,6 +87,8 @@ def verdict_line(result: RunOutcome) -> str:
     if result.review in ("approve", "reject"):
         who = (result.review_decision or {}).get("reviewer", "?")
         parts.append(f"{'approved' if result.review == 'approve' else 'rejected'} by {who}")
+        if result.review_error:  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
+            parts.append(result.review_error)
     elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
         parts.append(f"awaiting review: {review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
                      if result.run_id else "awaiting review")

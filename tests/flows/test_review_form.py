@@ -83,7 +83,7 @@ def test_a_deployment_pauses_at_most_one_run_for_review(prefect_server, monkeypa
     from prefect.client.orchestration import get_client
     from prefect.states import Paused
 
-    from privacy_gate.flows.gate_flows import _paused_sibling
+    from privacy_gate.flows.review_wait import paused_sibling as _paused_sibling
 
     @flow(name="review-sibling-probe")
     def probe():
@@ -102,7 +102,7 @@ def test_a_deployment_pauses_at_most_one_run_for_review(prefect_server, monkeypa
 
 
 def _sibling(monkeypatch, deployment_id, flow_run_id):
-    from privacy_gate.flows.gate_flows import _paused_sibling
+    from privacy_gate.flows.review_wait import paused_sibling as _paused_sibling
 
     monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", str(deployment_id))
     monkeypatch.setenv("PREFECT__RUNTIME__FLOW_RUN__ID", str(flow_run_id))
