@@ -241,7 +241,13 @@ def _recorded_outcome(run_id: str, tracking_uri: str) -> RunOutcome:
     tags = tracker.run_tags(run_id)
     return RunOutcome(Verdict.from_dict(verdict).with_run_id(run_id), run_id=run_id, tracking_uri=tracking_uri,
                       dataset=seal.get(names.SEAL_DATASET) or tags.get(names.TAG_DATASET),
-                      quarantined=tags.get(names.TAG_QUARANTINE), published=tags.get(names.TAG_APPROVAL_PUBLISHED))
+                      quarantined=tags.get(names.TAG_QUARANTINE), published=_published(tags))
+
+
+def _published(tags: dict[str, str]) -> str | None:
+    """Where the run's release was published, from its tags (``none`` after a rejection)."""
+    where = tags.get(names.TAG_APPROVAL_PUBLISHED)
+    return where if where and where != "none" else None
 
 
 def _recorded_decision(result: RunOutcome) -> dict[str, Any] | None:
@@ -264,7 +270,7 @@ def _already_decided(result: RunOutcome, recorded: dict[str, Any], answer: Revie
     get_run_logger().warning("%s", note)
     tags = tracking.Tracker(uri=result.tracking_uri, experiment=None).run_tags(result.run_id)
     return replace(result, review=recorded.get("action"), review_decision=recorded, review_error=note,
-                   published=tags.get(names.TAG_APPROVAL_PUBLISHED))
+                   published=_published(tags))
 
 
 def resume_review(run_id: str, *, tracking_uri: str, workdir: str, regate: Regate,

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 import privacy_gate.flows.coordination
+import privacy_gate.flows.review_wait
 import privacy_gate.flows.verdict_states
 import privacy_gate.gate.review_records
 from privacy_gate.errors import ReviewError
@@ -71,7 +72,7 @@ def test_groups_inside_a_suppressed_group_are_recorded_suppressed_not_approved()
 
 def test_doctests():
     for module in (privacy_gate.gate.review_records, privacy_gate.flows.verdict_states,
-                   privacy_gate.flows.coordination):
+                   privacy_gate.flows.coordination, privacy_gate.flows.review_wait):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
