@@ -311,7 +311,7 @@ def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Reg
     verdict's state. Returns one line per run finished. A review that fails here is left for the next
     run (a warning); nothing is published unless ``decide_run`` publishes."""
     from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterStartTime,
-                                                FlowRunFilterState, FlowRunFilterStateType)
+                                                FlowRunFilterState, FlowRunFilterStateName, FlowRunFilterStateType)
     from prefect.client.schemas.objects import StateType
     from prefect.client.schemas.sorting import FlowRunSort
 
@@ -320,9 +320,10 @@ def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Reg
     if this is None or this.deployment_id is None:
         return []
     # runs that had started (a suspended run had), then were cancelled: few, unlike the scheduled
-    # runs CANCEL_NEW cancels before they start
+    # runs CANCEL_NEW cancels before they start; "Cancelled" leaves out the (many) runs ended Skipped
     flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[this.deployment_id]),
-                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CANCELLED])),
+                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CANCELLED]),
+                                                 name=FlowRunFilterStateName(any_=["Cancelled"])),
                         start_time=FlowRunFilterStartTime(is_null_=False))
     try:
         with get_client(sync_client=True) as client:
