@@ -394,11 +394,13 @@ class AuditConfig(_Strict):
 
 class ReviewConfig(_Strict):
     """What happens on REVIEW: end as pending (decide later with `privacy-gate approve/reject`)
-    or pause the Prefect flow for a typed review input (and stay pending on timeout)."""
+    or wait for a typed review input in Prefect (and stay pending on timeout): a deployment's run
+    is suspended, holding no process or slot for as long as ``timeout_seconds``; any other run
+    pauses in its process (flows/review_wait.py)."""
 
     mode: Literal["pending", "pause"] = "pending"
     timeout_seconds: int = Field(3600, gt=0)
-    poll_seconds: int = Field(10, gt=0)  # how often the paused flow checks for the input
+    poll_seconds: int = Field(10, gt=0)  # how often a flow paused in its process checks for the input
     # a deployment's run of a release (same config, data files and version) already decided or
     # awaiting its review is skipped, naming that run (pipeline/prior_decision.py)
     once_per_release: bool = True

@@ -173,7 +173,7 @@ SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
 #: kept on one worker, so that result is made once, not once per worker.
 SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_objectstore", "test_report",
-                         "test_audit_e2e", "test_post_decision_faults", "test_keyed_labels"}
+                         "test_audit_e2e", "test_post_decision_faults", "test_keyed_labels", "test_suspended_review"}
 
 
 def xdist_group(nodeid: str) -> str | None:

@@ -1,5 +1,6 @@
 """Prefect wiring, and nothing else: the ``release``, ``gate`` and ``review-regate`` flows call the
-library pipeline with a :class:`PrefectExecutor`; the release flow can pause for a typed review.
+library pipeline with a :class:`PrefectExecutor`; the release flow can wait for a typed review
+(suspended in a deployment's run: ``review_wait``).
 
 This is the only package that imports Prefect. The pipeline's logic lives in
 :mod:`privacy_gate.pipeline`.

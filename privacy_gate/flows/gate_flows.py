@@ -1,8 +1,12 @@
 """The Prefect flows. Fail closed: whatever goes wrong ends as a BLOCK verdict recorded in MLflow.
 
 The ``release`` and ``gate`` flows end in their verdict's state (``verdict_states``: APPROVE
-Completed, REVIEW ``Review``, BLOCK ``Blocked``, no verdict ``Failed``); their last log line is
-the verdict with its reason, and the flow run is renamed to start with it (``BLOCK: The attack …``)."""
+``Approved``, REVIEW ``Review pending``/``Review approved``/``Review rejected``, BLOCK ``Blocked``,
+no verdict ``Failed``); their last log line is
+the verdict with its reason, and the flow run is renamed to start with it (``BLOCK: The attack …``).
+With ``review.mode: pause`` a deployment's release run is suspended on REVIEW and, once the
+reviewer answers, run again from the top: it then decides the review instead of gating
+(``review_wait``)."""
 
 from __future__ import annotations
 
@@ -13,8 +17,6 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import names, tracking
@@ -22,11 +24,10 @@ from privacy_gate.config import ReleaseConfig, TargetsConfig, load_judging, load
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
-from privacy_gate.flows.review_form import review_form
+from privacy_gate.flows import review_wait
 from privacy_gate.flows.verdict_states import glance_name, skipped_state, verdict_flow, verdict_line, verdict_state
 from privacy_gate.pipeline import prior_decision
 from privacy_gate.pipeline.regate import regate_run
-from privacy_gate.pipeline.review import decide_run, review_text
 from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
 from privacy_gate.pipeline.remediation import remediated_release_run
 from privacy_gate.pipeline.release import gate_only_run
@@ -91,13 +92,28 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     from prefect.runtime import deployment, flow_run
 
     logger = get_run_logger()
+    # a deployment's run suspended for its review and resumed by the reviewer runs from the top again
+    reviewed = review_wait.suspended_for(logger)
     try:
         config = load_release_config(config_path)
     except Exception as exc:  # noqa: BLE001 - fail closed: a config that became unreadable is a BLOCK, announced
         # (a served folder's file edited or corrupted after `serve` started: without the event, an
         # automation notifying on BLOCK would stay silent)
+        if reviewed is not None:
+            logger.error("the review of MLflow run %s was not decided: the config cannot be loaded; it stays pending",
+                         reviewed)
         return _finish(_unloadable_config(config_path, exc, logger=logger))
     dataset = config.dataset.spec.name
+    tracking_uri = resolve_tracking_uri(config.tracking.uri, Path(workdir))
+    if reviewed is not None:  # decide the review this run waited for; never gate again
+        try:
+            return _finish(review_wait.resume_review(reviewed, tracking_uri=tracking_uri, workdir=workdir,
+                                                     regate=regate_flow))
+        except Exception as exc:  # noqa: BLE001 - fail closed: undecided, nothing published
+            return review_wait.unapplied_state(reviewed, exc, tracking_uri=tracking_uri, dataset=dataset)
+    finished = review_wait.finish_cancelled_resumptions(tracking_uri=tracking_uri, workdir=workdir, regate=regate_flow)
+    if finished:  # this run's turn went to a review the server had cancelled when it resumed
+        return _skip("; ".join(finished), tracking_uri=tracking_uri, dataset=dataset)
     origin = f"{flow_run.id}" + (f" (deployment {deployment.name})" if deployment.name else "")
 
     def attempt() -> RunOutcome:
@@ -106,8 +122,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
             return on_runner(config_path=config_path, workdir=workdir, origin=origin, release_key=key)
         return _attempt(config, workdir=workdir, origin=origin, logger=logger, release_key=key)
 
-    tracking_uri = resolve_tracking_uri(config.tracking.uri, Path(workdir))
-    waiting = _paused_sibling() if config.review.mode == "pause" else None
+    waiting = review_wait.paused_sibling() if config.review.mode == "pause" else None
     if waiting is not None:  # one paused review per deployment: the next runs wait for its decision
         return _skip(f"flow run {waiting} of this deployment waits for its review; decide it first",
                      tracking_uri=tracking_uri, dataset=dataset)
@@ -127,7 +142,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
                                           dataset=dataset), retryable=False)
     result = _summarise(_announce(result))
     if result.verdict.decision == "REVIEW" and config.review.mode == "pause":
-        result = _pause_for_review(result, config, workdir)
+        result = review_wait.wait_for_review(result, config, workdir, regate=regate_flow)
     return _finish(result)
 
 
@@ -207,71 +222,6 @@ def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any,
     tags = {names.TAG_FLOW_RUN: origin} | ({names.TAG_RELEASE_KEY: release_key} if release_key else {})
     with dataset_slot(config.dataset.spec.name):
         return remediated_release_run(config, workdir=workdir, executor=PrefectExecutor(), logger=logger, tags=tags)
-
-
-def _review_text(result: RunOutcome) -> str | None:
-    """The run's ``privacy-gate review`` text (evidence first) for the review form; None when it
-    cannot be read (the form still lists the flagged groups)."""
-    try:
-        return review_text(result.run_id, tracking_uri=result.tracking_uri)
-    except Exception as exc:  # noqa: BLE001 - the form without the evidence, never no form
-        get_run_logger().warning("could not read the review text of run %s (%s)", result.run_id, type(exc).__name__)
-        return None
-
-
-def _paused_sibling() -> str | None:
-    """Another run of this flow run's deployment that is paused (waiting for its review), if any.
-    A paused run gives its deployment's concurrency slot back, so without this check every run of
-    a schedule faster than the reviewer would pause and keep a process waiting."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterState,
-                                                FlowRunFilterStateType)
-    from prefect.client.schemas.objects import StateType
-    from prefect.runtime import deployment, flow_run
-
-    if not deployment.id:
-        return None
-    flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
-                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])))
-    try:
-        with get_client(sync_client=True) as client:
-            runs = client.read_flow_runs(flow_run_filter=flt, limit=5)
-    except Exception as exc:  # noqa: BLE001 - cannot tell: pause as before (bounded by review.timeout_seconds)
-        get_run_logger().warning("could not list this deployment's paused runs (%s)", type(exc).__name__)
-        return None
-    return next((str(r.id) for r in runs if str(r.id) != str(flow_run.id)), None)
-
-
-def _pause_for_review(result: RunOutcome, config: ReleaseConfig, workdir: str) -> RunOutcome:
-    """Pause the flow until a reviewer answers with a typed ``ReviewInput`` (or the timeout passes:
-    then the run stays pending and can still be decided with ``privacy-gate approve``). Returns
-    the outcome with what the review added."""
-    logger = get_run_logger()
-    run_id = result.run_id
-    waiting = _paused_sibling()
-    if waiting is not None:  # one paused review per deployment: a fast schedule cannot pile up paused processes
-        logger.warning("REVIEW not paused: flow run %s of this deployment already waits for a review; decide run %s "
-                       "with privacy-gate approve|reject %s", waiting, run_id, run_id)
-        return result
-    logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
-                   ", ".join(result.verdict.flagged_subgroups) or "none")
-    try:
-        answer = pause_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)),
-                                timeout=config.review.timeout_seconds, poll_interval=min(10, config.review.poll_seconds))
-    except FlowPauseTimeout:
-        logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, run_id)
-        return replace(result, review="timeout")
-    try:
-        decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
-                              subgroups=dict(answer.subgroups) if answer.decision == "approve" else None, via="flow",
-                              tracking_uri=result.tracking_uri, suppress=answer.suppressed(), workdir=workdir,
-                              regate=regate_flow)
-    except PrivacyGateError as exc:
-        logger.error("review decision refused: %s", exc)
-        return replace(result, review="refused", review_error=str(exc))
-    logger.info("review: %s by %s; published: %s", {"approve": "approved", "reject": "rejected"}[decision.action],
-                decision.reviewer, decision.published)
-    return replace(result, review=decision.action, review_decision=decision.to_dict(), published=decision.published)
 
 
 @verdict_flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))

@@ -1,5 +1,6 @@
-"""The typed review a paused release flow waits for (``review.mode: pause``): the form the
-Prefect UI shows on "Resume", or ``resume_flow_run(id, run_input={...})``.
+"""The typed review a release flow waits for (``review.mode: pause``; suspended in a deployment's
+run, paused elsewhere: ``review_wait``): the form the Prefect UI shows on "Resume", or
+``resume_flow_run(id, run_input={...})``.
 
 The form is made for the run (:func:`review_form`): its description leads with what the gate
 found (the run's review text: one sentence of evidence per flagged group, the reasons) and how to

@@ -7,8 +7,12 @@ outcome                 state type   state name       why
 APPROVE                 COMPLETED    Approved         released
 REVIEW, undecided       COMPLETED    Review pending   the gate did its work; a person decides
                                                       (see below)
-REVIEW, approved        COMPLETED    Review approved  decided in the paused run: released
-REVIEW, rejected        FAILED       Review rejected  decided in the paused run: not released
+REVIEW, waiting         PAUSED       Suspended        a deployment's run waiting for its review
+                                                      form (``review_wait``; ``Paused`` outside
+                                                      a deployment): no process, no slot
+REVIEW, approved        COMPLETED    Review approved  decided through the review form: released
+REVIEW, rejected        FAILED       Review rejected  decided through the review form: not
+                                                      released
 BLOCK                   FAILED       Blocked          the gate refused the release
 no verdict (an error)   FAILED       Failed           the gate did not complete (fail closed)
 skipped                 CANCELLED    Skipped          not gated: its dataset's gate is busy and
@@ -22,13 +26,16 @@ whether a person has decided it. A REVIEW decided later with ``privacy-gate appr
 the run's ``Review pending``; the MLflow run's ``approval.status`` tag is the record of the
 decision.
 
-REVIEW is a *terminal*, Completed-type state rather than Paused: the decision
-is taken outside this flow run as often as inside it (``privacy-gate approve`` days later, from
-another machine), and a run left Paused would hold its deployment's concurrency slot (so every
-later scheduled run would be cancelled) and a process until the pause timed out. With
-``review.mode: pause`` the run *is* Paused while it waits for the typed review input, and ends
-``Review`` with the reviewer's decision in the state message. It is not Failed-type: failure
-automations, flow retries and "failed runs" views are for releases that were refused or broke.
+With ``review.mode: pending`` REVIEW is a *terminal*, Completed-type state: the decision is taken
+outside the flow run (``privacy-gate approve`` days later, from another machine). With
+``review.mode: pause`` the run waits for the typed review input — a deployment's run suspended
+(Prefect's ``Suspended``: its process exits, it holds no deployment slot), any other run paused in
+its process — and ends ``Review approved`` / ``Review rejected`` with the reviewer's decision in the
+state message (the decision recorded with the CLI meanwhile, if there was one: the message says
+the form's answer was not applied). ``Review pending`` is not Failed-type: failure automations,
+flow retries and "failed runs" views are for releases that were refused or broke. (A suspended
+run left unanswered past ``review.timeout_seconds`` is ended by the Prefect server itself:
+``Failed``, "The flow was paused and never resumed.", its MLflow run still pending.)
 
 Every state's message is the verdict with its reason (the last line of the run's log, which
 Prefect ends with "Finished in state <name>('<message>')"). Prefect's flow run page shows the
@@ -98,6 +105,8 @@ def verdict_line(result: RunOutcome) -> str:
     if result.review in ("approve", "reject"):
         who = (result.review_decision or {}).get("reviewer", "?")
         parts.append(f"{'approved' if result.review == 'approve' else 'rejected'} by {who}")
+        if result.review_error:  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
+            parts.append(result.review_error)
     elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
         parts.append(f"awaiting review: {review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
                      if result.run_id else "awaiting review")

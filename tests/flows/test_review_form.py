@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 import privacy_gate.flows.coordination
+import privacy_gate.flows.review_wait
 import privacy_gate.flows.verdict_states
 import privacy_gate.gate.review_records
 from privacy_gate.errors import ReviewError
@@ -71,7 +72,7 @@ def test_groups_inside_a_suppressed_group_are_recorded_suppressed_not_approved()
 
 def test_doctests():
     for module in (privacy_gate.gate.review_records, privacy_gate.flows.verdict_states,
-                   privacy_gate.flows.coordination):
+                   privacy_gate.flows.coordination, privacy_gate.flows.review_wait):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -83,7 +84,7 @@ def test_a_deployment_pauses_at_most_one_run_for_review(prefect_server, monkeypa
     from prefect.client.orchestration import get_client
     from prefect.states import Paused
 
-    from privacy_gate.flows.gate_flows import _paused_sibling
+    from privacy_gate.flows.review_wait import paused_sibling as _paused_sibling
 
     @flow(name="review-sibling-probe")
     def probe():
@@ -102,7 +103,7 @@ def test_a_deployment_pauses_at_most_one_run_for_review(prefect_server, monkeypa
 
 
 def _sibling(monkeypatch, deployment_id, flow_run_id):
-    from privacy_gate.flows.gate_flows import _paused_sibling
+    from privacy_gate.flows.review_wait import paused_sibling as _paused_sibling
 
     monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", str(deployment_id))
     monkeypatch.setenv("PREFECT__RUNTIME__FLOW_RUN__ID", str(flow_run_id))
