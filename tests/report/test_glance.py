@@ -36,16 +36,14 @@ started through tests/reaper.py and stopped (tests/stack.py ``stop_group``); loo
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from privacy_gate import names, tracking
-from privacy_gate.gate.words import reasons_in_words
 
 from ..conftest import write_release_config
 from ..flows.test_once_per_release import ALWAYS_REVIEW  # a rule every release violates at review level
@@ -160,15 +158,48 @@ def prefect_ui(tmp_path_factory):
         yield server.url
 
 
+#: The two release runs, made in a child process whose only Prefect API is ``prefect_ui``: in the
+#: suite's process Prefect keeps clients to the session's test server (tests/conftest.py), so a
+#: flow run there could take its dataset slot on one server and renew the lease on the other — the
+#: renewal fails, the run is cancelled, and the other server's slot stays taken (its test server
+#: frees no expired lease), stalling every later gate of the dataset.
+_RUNS_SCRIPT = """
+import json, logging, sys
+logging.getLogger("prefect").setLevel(logging.INFO)
+from mlflow.tracking import MlflowClient
+from privacy_gate import names, tracking
+from privacy_gate.flows import release_flow
+from privacy_gate.flows.verdict_states import outcome_of
+from privacy_gate.gate.words import reasons_in_words
+configs, workdir, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+client = MlflowClient(tracking.default_tracking_uri(workdir))
+runs = {}
+for decision, config in configs.items():
+    state = release_flow(config_path=config, workdir=workdir, return_state=True)
+    outcome = outcome_of(state)
+    info = client.get_run(outcome.run_id).info
+    runs[decision] = {"decision": outcome.verdict.decision, "state": state.name,
+                      "first_action": outcome.verdict.reasons[0].action if outcome.verdict.reasons else None,
+                      "run_id": outcome.run_id, "flow_run": str(state.state_details.flow_run_id),
+                      "reason": reasons_in_words(outcome.verdict)[0].sentence, "message": state.message,
+                      "run_name": info.run_name, "experiment_id": info.experiment_id,
+                      "artifact_uri": info.artifact_uri, "report": f"{info.artifact_uri}/{names.ART_REPORT}"}
+open(out, "w").write(json.dumps(runs))
+"""
+
+
 @pytest.fixture(scope="module")
 def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     """A REVIEW and a BLOCK through the release flow on ``prefect_ui``, in one workdir:
-    ``{decision: {run_id, flow_run, reason, message, experiment_id, report}}`` and the workdir."""
-    from mlflow.tracking import MlflowClient
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    ``{decision: {run_id, flow_run, reason, message, experiment_id, report}}`` and the workdir.
 
-    from privacy_gate.flows import release_flow
-    from privacy_gate.flows.verdict_states import outcome_of
+    The runs log at INFO, as a production run does: the session's WARNING level would send Prefect
+    the verdict line alone, which would then sit on the flow run page's first screen; a real run's
+    page lists its progress lines first, oldest first, and the verdict line last."""
+    import os
+    import sys
+
+    from ..reaper import popen
 
     configs = {  # the configs only: both read the small table where the fixture wrote it
         "REVIEW": write_release_config(small_adult, {"name": "file", "path": str(small_adult / "independent.csv")},
@@ -176,30 +207,24 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
         "BLOCK": write_release_config(small_adult, {"name": "copy_train"}, name="glance-block.yaml", fast=True),
     }
     workdir = tmp_path_factory.mktemp("glance-wd")
-    client = MlflowClient(tracking.default_tracking_uri(workdir))
-    runs = {}
-    # the runs log at INFO, as a production run does: the session's WARNING level would send Prefect
-    # the verdict line alone, which would then sit on the flow run page's first screen; a real run's
-    # page lists its progress lines first, oldest first, and the verdict line last
-    prefect_logger = logging.getLogger("prefect")
-    with contextlib.ExitStack() as stack:
-        stack.callback(prefect_logger.setLevel, prefect_logger.level)
-        prefect_logger.setLevel(logging.INFO)
-        stack.enter_context(temporary_settings({PREFECT_API_URL: prefect_ui}))
-        for decision, config in configs.items():
-            state = release_flow(config_path=str(config), workdir=str(workdir), return_state=True)
-            outcome = outcome_of(state)
-            assert outcome.verdict.decision == decision, (decision, state.message)
-            assert state.name == STATE_NAMES[decision], state
-            reasons = reasons_in_words(outcome.verdict)
-            if decision == "BLOCK":  # the first reason of a BLOCK is a blocking one
-                assert outcome.verdict.reasons[0].action == "block", outcome.verdict.reasons[0]
-            info = client.get_run(outcome.run_id).info
-            assert info.artifact_uri.startswith("file://"), info.artifact_uri
-            runs[decision] = {"run_id": outcome.run_id, "flow_run": str(state.state_details.flow_run_id),
-                              "reason": reasons[0].sentence, "message": state.message, "run_name": info.run_name,
-                              "experiment_id": info.experiment_id,
-                              "report": f"{info.artifact_uri}/{names.ART_REPORT}"}
+    out = workdir / "runs.json"
+    env = {**os.environ, "PREFECT_API_URL": prefect_ui, "PREFECT_LOGGING_LEVEL": "INFO",
+           "PREFECT_HOME": str(tmp_path_factory.mktemp("glance-client-home"))}
+    with popen([sys.executable, "-c", _RUNS_SCRIPT, json.dumps({k: str(v) for k, v in configs.items()}),
+                str(workdir), str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            log, _ = proc.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log, _ = proc.communicate()
+    assert proc.returncode == 0 and out.exists(), log[-4000:]
+    runs = json.loads(out.read_text())
+    for decision, run in runs.items():
+        assert run["decision"] == decision, (decision, run["message"])
+        assert run["state"] == STATE_NAMES[decision], run
+        if decision == "BLOCK":  # the first reason of a BLOCK is a blocking one
+            assert run["first_action"] == "block", run
+        assert run["artifact_uri"].startswith("file://"), run["artifact_uri"]
     assert runs["REVIEW"]["experiment_id"] == runs["BLOCK"]["experiment_id"]  # one run list shows both
     return runs, workdir
 
