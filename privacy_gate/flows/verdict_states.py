@@ -75,15 +75,16 @@ def _first(items: list[str], n: int, sep: str) -> str:
     return sep.join(items[:n]) + more
 
 
-def _reasons_in_words(verdict: Any) -> list[str]:
-    """The reasons as sentences with their keys, the deciding ones first (a BLOCK's blocking
-    reasons before its review-level ones); a reason that has no words keeps its message."""
-    from privacy_gate.gate.words import reason_line
+def _deciding_reason_in_words(verdict: Any) -> str:
+    """The deciding reason as a sentence with its key (a BLOCK's first blocking one), and how many
+    more there are; words are made for that one reason only."""
+    from privacy_gate.gate.words import deciding_reason, reason_line
 
-    reasons = list(verdict.reasons)
-    if verdict.decision == "BLOCK":
-        reasons.sort(key=lambda c: c.action != "block")
-    return [reason_line(c, verdict) for c in reasons]
+    main = deciding_reason(verdict)
+    if main is None:
+        return ""
+    more = len(verdict.reasons) - 1
+    return reason_line(main, verdict) + (f" (+{more} more)" if more else "")
 
 
 def verdict_line(result: RunOutcome) -> str:
@@ -96,7 +97,7 @@ def verdict_line(result: RunOutcome) -> str:
     """
     verdict = result.verdict
     head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
-    reasons = _first(_reasons_in_words(verdict), 1, " ")
+    reasons = _deciding_reason_in_words(verdict)
     if len(reasons) > _MAX_REASON:
         reasons = reasons[:_MAX_REASON - 1] + "…"
     parts = [f"{head}: {reasons or 'every rule passed'}"]

@@ -362,6 +362,14 @@ def reasons_in_words(verdict: Verdict | Mapping[str, Any]) -> list[CheckWords]:
     return [check_words(c, ctx) for c in d.get("reasons") or []]
 
 
+def deciding_reason(verdict: Verdict) -> Check | None:
+    """The reason that decided ``verdict``: a BLOCK's first blocking reason (its review-level ones
+    come after), else the first reason; None when every rule passed."""
+    reasons = list(verdict.reasons)
+    blocking = next((c for c in reasons if c.action == "block"), None) if verdict.decision == "BLOCK" else None
+    return blocking or (reasons[0] if reasons else None)
+
+
 def reason_line(check: Check, verdict: Verdict | Mapping[str, Any]) -> str:
     """One line for a log or a state message: ``check`` in words with its key after it; its
     technical message when the words cannot be made (a line never fails a run)."""
@@ -372,4 +380,4 @@ def reason_line(check: Check, verdict: Verdict | Mapping[str, Any]) -> str:
     return " ".join((f"{words.sentence} ({words.key})" if words.key else words.sentence).split())
 
 
-__all__ = ["CheckWords", "VerdictContext", "check_words", "reason_line", "reasons_in_words"]
+__all__ = ["CheckWords", "VerdictContext", "check_words", "deciding_reason", "reason_line", "reasons_in_words"]
