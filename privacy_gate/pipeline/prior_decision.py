@@ -32,9 +32,9 @@ from typing import Any
 from privacy_gate import names, objectstore
 
 _CHUNK = 1 << 20
-#: Kinds of runs that never decide a release on their own (re-gates decided with their parent,
-#: the attacks' nested runs, a DP audit).
-_NOT_DECISIONS = frozenset({names.KIND_REVIEW_RERUN, names.KIND_LADDER_FILTER, "attack", "dp_audit"})
+#: Kinds of runs with a verdict that never decide a release on their own: re-gates, decided with
+#: their parent. (The attacks' and a DP audit's nested runs carry no verdict tag.)
+_NOT_DECISIONS = frozenset({names.KIND_REVIEW_RERUN, names.KIND_LADDER_FILTER})
 
 
 def source_fingerprint(location: str | Path) -> str:
