@@ -181,7 +181,7 @@ def calibration_power_short() -> str:
         extra = [k for k in s["reason_counts"] if k.startswith("validation.")]
         verdict = f"{s['n'] - s['approved']}/{s['n']}" + (f" ({s['block']} BLOCK)" if s["block"] else "")
         rows.append([LEAKS.get(cell, cell), verdict, ", ".join(tests + extra)])
-    return _table(["leak", "not approved", "tests that raised it"], rows) + "\n\n" + source("calibration_power_12000")
+    return _table(["leak", "not approved", "tests that raised it (in any seed)"], rows) + "\n\n" + source("calibration_power_12000")
 
 
 def calibration_side_by_side() -> str:
