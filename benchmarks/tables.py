@@ -33,7 +33,7 @@ from benchmarks._common import RESULTS, ROOT  # noqa: E402
 from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson  # noqa: E402
 
 #: the pages that hold generated tables
-PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md")
+PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md", "docs/per-sample.md", "docs/hardening.md")
 
 MARKER = re.compile(r"<!-- table:(?P<name>[a-z0-9_]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
 
@@ -230,9 +230,27 @@ def scale() -> str:
     return _table(head, rows) + "\n\n" + source(*names)
 
 
+def exposure() -> str:
+    """Per-sample detection on Adult (``bench_exposure.py``): the table its ``--table`` prints."""
+    from benchmarks.bench_exposure import markdown_table
+
+    return markdown_table(load("exposure_adult")["summary"]) + "\n\n" + source("exposure_adult")
+
+
+def probes() -> str:
+    """The hardening probes by kind (``bench_probes.py``): how many failed closed."""
+    d = load("probes")
+    rows = [[r["kind"], r["what"], str(r["probes"]), str(r["closed"]), str(r["failed"]), str(r["skipped"])]
+            for r in d["rows"]]
+    t = d["total"]
+    rows.append(["**all**", "", f"**{t['probes']}**", f"**{t['closed']}**", str(t["failed"]), str(t["skipped"])])
+    head = ["kind", "what the probes do", "probes", "closed", "failed", "skipped"]
+    return _table(head, rows, ["---", "---", "---:", "---:", "---:", "---:"]) + "\n\n" + source("probes")
+
+
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
-    calibration_side_by_side, gate_time, scale)}
+    calibration_side_by_side, gate_time, scale, exposure, probes)}
 
 
 # ------------------------------------------------------------------------------ pages and checks
