@@ -33,7 +33,8 @@ from benchmarks._common import RESULTS, ROOT  # noqa: E402
 from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson  # noqa: E402
 
 #: the pages that hold generated tables
-PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md", "docs/per-sample.md", "docs/hardening.md")
+PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md", "docs/per-sample.md", "docs/hardening.md",
+         "docs/generators.md", "docs/dp-audit.md")
 
 MARKER = re.compile(r"<!-- table:(?P<name>[a-z0-9_]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
 
@@ -248,9 +249,52 @@ def probes() -> str:
     return _table(head, rows, ["---", "---", "---:", "---:", "---:", "---:"]) + "\n\n" + source("probes")
 
 
+def privgan() -> str:
+    """privGAN against the plain GAN on Adult (``bench_privgan.py``): means over the seeds, one row
+    per generator and number of generators, the privacy weights (lambda) side by side."""
+    d = load("privgan_adult")
+    groups: dict[tuple, list[dict]] = {}
+    for s in d["summary"]:
+        groups.setdefault((s["generator"], s["n_generators"]), []).append(s)
+    rows = []
+    for (gen, n), ss in groups.items():
+        ss = sorted(ss, key=lambda s: s["privacy_weight"])
+        col = lambda k: " / ".join(f"{s[k]:.3f}" for s in ss)  # noqa: E731
+        rows.append([f"`{gen}`", str(n), " / ".join(f"{s['privacy_weight']:g}" for s in ss),
+                     col("auc_mean"), col("white_box_auc_mean"), col("utility_quality_mean")])
+    head = ["generator", "N", "lambda", "strongest black-box AUC", "white-box AUC (discriminator)", "utility quality"]
+    return _table(head, rows) + "\n\n" + source("privgan_adult")
+
+
+#: the generators of ``bench_dp_audit.py --teeth`` in words
+DP_AUDIT_TEETH = {"mst": "MST (honest)", "privbayes": "PrivBayes (honest)", "private_gsd": "Private-GSD (honest)",
+                  "mst_tenth_noise (broken)": "MST, noise / 10 (broken)",
+                  "privbayes_train_bins (broken)": "PrivBayes, bins from the training split (broken)"}
+
+
+def dp_audit_teeth() -> str:
+    """Honest and broken DP generators audited over seeds (``bench_dp_audit.py --teeth``): how many
+    audits show the claim exceeded, the epsilon lower bounds' range, and the score that gave the
+    largest bound when one exceeded the claim."""
+    d = load("dp_audit_teeth")
+    seeds = d["seeds"]
+    rows = []
+    for gen, s in d["summary"].items():
+        exceeds = str(s["exceeds_claim"])
+        bound = f"{s['epsilon_lower_min']:.2f} – {s['epsilon_lower_max']:.2f}"
+        if s["exceeds_claim"]:
+            exceeds = f"**{exceeds}**"
+            best = {a["best_score"] for a in d["audits"] if a["generator"] == gen and a["exceeds_claim"]}
+            bound += " (" + ", ".join(sorted(b.replace("box", "-box") for b in best)) + ")"
+        rows.append([DP_AUDIT_TEETH.get(gen, gen), str(s["audits"]), exceeds, bound])
+    head = ["generator", f"audits (seeds {seeds[0]}–{seeds[-1]})", "`exceeds_claim` at 95%",
+            "epsilon >= (min – max over seeds)"]
+    return _table(head, rows) + "\n\n" + source("dp_audit_teeth")
+
+
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
-    calibration_side_by_side, gate_time, scale, exposure, probes)}
+    calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth)}
 
 
 # ------------------------------------------------------------------------------ pages and checks
