@@ -12,7 +12,11 @@ A page holds a generated table between two marker comments::
 (``tests/test_docs_site.py`` runs that check in ``make test``). Each table is one function of
 :data:`TABLES`, reading one or a few results files; the figures are printed as the JSON has them
 (rounded for display, never recomputed from other sources). A table whose figures are not all in
-a results file stays hand-written (the per-script headlines of docs/benchmarks.md).
+a results file stays hand-written: the per-script headlines of docs/benchmarks.md (sentences
+over many files, some figures measured outside them), the DP audit's tightness table
+(docs/dp-audit.md: what the white-box score sees and its mu ceiling are not in
+``dp_audit.json``), the dependency study's table (docs/subgroups-and-dependency.md: a chosen
+selection of ``dependency_adult.json``'s cells, merged by hand) and the corpus tables.
 """
 
 from __future__ import annotations
