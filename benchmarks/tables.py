@@ -296,7 +296,27 @@ def dp_audit_teeth() -> str:
     return _table(head, rows) + "\n\n" + source("dp_audit_teeth")
 
 
-TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
+def naming() -> str:
+    """Target-level naming at 12,000 training rows (``bench_naming.py``): per cell, gates where
+    any record was named and the mean named, with equal shares q/k and with the label-blind
+    shares, the largest false-discovery proportion, and the twin floor's range."""
+    d = load("naming_12000")
+    rows = []
+    for cell, s in d["summary"].items():
+        mine = [r for r in d["rows"] if r["cell"] == cell]
+        twins = [r["twins_at_copy_median"] for r in mine]
+        copied = [r["copied_tested"] for r in mine]
+        w, e = s["weighted"], s["equal"]
+        rows.append([f"{LEAKS.get(cell, cell)} (`{cell}`)", f"{min(copied)}–{max(copied)}",
+                     f"{e['named_any']}/{e['gates']}, {e['named_mean']:.1f}",
+                     f"{w['named_any']}/{w['gates']}, {w['named_mean']:.1f}", _pct(w["fdp_max"], 1),
+                     f"{min(twins)}–{max(twins)}"])
+    head = ["leak", "copied member targets", "equal shares q/k: gates naming any, mean named",
+            "label-blind shares: gates naming any, mean named", "largest FDP", "twins at the copies' median"]
+    return _table(head, rows) + "\n\n" + source("naming_12000")
+
+
+TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, 
     calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
     calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth)}
 
