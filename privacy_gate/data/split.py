@@ -117,3 +117,19 @@ def labelled_units(units: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, n
     if (member & non_member).any():
         raise ValueError("a unit (entity) has rows among both the members and the non-members")
     return codes.astype(np.int64), member
+
+
+def one_row_each(codes: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of one row, drawn uniformly, of each of ``n`` units drawn uniformly
+    (``codes``: :func:`unit_codes`). Attempts on different people are independent where a
+    person's rows are not: a rate over these rows keeps its binomial interval.
+
+    >>> rows = one_row_each(np.array([0, 0, 1, 2, 2, 2]), 2, np.random.default_rng(0))
+    >>> len(rows), len(set(np.array([0, 0, 1, 2, 2, 2])[rows].tolist()))
+    (2, 2)
+    """
+    codes = np.asarray(codes)
+    order = rng.permutation(codes.size)  # each unit's first row in a random order: a uniform row of it
+    units, first = np.unique(codes[order], return_index=True)
+    chosen = rng.choice(units.size, n, replace=False)
+    return np.sort(order[first[chosen]])
