@@ -1,6 +1,9 @@
 """Exposed-record discovery: which training records do the attacks single out (false discovery
 rate controlled), is there an excess of members among the most extreme scores, and how large is
 the share of exposed records — every figure valid when all members share one calibration set.
+One module because every figure here is read off one calibration set under one exchangeability
+argument (records, or people in a panel: ``discover_exposed(units=...)``); the label-blind naming
+weights are the part that could move out when it grows.
 
 **One statistic per record for the tests.** The attacks are combined before testing: a record's
 combined score is the maximum over the attacks of its rank among all scored records (members and
