@@ -97,3 +97,39 @@ def unit_max(scores: np.ndarray, codes: np.ndarray) -> np.ndarray:
                   dtype=scores.dtype if scores.dtype.kind == "f" else np.int64)
     np.maximum.at(out, codes, scores)
     return out
+
+
+def labelled_units(units: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's unit as codes ``0 .. units - 1``, each unit's label) for labelled rows grouped
+    into units (any hashable codes, e.g. :func:`unit_codes` offset per side). A unit on both sides
+    of a membership split is refused: the split is by entity, so that is a caller's mix-up.
+
+    >>> codes, lab = labelled_units(np.array([7, 3, 7, 9]), np.array([1, 0, 1, 0]))
+    >>> codes.tolist(), lab.tolist()
+    ([1, 0, 1, 2], [False, True, False])
+    """
+    labels = np.asarray(labels).astype(bool)
+    keys, codes = np.unique(np.asarray(units), return_inverse=True)
+    member = np.zeros(keys.size, dtype=bool)
+    member[codes[labels]] = True
+    non_member = np.zeros(keys.size, dtype=bool)
+    non_member[codes[~labels]] = True
+    if (member & non_member).any():
+        raise ValueError("a unit (entity) has rows among both the members and the non-members")
+    return codes.astype(np.int64), member
+
+
+def one_row_each(codes: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of one row, drawn uniformly, of each of ``n`` units drawn uniformly
+    (``codes``: :func:`unit_codes`). Attempts on different people are independent where a
+    person's rows are not: a rate over these rows keeps its binomial interval.
+
+    >>> rows = one_row_each(np.array([0, 0, 1, 2, 2, 2]), 2, np.random.default_rng(0))
+    >>> len(rows), len(set(np.array([0, 0, 1, 2, 2, 2])[rows].tolist()))
+    (2, 2)
+    """
+    codes = np.asarray(codes)
+    order = rng.permutation(codes.size)  # each unit's first row in a random order: a uniform row of it
+    units, first = np.unique(codes[order], return_index=True)
+    chosen = rng.choice(units.size, n, replace=False)
+    return np.sort(order[first[chosen]])

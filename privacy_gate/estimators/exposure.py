@@ -1,6 +1,9 @@
 """Exposed-record discovery: which training records do the attacks single out (false discovery
 rate controlled), is there an excess of members among the most extreme scores, and how large is
 the share of exposed records — every figure valid when all members share one calibration set.
+One module because every figure here is read off one calibration set under one exchangeability
+argument (records, or people in a panel: ``discover_exposed(units=...)``); the label-blind naming
+weights are the part that could move out when it grows.
 
 **One statistic per record for the tests.** The attacks are combined before testing: a record's
 combined score is the maximum over the attacks of its rank among all scored records (members and
@@ -72,6 +75,7 @@ attack scores.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -81,6 +85,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from privacy_gate.data.split import labelled_units, unit_max
 from privacy_gate.estimators.tail_test import GAP_DIGITS, TAIL_MAX_TOP, gap_level, random_tie_ranks, tail_excess_pvalue
 
 FdrMethod = Literal["bh", "by"]
@@ -246,9 +251,10 @@ class ExposureResult:
     """Exposed-record discovery over the member targets. ``records`` is keyed by row id only."""
 
     records: pd.DataFrame  # row_id, p_value (combined), exposed (bool), attack (its highest rank), p_<attack>...
-    count: int  # discoveries
-    tested: int  # member targets tested
-    calibration: int  # non-member targets
+    # (a panel: one row per member target row with its person's ``unit`` code and figures)
+    count: int  # discoveries (people in a panel)
+    tested: int  # member targets tested (people in a panel)
+    calibration: int  # non-member targets (people in a panel)
     threshold: float  # the step-up p-value threshold (0 when nothing is selected)
     false_expected: float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
     share: float  # the largest single-attack share singled out at ``level`` beyond chance
@@ -265,6 +271,7 @@ class ExposureResult:
     n_attacks: int
     share_pvalue: float = 1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
     weights: Mapping[str, float] = field(default_factory=dict)  # each attack's share of the naming level
+    simes: float | None = None  # Simes over the tested units' p-values (None: over ``records``, one row a unit)
 
     @property
     def discoveries(self) -> np.ndarray:
@@ -287,7 +294,8 @@ class ExposureResult:
                 "attacks": float(self.n_attacks), "delta": self.delta, "tail_pvalue": self.tail_pvalue,
                 "tail_top": float(self.tail_top), "min_pvalue": self.min_pvalue,
                 "naming_needs": float(self.naming_needs),
-                "simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy()), "share_pvalue": self.share_pvalue}
+                "simes_pvalue": (simes_pvalue(self.records["p_value"].to_numpy()) if self.simes is None
+                                 else self.simes), "share_pvalue": self.share_pvalue}
 
 
 #: the share of the naming level split over the attacks by how much their top scores stand out
@@ -386,9 +394,26 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
 
 def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
                      level: float, delta: float, method: FdrMethod = "bh", tail_max_share: float = 0.01,
-                     seed: int = 0) -> ExposureResult:
+                     seed: int = 0, units: np.ndarray | None = None) -> ExposureResult:
     """Combined per-record scores, their conformal p-values for every member target, FDR
-    selection over the members, the tail-excess test and the exposed-share bounds."""
+    selection over the members, the tail-excess test and the exposed-share bounds.
+
+    ``units`` (a panel: each target's person, :attr:`~privacy_gate.experiment.targets.Targets.units`):
+    every figure is over people — a person's score per attack is the maximum over their target rows
+    (:func:`~privacy_gate.data.split.unit_max`, as the member scan), then all of the above runs on
+    those scores, and each member row carries its person's p-values and selection. Valid when the
+    people, not their rows, are exchangeable (whole people drawn as targets: ``choose_targets``)."""
+    if units is not None:
+        codes, unit_labels = labelled_units(units, labels)
+        res = discover_exposed({a: unit_max(np.asarray(s, dtype=float), codes) for a, s in scores.items()},
+                               unit_labels, np.arange(unit_labels.size), q=q, level=level, delta=delta,
+                               method=method, tail_max_share=tail_max_share, seed=seed)
+        member_rows = np.asarray(labels).astype(bool)
+        # per member row: its person's record (``row_id`` there is the person's code)
+        by_unit = res.records.set_index("row_id").loc[codes[member_rows]].reset_index(drop=True)
+        records = pd.concat([pd.DataFrame({"row_id": np.asarray(row_ids)[member_rows],
+                                           "unit": codes[member_rows]}), by_unit], axis=1)
+        return dataclasses.replace(res, records=records, simes=res.simes)
     labels = np.asarray(labels).astype(bool)
     if not scores:
         raise ValueError("exposed-record discovery needs at least one attack's scores")
@@ -421,4 +446,4 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
                           threshold=threshold, false_expected=float((1 - share) * n1 * sum(thresholds)), share=share,
                           share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
                           min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
-                          n_attacks=len(names), share_pvalue=share_p, weights=weights)
+                          n_attacks=len(names), share_pvalue=share_p, weights=weights, simes=simes_pvalue(pvalues))

@@ -11,6 +11,20 @@ which is which). The one-sided binomial (sign) test of the training side's exces
 Records of a random split are negatively associated, which only narrows the count's spread, so
 the binomial tail is conservative.
 
+**Panels** (``spec.entity_id``): the split made *people* exchangeable, not person-years, and a
+person's rows are matched together (one synthetic person like a real one reproduces several of
+their years at once), so the rows' sign test would count one coincidence several times. With an
+entity id the two sides are equal numbers of whole people (the larger side's people subsampled,
+seeded), and a person is *matched* when any of their rows equals a synthetic row. The matched
+set ``M`` is a function of the sampled people and the release alone; given those, under no
+leakage, which ``n`` of the ``2n`` people are the training ones is a uniformly random split (the
+entity split and the draws are uniform over people), so the training people among ``M`` follow
+the hypergeometric law ``H(2n, n, |M|)`` exactly: its upper tail is the p-value (no
+approximation, twins on both sides included). ``train_only`` / ``holdout_only`` then count the
+matched training / holdout people, ``compared`` the people per side; the shares and
+``excess_share`` stay shares of synthetic rows (the block bar reads the release), scaled by the
+people sampled.
+
 ``excess_share`` estimates the share of synthetic rows that copy a training record beyond the
 twin rate (the subsample's excess scaled back to the whole training split): the block bar.
 
@@ -34,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.table import row_hashes
 from privacy_gate.spec import DatasetSpec
 
@@ -69,6 +84,8 @@ def copy_test(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFram
     n = min(len(train), len(holdout))
     if n == 0 or len(synthetic) == 0:
         raise ValueError("the copy test needs training, holdout and synthetic records")
+    if spec.entity_id is not None:
+        return _copy_test_people(synthetic, train, holdout, spec, seed=seed)
     rng = np.random.default_rng(seed)
     t_keys = row_hashes(_sample(train, n, rng)[cols])
     h_keys = row_hashes(_sample(holdout, n, rng)[cols])
@@ -86,6 +103,43 @@ def copy_test(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFram
     return CopyTest(pvalue=p, excess_share=excess_rows * scale, excess_lower=(excess_rows - half) * scale,
                     train_share=float(in_t_rows.mean()), holdout_share=float(in_h_rows.mean()), train_only=b,
                     holdout_only=c, compared=n, n_pool=len(train))
+
+
+def _sample_people(df: pd.DataFrame, codes: np.ndarray, n: int, rng: np.random.Generator
+                   ) -> tuple[pd.DataFrame, np.ndarray]:
+    """``n`` whole people of ``df`` (all of them when there are no more), with their unit codes."""
+    people = int(codes.max()) + 1
+    if people <= n:
+        return df, codes
+    take = np.isin(codes, rng.choice(people, n, replace=False))
+    return df[take], codes[take]
+
+
+def _copy_test_people(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, spec: DatasetSpec, *,
+                      seed: int) -> CopyTest:
+    """The panel's copy test (module docstring, "Panels"): people matched, hypergeometric tail."""
+    cols = spec.attribute_columns
+    codes = [unit_codes(train, spec.entity_id), unit_codes(holdout, spec.entity_id)]
+    people = [int(c.max()) + 1 for c in codes]
+    n = min(people)
+    rng = np.random.default_rng(seed)
+    (t_rows, t_codes), (h_rows, h_codes) = (_sample_people(df, c, n, rng)
+                                            for df, c in zip((train, holdout), codes))
+    t_keys, h_keys = row_hashes(t_rows[cols]), row_hashes(h_rows[cols])
+    syn = row_hashes(synthetic[cols])
+    # a person is matched when any of their rows is in the release (unit_max of the row matches)
+    b = int(unit_max(np.isin(t_keys, syn).astype(np.int64), t_codes).clip(0).sum())
+    c = int(unit_max(np.isin(h_keys, syn).astype(np.int64), h_codes).clip(0).sum())
+    p = float(stats.hypergeom.sf(b - 1, 2 * n, n, b + c)) if b else 1.0
+    in_t_rows, in_h_rows = np.isin(syn, t_keys), np.isin(syn, h_keys)
+    scale = people[0] / n  # a copied training person is among the sampled with probability n / people
+    excess_rows = float(in_t_rows.mean() - in_h_rows.mean())
+    # the spread of the matched people's difference (at most sqrt(b + c) under no leakage), in rows
+    per_person = in_t_rows.sum() / max(1, b)  # synthetic rows per matched training person
+    half = 1.645 * np.sqrt(b + c) * per_person / len(synthetic)
+    return CopyTest(pvalue=p, excess_share=excess_rows * scale, excess_lower=(excess_rows - half) * scale,
+                    train_share=float(in_t_rows.mean()), holdout_share=float(in_h_rows.mean()), train_only=b,
+                    holdout_only=c, compared=n, n_pool=people[0])
 
 
 __all__ = ["CopyTest", "copy_test"]

@@ -11,6 +11,10 @@ under which it calibrates the member scan). Per-subgroup risks of linkability an
 computed for the audit's subgroup columns, each interval at level ``alpha / m`` over the ``m``
 groups measured (Bonferroni: family-wise, as the audit's Holm correction is).
 
+A panel (``spec.entity_id``): linkability and inference attack one row of each of ``n`` people per
+side (:func:`_attempts`: a person's years are one attempt repeated); singling out still counts
+rows (``docs/gate.md``, "Not yet").
+
 Only column names, counts, rates and risks leave this module; never a record value.
 """
 
@@ -25,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import SMALLEST_CONTROL, DisclosureConfig
+from privacy_gate.data.split import one_row_each, unit_codes
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.disclosure import ALPHA, INTERVAL_METHOD, DisclosureRisk, disclosure_risk, holm_alpha
 from privacy_gate.experiment.disclosure_codes import Codes
@@ -206,6 +211,27 @@ def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, cont
     return out
 
 
+def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, n_attacks: int, seed: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The training and control rows linkability and inference attack, as many on each side.
+
+    A panel (``spec.entity_id``): one uniformly drawn row of each of ``n`` people per side. The
+    rates' Wilson intervals and the budget's two-proportion test take the attempts as independent;
+    a person's years are not (an attack that works on one year of a person works on the others),
+    so rows would count one person's luck several times. People are independent, and one row each
+    keeps the rate a rate per attempt, comparable between the sides whatever the years per person
+    (a person counted as a success when any of their rows is would make the rate grow with the
+    rows drawn per person, which differ between training and control)."""
+    rng = np.random.default_rng(seed)
+    eid = spec.entity_id
+    if eid is None or eid not in train.columns or eid not in control.columns:
+        n = min(n_attacks, len(train), len(control))
+        return np.sort(rng.choice(len(train), n, replace=False)), np.sort(rng.choice(len(control), n, replace=False))
+    codes = [unit_codes(train, eid), unit_codes(control, eid)]
+    n = min(n_attacks, *(int(c.max()) + 1 for c in codes))
+    return one_row_each(codes[0], n, rng), one_row_each(codes[1], n, rng)
+
+
 def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec,
                        cfg: DisclosureConfig, *, seed: int, control_source: str = "control records",
                        subgroups: Sequence[str] = (), public: dict[str, frozenset[str]] | None = None,
@@ -229,10 +255,7 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
         _LOG.info("  singling out (%s): %d predicates, risk %.3f [%.3f, %.3f]", results[-1].mode,
                   results[-1].n_predicates, results[-1].risk.risk, results[-1].risk.risk_lower,
                   results[-1].risk.risk_upper)
-    rng = np.random.default_rng(seed)
-    n = min(cfg.n_attacks, len(train), len(control))
-    train_idx = np.sort(rng.choice(len(train), n, replace=False))
-    control_idx = np.sort(rng.choice(len(control), n, replace=False))
+    train_idx, control_idx = _attempts(train, control, spec, n_attacks=cfg.n_attacks, seed=seed)
     link = None
     if who.link_a and who.link_b:
         link = linkability(codes, who.link_a, who.link_b, train_idx=train_idx, control_idx=control_idx,

@@ -125,7 +125,8 @@ def _targets(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits = state.settings, state.inputs.splits
     cap = settings.targets.max_per_class or default_targets_per_class(delta=settings.mace.delta,
                                                                       prior=settings.mace.prior)
-    state.targets = targets = executor.run("targets", choose_targets, splits, settings.targets, max_per_class=cap)
+    state.targets = targets = executor.run("targets", choose_targets, splits, settings.targets, max_per_class=cap,
+                                           entity_id=settings.spec.entity_id)  # a panel: whole people
     logger.info("  %d member and %d non-member targets", int(targets.labels.sum()), int((targets.labels == 0).sum()))
     if settings.targets.n_non_members is None and len(splits.holdout) > cap:
         why = ("targets.max_per_class" if settings.targets.max_per_class
@@ -225,13 +226,13 @@ def mace_line(name: str, metrics: dict[str, float]) -> str:
 
 def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
-    n_calibration = int((state.targets.labels == 0).sum())  # too few place no threshold at cfg.level
+    n_calibration = state.targets.count(members=False)  # too few place no threshold at cfg.level
     _short(state, logger, level_shortfall(cfg.level, n_calibration))
     state.exposure = e = executor.run("exposure", discover_exposed, {o.name: o.scores for o in state.gated},
                                       state.targets.labels, state.targets.row_ids, q=cfg.fdr,
                                       level=calibration_level(cfg.level, n_calibration),
                                       delta=cfg.delta, method=cfg.method, tail_max_share=cfg.tail_max_share,
-                                      seed=state.settings.targets.seed)
+                                      seed=state.settings.targets.seed, units=state.targets.units)
     state.metrics.update({exposure_metric(k): v for k, v in e.metrics().items()})
     logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, %.4f] at "
                 "%g false alarms; tail-excess p %.4f (top %d)", e.count, e.tested, cfg.fdr, e.false_expected, e.share,

@@ -76,9 +76,12 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     out.update(mace_for_attacks(scores, labels, row_ids, prior=m.prior, delta=m.delta,
                                 n_permutations=m.n_permutations, epsilon=settings.epsilon).metrics)
     e = settings.exposure
-    level = calibration_level(e.level, int((labels == 0).sum()))  # as the gate run measured it (a small table)
+    # a panel: over the people with a target row outside the group, each by their rows outside it
+    units = None if targets.units is None else np.asarray(targets.units)[keep]
+    n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
+    level = calibration_level(e.level, n_calibration)  # as the gate run measured it (a small table)
     res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=level, delta=e.delta, method=e.method,
-                           tail_max_share=e.tail_max_share, seed=settings.targets.seed)
+                           tail_max_share=e.tail_max_share, seed=settings.targets.seed, units=units)
     out.update({exposure_metric(k): v for k, v in res.metrics().items()})
     if state.disclosure_inputs is not None:
         key = state.inputs.label_key
