@@ -215,12 +215,14 @@ def _review_suspended_then_answered(services, serve_proc, review) -> SimpleNames
     answer_at = max(suspended_at.timestamp() + REVIEW_WAIT_SECONDS,
                     review.start_time.timestamp() + OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS + 5)
     watched = []  # (seconds since the suspension, state type, state name, gate process gone)
-    while time.time() < answer_at:
+    while True:  # looked at once at least, the last time when it is answered
         _runs_by_deployment(services)
         state = _flow_run(services, review.id).state
         watched.append((time.time() - suspended_at.timestamp(), state.type.value, state.name,
                         _gate_process_gone(services, review.id)))
         assert serve_proc.alive() is not False, serve_proc.tail()
+        if time.time() >= answer_at:
+            break
         time.sleep(min(5.0, max(0.0, answer_at - time.time())))
     run = _flow_run(services, review.id)
     with _prefect(services):
