@@ -214,6 +214,14 @@ def _review_suspended_then_answered(services, serve_proc, review) -> SimpleNames
     suspended_at = review.state.timestamp
     answer_at = max(suspended_at.timestamp() + REVIEW_WAIT_SECONDS,
                     review.start_time.timestamp() + OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS + 5)
+    # the process that gated and suspended it exits (seconds after the suspension on a loaded
+    # machine); from then on, every look below must find it gone
+    exit_deadline = time.time() + 90
+    while _gate_process_gone(services, review.id) is not True:
+        assert time.time() < exit_deadline, "the suspended run's process did not exit within 90 s"
+        assert serve_proc.alive() is not False, serve_proc.tail()
+        time.sleep(1)
+    exited = time.time() - suspended_at.timestamp()
     watched = []  # (seconds since the suspension, state type, state name, gate process gone)
     while True:  # looked at once at least, the last time when it is answered
         _runs_by_deployment(services)
@@ -239,7 +247,7 @@ def _review_suspended_then_answered(services, serve_proc, review) -> SimpleNames
         assert time.time() < deadline, f"the answered review did not end: {state.name} {state.message}"
         assert serve_proc.alive() is not False, serve_proc.tail()
         time.sleep(2)
-    return SimpleNamespace(watched=watched, waited=answered - suspended_at.timestamp(),
+    return SimpleNamespace(exited=exited, watched=watched, waited=answered - suspended_at.timestamp(),
                            since_start=answered - run.start_time.timestamp(), resumed_in=time.time() - answered,
                            cancelled_resumption=cancelled_resumption, suspended_at=suspended_at)
 
@@ -524,7 +532,8 @@ def test_a_suspended_review_answered_after_minutes_resumes_and_publishes(service
     assert review.waited >= REVIEW_WAIT_SECONDS and review.since_start > OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS
     assert review.watched and review.watched[-1][0] >= REVIEW_WAIT_SECONDS - 10
     assert {(kind, name) for _, kind, name, _ in review.watched} == {("PAUSED", "Suspended")}, review.watched
-    assert all(gone is True for *_, gone in review.watched), review.watched  # no process waits for the reviewer
+    # no process waits for the reviewer: the one that suspended it exited and stayed gone
+    assert review.exited < 90 and all(gone is True for *_, gone in review.watched), (review.exited, review.watched)
     run = served.runs["review"]
     assert (run.state.type.value, run.state.name) == ("COMPLETED", "Review approved"), run.state.message
     record = _mlflow_runs(services)[str(run.id)]
