@@ -105,16 +105,20 @@ def test_gate_publish_to_s3_goes_to_the_bucket(s3_env, small_adult, tmp_path, mo
 
     from privacy_gate.cli import app
 
-    from ..conftest import EXAMPLE
+    from ..conftest import EXAMPLE, lighten
 
     real = pd.read_csv(small_adult / "real.csv")
     for name, part in {"train": real.iloc[:1800], "holdout": real.iloc[1800:2400], "reference": real.iloc[2400:]}.items():
         part.to_csv(tmp_path / f"{name}.csv", index=False)
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]))
+    example = yaml.safe_load(EXAMPLE.read_text())
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(example["dataset"]["spec"]))
+    # where the release goes, not the statistics: the example's judging at plumbing weight
+    judging = lighten({k: example[k] for k in ("targets", "attacks", "gate", "audit", "mace") if k in example})
+    (tmp_path / "judging.yaml").write_text(yaml.safe_dump(judging))
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, [
         "gate", "--train", "train.csv", "--holdout", "holdout.csv", "--reference", "reference.csv",
-        "--synthetic", str(small_adult / "independent.csv"), "--spec", "spec.yaml", "--workdir", "wd",
+        "--synthetic", str(small_adult / "independent.csv"), "--spec", "spec.yaml", "--config", "judging.yaml", "--workdir", "wd",
         "--orchestrator", "local", "--publish-to", "s3://releases/gate-only", "--json"], catch_exceptions=False)
     verdict = json.loads(result.stdout.strip().splitlines()[-1])
     assert result.exit_code == 0 and verdict["verdict"] == "APPROVE", verdict.get("reasons")
