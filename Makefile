@@ -88,9 +88,9 @@ demo: install
 	@$(BIN)/privacy-gate run examples/adult.yaml --workdir .privacy-gate
 
 # Two pytest-xdist workers (CI machines have 2 cores; PYTEST_WORKERS=0 runs in one process).
-# --dist loadgroup: tests sharing a module-scoped run or servers stay together on one worker, the
-# few that must not run beside each other run one after another (tests/conftest.py: SERIAL_MODULES),
-# and the longest work units start first (UNIT_SECONDS there: the production stack at once).
+# --dist loadgroup: tests sharing a module-scoped run stay together on one worker, the tests that
+# start servers or many processes run one after another (tests/conftest.py: SERIAL_MODULES), and
+# the longest work units start first (UNIT_SECONDS there: that serial chain at once).
 PYTEST_WORKERS ?= 2
 test: install
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10

@@ -163,32 +163,28 @@ def prefect_server():
 # with pytest 9.2 xdist 3.8's loadgroup silently ignores the marks (it renames the node id, which
 # pytest no longer reads: pytest-dev/pytest-xdist#1386). Marks still work where xdist honours them.
 
-#: Tests that must not share the machine with each other: many processes racing on one workdir (8
-#: concurrent first runs), a tracking server killed and restarted within a retry window. One group:
-#: one worker runs them one after another (the other worker keeps running other tests).
-#:
-#: Modules that start servers only need their own ports and homes (``stack.free_port``, a temporary
-#: PREFECT_HOME, a per-worker Prefect test server): they are groups of their own
-#: (``SHARED_RESULT_MODULES``), so the two workers can run them side by side.
-SERIAL_MODULES = {"test_concurrency", "test_infra_retries"}
+#: Tests that must not share the machine with each other: each starts servers on loopback or many
+#: processes, or depends on timing (a scheduled run every minute, a server killed mid-run, 8
+#: concurrent first runs). One group: one worker runs them one after another (the other worker
+#: keeps running ordinary tests). Their ports and homes are their own, so they *could* run side by
+#: side; they are kept apart because under load the stack's every-minute schedules and the racing
+#: modules starve each other (seen at load 15-19 here), and a flaky CI lands nothing.
+SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", "test_glance", "test_dask_cluster",
+                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot"}
 
-#: Modules whose tests read one expensive module-scoped result (a finished release run, a server,
-#: a stack): kept on one worker, so that result is made once, not once per worker.
+#: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
+#: kept on one worker, so that result is made once, not once per worker.
 SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_objectstore", "test_report",
-                         "test_audit_e2e", "test_post_decision_faults", "test_keyed_labels", "test_suspended_review",
-                         # servers of their own on free ports (see SERIAL_MODULES)
-                         "test_production_stack", "test_browser", "test_first_screen", "test_glance",
-                         "test_dask_cluster", "test_cleanup", "test_dataset_slot"}
+                         "test_audit_e2e", "test_post_decision_faults", "test_keyed_labels", "test_suspended_review"}
 
 #: About how long the longest work units take (seconds of one worker on a quiet 2-core machine, from
 #: ``--durations=0``): a group above (all its tests), else each test of the module named.
 #: Only their order matters: the scheduler hands out the longest units first (longest processing
 #: time first), so no long unit starts at the end while the other worker has nothing left. The
-#: production stack (its scheduled gates, the suspended review past the old crash point, the
-#: killed holder's lease) is the longest one by far: it starts at once.
-UNIT_SECONDS = {"test_production_stack": 600, "serial": 160, "test_cleanup": 140, "test_suspended_review": 140,
-                "test_review": 130, "test_glance": 75, "test_label_privacy": 66, "test_real_tables": 30,
-                "test_messy_tables": 20}
+#: serial group (the production stack with its scheduled gates and the suspended review past the
+#: old crash point, then the other server modules) is the longest one by far: it starts at once.
+UNIT_SECONDS = {"serial": 1100, "test_suspended_review": 140, "test_review": 130, "test_label_privacy": 66,
+                "test_real_tables": 30, "test_messy_tables": 20}
 
 
 def xdist_group(nodeid: str) -> str | None:
@@ -208,7 +204,7 @@ def xdist_group(nodeid: str) -> str | None:
 def unit_seconds(scope: str, nodeids) -> float:
     """The estimated length of a work unit (``UNIT_SECONDS``; a unit not listed: one second a test).
 
-    >>> unit_seconds("test_production_stack", ["a", "b"]) > unit_seconds("tests/data/test_split.py::test_x", ["x"])
+    >>> unit_seconds("serial", ["a", "b"]) > unit_seconds("tests/data/test_split.py::test_x", ["x"])
     True
     """
     module = scope if scope in UNIT_SECONDS else Path(scope.split("::", 1)[0]).stem
