@@ -402,7 +402,7 @@ class ReviewConfig(_Strict):
     timeout_seconds: int = Field(3600, gt=0)
     poll_seconds: int = Field(10, gt=0)  # how often a flow paused in its process checks for the input
     # a deployment's run of a release (same config, data files and version) already decided or
-    # awaiting its review is skipped, naming that run (pipeline/prior_decision.py)
+    # awaiting its review is skipped, naming that run (review/prior_decision.py)
     once_per_release: bool = True
 
 
@@ -550,7 +550,7 @@ def _audit_problem(audit: AuditConfig, spec: DatasetSpec) -> str | None:
 
 
 class DPAuditConfig(_Strict):
-    """``audit_dp``: audit the generator's DP claim before the release (``pipeline/dp_audit.py``).
+    """``audit_dp``: audit the generator's DP claim before the release (``studies/dp_audit.py``).
 
     An empirical epsilon lower bound above ``max_ratio`` x the claimed epsilon BLOCKs the release
     (the generator's DP implementation is broken); any audit error BLOCKs too (fail closed). The
@@ -632,7 +632,7 @@ class RemediateConfig(_Strict):
 
 def _ladder_problem(remediate: RemediateConfig | None) -> str | None:
     """What is wrong with the ladder's filter rungs, or None (generator rungs are checked against
-    their generator by ``pipeline.remediation.check_ladder``)."""
+    their generator by ``runs.remediation.check_ladder``)."""
     after_filter = False
     for i, rung in enumerate(remediate.ladder if remediate else []):
         where = f"remediate.ladder[{i}]"

@@ -124,7 +124,7 @@ def reconcile(uri: str, dataset: str, experiment: str | None) -> None:
     """Before a run: the dataset's runs left RUNNING by a gone process are marked KILLED (doctor's
     cheap part; a warning at most, never a failure)."""
     from privacy_gate.names import experiment_name
-    from privacy_gate.pipeline.doctor import reconcile_on_start
+    from privacy_gate.review.doctor import reconcile_on_start
 
     reconcile_on_start(uri, experiment_name(dataset, experiment), cli_logger())
 

@@ -81,7 +81,7 @@ def run(
     def check(cfg: Any) -> None:
         check_components(cfg.generator.name, cfg.generator.params, cfg.attacks)
         if cfg.remediate is not None:
-            from privacy_gate.pipeline.remediation import check_ladder
+            from privacy_gate.runs.remediation import check_ladder
 
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
 
@@ -99,8 +99,8 @@ def run(
     reconcile(tracking_uri, cfg.dataset.spec.name, cfg.tracking.experiment)
     if not use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
         from privacy_gate.pipeline.executor import LocalExecutor
-        from privacy_gate.pipeline.remediation import remediated_release_run
-        from privacy_gate.pipeline.retrying import run_with_retries
+        from privacy_gate.runs.remediation import remediated_release_run
+        from privacy_gate.runs.retrying import run_with_retries
 
         logger = cli_logger()
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
@@ -176,7 +176,7 @@ def gate(
 
     reconcile(probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
     if not use_prefect(orchestrator):
-        from privacy_gate.pipeline.release import gate_only_run
+        from privacy_gate.runs.release import gate_only_run
 
         run_flow(lambda: gate_only_run(train=str(train), holdout=str(holdout), reference=str(reference),
                                        synthetic=str(synthetic), spec=spec_model, judging=judging, workdir=workdir,

@@ -34,7 +34,7 @@ def doctor(
     what it can and says what it did."""
     quiet_env()
     from privacy_gate.names import SQLITE_FILE
-    from privacy_gate.pipeline.doctor import doctor as run_doctor
+    from privacy_gate.review.doctor import doctor as run_doctor
     from privacy_gate.tracking_uri import SOURCE_WORKDIR, tracking_source
 
     uri, source = tracking_source(None, workdir, option=tracking_uri)

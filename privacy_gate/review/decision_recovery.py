@@ -51,7 +51,7 @@ from typing import Any
 
 from privacy_gate import decision_log, names, objectstore, signing, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError
-from privacy_gate.pipeline.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
+from privacy_gate.review.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
 from privacy_gate.publish import PublishError, dataset_slug, verify_published, verify_published_s3
 
 log = logging.getLogger("privacy_gate")

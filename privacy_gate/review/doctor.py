@@ -26,7 +26,7 @@ from typing import Any
 
 from privacy_gate import names, objectstore, tracking
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.pipeline.decision_recovery import doctor_check
+from privacy_gate.review.decision_recovery import doctor_check
 from privacy_gate.processes import owner_gone
 from privacy_gate.publish import (MANIFEST, PUBLISHED_DIR, QUARANTINE_DIR, QUARANTINE_TMP_PREFIX, STAGING_PREFIX,
                                   temp_dirs)

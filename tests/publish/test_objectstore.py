@@ -123,7 +123,7 @@ def test_gate_publish_to_s3_goes_to_the_bucket(s3_env, small_adult, tmp_path, mo
 
 
 def test_doctor_lists_and_removes_s3_data_without_a_manifest(s3_env, tmp_path):
-    from privacy_gate.pipeline.doctor import orphans
+    from privacy_gate.review.doctor import orphans
 
     store = ReleaseStore(workdir=tmp_path, target="s3://releases/doctor")
     complete = store.publish(store.quarantine(_frame()), dataset="adult", verdict="APPROVE", run_id="r",
