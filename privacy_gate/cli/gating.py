@@ -92,7 +92,7 @@ def run(
                                         ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
     check_dataset_inputs(cfg, config)
     preflight(workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target")
-    from privacy_gate.tracking_uri import SOURCE_CONFIG, tracking_source
+    from privacy_gate.tracking.uri import SOURCE_CONFIG, tracking_source
 
     tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
     probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
@@ -172,7 +172,7 @@ def gate(
     preflight(workdir=workdir, publish_to=publish_to,
               split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model,
               limits=limits)
-    from privacy_gate.tracking_uri import tracking_source
+    from privacy_gate.tracking.uri import tracking_source
 
     reconcile(probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
     if not use_prefect(orchestrator):

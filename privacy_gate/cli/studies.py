@@ -37,7 +37,7 @@ def dependency_study(
     require_files(**{"dataset.path": cfg.dataset.path})
     check_dataset_inputs(cfg, config)
     preflight(workdir=workdir)
-    from privacy_gate.tracking_uri import tracking_source
+    from privacy_gate.tracking.uri import tracking_source
 
     probe_tracking(*tracking_source(cfg.tracking.uri, workdir))
     try:
@@ -53,7 +53,7 @@ def dependency_study(
         say(f"error: dependency study did not complete: {exc}", err=True)
         raise typer.Exit(1) from None
     from privacy_gate.studies.dependency_summary import invariant_lines
-    from privacy_gate.tracking_uri import ui_command
+    from privacy_gate.tracking.uri import ui_command
 
     out = sys.stderr if as_json else sys.stdout
     print("\n".join(["", *invariant_lines(result["invariants"]), f"study run:   {result['run_id']}",
