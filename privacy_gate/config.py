@@ -25,7 +25,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
                                 SUPPRESS_COPIES, is_test_level, rule_metric_problem)
-from privacy_gate.objectstore import is_s3
+from privacy_gate.publication.objectstore import is_s3
 from privacy_gate.spec import MAX_ENCODED_WIDTH, DatasetSpec
 
 class _Strict(BaseModel):

@@ -28,9 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy_gate import names, signing
+from privacy_gate import names
+
+from privacy_gate.publication import signing
 from privacy_gate.artifact_seal import text_sha256
-from privacy_gate.signing import run_key
+from privacy_gate.publication.signing import run_key
 from privacy_gate.errors import IntegrityError
 
 VOID = "void"

@@ -86,7 +86,7 @@ def run(
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
 
     cfg = load_release(config, check)
-    from privacy_gate.objectstore import is_s3
+    from privacy_gate.publication.objectstore import is_s3
 
     require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
                                         ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})

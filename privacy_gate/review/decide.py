@@ -23,7 +23,7 @@ from privacy_gate.review.decision_lock import DecisionHold, decision_lock
 from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
 from privacy_gate.review.decision_recovery import refresh_report as _refresh_report  # the name tests stub
 from privacy_gate.runs.run_record import RunRecord
-from privacy_gate.publish import ReleaseStore, quarantined_file
+from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
 from privacy_gate.safe_text import console_lines
 

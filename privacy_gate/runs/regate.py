@@ -31,7 +31,7 @@ from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.runs.suppression import singled_out, suppression_masks
-from privacy_gate.publish import ReleaseStore, read_quarantined
+from privacy_gate.publication.publish import ReleaseStore, read_quarantined
 
 log = logging.getLogger("privacy_gate")
 

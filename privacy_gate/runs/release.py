@@ -36,7 +36,7 @@ from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore
+from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.report.html import log_report
 from privacy_gate.validation import validate_input

@@ -50,7 +50,7 @@ from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.runs.regate import SuppressedRelease
 from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.publish import ReleaseStore, quarantined_file
+from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
                    "figures are optimistic (adaptive selection); they were not re-measured on fresh targets")

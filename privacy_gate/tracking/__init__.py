@@ -31,7 +31,7 @@ from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEA
 from privacy_gate.names import TAG_SIGNED
 from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
-from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
+from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 from privacy_gate.tracking import attempt_runs
 from privacy_gate.tracking.records import RunRecords
 # the store's address, source and probe live in tracking.uri; re-exported: callers import them here

@@ -14,7 +14,7 @@ from privacy_gate import artifact_seal
 from privacy_gate.decision_log import DecisionLog, approval_tags
 from privacy_gate.decision_log import effective as effective_decisions
 from privacy_gate.names import DECISIONS_DIR, decision_artifact
-from privacy_gate.quarantine import sha256_of
+from privacy_gate.publication.quarantine import sha256_of
 
 
 class RunRecords:

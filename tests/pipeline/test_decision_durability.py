@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.review import decide as review
-from privacy_gate.publish import list_published
+from privacy_gate.publication.publish import list_published
 
 from ..reaper import popen
 from .test_review_records import make_review_run

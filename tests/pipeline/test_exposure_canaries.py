@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate import evaluate, publish
+from privacy_gate import evaluate
+
+from privacy_gate.publication import publish
 from privacy_gate.config import GateOnlyConfig, TargetsConfig, load_spec
 from privacy_gate.review.decide import decide_run
 from privacy_gate.runs.release import gate_only_run

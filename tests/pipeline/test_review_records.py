@@ -23,7 +23,7 @@ from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.release import RunContext, finish
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.publish import ReleaseStore
+from privacy_gate.publication.publish import ReleaseStore
 
 from ..conftest import LogLines
 

@@ -9,8 +9,10 @@ import shutil
 import pandas as pd
 import pytest
 
-from privacy_gate import names, objectstore, quarantine, tracking
-from privacy_gate.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
+from privacy_gate import names, tracking
+
+from privacy_gate.publication import objectstore, quarantine
+from privacy_gate.publication.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
 
 from ..conftest import review_rules, write_release_config
 
