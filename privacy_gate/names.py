@@ -2,7 +2,7 @@
 
 One module because it is the one owner of these conventions (and of how a user's column and
 category names become MLflow keys, :func:`key_segment`), so the gate rules, the MLflow sink, the
-summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
+summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking`` applies these names to an
 MLflow store); this module is a leaf every layer may import.
 
 >>> metric_name("domias", "auc")
