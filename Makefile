@@ -19,7 +19,7 @@ export DO_NOT_TRACK := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test install lock clean ui
+.PHONY: demo test install lock clean ui docs tables
 
 install: $(STAMP)
 
@@ -94,8 +94,19 @@ PYTEST_WORKERS ?= 2
 test: install
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 
+# The documentation site (mkdocs.yml, pages in docs/) into site/, every warning an error (a broken
+# link or #anchor included); `make test` builds it too (tests/test_docs_site.py). NO_MKDOCS_2_WARNING
+# silences the theme's end-of-life banner (a notice printed at start-up, not a build warning).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Rewrite the tables of the docs and README that restate benchmarks/results/*.json (between
+# <!-- table:NAME --> markers) from the JSON; tests/test_docs_site.py fails when one has drifted.
+tables: install
+	$(BIN)/python benchmarks/tables.py --write
+
 ui:
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/.privacy-gate/mlflow.db --workers 1 --host 127.0.0.1 --port 5000
 
 clean:
-	rm -rf $(VENV) .privacy-gate .pytest_cache
+	rm -rf $(VENV) .privacy-gate .pytest_cache site

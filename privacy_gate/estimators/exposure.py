@@ -13,18 +13,29 @@ non-members (the calibration set)
 
 is valid with no factor for the number of attacks; the tail-excess and Simes tests read it.
 
-**Naming per attack.** The maximum rank dilutes one strong attack's tail (a non-member's best
-rank over ``k`` attacks reaches the top ``k`` times as often), so records are named from each
-attack's own conformal p-values: Benjamini–Hochberg at ``q / k`` per attack (conformal p-values
-sharing a calibration set are PRDS: Bates, Candès, Lei, Romano & Sesia 2023, Thm. 2.4), or
-Benjamini–Yekutieli under any dependence, and the union of the ``k`` selections, whose FDR is at
-most ``q`` (:func:`_name_per_attack`). ``tests/estimators/test_exposure.py`` checks the FDR by
-simulation.
+**Naming per attack, weighted without the labels.** The maximum rank dilutes one strong attack's
+tail (a non-member's best rank over ``k`` attacks reaches the top ``k`` times as often), so records
+are named from each attack's own conformal p-values: Benjamini–Hochberg at ``q w_a`` for attack
+``a`` (conformal p-values sharing a calibration set are PRDS: Bates, Candès, Lei, Romano & Sesia
+2023, Thm. 2.4), or Benjamini–Yekutieli under any dependence, and the union of the selections,
+whose FDR is at most ``q sum_a w_a = q`` (:func:`_name_per_attack`). Equal weights ``1 / k`` pay
+the factor ``k`` of Bonferroni in what one strong attack must show; so the weights are chosen from
+the pooled scores alone (:func:`naming_weights`): half the level goes to the attack whose top
+scores stand out most — the largest block of records above the biggest drop in its sorted top
+scores, relative to the spread of that top — and half is shared equally. Under no leakage the
+labels are a uniformly random subset *given* the pooled scores, so weights computed from the pool
+are constants for that argument and the bound holds as for fixed weights; the records no attack
+has singled out keep that property when some records are exposed. The favourite then needs
+``2 / (k + 1)`` of the records an equal share needed at the floor, the others twice as many.
+``tests/estimators/test_exposure.py`` checks the FDR by simulation.
 
 **What can be named at all.** A p-value is at least ``1 / (n0 + 1)``, so BH over ``m`` members at
-level ``q / k`` selects nothing unless at least ``ceil(k m / (q (n0 + 1)))`` members reach that
-floor together in one attack (:func:`naming_limit`); the gate reports this number so "no record
-named" is read as "fewer exposed records than that, or none".
+level ``q w`` selects nothing unless at least ``ceil(m / (q w (n0 + 1)))`` members reach that
+floor together in one attack (:func:`naming_limit`, reported for the largest weight); the gate
+reports this number so "no record named" is read as "fewer exposed records than that, or none".
+A second limit is the population's own twins: a non-member whose twin (or near twin) the release
+happens to hold scores like a copy in every distance attack, so copies are named only where they
+outnumber the twins at the top of one attack's ranking (``docs/gate.md``, "Naming records").
 
 **The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful of
 members above every non-member is strong evidence even when BH can name none.
@@ -63,14 +74,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue
+from privacy_gate.estimators.tail_test import GAP_DIGITS, TAIL_MAX_TOP, gap_level, random_tie_ranks, tail_excess_pvalue
 
 FdrMethod = Literal["bh", "by"]
 
@@ -253,6 +264,7 @@ class ExposureResult:
     method: str
     n_attacks: int
     share_pvalue: float = 1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
+    weights: Mapping[str, float] = field(default_factory=dict)  # each attack's share of the naming level
 
     @property
     def discoveries(self) -> np.ndarray:
@@ -278,13 +290,75 @@ class ExposureResult:
                 "simes_pvalue": simes_pvalue(self.records["p_value"].to_numpy()), "share_pvalue": self.share_pvalue}
 
 
-def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: FdrMethod
-                     ) -> tuple[np.ndarray, list[float]]:
+#: the share of the naming level split over the attacks by how much their top scores stand out
+#: (the rest is shared equally over all attacks)
+FAVOURITE_SHARE = 0.5
+#: the top share of the pool in which an attack's block of stand-out records is looked for (wider
+#: than the tail test's 1 %: a copied share of the release can fill more of the top than that)
+STANDOUT_WINDOW = 0.05
+#: a stand-out figure up to this is what smooth or heavy tails give (one outlier, a ragged top):
+#: only the excess over it moves the weights, so without a block of stand-out records they stay equal
+STANDOUT_FLOOR = 2.0
+#: significant digits kept of each attack's stand-out figure before the favourite is chosen, so
+#: that float summation order cannot decide it (CPU-independent)
+STANDOUT_DIGITS = 6
+
+
+def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
+    """How much one attack's top scores stand out, from the scores alone (no labels): among the
+    top ``window`` of the pool (at least 2 records, at most ``TAIL_MAX_TOP``), the size ``g`` of the block above the
+    largest drop (:func:`~privacy_gate.estimators.tail_test.gap_level`) times that drop relative
+    to the top's spread, ``g (s_(g) - s_(g+1)) / (s_(1) - s_(n_top+1))``: a block of copies
+    far above the rest scores high, a single outlier or a smooth tail low. Rounded to
+    :data:`STANDOUT_DIGITS` significant digits.
+
+    >>> rng = np.random.default_rng(0)
+    >>> smooth, block = rng.normal(size=2000), np.r_[np.full(40, 9.0), rng.normal(size=1960)]
+    >>> standout(smooth), standout(block)
+    (0.130481, 32.4556)
+    """
+    s = np.asarray(scores, dtype=float)
+    s = np.where(np.isfinite(s), s, np.where(s > 0, np.finfo(float).max, np.finfo(float).min))
+    n_top = int(min(max(2, math.ceil(window * s.size)), TAIL_MAX_TOP, s.size - 1))
+    if n_top < 1:
+        return 0.0
+    top = np.array([float(f"{v:.{GAP_DIGITS}g}") for v in -np.sort(-s)[: n_top + 1]])
+    spread = top[0] - top[-1]
+    if not spread > 0:
+        return 0.0
+    g = gap_level(s, n_top)
+    return float(f"{g * (top[g - 1] - top[g]) / spread:.{STANDOUT_DIGITS}g}")
+
+
+def naming_weights(scores: Mapping[str, np.ndarray], *, window: float = STANDOUT_WINDOW) -> dict[str, float]:
+    """Each attack's share of the naming level, from the pooled scores alone: :data:`FAVOURITE_SHARE`
+    split over the attacks in proportion to how much their top scores stand out beyond
+    :data:`STANDOUT_FLOOR` (:func:`standout`; equally when none does), the rest equally to all. They sum to 1; one attack gets 1; two
+    attacks that each see half of the copies keep about equal shares.
+
+    >>> rng = np.random.default_rng(0)
+    >>> w = naming_weights({"a": rng.normal(size=2000), "b": np.r_[np.full(40, 9.0), rng.normal(size=1960)]})
+    >>> {a: round(v, 3) for a, v in w.items()}
+    {'a': 0.25, 'b': 0.75}
+    """
+    names = list(scores)
+    if not names:
+        raise ValueError("naming weights need at least one attack's scores")
+    figures = [max(0.0, standout(scores[a], window=window) - STANDOUT_FLOOR) for a in names]
+    total = math.fsum(figures)  # exactly rounded: the same shares on every CPU
+    split = [f / total for f in figures] if total > 0 else [1.0 / len(names)] * len(names)
+    rest = (1.0 - FAVOURITE_SHARE) / len(names)
+    return {a: rest + FAVOURITE_SHARE * f for a, f in zip(names, split)}
+
+
+def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: FdrMethod,
+                     weights: Mapping[str, float] | None = None) -> tuple[np.ndarray, list[float]]:
     """The records named: Benjamini–Hochberg (or –Yekutieli) over each attack's own conformal
-    p-values at ``q / k``, and the union of the ``k`` selections. The union's false discovery
-    proportion is at most the sum of the ``k`` proportions (its discoveries are at least each
-    one's), so its FDR is at most ``q``. The max-rank combination names nothing where one attack
-    alone would: a non-member's best rank over ``k`` attacks crowds the top ``k`` times as often.
+    p-values at ``q w_a`` (``weights``: summing to at most 1; default ``1 / k`` each), and the union
+    of the selections. The union's false discovery proportion is at most the sum of the
+    proportions (its discoveries are at least each one's), so its FDR is at most ``q sum w_a``. The
+    max-rank combination names nothing where one attack alone would: a non-member's best rank over
+    ``k`` attacks crowds the top ``k`` times as often.
 
     >>> scores = {"copy": np.r_[np.full(120, 9.0), np.zeros(11880)] + np.random.default_rng(0).normal(size=12000),
     ...           **{f"noise{i}": np.random.default_rng(i + 1).normal(size=12000) for i in range(3)}}
@@ -297,11 +371,14 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
     >>> int(fdr_select(conformal_pvalues(c[members], c[~members]), q=0.05)[0].sum())
     0
     """
-    arrays = list(per_attack.values())
-    named = np.zeros(arrays[0].size, dtype=bool)
+    if weights is None:
+        weights = {a: 1.0 / len(per_attack) for a in per_attack}
+    if sum(weights.values()) > 1.0 + 1e-9:
+        raise ValueError(f"naming weights sum to {sum(weights.values())}, more than 1: the FDR would exceed q")
+    named = np.zeros(next(iter(per_attack.values())).size, dtype=bool)
     thresholds = []
-    for p in arrays:
-        chosen, t = fdr_select(p, q=q / len(arrays), method=method)
+    for a, p in per_attack.items():
+        chosen, t = fdr_select(p, q=q * weights[a], method=method)
         named |= chosen
         thresholds.append(t)
     return named, thresholds
@@ -332,15 +409,16 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
                   for a, s in scores.items()}
     best = np.argmin(np.column_stack([per_attack[a] for a in names]), axis=1)
-    selected, thresholds = _name_per_attack(per_attack, q=q, method=method)
+    weights = naming_weights(scores)
+    selected, thresholds = _name_per_attack(per_attack, q=q, method=method, weights=weights)
     threshold = max(thresholds)
     records = pd.DataFrame({"row_id": np.asarray(row_ids)[labels], "p_value": pvalues, "exposed": selected,
                             "attack": np.asarray(names, dtype=object)[best],
                             **{f"p_{a}": p for a, p in per_attack.items()}})
     n1, n0 = int(labels.sum()), int((~labels).sum())
-    floor, needs = naming_limit(n1, n0, q=q / len(names), method=method)
+    floor, needs = naming_limit(n1, n0, q=q * max(weights.values()), method=method)
     return ExposureResult(records=records, count=int(selected.sum()), tested=n1, calibration=n0,
                           threshold=threshold, false_expected=float((1 - share) * n1 * sum(thresholds)), share=share,
                           share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
                           min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
-                          n_attacks=len(names), share_pvalue=share_p)
+                          n_attacks=len(names), share_pvalue=share_p, weights=weights)

@@ -19,7 +19,8 @@ import pytest
 from scipy import stats
 
 from privacy_gate.estimators.exposure import (combined_scores, conformal_pvalues, discover_exposed,
-                                              exposed_share_bounds, fdr_select, naming_limit, no_signal_share_upper)
+                                              _name_per_attack, exposed_share_bounds, fdr_select, naming_limit,
+                                              naming_weights, no_signal_share_upper)
 from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
 
@@ -184,7 +185,11 @@ def test_one_strong_attack_names_its_records_among_weak_ones():
     assert len(named & set(range(120))) >= 115 and len(named - set(range(120))) <= 6
     combined = res.records["p_value"].to_numpy()
     assert fdr_select(combined, q=0.05)[0].sum() == 0
-    assert res.naming_needs == naming_limit(6000, 6000, q=0.05 / 4)[1] == 80
+    # the strong attack's block stands out (scores alone): it gets most of the naming level, so
+    # fewer of its records must reach the floor than the 80 an equal share q / 4 would need
+    assert max(res.weights, key=res.weights.get) == "strong" and res.weights["strong"] > 0.6
+    assert res.naming_needs == naming_limit(6000, 6000, q=0.05 * res.weights["strong"])[1] < 40 < 80 == \
+        naming_limit(6000, 6000, q=0.05 / 4)[1]
 
 
 def test_named_records_keep_the_fdr_with_several_attacks():
@@ -274,3 +279,38 @@ def test_groups_are_never_merged_and_are_named(adult_spec):
     ids = pd.DataFrame({"code": [f"c{i}" for i in range(150)]})
     cols, notes = audited_columns(ids, subgroups=[], categorical=["code"])
     assert cols == [] and any("150 distinct values" in n for n in notes)
+
+
+def test_weighted_naming_keeps_the_fdr_when_one_attack_stands_out():
+    """The naming weights are read off the pooled scores (no labels): a block of 40 members far
+    above the rest in one of four attacks draws most of the level to that attack, and the union
+    still names at most q false records on average — including the members the block pushes the
+    weights around for, and the non-members that sit in the block's attack's top by chance."""
+    rng = np.random.default_rng(12)
+    labels = np.r_[np.ones(1000), np.zeros(1000)]
+    fdp, power, equal_power, favoured = [], [], [], 0
+    for i in range(300):
+        scores = {f"a{j}": rng.normal(size=2000) for j in range(4)}
+        scores["a0"][:40] += rng.uniform(3.0, 6.0)  # a block of a strength that varies by draw
+        res = discover_exposed(scores, labels, np.arange(2000), q=Q, level=0.01, delta=0.05, seed=i)
+        found = res.discoveries
+        fdp.append(np.sum(found >= 40) / max(len(found), 1))
+        power.append(np.sum(found < 40) / 40)
+        favoured += max(res.weights, key=res.weights.get) == "a0"
+        equal, _ = _name_per_attack({a: res.records[f"p_{a}"].to_numpy() for a in scores}, q=Q, method="bh")
+        equal_power.append(np.sum(equal[:40]) / 40)
+    assert np.mean(fdp) <= Q, np.mean(fdp)
+    # not vacuous: the weights follow the block, and name more of it than equal shares q / 4 do
+    assert favoured >= 250 and np.mean(power) > np.mean(equal_power) + 0.05, (np.mean(power), np.mean(equal_power))
+
+
+def test_naming_weights_are_equal_without_a_block_and_sum_to_one():
+    rng = np.random.default_rng(13)
+    smooth = {f"a{j}": rng.standard_t(3, size=3000) for j in range(3)}  # heavy tails, no block
+    assert naming_weights(smooth) == {a: 1 / 3 for a in smooth}
+    block = dict(smooth, a2=np.r_[np.full(60, 50.0), rng.normal(size=2940)])
+    w = naming_weights(block)
+    assert w["a2"] == pytest.approx(0.5 + 0.5 / 3) and w["a0"] == pytest.approx(0.5 / 3)
+    assert abs(sum(w.values()) - 1.0) < 1e-12
+    with pytest.raises(ValueError, match="more than 1"):
+        _name_per_attack({"a": np.full(10, 0.5)}, q=0.1, method="bh", weights={"a": 1.5})

@@ -1,0 +1,362 @@
+"""The tables of the docs and the README that restate benchmark results, generated from
+``benchmarks/results/*.json`` so that no table can drift from the results it quotes (issue 33).
+
+A page holds a generated table between two marker comments::
+
+    <!-- table:calibration_power -->
+    ...generated, do not edit...
+    <!-- /table -->
+
+``python benchmarks/tables.py --write`` rewrites every marked table of :data:`PAGES` from the JSON;
+``python benchmarks/tables.py`` (or ``--check``) prints the tables that differ and exits 1
+(``tests/test_docs_site.py`` runs that check in ``make test``). Each table is one function of
+:data:`TABLES`, reading one or a few results files; the figures are printed as the JSON has them
+(rounded for display, never recomputed from other sources). A table whose figures are not all in
+a results file stays hand-written: the per-script headlines of docs/benchmarks.md (sentences
+over many files, some figures measured outside them), the DP audit's tightness table
+(docs/dp-audit.md: what the white-box score sees and its mu ceiling are not in
+``dp_audit.json``), the dependency study's table (docs/subgroups-and-dependency.md: a chosen
+selection of ``dependency_adult.json``'s cells, merged by hand) and the corpus tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import RESULTS, ROOT  # noqa: E402
+from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson  # noqa: E402
+
+#: the pages that hold generated tables
+PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md", "docs/per-sample.md", "docs/hardening.md",
+         "docs/generators.md", "docs/dp-audit.md")
+
+MARKER = re.compile(r"<!-- table:(?P<name>[a-z0-9_]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
+
+#: the releases of benchmarks/calibration_scenarios.py in words (its module docstring defines them)
+LEAKS = {
+    "verbatim-1%": "verbatim copies 1 %",
+    "verbatim-5%": "verbatim copies 5 %",
+    "near-copy-1%": "near copies 1 %",
+    "near-copy-5%": "near copies 5 %",
+    "people-10x8": "10 people x 8 near copies",
+    "people-10x40": "10 people x 40 near copies",
+    "outliers-0.5%": "the most outlying 0.5 % copied",
+    "rare-values": "rare values copied",
+    "noisy-1%": "noisy copies 1 % (0.05 sd)",
+    "qi-unique-3%": "quasi-identifier copies of 3 %, combination unique in the population",
+    "qi-random-3%": "quasi-identifier copies of 3 %, random combinations",
+    "partial-1col-2%": "partial copies 2 %, one column re-drawn",
+    "partial-2col-2%": "partial copies 2 %, two columns re-drawn",
+    "coarsened-2%": "coarsened copies 2 % (numbers rounded)",
+}
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def source(*names: str) -> str:
+    files = ", ".join(f"`benchmarks/results/{n}.json`" for n in names)
+    return f"*Generated from {files} by `benchmarks/tables.py`.*"
+
+
+def _table(head: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
+    align = align or ["---"] * len(head)
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|",
+                      *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+def _pct(x: float, digits: int = 0) -> str:
+    return f"{100 * x:.{digits}f} %"
+
+
+def _ci(ci, digits: int = 0) -> str:
+    return f"[{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]"
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s < 100 else f"{s:.0f} s"
+
+
+def reasons(counts: dict[str, int]) -> str:
+    """A summary's ``reason_counts`` in words: the tests (``test:*``), the effect bars, the
+    requirements (utility, validation) and insufficient evidence, each with its number of gates.
+    Per-subgroup keys (``sex=Male: ...``) are left out: ``subgroups`` counts them."""
+    tests, bars, reqs, insufficient = [], [], [], 0
+    for key, n in counts.items():
+        if ": " in key:
+            continue
+        if key.startswith("test:"):
+            tests.append(f"{key[5:]} {n}")
+        elif key.startswith(("insufficient_evidence.", "power.")):
+            insufficient = max(insufficient, n)
+        elif key.startswith(NOT_SIGNAL_PREFIXES):
+            reqs.append(f"{key} {n}")
+        else:
+            bars.append(f"`{key}` {n}")
+    parts = [", ".join(tests)] if tests else []
+    parts += [f"bars: {', '.join(bars)}"] if bars else []
+    parts += [f"requirements: {', '.join(reqs)}"] if reqs else []
+    parts += [f"insufficient evidence {insufficient}"] if insufficient else []
+    return "; ".join(parts) or "–"
+
+
+# ------------------------------------------------------------------------------------ the tables
+
+
+def calibration_nulls() -> str:
+    """Clean releases per table: approved share with its Wilson interval, BLOCKs, what held back."""
+    d = load("calibration_nulls")
+    by_table: dict[str, dict[str, dict]] = {}
+    for s in d["summary"]:
+        by_table.setdefault(s["table"], {})[s["cell"]] = s
+    rows = []
+    for table, cells in by_table.items():
+        ss = [cells[c] for c in ("null-independent", "null-copula")]
+        rows.append([table, f"{ss[0]['n_train']:,}", "independent / copula", " / ".join(str(s["n"]) for s in ss),
+                     " / ".join(f"{s['approved']} ({_pct(s['approved_share'])} {_ci(s['approved_ci'])})" for s in ss),
+                     " / ".join(str(s["block"]) for s in ss),
+                     " / ".join(reasons(s["reason_counts"]) for s in ss)])
+    head = ["table", "training rows", "release", "gates", "approved (share [Wilson 95 %])", "BLOCK",
+            "what held releases back (gates)"]
+    return _table(head, rows) + "\n\n" + source("calibration_nulls")
+
+
+def calibration_nulls_total() -> str:
+    """The clean releases together: approved, BLOCKed, and held back by a leak signal (the error
+    budget's false alarms), over the tables with enough data to judge and over all of them."""
+    d = load("calibration_nulls")
+    runs = [r for r in d["runs"] if r.get("decision")]
+    enough = [r for r in runs if not any(c["key"].startswith(("insufficient_evidence.", "power."))
+                                         for c in r["reasons"])]
+    few = sorted({r["table"] for r in runs} - {r["table"] for r in enough})
+    rows = []
+    for label, rs in ((f"tables with enough data to judge ({', '.join(sorted({r['table'] for r in enough}))})", enough),
+                      (f"all {len({r['table'] for r in runs})} tables (with {', '.join(few)})", runs)):
+        n = len(rs)
+        a = sum(r["decision"] == "APPROVE" for r in rs)
+        b = sum(r["decision"] == "BLOCK" for r in rs)
+        alarms = sum(bool(signal_reasons(r)) for r in rs)
+        rows.append([label, f"{n:,}", f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})", str(b),
+                     f"{alarms} ({_pct(alarms / n, 1)} {_ci(wilson(alarms, n), 1)})"])
+    head = ["clean releases", "gates", "approved (share [Wilson 95 %])", "BLOCK",
+            "held back by a leak signal (share [Wilson 95 %])"]
+    return _table(head, rows) + "\n\n" + source("calibration_nulls")
+
+
+def calibration_power() -> str:
+    """Leaks at 12,000 training rows: not approved (power) with its interval, BLOCKs, what raised
+    the verdict, and the records the member scan named (total over the seeds, mean FDP)."""
+    d = load("calibration_power_12000")
+    summary = {s["cell"]: s for s in d["summary"]}
+    order = [c for c in d["settings"]["cells"] if c in summary] + [c for c in summary if c not in d["settings"]["cells"]]
+    rows = []
+    for cell in order:
+        s = summary[cell]
+        n = s["n"]
+        named = round(s.get("scan_named_mean", 0) * n)
+        rows.append([f"{LEAKS.get(cell, cell)} (`{cell}`)", str(n),
+                     f"{n - s['approved']}/{n} {_ci(s['not_approved_ci'])}", str(s["block"]),
+                     reasons(s["reason_counts"]),
+                     f"{named:,} ({_pct(s['scan_fdp_mean'], 1)})" if named else "0"])
+    head = ["leak", "gates", "not approved [Wilson 95 %]", "BLOCK", "what raised the verdict (gates)",
+            "scan: named (mean FDP)"]
+    return _table(head, rows) + "\n\n" + source("calibration_power_12000")
+
+
+def calibration_power_short() -> str:
+    """The README's short form of :func:`calibration_power`: leak, not approved, the tests."""
+    d = load("calibration_power_12000")
+    summary = {s["cell"]: s for s in d["summary"]}
+    rows = []
+    for cell in [c for c in d["settings"]["cells"] if c in summary]:
+        s = summary[cell]
+        tests = [k[5:] for k in s["reason_counts"] if k.startswith("test:")]
+        extra = [k for k in s["reason_counts"] if k.startswith("validation.")]
+        verdict = f"{s['n'] - s['approved']}/{s['n']}" + (f" ({s['block']} BLOCK)" if s["block"] else "")
+        rows.append([LEAKS.get(cell, cell), verdict, ", ".join(tests + extra)])
+    return _table(["leak", "not approved", "tests that raised it (in any seed)"], rows) + "\n\n" + source("calibration_power_12000")
+
+
+def calibration_side_by_side() -> str:
+    """The same releases judged by the gate and by distance checks (``--baselines``): the table
+    ``bench_calibration.py --markdown`` prints, rendered from both side-by-side runs' summaries."""
+    names = ("calibration_side_by_side", "calibration_side_by_side_hi")
+    parts = [side_by_side(load(n)["summary"]).splitlines() for n in names]
+    return "\n".join(parts[0] + [line for p in parts[1:] for line in p[2:]]) + "\n\n" + source(*names)
+
+
+def gate_time() -> str:
+    """The whole gate's wall time on full Adult against a baseline, alternating in one benchmark."""
+    b = load("gate_time_budget")
+    d = load("gate_time_disclosure")
+    runs = lambda xs: " / ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+    rows = [["`bench_budget_time.py`: this gate vs commit " + f"{b['baseline_commit']} (before the error budget)",
+             str(len(b["runs"]["budget"])), _seconds(b["median_seconds"]["budget"]),
+             _seconds(b["median_seconds"]["baseline"]), f"{b['ratio']:.2f}x",
+             f"{runs(r['seconds'] for r in b['runs']['budget'])} vs {runs(r['seconds'] for r in b['runs']['baseline'])}"],
+            ["`bench_gate_time.py --mode disclosure`: with vs without the disclosure stage", str(d["repeats"]),
+             _seconds(d["median_seconds"]["new"]), _seconds(d["median_seconds"]["today"]),
+             f"{d['ratio_new_over_today']:.2f}x", f"{runs(d['seconds']['new'])} vs {runs(d['seconds']['today'])}"]]
+    head = ["benchmark (full Adult, alternating runs)", "runs each", "median", "baseline median", "ratio",
+            "every run (s)"]
+    return _table(head, rows) + "\n\n" + source("gate_time_budget", "gate_time_disclosure")
+
+
+def scale() -> str:
+    """The whole gate from 10,000 to 1,000,000 Adult-like rows: four paths, time, peak memory, verdict."""
+    names = ("scale", "scale_cli_independent", "scale_release_independent", "scale_library_noisy_copies")
+    by = [{r["rows"]: r for r in load(n)["runs"]} for n in names]
+    rows = []
+    for size in sorted(set().union(*by)):
+        cells = [f"{size:,}"]
+        for i, runs in enumerate(by):
+            r = runs.get(size)
+            if r is None:
+                cells.append("not measured")
+            elif i < 3:
+                cells.append(f"{_seconds(r['gate_seconds'])}, {r['peak_rss_gb']:.1f} GB, {r['decision']}")
+            else:
+                cells.append(f"{r['decision']} (`exposed.share_lower` {r['exposed_share_lower']:.3f})")
+        rows.append(cells)
+    head = ["rows", "library gate (independent)", "CLI `gate` (Parquet in, MLflow, report)", "MST release (`run`)",
+            "5% noisy copies (library)"]
+    return _table(head, rows) + "\n\n" + source(*names)
+
+
+def exposure() -> str:
+    """Per-sample detection on Adult (``bench_exposure.py``): the table its ``--table`` prints."""
+    from benchmarks.bench_exposure import markdown_table
+
+    return markdown_table(load("exposure_adult")["summary"]) + "\n\n" + source("exposure_adult")
+
+
+def probes() -> str:
+    """The hardening probes by kind (``bench_probes.py``): how many failed closed."""
+    d = load("probes")
+    rows = [[r["kind"], r["what"], str(r["probes"]), str(r["closed"]), str(r["failed"]), str(r["skipped"])]
+            for r in d["rows"]]
+    t = d["total"]
+    rows.append(["**all**", "", f"**{t['probes']}**", f"**{t['closed']}**", str(t["failed"]), str(t["skipped"])])
+    head = ["kind", "what the probes do", "probes", "closed", "failed", "skipped"]
+    return _table(head, rows, ["---", "---", "---:", "---:", "---:", "---:"]) + "\n\n" + source("probes")
+
+
+def privgan() -> str:
+    """privGAN against the plain GAN on Adult (``bench_privgan.py``): means over the seeds, one row
+    per generator and number of generators, the privacy weights (lambda) side by side."""
+    d = load("privgan_adult")
+    groups: dict[tuple, list[dict]] = {}
+    for s in d["summary"]:
+        groups.setdefault((s["generator"], s["n_generators"]), []).append(s)
+    rows = []
+    for (gen, n), ss in groups.items():
+        ss = sorted(ss, key=lambda s: s["privacy_weight"])
+        col = lambda k: " / ".join(f"{s[k]:.3f}" for s in ss)  # noqa: E731
+        rows.append([f"`{gen}`", str(n), " / ".join(f"{s['privacy_weight']:g}" for s in ss),
+                     col("auc_mean"), col("white_box_auc_mean"), col("utility_quality_mean")])
+    head = ["generator", "N", "lambda", "strongest black-box AUC", "white-box AUC (discriminator)", "utility quality"]
+    return _table(head, rows) + "\n\n" + source("privgan_adult")
+
+
+#: the generators of ``bench_dp_audit.py --teeth`` in words
+DP_AUDIT_TEETH = {"mst": "MST (honest)", "privbayes": "PrivBayes (honest)", "private_gsd": "Private-GSD (honest)",
+                  "mst_tenth_noise (broken)": "MST, noise / 10 (broken)",
+                  "privbayes_train_bins (broken)": "PrivBayes, bins from the training split (broken)"}
+
+
+def dp_audit_teeth() -> str:
+    """Honest and broken DP generators audited over seeds (``bench_dp_audit.py --teeth``): how many
+    audits show the claim exceeded, the epsilon lower bounds' range, and the score that gave the
+    largest bound when one exceeded the claim."""
+    d = load("dp_audit_teeth")
+    seeds = d["seeds"]
+    rows = []
+    for gen, s in d["summary"].items():
+        exceeds = str(s["exceeds_claim"])
+        bound = f"{s['epsilon_lower_min']:.2f} – {s['epsilon_lower_max']:.2f}"
+        if s["exceeds_claim"]:
+            exceeds = f"**{exceeds}**"
+            best = {a["best_score"] for a in d["audits"] if a["generator"] == gen and a["exceeds_claim"]}
+            bound += " (" + ", ".join(sorted(b.replace("box", "-box") for b in best)) + ")"
+        rows.append([DP_AUDIT_TEETH.get(gen, gen), str(s["audits"]), exceeds, bound])
+    head = ["generator", f"audits (seeds {seeds[0]}–{seeds[-1]})", "`exceeds_claim` at 95%",
+            "epsilon >= (min – max over seeds)"]
+    return _table(head, rows) + "\n\n" + source("dp_audit_teeth")
+
+
+TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
+    calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
+    calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth)}
+
+
+# ------------------------------------------------------------------------------ pages and checks
+
+
+def regenerate(text: str, where: str = "page") -> str:
+    """``text`` with every marked table rendered afresh; an unknown table name is an error."""
+    def one(m: re.Match) -> str:
+        name = m["name"]
+        if name not in TABLES:
+            raise KeyError(f"{where}: unknown table {name!r} (known: {', '.join(TABLES)})")
+        return f"<!-- table:{name} -->\n\n{TABLES[name]()}\n\n<!-- /table -->"
+    return MARKER.sub(one, text)
+
+
+def drift(root: Path = ROOT) -> list[str]:
+    """A unified diff per page whose marked tables differ from what the results give."""
+    out = []
+    for page in PAGES:
+        text = (root / page).read_text()
+        new = regenerate(text, page)
+        if new != text:
+            out.append("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
+                                                    f"{page} (committed)", f"{page} (from benchmarks/results)")))
+    return out
+
+
+def marked(root: Path = ROOT) -> Counter:
+    """How many times each table is marked across the pages."""
+    return Counter(m["name"] for page in PAGES for m in MARKER.finditer((root / page).read_text()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--write", action="store_true", help="rewrite the marked tables of the pages")
+    g.add_argument("--check", action="store_true", help="exit 1 when a marked table differs (the default)")
+    g.add_argument("--print", metavar="TABLE", choices=list(TABLES), help="print one table")
+    args = ap.parse_args(argv)
+    if args.print:
+        print(TABLES[args.print]())
+        return 0
+    if args.write:
+        for page in PAGES:
+            path = ROOT / page
+            text = path.read_text()
+            new = regenerate(text, page)
+            if new != text:
+                path.write_text(new)
+                print(f"rewrote the tables of {page}")
+        return 0
+    diffs = drift()
+    for d in diffs:
+        print(d)
+    if diffs:
+        print("tables differ from benchmarks/results: run `python benchmarks/tables.py --write`", file=sys.stderr)
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
