@@ -34,8 +34,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from privacy_gate.config import DependencyStudyConfig, StudyGenerator, StudyScenario, load_release_config
-    from privacy_gate.pipeline.dependency_study import plan_size, run_dependency_study
-    from privacy_gate.pipeline.dependency_summary import invariant_lines
+    from privacy_gate.studies.dependency_study import plan_size, run_dependency_study
+    from privacy_gate.studies.dependency_summary import invariant_lines
     from privacy_gate.report.dependency_plot import dependency_figure
 
     logging.basicConfig(level=logging.WARNING)

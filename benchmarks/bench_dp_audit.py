@@ -34,7 +34,7 @@ from _common import RESULTS, ROOT, adult_splits, record
 sys.path.insert(0, str(ROOT))  # this checkout's privacy_gate and tests/, not an installed copy
 
 from privacy_gate.estimators.dp_audit import gdp_mu_for_dp
-from privacy_gate.pipeline.dp_audit import DPAuditSettings, audit_dp
+from privacy_gate.studies.dp_audit import DPAuditSettings, audit_dp
 
 
 def _row(name, params, data, spec, reference, settings):

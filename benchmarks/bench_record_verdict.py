@@ -33,7 +33,7 @@ import pandas as pd
 import privacy_gate
 from privacy_gate import names, tracking
 from privacy_gate.gate import Verdict
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.runs.mlflow_sink import MlflowSink
 
 golden = json.loads(Path(sys.argv[1]).read_text())["gate_only"]
 tests = ("membership", "targets", "scan", "agreement", "copies", "disclosure", "subgroups")

@@ -10,7 +10,7 @@ HMAC on a signed run. Two kinds of artifact are written later and sealed on thei
   the tag ``gate.derived_sha256``, under a digest (``gate.derived_digest``) that binds them to the
   run and to its verdict digest, made with the same key as the verdict's;
 - **decision records** (``review/decision-*.json``): the decision log, checked by
-  ``decision_log`` and ``pipeline.decision_recovery``, not evidence of the gate.
+  ``decision_log`` and ``review.decision_recovery``, not evidence of the gate.
 
 :func:`changes` compares a run's artifacts now with what was sealed and names each one that was
 changed, removed, added afterwards, or (derived) is no longer covered by a digest that verifies.
@@ -28,9 +28,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from privacy_gate import names, signing
+from privacy_gate import names
 
 #: what each kind of change means for the reviewer
+
+from privacy_gate.publication import signing
 WHAT = {
     "changed": "changed since the gate sealed it",
     "removed": "sealed by the gate but no longer there",

@@ -2,7 +2,7 @@
 
 A decision is written ahead of its effects: ``approve`` writes its record, then the approval tags,
 then publishes, then tags the publication. A process killed between those steps leaves a record
-whose effects are missing; ``pipeline.decision_recovery`` resolves it. When it rolls an approval
+whose effects are missing; ``review.decision_recovery`` resolves it. When it rolls an approval
 back (nothing was published), it appends a **void** record (``decision-NNN-void.json``) naming the
 approval it cancels, by path and SHA-256. A void counts only when
 
@@ -28,9 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy_gate import names, signing
+from privacy_gate import names
+
+from privacy_gate.publication import signing
 from privacy_gate.artifact_seal import text_sha256
-from privacy_gate.signing import run_key
+from privacy_gate.publication.signing import run_key
 from privacy_gate.errors import IntegrityError
 
 VOID = "void"

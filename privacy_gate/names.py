@@ -2,7 +2,7 @@
 
 One module because it is the one owner of these conventions (and of how a user's column and
 category names become MLflow keys, :func:`key_segment`), so the gate rules, the MLflow sink, the
-summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking.py`` applies these names to an
+summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking`` applies these names to an
 MLflow store); this module is a leaf every layer may import.
 
 >>> metric_name("domias", "auc")
@@ -387,7 +387,7 @@ TAG_QUARANTINE = "gate.quarantine_path"
 TAG_WORKDIR = "gate.workdir"  # the run's workdir (absolute): the suggested decision commands name it
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
-#: the release a run judged: its config, data and privacy-gate version (pipeline/prior_decision.py)
+#: the release a run judged: its config, data and privacy-gate version (review/prior_decision.py)
 TAG_RELEASE_KEY = "gate.release_key"
 TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
 TAG_LADDER = "gate.ladder_run"  # on each remediation attempt: the ladder's parent run
@@ -410,7 +410,7 @@ TAG_APPROVAL_PUBLISHED = "approval.published"
 TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
 TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
 #: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a killed
-#: ``approve`` recorded but never published (``pipeline.decision_recovery``): a void counts only when
+#: ``approve`` recorded but never published (``review.decision_recovery``): a void counts only when
 #: its digest (an HMAC on a signed run) is listed here too
 TAG_APPROVAL_VOIDS = "approval.voids"
 TAG_APPROVAL_RECOVERED = "approval.recovered"  # what the last recovery of an interrupted decision did

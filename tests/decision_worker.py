@@ -21,7 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from privacy_gate import names, publish, tracking
+from privacy_gate import names, tracking
+
+from privacy_gate.publication import publish
 from privacy_gate.cli import app
 
 STEPS = ("decision-file", "tag-set", "publish-started", "publish-done")

@@ -23,8 +23,8 @@ from privacy_gate.errors import PrivacyGateError
 from privacy_gate.experiment.attack_runs import degenerate_reason
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline import LocalExecutor
-from privacy_gate.pipeline.release import release_run
-from privacy_gate.publish import list_published
+from privacy_gate.runs.release import release_run
+from privacy_gate.publication.publish import list_published
 
 #: stage label -> the executor step names it breaks (a name ending in "-" is a prefix: every
 #: attack is submitted as ``attack-<key>``). Every step of a run passes through the executor by

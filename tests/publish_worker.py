@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-import privacy_gate.publish as publish
+import privacy_gate.publication.publish as publish
 
 DELAY = float(sys.argv[4]) if len(sys.argv) > 4 else 0.002
 

@@ -258,7 +258,7 @@ def test_a_reference_holding_training_records_is_refused(gate_files, tmp_path):
 
 def test_the_run_itself_refuses_overlapping_splits(gate_files, tmp_path, adult_spec):
     """The library path (no command line) checks again, inside the run: a BLOCK, invalid input."""
-    from privacy_gate.pipeline.release import gate_only_run
+    from privacy_gate.runs.release import gate_only_run
 
     result = gate_only_run(train=str(gate_files / "train.csv"), holdout=str(gate_files / "train.csv"),
                            reference=str(gate_files / "reference.csv"),
@@ -275,7 +275,7 @@ def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, mon
     a temporary Prefect server, which timed out in 1 of 2 attempts); with one it is a flow run."""
     import privacy_gate.cli.common as common
     import privacy_gate.cli.review as review_cli
-    import privacy_gate.pipeline.review as review
+    import privacy_gate.review.decide as review
     from privacy_gate.errors import ReviewError
     from privacy_gate.names import SQLITE_FILE
 

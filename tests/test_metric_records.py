@@ -119,7 +119,7 @@ def test_a_failure_verdict_records_empty_tables_and_its_time():
 def test_the_documented_examples_hold():
     import doctest
 
-    from privacy_gate import tracking_uri
+    from privacy_gate.tracking import uri as tracking_uri
 
     for module in (metric_records, names, tracking_uri):
         result = doctest.testmod(module)

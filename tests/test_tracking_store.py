@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from privacy_gate import tracking_store
+from privacy_gate.tracking import store as tracking_store
 from privacy_gate.tracking import Tracker
 
 

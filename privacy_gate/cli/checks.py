@@ -40,7 +40,7 @@ def preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_se
     from privacy_gate.errors import ConfigError
     from privacy_gate.label_key import LabelKey
     from privacy_gate.names import LABEL_KEY_FILE
-    from privacy_gate.pipeline.preflight import check_split_files, require_writable_dir
+    from privacy_gate.runs.preflight import check_split_files, require_writable_dir
 
     try:
         require_writable_dir(workdir, setting="--workdir")
@@ -65,7 +65,7 @@ def check_inputs(files: dict[str, Any], spec: Any, limits: Any, *, where: str, s
     from their headers and sizes, before anything runs: exit 2, one line naming every file with a
     problem, every missing and extra column, or the figure and the setting to change."""
     from privacy_gate.errors import ConfigError
-    from privacy_gate.pipeline.preflight import check_input_files
+    from privacy_gate.runs.preflight import check_input_files
 
     try:
         check_input_files(files, spec, limits, where=where, spec_source=spec_source)

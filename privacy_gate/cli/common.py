@@ -111,7 +111,7 @@ def probe_tracking(uri: str, source: str) -> str:
     """The MLflow store every command talks to, probed first: an unreachable server is one line
     naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of retries)."""
     from privacy_gate.errors import ConfigError
-    from privacy_gate.tracking_uri import check_reachable
+    from privacy_gate.tracking.uri import check_reachable
 
     try:
         check_reachable(uri, source=source)
@@ -124,7 +124,7 @@ def reconcile(uri: str, dataset: str, experiment: str | None) -> None:
     """Before a run: the dataset's runs left RUNNING by a gone process are marked KILLED (doctor's
     cheap part; a warning at most, never a failure)."""
     from privacy_gate.names import experiment_name
-    from privacy_gate.pipeline.doctor import reconcile_on_start
+    from privacy_gate.review.doctor import reconcile_on_start
 
     reconcile_on_start(uri, experiment_name(dataset, experiment), cli_logger())
 
@@ -172,7 +172,7 @@ def store_uri(workdir: Path, uri: str | None) -> str:
     probed; never created here (a typo in --workdir must not make an empty store and then report
     'no run')."""
     from privacy_gate.names import SQLITE_FILE
-    from privacy_gate.tracking_uri import SOURCE_WORKDIR, tracking_source
+    from privacy_gate.tracking.uri import SOURCE_WORKDIR, tracking_source
 
     uri, source = tracking_source(None, workdir, option=uri)
     if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():

@@ -81,26 +81,26 @@ def run(
     def check(cfg: Any) -> None:
         check_components(cfg.generator.name, cfg.generator.params, cfg.attacks)
         if cfg.remediate is not None:
-            from privacy_gate.pipeline.remediation import check_ladder
+            from privacy_gate.runs.remediation import check_ladder
 
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
 
     cfg = load_release(config, check)
-    from privacy_gate.objectstore import is_s3
+    from privacy_gate.publication.objectstore import is_s3
 
     require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
                                         ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
     check_dataset_inputs(cfg, config)
     preflight(workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target")
-    from privacy_gate.tracking_uri import SOURCE_CONFIG, tracking_source
+    from privacy_gate.tracking.uri import SOURCE_CONFIG, tracking_source
 
     tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
     probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
     reconcile(tracking_uri, cfg.dataset.spec.name, cfg.tracking.experiment)
     if not use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
         from privacy_gate.pipeline.executor import LocalExecutor
-        from privacy_gate.pipeline.remediation import remediated_release_run
-        from privacy_gate.pipeline.retrying import run_with_retries
+        from privacy_gate.runs.remediation import remediated_release_run
+        from privacy_gate.runs.retrying import run_with_retries
 
         logger = cli_logger()
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
@@ -172,11 +172,11 @@ def gate(
     preflight(workdir=workdir, publish_to=publish_to,
               split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model,
               limits=limits)
-    from privacy_gate.tracking_uri import tracking_source
+    from privacy_gate.tracking.uri import tracking_source
 
     reconcile(probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
     if not use_prefect(orchestrator):
-        from privacy_gate.pipeline.release import gate_only_run
+        from privacy_gate.runs.release import gate_only_run
 
         run_flow(lambda: gate_only_run(train=str(train), holdout=str(holdout), reference=str(reference),
                                        synthetic=str(synthetic), spec=spec_model, judging=judging, workdir=workdir,

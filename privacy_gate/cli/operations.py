@@ -34,8 +34,8 @@ def doctor(
     what it can and says what it did."""
     quiet_env()
     from privacy_gate.names import SQLITE_FILE
-    from privacy_gate.pipeline.doctor import doctor as run_doctor
-    from privacy_gate.tracking_uri import SOURCE_WORKDIR, tracking_source
+    from privacy_gate.review.doctor import doctor as run_doctor
+    from privacy_gate.tracking.uri import SOURCE_WORKDIR, tracking_source
 
     uri, source = tracking_source(None, workdir, option=tracking_uri)
     if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
@@ -91,7 +91,7 @@ def serve(
     PRIVACY_GATE_SIGNING_KEY (or --allow-unsigned); runs of one dataset never overlap."""
     quiet_env()
     preflight(workdir=workdir)
-    from privacy_gate.tracking_uri import SOURCE_ENV, tracking_source
+    from privacy_gate.tracking.uri import SOURCE_ENV, tracking_source
 
     uri, source = tracking_source(None, workdir)
     if source == SOURCE_ENV:  # the flows served here record there (unless a config names its own)

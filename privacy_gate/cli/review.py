@@ -29,7 +29,7 @@ class RegateWatch:
     def __call__(self, **kwargs: Any) -> Any:
         run = self.run
         if run is None:
-            from privacy_gate.pipeline.regate import regate_run as run
+            from privacy_gate.runs.regate import regate_run as run
         self.outcome = run(**kwargs)
         return self.outcome
 
@@ -51,7 +51,7 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
 
             regate = RegateWatch(regate_flow)
     try:
-        from privacy_gate.pipeline.review import decide_run
+        from privacy_gate.review.decide import decide_run
 
         decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
                               tracking_uri=uri, workdir=str(workdir), regate=regate)
@@ -111,7 +111,7 @@ def review(
         raise typer.Exit(EXIT_USAGE)
     uri = store_uri(workdir, tracking_uri)
     try:
-        from privacy_gate.pipeline.review import pending_runs_text, review_text
+        from privacy_gate.review.decide import pending_runs_text, review_text
 
         typer.echo(pending_runs_text(tracking_uri=uri, workdir=workdir) if pending
                    else review_text(run_id, tracking_uri=uri, workdir=workdir))

@@ -37,7 +37,7 @@ def dependency_study(
     require_files(**{"dataset.path": cfg.dataset.path})
     check_dataset_inputs(cfg, config)
     preflight(workdir=workdir)
-    from privacy_gate.tracking_uri import tracking_source
+    from privacy_gate.tracking.uri import tracking_source
 
     probe_tracking(*tracking_source(cfg.tracking.uri, workdir))
     try:
@@ -46,14 +46,14 @@ def dependency_study(
 
             result = dependency_study_flow(config_path=str(config), workdir=str(workdir))
         else:
-            from privacy_gate.pipeline.dependency_study import run_dependency_study
+            from privacy_gate.studies.dependency_study import run_dependency_study
 
             result = run_dependency_study(cfg, workdir=workdir, logger=cli_logger())
     except PrivacyGateError as exc:
         say(f"error: dependency study did not complete: {exc}", err=True)
         raise typer.Exit(1) from None
-    from privacy_gate.pipeline.dependency_summary import invariant_lines
-    from privacy_gate.tracking_uri import ui_command
+    from privacy_gate.studies.dependency_summary import invariant_lines
+    from privacy_gate.tracking.uri import ui_command
 
     out = sys.stderr if as_json else sys.stdout
     print("\n".join(["", *invariant_lines(result["invariants"]), f"study run:   {result['run_id']}",
@@ -91,7 +91,7 @@ def audit_dp(
 
             record = audit_dp_flow(config_path=str(config), workdir=str(workdir), runs=runs, use_cache=not no_cache)
         else:
-            from privacy_gate.pipeline.dp_audit_gate import run_dp_audit
+            from privacy_gate.studies.dp_audit_gate import run_dp_audit
 
             log = cli_logger()
             result, cached = run_dp_audit(cfg, workdir=workdir, progress=log.info, runs=runs, use_cache=not no_cache)
@@ -99,7 +99,7 @@ def audit_dp(
     except PrivacyGateError as exc:
         say(f"error: DP audit did not complete: {exc}", err=True)
         raise typer.Exit(1) from None
-    from privacy_gate.pipeline.dp_audit import DPAuditResult
+    from privacy_gate.studies.dp_audit import DPAuditResult
 
     result = DPAuditResult.from_dict(record)
     if figure is not None:

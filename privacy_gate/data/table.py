@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privacy_gate import objectstore
+from privacy_gate.publication import objectstore
 from privacy_gate.config import InputLimits
 from privacy_gate.data import guards
 from privacy_gate.spec import DatasetSpec

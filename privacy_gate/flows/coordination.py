@@ -32,7 +32,7 @@ from prefect.events import emit_event
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
 from privacy_gate.errors import ConfigError, PrivacyGateError
-from privacy_gate.publish import dataset_slug
+from privacy_gate.publication.publish import dataset_slug
 
 if TYPE_CHECKING:
     from privacy_gate.pipeline.result import RunOutcome

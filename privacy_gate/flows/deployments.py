@@ -33,8 +33,8 @@ from privacy_gate.errors import ConfigError
 from privacy_gate.flows.coordination import ensure_dataset_limit
 from privacy_gate.flows.gate_flows import release_flow
 from privacy_gate.names import ENV_SIGNING_KEY
-from privacy_gate.publish import dataset_slug
-from privacy_gate.signing import signing_key
+from privacy_gate.publication.publish import dataset_slug
+from privacy_gate.publication.signing import signing_key
 
 DEPLOYMENT_TAG = "privacy-gate"
 CONFIG_SUFFIXES = (".yaml", ".yml")

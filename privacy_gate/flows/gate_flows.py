@@ -26,11 +26,11 @@ from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_ver
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows import review_wait
 from privacy_gate.flows.verdict_states import glance_name, skipped_state, verdict_flow, verdict_line, verdict_state
-from privacy_gate.pipeline import prior_decision
-from privacy_gate.pipeline.regate import regate_run
-from privacy_gate.pipeline.retrying import run_with_retries, unrecorded_block
-from privacy_gate.pipeline.remediation import remediated_release_run
-from privacy_gate.pipeline.release import gate_only_run
+from privacy_gate.review import prior_decision
+from privacy_gate.runs.regate import regate_run
+from privacy_gate.runs.retrying import run_with_retries, unrecorded_block
+from privacy_gate.runs.remediation import remediated_release_run
+from privacy_gate.runs.release import gate_only_run
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.tracking import resolve_tracking_uri
 
@@ -250,7 +250,7 @@ def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir:
 def dependency_study_flow(config_path: str, workdir: str = ".privacy-gate") -> dict[str, Any]:
     """The dependency study of a release config (README, "Dependency study"): one MLflow parent run
     with a nested run per setting, generator and epsilon."""
-    from privacy_gate.pipeline.dependency_study import run_dependency_study
+    from privacy_gate.studies.dependency_study import run_dependency_study
 
     result = run_dependency_study(load_release_config(config_path), workdir=workdir, logger=get_run_logger())
     return {k: result[k] for k in ("run_id", "tracking_uri", "invariants", "summary")}
@@ -261,7 +261,7 @@ def audit_dp_flow(config_path: str, workdir: str = ".privacy-gate", runs: int | 
                   use_cache: bool = True) -> dict[str, Any]:
     """The DP audit of a release config's generator (README, "DP audit"): its fits are Prefect
     tasks (``PrefectExecutor.map``); the result (bounds, never records) is the flow's return value."""
-    from privacy_gate.pipeline.dp_audit_gate import run_dp_audit
+    from privacy_gate.studies.dp_audit_gate import run_dp_audit
 
     logger = get_run_logger()
     result, cached = run_dp_audit(load_release_config(config_path), workdir=workdir, executor=PrefectExecutor(),

@@ -6,7 +6,7 @@ The form is made for the run (:func:`review_form`): its description leads with w
 found (the run's review text: one sentence of evidence per flagged group, the reasons) and how to
 decide; ``decision`` has no default (a reviewer must choose approve or reject); ``suppress``
 offers exactly the run's flagged groups (a multi-select). What gets recorded is what was removed
-(``privacy_gate.pipeline.review.decide_run``): a flagged group whose rows all go with a suppressed
+(``privacy_gate.review.decide.decide_run``): a flagged group whose rows all go with a suppressed
 one (``sex=Female&race=Black`` inside ``race=Black``) is recorded as suppressed, not approved.
 """
 

@@ -58,8 +58,8 @@ from privacy_gate.flows.review_form import ReviewInput, review_form
 from privacy_gate.flows.verdict_states import NotReleased, glance_name, verdict_line, verdict_state
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.pipeline.retrying import unrecorded_block
-from privacy_gate.pipeline.review import decide_run, review_text
+from privacy_gate.runs.retrying import unrecorded_block
+from privacy_gate.review.decide import decide_run, review_text
 
 #: Suspension keys of reviews: this prefix and the MLflow run id (Prefect keys a run's inputs by
 #: it, and allows letters, digits and dashes only: an MLflow run id is hex).
@@ -253,7 +253,7 @@ def _published(tags: dict[str, str]) -> str | None:
 def _recorded_decision(result: RunOutcome) -> dict[str, Any] | None:
     """The decision that stands on the run (a half-done one completed or rolled back first, as
     ``privacy-gate review`` does), or None while it is pending."""
-    from privacy_gate.pipeline.decision_recovery import resolve_for_review
+    from privacy_gate.review.decision_recovery import resolve_for_review
 
     tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
     for line in resolve_for_review(tracker, result.run_id):

@@ -3,7 +3,7 @@
 After ``fit``, MST, PrivBayes and Private-GSD keep ``measurements_``: every noisy count vector
 they measured (with its noise distribution and scale) and how a record's codes map to a cell of
 it. Synthesis only reads these, so they are what a white-box DP audit inspects
-(``pipeline/dp_audit.py``): adding the target record moves the true value of the target's cell
+(``studies/dp_audit.py``): adding the target record moves the true value of the target's cell
 by 1 / ``normaliser`` in every measurement, and nothing else the released noise depends on.
 Recording them draws no randomness: samples of a seeded fit are unchanged.
 

@@ -1,13 +1,14 @@
-"""The gate pipeline: typed inputs and settings in, a :class:`GateResult` out.
+"""The gate run: typed inputs and settings in, a :class:`GateResult` out.
 
-- :func:`run_gate` judges one synthetic release (validate, attack, MACE, audit, decide);
-- :func:`evaluate` is the notebook entry point (DataFrames in, no Prefect, no MLflow);
-- :func:`release_run` / :func:`gate_only_run` are whole recorded runs (MLflow + publication),
-  which the Prefect flows call with an executor that maps stages to tasks.
+- :func:`run_gate` judges one synthetic release (validate, attack, MACE, audit, decide), as
+  declared stages (:mod:`.stages`) run through an executor (:mod:`.executor`);
+- :func:`evaluate` is the notebook entry point (DataFrames in, no Prefect, no MLflow).
 
-Nothing here imports Prefect. MLflow is reached only through ``privacy_gate.tracking``, loaded
-when a recorded run starts. The names below are loaded when first used: a review command, which
-imports ``pipeline.review``, does not load the gate (the attacks, scikit-learn, SciPy).
+Whole recorded runs (MLflow + publication: ``release_run``, ``gate_only_run``, re-gates) are
+:mod:`privacy_gate.runs`, which the Prefect flows call with an executor that maps stages to tasks.
+
+Nothing here imports Prefect or MLflow. The names below are loaded when first used: a review
+command, which imports ``review.decide``, does not load the gate (the attacks, scikit-learn, SciPy).
 """
 
 from __future__ import annotations

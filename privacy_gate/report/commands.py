@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from privacy_gate.names import SQLITE_FILE
-from privacy_gate.tracking_uri import default_tracking_uri
+from privacy_gate.tracking.uri import default_tracking_uri
 
 #: The reviewer of a suggested decision: whoever runs it (the shell expands it; never a placeholder).
 REVIEWER = '"$USER"'

@@ -3,7 +3,7 @@ claim, a generator that copies its training rows caught in one run."""
 
 from __future__ import annotations
 
-from privacy_gate.pipeline.dp_audit_one_run import one_run_audit
+from privacy_gate.studies.dp_audit_one_run import one_run_audit
 from tests.dp_audit.broken import CopyingGenerator
 
 

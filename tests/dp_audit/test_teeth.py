@@ -9,7 +9,7 @@ import pytest
 from privacy_gate.generators.mst import MSTGenerator
 from privacy_gate.generators.private_gsd import PrivateGSDGenerator
 from privacy_gate.generators.privbayes import PrivBayesGenerator
-from privacy_gate.pipeline.dp_audit import (
+from privacy_gate.studies.dp_audit import (
     DPAuditResult,
     DPAuditSettings,
     audit_dp,

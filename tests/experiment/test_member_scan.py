@@ -111,8 +111,8 @@ def test_the_gate_runs_the_scan_by_default_and_records_its_figures(adult_full, a
 
 def test_suppress_exposed_also_reads_the_scan_discoveries():
     from privacy_gate import names
-    from privacy_gate.pipeline.review import RunRecord
-    from privacy_gate.pipeline.suppression import singled_out
+    from privacy_gate.review.decide import RunRecord
+    from privacy_gate.runs.suppression import singled_out
 
     frames = {names.ART_EXPOSED: pd.DataFrame({"row_id": [1, 2], "p_value": [0.001, 0.5], "exposed": [True, False]}),
               names.ART_SCAN: pd.DataFrame({"row_id": [1, 7, 9], "p_value": [0.001, 0.0001, 0.3],

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from privacy_gate import names, tracking
 from privacy_gate.flows import release_flow
-from privacy_gate.publish import list_published, verify_published
+from privacy_gate.publication.publish import list_published, verify_published
 
 from ..conftest import write_release_config
 

@@ -1,4 +1,4 @@
-"""One decision per release (privacy_gate/pipeline/prior_decision.py): a deployment's run of an
+"""One decision per release (privacy_gate/review/prior_decision.py): a deployment's run of an
 unchanged release reuses the decision taken on it — an unchanged release served three times
 creates one REVIEW — and a changed file or setting is a new release.
 
@@ -19,7 +19,7 @@ from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.config import load_release_config
 from privacy_gate.flows import release_flow
-from privacy_gate.pipeline.prior_decision import PriorDecision, prior_decision, release_key
+from privacy_gate.review.prior_decision import PriorDecision, prior_decision, release_key
 
 from ..conftest import write_release_config
 

@@ -454,7 +454,7 @@ def test_a_pending_review_is_approved_from_a_second_workdir(services, served):
     """A later review left pending (its run suspended, the release quarantined on S3):
     approved with the CLI from a fresh workdir against the same MLflow server and bucket, it is
     published."""
-    from privacy_gate.publish import list_published_s3, verify_published_s3
+    from privacy_gate.publication.publish import list_published_s3, verify_published_s3
 
     first = _mlflow_runs(services)[str(served.runs["review"].id)].info.run_id
     deadline = time.monotonic() + 360  # the review deployment's next gate may still be on its way
@@ -492,7 +492,7 @@ def test_a_pending_review_is_approved_from_a_second_workdir(services, served):
 
 @pytest.mark.timeout(SERVED_TIMEOUT)
 def test_artefacts_and_releases_are_in_the_bucket(services, served, monkeypatch):
-    from privacy_gate.publish import list_published_s3, verify_published_s3
+    from privacy_gate.publication.publish import list_published_s3, verify_published_s3
 
     for key, value in stack.s3_env(services.s3).items():
         monkeypatch.setenv(key, value)
@@ -522,7 +522,7 @@ def test_a_suspended_review_answered_after_minutes_resumes_and_publishes(service
     by the officer through the flow, published on S3."""
     from mlflow.tracking import MlflowClient
 
-    from privacy_gate.publish import verify_published_s3
+    from privacy_gate.publication.publish import verify_published_s3
 
     review = served.review
     print(f"\nsuspended review answered {review.waited:.0f} s after its suspension ({review.since_start:.0f} s after "

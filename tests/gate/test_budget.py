@@ -236,6 +236,8 @@ def test_the_budget_modules_doctests():
     import doctest
 
     import privacy_gate.config
+    import privacy_gate.config.rules
+    import privacy_gate.config.sections
     import privacy_gate.estimators.exposure
     import privacy_gate.estimators.group_tests
     import privacy_gate.estimators.tail_test
@@ -245,6 +247,7 @@ def test_the_budget_modules_doctests():
 
     for module in (privacy_gate.gate.budget, privacy_gate.experiment.copies, privacy_gate.experiment.agreement,
                    privacy_gate.estimators.exposure, privacy_gate.estimators.tail_test,
-                   privacy_gate.estimators.group_tests, privacy_gate.config):
+                   privacy_gate.estimators.group_tests, privacy_gate.config, privacy_gate.config.rules,
+                   privacy_gate.config.sections):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__

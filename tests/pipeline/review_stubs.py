@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from privacy_gate import tracking
-from privacy_gate.pipeline import review
+from privacy_gate.review import decide as review
 
 
 @pytest.fixture(autouse=True)

@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
-from privacy_gate.pipeline import review
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.release import RunContext, finish
+from privacy_gate.review import decide as review
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.release import RunContext, finish
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.publish import ReleaseStore
+from privacy_gate.publication.publish import ReleaseStore
 
 from .test_review_records import GROUP, SUBGROUP_ROWS, flagged_group_verdict
 

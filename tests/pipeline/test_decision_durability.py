@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
-from privacy_gate.pipeline import review
-from privacy_gate.publish import list_published
+from privacy_gate.review import decide as review
+from privacy_gate.publication.publish import list_published
 
 from ..reaper import popen
 from .test_review_records import make_review_run
@@ -200,7 +200,7 @@ def _half_done_approval(uri: str, run_id: str, *, claim: str | None = None) -> d
 def test_a_live_decider_on_a_server_store_is_left_alone(tmp_path, monkeypatch):
     """Without a file lock (a tracking server), the claim names the decider's process: alive, its
     half-done decision is in progress, not a finding; on another host, reported and not touched."""
-    from privacy_gate.pipeline import decision_lock
+    from privacy_gate.review import decision_lock
     from privacy_gate.processes import process_start, this_host
 
     monkeypatch.setattr(decision_lock, "lock_path", lambda uri, run_id: None)

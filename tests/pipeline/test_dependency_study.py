@@ -17,9 +17,9 @@ from ..conftest import write_release_config
 from privacy_gate.config import ReleaseConfig, load_release_config
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, InsufficientDataError
-from privacy_gate.pipeline.dependency_splits import (Clustering, bias_split, cluster_split, iid_counterpart,
+from privacy_gate.studies.dependency_splits import (Clustering, bias_split, cluster_split, iid_counterpart,
                                                      source_split, spec_without)
-from privacy_gate.pipeline.dependency_summary import check_invariants, summarise
+from privacy_gate.studies.dependency_summary import check_invariants, summarise
 
 SPEC = DatasetSpec.model_validate({"name": "t", "source": "site", "columns": {
     "site": {"kind": "categorical"}, "sex": {"kind": "categorical"}, "x": {"kind": "numeric"},
@@ -204,13 +204,13 @@ def test_cli_runs_the_study_locally_and_refuses_a_config_without_one(small_adult
                           "--orchestrator", "local"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "no 'dependency_study' section" in out.stderr
     with pytest.raises(ConfigError):
-        from privacy_gate.pipeline.dependency_study import run_dependency_study
+        from privacy_gate.studies.dependency_study import run_dependency_study
 
         run_dependency_study(load_release_config(tmp_path / "none.yaml"), workdir=tmp_path / "w")
 
 
 def test_the_example_study_config_loads_and_says_how_big_it_is():
-    from privacy_gate.pipeline.dependency_study import plan_size
+    from privacy_gate.studies.dependency_study import plan_size
 
     from ..conftest import ROOT
 

@@ -42,7 +42,7 @@ def test_dp_audit_of_a_generator_without_a_dp_claim_fails_the_stage(small_adult,
 
     from privacy_gate.config import load_release_config
     from privacy_gate.errors import ConfigError
-    from privacy_gate.pipeline.dp_audit_gate import audit_for_release
+    from privacy_gate.studies.dp_audit_gate import audit_for_release
 
     cfg = load_release_config(write_release_config(small_adult, {"name": "gaussian_copula", "seed": 0},
                                                    name="dp-audit-bad.yaml", fast=True, audit_dp=AUDIT))

@@ -18,11 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate import evaluate, publish
+from privacy_gate import evaluate
+
+from privacy_gate.publication import publish
 from privacy_gate.config import GateOnlyConfig, TargetsConfig, load_spec
-from privacy_gate.pipeline.review import decide_run
-from privacy_gate.pipeline.release import gate_only_run
-from privacy_gate.pipeline.suppression import exposed_neighbour_mask, singled_out
+from privacy_gate.review.decide import decide_run
+from privacy_gate.runs.release import gate_only_run
+from privacy_gate.runs.suppression import exposed_neighbour_mask, singled_out
 
 from ..exposure_scenarios import RARE_GROUP, SPEC, make_scenario
 
@@ -126,7 +128,7 @@ def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approve
     """All training rows of race=Black near-copied (noise 2% sd): the release-wide block rules fail,
     but only because of that group — REVIEW naming it (not BLOCK), the sex groups marked as flagged
     through it, and the re-gate after suppressing it APPROVEs."""
-    from privacy_gate.pipeline.regate import regate_run
+    from privacy_gate.runs.regate import regate_run
 
     s, synthetic = _group_leak(13, "Black", adult_full)
     paths = {}

@@ -23,7 +23,7 @@ def config(small_adult, tmp_path_factory):
 
 def test_the_unbroken_run_approves_and_publishes(config, tmp_path):
     from privacy_gate.config import load_release_config
-    from privacy_gate.pipeline.release import release_run
+    from privacy_gate.runs.release import release_run
 
     result = release_run(load_release_config(config), workdir=tmp_path)
     assert result.verdict.decision == "APPROVE" and result.published  # the baseline the faults break

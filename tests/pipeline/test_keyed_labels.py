@@ -205,8 +205,8 @@ def test_the_dictionary_attack_reverses_no_label(gated):
 
 
 def test_labels_are_the_stores_keyed_hashes_and_resolve_only_with_its_key(gated, tmp_path):
-    from privacy_gate.pipeline.regate import SuppressedRelease
-    from privacy_gate.pipeline.run_record import RunRecord
+    from privacy_gate.runs.regate import SuppressedRelease
+    from privacy_gate.runs.run_record import RunRecord
 
     key = LabelKey.for_workdir(gated["workdir"], create=False)
     words = _dictionary()

@@ -15,8 +15,8 @@ from privacy_gate.config import load_release_config
 from privacy_gate.generators import register_generator
 from privacy_gate.generators.external import FileGenerator
 from privacy_gate.generators.focal import FocalPoint
-from privacy_gate.pipeline.regate import regate_run
-from privacy_gate.pipeline.release import release_run
+from privacy_gate.runs.regate import regate_run
+from privacy_gate.runs.release import release_run
 
 from ..conftest import EXAMPLE, lighten
 

@@ -12,8 +12,8 @@ from mlflow.tracking import MlflowClient
 from privacy_gate import names, tracking
 from privacy_gate.config import load_release_config
 from privacy_gate.errors import ConfigError
-from privacy_gate.pipeline.remediation import _choose, check_ladder, ladder_generators, remediated_release_run
-from privacy_gate.publish import list_published, verify_published
+from privacy_gate.runs.remediation import _choose, check_ladder, ladder_generators, remediated_release_run
+from privacy_gate.publication.publish import list_published, verify_published
 
 from ..conftest import write_release_config
 

@@ -20,8 +20,8 @@ from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.experiment.inputs import load_real_data, split_release
 from privacy_gate.generators import GeneratorCapabilities, register_generator
 from privacy_gate.params import Component, Field, Fraction, Params, Seed
-from privacy_gate.pipeline.remediation import FilterRung, check_ladder, ladder_rungs, remediated_release_run
-from privacy_gate.publish import list_published, read_quarantined, verify_published
+from privacy_gate.runs.remediation import FilterRung, check_ladder, ladder_rungs, remediated_release_run
+from privacy_gate.publication.publish import list_published, read_quarantined, verify_published
 
 from ..conftest import write_release_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from privacy_gate import names, tracking
 from privacy_gate.config import RetryConfig
-from privacy_gate.pipeline.retrying import run_with_retries
+from privacy_gate.runs.retrying import run_with_retries
 
 
 def _attempts_run(tmp_path, outcomes):

@@ -22,9 +22,9 @@ from privacy_gate.cli import app
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.review_records import ReviewDecision
-from privacy_gate.pipeline import review
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.publish import ReleaseStore
+from privacy_gate.review import decide as review
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.publication.publish import ReleaseStore
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 
@@ -104,7 +104,7 @@ def test_concurrent_decisions_exactly_one_wins(tmp_path, monkeypatch, deciders):
 
 def test_claim_tag_serialises_deciders_on_a_server_store(tmp_path, monkeypatch):
     """Without a file lock (a remote tracking server), the claim tag lets exactly one decide."""
-    from privacy_gate.pipeline import decision_lock
+    from privacy_gate.review import decision_lock
 
     run_id, uri = make_review_run(tmp_path)
     monkeypatch.setattr(decision_lock, "lock_path", lambda uri, run_id: None)

@@ -18,12 +18,12 @@ from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.verdict import Check
-from privacy_gate.pipeline import review
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.release import RunContext, finish
+from privacy_gate.review import decide as review
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.release import RunContext, finish
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.publish import ReleaseStore
+from privacy_gate.publication.publish import ReleaseStore
 
 from ..conftest import LogLines
 

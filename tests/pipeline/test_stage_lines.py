@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from privacy_gate.generators import create_generator
-from privacy_gate.pipeline.release import RELEASE_STAGES
+from privacy_gate.runs.release import RELEASE_STAGES
 
 
 def _line(state) -> str:

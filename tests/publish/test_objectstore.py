@@ -7,10 +7,10 @@ import json
 import pandas as pd
 import pytest
 
-from privacy_gate import objectstore
+from privacy_gate.publication import objectstore
 from privacy_gate.data import read_table
 from privacy_gate.errors import DataError, is_infrastructure_error
-from privacy_gate.publish import (PublishError, ReleaseStore, list_published_s3, verify_published_s3)
+from privacy_gate.publication.publish import (PublishError, ReleaseStore, list_published_s3, verify_published_s3)
 
 from .. import stack
 
@@ -127,7 +127,7 @@ def test_gate_publish_to_s3_goes_to_the_bucket(s3_env, small_adult, tmp_path, mo
 
 
 def test_doctor_lists_and_removes_s3_data_without_a_manifest(s3_env, tmp_path):
-    from privacy_gate.pipeline.doctor import orphans
+    from privacy_gate.review.doctor import orphans
 
     store = ReleaseStore(workdir=tmp_path, target="s3://releases/doctor")
     complete = store.publish(store.quarantine(_frame()), dataset="adult", verdict="APPROVE", run_id="r",

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from privacy_gate import publish, quarantine
-from privacy_gate.publish import QUARANTINE_DIR, STAGING_PREFIX, ReleaseStore
+from privacy_gate.publication import publish, quarantine
+from privacy_gate.publication.publish import QUARANTINE_DIR, STAGING_PREFIX, ReleaseStore
 
 UMASKS = [0o022, 0o000]
 

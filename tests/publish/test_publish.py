@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.publish import ReleaseStore, file_sha256, list_published
+from privacy_gate.publication.publish import ReleaseStore, file_sha256, list_published
 
 
 def _df():

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import privacy_gate.publish as publish
-from privacy_gate.publish import PublishError, ReleaseStore, list_published, verify_published
+import privacy_gate.publication.publish as publish
+from privacy_gate.publication.publish import PublishError, ReleaseStore, list_published, verify_published
 
 from ..reaper import popen
 

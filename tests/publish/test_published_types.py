@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from privacy_gate.cli import app
 from privacy_gate.data import conform
-from privacy_gate.publish import ReleaseStore, read_quarantined
+from privacy_gate.publication.publish import ReleaseStore, read_quarantined
 from privacy_gate.spec import DatasetSpec
 
 from ..conftest import EXAMPLE, lighten

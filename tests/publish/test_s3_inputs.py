@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privacy_gate import objectstore
+from privacy_gate.publication import objectstore
 from privacy_gate.data import read_table
 from privacy_gate.errors import DataError
 

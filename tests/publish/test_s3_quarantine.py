@@ -9,8 +9,10 @@ import shutil
 import pandas as pd
 import pytest
 
-from privacy_gate import names, objectstore, quarantine, tracking
-from privacy_gate.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
+from privacy_gate import names, tracking
+
+from privacy_gate.publication import objectstore, quarantine
+from privacy_gate.publication.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
 
 from ..conftest import review_rules, write_release_config
 
@@ -53,8 +55,8 @@ def test_approve_in_another_workdir_publishes_the_quarantined_release(s3_env, sm
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, split_by_entity
     from privacy_gate.pipeline import LocalExecutor
-    from privacy_gate.pipeline.release import release_run
-    from privacy_gate.pipeline.review import decide_run
+    from privacy_gate.runs.release import release_run
+    from privacy_gate.review.decide import decide_run
 
     folder = tmp_path / "data"
     folder.mkdir()

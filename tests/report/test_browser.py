@@ -289,7 +289,7 @@ def test_experiment_link_lists_the_run_with_its_verdict(review_run, mlflow_serve
 @pytest.mark.timeout(600)
 def test_decision_rerenders_the_served_report(review_run, mlflow_server):
     """Runs last: rejecting the run re-renders its report; the server serves the new one."""
-    from privacy_gate.pipeline.review import decide_run
+    from privacy_gate.review.decide import decide_run
 
     run_id, workdir = review_run
     decide_run(run_id, action="reject", reviewer="ana", comment="rare group copied verbatim",

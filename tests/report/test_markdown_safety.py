@@ -9,7 +9,7 @@ from markdown_it import MarkdownIt
 
 from privacy_gate import names
 from privacy_gate.gate.verdict import Check, Verdict
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.safe_text import markdown_code, markdown_fence, markdown_text
 
 RUN_ID = "0123abcd" * 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.report.html import render_report
 from privacy_gate.report.summary import run_outcome_console, verdict_markdown

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import names, objectstore
+from privacy_gate import names
+
+from privacy_gate.publication import objectstore
 
 _CHUNK = 1 << 20
 #: Kinds of runs with a verdict that never decide a release on their own: re-gates, decided with

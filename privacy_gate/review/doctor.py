@@ -24,11 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import names, objectstore, tracking
+from privacy_gate import names, tracking
+
+from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.pipeline.decision_recovery import doctor_check
+from privacy_gate.review.decision_recovery import doctor_check
 from privacy_gate.processes import owner_gone
-from privacy_gate.publish import (MANIFEST, PUBLISHED_DIR, QUARANTINE_DIR, QUARANTINE_TMP_PREFIX, STAGING_PREFIX,
+from privacy_gate.publication.publish import (MANIFEST, PUBLISHED_DIR, QUARANTINE_DIR, QUARANTINE_TMP_PREFIX, STAGING_PREFIX,
                                   temp_dirs)
 
 #: a release folder's name: ``<dataset slug>-<12 hex of the content hash>`` (``ReleaseStore.release_dir``)

@@ -3,7 +3,7 @@
 A scheduled pipeline meets outages: the tracking server restarts, the object store times out. Such
 a run is attempted again from the start (a new MLflow run each time; every attempt fails closed on
 its own). The attempts of one release are nested runs under one parent MLflow run, which carries
-the final verdict (``attempt_runs``); a release that needs no retry has no parent. Nothing else is retried: a bad config, bad data or a gate decision is final. When the
+the final verdict (``tracking.attempt_runs``); a release that needs no retry has no parent. Nothing else is retried: a bad config, bad data or a gate decision is final. When the
 attempts run out the result is a BLOCK naming the failure and the number of attempts, so an
 outage can delay a release but never approve one.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from privacy_gate import attempt_runs
+from privacy_gate.tracking import attempt_runs
 from privacy_gate.config import RetryConfig
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict

@@ -23,7 +23,7 @@ A **filter rung** (``{filter: copies}``) runs no generator: it takes the release
 just before it (the configured generator's, or a generator rung's; the config refuses a filter
 rung after a filter rung), removes the rows that copy training records — the rows
 ``privacy-gate approve RUN --suppress copies`` removes (:func:`privacy_gate.experiment.agreement
-.copy_rows`), read back and re-gated by the same machinery (:class:`privacy_gate.pipeline.regate
+.copy_rows`), read back and re-gated by the same machinery (:class:`privacy_gate.runs.regate
 .SuppressedRelease`) — and gates what is left as an attempt of its own (its own nested run, its
 own quarantined release). It spends no epsilon: it post-processes a release already made (a DP
 release stays exactly as private). The ledger records how many rows it removed, a count only.
@@ -44,13 +44,13 @@ from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import create_generator
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.release import RunContext, finish, release_run
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.release import RunContext, finish, release_run
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.pipeline.regate import SuppressedRelease
-from privacy_gate.pipeline.run_record import RunRecord
+from privacy_gate.runs.regate import SuppressedRelease
+from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.publish import ReleaseStore, quarantined_file
+from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
                    "figures are optimistic (adaptive selection); they were not re-measured on fresh targets")
@@ -229,7 +229,7 @@ def filter_attempt(config: ReleaseConfig, *, rung: FilterRung, previous: RunOutc
                    workdir: str | Path, executor: Executor | None = None, logger: Any = None,
                    tags: dict[str, str] | None = None) -> tuple[RunOutcome, dict[str, int]]:
     """A filter rung's attempt: ``previous``'s sealed release read back, the rows ``rung.filter``
-    removes taken out (:class:`~privacy_gate.pipeline.regate.SuppressedRelease`, as ``approve
+    removes taken out (:class:`~privacy_gate.runs.regate.SuppressedRelease`, as ``approve
     --suppress``), and the rest gated with the settings ``previous`` recorded, in a run of its own
     (kind ``ladder_filter``, tagged ``gate.rerun_of``) that publishes nothing by itself.
 

@@ -22,7 +22,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from privacy_gate import objectstore
+from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.private_files import private_dir, private_file
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from privacy_gate.config import InputLimits
 from privacy_gate.errors import ConfigError, DataError
-from privacy_gate.objectstore import is_s3
+from privacy_gate.publication.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
 
 

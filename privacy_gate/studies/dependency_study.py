@@ -30,14 +30,13 @@ from privacy_gate.config import AttackConfig, ReleaseConfig, StudyGenerator, Stu
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.mace import estimate_advantage
-from privacy_gate.generators import create_generator, generator_capabilities
+from privacy_gate.generators import create_generator, generator_capabilities, sample_synthetic
 from privacy_gate.attacks import ThreatModel
 from privacy_gate.experiment.attack_runs import run_attack
-from privacy_gate.pipeline.dependency_splits import (Clustering, StudySplit, bias_split, cluster_split,
+from privacy_gate.studies.dependency_splits import (Clustering, StudySplit, bias_split, cluster_split,
                                                      iid_counterpart, source_split, spec_without)
-from privacy_gate.pipeline.dependency_summary import check_invariants, invariant_lines, summarise
+from privacy_gate.studies.dependency_summary import check_invariants, invariant_lines, summarise
 from privacy_gate.experiment.inputs import load_real_data, split_release
-from privacy_gate.pipeline.release import sample_synthetic
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.report.dependency_plot import dependency_figure
 

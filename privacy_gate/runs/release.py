@@ -21,22 +21,22 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.config import GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
 from privacy_gate.spec import DatasetSpec
-from privacy_gate.data import Splits, conform, read_table
+from privacy_gate.data import Splits, read_table
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
-from privacy_gate.generators import Generator, create_generator, progress
+from privacy_gate.generators import Generator, create_generator, progress, sample_synthetic
 from privacy_gate.label_key import LabelKey
-from privacy_gate.pipeline.dp_audit_gate import apply_audit, audit_for_release
+from privacy_gate.studies.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.data.types import conform_typed, restore_types
 from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, check_encoding_width,
                                            load_real_data_typed, read_split_files, split_release, splits_from_frames)
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
+from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
-from privacy_gate.publish import QuarantinedRelease, ReleaseStore
+from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.report.html import log_report
 from privacy_gate.validation import validate_input
@@ -123,12 +123,6 @@ def progress_seconds() -> float:
     except ValueError:
         return 15.0
     return value if value > 0 else 15.0
-
-
-def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.DataFrame:
-    # generators return spec-typed frames; conform() re-checks that contract
-    return conform(generator.sample(n), spec, source=f"synthetic data from generator '{generator.name}'",
-                   check_identifiers=False)
 
 
 @dataclass(eq=False)

@@ -19,11 +19,11 @@ from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate,
                                                check_subgroup_decisions, pending_text, suppressed_with)
-from privacy_gate.pipeline.decision_lock import DecisionHold, decision_lock
-from privacy_gate.pipeline.decision_recovery import resolve_before_deciding, resolve_for_review
-from privacy_gate.pipeline.decision_recovery import refresh_report as _refresh_report  # the name tests stub
-from privacy_gate.pipeline.run_record import RunRecord
-from privacy_gate.publish import ReleaseStore, quarantined_file
+from privacy_gate.review.decision_lock import DecisionHold, decision_lock
+from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
+from privacy_gate.review.decision_recovery import refresh_report as _refresh_report  # the name tests stub
+from privacy_gate.runs.run_record import RunRecord
+from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
 from privacy_gate.safe_text import console_lines
 
@@ -42,7 +42,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     """Check, (re-gate and) publish or reject, and append the decision to the run.
 
     ``regate``: how to re-run the gate after suppression (default
-    :func:`~privacy_gate.pipeline.regate.regate_run` in this process, imported only then; the CLI
+    :func:`~privacy_gate.runs.regate.regate_run` in this process, imported only then; the CLI
     passes the Prefect flow when a Prefect API is there, so the re-run shows up in the Prefect UI,
     and keeps the outcome for its summary).
 
@@ -113,7 +113,7 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
     to_publish, rerun_id = record.quarantined(), None
     if suppress:
         if regate is None:
-            from privacy_gate.pipeline.regate import regate_run as regate
+            from privacy_gate.runs.regate import regate_run as regate
         log.info("approving run %s without the rows of %s: re-gating the filtered release first", run_id,
                  ", ".join(suppress))
         result = regate(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)

@@ -1,6 +1,6 @@
 """The attempts of one retried release as nested MLflow runs under one parent run.
 
-``pipeline.retrying`` opens an :class:`AttemptGroup` around its attempts and numbers them. A run
+``runs.retrying`` opens an :class:`AttemptGroup` around its attempts and numbers them. A run
 the first attempt records stays a plain run (a release that needs no retry looks as before). From
 the second attempt on, the first top-level run an attempt starts (``Tracker.start_run`` asks
 :func:`current`) creates the parent run, in the same experiment, once; the earlier attempts' runs

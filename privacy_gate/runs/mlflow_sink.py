@@ -177,7 +177,7 @@ class MlflowSink:
         """The DP audit as a nested run (params, metrics, its JSON and trade-off figure); the JSON
         and figure also on this run, for the report. Records no record values (the outlier target
         is named by row position and hash)."""
-        from privacy_gate.pipeline.dp_audit_gate import audit_metrics
+        from privacy_gate.studies.dp_audit_gate import audit_metrics
 
         child = self.tracker.start_run(name=f"dp-audit-{result.generator}", kind="dp_audit", parent=self.run_id)
         try:

@@ -14,7 +14,7 @@ from privacy_gate import artifact_seal
 from privacy_gate.decision_log import DecisionLog, approval_tags
 from privacy_gate.decision_log import effective as effective_decisions
 from privacy_gate.names import DECISIONS_DIR, decision_artifact
-from privacy_gate.quarantine import sha256_of
+from privacy_gate.publication.quarantine import sha256_of
 
 
 class RunRecords:
@@ -63,7 +63,7 @@ class RunRecords:
     def append_decision(self, run_id: str, decision: Mapping[str, Any]) -> None:
         """Append a review decision: a new artifact (never overwriting), then the approval tags. A
         process killed between the two leaves a record without its tags, which
-        ``pipeline.decision_recovery`` resolves."""
+        ``review.decision_recovery`` resolves."""
         self.append_record(run_id, decision)
         self.set_tags(run_id, approval_tags(decision))
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from privacy_gate import names
-from privacy_gate.tracking_uri import sqlite_path
+from privacy_gate.tracking.uri import sqlite_path
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.processes import owner_gone, process_start, this_host

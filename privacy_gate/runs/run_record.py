@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from privacy_gate import artifact_seal, names, objectstore, quarantine, tracking
+from privacy_gate import artifact_seal, names, tracking
+
+from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate.review_records import ReviewDecision
-from privacy_gate.publish import QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file
+from privacy_gate.publication.publish import QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file
 
 if TYPE_CHECKING:  # imported by the methods that re-gate (see the module docstring)
     from privacy_gate.data import Splits

@@ -47,7 +47,7 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate import objectstore, quarantine
+from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.private_files import copy_private, make_shared, open_private, private_dir, private_file, write_private
 from privacy_gate.processes import pid_alive, this_host

@@ -25,13 +25,13 @@ from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.label_key import matching_key
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.pipeline.mlflow_sink import MlflowSink
-from privacy_gate.pipeline.release import RunContext, finish
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.release import RunContext, finish
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.pipeline.run_record import RunRecord
+from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.pipeline.suppression import singled_out, suppression_masks
-from privacy_gate.publish import ReleaseStore, read_quarantined
+from privacy_gate.runs.suppression import singled_out, suppression_masks
+from privacy_gate.publication.publish import ReleaseStore, read_quarantined
 
 log = logging.getLogger("privacy_gate")
 
@@ -58,7 +58,7 @@ class SuppressedRelease:
     def read(cls, record: RunRecord, *, suppress: list[str], workdir: str | Path, logger: Any = None
              ) -> SuppressedRelease:
         """Read ``record``'s sealed release and real data back and apply the ``--suppress`` labels
-        (:func:`~privacy_gate.pipeline.suppression.suppression_masks`)."""
+        (:func:`~privacy_gate.runs.suppression.suppression_masks`)."""
         logger = logger or log
         record.check_publishable()
         record.fetch_quarantine(workdir)

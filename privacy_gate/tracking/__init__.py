@@ -1,7 +1,12 @@
-"""MLflow: the one module that talks to an MLflow store. The names it writes live in ``names.py``.
+"""MLflow: the one package that talks to an MLflow store. The names it writes live in ``names.py``.
 
-Everything goes through an explicit ``MlflowClient`` and run ids (no global active run), because
-Prefect tasks log from worker threads.
+Here :class:`Tracker`, the run's records through an explicit ``MlflowClient`` and run ids (no
+global active run), because Prefect tasks log from worker threads; the records a review reads back
+and appends (:mod:`.records`); the attempts of a retried release as nested runs
+(:mod:`.attempt_runs`); a new workdir's store from a template (:mod:`.store`); and where the store
+is, with the fast probe every command makes before importing MLflow or pandas (:mod:`.uri`, whose
+names are re-exported here). MLflow and pandas are imported only when a store is used, so
+importing :mod:`.uri` stays cheap.
 """
 
 from __future__ import annotations
@@ -13,11 +18,9 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from privacy_gate import artifact_seal, attempt_runs
+from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED,
@@ -28,15 +31,19 @@ from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEA
 from privacy_gate.names import TAG_SIGNED
 from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
-from privacy_gate.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
-from privacy_gate.tracking_records import RunRecords
-# the store's address, source and probe live in tracking_uri; re-exported: callers import them here
-from privacy_gate.tracking_store import seed_store
-from privacy_gate.tracking_uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
+from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
+from privacy_gate.tracking import attempt_runs
+from privacy_gate.tracking.records import RunRecords
+# the store's address, source and probe live in tracking.uri; re-exported: callers import them here
+from privacy_gate.tracking.store import seed_store
+from privacy_gate.tracking.uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
                                        UI_WORKFLOW, artifact_url, check_reachable, default_tracking_uri,
                                        experiment_url,
                                        resolve_tracking_uri,
                                        run_url, sqlite_path, tracking_source, ui_command)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: MLflow's artifact upload/download progress bars (tqdm) flood a worker's log, one bar per
 #: artifact: off in every process that talks to MLflow (flows, workers, library calls), not only
@@ -168,6 +175,8 @@ class Tracker(RunRecords):
 
     def read_frame(self, run_id: str, path: str) -> pd.DataFrame:
         """A parquet artifact of the run as a DataFrame."""
+        import pandas as pd
+
         with tempfile.TemporaryDirectory() as tmp:
             return pd.read_parquet(self.client.download_artifacts(run_id, path, tmp))
 

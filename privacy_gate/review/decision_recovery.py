@@ -49,10 +49,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import decision_log, names, objectstore, signing, tracking
+from privacy_gate import decision_log, names, tracking
+
+from privacy_gate.publication import objectstore, signing
 from privacy_gate.errors import IntegrityError, PrivacyGateError
-from privacy_gate.pipeline.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
-from privacy_gate.publish import PublishError, dataset_slug, verify_published, verify_published_s3
+from privacy_gate.review.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
+from privacy_gate.publication.publish import PublishError, dataset_slug, verify_published, verify_published_s3
 
 log = logging.getLogger("privacy_gate")
 
