@@ -1,7 +1,7 @@
 """Statistics of a DP audit: from the scores of a distinguishing game to lower bounds on epsilon
 and on the Gaussian-DP mu, and the claimed curves they are read against.
 
-The game (``pipeline/dp_audit.py``) fits a generator R times on D and R times on D + {target} and
+The game (``studies/dp_audit.py``) fits a generator R times on D and R times on D + {target} and
 scores each run. A threshold on the score is a test "the target was in"; its false-positive rate
 (FPR) and false-negative rate (FNR) obey, for any (epsilon, delta)-DP mechanism,
 
