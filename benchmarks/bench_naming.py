@@ -77,7 +77,7 @@ def naming_row(kept: dict) -> dict:
         true = int(sum(int(r) in copied for r in named))
         return {"named": int(named.size), "true": true, "fdp": (named.size - true) / named.size if named.size else 0.0}
 
-    favourite = max(res.weights, key=res.weights.get)
+    favourite = res.favourite
     s = np.asarray(kept["scores"][favourite], dtype=float)
     median_copy = float(np.median(s[is_copy & labels])) if (is_copy & labels).any() else math.inf
     return {"copied_tested": int((is_copy & labels).sum()), "weighted": judged(res.records["exposed"].to_numpy()),

@@ -86,7 +86,7 @@ import pandas as pd
 from scipy import stats
 
 from privacy_gate.data.split import labelled_units, unit_max
-from privacy_gate.estimators.tail_test import GAP_DIGITS, TAIL_MAX_TOP, gap_level, random_tie_ranks, tail_excess_pvalue
+from privacy_gate.estimators.tail_test import TAIL_MAX_TOP, gap_in, random_tie_ranks, rounded_top, tail_excess_pvalue
 
 FdrMethod = Literal["bh", "by"]
 
@@ -274,6 +274,11 @@ class ExposureResult:
     simes: float | None = None  # Simes over the tested units' p-values (None: over ``records``, one row a unit)
 
     @property
+    def favourite(self) -> str | None:
+        """The attack given the largest share of the naming level (None before shares existed)."""
+        return max(self.weights, key=self.weights.get) if self.weights else None
+
+    @property
     def discoveries(self) -> np.ndarray:
         return self.records.loc[self.records["exposed"], "row_id"].to_numpy()
 
@@ -326,15 +331,14 @@ def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
     (0.130481, 32.4556)
     """
     s = np.asarray(scores, dtype=float)
-    s = np.where(np.isfinite(s), s, np.where(s > 0, np.finfo(float).max, np.finfo(float).min))
     n_top = int(min(max(2, math.ceil(window * s.size)), TAIL_MAX_TOP, s.size - 1))
     if n_top < 1:
         return 0.0
-    top = np.array([float(f"{v:.{GAP_DIGITS}g}") for v in -np.sort(-s)[: n_top + 1]])
+    top = rounded_top(s, n_top)  # the tail test's own reading of a top, sorted once
     spread = top[0] - top[-1]
     if not spread > 0:
         return 0.0
-    g = gap_level(s, n_top)
+    g = gap_in(top)
     return float(f"{g * (top[g - 1] - top[g]) / spread:.{STANDOUT_DIGITS}g}")
 
 

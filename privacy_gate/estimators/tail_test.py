@@ -92,11 +92,25 @@ def gap_level(scores: np.ndarray, n_top: int) -> int:
     n_top = int(min(max(1, n_top), s.size))
     if n_top >= s.size:
         return n_top
-    top = -np.sort(-np.nan_to_num(s, nan=-np.inf, posinf=np.finfo(float).max))[: n_top + 1]
+    return gap_in(rounded_top(s, n_top))
+
+
+def rounded_top(scores: np.ndarray, n_top: int) -> np.ndarray:
+    """The ``n_top + 1`` highest scores, descending, rounded to :data:`GAP_DIGITS` significant
+    digits (infinite and missing scores as the largest / smallest float): what a gap is read on.
+
+    >>> rounded_top(np.array([1.0, np.inf, 0.1234567891234, np.nan]), 2).tolist()
+    [1.79769313e+308, 1.0, 0.123456789]
+    """
+    s = np.nan_to_num(np.asarray(scores, dtype=float), nan=-np.inf, posinf=np.finfo(float).max)
+    top = -np.sort(-s)[: n_top + 1]
     top = np.where(np.isfinite(top), top, np.finfo(float).min)
-    rounded = np.array([float(f"{v:.{GAP_DIGITS}g}") for v in top])
-    gaps = rounded[:-1] - rounded[1:]
-    return int(np.argmax(gaps)) + 1
+    return np.array([float(f"{v:.{GAP_DIGITS}g}") for v in top])
+
+
+def gap_in(top: np.ndarray) -> int:
+    """The position (1-based) in descending ``top`` after which it drops the most (the first on a tie)."""
+    return int(np.argmax(top[:-1] - top[1:])) + 1
 
 
 def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01,
@@ -147,5 +161,5 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
     return float(pvalue), best
 
 
-__all__ = ["GAP_DIGITS", "GRID_WEIGHT", "TAIL_MAX_TOP", "TAIL_SIMULATIONS", "gap_level", "random_tie_ranks",
-           "tail_excess_pvalue"]
+__all__ = ["GAP_DIGITS", "GRID_WEIGHT", "TAIL_MAX_TOP", "TAIL_SIMULATIONS", "gap_in", "gap_level", "random_tie_ranks",
+           "rounded_top", "tail_excess_pvalue"]

@@ -238,10 +238,9 @@ def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
                 "%g false alarms; tail-excess p %.4f (top %d)", e.count, e.tested, cfg.fdr, e.false_expected, e.share,
                 e.share_lower, e.share_upper, e.level, e.tail_pvalue, e.tail_top)
     if e.count == 0:
-        favourite = max(e.weights, key=e.weights.get) if e.weights else "-"
         logger.info("  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members at that "
                     "floor in %s, the attack given the largest share of the naming level)", e.min_pvalue, cfg.fdr,
-                    e.naming_needs, favourite)
+                    e.naming_needs, e.favourite or "-")
 
 
 def _scan(state: GateState, executor: Executor, logger: Any) -> None:
