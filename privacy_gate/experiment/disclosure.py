@@ -11,9 +11,11 @@ under which it calibrates the member scan). Per-subgroup risks of linkability an
 computed for the audit's subgroup columns, each interval at level ``alpha / m`` over the ``m``
 groups measured (Bonferroni: family-wise, as the audit's Holm correction is).
 
-A panel (``spec.entity_id``): linkability and inference attack one row of each of ``n`` people per
-side (:func:`_attempts`: a person's years are one attempt repeated); singling out still counts
-rows (``docs/gate.md``, "Not yet").
+A panel (``spec.entity_id``) counts people, not person-years: linkability and inference attack one
+row of each of ``n`` people per side (:func:`_attempts`: a person's years are one attempt
+repeated); a singling-out predicate succeeds when the real rows it matches are one person's (one
+person's seven near-identical years single them out without isolating a row), and its size
+correction and equal-size test count and subsample whole people (:func:`_people`).
 
 Only column names, counts, rates and risks leave this module; never a record value.
 """
@@ -127,6 +129,14 @@ class DisclosureInputs:
     public: dict[str, frozenset[str]]
 
 
+def _singling_out_note(r: SinglingOutResult) -> str:
+    """The report's note on a singling-out row: what a success is on a panel, and the size scaling."""
+    notes = (["a success: the real records a predicate matches are one person's"] if r.per_person else []) + (
+        [f"control successes scaled x{r.control_correction:.2f} to the training-set size"
+         + (" (in people)" if r.per_person else "")] if r.control_correction != 1.0 else [])
+    return "; ".join(notes)
+
+
 @dataclass(frozen=True)
 class DisclosureResult:
     """Every disclosure risk of one release, the attacker assumed, and the control records used."""
@@ -175,8 +185,7 @@ class DisclosureResult:
         rows = [{"attack": f"singling out ({r.mode}, {r.n_cols} column(s) per predicate)",
                  "knew": f"the synthetic data ({len(r.columns)} columns); {r.n_predicates} predicates each "
                          "isolating one synthetic record", **r.risk.figures(),
-                 "note": (f"control successes scaled x{r.control_correction:.2f} to the training-set size"
-                          if r.control_correction != 1.0 else "")} for r in self.singling_out]
+                 "note": _singling_out_note(r)} for r in self.singling_out]
         if self.linkability is not None:
             rows.append({"attack": "linkability", "knew": f"part A: {', '.join(self.attacker.link_a)}; part B: "
                          f"{', '.join(self.attacker.link_b)}", **self.linkability.risk.figures(), "note": ""})
@@ -211,6 +220,15 @@ def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, cont
     return out
 
 
+def _people(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each training and each control row's person (:func:`unit_codes`) on a panel whose frames
+    carry the entity id; None otherwise (rows are the units)."""
+    eid = spec.entity_id
+    if eid is None or eid not in train.columns or eid not in control.columns:
+        return None
+    return unit_codes(train, eid), unit_codes(control, eid)
+
+
 def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, n_attacks: int, seed: int
               ) -> tuple[np.ndarray, np.ndarray]:
     """The training and control rows linkability and inference attack, as many on each side.
@@ -223,13 +241,12 @@ def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, 
     (a person counted as a success when any of their rows is would make the rate grow with the
     rows drawn per person, which differ between training and control)."""
     rng = np.random.default_rng(seed)
-    eid = spec.entity_id
-    if eid is None or eid not in train.columns or eid not in control.columns:
+    people = _people(train, control, spec)
+    if people is None:
         n = min(n_attacks, len(train), len(control))
         return np.sort(rng.choice(len(train), n, replace=False)), np.sort(rng.choice(len(control), n, replace=False))
-    codes = [unit_codes(train, eid), unit_codes(control, eid)]
-    n = min(n_attacks, *(int(c.max()) + 1 for c in codes))
-    return one_row_each(codes[0], n, rng), one_row_each(codes[1], n, rng)
+    n = min(n_attacks, *(int(c.max()) + 1 for c in people))
+    return one_row_each(people[0], n, rng), one_row_each(people[1], n, rng)
 
 
 def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec,
@@ -250,8 +267,9 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
     columns = spec.attribute_columns
     codes = Codes.of([synthetic, train, control], columns=columns, numeric=numeric)
     results = []
+    people = _people(train, control, spec)
     for n_cols in (1, cfg.n_cols):
-        results.append(singling_out(codes, n_attacks=cfg.n_attacks, n_cols=n_cols, seed=seed))
+        results.append(singling_out(codes, n_attacks=cfg.n_attacks, n_cols=n_cols, seed=seed, units=people))
         _LOG.info("  singling out (%s): %d predicates, risk %.3f [%.3f, %.3f]", results[-1].mode,
                   results[-1].n_predicates, results[-1].risk.risk, results[-1].risk.risk_lower,
                   results[-1].risk.risk_upper)

@@ -60,11 +60,21 @@ class Predicates:
         return Predicates(self.cols[idx], self.ops[idx], self.vals[idx])
 
 
-def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | None = None) -> np.ndarray:
+def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | None = None,
+                 groups: np.ndarray | None = None) -> np.ndarray:
     """How many rows of ``data`` each predicate matches, shape ``(n_predicates, len(bounds))``:
-    column i counts the rows before ``bounds[i]`` (default: all rows)."""
+    column i counts the rows before ``bounds[i]`` (default: all rows). With ``groups`` (the start of
+    each unit's run of adjacent rows, :func:`grouped`) it counts the units with a matching row, and
+    ``bounds`` are in units: a person matched in three of their years is one match.
+
+    >>> d = np.array([[1.0], [1.0], [2.0]], dtype=np.float32)
+    >>> p = Predicates(np.zeros((1, 1), np.int64), np.array([[LE]], np.int8), np.array([[1.0]], np.float32))
+    >>> match_counts(d, p).tolist(), match_counts(d, p, groups=np.array([0, 2])).tolist()
+    ([[2]], [[1]])
+    """
     n_rows = data.shape[0]
-    ends = np.array([n_rows] if bounds is None else bounds, dtype=np.int64)
+    n_units = n_rows if groups is None else len(groups)
+    ends = np.array([n_units] if bounds is None else bounds, dtype=np.int64)
     out = np.zeros((len(preds), len(ends)), dtype=np.int64)
     if n_rows == 0 or len(preds) == 0:
         return out
@@ -83,9 +93,53 @@ def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | No
                 x, val = X[rows], v[rows, j][:, None]
                 cond = (x == val) if op == EQ else (x <= val) if op == LE else (x >= val) if op == GE else np.isnan(x)
                 hit[rows] &= cond
+        if groups is not None:
+            hit = np.logical_or.reduceat(hit, groups, axis=1)  # a unit matches when any of its rows does
         per_block = np.add.reduceat(hit, starts, axis=1) if len(ends) > 1 else hit.sum(axis=1, keepdims=True)
         out[s:s + step] = np.cumsum(per_block, axis=1) if len(ends) > 1 else per_block
     return out
+
+
+def grouped(data: np.ndarray, units: np.ndarray, *, rank: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``data``'s rows reordered so each unit's rows are adjacent, the units in the order of
+    ``rank[unit]`` (default: of their codes), and where each unit's run starts (the ``groups`` of
+    :func:`match_counts`). Integer sorting only: the same order on every CPU.
+
+    >>> rows, starts = grouped(np.array([[0.0], [1.0], [2.0]]), np.array([1, 0, 1]))
+    >>> rows.ravel().tolist(), starts.tolist()
+    ([1.0, 0.0, 2.0], [0, 1])
+    """
+    key = np.asarray(units) if rank is None else np.asarray(rank)[units]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    return data[order], (np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64))
+
+
+def _size(data: np.ndarray, units: np.ndarray | None) -> int:
+    """How many units ``data`` holds: rows, or the people of ``units`` (codes ``0 .. n - 1``)."""
+    return data.shape[0] if units is None else (int(units.max()) + 1 if units.size else 0)
+
+
+def _matched(data: np.ndarray, preds: Predicates, units: np.ndarray | None) -> np.ndarray:
+    """How many rows (``units`` None) or units of ``data`` each predicate matches."""
+    if units is None:
+        return match_counts(data, preds)[:, 0]
+    rows, starts = grouped(data, units)
+    return match_counts(rows, preds, groups=starts)[:, 0]
+
+
+def _univariate_ranges(x: np.ndarray, ops: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where one column's present values sort (stably: ties keep their row order), and for each
+    one-column predicate the range ``[lo, hi)`` of sorted positions it matches (a missing-value
+    predicate's range is empty: the missing rows are not among the sorted)."""
+    order = np.flatnonzero(~np.isnan(x))
+    order = order[np.argsort(x[order], kind="stable")]
+    present = x[order]
+    left, right = np.searchsorted(present, vals, "left"), np.searchsorted(present, vals, "right")
+    lo = np.where((ops == EQ) | (ops == GE), left, 0)
+    hi = np.where(ops == EQ, right, np.where(ops == LE, right, np.where(ops == GE, len(present), 0)))
+    return order, lo, hi
 
 
 def _univariate_counts(data: np.ndarray, preds: Predicates) -> np.ndarray:
@@ -95,37 +149,60 @@ def _univariate_counts(data: np.ndarray, preds: Predicates) -> np.ndarray:
     for j in np.unique(c):
         rows = np.flatnonzero(c == j)
         x = data[:, j]
-        present = np.sort(x[~np.isnan(x)])
-        left, right = np.searchsorted(present, v[rows], "left"), np.searchsorted(present, v[rows], "right")
-        op = o[rows]
-        out[rows] = np.where(op == EQ, right - left, np.where(op == LE, right, np.where(
-            op == GE, len(present) - left, int(np.isnan(x).sum()))))
+        _, lo, hi = _univariate_ranges(x, o[rows], v[rows])
+        out[rows] = np.where(o[rows] == ISNA, int(np.isnan(x).sum()), hi - lo)
     return out
 
 
-def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0) -> np.ndarray:
-    """Whether each predicate matches exactly one row of ``data``. Predicates matching two rows of
-    a small random subset are dropped first (they cannot isolate one): most random predicates
-    match many records, so the full count is paid for few. One-column predicates are counted by
-    binary search in the sorted column.
+def _univariate_single(data: np.ndarray, preds: Predicates, units: np.ndarray) -> np.ndarray:
+    """Whether the rows each one-column predicate matches are one unit's: its range of sorted
+    positions is not empty and holds no change of unit (the next change after its start lies at or
+    beyond its end)."""
+    out = np.zeros(len(preds), dtype=bool)
+    c, o, v = preds.cols[:, 0], preds.ops[:, 0], preds.vals[:, 0]
+    for j in np.unique(c):
+        rows = np.flatnonzero(c == j)
+        x = data[:, j]
+        order, lo, hi = _univariate_ranges(x, o[rows], v[rows])
+        u = units[order]
+        change = np.flatnonzero(u[1:] != u[:-1]) + 1
+        next_change = np.append(change, u.size)[np.searchsorted(change, lo, "right")]
+        missing_units = np.unique(units[np.isnan(x)]).size
+        out[rows] = np.where(o[rows] == ISNA, missing_units == 1, (hi > lo) & (next_change >= hi))
+    return out
+
+
+def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0, units: np.ndarray | None = None) -> np.ndarray:
+    """Whether each predicate matches exactly one row of ``data`` or, with ``units`` (each row's
+    person, :func:`privacy_gate.data.split.unit_codes`), rows of exactly one person: on a panel a
+    predicate that matches all seven years of one person singles that person out although it
+    isolates no row. Predicates matching two rows (two people) of a small random subset of rows are
+    dropped first (they cannot isolate one): most random predicates match many records, so the
+    full count is paid for few. One-column predicates are counted by binary search in the sorted
+    column.
 
     >>> d = np.array([[1.0], [2.0], [2.0], [np.nan]], dtype=np.float32)
     >>> p = Predicates(np.zeros((4, 1), np.int64), np.array([[EQ], [EQ], [LE], [ISNA]], np.int8),
     ...                np.array([[1.0], [2.0], [1.0], [np.nan]], np.float32))
     >>> isolating(d, p).tolist()
     [True, False, True, True]
+    >>> isolating(d, p, units=np.array([0, 1, 1, 2])).tolist()  # rows 1 and 2 are one person
+    [True, True, True, True]
+    >>> isolating(d, p, units=np.array([0, 0, 1, 2])).tolist()  # rows 0 and 1 are one person
+    [True, False, True, True]
     """
     if len(preds) and preds.cols.shape[1] == 1:
-        return _univariate_counts(data, preds) == 1
+        return _univariate_counts(data, preds) == 1 if units is None else _univariate_single(data, preds, units)
     keep = np.arange(len(preds))
     order = np.random.default_rng(seed).permutation(data.shape[0])
     for size in (1024, 16384):
         if size >= data.shape[0] or keep.size == 0:
             break
-        few = match_counts(data[order[:size]], preds.take(keep))[:, 0] <= 1
+        some = order[:size]
+        few = _matched(data[some], preds.take(keep), None if units is None else units[some]) <= 1
         keep = keep[few]
     out = np.zeros(len(preds), dtype=bool)
-    out[keep] = match_counts(data, preds.take(keep))[:, 0] == 1
+    out[keep] = _matched(data, preds.take(keep), units) == 1
     return out
 
 
@@ -204,17 +281,23 @@ def _isolated(n: np.ndarray, w: float) -> np.ndarray:
     return (1.0 - (n * w + 1.0) * np.power(1.0 - w, n)) / (n + 1.0)
 
 
-def size_correction(data: np.ndarray, preds: Predicates, *, target_size: int, seed: int, repeats: int = 3) -> float:
+def size_correction(data: np.ndarray, preds: Predicates, *, target_size: int, seed: int, repeats: int = 3,
+                    units: np.ndarray | None = None) -> float:
     """Factor turning the successes on ``data`` into the expected successes on a set of
-    ``target_size`` records (the Cohen–Nissim model, fitted on nested random prefixes)."""
-    m = data.shape[0]
+    ``target_size`` records (the Cohen–Nissim model, fitted on nested random prefixes). With
+    ``units`` (codes ``0 .. n - 1``) the sizes are people and the prefixes whole people."""
+    m = _size(data, units)
     if m == target_size or m < 2 or len(preds) == 0:
         return 1.0
     rng = np.random.default_rng(seed)
     sizes = np.unique(np.linspace(min(1000, m), m, 10).astype(np.int64))
     success = np.zeros(len(sizes))
     for _ in range(repeats):
-        counts = match_counts(data[rng.permutation(m)], preds, bounds=sizes)
+        if units is None:
+            counts = match_counts(data[rng.permutation(m)], preds, bounds=sizes)
+        else:
+            rows, starts = grouped(data, units, rank=rng.permutation(m))
+            counts = match_counts(rows, preds, bounds=sizes, groups=starts)
         success += (counts == 1).sum(axis=0)
     success /= repeats
     best, best_sse = None, np.inf
@@ -239,6 +322,7 @@ class SinglingOutResult:
     risk: DisclosureRisk
     columns: tuple[str, ...]
     pvalue: float = 1.0  # the equal-size sign test (equal_size_pvalue): what the error budget reads
+    per_person: bool = False  # a panel: success is matching one person's rows, sizes count people
 
     def __post_init__(self) -> None:
         if self.mode not in ("univariate", "multivariate"):
@@ -246,41 +330,67 @@ class SinglingOutResult:
 
 
 def singling_out(codes: Codes, *, n_attacks: int, n_cols: int, seed: int, alpha: float = 0.05,
-                 max_attempts: int | None = None) -> SinglingOutResult:
-    """Singling-out risk of ``codes.matrices = (synthetic, training, control)`` (see the module)."""
+                 max_attempts: int | None = None, units: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> SinglingOutResult:
+    """Singling-out risk of ``codes.matrices = (synthetic, training, control)`` (see the module).
+    ``units``: each training and each control row's person (a panel,
+    :func:`privacy_gate.data.split.unit_codes`): a predicate then succeeds when the rows it matches
+    are one person's, and the size correction and the equal-size test count people."""
     syn, train, control = codes.matrices
     preds = attack_predicates(syn, codes.numeric, n_attacks=n_attacks, n_cols=n_cols, seed=seed,
                               max_attempts=max_attempts)
     n = len(preds)
-    k_train = int(isolating(train, preds, seed=seed).sum())
-    k_control = int(isolating(control, preds, seed=seed).sum())
-    factor = size_correction(control, preds, target_size=train.shape[0], seed=seed + 1)
-    pvalue = equal_size_pvalue(train, control, preds, seed=seed + 2)
+    train_units, control_units = units or (None, None)
+    k_train = int(isolating(train, preds, seed=seed, units=train_units).sum())
+    k_control = int(isolating(control, preds, seed=seed, units=control_units).sum())
+    factor = size_correction(control, preds, target_size=_size(train, train_units), seed=seed + 1, units=control_units)
+    pvalue = equal_size_pvalue(train, control, preds, seed=seed + 2, units=units)
     # the naive attacker: the same number of random predicates (random records of the training-size
     # population are not available to it: it draws values uniformly from the synthetic columns)
     risk = disclosure_risk(k_train=k_train, n_train=n, k_control=k_control * factor, n_control=n, alpha=alpha)
     return SinglingOutResult(mode="univariate" if n_cols <= 1 else "multivariate", n_cols=min(n_cols, len(codes.columns)),
                              n_predicates=n, control_correction=factor, risk=risk, columns=codes.columns,
-                             pvalue=pvalue)
+                             pvalue=pvalue, per_person=units is not None)
 
 
-def equal_size_pvalue(train: np.ndarray, control: np.ndarray, preds: Predicates, *, seed: int) -> float:
+def _subsample(data: np.ndarray, units: np.ndarray | None, m: int, rng: np.random.Generator
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``m`` of ``data``'s rows, or with ``units`` all the rows of ``m`` of its people, drawn
+    uniformly (sorted: the rows keep their order); all of them when it holds at most ``m``."""
+    if _size(data, units) <= m:
+        return data, units
+    chosen = np.sort(rng.choice(_size(data, units), m, replace=False))
+    if units is None:
+        return data[chosen], None
+    keep = np.isin(units, chosen)
+    return data[keep], units[keep]
+
+
+def equal_size_pvalue(train: np.ndarray, control: np.ndarray, preds: Predicates, *, seed: int,
+                      units: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """The gate's test of singling out: the larger of the two sets subsampled to the smaller one's
     size (seeded), so no size model is needed; over the predicates that isolate a record in exactly
     one of the two, the one-sided sign test that the training side wins more often. When nothing
     leaks the two sets are exchangeable samples, so each such predicate is as likely to fall on
-    either side. (The reported risk keeps the size-corrected full training set.)"""
+    either side. (The reported risk keeps the size-corrected full training set.)
+
+    With ``units`` (each training and control row's person, a panel) the sizes are people, the
+    subsample whole people and a success one person's rows: people are what the split made
+    exchangeable. Subsampling rows would leave the larger side's people with fewer years than the
+    other side's, so its predicates would isolate more often with nothing leaking."""
     from scipy import stats
 
     rng = np.random.default_rng(seed)
-    m = min(train.shape[0], control.shape[0])
-    t = train[np.sort(rng.choice(train.shape[0], m, replace=False))] if train.shape[0] > m else train
-    c = control[np.sort(rng.choice(control.shape[0], m, replace=False))] if control.shape[0] > m else control
+    train_units, control_units = units or (None, None)
+    m = min(_size(train, train_units), _size(control, control_units))
+    t, t_units = _subsample(train, train_units, m, rng)
+    c, c_units = _subsample(control, control_units, m, rng)
     if len(preds) == 0 or m == 0:
         return 1.0
-    on_t, on_c = isolating(t, preds, seed=seed), isolating(c, preds, seed=seed)
+    on_t, on_c = isolating(t, preds, seed=seed, units=t_units), isolating(c, preds, seed=seed, units=c_units)
     b, k = int((on_t & ~on_c).sum()), int((on_t ^ on_c).sum())
     return float(stats.binomtest(b, k, 0.5, alternative="greater").pvalue) if k else 1.0
 
 
-__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "equal_size_pvalue", "isolating", "match_counts", "singling_out", "size_correction"]
+__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "equal_size_pvalue", "grouped", "isolating", "match_counts",
+           "singling_out", "size_correction"]
