@@ -6,6 +6,7 @@ entity. The split is a pure function of (data, spec, fractions, seed).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,6 +118,21 @@ def labelled_units(units: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, n
     if (member & non_member).any():
         raise ValueError("a unit (entity) has rows among both the members and the non-members")
     return codes.astype(np.int64), member
+
+
+def unit_scores(scores: Mapping[str, np.ndarray], labels: np.ndarray, units: np.ndarray
+                ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Target rows' scores per attack reduced to their units (a panel's people): each unit's
+    largest score per attack (:func:`unit_max`), each unit's label, and each row's unit code
+    (:func:`labelled_units`). What the per-person membership figures run on: the people, not their
+    rows, are exchangeable between the splits.
+
+    >>> by_unit, lab, codes = unit_scores({"a": np.array([0.1, 0.9, 0.5])}, np.array([1, 1, 0]), np.array([4, 4, 2]))
+    >>> by_unit["a"].tolist(), lab.tolist(), codes.tolist()
+    ([0.5, 0.9], [False, True], [1, 1, 0])
+    """
+    codes, unit_labels = labelled_units(units, labels)
+    return {a: unit_max(np.asarray(s, dtype=float), codes) for a, s in scores.items()}, unit_labels, codes
 
 
 def one_row_each(codes: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -85,7 +85,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from privacy_gate.data.split import labelled_units, unit_max
+from privacy_gate.data.split import unit_scores
 from privacy_gate.estimators.tail_test import TAIL_MAX_TOP, gap_in, random_tie_ranks, rounded_top, tail_excess_pvalue
 
 FdrMethod = Literal["bh", "by"]
@@ -408,9 +408,8 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     those scores, and each member row carries its person's p-values and selection. Valid when the
     people, not their rows, are exchangeable (whole people drawn as targets: ``choose_targets``)."""
     if units is not None:
-        codes, unit_labels = labelled_units(units, labels)
-        res = discover_exposed({a: unit_max(np.asarray(s, dtype=float), codes) for a, s in scores.items()},
-                               unit_labels, np.arange(unit_labels.size), q=q, level=level, delta=delta,
+        unit_best, unit_labels, codes = unit_scores(scores, labels, units)
+        res = discover_exposed(unit_best, unit_labels, np.arange(unit_labels.size), q=q, level=level, delta=delta,
                                method=method, tail_max_share=tail_max_share, seed=seed)
         member_rows = np.asarray(labels).astype(bool)
         # per member row: its person's record (``row_id`` there is the person's code)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privacy_gate.data.split import unit_scores
 from privacy_gate.estimators.mace import estimate_advantage, individual_risk
 from privacy_gate.estimators.mace_dp import DPComparison, compare_to_dp
 from privacy_gate.estimators.mace_generalized import generalized_metrics
@@ -102,11 +103,23 @@ def per_record_risk(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: 
 
 
 def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
-                     delta: float, n_permutations: int, epsilon: float | None, seed: int = 0) -> MaceResult:
-    """MACE estimates for each gated attack's scores and for their combination."""
+                     delta: float, n_permutations: int, epsilon: float | None, seed: int = 0,
+                     units: np.ndarray | None = None) -> MaceResult:
+    """MACE estimates for each gated attack's scores and for their combination.
+
+    ``units`` (a panel: each target's person, :attr:`~privacy_gate.experiment.targets.Targets.units`):
+    the advantage estimates and their bounds are over people, a person's score per attack the
+    maximum over their target rows (:func:`~privacy_gate.data.split.unit_scores`, as the exposed
+    targets): the McDiarmid radius and the split bound take the targets as independent, and a
+    person's years are not. The per-record risks stay per row (each row's risk read from the rows'
+    class densities: a description of the rows, not a bound the gate tests)."""
     labels = np.asarray(labels)
-    queries: dict[str, np.ndarray] = dict(scores)
-    combined = combined_query(scores)
+    query_scores, query_labels = dict(scores), labels
+    if units is not None:
+        query_scores, unit_labels, _ = unit_scores(scores, labels, units)
+        query_labels = unit_labels.astype(labels.dtype)
+    queries: dict[str, np.ndarray] = dict(query_scores)
+    combined = combined_query(query_scores)
     if combined is not None:
         queries[COMBINED] = combined
     metrics: dict[str, float] = {}
@@ -114,8 +127,8 @@ def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids:
     dp: dict[str, DPComparison] = {}
     kw = dict(prior=prior, delta=delta, seed=seed)
     for name, q in queries.items():
-        est = estimate_advantage(q, labels, n_permutations=n_permutations, **kw)
-        ppv = generalized_metrics(q, labels, **kw).get("ppv_upper") if q.ndim == 1 else None
+        est = estimate_advantage(q, query_labels, n_permutations=n_permutations, **kw)
+        ppv = generalized_metrics(q, query_labels, **kw).get("ppv_upper") if q.ndim == 1 else None
         metrics.update(_metrics_of(name, est, ppv))
         estimates[name] = est
         if epsilon is not None:

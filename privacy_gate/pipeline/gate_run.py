@@ -197,7 +197,8 @@ def _mace(state: GateState, executor: Executor, logger: Any) -> None:
     cfg, gated = state.settings.mace, state.gated
     state.mace = mres = executor.run("mace", mace_for_attacks, {o.name: o.scores for o in gated}, state.targets.labels,
                                      state.targets.row_ids, prior=cfg.prior, delta=cfg.delta,
-                                     n_permutations=cfg.n_permutations, epsilon=state.settings.epsilon)
+                                     n_permutations=cfg.n_permutations, epsilon=state.settings.epsilon,
+                                     units=state.targets.units)  # a panel: people
     state.metrics.update(mres.metrics)
     for name in [o.name for o in gated] + [COMBINED]:
         if mace_metric(name, "advantage") in mres.metrics:

@@ -72,12 +72,12 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
     scores = {o.name: o.scores for o in rest}
     row_ids = np.asarray(targets.row_ids)[keep]
-    m = settings.mace
-    out.update(mace_for_attacks(scores, labels, row_ids, prior=m.prior, delta=m.delta,
-                                n_permutations=m.n_permutations, epsilon=settings.epsilon).metrics)
-    e = settings.exposure
     # a panel: over the people with a target row outside the group, each by their rows outside it
     units = None if targets.units is None else np.asarray(targets.units)[keep]
+    m = settings.mace
+    out.update(mace_for_attacks(scores, labels, row_ids, prior=m.prior, delta=m.delta,
+                                n_permutations=m.n_permutations, epsilon=settings.epsilon, units=units).metrics)
+    e = settings.exposure
     n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
     level = calibration_level(e.level, n_calibration)  # as the gate run measured it (a small table)
     res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=level, delta=e.delta, method=e.method,
