@@ -12,6 +12,11 @@ Nissim: the share of predicates isolating one of ``n`` records is ``a * I(n, w)`
 ``I(n, w) = (1 - (n w + 1)(1 - w)^n) / (n + 1)`` for an effective weight ``w``, fitted (least
 squares over a grid of ``w``) to the successes on nested random prefixes of the control set.
 
+A panel (each real row's person given, ``units``): an attack succeeds when the rows its predicate
+matches are one person's (a person's near-identical years single them out without isolating a
+row), and the sizes of the size correction and the equal-size test are people, subsampled whole.
+The counting stays integer (units matched per predicate), so it is the same on every CPU.
+
 Everything is vectorised: a predicate is (columns, operators, values) rows of arrays, evaluated
 against a whole code matrix in chunks. Predicates are described outside this module by column
 names and counts only, never by their values.
