@@ -44,8 +44,8 @@ def _people(rng, n, prefix):
 
 def _rejects(synthetic, train, control, spec, seed):
     """Linkability's and inference's rejections by the budget's two-proportion test, on the
-    attempts ``measure_disclosure`` draws (singling out, which still counts rows, left out: it is
-    most of the time)."""
+    attempts ``measure_disclosure`` draws (singling out, most of the time, is checked per person in
+    ``test_singling_out_panels.py``)."""
     frames = [f if spec.entity_id else f.drop(columns="pid") for f in (synthetic, train, control)]
     codes = Codes.of(frames, columns=spec.attribute_columns, numeric=set())
     t_idx, c_idx = _attempts(frames[1], frames[2], spec, n_attacks=CFG.n_attacks, seed=seed)
