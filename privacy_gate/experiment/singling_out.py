@@ -13,9 +13,8 @@ Nissim: the share of predicates isolating one of ``n`` records is ``a * I(n, w)`
 squares over a grid of ``w``) to the successes on nested random prefixes of the control set.
 
 A panel (each real row's person given, ``units``): an attack succeeds when the rows its predicate
-matches are one person's (a person's near-identical years single them out without isolating a
-row), and the sizes of the size correction and the equal-size test are people, subsampled whole.
-The counting stays integer (units matched per predicate), so it is the same on every CPU.
+matches are one person's, and the sizes of the size correction and the equal-size test are people,
+subsampled whole. The counts stay integer (people matched per predicate): the same on every CPU.
 
 Everything is vectorised: a predicate is (columns, operators, values) rows of arrays, evaluated
 against a whole code matrix in chunks. Predicates are described outside this module by column
@@ -105,8 +104,7 @@ def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | No
     return out
 
 
-def grouped(data: np.ndarray, units: np.ndarray, *, rank: np.ndarray | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
+def grouped(data: np.ndarray, units: np.ndarray, *, rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``data``'s rows reordered so each unit's rows are adjacent, the units in the order of
     ``rank[unit]`` (default: of their codes), and where each unit's run starts (the ``groups`` of
     :func:`match_counts`). Integer sorting only: the same order on every CPU.
@@ -161,8 +159,7 @@ def _univariate_counts(data: np.ndarray, preds: Predicates) -> np.ndarray:
 
 def _univariate_single(data: np.ndarray, preds: Predicates, units: np.ndarray) -> np.ndarray:
     """Whether the rows each one-column predicate matches are one unit's: its range of sorted
-    positions is not empty and holds no change of unit (the next change after its start lies at or
-    beyond its end)."""
+    positions is not empty and holds no change of unit (the next change after its start is not in it)."""
     out = np.zeros(len(preds), dtype=bool)
     c, o, v = preds.cols[:, 0], preds.ops[:, 0], preds.vals[:, 0]
     for j in np.unique(c):
@@ -397,5 +394,5 @@ def equal_size_pvalue(train: np.ndarray, control: np.ndarray, preds: Predicates,
     return float(stats.binomtest(b, k, 0.5, alternative="greater").pvalue) if k else 1.0
 
 
-__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "equal_size_pvalue", "grouped", "isolating", "match_counts",
-           "singling_out", "size_correction"]
+__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "equal_size_pvalue", "grouped", "isolating",
+           "match_counts", "singling_out", "size_correction"]
