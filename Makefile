@@ -19,7 +19,7 @@ export DO_NOT_TRACK := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test install lock clean ui docs tables
+.PHONY: demo test test-slow test-all install lock clean ui docs tables
 
 install: $(STAMP)
 
@@ -90,10 +90,20 @@ demo: install
 # Two pytest-xdist workers (CI machines have 2 cores; PYTEST_WORKERS=0 runs in one process).
 # --dist loadgroup: tests sharing a module-scoped run stay together on one worker, the tests that
 # start servers or many processes run one after another (tests/conftest.py: SERIAL_MODULES), and
-# the longest work units start first (UNIT_SECONDS there: that serial chain at once).
+# the longest work units start first (UNIT_SECONDS there).
+# Two tiers (tests/conftest.py: SLOW_TIER names each slow module and why it cannot be fast):
+# `make test` runs every other test; `make test-slow` runs the slow tier; `make test-all` both.
+# CI (.ci/run) runs both tiers and prints each one's time.
 PYTEST_WORKERS ?= 2
+PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 test: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
+	$(PYTEST) -m "not slow"
+
+test-slow: install
+	$(PYTEST) -m slow
+
+test-all: install
+	$(PYTEST)
 
 # The documentation site (mkdocs.yml, pages in docs/) into site/, every warning an error (a broken
 # link or #anchor included); `make test` builds it too (tests/test_docs_site.py). NO_MKDOCS_2_WARNING

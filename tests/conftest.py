@@ -25,6 +25,13 @@ for _k, _v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
 if os.environ.get("PYTEST_XDIST_WORKER"):
     _home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
     os.environ["PREFECT_HOME"] = str(_home / f"xdist-{os.environ['PYTEST_XDIST_WORKER']}")
+    # One core per worker: BLAS and OpenMP pools of one thread in the worker and in every process it
+    # starts (gates, servers). With the default (a thread per core) two workers run four spinning
+    # pools on two cores. Set before numpy is imported (OpenBLAS sizes its pool at load); a
+    # variable already set by the caller is kept. Results do not depend on it: the selection steps
+    # use no float sum's order (tests/gate/test_cpu_independence.py).
+    for _k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_k, "1")
 
 import copy  # noqa: E402
 
@@ -185,6 +192,107 @@ SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_ob
 #: old crash point, then the other server modules) is the longest one by far: it starts at once.
 UNIT_SECONDS = {"serial": 1100, "test_suspended_review": 140, "test_review": 130, "test_label_privacy": 66,
                 "test_real_tables": 30, "test_messy_tables": 20}
+
+
+# ------------------------------------------------------------------------------ the two tiers
+# `make test` runs the suite without the slow tier (`-m "not slow"`), `make test-slow` the slow tier,
+# CI both (.ci/run prints each one's time). The slow tier holds the tests that cannot be made fast
+# without testing something else: each is here with why. Nothing else may carry the `slow` mark.
+
+_STACK = ("the production stack as real processes (PostgreSQL, S3, MLflow and Prefect servers, `serve`): it serves "
+          "every-minute schedules for 5 minutes and answers a suspended review past the ~225 s at which Prefect "
+          "used to crash it, so its length is what it checks")
+_SERVERS = ("starts real servers (MLflow, Prefect, S3, a Dask cluster) or headless Chromium, and runs whole release "
+            "flows against them")
+_PROCESSES = "starts, races or kills whole gate processes (each imports the stack and runs a gate)"
+_RELEASE = ("whole release runs through the real Prefect flow (a generator trained, GE checkpoints, the MLflow record, "
+            "the report), the module's tests reading one shared run")
+_CANARY = ("whole gates on Adult at full weight (every permutation and shadow run): a statistical canary whose "
+           "evidence is what it checks")
+_GATES = "several whole gates (attacks, MACE, disclosure, audit) through the command line or the flow"
+_SIMULATION = "hundreds of seeded simulated gates' statistics: a level or power check needs the draws"
+
+SLOW_TIER: dict[str, str] = {
+    # modules (all their tests)
+    "test_production_stack": _STACK,
+    "test_browser": _SERVERS, "test_glance": _SERVERS, "test_first_screen": "headless Chromium on a rendered report",
+    "test_dask_cluster": _SERVERS, "test_objectstore": _SERVERS, "test_infra_retries": _SERVERS,
+    "test_concurrency": _PROCESSES, "test_cleanup": _PROCESSES, "test_dataset_slot": _PROCESSES,
+    "test_review": _RELEASE, "test_suspended_review": _RELEASE, "test_flow_e2e": _RELEASE, "test_audit_e2e": _RELEASE,
+    "test_keyed_labels": _RELEASE, "test_post_decision_faults": _RELEASE,
+    # single tests (their modules' other tests are fast)
+    "test_canaries::test_copy_canary_is_blocked": _CANARY,
+    "test_canaries::test_noisy_copy_canary_is_blocked": _CANARY,
+    "test_canaries::test_independent_sample_is_approved": _CANARY,
+    "test_exposure_canaries::test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approves": _CANARY,
+    "test_exposure_canaries::test_noisy_copies_are_blocked_by_the_per_sample_rules": _CANARY,
+    "test_exposure_canaries::test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it": _CANARY,
+    "test_exposure_canaries::test_suppressing_exposed_records_removes_their_noisy_copies": _CANARY,
+    "test_rare_values::test_a_leak_of_the_rare_countries_records_is_flagged_on_adult": _CANARY,
+    "test_real_tables::test_a_copy_of_the_training_rows_is_blocked": _GATES,
+    "test_cpu_independence::test_the_verdict_is_the_same_under_other_blas_kernels":
+        "four whole gates in fresh processes, one per OpenBLAS kernel",
+    "test_cli::test_gate_only_approves_independent_sample_with_json": _GATES,
+    "test_cli::test_gate_only_blocks_copies": _GATES,
+    "test_cli::test_gate_only_in_process_without_prefect": _GATES,
+    "test_cli::test_review_prints_complete_commands_that_work_when_pasted": _GATES,
+    "test_messy_tables::test_a_copy_with_awkward_names_is_blocked": _GATES,
+    "test_messy_tables::test_awkward_names_and_a_dot_category_run_to_approve": _GATES,
+    "test_label_privacy::test_a_training_only_value_reaches_no_file": _GATES,
+    "test_verdict_states::test_a_blocked_release_ends_blocked_and_its_last_lines_say_why": _RELEASE,
+    "test_once_per_release::test_an_unchanged_release_served_three_times_creates_one_review": _RELEASE,
+    "test_dp_release::test_dp_generator_release_runs_end_to_end": _RELEASE,
+    "test_dp_release::test_same_flow_runs_on_dask": _SERVERS,
+    "test_dp_audit_release::test_release_with_dp_audit_records_and_caches": _RELEASE,
+    "test_remediation::test_all_rungs_leaky_blocks_and_publishes_nothing": _RELEASE,
+    "test_remediation::test_dp_ladder_sums_the_budget_and_refuses_past_the_cap": _RELEASE,
+    "test_remediation::test_ladder_runs_in_the_release_flow": _RELEASE,
+    "test_remediation::test_leaky_rungs_then_a_safe_one_publishes_only_the_safe_release": _RELEASE,
+    "test_decision_durability::test_approve_killed_then_doctor_fix_resolves_it": _PROCESSES,
+    "test_decision_durability::test_approve_killed_then_review_resolves_it": _PROCESSES,
+    "test_decision_durability::test_approve_killed_then_the_next_approve_resolves_it": _PROCESSES,
+    "test_publish_integrity::test_kill_at_any_instant_leaves_nothing_or_a_complete_release": _PROCESSES,
+    "test_prefect_yaml::test_prefect_deploy_all_registers_the_deployments": _SERVERS,
+    "test_privgan::test_output_conforms_to_the_spec_and_the_same_seed_gives_the_same_release":
+        "trains privGAN twice (a seeded release is compared with itself)",
+    "test_privgan::test_privacy_discriminator_pretraining_beats_chance": "trains privGAN's discriminators to a measurable level",
+    "test_disclosure_panels::test_no_signal_per_person_holds_its_level_and_per_row_does_not": _SIMULATION,
+    "test_report::test_load_and_log_report_round_trip": "renders and records whole reports (plots) in an MLflow store",
+    "test_report::test_the_report_links_to_the_artifacts_that_hold_every_figure":
+        "renders and records whole reports (plots) in an MLflow store",
+    "test_input_checks::test_a_large_validation_reports_progress": "checks 1,102 Great Expectations expectations",
+    "test_input_checks::test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation":
+        "a gate process on a table of 5,001 columns (refused after reading and encoding it)",
+}
+
+
+def _module(nodeid: str) -> str:
+    return Path(nodeid.split("::", 1)[0]).stem
+
+
+def slow_tier_reason(nodeid: str) -> str | None:
+    """Why the test ``nodeid`` is in the slow tier (``SLOW_TIER``), or None.
+
+    >>> slow_tier_reason("tests/flows/test_production_stack.py::test_x") is not None
+    True
+    >>> slow_tier_reason("tests/estimators/test_mace.py::test_x") is None
+    True
+    """
+    path, _, name = nodeid.partition("::")
+    module = Path(path).stem
+    return SLOW_TIER.get(module) or SLOW_TIER.get(f"{module}::{name.split('[', 1)[0]}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tier's tests get the ``slow`` mark (``make test`` deselects it, ``make test-slow``
+    selects it). A ``slow`` mark written in a module outside ``SLOW_TIER`` is an error: every slow
+    test says why it is slow, in one place."""
+    for item in items:
+        if slow_tier_reason(item.nodeid) is not None:
+            item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow") is not None:
+            raise pytest.UsageError(f"{item.nodeid} is marked slow but its module is not in tests/conftest.py "
+                                    f"SLOW_TIER: add it there with the reason it cannot be fast, or remove the mark")
 
 
 def xdist_group(nodeid: str) -> str | None:

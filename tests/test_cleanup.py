@@ -207,7 +207,6 @@ def _serve_is_up(tracked: Tracked) -> bool:
     return any("privacy-gate serve" in cmd and "reaper.py" not in cmd for cmd in tracked.snapshot().values())
 
 
-@pytest.mark.slow
 @pytest.mark.stack
 @pytest.mark.skipif(stack.postgres_binaries() is None,
                     reason="no PostgreSQL server binaries (initdb/postgres) and no pgserver wheel")

@@ -80,7 +80,6 @@ def test_undeclared_values_are_hashed_and_suppression_reads_pooled_and_hashed_la
     assert group_mask(df, "c=b|Trinadad&Tobago&sex=F").tolist() == [False, False, True, True, False]
 
 
-@pytest.mark.slow
 def test_a_leak_of_the_rare_countries_records_is_flagged_on_adult(adult_full):
     from privacy_gate import evaluate
     from tests.exposure_scenarios import SPEC, Leak, make_leak

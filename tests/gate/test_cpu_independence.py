@@ -53,7 +53,6 @@ def _run(coretype: str | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
 def test_the_verdict_is_the_same_under_other_blas_kernels():
     base = _run(None)
     assert base["status"] == "ok"

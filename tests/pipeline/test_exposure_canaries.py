@@ -33,7 +33,6 @@ def _evaluate(s, **kw):
     return evaluate(train=s.train, holdout=s.holdout, reference=s.reference, synthetic=s.synthetic, spec=SPEC, **kw)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("share", [0.02, 0.05, 0.10])
 def test_noisy_copies_are_blocked_by_the_per_sample_rules(adult_full, share):
     s = make_scenario(11, share=share, adult=adult_full)
@@ -49,7 +48,6 @@ def test_noisy_copies_are_blocked_by_the_per_sample_rules(adult_full, share):
     assert r.metrics["exposed.share_lower"] <= share <= r.metrics["exposed.share_upper"] + 0.02
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", [21, 22, 23, 24, 25])
 def test_independent_samples_are_approved(adult_full, seed):
     r = _evaluate(make_scenario(seed, adult=adult_full))
@@ -57,7 +55,6 @@ def test_independent_samples_are_approved(adult_full, seed):
     assert r.metrics["exposed.share_lower"] < 0.005 and r.metrics["exposed.count"] == 0
 
 
-@pytest.mark.slow
 def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it(adult_full, tmp_path):
     s = make_scenario(13, rare_group=True, adult=adult_full)
     paths = {}
@@ -87,7 +84,6 @@ def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it
     assert not (released[col] == value).any()
 
 
-@pytest.mark.slow
 def test_suppressing_exposed_records_removes_their_noisy_copies(adult_full):
     s = make_scenario(13, share=0.05, adult=adult_full)
     r = _evaluate(s)
@@ -123,7 +119,6 @@ def _group_leak(seed: int, value: str, adult: pd.DataFrame, *, noise: float = 0.
     return s, clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
 
 
-@pytest.mark.slow
 def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approves(adult_full, tmp_path):
     """All training rows of race=Black near-copied (noise 2% sd): the release-wide block rules fail,
     but only because of that group — REVIEW naming it (not BLOCK), the sex groups marked as flagged

@@ -33,7 +33,6 @@ def test_the_unbroken_run_approves_and_publishes(config, tmp_path):
 CASES = sorted({(s, k) for s, k in all_cases() if k in ("unexpected", "attack")})
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stage, kind", CASES, ids=[f"{s}-{k}" for s, k in CASES])
 def test_a_fault_fails_closed(config, tmp_path, stage, kind):
     outcome = run_case(config, tmp_path, stage, kind)

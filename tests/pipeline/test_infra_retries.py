@@ -27,7 +27,6 @@ from privacy_gate.publication.publish import list_published
 from .. import stack
 from ..conftest import write_release_config
 
-pytestmark = pytest.mark.slow
 
 
 #: the sample stage's progress line for the ``file`` generator (whole file, or a sample of it)

@@ -17,7 +17,6 @@ from privacy_gate.publication.publish import list_published, verify_published
 
 from ..conftest import write_release_config
 
-pytestmark = pytest.mark.slow
 
 
 def _config(folder: Path, generator: dict, ladder: list[dict], **remediate):

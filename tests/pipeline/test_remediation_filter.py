@@ -115,7 +115,6 @@ def _memorising_ladder(folder: Path, workdir: Path, *, share: float, rare: bool)
     return cfg, result, client, runs, source, kept, splits, _verbatim(source, splits.train)
 
 
-@pytest.mark.slow
 def test_filter_rung_removes_memorised_records_and_its_release_is_published(small_adult, tmp_path):
     """The generator memorised its most unusual training records (5% of the release): blocked; the
     filter rung removes those rows (the same ones ``approve --suppress copies`` removes) and the
@@ -164,7 +163,6 @@ def test_filter_rung_removes_memorised_records_and_its_release_is_published(smal
                                        "rows_removed": filtered["rows_removed"]}
 
 
-@pytest.mark.slow
 def test_filter_rung_that_leaves_copies_publishes_nothing(small_adult, tmp_path):
     """Copies of ordinary records (10%, drawn at random): the filter removes most of them, not the
     ones the population's own near-twins explain, and the gate still holds the rest back."""

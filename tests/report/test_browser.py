@@ -42,7 +42,6 @@ OUT = Path(__file__).resolve().parents[1] / "output" / "browser"
 GROUP = "race=Asian-Pac-Islander"
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
                        reason=f"Chromium not installed ({CHROMIUM}): apt-get install chromium "
                               "(.ci/run installs it) to run the browser tests"),

@@ -50,7 +50,7 @@ from ..flows.test_once_per_release import ALWAYS_REVIEW  # a rule every release 
 from ..stack import running, start_mlflow, start_prefect, wait_http
 from .devtools import MISSING, DevTools, chromium_available
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not chromium_available(), reason=MISSING)]
+pytestmark = [pytest.mark.skipif(not chromium_available(), reason=MISSING)]
 
 OUT = Path(__file__).resolve().parents[1] / "output" / "browser" / "glance"
 WIDTH, HEIGHT = 1280, 900
