@@ -190,8 +190,9 @@ SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_ob
 #: time first), so no long unit starts at the end while the other worker has nothing left. The
 #: serial group (the production stack with its scheduled gates and the suspended review past the
 #: old crash point, then the other server modules) is the longest one by far: it starts at once.
-UNIT_SECONDS = {"serial": 1100, "test_suspended_review": 140, "test_review": 130, "test_label_privacy": 66,
-                "test_real_tables": 30, "test_messy_tables": 20}
+UNIT_SECONDS = {"serial": 1100, "test_cpu_independence": 300, "test_suspended_review": 140, "test_review": 130,
+                "test_label_privacy": 66, "test_canaries": 50, "test_messy_tables": 40, "test_real_tables": 30,
+                "test_golden": 20}
 
 
 # ------------------------------------------------------------------------------ the two tiers
@@ -229,9 +230,10 @@ SLOW_TIER: dict[str, str] = {
     "test_exposure_canaries::test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it": _CANARY,
     "test_exposure_canaries::test_suppressing_exposed_records_removes_their_noisy_copies": _CANARY,
     "test_rare_values::test_a_leak_of_the_rare_countries_records_is_flagged_on_adult": _CANARY,
-    "test_real_tables::test_a_copy_of_the_training_rows_is_blocked": _GATES,
     "test_cpu_independence::test_the_verdict_is_the_same_under_other_blas_kernels":
         "four whole gates in fresh processes, one per OpenBLAS kernel",
+    "test_cpu_independence::test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512":
+        "the golden scenarios' whole gates three more times, in fresh processes under other kernels",
     "test_cli::test_gate_only_approves_independent_sample_with_json": _GATES,
     "test_cli::test_gate_only_blocks_copies": _GATES,
     "test_cli::test_gate_only_in_process_without_prefect": _GATES,
