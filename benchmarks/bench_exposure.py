@@ -130,7 +130,7 @@ def summarise(leak: Leak, rows: list[dict]) -> dict:
 
 
 def markdown_table(summary: list[dict]) -> str:
-    """The README's table: detection rate per leak type, today's rules and the new defaults, with
+    """The detection table (docs/per-sample.md): detection rate per leak type, today's rules and the new defaults, with
     Wilson intervals, and what the new defaults name."""
     lines = ["| leak (Adult, 8,000 training rows) | releases | today: not approved | new: not approved "
              "| new: records named (mean) | seeds where a true one is named | mean FDP of the named |",

@@ -9,7 +9,7 @@ printed). Which test cases are probes is decided by the patterns below, matched 
 
     .venv/bin/python benchmarks/bench_probes.py [--workers 2]   # ~10 min on 2 cores
 
-Prints the table (markdown, as in the README's hardening section) and records it in
+Prints the table (markdown, as in docs/hardening.md) and records it in
 ``benchmarks/results/probes.json``.
 """
 
