@@ -269,6 +269,8 @@ SLOW_TIER: dict[str, str] = {
 
 
 def _module(nodeid: str) -> str:
+    """The module of a node id (``tests/x/test_y.py::t`` -> ``test_y``): what the tiers, groups and
+    unit estimates are keyed by."""
     return Path(nodeid.split("::", 1)[0]).stem
 
 
@@ -280,8 +282,7 @@ def slow_tier_reason(nodeid: str) -> str | None:
     >>> slow_tier_reason("tests/estimators/test_mace.py::test_x") is None
     True
     """
-    path, _, name = nodeid.partition("::")
-    module = Path(path).stem
+    module, name = _module(nodeid), nodeid.partition("::")[2]
     return SLOW_TIER.get(module) or SLOW_TIER.get(f"{module}::{name.split('[', 1)[0]}")
 
 
@@ -305,7 +306,7 @@ def xdist_group(nodeid: str) -> str | None:
     >>> xdist_group("tests/pipeline/test_review.py::test_rare_subgroup_copies_are_flagged_exactly"), xdist_group("tests/estimators/test_mace.py::x")
     ('test_review', None)
     """
-    module = Path(nodeid.split("::", 1)[0]).stem
+    module = _module(nodeid)
     if module in SERIAL_MODULES:
         return "serial"
     return module if module in SHARED_RESULT_MODULES else None
@@ -317,7 +318,7 @@ def unit_seconds(scope: str, nodeids) -> float:
     >>> unit_seconds("serial", ["a", "b"]) > unit_seconds("tests/data/test_split.py::test_x", ["x"])
     True
     """
-    module = scope if scope in UNIT_SECONDS else Path(scope.split("::", 1)[0]).stem
+    module = scope if scope in UNIT_SECONDS else _module(scope)
     return UNIT_SECONDS.get(module, float(len(nodeids)))
 
 

@@ -47,12 +47,33 @@ print(json.dumps({"decision": v.decision, "status": v.status, "reasons": sorted(
 """
 
 
-def _run(coretype: str | None, *, no_avx512: bool = False) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
+#: numpy's AVX-512 dispatch targets (numpy 2.4 names; X86_V4 is AVX-512F/CD/VL/BW/DQ): those this
+#: CPU has are switched off (``NPY_DISABLE_CPU_FEATURES``), with OpenBLAS on Haswell kernels: a
+#: machine without AVX-512, simulated on this one.
+AVX512_TARGETS = ("X86_V4", "AVX512_ICL", "AVX512_SPR")
+
+
+def _avx512_here() -> list[str]:
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    return [t for t in AVX512_TARGETS if t in __cpu_dispatch__ and __cpu_features__.get(t)]
+
+
+def _kernel_env(coretype: str | None, *, no_avx512: bool = False) -> dict[str, str]:
+    """This process's environment (without pytest-xdist's worker variables) with OpenBLAS on
+    ``coretype`` (None: its own choice) and, with ``no_avx512``, numpy's AVX-512 targets off."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT", "OPENBLAS_CORETYPE", "NPY_DISABLE"))}
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
-    if no_avx512 and _avx512_here():
-        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(_avx512_here())
+    avx512 = _avx512_here() if no_avx512 else []
+    if avx512:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(avx512)
+    return env
+
+
+def _run(coretype: str | None, *, no_avx512: bool = False) -> dict:
+    env = _kernel_env(coretype, no_avx512=no_avx512)
     out = subprocess.run([sys.executable, "-c", CHILD, str(ROOT)], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -71,39 +92,21 @@ def test_the_verdict_is_the_same_under_other_blas_kernels():
                 coretype, name, p, p_o)
 
 
-#: numpy's AVX-512 dispatch targets (numpy 2.4 names; X86_V4 is AVX-512F/CD/VL/BW/DQ): those this
-#: CPU has are switched off (``NPY_DISABLE_CPU_FEATURES``), with OpenBLAS on Haswell kernels: a
-#: machine without AVX-512, simulated on this one.
-AVX512_TARGETS = ("X86_V4", "AVX512_ICL", "AVX512_SPR")
-
-
-def _avx512_here() -> list[str]:
-    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-
-    return [t for t in AVX512_TARGETS if t in __cpu_dispatch__ and __cpu_features__.get(t)]
-
-
 #: The golden scenarios' environments: three OpenBLAS core types, the last with numpy's AVX-512 off.
-GOLDEN_ENVIRONMENTS = {"Prescott": {"OPENBLAS_CORETYPE": "Prescott"},
-                       "Nehalem": {"OPENBLAS_CORETYPE": "Nehalem"},
-                       "Haswell, no AVX-512": {"OPENBLAS_CORETYPE": "Haswell"}}
+GOLDEN_ENVIRONMENTS = {"Prescott": ("Prescott", False), "Nehalem": ("Nehalem", False),
+                       "Haswell, no AVX-512": ("Haswell", True)}
 
 
 def test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512():
     """tests/pipeline/test_golden.py (decisions, checks and counts exact, figures at its tolerance)
     in a fresh pytest process per environment: numpy and OpenBLAS choose their kernels when they
     load, so a kernel can only be changed in a new process."""
-    avx512 = _avx512_here()
-    for name, extra in GOLDEN_ENVIRONMENTS.items():
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT", "OPENBLAS_CORETYPE", "NPY_DISABLE"))}
-        env.update(extra)
-        if name.endswith("no AVX-512") and avx512:
-            env["NPY_DISABLE_CPU_FEATURES"] = " ".join(avx512)
+    for name, (coretype, no_avx512) in GOLDEN_ENVIRONMENTS.items():
+        env = _kernel_env(coretype, no_avx512=no_avx512)
         check = "from numpy._core._multiarray_umath import __cpu_features__ as f; print([t for t in %r if f.get(t)])"
         on = subprocess.run([sys.executable, "-c", check % (AVX512_TARGETS,)], env=env, capture_output=True, text=True)
         assert on.returncode == 0, on.stderr[-2000:]
-        if name.endswith("no AVX-512"):
+        if no_avx512:
             assert on.stdout.strip() == "[]", (name, on.stdout)  # numpy really runs without AVX-512 there
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                               "tests/pipeline/test_golden.py", "-k", "test_verdicts_and_metrics_unchanged"],
