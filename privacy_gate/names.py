@@ -92,6 +92,11 @@ ROC_FIGURES = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage", "n_mem
 #: An attack's membership rank test over all targets (``estimators.group_tests.rank_test_pvalue``):
 #: ``<attack>.rank_pvalue``, what the budget's membership test reads.
 RANK_PVALUE = "rank_pvalue"
+#: The attacks' mean-rank ensemble, tested both ways (``estimators.group_tests.ensemble_figures``):
+#: ``membership.ensemble_pvalue`` (two-sided, what the budget's membership test reads beside each
+#: attack's rank test), its one-sided parts and its AUC (below 0.5: the release avoids its members).
+MEMBERSHIP = "membership"
+ENSEMBLE_FIGURES = ("ensemble_pvalue", "ensemble_upper_pvalue", "ensemble_lower_pvalue", "ensemble_auc")
 #: Verbatim copies against the population's own twins (``experiment.copies``): ``copies.pvalue`` ...
 COPIES = "copies"
 COPY_FIGURES = ("pvalue", "excess_share", "excess_lower", "train_share", "holdout_share", "train_only", "holdout_only",
@@ -108,6 +113,7 @@ PLAIN_FIGURES = {
                 "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
                 "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
                 "scan_simes_pvalue", "share_pvalue"),
+    MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),

@@ -31,12 +31,15 @@ distinguishable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from privacy_gate.names import MEMBERSHIP, RANK_PVALUE, metric_name
 
 #: Groups with at most this many member x non-member pairs use the exact rank-sum distribution.
 EXACT_MAX_PAIRS = 2500
@@ -49,16 +52,18 @@ def _random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarra
     return ranks
 
 
-def rank_test_pvalue(scores: np.ndarray, labels: np.ndarray, *, seed: int = 0) -> float:
-    """One-sided p-value that members score higher than non-members (Mann–Whitney, random
-    tie-breaking); 1.0 when either class is empty (the group cannot be tested)."""
+def rank_test_pvalue(scores: np.ndarray, labels: np.ndarray, *, seed: int = 0,
+                     alternative: Literal["greater", "less"] = "greater") -> float:
+    """One-sided p-value that members score higher than non-members (``alternative="less"``:
+    lower) (Mann–Whitney, random tie-breaking); 1.0 when either class is empty (the group cannot
+    be tested)."""
     scores, labels = np.asarray(scores, dtype=float), np.asarray(labels).astype(bool)
     n1, n0 = int(labels.sum()), int((~labels).sum())
     if n1 == 0 or n0 == 0:
         return 1.0
     ranks = _random_tie_ranks(scores, np.random.default_rng(seed))
     method = "exact" if n1 * n0 <= EXACT_MAX_PAIRS else "asymptotic"
-    res = stats.mannwhitneyu(ranks[labels], ranks[~labels], alternative="greater", method=method)
+    res = stats.mannwhitneyu(ranks[labels], ranks[~labels], alternative=alternative, method=method)
     return float(res.pvalue)
 
 
@@ -99,10 +104,68 @@ def by_entity(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | Non
     return np.bincount(codes, weights=scores) / counts, np.bincount(codes, weights=labels) / counts > 0.5
 
 
-def entity_rank_pvalue(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None, *, seed: int = 0) -> float:
+def entity_rank_pvalue(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None, *, seed: int = 0,
+                       alternative: Literal["greater", "less"] = "greater") -> float:
     """The membership rank test over entities (records when ``entities`` is None)."""
     s, y = by_entity(scores, labels, entities)
-    return rank_test_pvalue(s, y, seed=seed)
+    return rank_test_pvalue(s, y, seed=seed, alternative=alternative)
+
+
+def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Per target, the mean over the attacks of its rank among all targets, scaled to (0, 1]: the
+    unsupervised ensemble that Ensemble-MIA (Ward et al. 2025) found to lose least against the
+    best single attack over thousands of settings. A symmetric, label-blind function of the
+    target pool, so its rank test is exact like each attack's.
+
+    >>> mean_rank_scores({"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}).round(2).tolist()
+    [0.67, 0.5, 0.83]
+    """
+    values = [np.asarray(s, dtype=float) for s in scores.values()]
+    return np.mean([stats.rankdata(v) for v in values], axis=0) / len(values[0])
+
+
+def ensemble_figures(scores: Mapping[str, np.ndarray], labels: np.ndarray, entities: np.ndarray | None, *,
+                     seed: int = 0) -> dict[str, float]:
+    """The mean-rank ensemble's two-sided membership test (``membership.*``, see
+    :data:`privacy_gate.names.ENSEMBLE_FIGURES`).
+
+    Both tails, because membership shows both ways: members scoring *higher* (copies, memorised
+    records) and members scoring *lower* than non-members — a release that avoids its training
+    records (a near-copy filter that removes too much, or real rows that are not the members, given
+    as the release) tells an attacker who was in training by their absence. The two one-sided
+    p-values come from one tie-broken ranking; the two-sided p-value is twice the smaller (a test
+    that can fire both ways pays for both tails). The AUC is the ensemble's: below 0.5 means the
+    release avoids its members.
+
+    >>> y = np.r_[np.ones(200), np.zeros(200)]
+    >>> rng = np.random.default_rng(0)
+    >>> avoid = {"dcr": np.r_[rng.normal(size=200) - 2, rng.normal(size=200)]}  # members far from the release
+    >>> f = ensemble_figures(avoid, y, None, seed=0)
+    >>> f["ensemble_pvalue"] < 1e-6, f["ensemble_auc"] < 0.2, f["ensemble_upper_pvalue"] > 0.99
+    (True, True, True)
+    """
+    if not scores:
+        return {}
+    combined = mean_rank_scores(scores)
+    s, y = by_entity(combined, labels, entities)
+    upper = rank_test_pvalue(s, y, seed=seed, alternative="greater")
+    lower = rank_test_pvalue(s, y, seed=seed, alternative="less")
+    n1, n0 = int(y.sum()), int((~y).sum())
+    auc = float(stats.mannwhitneyu(s[y], s[~y]).statistic / (n1 * n0)) if n1 and n0 else float("nan")
+    return {"ensemble_pvalue": min(1.0, 2.0 * min(upper, lower)), "ensemble_upper_pvalue": upper,
+            "ensemble_lower_pvalue": lower, "ensemble_auc": auc}
+
+
+def membership_figures(scores: Mapping[str, np.ndarray], labels: np.ndarray, entities: np.ndarray | None, *,
+                       gated: Collection[str] | None = None, seed: int = 0) -> dict[str, float]:
+    """Every figure the budget's membership test reads, in one place (the gate run and the
+    what-if without a group compute them alike): each attack's one-sided rank test
+    (``<attack>.rank_pvalue``) and the two-sided test of the ``gated`` attacks' mean-rank ensemble
+    (``membership.*``; all of ``scores`` when None)."""
+    out = {metric_name(a, RANK_PVALUE): entity_rank_pvalue(s, labels, entities, seed=seed) for a, s in scores.items()}
+    ensemble = {a: s for a, s in scores.items() if gated is None or a in gated}
+    out.update({f"{MEMBERSHIP}.{k}": v for k, v in ensemble_figures(ensemble, labels, entities, seed=seed).items()})
+    return out
 
 
 def group_pvalue(scores: Mapping[str, np.ndarray], mask: np.ndarray, labels: np.ndarray, *, seed: int = 0,

@@ -5,8 +5,10 @@ training) should be held back rarely, and how rarely should be a number the gate
 check that can raise the verdict therefore belongs to one of a few *tests*, each with a valid
 p-value under that null:
 
-- ``membership``: each gated attack's rank test, members against non-member targets (Bonferroni
-  over the attacks: one strong attack is not diluted by weak ones);
+- ``membership``: each gated attack's rank test, members against non-member targets, and the
+  attacks' mean-rank ensemble tested both ways (members ranked higher, or lower: a release that
+  avoids its members reveals them by their absence); Bonferroni over the attacks and the ensemble
+  (one strong attack is not diluted by weak ones);
 - ``targets``: the exposed member targets: the tail-excess test and the Simes test of their
   conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the two;
 - ``scan``: the tail-excess test over every training record against the holdout (the member scan;
@@ -49,8 +51,10 @@ from scipy import stats
 
 from privacy_gate.config import BUDGET_TESTS, BudgetConfig, GateConfig, Rule, rule_test
 from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
-                                RANK_PVALUE, SINGLING_OUT, metric_name)
+                                MEMBERSHIP, RANK_PVALUE, SINGLING_OUT, metric_name)
 
+#: The membership test's component for the attacks' mean-rank ensemble (its ``detail`` when smallest).
+ENSEMBLE = "ensemble"
 #: The tests, in the order the verdict lists them (the config owns the names: ``disable: test:scan``).
 TESTS = BUDGET_TESTS
 #: Default weights: the attacks, the member scan and the agreement scan carry most of the power
@@ -58,7 +62,8 @@ TESTS = BUDGET_TESTS
 DEFAULT_WEIGHTS = {"membership": 2.0, "targets": 1.0, "scan": 2.0, "agreement": 2.0, "copies": 1.0,
                    "disclosure": 1.0, "subgroups": 1.0}
 WHAT = {
-    "membership": "the attacks tell training records from holdout records",
+    "membership": "the attacks tell training records from holdout records (either way: a release that avoids its "
+                  "members reveals them too)",
     "targets": "more member targets among the most exposed than chance",
     "scan": "training records with more close synthetic copies than holdout records have",
     "agreement": "training records reproduced on most of their columns more often than holdout records",
@@ -184,7 +189,10 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
                 groups: Mapping[str, Mapping[str, float]] | None) -> tuple[float, int, str]:
     """``(p-value, components, smallest component)`` of one test from the recorded figures."""
     if name == "membership":
-        return _bonferroni({a: _get(metrics, metric_name(a, RANK_PVALUE)) for a in attacks})
+        parts = {a: _get(metrics, metric_name(a, RANK_PVALUE)) for a in attacks}
+        if attacks:  # the mean-rank ensemble, two-sided: also a release that avoids its members
+            parts[ENSEMBLE] = _get(metrics, f"{MEMBERSHIP}.ensemble_pvalue")
+        return _bonferroni(parts)
     if name == "targets":
         return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue", "share_pvalue")})
     if name == "scan":
@@ -284,5 +292,5 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["describe_gate", "test_levels", "budget_weights", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
+__all__ = ["ENSEMBLE", "describe_gate", "test_levels", "budget_weights", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
            "membership_power", "proportion_pvalue", "rule_test", "run_tests", "test_pvalue"]

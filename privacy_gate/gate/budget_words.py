@@ -4,6 +4,7 @@ its p-value against its share of the budget, and what a significant result means
 part: an attack, an evaluator or a group label as the gate shows it).
 
 >>> from privacy_gate.gate.verdict import Check
+from privacy_gate.names import MEMBERSHIP
 >>> t = TestOutcome(name="scan", weight=2, review_level=0.004, block_level=0.0002, pvalue=0.00025, components=1,
 ...                 detail="scan_tail_pvalue")
 >>> c = Check(rule="test scan at level 0.004", metric="test:scan", observed=0.00025, threshold=0.004, bound="min",
@@ -19,9 +20,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from privacy_gate.gate.budget import TestOutcome
+from privacy_gate.gate.budget import ENSEMBLE, TestOutcome
 from privacy_gate.gate.human import human_number, human_percent, p_equals
 from privacy_gate.gate.verdict import Check
+from privacy_gate.names import MEMBERSHIP
 
 
 def _get(metrics: Mapping[str, Any], key: str) -> float | None:
@@ -43,6 +45,8 @@ def _count(metrics: Mapping[str, Any], key: str) -> str | None:
 
 def _membership(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
     a = t.detail
+    if a == ENSEMBLE:
+        return _ensemble(m, hit)
     auc, n1, n0 = _get(m, f"{a}.auc"), _count(m, f"{a}.n_members"), _count(m, f"{a}.n_non_members")
     auc_text = f" with AUC {human_number(auc, 3)}, where 0.5 is guessing" if auc is not None else ""
     who = f"the {n1} member targets above the {n0} non-members" if n1 and n0 else "member targets above non-members"
@@ -51,6 +55,21 @@ def _membership(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
                 f"([p]). An attacker can tell, better than chance, whether a person was in the training data.")
     return (f"No evidence that the attacks tell training records from holdout records: the strongest, {a}, "
             f"reaches{auc_text.replace(' with', '')} ([p]).")
+
+
+def _ensemble(m: Mapping[str, Any], hit: bool) -> str:
+    auc = _get(m, f"{MEMBERSHIP}.ensemble_auc")
+    auc_text = f" (AUC {human_number(auc, 3)}, where 0.5 is guessing)" if auc is not None else ""
+    if not hit:
+        return f"No evidence that the attacks together tell training records from holdout records{auc_text} ([p])."
+    if auc is not None and auc < 0.5:
+        return (f"The release avoids its training records: all attacks together rank the member targets *below* the "
+                f"non-members{auc_text} ([p]). Real records that were not in training are closer to the release than "
+                "the training records are, so an attacker learns who was in training from their absence (a "
+                "near-copy filter that removed too much, or real rows that are not the members given as the release).")
+    return (f"The attacks together tell training records from holdout records: their mean rank puts the member "
+            f"targets above the non-members{auc_text} ([p]). An attacker can tell, better than chance, whether a "
+            "person was in the training data.")
 
 
 def _targets(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:

@@ -245,7 +245,8 @@ def decide(
         n1 = metrics.get(metric_name(attacks[0], "n_members"))
         n0 = metrics.get(metric_name(attacks[0], "n_non_members"))
         if n1 is not None and n0 is not None:
-            need = membership_power(int(n1), int(n0), level=membership.review_level / max(1, len(attacks)),
+            # each component's level: the attacks and the ensemble share the test's level (Bonferroni)
+            need = membership_power(int(n1), int(n0), level=membership.review_level / max(1, membership.components),
                                     power=budget.power, promise_auc=budget.promise_auc)
             checks.append(power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power))
             power = {"detectable_auc": need.detectable_auc, "promise_auc": need.promise_auc,

@@ -39,7 +39,7 @@ from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_cla
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
-from privacy_gate.estimators.group_tests import entity_rank_pvalue
+from privacy_gate.estimators.group_tests import membership_figures
 from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
 from privacy_gate.experiment.copies import CopyTest, copy_test
 from privacy_gate.experiment.dependency import SourceShift, source_shift
@@ -52,7 +52,7 @@ from privacy_gate.experiment.targets import choose_dependency_targets, choose_ta
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
                                         validation_failures)
-from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, RANK_PVALUE, STRONGEST, UTILITY, exposure_metric,
+from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, STRONGEST, UTILITY, exposure_metric,
                                 mace_metric, metric_name)
 from privacy_gate.safe_text import console_line
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -184,9 +184,10 @@ def _attacks(state: GateState, executor: Executor, logger: Any) -> None:
         state.metrics.update({metric_name(o.name, k): v for k, v in o.metrics.items()})
     labels, entity = state.targets.labels, settings.spec.entity_id
     entities = None if entity is None else state.targets.records[entity].to_numpy()  # a panel: count people
-    state.metrics.update({metric_name(o.name, RANK_PVALUE): entity_rank_pvalue(o.scores, labels, entities,
-                                                                                 seed=settings.targets.seed)
-                          for o in state.outcomes})
+    # each attack's rank test, and the gated attacks' mean-rank ensemble tested both ways (a
+    # release can reveal its members by avoiding them)
+    state.metrics.update(membership_figures({o.name: o.scores for o in state.outcomes}, labels, entities,
+                                            gated=settings.gated_attacks, seed=settings.targets.seed))
     state.strongest = strongest(state.gated)
     state.metrics.update({metric_name(STRONGEST, k): v for k, (v, _) in state.strongest.items()})
     state.metrics.update({metric_name(UTILITY, k): float(v) for k, v in state.utility.items()

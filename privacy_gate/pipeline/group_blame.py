@@ -21,7 +21,7 @@ import numpy as np
 
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.exposure import discover_exposed
-from privacy_gate.estimators.group_tests import entity_rank_pvalue, group_pvalue
+from privacy_gate.estimators.group_tests import group_pvalue, membership_figures
 from privacy_gate.estimators.mace_queries import mace_for_attacks
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import strongest
@@ -64,11 +64,10 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     out: dict[str, float] = {}
     rest = [dataclasses.replace(o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels)))
             for o in state.gated]
+    entities = None if settings.spec.entity_id is None else targets.records[settings.spec.entity_id].to_numpy()[keep]
     for o in rest:
         out.update({metric_name(o.name, k): float(v) for k, v in o.metrics.items()})
-        entities = (None if settings.spec.entity_id is None
-                    else targets.records[settings.spec.entity_id].to_numpy()[keep])
-        out[metric_name(o.name, RANK_PVALUE)] = entity_rank_pvalue(o.scores, labels, entities, seed=settings.targets.seed)
+    out.update(membership_figures({o.name: o.scores for o in rest}, labels, entities, seed=settings.targets.seed))
     out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
     scores = {o.name: o.scores for o in rest}
     row_ids = np.asarray(targets.row_ids)[keep]

@@ -112,7 +112,8 @@ def test_the_agreement_scan_holds_its_level_with_no_signal():
 
 def _figures(**p) -> dict[str, float]:
     """Metrics with each test's p-value set (no signal by default)."""
-    m = {"dcr.rank_pvalue": p.get("membership", 0.5), "dcr.n_members": 1000, "dcr.n_non_members": 1000,
+    m = {"dcr.rank_pvalue": p.get("membership", 0.5), "membership.ensemble_pvalue": p.get("ensemble", 0.5),
+         "dcr.n_members": 1000, "dcr.n_non_members": 1000,
          "exposed.tail_pvalue": p.get("targets", 0.5), "exposed.simes_pvalue": 0.9, "exposed.share_pvalue": 0.9,
          "exposed.scan_tail_pvalue": 0.9, "exposed.scan_simes_pvalue": 0.9, "agreement.pvalue": 0.9,
          "copies.pvalue": 0.9, "dcr.auc": 0.52, "dcr.tpr_at_fpr_0.01": 0.01, "dcr.mace.advantage_lower": 0.0,
@@ -251,3 +252,21 @@ def test_the_budget_modules_doctests():
                    privacy_gate.config.sections):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_a_release_that_avoids_its_members_is_reviewed_and_said_so():
+    """The membership test reads the ensemble's two-sided p-value beside each attack's one-sided
+    test: members ranked *below* non-members (ensemble AUC 0.1) hold the release back, and the
+    report's sentence says the release avoids its training records."""
+    from privacy_gate.gate.budget_words import budget_test_sentence
+
+    m = _figures(ensemble=1e-5, extra={"membership.ensemble_auc": 0.1})
+    v = decide(RULES, m, attacks=["dcr"], tests=TESTS_NO_DISCLOSURE)
+    assert v.decision == "REVIEW" and [c.key for c in v.reasons] == ["test:membership"]
+    t = next(t for t in run_tests(m, tests=TESTS_NO_DISCLOSURE, budget=BudgetConfig(), attacks=["dcr"])
+             if t.name == "membership")
+    assert t.detail == "ensemble" and t.components == 2 and t.pvalue == 2e-5
+    assert "avoids its training records" in budget_test_sentence(v.reasons[0], t, m)
+    # without the ensemble's figure the test cannot be computed, and the gate fails closed
+    del m["membership.ensemble_pvalue"]
+    assert decide(RULES, m, attacks=["dcr"], tests=TESTS_NO_DISCLOSURE).decision == "BLOCK"

@@ -79,3 +79,18 @@ def test_default_targets_reach_the_radius_and_cap_large_holdouts():
     assert int((choose_targets(splits, TargetsConfig(), max_per_class=10**6).labels == 0).sum()) == 3000
     explicit = choose_targets(splits, TargetsConfig(n_non_members=2500), max_per_class=1000)
     assert int((explicit.labels == 0).sum()) == 2500  # an explicit count is not capped
+
+
+def test_a_release_that_avoids_its_members_is_not_approved(parts, adult_spec):
+    """Real rows that are not the training records, given as the release (here the holdout itself:
+    what a near-copy filter that removes too much tends toward), reveal who was in training by
+    their absence: every attack ranks the members *below* the non-members. The membership test's
+    ensemble reads both tails, so the release is held back and the reason says it avoids its
+    members; an independent sample of the same size is still approved (the test above)."""
+    release = {**parts, "synthetic": parts["holdout"]}
+    result = privacy_gate.evaluate(**release, spec=adult_spec, attacks=[{"name": "dcr"}, {"name": "domias"}])
+    assert result.decision != "APPROVE", result
+    assert result.metrics["membership.ensemble_auc"] < 0.2
+    assert result.metrics["dcr.rank_pvalue"] > 0.5  # the one-sided test alone cannot see it
+    membership = next(t for t in result.verdict.budget["tests"] if t["name"] == "membership")
+    assert membership["detail"] == "ensemble" and membership["pvalue"] <= membership["review_level"]
