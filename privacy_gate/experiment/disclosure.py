@@ -229,7 +229,7 @@ def _people(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec) -> tu
     return unit_codes(train, eid), unit_codes(control, eid)
 
 
-def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, n_attacks: int, seed: int
+def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, n_attempts: int, seed: int
               ) -> tuple[np.ndarray, np.ndarray]:
     """The training and control rows linkability and inference attack, as many on each side.
 
@@ -243,9 +243,9 @@ def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, 
     rng = np.random.default_rng(seed)
     people = _people(train, control, spec)
     if people is None:
-        n = min(n_attacks, len(train), len(control))
+        n = min(n_attempts, len(train), len(control))
         return np.sort(rng.choice(len(train), n, replace=False)), np.sort(rng.choice(len(control), n, replace=False))
-    n = min(n_attacks, *(int(c.max()) + 1 for c in people))
+    n = min(n_attempts, *(int(c.max()) + 1 for c in people))
     return one_row_each(people[0], n, rng), one_row_each(people[1], n, rng)
 
 
@@ -273,7 +273,7 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
         _LOG.info("  singling out (%s): %d predicates, risk %.3f [%.3f, %.3f]", results[-1].mode,
                   results[-1].n_predicates, results[-1].risk.risk, results[-1].risk.risk_lower,
                   results[-1].risk.risk_upper)
-    train_idx, control_idx = _attempts(train, control, spec, n_attacks=cfg.n_attacks, seed=seed)
+    train_idx, control_idx = _attempts(train, control, spec, n_attempts=cfg.n_attempts, seed=seed)
     link = None
     if who.link_a and who.link_b:
         link = linkability(codes, who.link_a, who.link_b, train_idx=train_idx, control_idx=control_idx,

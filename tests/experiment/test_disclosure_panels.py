@@ -29,7 +29,7 @@ ATTACKER = {"quasi_identifiers": ["a", "b", "year"], "sensitive": ["s"], "linkab
 PANEL = DatasetSpec.model_validate({"name": "panel", "entity_id": "pid", "columns": COLUMNS, **ATTACKER})
 ROWS = DatasetSpec.model_validate({"name": "rows", "columns": {c: k for c, k in COLUMNS.items() if c != "pid"},
                                    **ATTACKER})
-CFG = DisclosureConfig(n_attacks=1000)  # per row: about five years of each person attacked
+CFG = DisclosureConfig(n_attacks=1000, n_attempts=1000)  # per row: about five years of each person attacked
 
 
 def _people(rng, n, prefix):
@@ -48,7 +48,7 @@ def _rejects(synthetic, train, control, spec, seed):
     ``test_singling_out_panels.py``)."""
     frames = [f if spec.entity_id else f.drop(columns="pid") for f in (synthetic, train, control)]
     codes = Codes.of(frames, columns=spec.attribute_columns, numeric=set())
-    t_idx, c_idx = _attempts(frames[1], frames[2], spec, n_attacks=CFG.n_attacks, seed=seed)
+    t_idx, c_idx = _attempts(frames[1], frames[2], spec, n_attempts=CFG.n_attempts, seed=seed)
     outcomes = [linkability(codes, ("a", "year"), ("b",), train_idx=t_idx, control_idx=c_idx,
                             n_neighbors=CFG.n_neighbors, seed=seed),
                 inference(codes, "s", ("a", "b", "year"), train_idx=t_idx, control_idx=c_idx, seed=seed,
