@@ -262,6 +262,28 @@ def membership_power(n_members: int, n_non_members: int, *, level: float, power:
                      per_class_needed=_needed(z, promise_auc))
 
 
+def copies_detectable(twins: int, compared: int, *, level: float, power: float) -> float:
+    """The smallest share of training records copied verbatim that the copy test sees with
+    ``power`` at ``level``, where ``twins`` distinct release rows equal a record of the holdout
+    sample (``compared`` records per side) and none of the training sample: natural twins, which
+    the training side has about as many of under no leakage. ``c`` copies of sampled training
+    records make the sign statistic ``c / sqrt(n0 + c)`` standard deviations with ``n0 = 2 twins``,
+    so the test reaches ``z_level + z_power`` from ``c = (Z^2 + sqrt(Z^4 + 4 Z^2 n0)) / 2``; a copy
+    lands in the sample with probability ``compared / training records``, so the share of training
+    records is ``c / compared``. (Copies of records whose twin is in the holdout sample are not
+    counted by the test: the share is a lower limit of what it misses.)
+
+    >>> round(copies_detectable(0, 1000, level=0.002, power=0.9), 4)  # no twins: a handful of copies
+    0.0173
+    >>> round(copies_detectable(500, 1000, level=0.002, power=0.9), 3)  # twins hide more
+    0.14
+    """
+    z = float(stats.norm.isf(level) + stats.norm.ppf(power))
+    n0 = 2.0 * max(0, twins)
+    c = (z * z + math.sqrt(z ** 4 + 4.0 * z * z * n0)) / 2.0
+    return min(1.0, c / max(1, compared))
+
+
 def _needed(z: float, promise_auc: float) -> int:
     # n per class with (2n + 1) / (12 n^2) <= ((promise - 0.5) / z)^2
     d = (promise_auc - 0.5) / z
@@ -292,5 +314,5 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["ENSEMBLE", "describe_gate", "test_levels", "budget_weights", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
+__all__ = ["ENSEMBLE", "copies_detectable", "describe_gate", "test_levels", "budget_weights", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
            "membership_power", "proportion_pvalue", "rule_test", "run_tests", "test_pvalue"]

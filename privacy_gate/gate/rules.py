@@ -17,10 +17,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import BudgetConfig, Rule
-from privacy_gate.gate.budget import WHAT, PowerNeed, TestOutcome, membership_power, rule_test, run_tests
+from privacy_gate.gate.budget import (WHAT, PowerNeed, TestOutcome, copies_detectable, membership_power, rule_test,
+                                     run_tests)
 from privacy_gate.estimators.power import null_reference
 from privacy_gate.experiment.floors import Shortfall
-from privacy_gate.gate.human import human_number, p_equals
+from privacy_gate.gate.human import human_number, human_percent, p_equals
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.names import COMBINED, GROUP_TEST, INSUFFICIENT_EVIDENCE, check_key, metric_name
 
@@ -167,6 +168,28 @@ def power_check(need: PowerNeed, *, n_members: int, n_non_members: int, power: f
                                  passed=need.sufficient, message=msg)
 
 
+#: the twin limit's metric: what the copy test could not have seen (a note, never a reason)
+TWIN_LIMIT_METRIC = "copies.detectable_share"
+
+
+def twin_limit_check(metrics: Mapping[str, float], *, level: float, power: float) -> Check | None:
+    """What natural twins hid from a copy test that found nothing: the smallest share of training
+    records copied verbatim it would have seen (:func:`privacy_gate.gate.budget.copies_detectable`),
+    as a passed check whose message says so (an APPROVE is then not a bare one). None without the
+    copy test's figures."""
+    twins, compared = metrics.get("copies.holdout_only"), metrics.get("copies.compared")
+    if twins is None or compared is None or not math.isfinite(float(twins)) or float(compared) <= 0:
+        return None
+    share = copies_detectable(int(twins), int(compared), level=level, power=power)
+    message = (f"what the copy test could not see: {human_number(twins)} distinct release rows equal a record the "
+               f"generator never saw ({human_number(compared)} compared per side), as natural twins do; so it sees "
+               f"verbatim copies of about {human_percent(share)} of the training records or more ({power:.0%} power "
+               "at its level), and fewer would pass unseen here. Partial and near copies are the agreement and "
+               "member scans' to see")
+    return Check(rule="what natural twins hide from the copy test", metric=TWIN_LIMIT_METRIC, observed=share,
+                 threshold=None, bound="none", action="review", passed=True, message=message)
+
+
 def floor_check(shortfall: Shortfall) -> Check:
     """REVIEW for "insufficient evidence" when a stage ran below its floor (a small table): its
     figures are valid, its power is not what the floor asks (:mod:`privacy_gate.experiment.floors`)."""
@@ -251,6 +274,10 @@ def decide(
             checks.append(power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power))
             power = {"detectable_auc": need.detectable_auc, "promise_auc": need.promise_auc,
                      "per_class_needed": need.per_class_needed, "sufficient": need.sufficient}
+    copies = by_test.get("copies")
+    if copies is not None and not copies.review:
+        limit = twin_limit_check(metrics, level=copies.review_level, power=budget.power)
+        checks += [limit] if limit is not None else []
     shortfalls = list(shortfalls)
     checks += [floor_check(s) for s in shortfalls]
     failed = tuple(c for c in checks if not c.passed)

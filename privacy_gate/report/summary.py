@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from privacy_gate.gate.budget import TestOutcome
 from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
 from privacy_gate.gate.human import human_number
+from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
@@ -124,6 +125,8 @@ def verdict_console(verdict: Verdict) -> str:
     for r in reasons_in_words(verdict):
         lines.append(f"  - [{r.action}] {r.sentence} ({r.key})")
     lines += [f"  {x}" for x in headline_figures(verdict)]
+    # what natural twins hid: an APPROVE says how small a verbatim-copy leak could have passed unseen
+    lines += [f"  {c.message}" for c in verdict.checks if c.metric == TWIN_LIMIT_METRIC]
     for name, m in attack_metric_table(verdict):
         line = f"  {name:<16} " + "  ".join(f"{k}={human_number(m[k])}" for k in LEAKAGE_METRICS if k in m)
         if "mace.advantage" in m:

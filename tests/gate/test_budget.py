@@ -270,3 +270,23 @@ def test_a_release_that_avoids_its_members_is_reviewed_and_said_so():
     # without the ensemble's figure the test cannot be computed, and the gate fails closed
     del m["membership.ensemble_pvalue"]
     assert decide(RULES, m, attacks=["dcr"], tests=TESTS_NO_DISCLOSURE).decision == "BLOCK"
+
+
+def test_a_copy_test_that_found_nothing_says_what_twins_hid():
+    """An APPROVE is not a bare one: with many natural twins the verdict carries the smallest share
+    of verbatim copies the copy test would have seen, and more twins mean a larger share."""
+    from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
+
+    def limit(twins: int) -> float:
+        m = _figures(extra={"copies.holdout_only": twins, "copies.compared": 2000.0})
+        v = decide(RULES, m, attacks=["dcr"], tests=TESTS_NO_DISCLOSURE)
+        assert v.decision == "APPROVE"
+        check = next(c for c in v.checks if c.metric == TWIN_LIMIT_METRIC)
+        assert check.passed and "fewer would pass unseen" in check.message
+        return float(check.observed)
+
+    assert limit(0) < 0.01 < limit(400) < limit(1600)
+    # a significant copy test needs no such note
+    m = _figures(extra={"copies.pvalue": 1e-6, "copies.holdout_only": 400.0, "copies.compared": 2000.0})
+    assert not any(c.metric == TWIN_LIMIT_METRIC for c in decide(RULES, m, attacks=["dcr"],
+                                                                  tests=TESTS_NO_DISCLOSURE).checks)
