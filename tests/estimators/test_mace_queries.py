@@ -54,12 +54,12 @@ def test_default_mace_rules_approve_review_block(mu, n, expected):
     advantage 0.14) on few targets -> the rank test is significant but the lower bound does not
     cross 0.10 -> REVIEW; a strong one -> significant at the block share and lower bound > 0.10 ->
     BLOCK (the MACE bars and the membership test alone)."""
-    from privacy_gate.estimators.group_tests import rank_test_pvalue
+    from privacy_gate.estimators.group_tests import membership_figures
 
     scores, labels = _scores(mu, n=n, seed=1)
     res = mace_for_attacks(scores, labels, np.arange(len(labels)), prior=0.5, delta=0.05, n_permutations=0,
                            epsilon=None)
-    figures = {**res.metrics, **{f"{a}.rank_pvalue": rank_test_pvalue(s, labels) for a, s in scores.items()},
+    figures = {**res.metrics, **membership_figures(scores, labels, None),
                **{f"{a}.n_members": float(labels.sum()) for a in scores},
                **{f"{a}.n_non_members": float((1 - labels).sum()) for a in scores}}
     rules = [r for r in DEFAULT_RULES if r.metric.startswith("mace.")]

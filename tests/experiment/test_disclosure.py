@@ -21,7 +21,7 @@ from privacy_gate.spec import DatasetSpec
 
 COLUMNS = {"a": {"kind": "numeric"}, "b": {"kind": "numeric"}, "c": {"kind": "numeric"},
            "g": {"kind": "categorical"}, "s": {"kind": "categorical"}}
-CFG = DisclosureConfig(n_attacks=200, min_control=100, subgroup_min_targets=20)
+CFG = DisclosureConfig(n_attacks=200, n_attempts=200, min_control=100, subgroup_min_targets=20)
 
 
 def _spec(**extra) -> DatasetSpec:
