@@ -112,7 +112,7 @@ PLAIN_FIGURES = {
                 "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
                 "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
                 "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
-                "scan_simes_pvalue", "share_pvalue"),
+                "scan_simes_pvalue", "share_pvalue", "scan_top_set", "scan_top_members", "scan_top_exposed_lower"),
     MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,
@@ -470,7 +470,7 @@ ART_SUBGROUPS = "audit/subgroups.json"
 ART_GROUP_ROC = "audit/flagged_roc.json"
 MAX_GROUP_ROCS = 6
 ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
-ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed (no values)
+ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"

@@ -161,5 +161,49 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
     return float(pvalue), best
 
 
+def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, confidence: float = 0.95,
+            seed: int = 0) -> tuple[np.ndarray, int]:
+    """The label-blind top set and a lower confidence bound on the exposed members in it.
+
+    A candidate set is the ``k`` highest scores (ties broken at random, seeded) for ``k`` on the
+    tail test's grid and at its :func:`gap_level`: chosen from the scores alone, so the labels of
+    the records in it that are *not* exposed are still a uniformly random draw from the pool's
+    unexposed records. With ``e`` exposed members in the set,
+    the members it holds are ``e + V``, ``V`` hypergeometric over fewer members and ``k - e``
+    draws, so stochastically below ``Hypergeom(pool, members, k - e)``; and ``e + V`` grows with
+    ``e``. So "at most ``e0`` exposed" is rejected when ``P(e0 + Hypergeom(pool, members, k - e0)
+    >= t) <= 1 - confidence`` for the ``t`` members seen, and the bound is one more than the largest
+    ``e0`` rejected (the tests are nested): at least that many of the members in the set are
+    exposed with probability at least ``confidence`` — "of these 11 training records at least 4
+    were copied (95 %)", where Benjamini–Hochberg over thousands of records can name none.
+    Every candidate's bound is taken at ``(1 - confidence) / levels`` (Bonferroni), so they hold
+    together and the set with the largest bound may be reported. Returns (the set's positions,
+    the lower bound; the smallest set when no bound is positive).
+
+    >>> y = np.r_[np.ones(1000), np.zeros(1000)].astype(bool)
+    >>> s = np.r_[np.full(10, 10.0), np.zeros(990), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
+    >>> top, lower = top_set(s, y)
+    >>> len(top), int(y[top].sum()), lower
+    (11, 11, 4)
+    >>> top_set(np.random.default_rng(5).normal(size=2000), y)[1]  # no signal: nothing certain
+    0
+    """
+    labels = np.asarray(labels).astype(bool)
+    n_pool, n_members = labels.size, int(labels.sum())
+    n_top = int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
+    levels = np.unique(np.r_[_tail_levels(n_top), gap_level(scores, n_top)])
+    alpha = (1.0 - confidence) / levels.size  # every level's bound at once (Bonferroni)
+    order = np.argsort(-random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable")[:n_top]
+    counts = np.cumsum(labels[order])
+    best_k, best = int(levels[0]), 0
+    for k in levels:
+        t, lower = int(counts[k - 1]), 0
+        while lower < t and stats.hypergeom.sf(t - lower - 1, n_pool, n_members, k - lower) <= alpha:
+            lower += 1
+        if lower > best:
+            best_k, best = int(k), lower
+    return order[:best_k], best
+
+
 __all__ = ["GAP_DIGITS", "GRID_WEIGHT", "TAIL_MAX_TOP", "TAIL_SIMULATIONS", "gap_in", "gap_level", "random_tie_ranks",
-           "rounded_top", "tail_excess_pvalue"]
+           "rounded_top", "tail_excess_pvalue", "top_set"]

@@ -39,6 +39,12 @@ search is exact.
 p-values, the tail test and the counts are over people (the split made people exchangeable, not
 person-years), and each of a person's rows carries the person's p-value.
 
+**The top set.** Benjamini–Hochberg needs dozens of records at the conformal floor before it names
+any; forty people copied four times may reach the tail test and never a name. The scan therefore
+also reports the top set (:func:`privacy_gate.estimators.tail_test.top_set`): the pool's highest
+scores at a label-blind level, the training records among them (``in_top``) and a lower bound, at
+95 %, on how many of those are exposed ("of these 11 training records at least 4 were copied").
+
 Per-record results: row ids and p-values only (``risk/exposed_members.parquet``).
 """
 
@@ -55,7 +61,7 @@ from privacy_gate.data import Splits
 from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.estimators.exposure import FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit
-from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue
+from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue, top_set
 from privacy_gate.spec import DatasetSpec
 
 #: exact nearest-record search below this many pool x (synthetic + pool) pairs; above it the
@@ -70,7 +76,7 @@ CHUNK_BYTES = 1 << 28
 class ScanResult:
     """Every training record's p-value; ``records`` holds row ids, p-values and the selection."""
 
-    records: pd.DataFrame  # row_id, p_value, exposed
+    records: pd.DataFrame  # row_id, p_value, exposed, in_top
     count: int
     tested: int
     calibration: int
@@ -84,6 +90,9 @@ class ScanResult:
     naming_needs: int = 0  # records BH must find at that floor to name any
     reference_calibrates: bool = False  # the reference split is in the calibration set
     simes_pvalue: float = 1.0  # Simes over the tested units (reported; the budget tests the tail)
+    top_set: int = 0  # records in the top set (the highest scores of the pool, chosen label-blind)
+    top_members: int = 0  # training records among them (``records.in_top``)
+    top_exposed_lower: int = 0  # at least this many of them are exposed, 95 % (tail_test.top_set)
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``names.exposure_metric``: ``exposed.scan_count`` ...)."""
@@ -92,7 +101,8 @@ class ScanResult:
                 "scan_false_bound": self.q * self.count, "scan_tail_pvalue": self.tail_pvalue,
                 "scan_tail_top": float(self.tail_top), "scan_min_pvalue": self.min_pvalue,
                 "scan_naming_needs": float(self.naming_needs),
-                "scan_simes_pvalue": self.simes_pvalue}
+                "scan_simes_pvalue": self.simes_pvalue, "scan_top_set": float(self.top_set),
+                "scan_top_members": float(self.top_members), "scan_top_exposed_lower": float(self.top_exposed_lower)}
 
     @property
     def discoveries(self) -> np.ndarray:
@@ -158,13 +168,19 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     tail_p, tail_top = tail_excess_pvalue(unit_scores, labels, max_share=tail_max_share, seed=seed + 1)
     n_cal = len(unit_scores) - n_train
     floor, needs = naming_limit(n_train, n_cal, q=q, method=method)
-    # per training row: its unit's p-value and selection
+    # where BH can name nobody, the top set still says how many of its training records are
+    # exposed at least (a bound that holds with 95 %, whatever the natural twins among them)
+    top, top_lower = top_set(unit_scores, labels, max_share=tail_max_share, seed=seed + 2)
+    in_top = np.zeros(n_train, dtype=bool)
+    in_top[top[top < n_train]] = True
+    # per training row: its unit's p-value, selection and place in the top set
     records = pd.DataFrame({"row_id": splits.train.index.to_numpy(), "p_value": pvalues[codes[0]],
-                            "exposed": selected[codes[0]]})
+                            "exposed": selected[codes[0]], "in_top": in_top[codes[0]]})
     return ScanResult(records=records, count=int(selected.sum()), tested=n_train, calibration=n_cal,
                       threshold=float(threshold), q=q, method=method, search="exact" if exact else "approximate",
                       tail_pvalue=tail_p, tail_top=tail_top, min_pvalue=floor, naming_needs=needs,
-                      reference_calibrates=calibration_reference, simes_pvalue=simes_pvalue(pvalues))
+                      reference_calibrates=calibration_reference, simes_pvalue=simes_pvalue(pvalues),
+                      top_set=int(top.size), top_members=int(in_top.sum()), top_exposed_lower=top_lower)
 
 
 __all__ = ["EXACT_PAIRS", "ScanResult", "pool_copy_scores", "scan_members"]

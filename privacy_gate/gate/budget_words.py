@@ -4,7 +4,6 @@ its p-value against its share of the budget, and what a significant result means
 part: an attack, an evaluator or a group label as the gate shows it).
 
 >>> from privacy_gate.gate.verdict import Check
-from privacy_gate.names import MEMBERSHIP
 >>> t = TestOutcome(name="scan", weight=2, review_level=0.004, block_level=0.0002, pvalue=0.00025, components=1,
 ...                 detail="scan_tail_pvalue")
 >>> c = Check(rule="test scan at level 0.004", metric="test:scan", observed=0.00025, threshold=0.004, bound="min",
@@ -99,8 +98,14 @@ def _scan(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
                 "copies ([p]).")
     named = _count(m, "exposed.scan_count")
     among = f"among the {top} with the most close synthetic copies" if top else "among those with the most copies"
-    end = (f"{named} of them are named as exposed" if named and named != "0"
-           else "too few to name any one of them")
+    members, lower = _get(m, "exposed.scan_top_members"), _get(m, "exposed.scan_top_exposed_lower")
+    if named and named != "0":
+        end = f"{named} of them are named as exposed"
+    elif members and lower:
+        end = (f"too few to name any one of them, but of the {_many(int(members), 'training record')} in the scan's "
+               f"top set at least {human_number(lower)} are copied (95 %)")
+    else:
+        end = "too few to name any one of them"
     return (f"The member scan compared {pool}: {among}, more are training records than chance allows ([p]). "
             f"A few people may be copied into the release many times; {end}.")
 

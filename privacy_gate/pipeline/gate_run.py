@@ -258,6 +258,9 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
     if s.count == 0:
         logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d records at that "
                     "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
+    if s.top_exposed_lower:
+        logger.info("  top set: %d training records among the %d highest scores; at least %d of them exposed (95%%)",
+                    s.top_members, s.top_set, s.top_exposed_lower)
 
 
 def _copies(state: GateState, executor: Executor, logger: Any) -> None:

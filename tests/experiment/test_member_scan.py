@@ -70,7 +70,7 @@ def test_noisy_copies_are_found_with_few_false_discoveries(exact):
     hits = len(found & set(copied.tolist()))
     assert hits >= 120  # most of the 150 copied records
     assert len(found) - hits <= max(3, 0.1 * len(found))
-    assert list(res.records.columns) == ["row_id", "p_value", "exposed"]  # no record values
+    assert list(res.records.columns) == ["row_id", "p_value", "exposed", "in_top"]  # no record values
 
 
 def test_the_approximate_search_is_deterministic():
@@ -205,3 +205,27 @@ def test_a_panel_scan_holds_its_level_with_no_signal():
                               calibration_reference=True).tail_pvalue)
     p = np.array(p)
     assert np.mean(p <= 0.1) <= 0.1 + 2.5 * np.sqrt(0.09 / 40)
+
+
+def test_a_few_people_copied_several_times_fill_the_top_set_where_bh_names_none():
+    """15 training records near-copied 4 times each into a 1,500-row release: BH at 5 % over 1,500
+    training records names few or none, but the top set holds them and its 95 % lower bound says
+    several are copies; every record it counts as exposed is one (the bound never overcounts here).
+    An independent release gives a top set with no certain copy."""
+    rng = np.random.default_rng(4)
+    splits = _splits(rng)
+    release = _table(rng, 1500)
+    copied = rng.choice(len(splits.train), size=15, replace=False)
+    rows = splits.train.iloc[np.repeat(copied, 4)].reset_index(drop=True).copy()
+    for i in range(4):
+        rows[f"x{i}"] += rng.normal(0, 0.01, size=len(rows))
+    release.iloc[:len(rows)] = rows.to_numpy()
+    release = release.astype({f"x{i}": float for i in range(4)})
+    res = scan_members(splits, release, SPEC, q=0.05, exact=True)
+    top = res.records.loc[res.records["in_top"], "row_id"]
+    truly = np.isin(top, splits.train.index[copied])
+    assert res.top_exposed_lower >= 5, (res.top_set, res.top_members, res.top_exposed_lower)
+    assert res.top_exposed_lower <= truly.sum() and res.top_members == len(top)
+    assert res.metrics()["scan_top_exposed_lower"] == res.top_exposed_lower
+    clean = scan_members(splits, _table(rng, 1500), SPEC, q=0.05, exact=True)
+    assert clean.top_exposed_lower == 0
