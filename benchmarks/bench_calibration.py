@@ -120,7 +120,9 @@ def run_one(table: str, cell: str, seed: int, n_train: int, baselines: bool) -> 
             "reasons": [{"key": c.key, "action": c.action, "observed": c.observed, "threshold": c.threshold,
                          "message": c.message[:300]} for c in v.reasons],
             # every budget test's p-value: how far each release was from its level, not only the decision
-            "pvalues": {t["name"]: t["pvalue"] for t in (v.budget or {}).get("tests", [])}}
+            "pvalues": {t["name"]: t["pvalue"] for t in (v.budget or {}).get("tests", [])},
+            # the membership test's two-sided ensemble alone: its false-alarm rate measured by itself
+            "ensemble": {k: result.metrics.get(f"membership.{k}") for k in ("ensemble_pvalue", "ensemble_auc")}}
     naming = {}
     if result.scan is not None:
         naming["scan"] = _naming(result.scan.discoveries, rel.copied, rel.n_train)
