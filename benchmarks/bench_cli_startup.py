@@ -1,4 +1,4 @@
-"""Start-up time of the commands that only read (issue #34): this checkout against the commit it
+"""Start-up time of the commands that only read: this checkout against the commit it
 branched from, side by side in one run, alternating, ``--repeats`` each, every run a fresh
 process (``python -m privacy_gate.cli ...``, wall time of the whole process).
 

@@ -1,4 +1,4 @@
-"""Tightness and cost of the DP audit (issue #23). Prints each figure, records
+"""Tightness and cost of the DP audit. Prints each figure, records
 benchmarks/results/dp_audit.json after every row (a cut-off run keeps what it measured).
 
 1. Headline: MST at (epsilon, delta) = (1, 1e-2) on the Adult train split and domain (the dpmm
@@ -123,7 +123,7 @@ def teeth(n_seeds: int = 10, runs: int = 200) -> None:
     seeds = list(range(n_seeds))
     audits: list[dict] = []
     summary: dict[str, dict] = {}
-    payload = {"benchmark": "DP audit teeth over seeds (issue #23): honest vs known-broken generators",
+    payload = {"benchmark": "DP audit teeth over seeds: honest vs known-broken generators",
                "domain": "tests/dp_audit/domain.py: 200 private rows, 3 columns (2 x 3 x 4 cells + 1 public-only "
                          "colour)",
                "settings": {"runs_per_side": runs, "targets": ["worst_case"], "scores": ["whitebox", "blackbox"],
@@ -173,7 +173,7 @@ def main() -> None:
     spec, splits = adult_splits()
     out = RESULTS / "dp_audit.json"
     rows = []
-    payload = {"benchmark": "DP audit tightness and cost (issue #23), Adult, 2 cores",
+    payload = {"benchmark": "DP audit tightness and cost, Adult, 2 cores",
                "n_train": len(splits.train), "rows": rows}
     runs = 50 if quick else 1500
     rows.append(_row("mst", {"epsilon": 1.0, "delta": 1e-2}, splits.train, spec, splits.reference,

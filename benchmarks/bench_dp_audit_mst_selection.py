@@ -1,4 +1,4 @@
-"""Can the MST tree selection's log-likelihood ratio raise the DP audit's empirical mu? (issue #23)
+"""Can the MST tree selection's log-likelihood ratio raise the DP audit's empirical mu?
 
 MST spends rho/3 on the d-1 exponential-mechanism rounds that pick the tree; the white-box score
 reads only the Gaussian measurements (2/3 of rho: ceiling mu = sqrt(4 rho / 3), claimed / empirical
@@ -136,7 +136,7 @@ def main() -> None:
             break
     targets = {"worst_case": game.worst_case, "crafted": t}
     mu_meas = math.sqrt(4 * game.rho / 3)
-    payload = {"benchmark": "MST tree selection's LLR in the DP audit (issue #23): Adult, (epsilon, delta) = (1, 1e-2)",
+    payload = {"benchmark": "MST tree selection's LLR in the DP audit: Adult, (epsilon, delta) = (1, 1e-2)",
                "rho": game.rho, "d": game.d, "eps_round": game.eps_round, "claimed_mu": math.sqrt(2 * game.rho),
                "measurement_mu": mu_meas, "accounted_selection_mu": math.sqrt(2 * game.rho / 3),
                "round_entropy_nats": {"search_selections": k, "median": float(np.median(entropies)),

@@ -3,8 +3,8 @@
 A category value that may not be shown (one only training records hold, say a rare country or a
 free-text entry) still names a subgroup in the audit, in MLflow keys, the verdict and the report.
 It is shown as ``#`` + 10 hex digits of an HMAC-SHA256 keyed with a per-store secret: without the
-key, nobody can test a guess. (An unsalted hash was reversed by hashing a list of country names:
-issue #35.) The key is 32 random bytes kept in ``<workdir>/label-key`` (hex), created 0600 on first
+key, nobody can test a guess (an unsalted hash was reversed by hashing a list of country names).
+The key is 32 random bytes kept in ``<workdir>/label-key`` (hex), created 0600 on first
 use; it never goes into MLflow, an artefact, a log or a message. What the run records is the key's
 *fingerprint* (an HMAC of a constant), so a command with another key refuses to resolve the run's
 labels instead of silently matching nothing.

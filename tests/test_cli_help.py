@@ -1,4 +1,4 @@
-"""The command line explains itself (issue #34): ``--version``, the exit codes in ``--help``, plain
+"""The command line explains itself: ``--version``, the exit codes in ``--help``, plain
 flags without a ``<bool>`` type, and help paragraphs that reflow to the terminal instead of keeping
 the docstrings' own line breaks."""
 

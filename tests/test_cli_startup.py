@@ -1,4 +1,4 @@
-"""The commands that only read start fast (issue #34: decision commands took 8-21 s to start): they
+"""The commands that only read start fast (decision commands once took 8-21 s to start): they
 import what they use. ``--version`` and ``--help`` load neither MLflow nor pandas; ``review`` loads
 MLflow (the store) but never the attacks (scikit-learn), the figures (matplotlib), the generators
 (SDV, torch), Great Expectations or Prefect. Each command runs in a fresh interpreter, which

@@ -1,4 +1,4 @@
-"""Issue 35, item 9: a category value holding ANSI codes and line breaks cannot forge lines on the
+"""A category value holding ANSI codes and line breaks cannot forge lines on the
 terminal (``VERDICT: APPROVE`` after the real verdict): every console output of data-derived text
 goes through ``safe_text.console_line`` (the verdict, ``review``, ``review --pending``, decisions)."""
 

@@ -1,4 +1,4 @@
-"""The documentation site and the README (issue 33, item 5): `make test` (what CI runs) builds the
+"""The documentation site and the README: `make test` (what CI runs) builds the
 site with `mkdocs build --strict` — every warning fails, a broken link or #anchor between pages
 included — and checks that every table restating benchmark results is the one
 `benchmarks/tables.py` renders from `benchmarks/results/*.json`, so that no table drifts from its

@@ -1,4 +1,4 @@
-"""Inputs checked early and all at once (issue #35, items 4 and 6).
+"""Inputs checked early and all at once.
 
 - A data file whose header does not match the spec is refused before anything runs (exit 2), in
   one line naming every file and every missing and extra column; it used to be found 25-35 s into

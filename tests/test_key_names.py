@@ -1,4 +1,4 @@
-"""Issue 35, items 1 and 2: column names and category values outside MLflow's key alphabet
+"""Column names and category values outside MLflow's key alphabet
 (``age (years)``, ``wage €/week``, the missing-value code ``.``, ``a/b`` next to ``a_b``) reach MLflow
 through one injective encoder (``names.key_segment``); a gate run on such a table is recorded with
 status ok, every key valid, and no two names sharing a key."""

@@ -1,4 +1,4 @@
-"""The locked environment (issue 33): requirements.lock pins every package of pyproject.toml's
+"""The locked environment: requirements.lock pins every package of pyproject.toml's
 dependencies and its dev and production extras (`make lock` writes it, `make install` installs with
 it as constraints), it agrees with pyproject.toml, and the venv running the suite is the locked one —
 the golden figures were computed with these versions, so a drifted venv fails here, loudly, rather

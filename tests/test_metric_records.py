@@ -1,4 +1,4 @@
-"""A lean MLflow run (issue 34): the headline rule and the tables, on the golden scenarios' figures.
+"""A lean MLflow run: the headline rule and the tables, on the golden scenarios' figures.
 
 The gate run's own record is checked end to end in ``tests/flows/test_flow_e2e.py``; here, every
 golden verdict's ~700-800 figures: at most 100 headline metrics under short keys, chosen by rule,

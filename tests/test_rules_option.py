@@ -1,4 +1,4 @@
-"""``gate --rules FILE`` is validated exactly like ``gate --config FILE`` (issue #35, item 15).
+"""``gate --rules FILE`` is validated exactly like ``gate --config FILE``.
 
 A subgroup rule naming an attack the gate does not run (a typo ``dcrr``, or ``dоmias`` with a
 Cyrillic ``о``) could never read a figure. Through ``--config`` it was refused at once (exit 2,

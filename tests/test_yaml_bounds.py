@@ -1,4 +1,4 @@
-"""Issue 35, item 7: a spec or config with nested YAML aliases ("billion laughs") is refused at once
+"""A spec or config with nested YAML aliases ("billion laughs") is refused at once
 with one line naming the file, as are too many aliases, recursive aliases and oversized files;
 ordinary anchors still load."""
 

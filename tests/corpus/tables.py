@@ -1,4 +1,4 @@
-"""The real-table corpus of the test suite (issue #35): which public tables, from which domains,
+"""The real-table corpus of the test suite: which public tables, from which domains,
 the seeded split each one is gated on, and its two releases.
 
 The loaders and every table's source and licence live in one place,

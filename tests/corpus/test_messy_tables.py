@@ -1,4 +1,4 @@
-"""Messy variants of the real-table corpus (issue #35), through the command line
+"""Messy variants of the real-table corpus, through the command line
 (``privacy-gate gate``, default judging, in process with ``--orchestrator local``).
 
 - **Awkward but ordinary names.** Two corpus tables are written the way exports from other tools

@@ -1,4 +1,4 @@
-"""The real-table corpus (issue #35): five public tables from five domains, each gated by the
+"""The real-table corpus: five public tables from five domains, each gated by the
 default gate (default attacks, rules, error budget and weights: no plumbing weight) as two
 releases: an independent release must be APPROVED, a copy of the training rows BLOCKED.
 

@@ -67,7 +67,7 @@ def test_release_flow_records_run_in_mlflow(gc_run):
 
 
 def test_a_gate_run_logs_its_headline_as_metrics_and_every_figure_as_artifacts(gc_run):
-    """Issue 34: at most 100 MLflow metrics under short keys on the gate's run, a handful on each
+    """At most 100 MLflow metrics under short keys on the gate's run, a handful on each
     attack's run; every figure of the verdict in metrics/all.json and the tables, sealed with the
     verdict, and the report links to them."""
     result, workdir = gc_run

@@ -161,7 +161,7 @@ def _runs_by_deployment(services) -> dict[str, list]:
 
 REVIEW_ANSWER = {"reviewer": "officer", "decision": "approve", "subgroups": {GROUP: "approve"}, "comment": "e2e"}
 #: When the reviewer answers the first review. Prefect 3.8 ended a review run *paused in its process*
-#: ~225 s after the run started (229 s in issue #34): the flow engine renews its deployment lease
+#: ~225 s after the run started (229 s when first measured): the flow engine renews its deployment lease
 #: every 0.75 x 300 s (both fixed in Prefect's client: ``maintain_concurrency_lease(lease_id, 300)``
 #: in prefect/flow_engine.py, ``_RENEWAL_FRACTION`` in prefect/concurrency/_leases.py; no setting
 #: shortens them), and that renewal, of a lease the server had revoked at the pause, got 410. The

@@ -1,4 +1,4 @@
-"""The seal covers every artifact a reviewer sees (issue 35, item 11), on small hand-made REVIEW
+"""The seal covers every artifact a reviewer sees, on small hand-made REVIEW
 runs recorded by ``release.finish`` as a gate run is (summary, description, HTML report and all).
 
 An edited ``audit/subgroups.json`` (AUC 0.99, p 1e-30), HTML report or exposed-records parquet of

@@ -1,4 +1,4 @@
-"""Decision durability (issue 35, item 8): ``approve`` killed (SIGKILL) at each step of its
+"""Decision durability: ``approve`` killed (SIGKILL) at each step of its
 sequence — decision record written, approval tags set, publication staged, publication done —
 and then ``doctor --fix``, the next ``approve`` or ``review`` leaves a consistent run: published
 with ``approval.status=approved`` naming the release, or nothing published, ``pending``, listed by

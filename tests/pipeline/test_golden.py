@@ -29,7 +29,7 @@ DEFAULT_ATTACK_SCENARIOS = {"gate_only"}
 
 
 def per_sample_change(diff: str, *, default_attacks: bool = False) -> bool:
-    """Differences the per-sample gates (issue #10) make on purpose:
+    """Differences the per-sample gates make on purpose:
 
     - the exposure scan adds its figures (``exposed.*``);
     - small subgroups are no longer merged into "<cols>=other": that group and its figures are
@@ -57,7 +57,7 @@ def per_sample_change(diff: str, *, default_attacks: bool = False) -> bool:
 
 
 def dependency_addition(diff: str) -> bool:
-    """Figures the dependent-data gate (issue #14) adds on purpose: the train-vs-reference source
+    """Figures the dependent-data gate adds on purpose: the train-vs-reference source
     shift (``dependency.*``) and MACE bounds on the dependency test's targets
     (``<attack>.dependency.mace.*``). Only additions: a changed existing figure still fails."""
     key, _, change = diff.removeprefix("metric ").partition(": ")
@@ -65,7 +65,7 @@ def dependency_addition(diff: str) -> bool:
     return diff.startswith("metric ") and added and (key.startswith("dependency.") or ".dependency.mace." in key)
 
 
-#: issue 35 (items 1+2): a pooled rare-values group's label (``1st-4th|Preschool``) is outside MLflow's
+#: a pooled rare-values group's label (``1st-4th|Preschool``) is outside MLflow's
 #: key alphabet. Its key segment used to be the lossy ``1st-4th_Preschool`` (which a value
 #: ``1st-4th_Preschool`` would share); ``names.key_segment`` keeps that spelling and appends a hash of
 #: the label. The same figure under the renamed key is not a difference; a changed figure still is.

@@ -1,4 +1,4 @@
-"""Group labels that hide record values cannot be reversed (issue #35, item 12).
+"""Group labels that hide record values cannot be reversed.
 
 A category value that may not be shown (held by too few records outside train) names its group by
 a hash. It used to be an unsalted SHA-256 prefix: hashing a list of guesses (43 country names)
@@ -265,7 +265,7 @@ def test_a_regates_run_is_refused_alone_after_publication(gated):
 
 
 def test_approve_suppress_says_what_it_is_doing_and_what_it_dropped(gated):
-    """Issue #34: progress lines while it re-gates (the filtering, then the gate's own stages) and a
+    """Progress lines while it re-gates (the filtering, then the gate's own stages) and a
     summary: the rows dropped out of how many, per suppressed group, the new verdict and its run,
     and where the release was published (the published file has exactly the rows left)."""
     text, err = gated["outputs"][2:]

@@ -1,4 +1,4 @@
-"""A re-gate's run is decided with its parent, never alone (issue #35, item 13).
+"""A re-gate's run is decided with its parent, never alone.
 
 ``approve RUN --suppress GROUP`` re-runs the gate on the filtered release in a run of its own
 (kind ``review_rerun``, tag ``gate.rerun_of``): the approval of RUN publishes that run's release.

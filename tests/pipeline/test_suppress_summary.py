@@ -1,4 +1,4 @@
-"""``approve --suppress`` says what it did (issue #34): the rows removed per label, the re-gate's
+"""``approve --suppress`` says what it did: the rows removed per label, the re-gate's
 verdict and run, and where the release went — or, when the filtered release still BLOCKs, exit 4
 (a BLOCK), nothing published, and the run left undecided with the command that rejects it.
 

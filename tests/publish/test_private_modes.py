@@ -1,5 +1,5 @@
-"""Quarantined and staged releases are readable by their owner only, whatever the umask (issue #35,
-item 14): a BLOCKed release holding verbatim training records used to sit at 0644 in a 0755
+"""Quarantined and staged releases are readable by their owner only, whatever the umask:
+a BLOCKed release holding verbatim training records used to sit at 0644 in a 0755
 folder. Quarantine and staging folders are 0700 and their files 0600 from the moment they exist;
 a published release gets the modes the publishing process's umask gives (it is meant to be read).
 """

@@ -1,4 +1,4 @@
-"""A published release keeps the input's types (issue #35, item 5): booleans stay booleans,
+"""A published release keeps the input's types: booleans stay booleans,
 integer-coded categories stay integers, integer counts stay integers. The gate judges a conformed
 table (categories as text, numbers as floats); releases used to be published in those judging
 types ("True"/"False" and "3" as text, 39 as 39.0). What CSV cannot express is in the reader

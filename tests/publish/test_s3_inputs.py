@@ -1,4 +1,4 @@
-"""An ``s3://`` input is held to the input budgets too (issue #35, item 6): its size is read with a
+"""An ``s3://`` input is held to the input budgets too: its size is read with a
 HEAD request and an object over ``inputs.max_file_bytes`` is refused before a byte is downloaded;
 a downloaded object goes through the same guards as a local file, named by its URI."""
 

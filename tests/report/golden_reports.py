@@ -1,7 +1,7 @@
 """Realistic verdicts for the report tests: the figures of the golden scenarios
 (tests/golden/verdicts.json: real gate runs) judged again by the default gate with its budget, so
 every check, message and budget record is what a run records. Hand-made only where the golden
-runs have no such case: a REVIEW (the scan's tail test significant, as issue #34 shows it), and
+runs have no such case: a REVIEW (the scan's tail test significant), and
 a BLOCK that blame turns into a REVIEW naming one group."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #34: the report's first 900 px hold the summary cards. The report file is loaded directly
+"""The report's first 900 px hold the summary cards. The report file is loaded directly
 (file://, no MLflow server) in headless Chromium at 1280 x 900 and its layout read over the
 DevTools protocol: the cards' bounding box ends within the first screen, for a REVIEW and for a
 BLOCK with a dozen flagged groups (long pooled labels among them). A few seconds; skipped

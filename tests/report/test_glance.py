@@ -1,4 +1,4 @@
-"""Issue #34, the verdict at a glance: on every page a person opens after a run (the MLflow run
+"""The verdict at a glance: on every page a person opens after a run (the MLflow run
 list, the MLflow run page, the HTML report, the Prefect flow run), the verdict and the first reason
 are on the first screen, without scrolling, clicking or configuring columns.
 

@@ -1,4 +1,4 @@
-"""Issue 35, item 10: a category value that closes the run description's code fence or holds
+"""A category value that closes the run description's code fence or holds
 Markdown / HTML renders as literal text on the MLflow run page (no image, no bold "ALL CLEAR", no
 link, no raw HTML); the summary the description ends with is escaped the same way."""
 

@@ -1,4 +1,4 @@
-"""The next steps printed after a verdict are complete commands (issue #34): the real run id, the
+"""The next steps printed after a verdict are complete commands: the real run id, the
 workdir the run used (absolute, shell-quoted), options that exist, no placeholders; after a BLOCK,
 where the quarantined release and the report are. Fast: no gate, no store."""
 

@@ -221,7 +221,7 @@ def test_load_and_log_report_round_trip(tmp_path):
 
 
 def test_the_report_links_to_the_artifacts_that_hold_every_figure(tmp_path):
-    """Issue 34: the MLflow metrics are the headline; the report links to metrics/all.json and the tables."""
+    """The MLflow metrics are the headline; the report links to metrics/all.json and the tables."""
     files = [names.ART_METRICS_ALL, names.ART_METRICS_SUBGROUPS, names.ART_METRICS_ATTACKS]
     page = render_report(_inputs(metric_files=files, tracking_uri="http://127.0.0.1:5000", experiment_id="7"))
     _parse(page)

@@ -1,4 +1,4 @@
-"""Issue #34: the report leads with a summary, and its evidence is in words. Rendered from the
+"""The report leads with a summary, and its evidence is in words. Rendered from the
 golden scenarios' figures judged by the default gate (tests/report/golden_reports.py): the cards
 come before the rules table, the rules table is collapsed, every reason reads as a sentence,
 figures stand beside their null levels, and no number is written in exponent notation."""
