@@ -427,8 +427,14 @@ def linking_views(reference: pd.DataFrame, spec: DatasetSpec, cols: list[str] | 
     for _ in range(views):
         # most newly isolated records; fewer columns, then column order, on ties
         best = max(masks, key=lambda k: (int((masks[k] & ~covered).sum()), -len(k), [-names.index(c) for c in k]))
-        if not (masks[best] & ~covered).any():
+        gain = int((masks[best] & ~covered).sum())
+        if gain == 0:
             break
+        # minimal, as SUDA's keys: a column that adds under 5 % more isolated records only dilutes
+        # the view (a copy pasting the smaller combination re-draws it)
+        smaller = [k for k in masks if set(k) < set(best) and (masks[k] & ~covered).sum() >= 0.95 * gain]
+        if smaller:
+            best = min(smaller, key=lambda k: (len(k), -int((masks[k] & ~covered).sum()), [names.index(c) for c in k]))
         chosen.append(list(best))
         covered |= masks[best]
     return chosen
