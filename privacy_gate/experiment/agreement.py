@@ -10,16 +10,29 @@ synthetic row reproduces of it:
   5 or 10 units still agrees;
 - agreeing on a code is worth ``-log2`` of its frequency in the reference (a rare value says
   more than a common one);
+- a number is also graded: ``s_j`` against ``x_j`` is worth ``-log2 P_ref(|X_j - x_j| <= |s_j - x_j|)``
+  (the reference share at least as close, counted ``(c + 1) / (n_ref + 1)``) once that is at least
+  as rare as sharing a bin, else its bin agreement: an exact wage is worth up to ``log2(n_ref + 1)``
+  bits, a value within 2 % what the reference says such closeness is worth. (Partial credit for
+  merely nearby values was tried and lost power: the best of thousands of natural rows collects
+  many small sums.)
 - a record's score is the most information one synthetic row reproduces of it,
-  ``max_s sum_j w_j(x_j) [x_j == s_j]``: a copy with one or two columns re-drawn, or with its
-  numbers rounded, keeps nearly all of it; a row sharing a rare quasi-identifier combination
-  scores what that combination says.
+  ``max_s sum_j g_j(x_j, s_j)``, minus the same over the reference rows (a sample of the population
+  disjoint from both sides: natural twins cancel).
 
-The maximum is one matrix product (weighted one-hot codes of the records against one-hot codes of
-the synthetic rows). A record's score is that maximum minus the same maximum over the reference
-rows, a sample of the population disjoint from both sides: a record with natural twins
-reproduces much of itself in any sample, a partial copy more than a sample gives; the weights are integers in 1/16 bit, so every float32 sum is exact and the
-ranks do not depend on the CPU or the BLAS kernel.
+All pairs with graded numbers would cost 50k x 50k, so the maximum is taken over a candidate set
+per record, the same procedure for every record (so training and holdout records stay
+exchangeable): the best row by the coded agreement (one exact integer one-hot matrix product, as
+before; ties to the first row in a fixed order) and the :data:`NEAREST` nearest rows in the
+reference-rank encoding of the numbers within the record's categorical cell (cKDTree). The
+information is in integers of 1/16 bit (a lookup table built with the scalar ``log2``), so sums are
+exact and the ranks do not depend on the CPU or the BLAS kernel.
+
+Views. The score is computed for all columns; for the declared ``quasi_identifiers``; and, when
+none are declared, for up to :data:`LINKING_VIEWS` label-blind linking views found in the reference
+split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations that make reference
+records sample-unique). Each view adds a tail and a Simes p-value to the Bonferroni combination:
+the price is a factor ``2 x views`` (6 with two linking views, against 2 for all columns alone).
 
 Training records and holdout records are exchangeable when nothing leaks, so, like the member
 scan, two tests read the scores: the tail-excess test (more training records among the highest
