@@ -147,6 +147,13 @@ class ExposureConfig(Strict):
     reference_calibrates: bool | None = None
     # the tail-excess tests look at the most extreme records up to this share of the pool
     tail_max_share: float = Field(0.01, gt=0, le=0.2)
+    # label-blind linking views of the agreement scan when no quasi-identifiers are declared
+    # (experiment/agreement.py: linking_views). Off by default: each view doubles into two more
+    # Bonferroni parts of the agreement test, and on Adult the combinations that isolate the most
+    # reference records are high-entropy measurements (age, hours, occupation), not the
+    # demographics an attacker pastes, so two views caught no undeclared quasi-identifier copy in
+    # 10 seeds while tripling the all-columns view's price (benchmarks/bench_agreement_power.py)
+    linking_views: int = Field(0, ge=0, le=4)
 
 
 #: the fewest control records the disclosure stage measures with at all (``disclosure.min_control``

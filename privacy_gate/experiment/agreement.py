@@ -29,7 +29,8 @@ information is in integers of 1/16 bit (a lookup table built with the scalar ``l
 exact and the ranks do not depend on the CPU or the BLAS kernel.
 
 Views. The score is computed for all columns; for the declared ``quasi_identifiers``; and, when
-none are declared, for up to :data:`LINKING_VIEWS` label-blind linking views found in the reference
+none are declared and ``linking`` asks for them (``exposure.linking_views``, off by default), for up
+to that many label-blind linking views found in the reference
 split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations that make reference
 records sample-unique). Each view adds a tail and a Simes p-value to the Bonferroni combination:
 the price is a factor ``2 x views`` (6 with two linking views, against 2 for all columns alone).
@@ -454,10 +455,11 @@ def linking_views(reference: pd.DataFrame, spec: DatasetSpec, cols: list[str] | 
 
 
 def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame,
-                   spec: DatasetSpec, *, q: float = 0.05, tail_max_share: float = 0.01, seed: int = 0
-                   ) -> AgreementResult:
+                   spec: DatasetSpec, *, q: float = 0.05, tail_max_share: float = 0.01, seed: int = 0,
+                   linking: int = 0) -> AgreementResult:
     """Score training and holdout records by their best column agreement with a synthetic row;
-    test and name as in the module docstring."""
+    test and name as in the module docstring. ``linking``: how many label-blind linking views
+    to add when no quasi-identifiers are declared (``exposure.linking_views``; 0 by default)."""
     cols = spec.attribute_columns
     if len(train) == 0 or len(holdout) == 0 or len(synthetic) == 0:
         raise ValueError("the agreement scan needs training, holdout and synthetic records")
@@ -478,9 +480,9 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     found: list[list[str]] = []
     if 0 < len(qi) < len(cols):
         views["quasi_identifiers"] = qi  # a rare combination reproduced, whatever the other columns say
-    elif not qi:
+    elif not qi and linking > 0:
         # nothing declared: the combinations that single out reference records, found label-blind
-        found = linking_views(reference, spec, cols)
+        found = linking_views(reference, spec, cols, views=linking)
         for i, combo in enumerate(found):
             views[f"linking_{i + 1}"] = [cols.index(c) for c in combo]
     parts, named = {}, None

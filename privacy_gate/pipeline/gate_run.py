@@ -276,7 +276,8 @@ def _agreement(state: GateState, executor: Executor, logger: Any) -> None:
     splits, cfg = state.inputs.splits, state.settings.exposure
     state.agreement = a = executor.run("agreement", agreement_scan, state.inputs.synthetic, splits.train,
                                        splits.holdout, splits.reference, state.settings.spec, q=cfg.fdr,
-                                       tail_max_share=cfg.tail_max_share, seed=state.settings.targets.seed)
+                                       tail_max_share=cfg.tail_max_share, seed=state.settings.targets.seed,
+                                       linking=cfg.linking_views)
     state.metrics.update({metric_name(AGREEMENT, k): v for k, v in a.metrics().items()})
     logger.info("  column agreement: %d of %d training records reproduced beyond the holdout's twins at FDR %g; "
                 "tail-excess p %.4g, Simes p %.4g", a.count, a.tested, cfg.fdr, a.tail_pvalue, a.simes_pvalue)
