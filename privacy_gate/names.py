@@ -104,7 +104,7 @@ COPY_FIGURES = ("pvalue", "excess_share", "excess_lower", "train_share", "holdou
 #: Partial copies: the information-weighted column agreement scan (``experiment.agreement``).
 AGREEMENT = "agreement"
 AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "tail_top",
-                     "calibration", "qi_pvalue")
+                     "calibration", "qi_pvalue", "linking_pvalue", "scanned_share")
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
 PLAIN_FIGURES = {

@@ -85,6 +85,12 @@ CHUNK = 256
 #: categorical cell. Both are functions of the record and the compared sample only, so training and
 #: holdout records stay exchangeable.
 NEAREST = 6
+#: The scan compares each pool record with every synthetic and reference row (a one-hot matrix
+#: product), so its cost is pool x (synthetic + reference) pairs: quadratic in the table. Above this
+#: many pairs the pool is a seeded sample of each side (:func:`_pool_sample`). Full Adult (39,000 x
+#: 39,000 = 1.5e9) stays whole; 160,000 rows (1.6e10) scan ~12,500 pool records in ~5 s instead of
+#: all 128,000 in ~50 s (benchmarks/bench_scale.py).
+MAX_PAIRS = 1_600_000_000
 #: At most this many extra label-blind linking views when no quasi-identifiers are declared.
 LINKING_VIEWS = 2
 #: A column whose exact value alone singles out more than this share of the reference records is an
@@ -147,6 +153,7 @@ class AgreementResult:
     qi_pvalue: float = 1.0  # the quasi-identifier view's smaller p-value (1 without declared quasi-identifiers)
     linking_pvalue: float = 1.0  # the undeclared linking views' smallest p-value (1 with declared quasi-identifiers)
     linking_views: tuple[tuple[str, ...], ...] = ()  # the column combinations found in the reference
+    scanned_share: float = 1.0  # the share of training rows in the scan's pool sample (1 below MAX_PAIRS)
 
     @property
     def excess_share(self) -> float:
@@ -157,7 +164,8 @@ class AgreementResult:
         return {"pvalue": self.pvalue, "tail_pvalue": self.tail_pvalue, "simes_pvalue": self.simes_pvalue,
                 "count": float(self.count), "tested": float(self.tested), "calibration": float(self.calibration),
                 "excess_share": self.excess_share, "tail_top": float(self.tail_top),
-                "qi_pvalue": self.qi_pvalue, "linking_pvalue": self.linking_pvalue}
+                "qi_pvalue": self.qi_pvalue, "linking_pvalue": self.linking_pvalue,
+                "scanned_share": self.scanned_share}
 
 
 def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec,
@@ -454,6 +462,33 @@ def linking_views(reference: pd.DataFrame, spec: DatasetSpec, cols: list[str] | 
     return chosen
 
 
+def _pool_sample(train: pd.DataFrame, holdout: pd.DataFrame, *, n_compared: int, spec: DatasetSpec, seed: int
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """The pool the scan scores: every training and holdout record while ``pool x n_compared``
+    (the synthetic and reference rows each record is compared with) stays under :data:`MAX_PAIRS`,
+    else the same seeded share of each side's units (people in a panel, with all their rows).
+
+    Why a sample keeps the test exact: it is drawn without the scores, at one rate on both sides,
+    so the sampled training and holdout units are still exchangeable when nothing leaks. Why it
+    keeps the power: a leak of a given *share* of the training records leaves the same share among
+    the sampled ones, and the cap (above full Adult's 39,000 x 39,000) is a pool as large as the
+    tables the power is measured on. Returns (train, holdout, the kept training row positions)."""
+    pairs = (len(train) + len(holdout)) * max(1, n_compared)
+    if pairs <= MAX_PAIRS:
+        return train, holdout, np.arange(len(train))
+    rate = MAX_PAIRS / pairs
+    rng = np.random.default_rng([seed, 2])
+
+    def sample(frame: pd.DataFrame) -> np.ndarray:
+        codes = unit_codes(frame, spec.entity_id)
+        units = int(codes.max()) + 1
+        keep = rng.choice(units, max(1, int(round(rate * units))), replace=False)
+        return np.flatnonzero(np.isin(codes, keep))
+
+    t_rows, h_rows = sample(train), sample(holdout)
+    return train.iloc[t_rows], holdout.iloc[h_rows], t_rows
+
+
 def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame,
                    spec: DatasetSpec, *, q: float = 0.05, tail_max_share: float = 0.01, seed: int = 0,
                    linking: int = 0) -> AgreementResult:
@@ -463,6 +498,9 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     cols = spec.attribute_columns
     if len(train) == 0 or len(holdout) == 0 or len(synthetic) == 0:
         raise ValueError("the agreement scan needs training, holdout and synthetic records")
+    n_train_rows = len(train)
+    train, holdout, kept = _pool_sample(train, holdout, n_compared=len(synthetic) + len(reference), spec=spec,
+                                        seed=seed)
     enc = _encode([train, holdout, synthetic, reference], reference, spec, cols)
     (t, h, s, ref), (tv, hv, sv, refv) = enc.codes, enc.values
     pool = (np.vstack([t, h]), np.vstack([tv, hv]))
@@ -497,9 +535,13 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
             named = (scores[:n_t], pvals, tail_p, top)
     st, pvals, tail_p, top = named
     selected, _ = fdr_select(pvals, q=q)
-    # per training row: its unit's score, p-value and selection (a unit is the row, or its entity)
-    records = pd.DataFrame({"row_id": np.arange(len(t)), "score": st[ent_t] / UNIT, "p_value": pvals[ent_t],
-                            "exposed": selected[ent_t]})
+    # per training row: its unit's score, p-value and selection (a unit is the row, or its entity);
+    # a row the pool sample left out is not scored (NaN) and never named
+    records = pd.DataFrame({"row_id": np.arange(n_train_rows), "score": np.nan, "p_value": np.nan,
+                            "exposed": False})
+    records.loc[kept, "score"] = st[ent_t] / UNIT
+    records.loc[kept, "p_value"] = pvals[ent_t]
+    records.loc[kept, "exposed"] = selected[ent_t]
     linking = [p for k, p in parts.items() if k.startswith("linking_")]
     return AgreementResult(records=records, pvalue=min(1.0, len(parts) * min(parts.values())), tail_pvalue=tail_p,
                            simes_pvalue=parts["all.simes"], tail_top=int(top), count=int(selected.sum()),
@@ -507,7 +549,8 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
                            qi_pvalue=min(parts.get("quasi_identifiers.tail", 1.0),
                                          parts.get("quasi_identifiers.simes", 1.0)),
                            linking_pvalue=min(linking, default=1.0),
-                           linking_views=tuple(tuple(v) for v in found))
+                           linking_views=tuple(tuple(v) for v in found),
+                           scanned_share=len(kept) / max(1, n_train_rows))
 
 
 def copy_rows(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame,

@@ -131,3 +131,30 @@ def test_undeclared_linking_columns_are_found_and_single_out_their_copies():
     score = view_agreement(enc, idx, pool, (s, sv)) - view_agreement(enc, idx, pool, (ref, refv))
     copied, held = np.median(score[pick]), np.quantile(score[2000:], 0.95)
     assert copied > held, (copied, held)
+
+
+def test_a_large_pool_is_sampled_alike_on_both_sides_and_stays_valid_and_powerful(monkeypatch):
+    """Above ``MAX_PAIRS`` the scan scores a seeded sample of each side at one rate: with the cap
+    set so that a quarter of a 600-record pool is scored, 100 independent releases reject at 5 % no
+    more often than a valid test may (P(Binom(100, 0.05) > 12) < 0.002), a release holding 5 % near
+    copies is still caught, and the training rows left out carry no score and are never named."""
+    import privacy_gate.experiment.agreement as agreement
+
+    n = 300
+    monkeypatch.setattr(agreement, "MAX_PAIRS", (2 * n) * (2 * n) // 4)
+    hits = 0
+    for seed in range(100):
+        train, holdout, reference, synthetic = _splits(n, 9000 + seed)
+        hits += agreement_scan(synthetic, train, holdout, reference, SPEC, seed=seed).pvalue <= 0.05
+    assert hits <= 12, hits
+    rng = np.random.default_rng(5)
+    train, holdout, reference, synthetic = _splits(2000, 77)
+    monkeypatch.setattr(agreement, "MAX_PAIRS", (4000 * 4000) // 4)
+    leaked = synthetic.copy()
+    rows = train.iloc[rng.choice(len(train), 100, replace=False)].copy()
+    rows[["x", "w"]] = rows[["x", "w"]] + rng.normal(0, 0.01, size=(100, 2))
+    leaked.iloc[:100] = rows.to_numpy()
+    r = agreement_scan(leaked, train, holdout, reference, SPEC, seed=0)
+    assert r.pvalue <= REVIEW_SHARE and 0.2 < r.scanned_share < 0.3, (r.pvalue, r.scanned_share)
+    left_out = r.records["p_value"].isna()
+    assert left_out.sum() == len(train) - r.tested and not r.records.loc[left_out, "exposed"].any()
