@@ -1,5 +1,9 @@
 """Partial and quasi-identifier copies: the information-weighted column-agreement scan.
 
+One module because the coding, the graded numbers, the candidate search, the views and the tests
+all read one encoding (``_Encoded``) whose integer information units must agree exactly: split
+apart, a change to one unit or tie rule would silently make the scores CPU- or order-dependent.
+
 A synthetic row that reproduces a training record on all but one or two columns, or on its
 quasi-identifiers only, is a copy too, and the distance attacks miss it when the re-drawn column
 is far off. This scan scores every training and holdout record by the most information any
