@@ -30,7 +30,7 @@ from privacy_gate.experiment.floors import calibration_level
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
-from privacy_gate.gate.budget import test_levels
+from privacy_gate.gate.budget import TestOutcome, run_tests, test_levels
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
@@ -125,6 +125,69 @@ def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray]
     return explained
 
 
+#: the release-wide tests the what-if can recompute without a group's targets (the member scan, the
+#: agreement scan, the copy test and the disclosure risks read every training record: not attributed)
+TARGET_TESTS = ("membership", "targets")
+
+
+def target_tests_without(state: BlameState, group_mask_: np.ndarray, tests: list[str]) -> dict[str, bool]:
+    """For each of ``tests`` (among :data:`TARGET_TESTS`), whether it is still significant at its
+    review share on the targets outside the group: the membership test's rank tests and ensemble,
+    and the targets test's tail, Simes and share tests, computed as the gate run computes them."""
+    settings, targets = state.settings, state.targets
+    keep = ~group_mask_
+    labels = np.asarray(targets.labels)[keep]
+    scores = {o.name: o.scores[keep] for o in state.gated}
+    entities = None if settings.spec.entity_id is None else targets.records[settings.spec.entity_id].to_numpy()[keep]
+    units = None if targets.units is None else np.asarray(targets.units)[keep]
+    figures = dict(membership_figures(scores, labels, entities, seed=settings.targets.seed))
+    if "targets" in tests:
+        e = settings.exposure
+        n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
+        res = discover_exposed(scores, labels, np.asarray(targets.row_ids)[keep], q=e.fdr,
+                               level=calibration_level(e.level, n_calibration), delta=e.delta, method=e.method,
+                               tail_max_share=e.tail_max_share, seed=settings.targets.seed, units=units)
+        figures.update({exposure_metric(k): v for k, v in res.metrics().items()})
+    outcomes = run_tests({**state.metrics, **figures}, tests=list(settings.budget_tests), budget=settings.gate.budget,
+                         attacks=settings.gated_attacks)
+    return {t.name: t.review for t in outcomes if t.name in tests}
+
+
+def points_at(state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray]) -> str | None:
+    """The flagged group the evidence points at, if one: the smallest flagged group (not flagged
+    through another) holding at most half the targets, such that every release-wide test that is
+    significant and can be recomputed without the group's targets (:data:`TARGET_TESTS`) is no
+    longer significant without them. A ruling read off the data, like blame's: it orders the
+    reasons, it decides nothing."""
+    significant = [t["name"] for t in verdict.budget.get("tests", ()) if TestOutcome.from_dict(t).review]
+    recomputable = [t for t in significant if t in TARGET_TESTS]
+    for g in order:
+        if g in verdict.explained or 2 * masks[g].sum() > len(masks[g]):
+            continue
+        if not recomputable:
+            return g
+        try:
+            still = target_tests_without(state, masks[g], recomputable)
+        except (ValueError, KeyError, InsufficientDataError):  # the rest cannot be measured
+            continue
+        if not any(still.values()):
+            return g
+        return None  # the smallest candidate does not explain the evidence: a larger one would hold more
+    return None
+
+
+def lead_with(verdict: Verdict, group: str) -> Verdict:
+    """``verdict`` with ``group``'s reasons first among the review-level ones (a BLOCK's blocking
+    reasons stay first: they decided it). The headline a reader sees (``deciding_reason``, the
+    first reasons of a summary) then names the group the evidence points at, not only the
+    release-wide tests it moved."""
+    reasons = list(verdict.reasons)
+    blocking = [c for c in reasons if c.action == "block"]
+    own = [c for c in reasons if c.action != "block" and c.group == group]
+    rest = [c for c in reasons if c.action != "block" and c.group != group]
+    return dataclasses.replace(verdict, reasons=tuple(blocking + own + rest))
+
+
 def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -> Verdict:
     """``verdict`` with the flagged groups explained by smaller ones, and a BLOCK that one flagged
     group explains turned into a REVIEW naming it (:mod:`privacy_gate.gate.blame`)."""
@@ -143,7 +206,7 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
     if level is not None and len(order) > 1:
         verdict = dataclasses.replace(verdict, explained=_explained(state, order, masks, labels, level=level))
     if verdict.decision != "BLOCK":
-        return verdict
+        return _led(state, verdict, order, masks)
     settings = state.settings
     rules = [r for r in settings.active_rules if r.scope == "global"]
     # every group tried is recorded with what the rest decides (the reviewer's "what if"), also
@@ -162,8 +225,14 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         tried[g] = {"decision": rest.decision, "targets": int(masks[g].sum())}
         ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
         if ruled is not verdict:
-            return dataclasses.replace(ruled, decision_without=tried)
+            return _led(state, dataclasses.replace(ruled, decision_without=tried), order, masks)
     return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
 
 
-__all__ = ["MAX_CANDIDATES", "blame_groups", "rest_figures"]
+def _led(state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray]) -> Verdict:
+    group = points_at(state, verdict, order, masks)
+    return verdict if group is None else lead_with(verdict, group)
+
+
+__all__ = ["MAX_CANDIDATES", "TARGET_TESTS", "blame_groups", "lead_with", "points_at", "rest_figures",
+           "target_tests_without"]
