@@ -5,6 +5,7 @@ tested by tests/pipeline/test_exposure_canaries.py on real data)."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 
 from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, GateConfig
 from privacy_gate.gate import Verdict
+from privacy_gate.gate.verdict import Check
 from privacy_gate.pipeline import group_blame
 
 from ..report.golden_reports import golden_verdict
@@ -45,6 +47,9 @@ def _leaking_block() -> Verdict:
 def test_blame_records_what_the_rest_decides_without_each_tried_group(monkeypatch, rest, decision):
     verdict = _leaking_block()
     monkeypatch.setattr(group_blame, "rest_figures", lambda state, group: dict(rest))
+    # the reasons' order reads the target tests without the group: as the rest figures say
+    monkeypatch.setattr(group_blame, "target_tests_without",
+                        lambda state, mask, tests: {t: decision == "BLOCK" for t in tests})
     ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
     assert ruled.decision == decision
     expected = "BLOCK" if decision == "BLOCK" else "APPROVE"
@@ -58,3 +63,21 @@ def test_no_what_if_is_recorded_for_a_review():
     assert verdict.decision == "REVIEW"
     ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
     assert ruled.decision_without == {}
+
+
+def test_a_group_leads_the_reasons_only_when_the_evidence_leaves_with_it(monkeypatch):
+    """A REVIEW with a flagged group: its reason comes first when the membership and targets
+    tests are not significant without its targets, and stays where it was when they still are
+    (a release-wide leak that also shows in one group is not that group's)."""
+    verdict = golden_verdict("independent", flagged={GROUP: 0.0004})
+    significant = [{"name": n, "weight": 1.0, "review_level": 0.01, "block_level": 0.001, "pvalue": 1e-5,
+                    "components": 1, "detail": ""} for n in ("membership", "scan")]
+    checks = [Check(rule=f"test {n}", metric=f"test:{n}", observed=1e-5, threshold=0.01, bound="max",
+                    action="review", passed=False, message=f"evidence of leakage: {n}") for n in ("membership", "scan")]
+    group_check = next(c for c in verdict.checks if c.group == GROUP and not c.passed)
+    verdict = dataclasses.replace(verdict, reasons=(*checks, group_check), budget={"tests": significant})
+    for still, first in ((False, GROUP), (True, None)):
+        monkeypatch.setattr(group_blame, "target_tests_without", lambda state, mask, tests: {t: still for t in tests})
+        ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
+        assert ruled.reasons[0].group == first, [c.message for c in ruled.reasons]
+        assert len(ruled.reasons) == len(verdict.reasons)
