@@ -373,7 +373,9 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
               "rows_replaced": int(len(rows))}
     cell = f"{GRAMMAR_CELL}:{g['which']}/{g['keep']}/{g['change']}"
     return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
-                   copied=np.unique(rows), info={"grammar": desc, "label": label, "positions": positions})
+                   copied=np.unique(rows),
+                   # rows[i] (a position in train) went to positions[i] of the release: the tests' ground truth
+                   info={"grammar": desc, "label": label, "positions": positions, "rows": rows})
 
 
 def _avoid(table, seed, spec, train, holdout, reference, population, g, rng) -> Release:
