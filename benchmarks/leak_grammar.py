@@ -62,6 +62,8 @@ is about 0 (``null_information``): the label's own calibration.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pandas as pd
 
@@ -257,7 +259,9 @@ def make_leak(table: str, seed: int, n_train: int, draw: int, grammar: dict | No
     """The ``draw``-th leak of ``seed`` on ``table``; ``grammar`` fixes the choices (tests)."""
     full, spec = load(table)
     train, holdout, reference, population = split(full, spec, n_train, seed)
-    rng = np.random.default_rng([seed, 11, draw])
+    # the table's name in the seed: each table gets its own draws (more shapes over a grid), stable
+    # across runs and processes (crc32, not Python's salted hash)
+    rng = np.random.default_rng([seed, 11, draw, zlib.crc32(table.encode())])
     last = None
     for attempt in range(max_tries):
         g = dict(grammar) if grammar is not None else draw_grammar(rng)
