@@ -198,6 +198,16 @@ def print_summary(s: dict) -> None:
                   f"share {100 * (r['share'] or 0):.1f}%")
 
 
+def _shown(reason_key: str) -> str:
+    """A reason key for the console: a subgroup's key names a category value (``col=value: ...``),
+    which can be rare enough to point at people, so the console shows the column only (the JSON
+    line keeps the key, as the gate's own verdict does)."""
+    if not reason_key:
+        return "gate-error"
+    head, sep, rest = reason_key.partition("=")
+    return f"{head}=<group>:{rest.partition(':')[2]}" if sep and not head.startswith("test") else reason_key
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -242,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
         if r.get("decision"):
             lab = r["label"]
             info = "–" if lab.get("info_median") is None else f"{lab['info_median']:.1f}"
-            reasons = ",".join(sorted({c["key"] or "gate-error" for c in r["reasons"]}))
+            reasons = ",".join(sorted({_shown(c["key"]) for c in r["reasons"]}))
             print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4} {r['cell']:<36} "
                   f"info {info:>6} bits share {100 * lab['share']:.1f}%: {r['decision']} {r['seconds']:.1f}s "
                   f"{reasons[:120]}", flush=True)
