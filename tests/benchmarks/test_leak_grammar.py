@@ -213,3 +213,19 @@ def test_the_benchmark_undeclares_and_bins_power():
     assert s["power_by_info"]["[10, 20)"]["n"] == 2 and s["power_by_info"]["[10, 20)"]["not_approved"] == 1
     assert s["power_by_info"]["[-inf, 0)"]["power"] == 0.0
     assert s["tables"]["t"]["null_approval"] == 1.0 and len(s["approved_leaks"]) == 2
+
+
+def test_a_copy_of_a_record_whose_twin_is_in_the_population_reveals_nothing_beyond_it(toy):
+    df, spec = toy
+    rel = leak_grammar.make_null("toy", 0, N_TRAIN)
+    model = leak_grammar.InfoModel(rel.reference, spec)
+    x = rel.train.iloc[[3]]
+    twins = pd.concat([rel.synthetic, x], ignore_index=True)  # the population holds its exact twin
+    assert leak_grammar.information_label(model, x, x, twins, np.array([0]))["info_median"] == pytest.approx(0.0)
+    assert leak_grammar.information_label(model, x, x, rel.synthetic, np.array([0]))["info_median"] > 1
+
+
+def test_the_console_never_shows_a_group_value():
+    shown = bench_leak_power._shown("clarity=IF: membership_test.p_adjusted")
+    assert "IF" not in shown and shown.startswith("clarity=")
+    assert bench_leak_power._shown("test:scan") == "test:scan" and bench_leak_power._shown("") == "gate-error"
