@@ -1,5 +1,5 @@
 """Calibration of the whole gate: how often a clean release is held back, how often a leak gets
-through, and whether the records it names are the copied ones (issue 32, item 6).
+through, and whether the records it names are the copied ones.
 
 Every release comes from ``benchmarks/calibration_scenarios.py`` (nulls and 14 leak shapes) on the
 tables of ``benchmarks/calibration_tables.py`` (Adult plus four R data sets), and is judged by the

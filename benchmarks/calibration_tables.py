@@ -3,7 +3,7 @@ real-table corpus in the test suite (``tests/corpus/test_real_tables.py``), each
 ``(DataFrame, DatasetSpec)`` pair with its attribution (:data:`TABLES`). The benchmark's default
 grid is :data:`CALIBRATION` (the five below it was calibrated on); ``flchain`` is in the corpus.
 
-Four shapes, as issue 32 item 6 asks:
+Tables of different shapes:
 
 - ``adult``: UCI Adult (48,842 people, 15 columns, mixed), bundled in ``data/adult/adult.csv.gz``
   (CC BY 4.0, see ``data/README.md``), with the spec of ``examples/adult.yaml`` plus declared
