@@ -316,7 +316,59 @@ def naming() -> str:
     return _table(head, rows) + "\n\n" + source("naming_12000")
 
 
-TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, 
+def _power_cell(cell: dict | None, digits: int = 0) -> str:
+    if not cell or not cell.get("n"):
+        return "–"
+    return f"{cell['not_approved']}/{cell['n']} ({_pct(cell['power'], digits)} {_ci(cell['power_ci'], digits)})"
+
+
+def _leak_power_by_info(name: str) -> str:
+    d = load(name)
+    s = d["summary"]
+    bins = list(s["power_by_info"])
+    rows = [[b, _power_cell(s["power_by_info"].get(b)), _power_cell(s["halves"]["development"]["power_by_info"].get(b)),
+             _power_cell(s["halves"]["reported"]["power_by_info"].get(b))] for b in bins]
+    rows.append(["avoided (no per-record label)", _power_cell(s["avoided"]), "", ""])
+    head = ["information beyond the twin (median bits per leaked record)", "all tables", "development half",
+            "reported half"]
+    return _table(head, rows) + "\n\n" + source(name)
+
+
+def leak_power() -> str:
+    """Leaks drawn from the grammar, nothing declared, 2,000 training rows: not approved by the
+    information a leak reveals beyond the natural twin, per half."""
+    return _leak_power_by_info("leak_power_undeclared")
+
+
+def leak_power_12000() -> str:
+    """The same at 12,000 training rows (the tables large enough for it)."""
+    return _leak_power_by_info("leak_power_12000")
+
+
+def leak_power_tables() -> str:
+    """Per table: clean releases approved and leaks held back (nothing declared, 2,000 rows)."""
+    d = load("leak_power_undeclared")
+    rows = []
+    for table, t in d["summary"]["tables"].items():
+        rows.append([table, t["half"], f"{t['null_approved']}/{t['nulls']}", _power_cell(t["leaks"])])
+    return _table(["table", "half", "clean releases approved", "leaks held back"], rows) + "\n\n" + source(
+        "leak_power_undeclared")
+
+
+def leak_power_short() -> str:
+    """The README's form: the reported half only, by information beyond the twin."""
+    d = load("leak_power_undeclared")
+    rep = d["summary"]["halves"]["reported"]["power_by_info"]
+    nulls = [t for t in d["summary"]["tables"].values() if t["half"] == "reported"]
+    rows = [[b, _power_cell(rep.get(b))] for b in rep]
+    approved, n = sum(t["null_approved"] for t in nulls), sum(t["nulls"] for t in nulls)
+    rows.append(["clean releases approved", f"{approved}/{n}"])
+    return _table(["information beyond the twin (bits per leaked record)", "leaks not approved [Wilson 95 %]"],
+                  rows) + "\n\n" + source("leak_power_undeclared")
+
+
+TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, leak_power, leak_power_12000,
+    leak_power_tables, leak_power_short, 
     calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
     calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth)}
 
