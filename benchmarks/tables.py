@@ -1,5 +1,5 @@
 """The tables of the docs and the README that restate benchmark results, generated from
-``benchmarks/results/*.json`` so that no table can drift from the results it quotes (issue 33).
+``benchmarks/results/*.json`` so that no table can drift from the results it quotes.
 
 A page holds a generated table between two marker comments::
 
