@@ -55,33 +55,47 @@ class BlameState(Protocol):
 MAX_CANDIDATES = 3
 
 
+def _kept(state: BlameState, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The kept targets' labels, entity ids (a panel) and units (people), in the gate run's form."""
+    settings, targets = state.settings, state.targets
+    labels = np.asarray(targets.labels)[keep]
+    entities = None if settings.spec.entity_id is None else targets.records[settings.spec.entity_id].to_numpy()[keep]
+    units = None if targets.units is None else np.asarray(targets.units)[keep]
+    return labels, entities, units
+
+
+def _exposure_without(state: BlameState, keep: np.ndarray, scores: dict[str, np.ndarray]) -> dict[str, float]:
+    """The exposed-target figures (``exposed.*``) on the kept targets, measured as the gate run
+    measures them (the calibration level a small table allows included)."""
+    settings = state.settings
+    labels, _, units = _kept(state, keep)
+    e = settings.exposure
+    n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
+    res = discover_exposed(scores, labels, np.asarray(state.targets.row_ids)[keep], q=e.fdr,
+                           level=calibration_level(e.level, n_calibration), delta=e.delta, method=e.method,
+                           tail_max_share=e.tail_max_share, seed=settings.targets.seed, units=units)
+    return {exposure_metric(k): v for k, v in res.metrics().items()}
+
+
 def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     """The release-wide figures without ``group``: on the targets outside it, and the disclosure
     risks without its training and control records."""
     settings, targets = state.settings, state.targets
     keep = ~group_mask(targets.records, group, key=state.inputs.label_key)
-    labels = np.asarray(targets.labels)[keep]
+    labels, entities, units = _kept(state, keep)
     out: dict[str, float] = {}
     rest = [dataclasses.replace(o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels)))
             for o in state.gated]
-    entities = None if settings.spec.entity_id is None else targets.records[settings.spec.entity_id].to_numpy()[keep]
     for o in rest:
         out.update({metric_name(o.name, k): float(v) for k, v in o.metrics.items()})
-    out.update(membership_figures({o.name: o.scores for o in rest}, labels, entities, seed=settings.targets.seed))
-    out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
     scores = {o.name: o.scores for o in rest}
-    row_ids = np.asarray(targets.row_ids)[keep]
+    out.update(membership_figures(scores, labels, entities, seed=settings.targets.seed))
+    out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
     # a panel: over the people with a target row outside the group, each by their rows outside it
-    units = None if targets.units is None else np.asarray(targets.units)[keep]
     m = settings.mace
-    out.update(mace_for_attacks(scores, labels, row_ids, prior=m.prior, delta=m.delta,
+    out.update(mace_for_attacks(scores, labels, np.asarray(targets.row_ids)[keep], prior=m.prior, delta=m.delta,
                                 n_permutations=m.n_permutations, epsilon=settings.epsilon, units=units).metrics)
-    e = settings.exposure
-    n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
-    level = calibration_level(e.level, n_calibration)  # as the gate run measured it (a small table)
-    res = discover_exposed(scores, labels, row_ids, q=e.fdr, level=level, delta=e.delta, method=e.method,
-                           tail_max_share=e.tail_max_share, seed=settings.targets.seed, units=units)
-    out.update({exposure_metric(k): v for k, v in res.metrics().items()})
+    out.update(_exposure_without(state, keep, scores))
     if state.disclosure_inputs is not None:
         key = state.inputs.label_key
         out.update(measure_without(lambda df: group_mask(df, group, key=key), state.inputs.synthetic,
@@ -134,20 +148,13 @@ def target_tests_without(state: BlameState, group_mask_: np.ndarray, tests: list
     """For each of ``tests`` (among :data:`TARGET_TESTS`), whether it is still significant at its
     review share on the targets outside the group: the membership test's rank tests and ensemble,
     and the targets test's tail, Simes and share tests, computed as the gate run computes them."""
-    settings, targets = state.settings, state.targets
+    settings = state.settings
     keep = ~group_mask_
-    labels = np.asarray(targets.labels)[keep]
+    labels, entities, _ = _kept(state, keep)
     scores = {o.name: o.scores[keep] for o in state.gated}
-    entities = None if settings.spec.entity_id is None else targets.records[settings.spec.entity_id].to_numpy()[keep]
-    units = None if targets.units is None else np.asarray(targets.units)[keep]
     figures = dict(membership_figures(scores, labels, entities, seed=settings.targets.seed))
     if "targets" in tests:
-        e = settings.exposure
-        n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
-        res = discover_exposed(scores, labels, np.asarray(targets.row_ids)[keep], q=e.fdr,
-                               level=calibration_level(e.level, n_calibration), delta=e.delta, method=e.method,
-                               tail_max_share=e.tail_max_share, seed=settings.targets.seed, units=units)
-        figures.update({exposure_metric(k): v for k, v in res.metrics().items()})
+        figures.update(_exposure_without(state, keep, scores))
     outcomes = run_tests({**state.metrics, **figures}, tests=list(settings.budget_tests), budget=settings.gate.budget,
                          attacks=settings.gated_attacks)
     return {t.name: t.review for t in outcomes if t.name in tests}
