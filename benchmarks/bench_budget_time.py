@@ -6,7 +6,9 @@ Both gates judge the same release: a GaussianCopula fitted once on the training 
 example config's split (the demo's generator), sampled to the training-set size. The earlier
 commit is checked out with ``git worktree`` into a temporary folder (removed afterwards); both
 processes use this virtual environment. ``python benchmarks/bench_budget_time.py [--repeats 3]
-[--baseline COMMIT]``; results in ``benchmarks/results/gate_time_budget.json``.
+[--baseline COMMIT] [--out NAME]``; results in ``benchmarks/results/gate_time_budget.json`` (or
+``NAME.json``). ``--baseline df7a959 --out gate_time_versions`` measures today's gate against the one
+before the detectors that need no declarations.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", default="1465111")
+    parser.add_argument("--out", default="gate_time_budget", help="results name under benchmarks/results/")
     args = parser.parse_args()
     from privacy_gate.generators import create_generator
 
@@ -82,7 +85,7 @@ def main() -> None:
     med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
     ratio = med["budget"] / med["baseline"]
     print(f"median: baseline {med['baseline']:.1f} s, budget {med['budget']:.1f} s -> {ratio:.2f}x (goal <= 1.2x)")
-    record("gate_time_budget", {"commit": head, "baseline_commit": args.baseline, "rows": {k: len(v) for k, v in (
+    record(args.out, {"commit": head, "baseline_commit": args.baseline, "rows": {k: len(v) for k, v in (
         ("train", splits.train), ("holdout", splits.holdout), ("reference", splits.reference))},
         "runs": runs, "median_seconds": med, "ratio": ratio, "goal": 1.2})
 

@@ -157,15 +157,21 @@ def effective_n(table: str, n_train: int) -> int:
     return split_sizes(units, int(round(n_train / (len(df) / units))))[0]
 
 
+def distinct_sizes(table: str, n_trains) -> list[int]:
+    """The requested training sizes, less those the table caps to a size already in the list."""
+    out, seen = [], set()
+    for n in sorted(n_trains):
+        eff = effective_n(table, n)
+        if eff not in seen:
+            seen.add(eff)
+            out.append(n)
+    return out
+
+
 def plan(args) -> list[tuple[str, str, int, int]]:
     jobs = []
     for table in args.tables:
-        seen = set()
-        for n in sorted(args.n_train):
-            eff = effective_n(table, n)
-            if eff in seen:
-                continue  # the table caps this request to a size already run
-            seen.add(eff)
+        for n in distinct_sizes(table, args.n_train):
             for cell in args.cells:
                 seeds = args.seeds if args.seeds is not None else (NULL_SEEDS if cell in NULL_CELLS else LEAK_SEEDS)
                 jobs += [(table, cell, s, n) for s in seeds]

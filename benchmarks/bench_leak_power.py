@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
-from benchmarks.bench_calibration import effective_n, git_head, signal_reasons, wilson  # noqa: E402
+from benchmarks.bench_calibration import distinct_sizes, git_head, signal_reasons, wilson  # noqa: E402
 from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED, TABLES  # noqa: E402
 
 #: bins of the median information beyond natural twins (bits per leaked record)
@@ -85,12 +85,7 @@ def run_one(table: str, n_train: int, seed: int, draw: str, declared: bool, run_
 def plan(args) -> list[tuple[str, int, int, str]]:
     jobs = []
     for table in args.tables:
-        seen = set()
-        for n in sorted(args.n_train):
-            eff = effective_n(table, n)
-            if eff in seen:
-                continue  # the table caps this request to a size already run
-            seen.add(eff)
+        for n in distinct_sizes(table, args.n_train):
             for s in args.seeds:
                 jobs += [(table, n, s, str(d)) for d in range(args.draws)] + [(table, n, s, "null")]
     return jobs

@@ -80,6 +80,12 @@ def _tail_ps(counts: np.ndarray, table: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.stack([t[c] for t, c in zip(table, np.moveaxis(counts, -1, 0))], axis=-1)
 
 
+def _top_count(n_pool: int, max_share: float) -> int:
+    """How many of the highest scores the tail test and the top set look at: ``max_share`` of the
+    pool, at least one, at most :data:`TAIL_MAX_TOP`."""
+    return int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
+
+
 def gap_level(scores: np.ndarray, n_top: int) -> int:
     """The label-blind level of the tail test: the position (1-based) among the ``n_top`` highest
     scores after which the sorted scores drop the most (the first such position on a tie). The
@@ -134,7 +140,7 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
     if n_members == 0 or n_members == n_pool:
         raise ValueError("the tail-excess test needs member and non-member records")
     rng = np.random.default_rng(seed)
-    n_top = int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
+    n_top = _top_count(n_pool, max_share)
     grid = _tail_levels(n_top)
     gap = gap_level(scores, n_top)
     levels = np.unique(np.r_[grid, gap])
@@ -190,7 +196,7 @@ def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, 
     """
     labels = np.asarray(labels).astype(bool)
     n_pool, n_members = labels.size, int(labels.sum())
-    n_top = int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
+    n_top = _top_count(n_pool, max_share)
     levels = np.unique(np.r_[_tail_levels(n_top), gap_level(scores, n_top)])
     alpha = (1.0 - confidence) / levels.size  # every level's bound at once (Bonferroni)
     order = np.argsort(-random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable")[:n_top]
