@@ -97,3 +97,14 @@ def test_one_run_delta_term():
     assert da.one_run_epsilon_lower_bound(correct=r, guesses=r, delta=0.05, canaries=r) == 0.0
     with pytest.raises(ValueError):
         da.one_run_p_value(correct=3, guesses=4, epsilon=1.0, delta=1e-5)  # delta needs the canaries
+
+
+def test_dp_auc_bound_is_the_area_above_the_tradeoff_curve():
+    fpr = np.linspace(0.0, 1.0, 200_001)
+    for eps, delta in ((0.0, 0.0), (0.5, 0.0), (1.0, 1e-9), (2.0, 0.05), (6.0, 1e-3)):
+        area = np.trapezoid(1.0 - da.dp_tradeoff(fpr, epsilon=eps, delta=delta), fpr)
+        assert da.dp_auc_bound(eps, delta) == pytest.approx(area, abs=1e-6)
+    assert da.dp_auc_bound(1.0) == pytest.approx(math.e / (1 + math.e))
+    assert da.dp_auc_bound(1000.0) == 1.0  # no overflow: a large epsilon bounds nothing
+    with pytest.raises(ValueError):
+        da.dp_auc_bound(-1.0)
