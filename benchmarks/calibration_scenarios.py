@@ -23,7 +23,8 @@ names. ``near`` = Gaussian noise of 0.01 training standard deviations on every n
 
 - ``verbatim-1%`` / ``verbatim-5%``: that share of the release replaced by exact copies of
   distinct training records; ``near-copy-1%`` / ``near-copy-5%``: the same, near copies;
-- ``people-10x8`` / ``people-10x40``: 10 training records, each near-copied 8 / 40 times;
+- ``people-10x8`` / ``people-10x40`` / ``people-40x4``: 10 training records, each near-copied 8 / 40
+  times; 40 records, each near-copied 4 times;
 - ``outliers-0.5%``: the most outlying 0.5 % of training records near-copied once; outlying = the
   largest mean distance to the 10 nearest *other training* records in a standardised encoding
   (numeric columns z-scored with a missing indicator, categoricals one-hot);
@@ -41,7 +42,9 @@ names. ``near`` = Gaussian noise of 0.01 training standard deviations on every n
   population's marginal;
 - ``coarsened-2%``: 2 % of the release replaced by copies whose numeric values are rounded to a
   unit of about 0.4 training standard deviations (the nearest 1-2-5 number: Adult's age and hours
-  to 5, fnlwgt to 50,000), categoricals exact.
+  to 5, fnlwgt to 50,000), categoricals exact;
+- ``scaled-2%``: 2 % of the release replaced by copies of distinct training records with every
+  number multiplied by 1.02 (clipped to the spec's declared public range only), categoricals exact.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ from benchmarks.calibration_tables import categorical_columns, load, numeric_col
 NULL_CELLS = ("null-independent", "null-copula")
 LEAK_CELLS = ("verbatim-1%", "verbatim-5%", "near-copy-1%", "near-copy-5%", "people-10x8", "people-10x40",
               "outliers-0.5%", "rare-values", "noisy-1%", "qi-unique-3%", "qi-random-3%", "partial-1col-2%",
-              "partial-2col-2%", "coarsened-2%")
+              "partial-2col-2%", "coarsened-2%", "scaled-2%", "people-40x4")
+#: (new cells go last: a cell's seed stream is its position in CELLS)
 CELLS = NULL_CELLS + LEAK_CELLS
 NEAR_NOISE = 0.01
 
@@ -133,6 +137,13 @@ def _noisy(rows: pd.DataFrame, train: pd.DataFrame, full: pd.DataFrame, spec, no
         vals = out[c].astype(float) + rng.normal(0.0, noise * (sd if np.isfinite(sd) else 0.0), len(out))
         out[c] = vals.clip(float(full[c].min()), float(full[c].max()))
     return out
+
+
+def declared_clip(values: pd.Series, col) -> pd.Series:
+    """``values`` clipped to the column's declared public range (unchanged where none is declared)."""
+    lo = getattr(col, "min", None)
+    hi = getattr(col, "max", None)
+    return values.clip(lower=lo, upper=hi) if lo is not None or hi is not None else values
 
 
 def _nice(x: float) -> float:
@@ -287,6 +298,11 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
         for c, u in units.items():
             copies[c] = (copies[c].astype(float) / u).round() * u
         info["units"] = units
+    elif cell == "scaled-2%":
+        rows = distinct(share(0.02))
+        copies = train.iloc[rows].copy()
+        for c in numeric_columns(spec):
+            copies[c] = declared_clip(copies[c].astype(float) * 1.02, spec.columns[c])
     else:  # pragma: no cover
         raise AssertionError(cell)
     if len(rows) > len(synthetic):

@@ -67,7 +67,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from benchmarks.calibration_scenarios import Release, _encode, _nice, fresh_ids, outlying_rows, split
+from benchmarks.calibration_scenarios import Release, _encode, _nice, declared_clip, fresh_ids, outlying_rows, split
 from benchmarks.calibration_tables import categorical_columns, load, numeric_columns
 
 WHICH = ("random", "rare", "outlying", "group", "people")
@@ -214,12 +214,6 @@ def draw_grammar(rng: np.random.Generator) -> dict:
     return g
 
 
-def _clip(values: pd.Series, col) -> pd.Series:
-    lo = getattr(col, "min", None)
-    hi = getattr(col, "max", None)
-    return values.clip(lower=lo, upper=hi) if lo is not None or hi is not None else values
-
-
 def _change_numbers(copies: pd.DataFrame, kept: np.ndarray, rows: np.ndarray, g: dict, train: pd.DataFrame, spec,
                     rng: np.random.Generator, nn: np.ndarray | None) -> pd.DataFrame:
     """Apply the numeric change of ``g`` to the kept numeric cells (``kept``: rows x columns mask)."""
@@ -250,7 +244,7 @@ def _change_numbers(copies: pd.DataFrame, kept: np.ndarray, rows: np.ndarray, g:
             y = np.where(np.isnan(nb), x, x + lam * (nb - x))
         else:
             continue
-        out[c] = np.where(mask, _clip(pd.Series(y), spec.columns[c]).to_numpy(), x)
+        out[c] = np.where(mask, declared_clip(pd.Series(y), spec.columns[c]).to_numpy(), x)
     return out
 
 

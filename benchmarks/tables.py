@@ -58,6 +58,8 @@ LEAKS = {
     "partial-1col-2%": "partial copies 2 %, one column re-drawn",
     "partial-2col-2%": "partial copies 2 %, two columns re-drawn",
     "coarsened-2%": "coarsened copies 2 % (numbers rounded)",
+    "scaled-2%": "scaled copies 2 % (every number x 1.02)",
+    "people-40x4": "40 people x 4 near copies",
 }
 
 
