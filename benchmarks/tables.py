@@ -187,6 +187,42 @@ def calibration_nulls_halves() -> str:
     return _table(head, rows) + "\n\n" + source("calibration_nulls_9tables")
 
 
+def calibration_panel_nulls() -> str:
+    """Clean panel releases (whole independent people): the membership test's p-value at 1 %, at
+    its review share and at 5 %, with Wilson intervals, and the gate's approvals, per panel."""
+    d = load("calibration_panel_nulls")
+    runs = [r for r in d["runs"] if r.get("decision")]
+    rows = []
+    for table in sorted({r["table"] for r in runs}):
+        rs = [r for r in runs if r["table"] == table]
+        n = len(rs)
+        p = [r["pvalues"]["membership"] for r in rs]
+        a = sum(r["decision"] == "APPROVE" for r in rs)
+        cells = [f"{k} ({_pct(k / n, 1)} {_ci(wilson(k, n), 1)})"
+                 for k in (sum(v <= level for v in p) for level in (0.01, MEMBERSHIP_SHARE, 0.05))]
+        rows.append([table, f"{rs[0]['n_train']:,}", str(n), *cells, f"{a} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})"])
+    head = ["panel", "training rows", "gates", "membership p <= 0.01", f"p <= {MEMBERSHIP_SHARE:g} (its share)",
+            "p <= 0.05", "approved"]
+    return _table(head, rows) + "\n\n" + source("calibration_panel_nulls")
+
+
+#: the membership test's share of the default 2 % review budget (weight 2 of 10)
+MEMBERSHIP_SHARE = 0.004
+
+
+def calibration_transforms() -> str:
+    """Transformed copies at 12,000 requested training rows on the reported tables: not approved
+    with its Wilson interval, BLOCKs and the tests that raised the verdict, per table and leak."""
+    d = load("calibration_transforms_12000")
+    rows = []
+    for s in d["summary"]:
+        n = s["n"]
+        rows.append([s["table"], f"{s['n_train']:,}", LEAKS.get(s["cell"], s["cell"]), str(n),
+                     f"{n - s['approved']}/{n} {_ci(s['not_approved_ci'])}", str(s["block"]), reasons(s["reason_counts"])])
+    head = ["table", "training rows", "leak", "gates", "not approved [Wilson 95 %]", "BLOCK", "what raised the verdict (gates)"]
+    return _table(head, rows) + "\n\n" + source("calibration_transforms_12000")
+
+
 #: the membership ensemble's share of the review budget with five attacks (0.4 % / 6 components)
 ENSEMBLE_SHARE = 0.004 / 6
 
@@ -426,7 +462,7 @@ def sok_mia() -> str:
     return _table(head, rows, ["---", "---:", *["---:"] * (len(head) - 2)]) + "\n\n" + source("sok_mia_adult")
 
 
-TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, calibration_nulls_halves, leak_power, leak_power_12000,
+TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, calibration_panel_nulls, calibration_transforms, calibration_nulls_halves, leak_power, leak_power_12000,
     leak_power_tables, leak_power_short, 
     calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
     calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth, sok_mia)}
