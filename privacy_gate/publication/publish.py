@@ -49,7 +49,8 @@ import pandas as pd
 
 from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.private_files import copy_private, make_shared, open_private, private_dir, private_file, write_private
+from privacy_gate.private_files import (confine, copy_private, make_shared, open_private, private_dir, private_file,
+                                        replace_private, write_private)
 from privacy_gate.processes import pid_alive, this_host
 
 QUARANTINE_DIR = "quarantine"
@@ -185,9 +186,10 @@ def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
     return removed
 
 
-def _temp_dir(parent: Path, prefix: str) -> Path:  # private (0700): quarantine work, publication staging
+def _temp_dir(parent: Path, prefix: str, *, root: Path | None = None) -> Path:
+    """A new private (0700) folder in ``parent``: quarantine work, publication staging."""
     parent.mkdir(parents=True, exist_ok=True)
-    return private_dir(parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}")
+    return private_dir(parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}", root=root)
 
 
 def verify_published(folder: Path) -> dict[str, Any]:
@@ -270,10 +272,15 @@ class ReleaseStore:
     def __init__(self, *, workdir: Path, target: Path | str | None = None):
         self.workdir = Path(workdir)
         self.quarantine_root = self.workdir / QUARANTINE_DIR
+        # the default target is part of the workdir: a link planted there is refused like one in the
+        # quarantine (a target elsewhere is the operator's choice: --publish-to / publish.target)
+        self._target_root: Path | None = None
         if objectstore.is_s3(target):
             self.target: Path | str = str(target).rstrip("/")
+        elif target is not None:
+            self.target = Path(target)
         else:
-            self.target = Path(target) if target is not None else self.workdir / PUBLISHED_DIR
+            self.target, self._target_root = self.workdir / PUBLISHED_DIR, self.workdir
 
     @property
     def target_label(self) -> str:
@@ -283,26 +290,28 @@ class ReleaseStore:
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
         """Write the candidate release into quarantine, addressed by its content hash; private
         (folders 0700, files 0600) whatever the umask: it may hold training records."""
-        private_dir(self.quarantine_root, parents=True)
+        # every step below refuses a symbolic link under the workdir (private_files.LinkRefused)
+        root = self.workdir
+        private_dir(self.quarantine_root, parents=True, root=root)
         clean_stale(self.quarantine_root, prefix=QUARANTINE_TMP_PREFIX)
-        tmp = _temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX)
+        tmp = _temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX, root=root)
         try:
             local = tmp / f"synthetic.{fmt}"
-            open_private(local).close()  # 0600 from the start: the writers keep an existing file's mode
+            open_private(local, root=root).close()  # 0600 from the start: the writers keep an existing file's mode
             if fmt == "parquet":
                 df.to_parquet(local, index=False)
             else:
                 df.to_csv(local, index=False)
-            private_file(local)
+            private_file(local, root=root)
             _fsync_file(local)
             sha = file_sha256(local)
-            folder = private_dir(self.quarantine_root / sha[:16])
+            folder = private_dir(self.quarantine_root / sha[:16], root=root)
             final = folder / local.name
-            if not final.exists():
-                os.replace(local, final)  # same filesystem: atomic
+            if not os.path.lexists(final):
+                replace_private(local, final, root=root)  # same filesystem: atomic
                 _fsync_dir(folder)
             else:
-                private_file(final)  # an older version's quarantine may be wider
+                private_file(final, root=root)  # an older version's quarantine may be wider; a link is refused
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         uri = None
@@ -340,7 +349,9 @@ class ReleaseStore:
             if manifest["sha256"] != release.sha256:
                 raise PublishError(f"{final} already holds a different release")
             return final / manifest["file"]
+        confine(self.target, self._target_root)
         self.target.mkdir(parents=True, exist_ok=True)
+        confine(self.target, self._target_root)
         clean_stale(self.target, prefix=STAGING_PREFIX)
         staging = _temp_dir(self.target, STAGING_PREFIX)
         try:
