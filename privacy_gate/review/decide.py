@@ -69,7 +69,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
             # re-checked with the claim held: a rival that decided between our read and our claim
             check_decidable(run_id, record.verdict, [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
                             current_sha256=record.current_sha256())
-            decision = dict(action=action, reviewer=reviewer, comment=comment, data_sha256=current, via=via,
+            decision = dict(action=action, reviewer=reviewer, comment=comment, data_sha256=current, via=via, run_id=run_id,
                             subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
                                           if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
                             suppress=suppress)
