@@ -352,8 +352,7 @@ class Tracker(RunRecords):
         return text
 
     def log_text(self, run_id: str, text: str, path: str) -> None:
-        """A text artifact (summary, report, config, decision record ...), credentials in URIs masked:
-        the text a seal hashes is the text stored."""
+        """A text artifact, credentials in URIs masked: the text a seal hashes is the text stored."""
         text = mask_secrets(text)
         self.client.log_text(run_id, text, path)
         if path in DERIVED_ARTIFACTS:  # a rendering made after the verdict: sealed on its own
