@@ -8,6 +8,10 @@ printed). Which test cases are probes is decided by the patterns below, matched 
 ``module::test_name``; the other tests of the same modules (ordinary behaviour) are not counted.
 
     .venv/bin/python benchmarks/bench_probes.py [--workers 2]   # ~10 min on 2 cores
+    .venv/bin/python benchmarks/bench_probes.py --only tests/publish/test_symlinks.py ...
+
+``--only``: run these modules alone and merge their cases into the recorded table; the other
+modules' cases are kept as last recorded (``rerun`` in the JSON names what this run measured).
 
 Prints the table (markdown, as in docs/hardening.md) and records it in
 ``benchmarks/results/probes.json``.
@@ -16,6 +20,7 @@ Prints the table (markdown, as in docs/hardening.md) and records it in
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -25,7 +30,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from _common import ROOT, record
+from _common import RESULTS, ROOT, record
 
 #: (kind, what the probes do, patterns over "tests/<path>.py::<test name>")
 KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -58,25 +63,29 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       r"tests/pipeline/test_keyed_labels\.py::test_concurrent_first_uses")),
     ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered releases, a "
                   "re-gate's run decided alone (its kind tag edited), evidence artifacts edited, added or removed "
-                  "after the seal, forged void records",
+                  "after the seal (the report and summary too), forged void records, another run's decision record "
+                  "copied in, symbolic links planted in the workdir's quarantine and publish folder",
      (r"tests/pipeline/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
       r"tests/publish/test_objectstore\.py::test_s3_reader_contract",
       r"tests/pipeline/test_rerun_decisions\.py::test_(a_regates_run_cannot|an_edited_kind_tag|a_regate_left_by)",
       r"tests/pipeline/test_keyed_labels\.py::test_a_regates_run_is_refused_alone",
       r"tests/pipeline/test_artifact_seal\.py::",
-      r"tests/pipeline/test_decision_durability\.py::test_a_(forged|signed)")),
+      r"tests/pipeline/test_decision_durability\.py::test_a_(forged|signed)",
+      r"tests/publish/test_symlinks\.py::", r"tests/pipeline/test_decision_binding\.py::")),
     ("unreachable services", "an MLflow server or object store that does not answer or dies mid-run",
      (r"tests/test_tracking_probe\.py::", r"tests/pipeline/test_infra_retries\.py::",
       r"tests/publish/test_objectstore\.py::test_unreachable_endpoint")),
     ("artefact privacy", "values only training records hold, planted and searched for in every file a gate, "
                          "a review and an approval leave; raw values in validation reports; hashed labels "
                          "attacked with a dictionary, the label key searched for; quarantine and staging "
-                         "modes under any umask",
+                         "modes under any umask; a password and a token in the tracking URI searched for in every "
+                         "file, MLflow field and output line, the unreachable-store error included",
      (r"tests/pipeline/test_label_privacy\.py::", r"tests/validation/test_validation\.py::test_report_contains_no_raw",
       r"tests/pipeline/test_keyed_labels\.py::test_(the_dictionary_attack|labels_are_the_stores|the_secret_reaches|"
       r"a_workdirs_key|a_readable_or_damaged|a_gate_on_a_workdir_with_a_readable_key|labels_are_resolved_only|"
       r"a_hashed_label_needs)",
-      r"tests/publish/test_private_modes\.py::")),
+      r"tests/publish/test_private_modes\.py::",
+      r"tests/test_secret_masking\.py::test_(an_unreachable_store|a_token_and_a_password)")),
 )
 
 
@@ -98,14 +107,17 @@ def _modules() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", nargs="+", metavar="MODULE",
+                        help="run only these test modules (tests/...py) and merge their cases into the recorded table")
     args = parser.parse_args()
+    modules = args.only or _modules()
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "GX_ANALYTICS_ENABLED": "false"}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "probes.xml"
         cmd = [sys.executable, "-m", "pytest", "-q", "-n", str(args.workers), "--dist", "loadgroup",
-               "-p", "no:cacheprovider", f"--junitxml={xml}", *_modules()]
+               "-p", "no:cacheprovider", f"--junitxml={xml}", *modules]
         print("running:", " ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, cwd=ROOT, env=env, check=False)
         cases = []
@@ -116,6 +128,10 @@ def main() -> None:
                        else "skipped" if tc.find("skipped") is not None else "closed")
             cases.append({"case": case, "kind": kind_of(case), "outcome": outcome})
     probes = [c for c in cases if c["kind"]]
+    if args.only:  # the other modules' cases as last recorded, re-classified by today's patterns
+        kept = [c for c in json.loads((RESULTS / "probes.json").read_text())["cases"]
+                if c["case"].split("::")[0] not in modules]
+        probes = [c for c in ({**c, "kind": kind_of(c["case"])} for c in kept) if c["kind"]] + probes
     rows = []
     for kind, what, _ in KINDS:
         mine = [c for c in probes if c["kind"] == kind]
@@ -132,7 +148,8 @@ def main() -> None:
         if c["outcome"] != "closed":
             print(f"  {c['outcome']}: {c['case']}")
     record("probes", {"benchmark": __doc__.splitlines()[0], "rows": rows, "total": total,
-                      "seconds": round(time.perf_counter() - start, 1), "cases": probes})
+                      "seconds": round(time.perf_counter() - start, 1), "cases": probes,
+                      **({"rerun": modules} if args.only else {})})
 
 
 if __name__ == "__main__":

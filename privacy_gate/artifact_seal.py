@@ -111,7 +111,9 @@ def derived_tags(run_id: str, tags: Mapping[str, str], path: str, sha256: str) -
 def changes(run_id: str, seal: Mapping[str, object], tags: Mapping[str, str],
             current: Mapping[str, str]) -> list[Change]:
     """What differs between the run's artifacts now (``current``: path -> sha256) and what the
-    verdict (``seal``, already verified) and the derived seal cover; empty when nothing does. A
+    verdict (``seal``, already verified) and the derived seal cover: every sealed file is listed and
+    each one changed or missing is named, the derived renderings included; empty when nothing
+    differs. A
     run whose verdict has no manifest (made before this version) gives one ``unsealed`` change
     for ``verdict.json``'s missing ``seal.artifacts``."""
     sealed = seal.get(names.SEAL_ARTIFACTS)
@@ -124,6 +126,9 @@ def changes(run_id: str, seal: Mapping[str, object], tags: Mapping[str, str],
         elif not hmac.compare_digest(str(sha), current[path]):
             out.append(Change(path, "changed"))
     derived = trusted_derived(run_id, tags)
+    # a rendering the derived seal covers must still be there: deleting the report or the summary
+    # (what a reviewer reads first) is a change like deleting any sealed evidence
+    out += [Change(path, "removed") for path in sorted(derived or {}) if path not in current and path not in sealed]
     for path in sorted(current):
         if path in sealed or path == names.ART_VERDICT or is_decision_record(path):
             continue

@@ -15,6 +15,11 @@ So a forged void needs the signing key on a signed run, and both the artifact st
 on an unsigned one (the residual ``signing`` documents for the verdict itself). A void that does
 not count leaves its approval standing: the run stays decided (fail closed).
 
+A decision record names the run it decides (``run_id``) and the release it was taken on
+(``data_sha256``): a record that names another run, or another release than the run's, was copied
+in from elsewhere and is refused (IntegrityError naming both), never recovered or counted as this
+run's decision.
+
 >>> log = effective("r", [("review/decision-001-approve.json", '{"action": "approve", "reviewer": "ana"}')], {})
 >>> [d["reviewer"] for d in log.decisions], log.voided
 (['ana'], [])
@@ -110,9 +115,28 @@ def _void_counts(run_id: str, void: Mapping[str, Any], texts: Mapping[str, str],
     return None
 
 
-def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str]) -> DecisionLog:
+def _foreign(run_id: str, path: str, record: Mapping[str, Any], release_sha256: str | None) -> str | None:
+    """Why the approve / reject ``record`` at ``path`` does not belong to ``run_id`` (None when it does)."""
+    other = record.get("run_id")
+    if other is not None and other != run_id:
+        return f"the decision record {path} in the log of run {run_id} decides run {other}"
+    sha = record.get("data_sha256")
+    if release_sha256 and sha and sha != release_sha256:
+        return (f"the decision record {path} of run {run_id} was taken on release {str(sha)[:12]}…, not on the "
+                f"run's release {release_sha256[:12]}…")
+    return None
+
+
+def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str], *,
+              release_sha256: str | None = None) -> DecisionLog:
     """The decisions that stand among ``files`` ((path, text) of every record, in order). A record
-    that is not a JSON object is refused (IntegrityError naming it): it is never skipped."""
+    that is not a JSON object, or that names another run or (given ``release_sha256``, the run's
+    judged release) another release, is refused (IntegrityError naming it): it is never skipped.
+
+    >>> effective("r", [("review/decision-001-approve.json", '{"action": "approve", "run_id": "s"}')], {})
+    Traceback (most recent call last):
+    privacy_gate.errors.IntegrityError: the decision record review/decision-001-approve.json in the log of run r decides run s: copied from another run's decision log — refusing to act on it; run the gate again for a run with a clean log
+    """
     texts = dict(files)
     records = []
     for path, text in files:
@@ -123,6 +147,10 @@ def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str]
         if not isinstance(record, dict):
             raise IntegrityError(f"the decision record {path} of run {run_id} is not a JSON object; the run's "
                                  "decision log was edited — refusing to act on it")
+        why = None if record.get("action") == VOID else _foreign(run_id, path, record, release_sha256)
+        if why:
+            raise IntegrityError(f"{why}: copied from another run's decision log — refusing to act on it; run the "
+                                 "gate again for a run with a clean log")
         records.append((path, record))
     log = DecisionLog(count=len(files))
     cancelled: set[str] = set()

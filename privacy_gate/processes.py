@@ -1,6 +1,6 @@
 """Who is running: this host, a process id and its start time, and whether a recorded process is
 gone. Used to decide that a run left RUNNING or a staging folder was abandoned by a killed
-process (``review.doctor``, ``publication.publish.clean_stale``).
+process (``review.doctor``, ``publication.work_dirs.clean_stale``).
 
 A process recorded on another host is never judged: its PID means nothing here.
 

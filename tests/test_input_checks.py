@@ -482,3 +482,44 @@ def test_the_run_prints_validation_progress(files, tmp_path, monkeypatch):
     assert code == 4, output[-2000:]
     assert "validating train data train.csv: 1,800 rows x 15 columns" in output
     assert "validating train data train.csv: 10 of " in output
+
+
+# ------------------------------------------------------------------ not UTF-8
+
+
+def _latin1(files: Path, tmp_path: Path, *, row: int = 40, name: str = "synthetic.csv") -> Path:
+    """The synthetic table with one value holding an ``é``, saved as latin-1 (a spreadsheet export)."""
+    synthetic = pd.read_csv(files / "synthetic.csv")
+    synthetic["occupation"] = synthetic["occupation"].astype(object)
+    synthetic.loc[row - 2, "occupation"] = "Zoé" + SECRET
+    path = tmp_path / name
+    if name.endswith(".gz"):
+        with gzip.open(path, "wb") as fh:
+            fh.write(synthetic.to_csv(index=False).encode("latin-1"))
+    else:
+        synthetic.to_csv(path, index=False, encoding="latin-1")
+    return path
+
+
+@pytest.mark.parametrize("name", ["synthetic.csv", "synthetic.csv.gz"])
+def test_a_latin1_file_is_refused_naming_the_file_and_the_line(files, tmp_path, name):
+    """It used to end the run in a BLOCK saying only ``UnicodeDecodeError``."""
+    path = _latin1(files, tmp_path, name=name)
+    code, output = _invoke(_gate(files, tmp_path / "wd", synthetic=path))
+    assert code == 2, output[-2000:]
+    (line,) = _errors(output)
+    assert f"{path}: not UTF-8 text (line 40 holds a byte sequence that is not UTF-8" in line, line
+    assert "save the table as UTF-8" in line and "UnicodeDecodeError" not in output
+    assert SECRET not in output and "Zo" not in output
+    assert not (tmp_path / "wd").exists()
+    with pytest.raises(DataError, match="not UTF-8 text") as caught:  # library callers: the run's BLOCK says so
+        read_table(path)
+    assert SECRET not in str(caught.value)
+
+
+def test_a_character_cut_by_a_read_chunk_is_still_utf8(tmp_path, monkeypatch):
+    from privacy_gate.data import guards
+
+    monkeypatch.setattr(guards, "_CHUNK", 5)  # every 2-byte é crosses a chunk boundary somewhere
+    (tmp_path / "t.csv").write_text("name,n\n" + "".join(f"Zoé{i},{i}\n" for i in range(200)), encoding="utf-8")
+    assert len(read_table(tmp_path / "t.csv")) == 200

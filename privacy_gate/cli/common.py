@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -100,6 +100,15 @@ def say(text: object, *, err: bool = False) -> None:
     from privacy_gate.safe_text import console_line
 
     typer.echo(console_line(text), err=err)
+
+
+def show(text: object, *, file: Any = None) -> None:
+    """A block of output (several lines, line breaks kept) with the credentials of any URI in it
+    masked: the verdict, the next steps, the JSON line. A tracking URI's password never reaches a
+    terminal or a CI log."""
+    from privacy_gate.safe_text import mask_secrets
+
+    print(mask_secrets(text), file=file or sys.stdout)
 
 
 def usage_error(message: str) -> None:

@@ -15,7 +15,7 @@ import typer
 from privacy_gate.cli.checks import (check_components, check_dataset_inputs, check_inputs, load_release, preflight,
                                      require_files)
 from privacy_gate.cli.common import (VERDICT_EXIT_CODES, JsonOpt, OrchestratorOpt, WorkdirOpt, app, cli_logger,
-                                     probe_tracking, quiet_env, reconcile, usage_error, use_prefect)
+                                     probe_tracking, quiet_env, reconcile, show, usage_error, use_prefect)
 
 if TYPE_CHECKING:  # heavy: imported when a command runs
     from privacy_gate.pipeline.result import RunOutcome
@@ -45,12 +45,12 @@ def report_outcome(result: RunOutcome | None, *, as_json: bool, workdir: Path, e
 
     verdict = result.verdict if result else Verdict.error(error or "gate failed")
     out = sys.stderr if as_json else sys.stdout
-    print("\n" + verdict_console(verdict), file=out)
+    show("\n" + verdict_console(verdict), file=out)
     if result:
-        print(run_outcome_console(result, workdir=str(workdir), report_file=report_file(result)), file=out)
+        show(run_outcome_console(result, workdir=str(workdir), report_file=report_file(result)), file=out)
     if as_json:
         sys.stdout.flush()
-        print(json.dumps(verdict.summary(), default=str))
+        show(json.dumps(verdict.summary(), default=str))
     raise typer.Exit(verdict.exit_code)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from privacy_gate.cli.checks import preflight
-from privacy_gate.cli.common import (TrackingOpt, WorkdirOpt, app, exit_codes, probe_tracking, quiet_env, say,
+from privacy_gate.cli.common import (TrackingOpt, WorkdirOpt, app, exit_codes, probe_tracking, quiet_env, say, show,
                                      usage_error)
 
 
@@ -44,7 +44,7 @@ def doctor(
         probe_tracking(uri, source)
     report = run_doctor(workdir, tracking_uri=uri, fix=fix, targets=list(target or []), min_age=min_age)
     for line in report.lines(fix=fix):
-        typer.echo(line)
+        show(line)
     raise typer.Exit(1 if report.remaining else 0)
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from privacy_gate.cli.common import (EXIT_BLOCK, EXIT_USAGE, CommentOpt, ReviewerOpt, TrackingOpt, WorkdirOpt, app,
-                                     cli_logger, exit_codes, quiet_env, say, store_uri, use_prefect)
+                                     cli_logger, exit_codes, quiet_env, say, show, store_uri, use_prefect)
 
 
 class RegateWatch:
@@ -68,8 +68,8 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
     except Exception as exc:  # noqa: BLE001 - a store that stopped answering mid-decision: one line
         if not is_infrastructure_error(exc):
             raise
-        typer.echo(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} may be "
-                   f"undecided — check it with: privacy-gate review {run_id}", err=True)
+        say(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} may be "
+            f"undecided — check it with: privacy-gate review {run_id}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     if regate is not None and regate.outcome is not None:
         regate_summary(regate.outcome)
@@ -84,7 +84,7 @@ def regate_summary(outcome: Any) -> None:
     """The rows the suppression removed (per label) and the re-gate's verdict and run, on stdout."""
     from privacy_gate.report.summary import suppression_console
 
-    typer.echo("\n" + suppression_console(outcome))
+    show("\n" + suppression_console(outcome))
 
 
 def reject_command(run_id: str, *, uri: str, workdir: Path) -> str:
@@ -113,8 +113,8 @@ def review(
     try:
         from privacy_gate.review.decide import pending_runs_text, review_text
 
-        typer.echo(pending_runs_text(tracking_uri=uri, workdir=workdir) if pending
-                   else review_text(run_id, tracking_uri=uri, workdir=workdir))
+        show(pending_runs_text(tracking_uri=uri, workdir=workdir) if pending
+             else review_text(run_id, tracking_uri=uri, workdir=workdir))
     except PrivacyGateError as exc:
         say(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None

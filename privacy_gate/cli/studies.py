@@ -12,7 +12,7 @@ import typer
 
 from privacy_gate.cli.checks import check_components, check_dataset_inputs, load_release, preflight, require_files
 from privacy_gate.cli.common import (EXIT_BLOCK, JsonOpt, OrchestratorOpt, WorkdirOpt, app, cli_logger, exit_codes,
-                                     probe_tracking, quiet_env, say, usage_error, use_prefect)
+                                     probe_tracking, quiet_env, say, show, usage_error, use_prefect)
 
 
 @app.command("dependency-study", epilog=exit_codes((0, "the study completed"), (1, "the study failed")),
@@ -56,10 +56,10 @@ def dependency_study(
     from privacy_gate.tracking.uri import ui_command
 
     out = sys.stderr if as_json else sys.stdout
-    print("\n".join(["", *invariant_lines(result["invariants"]), f"study run:   {result['run_id']}",
-                      f"MLflow UI:   {ui_command(result['tracking_uri'])}"]), file=out)
+    show("\n".join(["", *invariant_lines(result["invariants"]), f"study run:   {result['run_id']}",
+                     f"MLflow UI:   {ui_command(result['tracking_uri'])}"]), file=out)
     if as_json:
-        print(json.dumps({"run_id": result["run_id"], "invariants": result["invariants"]}, default=str))
+        show(json.dumps({"run_id": result["run_id"], "invariants": result["invariants"]}, default=str))
 
 
 @app.command("audit-dp", epilog=exit_codes((0, "no violation shown (a lower bound never certifies DP)"),
@@ -108,7 +108,7 @@ def audit_dp(
         dp_audit_figure(**dp_audit_figure_inputs(record)).savefig(figure, dpi=110)
     b = result.best.bound
     out = sys.stderr if as_json else sys.stdout
-    print("\n".join([
+    show("\n".join([
         f"generator:   {result.generator} (implementation {result.version}), claimed epsilon {result.epsilon:g}, "
         f"delta {result.delta:g}, mu {result.claimed_mu:.3g} ({result.mu_basis})",
         f"strongest:   {result.best.score} score, {result.best.target_label}; {result.runs} fits per side"
@@ -119,6 +119,6 @@ def audit_dp(
         "verdict:     " + (result.reason() if result.exceeds() else
                            "no violation shown (a lower bound: this never certifies DP)")]), file=out)
     if as_json:
-        print(json.dumps(record, default=float))
+        show(json.dumps(record, default=float))
     if result.exceeds():
         raise typer.Exit(EXIT_BLOCK)

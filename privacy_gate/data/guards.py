@@ -14,6 +14,10 @@ streaming pass over its bytes, never from a parse (``inputs`` section, :class:`I
   honoured (a quoted field may hold commas and line breaks); a Parquet file's string columns are
   measured on the Arrow table, before any pandas object exists.
 
+The same pass checks that a CSV is UTF-8 text (:func:`not_utf8`): a latin-1 or Windows-1252 export
+is refused naming the file and the line, before the parser fails on it with a bare
+``UnicodeDecodeError``.
+
 Every refusal is a :class:`~privacy_gate.errors.DataError` naming the file, the figure and the
 setting to change; no value of the file is ever quoted. :func:`header_problem` compares a header
 with the spec (every missing and extra column at once).
@@ -31,6 +35,7 @@ privacy_gate.errors.DataError: ...t.csv: a field of 50 bytes or more (data row 2
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
@@ -126,6 +131,19 @@ class _CsvScanner:
         return self.record + int(breaks.size), at - int(breaks[-1]) - 1
 
 
+def not_utf8(path: str | Path, line: int | None) -> DataError:
+    """The refusal of a CSV that is not UTF-8 text: the file, the line (1 = the header) and what to
+    do; never the bytes (they belong to a record).
+
+    >>> str(not_utf8("people.csv", 7))[:96]
+    'people.csv: not UTF-8 text (line 7 holds a byte sequence that is not UTF-8, as a latin-1 or Wind'
+    """
+    at = f"line {line:,}" if line else "a line"
+    return DataError(f"{path}: not UTF-8 text ({at} holds a byte sequence that is not UTF-8, as a latin-1 or "
+                     "Windows-1252 export does); save the table as UTF-8 (for example `iconv -f latin1 -t utf-8 "
+                     "IN.csv > OUT.csv`) and run again")
+
+
 def _scan(path: Path, header: list[str], *, limits: InputLimits, where: str) -> None:
     """Stream ``path``'s (decompressed) bytes through a scanner, stopping as soon as a budget is
     exceeded. A field over the budget is confirmed by Python's CSV reader (:func:`_long_field`)
@@ -135,12 +153,18 @@ def _scan(path: Path, header: list[str], *, limits: InputLimits, where: str) -> 
     of a long field."""
     scanner = _CsvScanner(limits.max_field_bytes)
     checked = False
+    utf8, lines = codecs.getincrementaldecoder("utf-8")(), 0
     try:
         with _open(path) as fh:
             while True:
                 chunk = fh.read(_CHUNK)
+                try:  # a multi-byte character cut by the chunk is carried over by the decoder
+                    utf8.decode(chunk, final=not chunk)
+                except UnicodeDecodeError as exc:  # the carried bytes hold no line break
+                    raise not_utf8(path, lines + exc.object[: exc.start].count(b"\n") + 1) from None
                 if not chunk:
                     break
+                lines += chunk.count(b"\n")
                 scanner.feed(chunk)
                 if scanner.offset > limits.max_file_bytes:
                     what = "decompresses to" if _kind(path) == "gzip" else "holds"

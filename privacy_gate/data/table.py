@@ -49,6 +49,8 @@ def read_table(path: str | Path, *, limits: InputLimits | None = None, where: st
         df = pd.read_csv(path, low_memory=False) if kind == "csv" else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: the file is empty") from None
+    except UnicodeDecodeError:  # the guards' pass names the line; this is the parser's own finding
+        raise guards.not_utf8(path, None) from None
     except Exception as exc:  # noqa: BLE001 - any reader failure is a data error for the user
         raise DataError(f"{path}: cannot be read as {kind} ({exc.__class__.__name__})") from None
     return df.reset_index(drop=True)

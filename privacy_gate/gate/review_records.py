@@ -38,6 +38,9 @@ class ReviewDecision:
     via: Literal["cli", "flow"] = "cli"
     rerun_id: str | None = None  # gate re-run on the filtered release (with --suppress)
     published: str | None = None
+    # the run decided: a record copied into another run's log is refused there (decision_log);
+    # None in records made before decisions named their run
+    run_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ("approve", "reject"):

@@ -36,10 +36,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,15 +47,16 @@ import pandas as pd
 
 from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.private_files import copy_private, make_shared, open_private, private_dir, private_file, write_private
-from privacy_gate.processes import pid_alive, this_host
+from privacy_gate.private_files import (confine, copy_private, make_shared, open_private, private_dir, private_file,
+                                        replace_private, write_private)
+from privacy_gate.publication.work_dirs import STALE_SECONDS, TempDir, clean_stale, temp_dir_owner, temp_dirs  # noqa: F401
+from privacy_gate.publication.work_dirs import make_temp_dir
 
 QUARANTINE_DIR = "quarantine"
 QUARANTINE_TMP_PREFIX = ".tmp-"
 PUBLISHED_DIR = "published"
 MANIFEST = "manifest.json"
 STAGING_PREFIX = ".staging-"
-STALE_SECONDS = 3600.0  # a staging dir of a live process older than this is abandoned too
 
 
 class PublishError(PrivacyGateError):
@@ -124,70 +123,6 @@ def _fsync_file(path: Path) -> None:
 
 def _copy_file(src: Path, dst: Path) -> None:
     copy_private(src, dst)  # 0600 from its creation: staging is private until the release is complete
-
-
-@dataclass(frozen=True)
-class TempDir:
-    """A temporary directory ``<prefix><host>-<pid>-<token>`` (staging or quarantine work), its
-    owner and whether it is abandoned. Names without a host (older versions) count as this host's."""
-
-    path: Path
-    host: str | None
-    pid: int | None
-    age: float
-    foreign: bool  # made on another host: never removed here (its PID means nothing on this host)
-    stale: bool  # this host's, and its process is gone (or it is older than STALE_SECONDS)
-
-
-def temp_dir_owner(name: str, prefix: str) -> tuple[str | None, int | None]:
-    """``(host, pid)`` from a temporary directory's name (host None for the older ``<pid>-<token>``).
-
-    >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-"), temp_dir_owner(".staging-123-ab", ".staging-")
-    (('gate-host.lan', 123), (None, 123))
-    """
-    rest = name[len(prefix):]
-    parts = rest.rsplit("-", 2)
-    if len(parts) == 3 and parts[1].isdigit() and parts[0]:
-        return parts[0], int(parts[1])
-    head = rest.split("-", 1)[0]
-    return None, int(head) if head.isdigit() else None
-
-
-def temp_dirs(folder: Path, *, prefix: str) -> list[TempDir]:
-    """The temporary directories named ``prefix...`` in ``folder``, with their owners."""
-    out: list[TempDir] = []
-    if not Path(folder).is_dir():
-        return out
-    here = this_host()
-    for entry in sorted(Path(folder).iterdir()):
-        if not (entry.name.startswith(prefix) and entry.is_dir()):
-            continue
-        host, pid = temp_dir_owner(entry.name, prefix)
-        try:
-            age = time.time() - entry.stat().st_mtime
-        except FileNotFoundError:
-            continue
-        foreign = host is not None and host != here
-        gone = pid is None or not pid_alive(pid)
-        out.append(TempDir(path=entry, host=host, pid=pid, age=age, foreign=foreign,
-                           stale=not foreign and (gone or age > STALE_SECONDS)))
-    return out
-
-
-def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
-    """Remove leftovers of killed runs (this host's temporary directories of dead processes) in
-    ``folder``; another host's are left alone (``privacy-gate doctor`` reports them)."""
-    removed = []
-    for entry in temp_dirs(folder, prefix=prefix):
-        if entry.stale:
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed.append(entry.path)
-    return removed
-
-
-def _temp_dir(parent: Path, prefix: str) -> Path:  # private (0700): quarantine work, publication staging
-    parent.mkdir(parents=True, exist_ok=True)
-    return private_dir(parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}")
 
 
 def verify_published(folder: Path) -> dict[str, Any]:
@@ -270,10 +205,15 @@ class ReleaseStore:
     def __init__(self, *, workdir: Path, target: Path | str | None = None):
         self.workdir = Path(workdir)
         self.quarantine_root = self.workdir / QUARANTINE_DIR
+        # the default target is part of the workdir: a link planted there is refused like one in the
+        # quarantine (a target elsewhere is the operator's choice: --publish-to / publish.target)
+        self._target_root: Path | None = None
         if objectstore.is_s3(target):
             self.target: Path | str = str(target).rstrip("/")
+        elif target is not None:
+            self.target = Path(target)
         else:
-            self.target = Path(target) if target is not None else self.workdir / PUBLISHED_DIR
+            self.target, self._target_root = self.workdir / PUBLISHED_DIR, self.workdir
 
     @property
     def target_label(self) -> str:
@@ -283,26 +223,28 @@ class ReleaseStore:
     def quarantine(self, df: pd.DataFrame, *, fmt: str = "parquet") -> QuarantinedRelease:
         """Write the candidate release into quarantine, addressed by its content hash; private
         (folders 0700, files 0600) whatever the umask: it may hold training records."""
-        private_dir(self.quarantine_root, parents=True)
+        # every step below refuses a symbolic link under the workdir (private_files.LinkRefused)
+        root = self.workdir
+        private_dir(self.quarantine_root, parents=True, root=root)
         clean_stale(self.quarantine_root, prefix=QUARANTINE_TMP_PREFIX)
-        tmp = _temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX)
+        tmp = make_temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX, root=root)
         try:
             local = tmp / f"synthetic.{fmt}"
-            open_private(local).close()  # 0600 from the start: the writers keep an existing file's mode
+            open_private(local, root=root).close()  # 0600 from the start: the writers keep an existing file's mode
             if fmt == "parquet":
                 df.to_parquet(local, index=False)
             else:
                 df.to_csv(local, index=False)
-            private_file(local)
+            private_file(local, root=root)
             _fsync_file(local)
             sha = file_sha256(local)
-            folder = private_dir(self.quarantine_root / sha[:16])
+            folder = private_dir(self.quarantine_root / sha[:16], root=root)
             final = folder / local.name
-            if not final.exists():
-                os.replace(local, final)  # same filesystem: atomic
+            if not os.path.lexists(final):
+                replace_private(local, final, root=root)  # same filesystem: atomic
                 _fsync_dir(folder)
             else:
-                private_file(final)  # an older version's quarantine may be wider
+                private_file(final, root=root)  # an older version's quarantine may be wider; a link is refused
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         uri = None
@@ -340,9 +282,11 @@ class ReleaseStore:
             if manifest["sha256"] != release.sha256:
                 raise PublishError(f"{final} already holds a different release")
             return final / manifest["file"]
+        confine(self.target, self._target_root)
         self.target.mkdir(parents=True, exist_ok=True)
+        confine(self.target, self._target_root)
         clean_stale(self.target, prefix=STAGING_PREFIX)
-        staging = _temp_dir(self.target, STAGING_PREFIX)
+        staging = make_temp_dir(self.target, STAGING_PREFIX)
         try:
             _copy_file(release.path, staging / name)
             _fsync_file(staging / name)

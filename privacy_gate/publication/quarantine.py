@@ -24,7 +24,7 @@ from pathlib import Path
 
 from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.private_files import private_dir, private_file
+from privacy_gate.private_files import private_dir, private_file, replace_private
 
 FOLDER = ".quarantine"
 COMMIT = "quarantine.json"
@@ -84,19 +84,23 @@ def fetch(uri: str, *, root: Path, sha256: str | None = None) -> Path:
         raise QuarantineError(f"{uri}: the quarantined release is not the one judged")
     folder = Path(root) / committed["sha256"][:16]
     local = folder / uri.rsplit("/", 1)[1]
-    if local.is_file() and sha256_of(local) == committed["sha256"]:
-        return private_file(local)
-    private_dir(Path(root), parents=True)  # the local quarantine is private (0700 / 0600), as the store's
-    private_dir(folder)
+    # the local quarantine is private (0700 / 0600), as the store's; a link in it is refused, never followed
+    workdir = Path(root).parent
+    private_dir(Path(root), parents=True, root=workdir)
+    private_dir(folder, root=workdir)
+    if os.path.lexists(local):
+        private_file(local, root=workdir)
+        if sha256_of(local) == committed["sha256"]:
+            return local
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fetch-")
     os.close(fd)
     try:
         # boto3 writes a file of its own beside ``tmp`` and renames it over: mkstemp's 0600 is lost
         objectstore.download(uri, Path(tmp))
-        private_file(Path(tmp))
+        private_file(Path(tmp), root=workdir)
         if sha256_of(Path(tmp)) != committed["sha256"]:
             raise QuarantineError(f"{uri} does not match the sha256 in its {COMMIT}")
-        os.replace(tmp, local)
+        replace_private(Path(tmp), local, root=workdir)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

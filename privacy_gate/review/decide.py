@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from privacy_gate.safe_text import mask_secrets
 from privacy_gate import artifact_seal, names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
 from privacy_gate.gate.evidence import flagged_evidence
@@ -69,7 +70,9 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
             # re-checked with the claim held: a rival that decided between our read and our claim
             check_decidable(run_id, record.verdict, [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
                             current_sha256=record.current_sha256())
-            decision = dict(action=action, reviewer=reviewer, comment=comment, data_sha256=current, via=via,
+            # masked here, not only where it is stored: the record read back must equal the decision
+            decision = dict(action=action, reviewer=mask_secrets(reviewer), comment=mask_secrets(comment),
+                            data_sha256=current, via=via, run_id=run_id,
                             subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
                                           if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
                             suppress=suppress)

@@ -159,7 +159,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
     """(what was found, what --fix does, kind, the fix returning what it did) for a run whose
     decision log and tags disagree; None when they agree."""
     files = tracker.decision_files(run_id)
-    last = decision_log.effective(run_id, files, tags).last()
+    judged = (tracker.read_verified(run_id)[0].get("data_hashes") or {}).get("synthetic_file_sha256") if files else None
+    last = decision_log.effective(run_id, files, tags, release_sha256=judged).last()
     status = tags.get(names.TAG_APPROVAL_STATUS)
     if last is None:
         if status not in ("approved", "rejected"):

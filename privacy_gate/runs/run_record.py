@@ -41,7 +41,9 @@ class RunRecord:
         self.verdict, self.seal = tracker.read_verified(run_id)
         self._tracker = tracker
         self.config = json.loads(self._sealed_text(names.ART_CONFIG, names.SEAL_CONFIG_SHA))
-        self.decisions = [ReviewDecision.from_dict(d) for d in tracker.decision_log(run_id, self.tags).decisions]
+        judged = (self.verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
+        self.decisions = [ReviewDecision.from_dict(d) for d in
+                          tracker.decision_log(run_id, self.tags, release_sha256=judged).decisions]
         self.experiment_id = tracker.experiment_of(run_id)
         path = self.seal.get(names.SEAL_QUARANTINE) or self.tags.get(names.TAG_QUARANTINE)
         self.quarantine_location = path  # a local path, or an s3:// object (fetch_quarantine)

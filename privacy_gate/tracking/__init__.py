@@ -31,6 +31,7 @@ from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEA
 from privacy_gate.names import TAG_SIGNED
 from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
 from privacy_gate.processes import process_start, this_host
+from privacy_gate.safe_text import mask_secrets
 from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 from privacy_gate.tracking import attempt_runs
 from privacy_gate.tracking.records import RunRecords
@@ -222,7 +223,8 @@ class Tracker(RunRecords):
                 all_tags[TAG_ATTEMPT] = str(group.attempt)
         if parent:
             all_tags[attempt_runs.PARENT_TAG] = parent
-        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        run = self.client.create_run(self.experiment_id, run_name=mask_secrets(name),
+                                     tags={k: mask_secrets(v) for k, v in all_tags.items()})
         if top:
             group.record(run.info.run_id, self)
         return run.info.run_id
@@ -298,7 +300,7 @@ class Tracker(RunRecords):
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
 
-        items = [Param(bounded_key(k), str(v)[:6000]) for k, v in params.items()]
+        items = [Param(bounded_key(k), mask_secrets(v)[:6000]) for k, v in params.items()]
         for i in range(0, len(items), 100):
             self.client.log_batch(run_id, params=items[i : i + 100])
 
@@ -329,14 +331,15 @@ class Tracker(RunRecords):
         for name, df in tables.items():
             schema = {"mlflow_colspec": [{"name": str(c), "type": _colspec_type(df[c].dtype)} for c in df.columns]}
             dataset = Dataset(name=name, digest=digests[name][:36], source_type="privacy-gate",
-                              source=json.dumps({"uri": sources.get(name, name)}),
+                              source=json.dumps({"uri": mask_secrets(sources.get(name, name))}),
                               schema=json.dumps(schema), profile=json.dumps({"num_rows": int(len(df))}))
             inputs.append(DatasetInput(dataset, tags=[InputTag("mlflow.data.context", name)]))
         self.client.log_inputs(run_id, datasets=inputs)
 
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
+        """Every tag (the description too) with the credentials of any URI in it masked."""
         for k, v in tags.items():
-            text = str(v)
+            text = mask_secrets(v)
             if len(text) > MAX_TAG_VALUE_LENGTH:
                 text = text[: MAX_TAG_VALUE_LENGTH - 40] + f"… (+{len(text) - MAX_TAG_VALUE_LENGTH + 40} chars)"
             self.client.set_tag(run_id, bounded_key(k), text)
@@ -344,11 +347,13 @@ class Tracker(RunRecords):
     # ---- artifacts
     def log_json(self, run_id: str, obj: Any, path: str) -> str:
         """Log ``obj`` as JSON; returns the exact text logged (what a seal hashes)."""
-        text = json.dumps(obj, indent=2, default=str)
+        text = mask_secrets(json.dumps(obj, indent=2, default=str))
         self.client.log_text(run_id, text, path)
         return text
 
     def log_text(self, run_id: str, text: str, path: str) -> None:
+        """A text artifact, credentials in URIs masked: the text a seal hashes is the text stored."""
+        text = mask_secrets(text)
         self.client.log_text(run_id, text, path)
         if path in DERIVED_ARTIFACTS:  # a rendering made after the verdict: sealed on its own
             self.set_tags(run_id, artifact_seal.derived_tags(run_id, self.run_tags(run_id), path,
@@ -373,7 +378,7 @@ class Tracker(RunRecords):
         # every artifact written so far (the evidence a reviewer reads) is sealed with the verdict
         artifacts = artifact_seal.manifest(self.artifact_hashes(run_id))
         document = {**dict(verdict_dict), SEAL: {**dict(seal or {}), SEAL_SIGNED: signed, SEAL_ARTIFACTS: artifacts}}
-        text = json.dumps(document, indent=2, default=str)
+        text = mask_secrets(json.dumps(document, indent=2, default=str))  # digested as stored
         self.log_text(run_id, text, ART_VERDICT)
         self.set_tags(run_id, {
             TAG_VERDICT_DIGEST: verdict_digest(text),

@@ -43,11 +43,13 @@ class RunRecords:
         files = sorted(f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir)
         return [(f, self.read_text(run_id, f)) for f in files]
 
-    def decision_log(self, run_id: str, tags: Mapping[str, str] | None = None) -> DecisionLog:
+    def decision_log(self, run_id: str, tags: Mapping[str, str] | None = None, *,
+                     release_sha256: str | None = None) -> DecisionLog:
         """The run's decision log: the decisions that stand, and the void records that cancel the
-        approvals a killed ``approve`` never published (``decision_log``)."""
+        approvals a killed ``approve`` never published (``decision_log``); a record of another run or
+        (given ``release_sha256``) another release is refused."""
         return effective_decisions(run_id, self.decision_files(run_id),
-                                   self.run_tags(run_id) if tags is None else tags)
+                                   self.run_tags(run_id) if tags is None else tags, release_sha256=release_sha256)
 
     def decisions(self, run_id: str) -> list[dict[str, Any]]:
         """The decisions that stand on the run (void records and what they cancel left out)."""

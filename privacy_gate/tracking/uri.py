@@ -10,6 +10,7 @@ from pathlib import Path
 
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import ENV_TRACKING_URI, SQLITE_FILE
+from privacy_gate.safe_text import mask_uri
 
 #: MLflow 3.17's UI has a "GenAI / Model training" switch, read from the page's ``workflowType``
 #: query parameter (else the browser's last choice, default GenAI): our links ask for the classic
@@ -43,7 +44,7 @@ def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 
     import urllib.parse
     import urllib.request
 
-    where = f"MLflow tracking store {uri} (from {source})"
+    where = f"MLflow tracking store {mask_uri(uri)} (from {source})"
     if uri.startswith(("http://", "https://")):
         try:
             with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as response:
@@ -70,12 +71,15 @@ def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 
 
 
 def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` tracking URI, else None.
+    """The database file of a ``sqlite:///`` tracking URI, else None. Its query (driver options,
+    maybe a token) is not part of the file's name: a lock or seeded store beside it never carries it.
 
     >>> sqlite_path("sqlite:////tmp/wd/mlflow.db"), sqlite_path("http://127.0.0.1:5000")
     (PosixPath('/tmp/wd/mlflow.db'), None)
+    >>> sqlite_path("sqlite:////tmp/wd/mlflow.db?token=abc")
+    PosixPath('/tmp/wd/mlflow.db')
     """
-    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+    return Path(uri.removeprefix("sqlite:///").split("?", 1)[0]) if uri.startswith("sqlite:///") else None
 
 
 def default_tracking_uri(workdir: Path) -> str:

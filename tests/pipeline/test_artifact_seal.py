@@ -187,3 +187,21 @@ def test_a_run_without_a_manifest_is_not_approved():
 
     found = artifact_seal.changes("r1", {names.SEAL_SYNTHETIC_SHA: "ab"}, {}, {names.ART_SUBGROUPS: "cd"})
     assert [c.what for c in found] == ["unsealed"] and "seal.artifacts" in found[0].path
+
+
+@pytest.mark.parametrize("removed", [[names.ART_REPORT], [names.ART_SUMMARY], [names.ART_REPORT, names.ART_SUMMARY]],
+                         ids=["report", "summary", "both"])
+def test_a_rendering_removed_after_the_seal_is_named_and_refused(tmp_path, removed):
+    """The report and the summary are sealed after the verdict: deleting them is a removal too."""
+    run_id, tracker = make_signed_review_run(tmp_path)
+    store = Path(tracker.client.get_run(run_id).info.artifact_uri.removeprefix("file://"))
+    for path in removed:
+        (store / path).unlink()
+    found = {c.path: c.what for c in tracker.sealed_changes(run_id, tracker.read_verified(run_id)[1])}
+    assert found == {path: "removed" for path in removed}
+    code, out, _ = _cli("review", run_id, "--workdir", str(tmp_path))
+    assert code == 0 and out.startswith(f"WARNING: run {run_id} was changed"), out[:300]
+    assert all(f"  CHANGED {p}: sealed by the gate but no longer there" in out.splitlines() for p in removed), out[:600]
+    code, out, err = _cli("approve", run_id, "--reviewer", "ana", "--workdir", str(tmp_path))
+    assert code == 2 and all(f"{p}: sealed by the gate but no longer there" in err for p in removed), (out, err)
+    assert _published(tmp_path) == []

@@ -190,7 +190,8 @@ def test_reject_killed_is_completed_never_rolled_back(tmp_path, step):
 def _half_done_approval(uri: str, run_id: str, *, claim: str | None = None) -> dict:
     """The decision record of an approval, written as ``approve`` writes it, and nothing after."""
     tracker = tracking.Tracker(uri=uri, experiment=None)
-    decision = review.ReviewDecision.new(action="approve", reviewer="ana", data_sha256="ab" * 32).to_dict()
+    judged = tracker.read_verified(run_id)[0]["data_hashes"]["synthetic_file_sha256"]  # what approve decides on
+    decision = review.ReviewDecision.new(action="approve", reviewer="ana", data_sha256=judged, run_id=run_id).to_dict()
     tracker.log_json(run_id, decision, names.decision_artifact(1, "approve"))
     if claim:
         tracker.set_tags(run_id, {names.TAG_DECISION_CLAIM: claim})
