@@ -108,18 +108,6 @@ def test_a_bad_parameter_is_the_same_config_error_from_the_class_and_the_registr
         cls(**REQUIRED.get(name, {}), colour="red")
 
 
-def test_component_doctests():
-    import doctest
-
-    import privacy_gate.attacks.base
-    import privacy_gate.params
-    import privacy_gate.registry
-
-    for module in (privacy_gate.params, privacy_gate.registry, privacy_gate.attacks.base):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
-
-
 @pytest.mark.parametrize("name", GENERATORS)
 def test_every_generator_declares_capabilities_that_match_what_it_implements(name):
     caps = generator_capabilities(name)

@@ -6,15 +6,9 @@ tests/pipeline/test_review.py::test_paused_flow_resumed_with_typed_input_publish
 
 from __future__ import annotations
 
-import doctest
-
 import pytest
 from pydantic import ValidationError
 
-import privacy_gate.flows.coordination
-import privacy_gate.flows.review_wait
-import privacy_gate.flows.verdict_states
-import privacy_gate.gate.review_records
 from privacy_gate.errors import ReviewError
 from privacy_gate.flows.review_form import ReviewInput, review_form
 from privacy_gate.gate import Verdict
@@ -68,13 +62,6 @@ def test_groups_inside_a_suppressed_group_are_recorded_suppressed_not_approved()
     assert suppressed_with(list(FLAGGED), ["exposed"]) == []
     with pytest.raises(ReviewError, match=r"\['sex=Female&race=Black'\] approved, but their rows are removed"):
         _with_contained_groups(verdict, {"sex=Female&race=Black": "approve"}, ["race=Black"])
-
-
-def test_doctests():
-    for module in (privacy_gate.gate.review_records, privacy_gate.flows.verdict_states,
-                   privacy_gate.flows.coordination, privacy_gate.flows.review_wait):
-        result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
 def test_a_deployment_pauses_at_most_one_run_for_review(prefect_server, monkeypatch):

@@ -232,28 +232,6 @@ def test_copies_can_always_be_suppressed_other_labels_must_be_flagged():
         check_subgroup_decisions(verdict, {}, ["race=White"])
 
 
-def test_the_budget_modules_doctests():
-    """The examples in the budget's modules run (they are documentation that can fail)."""
-    import doctest
-
-    import privacy_gate.config
-    import privacy_gate.config.rules
-    import privacy_gate.config.sections
-    import privacy_gate.estimators.exposure
-    import privacy_gate.estimators.group_tests
-    import privacy_gate.estimators.tail_test
-    import privacy_gate.experiment.agreement
-    import privacy_gate.experiment.copies
-    import privacy_gate.gate.budget
-
-    for module in (privacy_gate.gate.budget, privacy_gate.experiment.copies, privacy_gate.experiment.agreement,
-                   privacy_gate.estimators.exposure, privacy_gate.estimators.tail_test,
-                   privacy_gate.estimators.group_tests, privacy_gate.config, privacy_gate.config.rules,
-                   privacy_gate.config.sections):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
-
-
 def test_a_release_that_avoids_its_members_is_reviewed_and_said_so():
     """The membership test reads the ensemble's two-sided p-value beside each attack's one-sided
     test: members ranked *below* non-members (ensemble AUC 0.1) hold the release back, and the

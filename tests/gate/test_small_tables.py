@@ -143,14 +143,3 @@ def test_the_pbc_table_gets_an_honest_verdict():
     assert all(is_insufficient_evidence(c) for c in v.reasons), [c.message for c in v.reasons]
     assert "insufficient_evidence.targets.min_per_class" in {c.key for c in v.reasons}
 
-
-def test_the_floor_modules_doctests():
-    import doctest
-
-    import privacy_gate.experiment.disclosure
-    import privacy_gate.experiment.floors
-    import privacy_gate.gate.rules
-
-    for module in (privacy_gate.experiment.floors, privacy_gate.gate.rules, privacy_gate.experiment.disclosure):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0, module.__name__

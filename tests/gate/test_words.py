@@ -4,7 +4,6 @@ or finding without a sentence fails here; an unknown check falls back to a gener
 from __future__ import annotations
 
 import dataclasses
-import doctest
 import math
 
 import pytest
@@ -123,10 +122,3 @@ def test_numbers_for_people_never_use_exponent_notation():
         if math.isfinite(value) and 1e-6 <= abs(value) < 1e15:  # and the figure is still the figure
             assert float(human_number(value, 6).replace(",", "")) == pytest.approx(value, rel=1e-5)
 
-
-def test_the_words_modules_doctests():
-    from privacy_gate.gate import budget_words, figure_words, human, what_if, words
-
-    for module in (words, budget_words, figure_words, human, what_if):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
