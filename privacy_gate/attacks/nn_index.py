@@ -127,7 +127,7 @@ def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
 #: candidates (full Adult and the 160,000-row benchmark keep their search); at 1,000,000 Adult-like
 #: rows (600,000 synthetic, 194 per cell) it probes 8 cells, and on 10,000 sampled pool records
 #: the nearest synthetic row was still the exact one for 97.7% (16 cells: 99.3%) and the nearest
-#: other pool record for 98.0% (99.4%) (benchmarks/results/scale.json has the times).
+#: other pool record for 98.0% (99.4%).
 PROBE_ROWS = 1_536
 #: cells searched per target, at most
 PROBE_CELLS = 16
