@@ -270,6 +270,11 @@ COPY_NEIGHBOURS = 32
 #: distances below this share of the typical nearest-real-record distance count as this distance
 #: (see :func:`copy_scores`)
 COPY_FLOOR = 0.01
+#: synthetic rows (a seeded sample, when there are more) whose nearest reference row sets
+#: ``copy_count``'s floor. The floor is a median: on 1,000,000 Adult-like rows (600,000 synthetic,
+#: 200,000 reference) 20,000 sampled rows gave 0.5858 against 0.5851 from all of them, in 22 s
+#: instead of 822 s — the whole search was the attack's largest cost and quadratic in the rows.
+FLOOR_SAMPLE = 20_000
 
 
 def copy_scores(d_syn: np.ndarray, d_real: np.ndarray, *, floor: float) -> np.ndarray:
@@ -292,6 +297,25 @@ def copy_scores(d_syn: np.ndarray, d_real: np.ndarray, *, floor: float) -> np.nd
     d_syn = np.maximum(np.asarray(d_syn, dtype=float), floor)
     gain = np.log(np.asarray(d_real, dtype=float)[:, None] + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
     return gain[:, 0] + np.maximum(gain[:, 1:], 0.0).sum(axis=1)
+
+
+def floor_median(synthetic: np.ndarray, reference: np.ndarray, *, chunk_bytes: int,
+                 sample: int = FLOOR_SAMPLE, seed: int = 0) -> float:
+    """Median distance from a synthetic row to its nearest reference row: over all synthetic rows,
+    or over a seeded sample of ``sample`` of them when there are more (``FLOOR_SAMPLE``). The floor
+    is one constant for every target, so sampling keeps every target scored by the same function;
+    the search over all rows grew as synthetic x reference rows.
+
+    >>> S = np.arange(10.0)[:, None]; floor_median(S, np.array([[0.0]]), chunk_bytes=2**20)
+    4.5
+    >>> m = floor_median(np.arange(100_000.0)[:, None], np.array([[0.0]]), chunk_bytes=2**20, sample=10_000)
+    >>> abs(m / 49_999.5 - 1) < 0.03  # all rows' median 49,999.5
+    True
+    """
+    if len(synthetic) > sample:  # sorted: the rows are read in their order, whatever the draw
+        synthetic = synthetic[np.sort(np.random.default_rng(seed).choice(len(synthetic), sample, replace=False))]
+    d, _ = nearest_distances(synthetic, reference, chunk_bytes=chunk_bytes)
+    return float(np.median(d))
 
 
 class CopyParams(DistanceParams):
@@ -319,8 +343,9 @@ class CopyCount(DistanceRatio):
         Memory budget in bytes for the temporary distance matrices.
 
     Learned attributes: those of ``dcr_ratio`` and ``floor_`` (``COPY_FLOOR`` times the median
-    distance from a synthetic row to its nearest reference row: fixed at fit, so every target is
-    scored by one function).
+    distance from a synthetic row to its nearest reference row — over a seeded sample of
+    ``FLOOR_SAMPLE`` synthetic rows when there are more: fixed at fit, so every target is scored
+    by one function).
     """
 
     params_model = CopyParams
@@ -328,8 +353,8 @@ class CopyCount(DistanceRatio):
 
     def fit(self, threat: ThreatModel) -> CopyCount:
         super().fit(threat)
-        d, _ = nearest_distances(self.synthetic_encoded_, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
-        self.floor_ = COPY_FLOOR * float(np.median(d))
+        self.floor_ = COPY_FLOOR * floor_median(self.synthetic_encoded_, self.reference_encoded_,
+                                                chunk_bytes=self.chunk_bytes)
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
-from privacy_gate.attacks.nn_index import approximate_nearest, ivf_cells
+from privacy_gate.attacks.nn_index import approximate_nearest_many, ivf_cells, probe_count
 from privacy_gate.data import Splits
 from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.encoding import MixedEncoder
@@ -131,8 +131,10 @@ def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, se
         # one k-means (on the synthetic rows) steers both searches: the pool's cells are the same
         # for every pool record, and training a second one cost as much as the searches
         cells = ivf_cells(synthetic, seed=seed)
-        d_syn = approximate_nearest(pool, synthetic, k=neighbours, cells=cells)
-        d_pool = approximate_nearest(pool, pool, k=2, cells=cells)
+        # and one choice of cells per record serves both: the synthetic rows and the pool are
+        # searched in the same cells, as many per record (bounded by the synthetic rows per cell)
+        d_syn, d_pool = approximate_nearest_many(pool, [(synthetic, neighbours), (pool, 2)], cells=cells,
+                                                 nprobe=probe_count(len(synthetic), len(cells)))
     # the nearest other record: the second of the two (the first is the record itself, distance
     # 0 — unless the search missed it, when the first is the nearest other)
     self_found = d_pool[:, 0] == 0.0

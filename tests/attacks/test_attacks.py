@@ -475,3 +475,18 @@ def test_create_attack_errors():
 def test_new_attack_parameter_errors_name_attack_and_parameter(name, params, pattern):
     with pytest.raises(ConfigError, match=f"attack '{name}'.*{pattern}"):
         create_attack(name, **params)
+
+
+def test_copy_count_floor_from_a_seeded_sample_matches_all_rows():
+    """``copy_count``'s floor is a median over synthetic rows: below ``FLOOR_SAMPLE`` rows it reads
+    all of them (the figure of the full search), above it a seeded sample, the same every run and
+    within sampling error of the full median."""
+    from privacy_gate.attacks.distance import floor_median
+
+    rng = np.random.default_rng(5)
+    S, R = rng.normal(size=(3_000, 6)), rng.normal(size=(1_000, 6))
+    full = float(np.median(nearest_distances(S, R, chunk_bytes=2**22)[0]))
+    assert floor_median(S, R, chunk_bytes=2**22) == full
+    a = floor_median(S, R, chunk_bytes=2**22, sample=1_000, seed=0)
+    assert a == floor_median(S, R, chunk_bytes=2**22, sample=1_000, seed=0)
+    assert abs(a / full - 1) < 0.05

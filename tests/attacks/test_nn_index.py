@@ -118,3 +118,53 @@ def test_auto_precision_switches_by_job_size_and_domias_says_so(monkeypatch):
 def test_precision_must_be_a_known_setting():
     with pytest.raises(Exception, match="precision"):
         GaussianKDE(precision="half")
+
+
+def _separate_ivf_search(targets, candidates, k, cells, nprobe):
+    """One plain faiss IVF search of its own (the member scan's search before the two shared their cells)."""
+    import faiss
+
+    C = np.ascontiguousarray(candidates, dtype=np.float32)
+    quantizer = faiss.IndexFlatL2(C.shape[1])
+    quantizer.add(np.ascontiguousarray(cells, dtype=np.float32))
+    index = faiss.IndexIVFFlat(quantizer, C.shape[1], len(cells))
+    index.add(C)
+    index.nprobe = nprobe
+    T = np.ascontiguousarray(targets, dtype=np.float32)
+    found = index.search(T, k)[1]
+    diff = C[np.maximum(found, 0)] - T[:, None, :]
+    d = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff).astype(np.float64))
+    d[found < 0] = np.inf
+    return np.sort(d, axis=1)
+
+
+@pytest.mark.parametrize("nprobe", [1, 3, 16])
+def test_the_shared_cell_choice_gives_the_separate_searches_answers(nprobe):
+    """The member scan searches the synthetic rows and the pool with one choice of cells per record:
+    the distances are those of two separate searches, bit for bit, copies and near-ties included."""
+    from privacy_gate.attacks.nn_index import approximate_nearest, approximate_nearest_many, ivf_cells
+
+    rng = np.random.default_rng(3)
+    S = rng.normal(size=(6_000, 7)).astype(np.float32)
+    P = np.vstack([S[:50], S[:50] + 1e-3, rng.normal(size=(4_000, 7))]).astype(np.float32)  # copies, near copies
+    P = np.vstack([P, P[:20]])  # exact twins in the pool
+    cells = ivf_cells(S, seed=0)
+    d_syn, d_pool = approximate_nearest_many(P, [(S, 32), (P, 2)], cells=cells, nprobe=nprobe, batch=1_000)
+    assert np.array_equal(d_syn, _separate_ivf_search(P, S, 32, cells, nprobe))
+    assert np.array_equal(d_pool, _separate_ivf_search(P, P, 2, cells, nprobe))
+    assert np.array_equal(d_syn, approximate_nearest(P, S, k=32, cells=cells, nprobe=nprobe))
+    assert (d_syn[:50, 0] == 0).all() and (d_pool[-20:, 1] == 0).all()
+
+
+def test_probed_cells_bound_the_rows_read_per_target():
+    """The inverted-file search reads about PROBE_ROWS candidates per target, so its cost grows
+    linearly in the targets: up to 16 cells while cells are small (full Adult, 160,000 rows keep
+    their search), fewer as they grow."""
+    from privacy_gate.attacks.nn_index import PROBE_CELLS, PROBE_ROWS, probe_count
+
+    for n in (10_000, 96_000, 600_000, 6_000_000):
+        nlist = int(4 * np.sqrt(n))
+        probes = probe_count(n, nlist)
+        assert 1 <= probes <= PROBE_CELLS
+        assert probes * n / nlist <= PROBE_ROWS + n / nlist  # at most one cell over the bound
+    assert probe_count(96_000, int(4 * np.sqrt(96_000))) == PROBE_CELLS
