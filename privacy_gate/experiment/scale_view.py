@@ -15,6 +15,13 @@ for every factor ``a > 0``: the scaled copy is an exact match, while a natural n
 in any ratio is not. The view drops one degree of freedom (the record's overall magnitude), which
 is what it pays; with fewer than two numeric-like columns it has nothing to compare and is not used.
 
+The categorical, missing-value and sign features (a one-hot block of about a hundred columns on
+Adult) enter through a fixed random projection to :data:`PROJECTED_DIMS` dimensions: equal blocks
+stay exactly equal, so a scaled copy still matches its record exactly, unequal ones stay apart
+(two records that differ in one category are sqrt(1) apart before, about as far after, the
+spread of a chi-square with that many degrees of freedom), and the view's search reads about a
+sixth of the columns (on full Adult it had doubled the scan's time with the whole block).
+
 The view is one function of each row and of the pool's per-column spread, the same for every
 record whichever split it is in, so the scan's exchangeability (and so its p-values) is kept.
 """
@@ -28,6 +35,10 @@ from privacy_gate.data.encoding import MixedEncoder, column_as_float
 
 #: the sign feature's weight: a value whose sign differs is as far as one one-hot category apart
 SIGN_WEIGHT = 0.5
+#: dimensions of the random projection of the categorical, missing-value and sign features
+PROJECTED_DIMS = 12
+#: the projection's seed: fixed, so the view is the same function in every run (it holds no secret)
+PROJECTION_SEED = 20261128
 
 
 def ratio_columns(encoder: MixedEncoder) -> list[str]:
@@ -85,14 +96,18 @@ class ScaleInvariantView:
         centred, _ = centred_log_magnitudes(pool, self.encoder, self.columns_)
         spread = centred.std(axis=0)
         self.scales_ = np.where(spread > 0, spread, 1.0)
+        numeric = set(self.positions_)
+        self.block_ = [j for j in range(self.encoder.n_features_out_) if j not in numeric]
+        width = len(self.block_) + len(self.columns_)
+        rng = np.random.default_rng(PROJECTION_SEED)
+        self.projection_ = rng.normal(size=(width, PROJECTED_DIMS)) / np.sqrt(PROJECTED_DIMS)
         return self
 
     def transform(self, frame: pd.DataFrame, encoded: np.ndarray) -> np.ndarray:
         """The view of ``frame`` (``encoded``: its base encoding, whose numeric features it replaces)."""
         centred, sign = centred_log_magnitudes(frame, self.encoder, self.columns_)
-        out = np.array(encoded, dtype=np.float64, copy=True)
-        out[:, self.positions_] = centred / self.scales_
-        return np.hstack([out, SIGN_WEIGHT * sign])
+        block = np.hstack([np.asarray(encoded, dtype=np.float64)[:, self.block_], SIGN_WEIGHT * sign])
+        return np.hstack([centred / self.scales_, block @ self.projection_])
 
 
-__all__ = ["SIGN_WEIGHT", "ScaleInvariantView", "centred_log_magnitudes", "ratio_columns"]
+__all__ = ["PROJECTED_DIMS", "PROJECTION_SEED", "SIGN_WEIGHT", "ScaleInvariantView", "centred_log_magnitudes", "ratio_columns"]
