@@ -26,6 +26,21 @@ from privacy_gate.safe_text import console_lines
 Action = Literal["approve", "reject"]
 
 
+def check_reviewer(reviewer: str) -> None:
+    """Refuse a decision without a reviewer name before any work is done: an empty name (e.g.
+    ``--reviewer "$USER"`` with ``USER`` unset) must not re-gate for a minute and then refuse.
+
+    >>> check_reviewer("ada")
+    >>> check_reviewer("  ")
+    Traceback (most recent call last):
+    ...
+    privacy_gate.errors.ReviewError: a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing was re-gated, published or recorded
+    """
+    if not isinstance(reviewer, str) or not reviewer.strip():
+        raise ReviewError("a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing "
+                          "was re-gated, published or recorded")
+
+
 @dataclass(frozen=True)
 class ReviewDecision:
     action: Action
@@ -45,8 +60,7 @@ class ReviewDecision:
     def __post_init__(self) -> None:
         if self.action not in ("approve", "reject"):
             raise ValueError(f"action must be approve or reject, got {self.action!r}")
-        if not self.reviewer.strip():
-            raise ReviewError("a decision needs a reviewer name (--reviewer NAME)")
+        check_reviewer(self.reviewer)
         bad = {g: a for g, a in self.subgroups.items() if a not in ("approve", "reject")}
         if bad:
             raise ReviewError(f"subgroup decisions must be 'approve' or 'reject', got {bad}")

@@ -18,7 +18,7 @@ from privacy_gate import artifact_seal, names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
 from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate,
+from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate, check_reviewer,
                                                check_subgroup_decisions, pending_text, suppressed_with)
 from privacy_gate.review.decision_lock import DecisionHold, decision_lock
 from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
@@ -49,6 +49,7 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
 
     One decision per run: the whole check-then-act holds the run's decision lock (across
     processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
+    check_reviewer(reviewer)  # before the lock, the quarantine fetch and any re-gate
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         # a decision a killed decider left half done is completed or rolled back first (decision_recovery)
