@@ -189,3 +189,15 @@ def test_every_example_and_deployment_runs_the_full_defaults(path):
     off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)
     assert off == {} and budget_tests(off) == list(BUDGET_TESTS)
     assert {r.key for r in cfg.gate.effective_rules} == {r.key for r in DEFAULT_RULES}
+
+
+def test_a_gate_only_config_names_the_sections_it_does_not_read(tmp_path):
+    """A release config given to ``gate --config``: its review, generator, dataset ... sections are
+    named (the CLI prints them), the judging sections are not."""
+    from privacy_gate.config.loading import ignored_sections
+
+    path = tmp_path / "judging.yaml"
+    path.write_text("review: {timeout_minutes: 5}\ngate: {review: 0.02}\ntargets: {}\n")
+    assert ignored_sections(path) == ["review"]
+    path.write_text("gate: {review: 0.02}\n")
+    assert ignored_sections(path) == []

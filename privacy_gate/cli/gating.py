@@ -15,7 +15,7 @@ import typer
 from privacy_gate.cli.checks import (check_components, check_dataset_inputs, check_inputs, load_release, preflight,
                                      require_files)
 from privacy_gate.cli.common import (VERDICT_EXIT_CODES, JsonOpt, OrchestratorOpt, WorkdirOpt, app, cli_logger,
-                                     probe_tracking, quiet_env, reconcile, show, usage_error, use_prefect)
+                                     probe_tracking, quiet_env, reconcile, say, show, usage_error, use_prefect)
 
 if TYPE_CHECKING:  # heavy: imported when a command runs
     from privacy_gate.pipeline.result import RunOutcome
@@ -164,6 +164,13 @@ def gate(
             check_components(None, {}, judging.attacks)
     except ConfigError as exc:
         usage_error(str(exc))
+    if config:
+        from privacy_gate.config.loading import ignored_sections
+
+        ignored = ignored_sections(config)
+        if ignored:
+            say(f"note: {config}: section(s) {', '.join(ignored)} are not read by a gate-only run (they configure "
+                "privacy-gate run); the judging sections are", err=True)
     limits = judging.inputs if judging is not None else InputLimits()
     check_inputs({"--train": train, "--holdout": holdout, "--reference": reference, "--synthetic": synthetic},
                  spec_model, limits,

@@ -171,6 +171,15 @@ def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
     return _judging_from({k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path)
 
 
+def ignored_sections(path: str | Path) -> list[str]:
+    """The sections of a ``--config`` file that a gate-only run does not read (a release config's
+    ``dataset``, ``generator``, ``review`` ...): the CLI names them instead of dropping them silently."""
+    raw = _read_yaml(Path(path))
+    if not isinstance(raw, dict):
+        return []
+    return sorted(k for k in raw if k in ReleaseConfig.model_fields and k not in GateOnlyConfig.model_fields)
+
+
 def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") -> GateOnlyConfig:
     """The one validation of judging sections, for ``--config`` and ``--rules`` files alike.
     ``gate_key``: what the file calls the gate section (``""`` for a bare ``rules:`` file), so
