@@ -94,23 +94,24 @@ def private_dir(path: Path, *, parents: bool = False, root: Path | None = None) 
         path.mkdir(mode=PRIVATE_DIR_MODE)  # the umask can only remove bits from 0700; never follows a last link
     except FileExistsError:
         pass
-    fd = _open_nofollow(path, os.O_RDONLY | os.O_DIRECTORY)  # a file there: NotADirectoryError
-    try:
-        os.fchmod(fd, PRIVATE_DIR_MODE)
-    finally:
-        os.close(fd)
+    _chmod_nofollow(path, os.O_RDONLY | os.O_DIRECTORY, PRIVATE_DIR_MODE)  # a file there: NotADirectoryError
     return path
 
 
 def private_file(path: Path, *, root: Path | None = None) -> Path:
     """Tighten an existing file to 0600 (a link there, or under ``root``, is refused, never followed)."""
     path = confine(Path(path), root)
-    fd = _open_nofollow(path, os.O_RDONLY)
+    _chmod_nofollow(path, os.O_RDONLY, PRIVATE_FILE_MODE)
+    return path
+
+
+def _chmod_nofollow(path: Path, flags: int, mode: int) -> None:
+    """chmod ``path`` through a descriptor opened without following a last link."""
+    fd = _open_nofollow(path, flags)
     try:
-        os.fchmod(fd, PRIVATE_FILE_MODE)
+        os.fchmod(fd, mode)
     finally:
         os.close(fd)
-    return path
 
 
 def open_private(path: Path, *, root: Path | None = None) -> BinaryIO:
