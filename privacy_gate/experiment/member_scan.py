@@ -155,11 +155,12 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     # the encoding is fitted on the whole pool, a symmetric function of it: fitted on the
     # reference alone, the reference records would be special (their categories and scales are
     # the encoding's) and no longer exchangeable with the holdout
-    encoder = MixedEncoder(spec=spec, data_name="the scan's pool").fit(pd.concat(parts, ignore_index=True))
+    pool_frame = pd.concat(parts, ignore_index=True)
+    encoder = MixedEncoder(spec=spec, data_name="the scan's pool").fit(pool_frame)
     # float32 encodings: the scan compares scores made by one procedure, so float32 distances keep
     # its p-values valid, and a million-row scan holds half the memory
     S = np.ascontiguousarray(encoder.transform(synthetic), dtype=np.float32)
-    P = np.ascontiguousarray(np.vstack([encoder.transform(p) for p in parts]), dtype=np.float32)
+    P = np.ascontiguousarray(encoder.transform(pool_frame), dtype=np.float32)
     if exact is None:
         exact = len(P) * (len(S) + len(P)) < EXACT_PAIRS
     scores = pool_copy_scores(P.astype(np.float64) if exact else P, S.astype(np.float64) if exact else S,
@@ -170,10 +171,8 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     view = ScaleInvariantView(encoder=encoder)
     views = 1
     if view.usable:
-        pool_frame = pd.concat(parts, ignore_index=True)
-        view.fit(pool_frame)
         dtype = np.float64 if exact else np.float32
-        VP = np.ascontiguousarray(view.transform(pool_frame, P), dtype=dtype)
+        VP = np.ascontiguousarray(view.fit_transform(pool_frame, P), dtype=dtype)
         VS = np.ascontiguousarray(view.transform(synthetic, S), dtype=dtype)
         scores = np.maximum(scores, pool_copy_scores(VP, VS, exact=exact, seed=seed))
         views = 2

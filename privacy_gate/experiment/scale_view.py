@@ -91,9 +91,18 @@ class ScaleInvariantView:
         return len(ratio_columns(self.encoder)) >= 2
 
     def fit(self, pool: pd.DataFrame) -> ScaleInvariantView:
+        self._fit(centred_log_magnitudes(pool, self.encoder, ratio_columns(self.encoder))[0])
+        return self
+
+    def fit_transform(self, pool: pd.DataFrame, encoded: np.ndarray) -> np.ndarray:
+        """``fit(pool)`` and the pool's view, its log-magnitudes read once."""
+        centred, sign = centred_log_magnitudes(pool, self.encoder, ratio_columns(self.encoder))
+        self._fit(centred)
+        return self._view(centred, sign, encoded)
+
+    def _fit(self, centred: np.ndarray) -> None:
         self.columns_ = ratio_columns(self.encoder)
         self.positions_ = [self.encoder.feature_names_out_.index(c) for c in self.columns_]
-        centred, _ = centred_log_magnitudes(pool, self.encoder, self.columns_)
         spread = centred.std(axis=0)
         self.scales_ = np.where(spread > 0, spread, 1.0)
         numeric = set(self.positions_)
@@ -101,11 +110,12 @@ class ScaleInvariantView:
         width = len(self.block_) + len(self.columns_)
         rng = np.random.default_rng(PROJECTION_SEED)
         self.projection_ = rng.normal(size=(width, PROJECTED_DIMS)) / np.sqrt(PROJECTED_DIMS)
-        return self
 
     def transform(self, frame: pd.DataFrame, encoded: np.ndarray) -> np.ndarray:
         """The view of ``frame`` (``encoded``: its base encoding, whose numeric features it replaces)."""
-        centred, sign = centred_log_magnitudes(frame, self.encoder, self.columns_)
+        return self._view(*centred_log_magnitudes(frame, self.encoder, self.columns_), encoded)
+
+    def _view(self, centred: np.ndarray, sign: np.ndarray, encoded: np.ndarray) -> np.ndarray:
         block = np.hstack([np.asarray(encoded, dtype=np.float64)[:, self.block_], SIGN_WEIGHT * sign])
         return np.hstack([centred / self.scales_, block @ self.projection_])
 
