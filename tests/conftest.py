@@ -83,6 +83,21 @@ def small_adult(adult_full, tmp_path_factory):
     return folder
 
 
+def write_group_leak(small_adult, folder, *, train: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Gate inputs in ``folder``: train / holdout / reference (rows :1800, 1800:2400, 2400: of the
+    ``small_adult`` real table; ``train`` replaces the first part when given) and a release that
+    is the independent rows plus verbatim copies of one race group's training rows (a REVIEW).
+    Returns the training frame written."""
+    real = pd.read_csv(small_adult / "real.csv")
+    train = real.iloc[:1800] if train is None else train
+    holdout, reference = real.iloc[1800:2400], real.iloc[2400:]
+    for name, df in {"train": train, "holdout": holdout, "reference": reference}.items():
+        df.to_csv(folder / f"{name}.csv", index=False)
+    leaked = train[train["race"] == "Asian-Pac-Islander"]
+    pd.concat([pd.read_csv(small_adult / "independent.csv"), leaked]).to_csv(folder / "synthetic.csv", index=False)
+    return train
+
+
 def review_rules() -> list[dict]:
     """Rules that replace (by key) the global exposed-share and partial-copy block bars.
 

@@ -12,14 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
 from privacy_gate.safe_text import mask_secrets, mask_uri
 
 from . import stack
-from .conftest import EXAMPLE, lighten, review_rules
+from .conftest import EXAMPLE, lighten, review_rules, write_group_leak
 
 PASSWORD = "Pw-Planted-5c1e7e"
 TOKEN = "Tk-Planted-8d02aa"
@@ -86,12 +85,7 @@ def test_an_unreachable_store_is_named_without_its_password(uri, how, tmp_path):
 def review_files(small_adult, tmp_path_factory):
     """train / holdout / reference and a release that copies one race group: a REVIEW."""
     folder = tmp_path_factory.mktemp("masked")
-    real = pd.read_csv(small_adult / "real.csv")
-    train, holdout, reference = real.iloc[:1800], real.iloc[1800:2400], real.iloc[2400:]
-    for name, df in {"train": train, "holdout": holdout, "reference": reference}.items():
-        df.to_csv(folder / f"{name}.csv", index=False)
-    leaked = train[train["race"] == "Asian-Pac-Islander"]
-    pd.concat([pd.read_csv(small_adult / "independent.csv"), leaked]).to_csv(folder / "synthetic.csv", index=False)
+    write_group_leak(small_adult, folder)
     (folder / "spec.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]))
     judging = lighten({"gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
                        "audit": {"intersections": []}})

@@ -31,7 +31,7 @@ from privacy_gate.cli import app
 from privacy_gate.errors import ConfigError
 from privacy_gate.label_key import LabelKey, matching_key
 
-from ..conftest import ADULT, EXAMPLE, lighten, review_rules
+from ..conftest import ADULT, EXAMPLE, lighten, review_rules, write_group_leak
 
 GROUP = "race=Asian-Pac-Islander"
 TOKEN = re.compile(r"#([0-9a-f]{10})\b")
@@ -153,12 +153,7 @@ def gated(small_adult, tmp_path_factory):
     """One gate (REVIEW: one race group's training rows copied) with native_country undeclared, then
     ``approve --suppress`` of that group. Returns the workdir, the run ids and every output."""
     folder = tmp_path_factory.mktemp("keyed")
-    real = pd.read_csv(small_adult / "real.csv")
-    train, holdout, reference = real.iloc[:1800], real.iloc[1800:2400], real.iloc[2400:]
-    for name, df in {"train": train, "holdout": holdout, "reference": reference}.items():
-        df.to_csv(folder / f"{name}.csv", index=False)
-    leaked = train[train["race"] == "Asian-Pac-Islander"]
-    pd.concat([pd.read_csv(small_adult / "independent.csv"), leaked]).to_csv(folder / "synthetic.csv", index=False)
+    write_group_leak(small_adult, folder)
     spec = yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]
     spec["columns"]["native_country"] = {"kind": "categorical"}  # no public list: rare countries are hashed
     (folder / "spec.yaml").write_text(yaml.safe_dump(spec))

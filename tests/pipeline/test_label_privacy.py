@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from privacy_gate.cli import app
 
-from ..conftest import EXAMPLE, lighten, review_rules
+from ..conftest import EXAMPLE, lighten, review_rules, write_group_leak
 
 PLANTED = ("Zq-Planted-Occupation-7731", "Xv-Rare-Occupation-0042")
 GROUP = "race=Asian-Pac-Islander"
@@ -35,15 +35,12 @@ def _invoke(args: list[str]) -> tuple[int, str, str]:
 def planted(small_adult, tmp_path_factory):
     folder = tmp_path_factory.mktemp("planted")
     real = pd.read_csv(small_adult / "real.csv")
-    train, holdout, reference = real.iloc[:1800].copy(), real.iloc[1800:2400], real.iloc[2400:]
+    train = real.iloc[:1800].copy()
     others = train.index[train["race"] != "Asian-Pac-Islander"]
     train.loc[others[:30], "occupation"] = PLANTED[0]
     train.loc[others[30:35], "occupation"] = PLANTED[1]
-    for name, df in {"train": train, "holdout": holdout, "reference": reference}.items():
-        df.to_csv(folder / f"{name}.csv", index=False)
     # an independent release plus verbatim copies of one race group's training rows: a REVIEW
-    leaked = train[train["race"] == "Asian-Pac-Islander"]
-    pd.concat([pd.read_csv(small_adult / "independent.csv"), leaked]).to_csv(folder / "synthetic.csv", index=False)
+    write_group_leak(small_adult, folder, train=train)
     spec = yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]
     spec["columns"]["occupation"] = {"kind": "categorical"}  # no public category list
     spec["subgroups"] = ["sex", "race", "occupation"]
