@@ -206,8 +206,17 @@ def calibration_panel_nulls() -> str:
     return _table(head, rows) + "\n\n" + source("calibration_panel_nulls")
 
 
+def _membership_share() -> float:
+    """The membership test's share of the default review budget (the budget module allocates it)."""
+    from privacy_gate.config import BudgetConfig
+    from privacy_gate.gate.budget import DEFAULT_WEIGHTS, allocate
+
+    budget = BudgetConfig()
+    return allocate(review=budget.review, block=budget.block, weights=DEFAULT_WEIGHTS)["membership"][0]
+
+
 #: the membership test's share of the default 2 % review budget (weight 2 of 10)
-MEMBERSHIP_SHARE = 0.004
+MEMBERSHIP_SHARE = _membership_share()
 
 
 def calibration_transforms() -> str:
@@ -224,7 +233,7 @@ def calibration_transforms() -> str:
 
 
 #: the membership ensemble's share of the review budget with five attacks (0.4 % / 6 components)
-ENSEMBLE_SHARE = 0.004 / 6
+ENSEMBLE_SHARE = MEMBERSHIP_SHARE / 6
 
 
 def calibration_power() -> str:
