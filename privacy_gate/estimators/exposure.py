@@ -159,15 +159,19 @@ def _fdr_level(q: float, m: int, method: FdrMethod) -> float:
     return q / float(np.sum(1.0 / np.arange(1, m + 1))) if method == "by" else q
 
 
-def naming_limit(n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh") -> tuple[float, int]:
+def naming_limit(n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh",
+                 views: int = 1) -> tuple[float, int]:
     """(the smallest p-value possible, the fewest records BH must find at that p-value to name
-    any): with ``n_calibration`` calibration records no p-value is below ``1 / (n0 + 1)``, and
-    step-up selection at ``q`` over ``n_tested`` records needs ``r`` with ``1/(n0+1) <= q r / m``.
+    any): with ``n_calibration`` calibration records no p-value is below ``1 / (n0 + 1)`` (times
+    ``views`` when that many views' p-values are combined by Bonferroni), and step-up selection at
+    ``q`` over ``n_tested`` records needs ``r`` with ``floor <= q r / m``.
 
     >>> naming_limit(8000, 4000, q=0.05)
     (0.00024993751562109475, 40)
+    >>> naming_limit(8000, 4000, q=0.05, views=2)[1]
+    80
     """
-    floor = 1.0 / (n_calibration + 1.0)
+    floor = min(1.0, views / (n_calibration + 1.0))
     level = _fdr_level(q, n_tested, method)
     return floor, min(n_tested, math.ceil(floor * n_tested / level - 1e-9))
 
