@@ -113,7 +113,7 @@ PLAIN_FIGURES = {
                 "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
                 "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
                 "scan_simes_pvalue", "share_pvalue", "scan_top_set", "scan_top_members", "scan_top_exposed_lower",
-                "scan_views"),
+                "scan_views", "scan_pool_share"),
     MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,

@@ -46,7 +46,7 @@ from privacy_gate.experiment.dependency import SourceShift, source_shift
 from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResult, control_records, measure_disclosure
 from privacy_gate.experiment.floors import Shortfall, calibration_level, control_shortfall, level_shortfall
 from privacy_gate.experiment.grouping import label_values, rare_values
-from privacy_gate.experiment.member_scan import ScanResult, scan_members
+from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
 from privacy_gate.gate import Verdict, decide
@@ -255,6 +255,10 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
     logger.info("  member scan (%s search, %d calibration records%s): %d of %d training records exposed at FDR %g; "
                 "tail-excess p %.4f (top %d)", s.search, s.calibration, " incl. the reference" if s.reference_calibrates
                 else "", s.count, s.tested, cfg.fdr, s.tail_pvalue, s.tail_top)
+    if s.pool_share < 1:
+        logger.info("  (the scan tested a seeded, equal-rate sample of %.0f%% of the pool's records: above %d "
+                    "records the sample keeps it within the time bound, and copies outside it go unscanned)",
+                    100 * s.pool_share, POOL_LIMIT)
     if s.count == 0:
         logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d records at that "
                     "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)

@@ -347,7 +347,11 @@ def _exposure(inp: ReportInputs) -> str:
             "weighted by how much closer) among the scores of the calibration records (the holdout, and the "
             "reference when it is a split the generator never read); the exposed ones are selected at the same FDR "
             "and listed by row id in <code>risk/exposed_members.parquet</code> (also suppressed by "
-            "<code>--suppress exposed</code>). Its tail-excess test sees a few people copied many times.")
+            "<code>--suppress exposed</code>). Its tail-excess test sees a few people copied many times."
+            + ("" if m.get("exposed.scan_pool_share", 1.0) >= 1 else
+               f" On a pool this large it tested a seeded, equal-rate sample of {100 * m['exposed.scan_pool_share']:.0f} %"
+               " of the records (the same chance for every split, so its tests stay valid); copies outside the "
+               "sample go unscanned."))
         note += _naming_note(m, "scan_", "training record")
     return _section("Exposed records", note + table, "exposure")
 

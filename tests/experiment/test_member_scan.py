@@ -231,3 +231,22 @@ def test_a_few_people_copied_several_times_fill_the_top_set_where_bh_names_none(
     assert res.metrics()["scan_top_exposed_lower"] == res.top_exposed_lower
     clean = scan_members(splits, _table(rng, 1500), SPEC, q=0.05, exact=True)
     assert clean.top_exposed_lower == 0
+
+
+def test_a_pool_above_the_limit_is_sampled_at_one_rate_and_keeps_its_power(monkeypatch):
+    """Above POOL_LIMIT the scan tests a sample of the pool: the share it says, every split at the
+    same rate, and 5 % verbatim copies still found by the tail test; the records it returns are
+    the sampled training records."""
+    import privacy_gate.experiment.member_scan as scan
+
+    rng = np.random.default_rng(8)
+    splits = _splits(rng, 2000, 1000, 1000)
+    release, _ = _release(rng, splits.train, 2000)
+    copied = rng.choice(2000, 100, replace=False)
+    release.iloc[:100] = splits.train.iloc[copied].to_numpy()
+    monkeypatch.setattr(scan, "POOL_LIMIT", 1500)
+    res = scan.scan_members(splits, release, SPEC, q=0.05, exact=True, calibration_reference=True)
+    assert 0.3 < res.pool_share < 0.45 and res.metrics()["scan_pool_share"] == res.pool_share
+    assert abs(res.tested / 2000 - res.pool_share) < 0.06 and abs(res.calibration / 2000 - res.pool_share) < 0.06
+    assert set(res.records["row_id"]) <= set(splits.train.index) and len(res.records) == res.tested
+    assert res.tail_pvalue < 0.002
