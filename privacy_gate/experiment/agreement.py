@@ -33,10 +33,11 @@ information is in integers of 1/16 bit (a lookup table built with the scalar ``l
 exact and the ranks do not depend on the CPU or the BLAS kernel.
 
 Views. The score is computed for all columns; for the declared ``quasi_identifiers``; and, when
-none are declared and ``linking`` asks for them (``exposure.linking_views``, off by default), for up
-to that many label-blind linking views found in the reference
-split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations that make reference
-records sample-unique). Each view adds a tail and a Simes p-value to the Bonferroni combination:
+none are declared, for up to ``linking`` label-blind linking views (``exposure.linking_views``, 1
+by default): first the column combination the release reproduces beyond chance, found from train
+and holdout as one set (:mod:`privacy_gate.experiment.reproduced_keys`), then combinations found
+in the reference split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations
+that make reference records sample-unique). Each view adds a tail and a Simes p-value to the Bonferroni combination:
 the price is a factor ``2 x views`` (6 with two linking views, against 2 for all columns alone).
 
 Training records and holdout records are exchangeable when nothing leaks, so, like the member
@@ -72,6 +73,7 @@ from scipy.spatial import cKDTree
 from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue
 from privacy_gate.estimators.tail_test import tail_excess_pvalue
+from privacy_gate.experiment.reproduced_keys import reproduced_key
 from privacy_gate.spec import DatasetSpec
 
 #: Quantile bins of a numeric column (edges from the reference split).
@@ -524,7 +526,12 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
         views["quasi_identifiers"] = qi  # a rare combination reproduced, whatever the other columns say
     elif not qi and linking > 0:
         # nothing declared: the combinations that single out reference records, found label-blind
-        found = linking_views(reference, spec, cols, views=linking)
+        # first the combination the release reproduces beyond chance, found from train and
+        # holdout as one set (reproduced_keys.py), then those that isolate reference records
+        key, _ = reproduced_key(pd.concat([train[cols], holdout[cols]], ignore_index=True), synthetic[cols],
+                                reference[cols], cols, seed=seed)
+        found = ([key] if key else []) + [v for v in linking_views(reference, spec, cols, views=linking)
+                                          if v != key][:linking - (1 if key else 0)]
         for i, combo in enumerate(found):
             views[f"linking_{i + 1}"] = [cols.index(c) for c in combo]
     parts, named = {}, None
