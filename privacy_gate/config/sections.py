@@ -152,7 +152,7 @@ class ExposureConfig(Strict):
     # chance (experiment/reproduced_keys.py), found from the pool as one set; further ones are the
     # combinations that isolate the most reference records (linking_views), which on Adult were
     # high-entropy measurements, not the demographics an attacker pastes (0 of 10 seeds). Each
-    # view adds two Bonferroni parts to the agreement test (a factor 4 with one view, against 2)
+    # view adds its tail test to the agreement Bonferroni (a factor 3 with one view, against 2)
     linking_views: int = Field(1, ge=0, le=4)
 
 
