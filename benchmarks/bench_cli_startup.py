@@ -27,12 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
+from benchmarks._common import ROOT, record
 
 #: The command line of one timed process; the file it ran is printed last on stderr, to check
 #: that the checkout's code ran (not the installed package's).
 CHILD = ("import atexit, runpy, sys\n"
-         "atexit.register(lambda: print('\\nRAN ' + sys.modules['privacy_gate'].__file__, file=sys.stderr))\n"
+         "atexit.register(lambda: print('\\nRAN ' + sys.modules['privacy_gate'].__file__, "
+         "file=sys.stderr))\n"
          "sys.argv = ['privacy-gate', *sys.argv[1:]]\n"
          "runpy.run_module('privacy_gate.cli', run_name='__main__')\n")
 
@@ -87,12 +88,14 @@ def main() -> None:
                     for name, checkout in checkouts.items():
                         r = _time(checkout, argv)
                         runs[label][name].append(r)
-                        print(f"[{i + 1}/{args.repeats}] {label:<32} {name:<8} {r['seconds']:6.2f} s  exit {r['exit']}",
+                        print(f"[{i + 1}/{args.repeats}] {label:<32} {name:<8} {r['seconds']:6.2f} "
+                              f"s  exit {r['exit']}",
                               flush=True)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
     summary = {}
-    print(f"\nmedian of {args.repeats} (baseline {base_commit} -> this {head}{' + uncommitted' if dirty else ''}):")
+    print(f"\nmedian of {args.repeats} (baseline {base_commit} -> this "
+          f"{head}{' + uncommitted' if dirty else ''}):")
     for label, by in runs.items():
         med = {k: statistics.median(r["seconds"] for r in v) for k, v in by.items()}
         exits = {k: sorted({r["exit"] for r in v}) for k, v in by.items()}

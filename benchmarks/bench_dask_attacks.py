@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_scale import adult_like  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_scale import adult_like
 
 
 class DaskClientExecutor:
@@ -93,11 +93,14 @@ def main() -> None:
                               "attacks_seconds": round(dask.timings["attacks"], 1), "decision": dask.decision},
            "attack_stage_speedup": round(local.timings["attacks"] / dask.timings["attacks"], 2),
            "identical_figures": not differing, "differing": differing[:20], "n_metrics": len(a)}
-    print(f"{args.rows:,} rows  attacks: one process {out['local']['attacks_seconds']} s, 2-worker LocalCluster "
+    print(f"{args.rows:,} rows  attacks: one process {out['local']['attacks_seconds']} s, 2-worker "
+          "LocalCluster "
           f"({args.score_chunks} scoring task(s) per attack) "
-          f"{out['dask_2_workers']['attacks_seconds']} s (speed-up {out['attack_stage_speedup']}x); gate "
+          f"{out['dask_2_workers']['attacks_seconds']} s (speed-up {out['attack_stage_speedup']}x); "
+          "gate "
           f"{out['local']['gate_seconds']} vs {out['dask_2_workers']['gate_seconds']} s; "
-          f"{'identical' if not differing else f'{len(differing)} differing'} figures ({len(a)} metrics)")
+          f"{'identical' if not differing else f'{len(differing)} differing'} figures ({len(a)} "
+          "metrics)")
     record("dask_attacks", {"settings": vars(args), **out})
 
 

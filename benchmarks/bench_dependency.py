@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record
 
 
 def main() -> None:
@@ -33,10 +33,15 @@ def main() -> None:
     ap.add_argument("--default-time", action="store_true", help="also time a study at the section's defaults")
     args = ap.parse_args()
 
-    from privacy_gate.config import DependencyStudyConfig, StudyGenerator, StudyScenario, load_release_config
+    from privacy_gate.config import (
+        DependencyStudyConfig,
+        StudyGenerator,
+        StudyScenario,
+        load_release_config,
+    )
+    from privacy_gate.report.dependency_plot import dependency_figure
     from privacy_gate.studies.dependency_study import plan_size, run_dependency_study
     from privacy_gate.studies.dependency_summary import invariant_lines
-    from privacy_gate.report.dependency_plot import dependency_figure
 
     logging.basicConfig(level=logging.WARNING)
     logger = logging.getLogger("privacy_gate.bench")
@@ -59,7 +64,8 @@ def main() -> None:
             default_seconds = time.perf_counter() - started
     print(f"\n{fits} generator fits in {seconds:.0f} s ({seconds / fits:.1f} s each)")
     if default_seconds is not None:
-        print(f"study at the section's defaults (source split, MST epsilon 1, 1,000 members, 5 repetitions): "
+        print("study at the section's defaults (source split, MST epsilon 1, 1,000 members, 5 "
+              "repetitions): "
               f"{default_seconds:.0f} s")
     print("\n".join(invariant_lines(result["invariants"])))
     fig = dependency_figure(result["summary"], prior=cfg.mace.prior)

@@ -29,8 +29,8 @@ What is made equal, so that differences are the methods':
   secret: a noisy copy's age never is (the former 0.00 on noisy copies). Here
   ``regression=True`` for numeric secrets: right within 5%, anonymeter relative to the guess
   (``|g - t| / g <= 0.05``), ours relative to the truth (``|g - t| <= 0.05 |t|``, the usual
-  relative error; anonymeter's criterion counts every negative guess as right). Ours is also reported
-  under anonymeter's criterion (``ours_by_anonymeter_criterion``).
+  relative error; anonymeter's criterion counts every negative guess as right). Ours is also
+  reported under anonymeter's criterion (``ours_by_anonymeter_criterion``).
 - Singling out is seeded in both (anonymeter's ``seed``; its univariate candidates come from an
   unordered polars ``group_by``, so even seeded they differ between runs: 114 and 140 training
   successes of 500 in two runs on the same data and seed); the predicates are each tool's own
@@ -180,7 +180,8 @@ print(json.dumps(out))
 
 
 def anonymeter_python(venv: Path | None) -> Path:
-    """The python of a virtual environment with anonymeter 1.1.0 (made here unless ``venv`` given)."""
+    """The python of a virtual environment with anonymeter 1.1.0 (made here unless ``venv``
+    given)."""
     if venv is not None:
         return venv / "bin" / "python"
     venv = Path(tempfile.mkdtemp(prefix="anonymeter-venv-")) / "venv"
@@ -234,7 +235,8 @@ def ours(spec, train, control, syn, *, n: int, link, seed: int, t_idx, c_idx, on
         t = time.perf_counter()
         so = singling_out(codes(), n_attacks=n, n_cols=n_cols, seed=seed, max_attempts=MULTI_ATTEMPTS)
         seconds = time.perf_counter() - t
-        # anonymeter's denominator: the predicates requested (our k_control is already size-corrected)
+        # anonymeter's denominator: the predicates requested (our k_control is already
+        # size-corrected)
         requested = disclosure_risk(k_train=so.risk.k_train, n_train=n, k_control=so.risk.k_control, n_control=n)
         out = {**figures(requested), "seconds": seconds, "native": figures(so.risk),
                "correction": {"queries_written": so.n_predicates, "factor": so.control_correction}}
@@ -280,10 +282,12 @@ def _judged(guess, truth, numeric: bool, criterion: str) -> np.ndarray:
 
 def inference_diagnostics(secret: str, numeric: bool, syn, train, control, t_idx, c_idx, mine: dict, a: dict, *,
                           copies: bool) -> dict:
-    """Counts (no values) that say where the two tools' inference attacks on the same targets part."""
+    """Counts (no values) that say where the two tools' inference attacks on the same targets
+    part."""
     aux = [c for c in syn.columns if c != secret]
     out = {}
-    # ambiguous targets: synthetic records hold their exact auxiliary values with more than one secret
+    # ambiguous targets: synthetic records hold their exact auxiliary values with more than one
+    # secret
     key = syn[aux].astype(str).agg("\x1f".join, axis=1)
     n_secrets = syn[secret].astype(str).groupby(key).nunique()
     for side, frame, idx, mc, ac, mh in (("train", train, t_idx, mine["chosen"][0], a["chosen_train"], mine["hits_train"]),
@@ -340,7 +344,8 @@ def main() -> None:
         rng = np.random.default_rng(seed)
         t_idx = rng.choice(n_train, args.n_attacks, replace=False)
         c_idx = rng.choice(n_control, args.n_attacks, replace=False)
-        # the equal-size check: training records subsampled to the control's size (no size correction)
+        # the equal-size check: training records subsampled to the control's size (no size
+        # correction)
         sub = np.sort(np.random.default_rng(10_000 + seed).choice(n_train, n_control, replace=False))
         splits.train[cols].iloc[sub].to_csv(folder / f"train_equal_{seed}.csv", index=False)
         targets[str(seed)] = {"train": t_idx.tolist(), "control": c_idx.tolist(), "equal": sub}
@@ -396,8 +401,10 @@ def main() -> None:
           f"{'agree':<7}{'ours s':>8}{'anon s':>9}{'x':>7}")
     for r in rows:
         o, a = r["ours"], r["anonymeter"]
-        print(f"{r['seed']:<5}{r['release']:<24}{r['evaluator']:<26}{o['risk']:6.3f} [{o['risk_lower']:6.3f},"
-              f"{o['risk_upper']:6.3f}]    {a['risk']:6.3f} [{a['risk_lower']:6.3f},{a['risk_upper']:6.3f}]    "
+        print(f"{r['seed']:<5}{r['release']:<24}{r['evaluator']:<26}{o['risk']:6.3f} "
+              f"[{o['risk_lower']:6.3f},"
+              f"{o['risk_upper']:6.3f}]    {a['risk']:6.3f} "
+              f"[{a['risk_lower']:6.3f},{a['risk_upper']:6.3f}]    "
               f"{'yes' if r['agree'] else 'NO':<7}{o['seconds']:8.2f}{a['seconds']:9.2f}{r['speedup']:7.1f}")
     per_eval = {}
     for r in rows:  # speed over the four releases (the equal-size check is extra), per pass
@@ -409,7 +416,8 @@ def main() -> None:
     speed = {k: {"ours_s": v[0], "anonymeter_s": v[1], "speedup": v[1] / max(v[0], 1e-9)} for k, v in per_eval.items()}
     tot_o, tot_a = sum(v[0] for v in per_eval.values()), sum(v[1] for v in per_eval.values())
     n_agree = sum(r["agree"] for r in rows)
-    print(f"per pass: ours {tot_o:.1f} s, anonymeter {tot_a:.1f} s, {tot_a / tot_o:.1f}x; agreement: {n_agree} of "
+    print(f"per pass: ours {tot_o:.1f} s, anonymeter {tot_a:.1f} s, {tot_a / tot_o:.1f}x; agreement: "
+          f"{n_agree} of "
           f"{len(rows)} cases")
     record("disclosure", {"benchmark": __doc__.splitlines()[0], "n_attacks": args.n_attacks, "seeds": args.seeds,
                           "multivariate_attempts": MULTI_ATTEMPTS, "tolerance": TOLERANCE,

@@ -1,4 +1,5 @@
-"""DOMIAS against its baselines on the bundled Adult data — the paper's Sec. 5.1 set-up, qualitatively.
+"""DOMIAS against its baselines on the bundled Adult data — the paper's Sec. 5.1 set-up,
+qualitatively.
 
 van Breugel et al. (2023) attack a TVAE trained to overfit (500 training rows, 2,000 epochs) and
 find DOMIAS beats LOGAN D1, MC, GAN-Leaks and GAN-Leaks CAL, and that most of the gain comes from
@@ -102,7 +103,8 @@ def one_seed(seed: int, *, epochs: dict[str, int], n_train: int) -> dict:
                 res["attacks"][EQ1_FLOW] = {"auc": m["auc"], "tpr_at_fpr_0.01": m["tpr_at_fpr_0.01"], "seconds": None}
                 res["flow_epochs"] = {"p_G": attack.density_synthetic_.n_epochs_, "p_R": attack.density_reference_.n_epochs_,
                                       "stopped_by": [attack.density_synthetic_.stopped_by_, attack.density_reference_.stopped_by_]}
-            print(f"  {label:28s} AUC {res['attacks'][label]['auc']:.3f}  TPR@1% {res['attacks'][label]['tpr_at_fpr_0.01']:.3f}  {seconds:6.1f} s",
+            print(f"  {label:28s} AUC {res['attacks'][label]['auc']:.3f}  TPR@1% "
+                  f"{res['attacks'][label]['tpr_at_fpr_0.01']:.3f}  {seconds:6.1f} s",
                   flush=True)
         out[gen] = res
     return out
@@ -126,8 +128,8 @@ def summarise(runs: dict[int, dict]) -> dict:
 
 
 def findings(table: dict, runs: dict[int, dict]) -> dict:
-    """Per generator: attacks ranked by mean AUC, and every baseline whose mean AUC beats DOMIAS (kde)
-    with the number of seeds on which it did — so a baseline win is reported, not hidden."""
+    """Per generator: attacks ranked by mean AUC, and every baseline whose mean AUC beats DOMIAS
+    (kde) with the number of seeds on which it did — so a baseline win is reported, not hidden."""
     out = {}
     for gen in GENERATORS:
         ranked = sorted(table[gen], key=lambda k: -table[gen][k]["auc_mean"])
@@ -184,11 +186,13 @@ def main() -> None:
         return
     record("domias_paper_adult", {
         "setup": {
-            "data": "bundled UCI Adult (48,842 rows, 15 columns); split 0.6/0.2/0.2 re-drawn per seed",
+            "data": "bundled UCI Adult (48,842 rows, 15 columns); split 0.6/0.2/0.2 re-drawn "
+                    "per seed",
             "n_train (members)": args.n_train, "n_non_members": args.n_train, "n_reference": N_REFERENCE,
             "n_synthetic": N_SYNTHETIC, "generators": {g: {"epochs": epochs[g], "batch_size": BATCH_SIZE} for g in GENERATORS},
             "seeds": list(runs), "flow_params": FLOW_PARAMS, "torch_threads": 1,
-            "note": "domias_eq1 (flow) is the p_G flow of the domias (flow) run (same data, seed and settings)",
+            "note": "domias_eq1 (flow) is the p_G flow of the domias (flow) run (same data, "
+                    "seed and settings)",
         },
         "total_seconds": round(total, 1),
         "summary": table,

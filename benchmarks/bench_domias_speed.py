@@ -114,9 +114,11 @@ def main() -> None:
         res["goal_s"] = GOALS_S[name]
         res["meets_goal"] = res["total_s"] < GOALS_S[name] and res["peak_rss_mib"] < GOAL_PEAK_MIB
         results[name] = res
-        print(f"{name:12s} fit {res['fit_s']:7.1f} s  score {res['score_s']:6.1f} s  total {res['total_s']:7.1f} s "
+        print(f"{name:12s} fit {res['fit_s']:7.1f} s  score {res['score_s']:6.1f} s  total "
+              f"{res['total_s']:7.1f} s "
               f"(goal < {GOALS_S[name]:.0f} s)  peak RSS {res['peak_rss_mib']:7.1f} MiB "
-              f"(after data prep {res['peak_rss_mib_before_attack']:.1f})  AUC(noisy copies) {res['auc_noisy_copies']:.3f}", flush=True)
+              f"(after data prep {res['peak_rss_mib_before_attack']:.1f})  AUC(noisy copies) "
+              f"{res['auc_noisy_copies']:.3f}", flush=True)
         for what in ("p_G", "p_R"):
             if what in res:
                 print(f"{'':12s} {what}: {res[what]}")

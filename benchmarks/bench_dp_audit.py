@@ -19,7 +19,8 @@ benchmarks/results/dp_audit.json after every row (a cut-off run keeps what it me
 5. Missing grid rows only (``--grid-rows gen:eps,...``): runs the named rows of the grid (2.) and
    merges them into ``dp_audit.json`` (replacing a row of the same generator and epsilon).
 
-    MLFLOW_DISABLE_TELEMETRY=true .venv/bin/python benchmarks/bench_dp_audit.py [--quick | --cost | --teeth [--seeds N]
+    MLFLOW_DISABLE_TELEMETRY=true .venv/bin/python benchmarks/bench_dp_audit.py [--quick | --cost |
+    --teeth [--seeds N]
         | --grid-rows privbayes:10,private_gsd:10 [--runs N]]
 """
 
@@ -63,7 +64,8 @@ def _row(name, params, data, spec, reference, settings):
 
 def cost() -> None:
     """The gate's default audit (200 fits per side) of MST at epsilon 1 on Adult's domain and train
-    split, both scores, the worst-case target: wall time (goal < 10 minutes), merged into the JSON."""
+    split, both scores, the worst-case target: wall time (goal < 10 minutes), merged into the
+    JSON."""
     spec, splits = adult_splits()
     row = _row("mst", {"epsilon": 1.0, "delta": 1e-9}, splits.train, spec, splits.reference,
                DPAuditSettings(runs=200, targets=("worst_case",)))
@@ -104,7 +106,8 @@ def grid_rows(which: list[tuple[str, float]], grid_runs: int = 150, runs: int | 
 
 
 def teeth(n_seeds: int = 10, runs: int = 200) -> None:
-    """Honest vs known-broken audits over seeds 0..n_seeds-1, same settings for all (see module doc)."""
+    """Honest vs known-broken audits over seeds 0..n_seeds-1, same settings for all (see module
+    doc)."""
     from privacy_gate.generators.mst import MSTGenerator
     from privacy_gate.generators.private_gsd import PrivateGSDGenerator
     from privacy_gate.generators.privbayes import PrivBayesGenerator
@@ -124,7 +127,8 @@ def teeth(n_seeds: int = 10, runs: int = 200) -> None:
     audits: list[dict] = []
     summary: dict[str, dict] = {}
     payload = {"benchmark": "DP audit teeth over seeds: honest vs known-broken generators",
-               "domain": "tests/dp_audit/domain.py: 200 private rows, 3 columns (2 x 3 x 4 cells + 1 public-only "
+               "domain": "tests/dp_audit/domain.py: 200 private rows, 3 columns (2 x 3 x 4 cells + 1 "
+                         "public-only "
                          "colour)",
                "settings": {"runs_per_side": runs, "targets": ["worst_case"], "scores": ["whitebox", "blackbox"],
                             "alpha": 0.05, "epsilon": 1.0, "delta": "1e-5 (MST, Private-GSD); PrivBayes pure DP",
@@ -150,7 +154,8 @@ def teeth(n_seeds: int = 10, runs: int = 200) -> None:
             summary[name] = {"honest": honest, "audits": len(mine), "exceeds_claim": sum(a["exceeds_claim"] for a in mine),
                              "epsilon_lower_min": min(lows), "epsilon_lower_max": max(lows),
                              "seeds_exceeding": [a["seed"] for a in mine if a["exceeds_claim"]]}
-            print(f"{name} seed {seed}: eps_lower {r.epsilon_lower:.3f} ({b.score}) vs claim {r.epsilon:g}: "
+            print(f"{name} seed {seed}: eps_lower {r.epsilon_lower:.3f} ({b.score}) vs claim "
+                  f"{r.epsilon:g}: "
                   f"{'EXCEEDS' if r.exceeds() else 'within'}; {audits[-1]['seconds']:.0f} s", flush=True)
             record("dp_audit_teeth", payload)
     print(json.dumps(summary, indent=1))

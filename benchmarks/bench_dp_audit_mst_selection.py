@@ -21,7 +21,8 @@ Steps 1-2 of MST only (step 3's Gaussian measurements are target-independent: on
    selection LLR of each, for the worst-case and the crafted target: E_in - E_out with its 95%
    interval.
 
-    MLFLOW_DISABLE_TELEMETRY=true .venv/bin/python benchmarks/bench_dp_audit_mst_selection.py [--runs 150] [--search 20]
+    MLFLOW_DISABLE_TELEMETRY=true .venv/bin/python benchmarks/bench_dp_audit_mst_selection.py
+    [--runs 150] [--search 20]
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ def main() -> None:
             break
     targets = {"worst_case": game.worst_case, "crafted": t}
     mu_meas = math.sqrt(4 * game.rho / 3)
-    payload = {"benchmark": "MST tree selection's LLR in the DP audit: Adult, (epsilon, delta) = (1, 1e-2)",
+    payload = {"benchmark": "MST tree selection's LLR in the DP audit: Adult, (epsilon, delta) = (1, "
+                            "1e-2)",
                "rho": game.rho, "d": game.d, "eps_round": game.eps_round, "claimed_mu": math.sqrt(2 * game.rho),
                "measurement_mu": mu_meas, "accounted_selection_mu": math.sqrt(2 * game.rho / 3),
                "round_entropy_nats": {"search_selections": k, "median": float(np.median(entropies)),
@@ -158,9 +160,12 @@ def main() -> None:
                "combined_mu_upper": math.sqrt(mu_meas**2 + hi),
                "claimed_over_combined_mu_upper": math.sqrt(2 * game.rho) / math.sqrt(mu_meas**2 + hi)}
         payload["targets"][name] = row
-        print(f"{name}: approx selection mu^2 {row['approx_mu2_search']:.4f} (search) / {row['approx_mu2_fresh']:.4f} "
-              f"(fresh); simulated E_in - E_out {diff:.4f} [{diff - half:.4f}, {diff + half:.4f}] over {runs} runs per "
-              f"side; measurements' mu {mu_meas:.4f} -> with the selection at most {row['combined_mu_upper']:.4f} "
+        print(f"{name}: approx selection mu^2 {row['approx_mu2_search']:.4f} (search) / "
+              f"{row['approx_mu2_fresh']:.4f} "
+              f"(fresh); simulated E_in - E_out {diff:.4f} [{diff - half:.4f}, {diff + half:.4f}] "
+              f"over {runs} runs per "
+              f"side; measurements' mu {mu_meas:.4f} -> with the selection at most "
+              f"{row['combined_mu_upper']:.4f} "
               f"(claimed / that {row['claimed_over_combined_mu_upper']:.3f})", flush=True)
     payload["seconds"] = time.perf_counter() - started
     record("dp_audit_mst_selection", payload)

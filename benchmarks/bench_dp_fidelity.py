@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import pandas as pd
-
 from _common import adult_splits, record
 
 DP_GENERATORS = ("mst", "privbayes", "private_gsd")
@@ -42,7 +41,8 @@ def main() -> None:
         q = marginal_quality(synth, splits.holdout, spec=spec)
         rows.append({"generator": name, "epsilon": eps, "repeat": rep, "tvd_1way": q["tvd_1way"],
                      "tvd_2way": q["tvd_2way"], "seconds": seconds})
-        print(f"{name:<22}{'-' if eps is None else eps:>8}  tvd1 {q['tvd_1way']:.4f}  tvd2 {q['tvd_2way']:.4f}"
+        print(f"{name:<22}{'-' if eps is None else eps:>8}  tvd1 {q['tvd_1way']:.4f}  tvd2 "
+              f"{q['tvd_2way']:.4f}"
               f"  ({seconds:.1f} s)", flush=True)
 
     for rep in range(args.repeats):
@@ -65,9 +65,11 @@ def main() -> None:
     base2 = summary.loc[summary.generator == "independent_marginals", "tvd_2way"].iloc[0]
     top = summary[(summary.epsilon == max(args.epsilons)) & summary.generator.isin(["mst", "privbayes"])]
     beats = {r.generator: bool(r.tvd_2way < base2) for r in top.itertuples()}
-    print(f"\nat epsilon {max(args.epsilons):g}, 2-way TVD below the independent baseline ({base2:.4f}): {beats}")
+    print(f"\nat epsilon {max(args.epsilons):g}, 2-way TVD below the independent baseline "
+          f"({base2:.4f}): {beats}")
     record("dp_fidelity_adult", {
-        "benchmark": "1-way/2-way marginal TVD vs holdout, Adult (train split -> synthetic of train size)",
+        "benchmark": "1-way/2-way marginal TVD vs holdout, Adult (train split -> synthetic of "
+                     "train size)",
         "n_train": n, "n_holdout": len(splits.holdout), "repeats": args.repeats,
         "rows": rows, "summary": summary.to_dict(orient="records"),
         "mst_privbayes_beat_independent_2way_at_max_epsilon": beats,

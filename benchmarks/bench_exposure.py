@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from tests.exposure_scenarios import Leak  # noqa: E402
+from benchmarks._common import record
+from tests.exposure_scenarios import Leak
 
 LEAKS: tuple[Leak, ...] = (
     *(Leak("people", k=k, m=m) for k in (2, 10, 30) for m in (1, 8, 40)),
@@ -130,8 +130,8 @@ def summarise(leak: Leak, rows: list[dict]) -> dict:
 
 
 def markdown_table(summary: list[dict]) -> str:
-    """The detection table (docs/per-sample.md): detection rate per leak type, today's rules and the new defaults, with
-    Wilson intervals, and what the new defaults name."""
+    """The detection table (docs/per-sample.md): detection rate per leak type, today's rules and the
+    new defaults, with Wilson intervals, and what the new defaults name."""
     lines = ["| leak (Adult, 8,000 training rows) | releases | today: not approved | new: not approved "
              "| new: records named (mean) | seeds where a true one is named | mean FDP of the named |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -139,7 +139,8 @@ def markdown_table(summary: list[dict]) -> str:
         seeds = c["seeds"]
         span = f"{seeds[0]}–{seeds[-1]}" if seeds else "-"
         lines.append(f"| {c['leak']} (seeds {span}) | {c['n']} "
-                     f"| {c['today_detected']}/{c['n']} [{c['today_wilson'][0]:.2f}, {c['today_wilson'][1]:.2f}] "
+                     f"| {c['today_detected']}/{c['n']} [{c['today_wilson'][0]:.2f}, "
+                     f"{c['today_wilson'][1]:.2f}] "
                      f"| {c['new_detected']}/{c['n']} [{c['new_wilson'][0]:.2f}, {c['new_wilson'][1]:.2f}] "
                      f"| {c['new_named_mean']:.1f} | {round(c['new_true_named_share'] * c['n'])}/{c['n']} "
                      f"| {c['new_fdp_mean']:.3f} |")
@@ -149,7 +150,8 @@ def markdown_table(summary: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--table", action="store_true",
-                        help="print the recorded results (benchmarks/results/exposure_adult.json) as the README's table")
+                        help="print the recorded results (benchmarks/results/exposure_adult.json) as the README's "
+                             "table")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per leak cell")
     parser.add_argument("--null-seeds", type=int, default=100, help="independent releases (false alarms)")
     parser.add_argument("--workers", type=int, default=2)
@@ -175,15 +177,18 @@ def main() -> None:
         for i, row in enumerate(pool.imap_unordered(judge, jobs), 1):
             rows.append(row)
             elapsed = time.perf_counter() - start
-            print(f"[{i}/{len(jobs)}] {row['leak']} seed {row['seed']}: today {row['today']}, new {row['new']} "
+            print(f"[{i}/{len(jobs)}] {row['leak']} seed {row['seed']}: today {row['today']}, new "
+                  f"{row['new']} "
                   f"({row['seconds']:.1f} s; ETA {elapsed / i * (len(jobs) - i) / 60:.1f} min)", flush=True)
     summary = [summarise(leak, sorted((r for r in rows if r["leak"] == leak.label), key=lambda r: r["seed"]))
                for leak, _ in cells]
     print(f"\n{'leak':<52} {'n':>4}  {'today':>17}  {'new':>17}  named (true share, FDP)")
     for c in summary:
-        print(f"{c['leak']:<52} {c['n']:>4}  {c['today_rate']:>5.2f} [{c['today_wilson'][0]:.2f},{c['today_wilson'][1]:.2f}]"
+        print(f"{c['leak']:<52} {c['n']:>4}  {c['today_rate']:>5.2f} "
+              f"[{c['today_wilson'][0]:.2f},{c['today_wilson'][1]:.2f}]"
               f"  {c['new_rate']:>5.2f} [{c['new_wilson'][0]:.2f},{c['new_wilson'][1]:.2f}]"
-              f"  {c['new_named_mean']:.1f} ({c['new_true_named_share']:.2f}, {c['new_fdp_mean']:.3f})")
+              f"  {c['new_named_mean']:.1f} ({c['new_true_named_share']:.2f}, "
+              f"{c['new_fdp_mean']:.3f})")
     record("exposure_adult", {"benchmark": __doc__.splitlines()[0], "setup": "tests/exposure_scenarios.py (Leak)",
                               "today": "commit bc3f293 rules and exposure figures (benchmarks/_legacy_exposure.py)",
                               "wall_seconds": round(time.perf_counter() - start, 1), "summary": summary,

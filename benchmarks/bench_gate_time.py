@@ -40,9 +40,15 @@ def main() -> None:
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
     from privacy_gate import evaluate
-    from privacy_gate.config import DEFAULT_RULES, AuditConfig, DisclosureConfig, ExposureConfig, GateConfig
-    from privacy_gate.names import DISCLOSURE_FAMILIES
+    from privacy_gate.config import (
+        DEFAULT_RULES,
+        AuditConfig,
+        DisclosureConfig,
+        ExposureConfig,
+        GateConfig,
+    )
     from privacy_gate.generators import create_generator
+    from privacy_gate.names import DISCLOSURE_FAMILIES
 
     spec, splits = adult_splits()
     generator = create_generator("gaussian_copula", seed=0).fit(splits.train, spec, reference=splits.reference)
@@ -62,7 +68,8 @@ def main() -> None:
         goal, out_name = 1.3, "gate_time_disclosure"
     seconds: dict[str, list[float]] = {k: [] for k in settings}
     decisions: dict[str, str] = {}
-    print(f"full Adult: {len(splits.train):,} train, {len(splits.holdout):,} holdout, {len(splits.reference):,} "
+    print(f"full Adult: {len(splits.train):,} train, {len(splits.holdout):,} holdout, "
+          f"{len(splits.reference):,} "
           f"reference, {len(synthetic):,} synthetic rows", flush=True)
     for i in range(args.repeats):
         for name, kw in settings.items():
@@ -73,7 +80,8 @@ def main() -> None:
             print(f"  repeat {i + 1}: {name:<5} {seconds[name][-1]:6.1f} s  {r.decision}", flush=True)
     medians = {k: statistics.median(v) for k, v in seconds.items()}
     ratio = medians["new"] / medians["today"]
-    print(f"median: today {medians['today']:.1f} s, new {medians['new']:.1f} s, ratio {ratio:.2f} (goal <= {goal})")
+    print(f"median: today {medians['today']:.1f} s, new {medians['new']:.1f} s, ratio {ratio:.2f} "
+          f"(goal <= {goal})")
     record(out_name, {"benchmark": __doc__.splitlines()[0], "mode": args.mode, "repeats": args.repeats,
                       "seconds": seconds,
                       "median_seconds": medians, "ratio_new_over_today": ratio, "decisions": decisions,

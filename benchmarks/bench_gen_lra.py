@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
+from benchmarks._common import record
 
 CELLS = ("near-copy-5%", "null-independent")
 ATTACKS = (("gen_lra", "gen_lra", {}), ("gen_lra (k=10)", "gen_lra", {"neighbours": 10}),
@@ -36,7 +36,8 @@ ATTACKS = (("gen_lra", "gen_lra", {}), ("gen_lra (k=10)", "gen_lra", {"neighbour
 
 
 def null_auc_sd(n1: int, n0: int) -> float:
-    """Standard deviation of the AUC when members and non-members are exchangeable (Mann-Whitney)."""
+    """Standard deviation of the AUC when members and non-members are exchangeable
+    (Mann-Whitney)."""
     return math.sqrt((n1 + n0 + 1) / (12 * n1 * n0))
 
 
@@ -82,7 +83,8 @@ def main() -> None:
                   flush=True)
 
     table = []
-    print(f"\n{'cell':>17} {'attack':>15} {'AUC mean (sd)':>16} {'AUC copied':>11} {'TPR@1%':>7} {'adv.':>6} {'s':>6}")
+    print(f"\n{'cell':>17} {'attack':>15} {'AUC mean (sd)':>16} {'AUC copied':>11} {'TPR@1%':>7} "
+          f"{'adv.':>6} {'s':>6}")
     for cell in CELLS:
         for label, _, _ in ATTACKS:
             sel = [r for r in runs if r["cell"] == cell and r["attack"] == label]
@@ -99,7 +101,8 @@ def main() -> None:
             cop = "-" if row["auc_copied_mean"] is None else f"{row['auc_copied_mean']:.3f}"
             sd = "" if row["auc_sd"] is None else f" ({row['auc_sd']:.3f})"
             print(f"{cell:>17} {label:>15} {row['auc_mean']:>9.3f}{sd:>7} {cop:>11} "
-                  f"{row['tpr_at_fpr_0.01_mean']:>7.3f} {row['advantage_mean']:>6.3f} {row['seconds_mean']:>6.2f}")
+                  f"{row['tpr_at_fpr_0.01_mean']:>7.3f} {row['advantage_mean']:>6.3f} "
+                  f"{row['seconds_mean']:>6.2f}")
     total = time.perf_counter() - started_all
     print(f"\ntotal {total:.0f} s; null AUC sd per seed {table[0]['null_auc_sd']:.4f}")
     record("gen_lra_adult", {"settings": {**vars(args), "cells": list(CELLS),

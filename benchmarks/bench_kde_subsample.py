@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
+from benchmarks._common import record
 
 
 def auc_se(auc: float, n1: int, n0: int) -> float:
@@ -85,7 +85,8 @@ def main() -> None:
                              "auc_se": auc_se(float(m["auc"]), n1, n1),
                              "median_rel_se_p_syn": None if rel is None else float(np.median(rel))})
     table = []
-    print(f"{'share':>6} {'cap':>6} {'AUC':>14} {'diff vs exact':>14} {'within SE':>10} {'TPR@1%':>8} "
+    print(f"{'share':>6} {'cap':>6} {'AUC':>14} {'diff vs exact':>14} {'within SE':>10} "
+          f"{'TPR@1%':>8} "
           f"{'MACE [lo, up]':>16} {'rel SE':>7} {'s':>5}")
     for share in args.shares:
         exact = {r["seed"]: r for r in rows if r["share"] == share and r["cap"] is None}
@@ -104,9 +105,11 @@ def main() -> None:
                    "seconds": float(np.mean([r["seconds"] for r in sel]))}
             table.append(row)
             rel = "-" if row["median_rel_se_p_syn"] is None else f"{row['median_rel_se_p_syn']:.1%}"
-            print(f"{share:>6} {str(cap or 'exact'):>6} {row['auc']:>14.4f} {row['auc_diff_mean']:>+14.4f} "
+            print(f"{share:>6} {str(cap or 'exact'):>6} {row['auc']:>14.4f} "
+                  f"{row['auc_diff_mean']:>+14.4f} "
                   f"{row['within_se']:>10} {row['tpr_at_fpr_0.01']:>8.4f} "
-                  f"[{row['mace_lower']:.3f}, {row['mace_upper']:.3f}] {rel:>7} {row['seconds']:>5.1f}")
+                  f"[{row['mace_lower']:.3f}, {row['mace_upper']:.3f}] {rel:>7} "
+                  f"{row['seconds']:>5.1f}")
     record("kde_subsample", {"settings": vars(args), "table": table, "runs": rows})
 
 

@@ -13,7 +13,8 @@ and by share leaked, for the DEVELOPMENT and REPORTED halves (``LEAK_DEVELOPMENT
 ``LEAK_REPORTED`` in ``benchmarks/calibration_tables.py``) and per table, and the null approval
 rate per table.
 
-    python benchmarks/bench_leak_power.py --tables cps1988 flchain --n-train 2000 --seeds 0 1 2 --draws 4
+    python benchmarks/bench_leak_power.py --tables cps1988 flchain --n-train 2000 --seeds 0 1 2
+    --draws 4
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
-from benchmarks.bench_calibration import distinct_sizes, git_head, signal_reasons, wilson  # noqa: E402
-from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED, TABLES  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record
+from benchmarks.bench_calibration import distinct_sizes, git_head, signal_reasons, wilson
+from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED, TABLES
 
 #: bins of the median information beyond natural twins (bits per leaked record)
 INFO_BINS = (float("-inf"), 0.0, 2.0, 5.0, 10.0, 20.0, float("inf"))
@@ -169,7 +170,8 @@ def _fmt(p: dict) -> str:
 
 
 def print_summary(s: dict) -> None:
-    print("\npower (share not approved, Wilson 95 %) by information beyond natural twins (median bits per record):")
+    print("\npower (share not approved, Wilson 95 %) by information beyond natural twins (median "
+          "bits per record):")
     for b, p in s["power_by_info"].items():
         dev = s["halves"]["development"]["power_by_info"].get(b)
         rep = s["halves"]["reported"]["power_by_info"].get(b)
@@ -236,7 +238,8 @@ def main(argv: list[str] | None = None) -> None:
     jobs = plan(args)
     wanted = {key(*j) for j in jobs}
     todo = [j for j in jobs if key(*j) not in done]
-    print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in {jsonl.relative_to(ROOT)}, "
+    print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in "
+          f"{jsonl.relative_to(ROOT)}, "
           f"{len(todo)} to run", flush=True)
     t0 = time.perf_counter()
     for i, j in enumerate(todo, 1):
@@ -248,11 +251,14 @@ def main(argv: list[str] | None = None) -> None:
             lab = r["label"]
             info = "–" if lab.get("info_median") is None else f"{lab['info_median']:.1f}"
             reasons = ",".join(sorted({_shown(c["key"]) for c in r["reasons"]}))
-            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4} {r['cell']:<36} "
-                  f"info {info:>6} bits share {100 * lab['share']:.1f}%: {r['decision']} {r['seconds']:.1f}s "
+            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4} "
+                  f"{r['cell']:<36} "
+                  f"info {info:>6} bits share {100 * lab['share']:.1f}%: {r['decision']} "
+                  f"{r['seconds']:.1f}s "
                   f"{reasons[:120]}", flush=True)
         else:
-            print(f"[{i}/{len(todo)}] {r['table']} seed {r['seed']} {r['draw']}: {r['status']} {r.get('note', '')[:200]}",
+            print(f"[{i}/{len(todo)}] {r['table']} seed {r['seed']} {r['draw']}: {r['status']} "
+                  f"{r.get('note', '')[:200]}",
                   flush=True)
     wall = time.perf_counter() - t0
     rows = [done[k] for k in done if k in wanted]

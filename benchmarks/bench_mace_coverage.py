@@ -32,18 +32,18 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import multiprocessing as mp  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import math
+import multiprocessing as mp
+import platform
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-from scipy import integrate  # noqa: E402
-from scipy.stats import norm  # noqa: E402
+import numpy as np
+from scipy import integrate
+from scipy.stats import norm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -248,13 +248,16 @@ def main() -> None:
 
     worst = min((r for r in rows if r["block"] == "main"), key=lambda r: r["coverage"])
     result = {
-        "what": "coverage, bias and speed of MACE advantage estimators on simulated scores with known truth",
+        "what": "coverage, bias and speed of MACE advantage estimators on simulated scores with "
+                "known truth",
         "delta": DELTA,
         "nominal_coverage": 1 - DELTA,
         "n_permutations": N_PERMUTATIONS,
-        "note": ("the benchmark uses 50 label permutations per estimate (library default 200) to keep the run "
+        "note": ("the benchmark uses 50 label permutations per estimate (library default 200) to keep "
+                 "the run "
                  "short; only bias / lower_permutation depend on it. lower = split bound (default); "
-                 "coverage_permutation_lower uses max(|2p-1|, estimate - radius - bias) instead. Balanced "
+                 "coverage_permutation_lower uses max(|2p-1|, estimate - radius - bias) instead. "
+                 "Balanced "
                  "targets (N1 = N0) unless member_share is given."),
         "draws_main": args.draws,
         "draws_extra": args.extra_draws,

@@ -42,12 +42,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import adult_splits, record  # noqa: E402
+from _common import adult_splits, record
 
-import privacy_gate.attacks.mama_mia  # noqa: E402,F401  (registers "mama_mia")
-from privacy_gate.attacks import OracleKnowledge, ThreatModel, create_attack, fit_attack  # noqa: E402
-from privacy_gate.estimators.metrics import roc_metrics  # noqa: E402
-from privacy_gate.generators import create_generator  # noqa: E402
+import privacy_gate.attacks.mama_mia  # noqa: F401  (registers "mama_mia")
+from privacy_gate.attacks import OracleKnowledge, ThreatModel, create_attack, fit_attack
+from privacy_gate.estimators.metrics import roc_metrics
+from privacy_gate.generators import create_generator
 
 N_TRAIN = 1000
 N_SYNTHETIC = 1000  # = training size, as in the paper
@@ -122,7 +122,8 @@ def run_accuracy(spec, splits, reps: int) -> tuple[dict, dict, list]:
                         rec["recall"].append(len(kept & real) / len(real))
                         rec["shadow_s"].append(attack.shadow_seconds_)
                 runs.append(row)
-        print(f"repetition {rep + 1}/{reps} done in {time.perf_counter() - t_rep:.1f} s (load {load()})", flush=True)
+        print(f"repetition {rep + 1}/{reps} done in {time.perf_counter() - t_rep:.1f} s (load "
+              f"{load()})", flush=True)
     return aucs, recovery, runs
 
 
@@ -151,8 +152,10 @@ def run_speed(spec, splits, repeats: int = 5) -> dict:
     par, ser = float(np.median(times["n_jobs=2"])), float(np.median(times["n_jobs=1"]))
     best_par, best_ser = min(times["n_jobs=2"]), min(times["n_jobs=1"])
     return {
-        "setup": f"MST epsilon 1, {N_TRAIN} training rows, {len(spec.attribute_columns)} columns, {N_SHADOW} shadow "
-                 f"runs, reference {N_REFERENCE} rows, {2 * N_TARGETS} targets; fit + score, median of {repeats} "
+        "setup": f"MST epsilon 1, {N_TRAIN} training rows, {len(spec.attribute_columns)} columns, "
+                 f"{N_SHADOW} shadow "
+                 f"runs, reference {N_REFERENCE} rows, {2 * N_TARGETS} targets; fit + score, median of "
+                 f"{repeats} "
                  "alternating runs after one warm-up",
         "seconds_n_jobs_2": round(par, 3),
         "seconds_n_jobs_1": round(ser, 3),
@@ -184,7 +187,8 @@ def print_table(summary: dict, recovery: dict) -> None:
         for e, per_eps in per_gen.items():
             cells = " ".join(f"{per_eps[a]['mean']:.3f} ± {per_eps[a]['std']:.3f}".rjust(17) for a in labels)
             rec = recovery[g][e]
-            print(f"{g:10s} {float(e):>8g} {cells} {rec['kept']:>8.1f} {rec['precision']:>5.2f} {rec['recall']:>6.2f}")
+            print(f"{g:10s} {float(e):>8g} {cells} {rec['kept']:>8.1f} {rec['precision']:>5.2f} "
+                  f"{rec['recall']:>6.2f}")
 
 
 def main() -> None:
@@ -208,19 +212,24 @@ def main() -> None:
         speed["note"] = (f"re-measured alone with --speed-only; the accuracy runs are from {accuracy_when}, "
                          "'in_full_run' is the speed section of that run")
         speed["in_full_run"] = previous["speed"].get("in_full_run", previous["speed"])
-        print(f"speed: n_jobs=2 {speed['seconds_n_jobs_2']} s, n_jobs=1 {speed['seconds_n_jobs_1']} s, speed-up "
-              f"{speed['speedup']}x (best of 5: {speed['best_seconds_n_jobs_2']} s vs {speed['best_seconds_n_jobs_1']}"
-              f" s, {speed['best_speedup']}x); load average before {load_start}, after {speed['load_average_after']}")
+        print(f"speed: n_jobs=2 {speed['seconds_n_jobs_2']} s, n_jobs=1 {speed['seconds_n_jobs_1']} "
+              "s, speed-up "
+              f"{speed['speedup']}x (best of 5: {speed['best_seconds_n_jobs_2']} s vs "
+              f"{speed['best_seconds_n_jobs_1']}"
+              f" s, {speed['best_speedup']}x); load average before {load_start}, after "
+              f"{speed['load_average_after']}")
         record("mama_mia_adult", {**{k: v for k, v in previous.items() if k not in ("when", "machine")},
                                   "accuracy_when": accuracy_when, "speed": speed})
         return
-    print(f"Adult splits: train {len(splits.train)}, holdout {len(splits.holdout)}, reference {len(splits.reference)}; "
+    print(f"Adult splits: train {len(splits.train)}, holdout {len(splits.holdout)}, reference "
+          f"{len(splits.reference)}; "
           f"load average {load_start}", flush=True)
 
     t0 = time.perf_counter()
     speed = run_speed(spec, splits)
     print(f"speed: n_jobs=2 {speed['seconds_n_jobs_2']} s, n_jobs=1 {speed['seconds_n_jobs_1']} s, "
-          f"speed-up {speed['speedup']}x (best of 5: {speed['best_speedup']}x; {time.perf_counter() - t0:.1f} s)",
+          f"speed-up {speed['speedup']}x (best of 5: {speed['best_speedup']}x; "
+          f"{time.perf_counter() - t0:.1f} s)",
           flush=True)
 
     aucs, recovery, runs = run_accuracy(spec, splits, args.reps)
@@ -230,7 +239,8 @@ def main() -> None:
     print_table(summary, rec_summary)
     print(f"\nspeed (fit + score, {N_SHADOW} shadow runs, MST, {N_TRAIN} rows x 15 columns): "
           f"n_jobs=2 {speed['seconds_n_jobs_2']:.2f} s, serial {speed['seconds_n_jobs_1']:.2f} s, "
-          f"speed-up {speed['speedup']:.2f}x (medians; best of 5: {speed['best_seconds_n_jobs_2']:.2f} s vs "
+          f"speed-up {speed['speedup']:.2f}x (medians; best of 5: "
+          f"{speed['best_seconds_n_jobs_2']:.2f} s vs "
           f"{speed['best_seconds_n_jobs_1']:.2f} s, {speed['best_speedup']:.2f}x)")
     total = time.perf_counter() - t_all
     load_end = load()
@@ -243,8 +253,10 @@ def main() -> None:
             "n_shadow": N_SHADOW, "generators": {g: {"epsilon": "varied", **x} for g, x in GENERATORS.items()},
             "attacks": {k: {p: v for p, v in cfg.items()} for k, cfg in ATTACKS.items()},
             "notes": [
-                "synthetic size = training size (paper); reference = 5,000 rows of the reference split, also "
-                "used as the generator's public discretisation reference (as the release flow does)",
+                "synthetic size = training size (paper); reference = 5,000 rows of the "
+                "reference split, also "
+                "used as the generator's public discretisation reference (as the release flow "
+                "does)",
                 "members: 200 of the 1,000 training rows; non-members: 200 holdout rows",
                 "AUC std is the sample std over repetitions",
             ],

@@ -16,7 +16,8 @@ the attack given the largest weight (a copy is named only where copies outnumber
         --n-train 12000 [--cache DIR]
 
 ``--cache DIR`` keeps each gate's scores as ``DIR/<cell>-<seed>-<n_train>.pkl`` and reuses them
-(a rerun with other naming code costs seconds). Results: ``benchmarks/results/naming_<n_train>.json``.
+(a rerun with other naming code costs seconds). Results:
+``benchmarks/results/naming_<n_train>.json``.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_calibration import git_head  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_calibration import git_head
 
 Q = 0.05
 
@@ -101,9 +102,12 @@ def main(argv: list[str] | None = None) -> None:
             row = {"cell": cell, "seed": seed, **naming_row(gate_scores(cell, seed, args.n_train, args.cache))}
             rows.append(row)
             w, e = row["weighted"], row["equal"]
-            print(f"{cell:>14} seed {seed}: {row['copied_tested']:4d} copied targets | weighted named {w['named']:4d} "
-                  f"(FDP {w['fdp']:.3f}) | equal named {e['named']:4d} (FDP {e['fdp']:.3f}) | favourite "
-                  f"{row['favourite']} {row['weights'][row['favourite']]:.2f}, twins at the copies' median "
+            print(f"{cell:>14} seed {seed}: {row['copied_tested']:4d} copied targets | weighted "
+                  f"named {w['named']:4d} "
+                  f"(FDP {w['fdp']:.3f}) | equal named {e['named']:4d} (FDP {e['fdp']:.3f}) | "
+                  "favourite "
+                  f"{row['favourite']} {row['weights'][row['favourite']]:.2f}, twins at the copies' "
+                  "median "
                   f"{row['twins_at_copy_median']} | {time.perf_counter() - t0:.0f} s", flush=True)
     summary = {}
     for cell in args.cells:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_kde_subsample import attack_inputs, auc_se  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_kde_subsample import attack_inputs, auc_se
 
 
 def speed(rows: int, n_targets: int) -> dict:
@@ -140,19 +140,26 @@ def main() -> None:
     if not args.skip_speed:
         s = speed(args.rows, args.targets)
         result["speed"] = s
-        print(f"nearest record, {s['targets']:,} targets x {s['candidates']:,} rows x {s['dims']} dims: plain "
-              f"{s['nearest_plain_s']} s, index {s['nearest_index_s']} s ({s['nearest_speedup']}x); max |diff| "
-              f"{s['nearest_max_abs_diff']:.1e}; exact fallback for {s['nearest_exact_fallback_targets']} targets")
-        print(f"KDE: float64 {s['kde_float64_s']} s, float32 {s['kde_float32_s']} s ({s['kde_speedup']}x); log-density "
-              f"|diff| max {s['kde_max_abs_diff']:.1e}, median {s['kde_median_abs_diff']:.1e}; Spearman {s['kde_spearman']:.10f}")
+        print(f"nearest record, {s['targets']:,} targets x {s['candidates']:,} rows x {s['dims']} "
+              "dims: plain "
+              f"{s['nearest_plain_s']} s, index {s['nearest_index_s']} s ({s['nearest_speedup']}x); "
+              "max |diff| "
+              f"{s['nearest_max_abs_diff']:.1e}; exact fallback for "
+              f"{s['nearest_exact_fallback_targets']} targets")
+        print(f"KDE: float64 {s['kde_float64_s']} s, float32 {s['kde_float32_s']} s "
+              f"({s['kde_speedup']}x); log-density "
+              f"|diff| max {s['kde_max_abs_diff']:.1e}, median {s['kde_median_abs_diff']:.1e}; "
+              f"Spearman {s['kde_spearman']:.10f}")
     table, rows = agreement(args.seeds, args.shares)
     result["agreement"], result["runs"] = table, rows
-    print(f"{'share':>6} {'attack':>10} {'AUC exact':>10} {'AUC fast':>10} {'max|dAUC|':>10} {'max|dTPR1%|':>12} "
+    print(f"{'share':>6} {'attack':>10} {'AUC exact':>10} {'AUC fast':>10} {'max|dAUC|':>10} "
+          f"{'max|dTPR1%|':>12} "
           f"{'MACE exact':>16} {'MACE fast':>16} {'within SE':>9}")
     for r in table:
         print(f"{r['share']:>6} {r['attack']:>10} {r['auc_exact']:>10.4f} {r['auc_fast']:>10.4f} "
               f"{r['max_abs_diff_auc']:>10.1e} {r['max_abs_diff_tpr_at_fpr_0.01']:>12.1e} "
-              f"[{r['mace_exact'][0]:.3f}, {r['mace_exact'][1]:.3f}] [{r['mace_fast'][0]:.3f}, {r['mace_fast'][1]:.3f}] "
+              f"[{r['mace_exact'][0]:.3f}, {r['mace_exact'][1]:.3f}] [{r['mace_fast'][0]:.3f}, "
+              f"{r['mace_fast'][1]:.3f}] "
               f"{r['auc_within_se']:>9}")
     record("nn_index", result)
 

@@ -26,13 +26,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
-from privacy_gate import evaluate  # noqa: E402
-from privacy_gate.config import load_spec  # noqa: E402
-from privacy_gate.data import conform, read_table  # noqa: E402
-from privacy_gate.estimators.metrics import roc_metrics  # noqa: E402
-from privacy_gate.generators import create_generator  # noqa: E402
-from privacy_gate.names import STRONGEST  # noqa: E402
+from benchmarks._common import ROOT, record
+from privacy_gate import evaluate
+from privacy_gate.config import load_spec
+from privacy_gate.data import conform, read_table
+from privacy_gate.estimators.metrics import roc_metrics
+from privacy_gate.generators import create_generator
+from privacy_gate.names import STRONGEST
 
 SETTINGS = [("gan", {})] + [("privgan", {"n_generators": n, "privacy_weight": lam})
                             for n in (2, 4) for lam in (0.1, 1.0, 10.0)]
@@ -77,9 +77,11 @@ def main() -> None:
         for seed in range(args.seeds):
             r = one(seed, name, params, rows=args.rows, epochs=args.epochs, data=data, spec=spec)
             rows.append(r)
-            print(f"{name:8s} N={params.get('n_generators', 1)} lambda={params.get('privacy_weight', 0):<4} "
+            print(f"{name:8s} N={params.get('n_generators', 1)} "
+                  f"lambda={params.get('privacy_weight', 0):<4} "
                   f"seed {seed}: {r['decision']:7s} AUC {r['auc']:.3f} ({r['strongest_attack']}) "
-                  f"MACE [{r['mace_lower']:.3f}, {r['mace_upper']:.3f}] white-box AUC {r['white_box_auc']:.3f} "
+                  f"MACE [{r['mace_lower']:.3f}, {r['mace_upper']:.3f}] white-box AUC "
+                  f"{r['white_box_auc']:.3f} "
                   f"quality {r['utility_quality']:.3f} fit {r['fit_seconds']:.0f} s", flush=True)
     table = (pd.DataFrame(rows).fillna({"n_generators": 1, "privacy_weight": 0.0})
              .groupby(["generator", "n_generators", "privacy_weight"], sort=False)

@@ -62,8 +62,10 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       r"tests/pipeline/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)",
       r"tests/pipeline/test_keyed_labels\.py::test_concurrent_first_uses")),
     ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered releases, a "
-                  "re-gate's run decided alone (its kind tag edited), evidence artifacts edited, added or removed "
-                  "after the seal (the report and summary too), forged void records, another run's decision record "
+                  "re-gate's run decided alone (its kind tag edited), evidence artifacts edited, added or "
+                  "removed "
+                  "after the seal (the report and summary too), forged void records, another run's decision "
+                  "record "
                   "copied in, symbolic links planted in the workdir's quarantine and publish folder",
      (r"tests/pipeline/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
       r"tests/publish/test_objectstore\.py::test_s3_reader_contract",
@@ -108,7 +110,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", nargs="+", metavar="MODULE",
-                        help="run only these test modules (tests/...py) and merge their cases into the recorded table")
+                        help="run only these test modules (tests/...py) and merge their cases into the recorded "
+                             "table")
     args = parser.parse_args()
     modules = args.only or _modules()
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true",
@@ -140,10 +143,13 @@ def main() -> None:
                      "failed": sum(c["outcome"] == "failed" for c in mine),
                      "skipped": sum(c["outcome"] == "skipped" for c in mine)})
     total = {k: sum(r[k] for r in rows) for k in ("probes", "closed", "failed", "skipped")}
-    print("\n| kind | what the probes do | probes | closed | failed | skipped |\n|---|---|---:|---:|---:|---:|")
+    print("\n| kind | what the probes do | probes | closed | failed | skipped "
+          "|\n|---|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['kind']} | {r['what']} | {r['probes']} | {r['closed']} | {r['failed']} | {r['skipped']} |")
-    print(f"| **all** | | **{total['probes']}** | **{total['closed']}** | {total['failed']} | {total['skipped']} |")
+        print(f"| {r['kind']} | {r['what']} | {r['probes']} | {r['closed']} | {r['failed']} | "
+              f"{r['skipped']} |")
+    print(f"| **all** | | **{total['probes']}** | **{total['closed']}** | {total['failed']} | "
+          f"{total['skipped']} |")
     for c in probes:
         if c["outcome"] != "closed":
             print(f"  {c['outcome']}: {c['case']}")

@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 import pandas as pd
-
 from _common import ROOT, record
 
 GROUP = ("race", "Amer-Indian-Eskimo")  # a public category (the spec lists it): its name may be shown
@@ -76,7 +75,8 @@ def main() -> None:
         for seed in range(args.seeds):
             row = run(seed, leak=leak)
             rows.append(row)
-            print(f"{'leak' if leak else 'null'} seed {seed}: {row['decision']}, flagged {row['flagged']}, "
+            print(f"{'leak' if leak else 'null'} seed {seed}: {row['decision']}, flagged "
+                  f"{row['flagged']}, "
                   f"named first {row['named_first']}, subgroup p {row['subgroups_pvalue']}, "
                   f"flagged groups {row['flagged_subgroups']} ({row['seconds']} s)", flush=True)
 
@@ -89,8 +89,10 @@ def main() -> None:
 
     record("rare_group", {
         "command": f"nice -n 10 python benchmarks/bench_rare_group.py --seeds {args.seeds}",
-        "setting": "Adult, spec without subgroups, 12,000 train / 6,000 holdout / 6,000 reference, release 12,000 "
-                   "rows from the rest; leak: race=Amer-Indian-Eskimo training records near-copied (0.01 sd)",
+        "setting": "Adult, spec without subgroups, 12,000 train / 6,000 holdout / 6,000 "
+                   "reference, release 12,000 "
+                   "rows from the rest; leak: race=Amer-Indian-Eskimo training records near-copied (0.01 "
+                   "sd)",
         "leak": tally(True), "null": tally(False), "runs": rows})
 
 

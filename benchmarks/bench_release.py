@@ -53,7 +53,8 @@ def main() -> None:
     print(f"{'stage':<28}{'seconds':>10}")
     for k, v in timings.items():
         print(f"{k:<28}{v:>10.2f}")
-    print(f"{'gate (after sampling)':<28}{gate:>10.2f}   goal < 120 s -> {'OK' if gate < 120 else 'MISSED'}")
+    print(f"{'gate (after sampling)':<28}{gate:>10.2f}   goal < 120 s -> "
+          f"{'OK' if gate < 120 else 'MISSED'}")
     print(f"{'flow wall time':<28}{wall:>10.2f}")
     print(f"verdict: {verdict['verdict']}")
     record("release_adult", payload)

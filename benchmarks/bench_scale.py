@@ -33,12 +33,12 @@ import resource
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record
 
 SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 #: Adult-like rows: numeric jitter in standard deviations, and the chance that a categorical value
@@ -182,12 +182,14 @@ def main() -> None:
                     help="library: evaluate() in process; cli: 'privacy-gate gate' on Parquet files; "
                          "release: 'privacy-gate run' with MST on the whole table")
     ap.add_argument("--release", choices=["independent", "noisy-copies"], default="independent",
-                    help="the candidate release: an independent draw, or one with --share noisy copies of training rows")
+                    help="the candidate release: an independent draw, or one with --share noisy copies of "
+                         "training rows")
     ap.add_argument("--share", type=float, default=0.05, help="share of noisy copies (--release noisy-copies)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.path == "release" and args.release != "independent":
-        ap.error("--path release generates its own release with MST; --release applies to library and cli")
+        ap.error("--path release generates its own release with MST; --release applies to library and "
+                 "cli")
     if args.child:
         print(json.dumps(child(args.child, args.seed, path=args.path, release_kind=args.release, share=args.share)))
         return
@@ -209,10 +211,11 @@ def main() -> None:
             break
         r = json.loads(out.stdout.strip().splitlines()[-1])
         r["wall_seconds"] = round(time.perf_counter() - started, 1)
-        r["measured"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        r["measured"] = datetime.now(UTC).isoformat(timespec="seconds")
         rows.append(r)
         slow = sorted(r["stages"].items(), key=lambda kv: -kv[1])[:4]
-        print(f"{n:>9,} rows: gate {r['gate_seconds']:7.1f} s  peak {r['peak_rss_gb']:.2f} GB  {r['decision']}  "
+        print(f"{n:>9,} rows: gate {r['gate_seconds']:7.1f} s  peak {r['peak_rss_gb']:.2f} GB  "
+              f"{r['decision']}  "
               f"targets/class {r['targets_per_class']}  slowest: "
               + ", ".join(f"{k} {v:.1f}s" for k, v in slow), flush=True)
         if r["decision"] != "APPROVE":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
+from benchmarks._common import ROOT, record
 
 DONE = re.compile(r"done in ([0-9.]+) s")
 
@@ -75,7 +75,8 @@ def main() -> None:
                 runs.append(run_cli(paths, wd, orchestrator))
             best = min(runs, key=lambda r: r["wall_seconds"])
             rows.append({"setting": label, **best, "all_walls": [r["wall_seconds"] for r in runs]})
-            print(f"{label:<28} wall {best['wall_seconds']:6.1f} s  stages {best['stage_seconds']:5.1f} s  "
+            print(f"{label:<28} wall {best['wall_seconds']:6.1f} s  stages "
+                  f"{best['stage_seconds']:5.1f} s  "
                   f"ratio {best['ratio']}  {best['verdict']}", flush=True)
     record("small_gate", {"settings": vars(args), "runs": rows, "goal": "wall <= 2 x sum of stages"})
 

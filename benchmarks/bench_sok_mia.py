@@ -20,7 +20,8 @@ mia_rerun_20260821.log`` in the same commit, the same AUCs to 3 decimals). The p
 (``expected_output/tables/table6_mia_comparison.tex``) prints them to 2 decimals and takes its
 MST epsilon=1000 column from an earlier run (May 2026: SynthDistance 0.499, NNDR 0.502, in
 ``experiment_scripts/mia_comparison_results.csv``); we quote the one sweep throughout. Their
-TabDDPM cell (0.771 / 0.789) has no generator of ours to compare with and is recorded only as theirs.
+TabDDPM cell (0.771 / 0.789) has no generator of ours to compare with and is recorded only as
+theirs.
 
 **Ours**, per seed ``s`` (``--seeds``, default 5: seeds 0-4) — the same shape with our code:
 
@@ -95,12 +96,18 @@ PUBLISHED_SOURCE = {
     "repository": "https://github.com/steveng9/Reconstruction",
     "file": "experiment_scripts/mia_rebuttal_sweep_results.csv",
     "commit": "d21cd705e802c1957c55c486644504727effb5f4",
-    "console_log": "experiment_scripts/raw_logs/mia_rerun_20260821.log (same commit; same AUCs to 3 decimals)",
-    "paper_table": "expected_output/tables/table6_mia_comparison.tex (2 decimals; its MST eps=1000 column is the "
-                   "earlier May 2026 run: SynthDistance 0.499, NNDR 0.502, experiment_scripts/mia_comparison_results.csv)",
-    "driver": "experiment_scripts/run_mia_rebuttal_sweep.py; attacks: attacks/mia.py (SynthDistance, NNDR, Gower distance)",
-    "protocol": "Adult 15 columns, rows with missing values dropped, shuffled (RandomState 42), disjoint 10,000-row samples; "
-                "train = sample_00 (all 10,000 rows are the members), non-members = all of sample_01; one 10,000-row "
+    "console_log": "experiment_scripts/raw_logs/mia_rerun_20260821.log (same commit; same AUCs to "
+                   "3 decimals)",
+    "paper_table": "expected_output/tables/table6_mia_comparison.tex (2 decimals; its MST eps=1000 "
+                   "column is the "
+                   "earlier May 2026 run: SynthDistance 0.499, NNDR 0.502, "
+                   "experiment_scripts/mia_comparison_results.csv)",
+    "driver": "experiment_scripts/run_mia_rebuttal_sweep.py; attacks: attacks/mia.py "
+              "(SynthDistance, NNDR, Gower distance)",
+    "protocol": "Adult 15 columns, rows with missing values dropped, shuffled (RandomState 42), "
+                "disjoint 10,000-row samples; "
+                "train = sample_00 (all 10,000 rows are the members), non-members = all of sample_01; one "
+                "10,000-row "
                 "release per generator and epsilon; one run",
 }
 #: their AUCs on Adult, 10,000 training rows (the file and commit of PUBLISHED_SOURCE)
@@ -202,11 +209,14 @@ def summarise(runs: list[dict], attacks: list[tuple[str, str, dict]]) -> list[di
 
 
 def print_table(summary: list[dict], labels: list[str]) -> None:
-    print("\nAUC: SoK published (SynthDistance / NNDR, one run) | ours, mean [min, max] over seeds | DP ceiling")
+    print("\nAUC: SoK published (SynthDistance / NNDR, one run) | ours, mean [min, max] over seeds | "
+          "DP ceiling")
     print(f"{'generator':12s} {'eps':>5s} {'SoK SD':>7s} {'SoK NNDR':>8s} " + " ".join(f"{lab:>22s}" for lab in labels) + f" {'ceiling':>8s}")
     for s in summary:
-        cells = [f"{s['ours'][lab]['auc_mean']:.3f} [{s['ours'][lab]['auc_min']:.3f}, {s['ours'][lab]['auc_max']:.3f}]" for lab in labels]
-        print(f"{s['generator']:12s} {s['epsilon']:5g} {s['published']['SynthDistance']:7.3f} {s['published']['NNDR']:8.3f} "
+        cells = [f"{s['ours'][lab]['auc_mean']:.3f} [{s['ours'][lab]['auc_min']:.3f}, "
+                 f"{s['ours'][lab]['auc_max']:.3f}]" for lab in labels]
+        print(f"{s['generator']:12s} {s['epsilon']:5g} {s['published']['SynthDistance']:7.3f} "
+              f"{s['published']['NNDR']:8.3f} "
               + " ".join(f"{c:>22s}" for c in cells) + f" {s['dp_ceiling']['auc']:8.3f}")
 
 
@@ -244,17 +254,22 @@ def main() -> None:
         "command": command,
         "git_commit": git_head(),
         "setup": {
-            "data": f"bundled UCI Adult, 15 columns; the {n_complete:,} rows without a missing value, shuffled per seed",
+            "data": f"bundled UCI Adult, 15 columns; the {n_complete:,} rows without a missing "
+                    "value, shuffled per seed",
             "n_members": N_TRAIN, "n_non_members": N_NON_MEMBERS, "n_reference": N_REFERENCE, "n_synthetic": N_SYNTHETIC,
             "members": "the generator's whole training set", "seeds": list(range(args.seeds)),
-            "generator_seed": "100 * seed + 10 * generator position + epsilon position; release sampled with +50,000",
+            "generator_seed": "100 * seed + 10 * generator position + epsilon position; "
+                              "release sampled with +50,000",
             "generators": GENERATORS, "epsilons": list(EPSILONS),
             "attacks": {label: {"name": name, **cfg} for label, name, cfg in attacks},
             "mama_mia_seed": "the generator seed",
-            "reference": "rows 20,000-29,999 of the shuffled table: disjoint from members and non-members; the attacks' "
+            "reference": "rows 20,000-29,999 of the shuffled table: disjoint from members and "
+                         "non-members; the attacks' "
                          "auxiliary data and the DP generators' public discretisation",
-            "auc_interval": "Hanley-McNeil 95% (privacy_gate.gate.evidence.auc_interval), per run",
-            "dp_ceiling": "dp_auc_bound for a member-vs-non-member (replace-one) test: add/remove (eps, delta) enters as "
+            "auc_interval": "Hanley-McNeil 95% (privacy_gate.gate.evidence.auc_interval), per "
+                            "run",
+            "dp_ceiling": "dp_auc_bound for a member-vs-non-member (replace-one) test: "
+                          "add/remove (eps, delta) enters as "
                           "(2 eps, (1 + e^eps) delta); PrivBayes is replace-one DP",
         },
         "published_source": PUBLISHED_SOURCE,

@@ -140,7 +140,8 @@ def _noisy(rows: pd.DataFrame, train: pd.DataFrame, full: pd.DataFrame, spec, no
 
 
 def declared_clip(values: pd.Series, col) -> pd.Series:
-    """``values`` clipped to the column's declared public range (unchanged where none is declared)."""
+    """``values`` clipped to the column's declared public range (unchanged where none is
+    declared)."""
     lo = getattr(col, "min", None)
     hi = getattr(col, "max", None)
     return values.clip(lower=lo, upper=hi) if lo is not None or hi is not None else values

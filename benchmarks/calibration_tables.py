@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -280,14 +280,16 @@ CALIBRATION = ("adult", "health_insurance", "psid7682", "loans", "pbc")
 #: The leak-power benchmark's two halves (``benchmarks/bench_leak_power.py``, docs/benchmarks.md):
 #: the DEVELOPMENT half is the only one the gate's detectors may be tuned on; the REPORTED half is
 #: only measured, so its figures say how the gate does on tables nobody looked at while tuning.
-#: ``pbc`` is in neither: under the gate's floors it can only answer REVIEW, so it measures no power.
+#: ``pbc`` is in neither: under the gate's floors it can only answer REVIEW, so it measures no
+#: power.
 LEAK_DEVELOPMENT = ("adult", "health_insurance", "loans", "psid7682")
 LEAK_REPORTED = ("cps1988", "flchain", "diamonds", "gss_vocab", "nass_cds")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str):
-    """``(DataFrame, DatasetSpec)`` of table ``name`` (cached per process; do not modify the frame)."""
+    """``(DataFrame, DatasetSpec)`` of table ``name`` (cached per process; do not modify the
+    frame)."""
     if name not in TABLES:
         raise KeyError(f"unknown table {name!r}; known: {sorted(TABLES)}")
     df, spec = TABLES[name].loader()
@@ -307,5 +309,6 @@ if __name__ == "__main__":
         df, spec = load(n)
         twins = df[spec.attribute_columns].astype(str).duplicated(keep=False).mean()
         print(f"{n:<18} {df.shape}  numeric {len(numeric_columns(spec))}  categorical "
-              f"{len(categorical_columns(spec))}  missing {float(df.isna().mean().mean()):.3f}  rows with a twin "
+              f"{len(categorical_columns(spec))}  missing {float(df.isna().mean().mean()):.3f}  rows "
+              "with a twin "
               f"{twins:.3f}  entity {spec.entity_id}")

@@ -67,7 +67,15 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from benchmarks.calibration_scenarios import Release, _encode, _nice, declared_clip, fresh_ids, outlying_rows, split
+from benchmarks.calibration_scenarios import (
+    Release,
+    _encode,
+    _nice,
+    declared_clip,
+    fresh_ids,
+    outlying_rows,
+    split,
+)
 from benchmarks.calibration_tables import categorical_columns, load, numeric_columns
 
 WHICH = ("random", "rare", "outlying", "group", "people")
@@ -111,7 +119,8 @@ class InfoModel:
             hi = np.searchsorted(r, (xv[:, None] + d).ravel(), "right").reshape(d.shape)
             bits = -np.log2(self._floor((hi - lo) / self.n_ref))
             xna, sna = np.isnan(xv)[:, None], np.isnan(sv)[None, :]
-            # missing matched by missing is a value like a category; one side missing reveals nothing
+            # missing matched by missing is a value like a category; one side missing reveals
+            # nothing
             bits = np.where(xna & sna, -np.log2(self._floor(self.num_missing[c])), bits)
             bits = np.where(xna ^ sna, 0.0, bits)
             out += bits
@@ -216,7 +225,8 @@ def draw_grammar(rng: np.random.Generator) -> dict:
 
 def _change_numbers(copies: pd.DataFrame, kept: np.ndarray, rows: np.ndarray, g: dict, train: pd.DataFrame, spec,
                     rng: np.random.Generator, nn: np.ndarray | None) -> pd.DataFrame:
-    """Apply the numeric change of ``g`` to the kept numeric cells (``kept``: rows x columns mask)."""
+    """Apply the numeric change of ``g`` to the kept numeric cells (``kept``: rows x columns
+    mask)."""
     cols = list(copies.columns)
     out = copies.copy()
     for c in numeric_columns(spec):
@@ -372,7 +382,8 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
     cell = f"{GRAMMAR_CELL}:{g['which']}/{g['keep']}/{g['change']}"
     return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
                    copied=np.unique(rows),
-                   # rows[i] (a position in train) went to positions[i] of the release: the tests' ground truth
+                   # rows[i] (a position in train) went to positions[i] of the release: the tests'
+                   # ground truth
                    info={"grammar": desc, "label": label, "positions": positions, "rows": rows})
 
 

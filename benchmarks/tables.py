@@ -28,13 +28,13 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT  # noqa: E402
-from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson  # noqa: E402
+from benchmarks._common import RESULTS, ROOT
+from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson
 
 #: the pages that hold generated tables
 PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md", "docs/per-sample.md", "docs/hardening.md",
@@ -63,7 +63,7 @@ LEAKS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text())
 
@@ -286,7 +286,8 @@ def gate_time() -> str:
     rows = [["`bench_budget_time.py`: this gate vs commit " + f"{b['baseline_commit']} (before the error budget)",
              str(len(b["runs"]["budget"])), _seconds(b["median_seconds"]["budget"]),
              _seconds(b["median_seconds"]["baseline"]), f"{b['ratio']:.2f}x",
-             f"{runs(r['seconds'] for r in b['runs']['budget'])} vs {runs(r['seconds'] for r in b['runs']['baseline'])}"],
+             f"{runs(r['seconds'] for r in b['runs']['budget'])} vs "
+             f"{runs(r['seconds'] for r in b['runs']['baseline'])}"],
             ["`bench_gate_time.py --mode disclosure`: with vs without the disclosure stage", str(d["repeats"]),
              _seconds(d["median_seconds"]["new"]), _seconds(d["median_seconds"]["today"]),
              f"{d['ratio_new_over_today']:.2f}x", f"{runs(d['seconds']['new'])} vs {runs(d['seconds']['today'])}"]]
@@ -296,7 +297,8 @@ def gate_time() -> str:
 
 
 def scale() -> str:
-    """The whole gate from 10,000 to 1,000,000 Adult-like rows: four paths, time, peak memory, verdict."""
+    """The whole gate from 10,000 to 1,000,000 Adult-like rows: four paths, time, peak memory,
+    verdict."""
     names = ("scale", "scale_cli_independent", "scale_release_independent", "scale_library_noisy_copies")
     by = [{r["rows"]: r for r in load(n)["runs"]} for n in names]
     rows = []
@@ -344,7 +346,7 @@ def privgan() -> str:
     rows = []
     for (gen, n), ss in groups.items():
         ss = sorted(ss, key=lambda s: s["privacy_weight"])
-        col = lambda k: " / ".join(f"{s[k]:.3f}" for s in ss)  # noqa: E731
+        col = lambda k, ss=ss: " / ".join(f"{s[k]:.3f}" for s in ss)  # noqa: E731
         rows.append([f"`{gen}`", str(n), " / ".join(f"{s['privacy_weight']:g}" for s in ss),
                      col("auc_mean"), col("white_box_auc_mean"), col("utility_quality_mean")])
     head = ["generator", "N", "lambda", "strongest black-box AUC", "white-box AUC (discriminator)", "utility quality"]
@@ -400,7 +402,8 @@ def naming() -> str:
 def _power_cell(cell: dict | None, digits: int = 0) -> str:
     if not cell or not cell.get("n"):
         return "–"
-    return f"{cell['not_approved']}/{cell['n']} ({_pct(cell['power'], digits)} {_ci(cell['power_ci'], digits)})"
+    return (f"{cell['not_approved']}/{cell['n']} ({_pct(cell['power'], digits)} "
+            f"{_ci(cell['power_ci'], digits)})")
 
 
 def _leak_power_by_info(name: str) -> str:
@@ -455,24 +458,27 @@ SOK_GENERATORS = {"mst": "MST", "privbayes": "PrivBayes", "private_gsd": "Privat
 def sok_mia() -> str:
     """Our attacks against our DP generators in the SoK's Adult setting (``bench_sok_mia.py``): per
     generator and epsilon, the SoK's published AUCs (theirs, one run), ours as mean (min–max) over
-    the seeds, the DP ceiling on the AUC, and the highest TPR at 1% FPR of any attack against its ceiling."""
+    the seeds, the DP ceiling on the AUC, and the highest TPR at 1% FPR of any attack against its
+    ceiling."""
     d = load("sok_mia_adult")
     labels = list(d["setup"]["attacks"])
     rows = []
     for s in d["summary"]:
-        ours = [f"{s['ours'][a]['auc_mean']:.3f} ({s['ours'][a]['auc_min']:.3f}–{s['ours'][a]['auc_max']:.3f})" for a in labels]
+        ours = [f"{s['ours'][a]['auc_mean']:.3f} "
+                f"({s['ours'][a]['auc_min']:.3f}–{s['ours'][a]['auc_max']:.3f})" for a in labels]
         best = max(labels, key=lambda a: s["ours"][a]["tpr_at_fpr_0.01_max"])
         ceiling = s["dp_ceiling"]
         rows.append([SOK_GENERATORS[s["generator"]], f"{s['epsilon']:g}", f"{s['published']['SynthDistance']:.3f}",
                      f"{s['published']['NNDR']:.3f}", *ours, f"{ceiling['auc']:.3f}",
-                     f"{s['ours'][best]['tpr_at_fpr_0.01_max']:.3f} (`{best}`) / {ceiling['tpr_at_fpr_0.01']:.3f}"])
+                     f"{s['ours'][best]['tpr_at_fpr_0.01_max']:.3f} (`{best}`) / "
+                     f"{ceiling['tpr_at_fpr_0.01']:.3f}"])
     head = ["generator", "ε", "SoK SynthDistance", "SoK NNDR", *(f"`{a}`" for a in labels), "DP ceiling (AUC)",
             "TPR at 1 % FPR: highest / ceiling"]
     return _table(head, rows, ["---", "---:", *["---:"] * (len(head) - 2)]) + "\n\n" + source("sok_mia_adult")
 
 
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, calibration_panel_nulls, calibration_transforms, calibration_nulls_halves, leak_power, leak_power_12000,
-    leak_power_tables, leak_power_short, 
+    leak_power_tables, leak_power_short,
     calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
     calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth, sok_mia)}
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from privacy_gate import names
 
 #: what each kind of change means for the reviewer
-
 from privacy_gate.publication import signing
+
 WHAT = {
     "changed": "changed since the gate sealed it",
     "removed": "sealed by the gate but no longer there",
@@ -67,7 +67,8 @@ def sealed_at_gate_time(path: str) -> bool:
 
 
 def manifest(hashes: Mapping[str, str]) -> dict[str, str]:
-    """The ``seal.artifacts`` of a verdict written when the run holds ``hashes`` (path -> sha256)."""
+    """The ``seal.artifacts`` of a verdict written when the run holds ``hashes`` (path ->
+    sha256)."""
     return {p: hashes[p] for p in sorted(hashes) if sealed_at_gate_time(p)}
 
 
@@ -146,7 +147,8 @@ def problem(run_id: str, found: list[Change]) -> str:
     """One sentence naming every changed artifact of ``run_id`` and what to do."""
     listed = "; ".join(c.line() for c in found)
     return (f"run {run_id}: the artifacts a reviewer reads differ from what the gate sealed in its "
-            f"{names.ART_VERDICT} — {listed}. The evidence shown is not the gate's: do not decide on it; run the "
+            f"{names.ART_VERDICT} — {listed}. The evidence shown is not the gate's: do not decide on "
+            "it; run the "
             "gate again for a trustworthy record (and find out who can write to the tracking store)")
 
 
@@ -155,10 +157,12 @@ def warning_lines(run_id: str, found: list[Change]) -> list[str]:
     for a run as the gate left it)."""
     if not found:
         return []
-    return [(f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may not be the "
+    return [(f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may "
+             "not be the "
              f"gate's ({len(found)} artifact(s)); `privacy-gate approve` refuses it:"),
             *(f"  CHANGED {c.line()}" for c in found),
-            "  do not decide on this record: run the gate again, and find out who can write to the tracking store"]
+            "  do not decide on this record: run the gate again, and find out who can write to the "
+            "tracking store"]
 
 
 __all__ = ["Change", "changes", "derived_tags", "manifest", "problem", "sealed_at_gate_time",

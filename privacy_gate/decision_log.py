@@ -34,11 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_gate import names
-
-from privacy_gate.publication import signing
 from privacy_gate.artifact_seal import text_sha256
-from privacy_gate.publication.signing import run_key
 from privacy_gate.errors import IntegrityError
+from privacy_gate.publication import signing
+from privacy_gate.publication.signing import run_key
 
 VOID = "void"
 
@@ -116,13 +115,15 @@ def _void_counts(run_id: str, void: Mapping[str, Any], texts: Mapping[str, str],
 
 
 def _foreign(run_id: str, path: str, record: Mapping[str, Any], release_sha256: str | None) -> str | None:
-    """Why the approve / reject ``record`` at ``path`` does not belong to ``run_id`` (None when it does)."""
+    """Why the approve / reject ``record`` at ``path`` does not belong to ``run_id`` (None when it
+    does)."""
     other = record.get("run_id")
     if other is not None and other != run_id:
         return f"the decision record {path} in the log of run {run_id} decides run {other}"
     sha = record.get("data_sha256")
     if release_sha256 and sha and sha != release_sha256:
-        return (f"the decision record {path} of run {run_id} was taken on release {str(sha)[:12]}…, not on the "
+        return (f"the decision record {path} of run {run_id} was taken on release {str(sha)[:12]}…, "
+                "not on the "
                 f"run's release {release_sha256[:12]}…")
     return None
 

@@ -43,8 +43,8 @@ _KEY_TEXT = re.compile(r"[0-9a-f]{64}")
 
 
 class LabelKey:
-    """A label key: :meth:`token` hashes a value; ``fingerprint`` names the key without revealing it.
-    Its repr shows only the fingerprint (it may travel to a worker inside the gate's inputs)."""
+    """A label key: :meth:`token` hashes a value; ``fingerprint`` names the key without revealing
+    it. Its repr shows only the fingerprint (it may travel to a worker inside the gate's inputs)."""
 
     __slots__ = ("_secret", "fingerprint")
 
@@ -75,7 +75,8 @@ class LabelKey:
 
     @classmethod
     def ephemeral(cls) -> LabelKey:
-        """A fresh random key (a run with no store: its labels cannot be reversed, nor reproduced)."""
+        """A fresh random key (a run with no store: its labels cannot be reversed, nor
+        reproduced)."""
         return cls(secrets.token_bytes(_KEY_BYTES))
 
     @classmethod
@@ -134,7 +135,8 @@ def matching_key(workdir: str | Path, *, fingerprint: str | None, what: str) -> 
     key = LabelKey.for_workdir(workdir, create=False)
     if not hmac.compare_digest(key.fingerprint, str(fingerprint)):
         raise ConfigError(f"{what} hashed its group labels with another label key than "
-                          f"{Path(workdir) / LABEL_KEY_FILE} (fingerprint {fingerprint}, this one {key.fingerprint}); "
+                          f"{Path(workdir) / LABEL_KEY_FILE} (fingerprint {fingerprint}, this one "
+                          f"{key.fingerprint}); "
                           "use the --workdir the gate ran in, or copy its label-key here (mode 0600)")
     return key
 

@@ -40,8 +40,8 @@ _ROC = "|".join(map(re.escape, names.LEAKAGE_METRICS))
 _RISK = "risk|risk_lower|risk_upper"
 
 #: The headline rule: a figure is an MLflow metric when its whole key matches one of these. An
-#: attack's key is any single segment (``dcr``, ``mama_mia_oracle``, ``combined``, ``strongest``), so
-#: a run logs about 8 metrics per attack plus about 45 release-level ones.
+#: attack's key is any single segment (``dcr``, ``mama_mia_oracle``, ``combined``, ``strongest``),
+#: so a run logs about 8 metrics per attack plus about 45 release-level ones.
 HEADLINE_PATTERNS: tuple[str, ...] = (
     rf"[^./]+\.({_ROC})",  # per attack and the strongest: AUC, TPR at FPR 1 % and 0.1 %, advantage
     r"[^./]+\.mace\.(advantage|advantage_lower|advantage_upper|bias)",  # MACE bounds and their null level
@@ -80,7 +80,8 @@ def recorded_figures(verdict: Mapping[str, Any], *, timings: Mapping[str, float]
     for test in (verdict.get("budget") or {}).get("tests") or []:
         figures[names.budget_metric(str(test.get("name")))] = test.get("pvalue")
     figures[names.FLAGGED_SUBGROUPS] = float(len(verdict.get("flagged_subgroups") or ()))
-    # the stages run one after another; an attack's time ("attack.<name>") is inside the attacks stage
+    # the stages run one after another; an attack's time ("attack.<name>") is inside the attacks
+    # stage
     figures[names.TOTAL_TIME] = float(sum(v for k, v in timings.items() if not k.startswith("attack.")))
     return {k: _finite(v) for k, v in sorted(figures.items())}
 
@@ -172,8 +173,8 @@ def metric_tables(figures: Mapping[str, float | None]) -> dict[str, pd.DataFrame
 
 def _split_figure(key: str, *, group: bool) -> tuple[str, str, str]:
     """``(kind, whose, figure)`` of a release-level key or of a subgroup's figure: an attack's
-    (``dcr``, ``mace.advantage``), a disclosure evaluator's (``inference.age``, ``risk``; figures have
-    no dot, a column name may), else ``("other", "", key)``."""
+    (``dcr``, ``mace.advantage``), a disclosure evaluator's (``inference.age``, ``risk``; figures
+    have no dot, a column name may), else ``("other", "", key)``."""
     head, _, rest = key.partition(".")
     if "/" in key or not rest or (group and key in names.GROUP_FIGURES):
         return "other", "", key

@@ -2,8 +2,8 @@
 
 One module because it is the one owner of these conventions (and of how a user's column and
 category names become MLflow keys, :func:`key_segment`), so the gate rules, the MLflow sink, the
-summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking`` applies these names to an
-MLflow store); this module is a leaf every layer may import.
+summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking`` applies
+these names to an MLflow store); this module is a leaf every layer may import.
 
 >>> metric_name("domias", "auc")
 'domias.auc'
@@ -32,7 +32,8 @@ ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
 ENV_USER = "PRIVACY_GATE_USER"
 #: The HMAC key verdicts are signed with at gate time and verified with at review time.
 ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
-#: Where the empty MLflow store template is kept (default ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``privacy-gate``).
+#: Where the empty MLflow store template is kept (default ``$XDG_CACHE_HOME`` or ``~/.cache``, then
+#: ``privacy-gate``).
 ENV_CACHE = "PRIVACY_GATE_CACHE"
 #: seconds between the progress lines of a generator fit (default 15)
 ENV_PROGRESS_SECONDS = "PRIVACY_GATE_PROGRESS_SECONDS"
@@ -44,14 +45,16 @@ ENV_PROGRESS_SECONDS = "PRIVACY_GATE_PROGRESS_SECONDS"
 LEAKAGE_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
 #: MACE figures of one query (an attack's scores or the combined query).
 #: ``advantage`` is the point estimate inside its own bounds; ``advantage_plugin`` the raw plug-in
-#: (smoothing / binning lose advantage, so at strong leakage it can fall below the certified lower bound).
+#: (smoothing / binning lose advantage, so at strong leakage it can fall below the certified lower
+#: bound).
 MACE_FIGURES = ("advantage", "advantage_lower", "advantage_upper", "advantage_plugin", "bias", "radius", "ppv_upper",
                 "dp_bound")
 #: The MACE metrics shown in summaries next to the ROC metrics.
 MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
 #: The pseudo-attack naming the combined query (the vector of all gated attacks' scores).
 COMBINED = "combined"
-#: ``strongest.<metric>`` is the maximum across gated attacks; tag ``gate.strongest.<metric>`` names it.
+#: ``strongest.<metric>`` is the maximum across gated attacks; tag ``gate.strongest.<metric>`` names
+#: it.
 STRONGEST = "strongest"
 UTILITY = "utility"
 UTILITY_QUALITY = "utility.quality"
@@ -73,7 +76,8 @@ DISCLOSURE_FIGURES = ("risk", "risk_lower", "risk_upper", "train_rate", "control
 #: the HTML report's disclosure section (attacker's knowledge, risks, baselines; no record values)
 ART_DISCLOSURE = "risk/disclosure.json"
 ART_DISCLOSURE_PLOT = "plots/disclosure_risk.png"
-#: A subgroup's rank test over the gated attacks (``estimators.group_tests``), in each group's metrics.
+#: A subgroup's rank test over the gated attacks (``estimators.group_tests``), in each group's
+#: metrics.
 GROUP_TEST = "membership_test"
 #: Suppression label of the exposed records (``privacy-gate approve --suppress exposed``).
 SUPPRESS_EXPOSED = "exposed"
@@ -106,7 +110,8 @@ AGREEMENT = "agreement"
 AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "tail_top",
                      "calibration", "qi_pvalue", "linking_pvalue", "scanned_share")
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
-#: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
+#: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility
+#: score).
 PLAIN_FIGURES = {
     "exposed": ("count", "tested", "calibration", "false_expected", "share", "share_lower", "share_upper",
                 "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
@@ -182,7 +187,8 @@ def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str |
     if scope == "subgroup":
         return (f"metric {metric!r} is not a figure of a subgroup ({', '.join(GROUP_FIGURES)}, or "
                 "<attack>.<figure>)")
-    return f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, exposed.count, ...)"
+    return (f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, "
+            "exposed.count, ...)")
 
 
 def metric_name(attack: str | None, metric: str) -> str:
@@ -246,7 +252,8 @@ TOTAL_TIME = timing_metric("total")
 
 
 def budget_metric(test: str) -> str:
-    """``membership`` -> ``budget.membership.pvalue``: the p-value of one test of the error budget."""
+    """``membership`` -> ``budget.membership.pvalue``: the p-value of one test of the error
+    budget."""
     return f"{BUDGET}.{test}.pvalue"
 
 
@@ -257,8 +264,8 @@ _KEY_CHARACTERS = re.compile(r"[\w.\- ]+")
 _CHANGED_TAIL = re.compile(r"-h[0-9a-f]{10}$")
 #: joins the columns (and the values) of an intersection inside one key segment
 INTERSECTION_JOIN = "_x_"
-#: a record value's hashed label (``grouping.value_token``: ``#`` + 10 hex digits) and its key segment
-#: (``_`` + the digits), which no plain name may spell
+#: a record value's hashed label (``grouping.value_token``: ``#`` + 10 hex digits) and its key
+#: segment (``_`` + the digits), which no plain name may spell
 _HASHED_LABEL = re.compile(r"#([0-9a-f]{10})")
 _HASHED_SEGMENT = re.compile(r"_[0-9a-f]{10}")
 
@@ -406,7 +413,8 @@ TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the 
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
 #: the run of ``approve RUN --suppress``'s re-gate: decided with RUN, never alone
 KIND_REVIEW_RERUN = "review_rerun"
-#: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it removes
+#: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it
+#: removes
 KIND_LADDER_FILTER = "ladder_filter"
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
 TAG_APPROVAL_REVIEWER = "approval.reviewer"
@@ -416,9 +424,9 @@ TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
 TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
 TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
-#: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a killed
-#: ``approve`` recorded but never published (``review.decision_recovery``): a void counts only when
-#: its digest (an HMAC on a signed run) is listed here too
+#: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a
+#: killed ``approve`` recorded but never published (``review.decision_recovery``): a void counts
+#: only when its digest (an HMAC on a signed run) is listed here too
 TAG_APPROVAL_VOIDS = "approval.voids"
 TAG_APPROVAL_RECOVERED = "approval.recovered"  # what the last recovery of an interrupted decision did
 #: the process that made a run (``processes``): ``privacy-gate doctor`` marks a run left RUNNING
@@ -427,11 +435,13 @@ TAG_HOST = "gate.host"
 TAG_PID = "gate.pid"
 TAG_PROCESS_START = "gate.process_start"
 TAG_KILLED_REASON = "gate.killed_reason"  # why doctor marked a RUNNING run KILLED
-#: run kinds that publish on their own APPROVE (a review re-run's release is published by its approval)
+#: run kinds that publish on their own APPROVE (a review re-run's release is published by its
+#: approval)
 PUBLISHING_KINDS = ("release", "gate_only")
 
 
-#: the run name once the verdict is known: ``REVIEW · gate-adult`` (the run list shows it at a glance)
+#: the run name once the verdict is known: ``REVIEW · gate-adult`` (the run list shows it at a
+#: glance)
 RUN_NAME_VERDICT_SEPARATOR = " · "
 VERDICT_NAMES = ("APPROVE", "REVIEW", "BLOCK")
 
@@ -524,7 +534,8 @@ SEAL_LABEL_KEY = "label_key_fingerprint"  # which label key hashed the run's gro
 #: evidence a reviewer reads is covered by the verdict's digest (its HMAC on a signed run)
 SEAL_ARTIFACTS = "artifacts"
 #: artifacts rendered after the verdict from what it seals (re-rendered after every decision): each
-#: write records their sha256 in TAG_DERIVED_SHA, under a digest bound to the verdict's (TAG_DERIVED_DIGEST)
+#: write records their sha256 in TAG_DERIVED_SHA, under a digest bound to the verdict's
+#: (TAG_DERIVED_DIGEST)
 DERIVED_ARTIFACTS = (ART_SUMMARY, ART_REPORT)
 TAG_DERIVED_SHA = "gate.derived_sha256"
 TAG_DERIVED_DIGEST = "gate.derived_digest"
@@ -538,7 +549,8 @@ def validation_artifact(suite: str) -> str:
 
 
 def decision_lock_file(run_id: str) -> str:
-    """The lock file (inside ``LOCK_DIR``) of a decision on ``run_id``; ``run_id`` is a checked id."""
+    """The lock file (inside ``LOCK_DIR``) of a decision on ``run_id``; ``run_id`` is a checked
+    id."""
     return f"decision-{run_id}.lock"
 
 

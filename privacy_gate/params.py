@@ -86,7 +86,8 @@ class Params(BaseModel):
 
 
 class _TypeText:
-    """An annotation shown as the readable type text of ``privacy-gate list`` (``'kde' | 'flow'``)."""
+    """An annotation shown as the readable type text of ``privacy-gate list`` (``'kde' |
+    'flow'``)."""
 
     def __init__(self, text: str):
         self.text = text
@@ -97,7 +98,8 @@ class _TypeText:
 
 def model_signature(model: type[BaseModel]) -> inspect.Signature:
     """The keyword-only signature a parameter model stands for: one parameter per field, with
-    the field's default (none for a required field) and its type as ``privacy-gate list`` shows it."""
+    the field's default (none for a required field) and its type as ``privacy-gate list`` shows
+    it."""
     return inspect.Signature([
         inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, annotation=_TypeText(type_name(info.annotation)),
                           default=inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True))
@@ -143,7 +145,8 @@ class Component:
             clash = sorted(set(cls.params_model.model_fields) & {"component_kind", "get_params", "name", "owner",
                                                                  "params_model"})
             if clash:
-                raise TypeError(f"{cls.__qualname__}: parameter(s) {clash} would hide the component's own attributes")
+                raise TypeError(f"{cls.__qualname__}: parameter(s) {clash} would hide the component's own "
+                                "attributes")
             cls.__signature__ = model_signature(cls.params_model)
 
     def __init__(self, **params: Any):
@@ -157,7 +160,8 @@ class Component:
 
     @classmethod
     def owner(cls) -> str:
-        """How errors name the component: ``attack 'domias'`` once registered, else the class name."""
+        """How errors name the component: ``attack 'domias'`` once registered, else the class
+        name."""
         name = getattr(cls, "name", None)
         return f"{cls.component_kind} '{name}'" if cls.component_kind and isinstance(name, str) else cls.__name__
 

@@ -34,7 +34,8 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 class LinkRefused(OSError):
     """A path the gate would write, chmod or rename through is a symbolic link (or lies under one).
-    An ``OSError`` with the path as its ``filename``: ``errors.safe_reason`` shows it in the BLOCK."""
+    An ``OSError`` with the path as its ``filename``: ``errors.safe_reason`` shows it in the
+    BLOCK."""
 
     def __init__(self, path: Path | str):
         super().__init__(errno.ELOOP, "a symbolic link, which the gate never follows (it could point out of the "
@@ -99,7 +100,8 @@ def private_dir(path: Path, *, parents: bool = False, root: Path | None = None) 
 
 
 def private_file(path: Path, *, root: Path | None = None) -> Path:
-    """Tighten an existing file to 0600 (a link there, or under ``root``, is refused, never followed)."""
+    """Tighten an existing file to 0600 (a link there, or under ``root``, is refused, never
+    followed)."""
     path = confine(Path(path), root)
     _chmod_nofollow(path, os.O_RDONLY, PRIVATE_FILE_MODE)
     return path
@@ -115,7 +117,8 @@ def _chmod_nofollow(path: Path, flags: int, mode: int) -> None:
 
 
 def open_private(path: Path, *, root: Path | None = None) -> BinaryIO:
-    """A new file (it must not exist, not even as a link) opened for writing, 0600 from its creation."""
+    """A new file (it must not exist, not even as a link) opened for writing, 0600 from its
+    creation."""
     path = confine(Path(path), root)
     fd = _open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
     os.fchmod(fd, PRIVATE_FILE_MODE)  # O_CREAT's mode passes through the umask too

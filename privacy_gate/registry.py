@@ -151,10 +151,12 @@ def _problem(model: type[BaseModel], params: Mapping[str, Any], exc: ValidationE
 def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, owner: str) -> BaseModel:
     """Validate keyword ``params`` through the parameter ``model``: the validated model, or one
     ConfigError line ``<owner>: parameter '<name>': <problem>`` (unknown parameters: the list of
-    the accepted ones). Also used by helpers that are not registered (e.g. the density estimators)."""
+    the accepted ones). Also used by helpers that are not registered (e.g. the density
+    estimators)."""
     unknown = [p for p in params if p not in model.model_fields]
     if unknown:
-        raise ConfigError(f"{owner}: unknown parameter(s) {unknown}; accepted parameters: {list(model.model_fields)}")
+        raise ConfigError(f"{owner}: unknown parameter(s) {unknown}; accepted parameters: "
+                          f"{list(model.model_fields)}")
     try:
         return model.model_validate(dict(params))
     except ValidationError as exc:
@@ -238,7 +240,8 @@ class Registry:
     def create(self, name: str, **params: Any) -> Any:
         """Instantiate ``name`` with keyword ``params``, validated through its ``params_model``
         first; ConfigError for an unknown name (listing the available ones), an unknown parameter
-        (listing the accepted ones) or a value the model rejects. The class gets ``params`` as given."""
+        (listing the accepted ones) or a value the model rejects. The class gets ``params`` as
+        given."""
         cls = self._class(name)
         self.validate(name, **params)
         try:

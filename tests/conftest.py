@@ -119,8 +119,8 @@ def review_rules() -> list[dict]:
 #:   computed and recorded, the bias is only a noisier estimate of the same quantity;
 #: - ``mama_mia.n_shadow``: at most 4 shadow runs of a marginal generator (50 in production; each is
 #:   a Prefect task fitting the generator's selection step), so the shadow variant, its mapped tasks
-#:   and its oracle still run. (For any other generator MAMA-MIA is the generic variant, which has no
-#:   shadow runs.)
+#:   and its oracle still run. (For any other generator MAMA-MIA is the generic variant, which has
+#:   no shadow runs.)
 #:
 #: Statistical tests (test_mace*, test_exposure*, test_gate_power, the canaries, the golden
 #: scenarios) never use it. Targets, data sizes, attacks and rules are unchanged: a plumbing test
@@ -211,9 +211,10 @@ UNIT_SECONDS = {"serial": 1100, "test_cpu_independence": 300, "test_suspended_re
 
 
 # ------------------------------------------------------------------------------ the two tiers
-# `make test` runs the suite without the slow tier (`-m "not slow"`), `make test-slow` the slow tier,
-# CI both (.ci/run prints each one's time). The slow tier holds the tests that cannot be made fast
-# without testing something else: each is here with why. Nothing else may carry the `slow` mark.
+# `make test` runs the suite without the slow tier (`-m "not slow"`), `make test-slow` the slow
+# tier, CI both (.ci/run prints each one's time). The slow tier holds the tests that cannot be made
+# fast without testing something else: each is here with why. Nothing else may carry the `slow`
+# mark.
 
 _STACK = ("the production stack as real processes (PostgreSQL, S3, MLflow and Prefect servers, `serve`): it serves "
           "every-minute schedules for 5 minutes and answers a suspended review past the ~225 s at which Prefect "

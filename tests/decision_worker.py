@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 from privacy_gate import names, tracking
-
-from privacy_gate.publication import publish
 from privacy_gate.cli import app
+from privacy_gate.publication import publish
 
 STEPS = ("decision-file", "tag-set", "publish-started", "publish-done")
 

@@ -23,8 +23,8 @@ from privacy_gate.errors import PrivacyGateError
 from privacy_gate.experiment.attack_runs import degenerate_reason
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline import LocalExecutor
-from privacy_gate.runs.release import release_run
 from privacy_gate.publication.publish import list_published
+from privacy_gate.runs.release import release_run
 
 #: stage label -> the executor step names it breaks (a name ending in "-" is a prefix: every
 #: attack is submitted as ``attack-<key>``). Every step of a run passes through the executor by
@@ -149,7 +149,7 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
         with injected(stage, kind) as executor:
             result = release_run(config, workdir=workdir, executor=executor)
         verdict, run_id = result.verdict, result.run_id
-    except Exception as exc:  # the CLI turns an escaped exception into BLOCK (exit 4)
+    except Exception as exc:  # noqa: BLE001 - the CLI turns an escaped exception into BLOCK (exit 4)
         verdict, run_id = Verdict.error(f"escaped {type(exc).__name__}"), None
     recorded = None
     if run_id:

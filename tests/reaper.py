@@ -182,7 +182,8 @@ class _Launcher:
         self.reap()
 
     def signal_tree(self, sig: int) -> int:
-        """``sig`` to every live descendant and their process groups (not ours); how many there were."""
+        """``sig`` to every live descendant and their process groups (not ours); how many there
+        were."""
         procs = descendants(self.me)
         for pgid in set(procs.values()) - {os.getpgrp(), 0}:
             with _suppress(ProcessLookupError, PermissionError):
@@ -273,7 +274,8 @@ def main(argv: list[str]) -> None:
 class Reaped(subprocess.Popen):
     """``subprocess.Popen`` of ``cmd`` through the launcher (in its own session, like
     ``start_new_session=True``). ``pid`` is the launcher's; ``terminate()`` stops the whole tree
-    gracefully, ``kill()`` kills it at once (SIGUSR1 to the launcher, which then SIGKILLs the tree)."""
+    gracefully, ``kill()`` kills it at once (SIGUSR1 to the launcher, which then SIGKILLs the
+    tree)."""
 
     def __init__(self, args, *, grace: float = DEFAULT_GRACE, **kwargs):
         if isinstance(args, (str, bytes)) or kwargs.get("shell"):

@@ -239,7 +239,8 @@ def start_mlflow(logdir: Path, *, backend: str, artifacts: str, env: dict[str, s
                               artifacts, "--serve-artifacts", "--host", "127.0.0.1", "--port", str(port),
                               "--workers", "1"],
                    logdir=logdir, cwd=logdir,
-                   # no background job runner (huey consumers): nothing here needs it, CI has 2 cores
+                   # no background job runner (huey consumers): nothing here needs it, CI has 2
+                   # cores
                    env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **(env or {})})
     server.url = f"http://127.0.0.1:{port}"
     return server
@@ -262,11 +263,12 @@ def start_prefect(logdir: Path, *, database_url: str, home: Path, env: dict[str,
     return server
 
 
-# ------------------------------------------------------------------------------ Prefect's test server
+# ---------------------------------------------------------------------------- Prefect's test server
 
 
 class _ReapedSubprocess:
-    """The ``subprocess`` module as prefect.server.api.server sees it: ``Popen`` through the launcher."""
+    """The ``subprocess`` module as prefect.server.api.server sees it: ``Popen`` through the
+    launcher."""
 
     def __init__(self, real):
         self._real = real
@@ -275,7 +277,7 @@ class _ReapedSubprocess:
         return getattr(self._real, name)
 
     @staticmethod
-    def Popen(args, **kwargs):  # noqa: N802 (the module's name)
+    def Popen(args, **kwargs):  # the name of the function it stands in for
         return reaper.popen(args, grace=3.0, **kwargs)
 
 
@@ -283,8 +285,9 @@ class _ReapedSubprocess:
 def prefect_test_harness(server_startup_timeout: int = 60) -> Iterator[None]:
     """``prefect.testing.utilities.prefect_test_harness`` (PREFECT_API_URL -> a temporary server on
     a temporary SQLite database) with its uvicorn server process started through the launcher, so
-    it cannot outlive the test process. Prefect's harness starts the server with ``subprocess.Popen``
-    in prefect.server.api.server; that module's ``subprocess`` is swapped while the harness runs."""
+    it cannot outlive the test process. Prefect's harness starts the server with
+    ``subprocess.Popen`` in prefect.server.api.server; that module's ``subprocess`` is swapped while
+    the harness runs."""
     from prefect.server.api import server as prefect_server_module
     from prefect.testing.utilities import prefect_test_harness as harness
 

@@ -125,7 +125,7 @@ def test_modules_stay_small_or_say_why():
         text = path.read_text()
         if text.count("\n") > MAX_LINES and "one module because" not in text[:3000].lower():
             long.append(f"{path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
-    assert not long, "modules over %d lines without a reason at the top: %s" % (MAX_LINES, long)
+    assert not long, f"modules over {MAX_LINES} lines without a reason at the top: {long}"
 
 
 @pytest.mark.parametrize("pattern", ["DESIGN.md", "seed 00"])

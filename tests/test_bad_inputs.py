@@ -7,8 +7,9 @@ found by the run are a BLOCK (exit 4) with the reason.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -136,7 +137,8 @@ HEADER_CASES = [
     ("extra-column", lambda df: df.assign(ssn=np.arange(len(df))), "column(s) ['ssn'] are not in spec 'adult'"),
     ("missing-column", lambda df: df.drop(columns=["age"]), "column(s) ['age'] of spec 'adult' are missing"),
     ("both", lambda df: df.drop(columns=["age", "race"]).assign(ssn=1),
-     "column(s) ['age', 'race'] of spec 'adult' are missing from the data; column(s) ['ssn'] are not in spec"),
+     "column(s) ['age', 'race'] of spec 'adult' are missing from the data; column(s) ['ssn'] "
+     "are not in spec"),
 ]
 
 # (id, change to the real data table, text of the BLOCK reason): found by the run -> exit 4
@@ -265,7 +267,8 @@ def test_an_identifier_declared_categorical_blocks_fast_naming_file_and_column(r
     got, output = _run(cfg, tmp_path)
     assert time.perf_counter() - start < 60
     assert got == 4, output[-1500:]
-    expected = (f"{tmp_path / 'real.csv'}: column 'customer_ref' is declared categorical but has {len(real)} "
+    expected = (f"{tmp_path / 'real.csv'}: column 'customer_ref' is declared categorical but has "
+                f"{len(real)} "
                 "distinct values")
     _assert_one_line(output, expected, 4)
     assert "entity_id or drop the column" in output and "CUST-0" not in output

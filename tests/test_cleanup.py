@@ -7,9 +7,9 @@ check finds left is printed and then killed, so these tests leave nothing behind
 
 * the launcher alone: a process tree that double-forks, calls ``setsid`` and ignores SIGTERM, under
   a throwaway Python parent that is SIGKILLed; the command exiting with daemons left; ``kill()``;
-* the production stack: pytest on tests/flows/test_production_stack.py as a subprocess, stopped by SIGTERM
-  and, in a second run, by SIGKILL as soon as ``privacy-gate serve`` (and so PostgreSQL, S3, MLflow
-  and the Prefect server) is up.
+* the production stack: pytest on tests/flows/test_production_stack.py as a subprocess, stopped by
+  SIGTERM and, in a second run, by SIGKILL as soon as ``privacy-gate serve`` (and so PostgreSQL, S3,
+  MLflow and the Prefect server) is up.
 """
 
 from __future__ import annotations
@@ -192,7 +192,8 @@ def test_command_exit_takes_its_daemons_along_and_kill_is_immediate(tmp_path):
 def test_stop_group_is_graceful_first(tmp_path):
     """TERM reaches the command, which may clean up and choose its exit status."""
     script = ("import signal, sys, time\n"
-              "signal.signal(signal.SIGTERM, lambda *a: (open(sys.argv[1], 'w').write('clean'), sys.exit(0)))\n"
+              "signal.signal(signal.SIGTERM, lambda *a: (open(sys.argv[1], 'w').write('clean'), "
+              "sys.exit(0)))\n"
               "print('READY', flush=True)\ntime.sleep(600)\n")
     proc = reaper.popen([sys.executable, "-c", script, str(tmp_path / "done")], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "READY"
@@ -200,7 +201,7 @@ def test_stop_group_is_graceful_first(tmp_path):
     assert proc.returncode == 0 and (tmp_path / "done").read_text() == "clean"
 
 
-# ------------------------------------------------------------------------------ the production stack
+# ----------------------------------------------------------------------------- the production stack
 
 
 def _serve_is_up(tracked: Tracked) -> bool:
@@ -238,12 +239,13 @@ def test_interrupted_stack_test_leaves_no_process(tmp_path, sig):
             exited = time.monotonic() - started
             at_exit = tracked.left()
             left = tracked.wait_gone(30)
-            print(f"pytest exited {code} {exited:.1f} s after {sig.name} ({len(at_exit)} processes left then); "
+            print(f"pytest exited {code} {exited:.1f} s after {sig.name} ({len(at_exit)} processes "
+                  "left then); "
                   f"all gone after {time.monotonic() - started:.1f} s")
             assert not left, _survivors(left) + "\n" + log.read_text()[-3000:]
             if sig == signal.SIGTERM:
-                # an interruption like Ctrl-C (pytest's status 2; Python may also re-raise SIGINT on its
-                # way out): the fixtures' finalizers stopped every service before pytest exited
+                # an interruption like Ctrl-C (pytest's status 2; Python may also re-raise SIGINT on
+                # its way out): the fixtures' finalizers stopped every service before pytest exited
                 assert code in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT), log.read_text()[-3000:]
                 assert "KeyboardInterrupt" in log.read_text()
                 assert not at_exit, "finalizers did not run: " + _survivors(at_exit)

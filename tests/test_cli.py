@@ -1,4 +1,5 @@
-"""The command line: exit codes (0/3/4/2), --json, gate-only mode and one-line errors on bad input."""
+"""The command line: exit codes (0/3/4/2), --json, gate-only mode and one-line errors on bad
+input."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def _gate_args(folder: Path, synthetic: str, workdir: Path, *extra: str) -> list
 
 def test_help_is_instant_and_imports_nothing_heavy():
     code = ("import sys, privacy_gate.cli; "
-            "print([m for m in ('mlflow', 'prefect', 'torch', 'sdv', 'great_expectations', 'pandas') if m in sys.modules])")
+            "print([m for m in ('mlflow', 'prefect', 'torch', 'sdv', 'great_expectations', 'pandas') "
+            "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert _invoke(["--help"])[0] == 0
@@ -178,7 +180,8 @@ def test_gate_only_in_process_without_prefect(gate_files, tmp_path):
     MLflow record, no Prefect server, no Prefect import; progress lines on stderr."""
     probe = ("import sys, runpy; sys.argv = ['privacy-gate'] + sys.argv[1:]\n"
              "try:\n    runpy.run_module('privacy_gate.cli', run_name='__main__')\n"
-             "except SystemExit as e:\n    print('PREFECT_LOADED=' + str('prefect' in sys.modules), file=sys.stderr)\n"
+             "except SystemExit as e:\n    print('PREFECT_LOADED=' + str('prefect' in sys.modules), "
+             "file=sys.stderr)\n"
              "    raise\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     out = subprocess.run([sys.executable, "-c", probe, *_gate_args(gate_files, "copies.csv", tmp_path, "--json",

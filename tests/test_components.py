@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privacy_gate.attacks import available_attacks, create_attack, describe_attacks
-from privacy_gate.attacks.base import _ATTACKS  # noqa: F401  (the registry under test)
+from privacy_gate.attacks.base import _ATTACKS
 from privacy_gate.cli import app
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import available_generators, create_generator, describe_generators

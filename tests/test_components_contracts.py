@@ -15,11 +15,23 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from privacy_gate.attacks import AttackBase, available_attacks, create_attack, fit_attack
-from privacy_gate.attacks.density import (FlowParams, FlowSettings, GaussianDensity, GaussianDensityParams, GaussianKDE,
-                                          KDEParams)
+from privacy_gate.attacks.density import (
+    FlowParams,
+    FlowSettings,
+    GaussianDensity,
+    GaussianDensityParams,
+    GaussianKDE,
+    KDEParams,
+)
 from privacy_gate.errors import ConfigError
-from privacy_gate.generators import (GeneratorCapabilities, available_generators, create_generator,
-                                     describe_generators, generator_capabilities, register_generator)
+from privacy_gate.generators import (
+    GeneratorCapabilities,
+    available_generators,
+    create_generator,
+    describe_generators,
+    generator_capabilities,
+    register_generator,
+)
 from privacy_gate.params import Component
 from privacy_gate.registry import Registry, validate_params
 

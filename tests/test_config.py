@@ -3,7 +3,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from privacy_gate.config import DEFAULT_RULES, GateConfig, load_release_config, load_rules, load_spec
+from privacy_gate.config import (
+    DEFAULT_RULES,
+    GateConfig,
+    load_release_config,
+    load_rules,
+    load_spec,
+)
 from privacy_gate.errors import ConfigError
 
 from .conftest import EXAMPLE
@@ -74,7 +80,8 @@ def test_spec_in_separate_file_and_rules_file(tmp_path):
     assert GateConfig().rules == [] and GateConfig().effective_rules == list(DEFAULT_RULES)
 
 
-# ---- rules that could read nothing are refused at load time, whatever their scope -----------------
+# ---- rules that could read nothing are refused at load time, whatever their scope
+# -----------------
 
 
 def _with_rules(tmp_path: Path, rules, **gate) -> Path:
@@ -150,7 +157,8 @@ def test_an_empty_rule_set_is_refused_unless_allowed(tmp_path):
 
 
 def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
-    """The plain YAML loader keeps the last of two equal keys: a second ``max`` silently loosened a rule."""
+    """The plain YAML loader keeps the last of two equal keys: a second ``max`` silently loosened a
+    rule."""
     path = tmp_path / "dup.yaml"
     text = EXAMPLE.read_text()
     assert "  budget: {review: 0.02, block: 0.001}" in text
@@ -183,7 +191,12 @@ def test_dataset_name_is_validated_without_repeating_it(tmp_path, name, ok):
 def test_every_example_and_deployment_runs_the_full_defaults(path):
     """What `make demo` and the production example run: every default rule and every budget test
     (disclosure, tail and scan tests included), nothing disabled."""
-    from privacy_gate.config import BUDGET_TESTS, budget_tests, load_gate_only_config, protections_off
+    from privacy_gate.config import (
+        BUDGET_TESTS,
+        budget_tests,
+        load_gate_only_config,
+        protections_off,
+    )
 
     cfg = load_gate_only_config(Path(__file__).resolve().parents[1] / path)
     off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)

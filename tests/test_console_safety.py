@@ -1,6 +1,7 @@
 """A category value holding ANSI codes and line breaks cannot forge lines on the
 terminal (``VERDICT: APPROVE`` after the real verdict): every console output of data-derived text
-goes through ``safe_text.console_line`` (the verdict, ``review``, ``review --pending``, decisions)."""
+goes through ``safe_text.console_line`` (the verdict, ``review``, ``review --pending``,
+decisions)."""
 
 from __future__ import annotations
 

@@ -127,7 +127,8 @@ def build_problems(compose: dict, compose_dir: Path, dockerfile: Path) -> list[s
             problems.append(f"{name}: build context {context} is not the repo root {ROOT}")
         tags.add(svc.get("image"))
     if len(tags) > 1:
-        problems.append(f"the services built from the Dockerfile use different image tags: {sorted(map(str, tags))}")
+        problems.append("the services built from the Dockerfile use different image tags: "
+                        f"{sorted(map(str, tags))}")
     return problems
 
 
@@ -222,7 +223,8 @@ def served_config_problems(name: str, raw: object, dockerfile: str) -> list[str]
             value = dataset.get(key)
             if isinstance(value, str) and not value.startswith("s3://"):
                 if not value.startswith("/"):
-                    problems.append(f"{name}: dataset.{key} {value!r} is relative (the folder differs in the image)")
+                    problems.append(f"{name}: dataset.{key} {value!r} is relative (the folder differs in the "
+                                    "image)")
                 elif (source := _image_path(dockerfile, value)) is None or not source.exists():
                     problems.append(f"{name}: dataset.{key} {value} is not in the image")
     if not isinstance(raw.get("generator"), dict) or "name" not in raw["generator"]:
@@ -318,7 +320,8 @@ def dask_problems(compose: dict, served: dict[str, object]) -> list[str]:
             continue
         address = runner.get("dask_address")
         if not address:
-            problems.append(f"{name}: runner.kind dask without dask_address starts a local cluster in the worker "
+            problems.append(f"{name}: runner.kind dask without dask_address starts a local cluster in the "
+                            "worker "
                             "container, not on the stack's Dask services")
             continue
         match = re.fullmatch(r"(?:tcp://)?([A-Za-z0-9_.-]+):(\d+)", str(address))
@@ -334,7 +337,8 @@ def dask_problems(compose: dict, served: dict[str, object]) -> list[str]:
         if listens is None:
             problems.append(f"{name}: runner.dask_address {address}: {host} does not run `dask scheduler`")
         elif listens != port:
-            problems.append(f"{name}: runner.dask_address {address}: {host} listens on port {listens}, not {port}")
+            problems.append(f"{name}: runner.dask_address {address}: {host} listens on port {listens}, not "
+                            f"{port}")
         if _deps(worker).get(host, {}).get("condition") != "service_healthy":
             problems.append(f"worker: does not wait for {host} to be healthy ({name} runs its tasks there)")
         joining = [n for n, svc in services.items() if _dask_worker_target(svc) == f"{host}:{port}"]
@@ -564,7 +568,8 @@ def test_dask_checks_report_breakage():
     assert dask_problems(base, with_address("tcp://dask:8786")) == [
         f"{name}: runner.dask_address tcp://dask:8786: no compose service 'dask'"]
     problems = dask_problems(base, with_address("tcp://dask-scheduler:8788"))
-    assert f"{name}: runner.dask_address tcp://dask-scheduler:8788: dask-scheduler listens on port 8786, not 8788" \
+    assert (f"{name}: runner.dask_address tcp://dask-scheduler:8788: dask-scheduler listens on port "
+            "8786, not 8788") \
         in problems
     assert f"{name}: no service runs `dask worker tcp://dask-scheduler:8788`, so its tasks never run" in problems
     assert dask_problems(base, with_address("tcp://mlflow:5000"))[0].endswith("mlflow does not run `dask scheduler`")
@@ -576,7 +581,8 @@ def test_dask_checks_report_breakage():
     broken["services"]["dask-scheduler"]["image"] = "ghcr.io/dask/dask:2026.8.0"
     broken["services"]["dask-scheduler"]["command"] = ["scheduler", "--port=8787"]
     problems = dask_problems(broken, served)
-    assert f"{name}: runner.dask_address tcp://dask-scheduler:8786: dask-scheduler listens on port 8787, not 8786" \
+    assert (f"{name}: runner.dask_address tcp://dask-scheduler:8786: dask-scheduler listens on port "
+            "8787, not 8786") \
         in problems
     assert f"worker: does not wait for dask-scheduler to be healthy ({name} runs its tasks there)" in problems
     assert f"{name}: no service runs `dask worker tcp://dask-scheduler:8786`, so its tasks never run" in problems

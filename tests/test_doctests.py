@@ -14,7 +14,8 @@ import privacy_gate
 
 
 def package_modules() -> list[str]:
-    """Every module of the package, in name order (``__main__`` modules left out: importing them runs them)."""
+    """Every module of the package, in name order (``__main__`` modules left out: importing them
+    runs them)."""
     names = [m.name for m in pkgutil.walk_packages(privacy_gate.__path__, prefix="privacy_gate.")]
     return sorted(n for n in ["privacy_gate", *names] if not n.endswith("__main__"))
 
@@ -30,4 +31,5 @@ def test_module_doctests(name: str):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False,
                              report=False)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples of {name} failed (run python -m doctest -v on it)"
+    assert result.failed == 0, (f"{result.failed} of {result.attempted} doctest examples of {name} failed (run python -m "
+                                "doctest -v on it)")

@@ -77,7 +77,7 @@ def _judging(tmp_path: Path, **inputs) -> Path:
     return cfg
 
 
-# ------------------------------------------------------------------ item 4: the header, before any work
+# -------------------------------------------------------------- item 4: the header, before any work
 
 
 def test_gate_refuses_a_column_mismatch_in_every_file_at_once_before_the_run(files, tmp_path):
@@ -95,7 +95,8 @@ def test_gate_refuses_a_column_mismatch_in_every_file_at_once_before_the_run(fil
     line = errors[0]
     for needle in (f"--train {tmp_path / 'train.csv'}: column(s) ['age'] of spec 'adult' are missing",
                    "column(s) ['ssn'] are not in spec 'adult'",
-                   f"--synthetic {tmp_path / 'synthetic.csv'}: column(s) ['race', 'sex'] of spec 'adult' are missing",
+                   f"--synthetic {tmp_path / 'synthetic.csv'}: column(s) ['race', 'sex'] of spec 'adult' are "
+                   "missing",
                    "column(s) ['colour', 'shade'] are not in spec 'adult'"):
         assert needle in line, line
     assert "--holdout" not in line and "--reference" not in line
@@ -287,7 +288,8 @@ def test_a_table_wider_than_10000_columns_is_refused_at_once(tmp_path):
     assert code == 2, output[-2000:]
     assert time.perf_counter() - start < 60
     (line,) = _errors(output)
-    assert f"--spec {paths['spec']}: spec 'wide' has 10,050 columns, more than inputs.max_columns (10,000)" in line
+    assert (f"--spec {paths['spec']}: spec 'wide' has 10,050 columns, more than inputs.max_columns "
+            "(10,000)") in line
     assert "raise inputs.max_columns in a --config file" in line
     assert not (tmp_path / "wd").exists()
 
@@ -321,7 +323,8 @@ def test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation
                                     timeout=300)
     assert code == 4, output[-2000:]
     assert time.perf_counter() - start < 150  # about 35 s alone on 2 cores; validation alone took minutes
-    assert "encoding the reference data reference.csv would make 10002 features, more than its maximum width" in output
+    assert ("encoding the reference data reference.csv would make 10002 features, more than its "
+            "maximum width") in output
     assert "nullable: false" in output
     assert "validating train data" not in output  # 5,001 columns would print its progress lines
     assert not (tmp_path / "wd" / "published").exists()
@@ -333,7 +336,8 @@ def test_a_file_over_the_size_budget_is_refused_naming_file_figure_and_setting(f
                                  str(_judging(tmp_path, max_file_bytes=size - 1))))
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
-    assert f"--train {files / 'train.csv'}: is {size:,} bytes, more than inputs.max_file_bytes ({size - 1:,})" in line
+    assert (f"--train {files / 'train.csv'}: is {size:,} bytes, more than inputs.max_file_bytes "
+            f"({size - 1:,})") in line
     assert f"raise inputs.max_file_bytes in the --config file {tmp_path / 'judging.yaml'}" in line
     assert "--holdout" not in line  # smaller files pass
     assert not (tmp_path / "wd").exists()
@@ -391,7 +395,8 @@ def test_one_huge_parquet_field_is_refused(files, tmp_path):
     code, output = _invoke(_gate(files, tmp_path / "wd", synthetic=tmp_path / "s.parquet"))
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
-    assert f"a field of {len(SECRET) * 20_000:,} bytes (column 'occupation'), more than inputs.max_field_bytes" in line
+    assert (f"a field of {len(SECRET) * 20_000:,} bytes (column 'occupation'), more than "
+            "inputs.max_field_bytes") in line
     assert SECRET not in output
 
 
@@ -425,7 +430,8 @@ def test_a_stray_quote_is_not_taken_for_a_long_field(tmp_path):
 
 def test_raised_budgets_also_hold_for_the_split_files_comparison(files, tmp_path):
     """The split files are compared (``check_split_files``) within the --config file's budgets, not
-    the defaults: a field over the default budget, allowed by the config, does not skip the check."""
+    the defaults: a field over the default budget, allowed by the config, does not skip the
+    check."""
     train = pd.read_csv(files / "train.csv")
     train["occupation"] = train["occupation"].astype(object)
     train.loc[5, "occupation"] = "x" * 200_000
@@ -446,7 +452,7 @@ def test_limits_are_validated(tmp_path):
     assert code == 2 and "inputs.max_file_bytes" in output
 
 
-# ------------------------------------------------------------------ item 6: progress on large validations
+# ------------------------------------------------------------ item 6: progress on large validations
 
 
 def test_a_large_validation_reports_progress():
@@ -488,7 +494,8 @@ def test_the_run_prints_validation_progress(files, tmp_path, monkeypatch):
 
 
 def _latin1(files: Path, tmp_path: Path, *, row: int = 40, name: str = "synthetic.csv") -> Path:
-    """The synthetic table with one value holding an ``é``, saved as latin-1 (a spreadsheet export)."""
+    """The synthetic table with one value holding an ``é``, saved as latin-1 (a spreadsheet
+    export)."""
     synthetic = pd.read_csv(files / "synthetic.csv")
     synthetic["occupation"] = synthetic["occupation"].astype(object)
     synthetic.loc[row - 2, "occupation"] = "Zoé" + SECRET

@@ -1,7 +1,7 @@
 """Column names and category values outside MLflow's key alphabet
-(``age (years)``, ``wage €/week``, the missing-value code ``.``, ``a/b`` next to ``a_b``) reach MLflow
-through one injective encoder (``names.key_segment``); a gate run on such a table is recorded with
-status ok, every key valid, and no two names sharing a key."""
+(``age (years)``, ``wage €/week``, the missing-value code ``.``, ``a/b`` next to ``a_b``) reach
+MLflow through one injective encoder (``names.key_segment``); a gate run on such a table is recorded
+with status ok, every key valid, and no two names sharing a key."""
 
 from __future__ import annotations
 
@@ -26,7 +26,11 @@ HOSTILE = ["age (years)", "hours per week (h)", "wage €/week", "âge (années)
 
 def _mlflow_accepts(key: str) -> bool:
     from mlflow.exceptions import MlflowException
-    from mlflow.utils.validation import _validate_metric_name, _validate_param_name, _validate_tag_name
+    from mlflow.utils.validation import (
+        _validate_metric_name,
+        _validate_param_name,
+        _validate_tag_name,
+    )
 
     try:
         for check in (_validate_metric_name, _validate_param_name, _validate_tag_name):
@@ -114,7 +118,8 @@ def test_a_gate_on_hostile_names_is_recorded_with_valid_keys(hostile_files, tmp_
     assert run.data.tags[names.TAG_STATUS] == "ok"
     logged = {**run.data.metrics, **run.data.params, **run.data.tags}
     assert all(_mlflow_accepts(k) for k in logged), [k for k in logged if not _mlflow_accepts(k)]
-    # every figure is recorded under its key among the run's figures (the MLflow metrics are the headline)
+    # every figure is recorded under its key among the run's figures (the MLflow metrics are the
+    # headline)
     figures = json.loads(Path(MlflowClient(tracking.default_tracking_uri(tmp_path)).download_artifacts(
         summary["run_id"], names.ART_METRICS_ALL)).read_text())
     # the three race values have three keys (and "." is not a path step)

@@ -1,7 +1,7 @@
 """The locked environment: requirements.lock pins every package of pyproject.toml's
 dependencies and its dev and production extras (`make lock` writes it, `make install` installs with
-it as constraints), it agrees with pyproject.toml, and the venv running the suite is the locked one —
-the golden figures were computed with these versions, so a drifted venv fails here, loudly, rather
+it as constraints), it agrees with pyproject.toml, and the venv running the suite is the locked one
+— the golden figures were computed with these versions, so a drifted venv fails here, loudly, rather
 than as a figure moved by 1e-6 in tests/pipeline/test_golden.py. No network."""
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ REINSTALL = "run `make install` (it reinstalls from requirements.lock; the stamp
 
 
 def parse_lock(text: str) -> tuple[dict[str, Version], list[str]]:
-    """{canonical name: pinned version} of a lock file, and what is wrong with its lines: a line that
-    is not `name==version` (a range, a wildcard, extras, a URL, a marker), a name pinned twice."""
+    """{canonical name: pinned version} of a lock file, and what is wrong with its lines: a line
+    that is not `name==version` (a range, a wildcard, extras, a URL, a marker), a name pinned
+    twice."""
     pins: dict[str, Version] = {}
     problems: list[str] = []
     for n, raw in enumerate(text.splitlines(), 1):

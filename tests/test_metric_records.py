@@ -33,7 +33,8 @@ def _figures(scenario: str) -> dict[str, float | None]:
 def test_a_golden_run_logs_at_most_100_short_headline_metrics(scenario):
     figures = _figures(scenario)
     headline = metric_records.headline_metrics(figures)
-    print(f"{scenario}: {len(GOLDEN[scenario]['metrics']) + len(TIMINGS)} metrics before, {len(headline)} after")
+    print(f"{scenario}: {len(GOLDEN[scenario]['metrics']) + len(TIMINGS)} metrics before, "
+          f"{len(headline)} after")
     assert len(headline) <= 100
     assert max(map(len, headline)) <= names.MAX_HEADLINE_KEY_LENGTH
     assert not [k for k in headline if k.startswith("subgroup/")]
@@ -96,7 +97,8 @@ def test_group_labels_are_capped_readable_and_never_unhashed():
     # the most significant group first
     p = groups["membership_test.p_adjusted"].tolist()
     assert p == sorted(p, key=lambda x: math.inf if pd.isna(x) else x)
-    # a hashed record value is shown as its hash (the '#' label --suppress takes), an intersection as the audit names it
+    # a hashed record value is shown as its hash (the '#' label --suppress takes), an intersection
+    # as the audit names it
     hashed = names.subgroup_metric(("occupation",), ("#6c1051d176",), "n_members")
     both = names.subgroup_metric(("sex", "race"), ("Female", "Black"), "dcr.auc")
     tables = metric_records.metric_tables({hashed: 12.0, both: 0.61})

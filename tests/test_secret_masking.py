@@ -1,8 +1,9 @@
 """Credentials in a store's URI never leave the process in clear: a password in the tracking URI's
-userinfo, or a token or password in its query, is masked (``***``) in every file a gate, a review and
-an approval leave in the workdir (the MLflow store, its artifacts, the report, the summary), in every
-MLflow field (the run description, tags, params) and on stdout and stderr, the unreachable-store error
-included. The commands run as processes, so MLflow's own log lines are captured too."""
+userinfo, or a token or password in its query, is masked (``***``) in every file a gate, a review
+and an approval leave in the workdir (the MLflow store, its artifacts, the report, the summary), in
+every MLflow field (the run description, tags, params) and on stdout and stderr, the
+unreachable-store error included. The commands run as processes, so MLflow's own log lines are
+captured too."""
 
 from __future__ import annotations
 
@@ -115,7 +116,8 @@ def test_a_token_and_a_password_in_the_tracking_uri_reach_no_file_field_or_line(
     run_id = summary["run_id"]
     assert "MLflow UI:" in out and "token=***" in out  # the line is there, masked
     outputs = [out]
-    # a reviewer's comment quoting a link with a token: masked in the record, and the approval still reads back
+    # a reviewer's comment quoting a link with a token: masked in the record, and the approval still
+    # reads back
     comment = f"checked, see https://wiki.example.org/gate?access_token={TOKEN}"
     for args in (["review", run_id], ["approve", run_id, "--reviewer", "ana", "--comment", comment]):
         code, _, text = _cli([*args, "--workdir", str(workdir)], env=env)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from privacy_gate.tracking import store as tracking_store
 from privacy_gate.tracking import Tracker
+from privacy_gate.tracking import store as tracking_store
 
 
 def _schema(db: Path) -> tuple[dict, list[tuple]]:

@@ -29,7 +29,8 @@ def laughs(levels: int = 9) -> str:
 DOCUMENTS = {
     "load_spec": "name: laughs\ncolumns:\n  c:\n    kind: categorical\n    categories: {}\n",
     "load_rules": "rules: {}\n",
-    "load_release_config": "dataset:\n  spec:\n    name: laughs\n    columns:\n      c:\n        kind: categorical\n"
+    "load_release_config": "dataset:\n  spec:\n    name: laughs\n    columns:\n      c:\n        "
+                           "kind: categorical\n"
                            "        categories: {}\n",
 }
 

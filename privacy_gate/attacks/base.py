@@ -27,14 +27,13 @@ from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.params import Component
 from privacy_gate.registry import ComponentInfo, Registry
-
+from privacy_gate.spec import DatasetSpec
 
 #: Default memory budget for the temporary distance matrices of the chunked attacks.
 DEFAULT_CHUNK_BYTES = 256 * 2**20
@@ -72,7 +71,8 @@ class ThreatModel:
                 raise DataError(f"ThreatModel: the {what} data has no rows")
             missing = [c for c in self.spec.attribute_columns if c not in frame.columns]
             if missing:
-                raise DataError(f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from the {what} data")
+                raise DataError(f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from "
+                                f"the {what} data")
         syn_cols, ref_cols = set(self.synthetic.columns), set(self.reference.columns)
         if syn_cols != ref_cols:
             raise DataError(
@@ -83,18 +83,21 @@ class ThreatModel:
         if self.generator is not None and (not isinstance(self.generator, str) or not self.generator):
             raise ConfigError("ThreatModel: 'generator' must be a non-empty string or None")
         if not isinstance(self.generator_params, Mapping):
-            raise ConfigError(f"ThreatModel: 'generator_params' must be a mapping, got {type(self.generator_params).__name__}")
+            raise ConfigError("ThreatModel: 'generator_params' must be a mapping, got "
+                              f"{type(self.generator_params).__name__}")
         # a read-only copy: the threat model is shared by concurrently running attacks
         object.__setattr__(self, "generator_params", MappingProxyType(dict(self.generator_params)))
         if self.n_train is not None:
             if isinstance(self.n_train, bool) or not isinstance(self.n_train, (int, np.integer)) or self.n_train < 1:
-                raise ConfigError(f"ThreatModel: 'n_train' must be a positive integer or None, got {self.n_train!r}")
+                raise ConfigError("ThreatModel: 'n_train' must be a positive integer or None, got "
+                                  f"{self.n_train!r}")
 
 
 @dataclass(frozen=True)
 class OracleKnowledge:
     """Evaluator-only knowledge, never an attacker's: the focal points the real generator used
-    (``focal_points_``). MAMA-MIA's oracle variant reads it to bound what shadow modelling can learn.
+    (``focal_points_``). MAMA-MIA's oracle variant reads it to bound what shadow modelling can
+    learn.
 
     >>> from privacy_gate.generators.focal import FocalPoint
     >>> OracleKnowledge(focal_points=(FocalPoint("marginal", ("a", "b")),)).focal_points[0].columns
@@ -131,7 +134,8 @@ class Attack(Protocol):
 class AttackBase(Component):
     """Base of the registered attacks: hyper-parameters from ``params_model`` (see
     :class:`~privacy_gate.params.Component`); ``fit(threat)`` takes nothing else unless the class
-    declares ``uses_oracle`` (``fit(..., oracle=None)``) or ``uses_mapper`` (``fit(..., mapper=None)``)."""
+    declares ``uses_oracle`` (``fit(..., oracle=None)``) or ``uses_mapper`` (``fit(...,
+    mapper=None)``)."""
 
     name: ClassVar[str]  # set by @register_attack
     uses_oracle: ClassVar[bool] = False
@@ -200,7 +204,8 @@ def create_attack(name: str, **params: Any) -> Attack:
 
 
 def not_fitted(owner: str) -> NoReturn:
-    """Raise scikit-learn's NotFittedError for ``owner`` (an attack or estimator used before fit)."""
+    """Raise scikit-learn's NotFittedError for ``owner`` (an attack or estimator used before
+    fit)."""
     from sklearn.exceptions import NotFittedError  # lazy: importing scikit-learn costs ~0.7 s
 
     raise NotFittedError(f"{owner} is not fitted yet; call fit() first")

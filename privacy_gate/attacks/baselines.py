@@ -40,8 +40,11 @@ from privacy_gate.attacks.base import (
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
-from privacy_gate.attacks.distance import (DistanceToClosestRecord, nearest_distances,
-                                           synthetic_and_reference_distances)
+from privacy_gate.attacks.distance import (
+    DistanceToClosestRecord,
+    nearest_distances,
+    synthetic_and_reference_distances,
+)
 from privacy_gate.attacks.domias import (
     DensityParams,
     density_notes,
@@ -55,7 +58,6 @@ from privacy_gate.params import (
     PositiveInt,
     Seed,
 )
-
 
 # --------------------------------------------------------------------------- Eq. 1
 
@@ -107,7 +109,8 @@ class DomiasEq1(EncodedAttack):
 
 @register_attack("gan_leaks")
 class GanLeaks(DistanceToClosestRecord):
-    """GAN-Leaks full black-box: ``-min_j ||x - s_j||`` — the ``dcr`` attack under the paper's name."""
+    """GAN-Leaks full black-box: ``-min_j ||x - s_j||`` — the ``dcr`` attack under the paper's
+    name."""
 
 
 class GanLeaksCalibratedParams(Params):
@@ -118,7 +121,8 @@ class GanLeaksCalibratedParams(Params):
 
 @register_attack("gan_leaks_cal")
 class GanLeaksCalibrated(EncodedAttack):
-    """Calibrated GAN-Leaks: ``d_ref(x) - d_syn(x)`` (distances to the closest reference / synthetic row).
+    """Calibrated GAN-Leaks: ``d_ref(x) - d_syn(x)`` (distances to the closest reference / synthetic
+    row).
 
     A target close to a synthetic record is suspicious only if it is not just as close to real
     records of the population: the reference distance calibrates away the local density.
@@ -161,12 +165,13 @@ class GanLeaksCalibrated(EncodedAttack):
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
-        """``d_ref(x) - d_syn(x)`` per target row (higher = closer to synthetic than to real data)."""
+        """``d_ref(x) - d_syn(x)`` per target row (higher = closer to synthetic than to real
+        data)."""
         d_syn, d_ref = synthetic_and_reference_distances(self, targets)
         return check_scores(d_ref - d_syn, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
-# --------------------------------------------------------------------------- Monte-Carlo neighbourhood
+# ------------------------------------------------------------------------ Monte-Carlo neighbourhood
 
 
 def ball_statistics(targets: np.ndarray, candidates: np.ndarray, radius: float, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -246,8 +251,10 @@ class MonteCarloNeighbourhood(EncodedAttack):
         if not eps > 0:
             positive = d_ref[d_ref > 0]
             eps = float(positive.min()) if positive.size else 1.0
-            notes.append(f"epsilon: the {self.epsilon_quantile} quantile of reference-to-synthetic distances is 0 "
-                         "(reference records copied in the synthetic data); the smallest positive distance is used instead")
+            notes.append(f"epsilon: the {self.epsilon_quantile} quantile of reference-to-synthetic "
+                         "distances is 0 "
+                         "(reference records copied in the synthetic data); the smallest positive distance "
+                         "is used instead")
         self.synthetic_encoded_ = X_syn
         self.epsilon_ = eps
         self.notes_ = notes
@@ -269,7 +276,8 @@ class MonteCarloNeighbourhood(EncodedAttack):
 
 
 def _one_thread():
-    """Run the classifier single-threaded (OpenMP and BLAS pools limited to 1 thread, restored after).
+    """Run the classifier single-threaded (OpenMP and BLAS pools limited to 1 thread, restored
+    after).
 
     Histogram gradient boosting parallelises over features with OpenMP; with more threads than
     idle cores (the gate runs attacks concurrently; CI machines are shared) its spinning threads
@@ -286,7 +294,8 @@ class LoganD1Params(Params):
 
 @register_attack("logan_d1")
 class LoganD1(EncodedAttack):
-    """LOGAN D1: a classifier of synthetic (1) vs reference (0) records; score = its log-odds of "synthetic".
+    """LOGAN D1: a classifier of synthetic (1) vs reference (0) records; score = its log-odds of
+    "synthetic".
 
     Where the generator memorised members, the synthetic data over-represents their
     neighbourhoods relative to the population, and a flexible classifier learns it. The score is
@@ -326,7 +335,9 @@ class LoganD1(EncodedAttack):
 
     def _train(self, X: np.ndarray, y: np.ndarray, weight: np.ndarray):
         if self.classifier == "hgb":
-            from sklearn.ensemble import HistGradientBoostingClassifier  # lazy: scikit-learn imports in ~0.9 s
+            from sklearn.ensemble import (
+                HistGradientBoostingClassifier,  # lazy: scikit-learn imports in ~0.9 s
+            )
 
             # no early stopping: a classifier stopped on held-out rows generalises — it learns
             # where the synthetic data is over-represented only at scales it can validate, and
@@ -336,7 +347,9 @@ class LoganD1(EncodedAttack):
                                                  random_state=self.seed)
             clf.fit(X, y, sample_weight=weight)
         else:
-            from sklearn.exceptions import ConvergenceWarning  # lazy: scikit-learn imports in ~0.9 s
+            from sklearn.exceptions import (
+                ConvergenceWarning,  # lazy: scikit-learn imports in ~0.9 s
+            )
             from sklearn.neural_network import MLPClassifier
 
             clf = MLPClassifier(hidden_layer_sizes=(64, 64), early_stopping=False, max_iter=200, random_state=self.seed)

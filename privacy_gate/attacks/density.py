@@ -47,7 +47,8 @@ def as_matrix(X: object, *, owner: str, n_features: int | None = None) -> np.nda
     if n_features is not None and X.shape[1] != n_features:
         raise DataError(f"{owner}: expected {n_features} feature column(s), got {X.shape[1]}")
     if not np.isfinite(X).all():
-        raise DataError(f"{owner}: the encoded data contains {int((~np.isfinite(X)).sum())} NaN or infinite value(s)")
+        raise DataError(f"{owner}: the encoded data contains {int((~np.isfinite(X)).sum())} NaN or infinite "
+                        "value(s)")
     return X
 
 
@@ -146,7 +147,8 @@ class FlowSettings(Params):
     n_transforms: PositiveInt = Field(5, description="number of MADE layers")
     hidden: tuple[PositiveInt, ...] = Field((64, 64), description="widths of the hidden layers of each MADE")
     ordering: Literal["reverse", "random"] = Field(
-        "reverse", description="autoregressive order: flipped between layers, or a seeded permutation per layer")
+        "reverse", description="autoregressive order: flipped between layers, or a seeded permutation per "
+                               "layer")
     noise: NonNegativeNumber = Field(0.1, description="std of the Gaussian training noise on every input dimension")
     learning_rate: PositiveNumber = Field(5e-3, description="Adam step size (halved when the validation loss stalls)")
     weight_decay: NonNegativeNumber = Field(1e-6, description="Adam weight decay")
@@ -183,7 +185,8 @@ class GaussianKDE(Component):
     chunk_bytes:
         Memory budget in bytes for the temporary distance matrix of one chunk of targets.
     precision:
-        ``"auto"`` (default): float64, or float32 from :data:`FLOAT32_ROWS` fit rows on; ``"float64"`` / ``"float32"`` force one. The result is float64 either way, and
+        ``"auto"`` (default): float64, or float32 from :data:`FLOAT32_ROWS` fit rows on;
+        ``"float64"`` / ``"float32"`` force one. The result is float64 either way, and
         ``precision_`` records what the last ``score_samples`` used.
     max_fit_rows, seed:
         With more fit rows than ``max_fit_rows``, the KDE is fitted on a seeded uniform subsample
@@ -197,7 +200,8 @@ class GaussianKDE(Component):
 
     Learned attributes: ``X_`` (fit data, after any subsample), ``bandwidth_`` (the ``h`` used),
     ``n_samples_`` (rows fitted), ``n_total_`` (rows given), ``n_features_in_``,
-    ``n_effective_dims_``; after ``score_samples``: ``precision_``, and for a subsampled fit ``rel_se_``.
+    ``n_effective_dims_``; after ``score_samples``: ``precision_``, and for a subsampled fit
+    ``rel_se_``.
     """
 
     params_model = KDEParams
@@ -219,7 +223,8 @@ class GaussianKDE(Component):
         if n_effective_dims is None:
             d = width
         elif isinstance(n_effective_dims, bool) or not isinstance(n_effective_dims, (int, np.integer)) or n_effective_dims < 1:
-            raise ConfigError(f"GaussianKDE.fit: 'n_effective_dims' must be a positive integer, got {n_effective_dims!r}")
+            raise ConfigError("GaussianKDE.fit: 'n_effective_dims' must be a positive integer, got "
+                              f"{n_effective_dims!r}")
         else:
             d = int(n_effective_dims)
         # Scott's rule from all the rows given, so a subsample estimates exactly the full KDE
@@ -293,16 +298,19 @@ class GaussianDensity(Component):
     than rows), plus ``ridge`` on the diagonal: a variance floor, so a dimension that is constant
     in the fit data (a category the reference never shows) does not get a near-zero variance that
     would make any target with that category infinitely unlikely. The default ridge 0.01 equals
-    the Gaussian training noise (standard deviation 0.1) of :class:`privacy_gate.attacks.flow.MAFDensity`.
+    the Gaussian training noise (standard deviation 0.1) of
+    :class:`privacy_gate.attacks.flow.MAFDensity`.
 
     Interface as :class:`GaussianKDE`: ``fit(X) -> self``, ``score_samples(X) -> log density``.
-    Learned attributes: ``mean_``, ``covariance_``, ``shrinkage_``, ``n_samples_``, ``n_features_in_``.
+    Learned attributes: ``mean_``, ``covariance_``, ``shrinkage_``, ``n_samples_``,
+    ``n_features_in_``.
     """
 
     params_model = GaussianDensityParams
 
     def fit(self, X: np.ndarray, **_ignored: object) -> GaussianDensity:
-        """Fit mean and shrinkage covariance (``n_effective_dims`` etc. are accepted and ignored)."""
+        """Fit mean and shrinkage covariance (``n_effective_dims`` etc. are accepted and
+        ignored)."""
         from sklearn.covariance import LedoitWolf  # lazy: importing scikit-learn costs ~0.8 s
 
         X = as_matrix(X, owner="GaussianDensity.fit")

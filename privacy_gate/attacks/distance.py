@@ -26,7 +26,6 @@ from privacy_gate.attacks.density import as_matrix, chunked_products, rows_per_c
 from privacy_gate.attacks.nn_index import RETRIEVE, indexed_nearest
 from privacy_gate.params import Field, Params, PositiveInt
 
-
 #: nearest-record searches with at least this many target x candidate pairs are shared between
 #: the attacks of one process (see :func:`nearest_distances`)
 SHARE_PAIRS = 50_000_000
@@ -106,16 +105,17 @@ def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_byte
     """The ``min(k, n_candidates)`` nearest candidates of each target, nearest first: their
     Euclidean distances and their row indices, both of shape ``(n_targets, min(k, n_candidates))``.
 
-    The neighbours are chosen with the fast ``||y||^2 - 2 x.y`` form (above ``INDEX_PAIRS`` pairs on a
-    faiss flat index, float32). With ``exact`` (default) their distances are recomputed from the
+    The neighbours are chosen with the fast ``||y||^2 - 2 x.y`` form (above ``INDEX_PAIRS`` pairs on
+    a faiss flat index, float32). With ``exact`` (default) their distances are recomputed from the
     difference vectors, so a verbatim copy gives exactly 0 and the distances are exact for the rows
     returned; which of two near-tied neighbours is returned may differ in the last float32 bits.
     ``exact=False`` keeps the distances of the selection itself (on rows centred on the candidates'
     mean; float64, or float32 on the index): no ``(rows, k, width)`` differences, several times
     faster for large ``k``, for a caller that reads squared distances (a kernel weight) and can
     take their rounding error (~1e-12 of the rows' squared norms in float64, ~1e-6 on the index;
-    a copy's distance comes out near 1e-7 rather than 0), not one that tells a copy from a near copy. Memory: the ``(chunk, n_candidates)`` products and the
-    differences stay within ``chunk_bytes`` (at least one target row at a time).
+    a copy's distance comes out near 1e-7 rather than 0), not one that tells a copy from a near
+    copy. Memory: the ``(chunk, n_candidates)`` products and the differences stay within
+    ``chunk_bytes`` (at least one target row at a time).
 
     >>> C = np.array([[0.0], [1.0], [3.0]]); d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20)
     >>> d.tolist(), i.tolist()
@@ -218,8 +218,8 @@ class DistanceToClosestRecord(EncodedAttack):
 
 def synthetic_and_reference_distances(scorer: EncodedAttack, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Distances from each target to its closest synthetic and closest reference row, on a fitted
-    attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``, ``chunk_bytes``):
-    the two halves of every reference-calibrated distance attack."""
+    attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``,
+    ``chunk_bytes``): the two halves of every reference-calibrated distance attack."""
     X = as_matrix(scorer._encode(targets), owner=f"attack '{scorer.name}'")
     d_syn, _ = nearest_distances(X, scorer.synthetic_encoded_, chunk_bytes=scorer.chunk_bytes)
     d_ref, _ = nearest_distances(X, scorer.reference_encoded_, chunk_bytes=scorer.chunk_bytes)
@@ -231,7 +231,8 @@ RATIO_EPSILON = 1e-6
 
 
 def ratio_scores(d_syn: np.ndarray, d_ref: np.ndarray) -> np.ndarray:
-    """``dcr_ratio``'s score from the two nearest-row distances: ``log(d_ref + eps) - log(d_syn + eps)``."""
+    """``dcr_ratio``'s score from the two nearest-row distances: ``log(d_ref + eps) - log(d_syn +
+    eps)``."""
     return np.log(d_ref + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
 
 
@@ -246,7 +247,8 @@ class DistanceRatio(DistanceToClosestRecord):
     estimates of the synthetic and the reference data at ``x`` (DOMIAS's ``p_G / p_R`` with 1-NN
     densities), so the log ratio ranks targets by DOMIAS's statistic at the finest scale: the
     per-record exposure signal. The sets need not be the same size: the size term is a constant
-    in the log and does not change the ranking. Verbatim copies score ``log(d_ref + eps) - log(eps)``.
+    in the log and does not change the ranking. Verbatim copies score ``log(d_ref + eps) -
+    log(eps)``.
 
     Learned attributes: those of ``dcr`` and ``reference_encoded_``.
     """
@@ -358,7 +360,8 @@ class CopyCount(DistanceRatio):
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
-        """The weighted count of synthetic rows closer than the nearest reference row, per target."""
+        """The weighted count of synthetic rows closer than the nearest reference row, per
+        target."""
         X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
         d_syn = k_nearest_distances(X, self.synthetic_encoded_, self.neighbours, chunk_bytes=self.chunk_bytes)
         d_ref, _ = nearest_distances(X, self.reference_encoded_, chunk_bytes=self.chunk_bytes)

@@ -44,7 +44,14 @@ from privacy_gate.attacks.base import (
     check_scores,
     register_attack,
 )
-from privacy_gate.attacks.density import FLOAT32_ROWS, PRECISION_HELP, FlowSettings, GaussianDensity, GaussianKDE, Precision
+from privacy_gate.attacks.density import (
+    FLOAT32_ROWS,
+    PRECISION_HELP,
+    FlowSettings,
+    GaussianDensity,
+    GaussianKDE,
+    Precision,
+)
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
 
 #: ``density="auto"`` switches from KDE to the flow above this many ``rows x columns`` (rows: the
@@ -72,7 +79,8 @@ DEFAULT_MAX_FIT_ROWS = None
 
 
 def resolve_density(density: str, *, n_rows: int, n_dims: int) -> str:
-    """The estimator ``"auto"`` picks for a fit set of ``n_rows`` rows and ``n_dims`` original columns."""
+    """The estimator ``"auto"`` picks for a fit set of ``n_rows`` rows and ``n_dims`` original
+    columns."""
     if density != "auto":
         return density
     return "flow" if n_rows * n_dims > AUTO_FLOW_THRESHOLD else "kde"
@@ -84,7 +92,9 @@ def make_density(kind: str, *, bandwidth: Any, chunk_bytes: int, flow_params: Ma
     if kind == "kde":
         return GaussianKDE(bandwidth=bandwidth, chunk_bytes=chunk_bytes, max_fit_rows=max_fit_rows, seed=int(seed),
                            precision=precision)
-    from privacy_gate.attacks.flow import MAFDensity  # lazy: imports torch, only when a flow is fitted
+    from privacy_gate.attacks.flow import (
+        MAFDensity,  # lazy: imports torch, only when a flow is fitted
+    )
 
     return MAFDensity(**flow_params, seed=int(seed))
 
@@ -94,8 +104,10 @@ def subsample_note(what: str, estimator: Any) -> str | None:
     rel = getattr(estimator, "rel_se_", None)
     if rel is None or not len(rel):
         return None
-    return (f"{what}: KDE on a random {estimator.n_samples_:,} of {estimator.n_total_:,} rows (max_fit_rows); relative "
-            f"standard error of the density at the targets vs the full KDE: median {np.median(rel):.1%}, 95th "
+    return (f"{what}: KDE on a random {estimator.n_samples_:,} of {estimator.n_total_:,} rows "
+            "(max_fit_rows); relative "
+            "standard error of the density at the targets vs the full KDE: median "
+            f"{np.median(rel):.1%}, 95th "
             f"percentile {np.quantile(rel, 0.95):.1%} (about the same error in the log-ratio score)")
 
 
@@ -104,8 +116,10 @@ def precision_note(*estimators: Any) -> str | None:
     which = [e.n_samples_ for e in estimators if getattr(e, "precision_", None) == "float32"]
     if not which:
         return None
-    return (f"KDE computed in float32 (precision '{estimators[0].precision}'; float32 from {FLOAT32_ROWS:,} fit rows, "
-            f"here {', '.join(f'{n:,}' for n in which)}); log densities within ~3e-4 of float64, ranking unchanged "
+    return (f"KDE computed in float32 (precision '{estimators[0].precision}'; float32 from "
+            f"{FLOAT32_ROWS:,} fit rows, "
+            f"here {', '.join(f'{n:,}' for n in which)}); log densities within ~3e-4 of float64, "
+            "ranking unchanged "
             "(benchmarks/bench_nn_index.py)")
 
 
@@ -115,18 +129,22 @@ def density_notes(what: str, estimator: Any) -> list[str]:
     if stopped in (None, "patience"):
         return []
     note = (f"{what}: the flow stopped training by '{stopped}' after {estimator.n_epochs_} epoch(s) "
-            f"(best epoch {estimator.best_epoch_}); it may be under-fitted — raise flow_params max_epochs / max_seconds")
+            f"(best epoch {estimator.best_epoch_}); it may be under-fitted — raise flow_params "
+            "max_epochs / max_seconds")
     return [note]
 
 
 class DensityParams(Params):
     """The density settings DOMIAS and its p_G-only baseline share."""
 
-    density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
+    density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by "
+                                                                       "data size")
     bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
     chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
-    max_fit_rows: PositiveInt | None = Field(DEFAULT_MAX_FIT_ROWS, description="KDE only: fit each density on a seeded random subsample of at most this many rows (None, the default: all); the error is reported")
-    flow_params: FlowSettings | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden; not its seed")
+    max_fit_rows: PositiveInt | None = Field(DEFAULT_MAX_FIT_ROWS, description="KDE only: fit each density on a seeded random subsample of at most this many "
+                                                                               "rows (None, the default: all); the error is reported")
+    flow_params: FlowSettings | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden; not its "
+                                                               "seed")
     seed: Seed = Field(0, description="seed of the flow's training and of the KDE's subsample")
     precision: Precision = Field("auto", description=PRECISION_HELP)
 
@@ -192,14 +210,16 @@ class DomiasAttack(EncodedAttack):
                             precision=self.precision)
 
     def fit(self, threat: ThreatModel) -> DomiasAttack:
-        """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on reference."""
+        """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on
+        reference."""
         X_syn, X_ref = self._fit_encoded(threat)
         notes = list(self.encoder_.notes_)
         d = self.encoder_.n_effective_dims_
         n_rows = max(len(X_syn), len(X_ref)) if self.reference_density == "same" else len(X_syn)
         kind = resolve_density(self.density, n_rows=n_rows, n_dims=d)
         if self.density == "auto":
-            notes.append(f"density 'auto' chose '{kind}' ({n_rows} rows x {d} columns; threshold {AUTO_FLOW_THRESHOLD})")
+            notes.append(f"density 'auto' chose '{kind}' ({n_rows} rows x {d} columns; threshold "
+                         f"{AUTO_FLOW_THRESHOLD})")
         self.density_kind_ = kind
         self.density_synthetic_ = self._density(kind).fit(X_syn, n_effective_dims=d)
         if self.reference_density == "prior":

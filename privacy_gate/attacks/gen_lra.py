@@ -71,7 +71,13 @@ from privacy_gate.attacks.base import (
     check_scores,
     register_attack,
 )
-from privacy_gate.attacks.density import PRECISION_HELP, GaussianKDE, Precision, as_matrix, rows_per_chunk
+from privacy_gate.attacks.density import (
+    PRECISION_HELP,
+    GaussianKDE,
+    Precision,
+    as_matrix,
+    rows_per_chunk,
+)
 from privacy_gate.attacks.distance import k_nearest
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber
 
@@ -80,7 +86,8 @@ DEFAULT_NEIGHBOURS = 200
 
 
 def silverman_bandwidth(n: int, d: int) -> float:
-    """Silverman's rule of thumb (scipy's ``gaussian_kde`` factor) for ``n`` rows in ``d`` dimensions.
+    """Silverman's rule of thumb (scipy's ``gaussian_kde`` factor) for ``n`` rows in ``d``
+    dimensions.
 
     >>> round(silverman_bandwidth(1000, 15), 4)
     0.6442
@@ -91,14 +98,16 @@ def silverman_bandwidth(n: int, d: int) -> float:
 class GenLRAParams(Params):
     neighbours: PositiveInt = Field(DEFAULT_NEIGHBOURS, description="synthetic rows nearest the target whose log-likelihood ratios are summed (k)")
     bandwidth: Literal["silverman", "scott"] | PositiveNumber = Field(
-        "silverman", description="KDE bandwidth of the reference density: Silverman's or Scott's rule, or a positive number (standardised units)")
+        "silverman", description="KDE bandwidth of the reference density: Silverman's or Scott's rule, or a "
+                                 "positive number (standardised units)")
     chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
     precision: Precision = Field("auto", description=PRECISION_HELP)
 
 
 @register_attack("gen_lra")
 class GenLRA(EncodedAttack):
-    """Gen-LRA: how much adding the target to the reference KDE raises the density at its nearest synthetic rows.
+    """Gen-LRA: how much adding the target to the reference KDE raises the density at its nearest
+    synthetic rows.
 
     Parameters
     ----------
@@ -136,7 +145,8 @@ class GenLRA(EncodedAttack):
         bandwidth = silverman_bandwidth(n, d) if self.bandwidth == "silverman" else self.bandwidth
         kde = GaussianKDE(bandwidth=bandwidth, chunk_bytes=self.chunk_bytes, precision=self.precision)
         self.density_reference_ = kde.fit(X_ref, n_effective_dims=d)
-        # log p_R(s) = a_s - log n + log K_h(0): back to a_s, the log-sum of the unnormalised kernels
+        # log p_R(s) = a_s - log n + log K_h(0): back to a_s, the log-sum of the unnormalised
+        # kernels
         log_kernel_norm = -0.5 * X_ref.shape[1] * math.log(2.0 * math.pi * kde.bandwidth_**2)
         self.log_mass_synthetic_ = kde.score_samples(X_syn) + math.log(n) - log_kernel_norm
         self.synthetic_encoded_ = X_syn

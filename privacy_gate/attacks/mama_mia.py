@@ -45,9 +45,9 @@ uses "mean" for the shadow and oracle variants and "log" for the generic one. Wh
 documented): the arithmetic mean is dominated by the few focal points whose reference cell is
 empty (ratio ~ P_syn / 1e-10), so it ignores the strongest sign of memorisation a generic attack
 can see — a target cell that is *absent* from the synthetic data. On verbatim copies (the toy of
-tests/attacks/test_attacks.py) the generic variant reaches AUC ~0.94 with "log" and ~0.77 with "mean";
-on marginal-generator output the two are within ~0.02 (mean slightly ahead, as the paper found),
-so the tailored variants keep the paper's rule.
+tests/attacks/test_attacks.py) the generic variant reaches AUC ~0.94 with "log" and ~0.77 with
+"mean"; on marginal-generator output the two are within ~0.02 (mean slightly ahead, as the paper
+found), so the tailored variants keep the paper's rule.
 
 Activation (paper, Appendix A-A): ``predict_proba`` maps the log scores of one batch of targets
 to sigmoid(c * (zscore(log score) - median)); with ``activation=True`` ``score`` returns these
@@ -103,7 +103,8 @@ _OWNER = "attack 'mama_mia'"
 
 
 def weight_threshold(epsilon: float) -> float:
-    """tau(epsilon): 0.5 for eps >= .01 (and below), 0.6 >= 1, 0.7 >= 10, 0.8 >= 100, 0.85 >= 1000."""
+    """tau(epsilon): 0.5 for eps >= .01 (and below), 0.6 >= 1, 0.7 >= 10, 0.8 >= 100, 0.85 >=
+    1000."""
     for bound, tau in TAU_RULE:
         if epsilon >= bound:
             return tau
@@ -245,9 +246,12 @@ def _is_marginal_generator(name: str | None) -> bool:
 
 class MamaMiaParams(Params):
     n_shadow: PositiveInt = Field(50, description="shadow runs of the generator's focal-point selection")
-    variant: Literal["auto", "shadow", "oracle", "generic"] = Field("auto", description="shadow for marginal generators, generic otherwise (auto); oracle is evaluator-only")
-    tau: Fraction | None = Field(None, gt=0, description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the paper)")
-    n_generic: PositiveInt | None = Field(None, description="generic variant: top-k mutual-information pairs (None: the max-MI spanning tree)")
+    variant: Literal["auto", "shadow", "oracle", "generic"] = Field("auto", description="shadow for marginal generators, generic otherwise (auto); oracle is "
+                                                                                        "evaluator-only")
+    tau: Fraction | None = Field(None, gt=0, description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the "
+                                                         "paper)")
+    n_generic: PositiveInt | None = Field(None, description="generic variant: top-k mutual-information pairs (None: the max-MI spanning "
+                                                            "tree)")
     n_jobs: PositiveInt = Field(2, description="workers of the default shadow pool (1 = serial)")
     activation: bool = Field(False, strict=True, description="score as sigmoid(c * (zscore(log score) - median))")
     activation_c: PositiveNumber = Field(1.0, description="slope c of the activation")
@@ -331,7 +335,8 @@ class MamaMiaAttack(AttackBase):
                 notes.append(f"generator_params has no 'epsilon': shadow runs use the generator's default "
                              f"epsilon {self.epsilon_:g}")
             if threat.n_train > len(threat.reference):
-                notes.append(f"the reference data ({len(threat.reference)} rows) is smaller than the training set "
+                notes.append(f"the reference data ({len(threat.reference)} rows) is smaller than the "
+                             "training set "
                              f"({threat.n_train}): shadow samples are drawn with replacement")
             self.discretizer_ = gen.discretizer_
             token = shadow.fingerprint(threat.generator, shadow.shadow_params(threat.generator_params),
@@ -346,7 +351,8 @@ class MamaMiaAttack(AttackBase):
             tau = self.tau if self.tau is not None else weight_threshold(self.epsilon_)
         elif variant == "oracle":
             if oracle is None:
-                raise ConfigError(f"{_OWNER}: variant 'oracle' needs fit(..., oracle=OracleKnowledge(...)): the focal "
+                raise ConfigError(f"{_OWNER}: variant 'oracle' needs fit(..., oracle=OracleKnowledge(...)): the "
+                                  "focal "
                                   "points the real generator recorded, given by the evaluator")
             fps = oracle.focal_points
             if _is_marginal_generator(threat.generator):
@@ -371,7 +377,8 @@ class MamaMiaAttack(AttackBase):
                 weights = {FocalPoint(kind="marginal", columns=(cols[i], cols[j])): 1 for i, j in pairs}
             tau = self.tau if self.tau is not None else TAU_RULE[-1][1]
             how = "maximum-MI spanning tree" if self.n_generic is None else f"top {self.n_generic} MI pairs"
-            notes.append(f"generic: {len(weights)} 2-way marginals of the reference data ({how}), weight 1 each")
+            notes.append(f"generic: {len(weights)} 2-way marginals of the reference data ({how}), weight 1 "
+                         "each")
             if threat.generator is not None:
                 notes.append(f"generator '{threat.generator}' has no focal points to shadow: generic variant")
 
@@ -418,12 +425,14 @@ class MamaMiaAttack(AttackBase):
         return out
 
     def _aggregate_log(self, ratios: np.ndarray) -> np.ndarray:
-        """log of the aggregated ratio: mean -> log((1/|F*|) sum w r); log -> sum w log r / sum w."""
+        """log of the aggregated ratio: mean -> log((1/|F*|) sum w r); log -> sum w log r / sum
+        w."""
         w = np.array([self.focal_weights_[f] for f in self.kept_focal_points_], dtype=np.float64)
         if self.aggregation_ == "log":  # a cell query the target misses (r = 0) contributes nothing
             logs = np.log(np.where(ratios > 0, ratios, 1.0))
             return logs @ w / w.sum()
-        # a zero raw score only happens with cell queries that miss every target: smallest finite log
+        # a zero raw score only happens with cell queries that miss every target: smallest finite
+        # log
         return np.log(np.maximum(ratios @ w / len(w), np.finfo(np.float64).tiny))
 
     def raw_score(self, targets: pd.DataFrame) -> np.ndarray:

@@ -95,7 +95,8 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
         d_redo, i_redo = exact_search(targets[redo], candidates)
         distances[redo], nearest[redo] = d_redo, i_redo
         if len(redo) > 0.05 * n_t:
-            _LOG.info("  nearest record (index): %s of %s targets had near-ties float32 could not separate; "
+            _LOG.info("  nearest record (index): %s of %s targets had near-ties float32 could not "
+                      "separate; "
                       "searched again exactly", f"{len(redo):,}", f"{n_t:,}")
     return distances, nearest
 
@@ -122,8 +123,8 @@ def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
 
 
 #: candidate rows an inverted-file search reads per target, at most (``nprobe`` shrinks as the cells
-#: grow; :func:`probe_count`). With ``4 sqrt(n)`` cells a fixed ``nprobe`` reads ``4 nprobe sqrt(n) / 4``
-#: rows per target, so the search grew as ``n^1.5``. 1,536 rows leave 16 cells up to 147,000
+#: grow; :func:`probe_count`). With ``4 sqrt(n)`` cells a fixed ``nprobe`` reads ``4 nprobe sqrt(n)
+#: / 4`` rows per target, so the search grew as ``n^1.5``. 1,536 rows leave 16 cells up to 147,000
 #: candidates (full Adult and the 160,000-row benchmark keep their search); at 1,000,000 Adult-like
 #: rows (600,000 synthetic, 194 per cell) it probes 8 cells, and on 10,000 sampled pool records
 #: the nearest synthetic row was still the exact one for 97.7% (16 cells: 99.3%) and the nearest

@@ -41,10 +41,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
-from privacy_gate.generators import create_generator  # importing the package registers every generator
+from privacy_gate.generators import (
+    create_generator,  # importing the package registers every generator
+)
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.spec import DatasetSpec
 
 Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 
@@ -95,7 +97,8 @@ def build_generator(generator: str, params: Mapping[str, Any], spec: DatasetSpec
     """
     gen = create_generator(generator, **shadow_params(params))
     if not callable(getattr(gen, "select_focal_points", None)) or not callable(getattr(gen, "configure", None)):
-        raise ConfigError(f"generator '{generator}' has no focal-point selection step (select_focal_points) to shadow")
+        raise ConfigError(f"generator '{generator}' has no focal-point selection step (select_focal_points) to "
+                          "shadow")
     return gen.configure(spec, reference=reference)
 
 
@@ -215,7 +218,8 @@ def make_jobs(*, generator: str, generator_params: Mapping[str, Any], spec: Data
 
 
 def count_focal_points(results: Iterable[Iterable[FocalPoint]]) -> dict[FocalPoint, int]:
-    """How many runs chose each focal point (a run counts a focal point once), most frequent first."""
+    """How many runs chose each focal point (a run counts a focal point once), most frequent
+    first."""
     counts: Counter[FocalPoint] = Counter()
     for chosen in results:
         counts.update(set(chosen))

@@ -36,7 +36,8 @@ def load_release(config: Path, check: Any = None) -> Any:
 def preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_setting: str = "--publish-to",
               split_files: dict[str, Path] | None = None, spec: Any = None, limits: Any = None) -> None:
     """Folders the run writes and split files it compares (read within the run's input ``limits``),
-    checked before it starts (exit 2, one line naming the path) rather than as a BLOCK minutes later."""
+    checked before it starts (exit 2, one line naming the path) rather than as a BLOCK minutes
+    later."""
     from privacy_gate.errors import ConfigError
     from privacy_gate.label_key import LabelKey
     from privacy_gate.names import LABEL_KEY_FILE
@@ -45,7 +46,8 @@ def preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_se
     try:
         require_writable_dir(workdir, setting="--workdir")
         if workdir is not None and (Path(workdir) / LABEL_KEY_FILE).exists():
-            # a label key others may read, or a damaged one: refused now, not as a BLOCK after the run
+            # a label key others may read, or a damaged one: refused now, not as a BLOCK after the
+            # run
             LabelKey.for_workdir(workdir, create=False)
         require_writable_dir(publish_to, setting=publish_setting)
         if split_files is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -81,7 +81,7 @@ OrchestratorOpt = Annotated[str, typer.Option(
                            "server); auto (default): prefect when a Prefect API is configured (PREFECT_API_URL) "
                            "or the config needs it (review.mode pause, runner.kind dask), else local.")]
 WorkdirOpt = Annotated[Path, typer.Option("--workdir", help="MLflow store, quarantine and published files.")]
-TrackingOpt = Annotated[Optional[str], typer.Option("--tracking-uri",
+TrackingOpt = Annotated[str | None, typer.Option("--tracking-uri",
                         help="MLflow store of the run (default: MLFLOW_TRACKING_URI, else the sqlite store "
                              "in WORKDIR).")]
 ReviewerOpt = Annotated[str, typer.Option("--reviewer", help="Who decides (recorded with the decision).")]
@@ -118,7 +118,8 @@ def usage_error(message: str) -> None:
 
 def probe_tracking(uri: str, source: str) -> str:
     """The MLflow store every command talks to, probed first: an unreachable server is one line
-    naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of retries)."""
+    naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of
+    retries)."""
     from privacy_gate.errors import ConfigError
     from privacy_gate.tracking.uri import check_reachable
 
@@ -143,7 +144,8 @@ def use_prefect(orchestrator: str, *, needs_prefect: bool = False) -> bool:
         usage_error(f"--orchestrator must be auto, prefect or local, got {orchestrator!r}")
     if orchestrator != "auto":
         if orchestrator == "local" and needs_prefect:
-            usage_error("--orchestrator local: the config needs Prefect (review.mode pause or runner.kind dask)")
+            usage_error("--orchestrator local: the config needs Prefect (review.mode pause or runner.kind "
+                        "dask)")
         return orchestrator == "prefect"
     if needs_prefect or os.environ.get("PREFECT_API_URL"):
         return True
@@ -185,7 +187,8 @@ def store_uri(workdir: Path, uri: str | None) -> str:
 
     uri, source = tracking_source(None, workdir, option=uri)
     if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
-        usage_error(f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the workdir "
+        usage_error(f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the "
+                    "workdir "
                     "the gate ran in, or --tracking-uri")
     return probe_tracking(uri, source)
 

@@ -6,16 +6,35 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from privacy_gate.cli.checks import (check_components, check_dataset_inputs, check_inputs, load_release, preflight,
-                                     require_files)
-from privacy_gate.cli.common import (VERDICT_EXIT_CODES, JsonOpt, OrchestratorOpt, WorkdirOpt, app, cli_logger,
-                                     probe_tracking, quiet_env, reconcile, say, show, usage_error, use_prefect)
+from privacy_gate.cli.checks import (
+    check_components,
+    check_dataset_inputs,
+    check_inputs,
+    load_release,
+    preflight,
+    require_files,
+)
+from privacy_gate.cli.common import (
+    VERDICT_EXIT_CODES,
+    JsonOpt,
+    OrchestratorOpt,
+    WorkdirOpt,
+    app,
+    cli_logger,
+    probe_tracking,
+    quiet_env,
+    reconcile,
+    say,
+    show,
+    usage_error,
+    use_prefect,
+)
 
 if TYPE_CHECKING:  # heavy: imported when a command runs
     from privacy_gate.pipeline.result import RunOutcome
@@ -124,13 +143,16 @@ def gate(
     reference: Annotated[Path, typer.Option(help="Real records the attacker may know (auxiliary data).")],
     synthetic: Annotated[Path, typer.Option(help="The candidate synthetic release.")],
     spec: Annotated[Path, typer.Option(help="Dataset spec YAML (or a release config holding one).")],
-    rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
-    config: Annotated[Optional[Path], typer.Option(
-        help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure sections of a release "
-             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200). "
+    rules: Annotated[Path | None, typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure "
+             "sections of a release "
+             "config. Small tables: the floors are targets.min_per_class (100) and "
+             "disclosure.min_control (200). "
              "Input budgets: the inputs section (max_file_bytes, max_columns, max_field_bytes).")] = None,
-    # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder 's3:/bucket'
-    publish_to: Annotated[Optional[str], typer.Option(
+    # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder
+    # 's3:/bucket'
+    publish_to: Annotated[str | None, typer.Option(
         help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
@@ -156,8 +178,8 @@ def gate(
         usage_error("--rules and --config both set the rules; put them in the --config file's gate section")
     try:
         spec_model = load_spec(spec)
-        # --rules and --config: one loader, one validation (a rule naming an attack that does not run
-        # is refused here, naming the file and the rule, whichever option brought it)
+        # --rules and --config: one loader, one validation (a rule naming an attack that does not
+        # run is refused here, naming the file and the rule, whichever option brought it)
         judging = load_judging(rules=rules, config=config)
         if judging is not None:
             judging.check_against(spec_model, str(rules or config))
@@ -169,7 +191,8 @@ def gate(
 
         ignored = ignored_sections(config)
         if ignored:
-            say(f"note: {config}: section(s) {', '.join(ignored)} are not read by a gate-only run (they configure "
+            say(f"note: {config}: section(s) {', '.join(ignored)} are not read by a gate-only run "
+                "(they configure "
                 "privacy-gate run); the judging sections are", err=True)
     limits = judging.inputs if judging is not None else InputLimits()
     check_inputs({"--train": train, "--holdout": holdout, "--reference": reference, "--synthetic": synthetic},

@@ -17,8 +17,14 @@ from privacy_gate.cli.common import app, exit_codes, usage_error
 def check_config(
     config: Annotated[Path, typer.Argument(metavar="CONFIG", help="A release config or a gate-only config (YAML).")],
 ) -> None:
-    """The effective gate of a config: error budget, each test's level, every rule, and what is off."""
-    from privacy_gate.config import active_rules, budget_tests, load_gate_only_config, protections_off
+    """The effective gate of a config: error budget, each test's level, every rule, and what is
+    off."""
+    from privacy_gate.config import (
+        active_rules,
+        budget_tests,
+        load_gate_only_config,
+        protections_off,
+    )
     from privacy_gate.errors import ConfigError
     from privacy_gate.gate.budget import describe_gate
 

@@ -4,13 +4,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from privacy_gate.cli.checks import preflight
-from privacy_gate.cli.common import (TrackingOpt, WorkdirOpt, app, exit_codes, probe_tracking, quiet_env, say, show,
-                                     usage_error)
+from privacy_gate.cli.common import (
+    TrackingOpt,
+    WorkdirOpt,
+    app,
+    exit_codes,
+    probe_tracking,
+    quiet_env,
+    say,
+    show,
+    usage_error,
+)
 
 
 @app.command(epilog=exit_codes((0, "clean (after --fix: nothing left)"),
@@ -22,7 +31,7 @@ def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what can be: mark runs of gone processes KILLED, "
                                                     "resolve decisions a killed approve/reject left half done, "
                                                     "remove orphan release data and dead staging folders.")] = False,
-    target: Annotated[Optional[list[str]], typer.Option(
+    target: Annotated[list[str] | None, typer.Option(
         "--target", help="Also check this publish folder or s3://bucket/prefix (repeatable; the workdir's "
                          "published folder and every target recorded on a run are checked anyway).")] = None,
     min_age: Annotated[float, typer.Option(
@@ -48,9 +57,10 @@ def doctor(
     raise typer.Exit(1 if report.remaining else 0)
 
 
-CronOpt = Annotated[Optional[str], typer.Option(
-    "--cron", help='Cron schedule for every config, e.g. "0 2 * * *" (default: each config\'s schedule section).')]
-IntervalOpt = Annotated[Optional[float], typer.Option(
+CronOpt = Annotated[str | None, typer.Option(
+    "--cron", help='Cron schedule for every config, e.g. "0 2 * * *" (default: each config\'s schedule '
+                   'section).')]
+IntervalOpt = Annotated[float | None, typer.Option(
     "--interval", help="Run every N seconds instead of a cron schedule.")]
 AllowUnsignedOpt = Annotated[bool, typer.Option(
     "--allow-unsigned", help="Start without PRIVACY_GATE_SIGNING_KEY: verdicts are then unsigned, and a reviewer "
@@ -65,12 +75,13 @@ def prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     except ConfigError as exc:
         usage_error(str(exc))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if not is_infrastructure_error(exc):
             raise
         from prefect.settings import PREFECT_API_URL
 
-        usage_error(f"the Prefect API at {PREFECT_API_URL.value() or '(PREFECT_API_URL not set)'} did not answer "
+        usage_error(f"the Prefect API at {PREFECT_API_URL.value() or '(PREFECT_API_URL not set)'} did not "
+                    "answer "
                      f"({type(exc).__name__}); start it (prefect server start) or set PREFECT_API_URL")
 
 
@@ -81,7 +92,7 @@ def serve(
     workdir: WorkdirOpt = Path(".privacy-gate"),
     cron: CronOpt = None,
     interval: IntervalOpt = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="At most N flow runs at once (all datasets).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most N flow runs at once (all datasets).")] = None,
     allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
     """Serve every release config in FOLDER as a scheduled Prefect deployment (runs until stopped).

@@ -1,20 +1,34 @@
 """``privacy-gate review`` / ``approve`` / ``reject``: a person's decision on a REVIEW verdict.
 
-These commands start often and wait on nobody: they import MLflow (through ``privacy_gate.tracking``)
-and the review records, never the attacks, generators, Prefect or Great Expectations — except
-``approve --suppress``, which re-runs the gate on the filtered release.
+These commands start often and wait on nobody: they import MLflow (through
+``privacy_gate.tracking``) and the review records, never the attacks, generators, Prefect or Great
+Expectations — except ``approve --suppress``, which re-runs the gate on the filtered release.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
-from privacy_gate.cli.common import (EXIT_BLOCK, EXIT_USAGE, CommentOpt, ReviewerOpt, TrackingOpt, WorkdirOpt, app,
-                                     cli_logger, exit_codes, quiet_env, say, show, store_uri, use_prefect)
+from privacy_gate.cli.common import (
+    EXIT_BLOCK,
+    EXIT_USAGE,
+    CommentOpt,
+    ReviewerOpt,
+    TrackingOpt,
+    WorkdirOpt,
+    app,
+    cli_logger,
+    exit_codes,
+    quiet_env,
+    say,
+    show,
+    store_uri,
+    use_prefect,
+)
 
 
 class RegateWatch:
@@ -65,10 +79,11 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
                 raise typer.Exit(EXIT_BLOCK) from None
         say(f"refused: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    except Exception as exc:  # noqa: BLE001 - a store that stopped answering mid-decision: one line
+    except Exception as exc:
         if not is_infrastructure_error(exc):
             raise
-        say(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} may be "
+        say(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} "
+            "may be "
             f"undecided — check it with: privacy-gate review {run_id}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     if regate is not None and regate.outcome is not None:
@@ -76,7 +91,8 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
     done = {"approve": "approved", "reject": "rejected"}[decision.action]
     say(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
     if decision.suppress:
-        say(f"recorded as suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
+        say(f"recorded as suppressed: {', '.join(decision.suppress)} (gate re-run "
+            f"{decision.rerun_id})")
     say(f"published: {decision.published}" if decision.published else "nothing published")
 
 
@@ -95,7 +111,7 @@ def reject_command(run_id: str, *, uri: str, workdir: Path) -> str:
 
 @app.command(epilog=exit_codes((0, "shown")), short_help="Show a run's evidence and decisions, or the pending runs.")
 def review(
-    run_id: Annotated[Optional[str], typer.Argument(metavar="RUN_ID", help="MLflow run id of a gate run.")] = None,
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID", help="MLflow run id of a gate run.")] = None,
     pending: Annotated[bool, typer.Option("--pending", help="List the REVIEW runs awaiting a decision "
                                                              "(run id, dataset, when, flagged groups).")] = False,
     workdir: WorkdirOpt = Path(".privacy-gate"),
@@ -127,8 +143,9 @@ def approve(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="MLflow run id of a REVIEW verdict.")],
     reviewer: ReviewerOpt,
     comment: CommentOpt = "",
-    suppress: Annotated[Optional[list[str]], typer.Option(
-        "--suppress", help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable), or '
+    suppress: Annotated[list[str] | None, typer.Option(
+        "--suppress", help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable), '
+                           'or '
                            '"exposed": without the exposed records\' closest synthetic rows, or "copies": without '
                            "the rows that copy training records; the gate re-runs on the filtered release first.")
     ] = None,

@@ -6,13 +6,32 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
-from privacy_gate.cli.checks import check_components, check_dataset_inputs, load_release, preflight, require_files
-from privacy_gate.cli.common import (EXIT_BLOCK, JsonOpt, OrchestratorOpt, WorkdirOpt, app, cli_logger, exit_codes,
-                                     probe_tracking, quiet_env, say, show, usage_error, use_prefect)
+from privacy_gate.cli.checks import (
+    check_components,
+    check_dataset_inputs,
+    load_release,
+    preflight,
+    require_files,
+)
+from privacy_gate.cli.common import (
+    EXIT_BLOCK,
+    JsonOpt,
+    OrchestratorOpt,
+    WorkdirOpt,
+    app,
+    cli_logger,
+    exit_codes,
+    probe_tracking,
+    quiet_env,
+    say,
+    show,
+    usage_error,
+    use_prefect,
+)
 
 
 @app.command("dependency-study", epilog=exit_codes((0, "the study completed"), (1, "the study failed")),
@@ -24,7 +43,8 @@ def dependency_study(
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
 ) -> None:
-    """Retrain on dependent splits and their IID counterparts, attack both, compare with the DP bound."""
+    """Retrain on dependent splits and their IID counterparts, attack both, compare with the DP
+    bound."""
     quiet_env()
     from privacy_gate.errors import ConfigError, PrivacyGateError
 
@@ -69,10 +89,10 @@ def audit_dp(
     config: Annotated[Path, typer.Argument(metavar="CONFIG", help="Release config of a DP generator (its audit_dp section, if any, "
                                                 "gives the settings).")],
     workdir: WorkdirOpt = Path(".privacy-gate"),
-    runs: Annotated[Optional[int], typer.Option("--runs", help="Fits per side and target (default: "
+    runs: Annotated[int | None, typer.Option("--runs", help="Fits per side and target (default: "
                                                 "audit_dp.runs, else 200).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Run the audit afresh even if cached.")] = False,
-    figure: Annotated[Optional[Path], typer.Option("--figure", help="Write the trade-off figure (PNG) here.")] = None,
+    figure: Annotated[Path | None, typer.Option("--figure", help="Write the trade-off figure (PNG) here.")] = None,
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
 ) -> None:
@@ -109,13 +129,16 @@ def audit_dp(
     b = result.best.bound
     out = sys.stderr if as_json else sys.stdout
     show("\n".join([
-        f"generator:   {result.generator} (implementation {result.version}), claimed epsilon {result.epsilon:g}, "
+        f"generator:   {result.generator} (implementation {result.version}), claimed "
+        f"epsilon {result.epsilon:g}, "
         f"delta {result.delta:g}, mu {result.claimed_mu:.3g} ({result.mu_basis})",
-        f"strongest:   {result.best.score} score, {result.best.target_label}; {result.runs} fits per side"
+        f"strongest:   {result.best.score} score, {result.best.target_label}; "
+        f"{result.runs} fits per side"
         + (" (cached)" if record.get("cached") else ""),
         f"epsilon >=   {b.epsilon_lower:.3g} at {100 * (1 - b.alpha):.0f}% confidence "
         f"(at most {result.max_certifiable_epsilon:.3g} can be shown with these runs)",
-        f"mu:          {b.mu_estimate:.3g} [{b.mu_lower:.3g}, {b.mu_upper:.3g}] (claimed {result.claimed_mu:.3g})",
+        f"mu:          {b.mu_estimate:.3g} [{b.mu_lower:.3g}, {b.mu_upper:.3g}] (claimed "
+        f"{result.claimed_mu:.3g})",
         "verdict:     " + (result.reason() if result.exceeds() else
                            "no violation shown (a lower bound: this never certifies DP)")]), file=out)
     if as_json:

@@ -15,18 +15,65 @@ the problem.
 'dcr.auc <= 0.6'
 """
 
+from privacy_gate.config.loading import (
+                                          MAX_YAML_ALIASES,
+                                          MAX_YAML_BYTES,
+                                          MAX_YAML_NODES,
+                                          load_gate_only_config,
+                                          load_judging,
+                                          load_release_config,
+                                          load_rules,
+                                          load_rules_config,
+                                          load_spec,
+)
+from privacy_gate.config.release import (
+                                          LADDER_FILTERS,
+                                          DependencyStudyConfig,
+                                          GateOnlyConfig,
+                                          ReleaseConfig,
+                                          RemediateConfig,
+                                          StudyGenerator,
+                                          StudyScenario,
+)
+from privacy_gate.config.rules import (
+                                          BUDGET_TESTS,
+                                          DEFAULT_RULES,
+                                          TEST_KEYS,
+                                          BudgetConfig,
+                                          Disable,
+                                          GateConfig,
+                                          Rule,
+                                          active_rules,
+                                          budget_tests,
+                                          protections_off,
+                                          rule_test,
+                                          rules_problem,
+)
+from privacy_gate.config.sections import (
+                                          DEFAULT_ATTACKS,
+                                          DEFAULT_MAX_FIELD_BYTES,
+                                          DEFAULT_MAX_FILE_BYTES,
+                                          SMALLEST_CONTROL,
+                                          AttackConfig,
+                                          AuditConfig,
+                                          DatasetConfig,
+                                          DisclosureConfig,
+                                          DPAuditConfig,
+                                          ExposureConfig,
+                                          GeneratorConfig,
+                                          InputLimits,
+                                          MaceConfig,
+                                          PublishConfig,
+                                          RetryConfig,
+                                          ReviewConfig,
+                                          RunnerConfig,
+                                          ScheduleConfig,
+                                          SplitConfig,
+                                          TargetsConfig,
+                                          TrackingConfig,
+                                          location_name,
+)
 from privacy_gate.errors import ConfigError
-from privacy_gate.config.sections import (DEFAULT_ATTACKS, DEFAULT_MAX_FIELD_BYTES, DEFAULT_MAX_FILE_BYTES,
-                                          SMALLEST_CONTROL, AttackConfig, AuditConfig, DPAuditConfig, DatasetConfig,
-                                          DisclosureConfig, ExposureConfig, GeneratorConfig, InputLimits, MaceConfig,
-                                          PublishConfig, RetryConfig, ReviewConfig, RunnerConfig, ScheduleConfig,
-                                          SplitConfig, TargetsConfig, TrackingConfig, location_name)
-from privacy_gate.config.rules import (BUDGET_TESTS, DEFAULT_RULES, TEST_KEYS, BudgetConfig, Disable, GateConfig,
-                                       Rule, active_rules, budget_tests, protections_off, rule_test, rules_problem)
-from privacy_gate.config.release import (LADDER_FILTERS, DependencyStudyConfig, GateOnlyConfig, ReleaseConfig,
-                                         RemediateConfig, StudyGenerator, StudyScenario)
-from privacy_gate.config.loading import (MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES, load_gate_only_config,
-                                         load_judging, load_release_config, load_rules, load_rules_config, load_spec)
 
 __all__ = ["AttackConfig", "AuditConfig", "BUDGET_TESTS", "BudgetConfig", "ConfigError", "DEFAULT_ATTACKS",
            "DEFAULT_MAX_FIELD_BYTES", "DEFAULT_MAX_FILE_BYTES", "DEFAULT_RULES", "DPAuditConfig", "DatasetConfig",

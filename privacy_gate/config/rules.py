@@ -14,8 +14,15 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from privacy_gate.config.sections import AttackConfig, DisclosureConfig, ExposureConfig, Strict
-from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
-                                is_test_level, rule_metric_problem)
+from privacy_gate.names import (
+    COMBINED,
+    DISCLOSURE_FAMILIES,
+    ORACLE_ATTACK,
+    PLAIN_FAMILIES,
+    STRONGEST,
+    is_test_level,
+    rule_metric_problem,
+)
 
 
 class Rule(Strict):
@@ -41,7 +48,8 @@ class Rule(Strict):
         if problem:
             raise ValueError(f"rule '{self.describe()}': {problem}")
         if is_test_level(self.metric):
-            raise ValueError(f"rule '{self.describe()}' sets a test's level by hand; every test's level comes from "
+            raise ValueError(f"rule '{self.describe()}' sets a test's level by hand; every test's level comes "
+                             "from "
                              "the error budget (gate.budget: review, block, weights), so the gate's overall "
                              "false-alarm rate stays what it states — remove the rule and set the budget instead")
         return self
@@ -69,9 +77,10 @@ class Rule(Strict):
 
 #: The default rules. Each is a *bar* on an effect size: it raises the verdict only when the test
 #: family that owns its figure is also significant at its share of the error budget
-#: (``gate.budget``; :mod:`privacy_gate.gate.budget`), so a bar can never add false alarms of its own.
-#: A bar on an upper bound (``*_upper``) is "we could not exclude": it never raises the verdict, it
-#: says "too few targets to tell" (the budget's power check raises "insufficient evidence").
+#: (``gate.budget``; :mod:`privacy_gate.gate.budget`), so a bar can never add false alarms of its
+#: own. A bar on an upper bound (``*_upper``) is "we could not exclude": it never raises the
+#: verdict, it says "too few targets to tell" (the budget's power check raises "insufficient
+#: evidence").
 DEFAULT_RULES: tuple[Rule, ...] = (
     # membership (every gated attack and the combined query): block a leak that is both certain
     # (the attacks' rank test at the block share) and large
@@ -112,7 +121,8 @@ class BudgetConfig(Strict):
     leaks nothing may be held back (``review``: REVIEW or worse) or blocked (``block``), split
     over the tests by ``weights`` (Bonferroni: valid whatever their dependence). ``power``: the
     chance the gate must have of catching the smallest leak it promises (``promise_auc``: an
-    attack AUC of that size); a release too small for it goes to REVIEW as "insufficient evidence"."""
+    attack AUC of that size); a release too small for it goes to REVIEW as "insufficient
+    evidence"."""
 
     review: float = Field(0.02, gt=0, lt=0.5)
     block: float = Field(0.001, gt=0, lt=0.5)
@@ -130,7 +140,8 @@ class BudgetConfig(Strict):
                 raise ValueError(f"budget.weights: unknown test {name!r} (tests: "
                                  f"{', '.join(k.removeprefix('test:') for k in TEST_KEYS)})")
             if not (w > 0 and math.isfinite(w)):
-                raise ValueError(f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test off, "
+                raise ValueError(f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test "
+                                 "off, "
                                  f"list it under gate.disable with a reason)")
         return self
 
@@ -167,12 +178,14 @@ class GateConfig(Strict):
         keys = [r.key for r in self.rules]
         dupes = sorted({k for k in keys if keys.count(k) > 1})
         if dupes:
-            raise ValueError(f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound each)")
+            raise ValueError(f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound "
+                             "each)")
         known = {r.key for r in DEFAULT_RULES} | set(keys) | set(TEST_KEYS)
         for d in self.disable:
             if d.key not in known:
                 raise ValueError(f"disable: {d.key!r} is neither a rule key nor a test; rule keys: "
-                                 f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: {', '.join(TEST_KEYS)}")
+                                 f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: "
+                                 f"{', '.join(TEST_KEYS)}")
         if not self.effective_rules and not self.allow_no_rules:
             raise ValueError("rules: empty — a gate with no rules approves every release, however leaky; list "
                              "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true")
@@ -262,7 +275,8 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
                   exposure: ExposureConfig | None = None, disclosure: DisclosureConfig | None = None, *,
                   at: str = "gate.rules") -> str | None:
     """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
-    figure: what is wrong, or None. ``at``: where the rules list is in the file, as the message names it.
+    figure: what is wrong, or None. ``at``: where the rules list is in the file, as the message
+    names it.
 
     >>> rules_problem([Rule(metric="auc", attack="dcrr", max=0.6)], [AttackConfig(name="dcr")])
     "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any, combined or strongest"
@@ -280,9 +294,11 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
             return (f"{at}[{i}] ({rule.describe()}): attack {shown} is not a configured attack "
                     f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
         if disclosure is not None and not disclosure.enabled and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES:
-            return (f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is false: "
+            return (f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is "
+                    "false: "
                     "turn it on or list gate.rules without singling_out/linkability/inference rules")
         if exposure is not None and not exposure.scan_members and rule.metric.startswith("exposed.scan_"):
-            return (f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members is "
+            return (f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members "
+                    "is "
                     "false: turn the scan on or list gate.rules without exposed.scan_* rules")
     return None

@@ -30,7 +30,8 @@ DEFAULT_MAX_FIELD_BYTES = 131_072
 
 
 def _local_or_s3(value: Any) -> Any:
-    """``s3://...`` stays a URI string (a Path would collapse its ``//``); anything else is a Path."""
+    """``s3://...`` stays a URI string (a Path would collapse its ``//``); anything else is a
+    Path."""
     if value is None or is_s3(value):
         return value
     return Path(value) if isinstance(value, str) else value
@@ -76,12 +77,13 @@ class TargetsConfig(Strict):
     n_non_members: int | None = Field(None, gt=0)
     n_members: int | None = Field(None, gt=0)
     # the power floor: with fewer targets per class the gate still runs (its tests stay valid at any
-    # size) and answers REVIEW for "insufficient evidence" (experiment/floors.py); below 30 per class
-    # (the MACE bounds' three parts of 10) nothing can be measured and the run is refused
+    # size) and answers REVIEW for "insufficient evidence" (experiment/floors.py); below 30 per
+    # class (the MACE bounds' three parts of 10) nothing can be measured and the run is refused
     min_per_class: int = Field(100, gt=0)
     # when n_non_members is not set: at most this many per class; None = enough for a MACE
     # radius of 0.015 at mace.delta (16,396 at delta 0.05) — beyond that the figures barely
-    # tighten while the attacks' cost grows linearly (estimators/power.py: default_targets_per_class)
+    # tighten while the attacks' cost grows linearly (estimators/power.py:
+    # default_targets_per_class)
     max_per_class: int | None = Field(None, gt=0)
     seed: int = 0
 
@@ -179,8 +181,9 @@ class DisclosureConfig(Strict):
     tolerance: float = Field(0.05, ge=0)  # inference: a number within this relative distance is a hit
     # control records (holdout records not used as membership targets, plus the reference split
     # when it is exchangeable with the holdout): with fewer the risks are still measured (the exact
-    # tests stay valid) and the gate answers REVIEW for "insufficient evidence"; below SMALLEST_CONTROL
-    # the stage is refused. 200 control targets give a control-rate half-width of at most 0.08
+    # tests stay valid) and the gate answers REVIEW for "insufficient evidence"; below
+    # SMALLEST_CONTROL the stage is refused. 200 control targets give a control-rate half-width of
+    # at most 0.08
     min_control: int = Field(200, ge=SMALLEST_CONTROL)
     subgroup_min_targets: int = Field(30, ge=5)  # a subgroup's risk needs this many targets per side
 

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import MAX_ENCODED_WIDTH, ColumnSpec, DatasetSpec
 from privacy_gate.data.table import as_category_string  # the same category mapping as conform()
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.spec import MAX_ENCODED_WIDTH, ColumnSpec, DatasetSpec
 
 # One-hot value: two different categories differ in two coordinates by this much each, so their
 # Euclidean distance is sqrt(2 * (1/sqrt(2))**2) = 1.
@@ -128,7 +128,8 @@ class MixedEncoder:
         if not isinstance(spec, DatasetSpec):
             raise ConfigError(f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}")
         if categorical not in _CATEGORICAL_MODES:
-            raise ConfigError(f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got {categorical!r}")
+            raise ConfigError(f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got "
+                              f"{categorical!r}")
         if not isinstance(data_name, str) or not data_name:
             raise ConfigError(f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}")
         if not isinstance(max_width, int) or max_width < 1:
@@ -190,7 +191,8 @@ class MixedEncoder:
                 indicator = has_missing
                 what = "has no observed values" if not observed.size else "is constant"
                 kept = "; only its missing indicator is kept" if indicator else ""
-                self.notes_.append(f"column '{name}' {what} in the {self.data_name} and was dropped from the encoding{kept}")
+                self.notes_.append(f"column '{name}' {what} in the {self.data_name} and was dropped from the "
+                                   f"encoding{kept}")
             else:
                 # nullable columns get the indicator even without missing fit values, so that
                 # synthetic rows with missing values remain distinguishable from the mean
@@ -209,12 +211,15 @@ class MixedEncoder:
             widest = sorted(self.categories_, key=lambda c: -len(self.categories_[c]))[:3]
             n_indicators = sum(n.endswith("[missing]") for n in names)
             raise DataError(
-                f"MixedEncoder.fit: encoding the {self.data_name} would make {len(names)} features, more than its "
-                f"maximum width ({self.max_width}): {len(self.columns_)} attribute columns, {n_indicators} of the "
+                f"MixedEncoder.fit: encoding the {self.data_name} would make {len(names)} "
+                "features, more than its "
+                f"maximum width ({self.max_width}): {len(self.columns_)} attribute columns, "
+                f"{n_indicators} of the "
                 "features missing-value indicators (a nullable numeric column is two features)"
                 + ("; widest one-hot columns: " + ", ".join(f"'{c}' ({len(self.categories_[c])} distinct values)"
                                                             for c in widest) if widest else "")
-                + ". Declare an identifier column as the spec's entity_id or drop it, drop columns, or declare "
+                + ". Declare an identifier column as the spec's entity_id or drop it, drop "
+                  "columns, or declare "
                 "numeric columns without missing values nullable: false")
         self.feature_names_out_ = names
         self.n_features_out_ = len(names)
@@ -228,14 +233,18 @@ class MixedEncoder:
         if len(wide) == 1:
             (name, n), = wide.items()
             raise DataError(
-                f"MixedEncoder.fit: column '{name}' has {n} distinct values in the {self.data_name}, more "
-                f"than {setting} ({limit}); one-hot encoding it would make {n + 1} features. It looks "
+                f"MixedEncoder.fit: column '{name}' has {n} distinct values in the "
+                f"{self.data_name}, more "
+                f"than {setting} ({limit}); one-hot encoding it would make {n + 1} features. It "
+                "looks "
                 "like an identifier: declare it as the spec's entity_id or drop the column")
         if wide:
             raise DataError(
-                f"MixedEncoder.fit: {len(wide)} columns have more distinct values in the {self.data_name} than "
+                f"MixedEncoder.fit: {len(wide)} columns have more distinct values in the "
+                f"{self.data_name} than "
                 f"{setting} ({limit}): " + ", ".join(f"'{name}' ({n})" for name, n in wide.items())
-                + f"; one-hot encoding them would make {sum(wide.values()) + len(wide)} features. They look like "
+                + f"; one-hot encoding them would make {sum(wide.values()) + len(wide)} features. "
+                  "They look like "
                 "identifiers: declare one as the spec's entity_id or drop the columns")
 
     def _is_onehot(self, col: ColumnSpec) -> bool:
@@ -249,7 +258,8 @@ class MixedEncoder:
         n_unlisted = int(((category_codes(series, cats) < 0) & series.notna().to_numpy()).sum())
         if n_unlisted:
             self.notes_.append(
-                f"column '{name}': {n_unlisted} row(s) of the {self.data_name} hold a value outside the spec's category list; "
+                f"column '{name}': {n_unlisted} row(s) of the {self.data_name} hold a value "
+                "outside the spec's category list; "
                 "they are encoded like missing values"
             )
 

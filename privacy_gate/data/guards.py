@@ -183,7 +183,8 @@ def _long_field(path: Path, limit: int) -> int | None:
     """The record (0 = the header) holding the first field longer than ``limit`` bytes as Python's
     CSV reader splits ``path`` (latin-1: one character per byte; the structure is ASCII), or None.
     The reader holds at most ``limit`` characters of a field. (``csv.field_size_limit`` is
-    process-wide: it is set for this pass only, which runs only once the scanner saw a long field.)"""
+    process-wide: it is set for this pass only, which runs only once the scanner saw a long
+    field.)"""
     previous = csv.field_size_limit()
     rows = 0
     try:
@@ -231,7 +232,8 @@ def _csv_header(path: Path, limits: InputLimits, where: str) -> list[str]:
                     raise _refuse(path, f"a field of {scanner.over[0]:,} bytes or more (the header)",
                                   "max_field_bytes", limits.max_field_bytes, where, "")
                 if scanner.offset > MAX_HEADER_BYTES:
-                    raise DataError(f"{path}: the header row is longer than {MAX_HEADER_BYTES:,} bytes; a table's "
+                    raise DataError(f"{path}: the header row is longer than {MAX_HEADER_BYTES:,} bytes; a "
+                                    "table's "
                                     "header holds its column names, one line")
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DataError(f"{path}: cannot be read ({type(exc).__name__})") from None

@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import SplitConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import InsufficientDataError
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass(frozen=True)

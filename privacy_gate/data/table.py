@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privacy_gate.publication import objectstore
 from privacy_gate.config import InputLimits
 from privacy_gate.data import guards
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import DataError
+from privacy_gate.publication import objectstore
+from privacy_gate.spec import DatasetSpec
 
 _READERS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -148,21 +148,25 @@ def identifier_finding(values: pd.Series, spec: DatasetSpec, column: str) -> tup
     elif distinct > spec.max_categories:
         why = f"more than the spec's max_categories ({spec.max_categories})"
     elif n >= MIN_ROWS_FOR_SHARE and share > spec.max_category_share:
-        why = f"{share:.0%} of its values distinct, more than the spec's max_category_share ({spec.max_category_share:g})"
+        why = (f"{share:.0%} of its values distinct, more than the spec's max_category_share "
+               f"({spec.max_category_share:g})")
     else:
         return None
     kind = spec.columns[column].kind
-    return f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows ({why})", distinct
+    return (f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows "
+            f"({why})"), distinct
 
 
 def _identifiers_sentence(findings: list[tuple[str, int]]) -> str:
     if len(findings) == 1:
         text, distinct = findings[0]
-        return (f"{text}: it looks like an identifier, and one-hot encoding it would make {distinct} features. "
+        return (f"{text}: it looks like an identifier, and one-hot encoding it would make {distinct} "
+                "features. "
                 f"Declare it as the spec's {_IDENTIFIER_REMEDY}")
     total = sum(d for _, d in findings)
     return (f"{len(findings)} columns look like identifiers: " + "; ".join(t for t, _ in findings)
-            + f"; one-hot encoding them would make {total} features. Declare each as the spec's {_IDENTIFIER_REMEDY}")
+            + f"; one-hot encoding them would make {total} features. Declare each as the spec's "
+              f"{_IDENTIFIER_REMEDY}")
 
 
 def as_category_string(v: object) -> str:

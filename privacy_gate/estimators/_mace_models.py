@@ -84,9 +84,11 @@ class Settings:
             return isinstance(v, Integral) and not isinstance(v, bool) and v >= low
 
         if not (real(self.prior) and 0.0 < self.prior < 1.0):
-            raise ConfigError(f"prior must be a membership probability strictly between 0 and 1; got {self.prior!r}")
+            raise ConfigError("prior must be a membership probability strictly between 0 and 1; got "
+                              f"{self.prior!r}")
         if not (real(self.delta) and 0.0 < self.delta < 1.0):
-            raise ConfigError(f"delta must be an error probability strictly between 0 and 1 (e.g. 0.05); got {self.delta!r}")
+            raise ConfigError("delta must be an error probability strictly between 0 and 1 (e.g. 0.05); got "
+                              f"{self.delta!r}")
         if self.method not in METHODS:
             raise ConfigError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
         if self.n_bins is not None and not integer(self.n_bins, 2):
@@ -107,7 +109,8 @@ class Settings:
         if self.lower_bound not in LOWER_BOUNDS:
             raise ConfigError(f"lower_bound must be one of {', '.join(LOWER_BOUNDS)}; got {self.lower_bound!r}")
         if self.lower_bound == "permutation" and self.n_permutations < 1:
-            raise ConfigError("lower_bound='permutation' subtracts the permutation-null bias: set n_permutations >= 1")
+            raise ConfigError("lower_bound='permutation' subtracts the permutation-null bias: set n_permutations "
+                              ">= 1")
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,7 +118,8 @@ class Settings:
 
 
 def check_query(scores: object, labels: object, *, min_per_class: int = MIN_PER_CLASS) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)``: scores as a float (N, d) matrix and labels as int8 0/1; fail closed on bad input."""
+    """``(x, y)``: scores as a float (N, d) matrix and labels as int8 0/1; fail closed on bad
+    input."""
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
@@ -134,13 +138,15 @@ def check_query(scores: object, labels: object, *, min_per_class: int = MIN_PER_
         raise DataError(f"scores contain {n_nan} NaN value(s); an attack must score every target")
     y = np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise DataError(f"got {x.shape[0]} score rows but labels of shape {y.shape}; pass one 0/1 label per target")
+        raise DataError(f"got {x.shape[0]} score rows but labels of shape {y.shape}; pass one 0/1 label per "
+                        "target")
     y = as_membership_labels(y)
     n1 = int(y.sum())
     n0 = int(y.size - n1)
     if min(n1, n0) < min_per_class:
         raise InsufficientDataError(
-            f"MACE estimates need at least {min_per_class} members and {min_per_class} non-members; "
+            f"MACE estimates need at least {min_per_class} members and {min_per_class} "
+            "non-members; "
             f"got {n1} member(s) and {n0} non-member(s): score more targets"
         )
     return x, y
@@ -523,7 +529,8 @@ class KdeNdModel:
         evals, evecs = np.linalg.eigh(np.cov(t, rowvar=False))
         if evals.min() <= 1e-6 * evals.max():
             raise DataError(
-                "the combined attack scores are constant or (nearly) collinear in rank; drop constant, "
+                "the combined attack scores are constant or (nearly) collinear in rank; drop "
+                "constant, "
                 "duplicated or deterministically related attack columns from the combined query"
             )
         self.whiten = evecs / np.sqrt(evals)

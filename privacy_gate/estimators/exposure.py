@@ -40,8 +40,8 @@ A second limit is the population's own twins: a non-member whose twin (or near t
 happens to hold scores like a copy in every distance attack, so copies are named only where they
 outnumber the twins at the top of one attack's ranking (``docs/gate.md``, "Naming records").
 
-**The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful of
-members above every non-member is strong evidence even when BH can name none.
+**The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful
+of members above every non-member is strong evidence even when BH can name none.
 
 **The exposed share**, per attack (each bound at ``delta / k``; the largest is reported: a broad
 leak lifts one attack's top scores, which the rank maximum over attacks would dilute). At the
@@ -86,13 +86,20 @@ import pandas as pd
 from scipy import stats
 
 from privacy_gate.data.split import unit_scores
-from privacy_gate.estimators.tail_test import TAIL_MAX_TOP, gap_in, random_tie_ranks, rounded_top, tail_excess_pvalue
+from privacy_gate.estimators.tail_test import (
+    TAIL_MAX_TOP,
+    gap_in,
+    random_tie_ranks,
+    rounded_top,
+    tail_excess_pvalue,
+)
 
 FdrMethod = Literal["bh", "by"]
 
 
 def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
-    """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more member-like).
+    """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more
+    member-like).
 
     >>> conformal_pvalues(np.array([3.0, 0.5, 0.0]), np.array([0.0, 1.0, 2.0])).tolist()
     [0.25, 0.75, 1.0]
@@ -233,7 +240,8 @@ def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarra
 
 def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, delta: float) -> float:
     """What ``share_upper`` is for a release with no exposure at all (members exceed as often as
-    the calibration level says): the bound's width at these sizes (what the gate's power check reads)."""
+    the calibration level says): the bound's width at these sizes (what the gate's power check
+    reads)."""
     n0 = int(n_calibration)
     j = max(1, int(math.floor(level * (n0 + 1) + 1e-9)))
     k1 = int(round(n_members * j / (n0 + 1.0)))
@@ -314,7 +322,8 @@ FAVOURITE_SHARE = 0.5
 #: than the tail test's 1 %: a copied share of the release can fill more of the top than that)
 STANDOUT_WINDOW = 0.05
 #: a stand-out figure up to this is what smooth or heavy tails give (one outlier, a ragged top):
-#: only the excess over it moves the weights, so without a block of stand-out records they stay equal
+#: only the excess over it moves the weights, so without a block of stand-out records they stay
+#: equal
 STANDOUT_FLOOR = 2.0
 #: significant digits kept of each attack's stand-out figure before the favourite is chosen, so
 #: that float summation order cannot decide it (CPU-independent)
@@ -323,10 +332,10 @@ STANDOUT_DIGITS = 6
 
 def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
     """How much one attack's top scores stand out, from the scores alone (no labels): among the
-    top ``window`` of the pool (at least 2 records, at most ``TAIL_MAX_TOP``), the size ``g`` of the block above the
-    largest drop (:func:`~privacy_gate.estimators.tail_test.gap_level`) times that drop relative
-    to the top's spread, ``g (s_(g) - s_(g+1)) / (s_(1) - s_(n_top+1))``: a block of copies
-    far above the rest scores high, a single outlier or a smooth tail low. Rounded to
+    top ``window`` of the pool (at least 2 records, at most ``TAIL_MAX_TOP``), the size ``g`` of the
+    block above the largest drop (:func:`~privacy_gate.estimators.tail_test.gap_level`) times that
+    drop relative to the top's spread, ``g (s_(g) - s_(g+1)) / (s_(1) - s_(n_top+1))``: a block of
+    copies far above the rest scores high, a single outlier or a smooth tail low. Rounded to
     :data:`STANDOUT_DIGITS` significant digits.
 
     >>> rng = np.random.default_rng(0)
@@ -347,10 +356,11 @@ def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
 
 
 def naming_weights(scores: Mapping[str, np.ndarray], *, window: float = STANDOUT_WINDOW) -> dict[str, float]:
-    """Each attack's share of the naming level, from the pooled scores alone: :data:`FAVOURITE_SHARE`
-    split over the attacks in proportion to how much their top scores stand out beyond
-    :data:`STANDOUT_FLOOR` (:func:`standout`; equally when none does), the rest equally to all. They sum to 1; one attack gets 1; two
-    attacks that each see half of the copies keep about equal shares.
+    """Each attack's share of the naming level, from the pooled scores alone:
+    :data:`FAVOURITE_SHARE` split over the attacks in proportion to how much their top scores stand
+    out beyond :data:`STANDOUT_FLOOR` (:func:`standout`; equally when none does), the rest equally
+    to all. They sum to 1; one attack gets 1; two attacks that each see half of the copies keep
+    about equal shares.
 
     >>> rng = np.random.default_rng(0)
     >>> w = naming_weights({"a": rng.normal(size=2000), "b": np.r_[np.full(40, 9.0), rng.normal(size=1960)]})
@@ -406,8 +416,9 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     """Combined per-record scores, their conformal p-values for every member target, FDR
     selection over the members, the tail-excess test and the exposed-share bounds.
 
-    ``units`` (a panel: each target's person, :attr:`~privacy_gate.experiment.targets.Targets.units`):
-    every figure is over people — a person's score per attack is the maximum over their target rows
+    ``units`` (a panel: each target's person,
+    :attr:`~privacy_gate.experiment.targets.Targets.units`): every figure is over people — a
+    person's score per attack is the maximum over their target rows
     (:func:`~privacy_gate.data.split.unit_max`, as the member scan), then all of the above runs on
     those scores, and each member row carries its person's p-values and selection. Valid when the
     people, not their rows, are exchangeable (whole people drawn as targets: ``choose_targets``)."""
@@ -437,7 +448,8 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     share, lower, upper = (max(b[i] for b in bounds) for i in range(3))
     tail_p, tail_top = tail_excess_pvalue(combined, labels, max_share=tail_max_share, seed=seed + 1)
     names = list(scores)
-    # per attack: its own conformal p-value and which attack ranks each member highest (for the report)
+    # per attack: its own conformal p-value and which attack ranks each member highest (for the
+    # report)
     per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
                   for a, s in scores.items()}
     best = np.argmin(np.column_stack([per_attack[a] for a in names]), axis=1)

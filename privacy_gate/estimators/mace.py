@@ -26,8 +26,8 @@ Estimators (``method``):
 - ``"kde"``: U_N = integral |p kde1 - (1-p) kde0| on normal scores (rank-transformed scores; the
   advantage is invariant under invertible maps of the query). 1-d: grid KDE with FFT
   convolution; d = 2..4: importance sampling from the pooled KDE, Monte Carlo error reported
-  (``mc_se``; 2 mc_se widen ``upper`` and ``lower_permutation``). Bandwidth n^(-1/(d+2)) by default, deliberately
-  smaller than Scott's: smoothing loses advantage by O(h^2), and at Scott's h that loss
+  (``mc_se``; 2 mc_se widen ``upper`` and ``lower_permutation``). Bandwidth n^(-1/(d+2)) by default,
+  deliberately smaller than Scott's: smoothing loses advantage by O(h^2), and at Scott's h that loss
   outgrows the radius for strong leakage (see ``resolve_bandwidth`` and the benchmark).
 - ``"auto"``: discrete for integer-valued or few-valued (<= 50 distinct) queries, kde otherwise.
 
@@ -89,7 +89,12 @@ from privacy_gate.estimators._mace_models import (
     stratified_split,
     variance_scale,
 )
-from privacy_gate.estimators.mace_dp import DPComparison, compare_to_dp, dp_advantage_bound, dp_risk_bound
+from privacy_gate.estimators.mace_dp import (
+    DPComparison,
+    compare_to_dp,
+    dp_advantage_bound,
+    dp_risk_bound,
+)
 from privacy_gate.estimators.mace_generalized import generalized_metrics
 
 __all__ = [
@@ -344,7 +349,8 @@ class IndividualRisk:
                              "risk_upper": self.risk_upper, "f": self.f})
 
     def summary(self) -> dict[str, float]:
-        """Aggregates for metrics: mean/median/max risk and upper bound, share with risk_lower > 0.5."""
+        """Aggregates for metrics: mean/median/max risk and upper bound, share with risk_lower >
+        0.5."""
         return {
             "mean_risk": float(self.risk.mean()),
             "median_risk": float(np.median(self.risk)),

@@ -9,7 +9,8 @@ and so does the optimal advantage E|f_p(Z)| (Lemma 9). At p = 0.5 this is tanh(e
 
 An empirical *lower* bound above this ceiling cannot be sampling noise (at the bound's
 confidence): either the DP implementation is broken or the records are not independent (the
-same person or household in train and holdout, Humphries et al.). It must be reported, never silenced.
+same person or household in train and holdout, Humphries et al.). It must be reported, never
+silenced.
 """
 
 from __future__ import annotations

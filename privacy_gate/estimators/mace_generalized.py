@@ -68,7 +68,8 @@ def _wa(acc: float) -> float:
 
 
 def _ppv_threshold(eta: np.ndarray, y: np.ndarray, prior: float, min_positives: int) -> float:
-    """Threshold t maximising the prior-weighted PPV of ``eta >= t`` with >= min_positives positives."""
+    """Threshold t maximising the prior-weighted PPV of ``eta >= t`` with >= min_positives
+    positives."""
     order = np.argsort(-eta, kind="stable")
     e, lab = eta[order], y[order]
     n1, n0 = max(int(lab.sum()), 1), max(int(lab.size - lab.sum()), 1)

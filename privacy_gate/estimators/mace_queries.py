@@ -3,11 +3,11 @@ query, the comparison with the DP bound, and per-record risk. Numbers only: the 
 they mean (``gate.findings``).
 
 Metric names (``names.mace_metric``): ``<attack>.mace.advantage`` (the estimate, always inside
-its bounds: :func:`point_estimate`), ``.advantage_lower``, ``.advantage_upper``, ``.advantage_plugin``
-(the raw plug-in), ``.ppv_upper`` (at the configured prior), ``.bias`` (the label-permutation
-null mean of the plug-in estimate: what "no leakage" looks like at this N) and ``.radius``. The
-combined query (the vector of all gated attacks' scores, which can be stronger than each alone)
-is reported as the pseudo-attack ``combined``.
+its bounds: :func:`point_estimate`), ``.advantage_lower``, ``.advantage_upper``,
+``.advantage_plugin`` (the raw plug-in), ``.ppv_upper`` (at the configured prior), ``.bias`` (the
+label-permutation null mean of the plug-in estimate: what "no leakage" looks like at this N) and
+``.radius``. The combined query (the vector of all gated attacks' scores, which can be stronger than
+each alone) is reported as the pseudo-attack ``combined``.
 """
 
 from __future__ import annotations
@@ -107,12 +107,13 @@ def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids:
                      units: np.ndarray | None = None) -> MaceResult:
     """MACE estimates for each gated attack's scores and for their combination.
 
-    ``units`` (a panel: each target's person, :attr:`~privacy_gate.experiment.targets.Targets.units`):
-    the advantage estimates and their bounds are over people, a person's score per attack the
-    maximum over their target rows (:func:`~privacy_gate.data.split.unit_scores`, as the exposed
-    targets): the McDiarmid radius and the split bound take the targets as independent, and a
-    person's years are not. The per-record risks stay per row (each row's risk read from the rows'
-    class densities: a description of the rows, not a bound the gate tests)."""
+    ``units`` (a panel: each target's person,
+    :attr:`~privacy_gate.experiment.targets.Targets.units`): the advantage estimates and their
+    bounds are over people, a person's score per attack the maximum over their target rows
+    (:func:`~privacy_gate.data.split.unit_scores`, as the exposed targets): the McDiarmid radius and
+    the split bound take the targets as independent, and a person's years are not. The per-record
+    risks stay per row (each row's risk read from the rows' class densities: a description of the
+    rows, not a bound the gate tests)."""
     labels = np.asarray(labels)
     query_scores, query_labels = dict(scores), labels
     if units is not None:

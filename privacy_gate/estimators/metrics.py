@@ -46,7 +46,8 @@ def _checked(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     n_members = int(y.sum())
     if n_members == 0 or n_members == y.size:
         raise InsufficientDataError(
-            f"ROC metrics need both members and non-members; got {n_members} member(s) and {y.size - n_members} non-member(s)"
+            f"ROC metrics need both members and non-members; got {n_members} member(s) and "
+            f"{y.size - n_members} non-member(s)"
         )
     if np.isinf(s).any():
         # ranks preserve the ordering and ties (so every ROC metric), and sklearn rejects inf
@@ -60,7 +61,10 @@ def roc_metrics(scores: object, labels: object) -> dict[str, float | int]:
     ``scores``: higher = more likely a member; ``labels``: 1/True = member.
     """
     s, y = _checked(scores, labels)
-    from sklearn.metrics import roc_auc_score, roc_curve  # here: reading a verdict (review) loads no sklearn
+    from sklearn.metrics import (  # here: reading a verdict (review) loads no sklearn
+        roc_auc_score,
+        roc_curve,
+    )
 
     fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
     out: dict[str, float | int] = {"auc": float(roc_auc_score(y, s))}

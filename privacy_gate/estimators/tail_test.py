@@ -8,12 +8,13 @@ smallest hypergeometric tail p-value over a grid of levels ``k`` (from the singl
 record up to ``max_share`` of the pool) and calibrates that minimum by simulating the null label
 order: an exact, seeded Monte-Carlo p-value for "several levels at once". Its price is the grid:
 ten people copied many times sit above every other record, yet "10 of the top 10 are members"
-(p = 2^-10 when half the pool are members) came out near 0.005 after the minimum over a grid of levels. So one level is singled out before the labels are looked at: the *gap level*, where the sorted
-top scores drop the most (the edge of a cluster of copies; a function of the scores alone, so
+(p = 2^-10 when half the pool are members) came out near 0.005 after the minimum over a grid of
+levels. So one level is singled out before the labels are looked at: the *gap level*, where the
+sorted top scores drop the most (the edge of a cluster of copies; a function of the scores alone, so
 under no leakage the members among those top records are still a uniformly random subset). The
-statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` and the simulation calibrates it exactly,
-so the gap level keeps nearly its nominal p-value and the grid remains a safety net for leaks
-without a visible edge.
+statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` and the simulation calibrates it exactly, so
+the gap level keeps nearly its nominal p-value and the grid remains a safety net for leaks without a
+visible edge.
 
 Used by the target-level exposure (``exposed.tail_pvalue``), the member scan
 (``exposed.scan_tail_pvalue``) and the agreement scan (``agreement.tail_pvalue``).
@@ -115,7 +116,8 @@ def rounded_top(scores: np.ndarray, n_top: int) -> np.ndarray:
 
 
 def gap_in(top: np.ndarray) -> int:
-    """The position (1-based) in descending ``top`` after which it drops the most (the first on a tie)."""
+    """The position (1-based) in descending ``top`` after which it drops the most (the first on a
+    tie)."""
     return int(np.argmax(top[:-1] - top[1:])) + 1
 
 

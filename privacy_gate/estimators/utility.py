@@ -18,9 +18,9 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.data.encoding import category_codes, category_keys, column_as_float
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 
 
 def _numeric_codes(real: np.ndarray, syn: np.ndarray, col: ColumnSpec, n_bins: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -80,12 +80,14 @@ def marginal_quality(synthetic: pd.DataFrame, real: pd.DataFrame, *, spec: Datas
     columns = list(spec.attribute_columns)
     for what, frame in (("synthetic", synthetic), ("real", real)):
         if not isinstance(frame, pd.DataFrame):
-            raise DataError(f"marginal_quality: the {what} data must be a pandas DataFrame, got {type(frame).__name__}")
+            raise DataError(f"marginal_quality: the {what} data must be a pandas DataFrame, got "
+                            f"{type(frame).__name__}")
         if len(frame) == 0:
             raise InsufficientDataError(f"marginal_quality: the {what} data has no rows")
         missing = [c for c in columns if c not in frame.columns]
         if missing:
-            raise DataError(f"marginal_quality: column(s) {missing} of spec '{spec.name}' are missing from the {what} data")
+            raise DataError(f"marginal_quality: column(s) {missing} of spec '{spec.name}' are missing from the "
+                            f"{what} data")
 
     real_codes, syn_codes, sizes = [], [], []
     for name in columns:

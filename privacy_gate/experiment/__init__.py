@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest
     from privacy_gate.experiment.inputs import GateInputs
-    from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
+    from privacy_gate.experiment.settings import (
+        GateSettings,
+        settings_for_gate_only,
+        settings_for_release,
+    )
     from privacy_gate.experiment.targets import Targets, choose_dependency_targets, choose_targets
 
 __all__ = ["AttackOutcome", "GateInputs", "GateSettings", "Targets", "choose_dependency_targets", "choose_targets",

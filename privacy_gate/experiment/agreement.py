@@ -14,10 +14,11 @@ synthetic row reproduces of it:
   5 or 10 units still agrees;
 - agreeing on a code is worth ``-log2`` of its frequency in the reference (a rare value says
   more than a common one);
-- a number is also graded: ``s_j`` against ``x_j`` is worth ``-log2 P_ref(|X_j - x_j| <= |s_j - x_j|)``
-  (the reference share at least as close, counted ``(c + 1) / (n_ref + 1)``) once that is at least
-  as rare as sharing a bin, else its bin agreement: an exact wage is worth up to ``log2(n_ref + 1)``
-  bits, a value within 2 % what the reference says such closeness is worth. (Partial credit for
+- a number is also graded: ``s_j`` against ``x_j`` is worth ``-log2 P_ref(|X_j - x_j| <= |s_j -
+  x_j|)`` (the reference share at least as close, counted ``(c + 1) / (n_ref + 1)``) once that is at
+  least as rare as sharing a bin, else its bin agreement: an exact wage is worth up to ``log2(n_ref
+  + 1)`` bits, a value within 2 % what the reference says such closeness is worth. (Partial credit
+    for
   merely nearby values was tried and lost power: the best of thousands of natural rows collects
   many small sums.)
 - a record's score is the most information one synthetic row reproduces of it,
@@ -83,7 +84,8 @@ UNIT = 16
 #: the best coded agreement (first row in a fixed order on ties) ...
 TOP_CODED = 1
 #: Records per matrix-product block: a block of products against ~10^4 rows then stays in cache
-#: (measured 30 % faster than 2048 at 12,000 rows; the products are exact, so the size changes no score)
+#: (measured 30 % faster than 2048 at 12,000 rows; the products are exact, so the size changes no
+#: score)
 CHUNK = 256
 #: ... and the nearest rows in the reference-rank encoding of the numbers within the record's
 #: categorical cell. Both are functions of the record and the compared sample only, so training and
@@ -161,7 +163,8 @@ class AgreementResult:
 
     @property
     def excess_share(self) -> float:
-        """Named training records beyond the expected false ones, as a share of the training split."""
+        """Named training records beyond the expected false ones, as a share of the training
+        split."""
         return self.count * (1 - self.q) / max(1, self.tested)
 
     def metrics(self) -> dict[str, float]:
@@ -174,7 +177,8 @@ class AgreementResult:
 
 def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec,
            cols: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Integer codes of every frame's columns, and each code's information (micro-bits) per column."""
+    """Integer codes of every frame's columns, and each code's information (micro-bits) per
+    column."""
     coded = [np.empty((len(f), len(cols)), dtype=np.int64) for f in frames]
     info = []
     for j, c in enumerate(cols):
@@ -220,7 +224,8 @@ def _as_number(s: pd.Series) -> pd.Series:
 
 def _compact(pool: np.ndarray, others: list[np.ndarray], info: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Codes renumbered per column to the cells the pool uses (a synthetic cell no pool record
-    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest column's."""
+    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest
+    column's."""
     new_pool, new_others, rows = np.empty_like(pool), [np.full_like(o, -2) for o in others], []
     width = 1
     for j in range(pool.shape[1]):
@@ -271,8 +276,9 @@ def _best_distinct(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *,
 def _agreement_products(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int = CHUNK,
                         top: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Per pool row, the best coded agreement and (``top`` > 0) the ``top`` synthetic rows that
-    reach the highest ones: repeated ``argmax``, which returns the first index on ties, so the choice
-    is a function of the row and the ordered synthetic rows on every CPU (the products are exact)."""
+    reach the highest ones: repeated ``argmax``, which returns the first index on ties, so the
+    choice is a function of the row and the ordered synthetic rows on every CPU (the products are
+    exact)."""
     d = pool.shape[1]
     p, (s,), table = _compact(pool, [synthetic], info)
     widths = np.array([int(p[:, j].max()) + 1 for j in range(d)])
@@ -326,7 +332,8 @@ def _graded(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: n
         x, s = xv[:, jj, None], sv[cand, jj]
         missing_x, missing_s = np.isnan(x), np.isnan(s)
         gap = np.abs(s - x)
-        # the closed interval around x reaching s, with s itself inside whatever the rounding of x +- gap
+        # the closed interval around x reaching s, with s itself inside whatever the rounding of x
+        # +- gap
         lo, hi = np.fmin(s, x - gap), np.fmax(s, x + gap)
         ref = enc.ref_sorted[j]
         closer = np.searchsorted(ref, hi, side="right") - np.searchsorted(ref, lo, side="left")
@@ -383,7 +390,8 @@ def view_agreement(enc: _Encoded, idx: list[int], pool: tuple[np.ndarray, np.nda
     info = enc.info[idx]
     if not enc.numeric[idx].any():
         return best_agreement(pc, oc, info, chunk=chunk)
-    # identical compared rows once, in the order of their keys (a function of the set: ties go to the first)
+    # identical compared rows once, in the order of their keys (a function of the set: ties go to
+    # the first)
     first, _ = _unique_rows(_row_keys(oc, ov))
     oc, ov = oc[first], ov[first]
     # identical coded records once for the product (the graded part is cheap per record)

@@ -63,7 +63,8 @@ def degenerate_reason(scores: np.ndarray) -> str | None:
 
 def _score_part(job: tuple[Any, pd.DataFrame]) -> tuple[np.ndarray, tuple[str, ...]]:
     """One chunk's scores, and the notes the scoring added (on a cluster the scorer is a copy, so
-    notes made while scoring would otherwise stay on the worker). ``job``: (fitted attack, records)."""
+    notes made while scoring would otherwise stay on the worker). ``job``: (fitted attack,
+    records)."""
     scorer, records = job
     scores = np.asarray(scorer.score(records), dtype=float)
     return scores, tuple(getattr(scorer, "notes_", ()) or ())

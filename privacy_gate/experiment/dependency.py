@@ -18,7 +18,6 @@ import pandas as pd
 
 from privacy_gate.experiment.grouping import most_frequent, value_labels
 
-
 # --------------------------------------------------------------------------- dependency test
 
 
@@ -56,12 +55,14 @@ class SourceShift:
 
 #: categories with fewer expected rows than this in either split are pooled (chi-square validity)
 MIN_EXPECTED = 5.0
-#: draws of the Monte-Carlo test (p-values no smaller than 1 / (MC_DRAWS + 1); fewer over thousands of sources)
+#: draws of the Monte-Carlo test (p-values no smaller than 1 / (MC_DRAWS + 1); fewer over thousands
+#: of sources)
 MC_DRAWS = 9999
 
 
 def _chi2_statistic(table: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Pearson's statistic of 2 x K tables (``table`` may be a stack, ..., 2, K); 0/0 cells count 0."""
+    """Pearson's statistic of 2 x K tables (``table`` may be a stack, ..., 2, K); 0/0 cells count
+    0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         cells = np.where(expected > 0, (table - expected) ** 2 / expected, 0.0)
     return cells.sum(axis=(-2, -1))
@@ -125,14 +126,17 @@ def source_shift(train: pd.Series, reference: pd.Series) -> SourceShift:
 def dependence_note(shift: SourceShift, *, source: str, alpha: float, epsilon: float | None,
                     dp_bound: float | None) -> str:
     """What a reviewer reads about the training data's independence (no record values)."""
-    dp = (f"; the IID DP bound on membership advantage at epsilon {epsilon:g} ({dp_bound:.3f}) assumes "
+    dp = (f"; the IID DP bound on membership advantage at epsilon {epsilon:g} ({dp_bound:.3f}) "
+          "assumes "
           "independent records" if epsilon is not None and dp_bound is not None else "")
     if not np.isfinite(shift.pvalue):
         return (f"dependency: cannot compare the training split's {source!r} distribution with the "
                 "reference's (a split has no rows)" + dp)
     if shift.dependent(alpha):
-        return (f"dependency: the training split's {source!r} distribution differs from the reference's "
+        return (f"dependency: the training split's {source!r} distribution differs from the "
+                "reference's "
                 f"({shift.describe()}): its records are plausibly dependent (Humphries et al.)"
                 + (dp + " and may not hold for this release" if dp else ""))
-    return (f"dependency: no evidence that the training split's {source!r} distribution differs from the "
+    return (f"dependency: no evidence that the training split's {source!r} distribution differs from "
+            "the "
             f"reference's ({shift.describe()}, alpha {alpha:g})" + dp)

@@ -4,12 +4,13 @@ inference (:mod:`.linkability`), each as the attack's success on training record
 success on control records, with intervals (:mod:`privacy_gate.estimators.disclosure`).
 
 Who the attacker is comes from the spec (:func:`attacker`): the quasi-identifiers (what may be
-known), the secrets and the two linkability parts, with defaults that :attr:`DisclosureResult.assumed`
-states. Control records (:func:`control_records`): the holdout records that are not membership
-targets, plus the reference split when it is exchangeable with the holdout (the same condition
-under which it calibrates the member scan). Per-subgroup risks of linkability and inference are
-computed for the audit's subgroup columns, each interval at level ``alpha / m`` over the ``m``
-groups measured (Bonferroni: family-wise, as the audit's Holm correction is).
+known), the secrets and the two linkability parts, with defaults that
+:attr:`DisclosureResult.assumed` states. Control records (:func:`control_records`): the holdout
+records that are not membership targets, plus the reference split when it is exchangeable with the
+holdout (the same condition under which it calibrates the member scan). Per-subgroup risks of
+linkability and inference are computed for the audit's subgroup columns, each interval at level
+``alpha / m`` over the ``m`` groups measured (Bonferroni: family-wise, as the audit's Holm
+correction is).
 
 A panel (``spec.entity_id``) counts people, not person-years: linkability and inference attack one
 row of each of ``n`` people per side (:func:`_attempts`: a person's years are one attempt
@@ -33,13 +34,25 @@ import pandas as pd
 from privacy_gate.config import SMALLEST_CONTROL, DisclosureConfig
 from privacy_gate.data.split import one_row_each, unit_codes
 from privacy_gate.errors import InsufficientDataError
-from privacy_gate.estimators.disclosure import ALPHA, INTERVAL_METHOD, DisclosureRisk, disclosure_risk, holm_alpha
+from privacy_gate.estimators.disclosure import (
+    ALPHA,
+    INTERVAL_METHOD,
+    DisclosureRisk,
+    disclosure_risk,
+    holm_alpha,
+)
 from privacy_gate.experiment.disclosure_codes import Codes
 from privacy_gate.experiment.grouping import value_token
-from privacy_gate.label_key import LabelKey
 from privacy_gate.experiment.linkability import AttackOutcomes, inference, linkability
 from privacy_gate.experiment.singling_out import SinglingOutResult, singling_out
-from privacy_gate.names import INFERENCE, LINKABILITY, SINGLING_OUT, disclosure_metric, subgroup_metric
+from privacy_gate.label_key import LabelKey
+from privacy_gate.names import (
+    INFERENCE,
+    LINKABILITY,
+    SINGLING_OUT,
+    disclosure_metric,
+    subgroup_metric,
+)
 from privacy_gate.spec import DatasetSpec
 
 _LOG = logging.getLogger("privacy_gate.experiment")
@@ -87,7 +100,8 @@ def attacker(spec: DatasetSpec) -> Attacker:
     else:
         half = (len(qis) + 1) // 2
         link_a, link_b = qis[:half], qis[half:]
-        assumed.append(f"linkability parts not declared: the quasi-identifiers split in spec order ({len(link_a)} "
+        assumed.append("linkability parts not declared: the quasi-identifiers split in spec order "
+                       f"({len(link_a)} "
                        f"+ {len(link_b)} columns)")
     return Attacker(tuple(qis), tuple(secrets), tuple(link_a), tuple(link_b), tuple(assumed))
 
@@ -130,7 +144,8 @@ class DisclosureInputs:
 
 
 def _singling_out_note(r: SinglingOutResult) -> str:
-    """The report's note on a singling-out row: what a success is on a panel, and the size scaling."""
+    """The report's note on a singling-out row: what a success is on a panel, and the size
+    scaling."""
     notes = (["a success: the real records a predicate matches are one person's"] if r.per_person else []) + (
         [f"control successes scaled x{r.control_correction:.2f} to the training-set size"
          + (" (in people)" if r.per_person else "")] if r.control_correction != 1.0 else [])
@@ -183,7 +198,8 @@ class DisclosureResult:
         """What the report shows: who the attacker is, each risk with its interval and baseline,
         predicates described by column names and counts only."""
         rows = [{"attack": f"singling out ({r.mode}, {r.n_cols} column(s) per predicate)",
-                 "knew": f"the synthetic data ({len(r.columns)} columns); {r.n_predicates} predicates each "
+                 "knew": f"the synthetic data ({len(r.columns)} columns); {r.n_predicates} "
+                         "predicates each "
                          "isolating one synthetic record", **r.risk.figures(),
                  "note": _singling_out_note(r)} for r in self.singling_out]
         if self.linkability is not None:
@@ -259,8 +275,10 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
     if len(control) < SMALLEST_CONTROL:
         # fewer than cfg.min_control are measured as they are (the pipeline records the shortfall)
         raise InsufficientDataError(
-            f"only {len(control)} control records ({control_source}); at least {SMALLEST_CONTROL} are needed to "
-            f"measure a disclosure risk, whatever disclosure.min_control says: hold out more records, or set "
+            f"only {len(control)} control records ({control_source}); at least {SMALLEST_CONTROL} "
+            "are needed to "
+            "measure a disclosure risk, whatever disclosure.min_control says: hold out more "
+            "records, or set "
             f"disclosure.enabled: false")
     who = attacker(spec)
     numeric = {c for c, col in spec.columns.items() if col.is_numeric}

@@ -26,7 +26,8 @@ _HALF = 1.0 / np.sqrt(2.0)
 
 @dataclass(frozen=True)
 class Codes:
-    """Code matrices of several frames over ``columns``; ``numeric[j]`` says column j is a number."""
+    """Code matrices of several frames over ``columns``; ``numeric[j]`` says column j is a
+    number."""
 
     columns: tuple[str, ...]
     numeric: np.ndarray

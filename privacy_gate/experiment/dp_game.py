@@ -23,7 +23,8 @@ Scores (higher = "the target was in"):
   model: the adversary sees the generator's internal noisy marginals and knows D (the strongest
   DP adversary short of seeing the selection randomness).
 - black-box: from the released synthetic rows only: exact copies of the target (heavy weight) plus,
-  per column, log(1 + rows holding the target's value) weighted by how rare that value is in D. Threat model: the adversary sees the synthetic data and knows D and the target.
+  per column, log(1 + rows holding the target's value) weighted by how rare that value is in D.
+  Threat model: the adversary sees the synthetic data and knows D and the target.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def record_hash(row: pd.DataFrame) -> str:
 
 def _neighbours(base: pd.DataFrame, target: pd.DataFrame, replaced: pd.DataFrame | None, kind: Neighbours
                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """(out, in, replaced): add_remove: base vs base + target; replace_one: base + r vs base + target."""
+    """(out, in, replaced): add_remove: base vs base + target; replace_one: base + r vs base +
+    target."""
     if kind == "add_remove":
         return base, pd.concat([base, target], ignore_index=True), None
     if kind != "replace_one":

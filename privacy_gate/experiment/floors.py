@@ -1,4 +1,5 @@
-"""Stage floors and small tables: what a stage asks of the data for power, and what happens below it.
+"""Stage floors and small tables: what a stage asks of the data for power, and what happens below
+it.
 
 A floor — ``targets.min_per_class`` (targets per class), ``disclosure.min_control`` (control
 records), the calibration records ``exposure.level`` needs to place its threshold — is about
@@ -131,7 +132,8 @@ def control_shortfall(cfg: DisclosureConfig, *, n_control: int, reference_counts
 
 def calibration_needed(level: float) -> int:
     """The fewest calibration records (non-member targets) that place a threshold at conformal
-    level ``level``: ``n`` with ``level * (n + 1) >= 1`` (the largest of them is then the threshold)."""
+    level ``level``: ``n`` with ``level * (n + 1) >= 1`` (the largest of them is then the
+    threshold)."""
     return max(1, math.ceil(1.0 / level - 1e-9) - 1)
 
 
@@ -146,14 +148,16 @@ def calibration_level(level: float, n_calibration: int) -> float:
 
 
 def level_shortfall(level: float, n_calibration: int) -> Shortfall | None:
-    """``exposure.level`` against the non-member targets that calibrate it; None when they suffice."""
+    """``exposure.level`` against the non-member targets that calibrate it; None when they
+    suffice."""
     needed = calibration_needed(level)
     if n_calibration >= needed:
         return None
     return Shortfall(setting="exposure.level", required=needed, available=n_calibration,
                      asks=f"{level:g} needs at least {needed:,} non-member targets to place its threshold",
                      have=f"{n_calibration:,} are available", remedy=_more(needed - n_calibration, "holdout records"),
-                     note=f"the exposed share is measured at level {calibration_level(level, n_calibration):.3g}, "
+                     note="the exposed share is measured at level "
+                          f"{calibration_level(level, n_calibration):.3g}, "
                           "the finest these allow")
 
 

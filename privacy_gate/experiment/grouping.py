@@ -50,7 +50,8 @@ class Group:
 
     @property
     def label(self) -> str:
-        """Human label (values from :func:`label_values` or keyed hashes), also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
+        """Human label (values from :func:`label_values` or keyed hashes), also the ``--suppress``
+        syntax: ``race=Black`` or ``sex=Female&race=Black``."""
         return "&".join(f"{c}={v}" for c, v in zip(self.columns, self.values))
 
     def estimable(self, min_group_size: int) -> bool:
@@ -93,7 +94,8 @@ def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Seque
                     ) -> list[Group]:
     """One group per value of each audited column (or intersection) present among the targets.
     ``public``: per column, the values a label may show (:func:`label_values`); others are hashed
-    with ``key`` (:func:`value_token`). Without it every value is shown (for data with no private values)."""
+    with ``key`` (:func:`value_token`). Without it every value is shown (for data with no private
+    values)."""
     labels = np.asarray(labels).astype(bool)
     groups: list[Group] = []
     for cols in columns:
@@ -148,7 +150,8 @@ def audited_columns(targets: pd.DataFrame, *, subgroups: Sequence[str], categori
     for col in categorical:
         n = int(targets[col].nunique(dropna=False))
         if n > MAX_DEFAULT_GROUPS:
-            notes.append(f"column '{col}' not audited by default: {n} distinct values (name it in the spec's "
+            notes.append(f"column '{col}' not audited by default: {n} distinct values (name it in the "
+                         "spec's "
                          "subgroups to audit it)")
         else:
             chosen.append(col)
@@ -242,7 +245,8 @@ def rare_value_groups(targets: pd.DataFrame, labels: np.ndarray, rare: Mapping[s
 
 def parse_group_label(label: str) -> dict[str, str]:
     """``"sex=Female&race=Black"`` -> ``{"sex": "Female", "race": "Black"}`` (for ``--suppress``).
-    An ``&`` inside a value (``Trinadad&Tobago``) stays with it: only ``&column=`` starts a condition.
+    An ``&`` inside a value (``Trinadad&Tobago``) stays with it: only ``&column=`` starts a
+    condition.
 
     >>> parse_group_label("native_country=Laos|Trinadad&Tobago&sex=Female")
     {'native_country': 'Laos|Trinadad&Tobago', 'sex': 'Female'}
@@ -307,6 +311,7 @@ def entity_scores(entity_ids: np.ndarray, labels: np.ndarray, scores: Mapping[st
     labels = np.asarray(labels, dtype=float)
     ent_labels = np.bincount(codes, weights=labels) / counts
     if not np.all((ent_labels == 0) | (ent_labels == 1)):
-        raise ValueError("an entity has both member and non-member records: the split did not keep entities whole")
+        raise ValueError("an entity has both member and non-member records: the split did not keep entities "
+                         "whole")
     return ent_labels.astype(np.int8), {a: np.bincount(codes, weights=np.asarray(s, float)) / counts
                                         for a, s in scores.items()}

@@ -10,13 +10,12 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import InputLimits, ReleaseConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
 from privacy_gate.data.table import row_hashes
 from privacy_gate.data.types import conform_typed
 from privacy_gate.errors import DataError
 from privacy_gate.label_key import LabelKey
+from privacy_gate.spec import DatasetSpec
 
 SPLIT_NAMES = ("train", "holdout", "reference")
 
@@ -132,8 +131,10 @@ def check_disjoint(parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources
         for b in names[i + 1:]:
             shared, share = _twin_share(hashed[b], hashed[a])
             if share > limit:
-                raise DataError(f"{b} {sources[b]} and {a} {sources[a]} share records: {shared} of {len(hashed[b])} "
-                                f"{b} rows ({share:.1%}) are identical to {a} rows (at most {limit:.0%} are expected "
+                raise DataError(f"{b} {sources[b]} and {a} {sources[a]} share records: {shared} of "
+                                f"{len(hashed[b])} "
+                                f"{b} rows ({share:.1%}) are identical to {a} rows (at most {limit:.0%} are "
+                                "expected "
                                 "by chance); the splits must hold different people")
 
 

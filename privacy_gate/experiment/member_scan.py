@@ -87,12 +87,23 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
+from privacy_gate.attacks.distance import (
+    COPY_FLOOR,
+    COPY_NEIGHBOURS,
+    copy_scores,
+    k_nearest_distances,
+)
 from privacy_gate.attacks.nn_index import approximate_nearest_many, ivf_cells, probe_count
 from privacy_gate.data import Splits
-from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.exposure import FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit
+from privacy_gate.data.split import unit_codes, unit_max
+from privacy_gate.estimators.exposure import (
+    FdrMethod,
+    conformal_pvalues,
+    fdr_select,
+    naming_limit,
+    simes_pvalue,
+)
 from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue, top_set
 from privacy_gate.experiment.scale_view import ScaleInvariantView
 from privacy_gate.spec import DatasetSpec

@@ -11,9 +11,10 @@ record's own mean log-magnitude (over its non-zero, observed values),
 
 each column divided by its standard deviation over the pool, plus the value's sign (negative,
 zero, positive) and the base encoding's categorical and missing-value features. ``c(a x) = c(x)``
-for every factor ``a > 0``: the scaled copy is an exact match, while a natural neighbour that differs
-in any ratio is not. The view drops one degree of freedom (the record's overall magnitude), which
-is what it pays; with fewer than two numeric-like columns it has nothing to compare and is not used.
+for every factor ``a > 0``: the scaled copy is an exact match, while a natural neighbour that
+differs in any ratio is not. The view drops one degree of freedom (the record's overall magnitude),
+which is what it pays; with fewer than two numeric-like columns it has nothing to compare and is not
+used.
 
 The categorical, missing-value and sign features (a one-hot block of about a hundred columns on
 Adult) enter through a fixed random projection to :data:`PROJECTED_DIMS` dimensions: equal blocks
@@ -112,7 +113,8 @@ class ScaleInvariantView:
         self.projection_ = rng.normal(size=(width, PROJECTED_DIMS)) / np.sqrt(PROJECTED_DIMS)
 
     def transform(self, frame: pd.DataFrame, encoded: np.ndarray) -> np.ndarray:
-        """The view of ``frame`` (``encoded``: its base encoding, whose numeric features it replaces)."""
+        """The view of ``frame`` (``encoded``: its base encoding, whose numeric features it
+        replaces)."""
         return self._view(*centred_log_magnitudes(frame, self.encoder, self.columns_), encoded)
 
     def _view(self, centred: np.ndarray, sign: np.ndarray, encoded: np.ndarray) -> np.ndarray:

@@ -26,12 +26,25 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, active_rules, budget_tests, protections_off, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
-                                  ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
-from privacy_gate.spec import DatasetSpec
+from privacy_gate.config import (
+    DEFAULT_ATTACKS,
+    AttackConfig,
+    AuditConfig,
+    DisclosureConfig,
+    ExposureConfig,
+    GateConfig,
+    MaceConfig,
+    ReleaseConfig,
+    TargetsConfig,
+    active_rules,
+    budget_tests,
+    protections_off,
+    rules_problem,
+)
 from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.names import ORACLE_ATTACK
+from privacy_gate.spec import DatasetSpec
 
 
 class GeneratorKnowledge(BaseModel):
@@ -72,7 +85,8 @@ class GateSettings(BaseModel):
 
     @property
     def disabled(self) -> dict[str, str]:
-        """Default protections this run goes without, and why (``gate.disable`` and switched-off stages)."""
+        """Default protections this run goes without, and why (``gate.disable`` and switched-off
+        stages)."""
         return protections_off(self.gate, self.exposure, self.disclosure)
 
     @property

@@ -159,7 +159,8 @@ def _univariate_counts(data: np.ndarray, preds: Predicates) -> np.ndarray:
 
 def _univariate_single(data: np.ndarray, preds: Predicates, units: np.ndarray) -> np.ndarray:
     """Whether the rows each one-column predicate matches are one unit's: its range of sorted
-    positions is not empty and holds no change of unit (the next change after its start is not in it)."""
+    positions is not empty and holds no change of unit (the next change after its start is not in
+    it)."""
     out = np.zeros(len(preds), dtype=bool)
     c, o, v = preds.cols[:, 0], preds.ops[:, 0], preds.vals[:, 0]
     for j in np.unique(c):

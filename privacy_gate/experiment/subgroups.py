@@ -1,8 +1,8 @@
 """Who is at risk, measured: the attack metrics again per subgroup, the subgroups' rank tests, the
 entity (set-level) metrics, the dependency stress test and the source shift (see
-:mod:`privacy_gate.experiment.grouping` for the grouping rules, :mod:`privacy_gate.estimators.group_tests`
-for the tests). Numbers only: what they mean for the release is the gate's to say
-(:func:`privacy_gate.gate.findings.dependency_findings`)."""
+:mod:`privacy_gate.experiment.grouping` for the grouping rules,
+:mod:`privacy_gate.estimators.group_tests` for the tests). Numbers only: what they mean for the
+release is the gate's to say (:func:`privacy_gate.gate.findings.dependency_findings`)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,24 @@ from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import AttackOutcome
 from privacy_gate.experiment.dependency import SourceShift, dependence_note
-from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores, rare_value_groups,
-                                             subgroup_groups)
+from privacy_gate.experiment.grouping import (
+    RARE_SEPARATOR,
+    audit_subgroups,
+    audited_columns,
+    entity_scores,
+    rare_value_groups,
+    subgroup_groups,
+)
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.label_key import LabelKey
-from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
-                                group_test_metric, subgroup_metric)
+from privacy_gate.names import (
+    dependency_figure,
+    dependency_metric,
+    entity_metric,
+    exposure_metric,
+    group_test_metric,
+    subgroup_metric,
+)
 from privacy_gate.spec import DatasetSpec
 
 
@@ -61,7 +73,8 @@ class DependencyMeasurement:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """Subgroup / entity / dependency figures of one gate run, ready for the rules and for logging."""
+    """Subgroup / entity / dependency figures of one gate run, ready for the rules and for
+    logging."""
 
     metrics: dict[str, float]  # flat, MLflow-named (subgroup/..., <attack>.entity.*, <attack>.dependency.*)
     groups: dict[str, dict[str, float]]  # group label -> "<attack>.<metric>" / "membership_test.*" (rules)
@@ -122,8 +135,10 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         groups += [g for g in extra if g.label not in known]
         pooled = [g for g in extra if RARE_SEPARATOR in g.values[0]]
         if extra:
-            notes.append(f"rare values (held by fewer than {cfg.rare_value_max_count} training rows) audited in "
-                         f"{len(rare)} column(s): {len(extra) - len(pooled)} alone, {len(pooled)} pooled group(s) "
+            notes.append(f"rare values (held by fewer than {cfg.rare_value_max_count} training rows) "
+                         "audited in "
+                         f"{len(rare)} column(s): {len(extra) - len(pooled)} alone, {len(pooled)} pooled "
+                         "group(s) "
                          f"({', '.join(f'{g.columns[0]}: {g.values[0].count(RARE_SEPARATOR) + 1} values' for g in pooled)})")
     results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
     gated_scores = {a: scores[a] for a in gated_names}

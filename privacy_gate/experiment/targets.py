@@ -9,13 +9,17 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import TargetsConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.data.split import unit_codes
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.experiment.dependency import dependency_indices
-from privacy_gate.experiment.floors import SMALLEST_PER_CLASS, Shortfall, dependency_shortfall, targets_shortfall
+from privacy_gate.experiment.floors import (
+    SMALLEST_PER_CLASS,
+    Shortfall,
+    dependency_shortfall,
+    targets_shortfall,
+)
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,12 @@ class Targets:
 
 def _too_few(n_mem: int, n_non: int, what: str) -> InsufficientDataError:
     return InsufficientDataError(
-        f"only {n_mem} member and {n_non} non-member targets available{what}; at least {SMALLEST_PER_CLASS} of each "
-        f"are needed to measure anything (the MACE bounds split them in three parts), whatever targets.min_per_class "
-        "says: use more data, a larger holdout (split.holdout) or larger targets.n_non_members / n_members")
+        f"only {n_mem} member and {n_non} non-member targets available{what}; at least "
+        f"{SMALLEST_PER_CLASS} of each "
+        "are needed to measure anything (the MACE bounds split them in three parts), whatever "
+        "targets.min_per_class "
+        "says: use more data, a larger holdout (split.holdout) or larger targets.n_non_members / "
+        "n_members")
 
 
 def choose_targets(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | None = None,
@@ -113,7 +120,8 @@ def _choose_units(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | No
     take = [np.isin(c, ch) for c, ch in zip(codes, chosen)]
     members, non_members = splits.train[take[0]], splits.holdout[take[1]]
     # the floor stays in rows: it sizes the row-level figures (MACE splits the targets in three);
-    # the people-level tests have their own floor (exposure.level's calibration, ``level_shortfall``)
+    # the people-level tests have their own floor (exposure.level's calibration,
+    # ``level_shortfall``)
     short = targets_shortfall(cfg, n_train=len(splits.train), n_holdout=len(splits.holdout), n_members=len(members),
                               n_non_members=len(non_members), cap=max_per_class)
     labels = np.concatenate([np.ones(len(members), dtype=np.int8), np.zeros(len(non_members), dtype=np.int8)])
@@ -129,7 +137,8 @@ def choose_dependency_targets(splits: Splits, spec: DatasetSpec, cfg: TargetsCon
     value, mem_idx, non_idx = dependency_indices(splits.train[spec.source], splits.holdout[spec.source], value=value)
     n = min(len(mem_idx), len(non_idx), cfg.n_non_members or len(non_idx))
     if n < SMALLEST_PER_CLASS:
-        raise _too_few(n, n, f" to the dependency test ({len(mem_idx)} training records from the tested {spec.source} "
+        raise _too_few(n, n, f" to the dependency test ({len(mem_idx)} training records from the tested "
+                             f"{spec.source} "
                              f"value, {len(non_idx)} holdout records from the others)")
     short = dependency_shortfall(cfg, source=spec.source, members=len(mem_idx), non_members=len(non_idx), per_class=n)
     rng = np.random.default_rng(cfg.seed + 1)

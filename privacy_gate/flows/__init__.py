@@ -6,7 +6,13 @@ This is the only package that imports Prefect. The pipeline's logic lives in
 :mod:`privacy_gate.pipeline`.
 """
 
-from privacy_gate.flows.gate_flows import audit_dp_flow, dependency_study_flow, gate_flow, regate_flow, release_flow
+from privacy_gate.flows.gate_flows import (
+    audit_dp_flow,
+    dependency_study_flow,
+    gate_flow,
+    regate_flow,
+    release_flow,
+)
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows.review_form import ReviewInput
 

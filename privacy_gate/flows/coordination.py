@@ -144,8 +144,10 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
                 queue = _ensure_limit(queue_limit_name(dataset))
                 if not _take(waiting, slot(queue, None)):
                     raise GateSlotBusy(
-                        f"the gate slot of dataset {dataset!r} is taken and another run already waits for it "
-                        f"(concurrency limits {name}, {queue}): this run is skipped — nothing gated or published; "
+                        f"the gate slot of dataset {dataset!r} is taken and another run already "
+                        "waits for it "
+                        f"(concurrency limits {name}, {queue}): this run is skipped — nothing "
+                        "gated or published; "
                         "the next scheduled run tries again")
                 logger.info("%s %r: another run holds it (concurrency limit %s; waiting at most %g s)", SLOT_WAITING, dataset, name,
                             timeout)
@@ -153,8 +155,10 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
                     held.enter_context(slot(name, timeout))
                 except TimeoutError:
                     raise GateSlotTimeout(
-                        f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed taken for "
-                        f"{timeout:g} s ({ENV_SLOT_TIMEOUT}); if no gate of this dataset is running, a crashed run "
+                        f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed "
+                        "taken for "
+                        f"{timeout:g} s ({ENV_SLOT_TIMEOUT}); if no gate of this dataset is "
+                        "running, a crashed run "
                         f"left it taken: free it with: {reset_command(dataset)}") from None
             # the waiting room is free again: the next run may wait while this one gates
         logger.info("%s %r", SLOT_HELD, dataset)

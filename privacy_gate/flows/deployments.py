@@ -96,7 +96,8 @@ def config_files(folder: Path) -> list[Path]:
 
 
 def release_configs(folder: Path) -> list[Path]:
-    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must load."""
+    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must
+    load."""
     paths = config_files(folder)
     for p in paths:
         load_release_config(p)  # a ConfigError names the file and key
@@ -124,7 +125,8 @@ def folder_deployments(folder: Path, *, workdir: Path, cron: str | None = None,
     """A deployment for each valid release config in ``folder``; each invalid one (unreadable,
     not a valid config, no or a bad schedule, a deployment name taken by another file) becomes a
     problem line instead of stopping the others. Raises :class:`ConfigError` only when the folder
-    is missing or empty, or when ``--cron`` and ``--interval`` are both given (they apply to all)."""
+    is missing or empty, or when ``--cron`` and ``--interval`` are both given (they apply to
+    all)."""
     if cron is not None and interval is not None:
         raise ConfigError("--cron and --interval: give one schedule, not both")
     out = FolderDeployments()
@@ -132,7 +134,8 @@ def folder_deployments(folder: Path, *, workdir: Path, cron: str | None = None,
     for path in config_files(folder):
         path = path.resolve()
         if path.stem in names:
-            out.problems.append(f"{path}: deployment name {path.stem!r} is already used by {names[path.stem].name}; "
+            out.problems.append(f"{path}: deployment name {path.stem!r} is already used by "
+                                f"{names[path.stem].name}; "
                                 "rename one of the files")
             continue
         try:
@@ -189,7 +192,8 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
 
 def require_signing_key(command: str, *, allow_unsigned: bool) -> None:
     """Scheduled gates sign their verdicts: without a key a reviewer could not tell a rewritten
-    run from a real one. ``allow_unsigned``: the operator's explicit choice (``--allow-unsigned``)."""
+    run from a real one. ``allow_unsigned``: the operator's explicit choice
+    (``--allow-unsigned``)."""
     if not allow_unsigned and signing_key() is None:
         raise ConfigError(f"privacy-gate {command}: {ENV_SIGNING_KEY} is not set, so scheduled verdicts would be "
                           f"unsigned; set {ENV_SIGNING_KEY} (the same key where runs are approved) or pass "
@@ -221,7 +225,8 @@ def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, inte
     for line in found.problems:
         report(f"not served: {line}")
     if not found.deployments:
-        raise ConfigError(f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to serve")
+        raise ConfigError(f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to "
+                          "serve")
     require_signing_key("serve", allow_unsigned=allow_unsigned)
     require_prefect_api("serve")
     for _, dataset in found.deployments:

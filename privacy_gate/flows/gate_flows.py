@@ -20,18 +20,30 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import names, tracking
-from privacy_gate.config import ReleaseConfig, TargetsConfig, load_judging, load_release_config, load_spec
+from privacy_gate.config import (
+    ReleaseConfig,
+    TargetsConfig,
+    load_judging,
+    load_release_config,
+    load_spec,
+)
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.flows import review_wait
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
-from privacy_gate.flows import review_wait
-from privacy_gate.flows.verdict_states import glance_name, skipped_state, verdict_flow, verdict_line, verdict_state
+from privacy_gate.flows.verdict_states import (
+    glance_name,
+    skipped_state,
+    verdict_flow,
+    verdict_line,
+    verdict_state,
+)
+from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.review import prior_decision
 from privacy_gate.runs.regate import regate_run
-from privacy_gate.runs.retrying import run_with_retries, unrecorded_block
-from privacy_gate.runs.remediation import remediated_release_run
 from privacy_gate.runs.release import gate_only_run
-from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.runs.remediation import remediated_release_run
+from privacy_gate.runs.retrying import run_with_retries, unrecorded_block
 from privacy_gate.tracking import resolve_tracking_uri
 
 
@@ -75,7 +87,8 @@ def _named(state: Any) -> Any:
 
 
 def _finish(result: RunOutcome) -> Any:
-    """The run named after its verdict, its last log line (the verdict with its reason) and its final state."""
+    """The run named after its verdict, its last log line (the verdict with its reason) and its
+    final state."""
     state = _named(verdict_state(result))
     level = {"APPROVE": logging.INFO, "REVIEW": logging.WARNING}.get(result.verdict.decision, logging.ERROR)
     get_run_logger().log(level, "verdict: %s", verdict_line(result))
@@ -92,7 +105,8 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     from prefect.runtime import deployment, flow_run
 
     logger = get_run_logger()
-    # a deployment's run suspended for its review and resumed by the reviewer runs from the top again
+    # a deployment's run suspended for its review and resumed by the reviewer runs from the top
+    # again
     reviewed = review_wait.suspended_for(logger)
     try:
         config = load_release_config(config_path)
@@ -100,7 +114,8 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
         # (a served folder's file edited or corrupted after `serve` started: without the event, an
         # automation notifying on BLOCK would stay silent)
         if reviewed is not None:
-            logger.error("the review of MLflow run %s was not decided: the config cannot be loaded; it stays pending",
+            logger.error("the review of MLflow run %s was not decided: the config cannot be loaded; it "
+                         "stays pending",
                          reviewed)
         return _finish(_unloadable_config(config_path, exc, logger=logger))
     dataset = config.dataset.spec.name
@@ -260,7 +275,8 @@ def dependency_study_flow(config_path: str, workdir: str = ".privacy-gate") -> d
 def audit_dp_flow(config_path: str, workdir: str = ".privacy-gate", runs: int | None = None,
                   use_cache: bool = True) -> dict[str, Any]:
     """The DP audit of a release config's generator (README, "DP audit"): its fits are Prefect
-    tasks (``PrefectExecutor.map``); the result (bounds, never records) is the flow's return value."""
+    tasks (``PrefectExecutor.map``); the result (bounds, never records) is the flow's return
+    value."""
     from privacy_gate.studies.dp_audit_gate import run_dp_audit
 
     logger = get_run_logger()

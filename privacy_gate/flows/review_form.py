@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from prefect.input import RunInput
-from pydantic import WithJsonSchema, Field, create_model
+from pydantic import Field, WithJsonSchema, create_model
 
 from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.pipeline.result import RunOutcome
@@ -54,8 +54,8 @@ def review_form(result: RunOutcome, *, evidence: str | None = None) -> type[Revi
     ``privacy-gate review`` text) first when there is one."""
     flagged = list(result.verdict.flagged_subgroups or [])
     if flagged:
-        # an enum in the form's schema even for one group (pydantic writes a lone Literal as "const",
-        # which the Prefect UI does not offer as a choice)
+        # an enum in the form's schema even for one group (pydantic writes a lone Literal as
+        # "const", which the Prefect UI does not offer as a choice)
         choice: Any = Annotated[Literal[tuple(flagged)],  # type: ignore[valid-type]
                                 WithJsonSchema({"type": "string", "enum": flagged})]
         form = create_model("ReviewInput", __base__=ReviewInput,
@@ -64,8 +64,10 @@ def review_form(result: RunOutcome, *, evidence: str | None = None) -> type[Revi
         form = create_model("ReviewInput", __base__=ReviewInput,
                             suppress=(list[str], Field(default_factory=list, max_length=0,
                                                        description="no subgroup was flagged")))
-    lines = [(f"**REVIEW** of MLflow run `{result.run_id}` (dataset {result.dataset}). Choose a **decision**: "
-              "*approve* publishes the release (without the groups you select under *suppress*), *reject* "
+    lines = [(f"**REVIEW** of MLflow run `{result.run_id}` (dataset {result.dataset}). Choose a "
+              "**decision**: "
+              "*approve* publishes the release (without the groups you select under *suppress*), "
+              "*reject* "
               "publishes nothing.")]
     if flagged:
         lines += ["", f"Flagged subgroups ({len(flagged)}), to approve or suppress:"]

@@ -58,8 +58,8 @@ from privacy_gate.flows.review_form import ReviewInput, review_form
 from privacy_gate.flows.verdict_states import NotReleased, glance_name, verdict_line, verdict_state
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.runs.retrying import unrecorded_block
 from privacy_gate.review.decide import decide_run, review_text
+from privacy_gate.runs.retrying import unrecorded_block
 
 #: Suspension keys of reviews: this prefix and the MLflow run id (Prefect keys a run's inputs by
 #: it, and allows letters, digits and dashes only: an MLflow run id is hex).
@@ -73,7 +73,8 @@ Regate = Callable[..., RunOutcome]
 
 
 def review_key(run_id: str) -> str | None:
-    """The suspension key of the review of MLflow run ``run_id`` (None for an id Prefect cannot key).
+    """The suspension key of the review of MLflow run ``run_id`` (None for an id Prefect cannot
+    key).
 
     >>> review_key("0a1b"), review_key("a/b")
     ('privacy-gate-review-0a1b', None)
@@ -109,8 +110,12 @@ def paused_sibling() -> str | None:
     """Another run of this flow run's deployment that is paused or suspended (waiting for its
     review), if any. Such a run gives its deployment's concurrency slot back, so without this check
     every run of a schedule faster than the reviewer would gate the release again and wait too."""
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterState,
-                                                FlowRunFilterStateType)
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.runtime import deployment, flow_run
 
@@ -144,7 +149,8 @@ def wait_for_review(result: RunOutcome, config: Any, workdir: str, *, regate: Re
     logger = get_run_logger()
     waiting = paused_sibling()
     if waiting is not None:  # one waiting review per deployment: a fast schedule cannot pile them up
-        logger.warning("REVIEW not paused: flow run %s of this deployment already waits for a review; decide run %s "
+        logger.warning("REVIEW not paused: flow run %s of this deployment already waits for a review; decide "
+                       "run %s "
                        "with privacy-gate approve|reject %s", waiting, result.run_id, result.run_id)
         return result
     if _deployment_id() is not None:
@@ -158,7 +164,8 @@ def _suspend(result: RunOutcome, config: Any, workdir: str, *, regate: Regate) -
     if key is None:
         logger.warning("REVIEW not suspended: MLflow run id %r cannot key a suspension; it stays pending", result.run_id)
         return result
-    logger.warning("REVIEW: suspended until a reviewer answers (at most %d s; flagged: %s). This run's process "
+    logger.warning("REVIEW: suspended until a reviewer answers (at most %d s; flagged: %s). This run's "
+                   "process "
                    "exits now and holds no slot; the review form's answer, or privacy-gate approve|reject %s, "
                    "decides it", config.review.timeout_seconds,
                    ", ".join(result.verdict.flagged_subgroups) or "none", result.run_id)
@@ -166,11 +173,12 @@ def _suspend(result: RunOutcome, config: Any, workdir: str, *, regate: Regate) -
         answer = suspend_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)), key=key,
                                   timeout=config.review.timeout_seconds)
     except RuntimeError as exc:  # the server refused the suspension (Prefect's Pause signal is no Exception)
-        logger.warning("REVIEW not suspended (%s); run %s stays pending: decide it with privacy-gate approve|reject %s",
+        logger.warning("REVIEW not suspended (%s); run %s stays pending: decide it with privacy-gate "
+                       "approve|reject %s",
                        exc, result.run_id, result.run_id)
         return result
-    # the key had fired already: this run was resumed with an answer (resume_review normally takes it
-    # before anything is gated again)
+    # the key had fired already: this run was resumed with an answer (resume_review normally takes
+    # it before anything is gated again)
     return _apply(result, answer, workdir, regate=regate)
 
 
@@ -208,12 +216,13 @@ def _apply(result: RunOutcome, answer: ReviewInput, workdir: str, *, regate: Reg
     return replace(result, review=decision.action, review_decision=decision.to_dict(), published=decision.published)
 
 
-# ------------------------------------------------------------------------- picking a review up again
+# ------------------------------------------------------------------------ picking a review up again
 
 
 def suspended_for(logger: Any) -> str | None:
     """The MLflow run whose review this deployment's flow run was suspended for (and is now resumed
-    from, since the flow is running), or None: from the run's fired suspension keys on the server."""
+    from, since the flow is running), or None: from the run's fired suspension keys on the
+    server."""
     run = _this_flow_run()
     if run is None or run.deployment_id is None:
         return None
@@ -265,7 +274,8 @@ def _recorded_decision(result: RunOutcome) -> dict[str, Any] | None:
 def _already_decided(result: RunOutcome, recorded: dict[str, Any], answer: ReviewInput) -> RunOutcome:
     acted = _ACTED.get(recorded.get("action"), recorded.get("action"))
     via = "privacy-gate " + recorded["action"] if recorded.get("via") == "cli" else "a review form"
-    note = (f"the review form's answer ({answer.decision} by {answer.reviewer}) was not applied: run {result.run_id} "
+    note = (f"the review form's answer ({answer.decision} by {answer.reviewer}) was not applied: run "
+            f"{result.run_id} "
             f"had already been {acted} by {recorded.get('reviewer')} with {via}")
     get_run_logger().warning("%s", note)
     tags = tracking.Tracker(uri=result.tracking_uri, experiment=None).run_tags(result.run_id)
@@ -275,8 +285,8 @@ def _already_decided(result: RunOutcome, recorded: dict[str, Any], answer: Revie
 
 def resume_review(run_id: str, *, tracking_uri: str, workdir: str, regate: Regate,
                   flow_run_id: Any = None) -> RunOutcome:
-    """The review of MLflow run ``run_id``, decided with the answer given to flow run ``flow_run_id``
-    (this one by default); raises when the verdict or the answer cannot be read."""
+    """The review of MLflow run ``run_id``, decided with the answer given to flow run
+    ``flow_run_id`` (this one by default); raises when the verdict or the answer cannot be read."""
     logger = get_run_logger()
     flow_run_id = flow_run_id or _this_flow_run().id
     result = _recorded_outcome(run_id, tracking_uri)
@@ -306,12 +316,18 @@ def unapplied_state(run_id: str, exc: BaseException, *, tracking_uri: str | None
 
 
 def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Regate) -> list[str]:
-    """Decide the reviews of this deployment's runs that were resumed with an answer but cancelled by
-    the server before they ran (their deployment's slot was taken at that moment), and end each in its
-    verdict's state. Returns one line per run finished. A review that fails here is left for the next
-    run (a warning); nothing is published unless ``decide_run`` publishes."""
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterStartTime,
-                                                FlowRunFilterState, FlowRunFilterStateName, FlowRunFilterStateType)
+    """Decide the reviews of this deployment's runs that were resumed with an answer but cancelled
+    by the server before they ran (their deployment's slot was taken at that moment), and end each
+    in its verdict's state. Returns one line per run finished. A review that fails here is left for
+    the next run (a warning); nothing is published unless ``decide_run`` publishes."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+        FlowRunFilterStartTime,
+        FlowRunFilterState,
+        FlowRunFilterStateName,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.client.schemas.sorting import FlowRunSort
 
@@ -320,7 +336,8 @@ def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Reg
     if this is None or this.deployment_id is None:
         return []
     # runs that had started (a suspended run had), then were cancelled: few, unlike the scheduled
-    # runs CANCEL_NEW cancels before they start; "Cancelled" leaves out the (many) runs ended Skipped
+    # runs CANCEL_NEW cancels before they start; "Cancelled" leaves out the (many) runs ended
+    # Skipped
     flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[this.deployment_id]),
                         state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CANCELLED]),
                                                  name=FlowRunFilterStateName(any_=["Cancelled"])),
@@ -339,11 +356,13 @@ def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Reg
         try:
             if review_answer(run_id, run.id) is None:  # cancelled while suspended: nobody answered
                 continue
-            logger.warning("flow run %s was resumed with the review of MLflow run %s and then cancelled by the "
+            logger.warning("flow run %s was resumed with the review of MLflow run %s and then cancelled by "
+                           "the "
                            "server (deployment concurrency limit reached) before it ran: deciding it here", run.id, run_id)
             outcome = resume_review(run_id, tracking_uri=tracking_uri, workdir=workdir, regate=regate,
                                     flow_run_id=run.id)
-            line = f"{verdict_line(outcome)} (decided by flow run {this.id}: the server had cancelled this run's resumption)"
+            line = (f"{verdict_line(outcome)} (decided by flow run {this.id}: the server had "
+                    "cancelled this run's resumption)")
             state = verdict_state(outcome).model_copy(update={"data": None, "message": line})
             with get_client(sync_client=True) as client:
                 client.set_flow_run_state(run.id, state, force=True)

@@ -44,8 +44,9 @@ ended is named after its message's start (:func:`glance_name`: ``BLOCK: The atta
 training records … · massive-kakapo``), which the page's title shows; its data is the run's
 :class:`~privacy_gate.pipeline.result.RunOutcome` — for a Failed- or Cancelled-type state wrapped in
 :class:`NotReleased`, the exception Prefect's engine expects there (it raises a failed state's data
-when a deployment's run ends, and a plain object would make that a ``TypeError``). Flows declared with :func:`verdict_flow` return
-that outcome when called as functions (the CLI, the tests), whatever the state type.
+when a deployment's run ends, and a plain object would make that a ``TypeError``). Flows declared
+with :func:`verdict_flow` return that outcome when called as functions (the CLI, the tests),
+whatever the state type.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def verdict_line(result: RunOutcome) -> str:
         if result.review_error:  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
             parts.append(result.review_error)
     elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
-        parts.append(f"awaiting review: {review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
+        parts.append("awaiting review: "
+                     f"{review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
                      if result.run_id else "awaiting review")
     elif result.review == "refused":
         parts.append(f"review decision refused: {result.review_error}")
@@ -145,7 +147,7 @@ def glance_name(message: str, name: str) -> str:
     return f"{head}{_NAME_SEP}{base}" if base else head
 
 
-class NotReleased(Exception):  # noqa: N818 - it names what happened, not an error of the code
+class NotReleased(Exception):  # named for what happened, not an error of the code
     """A run that did not release: its :class:`RunOutcome` as the data of its Failed- or
     Cancelled-type state (see the module docstring); the message is the state's.
 

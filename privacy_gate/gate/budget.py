@@ -10,7 +10,8 @@ p-value under that null:
   avoids its members reveals them by their absence); Bonferroni over the attacks and the ensemble
   (one strong attack is not diluted by weak ones);
 - ``targets``: the exposed member targets: the tail-excess test and the Simes test of their
-  conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the two;
+  conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the
+  two;
 - ``scan``: the tail-excess test over every training record against the holdout (the member scan;
   its Simes p-value is reported, not tested);
 - ``agreement``: partial and quasi-identifier copies, the column-agreement scan;
@@ -50,25 +51,42 @@ import numpy as np
 from scipy import stats
 
 from privacy_gate.config import BUDGET_TESTS, BudgetConfig, GateConfig, Rule, rule_test
-from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
-                                MEMBERSHIP, RANK_PVALUE, SINGLING_OUT, metric_name)
+from privacy_gate.names import (
+    AGREEMENT,
+    COPIES,
+    DISCLOSURE_FAMILIES,
+    EXPOSURE,
+    GROUP_TEST,
+    INFERENCE,
+    LINKABILITY,
+    MEMBERSHIP,
+    RANK_PVALUE,
+    SINGLING_OUT,
+    metric_name,
+)
 
-#: The membership test's component for the attacks' mean-rank ensemble (its ``detail`` when smallest).
+#: The membership test's component for the attacks' mean-rank ensemble (its ``detail`` when
+#: smallest).
 ENSEMBLE = "ensemble"
-#: The tests, in the order the verdict lists them (the config owns the names: ``disable: test:scan``).
+#: The tests, in the order the verdict lists them (the config owns the names: ``disable:
+#: test:scan``).
 TESTS = BUDGET_TESTS
 #: Default weights: the attacks, the member scan and the agreement scan carry most of the power
 #: for the leaks the gate must catch, so they get twice the share of the others.
 DEFAULT_WEIGHTS = {"membership": 2.0, "targets": 1.0, "scan": 2.0, "agreement": 2.0, "copies": 1.0,
                    "disclosure": 1.0, "subgroups": 1.0}
 WHAT = {
-    "membership": "the attacks tell training records from holdout records (either way: a release that avoids its "
+    "membership": "the attacks tell training records from holdout records (either way: a release "
+                  "that avoids its "
                   "members reveals them too)",
     "targets": "more member targets among the most exposed than chance",
     "scan": "training records with more close synthetic copies than holdout records have",
-    "agreement": "training records reproduced on most of their columns more often than holdout records",
-    "copies": "synthetic rows equal to a training row more often than to a holdout row of the same size",
-    "disclosure": "an attacker singles out, links or infers training records better than control records",
+    "agreement": "training records reproduced on most of their columns more often than holdout "
+                 "records",
+    "copies": "synthetic rows equal to a training row more often than to a holdout row of the same "
+              "size",
+    "disclosure": "an attacker singles out, links or infers training records better than control "
+                  "records",
     "subgroups": "a subgroup's members are told apart from its non-members",
 }
 
@@ -196,8 +214,9 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
     if name == "targets":
         return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue", "share_pvalue")})
     if name == "scan":
-        # the scan's Simes p-value is reported, not tested: its conformal floor 1 / (n_cal + 1) lets it
-        # reach the level only when hundreds of records are exposed, where the tail test is far smaller
+        # the scan's Simes p-value is reported, not tested: its conformal floor 1 / (n_cal + 1) lets
+        # it reach the level only when hundreds of records are exposed, where the tail test is far
+        # smaller
         return _bonferroni({"scan_tail_pvalue": _get(metrics, f"{EXPOSURE}.scan_tail_pvalue")})
     if name == "agreement":
         return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
@@ -246,7 +265,8 @@ class PowerNeed:
 def membership_power(n_members: int, n_non_members: int, *, level: float, power: float,
                      promise_auc: float) -> PowerNeed:
     """The rank test's detectable AUC (normal approximation of the Mann–Whitney statistic's null
-    spread: ``sqrt((n1 + n0 + 1) / (12 n1 n0))``) and the targets per class that reach ``promise_auc``.
+    spread: ``sqrt((n1 + n0 + 1) / (12 n1 n0))``) and the targets per class that reach
+    ``promise_auc``.
 
     >>> p = membership_power(1000, 1000, level=0.001, power=0.9, promise_auc=0.6)
     >>> round(p.detectable_auc, 3), p.sufficient
@@ -296,9 +316,11 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
     test's levels, the rules (bars) with the test each needs, and what is turned off and why."""
     b = gate.budget
     w, levels = budget_weights(b, tests), test_levels(b, tests)
-    lines = [f"error budget: a release that leaks nothing goes to REVIEW or worse at most {b.review:.2%} of the time, "
+    lines = ["error budget: a release that leaks nothing goes to REVIEW or worse at most "
+             f"{b.review:.2%} of the time, "
              f"to BLOCK at most {b.block:.2%}",
-             f"power: the membership test must detect an attack AUC of {b.promise_auc:g} with {b.power:.0%} power, else "
+             f"power: the membership test must detect an attack AUC of {b.promise_auc:g} with "
+             f"{b.power:.0%} power, else "
              "REVIEW for insufficient evidence", "", "tests (Bonferroni shares of the budget):",
              f"  {'test':<12} {'weight':>6} {'review at':>10} {'block at':>10}  asks whether"]
     for t in tests:

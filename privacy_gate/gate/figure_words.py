@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from privacy_gate.estimators.power import null_reference
-from privacy_gate.gate.evidence import finite_or_none, auc_interval
+from privacy_gate.gate.evidence import auc_interval, finite_or_none
 from privacy_gate.gate.human import human_number, human_percent
 from privacy_gate.names import COMBINED, EXPOSURE, STRONGEST, mace_metric, metric_name
 
@@ -38,7 +38,8 @@ def _figures_of(metrics: Mapping[str, Any], attack: str) -> dict[str, float]:
 
 def gated_attacks(metrics: Mapping[str, Any]) -> list[str]:
     """The attacks the gate judged: those with MACE bounds (a reported-only attack, such as
-    MAMA-MIA's oracle, has ROC figures but no MACE), not the ``combined`` / ``strongest`` summaries."""
+    MAMA-MIA's oracle, has ROC figures but no MACE), not the ``combined`` / ``strongest``
+    summaries."""
     out = set()
     for key in metrics:
         head, _, rest = key.partition(".")

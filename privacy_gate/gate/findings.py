@@ -45,7 +45,8 @@ def dp_bound_exceeded(query: str, *, lower: float, bound: float, epsilon: float,
 
 def dependency_gap(attack: str, *, dependency_auc: float, iid_auc: float, max_gap: float, source: str,
                    value: str) -> Check | None:
-    """Members from one source vs the IID protocol: a larger AUC gap than ``max_gap`` is reviewed."""
+    """Members from one source vs the IID protocol: a larger AUC gap than ``max_gap`` is
+    reviewed."""
     gap = dependency_auc - iid_auc
     if gap <= max_gap:
         return None
@@ -64,7 +65,8 @@ def dependency_dp_bound_exceeded(attack: str, *, lower: float, bound: float, eps
                  metric=DEPENDENCY_DP_EXCESS, observed=float(lower - bound), threshold=0.0, bound="max",
                  action="review", passed=False,
                  message=(f"{attack}: with members from {source}={value!r} the advantage is at least {lower:.3f} "
-                          f"(MACE lower bound), above the IID DP bound {bound:.3f} at epsilon {epsilon:g}; the DP "
+                          f"(MACE lower bound), above the IID DP bound {bound:.3f} at epsilon {epsilon:g}; the "
+                          "DP "
                           "guarantee assumes independent records, so it does not cover dependent ones"))
 
 
@@ -87,7 +89,8 @@ def attack_invalid(attack: str, reason: str) -> Check:
     """An attack whose scores cannot rank the targets blocks: its figures would read as "safe"."""
     return Check(rule="attack scores can rank the targets", attack=attack, metric=ATTACK_SCORES, observed=None,
                  threshold=None, bound="none", action="block", passed=False,
-                 message=f"{attack}: the attack {reason}; the gate cannot approve a release it could not attack "
+                 message=f"{attack}: the attack {reason}; the gate cannot approve a release it could not "
+                         "attack "
                          "(check the spec's column kinds and the synthetic data's columns)")
 
 
@@ -99,12 +102,16 @@ def dependence_clause(shift: SourceShift | None, *, source: str | None, alpha: f
         return (head + "; the spec names no 'source' column, so the gate cannot tell whether the "
                 "training records are dependent")
     if not np.isfinite(shift.pvalue):
-        return head + f"; the training split's {source!r} distribution could not be compared with the reference's"
+        return head + (f"; the training split's {source!r} distribution could not be compared with the "
+                       "reference's")
     if shift.dependent(alpha):
-        return (head + f", and this release's training split looks dependent (its {source!r} distribution differs "
-                f"from the reference's: {shift.describe()}), which would explain the excess (Humphries et al.)")
+        return (head + f", and this release's training split looks dependent (its {source!r} distribution "
+                       "differs "
+                f"from the reference's: {shift.describe()}), which would explain the excess (Humphries "
+                "et al.)")
     return (head + f"; there is no evidence that this release's training split is dependent (its {source!r} "
-            f"distribution vs the reference's: {shift.describe()}), so suspect the DP implementation first")
+            f"distribution vs the reference's: {shift.describe()}), so suspect the DP implementation "
+            "first")
 
 
 def dp_audit_check(*, epsilon_lower: float, epsilon: float, max_ratio: float, message: str) -> Check:

@@ -13,14 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import (KIND_REVIEW_RERUN, SEAL_REGATE_OF, SUPPRESS_COPIES, SUPPRESS_EXPOSED, TAG_KIND,
-                                TAG_RERUN_OF, exposure_metric)
+from privacy_gate.names import (
+    KIND_REVIEW_RERUN,
+    SEAL_REGATE_OF,
+    SUPPRESS_COPIES,
+    SUPPRESS_EXPOSED,
+    TAG_KIND,
+    TAG_RERUN_OF,
+    exposure_metric,
+)
 from privacy_gate.safe_text import console_lines
 
 Action = Literal["approve", "reject"]
@@ -37,7 +44,8 @@ def check_reviewer(reviewer: str) -> None:
     privacy_gate.errors.ReviewError: a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing was re-gated, published or recorded
     """
     if not isinstance(reviewer, str) or not reviewer.strip():
-        raise ReviewError("a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing "
+        raise ReviewError("a decision needs a reviewer name (--reviewer NAME); the one given is empty, so "
+                          "nothing "
                           "was re-gated, published or recorded")
 
 
@@ -67,7 +75,7 @@ class ReviewDecision:
 
     @classmethod
     def new(cls, **kw: Any) -> ReviewDecision:
-        kw.setdefault("at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        kw.setdefault("at", datetime.now(UTC).isoformat(timespec="seconds"))
         kw["suppress"] = tuple(kw.get("suppress", ()))
         return cls(**kw)
 
@@ -113,7 +121,8 @@ def check_not_a_regate(run_id: str, *, tags: dict[str, str], seal: dict[str, Any
     if not parent and tags.get(TAG_KIND) == KIND_REVIEW_RERUN:
         parent = tags.get(TAG_RERUN_OF) or "(its parent: tag missing)"
     if parent:
-        raise ReviewError(f"run {run_id} is the re-gate of run {parent} (made by approve --suppress); a re-gate's "
+        raise ReviewError(f"run {run_id} is the re-gate of run {parent} (made by approve --suppress); a "
+                          "re-gate's "
                           f"run is decided with its parent, never alone — review or decide run {parent}")
 
 
@@ -164,7 +173,8 @@ def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDec
                  commands: Sequence[str] = (), command_note: str = "") -> str:
     """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went;
     ``evidence``: one sentence per flagged group, ``gate.evidence.flagged_evidence``, shown first;
-    ``commands``: the complete commands that decide a pending run, with ``command_note`` beside them)."""
+    ``commands``: the complete commands that decide a pending run, with ``command_note`` beside
+    them)."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
     if evidence:
         lines.append("evidence:")

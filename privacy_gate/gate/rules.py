@@ -1,4 +1,5 @@
-"""Gate rules and the budget's tests -> checks -> ``Verdict``. Fails closed on missing or NaN metrics.
+"""Gate rules and the budget's tests -> checks -> ``Verdict``. Fails closed on missing or NaN
+metrics.
 
 Metric keys: ``<attack>.<metric>`` for attack metrics (``domias.auc``), plain keys otherwise
 (``utility.quality``). A rule with ``attack: any`` is checked against every attack that ran.
@@ -17,10 +18,17 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import BudgetConfig, Rule
-from privacy_gate.gate.budget import (WHAT, PowerNeed, TestOutcome, copies_detectable, membership_power, rule_test,
-                                     run_tests)
 from privacy_gate.estimators.power import null_reference
 from privacy_gate.experiment.floors import Shortfall
+from privacy_gate.gate.budget import (
+    WHAT,
+    PowerNeed,
+    TestOutcome,
+    copies_detectable,
+    membership_power,
+    rule_test,
+    run_tests,
+)
 from privacy_gate.gate.human import human_number, human_percent, p_equals
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.names import COMBINED, GROUP_TEST, INSUFFICIENT_EVIDENCE, check_key, metric_name
@@ -62,7 +70,8 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
     if not targets:
         return [Check(rule=rule.describe(), attack=COMBINED, metric=rule.metric, group=group, observed=None,
                       threshold=rule.threshold, bound=bound, action=rule.action, passed=True,
-                      message=f"{rule.describe()}: not applicable — the combined query needs at least 2 gated "
+                      message=f"{rule.describe()}: not applicable — the combined query needs at least 2 "
+                              "gated "
                               f"attacks ({len(attacks)} ran)")]
     checks = []
     for attack in targets:
@@ -86,10 +95,12 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
         action = rule.action
         if not passed and reference is not None and (reference > rule.threshold if bound == "max"
                                                      else reference < rule.threshold):
-            msg += (f"; a release with no leakage would score about {human_number(reference, 3)} here — too few targets to "
+            msg += (f"; a release with no leakage would score about {human_number(reference, 3)} here "
+                    "— too few targets to "
                     "tell, add targets")
             if action == "block" and (value <= reference if bound == "max" else value >= reference):
-                # no evidence of leakage beyond chance at this N: a human decides, the gate does not block
+                # no evidence of leakage beyond chance at this N: a human decides, the gate does not
+                # block
                 action = "review"
         checks.append(Check(rule=rule.describe(), observed=value, threshold=rule.threshold, bound=bound,
                             action=action, passed=passed, message=msg, null_reference=reference, **where))
@@ -103,20 +114,25 @@ def _bar_outcome(check: Check, rule: Rule, test: TestOutcome | None) -> Check:
         return check
     if rule.metric.endswith("_upper"):
         return dataclasses.replace(check, passed=True, message=check.message + (
-            "; an upper bound: the gate cannot exclude a leak of this size here, which is uncertainty, not a leak "
-            "signal (too few targets to tell; the budget's power check says whether that matters)"))
+            "; an upper bound: the gate cannot exclude a leak of this size here, which is "
+            "uncertainty, not a leak "
+            "signal (too few targets to tell; the budget's power check says whether that "
+            "matters)"))
     if test is None:
         return check  # a requirement (utility, the synthetic suite), or a test this run did not have
     if check.action == "block" and test.block:
         return dataclasses.replace(check, message=check.message + (
-            f"; the {test.name} test is significant at its block share ({p_equals(test.pvalue)} <= "
+            f"; the {test.name} test is significant at its block share "
+            f"({p_equals(test.pvalue)} <= "
             f"{human_number(test.block_level, 3)})"))
     if test.review:
         return dataclasses.replace(check, action="review", message=check.message + (
-            f"; the {test.name} test is significant at its review share ({p_equals(test.pvalue)} <= "
+            f"; the {test.name} test is significant at its review share "
+            f"({p_equals(test.pvalue)} <= "
             f"{human_number(test.review_level, 3)})" + (" but not at its block share" if check.action == "block" else "")))
     return dataclasses.replace(check, passed=True, message=check.message + (
-        f"; not a leak signal: the {test.name} test is not significant ({p_equals(test.pvalue)} > "
+        f"; not a leak signal: the {test.name} test is not significant "
+        f"({p_equals(test.pvalue)} > "
         f"{human_number(test.review_level, 3)}, its share of the review budget)"))
 
 
@@ -126,28 +142,33 @@ def test_check(test: TestOutcome, budget_review: float) -> Check:
     if not math.isfinite(test.pvalue):
         return Check(rule=f"test {test.name}", metric=f"test:{test.name}", observed=None, threshold=test.review_level,
                      bound="min", action="block", passed=False,
-                     message=f"the {test.name} test has no p-value ({test.detail}); the gate cannot approve without it")
+                     message=f"the {test.name} test has no p-value ({test.detail}); the gate cannot approve "
+                             "without it")
     p = p_equals(test.pvalue)
     level = human_number(test.review_level, 3)
     if test.review:
-        msg = (f"evidence of leakage: {WHAT[test.name]} ({p} <= {level}, this test's share of the {pct} "
+        msg = (f"evidence of leakage: {WHAT[test.name]} ({p} <= {level}, this test's share of the "
+               f"{pct} "
                f"review budget; smallest part: {test.detail})")
     else:
-        msg = f"no evidence that {WHAT[test.name]} ({p} > {level}, its share of the {pct} review budget)"
+        msg = (f"no evidence that {WHAT[test.name]} ({p} > {level}, its share of the {pct} review "
+               "budget)")
     return Check(rule=f"test {test.name} at level {level}", metric=f"test:{test.name}", observed=test.pvalue,
                  threshold=test.review_level, bound="min", action="review", passed=not test.review, message=msg)
 
 
 #: how every "insufficient evidence" reason begins (:func:`insufficient_evidence` owns it)
 INSUFFICIENT = "insufficient evidence (not a leak signal): "
-#: the power check's metric (the other insufficient-evidence keys: ``insufficient_evidence.<setting>``)
+#: the power check's metric (the other insufficient-evidence keys:
+#: ``insufficient_evidence.<setting>``)
 POWER_METRIC = "power.detectable_auc"
 
 
 def insufficient_evidence(*, rule: str, metric: str, observed: float, threshold: float, bound: str, passed: bool,
                           message: str) -> Check:
     """The one form of an "insufficient evidence" check: a REVIEW when ``passed`` is False, never a
-    BLOCK and never worded as a leak (the power check, and every stage floor a small table misses)."""
+    BLOCK and never worded as a leak (the power check, and every stage floor a small table
+    misses)."""
     return Check(rule=rule, metric=metric, observed=observed, threshold=threshold, bound=bound,  # type: ignore[arg-type]
                  action="review", passed=passed, message=message if passed else INSUFFICIENT + message)
 
@@ -159,10 +180,13 @@ def is_insufficient_evidence(check: Check) -> bool:
 
 def power_check(need: PowerNeed, *, n_members: int, n_non_members: int, power: float) -> Check:
     """REVIEW for "insufficient evidence" when the membership test cannot see the promised leak."""
-    msg = (f"with {n_members} member and {n_non_members} non-member targets the membership test detects an attack "
-           f"AUC of {need.detectable_auc:.3f} with {power:.0%} power; the gate promises {need.promise_auc:.2f}")
+    msg = (f"with {n_members} member and {n_non_members} non-member targets the membership test "
+           "detects an attack "
+           f"AUC of {need.detectable_auc:.3f} with {power:.0%} power; the gate promises "
+           f"{need.promise_auc:.2f}")
     if not need.sufficient:
-        msg += f"; about {need.per_class_needed} targets per class (more training and holdout records) would reach it"
+        msg += (f"; about {need.per_class_needed} targets per class (more training and holdout "
+                "records) would reach it")
     return insufficient_evidence(rule=f"power to detect AUC {need.promise_auc:g}", metric=POWER_METRIC,
                                  observed=need.detectable_auc, threshold=need.promise_auc, bound="max",
                                  passed=need.sufficient, message=msg)
@@ -181,10 +205,14 @@ def twin_limit_check(metrics: Mapping[str, float], *, level: float, power: float
     if twins is None or compared is None or not math.isfinite(float(twins)) or float(compared) <= 0:
         return None
     share = copies_detectable(int(twins), int(compared), level=level, power=power)
-    message = (f"what the copy test could not see: {human_number(twins)} distinct release rows equal a record the "
-               f"generator never saw ({human_number(compared)} compared per side), as natural twins do; so it sees "
-               f"verbatim copies of about {human_percent(share)} of the training records or more ({power:.0%} power "
-               "at its level), and fewer would pass unseen here. Partial and near copies are the agreement and "
+    message = (f"what the copy test could not see: {human_number(twins)} distinct release rows equal a "
+               "record the "
+               f"generator never saw ({human_number(compared)} compared per side), as natural twins do; "
+               "so it sees "
+               f"verbatim copies of about {human_percent(share)} of the training records or more "
+               f"({power:.0%} power "
+               "at its level), and fewer would pass unseen here. Partial and near copies are the "
+               "agreement and "
                "member scans' to see")
     return Check(rule="what natural twins hide from the copy test", metric=TWIN_LIMIT_METRIC, observed=share,
                  threshold=None, bound="none", action="review", passed=True, message=message)
@@ -192,7 +220,8 @@ def twin_limit_check(metrics: Mapping[str, float], *, level: float, power: float
 
 def floor_check(shortfall: Shortfall) -> Check:
     """REVIEW for "insufficient evidence" when a stage ran below its floor (a small table): its
-    figures are valid, its power is not what the floor asks (:mod:`privacy_gate.experiment.floors`)."""
+    figures are valid, its power is not what the floor asks
+    (:mod:`privacy_gate.experiment.floors`)."""
     return insufficient_evidence(rule=f"stage floor {shortfall.setting}", metric=shortfall.key,
                                  observed=float(shortfall.available), threshold=float(shortfall.required), bound="min",
                                  passed=False, message=shortfall.sentence())
@@ -223,7 +252,8 @@ def decide(
     ``subgroups`` share. ``extra_failures`` are requirements found outside the rules (the
     synthetic suite, an attack that could not rank); ``warnings`` (DP-bound excess, dependency gap)
     raise a REVIEW only together with a significant membership test. ``shortfalls`` are the stage
-    floors a small table did not meet: each a REVIEW for "insufficient evidence" (:func:`floor_check`).
+    floors a small table did not meet: each a REVIEW for "insufficient evidence"
+    (:func:`floor_check`).
     """
     rules = list(rules)
     budget = budget or BudgetConfig()
@@ -247,7 +277,8 @@ def decide(
                                     metric=f"{GROUP_TEST}.p_adjusted", group=label,
                                     observed=None if p is None else float(p), threshold=sub.review_level, bound="min",
                                     action="review", passed=False,
-                                    message=f"{label}: its members are told apart from its non-members (Holm-adjusted "
+                                    message=f"{label}: its members are told apart from its non-members "
+                                            "(Holm-adjusted "
                                             f"{p_equals(float(p)) if p is not None else 'p missing'} <= "
                                             f"{human_number(sub.review_level, 3)})"))
             continue
@@ -260,7 +291,8 @@ def decide(
     for w in warnings:
         if membership is not None and not membership.review and not w.passed:
             w = dataclasses.replace(w, passed=True, message=w.message + (
-                "; not raised: the membership test is not significant at its share of the error budget"))
+                "; not raised: the membership test is not significant at its share of the "
+                "error budget"))
         checks.append(w)
     checks += list(extra_failures)
     power = None
@@ -268,7 +300,8 @@ def decide(
         n1 = metrics.get(metric_name(attacks[0], "n_members"))
         n0 = metrics.get(metric_name(attacks[0], "n_non_members"))
         if n1 is not None and n0 is not None:
-            # each component's level: the attacks and the ensemble share the test's level (Bonferroni)
+            # each component's level: the attacks and the ensemble share the test's level
+            # (Bonferroni)
             need = membership_power(int(n1), int(n0), level=membership.review_level / max(1, membership.components),
                                     power=budget.power, promise_auc=budget.promise_auc)
             checks.append(power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power))

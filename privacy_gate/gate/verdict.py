@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from privacy_gate.names import check_key
@@ -80,7 +80,7 @@ class Verdict:
     # default protections turned off (gate.disable, or a stage switched off): key -> reason
     disabled: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
@@ -115,7 +115,8 @@ class Verdict:
         return d
 
     def summary(self) -> dict[str, Any]:
-        """The CLI's ``--json`` line: verdict, status, reasons, metrics, flagged_subgroups, run_id."""
+        """The CLI's ``--json`` line: verdict, status, reasons, metrics, flagged_subgroups,
+        run_id."""
         d = self.to_dict()
         return {k: d[k] for k in ("verdict", "status", "reasons", "metrics", "flagged_subgroups", "run_id")}
 

@@ -126,7 +126,8 @@ def fitness_delta(workload: Workload, target: np.ndarray, state: SearchState, ro
 
 def apply_change(workload: Workload, state: SearchState, row: int, col: int, val: int, left: np.ndarray,
                  entered: np.ndarray, delta: float) -> None:
-    """Move ``state`` to its child (``left``/``entered``: that child's rows from ``fitness_delta``)."""
+    """Move ``state`` to its child (``left``/``entered``: that child's rows from
+    ``fitness_delta``)."""
     moved = left != entered  # distinct cells: one per affected query, so plain fancy updates are exact
     state.counts[left[moved]] -= 1
     state.counts[entered[moved]] += 1

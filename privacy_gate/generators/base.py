@@ -12,16 +12,16 @@ on its class (``capabilities``) and queried with :func:`generator_capabilities`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import pandas as pd
 
 from privacy_gate.data import conform
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.registry import ComponentInfo, Registry
+from privacy_gate.spec import DatasetSpec
 
 
 @runtime_checkable
@@ -59,7 +59,8 @@ _G = TypeVar("_G", bound=type)
 
 def register_generator(name: str) -> Callable[[_G], _G]:
     """Class decorator ``@register_generator("mst")``: the class declares ``params_model`` (see
-    :class:`~privacy_gate.registry.Registry`) and ``capabilities`` (a :class:`GeneratorCapabilities`)."""
+    :class:`~privacy_gate.registry.Registry`) and ``capabilities`` (a
+    :class:`GeneratorCapabilities`)."""
     register = _GENERATORS.register(name)
 
     def decorator(cls: _G) -> _G:
@@ -76,7 +77,8 @@ def available_generators() -> list[str]:
 
 
 def generator_capabilities(name: str) -> GeneratorCapabilities:
-    """The declared capabilities of the generator registered as ``name`` (ConfigError if unknown)."""
+    """The declared capabilities of the generator registered as ``name`` (ConfigError if
+    unknown)."""
     cls = _GENERATORS.get(name)
     if cls is None:
         raise ConfigError(f"unknown generator '{name}'; available generators: {available_generators()}")
@@ -84,7 +86,8 @@ def generator_capabilities(name: str) -> GeneratorCapabilities:
 
 
 def describe_generators() -> list[ComponentInfo]:
-    """Every registered generator with its declared parameters (``privacy-gate list generators``)."""
+    """Every registered generator with its declared parameters (``privacy-gate list
+    generators``)."""
     return _GENERATORS.describe()
 
 

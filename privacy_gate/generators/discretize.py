@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.errors import ConfigError
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ class ColumnBins:
 
 class Discretizer:
     """``fit(reference)`` learns bins from the spec and (only where the spec is silent) from the
-    reference data; ``transform`` gives an (n, d) int array; ``inverse_transform`` samples values."""
+    reference data; ``transform`` gives an (n, d) int array; ``inverse_transform`` samples
+    values."""
 
     def __init__(self, *, spec: DatasetSpec, n_bins: int = 20):
         if n_bins < 2:

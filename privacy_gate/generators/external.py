@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.table import conform, read_table
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
@@ -24,6 +23,7 @@ from privacy_gate.params import (
     Params,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 
 class FileParams(Params):
@@ -48,11 +48,13 @@ class FileGenerator(Component):
         return self
 
     def describe_sample(self, n: int) -> str:
-        """The progress line of ``sample(n)``: what it really releases (the whole file by default)."""
+        """The progress line of ``sample(n)``: what it really releases (the whole file by
+        default)."""
         rows, name = len(self.data_), Path(self.path).name
         if self.whole_file or n >= rows:
             why = "whole_file: true" if self.whole_file else "the file holds no more"
-            return f"releasing all {rows:,} rows of {name} ({why}; the {n:,} requested rows do not apply)"
+            return (f"releasing all {rows:,} rows of {name} ({why}; the {n:,} requested rows do not "
+                    "apply)")
         return f"sampling {n:,} of the {rows:,} rows of {name} (seeded, without replacement)"
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:

@@ -45,7 +45,8 @@ class FocalPoint:
 
 @runtime_checkable
 class MarginalGenerator(Generator, Protocol):
-    """A generator whose data-dependent selection step can run alone (cheaply, same budget share)."""
+    """A generator whose data-dependent selection step can run alone (cheaply, same budget
+    share)."""
 
     focal_points_: list[FocalPoint]
 

@@ -10,12 +10,12 @@ from typing import Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec
 from privacy_gate.generators.discretize import Discretizer
 from privacy_gate.params import Component
+from privacy_gate.spec import DatasetSpec
 
 
 class DiscretizedGenerator(Component):
@@ -65,7 +65,8 @@ class DiscretizedGenerator(Component):
             raise DataError(f"generator '{self.name}': column(s) {missing} are missing from the {what} data")
         if len(data) < self._min_rows:
             raise InsufficientDataError(
-                f"generator '{self.name}': the {what} data needs at least {self._min_rows} row(s), has {len(data)}")
+                f"generator '{self.name}': the {what} data needs at least {self._min_rows} row(s), "
+                f"has {len(data)}")
         return self.discretizer_.transform(data)
 
     def _domain(self) -> np.ndarray:

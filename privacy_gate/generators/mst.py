@@ -48,7 +48,6 @@ from typing import Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators.accounting import ZCDPAccountant, gaussian_sigma
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
@@ -62,6 +61,7 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 _COMPRESS_SIGMAS = 3.0  # values with noisy count < 3 sigma are merged (reference: y >= 3*sigma kept)
 _SCORE_SENSITIVITY = 1.0  # L1 score: one record added/removed moves one cell of the true table by 1
@@ -93,7 +93,8 @@ class _Selection:
 
 
 def _project_simplex(y: np.ndarray, total: float, weights: np.ndarray | None = None) -> np.ndarray:
-    """argmin_x sum w (x - y)^2 s.t. x >= 0, sum x = total: x = max(0, y - lam / w), lam by bisection."""
+    """argmin_x sum w (x - y)^2 s.t. x >= 0, sum x = total: x = max(0, y - lam / w), lam by
+    bisection."""
     y = np.asarray(y, dtype=float)
     w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float)
     lo = float(np.min(w * (y - total)))  # sum(max(0, y - lo/w)) >= total here
@@ -275,13 +276,16 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
 class MSTParams(Params):
     epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
     delta: OpenFraction = Field(1e-9, description="privacy parameter delta, in (0, 1)")
-    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
-    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the "
+                                                      "reference split)")
+    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always "
+                                                "fresh)")
 
 
 @register_generator("mst")
 class MSTGenerator(ZCDPGenerator):
-    """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module doc."""
+    """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module
+    doc."""
 
     params_model = MSTParams
 

@@ -59,7 +59,6 @@ import numpy as np
 import pandas as pd
 from pydantic import model_validator
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
 from privacy_gate.generators.accounting import (
@@ -81,6 +80,7 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass
@@ -110,8 +110,10 @@ def _n_estimate(noisy: list[np.ndarray], sigmas: list[float]) -> float:
 class PrivateGSDParams(Params):
     epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
     delta: OpenFraction = Field(1e-9, description="privacy parameter delta, in (0, 1)")
-    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
-    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the "
+                                                      "reference split)")
+    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always "
+                                                "fresh)")
     k: PositiveInt = Field(2, ge=2, description="marginal order of the measured queries")
     n_queries: PositiveInt | None = Field(None, description="k-way marginals selected (None: a default by size)")
     one_way_share: OpenFraction = Field(1 / 3, description="share of rho measuring the 1-way marginals")
@@ -126,7 +128,8 @@ class PrivateGSDParams(Params):
     @model_validator(mode="after")
     def _shares(self) -> PrivateGSDParams:
         if self.one_way_share + self.select_share >= 1:
-            raise ValueError("one_way_share + select_share must be < 1 (the rest measures the selected marginals)")
+            raise ValueError("one_way_share + select_share must be < 1 (the rest measures the selected "
+                             "marginals)")
         return self
 
 
@@ -189,7 +192,8 @@ class PrivateGSDGenerator(ZCDPGenerator):
         eps_round = exponential_epsilon_for_rho(self.select_share * acc.total / n_select)
         for r in range(n_select):
             acc.exponential(eps_round, step=f"select[{r}]")
-        # Gumbel top-k == n_select exponential mechanisms without replacement, P ~ exp(eps u / (2 * 1))
+        # Gumbel top-k == n_select exponential mechanisms without replacement, P ~ exp(eps u / (2 *
+        # 1))
         noisy = scores + rng.gumbel(0.0, 2.0 / eps_round, size=len(scores))
         chosen = sorted(candidates[i] for i in np.argsort(-noisy, kind="stable")[:n_select])
         return _Selection(one_way, sigma1, chosen, n_hat)

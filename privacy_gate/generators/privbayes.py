@@ -30,10 +30,10 @@ Budget split (``beta`` = 0.5 by default, the paper's choice):
    parents (attribute i has at most min(k, i - 1)), so their tables are smaller.
 
 Degree k by theta-usefulness (theta = 4 by default). A noisy table is theta-useful when its
-average cell mass, 1 / |dom(X, Pi)|, is at least theta times the noise scale 2d / (n epsilon_2), i.e.
-``|dom(X, Pi)| <= tau = n epsilon_2 / (2 d theta)``. For binary domains this is the paper's rule
-``n epsilon_2 / (d 2^(k+2)) >= theta`` (its SIGMOD form n epsilon / ((d-k) 2^(k+3)) uses the total
-epsilon = 2 epsilon_2 and d - k tables). For general domains we take
+average cell mass, 1 / |dom(X, Pi)|, is at least theta times the noise scale 2d / (n epsilon_2),
+i.e. ``|dom(X, Pi)| <= tau = n epsilon_2 / (2 d theta)``. For binary domains this is the paper's
+rule ``n epsilon_2 / (d 2^(k+2)) >= theta`` (its SIGMOD form n epsilon / ((d-k) 2^(k+3)) uses the
+total epsilon = 2 epsilon_2 and d - k tables). For general domains we take
 
     k = the largest k with  m^(k+1) <= tau,   m = geometric mean of the public domain sizes,
 
@@ -72,7 +72,6 @@ from typing import Literal, Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators.accounting import PureDPAccountant
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
@@ -88,6 +87,7 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 _MAX_CELLS = 2**20  # memory cap on one (child, parents) table, whatever tau allows
 _SCORES = ("mi", "r")
@@ -141,7 +141,8 @@ class Network:
 
 
 def _parent_pool(V: list[int], size: int, cap: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
-    """All subsets of V of ``size``, or ``cap`` distinct ones drawn uniformly when there are more."""
+    """All subsets of V of ``size``, or ``cap`` distinct ones drawn uniformly when there are
+    more."""
     if size == 0:
         return [()]
     if comb(len(V), size) <= cap:
@@ -191,7 +192,8 @@ def _family_scores(codes: np.ndarray, dom: np.ndarray, parents: tuple[int, ...],
 def learn_network(codes: np.ndarray, dom: np.ndarray, *, epsilon1: float, epsilon2: float, theta: float,
                   degree: int | None, score: str, max_parent_sets: int, accountant: PureDPAccountant,
                   rng: np.random.Generator) -> Network:
-    """GreedyBayes with the exponential mechanism; charges epsilon_1 to ``accountant`` in d-1 steps."""
+    """GreedyBayes with the exponential mechanism; charges epsilon_1 to ``accountant`` in d-1
+    steps."""
     n, d = codes.shape
     k, tau = theta_degree(n=n, epsilon2=epsilon2, theta=theta, domain=[int(s) for s in dom])
     if degree is not None:
@@ -278,8 +280,10 @@ def sample_codes(network: Network, conditionals: list[np.ndarray], dom: np.ndarr
 class PrivBayesParams(Params):
     epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
     delta: Fraction = Field(1e-9, lt=1, description="ignored: PrivBayes is pure epsilon-DP (accepted in [0, 1))")
-    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
-    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the "
+                                                      "reference split)")
+    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always "
+                                                "fresh)")
     beta: OpenFraction = Field(0.5, description="share of epsilon spent on learning the network")
     theta: PositiveNumber = Field(4.0, description="theta-usefulness that picks the degree k")
     score: Literal["mi", "r"] = Field("mi", description="network score: mutual information or the R score")

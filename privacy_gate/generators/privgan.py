@@ -31,13 +31,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
+from privacy_gate.generators import progress
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.generators.tabular_codec import TabularCodec
-from privacy_gate.generators import progress
-from privacy_gate.params import (Component, Field, NonNegativeInt, NonNegativeNumber, Params, PositiveInt, PositiveNumber,
-                                 Seed)
+from privacy_gate.params import (
+    Component,
+    Field,
+    NonNegativeInt,
+    NonNegativeNumber,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
+from privacy_gate.spec import DatasetSpec
 
 log = logging.getLogger("privacy_gate")
 
@@ -107,7 +115,8 @@ def _mlp(sizes: list[int], *, leaky: bool, dropout: float = 0.0):
 
 @register_generator("privgan")
 class PrivGANGenerator(Component):
-    """privGAN: N generators on disjoint parts, a privacy discriminator, lambda-weighted privacy loss.
+    """privGAN: N generators on disjoint parts, a privacy discriminator, lambda-weighted privacy
+    loss.
 
     Learned attributes: ``codec_``, ``generators_``, ``discriminators_``, ``privacy_discriminator_``
     (never released), ``history_`` (losses per epoch), ``privacy_pretrain_accuracy_``,

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 from pydantic import model_validator
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
@@ -28,13 +27,16 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 _TABLE = "table"
 
 
 def sdv_metadata(spec: DatasetSpec):
     """SDV ``Metadata`` for one table, from the spec alone."""
-    from sdv.metadata import Metadata  # lazy: SDV (and torch under it) only when an SDV generator runs
+    from sdv.metadata import (
+        Metadata,  # lazy: SDV (and torch under it) only when an SDV generator runs
+    )
 
     columns: dict[str, dict[str, Any]] = {}
     for name, col in spec.columns.items():

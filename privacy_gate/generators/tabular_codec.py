@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import category_codes, category_keys
 from privacy_gate.errors import ConfigError
+from privacy_gate.spec import DatasetSpec
 
 MISSING = "__missing__"
 
@@ -90,7 +90,7 @@ class TabularCodec:
     def encode(self, df: pd.DataFrame) -> np.ndarray:
         X = np.zeros((len(df), self.width), dtype=np.float32)
         missing_numeric = False
-        for name, kind, start, stop in self.blocks:
+        for name, kind, start, _stop in self.blocks:
             if kind == "numeric":
                 lo, hi = self.ranges[name]
                 v = _as_number(df[name]).to_numpy(dtype=float)

@@ -17,7 +17,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from privacy_gate.experiment import GateInputs, GateSettings, settings_for_gate_only, settings_for_release
+    from privacy_gate.experiment import (
+        GateInputs,
+        GateSettings,
+        settings_for_gate_only,
+        settings_for_release,
+    )
     from privacy_gate.pipeline.evaluate import evaluate
     from privacy_gate.pipeline.executor import Executor, LocalExecutor
     from privacy_gate.pipeline.gate_run import Sink, run_gate

@@ -13,18 +13,26 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.config import (AttackConfig, AuditConfig, DisclosureConfig, ExposureConfig, GateConfig, MaceConfig, TargetsConfig, load_spec)
-
-from privacy_gate.spec import DatasetSpec
+from privacy_gate.config import (
+    AttackConfig,
+    AuditConfig,
+    DisclosureConfig,
+    ExposureConfig,
+    GateConfig,
+    MaceConfig,
+    TargetsConfig,
+    load_spec,
+)
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
+from privacy_gate.experiment.inputs import GateInputs, check_disjoint, splits_from_frames
+from privacy_gate.experiment.settings import settings_for_gate_only
 from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.executor import Executor
-from privacy_gate.experiment.inputs import GateInputs, check_disjoint, splits_from_frames
-from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.gate_run import Sink, run_gate
+from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.experiment.settings import settings_for_gate_only
+from privacy_gate.spec import DatasetSpec
 
 Table = pd.DataFrame | str | Path
 

@@ -12,7 +12,8 @@ The run is the declared list :data:`GATE_STAGES`, executed by
 6. ``scan`` (on by default) — every training record against the holdout (and the reference when
    it is exchangeable with it): copy-multiplicity p-values and the tail-excess test;
 7. ``copies`` and ``agreement`` — verbatim copies against the holdout's twins, and partial /
-   quasi-identifier copies by column agreement (:mod:`privacy_gate.experiment.copies`, ``.agreement``);
+   quasi-identifier copies by column agreement (:mod:`privacy_gate.experiment.copies`,
+   ``.agreement``);
 8. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
    records against control records (:mod:`privacy_gate.experiment.disclosure`);
 9. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
@@ -34,31 +35,59 @@ from typing import Any, Protocol
 
 from privacy_gate.attacks import ThreatModel
 from privacy_gate.estimators.exposure import ExposureResult, discover_exposed
+from privacy_gate.estimators.group_tests import membership_figures
 from privacy_gate.estimators.mace_queries import MaceResult, mace_for_attacks
-from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_class, mace_radius, targets_needed
+from privacy_gate.estimators.power import (
+    TARGET_RADIUS,
+    default_targets_per_class,
+    mace_radius,
+    targets_needed,
+)
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
-from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
-from privacy_gate.estimators.group_tests import membership_figures
 from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
+from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
 from privacy_gate.experiment.copies import CopyTest, copy_test
 from privacy_gate.experiment.dependency import SourceShift, source_shift
-from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResult, control_records, measure_disclosure
-from privacy_gate.experiment.floors import Shortfall, calibration_level, control_shortfall, level_shortfall
+from privacy_gate.experiment.disclosure import (
+    DisclosureInputs,
+    DisclosureResult,
+    control_records,
+    measure_disclosure,
+)
+from privacy_gate.experiment.floors import (
+    Shortfall,
+    calibration_level,
+    control_shortfall,
+    level_shortfall,
+)
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
 from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
-                                        validation_failures)
-from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, STRONGEST, UTILITY, exposure_metric,
-                                mace_metric, metric_name)
-from privacy_gate.safe_text import console_line
+from privacy_gate.gate.findings import (
+    attack_invalid,
+    dependence_clause,
+    dependency_findings,
+    dp_bound_exceeded,
+    validation_failures,
+)
+from privacy_gate.names import (
+    AGREEMENT,
+    COMBINED,
+    COPIES,
+    STRONGEST,
+    UTILITY,
+    exposure_metric,
+    mace_metric,
+    metric_name,
+)
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
+from privacy_gate.safe_text import console_line
 from privacy_gate.validation import validate_synthetic
 
 
@@ -131,7 +160,8 @@ def _targets(state: GateState, executor: Executor, logger: Any) -> None:
     if settings.targets.n_non_members is None and len(splits.holdout) > cap:
         why = ("targets.max_per_class" if settings.targets.max_per_class
                else f"enough for a MACE radius of {TARGET_RADIUS}")
-        logger.info("  (%d of %d holdout records as non-members: %s; set targets.n_non_members to use more)",
+        logger.info("  (%d of %d holdout records as non-members: %s; set targets.n_non_members to use "
+                    "more)",
                     cap, len(splits.holdout), why)
     _warn_if_underpowered(logger, len(targets.labels), settings)
     if settings.audit.dependency_test:
@@ -143,7 +173,8 @@ def _targets(state: GateState, executor: Executor, logger: Any) -> None:
 
 
 def _short(state: GateState, logger: Any, *shortfalls: Shortfall | None) -> None:
-    """Record the stage floors a small table did not meet (the gate REVIEWs for insufficient evidence)."""
+    """Record the stage floors a small table did not meet (the gate REVIEWs for insufficient
+    evidence)."""
     for s in shortfalls:
         if s is not None:
             state.shortfalls.append(s)
@@ -156,7 +187,8 @@ def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -
     radius = mace_radius(n_targets, settings.mace.delta)
     for rule in settings.active_rules:
         if rule.metric.endswith("mace.advantage_upper") and rule.max is not None and radius >= rule.max:
-            logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any release; "
+            logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any "
+                           "release; "
                            "about %d targets would let a release with no leakage pass it", n_targets, radius,
                            rule.describe(), math.ceil(targets_needed(threshold=rule.max, delta=settings.mace.delta)))
 
@@ -236,11 +268,13 @@ def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
                                       delta=cfg.delta, method=cfg.method, tail_max_share=cfg.tail_max_share,
                                       seed=state.settings.targets.seed, units=state.targets.units)
     state.metrics.update({exposure_metric(k): v for k, v in e.metrics().items()})
-    logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, %.4f] at "
+    logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, "
+                "%.4f] at "
                 "%g false alarms; tail-excess p %.4f (top %d)", e.count, e.tested, cfg.fdr, e.false_expected, e.share,
                 e.share_lower, e.share_upper, e.level, e.tail_pvalue, e.tail_top)
     if e.count == 0:
-        logger.info("  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members at that "
+        logger.info("  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members "
+                    "at that "
                     "floor in %s, the attack given the largest share of the naming level)", e.min_pvalue, cfg.fdr,
                     e.naming_needs, e.favourite or "-")
 
@@ -252,7 +286,8 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
                                   calibration_reference=bool(cfg.reference_calibrates),
                                   tail_max_share=cfg.tail_max_share)
     state.metrics.update({exposure_metric(k): v for k, v in s.metrics().items()})
-    logger.info("  member scan (%s search, %d calibration records%s): %d of %d training records exposed at FDR %g; "
+    logger.info("  member scan (%s search, %d calibration records%s): %d of %d training records exposed at "
+                "FDR %g; "
                 "tail-excess p %.4f (top %d)", s.search, s.calibration, " incl. the reference" if s.reference_calibrates
                 else "", s.count, s.tested, cfg.fdr, s.tail_pvalue, s.tail_top)
     if s.pool_share < 1:
@@ -260,10 +295,12 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
                     "records the sample keeps it within the time bound, and copies outside it go unscanned)",
                     100 * s.pool_share, POOL_LIMIT)
     if s.count == 0:
-        logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d records at that "
+        logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d "
+                    "records at that "
                     "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
     if s.top_exposed_lower:
-        logger.info("  top set: %d training records among the %d highest scores; at least %d of them exposed (95%%)",
+        logger.info("  top set: %d training records among the %d highest scores; at least %d of them "
+                    "exposed (95%%)",
                     s.top_members, s.top_set, s.top_exposed_lower)
 
 
@@ -272,7 +309,8 @@ def _copies(state: GateState, executor: Executor, logger: Any) -> None:
     state.copies = c = executor.run("copies", copy_test, state.inputs.synthetic, splits.train, splits.holdout,
                                     state.settings.spec, seed=state.settings.targets.seed)
     state.metrics.update({metric_name(COPIES, k): v for k, v in c.metrics().items()})
-    logger.info("  verbatim copies: %.2f%% of synthetic rows equal a training row, %.2f%% a holdout row (%d records "
+    logger.info("  verbatim copies: %.2f%% of synthetic rows equal a training row, %.2f%% a holdout row "
+                "(%d records "
                 "each side); sign test p %.4g", 100 * c.train_share, 100 * c.holdout_share, c.compared, c.pvalue)
 
 
@@ -283,7 +321,8 @@ def _agreement(state: GateState, executor: Executor, logger: Any) -> None:
                                        tail_max_share=cfg.tail_max_share, seed=state.settings.targets.seed,
                                        linking=cfg.linking_views)
     state.metrics.update({metric_name(AGREEMENT, k): v for k, v in a.metrics().items()})
-    logger.info("  column agreement: %d of %d training records reproduced beyond the holdout's twins at FDR %g; "
+    logger.info("  column agreement: %d of %d training records reproduced beyond the holdout's twins at "
+                "FDR %g; "
                 "tail-excess p %.4g, Simes p %.4g", a.count, a.tested, cfg.fdr, a.tail_pvalue, a.simes_pvalue)
 
 
@@ -344,8 +383,9 @@ def judge(state: GateState) -> Verdict:
     invalid = [attack_invalid(o.name, o.invalid) for o in state.gated if o.invalid]
     failures = validation_failures(state.validation.suite_name, state.validation.failures()) + invalid
     verdict = decide(settings.active_rules, state.metrics, attacks=settings.gated_attacks,
-                     # the dependency stress test is opt-in (audit.dependency_test) and reviews at its own
-                     # level (MACE's delta); a DP-bound excess needs a significant membership test
+                     # the dependency stress test is opt-in (audit.dependency_test) and reviews at
+                     # its own level (MACE's delta); a DP-bound excess needs a significant
+                     # membership test
                      groups=audited.groups, extra_failures=failures + dependency, warnings=dp_warnings,
                      data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=settings.budget_tests,
                      budget=settings.gate.budget, disabled=settings.disabled, shortfalls=state.shortfalls)

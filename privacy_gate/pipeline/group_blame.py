@@ -28,13 +28,13 @@ from privacy_gate.experiment.attack_runs import strongest
 from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
 from privacy_gate.experiment.floors import calibration_level
 from privacy_gate.experiment.grouping import group_mask
-from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.blame import concentrated_in, explained_groups
-from privacy_gate.gate.budget import TestOutcome, run_tests, test_levels
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
-from privacy_gate.names import RANK_PVALUE, STRONGEST, exposure_metric, metric_name
+from privacy_gate.gate import Verdict, decide
+from privacy_gate.gate.blame import concentrated_in, explained_groups
+from privacy_gate.gate.budget import TestOutcome, run_tests, test_levels
+from privacy_gate.names import STRONGEST, exposure_metric, metric_name
 
 
 class BlameState(Protocol):
@@ -105,7 +105,8 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
 
 
 def _group_level(state: BlameState) -> float | None:
-    """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if any."""
+    """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if
+    any."""
     settings = state.settings
     if "subgroups" not in settings.budget_tests:
         return None
@@ -140,7 +141,8 @@ def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray]
 
 
 #: the release-wide tests the what-if can recompute without a group's targets (the member scan, the
-#: agreement scan, the copy test and the disclosure risks read every training record: not attributed)
+#: agreement scan, the copy test and the disclosure risks read every training record: not
+#: attributed)
 TARGET_TESTS = ("membership", "targets")
 
 

@@ -14,13 +14,13 @@ import pandas as pd
 
 from privacy_gate.estimators.exposure import ExposureResult
 from privacy_gate.estimators.mace_queries import MaceResult
-from privacy_gate.gate import Verdict
 from privacy_gate.experiment.attack_runs import AttackOutcome, scores_frame
 from privacy_gate.experiment.disclosure import DisclosureResult
-from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.member_scan import ScanResult
 from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
+from privacy_gate.gate import Verdict
 from privacy_gate.report.html import ReportInputs, render_report
 
 

@@ -94,7 +94,8 @@ def failure_verdict(exc: BaseException, *, stage: str, data_hashes: dict[str, st
     if reason is not None:
         msg = f"{stage}: {reason}"
     elif is_infrastructure_error(exc):
-        msg = f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs did not answer)"
+        msg = (f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs "
+               "did not answer)")
     else:
         msg = f"{stage}: unexpected {type(exc).__name__} (set PRIVACY_GATE_DEBUG=1 for the traceback)"
         if os.environ.get("PRIVACY_GATE_DEBUG"):

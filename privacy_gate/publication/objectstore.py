@@ -65,8 +65,13 @@ def client() -> Any:
 
 def translate(exc: Exception, uri: str, *, what: str) -> Exception:
     """A boto3/botocore failure as one of ours, naming the location (never its content)."""
-    from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
-                                     EndpointConnectionError, NoCredentialsError)
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
@@ -127,7 +132,8 @@ def object_size(uri: str) -> int:
 
 
 def object_etag(uri: str) -> tuple[str, int]:
-    """The ETag and size of the object at ``uri`` (a HEAD request): they change when its bytes do."""
+    """The ETag and size of the object at ``uri`` (a HEAD request): they change when its bytes
+    do."""
     head = _head(uri)
     return str(head.get("ETag", "")).strip('"'), int(head["ContentLength"])
 
@@ -174,7 +180,8 @@ def list_prefixes(uri: str) -> list[str]:
 
 
 def list_objects(uri: str) -> list[tuple[str, float]]:
-    """Every object under the folder ``uri`` (recursively), as ``(s3://... URI, age in seconds)``."""
+    """Every object under the folder ``uri`` (recursively), as ``(s3://... URI, age in
+    seconds)``."""
     import time
 
     bucket, key = split_uri(uri)

@@ -39,18 +39,32 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.private_files import (confine, copy_private, make_shared, open_private, private_dir, private_file,
-                                        replace_private, write_private)
-from privacy_gate.publication.work_dirs import STALE_SECONDS, TempDir, clean_stale, temp_dir_owner, temp_dirs  # noqa: F401
-from privacy_gate.publication.work_dirs import make_temp_dir
+from privacy_gate.private_files import (
+    confine,
+    copy_private,
+    make_shared,
+    open_private,
+    private_dir,
+    private_file,
+    replace_private,
+    write_private,
+)
+from privacy_gate.publication import objectstore, quarantine
+from privacy_gate.publication.work_dirs import (  # noqa: F401
+    STALE_SECONDS,
+    TempDir,
+    clean_stale,
+    make_temp_dir,
+    temp_dir_owner,
+    temp_dirs,
+)
 
 QUARANTINE_DIR = "quarantine"
 QUARANTINE_TMP_PREFIX = ".tmp-"
@@ -163,7 +177,7 @@ def _manifest(release: QuarantinedRelease, *, name: str, dataset: str, verdict: 
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"file": name, "sha256": release.sha256, "rows": release.rows, "format": release.fmt,
             "dataset": dataset, "run_id": run_id, "verdict": verdict, "config_hash": config_hash,
-            "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "approval": approval, "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
             **(extra or {})}
 
 

@@ -22,9 +22,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.private_files import private_dir, private_file, replace_private
+from privacy_gate.publication import objectstore
 
 FOLDER = ".quarantine"
 COMMIT = "quarantine.json"
@@ -57,8 +57,8 @@ def _commit(uri: str) -> dict | None:
 
 
 def put(local: Path, *, target: str, sha256: str, rows: int, fmt: str) -> str:
-    """Upload the local quarantined file, verify it by reading it back, then commit; returns its URI.
-    Idempotent: a release already committed with this hash is not uploaded again."""
+    """Upload the local quarantined file, verify it by reading it back, then commit; returns its
+    URI. Idempotent: a release already committed with this hash is not uploaded again."""
     uri = location(target, sha256, fmt)
     committed = _commit(uri)
     if committed is not None and committed["sha256"] == sha256:
@@ -84,7 +84,8 @@ def fetch(uri: str, *, root: Path, sha256: str | None = None) -> Path:
         raise QuarantineError(f"{uri}: the quarantined release is not the one judged")
     folder = Path(root) / committed["sha256"][:16]
     local = folder / uri.rsplit("/", 1)[1]
-    # the local quarantine is private (0700 / 0600), as the store's; a link in it is refused, never followed
+    # the local quarantine is private (0700 / 0600), as the store's; a link in it is refused, never
+    # followed
     workdir = Path(root).parent
     private_dir(Path(root), parents=True, root=workdir)
     private_dir(folder, root=workdir)

@@ -27,8 +27,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from privacy_gate.errors import IntegrityError
-from privacy_gate.names import (ART_VERDICT, ENV_SIGNING_KEY, SEAL, SEAL_SIGNED, TAG_SIGNED, TAG_VERDICT,
-                                TAG_VERDICT_DIGEST)
+from privacy_gate.names import (
+    ART_VERDICT,
+    ENV_SIGNING_KEY,
+    SEAL,
+    SEAL_SIGNED,
+    TAG_SIGNED,
+    TAG_VERDICT,
+    TAG_VERDICT_DIGEST,
+)
 
 HMAC_SCHEME = "hmac-sha256"
 PLAIN_SCHEME = "sha256"
@@ -65,7 +72,8 @@ def run_key(tags: Mapping[str, str]) -> str | None:
 
 def verify_verdict_text(run_id: str, text: str, tags: Mapping[str, str]) -> dict[str, Any]:
     """The verdict document of ``run_id`` after checking ``text`` against the run's digest, its
-    signing state and its verdict tag; an IntegrityError (naming the run and what to do) otherwise."""
+    signing state and its verdict tag; an IntegrityError (naming the run and what to do)
+    otherwise."""
     recorded = tags.get(TAG_VERDICT_DIGEST) or ""
     scheme, _, _ = recorded.partition(":")
     key = signing_key()
@@ -84,7 +92,8 @@ def verify_verdict_text(run_id: str, text: str, tags: Mapping[str, str]) -> dict
                                  "set here: this installation signs its verdicts and accepts no unsigned one (it "
                                  "may have been rewritten without the key) — run the gate again with the key")
     else:
-        raise IntegrityError(f"run {run_id} has no valid {TAG_VERDICT_DIGEST} tag (got {recorded[:24]!r}); it is not "
+        raise IntegrityError(f"run {run_id} has no valid {TAG_VERDICT_DIGEST} tag (got {recorded[:24]!r}); it is "
+                             "not "
                              "a finished gate run or its tags were edited — refusing to act on it")
     if not hmac.compare_digest(recorded, verdict_digest(text, key if scheme == HMAC_SCHEME else "")):
         raise IntegrityError(f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "

@@ -1,6 +1,7 @@
 """The temporary folders of the release store: quarantine work (``.tmp-``) and publication staging
 (``.staging-``), named ``<prefix><host>-<pid>-<token>`` so that their owner is known, and the
-leftovers of killed runs found and removed (only this host's: another host's PID means nothing here).
+leftovers of killed runs found and removed (only this host's: another host's PID means nothing
+here).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ STALE_SECONDS = 3600.0  # a staging dir of a live process older than this is aba
 @dataclass(frozen=True)
 class TempDir:
     """A temporary directory ``<prefix><host>-<pid>-<token>`` (staging or quarantine work), its
-    owner and whether it is abandoned. Names without a host (older versions) count as this host's."""
+    owner and whether it is abandoned. Names without a host (older versions) count as this
+    host's."""
 
     path: Path
     host: str | None
@@ -32,7 +34,8 @@ class TempDir:
 
 
 def temp_dir_owner(name: str, prefix: str) -> tuple[str | None, int | None]:
-    """``(host, pid)`` from a temporary directory's name (host None for the older ``<pid>-<token>``).
+    """``(host, pid)`` from a temporary directory's name (host None for the older
+    ``<pid>-<token>``).
 
     >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-"), temp_dir_owner(".staging-123-ab", ".staging-")
     (('gate-host.lan', 123), (None, 123))

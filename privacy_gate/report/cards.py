@@ -16,8 +16,15 @@ from typing import Any
 
 from privacy_gate import tracking
 from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.gate.figure_words import (auc_figure, exposed_figure, mace_figure, mace_query, risk_figure,
-                                            strongest_attack, tpr_figure)
+from privacy_gate.gate.figure_words import (
+    auc_figure,
+    exposed_figure,
+    mace_figure,
+    mace_query,
+    risk_figure,
+    strongest_attack,
+    tpr_figure,
+)
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
@@ -67,9 +74,11 @@ def _verdict_card(inp: ReportInputs) -> str:
     reasons = reasons_in_words(v)
     if reasons:
         main = reasons[0]
-        body = (f'<p class="clamp">{escape(main.sentence)} <code class="key">{escape(main.key)}</code></p>')
+        body = (f'<p class="clamp">{escape(main.sentence)} <code '
+                f'class="key">{escape(main.key)}</code></p>')
         if len(reasons) > 1:
-            body += f'<p><a href="#reasons">{len(reasons) - 1} more reason{"s" if len(reasons) > 2 else ""} below</a></p>'
+            body += (f'<p><a href="#reasons">{len(reasons) - 1} more '
+                     f'reason{"s" if len(reasons) > 2 else ""} below</a></p>')
     else:
         review = (v.get("budget") or {}).get("review")
         budget = f" at its share of the {100 * float(review):g}% review budget" if review else ""
@@ -126,7 +135,7 @@ def _disclosure_card(metrics: Mapping[str, Any], disabled: Mapping[str, str]) ->
     if not rows:
         why = next((r for k, r in disabled.items() if "disclosure" in k), None)
         return _card("Disclosure risks", "—", _words("Not measured" + (f": {why}." if why else " in this run.")))
-    highest = max((float(metrics.get(f"{f}.risk_lower", float("-inf"))) for f in DISCLOSURE_FAMILIES))
+    highest = max(float(metrics.get(f"{f}.risk_lower", float("-inf"))) for f in DISCLOSURE_FAMILIES)
     verdict = "above 0 for certain" if highest > 0 else "none above 0 for certain"
     body = f"<dl>{''.join(rows)}</dl>" + _words("Risk and 95% interval; 0 is no better than for people outside "
                                                  "the training data.", "clamp")
@@ -144,7 +153,8 @@ def _utility_card(inp: ReportInputs) -> str:
                   + (f"; at least {human_number(bar)} required." if bar is not None else "."), "clamp")
     worst = (inp.utility or {}).get("worst_1way_column")
     if worst:
-        body += _words(f"Least alike: {worst} (TVD {human_number((inp.utility or {}).get('worst_1way_tvd'), 2)})",
+        body += _words(f"Least alike: {worst} (TVD "
+                       f"{human_number((inp.utility or {}).get('worst_1way_tvd'), 2)})",
                        "label")
     return _card("Utility", escape(human_number(quality, 3)), body)
 
@@ -159,7 +169,8 @@ def _groups_card(inp: ReportInputs) -> str:
     labels = "".join(f'<p class="label" title="{escape(g)}">{escape(g)}</p>' for g in flagged[:2])
     more = _words(f"and {len(flagged) - 2} more") if len(flagged) > 2 else ""
     first = what_if(v)[0]
-    body = labels + more + f'<p class="clamp">{escape(first.short())} <a href="#whatif">What suppressing does</a></p>'
+    body = labels + more + (f'<p class="clamp">{escape(first.short())} <a href="#whatif">What suppressing '
+                            'does</a></p>')
     return _card("Flagged subgroups", escape(human_number(len(flagged))), body)
 
 
@@ -178,10 +189,12 @@ def reasons_section(inp: ReportInputs) -> str:
     reasons = reasons_in_words(v)
     parts = []
     if reasons:
-        items = "".join(f'<li><b>{escape(r.action)}</b> {escape(r.sentence)} <code class="key">{escape(r.key)}</code>'
+        items = "".join(f'<li><b>{escape(r.action)}</b> {escape(r.sentence)} <code '
+                        f'class="key">{escape(r.key)}</code>'
                         "</li>" for r in reasons[:MAX_REASONS])
         if len(reasons) > MAX_REASONS:
-            items += f"<li>… and {len(reasons) - MAX_REASONS} more: the rules table below has every check in words</li>"
+            items += (f"<li>… and {len(reasons) - MAX_REASONS} more: the rules table below has "
+                      "every check in words</li>")
         parts.append(f'<ul class="words reasons">{items}</ul>')
     else:
         parts.append("<p>Every rule passed.</p>")

@@ -26,7 +26,8 @@ from urllib.parse import urlparse
 from privacy_gate.names import SQLITE_FILE
 from privacy_gate.tracking.uri import default_tracking_uri
 
-#: The reviewer of a suggested decision: whoever runs it (the shell expands it; never a placeholder).
+#: The reviewer of a suggested decision: whoever runs it (the shell expands it; never a
+#: placeholder).
 REVIEWER = '"$USER"'
 #: Said once beside the decision commands: a reason is optional, and worth recording.
 COMMENT_HINT = "add --comment 'TEXT' to record why with the decision"

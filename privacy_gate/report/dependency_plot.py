@@ -16,7 +16,8 @@ MAX_PANELS = 24
 
 
 def dependency_figure(summary: Sequence[dict[str, Any]], *, prior: float = 0.5):
-    """A matplotlib Figure of a study's summary (see :func:`privacy_gate.studies.dependency_summary.summarise`)."""
+    """A matplotlib Figure of a study's summary (see
+    :func:`privacy_gate.studies.dependency_summary.summarise`)."""
     settings = list(dict.fromkeys(c["setting"] for c in summary))[:MAX_PANELS]
     eps_all = sorted({c["epsilon"] for c in summary if c["epsilon"] is not None})
     lo, hi = (min(eps_all), max(eps_all)) if eps_all else (1.0, 1.0)

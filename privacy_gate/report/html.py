@@ -18,7 +18,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -43,8 +43,16 @@ from privacy_gate.report.markup import pvalue as _p
 from privacy_gate.report.markup import section as _section
 from privacy_gate.report.markup import short as _short
 from privacy_gate.report.markup import table as _table
-from privacy_gate.report.plots import (comparison_bars_figure, dp_audit_figure, dp_audit_figure_inputs, group_roc_figure,
-                                       risk_profile_figure, roc_figure, score_histograms_figure, subgroup_bars_figure)
+from privacy_gate.report.plots import (
+    comparison_bars_figure,
+    dp_audit_figure,
+    dp_audit_figure_inputs,
+    group_roc_figure,
+    risk_profile_figure,
+    roc_figure,
+    score_histograms_figure,
+    subgroup_bars_figure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +142,8 @@ footer{color:#5b6475;font-size:12px;text-align:center;margin-top:20px}
 
 
 def _banner(inp: ReportInputs) -> str:
-    """The verdict in one line; its reason, figures and the run's identity follow (cards, reasons, run)."""
+    """The verdict in one line; its reason, figures and the run's identity follow (cards, reasons,
+    run)."""
     v = inp.verdict
     decision = str(v.get("verdict", "BLOCK"))
     cls = decision if decision in ("APPROVE", "REVIEW", "BLOCK") else "BLOCK"
@@ -209,7 +218,8 @@ def _is_pvalue(c: Mapping[str, Any]) -> bool:
 
 
 def _rules(inp: ReportInputs) -> str:
-    """Every check, in words with its key and figures, collapsed: the reasons above say what decided."""
+    """Every check, in words with its key and figures, collapsed: the reasons above say what
+    decided."""
     checks = list(inp.verdict.get("checks") or [])
     if not checks:
         checks = list(inp.verdict.get("reasons") or [])
@@ -381,7 +391,8 @@ def _disclosure(inp: ReportInputs) -> str:
 
 
 def _naming_note(m: dict, prefix: str, what: str) -> str:
-    """Why no record is named when none is: the smallest p-value possible and what BH needs there."""
+    """Why no record is named when none is: the smallest p-value possible and what BH needs
+    there."""
     count, floor, needs = (m.get(f"exposed.{prefix}{k}") for k in ("count", "min_pvalue", "naming_needs"))
     if count is None or floor is None or needs is None or count > 0:
         return ""
@@ -669,7 +680,7 @@ def render_report(inputs: ReportInputs) -> str:
     nav = " ".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav_items if f'id="{a}"' in body)
     decision = str(inp.verdict.get("verdict", "BLOCK"))
     title = f"{decision} · privacy-gate · {inp.dataset or 'dataset'} · {inp.run_id or inp.verdict.get('run_id') or ''}"
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -699,7 +710,8 @@ def _optional(what: str, read: Any) -> Any:
 
 
 def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
-    """Read a run's artifacts back through the Tracker (the verdict is required, the rest optional)."""
+    """Read a run's artifacts back through the Tracker (the verdict is required, the rest
+    optional)."""
     verdict = tracker.read_json(run_id, names.ART_VERDICT)
     tags = tracker.run_tags(run_id)
 

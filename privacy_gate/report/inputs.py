@@ -12,7 +12,8 @@ import pandas as pd
 
 @dataclass(frozen=True, eq=False)
 class ReportInputs:
-    """Everything the report shows, read back from one MLflow run (see :func:`privacy_gate.report.html.load_report_inputs`)."""
+    """Everything the report shows, read back from one MLflow run (see
+    :func:`privacy_gate.report.html.load_report_inputs`)."""
 
     verdict: dict[str, Any]
     scores: pd.DataFrame | None = None  # row_id, member, <attack>_score (only distributions are shown)

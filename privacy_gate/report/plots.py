@@ -58,7 +58,8 @@ FLAGGED_COLOR = "#c44e52"
 
 def group_roc_figure(panels: Sequence[tuple[str, Sequence[tuple[str, np.ndarray, np.ndarray, float]], int, int]]):
     """One panel per flagged group ``(group, curves, n_members, n_non_members)``: its members vs its
-    non-members, one curve per attack (the strongest in the flagged colour), log false-positive axis."""
+    non-members, one curve per attack (the strongest in the flagged colour), log false-positive
+    axis."""
     n = max(len(panels), 1)
     ncols = min(n, 3)
     nrows = (n + ncols - 1) // ncols
@@ -81,7 +82,8 @@ def group_roc_figure(panels: Sequence[tuple[str, Sequence[tuple[str, np.ndarray,
 
 
 def _figure(width: float, height: float, ncols: int = 1):
-    """A pyplot-free figure (no global figure registry: safe from worker threads, nothing to close)."""
+    """A pyplot-free figure (no global figure registry: safe from worker threads, nothing to
+    close)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height))
@@ -162,8 +164,8 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
                          thresholds: Sequence[float] = (), reference: float | None = None):
     """Horizontal bars per subgroup and attack with their interval:
     ``(group, attack, value, lower, upper, flagged)``. Every bar of a flagged group is drawn red
-    (``FLAGGED_COLOR``, as the legend says) with a bold red label; rule thresholds as dashed vertical
-    lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
+    (``FLAGGED_COLOR``, as the legend says) with a bold red label; rule thresholds as dashed
+    vertical lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
     groups = list(dict.fromkeys(b[0] for b in bars))
     attacks = list(dict.fromkeys(b[1] for b in bars))
     height = 0.8 / max(len(attacks), 1)
@@ -255,7 +257,8 @@ def dp_audit_figure(points: Sequence[tuple[str, Sequence[tuple[float, float]]]],
 
 
 def dp_audit_figure_inputs(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments of :func:`dp_audit_figure` from a DP audit's JSON record (``dp_audit/audit.json``)."""
+    """Arguments of :func:`dp_audit_figure` from a DP audit's JSON record
+    (``dp_audit/audit.json``)."""
     from privacy_gate.estimators.dp_audit import cp_upper
 
     audits = record["audits"]

@@ -6,13 +6,25 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
+from privacy_gate.gate.figure_words import (
+    auc_figure,
+    exposed_figure,
+    mace_figure,
+    mace_query,
+    strongest_attack,
+)
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.names import (
+    ART_REPORT,
+    COMBINED,
+    LEAKAGE_METRICS,
+    UTILITY_QUALITY,
+    split_attack_metric,
+)
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import experiment_url, run_url, ui_command
@@ -91,7 +103,8 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
             bias = verdict.metrics.get(f"{name}.mace.bias")
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {_mace_cell(m)} | {human_number(bias, 3)} |")
     if UTILITY_QUALITY in verdict.metrics:
-        lines += ["", f"Utility (1 - mean marginal TVD vs holdout): **{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**"]
+        lines += ["", "Utility (1 - mean marginal TVD vs holdout): "
+                      f"**{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**"]
     return "\n".join(lines) + "\n"
 
 
@@ -104,7 +117,8 @@ def _mace_cell(m: dict[str, float]) -> str:
 
 def headline_figures(verdict: Verdict) -> list[str]:
     """The strongest attack's AUC, the best attacker's MACE advantage and the exposed share, each
-    beside its no-leak level (``gate.figure_words``): a bare figure on a clean release reads like a leak."""
+    beside its no-leak level (``gate.figure_words``): a bare figure on a clean release reads like a
+    leak."""
     metrics, out = verdict.metrics, []
     best = strongest_attack(metrics)
     if best is not None:
@@ -125,7 +139,8 @@ def verdict_console(verdict: Verdict) -> str:
     for r in reasons_in_words(verdict):
         lines.append(f"  - [{r.action}] {r.sentence} ({r.key})")
     lines += [f"  {x}" for x in headline_figures(verdict)]
-    # what natural twins hid: an APPROVE says how small a verbatim-copy leak could have passed unseen
+    # what natural twins hid: an APPROVE says how small a verbatim-copy leak could have passed
+    # unseen
     lines += [f"  {c.message}" for c in verdict.checks if c.metric == TWIN_LIMIT_METRIC]
     for name, m in attack_metric_table(verdict):
         line = f"  {name:<16} " + "  ".join(f"{k}={human_number(m[k])}" for k in LEAKAGE_METRICS if k in m)
@@ -141,7 +156,8 @@ def verdict_console(verdict: Verdict) -> str:
     if verdict.budget:
         b = verdict.budget
         hit = [t["name"] for t in b.get("tests", []) if TestOutcome.from_dict(t).review]
-        lines.append(f"  error budget: a leak-free release is held back at most {100 * b['review']:g}% of the time, "
+        lines.append(f"  error budget: a leak-free release is held back at most {100 * b['review']:g}% of "
+                     "the time, "
                      f"blocked at most {100 * b['block']:g}%; {len(b.get('tests', []))} tests, significant: "
                      f"{', '.join(hit) or 'none'}")
     for key, why in sorted(verdict.disabled.items()):
@@ -167,9 +183,11 @@ def run_outcome_console(result: RunOutcome, *, workdir: str | None = None, repor
     if runs:
         lines.append(f"MLflow runs: {runs}")
     if run_id and verdict.decision != "APPROVE":
-        lines.append(f"report:      {report_file or f'artifact {ART_REPORT} of run {run_id} (MLflow UI above)'}")
+        lines.append("report:      "
+                     f"{report_file or f'artifact {ART_REPORT} of run {run_id} (MLflow UI above)'}")
     if verdict.decision == "REVIEW" and run_id and result.review is None:
-        lines.append(f"next:        a person decides: read the evidence, then approve or reject ({COMMENT_HINT})")
+        lines.append("next:        a person decides: read the evidence, then approve or reject "
+                     f"({COMMENT_HINT})")
         lines += [f"  {c}" for c in decision_commands(run_id, tracking_uri=result.tracking_uri, workdir=workdir,
                                                        flagged=verdict.flagged_subgroups)]
     elif verdict.decision == "BLOCK":

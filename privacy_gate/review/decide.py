@@ -13,20 +13,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from privacy_gate.safe_text import mask_secrets
 from privacy_gate import artifact_seal, names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
 from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.gate.review_records import (
+    ReviewDecision,
+    check_decidable,
+    check_not_a_regate,
+    check_reviewer,
+    check_subgroup_decisions,
+    pending_text,
+    suppressed_with,
+)
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate, check_reviewer,
-                                               check_subgroup_decisions, pending_text, suppressed_with)
-from privacy_gate.review.decision_lock import DecisionHold, decision_lock
-from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
-from privacy_gate.review.decision_recovery import refresh_report as _refresh_report  # the name tests stub
-from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
-from privacy_gate.safe_text import console_lines
+from privacy_gate.review.decision_lock import DecisionHold, decision_lock
+from privacy_gate.review.decision_recovery import (
+    refresh_report as _refresh_report,  # the name tests stub
+)
+from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
+from privacy_gate.runs.run_record import RunRecord
+from privacy_gate.safe_text import console_lines, mask_secrets
 
 if TYPE_CHECKING:  # the re-gate (the whole gate) is imported only when a decision suppresses rows
     from privacy_gate.pipeline.result import RunOutcome
@@ -48,11 +56,13 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     and keeps the outcome for its summary).
 
     One decision per run: the whole check-then-act holds the run's decision lock (across
-    processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
+    processes) and claim (``decision_lock``); a second decider is refused once the first is
+    recorded."""
     check_reviewer(reviewer)  # before the lock, the quarantine fetch and any re-gate
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
-        # a decision a killed decider left half done is completed or rolled back first (decision_recovery)
+        # a decision a killed decider left half done is completed or rolled back first
+        # (decision_recovery)
         resolve_before_deciding(tracker, run_id, by=f"privacy-gate {action} ({via})", locked=local)
         record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
         check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
@@ -98,7 +108,8 @@ def _with_contained_groups(verdict: dict[str, Any], subgroups: dict[str, str], s
     contradicted = [g for g in gone if subgroups.get(g) == "approve"]
     if contradicted:
         raise ReviewError(f"{contradicted} approved, but their rows are removed with the suppressed "
-                          f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not suppress those")
+                          f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not "
+                          "suppress those")
     return sorted(set(suppress) | set(gone))
 
 
@@ -168,14 +179,15 @@ def review_text(run_id: str, *, tracking_uri: str, workdir: str | Path | None = 
 
 
 def pending_runs_text(*, tracking_uri: str, workdir: str | Path | None = None) -> str:
-    """What ``privacy-gate review --pending`` prints: for each REVIEW run awaiting a decision (oldest
-    first) its run id, dataset, start and flagged groups, then the command that shows its evidence
-    and the commands that decide it (pointed at ``workdir``)."""
+    """What ``privacy-gate review --pending`` prints: for each REVIEW run awaiting a decision
+    (oldest first) its run id, dataset, start and flagged groups, then the command that shows its
+    evidence and the commands that decide it (pointed at ``workdir``)."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     runs = tracker.runs_awaiting_review()
     if not runs:
         return "no runs awaiting review"
-    lines = [f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve or reject:"]
+    lines = [f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve "
+             "or reject:"]
     for r in runs:
         flagged = ", ".join(r["flagged"]) or "none"
         lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")

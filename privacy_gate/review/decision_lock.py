@@ -21,20 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from privacy_gate import names
-from privacy_gate.tracking.uri import sqlite_path
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.processes import owner_gone, process_start, this_host
+from privacy_gate.tracking.uri import sqlite_path
 
 log = logging.getLogger("privacy_gate")
 
@@ -47,7 +47,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
 def check_run_id(run_id: str) -> str:
-    """An MLflow run id (letters, digits, '-', '_'); anything else is refused before it names a file."""
+    """An MLflow run id (letters, digits, '-', '_'); anything else is refused before it names a
+    file."""
     if not _RUN_ID.match(run_id or ""):
         raise ReviewError(f"{run_id!r} is not an MLflow run id")
     return run_id
@@ -113,7 +114,7 @@ class DecisionHold:
 
     def __init__(self, tracker, run_id: str, *, reviewer: str, action: str, local: bool):
         self.tracker, self.run_id, self.local = tracker, run_id, local
-        at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        at = datetime.now(UTC).isoformat(timespec="seconds")
         pid = os.getpid()  # the claim names its process: a recovery can tell a dead decider (claim_owner_gone)
         self.token = (f"{action} by {reviewer} at {at} (host {this_host()}, pid {pid} started "
                       f"{process_start(pid) or 'unknown'}; {secrets.token_hex(8)})")
@@ -132,7 +133,8 @@ class DecisionHold:
             time.sleep(SETTLE_S)
         now = self.tracker.run_tags(self.run_id).get(names.TAG_DECISION_CLAIM)
         if now != self.token:
-            raise ReviewError(f"run {self.run_id} is being decided by someone else ({now}); decisions are final — "
+            raise ReviewError(f"run {self.run_id} is being decided by someone else ({now}); decisions are final "
+                              "— "
                               f"see `privacy-gate review {self.run_id}`")
 
     def release(self) -> None:

@@ -45,16 +45,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from privacy_gate import decision_log, names, tracking
-
-from privacy_gate.publication import objectstore, signing
 from privacy_gate.errors import IntegrityError, PrivacyGateError
+from privacy_gate.publication import objectstore, signing
+from privacy_gate.publication.publish import (
+    PublishError,
+    dataset_slug,
+    verify_published,
+    verify_published_s3,
+)
 from privacy_gate.review.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
-from privacy_gate.publication.publish import PublishError, dataset_slug, verify_published, verify_published_s3
 
 log = logging.getLogger("privacy_gate")
 
@@ -118,14 +122,15 @@ def publication_of(tracker: tracking.Tracker, run_id: str, decision: dict[str, A
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def refresh_report(tracker: tracking.Tracker, run_id: str) -> None:
     """Re-render the run's HTML report after a decision; the decision stands even if this fails."""
     log.info("re-rendering the HTML report of run %s with the decision", run_id)
     try:
-        # the report's figures load matplotlib and the estimators: imported only when one is rendered
+        # the report's figures load matplotlib and the estimators: imported only when one is
+        # rendered
         from privacy_gate.report.html import log_report
 
         log_report(tracker, run_id)
@@ -170,7 +175,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
             _to_pending(tracker, run_id, tags, f"{_now()}: reset to pending by {by}")
             return "approval.status is pending again"
 
-        return ((f"run {run_id}: approval.status is {status} but no decision stands in its {names.DECISIONS_DIR}/ "
+        return ((f"run {run_id}: approval.status is {status} but no decision stands in its "
+                 f"{names.DECISIONS_DIR}/ "
                  "log (a rollback was interrupted)"), "sets approval.status back to pending", "reset", reset)
     path, decision = last
     who = f"by {decision.get('reviewer')} at {decision.get('at')} ({path})"
@@ -183,7 +189,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
                                       names.TAG_APPROVAL_RECOVERED: f"{_now()}: completed by {by}"})
             return "completed: approval.status=rejected, nothing published"
 
-        return ((f"run {run_id}: the rejection {who} was recorded but its tags were not set (the rejecting "
+        return ((f"run {run_id}: the rejection {who} was recorded but its tags were not set (the "
+                 "rejecting "
                  "process was killed)"), "completes it (approval.status=rejected; nothing is published)",
                 "completed", complete_rejection)
     published = tags.get(names.TAG_APPROVAL_PUBLISHED)
@@ -196,18 +203,22 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
                                       names.TAG_APPROVAL_RECOVERED: f"{_now()}: publication recorded by {by}"})
             return f"completed: approval.status=approved, approval.published={where}"
 
-        return ((f"run {run_id}: the approval {who} was published to {where} but its tags do not say so (the "
+        return ((f"run {run_id}: the approval {who} was published to {where} but its tags do not "
+                 "say so (the "
                  "approving process was killed)"), "completes them (approval.status=approved, approval.published)",
                 "completed", complete_approval)
 
     def roll_back() -> str:
-        reason = ("the approving process was killed before the release was published: the approval never took "
+        reason = ("the approving process was killed before the release was published: the approval never "
+                  "took "
                   "effect and nothing was published")
         void_path = _rollback(tracker, run_id, tags, path, dict(files)[path], by=by, reason=reason)
-        return (f"rolled back: {void_path} cancels it, nothing was published, approval.status is pending — decide "
+        return (f"rolled back: {void_path} cancels it, nothing was published, approval.status is "
+                "pending — decide "
                 f"again with `privacy-gate approve {run_id} --reviewer NAME` (or reject)")
 
-    return ((f"run {run_id}: the approval {who} was recorded but its release was never published (the approving "
+    return ((f"run {run_id}: the approval {who} was recorded but its release was never published "
+             "(the approving "
              "process was killed)"), "rolls it back (a void record cancels it; the run awaits a decision again)",
             "rolled-back", roll_back)
 
@@ -258,13 +269,15 @@ def resolve_for_review(tracker: tracking.Tracker, run_id: str) -> list[str]:
             out = resolve(tracker, run_id, fix=True, by="privacy-gate review", locked=local)
             history = tracker.decision_log(run_id)
     except DecisionBusy:
-        return [f"NOTE: a decision on run {run_id} is in progress (its decision lock is held); what follows may change"]
+        return [f"NOTE: a decision on run {run_id} is in progress (its decision lock is held); what "
+                "follows may change"]
     except IntegrityError:
         raise
     except PrivacyGateError as exc:
         return [f"NOTE: run {run_id}: a half-done decision could not be checked ({exc})"]
     lines = [f"RECOVERED: {out.line}" if out.fixed else f"NOTE: {out.line}"] if out else []
-    lines += [f"voided: the approval by {v.get('voided_reviewer')} at {v.get('voided_at')} ({v.get('voids')}) — "
+    lines += [f"voided: the approval by {v.get('voided_reviewer')} at {v.get('voided_at')} "
+              f"({v.get('voids')}) — "
               f"{v.get('reason')}" for v in history.voided]
     lines += [f"WARNING: {line}" for line in history.ignored]
     return lines
@@ -275,7 +288,8 @@ def doctor_check(tracker: tracking.Tracker, *, fix: bool) -> tuple[list[Resoluti
     runs with decision records, approvals tagged unpublished, runs with void records. Returns
     (resolutions, notes); a decision in progress is a note, not a finding."""
     queries = (f"tags.`{names.TAG_VERDICT}` = 'REVIEW' AND tags.`{names.TAG_APPROVAL_STATUS}` = 'pending'",
-               f"tags.`{names.TAG_APPROVAL_STATUS}` = 'approved' AND tags.`{names.TAG_APPROVAL_PUBLISHED}` = 'none'",
+               f"tags.`{names.TAG_APPROVAL_STATUS}` = 'approved' AND "
+               f"tags.`{names.TAG_APPROVAL_PUBLISHED}` = 'none'",
                f"tags.`{names.TAG_APPROVAL_VOIDS}` LIKE '%'")
     runs = sorted({r.info.run_id for q in queries for r in tracker.find_runs(q)})
     out, notes = [], []

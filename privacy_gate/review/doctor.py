@@ -25,15 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from privacy_gate import names, tracking
-
-from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.review.decision_recovery import doctor_check
 from privacy_gate.processes import owner_gone
-from privacy_gate.publication.publish import (MANIFEST, PUBLISHED_DIR, QUARANTINE_DIR, QUARANTINE_TMP_PREFIX, STAGING_PREFIX,
-                                  temp_dirs)
+from privacy_gate.publication import objectstore
+from privacy_gate.publication.publish import (
+    MANIFEST,
+    PUBLISHED_DIR,
+    QUARANTINE_DIR,
+    QUARANTINE_TMP_PREFIX,
+    STAGING_PREFIX,
+    temp_dirs,
+)
+from privacy_gate.review.decision_recovery import doctor_check
 
-#: a release folder's name: ``<dataset slug>-<12 hex of the content hash>`` (``ReleaseStore.release_dir``)
+#: a release folder's name: ``<dataset slug>-<12 hex of the content hash>``
+#: (``ReleaseStore.release_dir``)
 RELEASE_FOLDER = re.compile(r"[a-z0-9][a-z0-9._-]*-[0-9a-f]{12}")
 #: an orphan younger than this may be a publication in progress: listed, not removed
 DEFAULT_MIN_AGE = 600.0
@@ -84,7 +90,8 @@ def stale_runs(tracker: tracking.Tracker, *, fix: bool, experiment_ids: list[str
                    else f"no {names.TAG_HOST}/{names.TAG_PID} tags (an older version made it)")
             out.append(Finding("run-elsewhere", f"{_label(run)}: RUNNING, {why}; not touched"))
         elif gone:
-            reason = (f"privacy-gate doctor: the gating process (host {host}, PID {pid}) is gone; the run was left "
+            reason = (f"privacy-gate doctor: the gating process (host {host}, PID {pid}) is gone; the "
+                      "run was left "
                       "RUNNING by a killed process")
             if fix:
                 tracker.mark_killed(run.info.run_id, reason)
@@ -172,7 +179,8 @@ def orphans(target: str | Path, *, fix: bool, min_age: float = DEFAULT_MIN_AGE) 
 
 
 def work_dirs(folder: Path, *, prefix: str, fix: bool) -> list[Finding]:
-    """Staging / quarantine work directories of dead processes (this host's removed with ``fix``)."""
+    """Staging / quarantine work directories of dead processes (this host's removed with
+    ``fix``)."""
     out = []
     for entry in temp_dirs(folder, prefix=prefix):
         if entry.foreign:

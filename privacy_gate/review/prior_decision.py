@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from privacy_gate import names
-
 from privacy_gate.publication import objectstore
 
 _CHUNK = 1 << 20
@@ -84,17 +83,19 @@ class PriorDecision:
         this release (same data and settings) was already decided in MLflow run abc (REVIEW, rejected); change the data or the config to gate a new release
         """
         if self.pending:
-            return (f"this release (same data and settings) awaits its review in MLflow run {self.run_id}: decide it "
+            return ("this release (same data and settings) awaits its review in MLflow run "
+                    f"{self.run_id}: decide it "
                     f"with privacy-gate approve {self.run_id} or privacy-gate reject {self.run_id}")
         how = self.verdict + (f", {self.approval}" if self.verdict == "REVIEW" else "")
-        return (f"this release (same data and settings) was already decided in MLflow run {self.run_id} ({how}); "
+        return ("this release (same data and settings) was already decided in MLflow run "
+                f"{self.run_id} ({how}); "
                 "change the data or the config to gate a new release")
 
 
 def prior_decision(tracker: Any, key: str) -> PriorDecision | None:
-    """The run of ``tracker``'s experiment (a tracker made for the release's config) that decided the release ``key`` or awaits its review
-    (a pending review first, then the latest decision, a top-level run before a nested one), or
-    None when no run of that release completed."""
+    """The run of ``tracker``'s experiment (a tracker made for the release's config) that decided
+    the release ``key`` or awaits its review (a pending review first, then the latest decision, a
+    top-level run before a nested one), or None when no run of that release completed."""
     runs = tracker.find_runs(f"tags.`{names.TAG_RELEASE_KEY}` = '{key}'", experiment_ids=[tracker.experiment_id])
     decided = []
     for run in runs:

@@ -13,19 +13,24 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never shown
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from privacy_gate import metric_records, names, tracking  # noqa: E402
-from privacy_gate.artifact_seal import text_sha256  # noqa: E402
-from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
-from privacy_gate.gate import Verdict  # noqa: E402
-from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
-from privacy_gate.pipeline.result import GateResult  # noqa: E402
-from privacy_gate.report.plots import (disclosure_figure, dp_audit_figure, dp_audit_figure_inputs,  # noqa: E402
-                                       risk_profile_figure, roc_figure)
-from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
-from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
+from privacy_gate import metric_records, names, tracking
+from privacy_gate.artifact_seal import text_sha256
+from privacy_gate.estimators.metrics import roc_curve_points
+from privacy_gate.experiment.attack_runs import scores_frame
+from privacy_gate.gate import Verdict
+from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.pipeline.result import GateResult
+from privacy_gate.report.plots import (
+    disclosure_figure,
+    dp_audit_figure,
+    dp_audit_figure_inputs,
+    risk_profile_figure,
+    roc_figure,
+)
+from privacy_gate.report.summary import description_markdown, verdict_markdown
 
 
 def table_digest(df: Any) -> str:
@@ -38,7 +43,8 @@ def table_digest(df: Any) -> str:
 
 
 def _thin(fpr: np.ndarray, tpr: np.ndarray, points: int = 300) -> tuple[list[float], list[float]]:
-    """At most about ``points`` points of a ROC curve, dense at low FPR (its log axis), ends kept."""
+    """At most about ``points`` points of a ROC curve, dense at low FPR (its log axis), ends
+    kept."""
     if len(fpr) <= points:
         return [float(x) for x in fpr], [float(x) for x in tpr]
     grid = np.r_[np.logspace(-6, 0, points // 2), np.linspace(0, 1, points // 2)]
@@ -215,7 +221,8 @@ class MlflowSink:
         figures = metric_records.recorded_figures(document, timings=timings)
         self.tracker.log_metrics(self.run_id, metric_records.headline_metrics(figures))
         self.tracker.log_json(self.run_id, figures, names.ART_METRICS_ALL)
-        # every table, empty ones too: a verdict recorded again (a failure after the first) replaces them all
+        # every table, empty ones too: a verdict recorded again (a failure after the first) replaces
+        # them all
         for path, table in metric_records.metric_tables(figures).items():
             self.tracker.log_text(self.run_id, metric_records.table_text(table), path)
         self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
@@ -223,7 +230,8 @@ class MlflowSink:
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_run_name(self, verdict: Verdict) -> None:
-        """The verdict in the run's name (``REVIEW · gate-adult``); the ``gate.verdict`` tag holds it too."""
+        """The verdict in the run's name (``REVIEW · gate-adult``); the ``gate.verdict`` tag holds
+        it too."""
         self.tracker.name_with_verdict(self.run_id, verdict.decision)
 
     def record_summary(self, markdown: str) -> None:
@@ -231,7 +239,8 @@ class MlflowSink:
 
     def record_description(self, verdict: Verdict, summary: str) -> None:
         """The run page's description (the UI shows its first lines folded): the decision, the
-        evidence on each flagged group, the commands that decide a REVIEW, then the whole summary."""
+        evidence on each flagged group, the commands that decide a REVIEW, then the whole
+        summary."""
         evidence: list[str] = []
         if verdict.flagged_subgroups:
             rows = []

@@ -46,7 +46,8 @@ def require_writable_dir(path: str | Path | None, *, setting: str) -> None:
     target = Path(path)
     base = _nearest_existing(target)
     if not base.is_dir():
-        raise ConfigError(f"{setting} {target}: {base} is a file, not a folder; pass a folder the gate may write to")
+        raise ConfigError(f"{setting} {target}: {base} is a file, not a folder; pass a folder the gate may write "
+                          "to")
     try:  # a real write: permission bits say nothing to root, a read-only mount only to the kernel
         os.rmdir(tempfile.mkdtemp(prefix=".privacy-gate-probe-", dir=base))
     except OSError as exc:
@@ -90,7 +91,8 @@ def check_input_files(files: dict[str, str | Path | None], spec: DatasetSpec, li
 
     if len(spec.columns) > limits.max_columns:
         raise ConfigError(f"{spec_source}: spec '{spec.name}' has {len(spec.columns):,} columns, more than "
-                          f"inputs.max_columns ({limits.max_columns:,}); raise inputs.max_columns {where}, or split "
+                          f"inputs.max_columns ({limits.max_columns:,}); raise inputs.max_columns {where}, or "
+                          "split "
                           "the table")
     problems = []
     for label, path in files.items():

@@ -25,13 +25,13 @@ from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.label_key import matching_key
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.pipeline.stages import StageClock
+from privacy_gate.publication.publish import ReleaseStore, read_quarantined
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.release import RunContext, finish
-from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.runs.run_record import RunRecord
-from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.runs.suppression import singled_out, suppression_masks
-from privacy_gate.publication.publish import ReleaseStore, read_quarantined
 
 log = logging.getLogger("privacy_gate")
 
@@ -71,12 +71,14 @@ class SuppressedRelease:
                     record.run_id, f"{len(synthetic):,}", ", ".join(suppress))
         exposed = None
         if names.SUPPRESS_EXPOSED in suppress:
-            # the level the gate measured the exposed share at (coarser than exposure.level on a small table)
+            # the level the gate measured the exposed share at (coarser than exposure.level on a
+            # small table)
             level = (record.verdict.get("metrics") or {}).get(names.exposure_metric("level")) or settings.exposure.level
             ids = singled_out(record.exposed_records(), level=float(level))
             exposed = splits.train.loc[splits.train.index.intersection(ids)]
             logger.info("suppressing the synthetic neighbours of %d exposed record(s)", len(exposed))
-        # a hashed label is resolved with the key that hashed it (this workdir's, checked against the seal)
+        # a hashed label is resolved with the key that hashed it (this workdir's, checked against
+        # the seal)
         key = (matching_key(workdir, fingerprint=record.seal.get(names.SEAL_LABEL_KEY), what=f"run {record.run_id}")
                if any(names_hashed_values(s) for s in suppress) else None)
         masks = suppression_masks(suppress, synthetic=synthetic, spec=settings.spec, exposed=exposed,

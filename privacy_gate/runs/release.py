@@ -19,26 +19,44 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
-from privacy_gate.spec import DatasetSpec
+from privacy_gate.config import (
+    GateConfig,
+    GateOnlyConfig,
+    ReleaseConfig,
+    TargetsConfig,
+    location_name,
+)
 from privacy_gate.data import Splits, read_table
+from privacy_gate.data.types import conform_typed, restore_types
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
+from privacy_gate.experiment.inputs import (
+    SPLIT_NAMES,
+    GateInputs,
+    check_disjoint,
+    check_encoding_width,
+    load_real_data_typed,
+    read_split_files,
+    split_release,
+    splits_from_frames,
+)
+from privacy_gate.experiment.settings import (
+    GateSettings,
+    settings_for_gate_only,
+    settings_for_release,
+)
 from privacy_gate.gate import Verdict
+from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.generators import Generator, create_generator, progress, sample_synthetic
 from privacy_gate.label_key import LabelKey
-from privacy_gate.studies.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.data.types import conform_typed, restore_types
-from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, check_encoding_width,
-                                           load_real_data_typed, read_split_files, split_release, splits_from_frames)
-from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
-from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
-from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.report.html import log_report
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.spec import DatasetSpec
+from privacy_gate.studies.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.validation import validate_input
 
 
@@ -78,7 +96,8 @@ class RunContext:
         report.raise_if_failed(what)
 
     def quarantine(self, synthetic: pd.DataFrame, fmt: str) -> None:
-        """Quarantine ``synthetic`` (conformed) written in ``value_types`` where that is lossless."""
+        """Quarantine ``synthetic`` (conformed) written in ``value_types`` where that is
+        lossless."""
         typed = restore_types(synthetic, self.value_types)
         self.quarantined = self.step("quarantine", self.store.quarantine, typed, fmt=fmt)
         self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
@@ -108,7 +127,8 @@ class RunContext:
 def fit_generator(config: ReleaseConfig, train: pd.DataFrame, reference: pd.DataFrame,
                   progress_key: str | None = None) -> Generator:
     """Marginal (DP) generators take public bins from the reference split, never from train.
-    ``progress_key``: the steps the generator reports (``generators.progress``) are kept under it."""
+    ``progress_key``: the steps the generator reports (``generators.progress``) are kept under
+    it."""
     params = dict(config.generator.params)
     if config.generator.seed is not None:
         params["seed"] = config.generator.seed

@@ -44,13 +44,13 @@ from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import create_generator
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.runs.mlflow_sink import MlflowSink
-from privacy_gate.runs.release import RunContext, finish, release_run
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.runs.regate import SuppressedRelease
-from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.publication.publish import ReleaseStore, quarantined_file
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.regate import SuppressedRelease
+from privacy_gate.runs.release import RunContext, finish, release_run
+from privacy_gate.runs.run_record import RunRecord
 
 ADAPTIVE_CAVEAT = ("the release was chosen among several attempts by a privacy test on the same targets: its gate "
                    "figures are optimistic (adaptive selection); they were not re-measured on fresh targets")
@@ -116,7 +116,8 @@ def check_ladder(config: ReleaseConfig) -> list[float | None]:
     cap = config.remediate.max_total_epsilon if config.remediate else None
     total = sum(e for e in epsilons if e is not None)
     if cap is not None and total > cap:
-        raise ConfigError(f"remediate: the ladder could spend epsilon {total:g} in total (attempts on the same data "
+        raise ConfigError(f"remediate: the ladder could spend epsilon {total:g} in total (attempts on the same "
+                          "data "
                           f"compose: {' + '.join(f'{e:g}' for e in epsilons if e is not None)}), over "
                           f"remediate.max_total_epsilon {cap:g}; shorten the ladder or lower its epsilons")
     return epsilons
@@ -124,7 +125,8 @@ def check_ladder(config: ReleaseConfig) -> list[float | None]:
 
 def _attempt_record(k: int, what: dict[str, Any], epsilon: float | None, result: RunOutcome) -> dict[str, Any]:
     """One attempt in the ledger. ``what`` the attempt was: ``{"generator": settings}``, or for a
-    filter rung the filter, the rung it filtered and the row counts (counts only: no row's values)."""
+    filter rung the filter, the rung it filtered and the row counts (counts only: no row's
+    values)."""
     verdict = result.verdict.to_dict()  # the ledger is JSON: non-finite figures are None there
     return {"rung": k, **what, "epsilon": epsilon,
             "run_id": result.run_id, "verdict": verdict["verdict"], "status": verdict["status"],
@@ -155,7 +157,8 @@ def _choose(attempts: list[dict[str, Any]], how: str) -> tuple[int | None, str]:
                                                                    "passed")
     best = max(passing, key=lambda i: attempts[i]["utility_quality"] or 0.0)
     others = ", ".join(f"rung {attempts[i]['rung']}: {attempts[i]['utility_quality']:.3f}" for i in passing)
-    return best, f"rung {attempts[best]['rung']} has the highest utility.quality among those that passed ({others})"
+    return best, (f"rung {attempts[best]['rung']} has the highest utility.quality among those that passed "
+                  f"({others})")
 
 
 def _stop_after(result: RunOutcome, k: int, how: str) -> bool:

@@ -3,9 +3,10 @@
 A scheduled pipeline meets outages: the tracking server restarts, the object store times out. Such
 a run is attempted again from the start (a new MLflow run each time; every attempt fails closed on
 its own). The attempts of one release are nested runs under one parent MLflow run, which carries
-the final verdict (``tracking.attempt_runs``); a release that needs no retry has no parent. Nothing else is retried: a bad config, bad data or a gate decision is final. When the
-attempts run out the result is a BLOCK naming the failure and the number of attempts, so an
-outage can delay a release but never approve one.
+the final verdict (``tracking.attempt_runs``); a release that needs no retry has no parent. Nothing
+else is retried: a bad config, bad data or a gate decision is final. When the attempts run out the
+result is a BLOCK naming the failure and the number of attempts, so an outage can delay a release
+but never approve one.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from privacy_gate.tracking import attempt_runs
 from privacy_gate.config import RetryConfig
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.tracking import attempt_runs
 
 
 def unrecorded_block(reason: str, *, tracking_uri: str | None, dataset: str | None) -> RunOutcome:
@@ -36,7 +37,8 @@ def run_with_retries(attempt: Callable[[], RunOutcome], *, retries: RetryConfig,
                      sleep: Callable[[float], None] = time.sleep) -> RunOutcome:
     """Call ``attempt`` (a whole recorded run returning its :class:`RunOutcome`) until it ends
     without an infrastructure failure, at most ``retries.attempts`` times. Returns the last
-    outcome, with ``attempts`` (how many were made) and, when retries ran out, the reason saying so."""
+    outcome, with ``attempts`` (how many were made) and, when retries ran out, the reason saying
+    so."""
     logger = logger or logging.getLogger("privacy_gate")
     with attempt_runs.attempts() as group:
         try:
@@ -59,7 +61,7 @@ def _attempts(attempt: Callable[[], RunOutcome], group: attempt_runs.AttemptGrou
         try:
             result = attempt()
             failure = "; ".join(c.message for c in result.verdict.reasons) if result.retryable else None
-        except Exception as exc:  # noqa: BLE001 - only infrastructure failures are retried
+        except Exception as exc:
             if not is_infrastructure_error(exc):
                 raise
             failure = str(exc) if isinstance(exc, PrivacyGateError) else \

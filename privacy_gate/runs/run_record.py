@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privacy_gate import artifact_seal, names, tracking
-
-from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate.review_records import ReviewDecision
-from privacy_gate.publication.publish import QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file
+from privacy_gate.publication import objectstore, quarantine
+from privacy_gate.publication.publish import (
+    QUARANTINE_DIR,
+    QuarantinedRelease,
+    file_sha256,
+    quarantined_file,
+)
 
 if TYPE_CHECKING:  # imported by the methods that re-gate (see the module docstring)
     from privacy_gate.data import Splits
@@ -150,11 +154,17 @@ class RunRecord:
         return quarantined_file(self.quarantine, self.verdict["data_hashes"]["synthetic_file_sha256"])
 
     def splits(self) -> Splits:
-        """The judged real data again (same files, same split), checked against the recorded hashes."""
+        """The judged real data again (same files, same split), checked against the recorded
+        hashes."""
         from privacy_gate.config import InputLimits, ReleaseConfig
         from privacy_gate.data import data_hash
-        from privacy_gate.experiment.inputs import (SPLIT_NAMES, load_real_data, read_split_files, split_release,
-                                                    splits_from_frames)
+        from privacy_gate.experiment.inputs import (
+            SPLIT_NAMES,
+            load_real_data,
+            read_split_files,
+            split_release,
+            splits_from_frames,
+        )
         from privacy_gate.spec import DatasetSpec
 
         cfg = self.config
@@ -168,7 +178,8 @@ class RunRecord:
         recorded = self.verdict.get("data_hashes", {})
         for name in SPLIT_NAMES:
             if recorded.get(f"{name}_sha256") != data_hash(getattr(splits, name)):
-                raise ReviewError(f"the {name} data of run {self.run_id} changed since the gate ran; the gate cannot "
+                raise ReviewError(f"the {name} data of run {self.run_id} changed since the gate ran; the gate "
+                                  "cannot "
                                   "be re-run on the same data — run a new release instead")
         return splits
 

@@ -29,13 +29,13 @@ import pandas as pd
 
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import nearest_distances
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ReviewError
+from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.label_key import LabelKey
-from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.names import SUPPRESS_COPIES, SUPPRESS_EXPOSED
+from privacy_gate.spec import DatasetSpec
 
 CHUNK_BYTES = 1 << 27
 

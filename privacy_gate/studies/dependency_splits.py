@@ -33,10 +33,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.experiment.grouping import most_frequent, value_labels
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass(frozen=True)

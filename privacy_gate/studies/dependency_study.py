@@ -26,20 +26,26 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate import names, tracking
+from privacy_gate.attacks import ThreatModel
 from privacy_gate.config import AttackConfig, ReleaseConfig, StudyGenerator, StudyScenario
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.mace import estimate_advantage
-from privacy_gate.generators import create_generator, generator_capabilities, sample_synthetic
-from privacy_gate.attacks import ThreatModel
 from privacy_gate.experiment.attack_runs import run_attack
-from privacy_gate.studies.dependency_splits import (Clustering, StudySplit, bias_split, cluster_split,
-                                                     iid_counterpart, source_split, spec_without)
-from privacy_gate.studies.dependency_summary import check_invariants, invariant_lines, summarise
 from privacy_gate.experiment.inputs import load_real_data, split_release
 from privacy_gate.experiment.targets import Targets
+from privacy_gate.generators import create_generator, generator_capabilities, sample_synthetic
 from privacy_gate.report.dependency_plot import dependency_figure
-
+from privacy_gate.spec import DatasetSpec
+from privacy_gate.studies.dependency_splits import (
+    Clustering,
+    StudySplit,
+    bias_split,
+    cluster_split,
+    iid_counterpart,
+    source_split,
+    spec_without,
+)
+from privacy_gate.studies.dependency_summary import check_invariants, invariant_lines, summarise
 
 #: permutations of the null that debiases each attack's plug-in advantage (cheap for 1-d queries)
 N_PERMUTATIONS = 20
@@ -178,7 +184,8 @@ def _experiments(config: ReleaseConfig, pool: pd.DataFrame, reference: pd.DataFr
                         rows += [{**r, "rep": rep} for r in got]
                         done += 2
                         eta = (time.perf_counter() - started) / done * (total - done)
-                        _log(logger, "  [%d/%d] %s, %s%s, rep %d: advantage non-IID %.3f, IID %.3f (ETA %.0f s)",
+                        _log(logger, "  [%d/%d] %s, %s%s, rep %d: advantage non-IID %.3f, IID %.3f (ETA "
+                                     "%.0f s)",
                              done, total, pair[0].setting, g.name, "" if eps is None else f" eps {eps:g}", rep,
                              got[0]["advantage"], got[1]["advantage"], eta)
     return rows

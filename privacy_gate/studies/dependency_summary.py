@@ -84,7 +84,8 @@ def _name(c: Mapping[str, Any]) -> str:
 
 
 def check_invariants(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The three invariants: ``holds`` True / False, or None when the study has no cell to test it."""
+    """The three invariants: ``holds`` True / False, or None when the study has no cell to test
+    it."""
     pairs = list(_pairs(summary))
     below = [(n, i) for n, i in pairs if _hi(n) < _lo(i)]
     first = {"invariant": "non-IID advantage >= IID advantage at each epsilon (within 95% intervals)",
@@ -95,7 +96,8 @@ def check_invariants(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # judged on MACE lower bounds (each valid with probability 1 - delta), not on the plug-in
     # advantage, which is biased upward at small N: most repetitions' lower bounds above the bound
     over = [n for n in dp if n["lower_above_bound"] > 0.5]
-    second = {"invariant": "non-IID advantage exceeds the IID DP bound at some epsilon (most repetitions' MACE "
+    second = {"invariant": "non-IID advantage exceeds the IID DP bound at some epsilon (most "
+                           "repetitions' MACE "
                            "lower bounds above it)",
               "holds": bool(over) if dp else None, "tested": len(dp),
               "where": [f"{_name(n)}: lower bound {n['advantage_lower_mean']:.3f} (mean) > DP bound "

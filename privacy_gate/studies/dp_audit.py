@@ -36,10 +36,23 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.errors import ConfigError
-from privacy_gate.estimators.dp_audit import (AuditBound, audit_bound, gdp_mu_for_dp, max_certifiable_epsilon,
-                                              mean_shift_mu, zcdp_mu)
-from privacy_gate.experiment.dp_game import (TARGET_KINDS, AuditTarget, blackbox_score, outlier_target,
-                                             rarity_weights, whitebox_score, worst_case_target)
+from privacy_gate.estimators.dp_audit import (
+    AuditBound,
+    audit_bound,
+    gdp_mu_for_dp,
+    max_certifiable_epsilon,
+    mean_shift_mu,
+    zcdp_mu,
+)
+from privacy_gate.experiment.dp_game import (
+    TARGET_KINDS,
+    AuditTarget,
+    blackbox_score,
+    outlier_target,
+    rarity_weights,
+    whitebox_score,
+    worst_case_target,
+)
 from privacy_gate.generators import create_generator
 from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.marginal import ZCDPGenerator
@@ -131,8 +144,10 @@ class DPAuditResult:
     def reason(self) -> str:
         b = self.best
         return (f"DP audit: the {self.generator} implementation is broken: empirical epsilon >= "
-                f"{b.bound.epsilon_lower:.3g} at {100 * (1 - b.bound.alpha):.0f}% confidence ({b.score} score, "
-                f"{b.target_label}, {self.runs} runs per side) exceeds the claimed epsilon {self.epsilon:g} "
+                f"{b.bound.epsilon_lower:.3g} at {100 * (1 - b.bound.alpha):.0f}% confidence "
+                f"({b.score} score, "
+                f"{b.target_label}, {self.runs} runs per side) exceeds the claimed epsilon "
+                f"{self.epsilon:g} "
                 f"(delta {self.delta:g})")
 
     def to_dict(self) -> dict[str, Any]:

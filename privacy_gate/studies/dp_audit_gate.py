@@ -22,8 +22,8 @@ from privacy_gate.gate.findings import dp_audit_check
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.generators import generator_capabilities
 from privacy_gate.names import DP_AUDIT_METRICS
-from privacy_gate.studies.dp_audit import DPAuditResult, DPAuditSettings, cached_audit
 from privacy_gate.pipeline.executor import Executor
+from privacy_gate.studies.dp_audit import DPAuditResult, DPAuditSettings, cached_audit
 
 
 def audit_settings(config: ReleaseConfig) -> DPAuditSettings:

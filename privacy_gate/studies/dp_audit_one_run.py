@@ -2,12 +2,12 @@
 NeurIPS 2023) for generators too slow for hundreds of fits (privGAN, SDV).
 
 ``m`` canaries -- distinct records drawn uniformly from the *public* domain (the discretiser of the
-spec and reference; synthetic records, never real ones), each a combination absent from D -- are each added to D independently with
-probability 1/2; the generator is fitted once and sampled. Each canary is scored black-box (the
-synthetic rows that hold its values, column by column, exact copies weighing most); the auditor
-guesses "in" for the ``guesses / 2`` highest scores and "out" for the lowest, abstaining on the
-rest. Under epsilon-DP the number of correct guesses is dominated by Binomial(guesses,
-e^eps / (1 + e^eps)), so the count gives a lower bound on epsilon
+spec and reference; synthetic records, never real ones), each a combination absent from D -- are
+each added to D independently with probability 1/2; the generator is fitted once and sampled. Each
+canary is scored black-box (the synthetic rows that hold its values, column by column, exact copies
+weighing most); the auditor guesses "in" for the ``guesses / 2`` highest scores and "out" for the
+lowest, abstaining on the rest. Under epsilon-DP the number of correct guesses is dominated by
+Binomial(guesses, e^eps / (1 + e^eps)), so the count gives a lower bound on epsilon
 (``estimators.dp_audit.one_run_epsilon_lower_bound``); under (epsilon, delta)-DP the paper's delta
 term (Theorem 5.2: 2 m delta times the largest mean binomial mass just below the count) is added
 to the p-value, at the generator's claimed delta (0 for pure DP).

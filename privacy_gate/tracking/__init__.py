@@ -23,25 +23,68 @@ from typing import TYPE_CHECKING, Any
 from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
-from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED,
-                                TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS, TAG_VERDICT, TAG_VERDICT_DIGEST,
-                                MAX_TAG_VALUE_LENGTH, bounded_key, experiment_name, verdict_run_name)
-from privacy_gate.names import TAG_DATASET
-from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_ARTIFACTS, SEAL_SIGNED
-from privacy_gate.names import TAG_SIGNED
-from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.names import (
+    ART_VERDICT,
+    ARTIFACT_DIR,
+    DERIVED_ARTIFACTS,
+    ENV_SIGNING_KEY,
+    ENV_USER,
+    KIND_ATTEMPTS,
+    KIND_REVIEW_RERUN,
+    MAX_TAG_VALUE_LENGTH,
+    SEAL,
+    SEAL_ARTIFACTS,
+    SEAL_SIGNED,
+    TAG_APPROVAL_STATUS,
+    TAG_ATTEMPT,
+    TAG_BUDGET,
+    TAG_DATASET,
+    TAG_DISABLED,
+    TAG_FLAGGED,
+    TAG_FLAGGED_THROUGH,
+    TAG_HOST,
+    TAG_KILLED_REASON,
+    TAG_KIND,
+    TAG_PID,
+    TAG_PROCESS_START,
+    TAG_SIGNED,
+    TAG_STATUS,
+    TAG_VERDICT,
+    TAG_VERDICT_DIGEST,
+    bounded_key,
+    experiment_name,
+    verdict_run_name,
+)
 from privacy_gate.processes import process_start, this_host
+from privacy_gate.publication.signing import (
+    signed_tag,
+    signing_key,
+    verdict_digest,
+    verify_verdict_text,
+)
 from privacy_gate.safe_text import mask_secrets
-from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 from privacy_gate.tracking import attempt_runs
 from privacy_gate.tracking.records import RunRecords
+
 # the store's address, source and probe live in tracking.uri; re-exported: callers import them here
 from privacy_gate.tracking.store import seed_store
-from privacy_gate.tracking.uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
-                                       UI_WORKFLOW, artifact_url, check_reachable, default_tracking_uri,
-                                       experiment_url,
-                                       resolve_tracking_uri,
-                                       run_url, sqlite_path, tracking_source, ui_command)
+from privacy_gate.tracking.uri import (  # noqa: F401
+    LOCAL_UI,
+    SOURCE_CONFIG,
+    SOURCE_ENV,
+    SOURCE_OPTION,
+    SOURCE_WORKDIR,
+    UI_WORKFLOW,
+    artifact_url,
+    check_reachable,
+    default_tracking_uri,
+    experiment_url,
+    resolve_tracking_uri,
+    run_url,
+    sqlite_path,
+    tracking_source,
+    ui_command,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +119,8 @@ def _store_init_lock(uri: str):
 
 
 def run_user() -> str:
-    """Who started the run: ``PRIVACY_GATE_USER`` (a deployment's service name), else the OS user."""
+    """Who started the run: ``PRIVACY_GATE_USER`` (a deployment's service name), else the OS
+    user."""
     import getpass
 
     explicit = os.environ.get(ENV_USER)
@@ -157,9 +201,9 @@ class Tracker(RunRecords):
         return json.loads(self.read_text(run_id, path))
 
     def read_verified(self, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``verdict.json`` of a run, checked against the digest (or HMAC), signing state and verdict
-        tag written with it (``signing.verify_verdict_text``), as (verdict, seal): an edited or
-        downgraded artefact (say BLOCK turned into REVIEW) is refused, never acted on. The seal
+        """``verdict.json`` of a run, checked against the digest (or HMAC), signing state and
+        verdict tag written with it (``signing.verify_verdict_text``), as (verdict, seal): an edited
+        or downgraded artefact (say BLOCK turned into REVIEW) is refused, never acted on. The seal
         holds what publication uses (target, quarantine, hashes); empty for runs older than it."""
         tags = self.run_tags(run_id)
         try:
@@ -238,7 +282,7 @@ class Tracker(RunRecords):
         """Every REVIEW run (of any experiment in the store) whose decision is pending, oldest
         first: run id, dataset, start time (UTC ISO), flagged groups. Review re-runs are judged
         only to publish their parent's decision and never await one of their own."""
-        from datetime import datetime, timezone
+        from datetime import UTC, datetime
 
         experiments = [e.experiment_id for e in self.client.search_experiments()]
         if not experiments:
@@ -261,7 +305,7 @@ class Tracker(RunRecords):
                 continue
             flagged = tags.get(TAG_FLAGGED, "none")
             out.append({"run_id": run.info.run_id, "dataset": tags.get(TAG_DATASET, "—"),
-                        "started": datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc)
+                        "started": datetime.fromtimestamp(run.info.start_time / 1000, UTC)
                         .isoformat(timespec="seconds"),
                         "flagged": [] if flagged == "none" else flagged.split(",")})
         return sorted(out, key=lambda r: r["started"])
@@ -270,7 +314,8 @@ class Tracker(RunRecords):
         self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
 
     def find_runs(self, filter_string: str = "", *, experiment_ids: list[str] | None = None) -> list[Any]:
-        """Every run (MLflow ``Run``) of the store (or of ``experiment_ids``) matching the filter."""
+        """Every run (MLflow ``Run``) of the store (or of ``experiment_ids``) matching the
+        filter."""
         from mlflow.entities import ViewType
 
         if experiment_ids is None:
@@ -352,7 +397,8 @@ class Tracker(RunRecords):
         return text
 
     def log_text(self, run_id: str, text: str, path: str) -> None:
-        """A text artifact, credentials in URIs masked: the text a seal hashes is the text stored."""
+        """A text artifact, credentials in URIs masked: the text a seal hashes is the text
+        stored."""
         text = mask_secrets(text)
         self.client.log_text(run_id, text, path)
         if path in DERIVED_ARTIFACTS:  # a rendering made after the verdict: sealed on its own
@@ -392,7 +438,8 @@ class Tracker(RunRecords):
             # default protections turned off, with their reasons (config text, never record values)
             TAG_DISABLED: "; ".join(f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items()))
             or "none",
-            TAG_BUDGET: (f"review {verdict_dict['budget']['review']:g}, block {verdict_dict['budget']['block']:g}"
+            TAG_BUDGET: (f"review {verdict_dict['budget']['review']:g}, block "
+                         f"{verdict_dict['budget']['block']:g}"
                          if verdict_dict.get("budget") else "none"),
         })
 

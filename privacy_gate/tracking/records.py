@@ -46,8 +46,8 @@ class RunRecords:
     def decision_log(self, run_id: str, tags: Mapping[str, str] | None = None, *,
                      release_sha256: str | None = None) -> DecisionLog:
         """The run's decision log: the decisions that stand, and the void records that cancel the
-        approvals a killed ``approve`` never published (``decision_log``); a record of another run or
-        (given ``release_sha256``) another release is refused."""
+        approvals a killed ``approve`` never published (``decision_log``); a record of another run
+        or (given ``release_sha256``) another release is refused."""
         return effective_decisions(run_id, self.decision_files(run_id),
                                    self.run_tags(run_id) if tags is None else tags, release_sha256=release_sha256)
 

@@ -25,7 +25,8 @@ SOURCE_WORKDIR = "the workdir's store"
 
 
 def tracking_source(configured: str | None, workdir: Path, *, option: str | None = None) -> tuple[str, str]:
-    """The tracking URI :func:`resolve_tracking_uri` picks, with where it came from (``SOURCE_*``)."""
+    """The tracking URI :func:`resolve_tracking_uri` picks, with where it came from
+    (``SOURCE_*``)."""
     if option:
         return option, SOURCE_OPTION
     if configured:
@@ -72,7 +73,8 @@ def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 
 
 def sqlite_path(uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` tracking URI, else None. Its query (driver options,
-    maybe a token) is not part of the file's name: a lock or seeded store beside it never carries it.
+    maybe a token) is not part of the file's name: a lock or seeded store beside it never carries
+    it.
 
     >>> sqlite_path("sqlite:////tmp/wd/mlflow.db"), sqlite_path("http://127.0.0.1:5000")
     (PosixPath('/tmp/wd/mlflow.db'), None)
@@ -115,8 +117,9 @@ def experiment_url(uri: str, experiment_id: str | None) -> str | None:
 
 
 def artifact_url(uri: str, experiment_id: str | None, run_id: str | None, path: str) -> str | None:
-    """The run page's Artifacts tab opened on ``path`` (MLflow 3's ``.../runs/<id>/artifacts/<path>``
-    route); on a local store, as served by :func:`ui_command`. None without an experiment or run.
+    """The run page's Artifacts tab opened on ``path`` (MLflow 3's
+    ``.../runs/<id>/artifacts/<path>`` route); on a local store, as served by :func:`ui_command`.
+    None without an experiment or run.
 
     >>> artifact_url("http://mlflow:5000", "3", "ab12", "metrics/all.json")
     'http://mlflow:5000/#/experiments/3/runs/ab12/artifacts/metrics/all.json?workflowType=machine_learning'
@@ -137,7 +140,8 @@ def ui_command(uri: str) -> str:
     # the mlflow next to this interpreter (the project's .venv), so the command works unactivated
     local = Path(sys.executable).parent / "mlflow"
     exe = str(local) if local.exists() else (shutil.which("mlflow") or "mlflow")
-    return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port {LOCAL_UI.rsplit(':', 1)[1]}"
+    return (f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port "
+            f"{LOCAL_UI.rsplit(':', 1)[1]}")
 
 
 __all__ = ["LOCAL_UI", "artifact_url", "SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW",

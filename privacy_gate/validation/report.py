@@ -13,11 +13,15 @@ import math
 import numbers
 import re
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from privacy_gate.errors import ValidationFailed
-from privacy_gate.validation.suites import COPY_INDICATOR_COLUMN, COPY_SHARE_EXPECTATION, EPOCH_SECONDS_META
+from privacy_gate.validation.suites import (
+    COPY_INDICATOR_COLUMN,
+    COPY_SHARE_EXPECTATION,
+    EPOCH_SECONDS_META,
+)
 
 # Only these expectation types report an observed value, and only because it is a rate.
 _RATE_TYPES = frozenset({COPY_SHARE_EXPECTATION, "expect_column_proportion_of_non_null_values_to_be_between"})
@@ -83,7 +87,8 @@ class ValidationReport:
         }
 
     def raise_if_failed(self, what: str) -> None:
-        """Raise :class:`ValidationFailed` (one line naming the suite and failures) unless success."""
+        """Raise :class:`ValidationFailed` (one line naming the suite and failures) unless
+        success."""
         if self.success:
             return
         lines = self.failures()
@@ -194,7 +199,7 @@ def _date(v: Any) -> str:
     # datetime bounds are stored as epoch seconds; show them as UTC timestamps
     if not _is_number(v):
         return "?"
-    return datetime.fromtimestamp(float(v), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S").removesuffix(" 00:00:00")
+    return datetime.fromtimestamp(float(v), tz=UTC).strftime("%Y-%m-%d %H:%M:%S").removesuffix(" 00:00:00")
 
 
 def _pct(v: Any) -> str:

@@ -22,11 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.table import row_hashes
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.validation.report import ExpectationOutcome, ValidationReport, outcome_from_result
-from privacy_gate.validation.suites import COPY_INDICATOR_COLUMN, build_input_suite, build_synthetic_suite
+from privacy_gate.validation.suites import (
+    COPY_INDICATOR_COLUMN,
+    build_input_suite,
+    build_synthetic_suite,
+)
 
 if TYPE_CHECKING:
     import great_expectations as gx
@@ -90,7 +94,8 @@ def gx_suite_from_dict(suite: dict[str, Any]) -> gx.ExpectationSuite:
         except Exception as exc:  # noqa: BLE001 - any failure means the suite is unusable
             what = exp.get("type") if isinstance(exp, dict) else None
             raise ConfigError(
-                f"suite '{name}': expectations[{i}] ('{what}') is invalid: {exc.__class__.__name__}: {exc}"
+                f"suite '{name}': expectations[{i}] ('{what}') is invalid: "
+                f"{exc.__class__.__name__}: {exc}"
             ) from None
     try:
         return gx.ExpectationSuite(
@@ -221,7 +226,8 @@ def _checkpoint_in_parts(frame: pd.DataFrame, suite: dict[str, Any], progress: P
     if progress is None or len(expectations) <= PROGRESS_EXPECTATIONS:
         return _checkpoint(frame, suite)
     columns = len(frame.columns) - (COPY_INDICATOR_COLUMN in frame.columns)
-    progress(f"{len(frame):,} rows x {columns:,} columns, {len(expectations):,} expectations: a progress line "
+    progress(f"{len(frame):,} rows x {columns:,} columns, {len(expectations):,} expectations: a "
+             "progress line "
              f"every {PROGRESS_EXPECTATIONS:,}")
     start = time.monotonic()
     outcomes: list[ExpectationOutcome] = []
@@ -234,7 +240,8 @@ def _checkpoint_in_parts(frame: pd.DataFrame, suite: dict[str, Any], progress: P
         success = success and report.success
         seen.update(str(e.get("kwargs", {}).get("column")) for e in part if e.get("kwargs", {}).get("column"))
         done = i + len(part)
-        progress(f"{done:,} of {len(expectations):,} expectations checked ({done / len(expectations):.0%}; "
+        progress(f"{done:,} of {len(expectations):,} expectations checked "
+                 f"({done / len(expectations):.0%}; "
                  f"{min(len(seen), columns):,} of {columns:,} columns), {time.monotonic() - start:.0f} s")
     return ValidationReport(suite_name=str(suite.get("name")), success=success, results=tuple(outcomes))
 

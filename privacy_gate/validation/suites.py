@@ -1,10 +1,10 @@
 """Expectation suites built from a :class:`DatasetSpec`, as plain JSON-serialisable dicts.
 
 The dicts use Great Expectations 1.x's ExpectationSuite JSON format exactly as GE itself writes
-it (``ExpectationSuite.to_json_dict()``: float bounds, default kwargs left out, ``meta``/``severity``
-on every expectation), so a committed suite file, the builder output and a GE round trip are all
-equal as dicts. Building suites does not import great_expectations (it takes seconds); only
-running them and checking a loaded file (``run.py``: ``load_suite``) do.
+it (``ExpectationSuite.to_json_dict()``: float bounds, default kwargs left out,
+``meta``/``severity`` on every expectation), so a committed suite file, the builder output and a GE
+round trip are all equal as dicts. Building suites does not import great_expectations (it takes
+seconds); only running them and checking a loaded file (``run.py``: ``load_suite``) do.
 
 Every value in a suite comes from the spec, i.e. public domain knowledge, never from the data.
 """
@@ -15,12 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from privacy_gate.spec import DatasetSpec
-
 # conform() turns categorical values into strings with this function; the allowed categories must
 # be stringified the same way (1 and 1.0 are the same category) or valid values would fail.
 from privacy_gate.data.table import as_category_string
 from privacy_gate.errors import ConfigError
+from privacy_gate.spec import DatasetSpec
 
 #: Helper column added to the synthetic batch only while validating: 1.0 = verbatim training copy.
 COPY_INDICATOR_COLUMN = "__pg_is_training_copy__"

@@ -15,10 +15,10 @@ from sklearn.neighbors import KernelDensity
 from privacy_gate.attacks import Attack, ThreatModel, available_attacks, create_attack
 from privacy_gate.attacks.density import GaussianKDE, rows_per_chunk
 from privacy_gate.attacks.distance import nearest_distances
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.estimators import roc_metrics
+from privacy_gate.spec import DatasetSpec
 
 # Ten columns of every kind. DOMIAS with Scott's bandwidth needs a few dimensions to isolate
 # individual records (with ~5 columns its kernel is wider than the gaps between neighbours and
@@ -201,9 +201,10 @@ def test_dcr_copies_score_zero(toy):
     assert (scores[300:] < 0).all()
 
 
-# --------------------------------------------------------------------------- DOMIAS options and the paper's baselines
+# --------------------------------------------------------- DOMIAS options and the paper's baselines
 
-# a tiny flow: the contract, not the accuracy, is under test here (flows are tested in test_flow_density.py)
+# a tiny flow: the contract, not the accuracy, is under test here (flows are tested in
+# test_flow_density.py)
 TINY_FLOW = {"max_epochs": 15, "hidden": [16, 16], "n_transforms": 2}
 
 # non-default settings of the attacks; every variant must keep the Attack contract

@@ -44,7 +44,8 @@ def test_flow_log_likelihood_close_to_the_true_density(mixture):
     true = true_log_density(test).mean()
     got = flow.score_samples(test)
     assert got.shape == (len(test),) and got.dtype == np.float64 and np.isfinite(got).all()
-    # held-out mean log-likelihood within 0.1 nats of the truth (it cannot beat it by more than noise)
+    # held-out mean log-likelihood within 0.1 nats of the truth (it cannot beat it by more than
+    # noise)
     assert true - 0.1 < got.mean() < true + 0.03
     # and far better than the best single Gaussian, which cannot represent two modes
     gauss = multivariate_normal(train.mean(0), np.cov(train.T)).logpdf(test).mean()

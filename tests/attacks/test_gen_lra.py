@@ -86,7 +86,8 @@ def test_closed_form_equals_refitting_the_kde_with_and_without_the_target():
         naive.append((naive_log_density(np.vstack([R, x]), nearest) - naive_log_density(R, nearest)).sum())
     np.testing.assert_allclose(got, refit, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got, naive, rtol=1e-9, atol=1e-9)
-    # the near copies of synthetic rows stand out; a likelihood ratio of k rows is at least k log(n / (n + 1))
+    # the near copies of synthetic rows stand out; a likelihood ratio of k rows is at least k log(n
+    # / (n + 1))
     assert got[:4].min() > got[4:].max()
     assert got.min() >= k * math.log(40 / 41) - 1e-12
 
@@ -159,7 +160,8 @@ def test_the_searchs_own_distances_agree_with_the_exact_ones(monkeypatch):
 def test_members_outscore_non_members_when_the_release_holds_near_copies(seed):
     """Measured: 0.905-0.937 over seeds 0-4. (With as many independent rows added to the release,
     0.82-0.88: the KDE's bandwidth is wide next to the copies' noise, and the score weighs squared
-    distances, so non-members in sparse regions also score high; ``dcr_ratio`` is near 1 on both.)"""
+    distances, so non-members in sparse regions also score high; ``dcr_ratio`` is near 1 on
+    both.)"""
     threat, targets, labels = scenario(seed, leak=True)
     auc = roc_metrics(create_attack("gen_lra").fit(threat).score(targets), labels)["auc"]
     assert auc > 0.8
@@ -178,7 +180,7 @@ def test_auc_is_at_chance_on_an_independent_release(seed):
     assert abs(auc - 0.5) < 4 * sd
 
 
-# --------------------------------------------------------------------------- determinism, chunking, small releases
+# ------------------------------------------------------------ determinism, chunking, small releases
 
 
 def test_scores_are_deterministic_and_do_not_depend_on_the_chunking():
@@ -213,7 +215,7 @@ def test_score_before_fit_raises():
         GenLRA().score(targets)
 
 
-# --------------------------------------------------------------------------- parameters and configuration
+# --------------------------------------------------------------------- parameters and configuration
 
 
 @pytest.mark.parametrize("params, parameter", [

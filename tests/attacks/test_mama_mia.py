@@ -21,14 +21,14 @@ from privacy_gate.attacks.mama_mia import (
     set_scores,
     weight_threshold,
 )
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.generators import create_generator
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.spec import DatasetSpec
 
-# --------------------------------------------------------------------------- tiny hand-computable tables
+# ---------------------------------------------------------------------- tiny hand-computable tables
 
 TOY_SPEC = DatasetSpec.model_validate({"name": "toy3", "columns": {
     "a": {"kind": "categorical", "categories": ["x", "y"], "nullable": False},
@@ -141,7 +141,7 @@ def test_set_scores_and_activation():
     np.testing.assert_allclose(activated.score(targets), proba, rtol=1e-12)
 
 
-# --------------------------------------------------------------------------- Adult-based: shadow runs
+# ------------------------------------------------------------------------- Adult-based: shadow runs
 
 
 @pytest.fixture(scope="module")

@@ -121,7 +121,8 @@ def test_precision_must_be_a_known_setting():
 
 
 def _separate_ivf_search(targets, candidates, k, cells, nprobe):
-    """One plain faiss IVF search of its own (the member scan's search before the two shared their cells)."""
+    """One plain faiss IVF search of its own (the member scan's search before the two shared their
+    cells)."""
     import faiss
 
     C = np.ascontiguousarray(candidates, dtype=np.float32)
@@ -142,7 +143,11 @@ def _separate_ivf_search(targets, candidates, k, cells, nprobe):
 def test_the_shared_cell_choice_gives_the_separate_searches_answers(nprobe):
     """The member scan searches the synthetic rows and the pool with one choice of cells per record:
     the distances are those of two separate searches, bit for bit, copies and near-ties included."""
-    from privacy_gate.attacks.nn_index import approximate_nearest, approximate_nearest_many, ivf_cells
+    from privacy_gate.attacks.nn_index import (
+        approximate_nearest,
+        approximate_nearest_many,
+        ivf_cells,
+    )
 
     rng = np.random.default_rng(3)
     S = rng.normal(size=(6_000, 7)).astype(np.float32)

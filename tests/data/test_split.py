@@ -3,10 +3,9 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import SplitConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, split_by_entity
 from privacy_gate.errors import DataError, InsufficientDataError
+from privacy_gate.spec import DatasetSpec
 
 
 def _spec(entity=True):

@@ -66,7 +66,8 @@ def test_no_signal_gives_no_bound():
 
 
 def test_saturation_and_one_run_bound():
-    # a perfect attack on R runs per side certifies at most log((1 - u) / u), u = 1 - (alpha/2)^(1/R)
+    # a perfect attack on R runs per side certifies at most log((1 - u) / u), u = 1 -
+    # (alpha/2)^(1/R)
     u = 1 - 0.025 ** (1 / 1000)
     assert da.max_certifiable_epsilon(1000, alpha=0.05) == pytest.approx(math.log((1 - u) / u))
     # one run: all guesses right on r canaries: P[Bin(r, p) = r] = p^r = alpha  =>  p = alpha^(1/r)

@@ -9,9 +9,9 @@ from pydantic import ValidationError
 from privacy_gate.config import DPAuditConfig
 from privacy_gate.estimators.dp_audit import AuditBound
 from privacy_gate.gate.verdict import Verdict
+from privacy_gate.report.html import ReportInputs, render_report
 from privacy_gate.studies.dp_audit import DPAuditResult, ScoreAudit
 from privacy_gate.studies.dp_audit_gate import apply_audit
-from privacy_gate.report.html import ReportInputs, render_report
 
 
 def _result(eps_lower: float) -> DPAuditResult:

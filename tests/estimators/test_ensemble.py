@@ -8,7 +8,11 @@ import math
 
 import numpy as np
 
-from privacy_gate.estimators.group_tests import ensemble_figures, mean_rank_scores, membership_figures
+from privacy_gate.estimators.group_tests import (
+    ensemble_figures,
+    mean_rank_scores,
+    membership_figures,
+)
 
 
 def _upper_binomial(k_expected: float, n: int, z: float = 3.0) -> float:

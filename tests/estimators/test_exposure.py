@@ -15,14 +15,21 @@
 import numpy as np
 import pandas as pd
 import pytest
-
 from scipy import stats
 
-from privacy_gate.estimators.exposure import (combined_scores, conformal_pvalues, discover_exposed,
-                                              _name_per_attack, exposed_share_bounds, fdr_select, naming_limit,
-                                              naming_weights, no_signal_share_upper)
-from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
+from privacy_gate.estimators.exposure import (
+    _name_per_attack,
+    combined_scores,
+    conformal_pvalues,
+    discover_exposed,
+    exposed_share_bounds,
+    fdr_select,
+    naming_limit,
+    naming_weights,
+    no_signal_share_upper,
+)
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
+from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
 
 DRAWS = 300
 Q = 0.1

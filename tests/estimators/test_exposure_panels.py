@@ -50,8 +50,8 @@ def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
         per_unit.append(_rejections(discover_exposed({"a": scores}, labels, np.arange(scores.size), units=units,
                                                      **kw)))
     row_rate, unit_rate = np.mean(per_row, axis=0), np.mean(per_unit, axis=0)
-    # tail test: exact under exchangeable people; share bound: at most delta; naming: FWER <= q = 0.1.
-    # Allowance: about two binomial standard errors at 60 draws
+    # tail test: exact under exchangeable people; share bound: at most delta; naming: FWER <= q =
+    # 0.1. Allowance: about two binomial standard errors at 60 draws
     assert unit_rate[0] <= ALPHA + 0.06 and unit_rate[1] <= ALPHA + 0.06 and unit_rate[2] <= 0.1 + 0.08, unit_rate
     # the same draws per row: a person's seven near-identical rows read as seven independent targets
     assert row_rate[0] >= 3 * ALPHA and row_rate[1] >= 2 * ALPHA, row_rate

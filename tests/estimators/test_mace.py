@@ -3,6 +3,7 @@ per-record intervals, generalised metrics, the DP ceiling and fail-closed input 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -171,7 +172,8 @@ def test_invariant_under_monotone_transforms():
 
 @pytest.mark.parametrize("prior", [0.5, 0.3])
 def test_grid_kde_integral_matches_analytic_two_point_case(prior):
-    # one member, one non-member: normal scores -+0.674, so U = int |p phi_h(x-a) - (1-p) phi_h(x-b)|
+    # one member, one non-member: normal scores -+0.674, so U = int |p phi_h(x-a) - (1-p)
+    # phi_h(x-b)|
     x = np.array([[3.0], [-1.0]])
     y = np.array([1, 0], np.int8)
     h = 0.4
@@ -422,7 +424,7 @@ def test_advantage_estimate_to_dict_and_validation():
     assert {"estimate", "lower", "upper", "radius", "bias", "null_quantile", "p_value", "n", "method",
             "prior", "delta", "settings"} <= set(d)
     assert d["settings"]["n_permutations"] == 10
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         est.estimate = 0.0  # frozen
     with pytest.raises(ConfigError):
         AdvantageEstimate(**(d | {"lower": 0.9, "upper": 0.1}))

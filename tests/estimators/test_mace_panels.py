@@ -45,8 +45,8 @@ def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
         if seed < ROW_DRAWS:
             per_row.append(np.array(_lowers(scores, labels, None, seed)) > 0)
     person_rate, row_rate = np.mean(per_person, axis=0), np.mean(per_row, axis=0)
-    # measured (a, b, combined; seeds 0-59): per person 0, 0, 0 of 60; per row 39, 37, 60 of 60 (run here
-    # on the first 20).
+    # measured (a, b, combined; seeds 0-59): per person 0, 0, 0 of 60; per row 39, 37, 60 of 60 (run
+    # here on the first 20).
     # One side of a 1 - delta interval: at most delta / 2 = 0.025, with about two binomial
     # standard errors of allowance at 60 draws
     assert (person_rate <= DELTA / 2 + 0.045).all(), person_rate

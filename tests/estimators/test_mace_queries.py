@@ -5,9 +5,9 @@ import pytest
 
 from privacy_gate.config import DEFAULT_RULES
 from privacy_gate.estimators.mace_queries import mace_for_attacks
+from privacy_gate.gate import decide
 from privacy_gate.gate.findings import dp_bound_exceeded
 from privacy_gate.names import COMBINED
-from privacy_gate.gate import decide
 
 
 def _scores(mu: float, n: int = 800, seed: int = 0):
@@ -75,7 +75,7 @@ def test_per_record_risk_is_the_maximum_over_attacks():
     scores, labels = _scores(1.0)
     ids = np.arange(len(labels))
     frame, _ = per_record_risk(scores, labels, ids, prior=0.5, delta=0.05)
-    for attack, s in scores.items():
+    for s in scores.values():
         single = individual_risk(s, labels, method="discrete", prior=0.5, delta=0.025).to_frame(ids)
         assert (frame["risk"].to_numpy() >= single["risk"].to_numpy() - 1e-12).all()
         assert (frame["risk_upper"].to_numpy() >= single["risk_upper"].to_numpy() - 1e-12).all()

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.estimators import marginal_quality
+from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate(
     {

@@ -29,7 +29,8 @@ NUMBERS = ["e", "x", "w", "v"]
 
 def _population(n: int, rng: np.random.Generator) -> pd.DataFrame:
     """Low-dimensional and twin-heavy, like a census extract: two categories, a skewed integer
-    (schooling), a uniform integer (experience), two continuous amounts (cents) with missing values."""
+    (schooling), a uniform integer (experience), two continuous amounts (cents) with missing
+    values."""
     e = rng.choice(np.arange(8, 19), n, p=np.r_[1, 1, 2, 3, 4, 12, 6, 5, 3, 2, 1] / 40)
     v = np.round(rng.gamma(4.0, 10.0, n), 2)
     v[rng.random(n) < 0.02] = np.nan
@@ -46,8 +47,9 @@ def _splits(n: int, seed: int) -> tuple[pd.DataFrame, ...]:
 
 def test_the_scan_holds_its_level_on_independent_draws():
     """200 seeds of independent training, holdout, reference and synthetic draws (no quasi-
-    identifiers declared, and two linking views asked for, so they are searched and priced too): the rate of p <= 0.05
-    stays within the binomial bound of a valid 5 % test (P(Binom(200, 0.05) > 19) < 0.003)."""
+    identifiers declared, and two linking views asked for, so they are searched and priced too): the
+    rate of p <= 0.05 stays within the binomial bound of a valid 5 % test (P(Binom(200, 0.05) > 19)
+    < 0.003)."""
     hits = 0
     for seed in range(200):
         train, holdout, reference, synthetic = _splits(150, 7000 + seed)
@@ -113,7 +115,8 @@ def test_undeclared_linking_columns_are_found_and_single_out_their_copies():
     and job of a training record, pasted into otherwise new rows. The scan finds the combination in
     the reference (label-blind), and in that view the copied records score above 95 % of the
     holdout records. The test's p-value does not reach the review share at this size (0.15 after
-    the views' Bonferroni price; max-minus-max scores have a wide upper tail), so none is claimed."""
+    the views' Bonferroni price; max-minus-max scores have a wide upper tail), so none is
+    claimed."""
     rng = np.random.default_rng(3)
     pop = _linkable(8000, rng)
     train, holdout, reference, synthetic = (pop.iloc[i * 2000:(i + 1) * 2000].reset_index(drop=True) for i in range(4))

@@ -49,7 +49,8 @@ def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
         train, holdout, synthetic = _people(rng, 200, "t"), _people(rng, 200, "h"), _people(rng, 300, "s")
         per_person += copy_test(synthetic, train, holdout, PANEL, seed=seed).pvalue <= ALPHA
         per_row += copy_test(synthetic, train, holdout, ROWS, seed=seed).pvalue <= ALPHA
-    # exact (hypergeometric) per person: about two binomial standard errors of allowance at 100 draws
+    # exact (hypergeometric) per person: about two binomial standard errors of allowance at 100
+    # draws
     assert per_person / DRAWS <= ALPHA + 0.045, per_person
     assert per_row / DRAWS >= 3 * ALPHA, per_row  # seven matched years read as seven coincidences
 

@@ -9,13 +9,12 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import AttackConfig, AuditConfig, GateConfig, Rule
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.experiment.dependency import dependence_note, source_shift
-from privacy_gate.gate.findings import dependence_clause
 from privacy_gate.experiment.inputs import GateInputs, splits_from_frames
-from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.gate.findings import dependence_clause
+from privacy_gate.pipeline.gate_run import run_gate
+from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate({"name": "sites", "source": "site", "columns": {
     "site": {"kind": "categorical", "categories": ["a", "b", "c"]}, "x": {"kind": "numeric"},
@@ -95,7 +94,8 @@ def _judge(synthetic: str, *, train_sites=SITES, epsilon: float | None = 1.0, dp
     settings = GateSettings(spec=SPEC, gate=GateConfig.only(list(rules), reason="the dependency findings alone",
                                                                    allow_no_rules=not rules),
                             attacks=(AttackConfig(name="dcr"),),
-                            # the AUC-gap warning out of the way: the DP-bound comparison alone decides
+                            # the AUC-gap warning out of the way: the DP-bound comparison alone
+                            # decides
                             audit=AuditConfig(dependency_test=True, dependency_source_value="a",
                                               dependency_max_auc_gap=0.99, dependency_dp_review=dp_review),
                             privacy=None if epsilon is None else {"epsilon": epsilon, "delta": 1e-9})

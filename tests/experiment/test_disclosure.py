@@ -71,7 +71,8 @@ def test_intervals_cover_zero_for_an_independent_sample_over_20_seeds():
 def test_a_release_leaking_one_secret_is_caught_by_inference_not_by_singling_out():
     rng = np.random.default_rng(7)
     train, control, syn = _population(500, rng), _population(500, rng), _population(500, rng)
-    # the secret of each synthetic record copied from its nearest training record; all else independent
+    # the secret of each synthetic record copied from its nearest training record; all else
+    # independent
     d = ((syn[["a", "b", "c"]].to_numpy()[:, None, :] - train[["a", "b", "c"]].to_numpy()[None]) ** 2).sum(-1)
     syn["s"] = train["s"].to_numpy()[d.argmin(axis=1)]
     spec = _spec(quasi_identifiers=["a", "b", "c", "g"], sensitive=["s"])

@@ -12,10 +12,9 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import ExposureConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.experiment.member_scan import scan_members
+from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate({"name": "sim", "columns": {
     **{f"x{i}": {"kind": "numeric", "nullable": False} for i in range(4)},
@@ -212,8 +211,9 @@ def test_a_panel_scan_holds_its_level_with_no_signal():
 def test_a_few_people_copied_several_times_fill_the_top_set_where_bh_names_none():
     """15 training records near-copied 4 times each into a 1,500-row release: BH at 5 % over 1,500
     training records names few or none, but the top set holds them and its 95 % lower bound (each of
-    the three views' at 98.3 %) says several are copies; every record it counts as exposed is one (the bound never overcounts here).
-    An independent release gives a top set with no certain copy."""
+    the three views' at 98.3 %) says several are copies; every record it counts as exposed is one
+    (the bound never overcounts here). An independent release gives a top set with no certain
+    copy."""
     rng = np.random.default_rng(4)
     splits = _splits(rng)
     release = _table(rng, 1500)

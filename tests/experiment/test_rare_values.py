@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust
 from privacy_gate.experiment.grouping import group_mask, rare_value_groups, rare_values, value_token
@@ -93,7 +92,12 @@ def test_a_leak_of_the_rare_countries_records_is_flagged_on_adult(adult_full):
 
 def test_a_label_mixing_shown_and_hashed_values_selects_both():
     """A pooled label shows public values and hashes the others; suppression must find both."""
-    from privacy_gate.experiment.grouping import group_mask, label_values, subgroup_groups, value_token
+    from privacy_gate.experiment.grouping import (
+        group_mask,
+        label_values,
+        subgroup_groups,
+        value_token,
+    )
 
     df = pd.DataFrame({"c": ["pub", "secret", "other", "pub"]})
     label = f"c=pub|{value_token('secret', None, key=KEY)}"

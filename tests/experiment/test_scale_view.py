@@ -11,9 +11,9 @@ import pytest
 
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
+from privacy_gate.estimators.tail_test import tail_excess_pvalue
 from privacy_gate.experiment.member_scan import pool_copy_scores, scan_members
 from privacy_gate.experiment.scale_view import ScaleInvariantView, centred_log_magnitudes
-from privacy_gate.estimators.tail_test import tail_excess_pvalue
 from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate({"name": "ratios", "columns": {

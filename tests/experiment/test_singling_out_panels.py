@@ -108,9 +108,9 @@ def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
         per_person.append(person)
         per_row.append(row)
     person_rate, row_rate = np.sum(per_person, axis=0), np.sum(per_row, axis=0)
-    # measured (seeds 0-199; univariate, multivariate): per person 0 and 6 of 200 rejections (3.0 %, Wilson
-    # 95 % [1.4, 6.4]), per row 0 and 68 (34 %, [27.8, 40.8]). The univariate predicates here are mostly
-    # a synthetic income matching nobody, so they rarely disagree either way
+    # measured (seeds 0-199; univariate, multivariate): per person 0 and 6 of 200 rejections (3.0 %,
+    # Wilson 95 % [1.4, 6.4]), per row 0 and 68 (34 %, [27.8, 40.8]). The univariate predicates here
+    # are mostly a synthetic income matching nobody, so they rarely disagree either way
     for k in person_rate:
         assert wilson_interval(int(k), DRAWS, alpha=0.05)[0] <= ALPHA, person_rate  # not above the level
         assert k / DRAWS <= ALPHA + 0.03, person_rate  # about two binomial standard errors at 200 draws

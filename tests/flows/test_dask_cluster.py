@@ -112,7 +112,8 @@ def test_served_release_flow_sends_its_attacks_to_the_configured_cluster(prefect
     with Client(dask_cluster) as client, get_task_stream(client) as stream:
         state = release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
     result = outcome_of(state)
-    # prefect-dask names a task's key after its function: the attacks, the utility score, the shadow runs
+    # prefect-dask names a task's key after its function: the attacks, the utility score, the shadow
+    # runs
     executed = [item["key"] if isinstance(item["key"], str) else item["key"][0] for item in stream.data]
     assert result.verdict.status == "ok", result.verdict.reasons
     assert {"dcr.auc", "mama_mia.auc", "utility.quality"} <= set(result.verdict.metrics)

@@ -16,8 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from privacy_gate.flows.coordination import (ENV_SLOT_TIMEOUT, GateSlotTimeout, dataset_slot,
-                                             ensure_dataset_limit, reset_command)
+from privacy_gate.flows.coordination import (
+    ENV_SLOT_TIMEOUT,
+    GateSlotTimeout,
+    dataset_slot,
+    ensure_dataset_limit,
+    reset_command,
+)
 
 from .. import stack
 

@@ -11,16 +11,16 @@ of one rare group's training rows (REVIEW, suspended for a typed review input) a
 of the training rows (BLOCK). The test waits for each deployment's first verdict from a *scheduled*
 run. The first review is suspended (its process gone, no slot held) and left unanswered until it
 is a minute past the ~225 s after its start at which Prefect 3.8 used to crash a run paused in its
-process (and ``REVIEW_WAIT_SECONDS`` after its suspension at least) — then answered through Prefect's API with the typed input; the resumed run decides
-it and publishes. The test checks the record in MLflow, the bucket contents, the events and the
-final states (``Approved``, ``Review approved``, ``Blocked``). The every-minute schedules, faster
-than the gates, are served for 5 minutes at least: from the runs' own log lines, at no time did
-two runs hold the dataset's slot or two wait for it, and the late runs were cancelled (one active
-run per deployment) or skipped. A later review is left pending and approved with the CLI from a
-second workdir against the same MLflow server and bucket. A gate process killed while it holds a
-slot gives it back within its lease. Then ``privacy-gate deploy``
-registers a config with a work pool on the same server, and headless Chromium takes a screenshot of
-the reviewer's run page (tests/output/stack/).
+process (and ``REVIEW_WAIT_SECONDS`` after its suspension at least) — then answered through
+Prefect's API with the typed input; the resumed run decides it and publishes. The test checks the
+record in MLflow, the bucket contents, the events and the final states (``Approved``, ``Review
+approved``, ``Blocked``). The every-minute schedules, faster than the gates, are served for 5
+minutes at least: from the runs' own log lines, at no time did two runs hold the dataset's slot or
+two wait for it, and the late runs were cancelled (one active run per deployment) or skipped. A
+later review is left pending and approved with the CLI from a second workdir against the same MLflow
+server and bucket. A gate process killed while it holds a slot gives it back within its lease. Then
+``privacy-gate deploy`` registers a config with a work pool on the same server, and headless
+Chromium takes a screenshot of the reviewer's run page (tests/output/stack/).
 """
 
 from __future__ import annotations
@@ -134,7 +134,11 @@ CANCELLED: dict[str, set[str]] = {}
 def _started():
     """The runs that came due (each deployment also has ~100 future runs scheduled, which would
     fill a page of runs)."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
 
     return FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(not_any_=[StateType.SCHEDULED])))
@@ -160,20 +164,22 @@ def _runs_by_deployment(services) -> dict[str, list]:
 
 
 REVIEW_ANSWER = {"reviewer": "officer", "decision": "approve", "subgroups": {GROUP: "approve"}, "comment": "e2e"}
-#: When the reviewer answers the first review. Prefect 3.8 ended a review run *paused in its process*
-#: ~225 s after the run started (229 s when first measured): the flow engine renews its deployment lease
-#: every 0.75 x 300 s (both fixed in Prefect's client: ``maintain_concurrency_lease(lease_id, 300)``
-#: in prefect/flow_engine.py, ``_RENEWAL_FRACTION`` in prefect/concurrency/_leases.py; no setting
-#: shortens them), and that renewal, of a lease the server had revoked at the pause, got 410. The
-#: point is counted from the run's *start*, not from its suspension, so the test proves the same
-#: property once the suspended run is a minute past it: it is answered when it is both
-#: REVIEW_WAIT_SECONDS past its suspension and OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS past its
-#: start (before: 300 s after the suspension, which came one to three minutes after the start).
-#: PRIVACY_GATE_STACK_REVIEW_WAIT_SECONDS=900: left unanswered 15 minutes after its suspension.
+#: When the reviewer answers the first review. Prefect 3.8 ended a review run *paused in its
+#: process* ~225 s after the run started (229 s when first measured): the flow engine renews its
+#: deployment lease every 0.75 x 300 s (both fixed in Prefect's client:
+#: ``maintain_concurrency_lease(lease_id, 300)`` in prefect/flow_engine.py, ``_RENEWAL_FRACTION`` in
+#: prefect/concurrency/_leases.py; no setting shortens them), and that renewal, of a lease the
+#: server had revoked at the pause, got 410. The point is counted from the run's *start*, not from
+#: its suspension, so the test proves the same property once the suspended run is a minute past it:
+#: it is answered when it is both REVIEW_WAIT_SECONDS past its suspension and OLD_CRASH_SECONDS +
+#: ANSWER_PAST_CRASH_SECONDS past its start (before: 300 s after the suspension, which came one to
+#: three minutes after the start). PRIVACY_GATE_STACK_REVIEW_WAIT_SECONDS=900: left unanswered 15
+#: minutes after its suspension.
 REVIEW_WAIT_SECONDS = float(os.environ.get("PRIVACY_GATE_STACK_REVIEW_WAIT_SECONDS", "60"))
 OLD_CRASH_SECONDS = 229
 ANSWER_PAST_CRASH_SECONDS = 60
-#: How long the every-minute schedule is served at least (from serve's start): the pile-up check's span.
+#: How long the every-minute schedule is served at least (from serve's start): the pile-up check's
+#: span.
 SERVE_SECONDS = 300
 #: The time limit of each test of the served stack: the first one to run pays for the fixture (the
 #: first gates, the suspended review's wait, its resumption).
@@ -205,7 +211,8 @@ def _review_suspended_then_answered(services, serve_proc, review) -> SimpleNames
     coming meanwhile, watched as everywhere), watching that it stays suspended and
     that its gate's process is gone; then answer it with the typed input and wait for its end. The
     resumed run may be cancelled by the server (its deployment's slot taken by a scheduled run at
-    that moment); the deployment's next run then decides it (review_wait.finish_cancelled_resumptions)."""
+    that moment); the deployment's next run then decides it
+    (review_wait.finish_cancelled_resumptions)."""
     from prefect.flow_runs import resume_flow_run
 
     from privacy_gate.flows.review_wait import LIMIT_REACHED
@@ -268,7 +275,8 @@ def _wait_for(services, serve_proc, want: dict[str, str], timeout: float) -> dic
             raise AssertionError(f"privacy-gate serve exited:\n{serve_proc.tail()}")
         if time.monotonic() > deadline:
             states = {n: [r.state_name for r in rs] for n, rs in _runs_by_deployment(services).items()}
-            raise AssertionError(f"runs did not reach {want} within {timeout:.0f} s: {states}\n{serve_proc.tail(6000)}")
+            raise AssertionError(f"runs did not reach {want} within {timeout:.0f} s: "
+                                 f"{states}\n{serve_proc.tail(6000)}")
         time.sleep(2)
 
 
@@ -338,7 +346,8 @@ def test_scheduled_runs_complete_with_their_verdicts(services, served):
 @pytest.mark.timeout(SERVED_TIMEOUT)
 def test_verdicts_end_in_their_states(services, served):
     """APPROVE the Completed-type `Approved`, BLOCK the Failed-type `Blocked`, REVIEW (approved in
-    the paused run) the Completed-type `Review approved`; each message is the verdict with its reason."""
+    the paused run) the Completed-type `Review approved`; each message is the verdict with its
+    reason."""
     runs = {name: r for name, r in served.runs.items()}
     assert (runs["approve"].state.type.value, runs["approve"].state.name) == ("COMPLETED", "Approved")
     assert (runs["block"].state.type.value, runs["block"].state.name) == ("FAILED", "Blocked")
@@ -397,7 +406,8 @@ def test_a_schedule_faster_than_the_gate_never_piles_up(services, served):
     active run per deployment) or skipped, saying why; no run ever queued for a deployment slot."""
     assert served.served_seconds >= SERVE_SECONDS
     waits, holds, skipped = _slot_spans(services)
-    print(f"\nserved {served.served_seconds:.0f} s: {len(holds)} gates, {len(waits)} waits, {len(skipped)} skipped, "
+    print(f"\nserved {served.served_seconds:.0f} s: {len(holds)} gates, {len(waits)} waits, "
+          f"{len(skipped)} skipped, "
           f"cancelled: { {n: len(c) for n, c in CANCELLED.items()} }")
     assert len(holds) >= 4, holds  # the schedule kept coming: more gates than the first three
     assert _most_at_once(holds) == 1, holds
@@ -518,15 +528,16 @@ def test_artefacts_and_releases_are_in_the_bucket(services, served, monkeypatch)
 def test_a_suspended_review_answered_after_minutes_resumes_and_publishes(services, served):
     """The first review, suspended: Paused-type ``Suspended`` at every look while it waited, the
     process that gated it gone (it holds no slot, no lease: nothing to crash), left unanswered for
-    at least REVIEW_WAIT_SECONDS and until a minute past the point where a paused run crashed; answered through Prefect's
-    API with the typed input, the resumed run decides it: ``Review approved``, approved in MLflow
-    by the officer through the flow, published on S3."""
+    at least REVIEW_WAIT_SECONDS and until a minute past the point where a paused run crashed;
+    answered through Prefect's API with the typed input, the resumed run decides it: ``Review
+    approved``, approved in MLflow by the officer through the flow, published on S3."""
     from mlflow.tracking import MlflowClient
 
     from privacy_gate.publication.publish import verify_published_s3
 
     review = served.review
-    print(f"\nsuspended review answered {review.waited:.0f} s after its suspension ({review.since_start:.0f} s after "
+    print(f"\nsuspended review answered {review.waited:.0f} s after its suspension "
+          f"({review.since_start:.0f} s after "
           f"its run started); ended {review.resumed_in:.0f} s after the answer"
           + (" (its resumption was cancelled by the deployment limit and finished by the next run)"
              if review.cancelled_resumption else ""))

@@ -1,4 +1,5 @@
-"""A deployment's REVIEW is suspended, not paused in its process (privacy_gate/flows/review_wait.py).
+"""A deployment's REVIEW is suspended, not paused in its process
+(privacy_gate/flows/review_wait.py).
 
 A real deployment of the release flow (as ``serve`` builds it: concurrency limit 1, ``CANCEL_NEW``)
 on the session's Prefect test server; each of its runs is executed the way a runner does it: the
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ from .. import stack
 from ..conftest import write_release_config
 
 ROOT = Path(__file__).resolve().parents[2]
-#: a rule every release violates (utility.quality is at most 1): a REVIEW without a leak, at a small gate's cost
+#: a rule every release violates (utility.quality is at most 1): a REVIEW without a leak, at a small
+#: gate's cost
 ALWAYS_REVIEW = {"rules": [{"metric": "utility.quality", "min": 0.9999, "action": "review"}]}
 ANSWER = {"reviewer": "officer", "decision": "approve", "comment": "suspended and resumed"}
 
@@ -129,7 +131,8 @@ def test_a_suspended_review_resumed_with_the_typed_form_decides_and_publishes(se
     assert f"REVIEW** of MLflow run `{run_id}`" in read_flow_run_input(keyset["description"], flow_run_id=flow_run_id)
     assert _tags(workdir, run_id)[names.TAG_APPROVAL_STATUS] == "pending"
 
-    # while it waits, the deployment's next run is skipped naming it (its slot is free: no lease, no process)
+    # while it waits, the deployment's next run is skipped naming it (its slot is free: no lease, no
+    # process)
     other = _execute(_new_run(deployment_id), tmp_path)
     assert other.name == "Skipped" and f"flow run {flow_run_id} of this deployment waits for its review" in other.message
 
@@ -194,9 +197,9 @@ def test_a_resumption_cancelled_by_the_deployment_limit_is_decided_by_the_next_r
 
 def test_an_unanswered_suspension_times_out_and_the_run_stays_pending(prefect_server, small_adult, tmp_path):
     """Nobody answers within review.timeout_seconds: the suspended run can no longer be resumed and
-    ends Failed ("... never resumed"), the MLflow run stays pending for the CLI. (A ``prefect server``
-    fails it by itself within seconds of the timeout, its pause-expiration service; the test server
-    runs no services, so here the late answer is what fails it.)"""
+    ends Failed ("... never resumed"), the MLflow run stays pending for the CLI. (A ``prefect
+    server`` fails it by itself within seconds of the timeout, its pause-expiration service; the
+    test server runs no services, so here the late answer is what fails it.)"""
     from prefect.exceptions import FlowPauseTimeout
     from prefect.flow_runs import resume_flow_run
 
@@ -204,7 +207,7 @@ def test_an_unanswered_suspension_times_out_and_the_run_stays_pending(prefect_se
     deployment_id = _deployment(small_adult, workdir, "suspend-timeout.yaml", timeout_seconds=20)
     flow_run_id, run_id = _suspended(deployment_id, tmp_path)
     expires = _state(flow_run_id).state_details.pause_timeout
-    time.sleep(max(0.0, (expires - datetime.now(timezone.utc)).total_seconds()) + 1)
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1)
     with pytest.raises(FlowPauseTimeout):
         resume_flow_run(flow_run_id, run_input=ANSWER)
     state = _state(flow_run_id)

@@ -9,8 +9,15 @@ import time
 import pytest
 
 from privacy_gate.flows import coordination
-from privacy_gate.flows.verdict_states import (VerdictFlow, glance_name, outcome_of, skipped_state, verdict_flow, verdict_line,
-                                               verdict_state)
+from privacy_gate.flows.verdict_states import (
+    VerdictFlow,
+    glance_name,
+    outcome_of,
+    skipped_state,
+    verdict_flow,
+    verdict_line,
+    verdict_state,
+)
 from privacy_gate.gate import Check, Verdict
 from privacy_gate.pipeline.result import RunOutcome
 
@@ -30,7 +37,8 @@ def _outcome(decision: str, *, status: str = "ok", **kw) -> RunOutcome:
 
 
 #: the test check in words (gate/words.py), its key after it: what a state message leads with
-AUC_WORDS = ("The strongest attack tells training records from holdout records with AUC 0.93 (0.5 is guessing; "
+AUC_WORDS = ("The strongest attack tells training records from holdout records with AUC 0.93 (0.5 is "
+             "guessing; "
              "bar 0.6): an attacker can tell who was in the training data. (auc)")
 
 
@@ -38,7 +46,8 @@ AUC_WORDS = ("The strongest attack tells training records from holdout records w
     ("APPROVE", "ok", "COMPLETED", "Approved", "APPROVE: every rule passed"),
     ("REVIEW", "ok", "COMPLETED", "Review pending", f"REVIEW: {AUC_WORDS} — flagged: race=Other"),
     ("BLOCK", "ok", "FAILED", "Blocked", f"BLOCK: {AUC_WORDS}"),
-    ("BLOCK", "error", "FAILED", "Failed", "BLOCK (gate did not complete): The gate did not finish: gate did not complete: the store"),
+    ("BLOCK", "error", "FAILED", "Failed", "BLOCK (gate did not complete): The gate did not finish: gate did not complete: the "
+                                           "store"),
 ])
 def test_each_verdict_has_its_state(decision, status, kind, name, head):
     outcome = _outcome(decision, status=status)
@@ -131,7 +140,8 @@ def test_a_blocked_release_ends_blocked_and_its_last_lines_say_why(prefect_serve
     # at INFO, which this test session does not send: PREFECT_LOGGING_LEVEL=WARNING)
     lines = _logs(state.state_details.flow_run_id, until="verdict: ")
     assert lines[-1] == f"verdict: {state.message}", lines[-3:]
-    # the run's name starts with its message (Prefect's flow run page shows the name, not the message)
+    # the run's name starts with its message (Prefect's flow run page shows the name, not the
+    # message)
     from prefect.client.orchestration import get_client
 
     with get_client(sync_client=True) as client:

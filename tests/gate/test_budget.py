@@ -11,8 +11,15 @@ from privacy_gate.config import DEFAULT_RULES, BudgetConfig, Rule, rule_test
 from privacy_gate.experiment.agreement import agreement_scan
 from privacy_gate.experiment.copies import copy_test
 from privacy_gate.gate import decide
-from privacy_gate.gate.budget import (DEFAULT_WEIGHTS, TESTS, allocate, disclosure_pvalues, membership_power,
-                                      proportion_pvalue, run_tests)
+from privacy_gate.gate.budget import (
+    DEFAULT_WEIGHTS,
+    TESTS,
+    allocate,
+    disclosure_pvalues,
+    membership_power,
+    proportion_pvalue,
+    run_tests,
+)
 from privacy_gate.spec import DatasetSpec
 
 
@@ -93,7 +100,8 @@ def test_the_copy_test_sees_copies_among_twins():
 
 def test_the_agreement_scan_holds_its_level_with_no_signal():
     """Independent samples of one population (mixed columns): the scan's p-value is at most 0.1 in
-    at most about 10% of 60 seeds (Wilson 3-sigma upper bound of the observed rate above 0.1 fails)."""
+    at most about 10% of 60 seeds (Wilson 3-sigma upper bound of the observed rate above 0.1
+    fails)."""
     spec = DatasetSpec.model_validate({"name": "t", "columns": {
         "k": {"kind": "categorical"}, "m": {"kind": "categorical"}, "x": {"kind": "numeric"}, "y": {"kind": "numeric"}},
         "quasi_identifiers": ["k", "x"]})
@@ -129,7 +137,8 @@ RULES = [r for r in DEFAULT_RULES if rule_test(r.metric, r.attack, r.scope) != "
 
 def test_a_bar_alone_does_not_raise_the_verdict():
     """AUC 0.65 on 1000 + 1000 targets but a rank test at p = 0.3 cannot happen together in real
-    data; here it shows the rule: a crossed bar without its test's significance is no leak signal."""
+    data; here it shows the rule: a crossed bar without its test's significance is no leak
+    signal."""
     rules = RULES
     v = decide(rules, _figures(membership=0.3, extra={"dcr.auc": 0.65}), attacks=["dcr"], tests=TESTS_NO_DISCLOSURE)
     assert v.decision == "APPROVE", v.reasons

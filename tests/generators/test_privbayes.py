@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 import privacy_gate.generators.privbayes as pb
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.generators.base import create_generator
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.spec import DatasetSpec
 
 # --------------------------------------------------------------------------------- helpers
 
@@ -69,7 +69,8 @@ def star():
 
 @pytest.fixture(scope="module")
 def adult_small(adult_full):
-    """1,000 train rows, a 3,000-row holdout and a 4,000-row reference split of the real Adult data."""
+    """1,000 train rows, a 3,000-row holdout and a 4,000-row reference split of the real Adult
+    data."""
     order = np.random.default_rng(11).permutation(len(adult_full))
     take = lambda a, b: adult_full.iloc[order[a:b]].reset_index(drop=True)  # noqa: E731
     return take(0, 1000), take(1000, 4000), take(4000, 8000)
@@ -162,7 +163,7 @@ def test_tables_respect_theta_usefulness(adult_spec, adult_small):
     g = pb.PrivBayesGenerator(epsilon=1.0, seed=3).fit(train, adult_spec, reference=reference)
     tau = g.network_.tau
     assert tau == pytest.approx(min(1000 * 0.5 / (2 * 15 * 4.0), 1000 / 4.0))
-    for (x, parents), table in zip(g.network_.pairs, g.conditionals_):
+    for (x, _parents), table in zip(g.network_.pairs, g.conditionals_):
         assert table.size <= max(tau, g._domain()[x])  # a lone attribute's table is always allowed
         np.testing.assert_allclose(table.sum(axis=1), 1.0)
         assert (table >= 0).all()
@@ -225,7 +226,8 @@ def test_focal_points_are_the_network_and_shadow_runs_reproduce_fit(star):
     cols = list(spec.columns)
     for fp in g.focal_points_:  # parents in spec order: one focal point per parent *set*
         assert list(fp.parents) == sorted(fp.parents, key=cols.index)
-    # select_focal_points is the very code path fit() uses: the same rng stream gives the same network
+    # select_focal_points is the very code path fit() uses: the same rng stream gives the same
+    # network
     assert g.select_focal_points(df, np.random.default_rng(7)) == g.focal_points_
 
 

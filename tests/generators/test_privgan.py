@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import create_generator, generator_capabilities
 from privacy_gate.generators.privgan import generator_loss, partition, wrong_labels
 from privacy_gate.generators.tabular_codec import MISSING, TabularCodec
+from privacy_gate.spec import DatasetSpec
 
 FAST = {"epochs": 3, "batch_size": 64, "hidden": (32,), "latent_dim": 8, "log_every": 100}
 

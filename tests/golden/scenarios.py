@@ -1,8 +1,8 @@
 """Fixed-seed gate scenarios whose verdicts and metrics must not change under refactoring.
 
 ``python -m tests.golden.scenarios --write`` records them in ``tests/golden/verdicts.json``
-(done once, on the code before the pipeline redesign); ``tests/pipeline/test_golden.py`` runs the same
-scenarios on today's code and compares every metric, check and decision.
+(done once, on the code before the pipeline redesign); ``tests/pipeline/test_golden.py`` runs the
+same scenarios on today's code and compares every metric, check and decision.
 
 Each scenario is a real run of the public entry points (release flow / gate flow) on small
 seeded Adult samples; only run-specific values (timings, run ids, timestamps) are left out.
@@ -16,8 +16,9 @@ import math
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -167,8 +168,8 @@ def run_all(names: list[str] | None = None) -> dict[str, dict]:
 
 
 #: Float tolerance of the value comparison: ``math.isclose(expected, actual, rel_tol=REL_TOL,
-#: abs_tol=ABS_TOL)``. Why these numbers (measured, tests/pipeline/test_golden.py on an AVX-512 machine
-#: against verdicts.json recorded elsewhere):
+#: abs_tol=ABS_TOL)``. Why these numbers (measured, tests/pipeline/test_golden.py on an AVX-512
+#: machine against verdicts.json recorded elsewhere):
 #:
 #: - OpenBLAS picks its kernels by CPU, so summation order differs between machines (~1e-16 per
 #:   operation). Every figure of one attack (AUC, TPR, per-attack MACE, utility, exposure) differed
@@ -207,7 +208,8 @@ def is_count(key: str) -> bool:
 
 
 def same_value(key: str, expected: float | None, actual: float | None) -> bool:
-    """Equal counts; floats equal up to BLAS rounding (``REL_TOL``, ``ABS_TOL``); None only equals None."""
+    """Equal counts; floats equal up to BLAS rounding (``REL_TOL``, ``ABS_TOL``); None only equals
+    None."""
     if expected is None or actual is None:
         return expected is None and actual is None
     if is_count(key):

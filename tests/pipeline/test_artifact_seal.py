@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
+from privacy_gate.pipeline.stages import StageClock
+from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.review import decide as review
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.release import RunContext, finish
-from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.publication.publish import ReleaseStore
 
 from .test_review_records import GROUP, SUBGROUP_ROWS, flagged_group_verdict
 
@@ -39,7 +39,8 @@ def _key(monkeypatch):
 
 
 def make_signed_review_run(workdir: Path) -> tuple[str, tracking.Tracker]:
-    """A finished, signed REVIEW run with the evidence a gate records (audit rows, exposed records)."""
+    """A finished, signed REVIEW run with the evidence a gate records (audit rows, exposed
+    records)."""
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
     sink = MlflowSink.start(tracker, name="gate-toy", kind="gate_only", dataset="toy")
     ctx = RunContext(sink=sink, store=ReleaseStore(workdir=workdir), dataset="toy",

@@ -77,7 +77,7 @@ def test_a_group_leads_the_reasons_only_when_the_evidence_leaves_with_it(monkeyp
     group_check = next(c for c in verdict.checks if c.group == GROUP and not c.passed)
     verdict = dataclasses.replace(verdict, reasons=(*checks, group_check), budget={"tests": significant})
     for still, first in ((False, GROUP), (True, None)):
-        monkeypatch.setattr(group_blame, "target_tests_without", lambda state, mask, tests: {t: still for t in tests})
+        monkeypatch.setattr(group_blame, "target_tests_without", lambda state, mask, tests, still=still: {t: still for t in tests})
         ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
         assert ruled.reasons[0].group == first, [c.message for c in ruled.reasons]
         assert len(ruled.reasons) == len(verdict.reasons)

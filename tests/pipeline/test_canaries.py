@@ -25,7 +25,8 @@ def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, s
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), {"name": "copy_train", "seed": seed}, seed)
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
     assert v["metrics"]["dcr.auc"] > 0.9
-    # the copy test: verbatim copies far beyond the holdout's twins at the same size, and above the bar
+    # the copy test: verbatim copies far beyond the holdout's twins at the same size, and above the
+    # bar
     assert any(r["key"] == "copies.excess_share" and r["action"] == "block" for r in v["reasons"])
     # MACE: confident the advantage is large (lower bound above the 0.10 block threshold)
     assert v["metrics"]["dcr.mace.advantage_lower"] > 0.10

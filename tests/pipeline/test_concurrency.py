@@ -47,7 +47,8 @@ def _start(folder: Path, workdir: Path) -> subprocess.Popen:
                  text=True, env=env)
 
 
-# 8 processes on 2 cores is the hardest case (the 4-process case it subsumes cost 90 s of suite time)
+# 8 processes on 2 cores is the hardest case (the 4-process case it subsumes cost 90 s of suite
+# time)
 @pytest.mark.parametrize("n", [8])
 def test_concurrent_first_runs_on_one_workdir_all_succeed(tiny_files, tmp_path, n):
     workdir = tmp_path / "wd"  # does not exist yet: every process races to create the store

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
-from privacy_gate.review import decide as review
 from privacy_gate.publication.publish import list_published
+from privacy_gate.review import decide as review
 
 from ..reaper import popen
 from .test_review_records import make_review_run
@@ -72,7 +72,8 @@ def _cli(*args: str):
 
 
 def _published(workdir: Path) -> list[Path]:
-    """The published data files, by the reader contract (a killed publication's staging is not one)."""
+    """The published data files, by the reader contract (a killed publication's staging is not
+    one)."""
     return [folder / json.loads((folder / "manifest.json").read_text())["file"]
             for folder in list_published(workdir / "published")]
 
@@ -88,7 +89,8 @@ def _pending_ids(workdir: Path) -> list[str]:
 
 
 def assert_published_by(workdir: Path, uri: str, run_id: str, reviewer: str) -> None:
-    """Published once, and every record says so: the approval tags, the decision that stands, review."""
+    """Published once, and every record says so: the approval tags, the decision that stands,
+    review."""
     files = _published(workdir)
     assert len(files) == 1, files
     tags = _tags(uri, run_id)
@@ -201,19 +203,21 @@ def _half_done_approval(uri: str, run_id: str, *, claim: str | None = None) -> d
 def test_a_live_decider_on_a_server_store_is_left_alone(tmp_path, monkeypatch):
     """Without a file lock (a tracking server), the claim names the decider's process: alive, its
     half-done decision is in progress, not a finding; on another host, reported and not touched."""
-    from privacy_gate.review import decision_lock
     from privacy_gate.processes import process_start, this_host
+    from privacy_gate.review import decision_lock
 
     monkeypatch.setattr(decision_lock, "lock_path", lambda uri, run_id: None)
     run_id, uri = make_review_run(tmp_path)
-    me = f"approve by ana at now (host {this_host()}, pid {os.getpid()} started {process_start(os.getpid())}; ab12)"
+    me = (f"approve by ana at now (host {this_host()}, pid {os.getpid()} started "
+          f"{process_start(os.getpid())}; ab12)")
     _half_done_approval(uri, run_id, claim=me)
     code, out, _ = _cli("doctor", "--workdir", str(tmp_path), "--fix")
     assert code == 0 and "still running" in out and "[decision]" not in out, out  # a note, not a finding
     assert _tags(uri, run_id)[names.TAG_APPROVAL_STATUS] == "pending"
     assert len(tracking.Tracker(uri=uri, experiment=None).decisions(run_id)) == 1  # untouched
     tracking.Tracker(uri=uri, experiment=None).set_tags(run_id, {
-        names.TAG_DECISION_CLAIM: "approve by ana at now (host elsewhere-1, pid 7 started 1; ab12)"})
+        names.TAG_DECISION_CLAIM: "approve by ana at now (host elsewhere-1, pid 7 started 1; "
+                                  "ab12)"})
     code, out, _ = _cli("doctor", "--workdir", str(tmp_path), "--fix")
     assert code == 1 and "ran on another host" in out and names.TAG_DECISION_CLAIM in out, out
     assert len(tracking.Tracker(uri=uri, experiment=None).decisions(run_id)) == 1

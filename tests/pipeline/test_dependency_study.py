@@ -13,13 +13,20 @@ import pandas as pd
 import pytest
 import yaml
 
-from ..conftest import write_release_config
 from privacy_gate.config import ReleaseConfig, load_release_config
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, InsufficientDataError
-from privacy_gate.studies.dependency_splits import (Clustering, bias_split, cluster_split, iid_counterpart,
-                                                     source_split, spec_without)
+from privacy_gate.spec import DatasetSpec
+from privacy_gate.studies.dependency_splits import (
+    Clustering,
+    bias_split,
+    cluster_split,
+    iid_counterpart,
+    source_split,
+    spec_without,
+)
 from privacy_gate.studies.dependency_summary import check_invariants, summarise
+
+from ..conftest import write_release_config
 
 SPEC = DatasetSpec.model_validate({"name": "t", "source": "site", "columns": {
     "site": {"kind": "categorical"}, "sex": {"kind": "categorical"}, "x": {"kind": "numeric"},
@@ -216,5 +223,6 @@ def test_the_example_study_config_loads_and_says_how_big_it_is():
 
     cfg = load_release_config(ROOT / "examples" / "adult-dependency.yaml")
     assert cfg.dataset.spec.source == "workclass"
-    # source + cluster: (4 + 4 + 2 + 1) fits; two bias sweeps: 7 shares x (2 + 1) fits; x 2 (IID) x 3 repetitions
+    # source + cluster: (4 + 4 + 2 + 1) fits; two bias sweeps: 7 shares x (2 + 1) fits; x 2 (IID) x
+    # 3 repetitions
     assert plan_size(cfg) == 2 * 3 * (2 * 11 + 2 * 7 * 3) == 384

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from privacy_gate import names
 from privacy_gate.cli import app
-from privacy_gate.review.doctor import reconcile_on_start
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.publication.publish import STAGING_PREFIX, ReleaseStore
+from privacy_gate.review.doctor import reconcile_on_start
 from privacy_gate.tracking import Tracker
 
 

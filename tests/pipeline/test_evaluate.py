@@ -50,7 +50,8 @@ def test_evaluate_fails_closed_with_the_stage(adult_full, adult_spec):
                                    synthetic=rows[400:], spec=adult_spec, attacks=[{"name": "dcr"}])
     assert result.decision == "BLOCK" and result.verdict.status == "error"
     # 20 holdout rows: below the 30 targets per class anything needs (between 30 and
-    # targets.min_per_class the gate runs and REVIEWs for insufficient evidence: tests/gate/test_small_tables.py)
+    # targets.min_per_class the gate runs and REVIEWs for insufficient evidence:
+    # tests/gate/test_small_tables.py)
     assert result.verdict.reasons[0].message.startswith("targets: only 20 member and 20 non-member targets")
 
 

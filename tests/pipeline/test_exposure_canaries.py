@@ -19,9 +19,8 @@ import pandas as pd
 import pytest
 
 from privacy_gate import evaluate
-
-from privacy_gate.publication import publish
 from privacy_gate.config import GateOnlyConfig, TargetsConfig, load_spec
+from privacy_gate.publication import publish
 from privacy_gate.review.decide import decide_run
 from privacy_gate.runs.release import gate_only_run
 from privacy_gate.runs.suppression import exposed_neighbour_mask, singled_out
@@ -102,7 +101,8 @@ def test_suppressing_exposed_records_removes_their_noisy_copies(adult_full):
 
 
 def _group_leak(seed: int, value: str, adult: pd.DataFrame, *, noise: float = 0.02):
-    """Every release row of ``race == value`` replaced by near-copies of that group's training rows."""
+    """Every release row of ``race == value`` replaced by near-copies of that group's training
+    rows."""
     from privacy_gate.generators.base import clip_to_spec
 
     from ..exposure_scenarios import noisy_rows

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 from privacy_gate import names
 from privacy_gate.generators import progress
-from privacy_gate.runs import release
 from privacy_gate.pipeline.executor import LocalExecutor
 from privacy_gate.pipeline.stages import Stage, StageClock, run_stages
+from privacy_gate.runs import release
 
 from ..conftest import LogLines
 

@@ -67,8 +67,9 @@ def dependency_addition(diff: str) -> bool:
 
 #: a pooled rare-values group's label (``1st-4th|Preschool``) is outside MLflow's
 #: key alphabet. Its key segment used to be the lossy ``1st-4th_Preschool`` (which a value
-#: ``1st-4th_Preschool`` would share); ``names.key_segment`` keeps that spelling and appends a hash of
-#: the label. The same figure under the renamed key is not a difference; a changed figure still is.
+#: ``1st-4th_Preschool`` would share); ``names.key_segment`` keeps that spelling and appends a hash
+#: of the label. The same figure under the renamed key is not a difference; a changed figure still
+#: is.
 _KEY_HASH = re.compile(r"-h[0-9a-f]{10}")
 
 
@@ -124,7 +125,8 @@ def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
 
 
 def test_per_sample_allowance_is_narrow():
-    """Only additions and the removed "other" group pass; a changed figure of a named group does not."""
+    """Only additions and the removed "other" group pass; a changed figure of a named group does
+    not."""
     assert per_sample_change("metric subgroup/race/Other/membership_test.p_value: None -> 0.44")
     assert per_sample_change("metric subgroup/sex_x_race/other/dcr.auc: 0.51 -> None")
     assert not per_sample_change("metric subgroup/race/Black/dcr.auc: 0.51 -> 0.52")
@@ -203,8 +205,8 @@ def test_the_float_tolerance_takes_blas_rounding_only():
     assert n1 * n0 >= 600 * 600
     for key in ("dcr.auc", "domias.auc"):
         step = 1 / (n1 * n0)
-        assert _one_change(name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] + step))
-        assert _one_change(name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] - step))
+        assert _one_change(name, lambda v, k=key, s=step: v["metrics"].__setitem__(k, v["metrics"][k] + s))
+        assert _one_change(name, lambda v, k=key, s=step: v["metrics"].__setitem__(k, v["metrics"][k] - s))
     # counts are exact, however large: one target more is reported
     for key in ("dcr.n_members", "utility.n_pairs", "validation.synthetic.failed"):
         assert _one_change(name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] + 1)), key

@@ -20,14 +20,12 @@ from privacy_gate import names, tracking
 from privacy_gate.config import RetryConfig, load_release_config
 from privacy_gate.errors import is_infrastructure_error
 from privacy_gate.pipeline import LocalExecutor
-from privacy_gate.runs.retrying import run_with_retries
-from privacy_gate.runs.release import release_run
 from privacy_gate.publication.publish import list_published
+from privacy_gate.runs.release import release_run
+from privacy_gate.runs.retrying import run_with_retries
 
 from .. import stack
 from ..conftest import write_release_config
-
-
 
 #: the sample stage's progress line for the ``file`` generator (whole file, or a sample of it)
 SAMPLE_STAGE = ("releasing all", "sampling")

@@ -8,7 +8,8 @@ dictionary reverses nothing, labels are stable within a workdir (``approve --sup
 the group) and differ across workdirs, and the secret appears in no file, record or output.
 
 The end-to-end tests run one gate on Adult with ``native_country`` declared without categories (its
-rare countries are hashed), then ``approve --suppress`` on the flagged group; the unit tests need no gate.
+rare countries are hashed), then ``approve --suppress`` on the flagged group; the unit tests need no
+gate.
 """
 
 from __future__ import annotations
@@ -210,7 +211,8 @@ def test_labels_are_the_stores_keyed_hashes_and_resolve_only_with_its_key(gated,
     assert tokens <= set(keyed), tokens - set(keyed)  # every label is the store's keyed hash of a value
     other = LabelKey.ephemeral()
     assert not tokens & {other.token(w)[1:] for w in words}  # another store's key names nothing here
-    # the run sealed which key hashed its labels; --suppress by a hashed label removes exactly its rows
+    # the run sealed which key hashed its labels; --suppress by a hashed label removes exactly its
+    # rows
     tracker = tracking.Tracker(uri=f"sqlite:///{gated['workdir'] / names.SQLITE_FILE}", experiment=None)
     record = RunRecord(tracker, gated["run_id"])
     assert record.seal[names.SEAL_LABEL_KEY] == key.fingerprint

@@ -7,8 +7,8 @@ import yaml
 
 from privacy_gate import names, tracking
 from privacy_gate.config import load_release_config
-from privacy_gate.runs.release import release_run
 from privacy_gate.publication.publish import list_published
+from privacy_gate.runs.release import release_run
 
 from ..conftest import EXAMPLE, lighten
 

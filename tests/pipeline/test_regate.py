@@ -66,7 +66,7 @@ def test_release_records_the_generators_actual_epsilon_and_the_oracle(recorded_r
     assert settings["privacy"]["epsilon"] == ACTUAL_EPSILON
     assert [a.get("label") or a["name"] for a in settings["attacks"]] == ["dcr", "mama_mia", names.ORACLE_ATTACK]
     metrics = result.verdict.metrics
-    assert f"dcr.mace.dp_bound" in metrics and f"{names.ORACLE_ATTACK}.auc" in metrics
+    assert "dcr.mace.dp_bound" in metrics and f"{names.ORACLE_ATTACK}.auc" in metrics
 
 
 def test_regate_uses_the_recorded_epsilon_and_the_same_attacks(recorded_run):

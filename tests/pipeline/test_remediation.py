@@ -12,11 +12,15 @@ from mlflow.tracking import MlflowClient
 from privacy_gate import names, tracking
 from privacy_gate.config import load_release_config
 from privacy_gate.errors import ConfigError
-from privacy_gate.runs.remediation import _choose, check_ladder, ladder_generators, remediated_release_run
 from privacy_gate.publication.publish import list_published, verify_published
+from privacy_gate.runs.remediation import (
+    _choose,
+    check_ladder,
+    ladder_generators,
+    remediated_release_run,
+)
 
 from ..conftest import write_release_config
-
 
 
 def _config(folder: Path, generator: dict, ladder: list[dict], **remediate):
@@ -75,7 +79,8 @@ def test_dp_ladder_sums_the_budget_and_refuses_past_the_cap(small_adult, tmp_pat
     with pytest.raises(ConfigError, match=r"epsilon 4.5 in total .*3 \+ 1 \+ 0.5.*max_total_epsilon 4"):
         check_ladder(refused)
     assert [g.model_dump()["epsilon"] for g in ladder_generators(refused)] == [3.0, 1.0, 0.5]
-    # the configured generator blocked (verbatim copies), both DP rungs tried: the budget is their sum
+    # the configured generator blocked (verbatim copies), both DP rungs tried: the budget is their
+    # sum
     cfg = _config(small_adult, {"name": "copy_train"}, [{"name": "mst", "epsilon": 2.0, "seed": 0},
                                                          {"name": "mst", "epsilon": 1.0, "seed": 1}],
                   choose="most_useful", max_total_epsilon=3.0)

@@ -20,8 +20,13 @@ from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.experiment.inputs import load_real_data, split_release
 from privacy_gate.generators import GeneratorCapabilities, register_generator
 from privacy_gate.params import Component, Field, Fraction, Params, Seed
-from privacy_gate.runs.remediation import FilterRung, check_ladder, ladder_rungs, remediated_release_run
 from privacy_gate.publication.publish import list_published, read_quarantined, verify_published
+from privacy_gate.runs.remediation import (
+    FilterRung,
+    check_ladder,
+    ladder_rungs,
+    remediated_release_run,
+)
 
 from ..conftest import write_release_config
 
@@ -206,7 +211,8 @@ def test_filter_rungs_spend_no_epsilon(small_adult):
     ([{"filter": ["copies"]}], r"remediate\.ladder\[0\]: unknown filter \['copies'\]; allowed: copies"),
     ([{"filter": "copies", "noise": 0.1}], r"remediate\.ladder\[0\]: a filter rung has only the key 'filter', not noise"),
     ([{"filter": "copies"}, {"filter": "copies"}],
-     r"remediate\.ladder\[1\]: a filter rung must follow a generator attempt .*remediate\.ladder\[0\]"),
+     r"remediate\.ladder\[1\]: a filter rung must follow a generator attempt "
+     r".*remediate\.ladder\[0\]"),
 ])
 def test_bad_filter_rungs_are_config_errors(small_adult, ladder, message):
     with pytest.raises(ConfigError, match=message):

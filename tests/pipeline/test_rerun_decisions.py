@@ -22,11 +22,11 @@ from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.errors import ReviewError
 from privacy_gate.gate import Verdict
-from privacy_gate.review import decide as review
-from privacy_gate.runs.regate import rerun_sink
-from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publication.publish import ReleaseStore
+from privacy_gate.review import decide as review
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.regate import rerun_sink
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 

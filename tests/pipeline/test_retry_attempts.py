@@ -45,7 +45,8 @@ def test_retried_attempts_nest_under_one_parent_carrying_the_final_verdict(tmp_p
     assert parent.data.tags[names.TAG_VERDICT] == "APPROVE" and parent.data.tags[names.TAG_ATTEMPTS] == "3"
     assert parent.data.tags[names.TAG_FINAL_RUN] == made[-1] and parent.info.status == "FINISHED"
     assert parent.info.run_name.startswith("APPROVE · ")
-    # both recorded attempts (the first, made before any retry, moved under the parent) are its children
+    # both recorded attempts (the first, made before any retry, moved under the parent) are its
+    # children
     assert [(runs[r].data.tags.get("mlflow.parentRunId"), runs[r].data.tags.get(names.TAG_ATTEMPT)) for r in made] \
         == [(parent.info.run_id, "1"), (parent.info.run_id, "3")]
     assert len(runs) == 3  # the parent and the two recorded attempts: nothing unrelated

@@ -21,11 +21,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from privacy_gate.flows import release_flow
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.config import load_release_config
 from privacy_gate.data import conform, split_by_entity
+from privacy_gate.flows import release_flow
 
 from ..conftest import write_release_config
 
@@ -35,7 +35,8 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def canary(adult_full, tmp_path_factory):
-    """10,000 real rows; synthetic = 20,000 other Adult rows + copies of the rare group's train rows."""
+    """10,000 real rows; synthetic = 20,000 other Adult rows + copies of the rare group's train
+    rows."""
     folder = tmp_path_factory.mktemp("subgroup-canary")
     shuffled = adult_full.sample(frac=1.0, random_state=11).reset_index(drop=True)
     shuffled.iloc[:10000].to_csv(folder / "real.csv", index=False)
@@ -50,8 +51,8 @@ def canary(adult_full, tmp_path_factory):
 
 def _config(folder: Path, name: str, *, generator=None, **over) -> Path:
     gen = generator or {"name": "file", "path": str(folder / "synthetic.csv")}
-    # one audited column per group: with the sex x race intersection, its merged "other" group (which
-    # holds the small race=Asian-Pac-Islander x sex cells) is rightly flagged too
+    # one audited column per group: with the sex x race intersection, its merged "other" group
+    # (which holds the small race=Asian-Pac-Islander x sex cells) is rightly flagged too
     over.setdefault("audit", {"intersections": []})
     # the review mechanics on a REVIEW run: without the global exposed-share block rule
     from ..conftest import review_rules
@@ -148,7 +149,11 @@ def test_refusals_and_approval_in_a_later_process(prefect_server, canary, tmp_pa
 
 def _paused_flow_run_id(timeout: float = 180.0) -> str:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
 
     deadline = time.time() + timeout
@@ -163,7 +168,8 @@ def _paused_flow_run_id(timeout: float = 180.0) -> str:
 
 
 def _saved_review_form(flow_run_id: str) -> tuple[dict, str]:
-    """The JSON schema and description of the review form the paused run saved (what the UI shows)."""
+    """The JSON schema and description of the review form the paused run saved (what the UI
+    shows)."""
     from prefect.client.orchestration import get_client
     from prefect.input import keyset_from_paused_state, read_flow_run_input
 

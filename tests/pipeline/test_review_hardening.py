@@ -22,9 +22,9 @@ from privacy_gate.cli import app
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.review_records import ReviewDecision
+from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.review import decide as review
 from privacy_gate.runs.mlflow_sink import MlflowSink
-from privacy_gate.publication.publish import ReleaseStore
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 
@@ -33,7 +33,8 @@ runner = CliRunner()
 
 
 def make_review_run(workdir: Path) -> tuple[str, str]:
-    """A finished REVIEW run recorded the way the gate records one; returns (run id, tracking uri)."""
+    """A finished REVIEW run recorded the way the gate records one; returns (run id, tracking
+    uri)."""
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
     sink = MlflowSink.start(tracker, name="release-toy", kind="release", dataset="toy")
     store = ReleaseStore(workdir=workdir)

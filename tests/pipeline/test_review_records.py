@@ -18,12 +18,12 @@ from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.verdict import Check
+from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.pipeline.stages import StageClock
+from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.review import decide as review
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.release import RunContext, finish
-from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.publication.publish import ReleaseStore
 
 from ..conftest import LogLines
 
@@ -56,7 +56,8 @@ def flagged_group_verdict(release_sha256: str) -> Verdict:
 
 
 def make_review_run(workdir: Path, *, rows: int = 20, logger=None) -> tuple[str, str]:
-    """A finished REVIEW run with one flagged group, recorded by ``release.finish`` as a gate run is."""
+    """A finished REVIEW run with one flagged group, recorded by ``release.finish`` as a gate run
+    is."""
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
     sink = MlflowSink.start(tracker, name="gate-toy", kind="gate_only", dataset="toy")
     ctx = RunContext(sink=sink, store=ReleaseStore(workdir=workdir), dataset="toy",
@@ -138,7 +139,8 @@ def test_review_leads_with_the_evidence_in_words(tmp_path):
     # then the reasons in words (the key after each), and what suppressing the group would do
     reasons = lines[lines.index("flagged subgroups (rule checks):") + 1]
     assert reasons == (f"  - In the group {GROUP}, the attacks rank its member targets above its non-members more "
-                       "than chance allows (p = 0.0008 after Holm correction over every audited group; level 0.01): "
+                       "than chance allows (p = 0.0008 after Holm correction over every audited group; level "
+                       "0.01): "
                        f"the release may expose people of this group. ({GROUP}: membership_test.p_adjusted)")
     assert "violates" not in r.stdout
     assert f"  - Suppress {GROUP}: not worked out by the gate" in r.stdout
@@ -156,7 +158,8 @@ def test_a_suppressing_approval_the_regate_still_blocks_says_why_in_words(tmp_pa
     with pytest.raises(review.ReviewError) as refused:
         review.decide_run(run_id, action="approve", reviewer="ana", suppress=[GROUP], tracking_uri=uri,
                           workdir=str(tmp_path), regate=regate)
-    assert ("the gate still BLOCKs (re-run rerun-2): 4% of the synthetic rows copy a training record verbatim, beyond "
+    assert ("the gate still BLOCKs (re-run rerun-2): 4% of the synthetic rows copy a training record "
+            "verbatim, beyond "
             "the rate natural twins explain (bar 1%): training records are copied into the release. "
             "(copies.excess_share)") in str(refused.value)
 

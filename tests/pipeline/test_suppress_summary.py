@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.gate.verdict import Check, Verdict
+from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.runs import regate
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.regate import rerun_sink
-from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.publication.publish import ReleaseStore
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 from .test_rerun_decisions import GROUP, _frame, _parent

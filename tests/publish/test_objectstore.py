@@ -7,13 +7,17 @@ import json
 import pandas as pd
 import pytest
 
-from privacy_gate.publication import objectstore
 from privacy_gate.data import read_table
 from privacy_gate.errors import DataError, is_infrastructure_error
-from privacy_gate.publication.publish import (PublishError, ReleaseStore, list_published_s3, verify_published_s3)
+from privacy_gate.publication import objectstore
+from privacy_gate.publication.publish import (
+    PublishError,
+    ReleaseStore,
+    list_published_s3,
+    verify_published_s3,
+)
 
 from .. import stack
-
 
 
 def _frame(n: int = 50) -> pd.DataFrame:

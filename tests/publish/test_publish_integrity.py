@@ -17,7 +17,12 @@ import pandas as pd
 import pytest
 
 import privacy_gate.publication.publish as publish
-from privacy_gate.publication.publish import PublishError, ReleaseStore, list_published, verify_published
+from privacy_gate.publication.publish import (
+    PublishError,
+    ReleaseStore,
+    list_published,
+    verify_published,
+)
 
 from ..reaper import popen
 

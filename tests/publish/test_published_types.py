@@ -117,7 +117,7 @@ def test_a_csv_release_keeps_what_csv_can_express(typed, tmp_path):
     pd.testing.assert_frame_equal(conform(out, spec, source="published"), given)
 
 
-# ------------------------------------------------------------------ what is restored, and what is not
+# ---------------------------------------------------------------- what is restored, and what is not
 
 
 def test_the_quarantined_file_is_written_in_the_input_types_and_reads_back_as_judged(tmp_path):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privacy_gate.publication import objectstore
 from privacy_gate.data import read_table
 from privacy_gate.errors import DataError
+from privacy_gate.publication import objectstore
 
 
 def test_an_object_over_the_size_budget_is_refused_before_it_is_downloaded(s3_env, tmp_path, monkeypatch):

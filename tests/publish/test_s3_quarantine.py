@@ -1,6 +1,7 @@
 """The quarantine on object storage: with an ``s3://`` publish target the candidate release waits
 in the bucket too (uploaded, read back and hashed, then committed), so an approval made in another
-workdir (another machine) against the same MLflow store and bucket publishes it. moto's S3 server."""
+workdir (another machine) against the same MLflow store and bucket publishes it. moto's S3
+server."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import pandas as pd
 import pytest
 
 from privacy_gate import names, tracking
-
 from privacy_gate.publication import objectstore, quarantine
-from privacy_gate.publication.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
+from privacy_gate.publication.publish import (
+    QUARANTINE_DIR,
+    ReleaseStore,
+    list_published_s3,
+    verify_published_s3,
+)
 
 from ..conftest import review_rules, write_release_config
 
@@ -51,12 +56,13 @@ def test_local_targets_keep_a_local_quarantine(tmp_path):
 @pytest.mark.timeout(600)
 def test_approve_in_another_workdir_publishes_the_quarantined_release(s3_env, small_adult, tmp_path):
     """Gate in workdir A (its local quarantine then lost, as with a replaced worker); approve from
-    workdir B against A's MLflow store: the release comes from the bucket, verified, and is published."""
+    workdir B against A's MLflow store: the release comes from the bucket, verified, and is
+    published."""
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, split_by_entity
     from privacy_gate.pipeline import LocalExecutor
-    from privacy_gate.runs.release import release_run
     from privacy_gate.review.decide import decide_run
+    from privacy_gate.runs.release import release_run
 
     folder = tmp_path / "data"
     folder.mkdir()

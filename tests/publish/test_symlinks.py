@@ -1,9 +1,10 @@
-"""A symbolic link planted in the workdir is never followed: at ``quarantine/<sha>/synthetic.parquet``,
-at ``quarantine/<sha>``, at ``quarantine`` itself or at the default ``published`` folder, pointing out of
-the workdir. It used to be: the outside file was chmod-ed 0600, the outside folder 0700, and either
-received the release (a BLOCKed release's training copies included). Now the write is refused with
-an error naming the link and saying to remove it, nothing outside changes (content, mode, mtime), and
-a gate that meets such a link BLOCKs with that message."""
+"""A symbolic link planted in the workdir is never followed: at
+``quarantine/<sha>/synthetic.parquet``, at ``quarantine/<sha>``, at ``quarantine`` itself or at the
+default ``published`` folder, pointing out of the workdir. It used to be: the outside file was
+chmod-ed 0600, the outside folder 0700, and either received the release (a BLOCKed release's
+training copies included). Now the write is refused with an error naming the link and saying to
+remove it, nothing outside changes (content, mode, mtime), and a gate that meets such a link BLOCKs
+with that message."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def test_a_release_fetched_back_never_follows_a_planted_link(tmp_path, monkeypat
     assert _state(outside) == before and link.is_symlink()
 
 
-# ---------------------------------------------------------------------------------- through the gate
+# --------------------------------------------------------------------------------- through the gate
 
 runner = CliRunner()
 

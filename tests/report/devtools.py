@@ -22,7 +22,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
          "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
          "--hide-scrollbars", "--window-size=1400,1000"]
 #: why a browser test is skipped
-MISSING = (f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run installs it) to run the "
+MISSING = (f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run installs it) to run "
+           "the "
            "browser tests")
 
 
@@ -84,7 +85,8 @@ class DevTools:
     def open_page(self) -> str:
         page = next(t for t in self.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
         session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})["sessionId"]
-        # out-of-process iframes (the artifact viewer's sandboxed report) attach as their own sessions
+        # out-of-process iframes (the artifact viewer's sandboxed report) attach as their own
+        # sessions
         self.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True},
                   session=session)
         self.send("Page.enable", session=session)

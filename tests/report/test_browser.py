@@ -1,16 +1,16 @@
 """What a privacy officer sees: a real MLflow server and headless Chromium on a finished REVIEW run.
 
 The run: the small seeded Adult table, released as 2,000 disjoint Adult rows plus verbatim copies of
-the training records of one rare subgroup (race=Asian-Pac-Islander) -> REVIEW with that group flagged
-(and any other flag explained by it). Then ``mlflow server`` on the run's sqlite store (its experiment has a file://
-artifact location, which the server reads directly) and Chromium on
+the training records of one rare subgroup (race=Asian-Pac-Islander) -> REVIEW with that group
+flagged (and any other flag explained by it). Then ``mlflow server`` on the run's sqlite store (its
+experiment has a file:// artifact location, which the server reads directly) and Chromium on
 
-(a) the run page: ``--dump-dom`` must show the verdict tag and the flagged group, its description the
-    evidence and the decision commands; the experiment's runs page (the link we print) lists the run
-    with its verdict;
+(a) the run page: ``--dump-dom`` must show the verdict tag and the flagged group, its description
+    the evidence and the decision commands; the experiment's runs page (the link we print) lists the
+    run with its verdict;
 (b) the HTML report as the MLflow UI shows it (artifact viewer: the UI fetches
-    ``/get-artifact?path=report/index.html&run_uuid=RUN`` and renders it in a sandboxed iframe, which
-    ``--dump-dom`` cannot see, so the rendered text is read over the DevTools protocol).
+    ``/get-artifact?path=report/index.html&run_uuid=RUN`` and renders it in a sandboxed iframe,
+    which ``--dump-dom`` cannot see, so the rendered text is read over the DevTools protocol).
 
 Screenshots go to tests/output/browser/ (gitignored). Loopback only; the server is always stopped
 (and Chromium and the server are started through tests/reaper.py: they die with pytest).
@@ -19,8 +19,8 @@ Screenshots go to tests/output/browser/ (gitignored). Loopback only; the server 
 from __future__ import annotations
 
 import contextlib
-import re
 import os
+import re
 import subprocess
 import sys
 import time
@@ -71,9 +71,9 @@ def _run_chromium(args: list[str], profile: Path, timeout: float = 90.0) -> str:
 @pytest.fixture(scope="module")
 def review_run(prefect_server, small_adult, tmp_path_factory):
     """A finished release flow ending in REVIEW with exactly one flagged subgroup (~20 s)."""
-    from privacy_gate.flows import release_flow
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, split_by_entity
+    from privacy_gate.flows import release_flow
 
     folder = tmp_path_factory.mktemp("browser-data")
     real = pd.read_csv(small_adult / "real.csv")
@@ -101,7 +101,8 @@ def review_run(prefect_server, small_adult, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mlflow_server(review_run):
-    """``mlflow server`` on the run's sqlite store, loopback only; stopped (TERM, wait) afterwards."""
+    """``mlflow server`` on the run's sqlite store, loopback only; stopped (TERM, wait)
+    afterwards."""
     _, workdir = review_run
     port = free_port()
     exe = Path(sys.executable).with_name("mlflow")
@@ -220,15 +221,18 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
         assert "pending" in text and "Rules" in text and "Subgroups" in text
         browser.pump(1.0)  # let the figures decode before the screenshot
         browser.screenshot(page, out_dir / "report_in_mlflow.png")
-        # the same served bytes as a full page (what "download" + open would show), for a readable screenshot
+        # the same served bytes as a full page (what "download" + open would show), for a readable
+        # screenshot
         browser.send("Runtime.evaluate", {"expression": (
-            f"fetch('/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}').then(r => r.text())"
+            f"fetch('/get-artifact?path={names.ART_REPORT}&run_uuid={run_id}').then(r => "
+            "r.text())"
             ".then(t => { document.open(); document.write(t); document.close(); })"),
             "awaitPromise": True}, session=page)
         browser.pump(1.0)
         full = browser.text(page)
         assert full.startswith("REVIEW") and GROUP in full
-        # under the summary cards, the reasons lead to the evidence: the group's size and the AUC with its interval
+        # under the summary cards, the reasons lead to the evidence: the group's size and the AUC
+        # with its interval
         banner = full.split("dataset ")[0]
         found = EVIDENCE.search(banner)
         assert found, banner[:1500]
@@ -237,7 +241,8 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
         assert not RAW_TAG.search(full), RAW_TAG.findall(full)[:5]  # markup renders, never shows as text
         assert "ROC inside each flagged group" in full
         images = browser.send("Runtime.evaluate", {"expression": (
-            "Array.from(document.images).filter(i => i.complete && i.naturalWidth > 100).length"),
+            "Array.from(document.images).filter(i => i.complete && i.naturalWidth > "
+            "100).length"),
             "returnByValue": True}, session=page)["result"]["value"]
         assert images >= 4  # ROC, score histograms, subgroup bars, the flagged group's ROC all decode
         browser.screenshot(page, out_dir / "report_full.png", full_page=True)

@@ -26,9 +26,10 @@ blocking one; its start: the first words, up to 60 characters):
 - each report (the run's ``report/index.html`` artifact as a file): the verdict in its banner and
   the start of the first reason in its verdict card;
 - each Prefect flow run page (``/runs/flow-run/<id>``, the link Prefect prints, and the same page in
-  the v2 UI, Prefect's default): the state name (``Review pending``, ``Blocked``) and the start of the
-  state message (``BLOCK: The attack …``). Prefect shows the message only on the page's Details tab,
-  so the flow run is named after it (flows/verdict_states.py ``glance_name``); the page's title shows it.
+  the v2 UI, Prefect's default): the state name (``Review pending``, ``Blocked``) and the start of
+  the state message (``BLOCK: The attack …``). Prefect shows the message only on the page's Details
+  tab, so the flow run is named after it (flows/verdict_states.py ``glance_name``); the page's title
+  shows it.
 
 Screenshots of every view go to tests/output/browser/glance/ (gitignored). Every process is
 started through tests/reaper.py and stopped (tests/stack.py ``stop_group``); loopback only.
@@ -46,7 +47,9 @@ import pytest
 from privacy_gate import names, tracking
 
 from ..conftest import write_release_config
-from ..flows.test_once_per_release import ALWAYS_REVIEW  # a rule every release violates at review level
+from ..flows.test_once_per_release import (
+    ALWAYS_REVIEW,  # a rule every release violates at review level
+)
 from ..stack import running, start_mlflow, start_prefect, wait_http
 from .devtools import MISSING, DevTools, chromium_available
 
@@ -58,8 +61,9 @@ WIDTH, HEIGHT = 1280, 900
 REASON_START = 60
 STATE_NAMES = {"REVIEW": "Review pending", "BLOCK": "Blocked"}
 
-#: Where each needle is in the page and whether a person sees it: (needles) -> one result per needle,
-#: {visible, box, owner (the text of the element holding it), why (for the matches not visible)}.
+#: Where each needle is in the page and whether a person sees it: (needles) -> one result per
+#: needle, {visible, box, owner (the text of the element holding it), why (for the matches not
+#: visible)}.
 GLANCE_JS = r"""(needles) => {
   const W = window.innerWidth, H = window.innerHeight, texts = [];
   let all = '';
@@ -149,7 +153,8 @@ def reason_start(sentence: str, limit: int = REASON_START) -> str:
 @pytest.fixture(scope="module")
 def prefect_ui(tmp_path_factory):
     """``prefect server start`` with its UI, on its own home and SQLite database, loopback only,
-    analytics off; the UI's static files are copied into the home, never into the installed package."""
+    analytics off; the UI's static files are copied into the home, never into the installed
+    package."""
     home = tmp_path_factory.mktemp("glance-prefect")
     server = start_prefect(home, database_url=f"sqlite+aiosqlite:///{home / 'prefect.db'}", home=home,
                            env={"PREFECT_UI_ENABLED": "true", "PREFECT_UI_STATIC_DIRECTORY": str(home / "ui")})
@@ -231,7 +236,8 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mlflow_ui(glance_runs):
-    """``mlflow server`` on the runs' SQLite store (its artifacts read where the runs wrote them)."""
+    """``mlflow server`` on the runs' SQLite store (its artifacts read where the runs wrote
+    them)."""
     _, workdir = glance_runs
     logdir = workdir / "mlflow-server"
     logdir.mkdir()
@@ -259,7 +265,8 @@ def browser(tmp_path_factory):
 
 def glance(browser, url: str, needles: list[str], shot: str, *, seconds: float = 90) -> dict[str, dict]:
     """Open ``url`` afresh (never scrolled, nothing clicked), wait until every needle is visible
-    (or ``seconds`` pass), screenshot the first screen to ``shot`` and return where each needle is."""
+    (or ``seconds`` pass), screenshot the first screen to ``shot`` and return where each needle
+    is."""
     chromium, page = browser
     chromium.send("Page.navigate", {"url": "about:blank"}, session=page)  # a fresh document, even for a #route
     chromium.pump(0.3)

@@ -1,14 +1,15 @@
 """What the reviewer sees in MLflow: the run description leads with the first reason, the evidence
-and the commands that decide, links open the experiment's runs in the model-training view (fast: no MLflow store)."""
+and the commands that decide, links open the experiment's runs in the model-training view (fast: no
+MLflow store)."""
 
 from __future__ import annotations
 
 from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.report.html import render_report
 from privacy_gate.report.summary import run_outcome_console, verdict_markdown
+from privacy_gate.runs.mlflow_sink import MlflowSink
 
 from .test_report import GROUP, RUN_ID, _inputs, _verdict
 
@@ -62,7 +63,8 @@ def test_run_description_leads_with_the_first_reason_the_evidence_and_the_decisi
     note = tracker.notes[RUN_ID]
     first = note.splitlines()[:4]
     assert first[0].startswith("**REVIEW**")
-    # the first reason in words, which the folded description shows at a glance; then the group's evidence
+    # the first reason in words, which the folded description shows at a glance; then the group's
+    # evidence
     assert first[2].startswith(f"- The figure {GROUP}: dcr.auc is 0.97"), first
     assert first[3].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[3]
     assert f'privacy-gate approve {RUN_ID} --reviewer "$USER" --suppress {GROUP} --workdir /wd' in note

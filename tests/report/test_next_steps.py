@@ -123,8 +123,8 @@ def test_the_run_records_its_workdir_and_its_description_and_report_name_it(tmp_
     from types import SimpleNamespace
 
     from privacy_gate import names
-    from privacy_gate.runs.mlflow_sink import MlflowSink
     from privacy_gate.report.html import ReportInputs, render_report
+    from privacy_gate.runs.mlflow_sink import MlflowSink
 
     tracker, workdir = _Tracker(), tmp_path / "wd"
     sink = MlflowSink(tracker, RUN)

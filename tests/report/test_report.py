@@ -12,7 +12,12 @@ import pytest
 
 from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Check, Verdict
-from privacy_gate.report.html import ReportInputs, hanley_mcneil_interval, load_report_inputs, render_report
+from privacy_gate.report.html import (
+    ReportInputs,
+    hanley_mcneil_interval,
+    load_report_inputs,
+    render_report,
+)
 from privacy_gate.report.summary import verdict_markdown
 
 GROUP = "race=Asian-Pac-Islander"

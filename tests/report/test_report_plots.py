@@ -9,9 +9,14 @@ import numpy as np
 from matplotlib.colors import to_hex
 
 from privacy_gate import names
-from privacy_gate.runs.mlflow_sink import flagged_group_rocs
 from privacy_gate.report import html as report_html
-from privacy_gate.report.plots import FLAGGED_COLOR, group_roc_figure, roc_figure, subgroup_bars_figure
+from privacy_gate.report.plots import (
+    FLAGGED_COLOR,
+    group_roc_figure,
+    roc_figure,
+    subgroup_bars_figure,
+)
+from privacy_gate.runs.mlflow_sink import flagged_group_rocs
 
 from .test_report import GROUP, _inputs, _verdict
 

@@ -9,8 +9,6 @@ from privacy_gate.report.html import render_report
 from .test_report import GROUP, _inputs, _verdict
 
 
-
-
 def _exposure_section(page: str) -> str:
     return page.split('id="exposure"')[1].split("</section>")[0]
 
@@ -51,7 +49,9 @@ def test_the_reasons_lead_with_one_sentence_per_flagged_group():
     # right under the cards and the reasons, before the tables
     evidence = page.split('<ul class="words evidence">')[1].split("</ul>")[0]
     assert page.index('id="summary"') < page.index('<ul class="words evidence">') < page.index('<table class="rules">')
-    assert (f"{GROUP}: 64 members among the targets; an attacker (dcr) tells members from non-members with "
-            "AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction for "
+    assert (f"{GROUP}: 64 members among the targets; an attacker (dcr) tells members from non-members "
+            "with "
+            "AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after "
+            "Holm correction for "
             "38 groups") in evidence
     assert evidence.count("<li>") == 1  # one flagged group, one sentence

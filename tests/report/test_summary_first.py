@@ -13,7 +13,13 @@ import pytest
 from privacy_gate.report.html import render_report
 from privacy_gate.report.summary import description_markdown, verdict_console, verdict_markdown
 
-from .golden_reports import block_verdict, blamed_verdict, golden_verdict, report_inputs, review_verdict
+from .golden_reports import (
+    blamed_verdict,
+    block_verdict,
+    golden_verdict,
+    report_inputs,
+    review_verdict,
+)
 
 E_NOTATION = re.compile(r"\d[eE][-+]?\d")
 
@@ -76,7 +82,8 @@ def test_the_verdict_card_leads_with_the_first_reason_in_words(page):
     card = html[html.index('class="card wide'):html.index("<h3>Strongest attack</h3>")]
     if decision == "REVIEW":  # the issue's case: the scan's tail test, in words, with its level
         top = int(review_verdict().metrics["exposed.scan_tail_top"])  # the golden scan's level, recorded
-        assert f"among the {top} with the most close synthetic copies, more are training records than chance allows" in card
+        assert (f"among the {top} with the most close synthetic copies, more are training records than "
+                "chance allows") in card
         assert "p = 0.00025, below this test&#x27;s level 0.004" in card and "test:scan" in card
         assert "violates" not in card
     else:  # the first blocking reason

@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import load_release_config
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError, ValidationFailed
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.validation import (
     COPY_INDICATOR_COLUMN,
     COPY_SHARE_EXPECTATION,
@@ -226,7 +225,8 @@ def test_raise_if_failed_names_suite_and_failures():
         report.raise_if_failed("input data")
     msg = str(info.value)
     assert "\n" not in msg
-    assert msg == "input data: suite 'toy.input' failed 1 expectation(s): column 'color': 1 value(s) not among the 3 allowed categories"
+    assert msg == ("input data: suite 'toy.input' failed 1 expectation(s): column 'color': 1 value(s) not "
+                   "among the 3 allowed categories")
     assert info.value.failures == report.failures()
 
 
