@@ -185,8 +185,7 @@ def main() -> None:
                        f"[{r[f'{s}_wilson95'][0]:.2f},{r[f'{s}_wilson95'][1]:.2f}]"
                     for s in ("old", "new")}
             print(f"{table:20s} {kind:10s} {cell['old']:>22s} {cell['new']:>22s} "
-                  f"{r['old_median_s']:7.2f} "
-                  f"{r['new_median_s']:7.2f} {r['time_ratio']:6.2f}")
+                  f"{r['old_median_s']:7.2f} {r['new_median_s']:7.2f} {r['time_ratio']:6.2f}")
     record("agreement_power", {"review_share": REVIEW_SHARE, "seeds": args.seeds, "results": results,
                                "command": "nice -n 10 python benchmarks/bench_agreement_power.py "
                                           f"--seeds {args.seeds}"})

@@ -250,10 +250,9 @@ def print_summary(summary: list[dict]) -> None:
         reasons = ", ".join(f"{k} {v}" for k, v in list(s["reason_counts"].items())[:3])
         secs = "" if s["seconds_mean"] is None else f"{s['seconds_mean']:.1f}"
         print(f"{s['table']:<17}{s['n_train'] or 0:>8} {s['cell']:<17}{s['n']:>4}  "
-              f"{_pct(s['approved_share']) + _ci(s['approved_ci']):<20}{_pct(s['block_share']):>6}  "
-              f"{power:<22}"
-              f"{'' if named is None else f'{named:.0f}':>6}{'' if fdp is None else f'{fdp:.2f}':>6}"
-              f"{secs:>7}  {reasons}{extra}")
+              f"{_pct(s['approved_share']) + _ci(s['approved_ci']):<20}{_pct(s['block_share']):>6}"
+              f"  {power:<22}{'' if named is None else f'{named:.0f}':>6}"
+              f"{'' if fdp is None else f'{fdp:.2f}':>6}{secs:>7}  {reasons}{extra}")
         if "baselines" in s:
             b = s["baselines"]
             print(f"{'':<17}{'':>8} {'  passed by:':<17}{'':>4}  SDMetrics DCRBaselineProtection "
@@ -295,7 +294,8 @@ def side_by_side(summary: list[dict]) -> str:
              "|---|---:|---|---:|---:|---:|---:|---:|"]
     for s in rows:
         b, n = s["baselines"], s["n"]
-        passes = lambda k, b=b: f"{round(b[k]['passed_share'] * b[k]['n'])}/{b[k]['n']}"  # noqa: E731
+        passes = lambda k, b=b: (f"{round(b[k]['passed_share'] * b[k]['n'])}"
+                                 f"/{b[k]['n']}")  # noqa: E731
         lines.append(f"| {s['table']} | {s['n_train']:,} | "
                      f"{s['cell']}{' (clean)' if s['kind'] == 'null' else ''} | {n} | "
                      f"{s['approved']}/{n} | {passes('sdm_baseline')} | "
@@ -352,8 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     todo = [j for j in plan(args) if key(*j) not in done]
     wanted = {key(*j) for j in plan(args)}
     print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in "
-          f"{jsonl.relative_to(ROOT)}, "
-          f"{len(todo)} to run on {args.jobs} process(es)", flush=True)
+          f"{jsonl.relative_to(ROOT)}, {len(todo)} to run on {args.jobs} process(es)", flush=True)
 
     def report(i: int, r: dict) -> None:
         done[r["key"]] = r
@@ -372,8 +371,7 @@ def main(argv: list[str] | None = None) -> None:
                 f" DCR gate {'pass' if bl['dcr_gate']['passed'] else 'FAIL'} "
                 f"({sum(bl['seconds'].values()):.0f}s)")
             print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} {r['cell']} seed {r['seed']}: "
-                  f"{r['decision']} "
-                  f"{r['seconds']:.1f}s{named} {reasons[:160]}{bls}", flush=True)
+                  f"{r['decision']} {r['seconds']:.1f}s{named} {reasons[:160]}{bls}", flush=True)
         else:
             print(f"[{i}/{len(todo)}] {r['table']} {r['cell']} seed {r['seed']}: {r['status']} "
                   f"{r.get('note', '')[:200]}",
@@ -423,8 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     gated = [r["seconds"] for r in rows if r.get("seconds") is not None]
     if gated:
         print(f"gate seconds: mean {sum(gated) / len(gated):.1f}, max {max(gated):.1f} over "
-              f"{len(gated)} gates; "
-              f"this run's wall time {wall:.0f}s")
+              f"{len(gated)} gates; this run's wall time {wall:.0f}s")
     md = markdown(summary)
     sbs = side_by_side(summary)
     if args.markdown:

@@ -31,11 +31,9 @@ from benchmarks._common import ROOT, record
 
 #: The command line of one timed process; the file it ran is printed last on stderr, to check
 #: that the checkout's code ran (not the installed package's).
-CHILD = ("import atexit, runpy, sys\n"
-         "atexit.register(lambda: print('\\nRAN ' + sys.modules['privacy_gate'].__file__, "
-         "file=sys.stderr))\n"
-         "sys.argv = ['privacy-gate', *sys.argv[1:]]\n"
-         "runpy.run_module('privacy_gate.cli', run_name='__main__')\n")
+CHILD = ("import atexit, runpy, sys\natexit.register(lambda: print('\\nRAN ' + "
+         "sys.modules['privacy_gate'].__file__, file=sys.stderr))\nsys.argv = ['privacy-gate', "
+         "*sys.argv[1:]]\nrunpy.run_module('privacy_gate.cli', run_name='__main__')\n")
 
 
 def _time(checkout: Path, args: list[str]) -> dict:

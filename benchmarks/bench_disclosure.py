@@ -81,7 +81,8 @@ from privacy_gate.estimators.disclosure import disclosure_risk
 
 SECRETS = ("income", "age", "occupation")
 MULTI_ATTEMPTS = 5000  # multivariate singling-out attempts, both tools
-TOLERANCE = 0.05  # a numeric secret guessed within 5%: ours DisclosureConfig.tolerance, anonymeter's default
+# a numeric secret guessed within 5%: ours DisclosureConfig.tolerance, anonymeter's default
+TOLERANCE = 0.05
 
 WORKER = r"""
 import json, sys, time, warnings
@@ -176,7 +177,7 @@ for seed_s, targets in args["targets"].items():
         out.setdefault(seed_s, {})[case] = res
         print(seed, case, "done", flush=True, file=sys.stderr)
 print(json.dumps(out))
-"""
+"""  # noqa: E501 - a script for a child process, kept as one would type it
 
 
 def anonymeter_python(venv: Path | None) -> Path:
@@ -397,15 +398,15 @@ def main() -> None:
                 agree_all &= row["agree"]
                 row.update(ours=m, anonymeter=a, speedup=a["seconds"] / max(m["seconds"], 1e-9))
                 rows.append(row)
-    print(f"{'seed':<5}{'release':<24}{'evaluator':<26}{'ours risk [interval]':<28}{'anonymeter risk [interval]':<28}"
-          f"{'agree':<7}{'ours s':>8}{'anon s':>9}{'x':>7}")
+    print(f"{'seed':<5}{'release':<24}{'evaluator':<26}{'ours risk [interval]':<28}"
+          f"{'anonymeter risk [interval]':<28}{'agree':<7}{'ours s':>8}{'anon s':>9}{'x':>7}")
     for r in rows:
         o, a = r["ours"], r["anonymeter"]
         print(f"{r['seed']:<5}{r['release']:<24}{r['evaluator']:<26}{o['risk']:6.3f} "
-              f"[{o['risk_lower']:6.3f},"
-              f"{o['risk_upper']:6.3f}]    {a['risk']:6.3f} "
+              f"[{o['risk_lower']:6.3f},{o['risk_upper']:6.3f}]    {a['risk']:6.3f} "
               f"[{a['risk_lower']:6.3f},{a['risk_upper']:6.3f}]    "
-              f"{'yes' if r['agree'] else 'NO':<7}{o['seconds']:8.2f}{a['seconds']:9.2f}{r['speedup']:7.1f}")
+              f"{'yes' if r['agree'] else 'NO':<7}{o['seconds']:8.2f}{a['seconds']:9.2f}"
+              f"{r['speedup']:7.1f}")
     per_eval = {}
     for r in rows:  # speed over the four releases (the equal-size check is extra), per pass
         if r["release"].endswith("@equal_size"):
@@ -416,9 +417,8 @@ def main() -> None:
     speed = {k: {"ours_s": v[0], "anonymeter_s": v[1], "speedup": v[1] / max(v[0], 1e-9)} for k, v in per_eval.items()}
     tot_o, tot_a = sum(v[0] for v in per_eval.values()), sum(v[1] for v in per_eval.values())
     n_agree = sum(r["agree"] for r in rows)
-    print(f"per pass: ours {tot_o:.1f} s, anonymeter {tot_a:.1f} s, {tot_a / tot_o:.1f}x; agreement: "
-          f"{n_agree} of "
-          f"{len(rows)} cases")
+    print(f"per pass: ours {tot_o:.1f} s, anonymeter {tot_a:.1f} s, {tot_a / tot_o:.1f}x; "
+          f"agreement: {n_agree} of {len(rows)} cases")
     record("disclosure", {"benchmark": __doc__.splitlines()[0], "n_attacks": args.n_attacks, "seeds": args.seeds,
                           "multivariate_attempts": MULTI_ATTEMPTS, "tolerance": TOLERANCE,
                           "rows": {"train": n_train, "control": n_control, "train_equal_size": n_control},

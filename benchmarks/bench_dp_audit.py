@@ -127,9 +127,8 @@ def teeth(n_seeds: int = 10, runs: int = 200) -> None:
     audits: list[dict] = []
     summary: dict[str, dict] = {}
     payload = {"benchmark": "DP audit teeth over seeds: honest vs known-broken generators",
-               "domain": "tests/dp_audit/domain.py: 200 private rows, 3 columns (2 x 3 x 4 cells + 1 "
-                         "public-only "
-                         "colour)",
+               "domain": "tests/dp_audit/domain.py: 200 private rows, 3 columns (2 x 3 x 4 cells + "
+                         "1 public-only colour)",
                "settings": {"runs_per_side": runs, "targets": ["worst_case"], "scores": ["whitebox", "blackbox"],
                             "alpha": 0.05, "epsilon": 1.0, "delta": "1e-5 (MST, Private-GSD); PrivBayes pure DP",
                             "private_gsd": {"max_generations": 200, "n_syn": 200}},

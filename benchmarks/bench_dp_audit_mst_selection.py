@@ -161,11 +161,9 @@ def main() -> None:
                "claimed_over_combined_mu_upper": math.sqrt(2 * game.rho) / math.sqrt(mu_meas**2 + hi)}
         payload["targets"][name] = row
         print(f"{name}: approx selection mu^2 {row['approx_mu2_search']:.4f} (search) / "
-              f"{row['approx_mu2_fresh']:.4f} "
-              f"(fresh); simulated E_in - E_out {diff:.4f} [{diff - half:.4f}, {diff + half:.4f}] "
-              f"over {runs} runs per "
-              f"side; measurements' mu {mu_meas:.4f} -> with the selection at most "
-              f"{row['combined_mu_upper']:.4f} "
+              f"{row['approx_mu2_fresh']:.4f} (fresh); simulated E_in - E_out {diff:.4f} "
+              f"[{diff - half:.4f}, {diff + half:.4f}] over {runs} runs per side; measurements' mu "
+              f"{mu_meas:.4f} -> with the selection at most {row['combined_mu_upper']:.4f} "
               f"(claimed / that {row['claimed_over_combined_mu_upper']:.3f})", flush=True)
     payload["seconds"] = time.perf_counter() - started
     record("dp_audit_mst_selection", payload)

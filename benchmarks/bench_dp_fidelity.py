@@ -42,8 +42,7 @@ def main() -> None:
         rows.append({"generator": name, "epsilon": eps, "repeat": rep, "tvd_1way": q["tvd_1way"],
                      "tvd_2way": q["tvd_2way"], "seconds": seconds})
         print(f"{name:<22}{'-' if eps is None else eps:>8}  tvd1 {q['tvd_1way']:.4f}  tvd2 "
-              f"{q['tvd_2way']:.4f}"
-              f"  ({seconds:.1f} s)", flush=True)
+              f"{q['tvd_2way']:.4f}  ({seconds:.1f} s)", flush=True)
 
     for rep in range(args.repeats):
         rng = np.random.default_rng(rep)

@@ -53,7 +53,8 @@ def main() -> None:
             print(f"{stage:<20} {kind:<11} -> {outcome.verdict:<7} {outcome.status:<13} "
                   f"visible={outcome.visible_releases} "
                   f"stray={outcome.stray_entries} recorded={outcome.recorded_verdict} "
-                  f"{'OK' if outcome.fail_closed else 'NOT FAIL-CLOSED'}{'' if outcome.fired else ' (fault never fired)'}",
+                  f"{'OK' if outcome.fail_closed else 'NOT FAIL-CLOSED'}"
+                  f"{'' if outcome.fired else ' (fault never fired)'}",
                   flush=True)
     closed = sum(o.fail_closed and o.fired for o in outcomes)  # a fault that never fired proves nothing
     stray = sum(o.stray_entries for o in outcomes)

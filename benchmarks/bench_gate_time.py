@@ -69,8 +69,7 @@ def main() -> None:
     seconds: dict[str, list[float]] = {k: [] for k in settings}
     decisions: dict[str, str] = {}
     print(f"full Adult: {len(splits.train):,} train, {len(splits.holdout):,} holdout, "
-          f"{len(splits.reference):,} "
-          f"reference, {len(synthetic):,} synthetic rows", flush=True)
+          f"{len(splits.reference):,} reference, {len(synthetic):,} synthetic rows", flush=True)
     for i in range(args.repeats):
         for name, kw in settings.items():
             start = time.perf_counter()

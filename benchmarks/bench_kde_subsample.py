@@ -86,8 +86,7 @@ def main() -> None:
                              "median_rel_se_p_syn": None if rel is None else float(np.median(rel))})
     table = []
     print(f"{'share':>6} {'cap':>6} {'AUC':>14} {'diff vs exact':>14} {'within SE':>10} "
-          f"{'TPR@1%':>8} "
-          f"{'MACE [lo, up]':>16} {'rel SE':>7} {'s':>5}")
+          f"{'TPR@1%':>8} {'MACE [lo, up]':>16} {'rel SE':>7} {'s':>5}")
     for share in args.shares:
         exact = {r["seed"]: r for r in rows if r["share"] == share and r["cap"] is None}
         for cap in [None, *args.caps]:
@@ -106,10 +105,9 @@ def main() -> None:
             table.append(row)
             rel = "-" if row["median_rel_se_p_syn"] is None else f"{row['median_rel_se_p_syn']:.1%}"
             print(f"{share:>6} {str(cap or 'exact'):>6} {row['auc']:>14.4f} "
-                  f"{row['auc_diff_mean']:>+14.4f} "
-                  f"{row['within_se']:>10} {row['tpr_at_fpr_0.01']:>8.4f} "
-                  f"[{row['mace_lower']:.3f}, {row['mace_upper']:.3f}] {rel:>7} "
-                  f"{row['seconds']:>5.1f}")
+                  f"{row['auc_diff_mean']:>+14.4f} {row['within_se']:>10} "
+                  f"{row['tpr_at_fpr_0.01']:>8.4f} [{row['mace_lower']:.3f}, "
+                  f"{row['mace_upper']:.3f}] {rel:>7} {row['seconds']:>5.1f}")
     record("kde_subsample", {"settings": vars(args), "table": table, "runs": rows})
 
 

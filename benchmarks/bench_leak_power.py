@@ -239,8 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     wanted = {key(*j) for j in jobs}
     todo = [j for j in jobs if key(*j) not in done]
     print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in "
-          f"{jsonl.relative_to(ROOT)}, "
-          f"{len(todo)} to run", flush=True)
+          f"{jsonl.relative_to(ROOT)}, {len(todo)} to run", flush=True)
     t0 = time.perf_counter()
     for i, j in enumerate(todo, 1):
         r = run_one(*j, args.declared, run_git)
@@ -251,11 +250,9 @@ def main(argv: list[str] | None = None) -> None:
             lab = r["label"]
             info = "–" if lab.get("info_median") is None else f"{lab['info_median']:.1f}"
             reasons = ",".join(sorted({_shown(c["key"]) for c in r["reasons"]}))
-            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4} "
-                  f"{r['cell']:<36} "
-                  f"info {info:>6} bits share {100 * lab['share']:.1f}%: {r['decision']} "
-                  f"{r['seconds']:.1f}s "
-                  f"{reasons[:120]}", flush=True)
+            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4}"
+                  f" {r['cell']:<36} info {info:>6} bits share {100 * lab['share']:.1f}%: "
+                  f"{r['decision']} {r['seconds']:.1f}s {reasons[:120]}", flush=True)
         else:
             print(f"[{i}/{len(todo)}] {r['table']} seed {r['seed']} {r['draw']}: {r['status']} "
                   f"{r.get('note', '')[:200]}",

@@ -181,8 +181,9 @@ def build_cases(draws: int, extra_draws: int) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'block':<13}{'case':<12}{'method':<9}{'p':>4}{'N':>7}{'truth':>7}{'mean':>7}{'bias':>8}{'rmse':>7}"
-            f"{'cov':>6}{'cov_up':>7}{'cov_lo':>7}{'cov_perm':>9}{'width':>7}{'w_perm':>7}{'nullb':>7}{'ms':>7}")
+    head = (f"{'block':<13}{'case':<12}{'method':<9}{'p':>4}{'N':>7}{'truth':>7}{'mean':>7}"
+            f"{'bias':>8}{'rmse':>7}{'cov':>6}{'cov_up':>7}{'cov_lo':>7}{'cov_perm':>9}{'width':>7}"
+            f"{'w_perm':>7}{'nullb':>7}{'ms':>7}")
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -191,10 +192,12 @@ def print_table(rows: list[dict]) -> None:
             case += f" k={r['n_bins']}"
         if "bandwidth" in r:
             case += f" {r['bandwidth'][:5]}"
-        print(f"{r['block']:<13}{case:<12}{r['method']:<9}{r['prior']:>4}{r['n']:>7}{r['truth']:>7.3f}{r['mean_estimate']:>7.3f}"
-              f"{r['bias']:>+8.3f}{r['rmse']:>7.3f}{r['coverage']:>6.3f}{r['coverage_upper']:>7.3f}{r['coverage_lower']:>7.3f}"
-              f"{r['coverage_permutation_lower']:>9.3f}{r['mean_width']:>7.3f}{r['mean_width_permutation_lower']:>7.3f}"
-              f"{r['null_bias']:>7.3f}{r['ms_per_estimate']:>7.1f}")
+        print(f"{r['block']:<13}{case:<12}{r['method']:<9}{r['prior']:>4}{r['n']:>7}"
+              f"{r['truth']:>7.3f}{r['mean_estimate']:>7.3f}{r['bias']:>+8.3f}{r['rmse']:>7.3f}"
+              f"{r['coverage']:>6.3f}{r['coverage_upper']:>7.3f}{r['coverage_lower']:>7.3f}"
+              f"{r['coverage_permutation_lower']:>9.3f}{r['mean_width']:>7.3f}"
+              f"{r['mean_width_permutation_lower']:>7.3f}{r['null_bias']:>7.3f}"
+              f"{r['ms_per_estimate']:>7.1f}")
 
 
 def speed_check() -> dict:
@@ -253,12 +256,10 @@ def main() -> None:
         "delta": DELTA,
         "nominal_coverage": 1 - DELTA,
         "n_permutations": N_PERMUTATIONS,
-        "note": ("the benchmark uses 50 label permutations per estimate (library default 200) to keep "
-                 "the run "
-                 "short; only bias / lower_permutation depend on it. lower = split bound (default); "
-                 "coverage_permutation_lower uses max(|2p-1|, estimate - radius - bias) instead. "
-                 "Balanced "
-                 "targets (N1 = N0) unless member_share is given."),
+        "note": ("the benchmark uses 50 label permutations per estimate (library default 200) to "
+                 "keep the run short; only bias / lower_permutation depend on it. lower = split "
+                 "bound (default); coverage_permutation_lower uses max(|2p-1|, estimate - radius - "
+                 "bias) instead. Balanced targets (N1 = N0) unless member_share is given."),
         "draws_main": args.draws,
         "draws_extra": args.extra_draws,
         "simulation_wall_seconds": wall,

@@ -222,8 +222,7 @@ def main() -> None:
                                   "accuracy_when": accuracy_when, "speed": speed})
         return
     print(f"Adult splits: train {len(splits.train)}, holdout {len(splits.holdout)}, reference "
-          f"{len(splits.reference)}; "
-          f"load average {load_start}", flush=True)
+          f"{len(splits.reference)}; load average {load_start}", flush=True)
 
     t0 = time.perf_counter()
     speed = run_speed(spec, splits)
@@ -253,10 +252,10 @@ def main() -> None:
             "n_shadow": N_SHADOW, "generators": {g: {"epsilon": "varied", **x} for g, x in GENERATORS.items()},
             "attacks": {k: {p: v for p, v in cfg.items()} for k, cfg in ATTACKS.items()},
             "notes": [
-                "synthetic size = training size (paper); reference = 5,000 rows of the "
-                "reference split, also "
-                "used as the generator's public discretisation reference (as the release flow "
-                "does)",
+                "synthetic size = training size (paper); "
+                "reference = 5,000 rows of the reference "
+                "split, also used as the generator's public discretisation reference (as the "
+                "release flow does)",
                 "members: 200 of the 1,000 training rows; non-members: 200 holdout rows",
                 "AUC std is the sample std over repetitions",
             ],

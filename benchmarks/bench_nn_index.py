@@ -147,20 +147,17 @@ def main() -> None:
               f"{s['nearest_max_abs_diff']:.1e}; exact fallback for "
               f"{s['nearest_exact_fallback_targets']} targets")
         print(f"KDE: float64 {s['kde_float64_s']} s, float32 {s['kde_float32_s']} s "
-              f"({s['kde_speedup']}x); log-density "
-              f"|diff| max {s['kde_max_abs_diff']:.1e}, median {s['kde_median_abs_diff']:.1e}; "
-              f"Spearman {s['kde_spearman']:.10f}")
+              f"({s['kde_speedup']}x); log-density |diff| max {s['kde_max_abs_diff']:.1e}, median "
+              f"{s['kde_median_abs_diff']:.1e}; Spearman {s['kde_spearman']:.10f}")
     table, rows = agreement(args.seeds, args.shares)
     result["agreement"], result["runs"] = table, rows
     print(f"{'share':>6} {'attack':>10} {'AUC exact':>10} {'AUC fast':>10} {'max|dAUC|':>10} "
-          f"{'max|dTPR1%|':>12} "
-          f"{'MACE exact':>16} {'MACE fast':>16} {'within SE':>9}")
+          f"{'max|dTPR1%|':>12} {'MACE exact':>16} {'MACE fast':>16} {'within SE':>9}")
     for r in table:
         print(f"{r['share']:>6} {r['attack']:>10} {r['auc_exact']:>10.4f} {r['auc_fast']:>10.4f} "
               f"{r['max_abs_diff_auc']:>10.1e} {r['max_abs_diff_tpr_at_fpr_0.01']:>12.1e} "
               f"[{r['mace_exact'][0]:.3f}, {r['mace_exact'][1]:.3f}] [{r['mace_fast'][0]:.3f}, "
-              f"{r['mace_fast'][1]:.3f}] "
-              f"{r['auc_within_se']:>9}")
+              f"{r['mace_fast'][1]:.3f}] {r['auc_within_se']:>9}")
     record("nn_index", result)
 
 

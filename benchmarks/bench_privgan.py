@@ -78,11 +78,10 @@ def main() -> None:
             r = one(seed, name, params, rows=args.rows, epochs=args.epochs, data=data, spec=spec)
             rows.append(r)
             print(f"{name:8s} N={params.get('n_generators', 1)} "
-                  f"lambda={params.get('privacy_weight', 0):<4} "
-                  f"seed {seed}: {r['decision']:7s} AUC {r['auc']:.3f} ({r['strongest_attack']}) "
-                  f"MACE [{r['mace_lower']:.3f}, {r['mace_upper']:.3f}] white-box AUC "
-                  f"{r['white_box_auc']:.3f} "
-                  f"quality {r['utility_quality']:.3f} fit {r['fit_seconds']:.0f} s", flush=True)
+                  f"lambda={params.get('privacy_weight', 0):<4} seed {seed}: {r['decision']:7s} "
+                  f"AUC {r['auc']:.3f} ({r['strongest_attack']}) MACE [{r['mace_lower']:.3f}, "
+                  f"{r['mace_upper']:.3f}] white-box AUC {r['white_box_auc']:.3f} quality "
+                  f"{r['utility_quality']:.3f} fit {r['fit_seconds']:.0f} s", flush=True)
     table = (pd.DataFrame(rows).fillna({"n_generators": 1, "privacy_weight": 0.0})
              .groupby(["generator", "n_generators", "privacy_weight"], sort=False)
              [["auc", "tpr_at_fpr_0.01", "mace_lower", "mace_upper", "white_box_auc", "utility_quality",

@@ -61,12 +61,11 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      (r"tests/pipeline/test_concurrency\.py::",
       r"tests/pipeline/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)",
       r"tests/pipeline/test_keyed_labels\.py::test_concurrent_first_uses")),
-    ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered releases, a "
-                  "re-gate's run decided alone (its kind tag edited), evidence artifacts edited, added or "
-                  "removed "
-                  "after the seal (the report and summary too), forged void records, another run's decision "
-                  "record "
-                  "copied in, symbolic links planted in the workdir's quarantine and publish folder",
+    ("tampering", "verdicts rewritten unsigned, publish targets and settings edited, tampered "
+                  "releases, a re-gate's run decided alone (its kind tag edited), evidence "
+                  "artifacts edited, added or removed after the seal (the report and summary too), "
+                  "forged void records, another run's decision record copied in, symbolic links "
+                  "planted in the workdir's quarantine and publish folder",
      (r"tests/pipeline/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
       r"tests/publish/test_objectstore\.py::test_s3_reader_contract",
       r"tests/pipeline/test_rerun_decisions\.py::test_(a_regates_run_cannot|an_edited_kind_tag|a_regate_left_by)",

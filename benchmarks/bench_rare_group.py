@@ -89,10 +89,10 @@ def main() -> None:
 
     record("rare_group", {
         "command": f"nice -n 10 python benchmarks/bench_rare_group.py --seeds {args.seeds}",
-        "setting": "Adult, spec without subgroups, 12,000 train / 6,000 holdout / 6,000 "
-                   "reference, release 12,000 "
-                   "rows from the rest; leak: race=Amer-Indian-Eskimo training records near-copied (0.01 "
-                   "sd)",
+        "setting": "Adult, spec without subgroups, "
+                   "12,000 train / 6,000 holdout / 6,000 reference, "
+                   "release 12,000 rows from the rest; leak: race=Amer-Indian-Eskimo training "
+                   "records near-copied (0.01 sd)",
         "leak": tally(True), "null": tally(False), "runs": rows})
 
 

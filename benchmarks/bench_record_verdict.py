@@ -55,7 +55,7 @@ with tempfile.TemporaryDirectory() as tmp:
     logged = tracker.client.get_run(sink.run_id).data.metrics
 print(json.dumps({"seconds": seconds, "metrics": len(logged), "longest_key": max(map(len, logged)),
                   "file": privacy_gate.__file__}))
-"""
+"""  # noqa: E501 - a script for a child process, kept as one would type it
 
 
 def _run(checkout: Path, golden: Path) -> dict:

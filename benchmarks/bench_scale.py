@@ -215,8 +215,7 @@ def main() -> None:
         rows.append(r)
         slow = sorted(r["stages"].items(), key=lambda kv: -kv[1])[:4]
         print(f"{n:>9,} rows: gate {r['gate_seconds']:7.1f} s  peak {r['peak_rss_gb']:.2f} GB  "
-              f"{r['decision']}  "
-              f"targets/class {r['targets_per_class']}  slowest: "
+              f"{r['decision']}  targets/class {r['targets_per_class']}  slowest: "
               + ", ".join(f"{k} {v:.1f}s" for k, v in slow), flush=True)
         if r["decision"] != "APPROVE":
             print("           reasons: " + "; ".join(r["reasons"]), flush=True)

@@ -99,16 +99,14 @@ PUBLISHED_SOURCE = {
     "console_log": "experiment_scripts/raw_logs/mia_rerun_20260821.log (same commit; same AUCs to "
                    "3 decimals)",
     "paper_table": "expected_output/tables/table6_mia_comparison.tex (2 decimals; its MST eps=1000 "
-                   "column is the "
-                   "earlier May 2026 run: SynthDistance 0.499, NNDR 0.502, "
+                   "column is the earlier May 2026 run: SynthDistance 0.499, NNDR 0.502, "
                    "experiment_scripts/mia_comparison_results.csv)",
     "driver": "experiment_scripts/run_mia_rebuttal_sweep.py; attacks: attacks/mia.py "
               "(SynthDistance, NNDR, Gower distance)",
     "protocol": "Adult 15 columns, rows with missing values dropped, shuffled (RandomState 42), "
-                "disjoint 10,000-row samples; "
-                "train = sample_00 (all 10,000 rows are the members), non-members = all of sample_01; one "
-                "10,000-row "
-                "release per generator and epsilon; one run",
+                "disjoint 10,000-row samples; train = sample_00 (all 10,000 rows are the members), "
+                "non-members = all of sample_01; one 10,000-row release per generator and epsilon; "
+                "one run",
 }
 #: their AUCs on Adult, 10,000 training rows (the file and commit of PUBLISHED_SOURCE)
 PUBLISHED: dict[tuple[str, float], dict[str, float]] = {

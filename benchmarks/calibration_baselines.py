@@ -125,7 +125,6 @@ def run_baselines(release) -> dict:
 
 SETTINGS = {"sdm_pass_threshold": SDM_PASS, "sdm_threshold_source": "ours: SDMetrics documents none",
             "sdm_subsample": SDM_SUBSAMPLE, "dcr_quantile": DCR_QUANTILE, "dcr_margin": DCR_MARGIN,
-            "dcr_rule": "fail when share of synthetic rows with DCR <= holdout's 5th-percentile DCR "
-                        "exceeds the "
-                        "holdout's own share by more than 0.02",
+            "dcr_rule": "fail when share of synthetic rows with DCR <= holdout's 5th-percentile "
+                        "DCR exceeds the holdout's own share by more than 0.02",
             "anonymeter": "not run: pins an old numpy, not installable in this environment"}

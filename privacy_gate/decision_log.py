@@ -136,7 +136,9 @@ def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str]
 
     >>> effective("r", [("review/decision-001-approve.json", '{"action": "approve", "run_id": "s"}')], {})
     Traceback (most recent call last):
-    privacy_gate.errors.IntegrityError: the decision record review/decision-001-approve.json in the log of run r decides run s: copied from another run's decision log — refusing to act on it; run the gate again for a run with a clean log
+    privacy_gate.errors.IntegrityError: the decision record review/decision-001-approve.json in the
+    log of run r decides run s: copied from another run's decision log — refusing to act on it; run
+    the gate again for a run with a clean log
     """
     texts = dict(files)
     records = []

@@ -44,17 +44,22 @@ _RISK = "risk|risk_lower|risk_upper"
 #: so a run logs about 8 metrics per attack plus about 45 release-level ones.
 HEADLINE_PATTERNS: tuple[str, ...] = (
     rf"[^./]+\.({_ROC})",  # per attack and the strongest: AUC, TPR at FPR 1 % and 0.1 %, advantage
-    r"[^./]+\.mace\.(advantage|advantage_lower|advantage_upper|bias)",  # MACE bounds and their null level
-    rf"{names.EXPOSURE}\.(count|share|share_lower|share_upper|scan_count)",  # exposed records and their share
-    rf"{names.COPIES}\.(excess_share|train_share|holdout_share)",  # verbatim copies against the twins
+    # MACE bounds and their null level
+    r"[^./]+\.mace\.(advantage|advantage_lower|advantage_upper|bias)",
+    # exposed records and their share
+    rf"{names.EXPOSURE}\.(count|share|share_lower|share_upper|scan_count)",
+    # verbatim copies against the twins
+    rf"{names.COPIES}\.(excess_share|train_share|holdout_share)",
     rf"{names.AGREEMENT}\.(excess_share|count)",  # partial copies
     rf"{re.escape(names.VALIDATION_SYNTHETIC)}\.copy_share",
-    rf"({'|'.join(names.DISCLOSURE_FAMILIES)})\.({_RISK})",  # the worst risk of each family, not per column
+    # the worst risk of each family, not per column
+    rf"({'|'.join(names.DISCLOSURE_FAMILIES)})\.({_RISK})",
     rf"{names.UTILITY}\.(quality|tvd_1way|tvd_2way)",
     rf"{names.BUDGET}\.[^./]+\.pvalue",  # each test of the error budget
     re.escape(names.FLAGGED_SUBGROUPS),
     re.escape(names.TOTAL_TIME),
-    r"dp_audit\.(epsilon_lower|epsilon_claimed)",  # a DP release's audit: the bound against the claim
+    # a DP release's audit: the bound against the claim
+    r"dp_audit\.(epsilon_lower|epsilon_claimed)",
 )
 _HEADLINE = re.compile("|".join(f"(?:{p})" for p in HEADLINE_PATTERNS))
 

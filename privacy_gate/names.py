@@ -163,9 +163,11 @@ def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str |
     >>> rule_metric_problem("dcr.auc", attack=None, scope="global") is None
     True
     >>> rule_metric_problem("acu", attack="any", scope="subgroup")
-    "metric 'acu' is not a figure of an attack in a subgroup (auc, tpr_at_fpr_0.01, tpr_at_fpr_0.001, advantage, ...)"
+    "metric 'acu' is not a figure of an attack in a subgroup (auc, tpr_at_fpr_0.01,
+    tpr_at_fpr_0.001, advantage, ...)"
     >>> rule_metric_problem("exposed.share_lowr", attack=None, scope="global")
-    "metric 'exposed.share_lowr' is not a figure the gate records (exposed.count, exposed.tested, ...)"
+    "metric 'exposed.share_lowr' is not a figure the gate records (exposed.count,
+    exposed.tested, ...)"
     """
     per_attack = attack_figures() if scope == "global" else ROC_FIGURES + tuple(f"mace.{f}" for f in MACE_FIGURES)
     where = "of an attack" if scope == "global" else "of an attack in a subgroup"
@@ -410,7 +412,8 @@ TAG_ATTEMPTS = "gate.attempts"  # on that parent: how many attempts were made
 TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdict stands
 KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
-TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
+# a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
+TAG_RERUN_OF = "gate.rerun_of"
 #: the run of ``approve RUN --suppress``'s re-gate: decided with RUN, never alone
 KIND_REVIEW_RERUN = "review_rerun"
 #: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it

@@ -26,7 +26,8 @@ when it registers); the registry validates through it and describes it
 >>> reg.create("w", size=0)
 Traceback (most recent call last):
 ...
-privacy_gate.errors.ConfigError: widget 'w': parameter 'size': Input should be greater than or equal to 1 (got 0)
+privacy_gate.errors.ConfigError: widget 'w': parameter 'size': Input should be greater than or equal
+to 1 (got 0)
 """
 
 from __future__ import annotations

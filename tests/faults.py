@@ -44,7 +44,8 @@ FAULT_POINTS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "decide": ("decide",),
     "logging": ("logging",),
-    "log_metrics": (),  # below the stage seam: the tracking store's metric writes (see ``injected``)
+    # below the stage seam: the tracking store's metric writes (see ``injected``)
+    "log_metrics": (),
     "record_verdict": ("record_verdict",),
     "summary": ("summary",),
     "publish": ("publish",),

@@ -257,7 +257,8 @@ def start_prefect(logdir: Path, *, database_url: str, home: Path, env: dict[str,
                         "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
                         # schedule new deployments' runs promptly (default loop: 60 s)
                         "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5",
-                        "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem",
+                        "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE":
+                            "prefect.server.concurrency.lease_storage.filesystem",  # noqa: E501
                         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", **(env or {})})
     server.url = f"http://127.0.0.1:{port}/api"
     return server

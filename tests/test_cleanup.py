@@ -191,10 +191,9 @@ def test_command_exit_takes_its_daemons_along_and_kill_is_immediate(tmp_path):
 @pytest.mark.timeout(60)
 def test_stop_group_is_graceful_first(tmp_path):
     """TERM reaches the command, which may clean up and choose its exit status."""
-    script = ("import signal, sys, time\n"
-              "signal.signal(signal.SIGTERM, lambda *a: (open(sys.argv[1], 'w').write('clean'), "
-              "sys.exit(0)))\n"
-              "print('READY', flush=True)\ntime.sleep(600)\n")
+    script = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: "
+              "(open(sys.argv[1], 'w').write('clean'), sys.exit(0)))\nprint('READY', "
+              "flush=True)\ntime.sleep(600)\n")
     proc = reaper.popen([sys.executable, "-c", script, str(tmp_path / "done")], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "READY"
     stack.stop_group(proc, 10)

@@ -53,9 +53,8 @@ def _gate_args(folder: Path, synthetic: str, workdir: Path, *extra: str) -> list
 
 
 def test_help_is_instant_and_imports_nothing_heavy():
-    code = ("import sys, privacy_gate.cli; "
-            "print([m for m in ('mlflow', 'prefect', 'torch', 'sdv', 'great_expectations', 'pandas') "
-            "if m in sys.modules])")
+    code = ("import sys, privacy_gate.cli; print([m for m in ('mlflow', 'prefect', 'torch', 'sdv', "
+            "'great_expectations', 'pandas') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     assert _invoke(["--help"])[0] == 0
@@ -178,11 +177,10 @@ def test_usage_errors_exit_2(tmp_path, small_adult):
 def test_gate_only_in_process_without_prefect(gate_files, tmp_path):
     """--orchestrator local (the default when no Prefect API is configured): the same pipeline and
     MLflow record, no Prefect server, no Prefect import; progress lines on stderr."""
-    probe = ("import sys, runpy; sys.argv = ['privacy-gate'] + sys.argv[1:]\n"
-             "try:\n    runpy.run_module('privacy_gate.cli', run_name='__main__')\n"
-             "except SystemExit as e:\n    print('PREFECT_LOADED=' + str('prefect' in sys.modules), "
-             "file=sys.stderr)\n"
-             "    raise\n")
+    probe = ("import sys, runpy; sys.argv = ['privacy-gate'] + sys.argv[1:]\ntry:\n    "
+             "runpy.run_module('privacy_gate.cli', run_name='__main__')\nexcept SystemExit as "
+             "e:\n    print('PREFECT_LOADED=' + str('prefect' in sys.modules), "
+             "file=sys.stderr)\n    raise\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     out = subprocess.run([sys.executable, "-c", probe, *_gate_args(gate_files, "copies.csv", tmp_path, "--json",
                                                                     "--orchestrator", "local")],

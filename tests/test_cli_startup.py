@@ -17,11 +17,10 @@ from privacy_gate import names, tracking
 
 #: never needed to read a verdict or list pending runs
 HEAVY = ("torch", "sdv", "great_expectations", "prefect", "sklearn", "matplotlib", "faiss", "dask")
-PROBE = ("import json, sys, runpy\n"
-         "sys.argv = ['privacy-gate', *sys.argv[1:]]\n"
-         "try:\n    runpy.run_module('privacy_gate.cli', run_name='__main__')\n    code = 0\n"
-         "except SystemExit as e:\n    code = e.code\n"
-         "print(json.dumps({'exit': code, 'loaded': sorted(m for m in %r if m in sys.modules)}))")
+PROBE = ("import json, sys, runpy\nsys.argv = ['privacy-gate', *sys.argv[1:]]\ntry:\n    "
+         "runpy.run_module('privacy_gate.cli', run_name='__main__')\n    code = 0\nexcept "
+         "SystemExit as e:\n    code = e.code\nprint(json.dumps({'exit': code, 'loaded': sorted(m "
+         "for m in %r if m in sys.modules)}))")
 
 
 def _run(*args: str) -> tuple[int, list[str], str]:

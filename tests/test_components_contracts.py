@@ -101,7 +101,8 @@ def test_get_params_round_trips_and_repr_shows_only_non_defaults(kind, name, cre
     assert cls.params_model(**obj.get_params()) == cls.params_model(**params)  # as given (a list may be kept as a tuple)
     copy = cls(**obj.get_params())
     assert copy.get_params() == obj.get_params() and repr(copy) == repr(obj) == repr(cls(**params))
-    assert repr(obj) == f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in obj.get_params().items() if k in params)})"
+    assert repr(obj) == (f"{cls.__name__}"
+                         f"({', '.join(f'{k}={v!r}' for k, v in obj.get_params().items() if k in params)})")
 
 
 @pytest.mark.parametrize("kind, name, create", COMPONENTS)

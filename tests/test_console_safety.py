@@ -63,8 +63,9 @@ def forged_files(small_adult, tmp_path_factory):
     (folder / "judging.yaml").write_text(yaml.safe_dump({
         "attacks": [{"name": "dcr"}], "targets": {"n_members": 300, "n_non_members": 300, "seed": 5},
         "audit": {"min_group_size": 30}, "mace": {"n_permutations": 20}, "disclosure": {"enabled": False},
-        # the forged group's training rows are copied into the release (below), so its rank test
-        # flags it; the bars are loosened by key so the copies REVIEW rather than BLOCK
+        # the forged group's training rows are copied into the release (below), so its
+        # rank test flags it; the bars are loosened by key so the copies REVIEW rather
+        # than BLOCK
         "gate": {"rules": [{"metric": m, **({"attack": "any"} if a else {}), "max": 1.0}
                            for m, a in (("exposed.share_lower", False), ("copies.excess_share", False),
                                         ("agreement.excess_share", False), ("auc", True), ("tpr_at_fpr_0.01", True),

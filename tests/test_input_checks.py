@@ -380,7 +380,8 @@ def test_one_huge_field_is_refused_without_quoting_it(files, tmp_path):
     code, output = _invoke(_gate(files, tmp_path / "wd", synthetic=tmp_path / "synthetic.csv"))
     assert code == 2 and time.perf_counter() - start < 20, output[-2000:]
     (line,) = _errors(output)
-    assert f"--synthetic {tmp_path / 'synthetic.csv'}: a field of 1,190,002 bytes or more (data row 8, column " \
+    assert f"--synthetic {tmp_path / 'synthetic.csv'}: a field of 1,190,002 bytes or more " \
+           "(data row 8, column " \
            "'occupation'), more than inputs.max_field_bytes (131,072)" in line, line
     assert "raise inputs.max_field_bytes in a --config file" in line
     assert SECRET not in output

@@ -138,7 +138,8 @@ def test_the_lock_is_closed_under_the_installed_packages_requirements(pins):
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
-            continue  # only in the production extra (`make install` installs dev), or not for 3.11.7
+            # only in the production extra (`make install` installs dev), or not for 3.11.7
+            continue
         if Version(dist.version) != pins[name]:
             continue  # the venv tests below report it
         for line in dist.requires or []:

@@ -30,8 +30,7 @@ DOCUMENTS = {
     "load_spec": "name: laughs\ncolumns:\n  c:\n    kind: categorical\n    categories: {}\n",
     "load_rules": "rules: {}\n",
     "load_release_config": "dataset:\n  spec:\n    name: laughs\n    columns:\n      c:\n        "
-                           "kind: categorical\n"
-                           "        categories: {}\n",
+                           "kind: categorical\n        categories: {}\n",
 }
 
 

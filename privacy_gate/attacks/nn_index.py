@@ -96,8 +96,7 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
         distances[redo], nearest[redo] = d_redo, i_redo
         if len(redo) > 0.05 * n_t:
             _LOG.info("  nearest record (index): %s of %s targets had near-ties float32 could not "
-                      "separate; "
-                      "searched again exactly", f"{len(redo):,}", f"{n_t:,}")
+                      "separate; searched again exactly", f"{len(redo):,}", f"{n_t:,}")
     return distances, nearest
 
 

@@ -34,7 +34,7 @@ Exit codes (each command's --help lists its own):
   review, reject {EXIT_APPROVE} done
   doctor         {EXIT_APPROVE} clean, 1 something found (or left after --fix)
   audit-dp       {EXIT_APPROVE} no violation shown, {EXIT_BLOCK} the bound exceeds the claim, 1 failed
-  every command  {EXIT_USAGE} refused: usage, config or input problem, store unreachable"""
+  every command  {EXIT_USAGE} refused: usage, config or input problem, store unreachable"""  # noqa: E501 - a table printed as written (\b)
 
 
 def exit_codes(*rows: tuple[int | str, str]) -> str:

@@ -146,10 +146,9 @@ def gate(
     rules: Annotated[Path | None, typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
     config: Annotated[Path | None, typer.Option(
         help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure "
-             "sections of a release "
-             "config. Small tables: the floors are targets.min_per_class (100) and "
-             "disclosure.min_control (200). "
-             "Input budgets: the inputs section (max_file_bytes, max_columns, max_field_bytes).")] = None,
+             "sections of a release config. Small tables: the floors are targets.min_per_class "
+             "(100) and disclosure.min_control (200). Input budgets: the inputs section "
+             "(max_file_bytes, max_columns, max_field_bytes).")] = None,
     # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder
     # 's3:/bucket'
     publish_to: Annotated[str | None, typer.Option(

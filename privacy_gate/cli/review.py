@@ -56,7 +56,8 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
     uri = store_uri(workdir, tracking_uri)
     regate = None
     if suppress:
-        cli_logger()  # the re-gate takes as long as a gate: its stage lines on stderr, as gate/run print them
+        # the re-gate takes as long as a gate: its stage lines on stderr, as gate/run print them
+        cli_logger()
         # a Prefect flow only when a Prefect API is there to record it; otherwise in this process
         # (never a temporary Prefect server that may not come up)
         regate = RegateWatch()

@@ -172,7 +172,8 @@ class StudyScenario(Strict):
         if self.kind == "cluster":
             return f"cluster k={self.k}"
         return ("bias "
-                f"{self.attribute}{'=' + self.value if self.value else '>=' + format(self.at_least, 'g')}")
+                f"{self.attribute}"
+                f"{'=' + self.value if self.value else '>=' + format(self.at_least, 'g')}")
 
 
 class DependencyStudyConfig(Strict):
@@ -236,8 +237,7 @@ class ReleaseConfig(Strict):
         problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
             problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's "
-                       "reference "
-                       "data must come from one of them")
+                       "reference data must come from one of them")
         problem = problem or _audit_problem(self.audit, self.dataset.spec)
         problem = problem or _study_problem(self.dependency_study, self.dataset.spec)
         problem = problem or _ladder_problem(self.remediate)

@@ -279,7 +279,8 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
     names it.
 
     >>> rules_problem([Rule(metric="auc", attack="dcrr", max=0.6)], [AttackConfig(name="dcr")])
-    "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any, combined or strongest"
+    "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any,
+    combined or strongest"
     """
     keys = [a.key for a in attacks]
     allowed = {"any", COMBINED, STRONGEST, ORACLE_ATTACK, *keys}

@@ -30,7 +30,9 @@ with the spec (every missing and extra column at once).
 >>> check_file(path, InputLimits(max_field_bytes=20), where="in the config")
 Traceback (most recent call last):
 ...
-privacy_gate.errors.DataError: ...t.csv: a field of 50 bytes or more (data row 2, column 'b'), more than inputs.max_field_bytes (20); raise inputs.max_field_bytes in the config, or leave long text out of the table
+privacy_gate.errors.DataError: ...t.csv: a field of 50 bytes or more (data row 2, column 'b'), more
+than inputs.max_field_bytes (20); raise inputs.max_field_bytes in the config, or leave long text out
+of the table
 """
 
 from __future__ import annotations
@@ -136,7 +138,8 @@ def not_utf8(path: str | Path, line: int | None) -> DataError:
     do; never the bytes (they belong to a record).
 
     >>> str(not_utf8("people.csv", 7))[:96]
-    'people.csv: not UTF-8 text (line 7 holds a byte sequence that is not UTF-8, as a latin-1 or Wind'
+    'people.csv: not UTF-8 text (line 7 holds a byte sequence that is not UTF-8, as a latin-1 or
+    Wind'
     """
     at = f"line {line:,}" if line else "a line"
     return DataError(f"{path}: not UTF-8 text ({at} holds a byte sequence that is not UTF-8, as a latin-1 or "
@@ -350,7 +353,8 @@ def header_problem(header: list[str], spec: DatasetSpec) -> str | None:
     >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"},
     ...                                    "b": {"kind": "numeric"}}})
     >>> header_problem(["a", "c", "c", ""], spec)
-    "column(s) ['b'] of spec 't' are missing from the data; column(s) ['c'] are not in spec 't'; ['c'] appear more than once; column 4 has no name"
+    "column(s) ['b'] of spec 't' are missing from the data; column(s) ['c'] are not in spec 't';
+    ['c'] appear more than once; column 4 has no name"
     """
     names = set(header)
     missing = [c for c in spec.columns if c not in names]

@@ -56,7 +56,8 @@ from privacy_gate.spec import DatasetSpec
 @dataclass(frozen=True)
 class CopyTest:
     pvalue: float
-    excess_share: float  # synthetic rows copying a training record beyond the twin rate (whole training split)
+    # synthetic rows copying a training record beyond the twin rate (whole training split)
+    excess_share: float
     excess_lower: float  # its one-sided 95% lower bound (normal approximation of the sign test)
     train_share: float  # synthetic rows equal to a row of the size-matched training sample
     holdout_share: float  # ... of the size-matched holdout sample

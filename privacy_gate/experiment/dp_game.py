@@ -50,7 +50,8 @@ class AuditTarget:
     """A target and the two neighbouring datasets of the game (the record is never logged)."""
 
     kind: Literal["worst_case", "outlier"]
-    label: str  # public description: "worst-case record from the public domain" / "row 17 (sha256 ...)"
+    # public description: "worst-case record from the public domain" / "row 17 (sha256 ...)"
+    label: str
     record: pd.DataFrame  # one row, the spec's columns
     out_data: pd.DataFrame
     in_data: pd.DataFrame

@@ -18,7 +18,8 @@ Counts and setting names only; never a record value.
 
 >>> s = targets_shortfall(TargetsConfig(), n_train=139, n_holdout=69, n_members=69, n_non_members=69, cap=16396)
 >>> print(s.sentence())
-targets.min_per_class is 100, but only 69 member and 69 non-member targets are available; 31 more holdout records would meet it
+targets.min_per_class is 100, but only 69 member and 69 non-member targets are available; 31 more
+holdout records would meet it
 >>> calibration_needed(0.01), calibration_level(0.01, 99), round(calibration_level(0.01, 69), 4)
 (99, 0.01, 0.0143)
 """

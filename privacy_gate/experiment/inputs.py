@@ -109,7 +109,9 @@ def check_disjoint(parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources
     ...                sources={"train": "t.csv", "holdout": "h.csv", "reference": "r.csv"})
     Traceback (most recent call last):
     ...
-    privacy_gate.errors.DataError: holdout h.csv and train t.csv share records: 100 of 100 holdout rows (100.0%) are identical to train rows (at most 1% are expected by chance); the splits must hold different people
+    privacy_gate.errors.DataError: holdout h.csv and train t.csv share records: 100 of 100 holdout
+    rows (100.0%) are identical to train rows (at most 1% are expected by chance); the splits must
+    hold different people
     """
     names = [n for n in SPLIT_NAMES if n in parts]
     if spec.entity_id is not None:

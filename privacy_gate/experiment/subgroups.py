@@ -135,11 +135,11 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         groups += [g for g in extra if g.label not in known]
         pooled = [g for g in extra if RARE_SEPARATOR in g.values[0]]
         if extra:
+            pooled_text = ", ".join(
+                f"{g.columns[0]}: {g.values[0].count(RARE_SEPARATOR) + 1} values" for g in pooled)
             notes.append(f"rare values (held by fewer than {cfg.rare_value_max_count} training rows) "
-                         "audited in "
-                         f"{len(rare)} column(s): {len(extra) - len(pooled)} alone, {len(pooled)} pooled "
-                         "group(s) "
-                         f"({', '.join(f'{g.columns[0]}: {g.values[0].count(RARE_SEPARATOR) + 1} values' for g in pooled)})")
+                         f"audited in {len(rare)} column(s): {len(extra) - len(pooled)} alone, "
+                         f"{len(pooled)} pooled group(s) ({pooled_text})")
     results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
     gated_scores = {a: scores[a] for a in gated_names}
     ranked = RankedScores.of(gated_scores) if gated_scores else None

@@ -164,10 +164,9 @@ def _suspend(result: RunOutcome, config: Any, workdir: str, *, regate: Regate) -
     if key is None:
         logger.warning("REVIEW not suspended: MLflow run id %r cannot key a suspension; it stays pending", result.run_id)
         return result
-    logger.warning("REVIEW: suspended until a reviewer answers (at most %d s; flagged: %s). This run's "
-                   "process "
-                   "exits now and holds no slot; the review form's answer, or privacy-gate approve|reject %s, "
-                   "decides it", config.review.timeout_seconds,
+    logger.warning("REVIEW: suspended until a reviewer answers (at most %d s; flagged: %s). This "
+                   "run's process exits now and holds no slot; the review form's answer, or "
+                   "privacy-gate approve|reject %s, decides it", config.review.timeout_seconds,
                    ", ".join(result.verdict.flagged_subgroups) or "none", result.run_id)
     try:
         answer = suspend_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)), key=key,

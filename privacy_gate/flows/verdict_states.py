@@ -94,7 +94,8 @@ def verdict_line(result: RunOutcome) -> str:
     >>> from privacy_gate.gate import Verdict
     >>> verdict_line(RunOutcome(Verdict.error("gate did not complete: boom"), run_id=None, tracking_uri=None,
     ...                         dataset="adult"))
-    'BLOCK (gate did not complete): The gate did not finish: gate did not complete: boom. It fails closed, so the release is blocked.'
+    'BLOCK (gate did not complete): The gate did not finish: gate did not complete: boom. It fails
+    closed, so the release is blocked.'
     """
     verdict = result.verdict
     head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"

@@ -77,8 +77,7 @@ DEFAULT_WEIGHTS = {"membership": 2.0, "targets": 1.0, "scan": 2.0, "agreement": 
                    "disclosure": 1.0, "subgroups": 1.0}
 WHAT = {
     "membership": "the attacks tell training records from holdout records (either way: a release "
-                  "that avoids its "
-                  "members reveals them too)",
+                  "that avoids its members reveals them too)",
     "targets": "more member targets among the most exposed than chance",
     "scan": "training records with more close synthetic copies than holdout records have",
     "agreement": "training records reproduced on most of their columns more often than holdout "

@@ -10,7 +10,10 @@ part: an attack, an evaluator or a group label as the gate shows it).
 ...           action="review", passed=False, message="evidence of leakage: ...")
 >>> print(budget_test_sentence(c, t, {"exposed.scan_tested": 1800.0, "exposed.scan_calibration": 1200.0,
 ...                                   "exposed.scan_tail_top": 12.0, "exposed.scan_count": 0.0}))
-The member scan compared all 1,800 training records with 1,200 records the generator never saw: among the 12 with the most close synthetic copies, more are training records than chance allows (p = 0.00025, below this test's level 0.004). A few people may be copied into the release many times; too few to name any one of them.
+The member scan compared all 1,800 training records with 1,200 records the generator never saw:
+among the 12 with the most close synthetic copies, more are training records than chance allows (p =
+0.00025, below this test's level 0.004). A few people may be copied into the release many times; too
+few to name any one of them.
 """
 
 from __future__ import annotations
@@ -126,9 +129,8 @@ def _scan(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
 
 def _agreement(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
     if not hit:
-        return ("No evidence that training records are reproduced on most of their columns more often "
-                "than holdout "
-                "records ([p]).")
+        return ("No evidence that training records are reproduced on most of their columns more "
+                "often than holdout records ([p]).")
     share, named = _get(m, "agreement.excess_share"), _count(m, "agreement.count")
     extra = (f"; {named} training records are named, {human_percent(share)} of the training data beyond "
              "chance"

@@ -9,7 +9,9 @@ record value is read.
 ...          "tpr_at_fpr_0.01": 0.3125, "test_p_adjusted": 0.0008},
 ...         {"group": "race=Y", "attack": "dcr", "n_members": 2000, "auc": 0.5, "test_p_adjusted": 1.0}]
 >>> print(group_evidence(rows, "race=X"))
-race=X: 64 members among the targets; an attacker (domias) tells members from non-members with AUC 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction for 2 groups
+race=X: 64 members among the targets; an attacker (domias) tells members from non-members with AUC
+0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction
+for 2 groups
 >>> print(group_evidence([], "race=Z"))
 race=Z: flagged; the audit recorded no figures for this group
 """

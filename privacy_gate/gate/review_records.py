@@ -41,12 +41,12 @@ def check_reviewer(reviewer: str) -> None:
     >>> check_reviewer("  ")
     Traceback (most recent call last):
     ...
-    privacy_gate.errors.ReviewError: a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing was re-gated, published or recorded
+    privacy_gate.errors.ReviewError: a decision needs a reviewer name (--reviewer NAME); the one
+    given is empty, so nothing was re-gated, published or recorded
     """
     if not isinstance(reviewer, str) or not reviewer.strip():
-        raise ReviewError("a decision needs a reviewer name (--reviewer NAME); the one given is empty, so "
-                          "nothing "
-                          "was re-gated, published or recorded")
+        raise ReviewError("a decision needs a reviewer name (--reviewer NAME); the one given is "
+                          "empty, so nothing was re-gated, published or recorded")
 
 
 @dataclass(frozen=True)

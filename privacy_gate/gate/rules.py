@@ -115,15 +115,14 @@ def _bar_outcome(check: Check, rule: Rule, test: TestOutcome | None) -> Check:
     if rule.metric.endswith("_upper"):
         return dataclasses.replace(check, passed=True, message=check.message + (
             "; an upper bound: the gate cannot exclude a leak of this size here, which is "
-            "uncertainty, not a leak "
-            "signal (too few targets to tell; the budget's power check says whether that "
-            "matters)"))
+            "uncertainty, not a leak signal (too few targets to tell; the budget's power check "
+            "says whether that matters)"))
     if test is None:
         return check  # a requirement (utility, the synthetic suite), or a test this run did not have
     if check.action == "block" and test.block:
         return dataclasses.replace(check, message=check.message + (
-            f"; the {test.name} test is significant at its block share "
-            f"({p_equals(test.pvalue)} <= "
+            f"; the {test.name} test is significant at its block share ({p_equals(test.pvalue)}"
+            " <= "
             f"{human_number(test.block_level, 3)})"))
     if test.review:
         return dataclasses.replace(check, action="review", message=check.message + (
@@ -131,8 +130,8 @@ def _bar_outcome(check: Check, rule: Rule, test: TestOutcome | None) -> Check:
             f"({p_equals(test.pvalue)} <= "
             f"{human_number(test.review_level, 3)})" + (" but not at its block share" if check.action == "block" else "")))
     return dataclasses.replace(check, passed=True, message=check.message + (
-        f"; not a leak signal: the {test.name} test is not significant "
-        f"({p_equals(test.pvalue)} > "
+        f"; not a leak signal: the {test.name} test is not significant ({p_equals(test.pvalue)}"
+        " > "
         f"{human_number(test.review_level, 3)}, its share of the review budget)"))
 
 
@@ -148,8 +147,7 @@ def test_check(test: TestOutcome, budget_review: float) -> Check:
     level = human_number(test.review_level, 3)
     if test.review:
         msg = (f"evidence of leakage: {WHAT[test.name]} ({p} <= {level}, this test's share of the "
-               f"{pct} "
-               f"review budget; smallest part: {test.detail})")
+               f"{pct} review budget; smallest part: {test.detail})")
     else:
         msg = (f"no evidence that {WHAT[test.name]} ({p} > {level}, its share of the {pct} review "
                "budget)")

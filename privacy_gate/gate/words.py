@@ -14,7 +14,8 @@ verdict's figures, its budget record and blame's "what if".
 ...           bound="max", action="block", passed=False, message="copies.excess_share = 0.03 violates max 0.01 (<=)")
 >>> w = check_words(c, VerdictContext.of(Verdict(decision="BLOCK", status="ok", reasons=(c,))))
 >>> print(w.sentence)
-3% of the synthetic rows copy a training record verbatim, beyond the rate natural twins explain (bar 1%): training records are copied into the release.
+3% of the synthetic rows copy a training record verbatim, beyond the rate natural twins explain (bar
+1%): training records are copied into the release.
 >>> w.key, w.specific
 ('copies.excess_share', True)
 """
@@ -129,9 +130,8 @@ def _the_attack(attack: str | None) -> str:
     return f"the attack {attack}" if attack else "the strongest attack"
 
 
-_DISCLOSURE = {"singling_out": "singles out training records (a predicate from the synthetic data isolates "
-                               "one "
-                               "real person)",
+_DISCLOSURE = {"singling_out": "singles out training records (a predicate from the synthetic data "
+                               "isolates one real person)",
                "linkability": "links the two parts of a training record",
                "inference": "guesses a training record's secret column"}
 
@@ -211,9 +211,8 @@ def _bar_status(c: Check, ctx: VerdictContext, meaning: str) -> str:
     test = _test_of(c, ctx)
     null = c.null_reference
     if c.metric.endswith("_upper"):
-        return ("an upper bound: the targets cannot exclude a value this high, which is uncertainty, "
-                "not a leak "
-                "signal (more targets would narrow it)")
+        return ("an upper bound: the targets cannot exclude a value this high, which is "
+                "uncertainty, not a leak signal (more targets would narrow it)")
     if c.passed:
         return ("crossed, but not a leak signal: " + (
             f"the {test.name} test is not significant ({p_equals(test.pvalue)}, above its level "

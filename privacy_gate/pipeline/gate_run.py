@@ -244,7 +244,8 @@ def mace_line(name: str, metrics: dict[str, float]) -> str:
 
     >>> mace_line("dcr", {"dcr.mace.advantage": 0.983, "dcr.mace.advantage_lower": 0.983,
     ...                   "dcr.mace.advantage_upper": 0.997, "dcr.mace.advantage_plugin": 0.937})
-    'dcr      MACE advantage 0.983 [0.983, 0.997] (plug-in 0.937 is below its certified lower bound: smoothing loses advantage at strong leakage)  (null bias -)'
+    'dcr      MACE advantage 0.983 [0.983, 0.997] (plug-in 0.937 is below its certified lower bound:
+    smoothing loses advantage at strong leakage)  (null bias -)'
     """
     def get(figure: str) -> float | None:
         return metrics.get(mace_metric(name, figure))
@@ -295,9 +296,8 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
                     "records the sample keeps it within the time bound, and copies outside it go unscanned)",
                     100 * s.pool_share, POOL_LIMIT)
     if s.count == 0:
-        logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d "
-                    "records at that "
-                    "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
+        logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs "
+                    "%d records at that floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
     if s.top_exposed_lower:
         logger.info("  top set: %d training records among the %d highest scores; at least %d of them "
                     "exposed (95%%)",

@@ -181,7 +181,8 @@ def points_at(state: BlameState, verdict: Verdict, order: list[str], masks: dict
             continue
         if not any(still.values()):
             return g
-        return None  # the smallest candidate does not explain the evidence: a larger one would hold more
+        # the smallest candidate does not explain the evidence: a larger one would hold more
+        return None
     return None
 
 

@@ -209,9 +209,8 @@ def _plan(tracker: tracking.Tracker, run_id: str, tags: dict[str, str], *, by: s
                 "completed", complete_approval)
 
     def roll_back() -> str:
-        reason = ("the approving process was killed before the release was published: the approval never "
-                  "took "
-                  "effect and nothing was published")
+        reason = ("the approving process was killed before the release was published: the approval "
+                  "never took effect and nothing was published")
         void_path = _rollback(tracker, run_id, tags, path, dict(files)[path], by=by, reason=reason)
         return (f"rolled back: {void_path} cancels it, nothing was published, approval.status is "
                 "pending — decide "
@@ -277,8 +276,7 @@ def resolve_for_review(tracker: tracking.Tracker, run_id: str) -> list[str]:
         return [f"NOTE: run {run_id}: a half-done decision could not be checked ({exc})"]
     lines = [f"RECOVERED: {out.line}" if out.fixed else f"NOTE: {out.line}"] if out else []
     lines += [f"voided: the approval by {v.get('voided_reviewer')} at {v.get('voided_at')} "
-              f"({v.get('voids')}) — "
-              f"{v.get('reason')}" for v in history.voided]
+              f"({v.get('voids')}) — {v.get('reason')}" for v in history.voided]
     lines += [f"WARNING: {line}" for line in history.ignored]
     return lines
 

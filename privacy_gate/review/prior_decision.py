@@ -78,9 +78,11 @@ class PriorDecision:
         """Why a run of the same release is skipped, and what to do instead.
 
         >>> print(PriorDecision("abc", "REVIEW", "pending").reason())
-        this release (same data and settings) awaits its review in MLflow run abc: decide it with privacy-gate approve abc or privacy-gate reject abc
+        this release (same data and settings) awaits its review in MLflow run abc: decide it with
+        privacy-gate approve abc or privacy-gate reject abc
         >>> print(PriorDecision("abc", "REVIEW", "rejected").reason())
-        this release (same data and settings) was already decided in MLflow run abc (REVIEW, rejected); change the data or the config to gate a new release
+        this release (same data and settings) was already decided in MLflow run abc (REVIEW,
+        rejected); change the data or the config to gate a new release
         """
         if self.pending:
             return ("this release (same data and settings) awaits its review in MLflow run "

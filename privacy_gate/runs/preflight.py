@@ -11,7 +11,8 @@ caller skips the command line, and a file can change between the check and the r
 >>> require_writable_dir(folder / "a-file" / "workdir", setting="--workdir")
 Traceback (most recent call last):
 ...
-privacy_gate.errors.ConfigError: --workdir ...: ... is a file, not a folder; pass a folder the gate may write to
+privacy_gate.errors.ConfigError: --workdir ...: ... is a file, not a folder; pass a folder the gate
+may write to
 >>> require_writable_dir(folder / "new" / "workdir", setting="--workdir")
 >>> (folder / "new").exists()
 False
@@ -72,7 +73,9 @@ def check_split_files(paths: dict[str, str | Path], spec: DatasetSpec, limits: I
     try:
         parts = read_split_files(paths, spec, limits)
     except Exception:  # noqa: BLE001
-        return  # an unreadable or non-conforming file is the run's to report (a recorded invalid_input BLOCK)
+        # an unreadable or non-conforming file is the run's to report (a recorded invalid_input
+        # BLOCK)
+        return
     try:
         check_disjoint(parts, spec, sources={k: Path(p).name for k, p in paths.items()})
     except DataError as exc:

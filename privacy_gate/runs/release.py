@@ -255,7 +255,8 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
         ctx.sink.record_params({
             "generator": config.generator.name, **{f"generator.{k}": v for k, v in config.generator.params.items()},
             "generator.seed": config.generator.seed, "split.seed": config.split.seed,
-            "split.fractions": f"{config.split.train}/{config.split.holdout}/{config.split.reference}",
+            "split.fractions": f"{config.split.train}/{config.split.holdout}"
+                               f"/{config.split.reference}",
             "targets.seed": config.targets.seed, "attacks": ",".join(a.name for a in config.attacks),
             "rules_hash": config.gate.rules_hash(), "config_hash": ctx.config_hash})
         ctx.sink.record_json(config.model_dump(mode="json"), names.ART_CONFIG)

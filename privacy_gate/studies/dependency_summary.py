@@ -97,8 +97,7 @@ def check_invariants(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # advantage, which is biased upward at small N: most repetitions' lower bounds above the bound
     over = [n for n in dp if n["lower_above_bound"] > 0.5]
     second = {"invariant": "non-IID advantage exceeds the IID DP bound at some epsilon (most "
-                           "repetitions' MACE "
-                           "lower bounds above it)",
+                           "repetitions' MACE lower bounds above it)",
               "holds": bool(over) if dp else None, "tested": len(dp),
               "where": [f"{_name(n)}: lower bound {n['advantage_lower_mean']:.3f} (mean) > DP bound "
                         f"{n['dp_bound']:.3f} in {n['lower_above_bound']:.0%} of repetitions" for n in over]}

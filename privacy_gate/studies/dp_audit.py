@@ -145,10 +145,8 @@ class DPAuditResult:
         b = self.best
         return (f"DP audit: the {self.generator} implementation is broken: empirical epsilon >= "
                 f"{b.bound.epsilon_lower:.3g} at {100 * (1 - b.bound.alpha):.0f}% confidence "
-                f"({b.score} score, "
-                f"{b.target_label}, {self.runs} runs per side) exceeds the claimed epsilon "
-                f"{self.epsilon:g} "
-                f"(delta {self.delta:g})")
+                f"({b.score} score, {b.target_label}, {self.runs} runs per side) exceeds the "
+                f"claimed epsilon {self.epsilon:g} (delta {self.delta:g})")
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "audits"}

@@ -150,7 +150,8 @@ class Tracker(RunRecords):
         with _store_init_lock(uri):
             db = sqlite_path(uri)
             if db is not None:
-                seed_store(db)  # a new store from the migrated template (seconds faster than MLflow's migrations)
+                # a new store from the migrated template (seconds faster than MLflow's migrations)
+                seed_store(db)
             self.client = MlflowClient(tracking_uri=uri)
             if experiment is None:  # only reading / appending to existing runs
                 self.client.search_experiments(max_results=1)
@@ -435,7 +436,8 @@ class Tracker(RunRecords):
             TAG_FLAGGED_THROUGH: ",".join(f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items())
             or "none",
             TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
-            # default protections turned off, with their reasons (config text, never record values)
+            # default protections turned off, with their reasons
+            # (config text, never record values)
             TAG_DISABLED: "; ".join(f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items()))
             or "none",
             TAG_BUDGET: (f"review {verdict_dict['budget']['review']:g}, block "

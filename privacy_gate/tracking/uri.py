@@ -66,7 +66,8 @@ def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 
         with socket.create_connection((parsed.hostname, parsed.port or default_port), timeout=timeout):
             pass
     except (OSError, ValueError) as exc:
-        shown = f"{parsed.scheme}://{parsed.hostname}:{parsed.port or default_port}{parsed.path}"  # no password
+        # no password
+        shown = f"{parsed.scheme}://{parsed.hostname}:{parsed.port or default_port}{parsed.path}"
         raise ConfigError(f"MLflow tracking store {shown} (from {source}): not reachable within {timeout:g} s "
                           f"({type(exc).__name__}); is the database running?") from None
 

@@ -69,8 +69,9 @@ def services(tmp_path_factory):
             logdir, backend=f"postgresql+psycopg2://{pg}/mlflow", artifacts="s3://mlflow", env=stack.s3_env(s3))))
         prefect = es.enter_context(stack.running(stack.start_prefect(
             logdir, database_url=f"postgresql+asyncpg://{pg}/prefect", home=logdir / "prefect-home",
-            # a dead holder's slot is repossessed within 1 s of its lease's end, and waiting runs
-            # try again within 2 s (defaults: 15 s and 30 s), so the killed-worker check is quick
+            # a dead holder's slot is repossessed within 1 s of its lease's end, and
+            # waiting runs try again within 2 s (defaults: 15 s and 30 s), so the
+            # killed-worker check is quick
             env={"PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "1",
                  "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "2"})))
         stack.wait_http(mlflow, f"{mlflow.url}/health", timeout=180)
@@ -407,8 +408,7 @@ def test_a_schedule_faster_than_the_gate_never_piles_up(services, served):
     assert served.served_seconds >= SERVE_SECONDS
     waits, holds, skipped = _slot_spans(services)
     print(f"\nserved {served.served_seconds:.0f} s: {len(holds)} gates, {len(waits)} waits, "
-          f"{len(skipped)} skipped, "
-          f"cancelled: { {n: len(c) for n, c in CANCELLED.items()} }")
+          f"{len(skipped)} skipped, cancelled: { {n: len(c) for n, c in CANCELLED.items()} }")
     assert len(holds) >= 4, holds  # the schedule kept coming: more gates than the first three
     assert _most_at_once(holds) == 1, holds
     assert _most_at_once(waits) <= 1, waits

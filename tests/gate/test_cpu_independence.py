@@ -42,7 +42,7 @@ print(json.dumps({"decision": v.decision, "status": v.status, "reasons": sorted(
                   "checks": sorted((c.key, c.passed, c.action) for c in v.checks),
                   "flagged": list(v.flagged_subgroups), "tests": [(t["name"], t["pvalue"]) for t in v.budget["tests"]],
                   "counts": {k: v.metrics[k] for k in sorted(v.metrics) if k.endswith(("count", "train_only", "holdout_only"))}}))
-"""
+"""  # noqa: E501 - a script for a child process, kept as one would type it
 
 
 #: numpy's AVX-512 dispatch targets (numpy 2.4 names; X86_V4 is AVX-512F/CD/VL/BW/DQ): those this

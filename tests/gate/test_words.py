@@ -90,9 +90,8 @@ def test_an_unknown_check_gets_an_honest_generic_sentence():
 
 
 @pytest.mark.parametrize("metric, passed, expect", [
-    ("auc", False, "and the membership test is significant at its block share (p < 0.0001, level 0.0002): "
-                   "an "
-                   "attacker can tell who was in the training data."),
+    ("auc", False, "and the membership test is significant at its block share (p < 0.0001, level "
+                   "0.0002): an attacker can tell who was in the training data."),
     ("mace.advantage_upper", True, "an upper bound: the targets cannot exclude a value this high, which is "
                                    "uncertainty, not a leak signal"),
 ])

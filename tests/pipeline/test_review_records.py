@@ -158,10 +158,9 @@ def test_a_suppressing_approval_the_regate_still_blocks_says_why_in_words(tmp_pa
     with pytest.raises(review.ReviewError) as refused:
         review.decide_run(run_id, action="approve", reviewer="ana", suppress=[GROUP], tracking_uri=uri,
                           workdir=str(tmp_path), regate=regate)
-    assert ("the gate still BLOCKs (re-run rerun-2): 4% of the synthetic rows copy a training record "
-            "verbatim, beyond "
-            "the rate natural twins explain (bar 1%): training records are copied into the release. "
-            "(copies.excess_share)") in str(refused.value)
+    assert ("the gate still BLOCKs (re-run rerun-2): 4% of the synthetic rows copy a training "
+            "record verbatim, beyond the rate natural twins explain (bar 1%): training records are "
+            "copied into the release. (copies.excess_share)") in str(refused.value)
 
 
 def test_review_pending_lists_the_runs_awaiting_a_decision(tmp_path):
