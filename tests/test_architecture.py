@@ -4,17 +4,23 @@ no imports of another module's private names, and module sizes kept small."""
 from __future__ import annotations
 
 import ast
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "privacy_gate"
-MAX_LINES = 400
+# a module's size in lines that start a statement or hold a comment or a docstring: the lines a
+# bracketed expression continues on are not counted, so the formatter's layout (one argument a
+# line when a call does not fit) does not move it; 370 is about what 400 lines were before the
+# code was formatted at 100 columns
+MAX_LINES = 370
 LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
         "sys.exit(lint_imports_command())"]
 
@@ -118,13 +124,43 @@ def test_no_imports_of_private_names():
     assert not bad, "\n".join(bad)
 
 
+def module_lines(text: str) -> int:
+    """Lines of ``text`` that start a statement, hold a comment (alone) or a string spanning
+    lines outside brackets (a docstring); continuation lines inside brackets are not counted."""
+    counted: set[int] = set()
+    depth = 0
+    lines = text.splitlines()
+    for t in tokenize.generate_tokens(io.StringIO(text).readline):
+        if t.type == tokenize.OP and t.string in "([{":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in ")]}":
+            depth -= 1
+        if t.type == tokenize.COMMENT:
+            if lines[t.start[0] - 1].lstrip().startswith("#"):
+                counted.add(t.start[0])
+        elif t.type == tokenize.STRING and depth == 0:
+            counted.update(range(t.start[0], t.end[0] + 1))
+        elif depth == 0 and t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                                           tokenize.DEDENT, tokenize.ENDMARKER):
+            counted.add(t.start[0])
+    return len(counted)
+
+
+def test_module_lines_skip_continuations():
+    doc = 'def g():\n    """Doc\n    more."""\n'
+    assert module_lines("x = f(\n    1,\n    2,\n)\n# why\n" + doc) == 5
+    assert module_lines("x = f(1, 2)\n") == module_lines("x = f(\n    1,\n    2,\n)\n") == 1
+
+
 def test_modules_stay_small_or_say_why():
-    """A module over MAX_LINES lines states at its top why it is one module."""
+    """A module over MAX_LINES lines (:func:`module_lines`) states at its top why it is one
+    module."""
     long = []
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
-        if text.count("\n") > MAX_LINES and "one module because" not in text[:3000].lower():
-            long.append(f"{path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+        size = module_lines(text)
+        if size > MAX_LINES and "one module because" not in text[:3000].lower():
+            long.append(f"{path.relative_to(ROOT)} ({size} lines)")
     assert not long, f"modules over {MAX_LINES} lines without a reason at the top: {long}"
 
 
