@@ -292,8 +292,9 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
                 "tail-excess p %.4f (top %d)", s.search, s.calibration, " incl. the reference" if s.reference_calibrates
                 else "", s.count, s.tested, cfg.fdr, s.tail_pvalue, s.tail_top)
     if s.pool_share < 1:
-        logger.info("  (the scan tested a seeded, equal-rate sample of %.0f%% of the pool's records: above %d "
-                    "records the sample keeps it within the time bound, and copies outside it go unscanned)",
+        logger.info("  (the scan tested a seeded, equal-rate sample of %.0f%% of the pool's "
+                    "records: above %d records the sample keeps it within the time bound, and "
+                    "copies outside it go unscanned)",
                     100 * s.pool_share, POOL_LIMIT)
     if s.count == 0:
         logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs "
