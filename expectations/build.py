@@ -45,7 +45,9 @@ def main(argv: list[str]) -> int:
             dump_suite(suite, path)
             print(f"wrote {path.relative_to(HERE.parent)}")
     if stale:
-        print(f"stale suite(s): {', '.join(stale)}; run python expectations/build.py", file=sys.stderr)
+        print(
+            f"stale suite(s): {', '.join(stale)}; run python expectations/build.py", file=sys.stderr
+        )
         return 1
     return 0
 

@@ -44,10 +44,14 @@ VOID = "void"
 
 @dataclass
 class DecisionLog:
-    decisions: list[dict[str, Any]] = field(default_factory=list)  # approve / reject records that stand
+    decisions: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # approve / reject records that stand
     paths: list[str] = field(default_factory=list)  # the artifact path of each standing decision
     voided: list[dict[str, Any]] = field(default_factory=list)  # the void records that count
-    ignored: list[str] = field(default_factory=list)  # void records that do not count (why, one line each)
+    ignored: list[str] = field(
+        default_factory=list
+    )  # void records that do not count (why, one line each)
     count: int = 0  # every record, voids included: the next one is count + 1
 
     def last(self) -> tuple[str, dict[str, Any]] | None:
@@ -64,25 +68,44 @@ def void_digest(payload: Mapping[str, Any], tags: Mapping[str, str]) -> str | No
     return None if key is None else signing.verdict_digest(_payload_text(payload), key)
 
 
-def void_record(run_id: str, voided_path: str, voided_text: str, *, at: str, by: str, reason: str,
-                tags: Mapping[str, str]) -> dict[str, Any] | None:
+def void_record(
+    run_id: str,
+    voided_path: str,
+    voided_text: str,
+    *,
+    at: str,
+    by: str,
+    reason: str,
+    tags: Mapping[str, str],
+) -> dict[str, Any] | None:
     """A void record cancelling the approval at ``voided_path``; None when it cannot be signed
     (a signed run and no key in this process)."""
     voided = json.loads(voided_text)
-    payload = {"action": VOID, "run_id": run_id, "voids": voided_path, "voided_sha256": text_sha256(voided_text),
-               "voided_reviewer": voided.get("reviewer"), "voided_at": voided.get("at"), "at": at, "by": by,
-               "reason": reason}
+    payload = {
+        "action": VOID,
+        "run_id": run_id,
+        "voids": voided_path,
+        "voided_sha256": text_sha256(voided_text),
+        "voided_reviewer": voided.get("reviewer"),
+        "voided_at": voided.get("at"),
+        "at": at,
+        "by": by,
+        "reason": reason,
+    }
     digest = void_digest(payload, tags)
     return None if digest is None else {**payload, "digest": digest}
 
 
 def approval_tags(decision: Mapping[str, Any]) -> dict[str, str]:
     """The approval tags that state ``decision`` (what the MLflow UI lists and filters by)."""
-    return {names.TAG_APPROVAL_STATUS: "approved" if decision["action"] == "approve" else "rejected",
-            names.TAG_APPROVAL_REVIEWER: decision["reviewer"], names.TAG_APPROVAL_AT: decision["at"],
-            names.TAG_APPROVAL_COMMENT: (decision.get("comment") or "")[:500],
-            names.TAG_APPROVAL_SHA: decision["data_sha256"],
-            names.TAG_APPROVAL_PUBLISHED: decision.get("published") or "none"}
+    return {
+        names.TAG_APPROVAL_STATUS: "approved" if decision["action"] == "approve" else "rejected",
+        names.TAG_APPROVAL_REVIEWER: decision["reviewer"],
+        names.TAG_APPROVAL_AT: decision["at"],
+        names.TAG_APPROVAL_COMMENT: (decision.get("comment") or "")[:500],
+        names.TAG_APPROVAL_SHA: decision["data_sha256"],
+        names.TAG_APPROVAL_PUBLISHED: decision.get("published") or "none",
+    }
 
 
 def voids_tag(tags: Mapping[str, str], digest: str) -> str:
@@ -91,7 +114,9 @@ def voids_tag(tags: Mapping[str, str], digest: str) -> str:
     return " ".join([*listed, digest] if digest not in listed else listed)
 
 
-def _void_counts(run_id: str, void: Mapping[str, Any], texts: Mapping[str, str], tags: Mapping[str, str]) -> str | None:
+def _void_counts(
+    run_id: str, void: Mapping[str, Any], texts: Mapping[str, str], tags: Mapping[str, str]
+) -> str | None:
     """None when ``void`` counts, else why not."""
     target = void.get("voids")
     if void.get("run_id") != run_id or target not in texts:
@@ -114,7 +139,9 @@ def _void_counts(run_id: str, void: Mapping[str, Any], texts: Mapping[str, str],
     return None
 
 
-def _foreign(run_id: str, path: str, record: Mapping[str, Any], release_sha256: str | None) -> str | None:
+def _foreign(
+    run_id: str, path: str, record: Mapping[str, Any], release_sha256: str | None
+) -> str | None:
     """Why the approve / reject ``record`` at ``path`` does not belong to ``run_id`` (None when it
     does)."""
     other = record.get("run_id")
@@ -122,14 +149,21 @@ def _foreign(run_id: str, path: str, record: Mapping[str, Any], release_sha256: 
         return f"the decision record {path} in the log of run {run_id} decides run {other}"
     sha = record.get("data_sha256")
     if release_sha256 and sha and sha != release_sha256:
-        return (f"the decision record {path} of run {run_id} was taken on release {str(sha)[:12]}…, "
-                "not on the "
-                f"run's release {release_sha256[:12]}…")
+        return (
+            f"the decision record {path} of run {run_id} was taken on release {str(sha)[:12]}…, "
+            "not on the "
+            f"run's release {release_sha256[:12]}…"
+        )
     return None
 
 
-def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str], *,
-              release_sha256: str | None = None) -> DecisionLog:
+def effective(
+    run_id: str,
+    files: list[tuple[str, str]],
+    tags: Mapping[str, str],
+    *,
+    release_sha256: str | None = None,
+) -> DecisionLog:
     """The decisions that stand among ``files`` ((path, text) of every record, in order). A record
     that is not a JSON object, or that names another run or (given ``release_sha256``, the run's
     judged release) another release, is refused (IntegrityError naming it): it is never skipped.
@@ -148,12 +182,18 @@ def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str]
         except ValueError:
             record = None
         if not isinstance(record, dict):
-            raise IntegrityError(f"the decision record {path} of run {run_id} is not a JSON object; the run's "
-                                 "decision log was edited — refusing to act on it")
-        why = None if record.get("action") == VOID else _foreign(run_id, path, record, release_sha256)
+            raise IntegrityError(
+                f"the decision record {path} of run {run_id} is not a JSON object; the run's "
+                "decision log was edited — refusing to act on it"
+            )
+        why = (
+            None if record.get("action") == VOID else _foreign(run_id, path, record, release_sha256)
+        )
         if why:
-            raise IntegrityError(f"{why}: copied from another run's decision log — refusing to act on it; run the "
-                                 "gate again for a run with a clean log")
+            raise IntegrityError(
+                f"{why}: copied from another run's decision log — refusing to act on it; run the "
+                "gate again for a run with a clean log"
+            )
         records.append((path, record))
     log = DecisionLog(count=len(files))
     cancelled: set[str] = set()
@@ -172,4 +212,12 @@ def effective(run_id: str, files: list[tuple[str, str]], tags: Mapping[str, str]
     return log
 
 
-__all__ = ["VOID", "DecisionLog", "approval_tags", "effective", "void_digest", "void_record", "voids_tag"]
+__all__ = [
+    "VOID",
+    "DecisionLog",
+    "approval_tags",
+    "effective",
+    "void_digest",
+    "void_record",
+    "voids_tag",
+]

@@ -64,8 +64,13 @@ HEADLINE_PATTERNS: tuple[str, ...] = (
 _HEADLINE = re.compile("|".join(f"(?:{p})" for p in HEADLINE_PATTERNS))
 
 #: first key segments that name no attack (``attacks.csv`` holds only attack rows)
-_NOT_ATTACKS = names.PLAIN_FAMILIES | {"time", names.BUDGET, names.FLAGGED_SUBGROUPS.partition(".")[0],
-                                       "dp_audit", "ladder"}
+_NOT_ATTACKS = names.PLAIN_FAMILIES | {
+    "time",
+    names.BUDGET,
+    names.FLAGGED_SUBGROUPS.partition(".")[0],
+    "dp_audit",
+    "ladder",
+}
 _ATTACK_FIGURES = names.attack_figures()
 _SUBGROUP = "subgroup/"
 
@@ -75,7 +80,9 @@ def is_headline(key: str) -> bool:
     return _HEADLINE.fullmatch(key) is not None
 
 
-def recorded_figures(verdict: Mapping[str, Any], *, timings: Mapping[str, float]) -> dict[str, float | None]:
+def recorded_figures(
+    verdict: Mapping[str, Any], *, timings: Mapping[str, float]
+) -> dict[str, float | None]:
     """Every figure a run records, by its full key: ``verdict["metrics"]`` (a verdict dict), each
     stage's time (``time.<stage>_s``) and the headline's derived figures (each budget test's
     p-value, the number of flagged groups, the total time). A non-finite value is None (JSON has
@@ -87,14 +94,19 @@ def recorded_figures(verdict: Mapping[str, Any], *, timings: Mapping[str, float]
     figures[names.FLAGGED_SUBGROUPS] = float(len(verdict.get("flagged_subgroups") or ()))
     # the stages run one after another; an attack's time ("attack.<name>") is inside the attacks
     # stage
-    figures[names.TOTAL_TIME] = float(sum(v for k, v in timings.items() if not k.startswith("attack.")))
+    figures[names.TOTAL_TIME] = float(
+        sum(v for k, v in timings.items() if not k.startswith("attack."))
+    )
     return {k: _finite(v) for k, v in sorted(figures.items())}
 
 
 def headline_metrics(figures: Mapping[str, float | None]) -> dict[str, float]:
     """The MLflow metrics of a run: its headline figures with a value, under short keys."""
-    return {names.bounded_key(k, names.MAX_HEADLINE_KEY_LENGTH): v for k, v in figures.items()
-            if v is not None and is_headline(k)}
+    return {
+        names.bounded_key(k, names.MAX_HEADLINE_KEY_LENGTH): v
+        for k, v in figures.items()
+        if v is not None and is_headline(k)
+    }
 
 
 def capped_label(text: str, *, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str:
@@ -140,9 +152,13 @@ def metric_tables(figures: Mapping[str, float | None]) -> dict[str, pd.DataFrame
             groups.setdefault(label, {"group": label, "columns": cols})
             kind, who, what = _split_figure(figure, group=True)
             if kind == "attack":
-                group_attacks.setdefault((label, who), {"group": label, "attack": capped_label(who)})[what] = value
+                group_attacks.setdefault(
+                    (label, who), {"group": label, "attack": capped_label(who)}
+                )[what] = value
             elif kind == "disclosure":
-                row = group_disclosure.setdefault((label, who), {"group": label, "evaluator": capped_label(who)})
+                row = group_disclosure.setdefault(
+                    (label, who), {"group": label, "evaluator": capped_label(who)}
+                )
                 row[what] = value
             else:
                 groups[label][figure] = value
@@ -160,19 +176,31 @@ def metric_tables(figures: Mapping[str, float | None]) -> dict[str, pd.DataFrame
     ranked = _most_significant_first(groups.values())
     position = {row["group"]: i for i, row in enumerate(ranked)}
     return {
-        names.ART_METRICS_ATTACKS: _frame([attacks[a] for a in sorted(attacks, key=lambda a: (last.get(a, 0), a))],
-                                          ["attack"], key=attack_order),
-        names.ART_METRICS_DISCLOSURE: _frame([disclosure[e] for e in sorted(disclosure)], ["evaluator"],
-                                             key=_disclosure_order),
+        names.ART_METRICS_ATTACKS: _frame(
+            [attacks[a] for a in sorted(attacks, key=lambda a: (last.get(a, 0), a))],
+            ["attack"],
+            key=attack_order,
+        ),
+        names.ART_METRICS_DISCLOSURE: _frame(
+            [disclosure[e] for e in sorted(disclosure)], ["evaluator"], key=_disclosure_order
+        ),
         names.ART_METRICS_RELEASE: pd.DataFrame(release, columns=["key", "value"]),
-        names.ART_METRICS_SUBGROUPS: _frame(ranked, ["group", "columns"],
-                                            key=lambda f: (f not in names.GROUP_FIGURES, f)),
+        names.ART_METRICS_SUBGROUPS: _frame(
+            ranked, ["group", "columns"], key=lambda f: (f not in names.GROUP_FIGURES, f)
+        ),
         names.ART_METRICS_SUBGROUP_ATTACKS: _frame(
             [group_attacks[k] for k in sorted(group_attacks, key=lambda k: (position[k[0]], k[1]))],
-            ["group", "attack"], key=attack_order),
+            ["group", "attack"],
+            key=attack_order,
+        ),
         names.ART_METRICS_SUBGROUP_DISCLOSURE: _frame(
-            [group_disclosure[k] for k in sorted(group_disclosure, key=lambda k: (position[k[0]], k[1]))],
-            ["group", "evaluator"], key=_disclosure_order),
+            [
+                group_disclosure[k]
+                for k in sorted(group_disclosure, key=lambda k: (position[k[0]], k[1]))
+            ],
+            ["group", "evaluator"],
+            key=_disclosure_order,
+        ),
     }
 
 
@@ -225,5 +253,12 @@ def _disclosure_order(figure: str) -> tuple[int, str]:
     return order.get(figure, len(order)), figure
 
 
-__all__ = ["HEADLINE_PATTERNS", "capped_label", "headline_metrics", "is_headline", "metric_tables",
-           "recorded_figures", "table_text"]
+__all__ = [
+    "HEADLINE_PATTERNS",
+    "capped_label",
+    "headline_metrics",
+    "is_headline",
+    "metric_tables",
+    "recorded_figures",
+    "table_text",
+]

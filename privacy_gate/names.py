@@ -47,8 +47,16 @@ LEAKAGE_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
 #: ``advantage`` is the point estimate inside its own bounds; ``advantage_plugin`` the raw plug-in
 #: (smoothing / binning lose advantage, so at strong leakage it can fall below the certified lower
 #: bound).
-MACE_FIGURES = ("advantage", "advantage_lower", "advantage_upper", "advantage_plugin", "bias", "radius", "ppv_upper",
-                "dp_bound")
+MACE_FIGURES = (
+    "advantage",
+    "advantage_lower",
+    "advantage_upper",
+    "advantage_plugin",
+    "bias",
+    "radius",
+    "ppv_upper",
+    "dp_bound",
+)
 #: The MACE metrics shown in summaries next to the ROC metrics.
 MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
 #: The pseudo-attack naming the combined query (the vector of all gated attacks' scores).
@@ -59,7 +67,9 @@ STRONGEST = "strongest"
 UTILITY = "utility"
 UTILITY_QUALITY = "utility.quality"
 VALIDATION_SYNTHETIC = "validation.synthetic"
-ORACLE_ATTACK = "mama_mia_oracle"  # MAMA-MIA with the generator's real focal points (reported, not gated)
+ORACLE_ATTACK = (
+    "mama_mia_oracle"  # MAMA-MIA with the generator's real focal points (reported, not gated)
+)
 #: Exposed-record discovery over the member targets (``estimators.exposure``): ``exposed.count``,
 #: ``exposed.share_lower``, ``exposed.share_upper``, ... — plain metrics, not per attack.
 EXPOSURE = "exposed"
@@ -71,8 +81,17 @@ LINKABILITY = "linkability"
 INFERENCE = "inference"
 DISCLOSURE_FAMILIES = (SINGLING_OUT, LINKABILITY, INFERENCE)
 #: the figures of one disclosure risk (``estimators.disclosure.DisclosureRisk.figures``)
-DISCLOSURE_FIGURES = ("risk", "risk_lower", "risk_upper", "train_rate", "control_rate", "baseline_rate",
-                      "n_train", "n_control", "pvalue")
+DISCLOSURE_FIGURES = (
+    "risk",
+    "risk_lower",
+    "risk_upper",
+    "train_rate",
+    "control_rate",
+    "baseline_rate",
+    "n_train",
+    "n_control",
+    "pvalue",
+)
 #: the HTML report's disclosure section (attacker's knowledge, risks, baselines; no record values)
 ART_DISCLOSURE = "risk/disclosure.json"
 ART_DISCLOSURE_PLOT = "plots/disclosure_risk.png"
@@ -92,7 +111,14 @@ INSUFFICIENT_EVIDENCE = "insufficient_evidence"
 # ---- what a gate rule can read (checked when a config is loaded: a typo must not skip a rule) --
 
 #: ROC figures of one attack's scores (``estimators.metrics.roc_metrics``), incl. the class sizes.
-ROC_FIGURES = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage", "n_members", "n_non_members")
+ROC_FIGURES = (
+    "auc",
+    "tpr_at_fpr_0.01",
+    "tpr_at_fpr_0.001",
+    "advantage",
+    "n_members",
+    "n_non_members",
+)
 #: An attack's membership rank test over all targets (``estimators.group_tests.rank_test_pvalue``):
 #: ``<attack>.rank_pvalue``, what the budget's membership test reads.
 RANK_PVALUE = "rank_pvalue"
@@ -100,40 +126,113 @@ RANK_PVALUE = "rank_pvalue"
 #: ``membership.ensemble_pvalue`` (two-sided, what the budget's membership test reads beside each
 #: attack's rank test), its one-sided parts and its AUC (below 0.5: the release avoids its members).
 MEMBERSHIP = "membership"
-ENSEMBLE_FIGURES = ("ensemble_pvalue", "ensemble_upper_pvalue", "ensemble_lower_pvalue", "ensemble_auc")
+ENSEMBLE_FIGURES = (
+    "ensemble_pvalue",
+    "ensemble_upper_pvalue",
+    "ensemble_lower_pvalue",
+    "ensemble_auc",
+)
 #: Verbatim copies against the population's own twins (``experiment.copies``): ``copies.pvalue`` ...
 COPIES = "copies"
-COPY_FIGURES = ("pvalue", "excess_share", "excess_lower", "train_share", "holdout_share", "train_only", "holdout_only",
-                "compared", "n_pool")
+COPY_FIGURES = (
+    "pvalue",
+    "excess_share",
+    "excess_lower",
+    "train_share",
+    "holdout_share",
+    "train_only",
+    "holdout_only",
+    "compared",
+    "n_pool",
+)
 #: Partial copies: the information-weighted column agreement scan (``experiment.agreement``).
 AGREEMENT = "agreement"
-AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "tail_top",
-                     "calibration", "qi_pvalue", "linking_pvalue", "scanned_share")
+AGREEMENT_FIGURES = (
+    "pvalue",
+    "tail_pvalue",
+    "simes_pvalue",
+    "count",
+    "tested",
+    "excess_share",
+    "tail_top",
+    "calibration",
+    "qi_pvalue",
+    "linking_pvalue",
+    "scanned_share",
+)
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility
 #: score).
 PLAIN_FIGURES = {
-    "exposed": ("count", "tested", "calibration", "false_expected", "share", "share_lower", "share_upper",
-                "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
-                "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
-                "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
-                "scan_simes_pvalue", "share_pvalue", "scan_top_set", "scan_top_members", "scan_top_exposed_lower",
-                "scan_views", "scan_pool_share"),
+    "exposed": (
+        "count",
+        "tested",
+        "calibration",
+        "false_expected",
+        "share",
+        "share_lower",
+        "share_upper",
+        "threshold",
+        "level",
+        "attacks",
+        "delta",
+        "tail_pvalue",
+        "tail_top",
+        "min_pvalue",
+        "naming_needs",
+        "scan_count",
+        "scan_tested",
+        "scan_calibration",
+        "scan_threshold",
+        "scan_false_bound",
+        "scan_tail_pvalue",
+        "scan_tail_top",
+        "scan_min_pvalue",
+        "scan_naming_needs",
+        "simes_pvalue",
+        "scan_simes_pvalue",
+        "share_pvalue",
+        "scan_top_set",
+        "scan_top_members",
+        "scan_top_exposed_lower",
+        "scan_views",
+        "scan_pool_share",
+    ),
     MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
-    **{family: DISCLOSURE_FIGURES + tuple(f"{mode}.{f}" for mode in ("univariate", "multivariate")
-                                          for f in DISCLOSURE_FIGURES) for family in DISCLOSURE_FAMILIES},
-    "utility": ("quality", "tvd_1way", "tvd_2way", "worst_1way_tvd", "worst_2way_tvd", "n_columns", "n_pairs"),
+    **{
+        family: DISCLOSURE_FIGURES
+        + tuple(
+            f"{mode}.{f}" for mode in ("univariate", "multivariate") for f in DISCLOSURE_FIGURES
+        )
+        for family in DISCLOSURE_FAMILIES
+    },
+    "utility": (
+        "quality",
+        "tvd_1way",
+        "tvd_2way",
+        "worst_1way_tvd",
+        "worst_2way_tvd",
+        "n_columns",
+        "n_pairs",
+    ),
 }
 #: A subgroup's own figures without an attack (its rank test, sizes and exposed records).
-GROUP_FIGURES = ("membership_test.p_value", "membership_test.p_adjusted", "n_members", "n_non_members",
-                 "exposed.count")
+GROUP_FIGURES = (
+    "membership_test.p_value",
+    "membership_test.p_adjusted",
+    "n_members",
+    "n_non_members",
+    "exposed.count",
+)
 
 #: metric families that name no attack (``exposed.count``, ``membership_test.p_adjusted``, ...):
 #: any other first part of a plain rule metric is an attack key (``dcr.auc``)
-PLAIN_FAMILIES = frozenset({*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)})
+PLAIN_FAMILIES = frozenset(
+    {*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)}
+)
 
 
 def is_test_level(metric: str) -> bool:
@@ -149,8 +248,13 @@ def is_test_level(metric: str) -> bool:
 def attack_figures() -> tuple[str, ...]:
     """Every figure a rule can read per attack (``<attack>.<figure>``)."""
     mace = tuple(f"mace.{f}" for f in MACE_FIGURES)
-    return (ROC_FIGURES + (RANK_PVALUE,) + mace + tuple(f"entity.{f}" for f in ROC_FIGURES)
-            + tuple(f"dependency.{f}" for f in ROC_FIGURES + mace))
+    return (
+        ROC_FIGURES
+        + (RANK_PVALUE,)
+        + mace
+        + tuple(f"entity.{f}" for f in ROC_FIGURES)
+        + tuple(f"dependency.{f}" for f in ROC_FIGURES + mace)
+    )
 
 
 def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str | None:
@@ -169,28 +273,43 @@ def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str |
     "metric 'exposed.share_lowr' is not a figure the gate records (exposed.count,
     exposed.tested, ...)"
     """
-    per_attack = attack_figures() if scope == "global" else ROC_FIGURES + tuple(f"mace.{f}" for f in MACE_FIGURES)
+    per_attack = (
+        attack_figures()
+        if scope == "global"
+        else ROC_FIGURES + tuple(f"mace.{f}" for f in MACE_FIGURES)
+    )
     where = "of an attack" if scope == "global" else "of an attack in a subgroup"
     if attack is not None:
-        return None if metric in per_attack else f"metric {metric!r} is not a figure {where} ({', '.join(per_attack[:4])}, ...)"
+        return (
+            None
+            if metric in per_attack
+            else f"metric {metric!r} is not a figure {where} ({', '.join(per_attack[:4])}, ...)"
+        )
     family, _, figure = metric.partition(".")
     if scope == "subgroup" and metric in GROUP_FIGURES:
         return None
     if scope == "global" and family == "validation" and figure.startswith("synthetic."):
         return None  # the synthetic suite's figures (copy_share, failed, success, ...)
     if scope == "global" and family in PLAIN_FIGURES:
-        if figure in PLAIN_FIGURES[family] or (family == INFERENCE and figure.rpartition(".")[2] in DISCLOSURE_FIGURES
-                                               and "." in figure):
+        if figure in PLAIN_FIGURES[family] or (
+            family == INFERENCE
+            and figure.rpartition(".")[2] in DISCLOSURE_FIGURES
+            and "." in figure
+        ):
             return None
         known = [f"{family}.{f}" for f in PLAIN_FIGURES[family]]
         return f"metric {metric!r} is not a figure the gate records ({', '.join(known[:2])}, ...)"
     if figure in per_attack:
         return None  # <attack>.<figure>
     if scope == "subgroup":
-        return (f"metric {metric!r} is not a figure of a subgroup ({', '.join(GROUP_FIGURES)}, or "
-                "<attack>.<figure>)")
-    return (f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, "
-            "exposed.count, ...)")
+        return (
+            f"metric {metric!r} is not a figure of a subgroup ({', '.join(GROUP_FIGURES)}, or "
+            "<attack>.<figure>)"
+        )
+    return (
+        f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, "
+        "exposed.count, ...)"
+    )
 
 
 def metric_name(attack: str | None, metric: str) -> str:
@@ -276,9 +395,16 @@ def _plain_segment(text: str) -> bool:
     """``text`` is a key segment as it stands: MLflow's characters, not a path step (``.``/``..``),
     no edge spaces, nothing that could be read as an intersection join, a changed name's tail or a
     hashed label's segment."""
-    return (bool(_KEY_CHARACTERS.fullmatch(text)) and text not in (".", "..") and text == text.strip()
-            and INTERSECTION_JOIN not in text and not text.startswith("x_") and not text.endswith("_x")
-            and not _CHANGED_TAIL.search(text) and not _HASHED_SEGMENT.fullmatch(text))
+    return (
+        bool(_KEY_CHARACTERS.fullmatch(text))
+        and text not in (".", "..")
+        and text == text.strip()
+        and INTERSECTION_JOIN not in text
+        and not text.startswith("x_")
+        and not text.endswith("_x")
+        and not _CHANGED_TAIL.search(text)
+        and not _HASHED_SEGMENT.fullmatch(text)
+    )
 
 
 def key_segment(text: object) -> str:
@@ -332,8 +458,10 @@ def shown_segment(segment: str) -> str:
 def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
     """Intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``; every
     column and value goes through :func:`key_segment`."""
-    return (f"subgroup/{INTERSECTION_JOIN.join(map(key_segment, columns))}/"
-            f"{INTERSECTION_JOIN.join(map(key_segment, values))}/{key}")
+    return (
+        f"subgroup/{INTERSECTION_JOIN.join(map(key_segment, columns))}/"
+        f"{INTERSECTION_JOIN.join(map(key_segment, values))}/{key}"
+    )
 
 
 #: MLflow's limits on a metric/param/tag key and on a tag value (its store refuses longer ones).
@@ -346,8 +474,12 @@ def _valid_key(key: str) -> bool:
     normalises to another name)."""
     import posixpath
 
-    return (bool(re.fullmatch(r"[/\w.\- :]+", key)) and posixpath.normpath(key) == key
-            and not key.startswith(("/", "..")) and key != ".")
+    return (
+        bool(re.fullmatch(r"[/\w.\- :]+", key))
+        and posixpath.normpath(key) == key
+        and not key.startswith(("/", ".."))
+        and key != "."
+    )
 
 
 def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
@@ -361,7 +493,9 @@ def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
     ('dcr.auc', 'inference.wage _.risk-he4b8df210f')
     """
     if not _valid_key(key):
-        key = "/".join(part if part and _valid_key(part) else key_segment(part) for part in key.split("/"))
+        key = "/".join(
+            part if part and _valid_key(part) else key_segment(part) for part in key.split("/")
+        )
     if len(key) <= limit:
         return key
     import hashlib
@@ -391,16 +525,24 @@ def split_attack_metric(key: str) -> tuple[str, str] | None:
 EXPERIMENT_PREFIX = "privacy-gate/"
 TAG_VERDICT = "gate.verdict"
 TAG_STATUS = "gate.status"
-TAG_VERDICT_DIGEST = "gate.verdict_digest"  # digest (or HMAC) of verdict.json as written at decision time
+TAG_VERDICT_DIGEST = (
+    "gate.verdict_digest"  # digest (or HMAC) of verdict.json as written at decision time
+)
 TAG_FLAGGED = "gate.flagged_subgroups"
 TAG_DISABLED = "gate.disabled"  # default protections turned off: "key: reason; ..." or "none"
 TAG_BUDGET = "gate.error_budget"  # "review 0.02, block 0.001"
-TAG_FLAGGED_THROUGH = "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
-TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
+TAG_FLAGGED_THROUGH = (
+    "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
+)
+TAG_KIND = (
+    "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
+)
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
 TAG_QUARANTINE = "gate.quarantine_path"
-TAG_WORKDIR = "gate.workdir"  # the run's workdir (absolute): the suggested decision commands name it
+TAG_WORKDIR = (
+    "gate.workdir"  # the run's workdir (absolute): the suggested decision commands name it
+)
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
 #: the release a run judged: its config, data and privacy-gate version (review/prior_decision.py)
@@ -425,13 +567,19 @@ TAG_APPROVAL_AT = "approval.decided_at"
 TAG_APPROVAL_COMMENT = "approval.comment"
 TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
-TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
-TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
+TAG_SIGNED = (
+    "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
+)
+TAG_DECISION_CLAIM = (
+    "approval.claim"  # who is deciding: written, then re-read, before a decision acts
+)
 #: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a
 #: killed ``approve`` recorded but never published (``review.decision_recovery``): a void counts
 #: only when its digest (an HMAC on a signed run) is listed here too
 TAG_APPROVAL_VOIDS = "approval.voids"
-TAG_APPROVAL_RECOVERED = "approval.recovered"  # what the last recovery of an interrupted decision did
+TAG_APPROVAL_RECOVERED = (
+    "approval.recovered"  # what the last recovery of an interrupted decision did
+)
 #: the process that made a run (``processes``): ``privacy-gate doctor`` marks a run left RUNNING
 #: KILLED only when this host's PID is gone (or now another process: a different start token)
 TAG_HOST = "gate.host"
@@ -483,36 +631,74 @@ ART_SUBGROUPS = "audit/subgroups.json"
 #: the group, as points (fpr, tpr) with the group's counts and AUC; no row ids, no values
 ART_GROUP_ROC = "audit/flagged_roc.json"
 MAX_GROUP_ROCS = 6
-ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
-ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
+ART_EXPOSED = (
+    "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
+)
+ART_SCAN = (
+    "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
+)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"
-ART_LADDER = "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
+ART_LADDER = (
+    "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
+)
 ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
 #: every figure of the run (the verdict's metrics, the stage timings, the headline's derived
 #: figures) by its full key: what is not an MLflow metric is here (``metric_records``)
 METRICS_DIR = "metrics"
 ART_METRICS_ALL = f"{METRICS_DIR}/all.json"
 #: the same figures as tables (CSV: the MLflow artifact viewer shows them as sortable tables)
-ART_METRICS_ATTACKS = f"{METRICS_DIR}/attacks.csv"  # one row per attack (and combined, strongest): every figure
-ART_METRICS_DISCLOSURE = f"{METRICS_DIR}/disclosure.csv"  # one row per disclosure evaluator (each inference column)
+ART_METRICS_ATTACKS = (
+    f"{METRICS_DIR}/attacks.csv"  # one row per attack (and combined, strongest): every figure
+)
+ART_METRICS_DISCLOSURE = (
+    f"{METRICS_DIR}/disclosure.csv"  # one row per disclosure evaluator (each inference column)
+)
 ART_METRICS_RELEASE = f"{METRICS_DIR}/release.csv"  # every other release-level figure: key, value
 #: one row per audited group (rank test, sizes), the most significant first
 ART_METRICS_SUBGROUPS = f"{METRICS_DIR}/subgroups.csv"
-ART_METRICS_SUBGROUP_ATTACKS = f"{METRICS_DIR}/subgroup_attacks.csv"  # one row per group x attack: ROC and MACE figures
-ART_METRICS_SUBGROUP_DISCLOSURE = f"{METRICS_DIR}/subgroup_disclosure.csv"  # one row per group x disclosure evaluator
-METRIC_TABLES = (ART_METRICS_ATTACKS, ART_METRICS_DISCLOSURE, ART_METRICS_RELEASE, ART_METRICS_SUBGROUPS,
-                 ART_METRICS_SUBGROUP_ATTACKS, ART_METRICS_SUBGROUP_DISCLOSURE)
-ART_STUDY_EXPERIMENTS = "dependency/experiments.parquet"  # one row per experiment: figures only, no records
-ART_STUDY_SUMMARY = "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
-ART_STUDY_INVARIANTS = "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers
+ART_METRICS_SUBGROUP_ATTACKS = (
+    f"{METRICS_DIR}/subgroup_attacks.csv"  # one row per group x attack: ROC and MACE figures
+)
+ART_METRICS_SUBGROUP_DISCLOSURE = (
+    f"{METRICS_DIR}/subgroup_disclosure.csv"  # one row per group x disclosure evaluator
+)
+METRIC_TABLES = (
+    ART_METRICS_ATTACKS,
+    ART_METRICS_DISCLOSURE,
+    ART_METRICS_RELEASE,
+    ART_METRICS_SUBGROUPS,
+    ART_METRICS_SUBGROUP_ATTACKS,
+    ART_METRICS_SUBGROUP_DISCLOSURE,
+)
+ART_STUDY_EXPERIMENTS = (
+    "dependency/experiments.parquet"  # one row per experiment: figures only, no records
+)
+ART_STUDY_SUMMARY = (
+    "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
+)
+ART_STUDY_INVARIANTS = (
+    "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers
+)
 ART_STUDY_PLOT = "plots/dependency_advantage.png"
-ART_DP_AUDIT = "dp_audit/audit.json"  # the DP audit's result: bounds, claim, the (FPR, FNR) curve (no records)
-ART_DP_AUDIT_PLOT = "plots/dp_audit_tradeoff.png"  # empirical (FPR, FNR) points vs the claimed DP / GDP curves
-DP_AUDIT_METRICS = ("dp_audit.epsilon_lower", "dp_audit.epsilon_claimed", "dp_audit.mu_lower",
-                    "dp_audit.mu_estimate", "dp_audit.mu_claimed", "dp_audit.max_certifiable_epsilon",
-                    "dp_audit.runs", "dp_audit.seconds", "dp_audit.cached")
+ART_DP_AUDIT = (
+    "dp_audit/audit.json"  # the DP audit's result: bounds, claim, the (FPR, FNR) curve (no records)
+)
+ART_DP_AUDIT_PLOT = (
+    "plots/dp_audit_tradeoff.png"  # empirical (FPR, FNR) points vs the claimed DP / GDP curves
+)
+DP_AUDIT_METRICS = (
+    "dp_audit.epsilon_lower",
+    "dp_audit.epsilon_claimed",
+    "dp_audit.mu_lower",
+    "dp_audit.mu_estimate",
+    "dp_audit.mu_claimed",
+    "dp_audit.max_certifiable_epsilon",
+    "dp_audit.runs",
+    "dp_audit.seconds",
+    "dp_audit.cached",
+)
 TAG_DP_AUDIT = "gate.dp_audit"  # on the release run: the DP audit's nested run id
 
 SQLITE_FILE = "mlflow.db"
@@ -531,8 +717,12 @@ SEAL_QUARANTINE = "quarantine_path"
 SEAL_SYNTHETIC_SHA = "synthetic_file_sha256"
 SEAL_SETTINGS_SHA = "settings_sha256"  # sha256 of the ART_SETTINGS text as logged
 SEAL_CONFIG_SHA = "config_sha256"  # sha256 of the ART_CONFIG text as logged
-SEAL_REGATE_OF = "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
-SEAL_LABEL_KEY = "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
+SEAL_REGATE_OF = (
+    "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
+)
+SEAL_LABEL_KEY = (
+    "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
+)
 #: sha256 of every artifact the run held when its verdict was written (``artifact_seal``): the
 #: evidence a reviewer reads is covered by the verdict's digest (its HMAC on a signed run)
 SEAL_ARTIFACTS = "artifacts"
@@ -543,8 +733,12 @@ DERIVED_ARTIFACTS = (ART_SUMMARY, ART_REPORT)
 TAG_DERIVED_SHA = "gate.derived_sha256"
 TAG_DERIVED_DIGEST = "gate.derived_digest"
 #: the run tag that must agree with each sealed field (an edited tag is refused, never followed)
-SEAL_TAGS = {SEAL_DATASET: TAG_DATASET, SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET, SEAL_QUARANTINE: TAG_QUARANTINE,
-             SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA}
+SEAL_TAGS = {
+    SEAL_DATASET: TAG_DATASET,
+    SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET,
+    SEAL_QUARANTINE: TAG_QUARANTINE,
+    SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA,
+}
 
 
 def validation_artifact(suite: str) -> str:

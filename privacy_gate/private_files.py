@@ -38,8 +38,12 @@ class LinkRefused(OSError):
     BLOCK."""
 
     def __init__(self, path: Path | str):
-        super().__init__(errno.ELOOP, "a symbolic link, which the gate never follows (it could point out of the "
-                                      f"workdir); remove the link (rm {path}) and run again", str(path))
+        super().__init__(
+            errno.ELOOP,
+            "a symbolic link, which the gate never follows (it could point out of the "
+            f"workdir); remove the link (rm {path}) and run again",
+            str(path),
+        )
 
 
 def confine(path: Path, root: Path | None) -> Path:
@@ -92,10 +96,14 @@ def private_dir(path: Path, *, parents: bool = False, root: Path | None = None) 
         path.parent.mkdir(parents=True, exist_ok=True)
         confine(path, root)  # a link planted meanwhile
     try:
-        path.mkdir(mode=PRIVATE_DIR_MODE)  # the umask can only remove bits from 0700; never follows a last link
+        path.mkdir(
+            mode=PRIVATE_DIR_MODE
+        )  # the umask can only remove bits from 0700; never follows a last link
     except FileExistsError:
         pass
-    _chmod_nofollow(path, os.O_RDONLY | os.O_DIRECTORY, PRIVATE_DIR_MODE)  # a file there: NotADirectoryError
+    _chmod_nofollow(
+        path, os.O_RDONLY | os.O_DIRECTORY, PRIVATE_DIR_MODE
+    )  # a file there: NotADirectoryError
     return path
 
 
@@ -178,6 +186,18 @@ def make_shared(folder: Path, files: list[Path]) -> None:
     os.chmod(folder, folder_mode)
 
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "LinkRefused", "confine", "copy_private", "current_umask",
-           "make_shared", "open_private", "private_dir", "private_file", "replace_private", "shared_modes",
-           "write_private"]
+__all__ = [
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "LinkRefused",
+    "confine",
+    "copy_private",
+    "current_umask",
+    "make_shared",
+    "open_private",
+    "private_dir",
+    "private_file",
+    "replace_private",
+    "shared_modes",
+    "write_private",
+]

@@ -21,13 +21,26 @@ import unicodedata
 
 #: terminal escape sequences: CSI (``ESC [ ... final``, and the 8-bit ``\x9b``), OSC (``ESC ] ...
 #: BEL`` or ``ESC \``), DCS/SOS/PM/APC strings, and two-character escapes
-_ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-                      r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                      r"|\x1b[ -~]?")
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?"
+)
 #: characters that end a line on some terminal or viewer: shown escaped, so a value cannot start a
 #: line
-_LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\x1c": "\\x1c", "\x1d": "\\x1d",
-                "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029", "\t": "\\t"}
+_LINE_BREAKS = {
+    "\n": "\\n",
+    "\r": "\\r",
+    "\x0b": "\\v",
+    "\x0c": "\\f",
+    "\x1c": "\\x1c",
+    "\x1d": "\\x1d",
+    "\x1e": "\\x1e",
+    "\x85": "\\x85",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+    "\t": "\\t",
+}
 #: bidirectional overrides and isolates: they reorder what is shown ("Trojan source")
 _BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
@@ -43,8 +56,10 @@ _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
 #: ``password``, ``pwd``, ``secret``, ``key``, ``api_key``, ``sig``/``signature`` (pre-signed URLs),
 #: ``credential``, ``auth`` ... matched case-insensitively anywhere in the name; ``;`` also
 #: separates, so a URI whose ``&`` was escaped as ``&amp;`` (HTML) is masked the same
-_SECRET_PARAM = re.compile(r"([?&;])([\w.\-\\]*(?:token|passw|pwd|secret|key|sig|credential|auth|session)[\w.\-\\]*)=([^&#;]*)",
-                           re.IGNORECASE)
+_SECRET_PARAM = re.compile(
+    r"([?&;])([\w.\-\\]*(?:token|passw|pwd|secret|key|sig|credential|auth|session)[\w.\-\\]*)=([^&#;]*)",
+    re.IGNORECASE,
+)
 MASK = "***"
 
 
@@ -60,12 +75,15 @@ def mask_uri(uri: str) -> str:
     >>> mask_uri("sqlite:////srv/gate/mlflow.db")
     'sqlite:////srv/gate/mlflow.db'
     """
+
     def userinfo(m: re.Match) -> str:
         user, colon, _password = m.group(2).partition(":")
         return f"{m.group(1)}{user}:{MASK}@" if colon else f"{m.group(1)}{MASK}@"
 
     masked = _USERINFO.sub(userinfo, uri, count=1)
-    return _SECRET_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if m.group(3) else m.group(0), masked)
+    return _SECRET_PARAM.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if m.group(3) else m.group(0), masked
+    )
 
 
 def mask_secrets(text: object) -> str:
@@ -92,8 +110,10 @@ def console_line(text: object) -> str:
     function every console output of data-derived text goes through (the verdict, ``review``,
     ``review --pending``, decisions, errors)."""
     text = mask_secrets(_ESCAPES.sub("", str(text)))
-    return "".join(_LINE_BREAKS.get(ch) or ("" if ch in _BIDI or unicodedata.category(ch) == "Cc" else ch)
-                   for ch in text)
+    return "".join(
+        _LINE_BREAKS.get(ch) or ("" if ch in _BIDI or unicodedata.category(ch) == "Cc" else ch)
+        for ch in text
+    )
 
 
 def console_lines(lines: list[str] | tuple[str, ...]) -> str:

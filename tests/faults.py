@@ -85,8 +85,12 @@ def _raise(stage: str, kind: str) -> None:
 
 
 def _degenerate(outcome: Any, stage: str) -> Any:
-    scores = np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
-    return type(outcome)(**{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)})
+    scores = (
+        np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
+    )
+    return type(outcome)(
+        **{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)}
+    )
 
 
 class FaultyExecutor(LocalExecutor):
@@ -155,12 +159,17 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
     recorded = None
     if run_id:
         with contextlib.suppress(Exception):
-            recorded = tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None).run_tags(
-                run_id).get(names.TAG_VERDICT)
+            recorded = (
+                tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None)
+                .run_tags(run_id)
+                .get(names.TAG_VERDICT)
+            )
     target = workdir / "published"
     visible = len(list_published(target))
     entries = [p for p in target.iterdir()] if target.exists() else []
-    stray = len([p for p in entries if not p.name.startswith(".") and p not in list_published(target)])
+    stray = len(
+        [p for p in entries if not p.name.startswith(".") and p not in list_published(target)]
+    )
     stray += len([p for p in entries if p.name.startswith(".")])
     approve = verdict.decision == "APPROVE"
     ok = approve == (stage in AFTER_PUBLICATION) and stray == 0
@@ -169,10 +178,18 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
     else:  # not published: nothing visible, and the store never says APPROVE
         ok = ok and visible == 0 and recorded != "APPROVE"
     leaked = "12345" in " ".join(r.message for r in verdict.reasons)
-    return FaultOutcome(stage=stage, kind=kind, verdict=verdict.decision, status=verdict.status,
-                        reason=(verdict.reasons[0].message if verdict.reasons else "")[:160],
-                        recorded_verdict=recorded, visible_releases=visible, stray_entries=stray,
-                        fired=bool(executor and executor.hits), fail_closed=ok and not leaked)
+    return FaultOutcome(
+        stage=stage,
+        kind=kind,
+        verdict=verdict.decision,
+        status=verdict.status,
+        reason=(verdict.reasons[0].message if verdict.reasons else "")[:160],
+        recorded_verdict=recorded,
+        visible_releases=visible,
+        stray_entries=stray,
+        fired=bool(executor and executor.hits),
+        fail_closed=ok and not leaked,
+    )
 
 
 def all_cases() -> list[tuple[str, str]]:

@@ -21,8 +21,12 @@ PACKAGE = ROOT / "privacy_gate"
 # line when a call does not fit) does not move it; 370 is about what 400 lines were before the
 # code was formatted at 100 columns
 MAX_LINES = 370
-LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
-        "sys.exit(lint_imports_command())"]
+LINT = [
+    sys.executable,
+    "-c",
+    "import sys; from importlinter.cli import lint_imports_command; "
+    "sys.exit(lint_imports_command())",
+]
 
 
 def _lint(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess:
@@ -37,10 +41,14 @@ def test_import_contracts_hold():
 
 def test_import_contracts_fail_on_a_violation(tmp_path):
     """A deliberate upward import (the gate importing the pipeline) breaks the contract."""
-    shutil.copytree(PACKAGE, tmp_path / "privacy_gate", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        PACKAGE, tmp_path / "privacy_gate", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     rules = tmp_path / "privacy_gate" / "gate" / "rules.py"
-    rules.write_text(rules.read_text() + "\nfrom privacy_gate.pipeline import run  # deliberate violation\n")
+    rules.write_text(
+        rules.read_text() + "\nfrom privacy_gate.pipeline import run  # deliberate violation\n"
+    )
     out = _lint(tmp_path, tmp_path)
     assert out.returncode != 0
     assert "privacy_gate.gate.rules -> privacy_gate.pipeline" in out.stdout
@@ -63,7 +71,10 @@ def _imports(path: Path, name: str, modules: dict[str, Path]):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
             if not base.startswith("privacy_gate"):
                 continue
             for alias in node.names:
@@ -77,10 +88,15 @@ def _imports(path: Path, name: str, modules: dict[str, Path]):
 
 def test_no_import_cycles():
     modules = _modules()
-    graph = {m: {t for t, _ in _imports(p, m, modules) if t in modules and t != m} for m, p in modules.items()}
+    graph = {
+        m: {t for t, _ in _imports(p, m, modules) if t in modules and t != m}
+        for m, p in modules.items()
+    }
     # a package's __init__ re-exporting its own submodules is not a cycle of the design
     for m in graph:
-        graph[m] = {t for t in graph[m] if not (m.startswith(t + ".") and modules[t].name == "__init__.py")}
+        graph[m] = {
+            t for t in graph[m] if not (m.startswith(t + ".") and modules[t].name == "__init__.py")
+        }
     index, low, stack, on, sccs = {}, {}, [], set(), []
 
     def visit(v):
@@ -117,7 +133,9 @@ def test_no_imports_of_private_names():
     for m, p in modules.items():
         for target, names in _imports(p, m, modules):
             pkg_of = lambda x: x.rsplit(".", 1)[0]  # noqa: E731
-            private_module = target.rsplit(".", 1)[-1].startswith("_") and not target.endswith("__init__")
+            private_module = target.rsplit(".", 1)[-1].startswith("_") and not target.endswith(
+                "__init__"
+            )
             if private_module and pkg_of(target) != pkg_of(m) and not m.startswith(pkg_of(target)):
                 bad.append(f"{m} imports private module {target}")
             bad += [f"{m} imports {target}.{n}" for n in names if n.startswith("_") and target != m]
@@ -140,8 +158,13 @@ def module_lines(text: str) -> int:
                 counted.add(t.start[0])
         elif t.type == tokenize.STRING and depth == 0:
             counted.update(range(t.start[0], t.end[0] + 1))
-        elif depth == 0 and t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
-                                           tokenize.DEDENT, tokenize.ENDMARKER):
+        elif depth == 0 and t.type not in (
+            tokenize.NL,
+            tokenize.NEWLINE,
+            tokenize.INDENT,
+            tokenize.DEDENT,
+            tokenize.ENDMARKER,
+        ):
             counted.add(t.start[0])
     return len(counted)
 
@@ -167,4 +190,6 @@ def test_modules_stay_small_or_say_why():
 @pytest.mark.parametrize("pattern", ["DESIGN.md", "seed 00"])
 def test_code_cites_papers_not_outside_documents(pattern):
     hits = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if pattern in p.read_text()]
-    assert not hits, f"{pattern!r} cited in {hits} (cite the paper; the design lives in docs/architecture.md)"
+    assert not hits, (
+        f"{pattern!r} cited in {hits} (cite the paper; the design lives in docs/architecture.md)"
+    )

@@ -29,7 +29,13 @@ def test_the_walk_finds_the_package_modules():
 @pytest.mark.parametrize("name", package_modules())
 def test_module_doctests(name: str):
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False,
-                             report=False)
-    assert result.failed == 0, (f"{result.failed} of {result.attempted} doctest examples of {name} failed (run python -m "
-                                "doctest -v on it)")
+    result = doctest.testmod(
+        module,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+        verbose=False,
+        report=False,
+    )
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} doctest examples of {name} failed (run python -m "
+        "doctest -v on it)"
+    )

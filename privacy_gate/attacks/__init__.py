@@ -16,18 +16,29 @@ list).
 
 from privacy_gate.attacks import baselines, distance, domias, gen_lra, mama_mia  # noqa: F401  (imported to register the attacks)
 from privacy_gate.attacks.base import (
-                                       Attack,
-                                       AttackBase,
-                                       EncodedAttack,
-                                       Mapper,
-                                       OracleKnowledge,
-                                       ThreatModel,
-                                       available_attacks,
-                                       create_attack,
-                                       describe_attacks,
-                                       fit_attack,
-                                       register_attack,
+    Attack,
+    AttackBase,
+    EncodedAttack,
+    Mapper,
+    OracleKnowledge,
+    ThreatModel,
+    available_attacks,
+    create_attack,
+    describe_attacks,
+    fit_attack,
+    register_attack,
 )
 
-__all__ = ["Attack", "AttackBase", "EncodedAttack", "Mapper", "OracleKnowledge", "ThreatModel", "available_attacks",
-           "create_attack", "describe_attacks", "fit_attack", "register_attack"]
+__all__ = [
+    "Attack",
+    "AttackBase",
+    "EncodedAttack",
+    "Mapper",
+    "OracleKnowledge",
+    "ThreatModel",
+    "available_attacks",
+    "create_attack",
+    "describe_attacks",
+    "fit_attack",
+    "register_attack",
+]

@@ -62,17 +62,23 @@ class ThreatModel:
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, DatasetSpec):
-            raise ConfigError(f"ThreatModel: 'spec' must be a DatasetSpec, got {type(self.spec).__name__}")
+            raise ConfigError(
+                f"ThreatModel: 'spec' must be a DatasetSpec, got {type(self.spec).__name__}"
+            )
         for what in ("synthetic", "reference"):
             frame = getattr(self, what)
             if not isinstance(frame, pd.DataFrame):
-                raise DataError(f"ThreatModel: '{what}' must be a pandas DataFrame, got {type(frame).__name__}")
+                raise DataError(
+                    f"ThreatModel: '{what}' must be a pandas DataFrame, got {type(frame).__name__}"
+                )
             if len(frame) == 0:
                 raise DataError(f"ThreatModel: the {what} data has no rows")
             missing = [c for c in self.spec.attribute_columns if c not in frame.columns]
             if missing:
-                raise DataError(f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from "
-                                f"the {what} data")
+                raise DataError(
+                    f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from "
+                    f"the {what} data"
+                )
         syn_cols, ref_cols = set(self.synthetic.columns), set(self.reference.columns)
         if syn_cols != ref_cols:
             raise DataError(
@@ -80,17 +86,27 @@ class ThreatModel:
                 f"(only in synthetic: {sorted(map(str, syn_cols - ref_cols))}; "
                 f"only in reference: {sorted(map(str, ref_cols - syn_cols))})"
             )
-        if self.generator is not None and (not isinstance(self.generator, str) or not self.generator):
+        if self.generator is not None and (
+            not isinstance(self.generator, str) or not self.generator
+        ):
             raise ConfigError("ThreatModel: 'generator' must be a non-empty string or None")
         if not isinstance(self.generator_params, Mapping):
-            raise ConfigError("ThreatModel: 'generator_params' must be a mapping, got "
-                              f"{type(self.generator_params).__name__}")
+            raise ConfigError(
+                "ThreatModel: 'generator_params' must be a mapping, got "
+                f"{type(self.generator_params).__name__}"
+            )
         # a read-only copy: the threat model is shared by concurrently running attacks
         object.__setattr__(self, "generator_params", MappingProxyType(dict(self.generator_params)))
         if self.n_train is not None:
-            if isinstance(self.n_train, bool) or not isinstance(self.n_train, (int, np.integer)) or self.n_train < 1:
-                raise ConfigError("ThreatModel: 'n_train' must be a positive integer or None, got "
-                                  f"{self.n_train!r}")
+            if (
+                isinstance(self.n_train, bool)
+                or not isinstance(self.n_train, (int, np.integer))
+                or self.n_train < 1
+            ):
+                raise ConfigError(
+                    "ThreatModel: 'n_train' must be a positive integer or None, got "
+                    f"{self.n_train!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -109,7 +125,9 @@ class OracleKnowledge:
     def __post_init__(self) -> None:
         fps = tuple(self.focal_points)
         if not fps or not all(isinstance(f, FocalPoint) for f in fps):
-            raise ConfigError("OracleKnowledge: focal_points must be a non-empty sequence of FocalPoint")
+            raise ConfigError(
+                "OracleKnowledge: focal_points must be a non-empty sequence of FocalPoint"
+            )
         object.__setattr__(self, "focal_points", fps)
 
 
@@ -148,7 +166,9 @@ class EncodedAttack(AttackBase):
 
     def _fit_encoder(self, threat: ThreatModel) -> MixedEncoder:
         """Fit ``encoder_`` on ``threat.reference`` and return it."""
-        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
+        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(
+            threat.reference
+        )
         return self.encoder_
 
     def _fit_encoded(self, threat: ThreatModel) -> tuple[np.ndarray, np.ndarray]:
@@ -163,8 +183,13 @@ class EncodedAttack(AttackBase):
         return self.encoder_.transform(targets)
 
 
-def fit_attack(attack: Attack, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-               mapper: Mapper | None = None) -> Attack:
+def fit_attack(
+    attack: Attack,
+    threat: ThreatModel,
+    *,
+    oracle: OracleKnowledge | None = None,
+    mapper: Mapper | None = None,
+) -> Attack:
     """``attack.fit(threat)``, passing ``oracle`` and ``mapper`` only to an attack that declares it
     uses them (``uses_oracle`` / ``uses_mapper``); the fitted attack.
 
@@ -175,7 +200,9 @@ def fit_attack(attack: Attack, threat: ThreatModel, *, oracle: OracleKnowledge |
     'fitted'
     """
     wanted = {"oracle": oracle, "mapper": mapper}
-    return attack.fit(threat, **{k: v for k, v in wanted.items() if getattr(attack, f"uses_{k}", False)})
+    return attack.fit(
+        threat, **{k: v for k, v in wanted.items() if getattr(attack, f"uses_{k}", False)}
+    )
 
 
 # --------------------------------------------------------------------------- registry

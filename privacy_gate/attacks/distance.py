@@ -44,7 +44,9 @@ def _digest(a: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def nearest_distances(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Euclidean distance from each target row to its nearest candidate row, and that row's index.
 
     The nearest row is found with the fast ``||y||^2 - 2 x.y`` form in chunks of targets (the
@@ -80,16 +82,24 @@ def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_byte
     return future.result()
 
 
-def _nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The search itself: the plain BLAS loop, or above ``INDEX_PAIRS`` pairs the faiss index
     (exact too: :mod:`privacy_gate.attacks.nn_index`)."""
     if targets.shape[0] * candidates.shape[0] < INDEX_PAIRS or candidates.shape[0] <= RETRIEVE:
         return _nearest_blas(targets, candidates, chunk_bytes=chunk_bytes)
-    return indexed_nearest(targets, candidates, chunk_bytes=chunk_bytes,
-                           exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes))
+    return indexed_nearest(
+        targets,
+        candidates,
+        chunk_bytes=chunk_bytes,
+        exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes),
+    )
 
 
-def _nearest_blas(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest_blas(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
     sq_norms = np.einsum("ij,ij->i", candidates, candidates)
     nearest = np.empty(targets.shape[0], dtype=np.int64)
     for start, stop, B in chunked_products(targets, candidates, chunk_bytes, what="nearest record"):
@@ -100,8 +110,9 @@ def _nearest_blas(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: i
     return np.sqrt(np.einsum("ij,ij->i", diff, diff)), nearest
 
 
-def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int,
-              exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def k_nearest(
+    targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int, exact: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``min(k, n_candidates)`` nearest candidates of each target, nearest first: their
     Euclidean distances and their row indices, both of shape ``(n_targets, min(k, n_candidates))``.
 
@@ -137,20 +148,29 @@ def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_byte
         index = faiss.IndexFlatL2(candidates.shape[1])
         index.add(np.ascontiguousarray(candidates, dtype=np.float32))
         for start in range(0, n_t, 65_536):
-            found_d2, idx[start:start + 65_536] = index.search(
-                np.ascontiguousarray(targets[start:start + 65_536], dtype=np.float32), kk)
+            found_d2, idx[start : start + 65_536] = index.search(
+                np.ascontiguousarray(targets[start : start + 65_536], dtype=np.float32), kk
+            )
             if d2 is not None:
-                d2[start:start + 65_536] = found_d2
+                d2[start : start + 65_536] = found_d2
     else:
         sq_norms = np.einsum("ij,ij->i", candidates, candidates)
-        for start, stop, B in chunked_products(targets, candidates, chunk_bytes, what="nearest records"):
+        for start, stop, B in chunked_products(
+            targets, candidates, chunk_bytes, what="nearest records"
+        ):
             B *= -2.0
             B += sq_norms[None, :]
-            idx[start:stop] = (np.argpartition(B, kk - 1, axis=1)[:, :kk] if kk < n_c
-                               else np.broadcast_to(np.arange(n_c), (stop - start, n_c)))
+            idx[start:stop] = (
+                np.argpartition(B, kk - 1, axis=1)[:, :kk]
+                if kk < n_c
+                else np.broadcast_to(np.arange(n_c), (stop - start, n_c))
+            )
             if d2 is not None:
                 T = targets[start:stop]
-                d2[start:stop] = np.take_along_axis(B, idx[start:stop], axis=1) + np.einsum("ij,ij->i", T, T)[:, None]
+                d2[start:stop] = (
+                    np.take_along_axis(B, idx[start:stop], axis=1)
+                    + np.einsum("ij,ij->i", T, T)[:, None]
+                )
     if d2 is not None:
         dist = np.sqrt(np.maximum(d2, 0.0))
         order = np.argsort(dist, axis=1, kind="stable")
@@ -159,16 +179,18 @@ def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_byte
     # exact distances of the chosen rows, a bounded block at a time
     step = min(4096, rows_per_chunk(kk * candidates.shape[1], chunk_bytes))
     for start in range(0, n_t, step):
-        T, chosen = targets[start:start + step], idx[start:start + step]
+        T, chosen = targets[start : start + step], idx[start : start + step]
         diff = candidates[chosen] - T[:, None, :]
         d = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
         order = np.argsort(d, axis=1, kind="stable")
-        dist[start:start + len(T)] = np.take_along_axis(d, order, axis=1)
-        idx[start:start + len(T)] = np.take_along_axis(chosen, order, axis=1)
+        dist[start : start + len(T)] = np.take_along_axis(d, order, axis=1)
+        idx[start : start + len(T)] = np.take_along_axis(chosen, order, axis=1)
     return dist, idx
 
 
-def k_nearest_distances(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int) -> np.ndarray:
+def k_nearest_distances(
+    targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int
+) -> np.ndarray:
     """Sorted Euclidean distances from each target to its ``k`` nearest candidates, shape
     ``(n_targets, k)`` (``inf`` where there are fewer than ``k`` candidates): :func:`k_nearest`'s
     distances.
@@ -178,12 +200,15 @@ def k_nearest_distances(targets: np.ndarray, candidates: np.ndarray, k: int, *, 
     """
     dist, _ = k_nearest(targets, candidates, k, chunk_bytes=chunk_bytes)
     out = np.full((targets.shape[0], k), np.inf)
-    out[:, :dist.shape[1]] = dist
+    out[:, : dist.shape[1]] = dist
     return out
 
 
 class DistanceParams(Params):
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES,
+        description="memory budget in bytes for the temporary distance matrices",
+    )
 
 
 @register_attack("dcr")
@@ -206,7 +231,9 @@ class DistanceToClosestRecord(EncodedAttack):
     def fit(self, threat: ThreatModel) -> DistanceToClosestRecord:
         """Fit the encoder on the reference data and encode the synthetic data."""
         self.notes_ = list(self._fit_encoder(threat).notes_)
-        self.synthetic_encoded_ = as_matrix(self.encoder_.transform(threat.synthetic), owner=f"attack '{self.name}'")
+        self.synthetic_encoded_ = as_matrix(
+            self.encoder_.transform(threat.synthetic), owner=f"attack '{self.name}'"
+        )
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
@@ -216,7 +243,9 @@ class DistanceToClosestRecord(EncodedAttack):
         return check_scores(-distances, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
-def synthetic_and_reference_distances(scorer: EncodedAttack, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_and_reference_distances(
+    scorer: EncodedAttack, targets: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
     """Distances from each target to its closest synthetic and closest reference row, on a fitted
     attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``,
     ``chunk_bytes``): the two halves of every reference-calibrated distance attack."""
@@ -257,13 +286,17 @@ class DistanceRatio(DistanceToClosestRecord):
 
     def fit(self, threat: ThreatModel) -> DistanceRatio:
         super().fit(threat)
-        self.reference_encoded_ = as_matrix(self.encoder_.transform(threat.reference), owner=f"attack '{self.name}'")
+        self.reference_encoded_ = as_matrix(
+            self.encoder_.transform(threat.reference), owner=f"attack '{self.name}'"
+        )
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log(d_ref + eps) - log(d_syn + eps)`` per target row."""
         d_syn, d_ref = synthetic_and_reference_distances(self, targets)
-        return check_scores(ratio_scores(d_syn, d_ref), owner=f"attack '{self.name}'", n_targets=len(targets))
+        return check_scores(
+            ratio_scores(d_syn, d_ref), owner=f"attack '{self.name}'", n_targets=len(targets)
+        )
 
 
 #: Synthetic rows looked at per target by ``copy_count`` (a record copied more often than this
@@ -297,12 +330,20 @@ def copy_scores(d_syn: np.ndarray, d_real: np.ndarray, *, floor: float) -> np.nd
     [9.21, 0.69]
     """
     d_syn = np.maximum(np.asarray(d_syn, dtype=float), floor)
-    gain = np.log(np.asarray(d_real, dtype=float)[:, None] + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
+    gain = np.log(np.asarray(d_real, dtype=float)[:, None] + RATIO_EPSILON) - np.log(
+        d_syn + RATIO_EPSILON
+    )
     return gain[:, 0] + np.maximum(gain[:, 1:], 0.0).sum(axis=1)
 
 
-def floor_median(synthetic: np.ndarray, reference: np.ndarray, *, chunk_bytes: int,
-                 sample: int = FLOOR_SAMPLE, seed: int = 0) -> float:
+def floor_median(
+    synthetic: np.ndarray,
+    reference: np.ndarray,
+    *,
+    chunk_bytes: int,
+    sample: int = FLOOR_SAMPLE,
+    seed: int = 0,
+) -> float:
     """Median distance from a synthetic row to its nearest reference row: over all synthetic rows,
     or over a seeded sample of ``sample`` of them when there are more (``FLOOR_SAMPLE``). The floor
     is one constant for every target, so sampling keeps every target scored by the same function;
@@ -315,13 +356,17 @@ def floor_median(synthetic: np.ndarray, reference: np.ndarray, *, chunk_bytes: i
     True
     """
     if len(synthetic) > sample:  # sorted: the rows are read in their order, whatever the draw
-        synthetic = synthetic[np.sort(np.random.default_rng(seed).choice(len(synthetic), sample, replace=False))]
+        synthetic = synthetic[
+            np.sort(np.random.default_rng(seed).choice(len(synthetic), sample, replace=False))
+        ]
     d, _ = nearest_distances(synthetic, reference, chunk_bytes=chunk_bytes)
     return float(np.median(d))
 
 
 class CopyParams(DistanceParams):
-    neighbours: PositiveInt = Field(COPY_NEIGHBOURS, description="synthetic rows looked at per target (the most copies counted)")
+    neighbours: PositiveInt = Field(
+        COPY_NEIGHBOURS, description="synthetic rows looked at per target (the most copies counted)"
+    )
 
 
 @register_attack("copy_count")
@@ -355,14 +400,21 @@ class CopyCount(DistanceRatio):
 
     def fit(self, threat: ThreatModel) -> CopyCount:
         super().fit(threat)
-        self.floor_ = COPY_FLOOR * floor_median(self.synthetic_encoded_, self.reference_encoded_,
-                                                chunk_bytes=self.chunk_bytes)
+        self.floor_ = COPY_FLOOR * floor_median(
+            self.synthetic_encoded_, self.reference_encoded_, chunk_bytes=self.chunk_bytes
+        )
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """The weighted count of synthetic rows closer than the nearest reference row, per
         target."""
         X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
-        d_syn = k_nearest_distances(X, self.synthetic_encoded_, self.neighbours, chunk_bytes=self.chunk_bytes)
+        d_syn = k_nearest_distances(
+            X, self.synthetic_encoded_, self.neighbours, chunk_bytes=self.chunk_bytes
+        )
         d_ref, _ = nearest_distances(X, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
-        return check_scores(copy_scores(d_syn, d_ref, floor=self.floor_), owner=f"attack '{self.name}'", n_targets=len(targets))
+        return check_scores(
+            copy_scores(d_syn, d_ref, floor=self.floor_),
+            owner=f"attack '{self.name}'",
+            n_targets=len(targets),
+        )

@@ -46,7 +46,9 @@ def _expanded_size(root: yaml.Node) -> int:
         if key in sizes:
             continue
         if key in on_path:
-            raise _YamlTooLarge("an alias refers to a node that contains it (a recursive structure)")
+            raise _YamlTooLarge(
+                "an alias refers to a node that contains it (a recursive structure)"
+            )
         on_path.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
@@ -90,7 +92,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark)
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -99,19 +105,25 @@ def _read_yaml(path: Path) -> Any:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     try:
-        with path.open("rb") as fh:  # read at most the budget: the size on disk may lie (a pipe, a growing file)
+        with path.open(
+            "rb"
+        ) as fh:  # read at most the budget: the size on disk may lie (a pipe, a growing file)
             data = fh.read(MAX_YAML_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
     if len(data) > MAX_YAML_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_YAML_BYTES:,} bytes; a config or spec file is refused "
-                          "unread "
-                          "beyond that")
+        raise ConfigError(
+            f"{path}: larger than {MAX_YAML_BYTES:,} bytes; a config or spec file is refused "
+            "unread "
+            "beyond that"
+        )
     try:
         # UTF-8 (a UTF-8 byte-order mark allowed): other encodings are refused, not guessed
         return yaml.load(data.decode("utf-8-sig"), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except _YamlTooLarge as exc:
-        raise ConfigError(f"{path}: refused: {exc} (write the values out instead of nesting aliases)") from None
+        raise ConfigError(
+            f"{path}: refused: {exc} (write the values out instead of nesting aliases)"
+        ) from None
     except RecursionError:
         raise ConfigError(f"{path}: refused: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:  # one line: file, line, column and the parser's complaint
@@ -123,7 +135,9 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: not valid YAML ({type(exc).__name__})") from None
 
 
-def _format_validation_error(path: Path, prefix: str, exc: ValidationError, *, gate_key: str = "gate") -> ConfigError:
+def _format_validation_error(
+    path: Path, prefix: str, exc: ValidationError, *, gate_key: str = "gate"
+) -> ConfigError:
     """One line naming the file and each problem's key. ``gate_key``: what the file calls the
     model's ``gate`` section (a bare ``rules:`` file has none: ``""``)."""
     problems = []
@@ -166,10 +180,14 @@ def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure, "
-                          "disclosure, inputs")
+        raise ConfigError(
+            f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure, "
+            "disclosure, inputs"
+        )
     fields = set(GateOnlyConfig.model_fields)
-    return _judging_from({k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path)
+    return _judging_from(
+        {k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path
+    )
 
 
 def ignored_sections(path: str | Path) -> list[str]:
@@ -179,7 +197,9 @@ def ignored_sections(path: str | Path) -> list[str]:
     raw = _read_yaml(Path(path))
     if not isinstance(raw, dict):
         return []
-    return sorted(k for k in raw if k in ReleaseConfig.model_fields and k not in GateOnlyConfig.model_fields)
+    return sorted(
+        k for k in raw if k in ReleaseConfig.model_fields and k not in GateOnlyConfig.model_fields
+    )
 
 
 def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") -> GateOnlyConfig:
@@ -187,7 +207,9 @@ def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") ->
     ``gate_key``: what the file calls the gate section (``""`` for a bare ``rules:`` file), so
     every message names the key as written."""
     try:
-        return GateOnlyConfig.model_validate(raw, context={"rules_at": ".".join(p for p in (gate_key, "rules") if p)})
+        return GateOnlyConfig.model_validate(
+            raw, context={"rules_at": ".".join(p for p in (gate_key, "rules") if p)}
+        )
     except ValidationError as exc:
         raise _format_validation_error(path, "", exc, gate_key=gate_key) from None
 
@@ -208,12 +230,16 @@ def load_rules(path: str | Path) -> GateConfig:
     return load_rules_config(path).gate
 
 
-def load_judging(*, rules: str | Path | None = None, config: str | Path | None = None) -> GateOnlyConfig | None:
+def load_judging(
+    *, rules: str | Path | None = None, config: str | Path | None = None
+) -> GateOnlyConfig | None:
     """The judging config of a gate-only run: from a ``--rules`` file or a ``--config`` file (not
     both: each sets the rules), None for neither (the defaults)."""
     if rules and config:
-        raise ConfigError(f"{rules} and {config} both set the gate rules; put them in the gate section of "
-                          f"{config}")
+        raise ConfigError(
+            f"{rules} and {config} both set the gate rules; put them in the gate section of "
+            f"{config}"
+        )
     if rules:
         return load_rules_config(rules)
     return load_gate_only_config(config) if config else None

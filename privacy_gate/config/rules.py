@@ -48,10 +48,12 @@ class Rule(Strict):
         if problem:
             raise ValueError(f"rule '{self.describe()}': {problem}")
         if is_test_level(self.metric):
-            raise ValueError(f"rule '{self.describe()}' sets a test's level by hand; every test's level comes "
-                             "from "
-                             "the error budget (gate.budget: review, block, weights), so the gate's overall "
-                             "false-alarm rate stays what it states — remove the rule and set the budget instead")
+            raise ValueError(
+                f"rule '{self.describe()}' sets a test's level by hand; every test's level comes "
+                "from "
+                "the error budget (gate.budget: review, block, weights), so the gate's overall "
+                "false-alarm rate stays what it states — remove the rule and set the budget instead"
+            )
         return self
 
     @property
@@ -133,16 +135,22 @@ class BudgetConfig(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> BudgetConfig:
         if self.block > self.review:
-            raise ValueError(f"budget.block ({self.block:g}) must not exceed budget.review ({self.review:g}): a "
-                             "BLOCK is also a REVIEW-or-worse")
+            raise ValueError(
+                f"budget.block ({self.block:g}) must not exceed budget.review ({self.review:g}): a "
+                "BLOCK is also a REVIEW-or-worse"
+            )
         for name, w in self.weights.items():
             if f"test:{name}" not in TEST_KEYS:
-                raise ValueError(f"budget.weights: unknown test {name!r} (tests: "
-                                 f"{', '.join(k.removeprefix('test:') for k in TEST_KEYS)})")
+                raise ValueError(
+                    f"budget.weights: unknown test {name!r} (tests: "
+                    f"{', '.join(k.removeprefix('test:') for k in TEST_KEYS)})"
+                )
             if not (w > 0 and math.isfinite(w)):
-                raise ValueError(f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test "
-                                 "off, "
-                                 f"list it under gate.disable with a reason)")
+                raise ValueError(
+                    f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test "
+                    "off, "
+                    f"list it under gate.disable with a reason)"
+                )
         return self
 
 
@@ -178,17 +186,23 @@ class GateConfig(Strict):
         keys = [r.key for r in self.rules]
         dupes = sorted({k for k in keys if keys.count(k) > 1})
         if dupes:
-            raise ValueError(f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound "
-                             "each)")
+            raise ValueError(
+                f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound "
+                "each)"
+            )
         known = {r.key for r in DEFAULT_RULES} | set(keys) | set(TEST_KEYS)
         for d in self.disable:
             if d.key not in known:
-                raise ValueError(f"disable: {d.key!r} is neither a rule key nor a test; rule keys: "
-                                 f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: "
-                                 f"{', '.join(TEST_KEYS)}")
+                raise ValueError(
+                    f"disable: {d.key!r} is neither a rule key nor a test; rule keys: "
+                    f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: "
+                    f"{', '.join(TEST_KEYS)}"
+                )
         if not self.effective_rules and not self.allow_no_rules:
-            raise ValueError("rules: empty — a gate with no rules approves every release, however leaky; list "
-                             "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true")
+            raise ValueError(
+                "rules: empty — a gate with no rules approves every release, however leaky; list "
+                "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true"
+            )
         return self
 
     @property
@@ -213,15 +227,23 @@ class GateConfig(Strict):
         """The defaults, each replaced by a user rule of the same key, then the user's new rules;
         without the disabled ones. The copy test's bar follows ``max_verbatim_copy_share``."""
         own = {r.key: r for r in self.rules}
-        copy_bar = Rule(metric="copies.excess_share", max=self.max_verbatim_copy_share, action="block")
+        copy_bar = Rule(
+            metric="copies.excess_share", max=self.max_verbatim_copy_share, action="block"
+        )
         defaults = [copy_bar if r.key == copy_bar.key else r for r in DEFAULT_RULES]
         merged = [own.pop(r.key, r) for r in defaults] + list(own.values())
         off = self.disabled
         return [r for r in merged if r.key not in off]
 
     def rules_hash(self) -> str:
-        payload = json.dumps({"rules": [r.model_dump() for r in self.effective_rules],
-                              "budget": self.budget.model_dump(), "disable": self.disabled}, sort_keys=True)
+        payload = json.dumps(
+            {
+                "rules": [r.model_dump() for r in self.effective_rules],
+                "budget": self.budget.model_dump(),
+                "disable": self.disabled,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -252,10 +274,16 @@ def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
 
 def active_rules(gate: GateConfig, off: dict[str, str]) -> list[Rule]:
     """The effective rules without those whose test is off (a switched-off stage has no figures)."""
-    return [r for r in gate.effective_rules if f"test:{rule_test(r.metric, r.attack, r.scope)}" not in off]
+    return [
+        r
+        for r in gate.effective_rules
+        if f"test:{rule_test(r.metric, r.attack, r.scope)}" not in off
+    ]
 
 
-def protections_off(gate: GateConfig, exposure: ExposureConfig, disclosure: DisclosureConfig) -> dict[str, str]:
+def protections_off(
+    gate: GateConfig, exposure: ExposureConfig, disclosure: DisclosureConfig
+) -> dict[str, str]:
     """Default protections a run goes without, and why: ``gate.disable`` entries and switched-off
     stages (the member scan, the disclosure risks)."""
     off = dict(gate.disabled)
@@ -271,9 +299,14 @@ def budget_tests(off: dict[str, str]) -> list[str]:
     return [t for t in BUDGET_TESTS if f"test:{t}" not in off]
 
 
-def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...],
-                  exposure: ExposureConfig | None = None, disclosure: DisclosureConfig | None = None, *,
-                  at: str = "gate.rules") -> str | None:
+def rules_problem(
+    rules: list[Rule] | tuple[Rule, ...],
+    attacks: list[AttackConfig] | tuple[AttackConfig, ...],
+    exposure: ExposureConfig | None = None,
+    disclosure: DisclosureConfig | None = None,
+    *,
+    at: str = "gate.rules",
+) -> str | None:
     """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
     figure: what is wrong, or None. ``at``: where the rules list is in the file, as the message
     names it.
@@ -291,15 +324,33 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
         if named is not None and named not in allowed:
             # a look-alike letter (a Cyrillic 'о' in 'dоmias') is spelled out, or the message would
             # seem to refuse a name it lists
-            shown = repr(named) if named.isascii() else f"{named!r} (spelled {ascii(named)}: not plain ASCII)"
-            return (f"{at}[{i}] ({rule.describe()}): attack {shown} is not a configured attack "
-                    f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
-        if disclosure is not None and not disclosure.enabled and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES:
-            return (f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is "
-                    "false: "
-                    "turn it on or list gate.rules without singling_out/linkability/inference rules")
-        if exposure is not None and not exposure.scan_members and rule.metric.startswith("exposed.scan_"):
-            return (f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members "
-                    "is "
-                    "false: turn the scan on or list gate.rules without exposed.scan_* rules")
+            shown = (
+                repr(named)
+                if named.isascii()
+                else f"{named!r} (spelled {ascii(named)}: not plain ASCII)"
+            )
+            return (
+                f"{at}[{i}] ({rule.describe()}): attack {shown} is not a configured attack "
+                f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}"
+            )
+        if (
+            disclosure is not None
+            and not disclosure.enabled
+            and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES
+        ):
+            return (
+                f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is "
+                "false: "
+                "turn it on or list gate.rules without singling_out/linkability/inference rules"
+            )
+        if (
+            exposure is not None
+            and not exposure.scan_members
+            and rule.metric.startswith("exposed.scan_")
+        ):
+            return (
+                f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members "
+                "is "
+                "false: turn the scan on or list gate.rules without exposed.scan_* rules"
+            )
     return None

@@ -53,7 +53,11 @@ def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
     standardised or binned, and silently clipping them would hide a broken generator).
     """
     if kind == "datetime":
-        dt = series if pd.api.types.is_datetime64_any_dtype(series) else pd.to_datetime(series, errors="coerce")
+        dt = (
+            series
+            if pd.api.types.is_datetime64_any_dtype(series)
+            else pd.to_datetime(series, errors="coerce")
+        )
         if getattr(dt.dt, "tz", None) is not None:
             dt = dt.dt.tz_convert("UTC").dt.tz_localize(None)
         missing = dt.isna().to_numpy()
@@ -64,7 +68,9 @@ def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
     try:
         values = np.asarray(series, dtype="float64")
     except (TypeError, ValueError):
-        raise DataError(f"column '{column}' is {kind} but holds values that are not numbers") from None
+        raise DataError(
+            f"column '{column}' is {kind} but holds values that are not numbers"
+        ) from None
     n_inf = int(np.isinf(values).sum())
     if n_inf:
         raise DataError(f"column '{column}' has {n_inf} infinite value(s)")
@@ -123,17 +129,31 @@ class MixedEncoder:
     n_features_out_: output width.
     """
 
-    def __init__(self, *, spec: DatasetSpec, categorical: str = "onehot", data_name: str = "fit data",
-                 max_width: int = MAX_ENCODED_WIDTH):
+    def __init__(
+        self,
+        *,
+        spec: DatasetSpec,
+        categorical: str = "onehot",
+        data_name: str = "fit data",
+        max_width: int = MAX_ENCODED_WIDTH,
+    ):
         if not isinstance(spec, DatasetSpec):
-            raise ConfigError(f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}")
+            raise ConfigError(
+                f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}"
+            )
         if categorical not in _CATEGORICAL_MODES:
-            raise ConfigError(f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got "
-                              f"{categorical!r}")
+            raise ConfigError(
+                f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got "
+                f"{categorical!r}"
+            )
         if not isinstance(data_name, str) or not data_name:
-            raise ConfigError(f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}")
+            raise ConfigError(
+                f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}"
+            )
         if not isinstance(max_width, int) or max_width < 1:
-            raise ConfigError(f"MixedEncoder: 'max_width' must be a positive integer, got {max_width!r}")
+            raise ConfigError(
+                f"MixedEncoder: 'max_width' must be a positive integer, got {max_width!r}"
+            )
         self.spec = spec
         self.categorical = categorical
         self.max_width = max_width  # refuse a wider encoding (one-hot of an identifier-like column)
@@ -155,10 +175,16 @@ class MixedEncoder:
         self._plan: list[tuple] = []
         names: list[str] = []
         effective = 0
-        onehot = {name: self._categories(self.spec.columns[name], df[name]) for name in self.columns_
-                  if self._is_onehot(self.spec.columns[name])}
-        self._check_widths({name: len(cats) for name, cats in onehot.items()}, limit=self.spec.max_categories,
-                           setting="the spec's max_categories")
+        onehot = {
+            name: self._categories(self.spec.columns[name], df[name])
+            for name in self.columns_
+            if self._is_onehot(self.spec.columns[name])
+        }
+        self._check_widths(
+            {name: len(cats) for name, cats in onehot.items()},
+            limit=self.spec.max_categories,
+            setting="the spec's max_categories",
+        )
         for name in self.columns_:
             col = self.spec.columns[name]
             if self._is_onehot(col):
@@ -169,7 +195,9 @@ class MixedEncoder:
                 self._plan.append(("onehot", name, len(cats)))
                 effective += 1
                 continue
-            if col.categories is not None or col.kind == "categorical":  # ordinal mode for categoricals
+            if (
+                col.categories is not None or col.kind == "categorical"
+            ):  # ordinal mode for categoricals
                 cats = self._categories(col, df[name])
                 self.categories_[name] = cats
                 self._note_unlisted(name, df[name], cats)
@@ -191,8 +219,10 @@ class MixedEncoder:
                 indicator = has_missing
                 what = "has no observed values" if not observed.size else "is constant"
                 kept = "; only its missing indicator is kept" if indicator else ""
-                self.notes_.append(f"column '{name}' {what} in the {self.data_name} and was dropped from the "
-                                   f"encoding{kept}")
+                self.notes_.append(
+                    f"column '{name}' {what} in the {self.data_name} and was dropped from the "
+                    f"encoding{kept}"
+                )
             else:
                 # nullable columns get the indicator even without missing fit values, so that
                 # synthetic rows with missing values remain distinguishable from the mean
@@ -216,11 +246,18 @@ class MixedEncoder:
                 f"maximum width ({self.max_width}): {len(self.columns_)} attribute columns, "
                 f"{n_indicators} of the "
                 "features missing-value indicators (a nullable numeric column is two features)"
-                + ("; widest one-hot columns: " + ", ".join(f"'{c}' ({len(self.categories_[c])} distinct values)"
-                                                            for c in widest) if widest else "")
+                + (
+                    "; widest one-hot columns: "
+                    + ", ".join(
+                        f"'{c}' ({len(self.categories_[c])} distinct values)" for c in widest
+                    )
+                    if widest
+                    else ""
+                )
                 + ". Declare an identifier column as the spec's entity_id or drop it, drop "
-                  "columns, or declare "
-                "numeric columns without missing values nullable: false")
+                "columns, or declare "
+                "numeric columns without missing values nullable: false"
+            )
         self.feature_names_out_ = names
         self.n_features_out_ = len(names)
         self.n_effective_dims_ = effective
@@ -231,24 +268,29 @@ class MixedEncoder:
         them in one error (counts only)."""
         wide = {name: n for name, n in counts.items() if n > limit}
         if len(wide) == 1:
-            (name, n), = wide.items()
+            ((name, n),) = wide.items()
             raise DataError(
                 f"MixedEncoder.fit: column '{name}' has {n} distinct values in the "
                 f"{self.data_name}, more "
                 f"than {setting} ({limit}); one-hot encoding it would make {n + 1} features. It "
                 "looks "
-                "like an identifier: declare it as the spec's entity_id or drop the column")
+                "like an identifier: declare it as the spec's entity_id or drop the column"
+            )
         if wide:
             raise DataError(
                 f"MixedEncoder.fit: {len(wide)} columns have more distinct values in the "
                 f"{self.data_name} than "
-                f"{setting} ({limit}): " + ", ".join(f"'{name}' ({n})" for name, n in wide.items())
+                f"{setting} ({limit}): "
+                + ", ".join(f"'{name}' ({n})" for name, n in wide.items())
                 + f"; one-hot encoding them would make {sum(wide.values()) + len(wide)} features. "
-                  "They look like "
-                "identifiers: declare one as the spec's entity_id or drop the columns")
+                "They look like "
+                "identifiers: declare one as the spec's entity_id or drop the columns"
+            )
 
     def _is_onehot(self, col: ColumnSpec) -> bool:
-        categorical_like = col.kind == "categorical" or (col.kind == "ordinal" and col.categories is not None)
+        categorical_like = col.kind == "categorical" or (
+            col.kind == "ordinal" and col.categories is not None
+        )
         return categorical_like and self.categorical == "onehot"
 
     def _note_unlisted(self, name: str, series: pd.Series, cats: list[str]) -> None:
@@ -316,9 +358,13 @@ class MixedEncoder:
 
     def _check_frame(self, df: pd.DataFrame, where: str) -> None:
         if not isinstance(df, pd.DataFrame):
-            raise DataError(f"MixedEncoder.{where}: expected a pandas DataFrame, got {type(df).__name__}")
+            raise DataError(
+                f"MixedEncoder.{where}: expected a pandas DataFrame, got {type(df).__name__}"
+            )
         missing = [c for c in self.spec.attribute_columns if c not in df.columns]
         if missing:
-            raise DataError(f"MixedEncoder.{where}: column(s) {missing} of spec '{self.spec.name}' are missing")
+            raise DataError(
+                f"MixedEncoder.{where}: column(s) {missing} of spec '{self.spec.name}' are missing"
+            )
         if where == "fit" and len(df) == 0:
             raise DataError("MixedEncoder.fit: the table has no rows")

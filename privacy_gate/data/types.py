@@ -61,14 +61,22 @@ def value_types(df: pd.DataFrame, spec: DatasetSpec) -> dict[str, str]:
             out[name] = DATETIME
         else:
             inferred = pd.api.types.infer_dtype(s, skipna=True)
-            out[name] = {"boolean": BOOL, "integer": INT, "floating": FLOAT, "mixed-integer-float": FLOAT,
-                         "datetime": DATETIME, "datetime64": DATETIME}.get(inferred, STR)
+            out[name] = {
+                "boolean": BOOL,
+                "integer": INT,
+                "floating": FLOAT,
+                "mixed-integer-float": FLOAT,
+                "datetime": DATETIME,
+                "datetime64": DATETIME,
+            }.get(inferred, STR)
             if out[name] == FLOAT and category_like and _integral(s):
                 out[name] = INT
     return out
 
 
-def conform_typed(raw: pd.DataFrame, spec: DatasetSpec, **conform_args) -> tuple[pd.DataFrame, dict[str, str]]:
+def conform_typed(
+    raw: pd.DataFrame, spec: DatasetSpec, **conform_args
+) -> tuple[pd.DataFrame, dict[str, str]]:
     """``(conform(raw, spec, ...), value_types(raw, spec))``: a table as the gate judges it and
     the types a release of it is written back in (the raw frame is not kept)."""
     types = value_types(raw, spec)
@@ -118,6 +126,12 @@ def round_trips(judged: pd.Series, cast: pd.Series) -> bool:
         return False
     present = judged.notna().to_numpy()
     if pd.api.types.is_float_dtype(judged.dtype):
-        return bool(np.array_equal(cast[present].astype("float64").to_numpy(),
-                                   judged[present].to_numpy(dtype="float64")))
-    return bool((cast[present].astype(str).to_numpy() == judged[present].astype(str).to_numpy()).all())
+        return bool(
+            np.array_equal(
+                cast[present].astype("float64").to_numpy(),
+                judged[present].to_numpy(dtype="float64"),
+            )
+        )
+    return bool(
+        (cast[present].astype(str).to_numpy() == judged[present].astype(str).to_numpy()).all()
+    )

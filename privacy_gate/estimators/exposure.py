@@ -141,7 +141,9 @@ def simes_pvalue(pvalues: np.ndarray) -> float:
     return float(min(1.0, np.min(p * p.size / np.arange(1, p.size + 1))))
 
 
-def fdr_select(pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh") -> tuple[np.ndarray, float]:
+def fdr_select(
+    pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh"
+) -> tuple[np.ndarray, float]:
     """Step-up selection at FDR level ``q``: Benjamini–Hochberg, or Benjamini–Yekutieli (BH at
     ``q / H_m``, valid under arbitrary dependence). Returns (selected mask, p-value threshold).
 
@@ -166,8 +168,9 @@ def _fdr_level(q: float, m: int, method: FdrMethod) -> float:
     return q / float(np.sum(1.0 / np.arange(1, m + 1))) if method == "by" else q
 
 
-def naming_limit(n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh",
-                 views: int = 1) -> tuple[float, int]:
+def naming_limit(
+    n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh", views: int = 1
+) -> tuple[float, int]:
     """(the smallest p-value possible, the fewest records BH must find at that p-value to name
     any): with ``n_calibration`` calibration records no p-value is below ``1 / (n0 + 1)`` (times
     ``views`` when that many views' p-values are combined by Bonferroni), and step-up selection at
@@ -197,8 +200,9 @@ def _share(f1: float, f0: float) -> float:
     return float(np.clip((f1 - f0) / (1.0 - f0), 0.0, 1.0)) if f0 < 1 else 0.0
 
 
-def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float,
-                         delta: float) -> tuple[float, float, float]:
+def exposed_share_bounds(
+    member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float, delta: float
+) -> tuple[float, float, float]:
     """(estimate, lower, upper) of the exposed share at conformal level ``level``, each bound at
     confidence ``1 - delta`` with the calibration set's randomness accounted for (see the module
     docstring). Scores must be tie-free (:func:`combined_scores`)."""
@@ -207,8 +211,10 @@ def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarr
     n1, n0 = mem.size, cal.size
     j = int(math.floor(level * (n0 + 1) + 1e-9))
     if j < 1:
-        raise ValueError(f"exposure.level {level} is below 1/(n0+1) = {1 / (n0 + 1):.2g} for {n0} calibration "
-                         "records: raise the level or use more holdout records")
+        raise ValueError(
+            f"exposure.level {level} is below 1/(n0+1) = {1 / (n0 + 1):.2g} for {n0} calibration "
+            "records: raise the level or use more holdout records"
+        )
     k1 = int(np.sum(mem > cal[j - 1]))
     l1, u1 = _clopper_pearson(k1, n1, delta / 2)
     u0 = float(stats.beta.ppf(1 - delta / 2, j, n0 - j + 1))
@@ -216,7 +222,9 @@ def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarr
     return _share(k1 / n1, j / (n0 + 1.0)), _share(l1, u0), _share(u1, l0)
 
 
-def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float) -> float:
+def share_excess_pvalue(
+    member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float
+) -> float:
     """Exact p-value that more members than chance score above the calibration's ``level``
     quantile (the ``j``-th largest calibration score, as in :func:`exposed_share_bounds`): with
     exchangeable scores the members ranked above the ``j``-th calibration score follow the negative
@@ -238,7 +246,9 @@ def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarra
     return float(stats.nhypergeom.sf(k1 - 1, n0 + n1, n1, j)) if k1 > 0 else 1.0
 
 
-def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, delta: float) -> float:
+def no_signal_share_upper(
+    n_members: int, n_calibration: int, *, level: float, delta: float
+) -> float:
     """What ``share_upper`` is for a release with no exposure at all (members exceed as often as
     the calibration level says): the bound's width at these sizes (what the gate's power check
     reads)."""
@@ -252,9 +262,13 @@ def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, d
 # --------------------------------------------------------------------------- the discovery
 
 
-def _tie_free(scores: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _tie_free(
+    scores: np.ndarray, labels: np.ndarray, *, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(member, calibration) ranks of one attack's scores, ties broken at random."""
-    ranks = random_tie_ranks(np.asarray(scores, dtype=float), np.random.default_rng(seed)).astype(float)
+    ranks = random_tie_ranks(np.asarray(scores, dtype=float), np.random.default_rng(seed)).astype(
+        float
+    )
     return ranks[labels], ranks[~labels]
 
 
@@ -262,13 +276,17 @@ def _tie_free(scores: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[np.
 class ExposureResult:
     """Exposed-record discovery over the member targets. ``records`` is keyed by row id only."""
 
-    records: pd.DataFrame  # row_id, p_value (combined), exposed (bool), attack (its highest rank), p_<attack>...
+    records: (
+        pd.DataFrame
+    )  # row_id, p_value (combined), exposed (bool), attack (its highest rank), p_<attack>...
     # (a panel: one row per member target row with its person's ``unit`` code and figures)
     count: int  # discoveries (people in a panel)
     tested: int  # member targets tested (people in a panel)
     calibration: int  # non-member targets (people in a panel)
     threshold: float  # the step-up p-value threshold (0 when nothing is selected)
-    false_expected: float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
+    false_expected: (
+        float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
+    )
     share: float  # the largest single-attack share singled out at ``level`` beyond chance
     share_lower: float  # lower confidence bound on the share of exposed records
     share_upper: float  # upper confidence bound on the share detectable at ``level``
@@ -281,9 +299,15 @@ class ExposureResult:
     level: float
     method: str
     n_attacks: int
-    share_pvalue: float = 1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
-    weights: Mapping[str, float] = field(default_factory=dict)  # each attack's share of the naming level
-    simes: float | None = None  # Simes over the tested units' p-values (None: over ``records``, one row a unit)
+    share_pvalue: float = (
+        1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
+    )
+    weights: Mapping[str, float] = field(
+        default_factory=dict
+    )  # each attack's share of the naming level
+    simes: float | None = (
+        None  # Simes over the tested units' p-values (None: over ``records``, one row a unit)
+    )
 
     @property
     def favourite(self) -> str | None:
@@ -305,14 +329,29 @@ class ExposureResult:
     def metrics(self) -> dict[str, float]:
         """Flat figures for the gate rules (``names.exposure_metric``), with the settings the
         no-signal reference of ``share_upper`` needs (``level``, ``delta``, ``calibration``)."""
-        return {"count": float(self.count), "tested": float(self.tested), "calibration": float(self.calibration),
-                "false_expected": self.false_expected, "share": self.share, "share_lower": self.share_lower,
-                "share_upper": self.share_upper, "threshold": self.threshold, "level": self.level,
-                "attacks": float(self.n_attacks), "delta": self.delta, "tail_pvalue": self.tail_pvalue,
-                "tail_top": float(self.tail_top), "min_pvalue": self.min_pvalue,
-                "naming_needs": float(self.naming_needs),
-                "simes_pvalue": (simes_pvalue(self.records["p_value"].to_numpy()) if self.simes is None
-                                 else self.simes), "share_pvalue": self.share_pvalue}
+        return {
+            "count": float(self.count),
+            "tested": float(self.tested),
+            "calibration": float(self.calibration),
+            "false_expected": self.false_expected,
+            "share": self.share,
+            "share_lower": self.share_lower,
+            "share_upper": self.share_upper,
+            "threshold": self.threshold,
+            "level": self.level,
+            "attacks": float(self.n_attacks),
+            "delta": self.delta,
+            "tail_pvalue": self.tail_pvalue,
+            "tail_top": float(self.tail_top),
+            "min_pvalue": self.min_pvalue,
+            "naming_needs": float(self.naming_needs),
+            "simes_pvalue": (
+                simes_pvalue(self.records["p_value"].to_numpy())
+                if self.simes is None
+                else self.simes
+            ),
+            "share_pvalue": self.share_pvalue,
+        }
 
 
 #: the share of the naming level split over the attacks by how much their top scores stand out
@@ -355,7 +394,9 @@ def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
     return float(f"{g * (top[g - 1] - top[g]) / spread:.{STANDOUT_DIGITS}g}")
 
 
-def naming_weights(scores: Mapping[str, np.ndarray], *, window: float = STANDOUT_WINDOW) -> dict[str, float]:
+def naming_weights(
+    scores: Mapping[str, np.ndarray], *, window: float = STANDOUT_WINDOW
+) -> dict[str, float]:
     """Each attack's share of the naming level, from the pooled scores alone:
     :data:`FAVOURITE_SHARE` split over the attacks in proportion to how much their top scores stand
     out beyond :data:`STANDOUT_FLOOR` (:func:`standout`; equally when none does), the rest equally
@@ -377,8 +418,13 @@ def naming_weights(scores: Mapping[str, np.ndarray], *, window: float = STANDOUT
     return {a: rest + FAVOURITE_SHARE * f for a, f in zip(names, split)}
 
 
-def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: FdrMethod,
-                     weights: Mapping[str, float] | None = None) -> tuple[np.ndarray, list[float]]:
+def _name_per_attack(
+    per_attack: Mapping[str, np.ndarray],
+    *,
+    q: float,
+    method: FdrMethod,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[np.ndarray, list[float]]:
     """The records named: Benjamini–Hochberg (or –Yekutieli) over each attack's own conformal
     p-values at ``q w_a`` (``weights``: summing to at most 1; default ``1 / k`` each), and the union
     of the selections. The union's false discovery proportion is at most the sum of the
@@ -400,7 +446,9 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
     if weights is None:
         weights = {a: 1.0 / len(per_attack) for a in per_attack}
     if sum(weights.values()) > 1.0 + 1e-9:
-        raise ValueError(f"naming weights sum to {sum(weights.values())}, more than 1: the FDR would exceed q")
+        raise ValueError(
+            f"naming weights sum to {sum(weights.values())}, more than 1: the FDR would exceed q"
+        )
     named = np.zeros(next(iter(per_attack.values())).size, dtype=bool)
     thresholds = []
     for a, p in per_attack.items():
@@ -410,9 +458,19 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
     return named, thresholds
 
 
-def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
-                     level: float, delta: float, method: FdrMethod = "bh", tail_max_share: float = 0.01,
-                     seed: int = 0, units: np.ndarray | None = None) -> ExposureResult:
+def discover_exposed(
+    scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    *,
+    q: float,
+    level: float,
+    delta: float,
+    method: FdrMethod = "bh",
+    tail_max_share: float = 0.01,
+    seed: int = 0,
+    units: np.ndarray | None = None,
+) -> ExposureResult:
     """Combined per-record scores, their conformal p-values for every member target, FDR
     selection over the members, the tail-excess test and the exposed-share bounds.
 
@@ -424,13 +482,29 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     people, not their rows, are exchangeable (whole people drawn as targets: ``choose_targets``)."""
     if units is not None:
         unit_best, unit_labels, codes = unit_scores(scores, labels, units)
-        res = discover_exposed(unit_best, unit_labels, np.arange(unit_labels.size), q=q, level=level, delta=delta,
-                               method=method, tail_max_share=tail_max_share, seed=seed)
+        res = discover_exposed(
+            unit_best,
+            unit_labels,
+            np.arange(unit_labels.size),
+            q=q,
+            level=level,
+            delta=delta,
+            method=method,
+            tail_max_share=tail_max_share,
+            seed=seed,
+        )
         member_rows = np.asarray(labels).astype(bool)
         # per member row: its person's record (``row_id`` there is the person's code)
         by_unit = res.records.set_index("row_id").loc[codes[member_rows]].reset_index(drop=True)
-        records = pd.concat([pd.DataFrame({"row_id": np.asarray(row_ids)[member_rows],
-                                           "unit": codes[member_rows]}), by_unit], axis=1)
+        records = pd.concat(
+            [
+                pd.DataFrame(
+                    {"row_id": np.asarray(row_ids)[member_rows], "unit": codes[member_rows]}
+                ),
+                by_unit,
+            ],
+            axis=1,
+        )
         return dataclasses.replace(res, records=records, simes=res.simes)
     labels = np.asarray(labels).astype(bool)
     if not scores:
@@ -450,19 +524,45 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     names = list(scores)
     # per attack: its own conformal p-value and which attack ranks each member highest (for the
     # report)
-    per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
-                  for a, s in scores.items()}
+    per_attack = {
+        a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
+        for a, s in scores.items()
+    }
     best = np.argmin(np.column_stack([per_attack[a] for a in names]), axis=1)
     weights = naming_weights(scores)
     selected, thresholds = _name_per_attack(per_attack, q=q, method=method, weights=weights)
     threshold = max(thresholds)
-    records = pd.DataFrame({"row_id": np.asarray(row_ids)[labels], "p_value": pvalues, "exposed": selected,
-                            "attack": np.asarray(names, dtype=object)[best],
-                            **{f"p_{a}": p for a, p in per_attack.items()}})
+    records = pd.DataFrame(
+        {
+            "row_id": np.asarray(row_ids)[labels],
+            "p_value": pvalues,
+            "exposed": selected,
+            "attack": np.asarray(names, dtype=object)[best],
+            **{f"p_{a}": p for a, p in per_attack.items()},
+        }
+    )
     n1, n0 = int(labels.sum()), int((~labels).sum())
     floor, needs = naming_limit(n1, n0, q=q * max(weights.values()), method=method)
-    return ExposureResult(records=records, count=int(selected.sum()), tested=n1, calibration=n0,
-                          threshold=threshold, false_expected=float((1 - share) * n1 * sum(thresholds)), share=share,
-                          share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
-                          min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
-                          n_attacks=len(names), share_pvalue=share_p, weights=weights, simes=simes_pvalue(pvalues))
+    return ExposureResult(
+        records=records,
+        count=int(selected.sum()),
+        tested=n1,
+        calibration=n0,
+        threshold=threshold,
+        false_expected=float((1 - share) * n1 * sum(thresholds)),
+        share=share,
+        share_lower=lower,
+        share_upper=upper,
+        tail_pvalue=tail_p,
+        tail_top=tail_top,
+        min_pvalue=floor,
+        naming_needs=needs,
+        delta=delta,
+        q=q,
+        level=level,
+        method=method,
+        n_attacks=len(names),
+        share_pvalue=share_p,
+        weights=weights,
+        simes=simes_pvalue(pvalues),
+    )

@@ -36,7 +36,9 @@ def _checked(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels)
     if s.ndim != 1 or y.ndim != 1:
-        raise DataError(f"scores and labels must be 1-D, got {s.ndim}-D scores and {y.ndim}-D labels")
+        raise DataError(
+            f"scores and labels must be 1-D, got {s.ndim}-D scores and {y.ndim}-D labels"
+        )
     if s.shape != y.shape:
         raise DataError(f"got {s.size} scores but {y.size} labels")
     n_nan = int(np.isnan(s).sum())

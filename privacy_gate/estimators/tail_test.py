@@ -40,7 +40,6 @@ GRID_WEIGHT = 10.0
 GAP_DIGITS = 9
 
 
-
 def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Ranks 1..n of ``scores`` (higher score, higher rank), ties broken at random.
 
@@ -121,8 +120,14 @@ def gap_in(top: np.ndarray) -> int:
     return int(np.argmax(top[:-1] - top[1:])) + 1
 
 
-def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01,
-                       simulations: int = TAIL_SIMULATIONS, seed: int = 0) -> tuple[float, int]:
+def tail_excess_pvalue(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    max_share: float = 0.01,
+    simulations: int = TAIL_SIMULATIONS,
+    seed: int = 0,
+) -> tuple[float, int]:
     """Exact (Monte-Carlo) p-value of "more members among the highest scores than chance": the
     statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` where ``p_k`` is the hypergeometric tail
     p-value of the members among the top ``k``, over the levels ``k`` (1 .. ``max_share`` of the
@@ -154,7 +159,9 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
 
     def statistic(counts: np.ndarray) -> np.ndarray:
         per_level = _tail_ps(counts, table)
-        return np.minimum(per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1))
+        return np.minimum(
+            per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+        )
 
     observed = float(statistic(observed_counts))
     # the null label order of the top n_top positions: draws without replacement from the pool
@@ -169,8 +176,14 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
     return float(pvalue), best
 
 
-def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, confidence: float = 0.95,
-            seed: int = 0) -> tuple[np.ndarray, int]:
+def top_set(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    max_share: float = 0.01,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, int]:
     """The label-blind top set and a lower confidence bound on the exposed members in it.
 
     A candidate set is the ``k`` highest scores (ties broken at random, seeded) for ``k`` on the
@@ -201,17 +214,31 @@ def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, 
     n_top = _top_count(n_pool, max_share)
     levels = np.unique(np.r_[_tail_levels(n_top), gap_level(scores, n_top)])
     alpha = (1.0 - confidence) / levels.size  # every level's bound at once (Bonferroni)
-    order = np.argsort(-random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable")[:n_top]
+    order = np.argsort(-random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable")[
+        :n_top
+    ]
     counts = np.cumsum(labels[order])
     best_k, best = int(levels[0]), 0
     for k in levels:
         t, lower = int(counts[k - 1]), 0
-        while lower < t and stats.hypergeom.sf(t - lower - 1, n_pool, n_members, k - lower) <= alpha:
+        while (
+            lower < t and stats.hypergeom.sf(t - lower - 1, n_pool, n_members, k - lower) <= alpha
+        ):
             lower += 1
         if lower > best:
             best_k, best = int(k), lower
     return order[:best_k], best
 
 
-__all__ = ["GAP_DIGITS", "GRID_WEIGHT", "TAIL_MAX_TOP", "TAIL_SIMULATIONS", "gap_in", "gap_level", "random_tie_ranks",
-           "rounded_top", "tail_excess_pvalue", "top_set"]
+__all__ = [
+    "GAP_DIGITS",
+    "GRID_WEIGHT",
+    "TAIL_MAX_TOP",
+    "TAIL_SIMULATIONS",
+    "gap_in",
+    "gap_level",
+    "random_tie_ranks",
+    "rounded_top",
+    "tail_excess_pvalue",
+    "top_set",
+]

@@ -28,13 +28,31 @@ if TYPE_CHECKING:
     )
     from privacy_gate.experiment.targets import Targets, choose_dependency_targets, choose_targets
 
-__all__ = ["AttackOutcome", "GateInputs", "GateSettings", "Targets", "choose_dependency_targets", "choose_targets",
-           "run_attack", "settings_for_gate_only", "settings_for_release", "strongest"]
+__all__ = [
+    "AttackOutcome",
+    "GateInputs",
+    "GateSettings",
+    "Targets",
+    "choose_dependency_targets",
+    "choose_targets",
+    "run_attack",
+    "settings_for_gate_only",
+    "settings_for_release",
+    "strongest",
+]
 
-_LAZY = {"AttackOutcome": "attack_runs", "run_attack": "attack_runs", "strongest": "attack_runs",
-         "GateInputs": "inputs", "GateSettings": "settings", "settings_for_gate_only": "settings",
-         "settings_for_release": "settings", "Targets": "targets", "choose_dependency_targets": "targets",
-         "choose_targets": "targets"}
+_LAZY = {
+    "AttackOutcome": "attack_runs",
+    "run_attack": "attack_runs",
+    "strongest": "attack_runs",
+    "GateInputs": "inputs",
+    "GateSettings": "settings",
+    "settings_for_gate_only": "settings",
+    "settings_for_release": "settings",
+    "Targets": "targets",
+    "choose_dependency_targets": "targets",
+    "choose_targets": "targets",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -32,11 +32,18 @@ class Codes:
     columns: tuple[str, ...]
     numeric: np.ndarray
     matrices: tuple[np.ndarray, ...] = field(repr=False)
-    _blocks: dict = field(default_factory=dict, repr=False, compare=False)  # column -> scaled blocks
+    _blocks: dict = field(
+        default_factory=dict, repr=False, compare=False
+    )  # column -> scaled blocks
 
     @classmethod
-    def of(cls, frames: Sequence[pd.DataFrame], *, columns: Sequence[str], numeric: set[str] | frozenset[str]
-           ) -> Codes:
+    def of(
+        cls,
+        frames: Sequence[pd.DataFrame],
+        *,
+        columns: Sequence[str],
+        numeric: set[str] | frozenset[str],
+    ) -> Codes:
         sizes = [len(f) for f in frames]
         cols = []
         for c in columns:
@@ -53,9 +60,14 @@ class Codes:
             cols.append(v.astype(np.float32))
         full = np.column_stack(cols) if cols else np.empty((sum(sizes), 0), dtype=np.float32)
         bounds = np.cumsum([0, *sizes])
-        mats = tuple(np.ascontiguousarray(full[bounds[i]:bounds[i + 1]]) for i in range(len(frames)))
-        return cls(columns=tuple(columns), numeric=np.array([c in numeric for c in columns], dtype=bool),
-                   matrices=mats)
+        mats = tuple(
+            np.ascontiguousarray(full[bounds[i] : bounds[i + 1]]) for i in range(len(frames))
+        )
+        return cls(
+            columns=tuple(columns),
+            numeric=np.array([c in numeric for c in columns], dtype=bool),
+            matrices=mats,
+        )
 
     def index(self, columns: Sequence[str]) -> list[int]:
         return [self.columns.index(c) for c in columns]
@@ -68,8 +80,10 @@ class Codes:
                 self._blocks[j] = self._block(j)
             for p, b in zip(parts, self._blocks[j]):
                 p.append(b)
-        return tuple(np.hstack(p).astype(np.float32) if p else np.zeros((len(m), 1), np.float32)
-                     for p, m in zip(parts, self.matrices))
+        return tuple(
+            np.hstack(p).astype(np.float32) if p else np.zeros((len(m), 1), np.float32)
+            for p, m in zip(parts, self.matrices)
+        )
 
     def _block(self, j: int) -> list[np.ndarray]:
         """Column j scaled, one block per frame."""
@@ -93,7 +107,9 @@ class Codes:
         return [np.hstack(p).astype(np.float32) for p in parts]
 
 
-def same_value(guess: np.ndarray, truth: np.ndarray, *, numeric: bool, tolerance: float) -> np.ndarray:
+def same_value(
+    guess: np.ndarray, truth: np.ndarray, *, numeric: bool, tolerance: float
+) -> np.ndarray:
     """Whether each guess of a secret is right: categories exactly, numbers within ``tolerance``
     of the true value (relative: ``|guess - truth| <= tolerance * |truth|``); both missing is right.
 

@@ -48,7 +48,9 @@ def ratio_columns(encoder: MixedEncoder) -> list[str]:
     return [c for c in encoder.means_ if c not in encoder.categories_]
 
 
-def centred_log_magnitudes(frame: pd.DataFrame, encoder: MixedEncoder, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def centred_log_magnitudes(
+    frame: pd.DataFrame, encoder: MixedEncoder, columns: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """``(c, sign)``: the centred log-magnitudes (see the module docstring) and the signs of the
     ``columns`` of ``frame``.
 
@@ -60,8 +62,16 @@ def centred_log_magnitudes(frame: pd.DataFrame, encoder: MixedEncoder, columns: 
     >>> bool(np.allclose(c[0], c[1])), c[2].tolist(), sign[2].tolist()
     (True, [0.0, 0.0], [0.0, 1.0])
     """
-    values = np.column_stack([column_as_float(frame[c], kind=encoder.spec.columns[c].kind, column=c)
-                              for c in columns]) if columns else np.zeros((len(frame), 0))
+    values = (
+        np.column_stack(
+            [
+                column_as_float(frame[c], kind=encoder.spec.columns[c].kind, column=c)
+                for c in columns
+            ]
+        )
+        if columns
+        else np.zeros((len(frame), 0))
+    )
     present = np.isfinite(values) & (values != 0.0)
     logs = np.where(present, np.log(np.abs(np.where(present, values, 1.0))), 0.0)
     count = present.sum(axis=1, keepdims=True)
@@ -118,8 +128,17 @@ class ScaleInvariantView:
         return self._view(*centred_log_magnitudes(frame, self.encoder, self.columns_), encoded)
 
     def _view(self, centred: np.ndarray, sign: np.ndarray, encoded: np.ndarray) -> np.ndarray:
-        block = np.hstack([np.asarray(encoded, dtype=np.float64)[:, self.block_], SIGN_WEIGHT * sign])
+        block = np.hstack(
+            [np.asarray(encoded, dtype=np.float64)[:, self.block_], SIGN_WEIGHT * sign]
+        )
         return np.hstack([centred / self.scales_, block @ self.projection_])
 
 
-__all__ = ["PROJECTED_DIMS", "PROJECTION_SEED", "SIGN_WEIGHT", "ScaleInvariantView", "centred_log_magnitudes", "ratio_columns"]
+__all__ = [
+    "PROJECTED_DIMS",
+    "PROJECTION_SEED",
+    "SIGN_WEIGHT",
+    "ScaleInvariantView",
+    "centred_log_magnitudes",
+    "ratio_columns",
+]

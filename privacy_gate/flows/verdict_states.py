@@ -60,8 +60,17 @@ from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.report.commands import review_command
 
 #: The names of the verdicts' states (``State.name``).
-STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = "Approved", "Blocked", "Failed", "Skipped"
-STATE_REVIEW, STATE_REVIEW_APPROVED, STATE_REVIEW_REJECTED = "Review pending", "Review approved", "Review rejected"
+STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = (
+    "Approved",
+    "Blocked",
+    "Failed",
+    "Skipped",
+)
+STATE_REVIEW, STATE_REVIEW_APPROVED, STATE_REVIEW_REJECTED = (
+    "Review pending",
+    "Review approved",
+    "Review rejected",
+)
 _MAX_REASON = 400  # characters of the reason in a state message (the report has them all)
 _SHOWN_GROUPS = 5
 
@@ -98,22 +107,31 @@ def verdict_line(result: RunOutcome) -> str:
     closed, so the release is blocked.'
     """
     verdict = result.verdict
-    head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
+    head = (
+        verdict.decision
+        if verdict.status == "ok"
+        else f"{verdict.decision} (gate did not complete)"
+    )
     reasons = _deciding_reason_in_words(verdict)
     if len(reasons) > _MAX_REASON:
-        reasons = reasons[:_MAX_REASON - 1] + "…"
+        reasons = reasons[: _MAX_REASON - 1] + "…"
     parts = [f"{head}: {reasons or 'every rule passed'}"]
     if verdict.flagged_subgroups:
         parts.append(f"flagged: {_first(list(verdict.flagged_subgroups), _SHOWN_GROUPS, ', ')}")
     if result.review in ("approve", "reject"):
         who = (result.review_decision or {}).get("reviewer", "?")
         parts.append(f"{'approved' if result.review == 'approve' else 'rejected'} by {who}")
-        if result.review_error:  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
+        if (
+            result.review_error
+        ):  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
             parts.append(result.review_error)
     elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
-        parts.append("awaiting review: "
-                     f"{review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
-                     if result.run_id else "awaiting review")
+        parts.append(
+            "awaiting review: "
+            f"{review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
+            if result.run_id
+            else "awaiting review"
+        )
     elif result.review == "refused":
         parts.append(f"review decision refused: {result.review_error}")
     if result.published:
@@ -176,7 +194,9 @@ def verdict_state(result: RunOutcome) -> State:
     if verdict.decision == "BLOCK":
         return Failed(name=STATE_BLOCKED, message=message, data=NotReleased(message, result))
     if verdict.decision == "REVIEW" and result.review == "reject":
-        return Failed(name=STATE_REVIEW_REJECTED, message=message, data=NotReleased(message, result))
+        return Failed(
+            name=STATE_REVIEW_REJECTED, message=message, data=NotReleased(message, result)
+        )
     if verdict.decision == "REVIEW":
         name = STATE_REVIEW_APPROVED if result.review == "approve" else STATE_REVIEW
         return Completed(name=name, message=message, data=result)
@@ -220,6 +240,20 @@ def verdict_flow(**options: Any):
     return lambda fn: VerdictFlow(fn, **options)
 
 
-__all__ = ["NotReleased", "STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_REVIEW_APPROVED",
-           "STATE_REVIEW_REJECTED", "STATE_SKIPPED", "VerdictFlow",
-           "glance_name", "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]
+__all__ = [
+    "NotReleased",
+    "STATE_APPROVED",
+    "STATE_BLOCKED",
+    "STATE_FAILED",
+    "STATE_REVIEW",
+    "STATE_REVIEW_APPROVED",
+    "STATE_REVIEW_REJECTED",
+    "STATE_SKIPPED",
+    "VerdictFlow",
+    "glance_name",
+    "outcome_of",
+    "skipped_state",
+    "verdict_flow",
+    "verdict_line",
+    "verdict_state",
+]

@@ -34,8 +34,11 @@ from privacy_gate.names import COMBINED, EXPOSURE, STRONGEST, mace_metric, metri
 
 def _figures_of(metrics: Mapping[str, Any], attack: str) -> dict[str, float]:
     prefix = f"{attack}."
-    return {k[len(prefix):]: float(v) for k, v in metrics.items()
-            if k.startswith(prefix) and finite_or_none(v) is not None}
+    return {
+        k[len(prefix) :]: float(v)
+        for k, v in metrics.items()
+        if k.startswith(prefix) and finite_or_none(v) is not None
+    }
 
 
 def gated_attacks(metrics: Mapping[str, Any]) -> list[str]:
@@ -68,7 +71,9 @@ class AttackFigures:
 def strongest_attack(metrics: Mapping[str, Any]) -> AttackFigures | None:
     """The gated attack with the highest AUC, with its 95 % interval (Hanley & McNeil, as the
     report's tables) and its null levels."""
-    scored = [(a, finite_or_none(metrics.get(metric_name(a, "auc")))) for a in gated_attacks(metrics)]
+    scored = [
+        (a, finite_or_none(metrics.get(metric_name(a, "auc")))) for a in gated_attacks(metrics)
+    ]
     scored = [(a, v) for a, v in scored if v is not None]
     if not scored:
         return None
@@ -79,9 +84,17 @@ def strongest_attack(metrics: Mapping[str, Any]) -> AttackFigures | None:
     if n1 and n0:
         lo, hi = auc_interval(auc, int(n1), int(n0))
         lo, hi = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (None, None)
-    return AttackFigures(attack=attack, auc=auc, auc_lower=lo, auc_upper=hi, auc_null=null_reference("auc", f),
-                         tpr=f.get("tpr_at_fpr_0.01"), tpr_null=null_reference("tpr_at_fpr_0.01", f),
-                         n_members=int(n1) if n1 else None, n_non_members=int(n0) if n0 else None)
+    return AttackFigures(
+        attack=attack,
+        auc=auc,
+        auc_lower=lo,
+        auc_upper=hi,
+        auc_null=null_reference("auc", f),
+        tpr=f.get("tpr_at_fpr_0.01"),
+        tpr_null=null_reference("tpr_at_fpr_0.01", f),
+        n_members=int(n1) if n1 else None,
+        n_non_members=int(n0) if n0 else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -98,8 +111,16 @@ class Figure:
 
 def auc_figure(a: AttackFigures) -> Figure:
     """``0.52 [0.49, 0.55]``; chance is 0.5, and what a release with no leakage reaches here."""
-    interval = f" [{human_number(a.auc_lower, 2)}, {human_number(a.auc_upper, 2)}]" if a.auc_lower is not None else ""
-    null = f"; a release with no leakage reaches up to {human_number(a.auc_null, 2)} here" if a.auc_null else ""
+    interval = (
+        f" [{human_number(a.auc_lower, 2)}, {human_number(a.auc_upper, 2)}]"
+        if a.auc_lower is not None
+        else ""
+    )
+    null = (
+        f"; a release with no leakage reaches up to {human_number(a.auc_null, 2)} here"
+        if a.auc_null
+        else ""
+    )
     return Figure(value=f"{human_number(a.auc, 2)}{interval}", meaning=f"chance is 0.5{null}")
 
 
@@ -107,8 +128,14 @@ def tpr_figure(a: AttackFigures) -> Figure | None:
     """The share of members caught at 1 % false alarms, beside what chance catches."""
     if a.tpr is None:
         return None
-    null = f"; with no leakage up to {human_percent(a.tpr_null)} here" if a.tpr_null is not None else ""
-    return Figure(value=human_percent(a.tpr), meaning=f"of the members caught at 1% false alarms{null}")
+    null = (
+        f"; with no leakage up to {human_percent(a.tpr_null)} here"
+        if a.tpr_null is not None
+        else ""
+    )
+    return Figure(
+        value=human_percent(a.tpr), meaning=f"of the members caught at 1% false alarms{null}"
+    )
 
 
 def mace_query(metrics: Mapping[str, Any]) -> str | None:
@@ -124,10 +151,16 @@ def mace_figure(metrics: Mapping[str, Any], query: str) -> Figure | None:
     """The MACE advantage of ``query`` with its bounds, beside its null level (the permutation
     bias): whether there is any excess over chance, and whether an advantage is certain (its
     95 % lower bound above 0)."""
+
     def get(figure: str) -> float | None:
         return finite_or_none(metrics.get(mace_metric(query, figure)))
 
-    est, lower, upper, bias = get("advantage"), get("advantage_lower"), get("advantage_upper"), get("bias")
+    est, lower, upper, bias = (
+        get("advantage"),
+        get("advantage_lower"),
+        get("advantage_upper"),
+        get("bias"),
+    )
     if est is None:
         return None
     value = human_number(est, 3)
@@ -135,13 +168,20 @@ def mace_figure(metrics: Mapping[str, Any], query: str) -> Figure | None:
         value += f" [{human_number(lower, 3)}, {human_number(upper, 3)}]"
     certain = lower is not None and lower > 0
     if bias is None:
-        return Figure(value=value, meaning="above chance for certain" if certain else "0 is guessing")
+        return Figure(
+            value=value, meaning="above chance for certain" if certain else "0 is guessing"
+        )
     null = f"a release with no leakage scores about {human_number(bias, 3)} here"
     if certain:
-        return Figure(value=value, meaning=f"{null}: above chance, at least {human_number(lower, 3)} for certain")
+        return Figure(
+            value=value,
+            meaning=f"{null}: above chance, at least {human_number(lower, 3)} for certain",
+        )
     if est <= bias:
         return Figure(value=value, meaning=f"{null}: no excess over chance")
-    return Figure(value=value, meaning=f"{null}: slightly above that, but not for certain (lower bound 0)")
+    return Figure(
+        value=value, meaning=f"{null}: slightly above that, but not for certain (lower bound 0)"
+    )
 
 
 def mace_words(metrics: Mapping[str, Any], query: str) -> str | None:
@@ -153,6 +193,7 @@ def mace_words(metrics: Mapping[str, Any], query: str) -> str | None:
 def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
     """The exposed share of training records with its bounds, at its false-alarm level, beside
     the upper bound a release with no leakage reaches at this size."""
+
     def get(figure: str) -> float | None:
         return finite_or_none(metrics.get(f"{EXPOSURE}.{figure}"))
 
@@ -162,12 +203,26 @@ def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
     value = human_percent(share)
     if lower is not None and upper is not None:
         value += f" [{human_percent(lower)}, {human_percent(upper)}]"
-    meaning = ("the share of training records exposed" + (f" at {human_percent(level)} false alarms" if level else "")
-               + ", with its 95% interval")
-    needs = [f"{EXPOSURE}.{k}" for k in ("tested", "level", "delta")]  # what its no-signal bound is computed from
-    null = (null_reference(f"{EXPOSURE}.share_upper", {k: float(v) for k, v in metrics.items()
-                                                       if k.startswith(f"{EXPOSURE}.") and finite_or_none(v) is not None})
-            if all(finite_or_none(metrics.get(k)) is not None for k in needs) else None)
+    meaning = (
+        "the share of training records exposed"
+        + (f" at {human_percent(level)} false alarms" if level else "")
+        + ", with its 95% interval"
+    )
+    needs = [
+        f"{EXPOSURE}.{k}" for k in ("tested", "level", "delta")
+    ]  # what its no-signal bound is computed from
+    null = (
+        null_reference(
+            f"{EXPOSURE}.share_upper",
+            {
+                k: float(v)
+                for k, v in metrics.items()
+                if k.startswith(f"{EXPOSURE}.") and finite_or_none(v) is not None
+            },
+        )
+        if all(finite_or_none(metrics.get(k)) is not None for k in needs)
+        else None
+    )
     if null is not None and upper is not None:
         meaning += f"; with no leakage the upper bound reaches about {human_percent(null)} here"
     if lower is not None:
@@ -178,14 +233,32 @@ def exposed_figure(metrics: Mapping[str, Any]) -> Figure | None:
 def risk_figure(metrics: Mapping[str, Any], family: str) -> Figure | None:
     """A disclosure risk (``singling_out`` / ``linkability`` / ``inference``) with its interval:
     0 is no better than for people outside the training data, so the null level is 0."""
-    risk, lower, upper = (finite_or_none(metrics.get(f"{family}.{f}")) for f in ("risk", "risk_lower", "risk_upper"))
+    risk, lower, upper = (
+        finite_or_none(metrics.get(f"{family}.{f}")) for f in ("risk", "risk_lower", "risk_upper")
+    )
     if risk is None:
         return None
-    value = human_number(risk, 2) + (f" [{human_number(lower, 2)}, {human_number(upper, 2)}]"
-                                     if lower is not None and upper is not None else "")
+    value = human_number(risk, 2) + (
+        f" [{human_number(lower, 2)}, {human_number(upper, 2)}]"
+        if lower is not None and upper is not None
+        else ""
+    )
     certain = lower is not None and lower > 0
-    return Figure(value=value, meaning="above 0 for certain" if certain else "not above 0 for certain")
+    return Figure(
+        value=value, meaning="above 0 for certain" if certain else "not above 0 for certain"
+    )
 
 
-__all__ = ["AttackFigures", "Figure", "auc_figure", "exposed_figure", "gated_attacks", "mace_figure", "mace_query",
-           "mace_words", "risk_figure", "strongest_attack", "tpr_figure"]
+__all__ = [
+    "AttackFigures",
+    "Figure",
+    "auc_figure",
+    "exposed_figure",
+    "gated_attacks",
+    "mace_figure",
+    "mace_query",
+    "mace_words",
+    "risk_figure",
+    "strongest_attack",
+    "tpr_figure",
+]

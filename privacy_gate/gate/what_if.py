@@ -38,17 +38,24 @@ class WhatIf:
 
     def sentence(self) -> str:
         if self.decision is not None:
-            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets the "
-                    "release-wide figures "
-                    f"give {self.decision}" + (" (suppressing it alone would not do)" if self.decision == "BLOCK"
-                                               else "") + ".")
+            return (
+                f"Suppress {self.group}: without its {human_number(self.targets)} targets the "
+                "release-wide figures "
+                f"give {self.decision}"
+                + (" (suppressing it alone would not do)" if self.decision == "BLOCK" else "")
+                + "."
+            )
         if self.through is not None:
-            return (f"Suppress {self.group}: flagged only through {self.through} (without "
-                    f"{self.through}'s targets its "
-                    "test is not significant); the gate did not work out the verdict without it.")
-        return (f"Suppress {self.group}: not worked out by the gate (it estimates this only for a "
-                "BLOCK one group may "
-                "explain); approving with --suppress re-gates the rest before anything is published.")
+            return (
+                f"Suppress {self.group}: flagged only through {self.through} (without "
+                f"{self.through}'s targets its "
+                "test is not significant); the gate did not work out the verdict without it."
+            )
+        return (
+            f"Suppress {self.group}: not worked out by the gate (it estimates this only for a "
+            "BLOCK one group may "
+            "explain); approving with --suppress re-gates the rest before anything is published."
+        )
 
     def short(self) -> str:
         if self.decision is not None:
@@ -68,8 +75,14 @@ def what_if(verdict: Verdict | Mapping[str, Any]) -> list[WhatIf]:
     for g in d.get("flagged_subgroups") or []:
         w = without.get(g) or {}
         targets = w.get("targets")
-        out.append(WhatIf(group=g, decision=w.get("decision"), targets=None if targets is None else int(targets),
-                          through=explained.get(g)))
+        out.append(
+            WhatIf(
+                group=g,
+                decision=w.get("decision"),
+                targets=None if targets is None else int(targets),
+                through=explained.get(g),
+            )
+        )
     return out
 
 

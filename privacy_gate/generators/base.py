@@ -28,7 +28,9 @@ from privacy_gate.spec import DatasetSpec
 class Generator(Protocol):
     name: str
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Generator: ...
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> Generator: ...
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame: ...
 
@@ -65,8 +67,10 @@ def register_generator(name: str) -> Callable[[_G], _G]:
 
     def decorator(cls: _G) -> _G:
         if not isinstance(getattr(cls, "capabilities", None), GeneratorCapabilities):
-            raise ConfigError(f"generator '{name}' ({cls.__qualname__}) declares no capabilities "
-                              "(a GeneratorCapabilities class attribute)")
+            raise ConfigError(
+                f"generator '{name}' ({cls.__qualname__}) declares no capabilities "
+                "(a GeneratorCapabilities class attribute)"
+            )
         return register(cls)
 
     return decorator
@@ -81,7 +85,9 @@ def generator_capabilities(name: str) -> GeneratorCapabilities:
     unknown)."""
     cls = _GENERATORS.get(name)
     if cls is None:
-        raise ConfigError(f"unknown generator '{name}'; available generators: {available_generators()}")
+        raise ConfigError(
+            f"unknown generator '{name}'; available generators: {available_generators()}"
+        )
     return cls.capabilities
 
 
@@ -99,14 +105,22 @@ def create_generator(name: str, **params: Any) -> Generator:
 def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.DataFrame:
     """``generator.sample(n)`` as a release run and a study take it."""
     # generators return spec-typed frames; conform() re-checks that contract
-    return conform(generator.sample(n), spec, source=f"synthetic data from generator '{generator.name}'",
-                   check_identifiers=False)
+    return conform(
+        generator.sample(n),
+        spec,
+        source=f"synthetic data from generator '{generator.name}'",
+        check_identifiers=False,
+    )
 
 
 def clip_to_spec(df: pd.DataFrame, spec: DatasetSpec) -> pd.DataFrame:
     """Clip numeric columns to the spec's *public* ranges (never to ranges seen in train)."""
     out = df.copy()
     for name, col in spec.columns.items():
-        if col.is_numeric and col.kind != "datetime" and (col.min is not None or col.max is not None):
+        if (
+            col.is_numeric
+            and col.kind != "datetime"
+            and (col.min is not None or col.max is not None)
+        ):
             out[name] = pd.to_numeric(out[name], errors="coerce").clip(lower=col.min, upper=col.max)
     return out

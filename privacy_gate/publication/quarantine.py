@@ -53,7 +53,9 @@ def _commit(uri: str) -> dict | None:
         record = json.loads(raw) if raw is not None else None
     except ValueError:
         return None
-    return record if isinstance(record, dict) and record.get("sha256") and record.get("file") else None
+    return (
+        record if isinstance(record, dict) and record.get("sha256") and record.get("file") else None
+    )
 
 
 def put(local: Path, *, target: str, sha256: str, rows: int, fmt: str) -> str:
@@ -69,7 +71,9 @@ def put(local: Path, *, target: str, sha256: str, rows: int, fmt: str) -> str:
         if sha256_of(objectstore.download(uri, Path(tmp) / "check")) != sha256:
             raise QuarantineError(f"the uploaded {uri} does not match its hash; not quarantined")
     record = {"file": uri.rsplit("/", 1)[1], "sha256": sha256, "rows": int(rows), "format": fmt}
-    objectstore.put_bytes(json.dumps(record, indent=2).encode(), objectstore.join(uri.rsplit("/", 1)[0], COMMIT))
+    objectstore.put_bytes(
+        json.dumps(record, indent=2).encode(), objectstore.join(uri.rsplit("/", 1)[0], COMMIT)
+    )
     return uri
 
 

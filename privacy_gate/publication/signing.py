@@ -80,41 +80,70 @@ def verify_verdict_text(run_id: str, text: str, tags: Mapping[str, str]) -> dict
     tag_signed = tags.get(TAG_SIGNED)
     if scheme == HMAC_SCHEME:
         if not key:
-            raise IntegrityError(f"run {run_id} was signed when the gate ran (its {TAG_VERDICT_DIGEST} is an HMAC) "
-                                 f"and this process has no key to verify it: set {ENV_SIGNING_KEY} to the gate's "
-                                 "signing key — refusing to act on it unverified")
+            raise IntegrityError(
+                f"run {run_id} was signed when the gate ran (its {TAG_VERDICT_DIGEST} is an HMAC) "
+                f"and this process has no key to verify it: set {ENV_SIGNING_KEY} to the gate's "
+                "signing key — refusing to act on it unverified"
+            )
     elif scheme == PLAIN_SCHEME:
         if tag_signed == signed_tag(True):
-            raise IntegrityError(f"run {run_id} is tagged {TAG_SIGNED}=true but its {TAG_VERDICT_DIGEST} is an "
-                                 "unsigned sha256: a signed verdict was downgraded — refusing to act on it")
+            raise IntegrityError(
+                f"run {run_id} is tagged {TAG_SIGNED}=true but its {TAG_VERDICT_DIGEST} is an "
+                "unsigned sha256: a signed verdict was downgraded — refusing to act on it"
+            )
         if key:
-            raise IntegrityError(f"run {run_id} has an unsigned (sha256) verdict digest but {ENV_SIGNING_KEY} is "
-                                 "set here: this installation signs its verdicts and accepts no unsigned one (it "
-                                 "may have been rewritten without the key) — run the gate again with the key")
+            raise IntegrityError(
+                f"run {run_id} has an unsigned (sha256) verdict digest but {ENV_SIGNING_KEY} is "
+                "set here: this installation signs its verdicts and accepts no unsigned one (it "
+                "may have been rewritten without the key) — run the gate again with the key"
+            )
     else:
-        raise IntegrityError(f"run {run_id} has no valid {TAG_VERDICT_DIGEST} tag (got {recorded[:24]!r}); it is "
-                             "not "
-                             "a finished gate run or its tags were edited — refusing to act on it")
-    if not hmac.compare_digest(recorded, verdict_digest(text, key if scheme == HMAC_SCHEME else "")):
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "
-                             f"decided (tag {TAG_VERDICT_DIGEST}); it was edited or the signing key "
-                             f"({ENV_SIGNING_KEY}) differs — refusing to act on it")
+        raise IntegrityError(
+            f"run {run_id} has no valid {TAG_VERDICT_DIGEST} tag (got {recorded[:24]!r}); it is "
+            "not "
+            "a finished gate run or its tags were edited — refusing to act on it"
+        )
+    if not hmac.compare_digest(
+        recorded, verdict_digest(text, key if scheme == HMAC_SCHEME else "")
+    ):
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "
+            f"decided (tag {TAG_VERDICT_DIGEST}); it was edited or the signing key "
+            f"({ENV_SIGNING_KEY}) differs — refusing to act on it"
+        )
     try:
         document = json.loads(text)
         seal = document.get(SEAL) or {}
     except (ValueError, AttributeError):
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} is not a verdict document; refusing to act on it") from None
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} is not a verdict document; refusing to act on it"
+        ) from None
     signed = seal.get(SEAL_SIGNED)
     if scheme == PLAIN_SCHEME and signed:
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} states it was signed, but its {TAG_VERDICT_DIGEST} is "
-                             "an unsigned sha256: a signed verdict was downgraded — refusing to act on it")
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} states it was signed, but its {TAG_VERDICT_DIGEST} is "
+            "an unsigned sha256: a signed verdict was downgraded — refusing to act on it"
+        )
     if tag_signed is not None and signed is not None and tag_signed != signed_tag(bool(signed)):
-        raise IntegrityError(f"run {run_id} is tagged {TAG_SIGNED}={tag_signed} but its {ART_VERDICT} says "
-                             f"signed={bool(signed)}; the tag was edited — refusing to act on it")
+        raise IntegrityError(
+            f"run {run_id} is tagged {TAG_SIGNED}={tag_signed} but its {ART_VERDICT} says "
+            f"signed={bool(signed)}; the tag was edited — refusing to act on it"
+        )
     if document.get("verdict") != tags.get(TAG_VERDICT):
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} says {document.get('verdict')} but the run's "
-                             f"{TAG_VERDICT} tag says {tags.get(TAG_VERDICT)}; refusing to act on it")
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} says {document.get('verdict')} but the run's "
+            f"{TAG_VERDICT} tag says {tags.get(TAG_VERDICT)}; refusing to act on it"
+        )
     return document
 
 
-__all__ = ["HMAC_SCHEME", "PLAIN_SCHEME", "run_key", "run_signed", "signed_tag", "signing_key", "verdict_digest", "verify_verdict_text"]
+__all__ = [
+    "HMAC_SCHEME",
+    "PLAIN_SCHEME",
+    "run_key",
+    "run_signed",
+    "signed_tag",
+    "signing_key",
+    "verdict_digest",
+    "verify_verdict_text",
+]

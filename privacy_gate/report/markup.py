@@ -57,11 +57,15 @@ def section(title: str, body: str, anchor: str) -> str:
 def table(head: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], cls: str = "") -> str:
     """``rows``: (already escaped cells, row css class)."""
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "\n".join(f'<tr class="{c}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
-                     for cells, c in rows)
-    return ('<div class="scroll"><table '
-            f'class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody>'
-            "</table></div>")
+    body = "\n".join(
+        f'<tr class="{c}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+        for cells, c in rows
+    )
+    return (
+        '<div class="scroll"><table '
+        f'class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody>'
+        "</table></div>"
+    )
 
 
 def note(text: str) -> str:

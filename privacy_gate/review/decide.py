@@ -45,9 +45,19 @@ log = logging.getLogger("privacy_gate")
 Regate = Callable[..., "RunOutcome"]
 
 
-def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: str, comment: str = "",
-               subgroups: dict[str, str] | None = None, suppress: list[str] | None = None, via: str = "cli",
-               tracking_uri: str, workdir: str, regate: Regate | None = None) -> ReviewDecision:
+def decide_run(
+    run_id: str,
+    *,
+    action: Literal["approve", "reject"],
+    reviewer: str,
+    comment: str = "",
+    subgroups: dict[str, str] | None = None,
+    suppress: list[str] | None = None,
+    via: str = "cli",
+    tracking_uri: str,
+    workdir: str,
+    regate: Regate | None = None,
+) -> ReviewDecision:
     """Check, (re-gate and) publish or reject, and append the decision to the run.
 
     ``regate``: how to re-run the gate after suppression (default
@@ -64,7 +74,9 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
         # a decision a killed decider left half done is completed or rolled back first
         # (decision_recovery)
         resolve_before_deciding(tracker, run_id, by=f"privacy-gate {action} ({via})", locked=local)
-        record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
+        record = RunRecord(
+            tracker, run_id
+        )  # read under the lock: a decision taken meanwhile is seen
         check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
         record.fetch_quarantine(workdir)
         subgroups = dict(subgroups or {})
@@ -79,37 +91,65 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
         hold.claim()
         try:
             # re-checked with the claim held: a rival that decided between our read and our claim
-            check_decidable(run_id, record.verdict, [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
-                            current_sha256=record.current_sha256())
+            check_decidable(
+                run_id,
+                record.verdict,
+                [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
+                current_sha256=record.current_sha256(),
+            )
             # masked here, not only where it is stored: the record read back must equal the decision
-            decision = dict(action=action, reviewer=mask_secrets(reviewer), comment=mask_secrets(comment),
-                            data_sha256=current, via=via, run_id=run_id,
-                            subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
-                                          if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
-                            suppress=suppress)
+            decision = dict(
+                action=action,
+                reviewer=mask_secrets(reviewer),
+                comment=mask_secrets(comment),
+                data_sha256=current,
+                via=via,
+                run_id=run_id,
+                subgroups={
+                    **{
+                        g: "approve"
+                        for g in record.verdict.get("flagged_subgroups") or []
+                        if action == "approve"
+                    },
+                    **subgroups,
+                    **{g: "reject" for g in suppress},
+                },
+                suppress=suppress,
+            )
             if action == "reject":
                 final = ReviewDecision.new(**decision)
                 tracker.append_decision(run_id, final.to_dict())
                 _refresh_report(tracker, run_id)
                 return final
-            return _approve(tracker, record, decision, suppress=suppress, regate=regate, tracking_uri=tracking_uri,
-                            workdir=workdir)
+            return _approve(
+                tracker,
+                record,
+                decision,
+                suppress=suppress,
+                regate=regate,
+                tracking_uri=tracking_uri,
+                workdir=workdir,
+            )
         except BaseException:
             if not _has_decision(tracker, run_id):  # nothing recorded: the run may be decided again
                 hold.release()
             raise
 
 
-def _with_contained_groups(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> list[str]:
+def _with_contained_groups(
+    verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]
+) -> list[str]:
     """``suppress`` and every flagged group whose rows all go with it (``sex=Female&race=Black``
     with ``race=Black``), so the decision records exactly what was removed. A group approved
     explicitly although its rows go with a suppressed one is refused."""
     gone = suppressed_with(list(verdict.get("flagged_subgroups") or []), suppress)
     contradicted = [g for g in gone if subgroups.get(g) == "approve"]
     if contradicted:
-        raise ReviewError(f"{contradicted} approved, but their rows are removed with the suppressed "
-                          f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not "
-                          "suppress those")
+        raise ReviewError(
+            f"{contradicted} approved, but their rows are removed with the suppressed "
+            f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not "
+            "suppress those"
+        )
     return sorted(set(suppress) | set(gone))
 
 
@@ -120,8 +160,16 @@ def _has_decision(tracker: tracking.Tracker, run_id: str) -> bool:
         return True
 
 
-def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, Any], *, suppress: list[str],
-             regate: Regate | None, tracking_uri: str, workdir: str) -> ReviewDecision:
+def _approve(
+    tracker: tracking.Tracker,
+    record: RunRecord,
+    decision: dict[str, Any],
+    *,
+    suppress: list[str],
+    regate: Regate | None,
+    tracking_uri: str,
+    workdir: str,
+) -> ReviewDecision:
     """(Re-gate and) record the approval, read it back, then publish to the sealed target."""
     run_id = record.run_id
     store = ReleaseStore(workdir=Path(workdir), target=record.publish_target)
@@ -129,31 +177,49 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
     if suppress:
         if regate is None:
             from privacy_gate.runs.regate import regate_run as regate
-        log.info("approving run %s without the rows of %s: re-gating the filtered release first", run_id,
-                 ", ".join(suppress))
-        result = regate(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)
+        log.info(
+            "approving run %s without the rows of %s: re-gating the filtered release first",
+            run_id,
+            ", ".join(suppress),
+        )
+        result = regate(
+            run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir
+        )
         rerun = result.verdict
         rerun_id = rerun.run_id
         if rerun.decision == "BLOCK":
             reasons = " ".join(f"{w.sentence} ({w.key})" for w in reasons_in_words(rerun))
-            raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
-        to_publish = quarantined_file(Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"])
+            raise ReviewError(
+                f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}"
+            )
+        to_publish = quarantined_file(
+            Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"]
+        )
     # the approval is recorded, and read back, before anything is published
     approval = ReviewDecision.new(**decision, rerun_id=rerun_id)
     tracker.append_decision(run_id, approval.to_dict())
     recorded = tracker.decisions(run_id)
     if not recorded or ReviewDecision.from_dict(recorded[-1]) != approval:
-        raise ReviewError(f"the approval of run {run_id} could not be read back from {tracking_uri}; nothing was "
-                          "published")
+        raise ReviewError(
+            f"the approval of run {run_id} could not be read back from {tracking_uri}; nothing was "
+            "published"
+        )
     try:
-        published = store.publish(to_publish, dataset=record.dataset, verdict=record.verdict["verdict"],
-                                  run_id=run_id, config_hash=record.verdict.get("rules_hash"),
-                                  approval=approval.to_dict())
+        published = store.publish(
+            to_publish,
+            dataset=record.dataset,
+            verdict=record.verdict["verdict"],
+            run_id=run_id,
+            config_hash=record.verdict.get("rules_hash"),
+            approval=approval.to_dict(),
+        )
     except Exception as exc:  # noqa: BLE001 - publication is atomic: nothing partial is visible
         tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: f"failed ({type(exc).__name__})"})
         reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
-        raise ReviewError(f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
-                          f"{store.target} — run the gate again to publish") from None
+        raise ReviewError(
+            f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
+            f"{store.target} — run the gate again to publish"
+        ) from None
     tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: str(published)})
     _refresh_report(tracker, run_id)
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
@@ -166,13 +232,22 @@ def review_text(run_id: str, *, tracking_uri: str, workdir: str | Path | None = 
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     recovered = resolve_for_review(tracker, run_id)  # a half-done decision: resolved and said first
     record = RunRecord(tracker, run_id)
-    commands = decision_commands(run_id, tracking_uri=tracking_uri,
-                                 workdir=workdir if workdir is not None else record.tags.get(names.TAG_WORKDIR),
-                                 flagged=record.verdict.get("flagged_subgroups") or [], with_review=False)
-    text = pending_text(run_id, record.verdict, record.decisions,
-                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
-                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict),
-                        commands=commands, command_note=COMMENT_HINT)
+    commands = decision_commands(
+        run_id,
+        tracking_uri=tracking_uri,
+        workdir=workdir if workdir is not None else record.tags.get(names.TAG_WORKDIR),
+        flagged=record.verdict.get("flagged_subgroups") or [],
+        with_review=False,
+    )
+    text = pending_text(
+        run_id,
+        record.verdict,
+        record.decisions,
+        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
+        evidence=flagged_evidence(record.subgroup_rows(), record.verdict),
+        commands=commands,
+        command_note=COMMENT_HINT,
+    )
     changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
     head = artifact_seal.warning_lines(run_id, changed) + recovered
     return f"{console_lines(head)}\n{text}" if head else text
@@ -186,8 +261,10 @@ def pending_runs_text(*, tracking_uri: str, workdir: str | Path | None = None) -
     runs = tracker.runs_awaiting_review()
     if not runs:
         return "no runs awaiting review"
-    lines = [f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve "
-             "or reject:"]
+    lines = [
+        f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve "
+        "or reject:"
+    ]
     for r in runs:
         flagged = ", ".join(r["flagged"]) or "none"
         lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")

@@ -33,7 +33,9 @@ _REBUILD_NOTE = "Built from dataset spec '{name}' by privacy_gate.validation; do
 EPOCH_SECONDS_META = {"privacy_gate": {"unit": "seconds since 1970-01-01 UTC"}}
 
 
-def _expectation(type_: str, *, meta: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+def _expectation(
+    type_: str, *, meta: dict[str, Any] | None = None, **kwargs: Any
+) -> dict[str, Any]:
     # GE serialises kwargs without None/default values; mirror that so round trips are exact.
     kw = {k: v for k, v in kwargs.items() if v is not None}
     return {"type": type_, "kwargs": kw, "meta": dict(meta or {}), "severity": "critical"}
@@ -56,7 +58,9 @@ def _domain_expectations(spec: DatasetSpec, *, entity_not_null: bool) -> list[di
             out.append(_expectation("expect_column_values_to_not_be_null", column=name))
         if col.categories is not None:  # categorical, or ordinal with a category list
             value_set = [as_category_string(c) for c in col.categories]
-            out.append(_expectation("expect_column_values_to_be_in_set", column=name, value_set=value_set))
+            out.append(
+                _expectation("expect_column_values_to_be_in_set", column=name, value_set=value_set)
+            )
         elif col.is_numeric and (col.min is not None or col.max is not None):
             # datetime bounds are seconds since the Unix epoch: the batch carries datetimes as
             # epoch seconds (see run.py), because the spec's min/max are plain numbers.
@@ -105,10 +109,14 @@ def build_synthetic_suite(spec: DatasetSpec, *, max_copy_share: float) -> dict[s
     set includes that helper column.
     """
     _check_reserved(spec)
-    if not (isinstance(max_copy_share, int | float) and 0.0 <= max_copy_share <= 1.0):  # NaN fails too
+    if not (
+        isinstance(max_copy_share, int | float) and 0.0 <= max_copy_share <= 1.0
+    ):  # NaN fails too
         raise ConfigError(f"max_copy_share must be a number in [0, 1], got {max_copy_share!r}")
     exps = [
-        _expectation("expect_table_columns_to_match_set", column_set=[*spec.columns, COPY_INDICATOR_COLUMN]),
+        _expectation(
+            "expect_table_columns_to_match_set", column_set=[*spec.columns, COPY_INDICATOR_COLUMN]
+        ),
         _expectation("expect_table_row_count_to_be_between", min_value=1),
         *_domain_expectations(spec, entity_not_null=False),
         # the indicator column is the expectation's fixed default column, so GE leaves it out

@@ -47,8 +47,13 @@ NAMES = [t.name for t in CORPUS]
 def _gate(name: str, release: str):
     """The default gate on corpus table ``name``'s ``independent`` or ``copy`` release."""
     rel = corpus_release(name)
-    return privacy_gate.evaluate(train=rel.train, holdout=rel.holdout, reference=rel.reference,
-                                 synthetic=getattr(rel, release), spec=rel.spec).verdict
+    return privacy_gate.evaluate(
+        train=rel.train,
+        holdout=rel.holdout,
+        reference=rel.reference,
+        synthetic=getattr(rel, release),
+        spec=rel.spec,
+    ).verdict
 
 
 def _tests(verdict) -> dict[str, dict]:
@@ -62,8 +67,12 @@ def test_the_corpus_is_five_attributed_tables_from_at_least_three_domains():
     corpus_doc = (ROOT / "docs" / "corpus.md").read_text()
     for name in NAMES:
         info = TABLES[name].attribution()
-        assert info["source"] and info["licence"], name  # every table says where it is from and its licence
-        assert name in readme and name in corpus_doc, f"{name}: attribution missing from data/README.md or docs/corpus.md"
+        assert info["source"] and info["licence"], (
+            name
+        )  # every table says where it is from and its licence
+        assert name in readme and name in corpus_doc, (
+            f"{name}: attribution missing from data/README.md or docs/corpus.md"
+        )
         if info["r_package"]:
             assert f"{info['r_package']}::{info['r_item']}" in readme, name
 
@@ -85,9 +94,13 @@ def test_an_independent_release_of_a_real_table_is_approved(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_copy_of_the_training_rows_is_blocked(name):
     v = _gate(name, "copy")
-    assert (v.decision, v.status) == ("BLOCK", "ok"), [c.message for c in v.reasons]  # a decision, not an error
+    assert (v.decision, v.status) == ("BLOCK", "ok"), [
+        c.message for c in v.reasons
+    ]  # a decision, not an error
     assert not any(is_insufficient_evidence(c) for c in v.reasons)
     tests = _tests(v)
     for test in ("membership", "copies"):  # the attacks see it, and so does the verbatim-copy test
         assert tests[test]["pvalue"] <= tests[test]["block_level"], tests[test]
-    assert any(c.action == "block" and c.metric == "auc" for c in v.reasons), [c.key for c in v.reasons]
+    assert any(c.action == "block" and c.metric == "auc" for c in v.reasons), [
+        c.key for c in v.reasons
+    ]

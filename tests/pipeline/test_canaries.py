@@ -14,9 +14,13 @@ SEEDS = [0, 1, 2]
 
 
 def _run(folder, workdir, generator, seed):
-    cfg = write_release_config(folder, generator, name=f"canary-{generator['name']}-{seed}.yaml",
-                               split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": seed},
-                               targets={"seed": seed})
+    cfg = write_release_config(
+        folder,
+        generator,
+        name=f"canary-{generator['name']}-{seed}.yaml",
+        split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": seed},
+        targets={"seed": seed},
+    )
     return release_flow(config_path=str(cfg), workdir=str(workdir)).verdict.to_dict()
 
 
@@ -37,7 +41,9 @@ def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, s
 def test_noisy_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, seed):
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), {"name": "noisy_copy", "seed": seed}, seed)
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
-    assert v["metrics"]["validation.synthetic.copy_share"] <= 0.01  # not caught by the copy check: the attacks catch it
+    assert (
+        v["metrics"]["validation.synthetic.copy_share"] <= 0.01
+    )  # not caught by the copy check: the attacks catch it
     assert max(v["metrics"]["dcr.auc"], v["metrics"]["domias.auc"]) > 0.6
 
 
