@@ -20,7 +20,8 @@ A decision record names the run it decides (``run_id``) and the release it was t
 in from elsewhere and is refused (IntegrityError naming both), never recovered or counted as this
 run's decision.
 
->>> log = effective("r", [("review/decision-001-approve.json", '{"action": "approve", "reviewer": "ana"}')], {})
+>>> record = ("review/decision-001-approve.json", '{"action": "approve", "reviewer": "ana"}')
+>>> log = effective("r", [record], {})
 >>> [d["reviewer"] for d in log.decisions], log.voided
 (['ana'], [])
 """
@@ -168,7 +169,8 @@ def effective(
     that is not a JSON object, or that names another run or (given ``release_sha256``, the run's
     judged release) another release, is refused (IntegrityError naming it): it is never skipped.
 
-    >>> effective("r", [("review/decision-001-approve.json", '{"action": "approve", "run_id": "s"}')], {})
+    >>> record = ("review/decision-001-approve.json", '{"action": "approve", "run_id": "s"}')
+    >>> effective("r", [record], {})
     Traceback (most recent call last):
     privacy_gate.errors.IntegrityError: the decision record review/decision-001-approve.json in the
     log of run r decides run s: copied from another run's decision log — refusing to act on it; run

@@ -125,7 +125,8 @@ def safe_reason(exc: BaseException) -> str | None:
     a failing path with the OS's reason (a path the operator chose, never a data value); None for
     anything else, whose message may quote data.
 
-    >>> safe_reason(PermissionError(13, "Permission denied", "/srv/out")), safe_reason(ValueError("age=37"))
+    >>> denied = PermissionError(13, "Permission denied", "/srv/out")
+    >>> safe_reason(denied), safe_reason(ValueError("age=37"))
     ('Permission denied: /srv/out', None)
     """
     if isinstance(exc, PrivacyGateError):

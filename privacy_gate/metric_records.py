@@ -18,10 +18,11 @@ The verdict is decided from the in-memory figures, never from what is logged her
 keeps ``verdict.metrics`` whole. Labels come from metric keys, so they are what the keys already
 showed: public category names or keyed hashes (``#6c1051d176``), never a rare record value.
 
->>> is_headline("domias.auc"), is_headline("combined.mace.advantage_lower"), is_headline("dcr.mace.radius")
-(True, True, False)
->>> is_headline("subgroup/race/Black/dcr.auc"), is_headline("inference.age.risk"), is_headline("inference.risk")
-(False, False, True)
+>>> [is_headline(k) for k in ("domias.auc", "combined.mace.advantage_lower", "dcr.mace.radius")]
+[True, True, False]
+>>> [is_headline(k) for k in ("subgroup/race/Black/dcr.auc", "inference.age.risk",
+...                           "inference.risk")]
+[False, False, True]
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def capped_label(text: str, *, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str
 
     >>> capped_label("sex=Female")
     'sex=Female'
-    >>> capped_label("native_country=" + "_".join(["Cambodia", "Canada", "China", "Columbia", "Cuba"] * 6))
+    >>> countries = ["Cambodia", "Canada", "China", "Columbia", "Cuba"] * 6
+    >>> capped_label("native_country=" + "_".join(countries))
     'native_country=Cambodia_Canada_China_Columbia_C…-h9fafb719e1'
     """
     if len(text) <= limit:

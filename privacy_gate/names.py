@@ -238,8 +238,9 @@ PLAIN_FAMILIES = frozenset(
 def is_test_level(metric: str) -> bool:
     """A p-value figure: its level is the error budget's to set, never a rule's.
 
-    >>> is_test_level("exposed.scan_tail_pvalue"), is_test_level("membership_test.p_adjusted"), is_test_level("auc")
-    (True, True, False)
+    >>> keys = ("exposed.scan_tail_pvalue", "membership_test.p_adjusted", "auc")
+    >>> [is_test_level(k) for k in keys]
+    [True, True, False]
     """
     figure = metric.rpartition(".")[2]
     return figure.endswith("pvalue") or figure in ("p_value", "p_adjusted")
@@ -337,8 +338,10 @@ def dependency_figure(figure: str) -> str:
 def disclosure_metric(family: str, figure: str, column: str | None = None) -> str:
     """``inference`` + ``risk_lower`` (+ ``income``) -> ``inference.income.risk_lower``.
 
-    >>> disclosure_metric("singling_out", "risk"), disclosure_metric("inference", "risk_upper", "income")
-    ('singling_out.risk', 'inference.income.risk_upper')
+    >>> disclosure_metric("singling_out", "risk")
+    'singling_out.risk'
+    >>> disclosure_metric("inference", "risk_upper", "income")
+    'inference.income.risk_upper'
     """
     return f"{family}.{key_segment(column)}.{figure}" if column else f"{family}.{figure}"
 
@@ -422,7 +425,8 @@ def key_segment(text: object) -> str:
     ('marital_status', 'âge', 'Married-civ-spouse')
     >>> key_segment("age (years)"), key_segment("a/b"), key_segment("a_b")
     ('age _years_-h4b35ae8ca4', 'a_b-hc14cddc033', 'a_b')
-    >>> key_segment("#9231c165fc"), key_segment("_9231c165fc")  # a hashed record value; a plain name
+    >>> # a hashed record value; a plain name
+    >>> key_segment("#9231c165fc"), key_segment("_9231c165fc")
     ('_9231c165fc', '_9231c165fc-h20c7a254a9')
     >>> key_segment("."), key_segment(".."), key_segment("")
     ('_-hcdb4ee2aea', '_-h5ec1f7e700', '_-he3b0c44298')
@@ -449,8 +453,8 @@ def shown_segment(segment: str) -> str:
     (:func:`key_segment` turned ``#9231c165fc`` into ``_9231c165fc``, which no plain name spells),
     every other segment as it stands.
 
-    >>> shown_segment("_9231c165fc"), shown_segment("Married-civ-spouse"), shown_segment("a_b-hc14cddc033")
-    ('#9231c165fc', 'Married-civ-spouse', 'a_b-hc14cddc033')
+    >>> [shown_segment(s) for s in ("_9231c165fc", "Married-civ-spouse", "a_b-hc14cddc033")]
+    ['#9231c165fc', 'Married-civ-spouse', 'a_b-hc14cddc033']
     """
     return f"#{segment[1:]}" if _HASHED_SEGMENT.fullmatch(segment) else segment
 
@@ -604,7 +608,8 @@ def verdict_run_name(name: str, verdict: str) -> str:
 
     >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("REVIEW · gate-adult", "BLOCK")
     ('REVIEW · gate-adult', 'BLOCK · gate-adult')
-    >>> verdict_run_name("gate-adult · REVIEW", "APPROVE")  # a run named before the verdict came first
+    >>> # a run named before the verdict came first
+    >>> verdict_run_name("gate-adult · REVIEW", "APPROVE")
     'APPROVE · gate-adult'
     """
     parts = name.split(RUN_NAME_VERDICT_SEPARATOR)

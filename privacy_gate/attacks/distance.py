@@ -128,7 +128,8 @@ def k_nearest(
     copy. Memory: the ``(chunk, n_candidates)`` products and the differences stay within
     ``chunk_bytes`` (at least one target row at a time).
 
-    >>> C = np.array([[0.0], [1.0], [3.0]]); d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20)
+    >>> C = np.array([[0.0], [1.0], [3.0]])
+    >>> d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20)
     >>> d.tolist(), i.tolist()
     ([[0.09999999999999998, 0.9]], [[1, 0]])
     >>> d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20, exact=False)
@@ -195,7 +196,8 @@ def k_nearest_distances(
     ``(n_targets, k)`` (``inf`` where there are fewer than ``k`` candidates): :func:`k_nearest`'s
     distances.
 
-    >>> C = np.array([[0.0], [1.0], [3.0]]); k_nearest_distances(np.array([[0.9]]), C, 2, chunk_bytes=2**20).tolist()
+    >>> C = np.array([[0.0], [1.0], [3.0]])
+    >>> k_nearest_distances(np.array([[0.9]]), C, 2, chunk_bytes=2**20).tolist()
     [[0.09999999999999998, 0.9]]
     """
     dist, _ = k_nearest(targets, candidates, k, chunk_bytes=chunk_bytes)
@@ -326,7 +328,8 @@ def copy_scores(d_syn: np.ndarray, d_real: np.ndarray, *, floor: float) -> np.nd
     copied eight times. What an exact match is worth then grows with ``d_real`` — a copy of an
     unusual record counts more than a copy of a common one.
 
-    >>> copy_scores(np.array([[0.0, 0.0, 5.0], [0.5, 2.0, 3.0]]), np.array([1.0, 1.0]), floor=0.01).round(2).tolist()
+    >>> D = np.array([[0.0, 0.0, 5.0], [0.5, 2.0, 3.0]])
+    >>> copy_scores(D, np.array([1.0, 1.0]), floor=0.01).round(2).tolist()
     [9.21, 0.69]
     """
     d_syn = np.maximum(np.asarray(d_syn, dtype=float), floor)
@@ -351,7 +354,8 @@ def floor_median(
 
     >>> S = np.arange(10.0)[:, None]; floor_median(S, np.array([[0.0]]), chunk_bytes=2**20)
     4.5
-    >>> m = floor_median(np.arange(100_000.0)[:, None], np.array([[0.0]]), chunk_bytes=2**20, sample=10_000)
+    >>> S = np.arange(100_000.0)[:, None]
+    >>> m = floor_median(S, np.array([[0.0]]), chunk_bytes=2**20, sample=10_000)
     >>> abs(m / 49_999.5 - 1) < 0.03  # all rows' median 49,999.5
     True
     """

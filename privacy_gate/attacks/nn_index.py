@@ -51,7 +51,8 @@ def indexed_nearest(
     >>> rng = np.random.default_rng(0)
     >>> C = rng.normal(size=(500, 5)); T = np.vstack([C[:3], rng.normal(size=(20, 5))])
     >>> from privacy_gate.attacks.distance import _nearest_blas
-    >>> d, i = indexed_nearest(T, C, chunk_bytes=2**20, exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=2**20))
+    >>> exact = lambda t, c: _nearest_blas(t, c, chunk_bytes=2**20)
+    >>> d, i = indexed_nearest(T, C, chunk_bytes=2**20, exact_search=exact)
     >>> d0, _ = _nearest_blas(T, C, chunk_bytes=2**20)
     >>> bool(np.array_equal(d, d0)), d[:3].tolist(), i[:3].tolist()
     (True, [0.0, 0.0, 0.0], [0, 1, 2])
@@ -265,7 +266,8 @@ def k_nearest_indices(
     neighbours' identity, not their distances (the disclosure evaluators' linkability and
     inference), where training and control targets go through the very same search.
 
-    >>> C = np.array([[0.0], [1.0], [5.0]]); k_nearest_indices(np.array([[0.9], [4.0]]), C, 2).tolist()
+    >>> C = np.array([[0.0], [1.0], [5.0]])
+    >>> k_nearest_indices(np.array([[0.9], [4.0]]), C, 2).tolist()
     [[1, 0], [2, 1]]
     """
     import faiss

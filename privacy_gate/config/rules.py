@@ -166,7 +166,8 @@ class GateConfig(Strict):
     """``rules`` are *added* to the defaults; a rule with a default's key (``Rule.key``) replaces
     it. A default goes away only through ``disable`` with a reason.
 
-    >>> cfg = GateConfig.model_validate({"rules": [{"metric": "auc", "attack": "any", "max": 0.55}]})
+    >>> rule = {"metric": "auc", "attack": "any", "max": 0.55}
+    >>> cfg = GateConfig.model_validate({"rules": [rule]})
     >>> [r.describe() for r in cfg.effective_rules][:2]
     ['any.auc <= 0.55', 'any.tpr_at_fpr_0.01 <= 0.1']
     >>> len(cfg.effective_rules) == len(DEFAULT_RULES)

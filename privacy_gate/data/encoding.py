@@ -17,7 +17,8 @@ slot. The entity id column is an identifier, not an attribute, and is never enco
 >>> import pandas as pd
 >>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
-...     "x": {"kind": "numeric", "nullable": False}, "c": {"kind": "categorical", "categories": ["a", "b"]}}})
+...     "x": {"kind": "numeric", "nullable": False},
+...     "c": {"kind": "categorical", "categories": ["a", "b"]}}})
 >>> enc = MixedEncoder(spec=spec).fit(pd.DataFrame({"x": [0.0, 2.0], "c": ["a", "b"]}))
 >>> enc.feature_names_out_
 ['x', 'c[0]', 'c[1]', 'c[missing]']

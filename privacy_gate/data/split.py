@@ -85,7 +85,8 @@ def unit_codes(frame: pd.DataFrame, entity_id: str | None) -> np.ndarray:
     """The unit each row belongs to, as codes ``0 .. units - 1``: its entity (sorted by id) in a
     panel, the row itself otherwise. A panel's tests count people, not person-years.
 
-    >>> unit_codes(pd.DataFrame({"pid": ["b", "a", "b"]}), "pid").tolist(), unit_codes(pd.DataFrame({"x": [1, 2]}), None).tolist()
+    >>> panel, rows = pd.DataFrame({"pid": ["b", "a", "b"]}), pd.DataFrame({"x": [1, 2]})
+    >>> unit_codes(panel, "pid").tolist(), unit_codes(rows, None).tolist()
     ([1, 0, 1], [0, 1])
     """
     if entity_id is None:
@@ -140,7 +141,8 @@ def unit_scores(
     (:func:`labelled_units`). What the per-person membership figures run on: the people, not their
     rows, are exchangeable between the splits.
 
-    >>> by_unit, lab, codes = unit_scores({"a": np.array([0.1, 0.9, 0.5])}, np.array([1, 1, 0]), np.array([4, 4, 2]))
+    >>> scores = {"a": np.array([0.1, 0.9, 0.5])}
+    >>> by_unit, lab, codes = unit_scores(scores, np.array([1, 1, 0]), np.array([4, 4, 2]))
     >>> by_unit["a"].tolist(), lab.tolist(), codes.tolist()
     ([0.5, 0.9], [False, True], [1, 1, 0])
     """

@@ -9,14 +9,16 @@ only where that loses nothing: the restored column must conform to exactly the v
 were judged (a generator that made ``2.5`` of an integer column keeps it a float; a category
 ``"other"`` in an integer-coded column keeps the column text).
 
->>> raw = pd.DataFrame({"smoker": [True, False, None], "region": [1.0, 2.0, None], "age": [30, 41, 52]})
+>>> raw = pd.DataFrame({"smoker": [True, False, None], "region": [1.0, 2.0, None],
+...                     "age": [30, 41, 52]})
 >>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"smoker": {"kind": "categorical"},
 ...     "region": {"kind": "categorical"}, "age": {"kind": "numeric"}}})
 >>> types = value_types(raw, spec)
 >>> types
 {'smoker': 'bool', 'region': 'int', 'age': 'int'}
->>> judged = pd.DataFrame({"smoker": ["True", None, "False"], "region": ["3", "1", None], "age": [33.0, 40.0, 61.0]})
+>>> judged = pd.DataFrame({"smoker": ["True", None, "False"], "region": ["3", "1", None],
+...                        "age": [33.0, 40.0, 61.0]})
 >>> restore_types(judged, types).dtypes.astype(str).to_dict()
 {'smoker': 'boolean', 'region': 'Int64', 'age': 'int64'}
 """

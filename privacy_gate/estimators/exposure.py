@@ -233,7 +233,8 @@ def share_excess_pvalue(
     >>> rng = np.random.default_rng(0)
     >>> share_excess_pvalue(rng.normal(size=500), rng.normal(size=500), level=0.01) > 0.01
     True
-    >>> share_excess_pvalue(np.r_[np.full(40, 9.0), rng.normal(size=460)], rng.normal(size=500), level=0.01) < 1e-6
+    >>> copied = np.r_[np.full(40, 9.0), rng.normal(size=460)]
+    >>> share_excess_pvalue(copied, rng.normal(size=500), level=0.01) < 1e-6
     True
     """
     mem = np.asarray(member_scores, dtype=float)
@@ -404,7 +405,8 @@ def naming_weights(
     about equal shares.
 
     >>> rng = np.random.default_rng(0)
-    >>> w = naming_weights({"a": rng.normal(size=2000), "b": np.r_[np.full(40, 9.0), rng.normal(size=1960)]})
+    >>> w = naming_weights({"a": rng.normal(size=2000),
+    ...                     "b": np.r_[np.full(40, 9.0), rng.normal(size=1960)]})
     >>> {a: round(v, 3) for a, v in w.items()}
     {'a': 0.25, 'b': 0.75}
     """
@@ -432,8 +434,9 @@ def _name_per_attack(
     max-rank combination names nothing where one attack alone would: a non-member's best rank over
     ``k`` attacks crowds the top ``k`` times as often.
 
-    >>> scores = {"copy": np.r_[np.full(120, 9.0), np.zeros(11880)] + np.random.default_rng(0).normal(size=12000),
-    ...           **{f"noise{i}": np.random.default_rng(i + 1).normal(size=12000) for i in range(3)}}
+    >>> noise = lambda seed: np.random.default_rng(seed).normal(size=12000)
+    >>> scores = {"copy": np.r_[np.full(120, 9.0), np.zeros(11880)] + noise(0),
+    ...           **{f"noise{i}": noise(i + 1) for i in range(3)}}
     >>> members = np.r_[np.ones(6000, bool), np.zeros(6000, bool)]
     >>> ps = {a: conformal_pvalues(x[members], x[~members]) for a, x in scores.items()}
     >>> named, _ = _name_per_attack(ps, q=0.05, method="bh")

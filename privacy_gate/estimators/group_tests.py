@@ -23,7 +23,8 @@ distinguishable.
 >>> y = np.r_[np.ones(20), np.zeros(20)]
 >>> rank_test_pvalue(s, y, seed=0) < 1e-6, rank_test_pvalue(rng.normal(size=40), y, seed=0) > 0.01
 (True, True)
->>> combined_rank_scores({"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}).round(2).tolist()
+>>> two = {"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}
+>>> combined_rank_scores(two).round(2).tolist()
 [1.0, 0.67, 1.0]
 >>> holm_adjust(np.array([0.01, 0.04, 0.03])).round(2).tolist()
 [0.03, 0.06, 0.06]
@@ -136,7 +137,8 @@ def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
     best single attack over thousands of settings. A symmetric, label-blind function of the
     target pool, so its rank test is exact like each attack's.
 
-    >>> mean_rank_scores({"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}).round(2).tolist()
+    >>> two = {"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}
+    >>> mean_rank_scores(two).round(2).tolist()
     [0.67, 0.5, 0.83]
     """
     values = [np.asarray(s, dtype=float) for s in scores.values()]
@@ -163,7 +165,8 @@ def ensemble_figures(
 
     >>> y = np.r_[np.ones(200), np.zeros(200)]
     >>> rng = np.random.default_rng(0)
-    >>> avoid = {"dcr": np.r_[rng.normal(size=200) - 2, rng.normal(size=200)]}  # members far from the release
+    >>> # members far from the release
+    >>> avoid = {"dcr": np.r_[rng.normal(size=200) - 2, rng.normal(size=200)]}
     >>> f = ensemble_figures(avoid, y, None, seed=0)
     >>> f["ensemble_pvalue"] < 1e-6, f["ensemble_auc"] < 0.2, f["ensemble_upper_pvalue"] > 0.99
     (True, True, True)

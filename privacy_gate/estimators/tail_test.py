@@ -137,7 +137,8 @@ def tail_excess_pvalue(
     broken at random (seeded).
 
     >>> y = np.r_[np.ones(1000), np.zeros(1000)]
-    >>> s = np.r_[np.full(8, 10.0), np.zeros(992), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
+    >>> noise = np.random.default_rng(1).normal(size=2000)
+    >>> s = np.r_[np.full(8, 10.0), np.zeros(992), np.zeros(1000)] + noise
     >>> p, k = tail_excess_pvalue(s, y, seed=0)
     >>> p < 0.05, 8 <= k <= 12
     (True, True)
@@ -202,7 +203,8 @@ def top_set(
     the lower bound; the smallest set when no bound is positive).
 
     >>> y = np.r_[np.ones(1000), np.zeros(1000)].astype(bool)
-    >>> s = np.r_[np.full(10, 10.0), np.zeros(990), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
+    >>> noise = np.random.default_rng(1).normal(size=2000)
+    >>> s = np.r_[np.full(10, 10.0), np.zeros(990), np.zeros(1000)] + noise
     >>> top, lower = top_set(s, y)
     >>> len(top), int(y[top].sum()), lower
     (11, 11, 4)

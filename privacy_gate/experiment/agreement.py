@@ -53,7 +53,8 @@ their Bonferroni combination.
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols})
 >>> draw = lambda n: pd.DataFrame({c: rng.integers(0, 10, n).astype(str) for c in cols})
 >>> train, holdout, reference, syn = draw(600), draw(600), draw(600), draw(600)
->>> part = train.iloc[:30].copy(); part["c0"] = draw(30)["c0"].to_numpy()  # copies with one column re-drawn
+>>> part = train.iloc[:30].copy()  # copies with one column re-drawn
+>>> part["c0"] = draw(30)["c0"].to_numpy()
 >>> syn.iloc[:30] = part.to_numpy()
 >>> r = agreement_scan(syn, train, holdout, reference, spec, seed=0)
 >>> r.pvalue < 0.01, r.count >= 10
@@ -502,10 +503,14 @@ def linking_views(
     counts on at most :data:`DISCOVERY_ROWS` records.
 
     >>> rng = np.random.default_rng(0)
-    >>> ref = pd.DataFrame({"a": rng.integers(0, 30, 3000).astype(str), "b": rng.integers(0, 30, 3000).astype(str),
-    ...                     "c": rng.integers(0, 2, 3000).astype(str), "id": np.arange(3000).astype(str)})
-    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {c: {"kind": "categorical"} for c in ref}})
-    >>> linking_views(ref, spec, views=1)  # "id" singles out alone: an identifier, not a linking key
+    >>> ref = pd.DataFrame({"a": rng.integers(0, 30, 3000).astype(str),
+    ...                     "b": rng.integers(0, 30, 3000).astype(str),
+    ...                     "c": rng.integers(0, 2, 3000).astype(str),
+    ...                     "id": np.arange(3000).astype(str)})
+    >>> cols = {c: {"kind": "categorical"} for c in ref}
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols})
+    >>> # "id" singles out alone: an identifier, not a linking key
+    >>> linking_views(ref, spec, views=1)
     [['a', 'b', 'c']]
     """
     cols = list(spec.attribute_columns if cols is None else cols)

@@ -30,7 +30,8 @@ twin rate (the subsample's excess scaled back to the whole training split): the 
 
 >>> import pandas as pd
 >>> from privacy_gate.spec import DatasetSpec
->>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "categorical"}, "b": {"kind": "numeric"}}})
+>>> cols = {"a": {"kind": "categorical"}, "b": {"kind": "numeric"}}
+>>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols})
 >>> train = pd.DataFrame({"a": list("xyzw") * 50, "b": range(200)})
 >>> holdout = pd.DataFrame({"a": list("xyzw") * 50, "b": range(1000, 1200)})
 >>> t = copy_test(train.iloc[:60], train, holdout, spec, seed=0)

@@ -100,7 +100,8 @@ def source_shift(train: pd.Series, reference: pd.Series) -> SourceShift:
     (0.5, True, 2, 'chi2')
     >>> source_shift(a, a).pvalue
     1.0
-    >>> s = source_shift(pd.Series(["y"] * 8), pd.Series(["x"] * 95 + ["y"] * 5)); (s.method, s.pvalue < 1e-3)
+    >>> s = source_shift(pd.Series(["y"] * 8), pd.Series(["x"] * 95 + ["y"] * 5))
+    >>> s.method, s.pvalue < 1e-3
     ('monte_carlo', True)
     """
     from scipy.stats import chi2_contingency

@@ -76,8 +76,8 @@ class Attacker:
 def attacker(spec: DatasetSpec) -> Attacker:
     """The attacker the spec declares, defaults filled in (and said).
 
-    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {c: {"kind": "numeric"} for c in "abcd"},
-    ...                                    "sensitive": ["d"]})
+    >>> cols = {c: {"kind": "numeric"} for c in "abcd"}
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols, "sensitive": ["d"]})
     >>> a = attacker(spec); a.quasi_identifiers, a.secrets, a.link_a, a.link_b
     (('a', 'b', 'c'), ('d',), ('a', 'b'), ('c',))
     """

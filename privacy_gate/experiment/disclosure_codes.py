@@ -5,7 +5,8 @@ nearest-neighbour searches (numbers over their joint range, categories one-hot a
 mismatch costs 1, like a Gower distance, with a missing indicator where a column has gaps).
 
 >>> import pandas as pd
->>> a = pd.DataFrame({"c": ["x", "y"], "n": [0.0, 10.0]}); b = pd.DataFrame({"c": ["y", None], "n": [5.0, 5.0]})
+>>> a = pd.DataFrame({"c": ["x", "y"], "n": [0.0, 10.0]})
+>>> b = pd.DataFrame({"c": ["y", None], "n": [5.0, 5.0]})
 >>> codes = Codes.of([a, b], columns=["c", "n"], numeric={"n"})
 >>> codes.matrices[1].tolist()
 [[1.0, 5.0], [nan, 5.0]]
@@ -113,7 +114,8 @@ def same_value(
     """Whether each guess of a secret is right: categories exactly, numbers within ``tolerance``
     of the true value (relative: ``|guess - truth| <= tolerance * |truth|``); both missing is right.
 
-    >>> same_value(np.array([1.0, 104.0, np.nan]), np.array([1.0, 100.0, np.nan]), numeric=True, tolerance=0.05).tolist()
+    >>> guess, truth = np.array([1.0, 104.0, np.nan]), np.array([1.0, 100.0, np.nan])
+    >>> same_value(guess, truth, numeric=True, tolerance=0.05).tolist()
     [True, True, True]
     """
     both_missing = np.isnan(guess) & np.isnan(truth)

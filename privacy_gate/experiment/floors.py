@@ -16,7 +16,8 @@ bounds' three parts), :data:`~privacy_gate.config.SMALLEST_CONTROL` control reco
 
 Counts and setting names only; never a record value.
 
->>> s = targets_shortfall(TargetsConfig(), n_train=139, n_holdout=69, n_members=69, n_non_members=69, cap=16396)
+>>> s = targets_shortfall(TargetsConfig(), n_train=139, n_holdout=69, n_members=69,
+...                       n_non_members=69, cap=16396)
 >>> print(s.sentence())
 targets.min_per_class is 100, but only 69 member and 69 non-member targets are available; 31 more
 holdout records would meet it

@@ -17,9 +17,12 @@ for the per-subgroup risks.
 
 >>> import pandas as pd
 >>> from privacy_gate.experiment.disclosure_codes import Codes
->>> rng = np.random.default_rng(0); df = pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd"))
+>>> rng = np.random.default_rng(0)
+>>> df = pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd"))
 >>> codes = Codes.of([df, df, df.iloc[:150]], columns=list("abcd"), numeric=set("abcd"))
->>> t = np.arange(100); link = linkability(codes, ("a", "b"), ("c", "d"), train_idx=t, control_idx=t, n_neighbors=1, seed=0)
+>>> t = np.arange(100)
+>>> link = linkability(codes, ("a", "b"), ("c", "d"), train_idx=t, control_idx=t,
+...                    n_neighbors=1, seed=0)
 >>> round(link.risk.train_rate, 2)
 1.0
 """

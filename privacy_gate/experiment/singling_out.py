@@ -77,7 +77,8 @@ def match_counts(
     ``bounds`` are in units: a person matched in three of their years is one match.
 
     >>> d = np.array([[1.0], [1.0], [2.0]], dtype=np.float32)
-    >>> p = Predicates(np.zeros((1, 1), np.int64), np.array([[LE]], np.int8), np.array([[1.0]], np.float32))
+    >>> p = Predicates(np.zeros((1, 1), np.int64), np.array([[LE]], np.int8),
+    ...                np.array([[1.0]], np.float32))
     >>> match_counts(d, p).tolist(), match_counts(d, p, groups=np.array([0, 2])).tolist()
     ([[2]], [[1]])
     """

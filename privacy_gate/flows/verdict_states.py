@@ -101,8 +101,8 @@ def verdict_line(result: RunOutcome) -> str:
     """One line: the verdict, why, and what happened to the release.
 
     >>> from privacy_gate.gate import Verdict
-    >>> verdict_line(RunOutcome(Verdict.error("gate did not complete: boom"), run_id=None, tracking_uri=None,
-    ...                         dataset="adult"))
+    >>> verdict = Verdict.error("gate did not complete: boom")
+    >>> verdict_line(RunOutcome(verdict, run_id=None, tracking_uri=None, dataset="adult"))
     'BLOCK (gate did not complete): The gate did not finish: gate did not complete: boom. It fails
     closed, so the release is blocked.'
     """
@@ -152,8 +152,8 @@ def glance_name(message: str, name: str) -> str:
     (the verdict and the start of its reason, cut at a word) before the run's generated ``name``;
     a run named so already keeps its generated name.
 
-    >>> msg = ("BLOCK: The attack domias tells training records from holdout records with AUC 0.856 "
-    ...        "(0.5 is guessing; bar 0.6) (domias.auc) — MLflow run abc")
+    >>> msg = ("BLOCK: The attack domias tells training records from holdout records with AUC "
+    ...        "0.856 (0.5 is guessing; bar 0.6) (domias.auc) — MLflow run abc")
     >>> glance_name(msg, "massive-kakapo")
     'BLOCK: The attack domias tells training records from holdout records … · massive-kakapo'
     >>> glance_name("APPROVE: every rule passed — MLflow run abc", "REVIEW: dated · calm-otter")
@@ -172,7 +172,8 @@ class NotReleased(Exception):  # named for what happened, not an error of the co
 
     >>> import pickle
     >>> from privacy_gate.gate import Verdict
-    >>> e = NotReleased("BLOCK: x", RunOutcome(Verdict.error("x"), run_id="r", tracking_uri=None, dataset="d"))
+    >>> outcome = RunOutcome(Verdict.error("x"), run_id="r", tracking_uri=None, dataset="d")
+    >>> e = NotReleased("BLOCK: x", outcome)
     >>> copy = pickle.loads(pickle.dumps(e)); str(copy), copy.outcome.run_id
     ('BLOCK: x', 'r')
     """

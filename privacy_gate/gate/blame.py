@@ -15,8 +15,8 @@ without the group (:mod:`privacy_gate.pipeline.gate_run`):
   group's targets are removed is "flagged through" that group.
 
 >>> from privacy_gate.gate.verdict import Check
->>> c = Check(rule="exposed.share_lower <= 0.005", metric="exposed.share_lower", observed=0.02, threshold=0.005,
-...           bound="max", action="block", passed=False, message="too high")
+>>> c = Check(rule="exposed.share_lower <= 0.005", metric="exposed.share_lower", observed=0.02,
+...           threshold=0.005, bound="max", action="block", passed=False, message="too high")
 >>> v = Verdict(decision="BLOCK", status="ok", reasons=(c,), flagged_subgroups=("race=X",))
 >>> r = concentrated_in(v, group="race=X", targets=40, rest_decision="APPROVE")
 >>> r.decision, [x.action for x in r.reasons], r.reasons[-1].group

@@ -350,7 +350,8 @@ def copies_detectable(twins: int, compared: int, *, level: float, power: float) 
     records is ``c / compared``. (Copies of records whose twin is in the holdout sample are not
     counted by the test: the share is a lower limit of what it misses.)
 
-    >>> round(copies_detectable(0, 1000, level=0.002, power=0.9), 4)  # no twins: a handful of copies
+    >>> # no twins: a handful of copies
+    >>> round(copies_detectable(0, 1000, level=0.002, power=0.9), 4)
     0.0173
     >>> round(copies_detectable(500, 1000, level=0.002, power=0.9), 3)  # twins hide more
     0.14

@@ -4,12 +4,14 @@ its p-value against its share of the budget, and what a significant result means
 part: an attack, an evaluator or a group label as the gate shows it).
 
 >>> from privacy_gate.gate.verdict import Check
->>> t = TestOutcome(name="scan", weight=2, review_level=0.004, block_level=0.0002, pvalue=0.00025, components=1,
-...                 detail="scan_tail_pvalue")
->>> c = Check(rule="test scan at level 0.004", metric="test:scan", observed=0.00025, threshold=0.004, bound="min",
-...           action="review", passed=False, message="evidence of leakage: ...")
->>> print(budget_test_sentence(c, t, {"exposed.scan_tested": 1800.0, "exposed.scan_calibration": 1200.0,
-...                                   "exposed.scan_tail_top": 12.0, "exposed.scan_count": 0.0}))
+>>> t = TestOutcome(name="scan", weight=2, review_level=0.004, block_level=0.0002, pvalue=0.00025,
+...                 components=1, detail="scan_tail_pvalue")
+>>> c = Check(rule="test scan at level 0.004", metric="test:scan", observed=0.00025,
+...           threshold=0.004, bound="min", action="review", passed=False,
+...           message="evidence of leakage: ...")
+>>> m = {"exposed.scan_tested": 1800.0, "exposed.scan_calibration": 1200.0,
+...      "exposed.scan_tail_top": 12.0, "exposed.scan_count": 0.0}
+>>> print(budget_test_sentence(c, t, m))
 The member scan compared all 1,800 training records with 1,200 records the generator never saw:
 among the 12 with the most close synthetic copies, more are training records than chance allows (p =
 0.00025, below this test's level 0.004). A few people may be copied into the release many times; too

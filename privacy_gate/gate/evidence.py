@@ -3,11 +3,12 @@
 left out, never estimated here. Group labels are safe to print (``experiment.grouping``); no
 record value is read.
 
->>> rows = [{"group": "race=X", "attack": "dcr", "n_members": 64, "auc": 0.61, "tpr_at_fpr_0.01": 0.1,
-...          "test_p_adjusted": 0.0008},
-...         {"group": "race=X", "attack": "domias", "n_members": 64, "n_non_members": 60, "auc": 0.68,
-...          "tpr_at_fpr_0.01": 0.3125, "test_p_adjusted": 0.0008},
-...         {"group": "race=Y", "attack": "dcr", "n_members": 2000, "auc": 0.5, "test_p_adjusted": 1.0}]
+>>> rows = [{"group": "race=X", "attack": "dcr", "n_members": 64, "auc": 0.61,
+...          "tpr_at_fpr_0.01": 0.1, "test_p_adjusted": 0.0008},
+...         {"group": "race=X", "attack": "domias", "n_members": 64, "n_non_members": 60,
+...          "auc": 0.68, "tpr_at_fpr_0.01": 0.3125, "test_p_adjusted": 0.0008},
+...         {"group": "race=Y", "attack": "dcr", "n_members": 2000, "auc": 0.5,
+...          "test_p_adjusted": 1.0}]
 >>> print(group_evidence(rows, "race=X"))
 race=X: 64 members among the targets; an attacker (domias) tells members from non-members with AUC
 0.68 [0.59, 0.77]; 31% of its members caught at 1% false alarms; p = 0.0008 after Holm correction
@@ -61,7 +62,8 @@ def auc_interval(auc: float, n_pos: int, n_neg: int, z: float = Z95) -> tuple[fl
     separation of a small group); there Wilson's score interval for the AUC as a proportion, with
     the smaller class as its size (a conservative width for that many targets).
 
-    >>> [round(x, 2) for x in auc_interval(1.0, 18, 18)], [round(x, 2) for x in auc_interval(0.0, 18, 30)]
+    >>> rounded = lambda interval: [round(x, 2) for x in interval]
+    >>> rounded(auc_interval(1.0, 18, 18)), rounded(auc_interval(0.0, 18, 30))
     ([0.82, 1.0], [0.0, 0.18])
     >>> auc_interval(0.7, 100, 100) == hanley_mcneil_interval(0.7, 100, 100)
     True

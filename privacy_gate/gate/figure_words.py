@@ -13,7 +13,8 @@ a false-alarm rate, an exposed share's upper bound). Figures only: no record val
 >>> mace_words(m, "combined")
 'MACE advantage 0.161 [0, 0.24]; a release with no leakage scores about 0.165 here: no excess over
 chance'
->>> m.update({"combined.mace.advantage": 0.41, "combined.mace.advantage_lower": 0.3, "combined.mace.advantage_upper": 0.52})
+>>> m.update({"combined.mace.advantage": 0.41, "combined.mace.advantage_lower": 0.3,
+...           "combined.mace.advantage_upper": 0.52})
 >>> mace_words(m, "combined")
 'MACE advantage 0.41 [0.3, 0.52]; a release with no leakage scores about 0.165 here: above chance,
 at least 0.3 for certain'

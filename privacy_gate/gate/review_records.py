@@ -173,7 +173,8 @@ def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
     suppressed itself or lies inside a suppressed one (it has every condition of that group, its
     values among that group's). Recorded as suppressed, never as approved.
 
-    >>> suppressed_with(["race=Black", "sex=Female&race=Black", "sex=Female", "race=Other|Black"], ["race=Black"])
+    >>> flagged = ["race=Black", "sex=Female&race=Black", "sex=Female", "race=Other|Black"]
+    >>> suppressed_with(flagged, ["race=Black"])
     ['race=Black', 'sex=Female&race=Black']
     >>> suppressed_with(["race=Black", "native_country=Laos"], ["race=Other|Black", "exposed"])
     ['race=Black']

@@ -10,8 +10,9 @@ words of its own). Group labels appear as the gate shows them; no record value i
 verdict's figures, its budget record and blame's "what if".
 
 >>> from privacy_gate.gate.verdict import Check, Verdict
->>> c = Check(rule="copies.excess_share <= 0.01", metric="copies.excess_share", observed=0.03, threshold=0.01,
-...           bound="max", action="block", passed=False, message="copies.excess_share = 0.03 violates max 0.01 (<=)")
+>>> c = Check(rule="copies.excess_share <= 0.01", metric="copies.excess_share", observed=0.03,
+...           threshold=0.01, bound="max", action="block", passed=False,
+...           message="copies.excess_share = 0.03 violates max 0.01 (<=)")
 >>> w = check_words(c, VerdictContext.of(Verdict(decision="BLOCK", status="ok", reasons=(c,))))
 >>> print(w.sentence)
 3% of the synthetic rows copy a training record verbatim, beyond the rate natural twins explain (bar

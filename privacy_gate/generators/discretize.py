@@ -13,8 +13,8 @@ domain (an unseen category, a number outside the public range) map to the neares
 >>> import pandas as pd
 >>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
-...     "x": {"kind": "numeric", "bins": [0, 10, 20]}, "c": {"kind": "categorical", "categories": ["a", "b"],
-...     "nullable": False}}})
+...     "x": {"kind": "numeric", "bins": [0, 10, 20]},
+...     "c": {"kind": "categorical", "categories": ["a", "b"], "nullable": False}}})
 >>> d = Discretizer(spec=spec).fit(None)
 >>> d.domain_
 {'x': 3, 'c': 2}

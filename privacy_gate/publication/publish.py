@@ -118,8 +118,8 @@ def file_sha256(path: Path) -> str:
 def dataset_slug(name: str) -> str:
     """A file-name-safe slug of a dataset name: no separators, no leading dots, <= 64 chars.
 
-    >>> dataset_slug("../../etc/Passwd"), dataset_slug("/abs/name"), dataset_slug(""), dataset_slug("Adult 2024")
-    ('etc-passwd', 'abs-name', 'dataset', 'adult-2024')
+    >>> [dataset_slug(n) for n in ("../../etc/Passwd", "/abs/name", "", "Adult 2024")]
+    ['etc-passwd', 'abs-name', 'dataset', 'adult-2024']
     """
     slug = re.sub(r"[^a-z0-9._-]+", "-", str(name).lower())
     slug = re.sub(r"-{2,}", "-", slug).strip(".-_")[:64].strip(".-_")

@@ -13,8 +13,10 @@ run can never be passed off as an unsigned one:
 Residual: on an installation that never set a key, someone who rewrites the artefact and all
 tags consistently (unsigned) cannot be detected — only the key makes a forgery detectable.
 
->>> verdict_digest("{}", key="").startswith("sha256:"), verdict_digest("{}", key="k").startswith("hmac-sha256:")
-(True, True)
+>>> verdict_digest("{}", key="").startswith("sha256:")
+True
+>>> verdict_digest("{}", key="k").startswith("hmac-sha256:")
+True
 """
 
 from __future__ import annotations

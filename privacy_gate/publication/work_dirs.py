@@ -37,8 +37,10 @@ def temp_dir_owner(name: str, prefix: str) -> tuple[str | None, int | None]:
     """``(host, pid)`` from a temporary directory's name (host None for the older
     ``<pid>-<token>``).
 
-    >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-"), temp_dir_owner(".staging-123-ab", ".staging-")
-    (('gate-host.lan', 123), (None, 123))
+    >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-")
+    ('gate-host.lan', 123)
+    >>> temp_dir_owner(".staging-123-ab", ".staging-")
+    (None, 123)
     """
     rest = name[len(prefix) :]
     parts = rest.rsplit("-", 2)

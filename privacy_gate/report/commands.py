@@ -6,8 +6,8 @@ They name the real run id and the workdir the run used (absolute, shell-quoted):
 commands need its quarantine and label key, and, unless the store is elsewhere, its MLflow store.
 The reviewer is ``"$USER"``, which the shell fills in with whoever runs the command.
 
->>> decision_commands("r1", tracking_uri="sqlite:////w/x/mlflow.db", workdir="/w/x", flagged=["race=Other|Asian"])
-... # doctest: +NORMALIZE_WHITESPACE
+>>> decision_commands("r1", tracking_uri="sqlite:////w/x/mlflow.db", workdir="/w/x",
+...                   flagged=["race=Other|Asian"])  # doctest: +NORMALIZE_WHITESPACE
 ['privacy-gate review r1 --workdir /w/x',
  'privacy-gate approve r1 --reviewer "$USER" --workdir /w/x',
  'privacy-gate approve r1 --reviewer "$USER" --suppress \\'race=Other|Asian\\' --workdir /w/x',

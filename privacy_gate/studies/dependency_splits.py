@@ -18,9 +18,12 @@ the dependency.
 
 >>> import pandas as pd
 >>> pool = pd.DataFrame({"s": ["a"] * 6 + ["b"] * 6, "x": range(12)})
->>> sp = source_split(pool, source="s", value="a", n_members=4, n_non_members=4, rng=np.random.default_rng(0))
->>> sorted(set(sp.members["s"])), sorted(set(sp.non_members["s"])), len(sp.members), len(sp.non_members)
-(['a'], ['b'], 4, 4)
+>>> sp = source_split(pool, source="s", value="a", n_members=4, n_non_members=4,
+...                   rng=np.random.default_rng(0))
+>>> sorted(set(sp.members["s"])), sorted(set(sp.non_members["s"]))
+(['a'], ['b'])
+>>> len(sp.members), len(sp.non_members)
+(4, 4)
 >>> iid = iid_counterpart(sp, rng=np.random.default_rng(0))
 >>> len(iid.members), len(iid.non_members), set(iid.members.index) & set(iid.non_members.index)
 (4, 4, set())

@@ -10,8 +10,9 @@ mean MACE bounds and the IID DP bound; :func:`check_invariants` states, with the
    MACE lower bounds above it): the DP guarantee does not hold for dependent records;
 3. bias p = 0.5 behaves like IID (the two intervals overlap).
 
->>> rows = [dict(scenario="s", setting="a", generator="g", epsilon=1.0, iid=iid, rep=r, advantage=a + 0.01 * r,
-...              advantage_lower=a - 0.1, advantage_upper=a + 0.1, auc=0.5 + a / 2)
+>>> rows = [dict(scenario="s", setting="a", generator="g", epsilon=1.0, iid=iid, rep=r,
+...              advantage=a + 0.01 * r, advantage_lower=a - 0.1, advantage_upper=a + 0.1,
+...              auc=0.5 + a / 2)
 ...         for iid, a in ((False, 0.8), (True, 0.1)) for r in range(3)]
 >>> s = summarise(rows, prior=0.5)
 >>> [(c["iid"], round(c["advantage_mean"], 2)) for c in s]

@@ -241,7 +241,8 @@ def is_count(key: str) -> bool:
     """``subgroup/sex/Female/dcr.n_members`` and ``exposed.count`` are counts; ``dcr.auc`` is not.
 
     >>> [is_count(k) for k in ("dcr.n_members", "subgroup/sex/Male/n_non_members", "exposed.count",
-    ...                        "exposed.tested", "utility.n_pairs", "dcr.auc", "exposed.share_upper")]
+    ...                        "exposed.tested", "utility.n_pairs", "dcr.auc",
+    ...                        "exposed.share_upper")]
     [True, True, True, True, True, False, False]
     """
     return bool(_COUNT.search(key))
