@@ -17,10 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "privacy_gate"
 # a module's size in lines that start a statement or hold a comment or a docstring: the lines a
-# bracketed expression continues on are not counted, so the formatter's layout (one argument a
-# line when a call does not fit) does not move it; 370 is about what 400 lines were before the
-# code was formatted at 100 columns
-MAX_LINES = 370
+# statement continues on are not counted, so the formatter's layout (one argument a line when a
+# call does not fit) does not move it; 335 is about what 400 lines were before the code was
+# formatted at 100 columns (the largest module under the old 400-line rule, 398 lines, counted 331
+# this way; the others of 330 to 400 lines scale to 262 to 338 per 400 lines)
+MAX_LINES = 335
 LINT = [
     sys.executable,
     "-c",
@@ -144,28 +145,28 @@ def test_no_imports_of_private_names():
 
 def module_lines(text: str) -> int:
     """Lines of ``text`` that start a statement, hold a comment (alone) or a string spanning
-    lines outside brackets (a docstring); continuation lines inside brackets are not counted."""
+    lines outside brackets (a docstring). The lines a statement continues on (inside brackets,
+    the closing bracket's line included, or after a backslash) are not counted."""
     counted: set[int] = set()
     depth = 0
+    starts = True  # the next token starts a statement (a logical line)
     lines = text.splitlines()
     for t in tokenize.generate_tokens(io.StringIO(text).readline):
-        if t.type == tokenize.OP and t.string in "([{":
-            depth += 1
-        elif t.type == tokenize.OP and t.string in ")]}":
-            depth -= 1
-        if t.type == tokenize.COMMENT:
+        if t.type == tokenize.NEWLINE:
+            starts = True
+        elif t.type == tokenize.COMMENT:
             if lines[t.start[0] - 1].lstrip().startswith("#"):
                 counted.add(t.start[0])
-        elif t.type == tokenize.STRING and depth == 0:
-            counted.update(range(t.start[0], t.end[0] + 1))
-        elif depth == 0 and t.type not in (
-            tokenize.NL,
-            tokenize.NEWLINE,
-            tokenize.INDENT,
-            tokenize.DEDENT,
-            tokenize.ENDMARKER,
-        ):
-            counted.add(t.start[0])
+        elif t.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            if starts:
+                counted.add(t.start[0])
+                starts = False
+            if t.type == tokenize.STRING and depth == 0:
+                counted.update(range(t.start[0], t.end[0] + 1))
+            elif t.type == tokenize.OP and t.string in ("(", "[", "{"):
+                depth += 1
+            elif t.type == tokenize.OP and t.string in (")", "]", "}"):
+                depth -= 1
     return len(counted)
 
 
@@ -173,6 +174,13 @@ def test_module_lines_skip_continuations():
     doc = 'def g():\n    """Doc\n    more."""\n'
     assert module_lines("x = f(\n    1,\n    2,\n)\n# why\n" + doc) == 5
     assert module_lines("x = f(1, 2)\n") == module_lines("x = f(\n    1,\n    2,\n)\n") == 1
+    # what follows a closing bracket continues the statement too: a wrapped signature, a chain
+    signature = "def h(\n    a: int,\n    b: int,\n) -> int:\n    return a\n"
+    assert module_lines(signature) == module_lines("def h(a: int, b: int) -> int:\n    return a\n")
+    assert module_lines("y = f(\n    1\n).g(\n    2\n)\n") == module_lines("y = f(1).g(2)\n") == 1
+    # but every line a statement starts on counts, and every line of a string outside brackets
+    assert module_lines("a = 1; b = 2\nc = 3\nif a:\n    d = (1,\n         2)\n") == 4
+    assert module_lines('s = """one\ntwo\nthree"""\nt = ("x"\n     "y")\n') == 4
 
 
 def test_modules_stay_small_or_say_why():
