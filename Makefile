@@ -19,7 +19,7 @@ export DO_NOT_TRACK := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: demo test test-slow test-all install lock clean ui docs tables
+.PHONY: demo test lint test-slow test-all install lock clean ui docs tables
 
 install: $(STAMP)
 
@@ -96,7 +96,16 @@ demo: install
 # CI (.ci/run) runs both tiers and prints each one's time.
 PYTEST_WORKERS ?= 2
 PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
-test: install
+# The static checks first (seconds; a failure stops `make test` before pytest): lint, format, types.
+lint: install
+	@echo "[lint] ruff check (pyproject.toml [tool.ruff]: pycodestyle, pyflakes, isort, bugbear, pyupgrade)"
+	@$(BIN)/ruff check .
+	@echo "[lint] ruff format --check (the layout ruff format writes, 100 columns)"
+	@$(BIN)/ruff format --check .
+	@echo "[lint] mypy (pyproject.toml [tool.mypy]: the files it lists)"
+	@$(BIN)/mypy
+
+test: install lint
 	$(PYTEST) -m "not slow"
 
 test-slow: install

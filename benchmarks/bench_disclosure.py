@@ -29,8 +29,8 @@ What is made equal, so that differences are the methods':
   secret: a noisy copy's age never is (the former 0.00 on noisy copies). Here
   ``regression=True`` for numeric secrets: right within 5%, anonymeter relative to the guess
   (``|g - t| / g <= 0.05``), ours relative to the truth (``|g - t| <= 0.05 |t|``, the usual
-  relative error; anonymeter's criterion counts every negative guess as right). Ours is also reported
-  under anonymeter's criterion (``ours_by_anonymeter_criterion``).
+  relative error; anonymeter's criterion counts every negative guess as right). Ours is also
+  reported under anonymeter's criterion (``ours_by_anonymeter_criterion``).
 - Singling out is seeded in both (anonymeter's ``seed``; its univariate candidates come from an
   unordered polars ``group_by``, so even seeded they differ between runs: 114 and 140 training
   successes of 500 in two runs on the same data and seed); the predicates are each tool's own
@@ -81,7 +81,8 @@ from privacy_gate.estimators.disclosure import disclosure_risk
 
 SECRETS = ("income", "age", "occupation")
 MULTI_ATTEMPTS = 5000  # multivariate singling-out attempts, both tools
-TOLERANCE = 0.05  # a numeric secret guessed within 5%: ours DisclosureConfig.tolerance, anonymeter's default
+# a numeric secret guessed within 5%: ours DisclosureConfig.tolerance, anonymeter's default
+TOLERANCE = 0.05
 
 WORKER = r"""
 import json, sys, time, warnings
@@ -176,11 +177,12 @@ for seed_s, targets in args["targets"].items():
         out.setdefault(seed_s, {})[case] = res
         print(seed, case, "done", flush=True, file=sys.stderr)
 print(json.dumps(out))
-"""
+"""  # noqa: E501 - a script for a child process, kept as one would type it
 
 
 def anonymeter_python(venv: Path | None) -> Path:
-    """The python of a virtual environment with anonymeter 1.1.0 (made here unless ``venv`` given)."""
+    """The python of a virtual environment with anonymeter 1.1.0 (made here unless ``venv``
+    given)."""
     if venv is not None:
         return venv / "bin" / "python"
     venv = Path(tempfile.mkdtemp(prefix="anonymeter-venv-")) / "venv"
@@ -201,13 +203,31 @@ def releases(spec, splits, seed: int = 0) -> dict:
         else:  # 5% of the cells resampled from the column's training marginal
             swap = rng.random(len(noisy)) < 0.05
             noisy.loc[swap, c] = rng.choice(train[c].dropna().to_numpy(), size=int(swap.sum()))
-    generator = create_generator("gaussian_copula", seed=0).fit(train, spec, reference=splits.reference)
-    return {"independent": splits.reference, "noisy_copies": noisy, "full_copy": train,
-            "gaussian_copula": generator.sample(len(train))}
+    generator = create_generator("gaussian_copula", seed=0).fit(
+        train, spec, reference=splits.reference
+    )
+    return {
+        "independent": splits.reference,
+        "noisy_copies": noisy,
+        "full_copy": train,
+        "gaussian_copula": generator.sample(len(train)),
+    }
 
 
-def ours(spec, train, control, syn, *, n: int, link, seed: int, t_idx, c_idx, only_singling_out: bool = False,
-         empirical_factor: bool = False) -> dict:
+def ours(
+    spec,
+    train,
+    control,
+    syn,
+    *,
+    n: int,
+    link,
+    seed: int,
+    t_idx,
+    c_idx,
+    only_singling_out: bool = False,
+    empirical_factor: bool = False,
+) -> dict:
     from privacy_gate.attacks.nn_index import k_nearest_indices
     from privacy_gate.experiment.disclosure_codes import Codes
     from privacy_gate.experiment.linkability import inference, linkability
@@ -227,41 +247,81 @@ def ours(spec, train, control, syn, *, n: int, link, seed: int, t_idx, c_idx, on
         return shared
 
     def figures(r):
-        return {"risk": r.risk, "risk_lower": r.risk_lower, "risk_upper": r.risk_upper, "k_train": r.k_train,
-                "n_train": r.n_train, "k_control": r.k_control, "n_control": r.n_control}
+        return {
+            "risk": r.risk,
+            "risk_lower": r.risk_lower,
+            "risk_upper": r.risk_upper,
+            "k_train": r.k_train,
+            "n_train": r.n_train,
+            "k_control": r.k_control,
+            "n_control": r.n_control,
+        }
 
     for mode, n_cols in (("univariate", 1), ("multivariate", 3)):
         t = time.perf_counter()
-        so = singling_out(codes(), n_attacks=n, n_cols=n_cols, seed=seed, max_attempts=MULTI_ATTEMPTS)
+        so = singling_out(
+            codes(), n_attacks=n, n_cols=n_cols, seed=seed, max_attempts=MULTI_ATTEMPTS
+        )
         seconds = time.perf_counter() - t
-        # anonymeter's denominator: the predicates requested (our k_control is already size-corrected)
-        requested = disclosure_risk(k_train=so.risk.k_train, n_train=n, k_control=so.risk.k_control, n_control=n)
-        out = {**figures(requested), "seconds": seconds, "native": figures(so.risk),
-               "correction": {"queries_written": so.n_predicates, "factor": so.control_correction}}
+        # anonymeter's denominator: the predicates requested (our k_control is already
+        # size-corrected)
+        requested = disclosure_risk(
+            k_train=so.risk.k_train, n_train=n, k_control=so.risk.k_control, n_control=n
+        )
+        out = {
+            **figures(requested),
+            "seconds": seconds,
+            "native": figures(so.risk),
+            "correction": {"queries_written": so.n_predicates, "factor": so.control_correction},
+        }
         if empirical_factor:  # the same predicates on training subsamples of the control's size
             s_, t_, c_ = shared.matrices
-            preds = attack_predicates(s_, shared.numeric, n_attacks=n, n_cols=n_cols, seed=seed,
-                                      max_attempts=MULTI_ATTEMPTS)
+            preds = attack_predicates(
+                s_,
+                shared.numeric,
+                n_attacks=n,
+                n_cols=n_cols,
+                seed=seed,
+                max_attempts=MULTI_ATTEMPTS,
+            )
             rng = np.random.default_rng(1000 + seed)
-            at_c = [isolating(t_[rng.choice(len(t_), len(c_), replace=False)], preds, seed=seed).sum() for _ in range(10)]
-            out["correction"]["empirical_factor"] = float(so.risk.k_train / max(np.mean(at_c), 1e-9))
+            at_c = [
+                isolating(t_[rng.choice(len(t_), len(c_), replace=False)], preds, seed=seed).sum()
+                for _ in range(10)
+            ]
+            out["correction"]["empirical_factor"] = float(
+                so.risk.k_train / max(np.mean(at_c), 1e-9)
+            )
         res[f"singling_out.{mode}"] = out
     if only_singling_out:
         return res
     t = time.perf_counter()
-    r = linkability(codes(), tuple(link[0]), tuple(link[1]), train_idx=t_idx, control_idx=c_idx, n_neighbors=1,
-                    seed=seed).risk
+    r = linkability(
+        codes(),
+        tuple(link[0]),
+        tuple(link[1]),
+        train_idx=t_idx,
+        control_idx=c_idx,
+        n_neighbors=1,
+        seed=seed,
+    ).risk
     res["linkability"] = {**figures(r), "seconds": time.perf_counter() - t}
     for secret in SECRETS:
         aux = tuple(c for c in spec.columns if c != secret)
         t = time.perf_counter()
-        o = inference(codes(), secret, aux, train_idx=t_idx, control_idx=c_idx, seed=seed, tolerance=TOLERANCE)
-        res[f"inference.{secret}"] = {**figures(o.risk), "seconds": time.perf_counter() - t,
-                                      "hits_train": o.train_hits, "hits_control": o.control_hits}
+        o = inference(
+            codes(), secret, aux, train_idx=t_idx, control_idx=c_idx, seed=seed, tolerance=TOLERANCE
+        )
+        res[f"inference.{secret}"] = {
+            **figures(o.risk),
+            "seconds": time.perf_counter() - t,
+            "hits_train": o.train_hits,
+            "hits_control": o.control_hits,
+        }
         # which synthetic record the attack used (the evaluator's own search, repeated; not timed)
         syn_v, train_v, control_v = shared.vectors(aux)
         chosen = k_nearest_indices(np.vstack([train_v[t_idx], control_v[c_idx]]), syn_v, 1)[:, 0]
-        res[f"inference.{secret}"]["chosen"] = (chosen[:len(t_idx)], chosen[len(t_idx):])
+        res[f"inference.{secret}"]["chosen"] = (chosen[: len(t_idx)], chosen[len(t_idx) :])
     return res
 
 
@@ -274,34 +334,62 @@ def _judged(guess, truth, numeric: bool, criterion: str) -> np.ndarray:
         return (guess == truth) | both_missing
     g, t = guess.astype(float), truth.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        hit = np.abs(g - t) <= TOLERANCE * np.abs(t) if criterion == "ours" else np.abs(g - t) / (g + 1e-12) <= TOLERANCE
+        hit = (
+            np.abs(g - t) <= TOLERANCE * np.abs(t)
+            if criterion == "ours"
+            else np.abs(g - t) / (g + 1e-12) <= TOLERANCE
+        )
     return hit | both_missing
 
 
-def inference_diagnostics(secret: str, numeric: bool, syn, train, control, t_idx, c_idx, mine: dict, a: dict, *,
-                          copies: bool) -> dict:
-    """Counts (no values) that say where the two tools' inference attacks on the same targets part."""
+def inference_diagnostics(
+    secret: str,
+    numeric: bool,
+    syn,
+    train,
+    control,
+    t_idx,
+    c_idx,
+    mine: dict,
+    a: dict,
+    *,
+    copies: bool,
+) -> dict:
+    """Counts (no values) that say where the two tools' inference attacks on the same targets
+    part."""
     aux = [c for c in syn.columns if c != secret]
     out = {}
-    # ambiguous targets: synthetic records hold their exact auxiliary values with more than one secret
+    # ambiguous targets: synthetic records hold their exact auxiliary values with more than one
+    # secret
     key = syn[aux].astype(str).agg("\x1f".join, axis=1)
     n_secrets = syn[secret].astype(str).groupby(key).nunique()
-    for side, frame, idx, mc, ac, mh in (("train", train, t_idx, mine["chosen"][0], a["chosen_train"], mine["hits_train"]),
-                                         ("control", control, c_idx, mine["chosen"][1], a["chosen_control"],
-                                          mine["hits_control"])):
+    for side, frame, idx, mc, ac, mh in (
+        ("train", train, t_idx, mine["chosen"][0], a["chosen_train"], mine["hits_train"]),
+        ("control", control, c_idx, mine["chosen"][1], a["chosen_control"], mine["hits_control"]),
+    ):
         truth = frame[secret].to_numpy()[idx]
         ac = np.asarray(ac)
         theirs = _judged(syn[secret].to_numpy()[ac], truth, numeric, "anonymeter")
         tkey = frame.iloc[idx][aux].astype(str).agg("\x1f".join, axis=1)
-        d = {"same_record": int((np.asarray(mc) == ac).sum()), "hits_ours": int(np.sum(mh)),
-             "hits_anonymeter": int(theirs.sum()), "only_ours": int((np.asarray(mh) & ~theirs).sum()),
-             "only_anonymeter": int((~np.asarray(mh) & theirs).sum()),
-             "ambiguous": int((tkey.map(n_secrets).fillna(0).to_numpy() > 1).sum())}
+        d = {
+            "same_record": int((np.asarray(mc) == ac).sum()),
+            "hits_ours": int(np.sum(mh)),
+            "hits_anonymeter": int(theirs.sum()),
+            "only_ours": int((np.asarray(mh) & ~theirs).sum()),
+            "only_anonymeter": int((~np.asarray(mh) & theirs).sum()),
+            "ambiguous": int((tkey.map(n_secrets).fillna(0).to_numpy() > 1).sum()),
+        }
         if numeric:
-            d["hits_ours_by_anonymeter_criterion"] = int(_judged(syn[secret].to_numpy()[np.asarray(mc)], truth, True,
-                                                                  "anonymeter").sum())
-        if side == "train" and copies:  # copies of the training records: is the record used the target's own?
-            d["own_record_ours"], d["own_record_anonymeter"] = int((np.asarray(mc) == idx).sum()), int((ac == idx).sum())
+            d["hits_ours_by_anonymeter_criterion"] = int(
+                _judged(syn[secret].to_numpy()[np.asarray(mc)], truth, True, "anonymeter").sum()
+            )
+        if (
+            side == "train" and copies
+        ):  # copies of the training records: is the record used the target's own?
+            d["own_record_ours"], d["own_record_anonymeter"] = (
+                int((np.asarray(mc) == idx).sum()),
+                int((ac == idx).sum()),
+            )
         out[side] = d
     return out
 
@@ -310,15 +398,21 @@ def _agree(m: dict, a: dict) -> bool:
     # anonymeter bounds every risk and interval to [0, 1]; ours may be negative (control records
     # guessed better), so our point estimate is compared after the same clipping
     ours_clipped = min(max(m["risk"], 0.0), 1.0)
-    return (a["risk_lower"] - 1e-9 <= ours_clipped <= a["risk_upper"] + 1e-9
-            and m["risk_lower"] - 1e-9 <= a["risk"] <= m["risk_upper"] + 1e-9)
+    return (
+        a["risk_lower"] - 1e-9 <= ours_clipped <= a["risk_upper"] + 1e-9
+        and m["risk_lower"] - 1e-9 <= a["risk"] <= m["risk_upper"] + 1e-9
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-attacks", type=int, default=500)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="attack seeds (targets, predicates)")
-    parser.add_argument("--venv", type=Path, default=None, help="reuse a venv that has anonymeter 1.1.0")
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], help="attack seeds (targets, predicates)"
+    )
+    parser.add_argument(
+        "--venv", type=Path, default=None, help="reuse a venv that has anonymeter 1.1.0"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
@@ -340,8 +434,11 @@ def main() -> None:
         rng = np.random.default_rng(seed)
         t_idx = rng.choice(n_train, args.n_attacks, replace=False)
         c_idx = rng.choice(n_control, args.n_attacks, replace=False)
-        # the equal-size check: training records subsampled to the control's size (no size correction)
-        sub = np.sort(np.random.default_rng(10_000 + seed).choice(n_train, n_control, replace=False))
+        # the equal-size check: training records subsampled to the control's size (no size
+        # correction)
+        sub = np.sort(
+            np.random.default_rng(10_000 + seed).choice(n_train, n_control, replace=False)
+        )
         splits.train[cols].iloc[sub].to_csv(folder / f"train_equal_{seed}.csv", index=False)
         targets[str(seed)] = {"train": t_idx.tolist(), "control": c_idx.tolist(), "equal": sub}
     plan["independent"]["empirical_factor"] = True
@@ -349,14 +446,38 @@ def main() -> None:
     # the same CSV round trip anonymeter reads, so both judge identical values
     read = {name: pd.read_csv(folder / f"{name}.csv") for name in ("train", "control", *cases)}
     rows, agree_all, theirs, t0 = [], True, {}, time.perf_counter()
-    for seed in args.seeds:  # one anonymeter process per seed (the equal-size training file is per seed)
-        seed_plan = {**plan, **{f"{name}@equal_size": {"syn": name, "train": f"train_equal_{seed}",
-                                                       "only_singling_out": True} for name in cases}}
-        job = {"folder": str(folder), "cases": seed_plan, "n": args.n_attacks, "attempts": MULTI_ATTEMPTS,
-               "link_a": link[0], "link_b": link[1], "secrets": list(SECRETS), "numeric": numeric,
-               "targets": {str(seed): {k: v for k, v in targets[str(seed)].items() if k != "equal"}}}
-        done = subprocess.run([str(python), "-c", WORKER, json.dumps(job)], check=True, capture_output=True,
-                              text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    for (
+        seed
+    ) in args.seeds:  # one anonymeter process per seed (the equal-size training file is per seed)
+        seed_plan = {
+            **plan,
+            **{
+                f"{name}@equal_size": {
+                    "syn": name,
+                    "train": f"train_equal_{seed}",
+                    "only_singling_out": True,
+                }
+                for name in cases
+            },
+        }
+        job = {
+            "folder": str(folder),
+            "cases": seed_plan,
+            "n": args.n_attacks,
+            "attempts": MULTI_ATTEMPTS,
+            "link_a": link[0],
+            "link_b": link[1],
+            "secrets": list(SECRETS),
+            "numeric": numeric,
+            "targets": {str(seed): {k: v for k, v in targets[str(seed)].items() if k != "equal"}},
+        }
+        done = subprocess.run(
+            [str(python), "-c", WORKER, json.dumps(job)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
         theirs.update(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"anonymeter: {time.perf_counter() - t0:.0f} s in all")
     for seed in args.seeds:
@@ -365,40 +486,83 @@ def main() -> None:
         for case in [*cases, *equal_cases]:
             equal = case.endswith("@equal_size")
             syn_r = read[case.split("@")[0]]
-            train_r = read["train"].iloc[tg["equal"]].reset_index(drop=True) if equal else read["train"]
-            mine = ours(spec, train_r, read["control"], syn_r, n=args.n_attacks, link=link, seed=seed, t_idx=t_idx,
-                        c_idx=c_idx, only_singling_out=equal, empirical_factor=case == "independent")
+            train_r = (
+                read["train"].iloc[tg["equal"]].reset_index(drop=True) if equal else read["train"]
+            )
+            mine = ours(
+                spec,
+                train_r,
+                read["control"],
+                syn_r,
+                n=args.n_attacks,
+                link=link,
+                seed=seed,
+                t_idx=t_idx,
+                c_idx=c_idx,
+                only_singling_out=equal,
+                empirical_factor=case == "independent",
+            )
             shared_s = mine.pop("codes")
             for key, m in mine.items():
                 a = theirs[str(seed)][case][key]
                 m["seconds"] += shared_s / len(mine)  # the shared encoding, split evenly
-                row = {"seed": seed, "release": case, "evaluator": key, "agree": _agree(m, a), "compared": True}
+                row = {
+                    "seed": seed,
+                    "release": case,
+                    "evaluator": key,
+                    "agree": _agree(m, a),
+                    "compared": True,
+                }
                 if key.startswith("inference."):
                     secret = key.split(".", 1)[1]
-                    row["targets"] = d = inference_diagnostics(secret, secret in numeric, syn_r, read["train"],
-                                                               read["control"], t_idx, c_idx, m, a,
-                                                               copies=case in ("noisy_copies", "full_copy"))
-                    if secret in numeric:  # ours with anonymeter's success criterion (relative to the guess)
-                        same = disclosure_risk(k_train=d["train"]["hits_ours_by_anonymeter_criterion"],
-                                               n_train=len(t_idx),
-                                               k_control=d["control"]["hits_ours_by_anonymeter_criterion"],
-                                               n_control=len(c_idx))
-                        row["ours_by_anonymeter_criterion"] = {"risk": same.risk, "risk_lower": same.risk_lower,
-                                                               "risk_upper": same.risk_upper}
-                        row["agree_by_anonymeter_criterion"] = _agree(row["ours_by_anonymeter_criterion"], a)
+                    row["targets"] = d = inference_diagnostics(
+                        secret,
+                        secret in numeric,
+                        syn_r,
+                        read["train"],
+                        read["control"],
+                        t_idx,
+                        c_idx,
+                        m,
+                        a,
+                        copies=case in ("noisy_copies", "full_copy"),
+                    )
+                    if (
+                        secret in numeric
+                    ):  # ours with anonymeter's success criterion (relative to the guess)
+                        same = disclosure_risk(
+                            k_train=d["train"]["hits_ours_by_anonymeter_criterion"],
+                            n_train=len(t_idx),
+                            k_control=d["control"]["hits_ours_by_anonymeter_criterion"],
+                            n_control=len(c_idx),
+                        )
+                        row["ours_by_anonymeter_criterion"] = {
+                            "risk": same.risk,
+                            "risk_lower": same.risk_lower,
+                            "risk_upper": same.risk_upper,
+                        }
+                        row["agree_by_anonymeter_criterion"] = _agree(
+                            row["ours_by_anonymeter_criterion"], a
+                        )
                     for k in ("hits_train", "hits_control", "chosen"):
                         m.pop(k)
                     a = {k: v for k, v in a.items() if not k.startswith("chosen_")}
                 agree_all &= row["agree"]
                 row.update(ours=m, anonymeter=a, speedup=a["seconds"] / max(m["seconds"], 1e-9))
                 rows.append(row)
-    print(f"{'seed':<5}{'release':<24}{'evaluator':<26}{'ours risk [interval]':<28}{'anonymeter risk [interval]':<28}"
-          f"{'agree':<7}{'ours s':>8}{'anon s':>9}{'x':>7}")
+    print(
+        f"{'seed':<5}{'release':<24}{'evaluator':<26}{'ours risk [interval]':<28}"
+        f"{'anonymeter risk [interval]':<28}{'agree':<7}{'ours s':>8}{'anon s':>9}{'x':>7}"
+    )
     for r in rows:
         o, a = r["ours"], r["anonymeter"]
-        print(f"{r['seed']:<5}{r['release']:<24}{r['evaluator']:<26}{o['risk']:6.3f} [{o['risk_lower']:6.3f},"
-              f"{o['risk_upper']:6.3f}]    {a['risk']:6.3f} [{a['risk_lower']:6.3f},{a['risk_upper']:6.3f}]    "
-              f"{'yes' if r['agree'] else 'NO':<7}{o['seconds']:8.2f}{a['seconds']:9.2f}{r['speedup']:7.1f}")
+        print(
+            f"{r['seed']:<5}{r['release']:<24}{r['evaluator']:<26}{o['risk']:6.3f} "
+            f"[{o['risk_lower']:6.3f},{o['risk_upper']:6.3f}]    {a['risk']:6.3f} "
+            f"[{a['risk_lower']:6.3f},{a['risk_upper']:6.3f}]    "
+            f"{'yes' if r['agree'] else 'NO':<7}{o['seconds']:8.2f}{a['seconds']:9.2f}"
+            f"{r['speedup']:7.1f}"
+        )
     per_eval = {}
     for r in rows:  # speed over the four releases (the equal-size check is extra), per pass
         if r["release"].endswith("@equal_size"):
@@ -406,18 +570,38 @@ def main() -> None:
         per_eval.setdefault(r["evaluator"], [0.0, 0.0])
         per_eval[r["evaluator"]][0] += r["ours"]["seconds"] / len(args.seeds)
         per_eval[r["evaluator"]][1] += r["anonymeter"]["seconds"] / len(args.seeds)
-    speed = {k: {"ours_s": v[0], "anonymeter_s": v[1], "speedup": v[1] / max(v[0], 1e-9)} for k, v in per_eval.items()}
+    speed = {
+        k: {"ours_s": v[0], "anonymeter_s": v[1], "speedup": v[1] / max(v[0], 1e-9)}
+        for k, v in per_eval.items()
+    }
     tot_o, tot_a = sum(v[0] for v in per_eval.values()), sum(v[1] for v in per_eval.values())
     n_agree = sum(r["agree"] for r in rows)
-    print(f"per pass: ours {tot_o:.1f} s, anonymeter {tot_a:.1f} s, {tot_a / tot_o:.1f}x; agreement: {n_agree} of "
-          f"{len(rows)} cases")
-    record("disclosure", {"benchmark": __doc__.splitlines()[0], "n_attacks": args.n_attacks, "seeds": args.seeds,
-                          "multivariate_attempts": MULTI_ATTEMPTS, "tolerance": TOLERANCE,
-                          "rows": {"train": n_train, "control": n_control, "train_equal_size": n_control},
-                          "releases": list(cases), "equal_size_cases": equal_cases,
-                          "secrets": list(SECRETS), "link": link, "results": rows, "seconds_per_evaluator": speed,
-                          "total_seconds_per_pass": {"ours": tot_o, "anonymeter": tot_a}, "speedup": tot_a / tot_o,
-                          "agreeing": n_agree, "compared": len(rows), "agree_all_compared": agree_all})
+    print(
+        f"per pass: ours {tot_o:.1f} s, anonymeter {tot_a:.1f} s, {tot_a / tot_o:.1f}x; "
+        f"agreement: {n_agree} of {len(rows)} cases"
+    )
+    record(
+        "disclosure",
+        {
+            "benchmark": __doc__.splitlines()[0],
+            "n_attacks": args.n_attacks,
+            "seeds": args.seeds,
+            "multivariate_attempts": MULTI_ATTEMPTS,
+            "tolerance": TOLERANCE,
+            "rows": {"train": n_train, "control": n_control, "train_equal_size": n_control},
+            "releases": list(cases),
+            "equal_size_cases": equal_cases,
+            "secrets": list(SECRETS),
+            "link": link,
+            "results": rows,
+            "seconds_per_evaluator": speed,
+            "total_seconds_per_pass": {"ours": tot_o, "anonymeter": tot_a},
+            "speedup": tot_a / tot_o,
+            "agreeing": n_agree,
+            "compared": len(rows),
+            "agree_all_compared": agree_all,
+        },
+    )
 
 
 if __name__ == "__main__":

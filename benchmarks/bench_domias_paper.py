@@ -1,4 +1,5 @@
-"""DOMIAS against its baselines on the bundled Adult data — the paper's Sec. 5.1 set-up, qualitatively.
+"""DOMIAS against its baselines on the bundled Adult data — the paper's Sec. 5.1 set-up,
+qualitatively.
 
 van Breugel et al. (2023) attack a TVAE trained to overfit (500 training rows, 2,000 epochs) and
 find DOMIAS beats LOGAN D1, MC, GAN-Leaks and GAN-Leaks CAL, and that most of the gain comes from
@@ -83,10 +84,14 @@ def one_seed(seed: int, *, epochs: dict[str, int], n_train: int) -> dict:
     out: dict = {}
     for gen in GENERATORS:
         t0 = time.perf_counter()
-        generator = create_generator(gen, seed=seed, epochs=epochs[gen], batch_size=BATCH_SIZE).fit(members, spec)
+        generator = create_generator(gen, seed=seed, epochs=epochs[gen], batch_size=BATCH_SIZE).fit(
+            members, spec
+        )
         synthetic = generator.sample(N_SYNTHETIC, seed=seed + 10_000)
         gen_seconds = time.perf_counter() - t0
-        threat = ThreatModel(synthetic=synthetic, reference=reference, spec=spec, generator=gen, n_train=n_train)
+        threat = ThreatModel(
+            synthetic=synthetic, reference=reference, spec=spec, generator=gen, n_train=n_train
+        )
         res: dict = {"generator_seconds": round(gen_seconds, 1), "attacks": {}}
         print(f"seed {seed} {gen}: trained + sampled in {gen_seconds:.0f} s", flush=True)
         for label, name, params in ATTACKS:
@@ -95,15 +100,32 @@ def one_seed(seed: int, *, epochs: dict[str, int], n_train: int) -> dict:
             scores = attack.score(targets)
             seconds = time.perf_counter() - t0
             m = roc_metrics(scores, labels)
-            res["attacks"][label] = {"auc": m["auc"], "tpr_at_fpr_0.01": m["tpr_at_fpr_0.01"], "seconds": round(seconds, 2)}
+            res["attacks"][label] = {
+                "auc": m["auc"],
+                "tpr_at_fpr_0.01": m["tpr_at_fpr_0.01"],
+                "seconds": round(seconds, 2),
+            }
             if label == "domias (flow)":
                 X = attack.encoder_.transform(targets)
                 m = roc_metrics(attack.density_synthetic_.score_samples(X), labels)
-                res["attacks"][EQ1_FLOW] = {"auc": m["auc"], "tpr_at_fpr_0.01": m["tpr_at_fpr_0.01"], "seconds": None}
-                res["flow_epochs"] = {"p_G": attack.density_synthetic_.n_epochs_, "p_R": attack.density_reference_.n_epochs_,
-                                      "stopped_by": [attack.density_synthetic_.stopped_by_, attack.density_reference_.stopped_by_]}
-            print(f"  {label:28s} AUC {res['attacks'][label]['auc']:.3f}  TPR@1% {res['attacks'][label]['tpr_at_fpr_0.01']:.3f}  {seconds:6.1f} s",
-                  flush=True)
+                res["attacks"][EQ1_FLOW] = {
+                    "auc": m["auc"],
+                    "tpr_at_fpr_0.01": m["tpr_at_fpr_0.01"],
+                    "seconds": None,
+                }
+                res["flow_epochs"] = {
+                    "p_G": attack.density_synthetic_.n_epochs_,
+                    "p_R": attack.density_reference_.n_epochs_,
+                    "stopped_by": [
+                        attack.density_synthetic_.stopped_by_,
+                        attack.density_reference_.stopped_by_,
+                    ],
+                }
+            print(
+                f"  {label:28s} AUC {res['attacks'][label]['auc']:.3f}  TPR@1% "
+                f"{res['attacks'][label]['tpr_at_fpr_0.01']:.3f}  {seconds:6.1f} s",
+                flush=True,
+            )
         out[gen] = res
     return out
 
@@ -126,31 +148,48 @@ def summarise(runs: dict[int, dict]) -> dict:
 
 
 def findings(table: dict, runs: dict[int, dict]) -> dict:
-    """Per generator: attacks ranked by mean AUC, and every baseline whose mean AUC beats DOMIAS (kde)
-    with the number of seeds on which it did — so a baseline win is reported, not hidden."""
+    """Per generator: attacks ranked by mean AUC, and every baseline whose mean AUC beats DOMIAS
+    (kde) with the number of seeds on which it did — so a baseline win is reported, not hidden."""
     out = {}
     for gen in GENERATORS:
         ranked = sorted(table[gen], key=lambda k: -table[gen][k]["auc_mean"])
         ref = "domias (kde)"
         beats = {}
         for label in ranked:
-            if label.startswith("domias") or table[gen][label]["auc_mean"] <= table[gen][ref]["auc_mean"]:
+            if (
+                label.startswith("domias")
+                or table[gen][label]["auc_mean"] <= table[gen][ref]["auc_mean"]
+            ):
                 continue
-            wins = sum(runs[s][gen]["attacks"][label]["auc"] > runs[s][gen]["attacks"][ref]["auc"] for s in runs)
-            beats[label] = {"auc_mean_minus_domias_kde": round(table[gen][label]["auc_mean"] - table[gen][ref]["auc_mean"], 4),
-                            "seeds_won": f"{wins}/{len(runs)}"}
+            wins = sum(
+                runs[s][gen]["attacks"][label]["auc"] > runs[s][gen]["attacks"][ref]["auc"]
+                for s in runs
+            )
+            beats[label] = {
+                "auc_mean_minus_domias_kde": round(
+                    table[gen][label]["auc_mean"] - table[gen][ref]["auc_mean"], 4
+                ),
+                "seeds_won": f"{wins}/{len(runs)}",
+            }
         out[gen] = {"ranking_by_auc": ranked, "baselines_beating_domias_kde": beats}
     return out
 
 
 def print_table(table: dict, n_seeds: int) -> None:
     print(f"\nAUC and TPR@1%FPR, mean ± std over {n_seeds} seed(s)")
-    print(f"{'attack':28s} " + "  ".join(f"{g + ' AUC':>15s} {g + ' TPR@1%':>15s}" for g in GENERATORS))
+    print(
+        f"{'attack':28s} "
+        + "  ".join(f"{g + ' AUC':>15s} {g + ' TPR@1%':>15s}" for g in GENERATORS)
+    )
     for label in table[GENERATORS[0]]:
         cells = []
         for g in GENERATORS:
             r = table[g][label]
-            cells.append(f"{r['auc_mean']:.3f} ± {r['auc_std']:.3f}".rjust(15) + " " + f"{r['tpr_at_fpr_0.01_mean']:.3f} ± {r['tpr_at_fpr_0.01_std']:.3f}".rjust(15))
+            cells.append(
+                f"{r['auc_mean']:.3f} ± {r['auc_std']:.3f}".rjust(15)
+                + " "
+                + f"{r['tpr_at_fpr_0.01_mean']:.3f} ± {r['tpr_at_fpr_0.01_std']:.3f}".rjust(15)
+            )
         print(f"{label:28s} " + "  ".join(cells))
 
 
@@ -182,19 +221,31 @@ def main() -> None:
     print(f"\ntotal {total / 60:.1f} min")
     if args.dry:
         return
-    record("domias_paper_adult", {
-        "setup": {
-            "data": "bundled UCI Adult (48,842 rows, 15 columns); split 0.6/0.2/0.2 re-drawn per seed",
-            "n_train (members)": args.n_train, "n_non_members": args.n_train, "n_reference": N_REFERENCE,
-            "n_synthetic": N_SYNTHETIC, "generators": {g: {"epochs": epochs[g], "batch_size": BATCH_SIZE} for g in GENERATORS},
-            "seeds": list(runs), "flow_params": FLOW_PARAMS, "torch_threads": 1,
-            "note": "domias_eq1 (flow) is the p_G flow of the domias (flow) run (same data, seed and settings)",
+    record(
+        "domias_paper_adult",
+        {
+            "setup": {
+                "data": "bundled UCI Adult (48,842 rows, 15 columns); split 0.6/0.2/0.2 re-drawn "
+                "per seed",
+                "n_train (members)": args.n_train,
+                "n_non_members": args.n_train,
+                "n_reference": N_REFERENCE,
+                "n_synthetic": N_SYNTHETIC,
+                "generators": {
+                    g: {"epochs": epochs[g], "batch_size": BATCH_SIZE} for g in GENERATORS
+                },
+                "seeds": list(runs),
+                "flow_params": FLOW_PARAMS,
+                "torch_threads": 1,
+                "note": "domias_eq1 (flow) is the p_G flow of the domias (flow) run (same data, "
+                "seed and settings)",
+            },
+            "total_seconds": round(total, 1),
+            "summary": table,
+            "findings": findings(table, runs),
+            "runs": {str(s): r for s, r in runs.items()},
         },
-        "total_seconds": round(total, 1),
-        "summary": table,
-        "findings": findings(table, runs),
-        "runs": {str(s): r for s, r in runs.items()},
-    })
+    )
 
 
 if __name__ == "__main__":

@@ -77,8 +77,12 @@ def child(name: str) -> None:
     scores = attack.score(targets)
     t2 = time.perf_counter()
     out = {
-        "sizes": {"synthetic": len(synthetic), "reference": len(splits.reference), "targets": len(targets),
-                  "encoded_features": attack.encoder_.n_features_out_},
+        "sizes": {
+            "synthetic": len(synthetic),
+            "reference": len(splits.reference),
+            "targets": len(targets),
+            "encoded_features": attack.encoder_.n_features_out_,
+        },
         "fit_s": round(t1 - t0, 2),
         "score_s": round(t2 - t1, 2),
         "total_s": round(t2 - t0, 2),
@@ -88,10 +92,17 @@ def child(name: str) -> None:
     }
     if name == "domias_flow":
         for what, est in (("p_G", attack.density_synthetic_), ("p_R", attack.density_reference_)):
-            out[what] = {"fit_s": round(est.fit_seconds_, 2), "epochs": est.n_epochs_, "best_epoch": est.best_epoch_,
-                         "stopped_by": est.stopped_by_}
+            out[what] = {
+                "fit_s": round(est.fit_seconds_, 2),
+                "epochs": est.n_epochs_,
+                "best_epoch": est.best_epoch_,
+                "stopped_by": est.stopped_by_,
+            }
     else:
-        out["bandwidth"] = {"p_G": round(attack.density_synthetic_.bandwidth_, 4), "p_R": round(attack.density_reference_.bandwidth_, 4)}
+        out["bandwidth"] = {
+            "p_G": round(attack.density_synthetic_.bandwidth_, 4),
+            "p_R": round(attack.density_reference_.bandwidth_, 4),
+        }
     out["notes"] = attack.notes_
     print("RESULT " + json.dumps(out), flush=True)
 
@@ -102,25 +113,38 @@ def main() -> None:
     results = {}
     for name in MEASUREMENTS:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, cwd=ROOT, check=False)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", name],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
         wall = time.perf_counter() - t0
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
         if proc.returncode != 0 or not lines:
             sys.stderr.write(proc.stderr)
             raise SystemExit(f"{name}: the measurement failed (exit {proc.returncode})")
-        res = json.loads(lines[-1][len("RESULT "):])
+        res = json.loads(lines[-1][len("RESULT ") :])
         res["subprocess_wall_s"] = round(wall, 1)
         res["peak_rss_mib_children_so_far"] = round(max_rss_mib(resource.RUSAGE_CHILDREN), 1)
         res["goal_s"] = GOALS_S[name]
         res["meets_goal"] = res["total_s"] < GOALS_S[name] and res["peak_rss_mib"] < GOAL_PEAK_MIB
         results[name] = res
-        print(f"{name:12s} fit {res['fit_s']:7.1f} s  score {res['score_s']:6.1f} s  total {res['total_s']:7.1f} s "
-              f"(goal < {GOALS_S[name]:.0f} s)  peak RSS {res['peak_rss_mib']:7.1f} MiB "
-              f"(after data prep {res['peak_rss_mib_before_attack']:.1f})  AUC(noisy copies) {res['auc_noisy_copies']:.3f}", flush=True)
+        print(
+            f"{name:12s} fit {res['fit_s']:7.1f} s  score {res['score_s']:6.1f} s  total "
+            f"{res['total_s']:7.1f} s "
+            f"(goal < {GOALS_S[name]:.0f} s)  peak RSS {res['peak_rss_mib']:7.1f} MiB "
+            f"(after data prep {res['peak_rss_mib_before_attack']:.1f})  AUC(noisy copies) "
+            f"{res['auc_noisy_copies']:.3f}",
+            flush=True,
+        )
         for what in ("p_G", "p_R"):
             if what in res:
                 print(f"{'':12s} {what}: {res[what]}")
-    record("domias_speed", {"goal_peak_mib": GOAL_PEAK_MIB, "split": SPLIT, "measurements": results})
+    record(
+        "domias_speed", {"goal_peak_mib": GOAL_PEAK_MIB, "split": SPLIT, "measurements": results}
+    )
 
 
 if __name__ == "__main__":

@@ -15,14 +15,15 @@ import time
 
 import numpy as np
 import pandas as pd
-
 from _common import adult_splits, record
 
 DP_GENERATORS = ("mst", "privbayes", "private_gsd")
 
 
 def independent_marginals(train: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    return pd.DataFrame({c: train[c].to_numpy()[rng.integers(0, len(train), n)] for c in train.columns})
+    return pd.DataFrame(
+        {c: train[c].to_numpy()[rng.integers(0, len(train), n)] for c in train.columns}
+    )
 
 
 def main() -> None:
@@ -38,40 +39,76 @@ def main() -> None:
     n = len(splits.train)
     rows = []
 
-    def evaluate(name: str, eps: float | None, synth: pd.DataFrame, seconds: float, rep: int) -> None:
+    def evaluate(
+        name: str, eps: float | None, synth: pd.DataFrame, seconds: float, rep: int
+    ) -> None:
         q = marginal_quality(synth, splits.holdout, spec=spec)
-        rows.append({"generator": name, "epsilon": eps, "repeat": rep, "tvd_1way": q["tvd_1way"],
-                     "tvd_2way": q["tvd_2way"], "seconds": seconds})
-        print(f"{name:<22}{'-' if eps is None else eps:>8}  tvd1 {q['tvd_1way']:.4f}  tvd2 {q['tvd_2way']:.4f}"
-              f"  ({seconds:.1f} s)", flush=True)
+        rows.append(
+            {
+                "generator": name,
+                "epsilon": eps,
+                "repeat": rep,
+                "tvd_1way": q["tvd_1way"],
+                "tvd_2way": q["tvd_2way"],
+                "seconds": seconds,
+            }
+        )
+        print(
+            f"{name:<22}{'-' if eps is None else eps:>8}  tvd1 {q['tvd_1way']:.4f}  tvd2 "
+            f"{q['tvd_2way']:.4f}  ({seconds:.1f} s)",
+            flush=True,
+        )
 
     for rep in range(args.repeats):
         rng = np.random.default_rng(rep)
         t = time.perf_counter()
-        evaluate("independent_marginals", None, independent_marginals(splits.train, n, rng), time.perf_counter() - t, rep)
+        evaluate(
+            "independent_marginals",
+            None,
+            independent_marginals(splits.train, n, rng),
+            time.perf_counter() - t,
+            rep,
+        )
         t = time.perf_counter()
         gc = create_generator("gaussian_copula", seed=rep).fit(splits.train, spec)
         evaluate("gaussian_copula", None, gc.sample(n), time.perf_counter() - t, rep)
         for eps in args.epsilons:
             for name in DP_GENERATORS:
                 t = time.perf_counter()
-                gen = create_generator(name, epsilon=eps, seed=rep).fit(splits.train, spec, reference=splits.reference)
+                gen = create_generator(name, epsilon=eps, seed=rep).fit(
+                    splits.train, spec, reference=splits.reference
+                )
                 evaluate(name, eps, gen.sample(n), time.perf_counter() - t, rep)
 
     df = pd.DataFrame(rows)
-    summary = (df.groupby(["generator", "epsilon"], dropna=False)[["tvd_1way", "tvd_2way", "seconds"]]
-               .mean().reset_index())
+    summary = (
+        df.groupby(["generator", "epsilon"], dropna=False)[["tvd_1way", "tvd_2way", "seconds"]]
+        .mean()
+        .reset_index()
+    )
     print("\n" + summary.to_string(index=False))
     base2 = summary.loc[summary.generator == "independent_marginals", "tvd_2way"].iloc[0]
-    top = summary[(summary.epsilon == max(args.epsilons)) & summary.generator.isin(["mst", "privbayes"])]
+    top = summary[
+        (summary.epsilon == max(args.epsilons)) & summary.generator.isin(["mst", "privbayes"])
+    ]
     beats = {r.generator: bool(r.tvd_2way < base2) for r in top.itertuples()}
-    print(f"\nat epsilon {max(args.epsilons):g}, 2-way TVD below the independent baseline ({base2:.4f}): {beats}")
-    record("dp_fidelity_adult", {
-        "benchmark": "1-way/2-way marginal TVD vs holdout, Adult (train split -> synthetic of train size)",
-        "n_train": n, "n_holdout": len(splits.holdout), "repeats": args.repeats,
-        "rows": rows, "summary": summary.to_dict(orient="records"),
-        "mst_privbayes_beat_independent_2way_at_max_epsilon": beats,
-    })
+    print(
+        f"\nat epsilon {max(args.epsilons):g}, 2-way TVD below the independent baseline "
+        f"({base2:.4f}): {beats}"
+    )
+    record(
+        "dp_fidelity_adult",
+        {
+            "benchmark": "1-way/2-way marginal TVD vs holdout, Adult (train split -> synthetic of "
+            "train size)",
+            "n_train": n,
+            "n_holdout": len(splits.holdout),
+            "repeats": args.repeats,
+            "rows": rows,
+            "summary": summary.to_dict(orient="records"),
+            "mst_privbayes_beat_independent_2way_at_max_epsilon": beats,
+        },
+    )
 
 
 if __name__ == "__main__":

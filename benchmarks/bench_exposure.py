@@ -32,12 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from tests.exposure_scenarios import Leak  # noqa: E402
+from benchmarks._common import record
+from tests.exposure_scenarios import Leak
 
 LEAKS: tuple[Leak, ...] = (
     *(Leak("people", k=k, m=m) for k in (2, 10, 30) for m in (1, 8, 40)),
-    Leak("outliers", share=0.005), Leak("outliers", share=0.01),
+    Leak("outliers", share=0.005),
+    Leak("outliers", share=0.01),
     Leak("rare", k=8, column="native_country"),
     *(Leak("noisy", share=s, noise=n) for s in (0.005, 0.01, 0.02, 0.05) for n in (0.05, 0.1, 0.2)),
     Leak("verbatim", share=0.01),
@@ -86,7 +87,9 @@ def judge(job: tuple[Leak, int]) -> dict:
         _ADULT = pd.read_csv(ADULT)
     s = make_leak(seed, leak, adult=_ADULT)
     start = time.perf_counter()
-    r = evaluate(train=s.train, holdout=s.holdout, reference=s.reference, synthetic=s.synthetic, spec=SPEC)
+    r = evaluate(
+        train=s.train, holdout=s.holdout, reference=s.reference, synthetic=s.synthetic, spec=SPEC
+    )
     seconds = time.perf_counter() - start
     m = dict(r.metrics)
     legacy_scores = {o.name: o.scores for o in r.outcomes if o.name in LEGACY_ATTACKS}
@@ -94,24 +97,51 @@ def judge(job: tuple[Leak, int]) -> dict:
     old_named = set(np.asarray(r.targets.row_ids)[old.pop("_discoveries")].tolist())
     # the groups the audit had then: the spec's subgroups and their intersections, no rare values
     audited = set(r.settings.spec.subgroups)
-    old_groups = {g: v for g, v in (r.audit.groups if r.audit else {}).items()
-                  if "|" not in g and {part.split("=", 1)[0] for part in g.split("&")} <= audited}
-    today = decide(LEGACY_RULES, {**m, **old}, attacks=list(legacy_scores), groups=old_groups).decision
-    named = set(r.exposure.discoveries.tolist()) | (set(r.scan.discoveries.tolist()) if r.scan else set())
+    old_groups = {
+        g: v
+        for g, v in (r.audit.groups if r.audit else {}).items()
+        if "|" not in g and {part.split("=", 1)[0] for part in g.split("&")} <= audited
+    }
+    today = decide(
+        LEGACY_RULES, {**m, **old}, attacks=list(legacy_scores), groups=old_groups
+    ).decision
+    named = set(r.exposure.discoveries.tolist()) | (
+        set(r.scan.discoveries.tolist()) if r.scan else set()
+    )
     truth = set(np.asarray(s.exposed_rows).tolist())
 
     def naming(found: set) -> dict:
-        return {"named": len(found), "true_named": len(found & truth),
-                "fdp": (len(found - truth) / len(found)) if found else 0.0}
+        return {
+            "named": len(found),
+            "true_named": len(found & truth),
+            "fdp": (len(found - truth) / len(found)) if found else 0.0,
+        }
 
-    return {"leak": leak.label, **asdict(leak), "seed": seed, "exposed": len(truth), "today": today,
-            "new": r.decision, "seconds": round(seconds, 2),
-            "new_naming": naming(named), "today_naming": naming(old_named),
-            "reasons": sorted({c.key for c in r.verdict.reasons})[:6],
-            **{k: round(float(m[k]), 6) for k in ("exposed.tail_pvalue", "exposed.scan_tail_pvalue",
-                                                  "exposed.scan_tail_top", "exposed.scan_count", "exposed.count",
-                                                  "exposed.share_lower", "exposed.scan_naming_needs")},
-            "today_share_lower": round(old["exposed.share_lower"], 6)}
+    return {
+        "leak": leak.label,
+        **asdict(leak),
+        "seed": seed,
+        "exposed": len(truth),
+        "today": today,
+        "new": r.decision,
+        "seconds": round(seconds, 2),
+        "new_naming": naming(named),
+        "today_naming": naming(old_named),
+        "reasons": sorted({c.key for c in r.verdict.reasons})[:6],
+        **{
+            k: round(float(m[k]), 6)
+            for k in (
+                "exposed.tail_pvalue",
+                "exposed.scan_tail_pvalue",
+                "exposed.scan_tail_top",
+                "exposed.scan_count",
+                "exposed.count",
+                "exposed.share_lower",
+                "exposed.scan_naming_needs",
+            )
+        },
+        "today_share_lower": round(old["exposed.share_lower"], 6),
+    }
 
 
 def summarise(leak: Leak, rows: list[dict]) -> dict:
@@ -130,32 +160,49 @@ def summarise(leak: Leak, rows: list[dict]) -> dict:
 
 
 def markdown_table(summary: list[dict]) -> str:
-    """The detection table (docs/per-sample.md): detection rate per leak type, today's rules and the new defaults, with
-    Wilson intervals, and what the new defaults name."""
-    lines = ["| leak (Adult, 8,000 training rows) | releases | today: not approved | new: not approved "
-             "| new: records named (mean) | seeds where a true one is named | mean FDP of the named |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    """The detection table (docs/per-sample.md): detection rate per leak type, today's rules and the
+    new defaults, with Wilson intervals, and what the new defaults name."""
+    lines = [
+        "| leak (Adult, 8,000 training rows) | releases | today: not approved | new: not approved "
+        "| new: records named (mean) | seeds where a true one is named | mean FDP of the named |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for c in summary:
         seeds = c["seeds"]
         span = f"{seeds[0]}–{seeds[-1]}" if seeds else "-"
-        lines.append(f"| {c['leak']} (seeds {span}) | {c['n']} "
-                     f"| {c['today_detected']}/{c['n']} [{c['today_wilson'][0]:.2f}, {c['today_wilson'][1]:.2f}] "
-                     f"| {c['new_detected']}/{c['n']} [{c['new_wilson'][0]:.2f}, {c['new_wilson'][1]:.2f}] "
-                     f"| {c['new_named_mean']:.1f} | {round(c['new_true_named_share'] * c['n'])}/{c['n']} "
-                     f"| {c['new_fdp_mean']:.3f} |")
+        lines.append(
+            f"| {c['leak']} (seeds {span}) | {c['n']} "
+            f"| {c['today_detected']}/{c['n']} [{c['today_wilson'][0]:.2f}, "
+            f"{c['today_wilson'][1]:.2f}] "
+            f"| {c['new_detected']}/{c['n']} [{c['new_wilson'][0]:.2f}, {c['new_wilson'][1]:.2f}] "
+            f"| {c['new_named_mean']:.1f} | {round(c['new_true_named_share'] * c['n'])}/{c['n']} "
+            f"| {c['new_fdp_mean']:.3f} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--table", action="store_true",
-                        help="print the recorded results (benchmarks/results/exposure_adult.json) as the README's table")
+    parser.add_argument(
+        "--table",
+        action="store_true",
+        help="print the recorded results (benchmarks/results/exposure_adult.json) as the README's "
+        "table",
+    )
     parser.add_argument("--seeds", type=int, default=10, help="seeds per leak cell")
-    parser.add_argument("--null-seeds", type=int, default=100, help="independent releases (false alarms)")
+    parser.add_argument(
+        "--null-seeds", type=int, default=100, help="independent releases (false alarms)"
+    )
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--only", choices=sorted({leak.kind for leak in LEAKS} | {"null"}), action="append",
-                        help="run only these leak kinds (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="2 seeds per cell, 4 null releases (a smoke run)")
+    parser.add_argument(
+        "--only",
+        choices=sorted({leak.kind for leak in LEAKS} | {"null"}),
+        action="append",
+        help="run only these leak kinds (repeatable)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="2 seeds per cell, 4 null releases (a smoke run)"
+    )
     args = parser.parse_args()
     if args.table:
         import json
@@ -164,8 +211,9 @@ def main() -> None:
         print(markdown_table(json.loads(results.read_text())["summary"]))
         return
     seeds, null_seeds = (2, 4) if args.quick else (args.seeds, args.null_seeds)
-    cells = [(NULL, [NULL_SEEDS + i for i in range(null_seeds)])] + [(leak, [LEAK_SEEDS + i for i in range(seeds)])
-                                                                    for leak in LEAKS]
+    cells = [(NULL, [NULL_SEEDS + i for i in range(null_seeds)])] + [
+        (leak, [LEAK_SEEDS + i for i in range(seeds)]) for leak in LEAKS
+    ]
     cells = [(leak, ss) for leak, ss in cells if not args.only or leak.kind in args.only]
     jobs = [(leak, s) for leak, ss in cells for s in ss]
     print(f"{len(jobs)} releases in {len(cells)} cells on {args.workers} workers", flush=True)
@@ -175,19 +223,38 @@ def main() -> None:
         for i, row in enumerate(pool.imap_unordered(judge, jobs), 1):
             rows.append(row)
             elapsed = time.perf_counter() - start
-            print(f"[{i}/{len(jobs)}] {row['leak']} seed {row['seed']}: today {row['today']}, new {row['new']} "
-                  f"({row['seconds']:.1f} s; ETA {elapsed / i * (len(jobs) - i) / 60:.1f} min)", flush=True)
-    summary = [summarise(leak, sorted((r for r in rows if r["leak"] == leak.label), key=lambda r: r["seed"]))
-               for leak, _ in cells]
+            print(
+                f"[{i}/{len(jobs)}] {row['leak']} seed {row['seed']}: today {row['today']}, new "
+                f"{row['new']} "
+                f"({row['seconds']:.1f} s; ETA {elapsed / i * (len(jobs) - i) / 60:.1f} min)",
+                flush=True,
+            )
+    summary = [
+        summarise(
+            leak, sorted((r for r in rows if r["leak"] == leak.label), key=lambda r: r["seed"])
+        )
+        for leak, _ in cells
+    ]
     print(f"\n{'leak':<52} {'n':>4}  {'today':>17}  {'new':>17}  named (true share, FDP)")
     for c in summary:
-        print(f"{c['leak']:<52} {c['n']:>4}  {c['today_rate']:>5.2f} [{c['today_wilson'][0]:.2f},{c['today_wilson'][1]:.2f}]"
-              f"  {c['new_rate']:>5.2f} [{c['new_wilson'][0]:.2f},{c['new_wilson'][1]:.2f}]"
-              f"  {c['new_named_mean']:.1f} ({c['new_true_named_share']:.2f}, {c['new_fdp_mean']:.3f})")
-    record("exposure_adult", {"benchmark": __doc__.splitlines()[0], "setup": "tests/exposure_scenarios.py (Leak)",
-                              "today": "commit bc3f293 rules and exposure figures (benchmarks/_legacy_exposure.py)",
-                              "wall_seconds": round(time.perf_counter() - start, 1), "summary": summary,
-                              "runs": sorted(rows, key=lambda r: (r["leak"], r["seed"]))})
+        print(
+            f"{c['leak']:<52} {c['n']:>4}  {c['today_rate']:>5.2f} "
+            f"[{c['today_wilson'][0]:.2f},{c['today_wilson'][1]:.2f}]"
+            f"  {c['new_rate']:>5.2f} [{c['new_wilson'][0]:.2f},{c['new_wilson'][1]:.2f}]"
+            f"  {c['new_named_mean']:.1f} ({c['new_true_named_share']:.2f}, "
+            f"{c['new_fdp_mean']:.3f})"
+        )
+    record(
+        "exposure_adult",
+        {
+            "benchmark": __doc__.splitlines()[0],
+            "setup": "tests/exposure_scenarios.py (Leak)",
+            "today": "commit bc3f293 rules and exposure figures (benchmarks/_legacy_exposure.py)",
+            "wall_seconds": round(time.perf_counter() - start, 1),
+            "summary": summary,
+            "runs": sorted(rows, key=lambda r: (r["leak"], r["seed"])),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ today's stages): every stage of a release run x fault kind -> verdict, what the 
 record says, and what is visible in the publish target. Goal: 100% fail closed, 0 partial or
 unmanifested files.
 
-    .venv/bin/python benchmarks/bench_faults.py      # ~3 min on 2 cores; writes results/fault_injection.json
+    .venv/bin/python benchmarks/bench_faults.py      # ~3 min on 2 cores; writes
+    results/fault_injection.json
 
 Base case: 3,000 Adult rows, an independent sample as the release (APPROVE when nothing breaks).
 """
@@ -16,7 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-for k, v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"), ("GX_ANALYTICS_ENABLED", "false")):
+for k, v in (
+    ("MLFLOW_DISABLE_TELEMETRY", "true"),
+    ("DO_NOT_TRACK", "true"),
+    ("GX_ANALYTICS_ENABLED", "false"),
+):
     os.environ.setdefault(k, v)
 
 from _common import ROOT, record  # noqa: E402
@@ -49,15 +54,32 @@ def main() -> None:
         for i, (stage, kind) in enumerate(all_cases()):
             outcome = run_case(config, folder / f"wd-{i}", stage, kind)
             outcomes.append(outcome)
-            print(f"{stage:<20} {kind:<11} -> {outcome.verdict:<7} {outcome.status:<13} visible={outcome.visible_releases} "
-                  f"stray={outcome.stray_entries} recorded={outcome.recorded_verdict} "
-                  f"{'OK' if outcome.fail_closed else 'NOT FAIL-CLOSED'}{'' if outcome.fired else ' (fault never fired)'}",
-                  flush=True)
-    closed = sum(o.fail_closed and o.fired for o in outcomes)  # a fault that never fired proves nothing
+            print(
+                f"{stage:<20} {kind:<11} -> {outcome.verdict:<7} {outcome.status:<13} "
+                f"visible={outcome.visible_releases} "
+                f"stray={outcome.stray_entries} recorded={outcome.recorded_verdict} "
+                f"{'OK' if outcome.fail_closed else 'NOT FAIL-CLOSED'}"
+                f"{'' if outcome.fired else ' (fault never fired)'}",
+                flush=True,
+            )
+    closed = sum(
+        o.fail_closed and o.fired for o in outcomes
+    )  # a fault that never fired proves nothing
     stray = sum(o.stray_entries for o in outcomes)
-    print(f"\n{closed}/{len(outcomes)} fired and failed closed; {stray} partial or unmanifested entries in publish targets")
-    record("fault_injection", {"cases": len(outcomes), "fail_closed": closed, "stray_entries": stray,
-                               "seconds": round(time.perf_counter() - start, 1), "table": as_rows(outcomes)})
+    print(
+        f"\n{closed}/{len(outcomes)} fired and failed closed; {stray} partial or unmanifested "
+        "entries in publish targets"
+    )
+    record(
+        "fault_injection",
+        {
+            "cases": len(outcomes),
+            "fail_closed": closed,
+            "stray_entries": stray,
+            "seconds": round(time.perf_counter() - start, 1),
+            "table": as_rows(outcomes),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ and by share leaked, for the DEVELOPMENT and REPORTED halves (``LEAK_DEVELOPMENT
 ``LEAK_REPORTED`` in ``benchmarks/calibration_tables.py``) and per table, and the null approval
 rate per table.
 
-    python benchmarks/bench_leak_power.py --tables cps1988 flchain --n-train 2000 --seeds 0 1 2 --draws 4
+    python benchmarks/bench_leak_power.py --tables cps1988 flchain --n-train 2000 --seeds 0 1 2
+    --draws 4
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
-from benchmarks.bench_calibration import distinct_sizes, git_head, signal_reasons, wilson  # noqa: E402
-from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED, TABLES  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record
+from benchmarks.bench_calibration import distinct_sizes, git_head, signal_reasons, wilson
+from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED, TABLES
 
 #: bins of the median information beyond natural twins (bits per leaked record)
 INFO_BINS = (float("-inf"), 0.0, 2.0, 5.0, 10.0, 20.0, float("inf"))
@@ -41,8 +42,10 @@ def undeclared(spec):
     """The spec with nothing declared about the attacker or the groups to audit."""
     from privacy_gate.spec import DatasetSpec
 
-    return DatasetSpec.model_validate(spec.model_dump() | {"quasi_identifiers": None, "subgroups": [],
-                                                           "sensitive": None, "linkability": None})
+    return DatasetSpec.model_validate(
+        spec.model_dump()
+        | {"quasi_identifiers": None, "subgroups": [], "sensitive": None, "linkability": None}
+    )
 
 
 def key(table: str, n_train: int, seed: int, draw: str) -> str:
@@ -52,34 +55,75 @@ def key(table: str, n_train: int, seed: int, draw: str) -> str:
 def run_one(table: str, n_train: int, seed: int, draw: str, declared: bool, run_git: dict) -> dict:
     from benchmarks.leak_grammar import NotDrawable, make_leak, make_null
 
-    row = {"key": key(table, n_train, seed, draw), "table": table, "n_train_requested": n_train, "seed": seed,
-           "draw": draw, "kind": "null" if draw == "null" else "leak", "declared": declared, "git": run_git,
-           "half": "development" if table in LEAK_DEVELOPMENT else "reported" if table in LEAK_REPORTED else "other"}
+    row = {
+        "key": key(table, n_train, seed, draw),
+        "table": table,
+        "n_train_requested": n_train,
+        "seed": seed,
+        "draw": draw,
+        "kind": "null" if draw == "null" else "leak",
+        "declared": declared,
+        "git": run_git,
+        "half": "development"
+        if table in LEAK_DEVELOPMENT
+        else "reported"
+        if table in LEAK_REPORTED
+        else "other",
+    }
     t0 = time.perf_counter()
     try:
-        rel = make_null(table, seed, n_train) if draw == "null" else make_leak(table, seed, n_train, int(draw))
+        rel = (
+            make_null(table, seed, n_train)
+            if draw == "null"
+            else make_leak(table, seed, n_train, int(draw))
+        )
     except NotDrawable as exc:
         return row | {"decision": None, "status": "not_drawable", "note": str(exc)}
     except Exception as exc:  # noqa: BLE001 - one failed release must not stop the grid
-        return row | {"decision": None, "status": "harness_error", "note": f"{type(exc).__name__}: {exc}",
-                      "traceback": traceback.format_exc(limit=5)}
-    row |= {"n_train": rel.n_train, "n_synthetic": len(rel.synthetic), "cell": rel.cell,
-            "grammar": rel.info["grammar"], "label": rel.info["label"],
-            "release_seconds": round(time.perf_counter() - t0, 2)}
+        return row | {
+            "decision": None,
+            "status": "harness_error",
+            "note": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=5),
+        }
+    row |= {
+        "n_train": rel.n_train,
+        "n_synthetic": len(rel.synthetic),
+        "cell": rel.cell,
+        "grammar": rel.info["grammar"],
+        "label": rel.info["label"],
+        "release_seconds": round(time.perf_counter() - t0, 2),
+    }
     from privacy_gate import evaluate
 
     t1 = time.perf_counter()
     try:
-        result = evaluate(train=rel.train, holdout=rel.holdout, reference=rel.reference, synthetic=rel.synthetic,
-                          spec=rel.spec if declared else undeclared(rel.spec))
+        result = evaluate(
+            train=rel.train,
+            holdout=rel.holdout,
+            reference=rel.reference,
+            synthetic=rel.synthetic,
+            spec=rel.spec if declared else undeclared(rel.spec),
+        )
     except Exception as exc:  # noqa: BLE001 - evaluate fails closed itself; this is a harness-side failure
-        return row | {"decision": None, "status": "harness_error", "seconds": round(time.perf_counter() - t1, 2),
-                      "note": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=5)}
+        return row | {
+            "decision": None,
+            "status": "harness_error",
+            "seconds": round(time.perf_counter() - t1, 2),
+            "note": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=5),
+        }
     v = result.verdict
-    return row | {"decision": v.decision, "status": v.status, "seconds": round(time.perf_counter() - t1, 2),
-                  "reasons": [{"key": c.key, "action": c.action, "observed": c.observed, "threshold": c.threshold}
-                              for c in v.reasons],
-                  "pvalues": {t["name"]: t["pvalue"] for t in (v.budget or {}).get("tests", [])}}
+    return row | {
+        "decision": v.decision,
+        "status": v.status,
+        "seconds": round(time.perf_counter() - t1, 2),
+        "reasons": [
+            {"key": c.key, "action": c.action, "observed": c.observed, "threshold": c.threshold}
+            for c in v.reasons
+        ],
+        "pvalues": {t["name"]: t["pvalue"] for t in (v.budget or {}).get("tests", [])},
+    }
 
 
 def plan(args) -> list[tuple[str, int, int, str]]:
@@ -106,8 +150,13 @@ def _bin(x: float | None, edges) -> str | None:
 def _power(rows: list[dict]) -> dict:
     n = len(rows)
     held = sum(r["decision"] != "APPROVE" for r in rows)
-    return {"n": n, "not_approved": held, "power": held / n if n else None, "power_ci": wilson(held, n),
-            "block": sum(r["decision"] == "BLOCK" for r in rows)}
+    return {
+        "n": n,
+        "not_approved": held,
+        "power": held / n if n else None,
+        "power_ci": wilson(held, n),
+        "block": sum(r["decision"] == "BLOCK" for r in rows),
+    }
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -126,38 +175,72 @@ def summarise(rows: list[dict]) -> dict:
         keys = [_bin(lo, INFO_BINS) for lo in INFO_BINS[:-1]]
         return {k: d[k] for k in keys if k in d}
 
-    out = {"leaks": _power(leaks), "avoided": _power(avoided),
-           "power_by_info": order_info(by(labelled, lambda r: _bin(r["label"]["info_median"], INFO_BINS))),
-           "power_by_share": by(labelled, lambda r: _bin(r["label"]["share"], SHARE_BINS)),
-           "power_by_change": by(leaks, lambda r: r["grammar"]["change"]),
-           "power_by_which": by([r for r in leaks if "which" in r["grammar"]], lambda r: r["grammar"]["which"]),
-           "power_by_keep": by([r for r in leaks if "keep" in r["grammar"]], lambda r: r["grammar"]["keep"]),
-           "halves": {}, "tables": {}}
+    out = {
+        "leaks": _power(leaks),
+        "avoided": _power(avoided),
+        "power_by_info": order_info(
+            by(labelled, lambda r: _bin(r["label"]["info_median"], INFO_BINS))
+        ),
+        "power_by_share": by(labelled, lambda r: _bin(r["label"]["share"], SHARE_BINS)),
+        "power_by_change": by(leaks, lambda r: r["grammar"]["change"]),
+        "power_by_which": by(
+            [r for r in leaks if "which" in r["grammar"]], lambda r: r["grammar"]["which"]
+        ),
+        "power_by_keep": by(
+            [r for r in leaks if "keep" in r["grammar"]], lambda r: r["grammar"]["keep"]
+        ),
+        "halves": {},
+        "tables": {},
+    }
     for half in ("development", "reported"):
         hl = [r for r in labelled if r["half"] == half]
-        out["halves"][half] = {"leaks": _power([r for r in leaks if r["half"] == half]),
-                               "power_by_info": order_info(by(hl, lambda r: _bin(r["label"]["info_median"], INFO_BINS)))}
+        out["halves"][half] = {
+            "leaks": _power([r for r in leaks if r["half"] == half]),
+            "power_by_info": order_info(
+                by(hl, lambda r: _bin(r["label"]["info_median"], INFO_BINS))
+            ),
+        }
     for t in sorted({r["table"] for r in rows}):
         nulls = [r for r in judged if r["table"] == t and r["kind"] == "null"]
         a = sum(r["decision"] == "APPROVE" for r in nulls)
         tl = [r for r in leaks if r["table"] == t]
         out["tables"][t] = {
             "half": next(r["half"] for r in rows if r["table"] == t),
-            "nulls": len(nulls), "null_approved": a, "null_approval": a / len(nulls) if nulls else None,
+            "nulls": len(nulls),
+            "null_approved": a,
+            "null_approval": a / len(nulls) if nulls else None,
             "null_approval_ci": wilson(a, len(nulls)),
             "null_leak_signal": sum(bool(signal_reasons(r)) for r in nulls),
             "null_info_median": [round(r["label"]["info_median"], 3) for r in nulls],
             "leaks": _power(tl),
-            "power_by_info": order_info(by([r for r in tl if r["label"].get("info_median") is not None],
-                                           lambda r: _bin(r["label"]["info_median"], INFO_BINS))),
+            "power_by_info": order_info(
+                by(
+                    [r for r in tl if r["label"].get("info_median") is not None],
+                    lambda r: _bin(r["label"]["info_median"], INFO_BINS),
+                )
+            ),
             "not_drawable": sum(r.get("status") == "not_drawable" for r in rows if r["table"] == t),
-            "harness_errors": sum(r.get("status") == "harness_error" for r in rows if r["table"] == t),
-            "seconds_mean": (sum(r["seconds"] for r in judged if r["table"] == t)
-                             / max(1, sum(1 for r in judged if r["table"] == t)))}
-    out["approved_leaks"] = [{"table": r["table"], "seed": r["seed"], "draw": r["draw"], "cell": r["cell"],
-                              "grammar": r["grammar"], "info_median": r["label"].get("info_median"),
-                              "share": r["label"].get("share")}
-                             for r in leaks if r["decision"] == "APPROVE"]
+            "harness_errors": sum(
+                r.get("status") == "harness_error" for r in rows if r["table"] == t
+            ),
+            "seconds_mean": (
+                sum(r["seconds"] for r in judged if r["table"] == t)
+                / max(1, sum(1 for r in judged if r["table"] == t))
+            ),
+        }
+    out["approved_leaks"] = [
+        {
+            "table": r["table"],
+            "seed": r["seed"],
+            "draw": r["draw"],
+            "cell": r["cell"],
+            "grammar": r["grammar"],
+            "info_median": r["label"].get("info_median"),
+            "share": r["label"].get("share"),
+        }
+        for r in leaks
+        if r["decision"] == "APPROVE"
+    ]
     return out
 
 
@@ -169,28 +252,40 @@ def _fmt(p: dict) -> str:
 
 
 def print_summary(s: dict) -> None:
-    print("\npower (share not approved, Wilson 95 %) by information beyond natural twins (median bits per record):")
+    print(
+        "\npower (share not approved, Wilson 95 %) by information beyond natural twins (median "
+        "bits per record):"
+    )
     for b, p in s["power_by_info"].items():
         dev = s["halves"]["development"]["power_by_info"].get(b)
         rep = s["halves"]["reported"]["power_by_info"].get(b)
-        print(f"  {b:<14} all {_fmt(p):<24} development {_fmt(dev) if dev else '–':<24} "
-              f"reported {_fmt(rep) if rep else '–'}")
+        print(
+            f"  {b:<14} all {_fmt(p):<24} development {_fmt(dev) if dev else '–':<24} "
+            f"reported {_fmt(rep) if rep else '–'}"
+        )
     print(f"  avoided (absence) {_fmt(s['avoided'])}")
     print("power by share leaked:")
     for b, p in s["power_by_share"].items():
         print(f"  {b:<14} {_fmt(p)}")
     for name in ("change", "which", "keep"):
-        print(f"power by {name}: " + ", ".join(f"{k} {_fmt(p)}" for k, p in s[f"power_by_{name}"].items()))
+        print(
+            f"power by {name}: "
+            + ", ".join(f"{k} {_fmt(p)}" for k, p in s[f"power_by_{name}"].items())
+        )
     print(f"\n{'table':<17}{'half':<13}{'null approved':<18}{'leaks held back':<26}{'s/gate':>7}")
     for t, d in s["tables"].items():
-        print(f"{t:<17}{d['half']:<13}{d['null_approved']}/{d['nulls']:<16}{_fmt(d['leaks']):<26}"
-              f"{d['seconds_mean']:>7.1f}")
+        print(
+            f"{t:<17}{d['half']:<13}{d['null_approved']}/{d['nulls']:<16}{_fmt(d['leaks']):<26}"
+            f"{d['seconds_mean']:>7.1f}"
+        )
     if s["approved_leaks"]:
         print(f"\n{len(s['approved_leaks'])} leak(s) approved:")
         for r in s["approved_leaks"]:
             info = "–" if r["info_median"] is None else f"{r['info_median']:.1f}"
-            print(f"  {r['table']} seed {r['seed']} draw {r['draw']}: {r['cell']} info {info} bits, "
-                  f"share {100 * (r['share'] or 0):.1f}%")
+            print(
+                f"  {r['table']} seed {r['seed']} draw {r['draw']}: {r['cell']} info {info} bits, "
+                f"share {100 * (r['share'] or 0):.1f}%"
+            )
 
 
 def _shown(reason_key: str) -> str:
@@ -200,21 +295,41 @@ def _shown(reason_key: str) -> str:
     if not reason_key:
         return "gate-error"
     head, sep, rest = reason_key.partition("=")
-    return f"{head}=<group>:{rest.partition(':')[2]}" if sep and not head.startswith("test") else reason_key
+    return (
+        f"{head}=<group>:{rest.partition(':')[2]}"
+        if sep and not head.startswith("test")
+        else reason_key
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--tables", nargs="+", default=list(LEAK_DEVELOPMENT + LEAK_REPORTED), choices=list(TABLES))
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
+    ap.add_argument(
+        "--tables", nargs="+", default=list(LEAK_DEVELOPMENT + LEAK_REPORTED), choices=list(TABLES)
+    )
     ap.add_argument("--n-train", nargs="+", type=int, default=[2000, 12000])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--draws", type=int, default=4, help="leaks drawn per (table, n_train, seed), plus one null")
-    ap.add_argument("--declared", action="store_true",
-                    help="keep the spec's quasi-identifiers, subgroups, sensitive columns and linkability")
-    ap.add_argument("--out", default=None, help="results name under benchmarks/results/ "
-                    "(default leak_power_undeclared / leak_power_declared)")
-    ap.add_argument("--fresh", action="store_true", help="ignore (and replace) the results of an earlier run")
+    ap.add_argument(
+        "--draws", type=int, default=4, help="leaks drawn per (table, n_train, seed), plus one null"
+    )
+    ap.add_argument(
+        "--declared",
+        action="store_true",
+        help="keep the spec's quasi-identifiers, subgroups, sensitive columns and linkability",
+    )
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="results name under benchmarks/results/ "
+        "(default leak_power_undeclared / leak_power_declared)",
+    )
+    ap.add_argument(
+        "--fresh", action="store_true", help="ignore (and replace) the results of an earlier run"
+    )
     argv = sys.argv[1:] if argv is None else argv
     args = ap.parse_args(argv)
     out = args.out or f"leak_power_{'declared' if args.declared else 'undeclared'}"
@@ -236,8 +351,11 @@ def main(argv: list[str] | None = None) -> None:
     jobs = plan(args)
     wanted = {key(*j) for j in jobs}
     todo = [j for j in jobs if key(*j) not in done]
-    print(f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in {jsonl.relative_to(ROOT)}, "
-          f"{len(todo)} to run", flush=True)
+    print(
+        f"{len(wanted)} gates planned, {len(wanted) - len(todo)} already in "
+        f"{jsonl.relative_to(ROOT)}, {len(todo)} to run",
+        flush=True,
+    )
     t0 = time.perf_counter()
     for i, j in enumerate(todo, 1):
         r = run_one(*j, args.declared, run_git)
@@ -248,23 +366,39 @@ def main(argv: list[str] | None = None) -> None:
             lab = r["label"]
             info = "–" if lab.get("info_median") is None else f"{lab['info_median']:.1f}"
             reasons = ",".join(sorted({_shown(c["key"]) for c in r["reasons"]}))
-            print(f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4} {r['cell']:<36} "
-                  f"info {info:>6} bits share {100 * lab['share']:.1f}%: {r['decision']} {r['seconds']:.1f}s "
-                  f"{reasons[:120]}", flush=True)
+            print(
+                f"[{i}/{len(todo)}] {r['table']} n={r['n_train']} seed {r['seed']} {r['draw']:>4}"
+                f" {r['cell']:<36} info {info:>6} bits share {100 * lab['share']:.1f}%: "
+                f"{r['decision']} {r['seconds']:.1f}s {reasons[:120]}",
+                flush=True,
+            )
         else:
-            print(f"[{i}/{len(todo)}] {r['table']} seed {r['seed']} {r['draw']}: {r['status']} {r.get('note', '')[:200]}",
-                  flush=True)
+            print(
+                f"[{i}/{len(todo)}] {r['table']} seed {r['seed']} {r['draw']}: {r['status']} "
+                f"{r.get('note', '')[:200]}",
+                flush=True,
+            )
     wall = time.perf_counter() - t0
     rows = [done[k] for k in done if k in wanted]
     summary = summarise(rows)
     print_summary(summary)
     print(f"this run's wall time {wall:.0f}s")
-    record(out, {"git": run_git, "row_commits": sorted({(r.get("git") or {}).get("commit") or "unrecorded" for r in rows}),
-                 "command": " ".join(["bench_leak_power.py", *argv]),
-                 "settings": {k: v for k, v in vars(args).items() if k != "fresh"} | {"out": out},
-                 "halves": {"development": list(LEAK_DEVELOPMENT), "reported": list(LEAK_REPORTED)},
-                 "info_bins": [str(b) for b in INFO_BINS], "share_bins": list(SHARE_BINS),
-                 "tables": [TABLES[t].attribution() for t in args.tables], "summary": summary})
+    record(
+        out,
+        {
+            "git": run_git,
+            "row_commits": sorted(
+                {(r.get("git") or {}).get("commit") or "unrecorded" for r in rows}
+            ),
+            "command": " ".join(["bench_leak_power.py", *argv]),
+            "settings": {k: v for k, v in vars(args).items() if k != "fresh"} | {"out": out},
+            "halves": {"development": list(LEAK_DEVELOPMENT), "reported": list(LEAK_REPORTED)},
+            "info_bins": [str(b) for b in INFO_BINS],
+            "share_bins": list(SHARE_BINS),
+            "tables": [TABLES[t].attribution() for t in args.tables],
+            "summary": summary,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -32,18 +32,18 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import multiprocessing as mp  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import math
+import multiprocessing as mp
+import platform
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-from scipy import integrate  # noqa: E402
-from scipy.stats import norm  # noqa: E402
+import numpy as np
+from scipy import integrate
+from scipy.stats import norm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -109,11 +109,28 @@ def run_task(task: tuple[int, dict, int, int]) -> tuple[int, list[dict]]:
         rng = np.random.default_rng([idx, i])
         z, m = draw(case, rng)
         t0 = time.perf_counter()
-        est = estimate_advantage(z, m, prior=case["prior"], delta=DELTA, method=case["method"],
-                                 n_permutations=N_PERMUTATIONS, seed=i, **kw)
-        out.append({"estimate": est.estimate, "lower": est.lower, "upper": est.upper,
-                    "lower_perm": est.lower_permutation, "bias": est.bias, "seconds": time.perf_counter() - t0,
-                    "radius": est.radius, "settings": dict(est.settings)})
+        est = estimate_advantage(
+            z,
+            m,
+            prior=case["prior"],
+            delta=DELTA,
+            method=case["method"],
+            n_permutations=N_PERMUTATIONS,
+            seed=i,
+            **kw,
+        )
+        out.append(
+            {
+                "estimate": est.estimate,
+                "lower": est.lower,
+                "upper": est.upper,
+                "lower_perm": est.lower_permutation,
+                "bias": est.bias,
+                "seconds": time.perf_counter() - t0,
+                "radius": est.radius,
+                "settings": dict(est.settings),
+            }
+        )
     return idx, out
 
 
@@ -144,8 +161,11 @@ def summarise(case: dict, records: list[dict]) -> dict:
         "radius": float(records[0]["radius"]),
         "null_bias": float(np.mean([r["bias"] for r in records])),
         "ms_per_estimate": 1000 * float(np.mean([r["seconds"] for r in records])),
-        "resolved": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in s.items()
-                     if k in ("bins_per_dim", "n_cells", "exact_levels", "bandwidth")},
+        "resolved": {
+            k: (round(v, 4) if isinstance(v, float) else v)
+            for k, v in s.items()
+            if k in ("bins_per_dim", "n_cells", "exact_levels", "bandwidth")
+        },
     }
 
 
@@ -155,46 +175,124 @@ def build_cases(draws: int, extra_draws: int) -> list[dict]:
         for prior in (0.5, 0.2):
             for n in (500, 2000, 10_000):
                 for mu in (0.0, 0.5, 1.0, 2.0):
-                    cases.append({"block": "main", "dist": "gauss", "mu": mu, "prior": prior, "n": n, "method": method, "draws": draws})
+                    cases.append(
+                        {
+                            "block": "main",
+                            "dist": "gauss",
+                            "mu": mu,
+                            "prior": prior,
+                            "n": n,
+                            "method": method,
+                            "draws": draws,
+                        }
+                    )
     for prior in (0.5, 0.2):
         for n in (500, 2000, 10_000):
-            cases.append({"block": "main", "dist": "pmf", "prior": prior, "n": n, "method": "discrete", "draws": draws})
+            cases.append(
+                {
+                    "block": "main",
+                    "dist": "pmf",
+                    "prior": prior,
+                    "n": n,
+                    "method": "discrete",
+                    "draws": draws,
+                }
+            )
     # bin count: the default at N = 2000 is 13
     for bins in (4, 8, 13, 30, 60):
-        cases.append({"block": "bins", "dist": "gauss", "mu": 1.0, "prior": 0.5, "n": 2000, "method": "discrete",
-                      "n_bins": bins, "draws": extra_draws})
+        cases.append(
+            {
+                "block": "bins",
+                "dist": "gauss",
+                "mu": 1.0,
+                "prior": 0.5,
+                "n": 2000,
+                "method": "discrete",
+                "n_bins": bins,
+                "draws": extra_draws,
+            }
+        )
     # bandwidth rule: Scott vs the default n^(-1/3)
     for mu in (2.0, 3.0):
         for bw in ("scott", "undersmoothed"):
-            cases.append({"block": "bandwidth", "dist": "gauss", "mu": mu, "prior": 0.5, "n": 10_000, "method": "kde",
-                          "bandwidth": bw, "draws": extra_draws})
+            cases.append(
+                {
+                    "block": "bandwidth",
+                    "dist": "gauss",
+                    "mu": mu,
+                    "prior": 0.5,
+                    "n": 10_000,
+                    "method": "kde",
+                    "bandwidth": bw,
+                    "draws": extra_draws,
+                }
+            )
     # the paper's design: members drawn with the prior (N1 = pN)
     for method in ("discrete", "kde"):
         for mu in (1.0, 2.0):
-            cases.append({"block": "design_N1=pN", "dist": "gauss", "mu": mu, "prior": 0.2, "n": 2000, "member_share": 0.2,
-                          "method": method, "draws": extra_draws})
+            cases.append(
+                {
+                    "block": "design_N1=pN",
+                    "dist": "gauss",
+                    "mu": mu,
+                    "prior": 0.2,
+                    "n": 2000,
+                    "member_share": 0.2,
+                    "method": method,
+                    "draws": extra_draws,
+                }
+            )
     # combined queries of correlated attacks (each attack alone: mu = 1)
     for method in ("discrete", "kde"):
-        cases.append({"block": "2d", "dist": "gaussNd", "d": 2, "prior": 0.5, "n": 2000, "method": method, "draws": max(50, extra_draws // 2)})
-        cases.append({"block": "4d", "dist": "gaussNd", "d": 4, "prior": 0.5, "n": 10_000, "method": method, "draws": max(50, extra_draws // 4)})
+        cases.append(
+            {
+                "block": "2d",
+                "dist": "gaussNd",
+                "d": 2,
+                "prior": 0.5,
+                "n": 2000,
+                "method": method,
+                "draws": max(50, extra_draws // 2),
+            }
+        )
+        cases.append(
+            {
+                "block": "4d",
+                "dist": "gaussNd",
+                "d": 4,
+                "prior": 0.5,
+                "n": 10_000,
+                "method": method,
+                "draws": max(50, extra_draws // 4),
+            }
+        )
     return cases
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'block':<13}{'case':<12}{'method':<9}{'p':>4}{'N':>7}{'truth':>7}{'mean':>7}{'bias':>8}{'rmse':>7}"
-            f"{'cov':>6}{'cov_up':>7}{'cov_lo':>7}{'cov_perm':>9}{'width':>7}{'w_perm':>7}{'nullb':>7}{'ms':>7}")
+    head = (
+        f"{'block':<13}{'case':<12}{'method':<9}{'p':>4}{'N':>7}{'truth':>7}{'mean':>7}"
+        f"{'bias':>8}{'rmse':>7}{'cov':>6}{'cov_up':>7}{'cov_lo':>7}{'cov_perm':>9}{'width':>7}"
+        f"{'w_perm':>7}{'nullb':>7}{'ms':>7}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
-        case = {"gauss": f"mu={r.get('mu', '')}", "pmf": "pmf4", "gaussNd": f"{r.get('d')}d mu=1"}[r["dist"]]
+        case = {"gauss": f"mu={r.get('mu', '')}", "pmf": "pmf4", "gaussNd": f"{r.get('d')}d mu=1"}[
+            r["dist"]
+        ]
         if "n_bins" in r:
             case += f" k={r['n_bins']}"
         if "bandwidth" in r:
             case += f" {r['bandwidth'][:5]}"
-        print(f"{r['block']:<13}{case:<12}{r['method']:<9}{r['prior']:>4}{r['n']:>7}{r['truth']:>7.3f}{r['mean_estimate']:>7.3f}"
-              f"{r['bias']:>+8.3f}{r['rmse']:>7.3f}{r['coverage']:>6.3f}{r['coverage_upper']:>7.3f}{r['coverage_lower']:>7.3f}"
-              f"{r['coverage_permutation_lower']:>9.3f}{r['mean_width']:>7.3f}{r['mean_width_permutation_lower']:>7.3f}"
-              f"{r['null_bias']:>7.3f}{r['ms_per_estimate']:>7.1f}")
+        print(
+            f"{r['block']:<13}{case:<12}{r['method']:<9}{r['prior']:>4}{r['n']:>7}"
+            f"{r['truth']:>7.3f}{r['mean_estimate']:>7.3f}{r['bias']:>+8.3f}{r['rmse']:>7.3f}"
+            f"{r['coverage']:>6.3f}{r['coverage_upper']:>7.3f}{r['coverage_lower']:>7.3f}"
+            f"{r['coverage_permutation_lower']:>9.3f}{r['mean_width']:>7.3f}"
+            f"{r['mean_width_permutation_lower']:>7.3f}{r['null_bias']:>7.3f}"
+            f"{r['ms_per_estimate']:>7.1f}"
+        )
 
 
 def speed_check() -> dict:
@@ -230,7 +328,11 @@ def main() -> None:
 
     cases = build_cases(args.draws, args.extra_draws)
     chunk = 50
-    tasks = [(i, c, s, min(chunk, c["draws"] - s)) for i, c in enumerate(cases) for s in range(0, c["draws"], chunk)]
+    tasks = [
+        (i, c, s, min(chunk, c["draws"] - s))
+        for i, c in enumerate(cases)
+        for s in range(0, c["draws"], chunk)
+    ]
     # largest first so the two workers finish together
     tasks.sort(key=lambda t: -t[1]["n"] * (10 if t[1]["dist"] == "gaussNd" else 1))
     records: dict[int, list[dict]] = {i: [] for i in range(len(cases))}
@@ -241,28 +343,42 @@ def main() -> None:
     wall = time.perf_counter() - t0
     rows = [summarise(c, records[i]) for i, c in enumerate(cases)]
     print_table(rows)
-    os.environ["OPENBLAS_NUM_THREADS"] = "2"  # (only affects a fresh BLAS; the speed check is 1-d anyway)
+    os.environ["OPENBLAS_NUM_THREADS"] = (
+        "2"  # (only affects a fresh BLAS; the speed check is 1-d anyway)
+    )
     speed = speed_check()
-    print(f"\nsimulation wall time {wall:.0f} s on {args.workers} workers; speed: "
-          + ", ".join(f"{k}={v:.2f}" for k, v in speed.items()))
+    print(
+        f"\nsimulation wall time {wall:.0f} s on {args.workers} workers; speed: "
+        + ", ".join(f"{k}={v:.2f}" for k, v in speed.items())
+    )
 
     worst = min((r for r in rows if r["block"] == "main"), key=lambda r: r["coverage"])
     result = {
-        "what": "coverage, bias and speed of MACE advantage estimators on simulated scores with known truth",
+        "what": "coverage, bias and speed of MACE advantage estimators on simulated scores with "
+        "known truth",
         "delta": DELTA,
         "nominal_coverage": 1 - DELTA,
         "n_permutations": N_PERMUTATIONS,
-        "note": ("the benchmark uses 50 label permutations per estimate (library default 200) to keep the run "
-                 "short; only bias / lower_permutation depend on it. lower = split bound (default); "
-                 "coverage_permutation_lower uses max(|2p-1|, estimate - radius - bias) instead. Balanced "
-                 "targets (N1 = N0) unless member_share is given."),
+        "note": (
+            "the benchmark uses 50 label permutations per estimate (library default 200) to "
+            "keep the run short; only bias / lower_permutation depend on it. lower = split "
+            "bound (default); coverage_permutation_lower uses max(|2p-1|, estimate - radius - "
+            "bias) instead. Balanced targets (N1 = N0) unless member_share is given."
+        ),
         "draws_main": args.draws,
         "draws_extra": args.extra_draws,
         "simulation_wall_seconds": wall,
         "workers": args.workers,
         "speed": speed,
-        "worst_main_coverage": {"coverage": worst["coverage"], "setting": {k: worst.get(k) for k in ("dist", "mu", "prior", "n", "method")}},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "numpy": np.__version__},
+        "worst_main_coverage": {
+            "coverage": worst["coverage"],
+            "setting": {k: worst.get(k) for k in ("dist", "mu", "prior", "n", "method")},
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "numpy": np.__version__,
+        },
         "results": rows,
     }
     out = ROOT / "benchmarks" / "results" / "mace_coverage.json"

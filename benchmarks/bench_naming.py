@@ -16,7 +16,8 @@ the attack given the largest weight (a copy is named only where copies outnumber
         --n-train 12000 [--cache DIR]
 
 ``--cache DIR`` keeps each gate's scores as ``DIR/<cell>-<seed>-<n_train>.pkl`` and reuses them
-(a rerun with other naming code costs seconds). Results: ``benchmarks/results/naming_<n_train>.json``.
+(a rerun with other naming code costs seconds). Results:
+``benchmarks/results/naming_<n_train>.json``.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_calibration import git_head  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_calibration import git_head
 
 Q = 0.05
 
@@ -51,10 +52,19 @@ def gate_scores(cell: str, seed: int, n_train: int, cache: Path | None) -> dict:
     from privacy_gate import evaluate
 
     rel = make_release("adult", cell, seed, n_train)
-    res = evaluate(train=rel.train, holdout=rel.holdout, reference=rel.reference, synthetic=rel.synthetic,
-                   spec=rel.spec)
-    kept = {"scores": {o.name: o.scores for o in res.outcomes}, "labels": res.targets.labels,
-            "row_ids": res.targets.row_ids, "copied": rel.copied}
+    res = evaluate(
+        train=rel.train,
+        holdout=rel.holdout,
+        reference=rel.reference,
+        synthetic=rel.synthetic,
+        spec=rel.spec,
+    )
+    kept = {
+        "scores": {o.name: o.scores for o in res.outcomes},
+        "labels": res.targets.labels,
+        "row_ids": res.targets.row_ids,
+        "copied": rel.copied,
+    }
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(pickle.dumps(kept))
@@ -75,14 +85,23 @@ def naming_row(kept: dict) -> dict:
     def judged(mask: np.ndarray) -> dict:
         named = row_ids[labels][mask]
         true = int(sum(int(r) in copied for r in named))
-        return {"named": int(named.size), "true": true, "fdp": (named.size - true) / named.size if named.size else 0.0}
+        return {
+            "named": int(named.size),
+            "true": true,
+            "fdp": (named.size - true) / named.size if named.size else 0.0,
+        }
 
     favourite = res.favourite
     s = np.asarray(kept["scores"][favourite], dtype=float)
     median_copy = float(np.median(s[is_copy & labels])) if (is_copy & labels).any() else math.inf
-    return {"copied_tested": int((is_copy & labels).sum()), "weighted": judged(res.records["exposed"].to_numpy()),
-            "equal": judged(equal), "weights": {a: round(w, 4) for a, w in res.weights.items()},
-            "favourite": favourite, "twins_at_copy_median": int(np.sum(s[~labels] >= median_copy))}
+    return {
+        "copied_tested": int((is_copy & labels).sum()),
+        "weighted": judged(res.records["exposed"].to_numpy()),
+        "equal": judged(equal),
+        "weights": {a: round(w, 4) for a, w in res.weights.items()},
+        "favourite": favourite,
+        "twins_at_copy_median": int(np.sum(s[~labels] >= median_copy)),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,23 +117,47 @@ def main(argv: list[str] | None = None) -> None:
     for cell in args.cells:
         for seed in args.seeds:
             t0 = time.perf_counter()
-            row = {"cell": cell, "seed": seed, **naming_row(gate_scores(cell, seed, args.n_train, args.cache))}
+            row = {
+                "cell": cell,
+                "seed": seed,
+                **naming_row(gate_scores(cell, seed, args.n_train, args.cache)),
+            }
             rows.append(row)
             w, e = row["weighted"], row["equal"]
-            print(f"{cell:>14} seed {seed}: {row['copied_tested']:4d} copied targets | weighted named {w['named']:4d} "
-                  f"(FDP {w['fdp']:.3f}) | equal named {e['named']:4d} (FDP {e['fdp']:.3f}) | favourite "
-                  f"{row['favourite']} {row['weights'][row['favourite']]:.2f}, twins at the copies' median "
-                  f"{row['twins_at_copy_median']} | {time.perf_counter() - t0:.0f} s", flush=True)
+            print(
+                f"{cell:>14} seed {seed}: {row['copied_tested']:4d} copied targets | weighted "
+                f"named {w['named']:4d} "
+                f"(FDP {w['fdp']:.3f}) | equal named {e['named']:4d} (FDP {e['fdp']:.3f}) | "
+                "favourite "
+                f"{row['favourite']} {row['weights'][row['favourite']]:.2f}, twins at the copies' "
+                "median "
+                f"{row['twins_at_copy_median']} | {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
     summary = {}
     for cell in args.cells:
         mine = [r for r in rows if r["cell"] == cell]
-        summary[cell] = {k: {"named_any": sum(r[k]["named"] > 0 for r in mine), "gates": len(mine),
-                             "named_mean": float(np.mean([r[k]["named"] for r in mine])),
-                             "fdp_max": float(max(r[k]["fdp"] for r in mine)),
-                             "fdp_mean": float(np.mean([r[k]["fdp"] for r in mine]))} for k in ("weighted", "equal")}
+        summary[cell] = {
+            k: {
+                "named_any": sum(r[k]["named"] > 0 for r in mine),
+                "gates": len(mine),
+                "named_mean": float(np.mean([r[k]["named"] for r in mine])),
+                "fdp_max": float(max(r[k]["fdp"] for r in mine)),
+                "fdp_mean": float(np.mean([r[k]["fdp"] for r in mine])),
+            }
+            for k in ("weighted", "equal")
+        }
         print(cell, summary[cell])
-    record(f"naming_{args.n_train}", {"git": git_head(), "command": " ".join(sys.argv), "q": Q,
-                                     "summary": summary, "rows": rows})
+    record(
+        f"naming_{args.n_train}",
+        {
+            "git": git_head(),
+            "command": " ".join(sys.argv),
+            "q": Q,
+            "summary": summary,
+            "rows": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

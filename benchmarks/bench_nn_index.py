@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_kde_subsample import attack_inputs, auc_se  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_kde_subsample import attack_inputs, auc_se
 
 
 def speed(rows: int, n_targets: int) -> dict:
@@ -52,8 +52,14 @@ def speed(rows: int, n_targets: int) -> dict:
     started = time.perf_counter()
     from privacy_gate.attacks.nn_index import indexed_nearest
 
-    d1, _ = indexed_nearest(T, C, chunk_bytes=DEFAULT_CHUNK_BYTES, exact_search=lambda t, c: redo.append(len(t)) or
-                            distance._nearest_blas(t, c, chunk_bytes=DEFAULT_CHUNK_BYTES))
+    d1, _ = indexed_nearest(
+        T,
+        C,
+        chunk_bytes=DEFAULT_CHUNK_BYTES,
+        exact_search=lambda t, c: (
+            redo.append(len(t)) or distance._nearest_blas(t, c, chunk_bytes=DEFAULT_CHUNK_BYTES)
+        ),
+    )
     out["nearest_index_s"] = round(time.perf_counter() - started, 2)
     out["nearest_speedup"] = round(out["nearest_plain_s"] / out["nearest_index_s"], 2)
     out["nearest_max_abs_diff"] = float(np.abs(d1 - d0).max())
@@ -104,27 +110,58 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
                         seconds = time.perf_counter() - started
                         m = roc_metrics(scores, labels)
                         est = estimate_advantage(scores, labels, n_permutations=0)
-                        rows.append({"share": share, "seed": seed, "mode": mode, "attack": name, "auc": float(m["auc"]),
-                                     "tpr_at_fpr_0.01": float(m["tpr_at_fpr_0.01"]), "mace_lower": float(est.lower),
-                                     "mace_upper": float(est.upper), "auc_se": auc_se(float(m["auc"]), n1, n1),
-                                     "seconds": round(seconds, 2)})
+                        rows.append(
+                            {
+                                "share": share,
+                                "seed": seed,
+                                "mode": mode,
+                                "attack": name,
+                                "auc": float(m["auc"]),
+                                "tpr_at_fpr_0.01": float(m["tpr_at_fpr_0.01"]),
+                                "mace_lower": float(est.lower),
+                                "mace_upper": float(est.upper),
+                                "auc_se": auc_se(float(m["auc"]), n1, n1),
+                                "seconds": round(seconds, 2),
+                            }
+                        )
     finally:
         distance.INDEX_PAIRS, density.FLOAT32_ROWS, distance.SHARE_PAIRS = saved
     table = []
     for share in shares:
         for name in ("domias", "dcr", "dcr_ratio"):
-            ex = {r["seed"]: r for r in rows if (r["share"], r["attack"], r["mode"]) == (share, name, "exact")}
-            fa = {r["seed"]: r for r in rows if (r["share"], r["attack"], r["mode"]) == (share, name, "fast")}
-            diffs = {k: [fa[s][k] - ex[s][k] for s in ex] for k in ("auc", "tpr_at_fpr_0.01", "mace_lower", "mace_upper")}
+            ex = {
+                r["seed"]: r
+                for r in rows
+                if (r["share"], r["attack"], r["mode"]) == (share, name, "exact")
+            }
+            fa = {
+                r["seed"]: r
+                for r in rows
+                if (r["share"], r["attack"], r["mode"]) == (share, name, "fast")
+            }
+            diffs = {
+                k: [fa[s][k] - ex[s][k] for s in ex]
+                for k in ("auc", "tpr_at_fpr_0.01", "mace_lower", "mace_upper")
+            }
             within = sum(abs(fa[s]["auc"] - ex[s]["auc"]) <= ex[s]["auc_se"] for s in ex)
-            table.append({"share": share, "attack": name, "auc_exact": float(np.mean([r["auc"] for r in ex.values()])),
-                          "auc_fast": float(np.mean([r["auc"] for r in fa.values()])),
-                          **{f"max_abs_diff_{k}": float(np.max(np.abs(v))) for k, v in diffs.items()},
-                          "mace_exact": [float(np.mean([r["mace_lower"] for r in ex.values()])),
-                                         float(np.mean([r["mace_upper"] for r in ex.values()]))],
-                          "mace_fast": [float(np.mean([r["mace_lower"] for r in fa.values()])),
-                                        float(np.mean([r["mace_upper"] for r in fa.values()]))],
-                          "auc_within_se": f"{within}/{len(ex)}"})
+            table.append(
+                {
+                    "share": share,
+                    "attack": name,
+                    "auc_exact": float(np.mean([r["auc"] for r in ex.values()])),
+                    "auc_fast": float(np.mean([r["auc"] for r in fa.values()])),
+                    **{f"max_abs_diff_{k}": float(np.max(np.abs(v))) for k, v in diffs.items()},
+                    "mace_exact": [
+                        float(np.mean([r["mace_lower"] for r in ex.values()])),
+                        float(np.mean([r["mace_upper"] for r in ex.values()])),
+                    ],
+                    "mace_fast": [
+                        float(np.mean([r["mace_lower"] for r in fa.values()])),
+                        float(np.mean([r["mace_upper"] for r in fa.values()])),
+                    ],
+                    "auc_within_se": f"{within}/{len(ex)}",
+                }
+            )
     return table, rows
 
 
@@ -140,20 +177,32 @@ def main() -> None:
     if not args.skip_speed:
         s = speed(args.rows, args.targets)
         result["speed"] = s
-        print(f"nearest record, {s['targets']:,} targets x {s['candidates']:,} rows x {s['dims']} dims: plain "
-              f"{s['nearest_plain_s']} s, index {s['nearest_index_s']} s ({s['nearest_speedup']}x); max |diff| "
-              f"{s['nearest_max_abs_diff']:.1e}; exact fallback for {s['nearest_exact_fallback_targets']} targets")
-        print(f"KDE: float64 {s['kde_float64_s']} s, float32 {s['kde_float32_s']} s ({s['kde_speedup']}x); log-density "
-              f"|diff| max {s['kde_max_abs_diff']:.1e}, median {s['kde_median_abs_diff']:.1e}; Spearman {s['kde_spearman']:.10f}")
+        print(
+            f"nearest record, {s['targets']:,} targets x {s['candidates']:,} rows x {s['dims']} "
+            "dims: plain "
+            f"{s['nearest_plain_s']} s, index {s['nearest_index_s']} s ({s['nearest_speedup']}x); "
+            "max |diff| "
+            f"{s['nearest_max_abs_diff']:.1e}; exact fallback for "
+            f"{s['nearest_exact_fallback_targets']} targets"
+        )
+        print(
+            f"KDE: float64 {s['kde_float64_s']} s, float32 {s['kde_float32_s']} s "
+            f"({s['kde_speedup']}x); log-density |diff| max {s['kde_max_abs_diff']:.1e}, median "
+            f"{s['kde_median_abs_diff']:.1e}; Spearman {s['kde_spearman']:.10f}"
+        )
     table, rows = agreement(args.seeds, args.shares)
     result["agreement"], result["runs"] = table, rows
-    print(f"{'share':>6} {'attack':>10} {'AUC exact':>10} {'AUC fast':>10} {'max|dAUC|':>10} {'max|dTPR1%|':>12} "
-          f"{'MACE exact':>16} {'MACE fast':>16} {'within SE':>9}")
+    print(
+        f"{'share':>6} {'attack':>10} {'AUC exact':>10} {'AUC fast':>10} {'max|dAUC|':>10} "
+        f"{'max|dTPR1%|':>12} {'MACE exact':>16} {'MACE fast':>16} {'within SE':>9}"
+    )
     for r in table:
-        print(f"{r['share']:>6} {r['attack']:>10} {r['auc_exact']:>10.4f} {r['auc_fast']:>10.4f} "
-              f"{r['max_abs_diff_auc']:>10.1e} {r['max_abs_diff_tpr_at_fpr_0.01']:>12.1e} "
-              f"[{r['mace_exact'][0]:.3f}, {r['mace_exact'][1]:.3f}] [{r['mace_fast'][0]:.3f}, {r['mace_fast'][1]:.3f}] "
-              f"{r['auc_within_se']:>9}")
+        print(
+            f"{r['share']:>6} {r['attack']:>10} {r['auc_exact']:>10.4f} {r['auc_fast']:>10.4f} "
+            f"{r['max_abs_diff_auc']:>10.1e} {r['max_abs_diff_tpr_at_fpr_0.01']:>12.1e} "
+            f"[{r['mace_exact'][0]:.3f}, {r['mace_exact'][1]:.3f}] [{r['mace_fast'][0]:.3f}, "
+            f"{r['mace_fast'][1]:.3f}] {r['auc_within_se']:>9}"
+        )
     record("nn_index", result)
 
 

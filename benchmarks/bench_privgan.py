@@ -26,41 +26,56 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
-from privacy_gate import evaluate  # noqa: E402
-from privacy_gate.config import load_spec  # noqa: E402
-from privacy_gate.data import conform, read_table  # noqa: E402
-from privacy_gate.estimators.metrics import roc_metrics  # noqa: E402
-from privacy_gate.generators import create_generator  # noqa: E402
-from privacy_gate.names import STRONGEST  # noqa: E402
+from benchmarks._common import ROOT, record
+from privacy_gate import evaluate
+from privacy_gate.config import load_spec
+from privacy_gate.data import conform, read_table
+from privacy_gate.estimators.metrics import roc_metrics
+from privacy_gate.generators import create_generator
+from privacy_gate.names import STRONGEST
 
-SETTINGS = [("gan", {})] + [("privgan", {"n_generators": n, "privacy_weight": lam})
-                            for n in (2, 4) for lam in (0.1, 1.0, 10.0)]
+SETTINGS = [("gan", {})] + [
+    ("privgan", {"n_generators": n, "privacy_weight": lam})
+    for n in (2, 4)
+    for lam in (0.1, 1.0, 10.0)
+]
 
 
-def one(seed: int, name: str, params: dict, *, rows: int, epochs: int, data: pd.DataFrame, spec) -> dict:
+def one(
+    seed: int, name: str, params: dict, *, rows: int, epochs: int, data: pd.DataFrame, spec
+) -> dict:
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(data))
-    train, holdout = data.iloc[order[:rows]], data.iloc[order[rows:2 * rows]]
-    reference = data.iloc[order[2 * rows:2 * rows + 2000]]
+    train, holdout = data.iloc[order[:rows]], data.iloc[order[rows : 2 * rows]]
+    reference = data.iloc[order[2 * rows : 2 * rows + 2000]]
     start = time.perf_counter()
-    gen = create_generator(name, seed=seed, epochs=epochs, log_every=10**6, **params).fit(train, spec,
-                                                                                     reference=reference)
+    gen = create_generator(name, seed=seed, epochs=epochs, log_every=10**6, **params).fit(
+        train, spec, reference=reference
+    )
     fit_seconds = time.perf_counter() - start
     synthetic = gen.sample(rows, seed=seed + 1)
-    result = evaluate(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec)
+    result = evaluate(
+        train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec
+    )
     m = result.metrics
     strongest = result.strongest.get("auc")
     white = np.concatenate([gen.discriminator_scores(train), gen.discriminator_scores(holdout)])
     labels = np.concatenate([np.ones(len(train)), np.zeros(len(holdout))])
-    return {"generator": name, **params, "seed": seed, "fit_seconds": round(fit_seconds, 1),
-            "decision": result.decision, "strongest_attack": strongest,
-            "auc": round(m[f"{STRONGEST}.auc"], 4), "tpr_at_fpr_0.01": round(m[f"{STRONGEST}.tpr_at_fpr_0.01"], 4),
-            "mace_lower": round(m.get(f"{strongest}.mace.advantage_lower", float("nan")), 4),
-            "mace_upper": round(m.get(f"{strongest}.mace.advantage_upper", float("nan")), 4),
-            "utility_quality": round(m.get("utility.quality", float("nan")), 4),
-            "white_box_auc": round(roc_metrics(white, labels)["auc"], 4),
-            "privacy_pretrain_accuracy": gen.privacy_pretrain_accuracy_}
+    return {
+        "generator": name,
+        **params,
+        "seed": seed,
+        "fit_seconds": round(fit_seconds, 1),
+        "decision": result.decision,
+        "strongest_attack": strongest,
+        "auc": round(m[f"{STRONGEST}.auc"], 4),
+        "tpr_at_fpr_0.01": round(m[f"{STRONGEST}.tpr_at_fpr_0.01"], 4),
+        "mace_lower": round(m.get(f"{strongest}.mace.advantage_lower", float("nan")), 4),
+        "mace_upper": round(m.get(f"{strongest}.mace.advantage_upper", float("nan")), 4),
+        "utility_quality": round(m.get("utility.quality", float("nan")), 4),
+        "white_box_auc": round(roc_metrics(white, labels)["auc"], 4),
+        "privacy_pretrain_accuracy": gen.privacy_pretrain_accuracy_,
+    }
 
 
 def main() -> None:
@@ -77,18 +92,41 @@ def main() -> None:
         for seed in range(args.seeds):
             r = one(seed, name, params, rows=args.rows, epochs=args.epochs, data=data, spec=spec)
             rows.append(r)
-            print(f"{name:8s} N={params.get('n_generators', 1)} lambda={params.get('privacy_weight', 0):<4} "
-                  f"seed {seed}: {r['decision']:7s} AUC {r['auc']:.3f} ({r['strongest_attack']}) "
-                  f"MACE [{r['mace_lower']:.3f}, {r['mace_upper']:.3f}] white-box AUC {r['white_box_auc']:.3f} "
-                  f"quality {r['utility_quality']:.3f} fit {r['fit_seconds']:.0f} s", flush=True)
-    table = (pd.DataFrame(rows).fillna({"n_generators": 1, "privacy_weight": 0.0})
-             .groupby(["generator", "n_generators", "privacy_weight"], sort=False)
-             [["auc", "tpr_at_fpr_0.01", "mace_lower", "mace_upper", "white_box_auc", "utility_quality",
-               "fit_seconds"]].agg(["mean", "std"]).round(4))
+            print(
+                f"{name:8s} N={params.get('n_generators', 1)} "
+                f"lambda={params.get('privacy_weight', 0):<4} seed {seed}: {r['decision']:7s} "
+                f"AUC {r['auc']:.3f} ({r['strongest_attack']}) MACE [{r['mace_lower']:.3f}, "
+                f"{r['mace_upper']:.3f}] white-box AUC {r['white_box_auc']:.3f} quality "
+                f"{r['utility_quality']:.3f} fit {r['fit_seconds']:.0f} s",
+                flush=True,
+            )
+    table = (
+        pd.DataFrame(rows)
+        .fillna({"n_generators": 1, "privacy_weight": 0.0})
+        .groupby(["generator", "n_generators", "privacy_weight"], sort=False)[
+            [
+                "auc",
+                "tpr_at_fpr_0.01",
+                "mace_lower",
+                "mace_upper",
+                "white_box_auc",
+                "utility_quality",
+                "fit_seconds",
+            ]
+        ]
+        .agg(["mean", "std"])
+        .round(4)
+    )
     print(table.to_string())
-    summary = [{"generator": g, "n_generators": int(n), "privacy_weight": float(lam),
-                **{f"{col}_{stat}": float(v) for (col, stat), v in row.items()}}
-               for (g, n, lam), row in table.iterrows()]
+    summary = [
+        {
+            "generator": g,
+            "n_generators": int(n),
+            "privacy_weight": float(lam),
+            **{f"{col}_{stat}": float(v) for (col, stat), v in row.items()},
+        }
+        for (g, n, lam), row in table.iterrows()
+    ]
     record("privgan_adult", {"settings": vars(args), "runs": rows, "summary": summary})
 
 

@@ -1,13 +1,13 @@
-"""What recording a verdict costs and logs: ``MlflowSink.record_verdict`` of this checkout against an
-earlier commit's (default ``03c329b``, where every figure was an MLflow metric), on the golden
-``gate_only`` verdict (742 figures, 5 attacks), side by side, alternating, ``--repeats`` runs each in a
-fresh process and a fresh sqlite store.
+"""What recording a verdict costs and logs: ``MlflowSink.record_verdict`` of this checkout against
+an earlier commit's (default ``03c329b``, where every figure was an MLflow metric), on the golden
+``gate_only`` verdict (742 figures, 5 attacks), side by side, alternating, ``--repeats`` runs each
+in a fresh process and a fresh sqlite store.
 
-Each run first writes what a gate run holds before its verdict (a subgroup audit, per-record scores),
-since the verdict's seal hashes every artifact; the stage timings are a gate-only run's (20 stages and
-attacks). Prints and records the wall time, the MLflow metrics the run got and its longest key.
-``python benchmarks/bench_record_verdict.py [--repeats 5] [--baseline COMMIT]``; results in
-``benchmarks/results/record_verdict_lean.json``.
+Each run first writes what a gate run holds before its verdict (a subgroup audit, per-record
+scores), since the verdict's seal hashes every artifact; the stage timings are a gate-only run's (20
+stages and attacks). Prints and records the wall time, the MLflow metrics the run got and its
+longest key. ``python benchmarks/bench_record_verdict.py [--repeats 5] [--baseline COMMIT]``;
+results in ``benchmarks/results/record_verdict_lean.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
+from benchmarks._common import ROOT, record
 
 #: Run inside each checkout: one record_verdict on a fresh run of a fresh store.
 CHILD = r"""
@@ -55,15 +55,23 @@ with tempfile.TemporaryDirectory() as tmp:
     logged = tracker.client.get_run(sink.run_id).data.metrics
 print(json.dumps({"seconds": seconds, "metrics": len(logged), "longest_key": max(map(len, logged)),
                   "file": privacy_gate.__file__}))
-"""
+"""  # noqa: E501 - a script for a child process, kept as one would type it
 
 
 def _run(checkout: Path, golden: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout), "MLFLOW_DISABLE_TELEMETRY": "true"}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(golden)], cwd=checkout, env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(golden)],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["file"].startswith(str(checkout)), result["file"]  # the checkout's code ran, not another
+    assert result["file"].startswith(str(checkout)), result[
+        "file"
+    ]  # the checkout's code ran, not another
     return result
 
 
@@ -73,26 +81,43 @@ def main() -> None:
     parser.add_argument("--baseline", default="03c329b")
     args = parser.parse_args()
     golden = ROOT / "tests" / "golden" / "verdicts.json"
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "baseline"
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), args.baseline], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), args.baseline],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         try:
             runs: dict[str, list[dict]] = {"baseline": [], "lean": []}
             for i in range(args.repeats):
                 for name, checkout in (("baseline", base), ("lean", ROOT)):
                     r = _run(checkout, golden)
                     runs[name].append(r)
-                    print(f"[{i + 1}/{args.repeats}] {name:<8} {r['seconds']:6.3f} s  {r['metrics']} metrics, "
-                          f"longest key {r['longest_key']}", flush=True)
+                    print(
+                        f"[{i + 1}/{args.repeats}] {name:<8} {r['seconds']:6.3f} s  {r['metrics']} "
+                        "metrics, "
+                        f"longest key {r['longest_key']}",
+                        flush=True,
+                    )
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True
+            )
     med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
-    print(f"median record_verdict: baseline {med['baseline']:.3f} s ({runs['baseline'][0]['metrics']} metrics), "
-          f"lean {med['lean']:.3f} s ({runs['lean'][0]['metrics']} metrics)")
-    record("record_verdict_lean", {"commit": head, "baseline_commit": args.baseline, "runs": runs,
-                                   "median_seconds": med})
+    print(
+        f"median record_verdict: baseline {med['baseline']:.3f} s "
+        f"({runs['baseline'][0]['metrics']} metrics), "
+        f"lean {med['lean']:.3f} s ({runs['lean'][0]['metrics']} metrics)"
+    )
+    record(
+        "record_verdict_lean",
+        {"commit": head, "baseline_commit": args.baseline, "runs": runs, "median_seconds": med},
+    )
 
 
 if __name__ == "__main__":

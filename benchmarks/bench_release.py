@@ -15,8 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-for k, v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
-             ("PREFECT_SERVER_ANALYTICS_ENABLED", "false")):
+for k, v in (
+    ("MLFLOW_DISABLE_TELEMETRY", "true"),
+    ("DO_NOT_TRACK", "true"),
+    ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+):
     os.environ.setdefault(k, v)
 
 from _common import ROOT, record  # noqa: E402
@@ -37,23 +40,33 @@ def main() -> None:
         wall = time.perf_counter() - start
     timings = result.timings
     # per-attack timings ("attack.<name>") overlap inside the concurrent "attacks" stage
-    gate = sum(v for k, v in timings.items() if k not in BEFORE_GATE and not k.startswith("attack."))
+    gate = sum(
+        v for k, v in timings.items() if k not in BEFORE_GATE and not k.startswith("attack.")
+    )
     verdict = result.verdict.to_dict()
     payload = {
         "benchmark": "release flow on the bundled Adult data (demo settings)",
-        "config": str(Path(args.config).relative_to(ROOT)) if args.config.startswith(str(ROOT)) else args.config,
+        "config": str(Path(args.config).relative_to(ROOT))
+        if args.config.startswith(str(ROOT))
+        else args.config,
         "stage_seconds": {k: round(v, 3) for k, v in timings.items()},
         "gate_seconds_after_sampling": round(gate, 3),
         "gate_goal_seconds": 120,
         "flow_wall_seconds_incl_prefect_and_mlflow_setup": round(wall, 3),
         "verdict": verdict["verdict"],
-        "metrics": {k: round(v, 4) for k, v in verdict["metrics"].items()
-                    if k.split(".")[-1] in ("auc", "tpr_at_fpr_0.01", "advantage", "quality")},
+        "metrics": {
+            k: round(v, 4)
+            for k, v in verdict["metrics"].items()
+            if k.split(".")[-1] in ("auc", "tpr_at_fpr_0.01", "advantage", "quality")
+        },
     }
     print(f"{'stage':<28}{'seconds':>10}")
     for k, v in timings.items():
         print(f"{k:<28}{v:>10.2f}")
-    print(f"{'gate (after sampling)':<28}{gate:>10.2f}   goal < 120 s -> {'OK' if gate < 120 else 'MISSED'}")
+    print(
+        f"{'gate (after sampling)':<28}{gate:>10.2f}   goal < 120 s -> "
+        f"{'OK' if gate < 120 else 'MISSED'}"
+    )
     print(f"{'flow wall time':<28}{wall:>10.2f}")
     print(f"verdict: {verdict['verdict']}")
     record("release_adult", payload)

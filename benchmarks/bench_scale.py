@@ -33,12 +33,12 @@ import resource
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT, record  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, record
 
 SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 #: Adult-like rows: numeric jitter in standard deviations, and the chance that a categorical value
@@ -70,7 +70,9 @@ def adult_like(rows: int, seed: int):
             out[name] = out[name] + rng.normal(0, JITTER * sd, size=rows)
         else:  # a share of each categorical redrawn from its marginal
             redraw = rng.random(rows) < REDRAW
-            out.loc[redraw, name] = adult[name].sample(int(redraw.sum()), replace=True, random_state=rng).to_numpy()
+            out.loc[redraw, name] = (
+                adult[name].sample(int(redraw.sum()), replace=True, random_state=rng).to_numpy()
+            )
     return spec, clip_to_spec(out, spec)
 
 
@@ -86,7 +88,9 @@ def noisy_copies(release, train, spec, *, share: float, noise: float, seed: int)
     rng = np.random.default_rng(seed + 17)
     numeric = [name for name, col in spec.columns.items() if col.is_numeric]
     k = int(round(share * len(release)))
-    copies = noisy_rows(train.iloc[rng.choice(len(train), size=k, replace=False)], train, numeric, noise, rng)
+    copies = noisy_rows(
+        train.iloc[rng.choice(len(train), size=k, replace=False)], train, numeric, noise, rng
+    )
     out = release.astype({c: float for c in numeric})
     out.iloc[rng.choice(len(release), size=k, replace=False)] = copies.to_numpy()
     return clip_to_spec(out, spec)
@@ -95,8 +99,11 @@ def noisy_copies(release, train, spec, *, share: float, noise: float, seed: int)
 def _data(rows: int, seed: int, release_kind: str, share: float):
     spec, table = adult_like(rows, seed)
     n_train, n_hold = int(0.6 * rows), int(0.2 * rows)
-    splits = {"train": table.iloc[:n_train], "holdout": table.iloc[n_train:n_train + n_hold],
-              "reference": table.iloc[n_train + n_hold:]}
+    splits = {
+        "train": table.iloc[:n_train],
+        "holdout": table.iloc[n_train : n_train + n_hold],
+        "reference": table.iloc[n_train + n_hold :],
+    }
     _, release = adult_like(n_train, seed + 1)
     if release_kind == "noisy-copies":
         release = noisy_copies(release, splits["train"], spec, share=share, noise=0.05, seed=seed)
@@ -106,17 +113,27 @@ def _data(rows: int, seed: int, release_kind: str, share: float):
 def _outcome(verdict: dict) -> dict:
     """The recorded figures of a verdict (``Verdict.to_dict()`` or the CLI's ``--json`` line)."""
     m = verdict.get("metrics", {})
-    return {"decision": verdict.get("verdict"), "targets_per_class": int(m.get("domias.n_non_members", 0)),
-            "strongest_auc": round(m.get("strongest.auc", float("nan")), 4),
-            "exposed_share_lower": round(m.get("exposed.share_lower", float("nan")), 4),
-            "reasons": [r.get("message") for r in verdict.get("reasons", [])][:6]}
+    return {
+        "decision": verdict.get("verdict"),
+        "targets_per_class": int(m.get("domias.n_non_members", 0)),
+        "strongest_auc": round(m.get("strongest.auc", float("nan")), 4),
+        "exposed_share_lower": round(m.get("exposed.share_lower", float("nan")), 4),
+        "reasons": [r.get("message") for r in verdict.get("reasons", [])][:6],
+    }
 
 
 def _peak_gb(who) -> float:
     return round(resource.getrusage(who).ru_maxrss / 1024**2, 2)
 
 
-def child(rows: int, seed: int, *, path: str = "library", release_kind: str = "independent", share: float = 0.05) -> dict:
+def child(
+    rows: int,
+    seed: int,
+    *,
+    path: str = "library",
+    release_kind: str = "independent",
+    share: float = 0.05,
+) -> dict:
     """One size in this process: build the data, run the gate, report stage times.
 
     ``path``: ``library`` (``evaluate`` in this process), ``cli`` (``privacy-gate gate`` on
@@ -129,47 +146,85 @@ def child(rows: int, seed: int, *, path: str = "library", release_kind: str = "i
     started = time.perf_counter()
     spec, table, splits, release = _data(rows, seed, release_kind, share)
     data_seconds = time.perf_counter() - started
-    base = {"rows": rows, "path": path, "release": release_kind, "share": share if release_kind != "independent" else 0.0}
+    base = {
+        "rows": rows,
+        "path": path,
+        "release": release_kind,
+        "share": share if release_kind != "independent" else 0.0,
+    }
     if path == "library":
         from privacy_gate import evaluate
 
         started = time.perf_counter()
         result = evaluate(**splits, synthetic=release, spec=spec)
         gate_seconds = time.perf_counter() - started
-        return {**base, "data_seconds": round(data_seconds, 1), "gate_seconds": round(gate_seconds, 1),
-                "stages": {k: round(v, 2) for k, v in result.timings.items()},
-                **_outcome(result.verdict.to_dict()), "peak_rss_gb": _peak_gb(resource.RUSAGE_SELF)}
+        return {
+            **base,
+            "data_seconds": round(data_seconds, 1),
+            "gate_seconds": round(gate_seconds, 1),
+            "stages": {k: round(v, 2) for k, v in result.timings.items()},
+            **_outcome(result.verdict.to_dict()),
+            "peak_rss_gb": _peak_gb(resource.RUSAGE_SELF),
+        }
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         tmp = Path(tmp)
         started = time.perf_counter()
         if path == "cli":
-            files = {k: tmp / f"{k}.parquet" for k in ("train", "holdout", "reference", "synthetic")}
+            files = {
+                k: tmp / f"{k}.parquet" for k in ("train", "holdout", "reference", "synthetic")
+            }
             for k, df in {**splits, "synthetic": release}.items():
                 df.to_parquet(files[k], index=False)
-            cmd = ["gate", *[x for k, f in files.items() for x in (f"--{k}", str(f))],
-                   "--spec", str(ROOT / "examples" / "adult.yaml")]
+            cmd = [
+                "gate",
+                *[x for k, f in files.items() for x in (f"--{k}", str(f))],
+                "--spec",
+                str(ROOT / "examples" / "adult.yaml"),
+            ]
         else:
             data = tmp / "table.parquet"
             table.to_parquet(data, index=False)
             config = tmp / "release.yaml"
-            config.write_text(f"dataset:\n  path: {data}\n  spec: {ROOT / 'examples' / 'adult.yaml'}\n"
-                              "generator: {name: mst, epsilon: 1.0, delta: 1.0e-9}\n"
-                              "split: {train: 0.6, holdout: 0.2, reference: 0.2, seed: 0}\n")
+            config.write_text(
+                f"dataset:\n  path: {data}\n  spec: {ROOT / 'examples' / 'adult.yaml'}\n"
+                "generator: {name: mst, epsilon: 1.0, delta: 1.0e-9}\n"
+                "split: {train: 0.6, holdout: 0.2, reference: 0.2, seed: 0}\n"
+            )
             cmd = ["run", str(config)]
         write_seconds = time.perf_counter() - started
         del table, splits, release
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "privacy_gate.cli", *cmd, "--workdir", str(tmp / "work"),
-                              "--orchestrator", "local", "--json"], capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "privacy_gate.cli",
+                *cmd,
+                "--workdir",
+                str(tmp / "work"),
+                "--orchestrator",
+                "local",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+        )
         gate_seconds = time.perf_counter() - started
     if out.returncode not in (0, 1, 3) or not out.stdout.strip():
-        raise RuntimeError(f"privacy-gate {cmd[0]} failed ({out.returncode}): {out.stderr.strip()[-800:]}")
+        raise RuntimeError(
+            f"privacy-gate {cmd[0]} failed ({out.returncode}): {out.stderr.strip()[-800:]}"
+        )
     stages = {m.group(1): float(m.group(2)) for m in STAGE_DONE.finditer(out.stderr + out.stdout)}
-    return {**base, "data_seconds": round(data_seconds + write_seconds, 1), "gate_seconds": round(gate_seconds, 1),
-            "stages": stages, **_outcome(json.loads(out.stdout.strip().splitlines()[-1])),
-            "peak_rss_gb": _peak_gb(resource.RUSAGE_CHILDREN)}
+    return {
+        **base,
+        "data_seconds": round(data_seconds + write_seconds, 1),
+        "gate_seconds": round(gate_seconds, 1),
+        "stages": stages,
+        **_outcome(json.loads(out.stdout.strip().splitlines()[-1])),
+        "peak_rss_gb": _peak_gb(resource.RUSAGE_CHILDREN),
+    }
 
 
 def main() -> None:
@@ -177,28 +232,74 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per size")
-    ap.add_argument("--fresh", action="store_true", help="drop the sizes recorded by earlier invocations")
-    ap.add_argument("--path", choices=["library", "cli", "release"], default="library",
-                    help="library: evaluate() in process; cli: 'privacy-gate gate' on Parquet files; "
-                         "release: 'privacy-gate run' with MST on the whole table")
-    ap.add_argument("--release", choices=["independent", "noisy-copies"], default="independent",
-                    help="the candidate release: an independent draw, or one with --share noisy copies of training rows")
-    ap.add_argument("--share", type=float, default=0.05, help="share of noisy copies (--release noisy-copies)")
+    ap.add_argument(
+        "--fresh", action="store_true", help="drop the sizes recorded by earlier invocations"
+    )
+    ap.add_argument(
+        "--path",
+        choices=["library", "cli", "release"],
+        default="library",
+        help="library: evaluate() in process; cli: 'privacy-gate gate' on Parquet files; "
+        "release: 'privacy-gate run' with MST on the whole table",
+    )
+    ap.add_argument(
+        "--release",
+        choices=["independent", "noisy-copies"],
+        default="independent",
+        help="the candidate release: an independent draw, or one with --share noisy copies of "
+        "training rows",
+    )
+    ap.add_argument(
+        "--share", type=float, default=0.05, help="share of noisy copies (--release noisy-copies)"
+    )
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.path == "release" and args.release != "independent":
-        ap.error("--path release generates its own release with MST; --release applies to library and cli")
+        ap.error(
+            "--path release generates its own release with MST; --release applies to library and "
+            "cli"
+        )
     if args.child:
-        print(json.dumps(child(args.child, args.seed, path=args.path, release_kind=args.release, share=args.share)))
+        print(
+            json.dumps(
+                child(
+                    args.child,
+                    args.seed,
+                    path=args.path,
+                    release_kind=args.release,
+                    share=args.share,
+                )
+            )
+        )
         return
-    variant = "" if (args.path, args.release) == ("library", "independent") else f"_{args.path}_{args.release.replace('-', '_')}"
+    variant = (
+        ""
+        if (args.path, args.release) == ("library", "independent")
+        else f"_{args.path}_{args.release.replace('-', '_')}"
+    )
     rows = []
     for n in args.sizes:
         started = time.perf_counter()
         try:
-            out = subprocess.run([sys.executable, __file__, "--child", str(n), "--seed", str(args.seed), "--path", args.path,
-                                  "--release", args.release, "--share", str(args.share)],
-                                 capture_output=True, text=True, timeout=args.timeout)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    str(n),
+                    "--seed",
+                    str(args.seed),
+                    "--path",
+                    args.path,
+                    "--release",
+                    args.release,
+                    "--share",
+                    str(args.share),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+            )
         except subprocess.TimeoutExpired:
             rows.append({"rows": n, "error": f"did not finish within {args.timeout:.0f} s"})
             print(f"{n:>9,} rows: did not finish within {args.timeout:.0f} s", flush=True)
@@ -209,12 +310,15 @@ def main() -> None:
             break
         r = json.loads(out.stdout.strip().splitlines()[-1])
         r["wall_seconds"] = round(time.perf_counter() - started, 1)
-        r["measured"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        r["measured"] = datetime.now(UTC).isoformat(timespec="seconds")
         rows.append(r)
         slow = sorted(r["stages"].items(), key=lambda kv: -kv[1])[:4]
-        print(f"{n:>9,} rows: gate {r['gate_seconds']:7.1f} s  peak {r['peak_rss_gb']:.2f} GB  {r['decision']}  "
-              f"targets/class {r['targets_per_class']}  slowest: "
-              + ", ".join(f"{k} {v:.1f}s" for k, v in slow), flush=True)
+        print(
+            f"{n:>9,} rows: gate {r['gate_seconds']:7.1f} s  peak {r['peak_rss_gb']:.2f} GB  "
+            f"{r['decision']}  targets/class {r['targets_per_class']}  slowest: "
+            + ", ".join(f"{k} {v:.1f}s" for k, v in slow),
+            flush=True,
+        )
         if r["decision"] != "APPROVE":
             print("           reasons: " + "; ".join(r["reasons"]), flush=True)
     # sizes measured in earlier invocations are kept (each row carries when it was measured), so
@@ -223,7 +327,10 @@ def main() -> None:
     if previous.exists() and not args.fresh:
         old = json.loads(previous.read_text())
         measured = {r["rows"] for r in rows}
-        rows = sorted([r for r in old.get("runs", []) if r["rows"] not in measured] + rows, key=lambda r: r["rows"])
+        rows = sorted(
+            [r for r in old.get("runs", []) if r["rows"] not in measured] + rows,
+            key=lambda r: r["rows"],
+        )
     done = [r for r in rows if "gate_seconds" in r]
     slope = None
     if len(done) >= 2:

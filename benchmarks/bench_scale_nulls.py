@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import record  # noqa: E402
-from benchmarks.bench_scale import _data  # noqa: E402
+from benchmarks._common import record
+from benchmarks.bench_scale import _data
 
 
 def main() -> None:
@@ -40,11 +40,22 @@ def main() -> None:
         result = evaluate(**splits, synthetic=release, spec=spec)
         m = result.metrics
         p, group = min((v, k) for k, v in m.items() if k.endswith("membership_test.p_adjusted"))
-        runs.append({"seed": seed, "decision": result.decision, "strongest_auc": round(m["strongest.auc"], 4),
-                     "min_p_adjusted": p, "group": group.split("/membership_test")[0],
-                     "reasons": [c.message for c in result.verdict.reasons][:4]})
-        print(f"seed {seed:>3}: {result.decision:<7} strongest AUC {m['strongest.auc']:.4f}  smallest adjusted "
-              f"subgroup p {p:.3g} ({runs[-1]['group']})", flush=True)
+        runs.append(
+            {
+                "seed": seed,
+                "decision": result.decision,
+                "strongest_auc": round(m["strongest.auc"], 4),
+                "min_p_adjusted": p,
+                "group": group.split("/membership_test")[0],
+                "reasons": [c.message for c in result.verdict.reasons][:4],
+            }
+        )
+        print(
+            f"seed {seed:>3}: {result.decision:<7} strongest AUC {m['strongest.auc']:.4f}  "
+            "smallest adjusted "
+            f"subgroup p {p:.3g} ({runs[-1]['group']})",
+            flush=True,
+        )
     approved = sum(r["decision"] == "APPROVE" for r in runs)
     print(f"{approved} of {len(runs)} independent releases approved")
     record(f"scale_nulls_{args.rows}", {"settings": vars(args), "approved": approved, "runs": runs})

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import ROOT, record  # noqa: E402
+from benchmarks._common import ROOT, record
 
 DONE = re.compile(r"done in ([0-9.]+) s")
 
@@ -34,28 +34,51 @@ def write_data(folder: Path, n_train: int, seed: int = 0) -> dict[str, Path]:
 
     adult = pd.read_csv(ROOT / "data" / "adult" / "adult.csv.gz")
     order = np.random.default_rng(seed).permutation(len(adult))
-    sizes = {"train": n_train, "holdout": n_train // 2, "reference": n_train // 2, "synthetic": n_train}
+    sizes = {
+        "train": n_train,
+        "holdout": n_train // 2,
+        "reference": n_train // 2,
+        "synthetic": n_train,
+    }
     paths, start = {}, 0
     for name, n in sizes.items():
         paths[name] = folder / f"{name}.csv"
-        adult.iloc[order[start:start + n]].to_csv(paths[name], index=False)
+        adult.iloc[order[start : start + n]].to_csv(paths[name], index=False)
         start += n
     return paths
 
 
 def run_cli(paths: dict[str, Path], workdir: Path, orchestrator: str) -> dict:
-    cmd = [sys.executable, "-m", "privacy_gate.cli", "gate", *[x for k in ("train", "holdout", "reference",
-                                                                          "synthetic")
-                                                                for x in (f"--{k}", str(paths[k]))],
-           "--spec", str(ROOT / "examples" / "adult.yaml"), "--workdir", str(workdir), "--orchestrator", orchestrator]
+    cmd = [
+        sys.executable,
+        "-m",
+        "privacy_gate.cli",
+        "gate",
+        *[
+            x
+            for k in ("train", "holdout", "reference", "synthetic")
+            for x in (f"--{k}", str(paths[k]))
+        ],
+        "--spec",
+        str(ROOT / "examples" / "adult.yaml"),
+        "--workdir",
+        str(workdir),
+        "--orchestrator",
+        orchestrator,
+    ]
     started = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - started
     stages = sum(float(m) for m in DONE.findall(out.stderr + out.stdout))
     verdict = re.search(r"VERDICT: (\w+)", out.stdout + out.stderr)
-    return {"orchestrator": orchestrator, "wall_seconds": round(wall, 2), "stage_seconds": round(stages, 2),
-            "ratio": round(wall / stages, 2) if stages else None, "exit_code": out.returncode,
-            "verdict": verdict.group(1) if verdict else None}
+    return {
+        "orchestrator": orchestrator,
+        "wall_seconds": round(wall, 2),
+        "stage_seconds": round(stages, 2),
+        "ratio": round(wall / stages, 2) if stages else None,
+        "exit_code": out.returncode,
+        "verdict": verdict.group(1) if verdict else None,
+    }
 
 
 def main() -> None:
@@ -66,18 +89,26 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_data(Path(tmp), args.train)
-        for label, orchestrator, fresh in (("local, fresh workdir", "local", True),
-                                           ("local, existing workdir", "local", False),
-                                           ("prefect (temporary server)", "prefect", True)):
+        for label, orchestrator, fresh in (
+            ("local, fresh workdir", "local", True),
+            ("local, existing workdir", "local", False),
+            ("prefect (temporary server)", "prefect", True),
+        ):
             runs = []
             for k in range(args.repeat):
                 wd = Path(tmp) / (f"wd-{orchestrator}-{k}" if fresh else "wd-shared")
                 runs.append(run_cli(paths, wd, orchestrator))
             best = min(runs, key=lambda r: r["wall_seconds"])
             rows.append({"setting": label, **best, "all_walls": [r["wall_seconds"] for r in runs]})
-            print(f"{label:<28} wall {best['wall_seconds']:6.1f} s  stages {best['stage_seconds']:5.1f} s  "
-                  f"ratio {best['ratio']}  {best['verdict']}", flush=True)
-    record("small_gate", {"settings": vars(args), "runs": rows, "goal": "wall <= 2 x sum of stages"})
+            print(
+                f"{label:<28} wall {best['wall_seconds']:6.1f} s  stages "
+                f"{best['stage_seconds']:5.1f} s  "
+                f"ratio {best['ratio']}  {best['verdict']}",
+                flush=True,
+            )
+    record(
+        "small_gate", {"settings": vars(args), "runs": rows, "goal": "wall <= 2 x sum of stages"}
+    )
 
 
 if __name__ == "__main__":

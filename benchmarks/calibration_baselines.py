@@ -37,18 +37,30 @@ import pandas as pd
 from benchmarks.calibration_tables import categorical_columns, numeric_columns
 
 SDM_PASS = 0.5
-SDM_SUBSAMPLE = int(os.environ.get("CALIB_SDM_SUBSAMPLE", "2000"))  # bench_calibration --sdm-subsample
+SDM_SUBSAMPLE = int(
+    os.environ.get("CALIB_SDM_SUBSAMPLE", "2000")
+)  # bench_calibration --sdm-subsample
 DCR_QUANTILE = 0.05
 DCR_MARGIN = 0.02
 
 
 def _sdm_metadata(spec) -> dict:
-    return {"columns": {c: {"sdtype": "numerical" if spec.columns[c].is_numeric else "categorical"}
-                        for c in spec.attribute_columns}}
+    return {
+        "columns": {
+            c: {"sdtype": "numerical" if spec.columns[c].is_numeric else "categorical"}
+            for c in spec.attribute_columns
+        }
+    }
 
 
-def sdmetrics_dcr(train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame, synthetic: pd.DataFrame,
-                  spec, seed: int) -> dict:
+def sdmetrics_dcr(
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    reference: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    spec,
+    seed: int,
+) -> dict:
     import warnings
 
     from sdmetrics.single_table import DCRBaselineProtection, DCROverfittingProtection
@@ -63,13 +75,23 @@ def sdmetrics_dcr(train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.Data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         base = DCRBaselineProtection.compute_breakdown(tr, syn, md, None, num_rows_subsample=sub)
-        over = DCROverfittingProtection.compute_breakdown(tr, syn, val, md, None, num_rows_subsample=sub)
+        over = DCROverfittingProtection.compute_breakdown(
+            tr, syn, val, md, None, num_rows_subsample=sub
+        )
     b, o = float(base["score"]), float(over["score"])
-    return {"sdm_baseline": {"score": b, "passed": bool(b >= SDM_PASS),
-                             "median_dcr": {k: float(v) for k, v in base["median_DCR_to_real_data"].items()}},
-            "sdm_overfitting": {"score": o, "passed": bool(o >= SDM_PASS),
-                                "closer_to_training": float(over["synthetic_data_percentages"]["closer_to_training"])},
-            "sdm_subsample": sub}
+    return {
+        "sdm_baseline": {
+            "score": b,
+            "passed": bool(b >= SDM_PASS),
+            "median_dcr": {k: float(v) for k, v in base["median_DCR_to_real_data"].items()},
+        },
+        "sdm_overfitting": {
+            "score": o,
+            "passed": bool(o >= SDM_PASS),
+            "closer_to_training": float(over["synthetic_data_percentages"]["closer_to_training"]),
+        },
+        "sdm_subsample": sub,
+    }
 
 
 class _Encoder:
@@ -78,18 +100,32 @@ class _Encoder:
         self.cat = categorical_columns(spec)
         self.stats = {c: (float(train[c].mean()), float(train[c].std()) or 1.0) for c in self.num}
         self.missing = [c for c in self.num if spec.columns[c].nullable]
-        self.cats = {c: [str(v) for v in (spec.columns[c].categories or sorted(train[c].dropna().astype(str).unique()))]
-                     for c in self.cat}
+        self.cats = {
+            c: [
+                str(v)
+                for v in (
+                    spec.columns[c].categories or sorted(train[c].dropna().astype(str).unique())
+                )
+            ]
+            for c in self.cat
+        }
 
     def __call__(self, df: pd.DataFrame) -> np.ndarray:
         blocks = []
         for c in self.num:
             m, s = self.stats[c]
             v = pd.to_numeric(df[c], errors="coerce").astype(float)
-            blocks.append(((v - m) / (s if np.isfinite(s) and s > 0 else 1.0)).fillna(0.0).to_numpy()[:, None])
+            blocks.append(
+                ((v - m) / (s if np.isfinite(s) and s > 0 else 1.0)).fillna(0.0).to_numpy()[:, None]
+            )
             blocks.append(v.isna().to_numpy(dtype=float)[:, None])
         for c in self.cat:
-            vals = df[c].astype(object).where(df[c].notna(), None).map(lambda x: None if x is None else str(x))
+            vals = (
+                df[c]
+                .astype(object)
+                .where(df[c].notna(), None)
+                .map(lambda x: None if x is None else str(x))
+            )
             cats = self.cats[c]
             idx = {v: i for i, v in enumerate(cats)}
             oh = np.zeros((len(df), len(cats) + 1))  # the last slot: missing or unknown
@@ -98,7 +134,9 @@ class _Encoder:
         return np.hstack(blocks)
 
 
-def dcr_threshold_gate(train: pd.DataFrame, holdout: pd.DataFrame, synthetic: pd.DataFrame, spec) -> dict:
+def dcr_threshold_gate(
+    train: pd.DataFrame, holdout: pd.DataFrame, synthetic: pd.DataFrame, spec
+) -> dict:
     from sklearn.neighbors import NearestNeighbors
 
     enc = _Encoder(train, spec)
@@ -107,8 +145,14 @@ def dcr_threshold_gate(train: pd.DataFrame, holdout: pd.DataFrame, synthetic: pd
     d_syn = nn.kneighbors(enc(synthetic))[0][:, 0]
     t = float(np.quantile(d_ho, DCR_QUANTILE))
     p_ho, p_syn = float(np.mean(d_ho <= t)), float(np.mean(d_syn <= t))
-    return {"dcr_gate": {"threshold": t, "p_holdout": p_ho, "p_synthetic": p_syn,
-                         "passed": bool(p_syn <= p_ho + DCR_MARGIN)}}
+    return {
+        "dcr_gate": {
+            "threshold": t,
+            "p_holdout": p_ho,
+            "p_synthetic": p_syn,
+            "passed": bool(p_syn <= p_ho + DCR_MARGIN),
+        }
+    }
 
 
 def run_baselines(release) -> dict:
@@ -117,14 +161,28 @@ def run_baselines(release) -> dict:
     t0 = time.perf_counter()
     out = dcr_threshold_gate(release.train, release.holdout, release.synthetic, release.spec)
     t1 = time.perf_counter()
-    out |= sdmetrics_dcr(release.train, release.holdout, release.reference, release.synthetic, release.spec,
-                         release.seed)
-    out["seconds"] = {"dcr_gate": round(t1 - t0, 2), "sdmetrics": round(time.perf_counter() - t1, 2)}
+    out |= sdmetrics_dcr(
+        release.train,
+        release.holdout,
+        release.reference,
+        release.synthetic,
+        release.spec,
+        release.seed,
+    )
+    out["seconds"] = {
+        "dcr_gate": round(t1 - t0, 2),
+        "sdmetrics": round(time.perf_counter() - t1, 2),
+    }
     return out
 
 
-SETTINGS = {"sdm_pass_threshold": SDM_PASS, "sdm_threshold_source": "ours: SDMetrics documents none",
-            "sdm_subsample": SDM_SUBSAMPLE, "dcr_quantile": DCR_QUANTILE, "dcr_margin": DCR_MARGIN,
-            "dcr_rule": "fail when share of synthetic rows with DCR <= holdout's 5th-percentile DCR exceeds the "
-                        "holdout's own share by more than 0.02",
-            "anonymeter": "not run: pins an old numpy, not installable in this environment"}
+SETTINGS = {
+    "sdm_pass_threshold": SDM_PASS,
+    "sdm_threshold_source": "ours: SDMetrics documents none",
+    "sdm_subsample": SDM_SUBSAMPLE,
+    "dcr_quantile": DCR_QUANTILE,
+    "dcr_margin": DCR_MARGIN,
+    "dcr_rule": "fail when share of synthetic rows with DCR <= holdout's 5th-percentile "
+    "DCR exceeds the holdout's own share by more than 0.02",
+    "anonymeter": "not run: pins an old numpy, not installable in this environment",
+}

@@ -57,9 +57,24 @@ import pandas as pd
 from benchmarks.calibration_tables import categorical_columns, load, numeric_columns
 
 NULL_CELLS = ("null-independent", "null-copula")
-LEAK_CELLS = ("verbatim-1%", "verbatim-5%", "near-copy-1%", "near-copy-5%", "people-10x8", "people-10x40",
-              "outliers-0.5%", "rare-values", "noisy-1%", "qi-unique-3%", "qi-random-3%", "partial-1col-2%",
-              "partial-2col-2%", "coarsened-2%", "scaled-2%", "people-40x4")
+LEAK_CELLS = (
+    "verbatim-1%",
+    "verbatim-5%",
+    "near-copy-1%",
+    "near-copy-5%",
+    "people-10x8",
+    "people-10x40",
+    "outliers-0.5%",
+    "rare-values",
+    "noisy-1%",
+    "qi-unique-3%",
+    "qi-random-3%",
+    "partial-1col-2%",
+    "partial-2col-2%",
+    "coarsened-2%",
+    "scaled-2%",
+    "people-40x4",
+)
 #: (new cells go last: a cell's seed stream is its position in CELLS)
 CELLS = NULL_CELLS + LEAK_CELLS
 NEAR_NOISE = 0.01
@@ -80,7 +95,9 @@ class Release:
     reference: pd.DataFrame
     synthetic: pd.DataFrame
     spec: object
-    copied: np.ndarray | None = None  # positions in train whose values went into the release (leaks)
+    copied: np.ndarray | None = (
+        None  # positions in train whose values went into the release (leaks)
+    )
     info: dict = field(default_factory=dict)
 
     @property
@@ -129,18 +146,27 @@ def fresh_ids(synthetic: pd.DataFrame, spec) -> pd.DataFrame:
     return synthetic
 
 
-def _noisy(rows: pd.DataFrame, train: pd.DataFrame, full: pd.DataFrame, spec, noise: float,
-           rng: np.random.Generator) -> pd.DataFrame:
+def _noisy(
+    rows: pd.DataFrame,
+    train: pd.DataFrame,
+    full: pd.DataFrame,
+    spec,
+    noise: float,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
     out = rows.copy()
     for c in numeric_columns(spec):
         sd = float(train[c].std())
-        vals = out[c].astype(float) + rng.normal(0.0, noise * (sd if np.isfinite(sd) else 0.0), len(out))
+        vals = out[c].astype(float) + rng.normal(
+            0.0, noise * (sd if np.isfinite(sd) else 0.0), len(out)
+        )
         out[c] = vals.clip(float(full[c].min()), float(full[c].max()))
     return out
 
 
 def declared_clip(values: pd.Series, col) -> pd.Series:
-    """``values`` clipped to the column's declared public range (unchanged where none is declared)."""
+    """``values`` clipped to the column's declared public range (unchanged where none is
+    declared)."""
     lo = getattr(col, "min", None)
     hi = getattr(col, "max", None)
     return values.clip(lower=lo, upper=hi) if lo is not None or hi is not None else values
@@ -151,7 +177,7 @@ def _nice(x: float) -> float:
     if not np.isfinite(x) or x <= 0:
         return 1.0
     k = np.floor(np.log10(x))
-    cands = np.array([1, 2, 5, 10]) * 10.0 ** k
+    cands = np.array([1, 2, 5, 10]) * 10.0**k
     return float(cands[np.argmin(np.abs(np.log(cands / x)))])
 
 
@@ -181,7 +207,7 @@ def outlying_rows(train: pd.DataFrame, spec, share: float, k: int = 10) -> np.nd
     k = min(k, len(train) - 1)
     d, _ = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x)
     score = d[:, 1:].mean(axis=1)  # the first neighbour is the record itself
-    return np.argsort(-score, kind="stable")[:max(1, int(round(share * len(train))))]
+    return np.argsort(-score, kind="stable")[: max(1, int(round(share * len(train))))]
 
 
 def rare_value_rows(train: pd.DataFrame, spec, max_count: int) -> np.ndarray:
@@ -202,7 +228,9 @@ def qi_unique_rows(train: pd.DataFrame, full: pd.DataFrame, qi: list[str]) -> np
 # ---------------------------------------------------------------------------------------- releases
 
 
-def _copula(population: pd.DataFrame, spec, n_fit: int, n: int, seed: int) -> tuple[pd.DataFrame, dict]:
+def _copula(
+    population: pd.DataFrame, spec, n_fit: int, n: int, seed: int
+) -> tuple[pd.DataFrame, dict]:
     import time
 
     from sdv.metadata import Metadata
@@ -211,8 +239,18 @@ def _copula(population: pd.DataFrame, spec, n_fit: int, n: int, seed: int) -> tu
     rng = np.random.default_rng([seed, 2])
     fit = population.iloc[rng.choice(len(population), min(n_fit, len(population)), replace=False)]
     cols = spec.attribute_columns
-    meta = Metadata.load_from_dict({"tables": {"table": {"columns": {
-        c: {"sdtype": "numerical" if spec.columns[c].is_numeric else "categorical"} for c in cols}}}})
+    meta = Metadata.load_from_dict(
+        {
+            "tables": {
+                "table": {
+                    "columns": {
+                        c: {"sdtype": "numerical" if spec.columns[c].is_numeric else "categorical"}
+                        for c in cols
+                    }
+                }
+            }
+        }
+    )
     t0 = time.perf_counter()
     model = GaussianCopulaSynthesizer(meta)
     np.random.seed(seed)
@@ -222,7 +260,10 @@ def _copula(population: pd.DataFrame, spec, n_fit: int, n: int, seed: int) -> tu
     out = out["table"] if isinstance(out, dict) else out
     if spec.entity_id is not None:
         out.insert(list(spec.columns).index(spec.entity_id), spec.entity_id, "")
-    return out[list(spec.columns)], {"copula_fit_rows": len(fit), "copula_seconds": round(time.perf_counter() - t0, 2)}
+    return out[list(spec.columns)], {
+        "copula_fit_rows": len(fit),
+        "copula_seconds": round(time.perf_counter() - t0, 2),
+    }
 
 
 def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
@@ -233,14 +274,32 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
     train, holdout, reference, population = split(full, spec, n_train, seed)
     n = len(train)
     rng = np.random.default_rng([seed, 3, CELLS.index(cell)])
-    info: dict = {"n_holdout": len(holdout), "n_reference": len(reference), "n_population": len(population)}
+    info: dict = {
+        "n_holdout": len(holdout),
+        "n_reference": len(reference),
+        "n_population": len(population),
+    }
     if cell == "null-copula":
         synthetic, more = _copula(population, spec, n, n, seed)
-        return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
-                       info=info | more)
-    base = population.iloc[rng.choice(len(population), min(n, len(population)), replace=False)].reset_index(drop=True)
+        return Release(
+            table,
+            cell,
+            seed,
+            n,
+            train,
+            holdout,
+            reference,
+            fresh_ids(synthetic, spec),
+            spec,
+            info=info | more,
+        )
+    base = population.iloc[
+        rng.choice(len(population), min(n, len(population)), replace=False)
+    ].reset_index(drop=True)
     if cell == "null-independent":
-        return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(base, spec), spec, info=info)
+        return Release(
+            table, cell, seed, n, train, holdout, reference, fresh_ids(base, spec), spec, info=info
+        )
 
     synthetic = base.copy()
     near = lambda rows: _noisy(rows, train, full, spec, NEAR_NOISE, rng)  # noqa: E731
@@ -262,7 +321,9 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
         info["rare_max_count"] = max_count
         info["rare_rows_available"] = len(rows)
         if not len(rows):
-            raise NotApplicable(f"no category value is held by fewer than {max_count} training rows")
+            raise NotApplicable(
+                f"no category value is held by fewer than {max_count} training rows"
+            )
         if len(rows) > share(0.05):
             rows = np.sort(rng.choice(rows, share(0.05), replace=False))
         copies = near(train.iloc[rows])
@@ -276,11 +337,13 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
             pool = qi_unique_rows(train, full, qi)
             info["qi_unique_available"] = len(pool)
             if not len(pool):
-                raise NotApplicable("no training record has a quasi-identifier combination unique in the table")
+                raise NotApplicable(
+                    "no training record has a quasi-identifier combination unique in the table"
+                )
             rows = rng.choice(pool, min(m, len(pool)), replace=False)
         else:
             rows = distinct(m)
-        copies = synthetic.iloc[:len(rows)].copy()  # replaced below at the chosen positions
+        copies = synthetic.iloc[: len(rows)].copy()  # replaced below at the chosen positions
         copies[qi] = train.iloc[rows][qi].to_numpy()
         info["qi_columns"] = qi
     elif cell.startswith("partial-"):
@@ -315,5 +378,16 @@ def make_release(table: str, cell: str, seed: int, n_train: int) -> Release:
     synthetic.iloc[positions] = copies[synthetic.columns].to_numpy()
     synthetic = synthetic.astype({c: float for c in numeric_columns(spec)})
     info["rows_replaced"] = len(rows)
-    return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
-                   copied=np.unique(rows), info=info)
+    return Release(
+        table,
+        cell,
+        seed,
+        n,
+        train,
+        holdout,
+        reference,
+        fresh_ids(synthetic, spec),
+        spec,
+        copied=np.unique(rows),
+        info=info,
+    )

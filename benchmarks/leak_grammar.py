@@ -67,7 +67,15 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from benchmarks.calibration_scenarios import Release, _encode, _nice, declared_clip, fresh_ids, outlying_rows, split
+from benchmarks.calibration_scenarios import (
+    Release,
+    _encode,
+    _nice,
+    declared_clip,
+    fresh_ids,
+    outlying_rows,
+    split,
+)
 from benchmarks.calibration_tables import categorical_columns, load, numeric_columns
 
 WHICH = ("random", "rare", "outlying", "group", "people")
@@ -94,8 +102,10 @@ class InfoModel:
         self.n_ref = len(reference)
         self.sorted = {c: np.sort(reference[c].astype(float).dropna().to_numpy()) for c in self.num}
         self.num_missing = {c: float(reference[c].isna().mean()) for c in self.num}
-        self.freq = {c: reference[c].fillna("<NA>").astype(str).value_counts(normalize=True).to_dict()
-                     for c in self.cat}
+        self.freq = {
+            c: reference[c].fillna("<NA>").astype(str).value_counts(normalize=True).to_dict()
+            for c in self.cat
+        }
 
     def _floor(self, p):
         return np.maximum(p, 1.0 / self.n_ref)
@@ -111,7 +121,8 @@ class InfoModel:
             hi = np.searchsorted(r, (xv[:, None] + d).ravel(), "right").reshape(d.shape)
             bits = -np.log2(self._floor((hi - lo) / self.n_ref))
             xna, sna = np.isnan(xv)[:, None], np.isnan(sv)[None, :]
-            # missing matched by missing is a value like a category; one side missing reveals nothing
+            # missing matched by missing is a value like a category; one side missing reveals
+            # nothing
             bits = np.where(xna & sna, -np.log2(self._floor(self.num_missing[c])), bits)
             bits = np.where(xna ^ sna, 0.0, bits)
             out += bits
@@ -129,20 +140,43 @@ class InfoModel:
 
     def best(self, x: pd.DataFrame, pool: pd.DataFrame, chunk: int = 64) -> np.ndarray:
         """``max_t I(x_i, t)`` over the rows of ``pool`` (chunked: m x N can be large)."""
-        return np.concatenate([self.pairwise(x.iloc[a:a + chunk], pool).max(axis=1)
-                               for a in range(0, len(x), chunk)]) if len(x) else np.zeros(0)
+        return (
+            np.concatenate(
+                [
+                    self.pairwise(x.iloc[a : a + chunk], pool).max(axis=1)
+                    for a in range(0, len(x), chunk)
+                ]
+            )
+            if len(x)
+            else np.zeros(0)
+        )
 
 
-def information_label(model: InfoModel, records: pd.DataFrame, released: pd.DataFrame, twins: pd.DataFrame,
-                      record_ids: np.ndarray) -> dict:
+def information_label(
+    model: InfoModel,
+    records: pd.DataFrame,
+    released: pd.DataFrame,
+    twins: pd.DataFrame,
+    record_ids: np.ndarray,
+) -> dict:
     """Per-record information beyond the natural twin, the best copy per distinct record."""
     beyond = model.paired(records, released) - model.best(records, twins)
     per = pd.Series(beyond).groupby(np.asarray(record_ids)).max()
-    return {"info_median": float(per.median()), "info_mean": float(per.mean()), "info_records": int(len(per))}
+    return {
+        "info_median": float(per.median()),
+        "info_mean": float(per.mean()),
+        "info_records": int(len(per)),
+    }
 
 
-def null_information(model: InfoModel, train: pd.DataFrame, synthetic: pd.DataFrame, twins: pd.DataFrame,
-                     rng: np.random.Generator, m: int = 200) -> float:
+def null_information(
+    model: InfoModel,
+    train: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    twins: pd.DataFrame,
+    rng: np.random.Generator,
+    m: int = 200,
+) -> float:
     """Median over ``m`` training records of (best match in the release) - (natural twin)."""
     rows = train.iloc[rng.choice(len(train), min(m, len(train)), replace=False)]
     return float(np.median(model.best(rows, synthetic) - model.best(rows, twins)))
@@ -159,7 +193,7 @@ def rare_rows(train: pd.DataFrame, spec) -> np.ndarray:
     for i, c in enumerate(cats):
         col = train[c].fillna("<NA>").astype(str)
         rare |= col.map(col.value_counts()).to_numpy() <= max_count
-        for d in cats[i + 1:]:
+        for d in cats[i + 1 :]:
             pair = col + "\x1f" + train[d].fillna("<NA>").astype(str)
             rare |= pair.map(pair.value_counts()).to_numpy() <= max_count
     return np.flatnonzero(rare)
@@ -175,7 +209,10 @@ def group_rows(train: pd.DataFrame, spec, rng: np.random.Generator) -> tuple[np.
         raise NotDrawable("no category value is held by 0.5-3 % of the training rows")
     c, v = options[rng.integers(len(options))]
     # the column's name is a schema fact; the value is not printed (it can be a rare attribute)
-    return np.flatnonzero((train[c] == v).to_numpy()), {"group_column": c, "group_share": float((train[c] == v).mean())}
+    return np.flatnonzero((train[c] == v).to_numpy()), {
+        "group_column": c,
+        "group_share": float((train[c] == v).mean()),
+    }
 
 
 def nearest_neighbours(train: pd.DataFrame, spec) -> np.ndarray:
@@ -193,10 +230,17 @@ def nearest_neighbours(train: pd.DataFrame, spec) -> np.ndarray:
 def draw_grammar(rng: np.random.Generator) -> dict:
     change = str(rng.choice(CHANGE))
     if change == "avoid":
-        return {"change": "avoid", "avoid": str(rng.choice(["holdout", "filter"])),
-                "removed_share": float(rng.uniform(0.1, 0.4))}
-    g = {"which": str(rng.choice(WHICH)), "keep": str(rng.choice(KEEP)), "change": change,
-         "share": float(np.exp(rng.uniform(np.log(0.005), np.log(0.05))))}
+        return {
+            "change": "avoid",
+            "avoid": str(rng.choice(["holdout", "filter"])),
+            "removed_share": float(rng.uniform(0.1, 0.4)),
+        }
+    g = {
+        "which": str(rng.choice(WHICH)),
+        "keep": str(rng.choice(KEEP)),
+        "change": change,
+        "share": float(np.exp(rng.uniform(np.log(0.005), np.log(0.05)))),
+    }
     if g["which"] == "people":
         g |= {"people": int(rng.integers(20, 61)), "copies": int(rng.integers(2, 7))}
     if g["keep"] == "all-but-k" or (g["keep"] == "all" and change == "swap"):
@@ -214,9 +258,18 @@ def draw_grammar(rng: np.random.Generator) -> dict:
     return g
 
 
-def _change_numbers(copies: pd.DataFrame, kept: np.ndarray, rows: np.ndarray, g: dict, train: pd.DataFrame, spec,
-                    rng: np.random.Generator, nn: np.ndarray | None) -> pd.DataFrame:
-    """Apply the numeric change of ``g`` to the kept numeric cells (``kept``: rows x columns mask)."""
+def _change_numbers(
+    copies: pd.DataFrame,
+    kept: np.ndarray,
+    rows: np.ndarray,
+    g: dict,
+    train: pd.DataFrame,
+    spec,
+    rng: np.random.Generator,
+    nn: np.ndarray | None,
+) -> pd.DataFrame:
+    """Apply the numeric change of ``g`` to the kept numeric cells (``kept``: rows x columns
+    mask)."""
     cols = list(copies.columns)
     out = copies.copy()
     for c in numeric_columns(spec):
@@ -248,8 +301,9 @@ def _change_numbers(copies: pd.DataFrame, kept: np.ndarray, rows: np.ndarray, g:
     return out
 
 
-def make_leak(table: str, seed: int, n_train: int, draw: int, grammar: dict | None = None,
-              max_tries: int = 20) -> Release:
+def make_leak(
+    table: str, seed: int, n_train: int, draw: int, grammar: dict | None = None, max_tries: int = 20
+) -> Release:
     """The ``draw``-th leak of ``seed`` on ``table``; ``grammar`` fixes the choices (tests)."""
     full, spec = load(table)
     train, holdout, reference, population = split(full, spec, n_train, seed)
@@ -279,11 +333,24 @@ def make_null(table: str, seed: int, n_train: int) -> Release:
     synthetic = population.iloc[rng.choice(len(population), min(n, len(population)), replace=False)]
     twins = population.iloc[rng.choice(len(population), min(n, len(population)), replace=False)]
     model = InfoModel(reference, spec)
-    label = {"info_median": null_information(model, train, synthetic.reset_index(drop=True), twins, rng),
-             "share": 0.0, "leaked_records": 0}
-    return Release(table, "null-independent", seed, n, train, holdout, reference,
-                   fresh_ids(synthetic.reset_index(drop=True), spec), spec, copied=np.zeros(0, dtype=int),
-                   info={"grammar": {"change": "null"}, "label": label})
+    label = {
+        "info_median": null_information(model, train, synthetic.reset_index(drop=True), twins, rng),
+        "share": 0.0,
+        "leaked_records": 0,
+    }
+    return Release(
+        table,
+        "null-independent",
+        seed,
+        n,
+        train,
+        holdout,
+        reference,
+        fresh_ids(synthetic.reset_index(drop=True), spec),
+        spec,
+        copied=np.zeros(0, dtype=int),
+        info={"grammar": {"change": "null"}, "label": label},
+    )
 
 
 def _build(table, seed, full, spec, train, holdout, reference, population, g, rng) -> Release:
@@ -313,7 +380,11 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
         rows = pool
     else:
         m = max(1, int(round(g["share"] * n)))
-        rows = pool[:m] if g["which"] == "outlying" else rng.choice(pool, min(m, len(pool)), replace=False)
+        rows = (
+            pool[:m]
+            if g["which"] == "outlying"
+            else rng.choice(pool, min(m, len(pool)), replace=False)
+        )
     if len(rows) > base_n:
         rows = rng.choice(rows, base_n, replace=False)
     # --- what is kept
@@ -343,23 +414,35 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
     rest[:, [cols.index(c) for c in cols if c not in attrs]] = False
     if rest.any():
         if g["keep"] == "combo":
-            donor = population.iloc[rng.integers(len(population), size=len(rows))].reset_index(drop=True)
+            donor = population.iloc[rng.integers(len(population), size=len(rows))].reset_index(
+                drop=True
+            )
         elif g["change"] == "swap":
             donor = train.iloc[rng.integers(n, size=len(rows))].reset_index(drop=True)
         else:  # re-drawn from the population marginal: each cell from its own random population row
-            donor = pd.DataFrame({c: population[c].to_numpy()[rng.integers(len(population), size=len(rows))]
-                                  for c in cols})
+            donor = pd.DataFrame(
+                {
+                    c: population[c].to_numpy()[rng.integers(len(population), size=len(rows))]
+                    for c in cols
+                }
+            )
         for j, c in enumerate(cols):
             m = rest[:, j]
             if m.any():
-                vals = copies[c].to_numpy(dtype=object if not spec.columns[c].is_numeric else float).copy()
+                vals = (
+                    copies[c]
+                    .to_numpy(dtype=object if not spec.columns[c].is_numeric else float)
+                    .copy()
+                )
                 vals[m] = donor[c].to_numpy()[m]
                 copies[c] = vals
     # --- the kept numbers
     nn = nearest_neighbours(train, spec) if g["change"] == "smote" else None
     copies = _change_numbers(copies, kept, rows, g, train, spec, rng, nn)
     # --- the release
-    synthetic = population.iloc[rng.choice(len(population), base_n, replace=False)].reset_index(drop=True)
+    synthetic = population.iloc[rng.choice(len(population), base_n, replace=False)].reset_index(
+        drop=True
+    )
     for c in numeric_columns(spec):
         synthetic[c] = synthetic[c].astype(float)
     positions = rng.choice(base_n, len(rows), replace=False)
@@ -367,13 +450,27 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
     synthetic = synthetic.astype({c: float for c in numeric_columns(spec)})
     twins = population.iloc[rng.choice(len(population), base_n, replace=False)]
     label = information_label(InfoModel(reference, spec), train.iloc[rows], copies, twins, rows)
-    label |= {"share": len(np.unique(rows)) / n, "leaked_records": int(len(np.unique(rows))),
-              "rows_replaced": int(len(rows))}
+    label |= {
+        "share": len(np.unique(rows)) / n,
+        "leaked_records": int(len(np.unique(rows))),
+        "rows_replaced": int(len(rows)),
+    }
     cell = f"{GRAMMAR_CELL}:{g['which']}/{g['keep']}/{g['change']}"
-    return Release(table, cell, seed, n, train, holdout, reference, fresh_ids(synthetic, spec), spec,
-                   copied=np.unique(rows),
-                   # rows[i] (a position in train) went to positions[i] of the release: the tests' ground truth
-                   info={"grammar": desc, "label": label, "positions": positions, "rows": rows})
+    return Release(
+        table,
+        cell,
+        seed,
+        n,
+        train,
+        holdout,
+        reference,
+        fresh_ids(synthetic, spec),
+        spec,
+        copied=np.unique(rows),
+        # rows[i] (a position in train) went to positions[i] of the release: the tests'
+        # ground truth
+        info={"grammar": desc, "label": label, "positions": positions, "rows": rows},
+    )
 
 
 def _avoid(table, seed, spec, train, holdout, reference, population, g, rng) -> Release:
@@ -385,15 +482,32 @@ def _avoid(table, seed, spec, train, holdout, reference, population, g, rng) -> 
     else:
         from sklearn.neighbors import NearestNeighbors
 
-        cand = population.iloc[rng.choice(len(population), min(2 * n, len(population)), replace=False)]
+        cand = population.iloc[
+            rng.choice(len(population), min(2 * n, len(population)), replace=False)
+        ]
         enc = _encode(pd.concat([train, cand], ignore_index=True), spec)
         d, _ = NearestNeighbors(n_neighbors=1).fit(enc[:n]).kneighbors(enc[n:])
-        keep = np.argsort(d[:, 0], kind="stable")[int(round(g["removed_share"] * len(cand))):]
+        keep = np.argsort(d[:, 0], kind="stable")[int(round(g["removed_share"] * len(cand))) :]
         keep = rng.choice(keep, min(n, len(keep)), replace=False)
         synthetic = cand.iloc[keep]
         removed = g["removed_share"]
-    label = {"info_median": None, "info_mean": None, "share": 0.0, "leaked_records": 0,
-             "removed_share": removed}
-    return Release(table, f"{GRAMMAR_CELL}:avoid/{g['avoid']}", seed, n, train, holdout, reference,
-                   fresh_ids(synthetic.reset_index(drop=True), spec), spec, copied=np.zeros(0, dtype=int),
-                   info={"grammar": dict(g), "label": label})
+    label = {
+        "info_median": None,
+        "info_mean": None,
+        "share": 0.0,
+        "leaked_records": 0,
+        "removed_share": removed,
+    }
+    return Release(
+        table,
+        f"{GRAMMAR_CELL}:avoid/{g['avoid']}",
+        seed,
+        n,
+        train,
+        holdout,
+        reference,
+        fresh_ids(synthetic.reset_index(drop=True), spec),
+        spec,
+        copied=np.zeros(0, dtype=int),
+        info={"grammar": dict(g), "label": label},
+    )

@@ -28,17 +28,24 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, ROOT  # noqa: E402
-from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson  # noqa: E402
+from benchmarks._common import RESULTS, ROOT
+from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson
 
 #: the pages that hold generated tables
-PAGES = ("README.md", "docs/benchmarks.md", "docs/scale.md", "docs/per-sample.md", "docs/hardening.md",
-         "docs/generators.md", "docs/dp-audit.md")
+PAGES = (
+    "README.md",
+    "docs/benchmarks.md",
+    "docs/scale.md",
+    "docs/per-sample.md",
+    "docs/hardening.md",
+    "docs/generators.md",
+    "docs/dp-audit.md",
+)
 
 MARKER = re.compile(r"<!-- table:(?P<name>[a-z0-9_]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
 
@@ -63,7 +70,7 @@ LEAKS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text())
 
@@ -75,8 +82,13 @@ def source(*names: str) -> str:
 
 def _table(head: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
     align = align or ["---"] * len(head)
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|",
-                      *("| " + " | ".join(r) + " |" for r in rows)])
+    return "\n".join(
+        [
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join(align) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows),
+        ]
+    )
 
 
 def _pct(x: float, digits: int = 0) -> str:
@@ -126,12 +138,29 @@ def calibration_nulls() -> str:
     rows = []
     for table, cells in by_table.items():
         ss = [cells[c] for c in ("null-independent", "null-copula")]
-        rows.append([table, f"{ss[0]['n_train']:,}", "independent / copula", " / ".join(str(s["n"]) for s in ss),
-                     " / ".join(f"{s['approved']} ({_pct(s['approved_share'])} {_ci(s['approved_ci'])})" for s in ss),
-                     " / ".join(str(s["block"]) for s in ss),
-                     " / ".join(reasons(s["reason_counts"]) for s in ss)])
-    head = ["table", "training rows", "release", "gates", "approved (share [Wilson 95 %])", "BLOCK",
-            "what held releases back (gates)"]
+        rows.append(
+            [
+                table,
+                f"{ss[0]['n_train']:,}",
+                "independent / copula",
+                " / ".join(str(s["n"]) for s in ss),
+                " / ".join(
+                    f"{s['approved']} ({_pct(s['approved_share'])} {_ci(s['approved_ci'])})"
+                    for s in ss
+                ),
+                " / ".join(str(s["block"]) for s in ss),
+                " / ".join(reasons(s["reason_counts"]) for s in ss),
+            ]
+        )
+    head = [
+        "table",
+        "training rows",
+        "release",
+        "gates",
+        "approved (share [Wilson 95 %])",
+        "BLOCK",
+        "what held releases back (gates)",
+    ]
     return _table(head, rows) + "\n\n" + source("calibration_nulls")
 
 
@@ -140,20 +169,40 @@ def calibration_nulls_total() -> str:
     budget's false alarms), over the tables with enough data to judge and over all of them."""
     d = load("calibration_nulls")
     runs = [r for r in d["runs"] if r.get("decision")]
-    enough = [r for r in runs if not any(c["key"].startswith(("insufficient_evidence.", "power."))
-                                         for c in r["reasons"])]
+    enough = [
+        r
+        for r in runs
+        if not any(c["key"].startswith(("insufficient_evidence.", "power.")) for c in r["reasons"])
+    ]
     few = sorted({r["table"] for r in runs} - {r["table"] for r in enough})
     rows = []
-    for label, rs in ((f"tables with enough data to judge ({', '.join(sorted({r['table'] for r in enough}))})", enough),
-                      (f"all {len({r['table'] for r in runs})} tables (with {', '.join(few)})", runs)):
+    for label, rs in (
+        (
+            f"tables with enough data to judge ({', '.join(sorted({r['table'] for r in enough}))})",
+            enough,
+        ),
+        (f"all {len({r['table'] for r in runs})} tables (with {', '.join(few)})", runs),
+    ):
         n = len(rs)
         a = sum(r["decision"] == "APPROVE" for r in rs)
         b = sum(r["decision"] == "BLOCK" for r in rs)
         alarms = sum(bool(signal_reasons(r)) for r in rs)
-        rows.append([label, f"{n:,}", f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})", str(b),
-                     f"{alarms} ({_pct(alarms / n, 1)} {_ci(wilson(alarms, n), 1)})"])
-    head = ["clean releases", "gates", "approved (share [Wilson 95 %])", "BLOCK",
-            "held back by a leak signal (share [Wilson 95 %])"]
+        rows.append(
+            [
+                label,
+                f"{n:,}",
+                f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})",
+                str(b),
+                f"{alarms} ({_pct(alarms / n, 1)} {_ci(wilson(alarms, n), 1)})",
+            ]
+        )
+    head = [
+        "clean releases",
+        "gates",
+        "approved (share [Wilson 95 %])",
+        "BLOCK",
+        "held back by a leak signal (share [Wilson 95 %])",
+    ]
     return _table(head, rows) + "\n\n" + source("calibration_nulls")
 
 
@@ -165,9 +214,11 @@ def calibration_nulls_halves() -> str:
 
     d = load("calibration_nulls_9tables")
     runs = [r for r in d["runs"] if r.get("decision")]
-    groups = [("development half (" + ", ".join(LEAK_DEVELOPMENT) + ")", set(LEAK_DEVELOPMENT)),
-              ("reported half (" + ", ".join(LEAK_REPORTED) + ")", set(LEAK_REPORTED)),
-              ("all nine tables", set(LEAK_DEVELOPMENT) | set(LEAK_REPORTED))]
+    groups = [
+        ("development half (" + ", ".join(LEAK_DEVELOPMENT) + ")", set(LEAK_DEVELOPMENT)),
+        ("reported half (" + ", ".join(LEAK_REPORTED) + ")", set(LEAK_REPORTED)),
+        ("all nine tables", set(LEAK_DEVELOPMENT) | set(LEAK_REPORTED)),
+    ]
     groups += [(t, {t}) for t in (*LEAK_DEVELOPMENT, *LEAK_REPORTED)]
     rows = []
     for label, tables in groups:
@@ -180,10 +231,24 @@ def calibration_nulls_halves() -> str:
         alarms = sum(bool(signal_reasons(r)) for r in rs)
         ens = [r.get("ensemble", {}).get("ensemble_pvalue") for r in rs]
         ens_alarms = sum(p is not None and p <= ENSEMBLE_SHARE for p in ens)
-        rows.append([label, f"{n:,}", f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})", str(b),
-                     f"{alarms} ({_pct(alarms / n, 1)})", f"{ens_alarms}"])
-    head = ["clean releases", "gates", "approved (share [Wilson 95 %])", "BLOCK", "held back by a leak signal",
-            f"ensemble p <= {ENSEMBLE_SHARE:g} alone"]
+        rows.append(
+            [
+                label,
+                f"{n:,}",
+                f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})",
+                str(b),
+                f"{alarms} ({_pct(alarms / n, 1)})",
+                f"{ens_alarms}",
+            ]
+        )
+    head = [
+        "clean releases",
+        "gates",
+        "approved (share [Wilson 95 %])",
+        "BLOCK",
+        "held back by a leak signal",
+        f"ensemble p <= {ENSEMBLE_SHARE:g} alone",
+    ]
     return _table(head, rows) + "\n\n" + source("calibration_nulls_9tables")
 
 
@@ -198,11 +263,28 @@ def calibration_panel_nulls() -> str:
         n = len(rs)
         p = [r["pvalues"]["membership"] for r in rs]
         a = sum(r["decision"] == "APPROVE" for r in rs)
-        cells = [f"{k} ({_pct(k / n, 1)} {_ci(wilson(k, n), 1)})"
-                 for k in (sum(v <= level for v in p) for level in (0.01, MEMBERSHIP_SHARE, 0.05))]
-        rows.append([table, f"{rs[0]['n_train']:,}", str(n), *cells, f"{a} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})"])
-    head = ["panel", "training rows", "gates", "membership p <= 0.01", f"p <= {MEMBERSHIP_SHARE:g} (its share)",
-            "p <= 0.05", "approved"]
+        cells = [
+            f"{k} ({_pct(k / n, 1)} {_ci(wilson(k, n), 1)})"
+            for k in (sum(v <= level for v in p) for level in (0.01, MEMBERSHIP_SHARE, 0.05))
+        ]
+        rows.append(
+            [
+                table,
+                f"{rs[0]['n_train']:,}",
+                str(n),
+                *cells,
+                f"{a} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})",
+            ]
+        )
+    head = [
+        "panel",
+        "training rows",
+        "gates",
+        "membership p <= 0.01",
+        f"p <= {MEMBERSHIP_SHARE:g} (its share)",
+        "p <= 0.05",
+        "approved",
+    ]
     return _table(head, rows) + "\n\n" + source("calibration_panel_nulls")
 
 
@@ -212,7 +294,9 @@ def _membership_share() -> float:
     from privacy_gate.gate.budget import DEFAULT_WEIGHTS, allocate
 
     budget = BudgetConfig()
-    return allocate(review=budget.review, block=budget.block, weights=DEFAULT_WEIGHTS)["membership"][0]
+    return allocate(review=budget.review, block=budget.block, weights=DEFAULT_WEIGHTS)[
+        "membership"
+    ][0]
 
 
 #: the membership test's share of the default 2 % review budget (weight 2 of 10)
@@ -226,9 +310,26 @@ def calibration_transforms() -> str:
     rows = []
     for s in d["summary"]:
         n = s["n"]
-        rows.append([s["table"], f"{s['n_train']:,}", LEAKS.get(s["cell"], s["cell"]), str(n),
-                     f"{n - s['approved']}/{n} {_ci(s['not_approved_ci'])}", str(s["block"]), reasons(s["reason_counts"])])
-    head = ["table", "training rows", "leak", "gates", "not approved [Wilson 95 %]", "BLOCK", "what raised the verdict (gates)"]
+        rows.append(
+            [
+                s["table"],
+                f"{s['n_train']:,}",
+                LEAKS.get(s["cell"], s["cell"]),
+                str(n),
+                f"{n - s['approved']}/{n} {_ci(s['not_approved_ci'])}",
+                str(s["block"]),
+                reasons(s["reason_counts"]),
+            ]
+        )
+    head = [
+        "table",
+        "training rows",
+        "leak",
+        "gates",
+        "not approved [Wilson 95 %]",
+        "BLOCK",
+        "what raised the verdict (gates)",
+    ]
     return _table(head, rows) + "\n\n" + source("calibration_transforms_12000")
 
 
@@ -241,18 +342,32 @@ def calibration_power() -> str:
     the verdict, and the records the member scan named (total over the seeds, mean FDP)."""
     d = load("calibration_power_12000")
     summary = {s["cell"]: s for s in d["summary"]}
-    order = [c for c in d["settings"]["cells"] if c in summary] + [c for c in summary if c not in d["settings"]["cells"]]
+    order = [c for c in d["settings"]["cells"] if c in summary] + [
+        c for c in summary if c not in d["settings"]["cells"]
+    ]
     rows = []
     for cell in order:
         s = summary[cell]
         n = s["n"]
         named = round(s.get("scan_named_mean", 0) * n)
-        rows.append([f"{LEAKS.get(cell, cell)} (`{cell}`)", str(n),
-                     f"{n - s['approved']}/{n} {_ci(s['not_approved_ci'])}", str(s["block"]),
-                     reasons(s["reason_counts"]),
-                     f"{named:,} ({_pct(s['scan_fdp_mean'], 1)})" if named else "0"])
-    head = ["leak", "gates", "not approved [Wilson 95 %]", "BLOCK", "what raised the verdict (gates)",
-            "scan: named (mean FDP)"]
+        rows.append(
+            [
+                f"{LEAKS.get(cell, cell)} (`{cell}`)",
+                str(n),
+                f"{n - s['approved']}/{n} {_ci(s['not_approved_ci'])}",
+                str(s["block"]),
+                reasons(s["reason_counts"]),
+                f"{named:,} ({_pct(s['scan_fdp_mean'], 1)})" if named else "0",
+            ]
+        )
+    head = [
+        "leak",
+        "gates",
+        "not approved [Wilson 95 %]",
+        "BLOCK",
+        "what raised the verdict (gates)",
+        "scan: named (mean FDP)",
+    ]
     return _table(head, rows) + "\n\n" + source("calibration_power_12000")
 
 
@@ -265,9 +380,15 @@ def calibration_power_short() -> str:
         s = summary[cell]
         tests = [k[5:] for k in s["reason_counts"] if k.startswith("test:")]
         extra = [k for k in s["reason_counts"] if k.startswith("validation.")]
-        verdict = f"{s['n'] - s['approved']}/{s['n']}" + (f" ({s['block']} BLOCK)" if s["block"] else "")
+        verdict = f"{s['n'] - s['approved']}/{s['n']}" + (
+            f" ({s['block']} BLOCK)" if s["block"] else ""
+        )
         rows.append([LEAKS.get(cell, cell), verdict, ", ".join(tests + extra)])
-    return _table(["leak", "not approved", "tests that raised it (in any seed)"], rows) + "\n\n" + source("calibration_power_12000")
+    return (
+        _table(["leak", "not approved", "tests that raised it (in any seed)"], rows)
+        + "\n\n"
+        + source("calibration_power_12000")
+    )
 
 
 def calibration_side_by_side() -> str:
@@ -275,7 +396,9 @@ def calibration_side_by_side() -> str:
     ``bench_calibration.py --markdown`` prints, rendered from both side-by-side runs' summaries."""
     names = ("calibration_side_by_side", "calibration_side_by_side_hi")
     parts = [side_by_side(load(n)["summary"]).splitlines() for n in names]
-    return "\n".join(parts[0] + [line for p in parts[1:] for line in p[2:]]) + "\n\n" + source(*names)
+    return (
+        "\n".join(parts[0] + [line for p in parts[1:] for line in p[2:]]) + "\n\n" + source(*names)
+    )
 
 
 def gate_time() -> str:
@@ -283,21 +406,46 @@ def gate_time() -> str:
     b = load("gate_time_budget")
     d = load("gate_time_disclosure")
     runs = lambda xs: " / ".join(f"{x:.1f}" for x in xs)  # noqa: E731
-    rows = [["`bench_budget_time.py`: this gate vs commit " + f"{b['baseline_commit']} (before the error budget)",
-             str(len(b["runs"]["budget"])), _seconds(b["median_seconds"]["budget"]),
-             _seconds(b["median_seconds"]["baseline"]), f"{b['ratio']:.2f}x",
-             f"{runs(r['seconds'] for r in b['runs']['budget'])} vs {runs(r['seconds'] for r in b['runs']['baseline'])}"],
-            ["`bench_gate_time.py --mode disclosure`: with vs without the disclosure stage", str(d["repeats"]),
-             _seconds(d["median_seconds"]["new"]), _seconds(d["median_seconds"]["today"]),
-             f"{d['ratio_new_over_today']:.2f}x", f"{runs(d['seconds']['new'])} vs {runs(d['seconds']['today'])}"]]
-    head = ["benchmark (full Adult, alternating runs)", "runs each", "median", "baseline median", "ratio",
-            "every run (s)"]
+    rows = [
+        [
+            "`bench_budget_time.py`: this gate vs commit "
+            + f"{b['baseline_commit']} (before the error budget)",
+            str(len(b["runs"]["budget"])),
+            _seconds(b["median_seconds"]["budget"]),
+            _seconds(b["median_seconds"]["baseline"]),
+            f"{b['ratio']:.2f}x",
+            f"{runs(r['seconds'] for r in b['runs']['budget'])} vs "
+            f"{runs(r['seconds'] for r in b['runs']['baseline'])}",
+        ],
+        [
+            "`bench_gate_time.py --mode disclosure`: with vs without the disclosure stage",
+            str(d["repeats"]),
+            _seconds(d["median_seconds"]["new"]),
+            _seconds(d["median_seconds"]["today"]),
+            f"{d['ratio_new_over_today']:.2f}x",
+            f"{runs(d['seconds']['new'])} vs {runs(d['seconds']['today'])}",
+        ],
+    ]
+    head = [
+        "benchmark (full Adult, alternating runs)",
+        "runs each",
+        "median",
+        "baseline median",
+        "ratio",
+        "every run (s)",
+    ]
     return _table(head, rows) + "\n\n" + source("gate_time_budget", "gate_time_disclosure")
 
 
 def scale() -> str:
-    """The whole gate from 10,000 to 1,000,000 Adult-like rows: four paths, time, peak memory, verdict."""
-    names = ("scale", "scale_cli_independent", "scale_release_independent", "scale_library_noisy_copies")
+    """The whole gate from 10,000 to 1,000,000 Adult-like rows: four paths, time, peak memory,
+    verdict."""
+    names = (
+        "scale",
+        "scale_cli_independent",
+        "scale_release_independent",
+        "scale_library_noisy_copies",
+    )
     by = [{r["rows"]: r for r in load(n)["runs"]} for n in names]
     rows = []
     for size in sorted(set().union(*by)):
@@ -307,12 +455,21 @@ def scale() -> str:
             if r is None:
                 cells.append("not measured")
             elif i < 3:
-                cells.append(f"{_seconds(r['gate_seconds'])}, {r['peak_rss_gb']:.1f} GB, {r['decision']}")
+                cells.append(
+                    f"{_seconds(r['gate_seconds'])}, {r['peak_rss_gb']:.1f} GB, {r['decision']}"
+                )
             else:
-                cells.append(f"{r['decision']} (`exposed.share_lower` {r['exposed_share_lower']:.3f})")
+                cells.append(
+                    f"{r['decision']} (`exposed.share_lower` {r['exposed_share_lower']:.3f})"
+                )
         rows.append(cells)
-    head = ["rows", "library gate (independent)", "CLI `gate` (Parquet in, MLflow, report)", "MST release (`run`)",
-            "5% noisy copies (library)"]
+    head = [
+        "rows",
+        "library gate (independent)",
+        "CLI `gate` (Parquet in, MLflow, report)",
+        "MST release (`run`)",
+        "5% noisy copies (library)",
+    ]
     return _table(head, rows) + "\n\n" + source(*names)
 
 
@@ -326,12 +483,34 @@ def exposure() -> str:
 def probes() -> str:
     """The hardening probes by kind (``bench_probes.py``): how many failed closed."""
     d = load("probes")
-    rows = [[r["kind"], r["what"], str(r["probes"]), str(r["closed"]), str(r["failed"]), str(r["skipped"])]
-            for r in d["rows"]]
+    rows = [
+        [
+            r["kind"],
+            r["what"],
+            str(r["probes"]),
+            str(r["closed"]),
+            str(r["failed"]),
+            str(r["skipped"]),
+        ]
+        for r in d["rows"]
+    ]
     t = d["total"]
-    rows.append(["**all**", "", f"**{t['probes']}**", f"**{t['closed']}**", str(t["failed"]), str(t["skipped"])])
+    rows.append(
+        [
+            "**all**",
+            "",
+            f"**{t['probes']}**",
+            f"**{t['closed']}**",
+            str(t["failed"]),
+            str(t["skipped"]),
+        ]
+    )
     head = ["kind", "what the probes do", "probes", "closed", "failed", "skipped"]
-    return _table(head, rows, ["---", "---", "---:", "---:", "---:", "---:"]) + "\n\n" + source("probes")
+    return (
+        _table(head, rows, ["---", "---", "---:", "---:", "---:", "---:"])
+        + "\n\n"
+        + source("probes")
+    )
 
 
 def privgan() -> str:
@@ -344,17 +523,36 @@ def privgan() -> str:
     rows = []
     for (gen, n), ss in groups.items():
         ss = sorted(ss, key=lambda s: s["privacy_weight"])
-        col = lambda k: " / ".join(f"{s[k]:.3f}" for s in ss)  # noqa: E731
-        rows.append([f"`{gen}`", str(n), " / ".join(f"{s['privacy_weight']:g}" for s in ss),
-                     col("auc_mean"), col("white_box_auc_mean"), col("utility_quality_mean")])
-    head = ["generator", "N", "lambda", "strongest black-box AUC", "white-box AUC (discriminator)", "utility quality"]
+        col = lambda k, ss=ss: " / ".join(f"{s[k]:.3f}" for s in ss)  # noqa: E731
+        rows.append(
+            [
+                f"`{gen}`",
+                str(n),
+                " / ".join(f"{s['privacy_weight']:g}" for s in ss),
+                col("auc_mean"),
+                col("white_box_auc_mean"),
+                col("utility_quality_mean"),
+            ]
+        )
+    head = [
+        "generator",
+        "N",
+        "lambda",
+        "strongest black-box AUC",
+        "white-box AUC (discriminator)",
+        "utility quality",
+    ]
     return _table(head, rows) + "\n\n" + source("privgan_adult")
 
 
 #: the generators of ``bench_dp_audit.py --teeth`` in words
-DP_AUDIT_TEETH = {"mst": "MST (honest)", "privbayes": "PrivBayes (honest)", "private_gsd": "Private-GSD (honest)",
-                  "mst_tenth_noise (broken)": "MST, noise / 10 (broken)",
-                  "privbayes_train_bins (broken)": "PrivBayes, bins from the training split (broken)"}
+DP_AUDIT_TEETH = {
+    "mst": "MST (honest)",
+    "privbayes": "PrivBayes (honest)",
+    "private_gsd": "Private-GSD (honest)",
+    "mst_tenth_noise (broken)": "MST, noise / 10 (broken)",
+    "privbayes_train_bins (broken)": "PrivBayes, bins from the training split (broken)",
+}
 
 
 def dp_audit_teeth() -> str:
@@ -369,11 +567,17 @@ def dp_audit_teeth() -> str:
         bound = f"{s['epsilon_lower_min']:.2f} – {s['epsilon_lower_max']:.2f}"
         if s["exceeds_claim"]:
             exceeds = f"**{exceeds}**"
-            best = {a["best_score"] for a in d["audits"] if a["generator"] == gen and a["exceeds_claim"]}
+            best = {
+                a["best_score"] for a in d["audits"] if a["generator"] == gen and a["exceeds_claim"]
+            }
             bound += " (" + ", ".join(sorted(b.replace("box", "-box") for b in best)) + ")"
         rows.append([DP_AUDIT_TEETH.get(gen, gen), str(s["audits"]), exceeds, bound])
-    head = ["generator", f"audits (seeds {seeds[0]}–{seeds[-1]})", "`exceeds_claim` at 95%",
-            "epsilon >= (min – max over seeds)"]
+    head = [
+        "generator",
+        f"audits (seeds {seeds[0]}–{seeds[-1]})",
+        "`exceeds_claim` at 95%",
+        "epsilon >= (min – max over seeds)",
+    ]
     return _table(head, rows) + "\n\n" + source("dp_audit_teeth")
 
 
@@ -388,30 +592,56 @@ def naming() -> str:
         twins = [r["twins_at_copy_median"] for r in mine]
         copied = [r["copied_tested"] for r in mine]
         w, e = s["weighted"], s["equal"]
-        rows.append([f"{LEAKS.get(cell, cell)} (`{cell}`)", f"{min(copied)}–{max(copied)}",
-                     f"{e['named_any']}/{e['gates']}, {e['named_mean']:.1f}",
-                     f"{w['named_any']}/{w['gates']}, {w['named_mean']:.1f}", _pct(w["fdp_max"], 1),
-                     f"{min(twins)}–{max(twins)}"])
-    head = ["leak", "copied member targets", "equal shares q/k: gates naming any, mean named",
-            "label-blind shares: gates naming any, mean named", "largest FDP", "twins at the copies' median"]
+        rows.append(
+            [
+                f"{LEAKS.get(cell, cell)} (`{cell}`)",
+                f"{min(copied)}–{max(copied)}",
+                f"{e['named_any']}/{e['gates']}, {e['named_mean']:.1f}",
+                f"{w['named_any']}/{w['gates']}, {w['named_mean']:.1f}",
+                _pct(w["fdp_max"], 1),
+                f"{min(twins)}–{max(twins)}",
+            ]
+        )
+    head = [
+        "leak",
+        "copied member targets",
+        "equal shares q/k: gates naming any, mean named",
+        "label-blind shares: gates naming any, mean named",
+        "largest FDP",
+        "twins at the copies' median",
+    ]
     return _table(head, rows) + "\n\n" + source("naming_12000")
 
 
 def _power_cell(cell: dict | None, digits: int = 0) -> str:
     if not cell or not cell.get("n"):
         return "–"
-    return f"{cell['not_approved']}/{cell['n']} ({_pct(cell['power'], digits)} {_ci(cell['power_ci'], digits)})"
+    return (
+        f"{cell['not_approved']}/{cell['n']} ({_pct(cell['power'], digits)} "
+        f"{_ci(cell['power_ci'], digits)})"
+    )
 
 
 def _leak_power_by_info(name: str) -> str:
     d = load(name)
     s = d["summary"]
     bins = list(s["power_by_info"])
-    rows = [[b, _power_cell(s["power_by_info"].get(b)), _power_cell(s["halves"]["development"]["power_by_info"].get(b)),
-             _power_cell(s["halves"]["reported"]["power_by_info"].get(b))] for b in bins]
+    rows = [
+        [
+            b,
+            _power_cell(s["power_by_info"].get(b)),
+            _power_cell(s["halves"]["development"]["power_by_info"].get(b)),
+            _power_cell(s["halves"]["reported"]["power_by_info"].get(b)),
+        ]
+        for b in bins
+    ]
     rows.append(["avoided (no per-record label)", _power_cell(s["avoided"]), "", ""])
-    head = ["information beyond the twin (median bits per leaked record)", "all tables", "development half",
-            "reported half"]
+    head = [
+        "information beyond the twin (median bits per leaked record)",
+        "all tables",
+        "development half",
+        "reported half",
+    ]
     return _table(head, rows) + "\n\n" + source(name)
 
 
@@ -431,9 +661,14 @@ def leak_power_tables() -> str:
     d = load("leak_power_undeclared")
     rows = []
     for table, t in d["summary"]["tables"].items():
-        rows.append([table, t["half"], f"{t['null_approved']}/{t['nulls']}", _power_cell(t["leaks"])])
-    return _table(["table", "half", "clean releases approved", "leaks held back"], rows) + "\n\n" + source(
-        "leak_power_undeclared")
+        rows.append(
+            [table, t["half"], f"{t['null_approved']}/{t['nulls']}", _power_cell(t["leaks"])]
+        )
+    return (
+        _table(["table", "half", "clean releases approved", "leaks held back"], rows)
+        + "\n\n"
+        + source("leak_power_undeclared")
+    )
 
 
 def leak_power_short() -> str:
@@ -444,8 +679,17 @@ def leak_power_short() -> str:
     rows = [[b, _power_cell(rep.get(b))] for b in rep]
     approved, n = sum(t["null_approved"] for t in nulls), sum(t["nulls"] for t in nulls)
     rows.append(["clean releases approved", f"{approved}/{n}"])
-    return _table(["information beyond the twin (bits per leaked record)", "leaks not approved [Wilson 95 %]"],
-                  rows) + "\n\n" + source("leak_power_undeclared")
+    return (
+        _table(
+            [
+                "information beyond the twin (bits per leaked record)",
+                "leaks not approved [Wilson 95 %]",
+            ],
+            rows,
+        )
+        + "\n\n"
+        + source("leak_power_undeclared")
+    )
 
 
 #: the generators of ``bench_sok_mia.py`` in words
@@ -455,26 +699,72 @@ SOK_GENERATORS = {"mst": "MST", "privbayes": "PrivBayes", "private_gsd": "Privat
 def sok_mia() -> str:
     """Our attacks against our DP generators in the SoK's Adult setting (``bench_sok_mia.py``): per
     generator and epsilon, the SoK's published AUCs (theirs, one run), ours as mean (min–max) over
-    the seeds, the DP ceiling on the AUC, and the highest TPR at 1% FPR of any attack against its ceiling."""
+    the seeds, the DP ceiling on the AUC, and the highest TPR at 1% FPR of any attack against its
+    ceiling."""
     d = load("sok_mia_adult")
     labels = list(d["setup"]["attacks"])
     rows = []
     for s in d["summary"]:
-        ours = [f"{s['ours'][a]['auc_mean']:.3f} ({s['ours'][a]['auc_min']:.3f}–{s['ours'][a]['auc_max']:.3f})" for a in labels]
+        ours = [
+            f"{s['ours'][a]['auc_mean']:.3f} "
+            f"({s['ours'][a]['auc_min']:.3f}–{s['ours'][a]['auc_max']:.3f})"
+            for a in labels
+        ]
         best = max(labels, key=lambda a: s["ours"][a]["tpr_at_fpr_0.01_max"])
         ceiling = s["dp_ceiling"]
-        rows.append([SOK_GENERATORS[s["generator"]], f"{s['epsilon']:g}", f"{s['published']['SynthDistance']:.3f}",
-                     f"{s['published']['NNDR']:.3f}", *ours, f"{ceiling['auc']:.3f}",
-                     f"{s['ours'][best]['tpr_at_fpr_0.01_max']:.3f} (`{best}`) / {ceiling['tpr_at_fpr_0.01']:.3f}"])
-    head = ["generator", "ε", "SoK SynthDistance", "SoK NNDR", *(f"`{a}`" for a in labels), "DP ceiling (AUC)",
-            "TPR at 1 % FPR: highest / ceiling"]
-    return _table(head, rows, ["---", "---:", *["---:"] * (len(head) - 2)]) + "\n\n" + source("sok_mia_adult")
+        rows.append(
+            [
+                SOK_GENERATORS[s["generator"]],
+                f"{s['epsilon']:g}",
+                f"{s['published']['SynthDistance']:.3f}",
+                f"{s['published']['NNDR']:.3f}",
+                *ours,
+                f"{ceiling['auc']:.3f}",
+                f"{s['ours'][best]['tpr_at_fpr_0.01_max']:.3f} (`{best}`) / "
+                f"{ceiling['tpr_at_fpr_0.01']:.3f}",
+            ]
+        )
+    head = [
+        "generator",
+        "ε",
+        "SoK SynthDistance",
+        "SoK NNDR",
+        *(f"`{a}`" for a in labels),
+        "DP ceiling (AUC)",
+        "TPR at 1 % FPR: highest / ceiling",
+    ]
+    return (
+        _table(head, rows, ["---", "---:", *["---:"] * (len(head) - 2)])
+        + "\n\n"
+        + source("sok_mia_adult")
+    )
 
 
-TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, calibration_panel_nulls, calibration_transforms, calibration_nulls_halves, leak_power, leak_power_12000,
-    leak_power_tables, leak_power_short, 
-    calibration_nulls, calibration_nulls_total, calibration_power, calibration_power_short,
-    calibration_side_by_side, gate_time, scale, exposure, probes, privgan, dp_audit_teeth, sok_mia)}
+TABLES: dict[str, Callable[[], str]] = {
+    f.__name__: f
+    for f in (
+        naming,
+        calibration_panel_nulls,
+        calibration_transforms,
+        calibration_nulls_halves,
+        leak_power,
+        leak_power_12000,
+        leak_power_tables,
+        leak_power_short,
+        calibration_nulls,
+        calibration_nulls_total,
+        calibration_power,
+        calibration_power_short,
+        calibration_side_by_side,
+        gate_time,
+        scale,
+        exposure,
+        probes,
+        privgan,
+        dp_audit_teeth,
+        sok_mia,
+    )
+}
 
 
 # ------------------------------------------------------------------------------ pages and checks
@@ -482,11 +772,13 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (naming, calibrat
 
 def regenerate(text: str, where: str = "page") -> str:
     """``text`` with every marked table rendered afresh; an unknown table name is an error."""
+
     def one(m: re.Match) -> str:
         name = m["name"]
         if name not in TABLES:
             raise KeyError(f"{where}: unknown table {name!r} (known: {', '.join(TABLES)})")
         return f"<!-- table:{name} -->\n\n{TABLES[name]()}\n\n<!-- /table -->"
+
     return MARKER.sub(one, text)
 
 
@@ -497,8 +789,16 @@ def drift(root: Path = ROOT) -> list[str]:
         text = (root / page).read_text()
         new = regenerate(text, page)
         if new != text:
-            out.append("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
-                                                    f"{page} (committed)", f"{page} (from benchmarks/results)")))
+            out.append(
+                "".join(
+                    difflib.unified_diff(
+                        text.splitlines(True),
+                        new.splitlines(True),
+                        f"{page} (committed)",
+                        f"{page} (from benchmarks/results)",
+                    )
+                )
+            )
     return out
 
 
@@ -511,7 +811,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true", help="rewrite the marked tables of the pages")
-    g.add_argument("--check", action="store_true", help="exit 1 when a marked table differs (the default)")
+    g.add_argument(
+        "--check", action="store_true", help="exit 1 when a marked table differs (the default)"
+    )
     g.add_argument("--print", metavar="TABLE", choices=list(TABLES), help="print one table")
     args = ap.parse_args(argv)
     if args.print:
@@ -530,7 +832,10 @@ def main(argv: list[str] | None = None) -> int:
     for d in diffs:
         print(d)
     if diffs:
-        print("tables differ from benchmarks/results: run `python benchmarks/tables.py --write`", file=sys.stderr)
+        print(
+            "tables differ from benchmarks/results: run `python benchmarks/tables.py --write`",
+            file=sys.stderr,
+        )
     return 1 if diffs else 0
 
 

@@ -15,12 +15,22 @@ import pandas as pd
 import privacy_gate
 
 ROOT = Path(__file__).resolve().parents[1]
-adult = pd.read_csv(ROOT / "data/adult/adult.csv.gz").sample(n=4000, random_state=0).reset_index(drop=True)
+adult = (
+    pd.read_csv(ROOT / "data/adult/adult.csv.gz")
+    .sample(n=4000, random_state=0)
+    .reset_index(drop=True)
+)
 train, holdout, reference, outside = adult[:1500], adult[1500:2000], adult[2000:2500], adult[2500:]
 synthetic = pd.concat([outside.iloc[:1300], train.iloc[:200]])  # 200 verbatim copies: a leak
 
-result = privacy_gate.evaluate(train=train, holdout=holdout, reference=reference, synthetic=synthetic,
-                               spec=ROOT / "examples/adult.yaml", attacks=[{"name": "dcr"}, {"name": "domias"}])
+result = privacy_gate.evaluate(
+    train=train,
+    holdout=holdout,
+    reference=reference,
+    synthetic=synthetic,
+    spec=ROOT / "examples/adult.yaml",
+    attacks=[{"name": "dcr"}, {"name": "domias"}],
+)
 print(result)  # GateResult(BLOCK, ...)
 print("decision:", result.decision)
 print("dcr AUC:", round(result.metrics["dcr.auc"], 3))

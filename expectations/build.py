@@ -5,7 +5,8 @@
 
 The suites are derived from the dataset spec (public domain knowledge) and the gate's
 ``max_verbatim_copy_share``; they are committed so reviewers can read exactly what is checked.
-tests/validation/test_validation.py fails when a committed file differs from what this script builds.
+tests/validation/test_validation.py fails when a committed file differs from what this script
+builds.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ def main(argv: list[str]) -> int:
             dump_suite(suite, path)
             print(f"wrote {path.relative_to(HERE.parent)}")
     if stale:
-        print(f"stale suite(s): {', '.join(stale)}; run python expectations/build.py", file=sys.stderr)
+        print(
+            f"stale suite(s): {', '.join(stale)}; run python expectations/build.py", file=sys.stderr
+        )
         return 1
     return 0
 

@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from privacy_gate import names
 
 #: what each kind of change means for the reviewer
-
 from privacy_gate.publication import signing
+
 WHAT = {
     "changed": "changed since the gate sealed it",
     "removed": "sealed by the gate but no longer there",
     "added": "added after the gate sealed the run (the gate never wrote it)",
     "unsealed": "not covered by a seal that verifies (its digest tag "
-                f"{names.TAG_DERIVED_DIGEST} is missing, does not match, or was made without the signing key)",
+    f"{names.TAG_DERIVED_DIGEST} is missing, does not match, or was made without the signing key)",
 }
 
 
@@ -63,17 +63,30 @@ def is_decision_record(path: str) -> bool:
 def sealed_at_gate_time(path: str) -> bool:
     """Whether the verdict's manifest covers ``path``: everything but the verdict itself, the
     renderings made after it and the decision records."""
-    return path != names.ART_VERDICT and path not in names.DERIVED_ARTIFACTS and not is_decision_record(path)
+    return (
+        path != names.ART_VERDICT
+        and path not in names.DERIVED_ARTIFACTS
+        and not is_decision_record(path)
+    )
 
 
 def manifest(hashes: Mapping[str, str]) -> dict[str, str]:
-    """The ``seal.artifacts`` of a verdict written when the run holds ``hashes`` (path -> sha256)."""
+    """The ``seal.artifacts`` of a verdict written when the run holds ``hashes`` (path ->
+    sha256)."""
     return {p: hashes[p] for p in sorted(hashes) if sealed_at_gate_time(p)}
 
 
-def _derived_digest(run_id: str, tags: Mapping[str, str], derived: Mapping[str, str], key: str) -> str:
-    text = json.dumps({"run_id": run_id, "verdict_digest": tags.get(names.TAG_VERDICT_DIGEST) or "",
-                       "artifacts": dict(sorted(derived.items()))}, sort_keys=True)
+def _derived_digest(
+    run_id: str, tags: Mapping[str, str], derived: Mapping[str, str], key: str
+) -> str:
+    text = json.dumps(
+        {
+            "run_id": run_id,
+            "verdict_digest": tags.get(names.TAG_VERDICT_DIGEST) or "",
+            "artifacts": dict(sorted(derived.items())),
+        },
+        sort_keys=True,
+    )
     return signing.verdict_digest(text, key)
 
 
@@ -104,12 +117,15 @@ def derived_tags(run_id: str, tags: Mapping[str, str], path: str, sha256: str) -
     which verification refuses: a rendering made without the key is never trusted."""
     derived = {**(trusted_derived(run_id, tags) or {}), path: sha256}
     key = signing.run_key(tags) or ""
-    return {names.TAG_DERIVED_SHA: json.dumps(dict(sorted(derived.items())), separators=(",", ":")),
-            names.TAG_DERIVED_DIGEST: _derived_digest(run_id, tags, derived, key)}
+    return {
+        names.TAG_DERIVED_SHA: json.dumps(dict(sorted(derived.items())), separators=(",", ":")),
+        names.TAG_DERIVED_DIGEST: _derived_digest(run_id, tags, derived, key),
+    }
 
 
-def changes(run_id: str, seal: Mapping[str, object], tags: Mapping[str, str],
-            current: Mapping[str, str]) -> list[Change]:
+def changes(
+    run_id: str, seal: Mapping[str, object], tags: Mapping[str, str], current: Mapping[str, str]
+) -> list[Change]:
     """What differs between the run's artifacts now (``current``: path -> sha256) and what the
     verdict (``seal``, already verified) and the derived seal cover: every sealed file is listed and
     each one changed or missing is named, the derived renderings included; empty when nothing
@@ -128,7 +144,11 @@ def changes(run_id: str, seal: Mapping[str, object], tags: Mapping[str, str],
     derived = trusted_derived(run_id, tags)
     # a rendering the derived seal covers must still be there: deleting the report or the summary
     # (what a reviewer reads first) is a change like deleting any sealed evidence
-    out += [Change(path, "removed") for path in sorted(derived or {}) if path not in current and path not in sealed]
+    out += [
+        Change(path, "removed")
+        for path in sorted(derived or {})
+        if path not in current and path not in sealed
+    ]
     for path in sorted(current):
         if path in sealed or path == names.ART_VERDICT or is_decision_record(path):
             continue
@@ -145,9 +165,12 @@ def changes(run_id: str, seal: Mapping[str, object], tags: Mapping[str, str],
 def problem(run_id: str, found: list[Change]) -> str:
     """One sentence naming every changed artifact of ``run_id`` and what to do."""
     listed = "; ".join(c.line() for c in found)
-    return (f"run {run_id}: the artifacts a reviewer reads differ from what the gate sealed in its "
-            f"{names.ART_VERDICT} — {listed}. The evidence shown is not the gate's: do not decide on it; run the "
-            "gate again for a trustworthy record (and find out who can write to the tracking store)")
+    return (
+        f"run {run_id}: the artifacts a reviewer reads differ from what the gate sealed in its "
+        f"{names.ART_VERDICT} — {listed}. The evidence shown is not the gate's: do not decide on "
+        "it; run the "
+        "gate again for a trustworthy record (and find out who can write to the tracking store)"
+    )
 
 
 def warning_lines(run_id: str, found: list[Change]) -> list[str]:
@@ -155,11 +178,26 @@ def warning_lines(run_id: str, found: list[Change]) -> list[str]:
     for a run as the gate left it)."""
     if not found:
         return []
-    return [(f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may not be the "
-             f"gate's ({len(found)} artifact(s)); `privacy-gate approve` refuses it:"),
-            *(f"  CHANGED {c.line()}" for c in found),
-            "  do not decide on this record: run the gate again, and find out who can write to the tracking store"]
+    return [
+        (
+            f"WARNING: run {run_id} was changed after the gate sealed it — the evidence below may "
+            "not be the "
+            f"gate's ({len(found)} artifact(s)); `privacy-gate approve` refuses it:"
+        ),
+        *(f"  CHANGED {c.line()}" for c in found),
+        "  do not decide on this record: run the gate again, and find out who can write to the "
+        "tracking store",
+    ]
 
 
-__all__ = ["Change", "changes", "derived_tags", "manifest", "problem", "sealed_at_gate_time",
-           "text_sha256", "trusted_derived", "warning_lines"]
+__all__ = [
+    "Change",
+    "changes",
+    "derived_tags",
+    "manifest",
+    "problem",
+    "sealed_at_gate_time",
+    "text_sha256",
+    "trusted_derived",
+    "warning_lines",
+]

@@ -47,16 +47,45 @@ class InfrastructureError(PrivacyGateError):
 # What a failure looks like when a service is down, across the client libraries in use (requests /
 # urllib3 under MLflow, botocore, asyncio/httpx under Prefect): matched by class name along the
 # exception chain, so this module needs none of those packages.
-_INFRA_CLASS_NAMES = frozenset({
-    "ConnectionError", "ConnectTimeout", "ConnectTimeoutError", "ReadTimeout", "ReadTimeoutError", "Timeout",
-    "TimeoutError", "MaxRetryError", "NewConnectionError", "EndpointConnectionError", "RemoteDisconnected",
-    "ProtocolError", "ConnectError", "ReadError", "ServerDisconnectedError", "ConnectionRefusedError",
-    "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
-})
-_INFRA_MESSAGES = ("max retries exceeded", "connection refused", "failed to establish a new connection",
-                   "timed out", "connection aborted", "connection reset", "remote end closed connection",
-                   "temporarily unavailable", "503 server error", "502 server error", "504 server error",
-                   "api request to", "too many 500 error responses", "too many 503 error responses")
+_INFRA_CLASS_NAMES = frozenset(
+    {
+        "ConnectionError",
+        "ConnectTimeout",
+        "ConnectTimeoutError",
+        "ReadTimeout",
+        "ReadTimeoutError",
+        "Timeout",
+        "TimeoutError",
+        "MaxRetryError",
+        "NewConnectionError",
+        "EndpointConnectionError",
+        "RemoteDisconnected",
+        "ProtocolError",
+        "ConnectError",
+        "ReadError",
+        "ServerDisconnectedError",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "ConnectionAbortedError",
+        "BrokenPipeError",
+    }
+)
+_INFRA_MESSAGES = (
+    "max retries exceeded",
+    "connection refused",
+    "failed to establish a new connection",
+    "timed out",
+    "connection aborted",
+    "connection reset",
+    "remote end closed connection",
+    "temporarily unavailable",
+    "503 server error",
+    "502 server error",
+    "504 server error",
+    "api request to",
+    "too many 500 error responses",
+    "too many 503 error responses",
+)
 
 
 def is_infrastructure_error(exc: BaseException | None) -> bool:
@@ -96,7 +125,8 @@ def safe_reason(exc: BaseException) -> str | None:
     a failing path with the OS's reason (a path the operator chose, never a data value); None for
     anything else, whose message may quote data.
 
-    >>> safe_reason(PermissionError(13, "Permission denied", "/srv/out")), safe_reason(ValueError("age=37"))
+    >>> denied = PermissionError(13, "Permission denied", "/srv/out")
+    >>> safe_reason(denied), safe_reason(ValueError("age=37"))
     ('Permission denied: /srv/out', None)
     """
     if isinstance(exc, PrivacyGateError):

@@ -43,8 +43,8 @@ _KEY_TEXT = re.compile(r"[0-9a-f]{64}")
 
 
 class LabelKey:
-    """A label key: :meth:`token` hashes a value; ``fingerprint`` names the key without revealing it.
-    Its repr shows only the fingerprint (it may travel to a worker inside the gate's inputs)."""
+    """A label key: :meth:`token` hashes a value; ``fingerprint`` names the key without revealing
+    it. Its repr shows only the fingerprint (it may travel to a worker inside the gate's inputs)."""
 
     __slots__ = ("_secret", "fingerprint")
 
@@ -56,7 +56,9 @@ class LabelKey:
 
     def token(self, value: str) -> str:
         """``#`` + the first 10 hex digits of HMAC-SHA256(key, value)."""
-        digest = hmac.new(self._secret, str(value).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+        digest = hmac.new(
+            self._secret, str(value).encode("utf-8", "surrogatepass"), hashlib.sha256
+        ).hexdigest()
         return "#" + digest[:TOKEN_DIGITS]
 
     def __repr__(self) -> str:
@@ -70,12 +72,15 @@ class LabelKey:
     def __hash__(self) -> int:
         return hash(self.fingerprint)
 
-    def __reduce__(self):  # pickled for a worker process (Dask): the secret goes with it, as the data does
+    def __reduce__(
+        self,
+    ):  # pickled for a worker process (Dask): the secret goes with it, as the data does
         return (LabelKey, (self._secret,))
 
     @classmethod
     def ephemeral(cls) -> LabelKey:
-        """A fresh random key (a run with no store: its labels cannot be reversed, nor reproduced)."""
+        """A fresh random key (a run with no store: its labels cannot be reversed, nor
+        reproduced)."""
         return cls(secrets.token_bytes(_KEY_BYTES))
 
     @classmethod
@@ -86,8 +91,10 @@ class LabelKey:
         path = Path(workdir) / LABEL_KEY_FILE
         if not path.exists():
             if not create:
-                raise ConfigError(f"{path}: no label key in this workdir (the gate makes one on its first run); "
-                                  "use the --workdir the gate ran in, or copy its label-key here (mode 0600)")
+                raise ConfigError(
+                    f"{path}: no label key in this workdir (the gate makes one on its first run); "
+                    "use the --workdir the gate ran in, or copy its label-key here (mode 0600)"
+                )
             _create(path)
         return cls._read(path)
 
@@ -100,12 +107,16 @@ class LabelKey:
             reason = getattr(exc, "strerror", None) or type(exc).__name__
             raise ConfigError(f"{path}: the label key cannot be read ({reason})") from None
         if stat.S_IMODE(info.st_mode) & 0o077:
-            raise ConfigError(f"{path}: the label key may be read by other users (mode "
-                              f"{stat.S_IMODE(info.st_mode):04o}); make it private: chmod 600 {path}")
+            raise ConfigError(
+                f"{path}: the label key may be read by other users (mode "
+                f"{stat.S_IMODE(info.st_mode):04o}); make it private: chmod 600 {path}"
+            )
         if not _KEY_TEXT.fullmatch(text):
-            raise ConfigError(f"{path}: not a label key (64 hex digits expected); restore it from where it was "
-                              "copied, or remove it to start a new key (the hashed labels of earlier runs then "
-                              "can no longer be suppressed)")
+            raise ConfigError(
+                f"{path}: not a label key (64 hex digits expected); restore it from where it was "
+                "copied, or remove it to start a new key (the hashed labels of earlier runs then "
+                "can no longer be suppressed)"
+            )
         return cls(bytes.fromhex(text))
 
 
@@ -129,13 +140,18 @@ def matching_key(workdir: str | Path, *, fingerprint: str | None, what: str) -> 
     """The workdir's key, checked to be the one that hashed ``what``'s labels (``fingerprint``, as
     sealed on the run). ConfigError otherwise: labels hashed with another key name other rows."""
     if not fingerprint:
-        raise ConfigError(f"{what} hashed its group labels without a label key (it predates keyed labels); its "
-                          "hashed groups cannot be resolved — run the gate again")
+        raise ConfigError(
+            f"{what} hashed its group labels without a label key (it predates keyed labels); its "
+            "hashed groups cannot be resolved — run the gate again"
+        )
     key = LabelKey.for_workdir(workdir, create=False)
     if not hmac.compare_digest(key.fingerprint, str(fingerprint)):
-        raise ConfigError(f"{what} hashed its group labels with another label key than "
-                          f"{Path(workdir) / LABEL_KEY_FILE} (fingerprint {fingerprint}, this one {key.fingerprint}); "
-                          "use the --workdir the gate ran in, or copy its label-key here (mode 0600)")
+        raise ConfigError(
+            f"{what} hashed its group labels with another label key than "
+            f"{Path(workdir) / LABEL_KEY_FILE} (fingerprint {fingerprint}, this one "
+            f"{key.fingerprint}); "
+            "use the --workdir the gate ran in, or copy its label-key here (mode 0600)"
+        )
     return key
 
 

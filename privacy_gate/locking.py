@@ -33,8 +33,10 @@ def file_lock(path: str | Path, *, timeout: float = 60.0, poll: float = 0.05) ->
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise PrivacyGateError(f"could not lock {path} within {timeout:g} s: another privacy-gate "
-                                           "process holds it (wait for it, or check for a hung run)") from None
+                    raise PrivacyGateError(
+                        f"could not lock {path} within {timeout:g} s: another privacy-gate "
+                        "process holds it (wait for it, or check for a hung run)"
+                    ) from None
                 time.sleep(poll)
         yield
     finally:

@@ -18,10 +18,11 @@ The verdict is decided from the in-memory figures, never from what is logged her
 keeps ``verdict.metrics`` whole. Labels come from metric keys, so they are what the keys already
 showed: public category names or keyed hashes (``#6c1051d176``), never a rare record value.
 
->>> is_headline("domias.auc"), is_headline("combined.mace.advantage_lower"), is_headline("dcr.mace.radius")
-(True, True, False)
->>> is_headline("subgroup/race/Black/dcr.auc"), is_headline("inference.age.risk"), is_headline("inference.risk")
-(False, False, True)
+>>> [is_headline(k) for k in ("domias.auc", "combined.mace.advantage_lower", "dcr.mace.radius")]
+[True, True, False]
+>>> [is_headline(k) for k in ("subgroup/race/Black/dcr.auc", "inference.age.risk",
+...                           "inference.risk")]
+[False, False, True]
 """
 
 from __future__ import annotations
@@ -40,27 +41,37 @@ _ROC = "|".join(map(re.escape, names.LEAKAGE_METRICS))
 _RISK = "risk|risk_lower|risk_upper"
 
 #: The headline rule: a figure is an MLflow metric when its whole key matches one of these. An
-#: attack's key is any single segment (``dcr``, ``mama_mia_oracle``, ``combined``, ``strongest``), so
-#: a run logs about 8 metrics per attack plus about 45 release-level ones.
+#: attack's key is any single segment (``dcr``, ``mama_mia_oracle``, ``combined``, ``strongest``),
+#: so a run logs about 8 metrics per attack plus about 45 release-level ones.
 HEADLINE_PATTERNS: tuple[str, ...] = (
     rf"[^./]+\.({_ROC})",  # per attack and the strongest: AUC, TPR at FPR 1 % and 0.1 %, advantage
-    r"[^./]+\.mace\.(advantage|advantage_lower|advantage_upper|bias)",  # MACE bounds and their null level
-    rf"{names.EXPOSURE}\.(count|share|share_lower|share_upper|scan_count)",  # exposed records and their share
-    rf"{names.COPIES}\.(excess_share|train_share|holdout_share)",  # verbatim copies against the twins
+    # MACE bounds and their null level
+    r"[^./]+\.mace\.(advantage|advantage_lower|advantage_upper|bias)",
+    # exposed records and their share
+    rf"{names.EXPOSURE}\.(count|share|share_lower|share_upper|scan_count)",
+    # verbatim copies against the twins
+    rf"{names.COPIES}\.(excess_share|train_share|holdout_share)",
     rf"{names.AGREEMENT}\.(excess_share|count)",  # partial copies
     rf"{re.escape(names.VALIDATION_SYNTHETIC)}\.copy_share",
-    rf"({'|'.join(names.DISCLOSURE_FAMILIES)})\.({_RISK})",  # the worst risk of each family, not per column
+    # the worst risk of each family, not per column
+    rf"({'|'.join(names.DISCLOSURE_FAMILIES)})\.({_RISK})",
     rf"{names.UTILITY}\.(quality|tvd_1way|tvd_2way)",
     rf"{names.BUDGET}\.[^./]+\.pvalue",  # each test of the error budget
     re.escape(names.FLAGGED_SUBGROUPS),
     re.escape(names.TOTAL_TIME),
-    r"dp_audit\.(epsilon_lower|epsilon_claimed)",  # a DP release's audit: the bound against the claim
+    # a DP release's audit: the bound against the claim
+    r"dp_audit\.(epsilon_lower|epsilon_claimed)",
 )
 _HEADLINE = re.compile("|".join(f"(?:{p})" for p in HEADLINE_PATTERNS))
 
 #: first key segments that name no attack (``attacks.csv`` holds only attack rows)
-_NOT_ATTACKS = names.PLAIN_FAMILIES | {"time", names.BUDGET, names.FLAGGED_SUBGROUPS.partition(".")[0],
-                                       "dp_audit", "ladder"}
+_NOT_ATTACKS = names.PLAIN_FAMILIES | {
+    "time",
+    names.BUDGET,
+    names.FLAGGED_SUBGROUPS.partition(".")[0],
+    "dp_audit",
+    "ladder",
+}
 _ATTACK_FIGURES = names.attack_figures()
 _SUBGROUP = "subgroup/"
 
@@ -70,7 +81,9 @@ def is_headline(key: str) -> bool:
     return _HEADLINE.fullmatch(key) is not None
 
 
-def recorded_figures(verdict: Mapping[str, Any], *, timings: Mapping[str, float]) -> dict[str, float | None]:
+def recorded_figures(
+    verdict: Mapping[str, Any], *, timings: Mapping[str, float]
+) -> dict[str, float | None]:
     """Every figure a run records, by its full key: ``verdict["metrics"]`` (a verdict dict), each
     stage's time (``time.<stage>_s``) and the headline's derived figures (each budget test's
     p-value, the number of flagged groups, the total time). A non-finite value is None (JSON has
@@ -80,15 +93,21 @@ def recorded_figures(verdict: Mapping[str, Any], *, timings: Mapping[str, float]
     for test in (verdict.get("budget") or {}).get("tests") or []:
         figures[names.budget_metric(str(test.get("name")))] = test.get("pvalue")
     figures[names.FLAGGED_SUBGROUPS] = float(len(verdict.get("flagged_subgroups") or ()))
-    # the stages run one after another; an attack's time ("attack.<name>") is inside the attacks stage
-    figures[names.TOTAL_TIME] = float(sum(v for k, v in timings.items() if not k.startswith("attack.")))
+    # the stages run one after another; an attack's time ("attack.<name>") is inside the attacks
+    # stage
+    figures[names.TOTAL_TIME] = float(
+        sum(v for k, v in timings.items() if not k.startswith("attack."))
+    )
     return {k: _finite(v) for k, v in sorted(figures.items())}
 
 
 def headline_metrics(figures: Mapping[str, float | None]) -> dict[str, float]:
     """The MLflow metrics of a run: its headline figures with a value, under short keys."""
-    return {names.bounded_key(k, names.MAX_HEADLINE_KEY_LENGTH): v for k, v in figures.items()
-            if v is not None and is_headline(k)}
+    return {
+        names.bounded_key(k, names.MAX_HEADLINE_KEY_LENGTH): v
+        for k, v in figures.items()
+        if v is not None and is_headline(k)
+    }
 
 
 def capped_label(text: str, *, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str:
@@ -97,7 +116,8 @@ def capped_label(text: str, *, limit: int = names.MAX_TABLE_LABEL_LENGTH) -> str
 
     >>> capped_label("sex=Female")
     'sex=Female'
-    >>> capped_label("native_country=" + "_".join(["Cambodia", "Canada", "China", "Columbia", "Cuba"] * 6))
+    >>> countries = ["Cambodia", "Canada", "China", "Columbia", "Cuba"] * 6
+    >>> capped_label("native_country=" + "_".join(countries))
     'native_country=Cambodia_Canada_China_Columbia_C…-h9fafb719e1'
     """
     if len(text) <= limit:
@@ -134,9 +154,13 @@ def metric_tables(figures: Mapping[str, float | None]) -> dict[str, pd.DataFrame
             groups.setdefault(label, {"group": label, "columns": cols})
             kind, who, what = _split_figure(figure, group=True)
             if kind == "attack":
-                group_attacks.setdefault((label, who), {"group": label, "attack": capped_label(who)})[what] = value
+                group_attacks.setdefault(
+                    (label, who), {"group": label, "attack": capped_label(who)}
+                )[what] = value
             elif kind == "disclosure":
-                row = group_disclosure.setdefault((label, who), {"group": label, "evaluator": capped_label(who)})
+                row = group_disclosure.setdefault(
+                    (label, who), {"group": label, "evaluator": capped_label(who)}
+                )
                 row[what] = value
             else:
                 groups[label][figure] = value
@@ -154,26 +178,38 @@ def metric_tables(figures: Mapping[str, float | None]) -> dict[str, pd.DataFrame
     ranked = _most_significant_first(groups.values())
     position = {row["group"]: i for i, row in enumerate(ranked)}
     return {
-        names.ART_METRICS_ATTACKS: _frame([attacks[a] for a in sorted(attacks, key=lambda a: (last.get(a, 0), a))],
-                                          ["attack"], key=attack_order),
-        names.ART_METRICS_DISCLOSURE: _frame([disclosure[e] for e in sorted(disclosure)], ["evaluator"],
-                                             key=_disclosure_order),
+        names.ART_METRICS_ATTACKS: _frame(
+            [attacks[a] for a in sorted(attacks, key=lambda a: (last.get(a, 0), a))],
+            ["attack"],
+            key=attack_order,
+        ),
+        names.ART_METRICS_DISCLOSURE: _frame(
+            [disclosure[e] for e in sorted(disclosure)], ["evaluator"], key=_disclosure_order
+        ),
         names.ART_METRICS_RELEASE: pd.DataFrame(release, columns=["key", "value"]),
-        names.ART_METRICS_SUBGROUPS: _frame(ranked, ["group", "columns"],
-                                            key=lambda f: (f not in names.GROUP_FIGURES, f)),
+        names.ART_METRICS_SUBGROUPS: _frame(
+            ranked, ["group", "columns"], key=lambda f: (f not in names.GROUP_FIGURES, f)
+        ),
         names.ART_METRICS_SUBGROUP_ATTACKS: _frame(
             [group_attacks[k] for k in sorted(group_attacks, key=lambda k: (position[k[0]], k[1]))],
-            ["group", "attack"], key=attack_order),
+            ["group", "attack"],
+            key=attack_order,
+        ),
         names.ART_METRICS_SUBGROUP_DISCLOSURE: _frame(
-            [group_disclosure[k] for k in sorted(group_disclosure, key=lambda k: (position[k[0]], k[1]))],
-            ["group", "evaluator"], key=_disclosure_order),
+            [
+                group_disclosure[k]
+                for k in sorted(group_disclosure, key=lambda k: (position[k[0]], k[1]))
+            ],
+            ["group", "evaluator"],
+            key=_disclosure_order,
+        ),
     }
 
 
 def _split_figure(key: str, *, group: bool) -> tuple[str, str, str]:
     """``(kind, whose, figure)`` of a release-level key or of a subgroup's figure: an attack's
-    (``dcr``, ``mace.advantage``), a disclosure evaluator's (``inference.age``, ``risk``; figures have
-    no dot, a column name may), else ``("other", "", key)``."""
+    (``dcr``, ``mace.advantage``), a disclosure evaluator's (``inference.age``, ``risk``; figures
+    have no dot, a column name may), else ``("other", "", key)``."""
     head, _, rest = key.partition(".")
     if "/" in key or not rest or (group and key in names.GROUP_FIGURES):
         return "other", "", key
@@ -219,5 +255,12 @@ def _disclosure_order(figure: str) -> tuple[int, str]:
     return order.get(figure, len(order)), figure
 
 
-__all__ = ["HEADLINE_PATTERNS", "capped_label", "headline_metrics", "is_headline", "metric_tables",
-           "recorded_figures", "table_text"]
+__all__ = [
+    "HEADLINE_PATTERNS",
+    "capped_label",
+    "headline_metrics",
+    "is_headline",
+    "metric_tables",
+    "recorded_figures",
+    "table_text",
+]

@@ -2,8 +2,8 @@
 
 One module because it is the one owner of these conventions (and of how a user's column and
 category names become MLflow keys, :func:`key_segment`), so the gate rules, the MLflow sink, the
-summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking`` applies these names to an
-MLflow store); this module is a leaf every layer may import.
+summaries and the HTML report cannot disagree. Nothing here imports MLflow (``tracking`` applies
+these names to an MLflow store); this module is a leaf every layer may import.
 
 >>> metric_name("domias", "auc")
 'domias.auc'
@@ -32,7 +32,8 @@ ENV_S3_ENDPOINT = "MLFLOW_S3_ENDPOINT_URL"
 ENV_USER = "PRIVACY_GATE_USER"
 #: The HMAC key verdicts are signed with at gate time and verified with at review time.
 ENV_SIGNING_KEY = "PRIVACY_GATE_SIGNING_KEY"
-#: Where the empty MLflow store template is kept (default ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``privacy-gate``).
+#: Where the empty MLflow store template is kept (default ``$XDG_CACHE_HOME`` or ``~/.cache``, then
+#: ``privacy-gate``).
 ENV_CACHE = "PRIVACY_GATE_CACHE"
 #: seconds between the progress lines of a generator fit (default 15)
 ENV_PROGRESS_SECONDS = "PRIVACY_GATE_PROGRESS_SECONDS"
@@ -44,19 +45,31 @@ ENV_PROGRESS_SECONDS = "PRIVACY_GATE_PROGRESS_SECONDS"
 LEAKAGE_METRICS = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage")
 #: MACE figures of one query (an attack's scores or the combined query).
 #: ``advantage`` is the point estimate inside its own bounds; ``advantage_plugin`` the raw plug-in
-#: (smoothing / binning lose advantage, so at strong leakage it can fall below the certified lower bound).
-MACE_FIGURES = ("advantage", "advantage_lower", "advantage_upper", "advantage_plugin", "bias", "radius", "ppv_upper",
-                "dp_bound")
+#: (smoothing / binning lose advantage, so at strong leakage it can fall below the certified lower
+#: bound).
+MACE_FIGURES = (
+    "advantage",
+    "advantage_lower",
+    "advantage_upper",
+    "advantage_plugin",
+    "bias",
+    "radius",
+    "ppv_upper",
+    "dp_bound",
+)
 #: The MACE metrics shown in summaries next to the ROC metrics.
 MACE_METRICS = ("mace.advantage", "mace.advantage_lower", "mace.advantage_upper")
 #: The pseudo-attack naming the combined query (the vector of all gated attacks' scores).
 COMBINED = "combined"
-#: ``strongest.<metric>`` is the maximum across gated attacks; tag ``gate.strongest.<metric>`` names it.
+#: ``strongest.<metric>`` is the maximum across gated attacks; tag ``gate.strongest.<metric>`` names
+#: it.
 STRONGEST = "strongest"
 UTILITY = "utility"
 UTILITY_QUALITY = "utility.quality"
 VALIDATION_SYNTHETIC = "validation.synthetic"
-ORACLE_ATTACK = "mama_mia_oracle"  # MAMA-MIA with the generator's real focal points (reported, not gated)
+ORACLE_ATTACK = (
+    "mama_mia_oracle"  # MAMA-MIA with the generator's real focal points (reported, not gated)
+)
 #: Exposed-record discovery over the member targets (``estimators.exposure``): ``exposed.count``,
 #: ``exposed.share_lower``, ``exposed.share_upper``, ... — plain metrics, not per attack.
 EXPOSURE = "exposed"
@@ -68,12 +81,22 @@ LINKABILITY = "linkability"
 INFERENCE = "inference"
 DISCLOSURE_FAMILIES = (SINGLING_OUT, LINKABILITY, INFERENCE)
 #: the figures of one disclosure risk (``estimators.disclosure.DisclosureRisk.figures``)
-DISCLOSURE_FIGURES = ("risk", "risk_lower", "risk_upper", "train_rate", "control_rate", "baseline_rate",
-                      "n_train", "n_control", "pvalue")
+DISCLOSURE_FIGURES = (
+    "risk",
+    "risk_lower",
+    "risk_upper",
+    "train_rate",
+    "control_rate",
+    "baseline_rate",
+    "n_train",
+    "n_control",
+    "pvalue",
+)
 #: the HTML report's disclosure section (attacker's knowledge, risks, baselines; no record values)
 ART_DISCLOSURE = "risk/disclosure.json"
 ART_DISCLOSURE_PLOT = "plots/disclosure_risk.png"
-#: A subgroup's rank test over the gated attacks (``estimators.group_tests``), in each group's metrics.
+#: A subgroup's rank test over the gated attacks (``estimators.group_tests``), in each group's
+#: metrics.
 GROUP_TEST = "membership_test"
 #: Suppression label of the exposed records (``privacy-gate approve --suppress exposed``).
 SUPPRESS_EXPOSED = "exposed"
@@ -88,7 +111,14 @@ INSUFFICIENT_EVIDENCE = "insufficient_evidence"
 # ---- what a gate rule can read (checked when a config is loaded: a typo must not skip a rule) --
 
 #: ROC figures of one attack's scores (``estimators.metrics.roc_metrics``), incl. the class sizes.
-ROC_FIGURES = ("auc", "tpr_at_fpr_0.01", "tpr_at_fpr_0.001", "advantage", "n_members", "n_non_members")
+ROC_FIGURES = (
+    "auc",
+    "tpr_at_fpr_0.01",
+    "tpr_at_fpr_0.001",
+    "advantage",
+    "n_members",
+    "n_non_members",
+)
 #: An attack's membership rank test over all targets (``estimators.group_tests.rank_test_pvalue``):
 #: ``<attack>.rank_pvalue``, what the budget's membership test reads.
 RANK_PVALUE = "rank_pvalue"
@@ -96,46 +126,121 @@ RANK_PVALUE = "rank_pvalue"
 #: ``membership.ensemble_pvalue`` (two-sided, what the budget's membership test reads beside each
 #: attack's rank test), its one-sided parts and its AUC (below 0.5: the release avoids its members).
 MEMBERSHIP = "membership"
-ENSEMBLE_FIGURES = ("ensemble_pvalue", "ensemble_upper_pvalue", "ensemble_lower_pvalue", "ensemble_auc")
+ENSEMBLE_FIGURES = (
+    "ensemble_pvalue",
+    "ensemble_upper_pvalue",
+    "ensemble_lower_pvalue",
+    "ensemble_auc",
+)
 #: Verbatim copies against the population's own twins (``experiment.copies``): ``copies.pvalue`` ...
 COPIES = "copies"
-COPY_FIGURES = ("pvalue", "excess_share", "excess_lower", "train_share", "holdout_share", "train_only", "holdout_only",
-                "compared", "n_pool")
+COPY_FIGURES = (
+    "pvalue",
+    "excess_share",
+    "excess_lower",
+    "train_share",
+    "holdout_share",
+    "train_only",
+    "holdout_only",
+    "compared",
+    "n_pool",
+)
 #: Partial copies: the information-weighted column agreement scan (``experiment.agreement``).
 AGREEMENT = "agreement"
-AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested", "excess_share", "tail_top",
-                     "calibration", "qi_pvalue", "linking_pvalue", "scanned_share")
+AGREEMENT_FIGURES = (
+    "pvalue",
+    "tail_pvalue",
+    "simes_pvalue",
+    "count",
+    "tested",
+    "excess_share",
+    "tail_top",
+    "calibration",
+    "qi_pvalue",
+    "linking_pvalue",
+    "scanned_share",
+)
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
-#: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
+#: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility
+#: score).
 PLAIN_FIGURES = {
-    "exposed": ("count", "tested", "calibration", "false_expected", "share", "share_lower", "share_upper",
-                "threshold", "level", "attacks", "delta", "tail_pvalue", "tail_top", "min_pvalue", "naming_needs",
-                "scan_count", "scan_tested", "scan_calibration", "scan_threshold", "scan_false_bound",
-                "scan_tail_pvalue", "scan_tail_top", "scan_min_pvalue", "scan_naming_needs", "simes_pvalue",
-                "scan_simes_pvalue", "share_pvalue", "scan_top_set", "scan_top_members", "scan_top_exposed_lower",
-                "scan_views", "scan_pool_share"),
+    "exposed": (
+        "count",
+        "tested",
+        "calibration",
+        "false_expected",
+        "share",
+        "share_lower",
+        "share_upper",
+        "threshold",
+        "level",
+        "attacks",
+        "delta",
+        "tail_pvalue",
+        "tail_top",
+        "min_pvalue",
+        "naming_needs",
+        "scan_count",
+        "scan_tested",
+        "scan_calibration",
+        "scan_threshold",
+        "scan_false_bound",
+        "scan_tail_pvalue",
+        "scan_tail_top",
+        "scan_min_pvalue",
+        "scan_naming_needs",
+        "simes_pvalue",
+        "scan_simes_pvalue",
+        "share_pvalue",
+        "scan_top_set",
+        "scan_top_members",
+        "scan_top_exposed_lower",
+        "scan_views",
+        "scan_pool_share",
+    ),
     MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
-    **{family: DISCLOSURE_FIGURES + tuple(f"{mode}.{f}" for mode in ("univariate", "multivariate")
-                                          for f in DISCLOSURE_FIGURES) for family in DISCLOSURE_FAMILIES},
-    "utility": ("quality", "tvd_1way", "tvd_2way", "worst_1way_tvd", "worst_2way_tvd", "n_columns", "n_pairs"),
+    **{
+        family: DISCLOSURE_FIGURES
+        + tuple(
+            f"{mode}.{f}" for mode in ("univariate", "multivariate") for f in DISCLOSURE_FIGURES
+        )
+        for family in DISCLOSURE_FAMILIES
+    },
+    "utility": (
+        "quality",
+        "tvd_1way",
+        "tvd_2way",
+        "worst_1way_tvd",
+        "worst_2way_tvd",
+        "n_columns",
+        "n_pairs",
+    ),
 }
 #: A subgroup's own figures without an attack (its rank test, sizes and exposed records).
-GROUP_FIGURES = ("membership_test.p_value", "membership_test.p_adjusted", "n_members", "n_non_members",
-                 "exposed.count")
+GROUP_FIGURES = (
+    "membership_test.p_value",
+    "membership_test.p_adjusted",
+    "n_members",
+    "n_non_members",
+    "exposed.count",
+)
 
 #: metric families that name no attack (``exposed.count``, ``membership_test.p_adjusted``, ...):
 #: any other first part of a plain rule metric is an attack key (``dcr.auc``)
-PLAIN_FAMILIES = frozenset({*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)})
+PLAIN_FAMILIES = frozenset(
+    {*PLAIN_FIGURES, "validation", *(f.partition(".")[0] for f in GROUP_FIGURES)}
+)
 
 
 def is_test_level(metric: str) -> bool:
     """A p-value figure: its level is the error budget's to set, never a rule's.
 
-    >>> is_test_level("exposed.scan_tail_pvalue"), is_test_level("membership_test.p_adjusted"), is_test_level("auc")
-    (True, True, False)
+    >>> keys = ("exposed.scan_tail_pvalue", "membership_test.p_adjusted", "auc")
+    >>> [is_test_level(k) for k in keys]
+    [True, True, False]
     """
     figure = metric.rpartition(".")[2]
     return figure.endswith("pvalue") or figure in ("p_value", "p_adjusted")
@@ -144,8 +249,13 @@ def is_test_level(metric: str) -> bool:
 def attack_figures() -> tuple[str, ...]:
     """Every figure a rule can read per attack (``<attack>.<figure>``)."""
     mace = tuple(f"mace.{f}" for f in MACE_FIGURES)
-    return (ROC_FIGURES + (RANK_PVALUE,) + mace + tuple(f"entity.{f}" for f in ROC_FIGURES)
-            + tuple(f"dependency.{f}" for f in ROC_FIGURES + mace))
+    return (
+        ROC_FIGURES
+        + (RANK_PVALUE,)
+        + mace
+        + tuple(f"entity.{f}" for f in ROC_FIGURES)
+        + tuple(f"dependency.{f}" for f in ROC_FIGURES + mace)
+    )
 
 
 def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str | None:
@@ -158,31 +268,49 @@ def rule_metric_problem(metric: str, *, attack: str | None, scope: str) -> str |
     >>> rule_metric_problem("dcr.auc", attack=None, scope="global") is None
     True
     >>> rule_metric_problem("acu", attack="any", scope="subgroup")
-    "metric 'acu' is not a figure of an attack in a subgroup (auc, tpr_at_fpr_0.01, tpr_at_fpr_0.001, advantage, ...)"
+    "metric 'acu' is not a figure of an attack in a subgroup (auc, tpr_at_fpr_0.01,
+    tpr_at_fpr_0.001, advantage, ...)"
     >>> rule_metric_problem("exposed.share_lowr", attack=None, scope="global")
-    "metric 'exposed.share_lowr' is not a figure the gate records (exposed.count, exposed.tested, ...)"
+    "metric 'exposed.share_lowr' is not a figure the gate records (exposed.count,
+    exposed.tested, ...)"
     """
-    per_attack = attack_figures() if scope == "global" else ROC_FIGURES + tuple(f"mace.{f}" for f in MACE_FIGURES)
+    per_attack = (
+        attack_figures()
+        if scope == "global"
+        else ROC_FIGURES + tuple(f"mace.{f}" for f in MACE_FIGURES)
+    )
     where = "of an attack" if scope == "global" else "of an attack in a subgroup"
     if attack is not None:
-        return None if metric in per_attack else f"metric {metric!r} is not a figure {where} ({', '.join(per_attack[:4])}, ...)"
+        return (
+            None
+            if metric in per_attack
+            else f"metric {metric!r} is not a figure {where} ({', '.join(per_attack[:4])}, ...)"
+        )
     family, _, figure = metric.partition(".")
     if scope == "subgroup" and metric in GROUP_FIGURES:
         return None
     if scope == "global" and family == "validation" and figure.startswith("synthetic."):
         return None  # the synthetic suite's figures (copy_share, failed, success, ...)
     if scope == "global" and family in PLAIN_FIGURES:
-        if figure in PLAIN_FIGURES[family] or (family == INFERENCE and figure.rpartition(".")[2] in DISCLOSURE_FIGURES
-                                               and "." in figure):
+        if figure in PLAIN_FIGURES[family] or (
+            family == INFERENCE
+            and figure.rpartition(".")[2] in DISCLOSURE_FIGURES
+            and "." in figure
+        ):
             return None
         known = [f"{family}.{f}" for f in PLAIN_FIGURES[family]]
         return f"metric {metric!r} is not a figure the gate records ({', '.join(known[:2])}, ...)"
     if figure in per_attack:
         return None  # <attack>.<figure>
     if scope == "subgroup":
-        return (f"metric {metric!r} is not a figure of a subgroup ({', '.join(GROUP_FIGURES)}, or "
-                "<attack>.<figure>)")
-    return f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, exposed.count, ...)"
+        return (
+            f"metric {metric!r} is not a figure of a subgroup ({', '.join(GROUP_FIGURES)}, or "
+            "<attack>.<figure>)"
+        )
+    return (
+        f"metric {metric!r} is not a figure the gate records (<attack>.auc, utility.quality, "
+        "exposed.count, ...)"
+    )
 
 
 def metric_name(attack: str | None, metric: str) -> str:
@@ -210,8 +338,10 @@ def dependency_figure(figure: str) -> str:
 def disclosure_metric(family: str, figure: str, column: str | None = None) -> str:
     """``inference`` + ``risk_lower`` (+ ``income``) -> ``inference.income.risk_lower``.
 
-    >>> disclosure_metric("singling_out", "risk"), disclosure_metric("inference", "risk_upper", "income")
-    ('singling_out.risk', 'inference.income.risk_upper')
+    >>> disclosure_metric("singling_out", "risk")
+    'singling_out.risk'
+    >>> disclosure_metric("inference", "risk_upper", "income")
+    'inference.income.risk_upper'
     """
     return f"{family}.{key_segment(column)}.{figure}" if column else f"{family}.{figure}"
 
@@ -246,7 +376,8 @@ TOTAL_TIME = timing_metric("total")
 
 
 def budget_metric(test: str) -> str:
-    """``membership`` -> ``budget.membership.pvalue``: the p-value of one test of the error budget."""
+    """``membership`` -> ``budget.membership.pvalue``: the p-value of one test of the error
+    budget."""
     return f"{BUDGET}.{test}.pvalue"
 
 
@@ -257,8 +388,8 @@ _KEY_CHARACTERS = re.compile(r"[\w.\- ]+")
 _CHANGED_TAIL = re.compile(r"-h[0-9a-f]{10}$")
 #: joins the columns (and the values) of an intersection inside one key segment
 INTERSECTION_JOIN = "_x_"
-#: a record value's hashed label (``grouping.value_token``: ``#`` + 10 hex digits) and its key segment
-#: (``_`` + the digits), which no plain name may spell
+#: a record value's hashed label (``grouping.value_token``: ``#`` + 10 hex digits) and its key
+#: segment (``_`` + the digits), which no plain name may spell
 _HASHED_LABEL = re.compile(r"#([0-9a-f]{10})")
 _HASHED_SEGMENT = re.compile(r"_[0-9a-f]{10}")
 
@@ -267,9 +398,16 @@ def _plain_segment(text: str) -> bool:
     """``text`` is a key segment as it stands: MLflow's characters, not a path step (``.``/``..``),
     no edge spaces, nothing that could be read as an intersection join, a changed name's tail or a
     hashed label's segment."""
-    return (bool(_KEY_CHARACTERS.fullmatch(text)) and text not in (".", "..") and text == text.strip()
-            and INTERSECTION_JOIN not in text and not text.startswith("x_") and not text.endswith("_x")
-            and not _CHANGED_TAIL.search(text) and not _HASHED_SEGMENT.fullmatch(text))
+    return (
+        bool(_KEY_CHARACTERS.fullmatch(text))
+        and text not in (".", "..")
+        and text == text.strip()
+        and INTERSECTION_JOIN not in text
+        and not text.startswith("x_")
+        and not text.endswith("_x")
+        and not _CHANGED_TAIL.search(text)
+        and not _HASHED_SEGMENT.fullmatch(text)
+    )
 
 
 def key_segment(text: object) -> str:
@@ -287,7 +425,8 @@ def key_segment(text: object) -> str:
     ('marital_status', 'âge', 'Married-civ-spouse')
     >>> key_segment("age (years)"), key_segment("a/b"), key_segment("a_b")
     ('age _years_-h4b35ae8ca4', 'a_b-hc14cddc033', 'a_b')
-    >>> key_segment("#9231c165fc"), key_segment("_9231c165fc")  # a hashed record value; a plain name
+    >>> # a hashed record value; a plain name
+    >>> key_segment("#9231c165fc"), key_segment("_9231c165fc")
     ('_9231c165fc', '_9231c165fc-h20c7a254a9')
     >>> key_segment("."), key_segment(".."), key_segment("")
     ('_-hcdb4ee2aea', '_-h5ec1f7e700', '_-he3b0c44298')
@@ -314,8 +453,8 @@ def shown_segment(segment: str) -> str:
     (:func:`key_segment` turned ``#9231c165fc`` into ``_9231c165fc``, which no plain name spells),
     every other segment as it stands.
 
-    >>> shown_segment("_9231c165fc"), shown_segment("Married-civ-spouse"), shown_segment("a_b-hc14cddc033")
-    ('#9231c165fc', 'Married-civ-spouse', 'a_b-hc14cddc033')
+    >>> [shown_segment(s) for s in ("_9231c165fc", "Married-civ-spouse", "a_b-hc14cddc033")]
+    ['#9231c165fc', 'Married-civ-spouse', 'a_b-hc14cddc033']
     """
     return f"#{segment[1:]}" if _HASHED_SEGMENT.fullmatch(segment) else segment
 
@@ -323,8 +462,10 @@ def shown_segment(segment: str) -> str:
 def subgroup_metric(columns: tuple[str, ...], values: tuple[str, ...], key: str) -> str:
     """Intersections join with ``_x_``: ``subgroup/sex_x_race/Female_x_Black/dcr.auc``; every
     column and value goes through :func:`key_segment`."""
-    return (f"subgroup/{INTERSECTION_JOIN.join(map(key_segment, columns))}/"
-            f"{INTERSECTION_JOIN.join(map(key_segment, values))}/{key}")
+    return (
+        f"subgroup/{INTERSECTION_JOIN.join(map(key_segment, columns))}/"
+        f"{INTERSECTION_JOIN.join(map(key_segment, values))}/{key}"
+    )
 
 
 #: MLflow's limits on a metric/param/tag key and on a tag value (its store refuses longer ones).
@@ -337,8 +478,12 @@ def _valid_key(key: str) -> bool:
     normalises to another name)."""
     import posixpath
 
-    return (bool(re.fullmatch(r"[/\w.\- :]+", key)) and posixpath.normpath(key) == key
-            and not key.startswith(("/", "..")) and key != ".")
+    return (
+        bool(re.fullmatch(r"[/\w.\- :]+", key))
+        and posixpath.normpath(key) == key
+        and not key.startswith(("/", ".."))
+        and key != "."
+    )
 
 
 def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
@@ -352,7 +497,9 @@ def bounded_key(key: str, limit: int = MAX_KEY_LENGTH) -> str:
     ('dcr.auc', 'inference.wage _.risk-he4b8df210f')
     """
     if not _valid_key(key):
-        key = "/".join(part if part and _valid_key(part) else key_segment(part) for part in key.split("/"))
+        key = "/".join(
+            part if part and _valid_key(part) else key_segment(part) for part in key.split("/")
+        )
     if len(key) <= limit:
         return key
     import hashlib
@@ -382,16 +529,24 @@ def split_attack_metric(key: str) -> tuple[str, str] | None:
 EXPERIMENT_PREFIX = "privacy-gate/"
 TAG_VERDICT = "gate.verdict"
 TAG_STATUS = "gate.status"
-TAG_VERDICT_DIGEST = "gate.verdict_digest"  # digest (or HMAC) of verdict.json as written at decision time
+TAG_VERDICT_DIGEST = (
+    "gate.verdict_digest"  # digest (or HMAC) of verdict.json as written at decision time
+)
 TAG_FLAGGED = "gate.flagged_subgroups"
 TAG_DISABLED = "gate.disabled"  # default protections turned off: "key: reason; ..." or "none"
 TAG_BUDGET = "gate.error_budget"  # "review 0.02, block 0.001"
-TAG_FLAGGED_THROUGH = "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
-TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
+TAG_FLAGGED_THROUGH = (
+    "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
+)
+TAG_KIND = (
+    "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
+)
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"
 TAG_QUARANTINE = "gate.quarantine_path"
-TAG_WORKDIR = "gate.workdir"  # the run's workdir (absolute): the suggested decision commands name it
+TAG_WORKDIR = (
+    "gate.workdir"  # the run's workdir (absolute): the suggested decision commands name it
+)
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
 #: the release a run judged: its config, data and privacy-gate version (review/prior_decision.py)
@@ -403,10 +558,12 @@ TAG_ATTEMPTS = "gate.attempts"  # on that parent: how many attempts were made
 TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdict stands
 KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
-TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
+# a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
+TAG_RERUN_OF = "gate.rerun_of"
 #: the run of ``approve RUN --suppress``'s re-gate: decided with RUN, never alone
 KIND_REVIEW_RERUN = "review_rerun"
-#: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it removes
+#: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it
+#: removes
 KIND_LADDER_FILTER = "ladder_filter"
 TAG_APPROVAL_STATUS = "approval.status"  # not_required | pending | approved | rejected
 TAG_APPROVAL_REVIEWER = "approval.reviewer"
@@ -414,24 +571,32 @@ TAG_APPROVAL_AT = "approval.decided_at"
 TAG_APPROVAL_COMMENT = "approval.comment"
 TAG_APPROVAL_SHA = "approval.data_sha256"
 TAG_APPROVAL_PUBLISHED = "approval.published"
-TAG_SIGNED = "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
-TAG_DECISION_CLAIM = "approval.claim"  # who is deciding: written, then re-read, before a decision acts
-#: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a killed
-#: ``approve`` recorded but never published (``review.decision_recovery``): a void counts only when
-#: its digest (an HMAC on a signed run) is listed here too
+TAG_SIGNED = (
+    "gate.signed"  # "true" when verdict.json was HMAC-signed (its seal says so too, under the HMAC)
+)
+TAG_DECISION_CLAIM = (
+    "approval.claim"  # who is deciding: written, then re-read, before a decision acts
+)
+#: the digests of the void records (``review/decision-NNN-void.json``) that cancel an approval a
+#: killed ``approve`` recorded but never published (``review.decision_recovery``): a void counts
+#: only when its digest (an HMAC on a signed run) is listed here too
 TAG_APPROVAL_VOIDS = "approval.voids"
-TAG_APPROVAL_RECOVERED = "approval.recovered"  # what the last recovery of an interrupted decision did
+TAG_APPROVAL_RECOVERED = (
+    "approval.recovered"  # what the last recovery of an interrupted decision did
+)
 #: the process that made a run (``processes``): ``privacy-gate doctor`` marks a run left RUNNING
 #: KILLED only when this host's PID is gone (or now another process: a different start token)
 TAG_HOST = "gate.host"
 TAG_PID = "gate.pid"
 TAG_PROCESS_START = "gate.process_start"
 TAG_KILLED_REASON = "gate.killed_reason"  # why doctor marked a RUNNING run KILLED
-#: run kinds that publish on their own APPROVE (a review re-run's release is published by its approval)
+#: run kinds that publish on their own APPROVE (a review re-run's release is published by its
+#: approval)
 PUBLISHING_KINDS = ("release", "gate_only")
 
 
-#: the run name once the verdict is known: ``REVIEW · gate-adult`` (the run list shows it at a glance)
+#: the run name once the verdict is known: ``REVIEW · gate-adult`` (the run list shows it at a
+#: glance)
 RUN_NAME_VERDICT_SEPARATOR = " · "
 VERDICT_NAMES = ("APPROVE", "REVIEW", "BLOCK")
 
@@ -443,7 +608,8 @@ def verdict_run_name(name: str, verdict: str) -> str:
 
     >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("REVIEW · gate-adult", "BLOCK")
     ('REVIEW · gate-adult', 'BLOCK · gate-adult')
-    >>> verdict_run_name("gate-adult · REVIEW", "APPROVE")  # a run named before the verdict came first
+    >>> # a run named before the verdict came first
+    >>> verdict_run_name("gate-adult · REVIEW", "APPROVE")
     'APPROVE · gate-adult'
     """
     parts = name.split(RUN_NAME_VERDICT_SEPARATOR)
@@ -470,36 +636,74 @@ ART_SUBGROUPS = "audit/subgroups.json"
 #: the group, as points (fpr, tpr) with the group's counts and AUC; no row ids, no values
 ART_GROUP_ROC = "audit/flagged_roc.json"
 MAX_GROUP_ROCS = 6
-ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
-ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
+ART_EXPOSED = (
+    "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
+)
+ART_SCAN = (
+    "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
+)
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"
-ART_LADDER = "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
+ART_LADDER = (
+    "remediation/ladder.json"  # every attempt of a remediation ladder, the choice and the budget
+)
 ART_REPORT = "report/index.html"  # self-contained HTML report, re-rendered after every decision
 #: every figure of the run (the verdict's metrics, the stage timings, the headline's derived
 #: figures) by its full key: what is not an MLflow metric is here (``metric_records``)
 METRICS_DIR = "metrics"
 ART_METRICS_ALL = f"{METRICS_DIR}/all.json"
 #: the same figures as tables (CSV: the MLflow artifact viewer shows them as sortable tables)
-ART_METRICS_ATTACKS = f"{METRICS_DIR}/attacks.csv"  # one row per attack (and combined, strongest): every figure
-ART_METRICS_DISCLOSURE = f"{METRICS_DIR}/disclosure.csv"  # one row per disclosure evaluator (each inference column)
+ART_METRICS_ATTACKS = (
+    f"{METRICS_DIR}/attacks.csv"  # one row per attack (and combined, strongest): every figure
+)
+ART_METRICS_DISCLOSURE = (
+    f"{METRICS_DIR}/disclosure.csv"  # one row per disclosure evaluator (each inference column)
+)
 ART_METRICS_RELEASE = f"{METRICS_DIR}/release.csv"  # every other release-level figure: key, value
 #: one row per audited group (rank test, sizes), the most significant first
 ART_METRICS_SUBGROUPS = f"{METRICS_DIR}/subgroups.csv"
-ART_METRICS_SUBGROUP_ATTACKS = f"{METRICS_DIR}/subgroup_attacks.csv"  # one row per group x attack: ROC and MACE figures
-ART_METRICS_SUBGROUP_DISCLOSURE = f"{METRICS_DIR}/subgroup_disclosure.csv"  # one row per group x disclosure evaluator
-METRIC_TABLES = (ART_METRICS_ATTACKS, ART_METRICS_DISCLOSURE, ART_METRICS_RELEASE, ART_METRICS_SUBGROUPS,
-                 ART_METRICS_SUBGROUP_ATTACKS, ART_METRICS_SUBGROUP_DISCLOSURE)
-ART_STUDY_EXPERIMENTS = "dependency/experiments.parquet"  # one row per experiment: figures only, no records
-ART_STUDY_SUMMARY = "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
-ART_STUDY_INVARIANTS = "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers
+ART_METRICS_SUBGROUP_ATTACKS = (
+    f"{METRICS_DIR}/subgroup_attacks.csv"  # one row per group x attack: ROC and MACE figures
+)
+ART_METRICS_SUBGROUP_DISCLOSURE = (
+    f"{METRICS_DIR}/subgroup_disclosure.csv"  # one row per group x disclosure evaluator
+)
+METRIC_TABLES = (
+    ART_METRICS_ATTACKS,
+    ART_METRICS_DISCLOSURE,
+    ART_METRICS_RELEASE,
+    ART_METRICS_SUBGROUPS,
+    ART_METRICS_SUBGROUP_ATTACKS,
+    ART_METRICS_SUBGROUP_DISCLOSURE,
+)
+ART_STUDY_EXPERIMENTS = (
+    "dependency/experiments.parquet"  # one row per experiment: figures only, no records
+)
+ART_STUDY_SUMMARY = (
+    "dependency/summary.json"  # per setting x generator x epsilon x IID: means and intervals
+)
+ART_STUDY_INVARIANTS = (
+    "dependency/invariants.json"  # the paper's invariants, held or not, with the numbers
+)
 ART_STUDY_PLOT = "plots/dependency_advantage.png"
-ART_DP_AUDIT = "dp_audit/audit.json"  # the DP audit's result: bounds, claim, the (FPR, FNR) curve (no records)
-ART_DP_AUDIT_PLOT = "plots/dp_audit_tradeoff.png"  # empirical (FPR, FNR) points vs the claimed DP / GDP curves
-DP_AUDIT_METRICS = ("dp_audit.epsilon_lower", "dp_audit.epsilon_claimed", "dp_audit.mu_lower",
-                    "dp_audit.mu_estimate", "dp_audit.mu_claimed", "dp_audit.max_certifiable_epsilon",
-                    "dp_audit.runs", "dp_audit.seconds", "dp_audit.cached")
+ART_DP_AUDIT = (
+    "dp_audit/audit.json"  # the DP audit's result: bounds, claim, the (FPR, FNR) curve (no records)
+)
+ART_DP_AUDIT_PLOT = (
+    "plots/dp_audit_tradeoff.png"  # empirical (FPR, FNR) points vs the claimed DP / GDP curves
+)
+DP_AUDIT_METRICS = (
+    "dp_audit.epsilon_lower",
+    "dp_audit.epsilon_claimed",
+    "dp_audit.mu_lower",
+    "dp_audit.mu_estimate",
+    "dp_audit.mu_claimed",
+    "dp_audit.max_certifiable_epsilon",
+    "dp_audit.runs",
+    "dp_audit.seconds",
+    "dp_audit.cached",
+)
 TAG_DP_AUDIT = "gate.dp_audit"  # on the release run: the DP audit's nested run id
 
 SQLITE_FILE = "mlflow.db"
@@ -518,19 +722,28 @@ SEAL_QUARANTINE = "quarantine_path"
 SEAL_SYNTHETIC_SHA = "synthetic_file_sha256"
 SEAL_SETTINGS_SHA = "settings_sha256"  # sha256 of the ART_SETTINGS text as logged
 SEAL_CONFIG_SHA = "config_sha256"  # sha256 of the ART_CONFIG text as logged
-SEAL_REGATE_OF = "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
-SEAL_LABEL_KEY = "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
+SEAL_REGATE_OF = (
+    "regate_of"  # a review re-run's parent run: the re-run is decided with it, never alone
+)
+SEAL_LABEL_KEY = (
+    "label_key_fingerprint"  # which label key hashed the run's group labels (not the key)
+)
 #: sha256 of every artifact the run held when its verdict was written (``artifact_seal``): the
 #: evidence a reviewer reads is covered by the verdict's digest (its HMAC on a signed run)
 SEAL_ARTIFACTS = "artifacts"
 #: artifacts rendered after the verdict from what it seals (re-rendered after every decision): each
-#: write records their sha256 in TAG_DERIVED_SHA, under a digest bound to the verdict's (TAG_DERIVED_DIGEST)
+#: write records their sha256 in TAG_DERIVED_SHA, under a digest bound to the verdict's
+#: (TAG_DERIVED_DIGEST)
 DERIVED_ARTIFACTS = (ART_SUMMARY, ART_REPORT)
 TAG_DERIVED_SHA = "gate.derived_sha256"
 TAG_DERIVED_DIGEST = "gate.derived_digest"
 #: the run tag that must agree with each sealed field (an edited tag is refused, never followed)
-SEAL_TAGS = {SEAL_DATASET: TAG_DATASET, SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET, SEAL_QUARANTINE: TAG_QUARANTINE,
-             SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA}
+SEAL_TAGS = {
+    SEAL_DATASET: TAG_DATASET,
+    SEAL_PUBLISH_TARGET: TAG_PUBLISH_TARGET,
+    SEAL_QUARANTINE: TAG_QUARANTINE,
+    SEAL_SYNTHETIC_SHA: TAG_SYNTHETIC_SHA,
+}
 
 
 def validation_artifact(suite: str) -> str:
@@ -538,7 +751,8 @@ def validation_artifact(suite: str) -> str:
 
 
 def decision_lock_file(run_id: str) -> str:
-    """The lock file (inside ``LOCK_DIR``) of a decision on ``run_id``; ``run_id`` is a checked id."""
+    """The lock file (inside ``LOCK_DIR``) of a decision on ``run_id``; ``run_id`` is a checked
+    id."""
     return f"decision-{run_id}.lock"
 
 

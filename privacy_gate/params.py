@@ -27,8 +27,19 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from privacy_gate.registry import type_name, validate_params
 
-__all__ = ["Component", "Field", "Fraction", "NonNegativeInt", "NonNegativeNumber", "Number", "OpenFraction", "Params",
-           "PositiveInt", "PositiveNumber", "Seed"]
+__all__ = [
+    "Component",
+    "Field",
+    "Fraction",
+    "NonNegativeInt",
+    "NonNegativeNumber",
+    "Number",
+    "OpenFraction",
+    "Params",
+    "PositiveInt",
+    "PositiveNumber",
+    "Seed",
+]
 
 
 def _number(value: Any) -> Any:
@@ -86,7 +97,8 @@ class Params(BaseModel):
 
 
 class _TypeText:
-    """An annotation shown as the readable type text of ``privacy-gate list`` (``'kde' | 'flow'``)."""
+    """An annotation shown as the readable type text of ``privacy-gate list`` (``'kde' |
+    'flow'``)."""
 
     def __init__(self, text: str):
         self.text = text
@@ -97,11 +109,21 @@ class _TypeText:
 
 def model_signature(model: type[BaseModel]) -> inspect.Signature:
     """The keyword-only signature a parameter model stands for: one parameter per field, with
-    the field's default (none for a required field) and its type as ``privacy-gate list`` shows it."""
-    return inspect.Signature([
-        inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, annotation=_TypeText(type_name(info.annotation)),
-                          default=inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True))
-        for field, info in model.model_fields.items()])
+    the field's default (none for a required field) and its type as ``privacy-gate list`` shows
+    it."""
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                field,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=_TypeText(type_name(info.annotation)),
+                default=inspect.Parameter.empty
+                if info.is_required()
+                else info.get_default(call_default_factory=True),
+            )
+            for field, info in model.model_fields.items()
+        ]
+    )
 
 
 class Component:
@@ -140,16 +162,25 @@ class Component:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "params_model" in cls.__dict__:
-            clash = sorted(set(cls.params_model.model_fields) & {"component_kind", "get_params", "name", "owner",
-                                                                 "params_model"})
+            clash = sorted(
+                set(cls.params_model.model_fields)
+                & {"component_kind", "get_params", "name", "owner", "params_model"}
+            )
             if clash:
-                raise TypeError(f"{cls.__qualname__}: parameter(s) {clash} would hide the component's own attributes")
+                raise TypeError(
+                    f"{cls.__qualname__}: parameter(s) {clash} would hide the component's own "
+                    "attributes"
+                )
             cls.__signature__ = model_signature(cls.params_model)
 
     def __init__(self, **params: Any):
         validate_params(self.params_model, params, owner=self.owner())
         for field, info in self.params_model.model_fields.items():
-            setattr(self, field, params[field] if field in params else info.get_default(call_default_factory=True))
+            setattr(
+                self,
+                field,
+                params[field] if field in params else info.get_default(call_default_factory=True),
+            )
         self._post_init()
 
     def _post_init(self) -> None:
@@ -157,9 +188,14 @@ class Component:
 
     @classmethod
     def owner(cls) -> str:
-        """How errors name the component: ``attack 'domias'`` once registered, else the class name."""
+        """How errors name the component: ``attack 'domias'`` once registered, else the class
+        name."""
         name = getattr(cls, "name", None)
-        return f"{cls.component_kind} '{name}'" if cls.component_kind and isinstance(name, str) else cls.__name__
+        return (
+            f"{cls.component_kind} '{name}'"
+            if cls.component_kind and isinstance(name, str)
+            else cls.__name__
+        )
 
     def get_params(self) -> dict[str, Any]:
         """The hyper-parameters, as given (or defaulted): ``type(self)(**self.get_params())`` is an
@@ -168,6 +204,10 @@ class Component:
 
     def __repr__(self) -> str:
         defaults = type(self).__signature__.parameters
-        shown = [f"{k}={v!r}" for k, v in self.get_params().items()
-                 if defaults[k].default is inspect.Parameter.empty or repr(v) != repr(defaults[k].default)]
+        shown = [
+            f"{k}={v!r}"
+            for k, v in self.get_params().items()
+            if defaults[k].default is inspect.Parameter.empty
+            or repr(v) != repr(defaults[k].default)
+        ]
         return f"{type(self).__name__}({', '.join(shown)})"

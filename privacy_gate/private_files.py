@@ -34,11 +34,16 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 class LinkRefused(OSError):
     """A path the gate would write, chmod or rename through is a symbolic link (or lies under one).
-    An ``OSError`` with the path as its ``filename``: ``errors.safe_reason`` shows it in the BLOCK."""
+    An ``OSError`` with the path as its ``filename``: ``errors.safe_reason`` shows it in the
+    BLOCK."""
 
     def __init__(self, path: Path | str):
-        super().__init__(errno.ELOOP, "a symbolic link, which the gate never follows (it could point out of the "
-                                      f"workdir); remove the link (rm {path}) and run again", str(path))
+        super().__init__(
+            errno.ELOOP,
+            "a symbolic link, which the gate never follows (it could point out of the "
+            f"workdir); remove the link (rm {path}) and run again",
+            str(path),
+        )
 
 
 def confine(path: Path, root: Path | None) -> Path:
@@ -91,15 +96,20 @@ def private_dir(path: Path, *, parents: bool = False, root: Path | None = None) 
         path.parent.mkdir(parents=True, exist_ok=True)
         confine(path, root)  # a link planted meanwhile
     try:
-        path.mkdir(mode=PRIVATE_DIR_MODE)  # the umask can only remove bits from 0700; never follows a last link
+        path.mkdir(
+            mode=PRIVATE_DIR_MODE
+        )  # the umask can only remove bits from 0700; never follows a last link
     except FileExistsError:
         pass
-    _chmod_nofollow(path, os.O_RDONLY | os.O_DIRECTORY, PRIVATE_DIR_MODE)  # a file there: NotADirectoryError
+    _chmod_nofollow(
+        path, os.O_RDONLY | os.O_DIRECTORY, PRIVATE_DIR_MODE
+    )  # a file there: NotADirectoryError
     return path
 
 
 def private_file(path: Path, *, root: Path | None = None) -> Path:
-    """Tighten an existing file to 0600 (a link there, or under ``root``, is refused, never followed)."""
+    """Tighten an existing file to 0600 (a link there, or under ``root``, is refused, never
+    followed)."""
     path = confine(Path(path), root)
     _chmod_nofollow(path, os.O_RDONLY, PRIVATE_FILE_MODE)
     return path
@@ -115,7 +125,8 @@ def _chmod_nofollow(path: Path, flags: int, mode: int) -> None:
 
 
 def open_private(path: Path, *, root: Path | None = None) -> BinaryIO:
-    """A new file (it must not exist, not even as a link) opened for writing, 0600 from its creation."""
+    """A new file (it must not exist, not even as a link) opened for writing, 0600 from its
+    creation."""
     path = confine(Path(path), root)
     fd = _open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
     os.fchmod(fd, PRIVATE_FILE_MODE)  # O_CREAT's mode passes through the umask too
@@ -175,6 +186,18 @@ def make_shared(folder: Path, files: list[Path]) -> None:
     os.chmod(folder, folder_mode)
 
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "LinkRefused", "confine", "copy_private", "current_umask",
-           "make_shared", "open_private", "private_dir", "private_file", "replace_private", "shared_modes",
-           "write_private"]
+__all__ = [
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "LinkRefused",
+    "confine",
+    "copy_private",
+    "current_umask",
+    "make_shared",
+    "open_private",
+    "private_dir",
+    "private_file",
+    "replace_private",
+    "shared_modes",
+    "write_private",
+]

@@ -18,7 +18,8 @@ import socket
 
 
 def this_host() -> str:
-    """The host name recorded with a run or a staging folder (letters, digits, ``.``, ``_``, ``-``)."""
+    """The host name recorded with a run or a staging folder (letters, digits, ``.``, ``_``,
+    ``-``)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname() or "localhost")[:64] or "localhost"
 
 
@@ -40,7 +41,7 @@ def process_start(pid: int) -> str | None:
     """A token for when ``pid`` started (clock ticks since boot on Linux), or None when unknown:
     a live PID with a different start token is another process that reused the number."""
     try:
-        stat = open(f"/proc/{pid}/stat").read()  # noqa: SIM115 - tiny read
+        stat = open(f"/proc/{pid}/stat").read()  # a tiny read
         return stat.rsplit(")", 1)[1].split()[19]  # field 22 (starttime), after "pid (comm)"
     except (OSError, IndexError):
         pass

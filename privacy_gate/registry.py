@@ -26,7 +26,8 @@ when it registers); the registry validates through it and describes it
 >>> reg.create("w", size=0)
 Traceback (most recent call last):
 ...
-privacy_gate.errors.ConfigError: widget 'w': parameter 'size': Input should be greater than or equal to 1 (got 0)
+privacy_gate.errors.ConfigError: widget 'w': parameter 'size': Input should be greater than or equal
+to 1 (got 0)
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ def type_name(annotation: Any) -> str:
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return f"tuple[{type_name(args[0])}, ...]"
     if origin is not None:
-        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_name(a) for a in args)}]"
+        return (
+            f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_name(a) for a in args)}]"
+        )
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return f"mapping of {annotation.__name__}"
     return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
@@ -91,7 +94,10 @@ def format_components(infos: list[ComponentInfo]) -> str:
     for info in infos:
         lines.append(f"{info.name}  —  {info.summary}")
         for p in info.params:
-            lines.append(f"    {p.name}: {p.type} = {p.default}" + (f"  — {p.description}" if p.description else ""))
+            lines.append(
+                f"    {p.name}: {p.type} = {p.default}"
+                + (f"  — {p.description}" if p.description else "")
+            )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -117,22 +123,30 @@ def _problem(model: type[BaseModel], params: Mapping[str, Any], exc: ValidationE
     errors = exc.errors(include_url=False)
     first = errors[0]
     if not first["loc"]:  # a check of a combination of parameters
-        return "parameters: " + "; ".join(dict.fromkeys(e["msg"].removeprefix("Value error, ")
-                                                        for e in errors if not e["loc"]))
+        return "parameters: " + "; ".join(
+            dict.fromkeys(e["msg"].removeprefix("Value error, ") for e in errors if not e["loc"])
+        )
     where = str(first["loc"][0])
     field = model.model_fields.get(where)
     nested = _nested_model(field.annotation) if field is not None else None
-    problems: dict[str, dict[str, None]] = {}  # where inside the value -> messages (union alternatives)
+    problems: dict[
+        str, dict[str, None]
+    ] = {}  # where inside the value -> messages (union alternatives)
     shown: dict[str, str] = {}
     for e in errors:
         if not e["loc"] or str(e["loc"][0]) != where:
             continue
         # inside the value: item i of a sequence, or a setting of a nested model (other string
         # locations are pydantic's names of union alternatives: not shown)
-        inner = [f"item {x}" if isinstance(x, int) else f"setting '{x}'" for x in e["loc"][1:]
-                 if isinstance(x, int) or nested is not None]
+        inner = [
+            f"item {x}" if isinstance(x, int) else f"setting '{x}'"
+            for x in e["loc"][1:]
+            if isinstance(x, int) or nested is not None
+        ]
         if e["type"] == "extra_forbidden" and inner:
-            accepted = f"; accepted settings: {list(nested.model_fields)}" if nested is not None else ""
+            accepted = (
+                f"; accepted settings: {list(nested.model_fields)}" if nested is not None else ""
+            )
             problems.setdefault(f"unknown {inner[-1]}{accepted}", {})
             continue
         prefix = ", ".join(inner) + ": " if inner else ""
@@ -151,10 +165,14 @@ def _problem(model: type[BaseModel], params: Mapping[str, Any], exc: ValidationE
 def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, owner: str) -> BaseModel:
     """Validate keyword ``params`` through the parameter ``model``: the validated model, or one
     ConfigError line ``<owner>: parameter '<name>': <problem>`` (unknown parameters: the list of
-    the accepted ones). Also used by helpers that are not registered (e.g. the density estimators)."""
+    the accepted ones). Also used by helpers that are not registered (e.g. the density
+    estimators)."""
     unknown = [p for p in params if p not in model.model_fields]
     if unknown:
-        raise ConfigError(f"{owner}: unknown parameter(s) {unknown}; accepted parameters: {list(model.model_fields)}")
+        raise ConfigError(
+            f"{owner}: unknown parameter(s) {unknown}; accepted parameters: "
+            f"{list(model.model_fields)}"
+        )
     try:
         return model.model_validate(dict(params))
     except ValidationError as exc:
@@ -165,8 +183,11 @@ def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, owner:
 
 
 def _keyword_parameters(cls: type) -> set[str]:
-    return {n for n, p in inspect.signature(cls).parameters.items()
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return {
+        n
+        for n, p in inspect.signature(cls).parameters.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    }
 
 
 class Registry:
@@ -187,16 +208,25 @@ class Registry:
         def decorator(cls: _T) -> _T:
             known = self._classes.get(name)
             # re-registering the same class (a module reload) is fine; a second class is a clash
-            if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
-                raise ConfigError(f"{self.kind} name '{name}' is already registered by "
-                                  f"{known.__module__}.{known.__qualname__}")
+            if known is not None and (known.__module__, known.__qualname__) != (
+                cls.__module__,
+                cls.__qualname__,
+            ):
+                raise ConfigError(
+                    f"{self.kind} name '{name}' is already registered by "
+                    f"{known.__module__}.{known.__qualname__}"
+                )
             model = getattr(cls, "params_model", None)
             if not (isinstance(model, type) and issubclass(model, BaseModel)):
-                raise ConfigError(f"{self.kind} '{name}' ({cls.__qualname__}) declares no params_model "
-                                  "(the pydantic model of its parameters)")
+                raise ConfigError(
+                    f"{self.kind} '{name}' ({cls.__qualname__}) declares no params_model "
+                    "(the pydantic model of its parameters)"
+                )
             if set(model.model_fields) != _keyword_parameters(cls):
-                raise ConfigError(f"{self.kind} '{name}': {model.__name__} declares {sorted(model.model_fields)} "
-                                  f"but __init__ takes {sorted(_keyword_parameters(cls))}")
+                raise ConfigError(
+                    f"{self.kind} '{name}': {model.__name__} declares {sorted(model.model_fields)} "
+                    f"but __init__ takes {sorted(_keyword_parameters(cls))}"
+                )
             cls.name = name
             cls.component_kind = self.kind  # how a Component's errors name it: "<kind> '<name>'"
             self._classes[name] = cls
@@ -213,13 +243,17 @@ class Registry:
     def _class(self, name: str) -> type:
         cls = self._classes.get(name)
         if cls is None:
-            raise ConfigError(f"unknown {self.kind} '{name}'; available {self.kind}s: {self.names()}")
+            raise ConfigError(
+                f"unknown {self.kind} '{name}'; available {self.kind}s: {self.names()}"
+            )
         return cls
 
     def validate(self, name: str, **params: Any) -> BaseModel:
         """Check ``params`` against the component's parameter model without constructing it; the
         validated model (ConfigError, one line, for an unknown name or a rejected parameter)."""
-        return validate_params(self._class(name).params_model, params, owner=f"{self.kind} '{name}'")
+        return validate_params(
+            self._class(name).params_model, params, owner=f"{self.kind} '{name}'"
+        )
 
     def describe(self) -> list[ComponentInfo]:
         """Every registered component with its declared parameters, sorted by name."""
@@ -227,18 +261,30 @@ class Registry:
         for name in self.names():
             cls = self._classes[name]
             doc = (inspect.getdoc(cls) or "").strip()
-            params = tuple(ParamInfo(name=field, type=type_name(info.annotation),
-                                     default="required" if info.is_required() else repr(info.get_default()),
-                                     description=info.description or "")
-                           for field, info in cls.params_model.model_fields.items())
-            out.append(ComponentInfo(name=name, kind=self.kind, summary=doc.splitlines()[0] if doc else "",
-                                     params=params))
+            params = tuple(
+                ParamInfo(
+                    name=field,
+                    type=type_name(info.annotation),
+                    default="required" if info.is_required() else repr(info.get_default()),
+                    description=info.description or "",
+                )
+                for field, info in cls.params_model.model_fields.items()
+            )
+            out.append(
+                ComponentInfo(
+                    name=name,
+                    kind=self.kind,
+                    summary=doc.splitlines()[0] if doc else "",
+                    params=params,
+                )
+            )
         return out
 
     def create(self, name: str, **params: Any) -> Any:
         """Instantiate ``name`` with keyword ``params``, validated through its ``params_model``
         first; ConfigError for an unknown name (listing the available ones), an unknown parameter
-        (listing the accepted ones) or a value the model rejects. The class gets ``params`` as given."""
+        (listing the accepted ones) or a value the model rejects. The class gets ``params`` as
+        given."""
         cls = self._class(name)
         self.validate(name, **params)
         try:

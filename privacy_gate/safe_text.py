@@ -19,30 +19,47 @@ from __future__ import annotations
 import re
 import unicodedata
 
-#: terminal escape sequences: CSI (``ESC [ ... final``, and the 8-bit ``\x9b``), OSC (``ESC ] ... BEL``
-#: or ``ESC \``), DCS/SOS/PM/APC strings, and two-character escapes
-_ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-                      r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                      r"|\x1b[ -~]?")
-#: characters that end a line on some terminal or viewer: shown escaped, so a value cannot start a line
-_LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\x1c": "\\x1c", "\x1d": "\\x1d",
-                "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029", "\t": "\\t"}
+#: terminal escape sequences: CSI (``ESC [ ... final``, and the 8-bit ``\x9b``), OSC (``ESC ] ...
+#: BEL`` or ``ESC \``), DCS/SOS/PM/APC strings, and two-character escapes
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?"
+)
+#: characters that end a line on some terminal or viewer: shown escaped, so a value cannot start a
+#: line
+_LINE_BREAKS = {
+    "\n": "\\n",
+    "\r": "\\r",
+    "\x0b": "\\v",
+    "\x0c": "\\f",
+    "\x1c": "\\x1c",
+    "\x1d": "\\x1d",
+    "\x1e": "\\x1e",
+    "\x85": "\\x85",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+    "\t": "\\t",
+}
 #: bidirectional overrides and isolates: they reorder what is shown ("Trojan source")
 _BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 #: a URI as it appears in running text: a scheme, ``://``, then everything up to a space, a quote or
-#: an angle bracket (so a URI inside ``'...'``, ``"..."`` or ``<a href="...">`` ends where it should)
+#: an angle bracket (so a URI inside ``'...'``, ``"..."`` or ``<a href="...">`` ends where it
+#: should)
 _URI = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
-#: the userinfo of a URI's authority (``user:password@``, or a bare token ``TOKEN@``): greedy up to the
-#: last ``@`` before the path, so an unencoded ``@`` inside a password is masked too
+#: the userinfo of a URI's authority (``user:password@``, or a bare token ``TOKEN@``): greedy up to
+#: the last ``@`` before the path, so an unencoded ``@`` inside a password is masked too
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
 #: query (or matrix) parameters whose name says they hold a secret: ``token``, ``access_token``,
 #: ``password``, ``pwd``, ``secret``, ``key``, ``api_key``, ``sig``/``signature`` (pre-signed URLs),
-#: ``credential``, ``auth`` ... matched case-insensitively anywhere in the name; ``;`` also separates,
-#: so a URI whose ``&`` was escaped as ``&amp;`` (HTML) is masked the same
-_SECRET_PARAM = re.compile(r"([?&;])([\w.\-\\]*(?:token|passw|pwd|secret|key|sig|credential|auth|session)[\w.\-\\]*)=([^&#;]*)",
-                           re.IGNORECASE)
+#: ``credential``, ``auth`` ... matched case-insensitively anywhere in the name; ``;`` also
+#: separates, so a URI whose ``&`` was escaped as ``&amp;`` (HTML) is masked the same
+_SECRET_PARAM = re.compile(
+    r"([?&;])([\w.\-\\]*(?:token|passw|pwd|secret|key|sig|credential|auth|session)[\w.\-\\]*)=([^&#;]*)",
+    re.IGNORECASE,
+)
 MASK = "***"
 
 
@@ -58,19 +75,23 @@ def mask_uri(uri: str) -> str:
     >>> mask_uri("sqlite:////srv/gate/mlflow.db")
     'sqlite:////srv/gate/mlflow.db'
     """
+
     def userinfo(m: re.Match) -> str:
         user, colon, _password = m.group(2).partition(":")
         return f"{m.group(1)}{user}:{MASK}@" if colon else f"{m.group(1)}{MASK}@"
 
     masked = _USERINFO.sub(userinfo, uri, count=1)
-    return _SECRET_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if m.group(3) else m.group(0), masked)
+    return _SECRET_PARAM.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if m.group(3) else m.group(0), masked
+    )
 
 
 def mask_secrets(text: object) -> str:
     """``text`` with the credentials of every URI in it masked (:func:`mask_uri`). The one function
     every writer of text that may quote a configured address goes through: console lines, error
     messages, the MLflow description, tags, params and text artifacts (summary, report, verdict,
-    decision records), so a tracking or storage URI's password never lands in a file, a store or a log.
+    decision records), so a tracking or storage URI's password never lands in a file, a store or a
+    log.
 
     >>> mask_secrets("store postgresql://u:pw@h/db (from --tracking-uri): not reachable")
     'store postgresql://u:***@h/db (from --tracking-uri): not reachable'
@@ -85,30 +106,33 @@ def mask_secrets(text: object) -> str:
 
 def console_line(text: object) -> str:
     """``text`` as one terminal line: escape sequences and other control characters removed, line
-    breaks (and tabs) shown as ``\\n``, ``\\r``, ... and credentials in URIs masked. The one function
-    every console output of data-derived text goes through (the verdict, ``review``, ``review
-    --pending``, decisions, errors)."""
+    breaks (and tabs) shown as ``\\n``, ``\\r``, ... and credentials in URIs masked. The one
+    function every console output of data-derived text goes through (the verdict, ``review``,
+    ``review --pending``, decisions, errors)."""
     text = mask_secrets(_ESCAPES.sub("", str(text)))
-    return "".join(_LINE_BREAKS.get(ch) or ("" if ch in _BIDI or unicodedata.category(ch) == "Cc" else ch)
-                   for ch in text)
+    return "".join(
+        _LINE_BREAKS.get(ch) or ("" if ch in _BIDI or unicodedata.category(ch) == "Cc" else ch)
+        for ch in text
+    )
 
 
 def console_lines(lines: list[str] | tuple[str, ...]) -> str:
-    """Each of ``lines`` (one logical line each) through :func:`console_line`, joined by line breaks."""
+    """Each of ``lines`` (one logical line each) through :func:`console_line`, joined by line
+    breaks."""
     return "\n".join(console_line(line) for line in lines)
 
 
 #: what starts inline markup in one line of Markdown: a backslash, code (backtick), emphasis and
-#: strike-through (``*``, ``_``, ``~``), and the ``](`` / ``][`` that makes ``[..]`` a link or an image;
-#: ``<``, ``>`` and ``&`` (HTML, autolinks, entities) become entities. Line-start markup (headings, a
-#: closing code fence) cannot occur: the text is one line placed after a list marker.
+#: strike-through (``*``, ``_``, ``~``), and the ``](`` / ``][`` that makes ``[..]`` a link or an
+#: image; ``<``, ``>`` and ``&`` (HTML, autolinks, entities) become entities. Line-start markup
+#: (headings, a closing code fence) cannot occur: the text is one line placed after a list marker.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_~]|\](?=[(\[]))")
 
 
 def markdown_text(text: object) -> str:
     """``text`` (a user- or data-derived string) as literal Markdown inline text: one line
-    (:func:`console_line`), no markup, links, images, code spans or HTML; ordinary text (``race=Black:
-    AUC 0.68 [0.61, 0.75]``) reads as it is."""
+    (:func:`console_line`), no markup, links, images, code spans or HTML; ordinary text
+    (``race=Black: AUC 0.68 [0.61, 0.75]``) reads as it is."""
     line = console_line(text)
     line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN_SPECIAL.sub(r"\\\1", line)

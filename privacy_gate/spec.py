@@ -31,18 +31,19 @@ _NAME_PATTERN = re.compile(r"[^\W_][\w .()+\-]*")
 #: Defaults of the spec's identifier guard (README, "Dataset spec"): a categorical column with more
 #: distinct values than ``max_categories``, or (from ``MIN_ROWS_FOR_SHARE`` rows with a value on)
 #: with more than ``max_category_share`` of its values distinct, is refused when the real data is
-#: read. Such a column is an identifier (a name, an e-mail, a record number), not a category: one-hot
-#: encoding it costs one feature per row (12,000 rows: 12,000 features, gigabytes per matrix,
-#: minutes per attack), no attack or generator can learn from a value held by one or two records,
-#: and a generator that reproduces it would release identifiers. Real categoricals stay far below:
-#: Adult's widest, native_country, has 42 values; 1,000 one-hot features on 12,000 rows are
+#: read. Such a column is an identifier (a name, an e-mail, a record number), not a category:
+#: one-hot encoding it costs one feature per row (12,000 rows: 12,000 features, gigabytes per
+#: matrix, minutes per attack), no attack or generator can learn from a value held by one or two
+#: records, and a generator that reproduces it would release identifiers. Real categoricals stay far
+#: below: Adult's widest, native_country, has 42 values; 1,000 one-hot features on 12,000 rows are
 #: 96 MB per matrix.
 DEFAULT_MAX_CATEGORIES = 1000
 DEFAULT_MAX_CATEGORY_SHARE = 0.5
 
 #: The widest encoding the attacks' encoder accepts (``MixedEncoder``, all columns together): 10,000
 #: features on 12,000 rows are already 960 MB per matrix, and the attacks hold several. Every
-#: attribute column is at least one feature, so it also bounds a table's width (``inputs.max_columns``).
+#: attribute column is at least one feature, so it also bounds a table's width
+#: (``inputs.max_columns``).
 MAX_ENCODED_WIDTH = 10_000
 
 
@@ -68,7 +69,9 @@ class ColumnSpec(_Strict):
     def _check(self) -> ColumnSpec:
         if self.categories is not None:
             if self.kind not in ("categorical", "ordinal"):
-                raise ValueError(f"'categories' is only allowed for categorical/ordinal columns, not {self.kind}")
+                raise ValueError(
+                    f"'categories' is only allowed for categorical/ordinal columns, not {self.kind}"
+                )
             if len(self.categories) == 0:
                 raise ValueError("'categories' must not be empty")
             if len(set(map(str, self.categories))) != len(self.categories):
@@ -80,25 +83,34 @@ class ColumnSpec(_Strict):
             # an ordinal is either a list of ordered categories or a number with a range, not both:
             # the list made it categorical and the range was ignored until the data failed it
             keys = " and ".join(f"'{k}'" for k in numeric_keys)
-            raise ValueError(f"{keys} contradict 'categories': an ordinal with a category list is ordered by the "
-                             f"list, one with {keys} is a number; keep one of them")
+            raise ValueError(
+                f"{keys} contradict 'categories': an ordinal with a category list is ordered by "
+                "the "
+                f"list, one with {keys} is a number; keep one of them"
+            )
         if self.min is not None and self.max is not None and not self.min < self.max:
             raise ValueError(f"'min' ({self.min}) must be smaller than 'max' ({self.max})")
         if self.bins is not None:
             if len(self.bins) < 2 or any(b >= c for b, c in zip(self.bins, self.bins[1:])):
                 raise ValueError("'bins' must be at least two strictly increasing edges")
-            outside = ((self.max is not None and self.bins[0] >= self.max)
-                       or (self.min is not None and self.bins[-1] <= self.min))
+            outside = (self.max is not None and self.bins[0] >= self.max) or (
+                self.min is not None and self.bins[-1] <= self.min
+            )
             if outside:
-                raise ValueError(f"'bins' ({self.bins[0]:g} to {self.bins[-1]:g}) contradict 'min'/'max' "
-                                 f"({_bound(self.min)} to {_bound(self.max)}): every value in the range would fall "
-                                 "outside the bins")
+                raise ValueError(
+                    f"'bins' ({self.bins[0]:g} to {self.bins[-1]:g}) contradict 'min'/'max' "
+                    f"({_bound(self.min)} to {_bound(self.max)}): every value in the range would "
+                    "fall "
+                    "outside the bins"
+                )
         return self
 
     @property
     def is_numeric(self) -> bool:
         """Numeric-like columns: numeric, datetime, and ordinals without a category list."""
-        return self.kind in ("numeric", "datetime") or (self.kind == "ordinal" and self.categories is None)
+        return self.kind in ("numeric", "datetime") or (
+            self.kind == "ordinal" and self.categories is None
+        )
 
 
 class DatasetSpec(_Strict):
@@ -127,10 +139,15 @@ class DatasetSpec(_Strict):
     def _safe_name(cls, v: str) -> str:
         # the value itself is never repeated: it may be 10,000 characters or hold control characters
         if len(v) > MAX_NAME_LENGTH:
-            raise ValueError(f"dataset name is {len(v)} characters long; at most {MAX_NAME_LENGTH} are allowed")
+            raise ValueError(
+                f"dataset name is {len(v)} characters long; at most {MAX_NAME_LENGTH} are allowed"
+            )
         if v and not _NAME_PATTERN.fullmatch(v):
-            raise ValueError("dataset name may only hold letters, digits, spaces and _ . - ( ) +, and must start "
-                             "with a letter or digit (no '/', no control characters)")
+            raise ValueError(
+                "dataset name may only hold letters, digits, spaces and _ . - ( ) +, and must "
+                "start "
+                "with a letter or digit (no '/', no control characters)"
+            )
         return v
 
     @field_validator("columns")
@@ -149,41 +166,67 @@ class DatasetSpec(_Strict):
             if col not in self.columns:
                 raise ValueError(f"subgroups names unknown column '{col}'")
             if self.columns[col].is_numeric:
-                raise ValueError(f"subgroup column '{col}' must be categorical or ordinal with categories")
+                raise ValueError(
+                    f"subgroup column '{col}' must be categorical or ordinal with categories"
+                )
             if col == self.entity_id:
-                raise ValueError(f"subgroups names the entity_id '{col}': an identifier has one group per entity; "
-                                 "audit attribute columns, not the identifier")
+                raise ValueError(
+                    f"subgroups names the entity_id '{col}': an identifier has one group per "
+                    "entity; "
+                    "audit attribute columns, not the identifier"
+                )
         if len(set(self.subgroups)) != len(self.subgroups):
             raise ValueError("subgroups lists a column more than once")
         if self.source is not None and self.source == self.entity_id:
-            raise ValueError(f"source and entity_id are both '{self.source}': the source is where a record comes "
-                             "from (a site, a wave), shared by many entities; name different columns")
+            raise ValueError(
+                f"source and entity_id are both '{self.source}': the source is where a record "
+                "comes "
+                "from (a site, a wave), shared by many entities; name different columns"
+            )
         self._check_disclosure()
         if self.entity_id is not None and len(self.columns) < 2:
             raise ValueError("a spec with an entity_id needs at least one other column")
         for name, col in self.columns.items():
-            if col.categories is not None and len(col.categories) > self.max_categories and name != self.entity_id:
-                raise ValueError(f"column '{name}' lists {len(col.categories)} categories, more than max_categories "
-                                 f"({self.max_categories}); declare it as entity_id, drop it, or raise max_categories")
+            if (
+                col.categories is not None
+                and len(col.categories) > self.max_categories
+                and name != self.entity_id
+            ):
+                raise ValueError(
+                    f"column '{name}' lists {len(col.categories)} categories, more than "
+                    "max_categories "
+                    f"({self.max_categories}); declare it as entity_id, drop it, or raise "
+                    "max_categories"
+                )
         return self
 
     def _check_disclosure(self) -> None:
-        for key, cols in (("quasi_identifiers", self.quasi_identifiers), ("sensitive", self.sensitive),
-                          *((f"linkability[{i}]", part) for i, part in enumerate(self.linkability or []))):
+        for key, cols in (
+            ("quasi_identifiers", self.quasi_identifiers),
+            ("sensitive", self.sensitive),
+            *((f"linkability[{i}]", part) for i, part in enumerate(self.linkability or [])),
+        ):
             for col in cols or []:
                 if col not in self.columns:
                     raise ValueError(f"{key} names unknown column '{col}'")
                 if col == self.entity_id:
-                    raise ValueError(f"{key} names the entity_id '{col}' (an identifier, not an attribute)")
+                    raise ValueError(
+                        f"{key} names the entity_id '{col}' (an identifier, not an attribute)"
+                    )
             if cols is not None and len(set(cols)) != len(cols):
                 raise ValueError(f"{key} lists a column more than once")
         if self.quasi_identifiers is not None and not self.quasi_identifiers:
-            raise ValueError("quasi_identifiers: empty — leave the key out for the default (every non-sensitive "
-                             "column)")
+            raise ValueError(
+                "quasi_identifiers: empty — leave the key out for the default (every non-sensitive "
+                "column)"
+            )
         both = set(self.quasi_identifiers or []) & set(self.sensitive or [])
         if both:
-            raise ValueError(f"sensitive and quasi_identifiers share {sorted(both)}: a secret is what the attacker "
-                             "does not know")
+            raise ValueError(
+                f"sensitive and quasi_identifiers share {sorted(both)}: a secret is what the "
+                "attacker "
+                "does not know"
+            )
         if self.linkability is not None:
             if len(self.linkability) != 2 or not all(self.linkability):
                 raise ValueError("linkability must list exactly two non-empty column sets")

@@ -14,9 +14,14 @@ import signal
 import threading
 from pathlib import Path
 
-for _k, _v in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
-               ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
-               ("PREFECT_LOGGING_LEVEL", "WARNING"), ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")):
+for _k, _v in (
+    ("MLFLOW_DISABLE_TELEMETRY", "true"),
+    ("DO_NOT_TRACK", "true"),
+    ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+    ("GX_ANALYTICS_ENABLED", "false"),
+    ("PREFECT_LOGGING_LEVEL", "WARNING"),
+    ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"),
+):
     os.environ.setdefault(_k, _v)
 
 # pytest-xdist: every worker gets its own Prefect home (profiles, local result storage, memo
@@ -54,7 +59,10 @@ def _interrupt_on_sigterm(signum, frame):
 
 
 def pytest_configure(config):
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    ):
         signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
@@ -94,7 +102,9 @@ def write_group_leak(small_adult, folder, *, train: pd.DataFrame | None = None) 
     for name, df in {"train": train, "holdout": holdout, "reference": reference}.items():
         df.to_csv(folder / f"{name}.csv", index=False)
     leaked = train[train["race"] == "Asian-Pac-Islander"]
-    pd.concat([pd.read_csv(small_adult / "independent.csv"), leaked]).to_csv(folder / "synthetic.csv", index=False)
+    pd.concat([pd.read_csv(small_adult / "independent.csv"), leaked]).to_csv(
+        folder / "synthetic.csv", index=False
+    )
     return train
 
 
@@ -106,9 +116,11 @@ def review_rules() -> list[dict]:
     the README's per-sample limits). Rules add to the defaults now, so the bars are loosened by
     key rather than left out of a list.
     """
-    return [{"metric": "exposed.share_lower", "max": 1.0, "action": "block"},
-            {"metric": "agreement.excess_share", "max": 0.05, "action": "block"},
-            {"metric": "copies.excess_share", "max": 0.05, "action": "block"}]
+    return [
+        {"metric": "exposed.share_lower", "max": 1.0, "action": "block"},
+        {"metric": "agreement.excess_share", "max": 0.05, "action": "block"},
+        {"metric": "copies.excess_share", "max": 0.05, "action": "block"},
+    ]
 
 
 #: Plumbing weight. Tests of plumbing (CLI, flows, MLflow records, publication, review, faults,
@@ -119,8 +131,8 @@ def review_rules() -> list[dict]:
 #:   computed and recorded, the bias is only a noisier estimate of the same quantity;
 #: - ``mama_mia.n_shadow``: at most 4 shadow runs of a marginal generator (50 in production; each is
 #:   a Prefect task fitting the generator's selection step), so the shadow variant, its mapped tasks
-#:   and its oracle still run. (For any other generator MAMA-MIA is the generic variant, which has no
-#:   shadow runs.)
+#:   and its oracle still run. (For any other generator MAMA-MIA is the generic variant, which has
+#:   no shadow runs.)
 #:
 #: Statistical tests (test_mace*, test_exposure*, test_gate_power, the canaries, the golden
 #: scenarios) never use it. Targets, data sizes, attacks and rules are unchanged: a plumbing test
@@ -138,8 +150,12 @@ def lighten(raw: dict, settings: dict | None = None) -> dict:
     n_shadow = settings["mama_mia"]["n_shadow"]
     attacks = raw.get("attacks")
     if attacks is not None:
-        raw["attacks"] = [{**a, "n_shadow": min(int(a.get("n_shadow", n_shadow)), n_shadow)}
-                          if a["name"] == "mama_mia" else a for a in attacks]
+        raw["attacks"] = [
+            {**a, "n_shadow": min(int(a.get("n_shadow", n_shadow)), n_shadow)}
+            if a["name"] == "mama_mia"
+            else a
+            for a in attacks
+        ]
     return raw
 
 
@@ -150,8 +166,9 @@ def fast_settings() -> dict:
     return copy.deepcopy(FAST_SETTINGS)
 
 
-def write_release_config(folder: Path, generator: dict, *, name: str = "release.yaml", fast: bool = False,
-                         **overrides) -> Path:
+def write_release_config(
+    folder: Path, generator: dict, *, name: str = "release.yaml", fast: bool = False, **overrides
+) -> Path:
     """A release config for the small Adult table, based on examples/adult.yaml; ``fast=True``: at
     plumbing weight (``FAST_SETTINGS``, applied after ``overrides``: the attacks given there are
     lightened too, a ``mace`` section given there keeps its other keys)."""
@@ -191,13 +208,31 @@ def prefect_server():
 #: keeps running ordinary tests). Their ports and homes are their own, so they *could* run side by
 #: side; they are kept apart because under load the stack's every-minute schedules and the racing
 #: modules starve each other (seen at load 15-19 here), and a flaky CI lands nothing.
-SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", "test_glance", "test_dask_cluster",
-                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot"}
+SERIAL_MODULES = {
+    "test_production_stack",
+    "test_browser",
+    "test_first_screen",
+    "test_glance",
+    "test_dask_cluster",
+    "test_concurrency",
+    "test_infra_retries",
+    "test_cleanup",
+    "test_dataset_slot",
+}
 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
 #: kept on one worker, so that result is made once, not once per worker.
-SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_objectstore", "test_report",
-                         "test_audit_e2e", "test_post_decision_faults", "test_keyed_labels", "test_suspended_review"}
+SHARED_RESULT_MODULES = {
+    "test_flow_e2e",
+    "test_review",
+    "test_regate",
+    "test_objectstore",
+    "test_report",
+    "test_audit_e2e",
+    "test_post_decision_faults",
+    "test_keyed_labels",
+    "test_suspended_review",
+}
 
 #: About how long the longest work units take (seconds of one worker on a quiet 2-core machine, from
 #: ``--durations=0``): a group above (all its tests), else each test of the module named.
@@ -205,37 +240,68 @@ SHARED_RESULT_MODULES = {"test_flow_e2e", "test_review", "test_regate", "test_ob
 #: time first), so no long unit starts at the end while the other worker has nothing left. The
 #: serial group (the production stack with its scheduled gates and the suspended review past the
 #: old crash point, then the other server modules) is the longest one by far: it starts at once.
-UNIT_SECONDS = {"serial": 1100, "test_cpu_independence": 300, "test_suspended_review": 140, "test_review": 130,
-                "test_label_privacy": 66, "test_canaries": 50, "test_messy_tables": 40, "test_real_tables": 30,
-                "test_golden": 20}
+UNIT_SECONDS = {
+    "serial": 1100,
+    "test_cpu_independence": 300,
+    "test_suspended_review": 140,
+    "test_review": 130,
+    "test_label_privacy": 66,
+    "test_canaries": 50,
+    "test_messy_tables": 40,
+    "test_real_tables": 30,
+    "test_golden": 20,
+}
 
 
 # ------------------------------------------------------------------------------ the two tiers
-# `make test` runs the suite without the slow tier (`-m "not slow"`), `make test-slow` the slow tier,
-# CI both (.ci/run prints each one's time). The slow tier holds the tests that cannot be made fast
-# without testing something else: each is here with why. Nothing else may carry the `slow` mark.
+# `make test` runs the suite without the slow tier (`-m "not slow"`), `make test-slow` the slow
+# tier, CI both (.ci/run prints each one's time). The slow tier holds the tests that cannot be made
+# fast without testing something else: each is here with why. Nothing else may carry the `slow`
+# mark.
 
-_STACK = ("the production stack as real processes (PostgreSQL, S3, MLflow and Prefect servers, `serve`): it serves "
-          "every-minute schedules for 5 minutes and answers a suspended review past the ~225 s at which Prefect "
-          "used to crash it, so its length is what it checks")
-_SERVERS = ("starts real servers (MLflow, Prefect, S3, a Dask cluster) or headless Chromium, and runs whole release "
-            "flows against them")
+_STACK = (
+    "the production stack as real processes (PostgreSQL, S3, MLflow and Prefect servers, `serve`): it serves "
+    "every-minute schedules for 5 minutes and answers a suspended review past the ~225 s at which Prefect "
+    "used to crash it, so its length is what it checks"
+)
+_SERVERS = (
+    "starts real servers (MLflow, Prefect, S3, a Dask cluster) or headless Chromium, and runs whole release "
+    "flows against them"
+)
 _PROCESSES = "starts, races or kills whole gate processes (each imports the stack and runs a gate)"
-_RELEASE = ("whole release runs through the real Prefect flow (a generator trained, GE checkpoints, the MLflow record, "
-            "the report), the module's tests reading one shared run")
-_CANARY = ("whole gates on Adult at full weight (every permutation and shadow run): a statistical canary whose "
-           "evidence is what it checks")
-_GATES = "several whole gates (attacks, MACE, disclosure, audit) through the command line or the flow"
-_SIMULATION = "hundreds of seeded simulated gates' statistics: a level or power check needs the draws"
+_RELEASE = (
+    "whole release runs through the real Prefect flow (a generator trained, GE checkpoints, the MLflow record, "
+    "the report), the module's tests reading one shared run"
+)
+_CANARY = (
+    "whole gates on Adult at full weight (every permutation and shadow run): a statistical canary whose "
+    "evidence is what it checks"
+)
+_GATES = (
+    "several whole gates (attacks, MACE, disclosure, audit) through the command line or the flow"
+)
+_SIMULATION = (
+    "hundreds of seeded simulated gates' statistics: a level or power check needs the draws"
+)
 
 SLOW_TIER: dict[str, str] = {
     # modules (all their tests)
     "test_production_stack": _STACK,
-    "test_browser": _SERVERS, "test_glance": _SERVERS, "test_first_screen": "headless Chromium on a rendered report",
-    "test_dask_cluster": _SERVERS, "test_objectstore": _SERVERS, "test_infra_retries": _SERVERS,
-    "test_concurrency": _PROCESSES, "test_cleanup": _PROCESSES, "test_dataset_slot": _PROCESSES,
-    "test_review": _RELEASE, "test_suspended_review": _RELEASE, "test_flow_e2e": _RELEASE, "test_audit_e2e": _RELEASE,
-    "test_keyed_labels": _RELEASE, "test_post_decision_faults": _RELEASE,
+    "test_browser": _SERVERS,
+    "test_glance": _SERVERS,
+    "test_first_screen": "headless Chromium on a rendered report",
+    "test_dask_cluster": _SERVERS,
+    "test_objectstore": _SERVERS,
+    "test_infra_retries": _SERVERS,
+    "test_concurrency": _PROCESSES,
+    "test_cleanup": _PROCESSES,
+    "test_dataset_slot": _PROCESSES,
+    "test_review": _RELEASE,
+    "test_suspended_review": _RELEASE,
+    "test_flow_e2e": _RELEASE,
+    "test_audit_e2e": _RELEASE,
+    "test_keyed_labels": _RELEASE,
+    "test_post_decision_faults": _RELEASE,
     # single tests (their modules' other tests are fast)
     "test_canaries::test_copy_canary_is_blocked": _CANARY,
     "test_canaries::test_noisy_copy_canary_is_blocked": _CANARY,
@@ -245,10 +311,8 @@ SLOW_TIER: dict[str, str] = {
     "test_exposure_canaries::test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it": _CANARY,
     "test_exposure_canaries::test_suppressing_exposed_records_removes_their_noisy_copies": _CANARY,
     "test_rare_values::test_a_leak_of_the_rare_countries_records_is_flagged_on_adult": _CANARY,
-    "test_cpu_independence::test_the_verdict_is_the_same_under_other_blas_kernels":
-        "four whole gates in fresh processes, one per OpenBLAS kernel",
-    "test_cpu_independence::test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512":
-        "the golden scenarios' whole gates three more times, in fresh processes under other kernels",
+    "test_cpu_independence::test_the_verdict_is_the_same_under_other_blas_kernels": "four whole gates in fresh processes, one per OpenBLAS kernel",
+    "test_cpu_independence::test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512": "the golden scenarios' whole gates three more times, in fresh processes under other kernels",
     "test_cli::test_gate_only_approves_independent_sample_with_json": _GATES,
     "test_cli::test_gate_only_blocks_copies": _GATES,
     "test_cli::test_gate_only_in_process_without_prefect": _GATES,
@@ -270,18 +334,15 @@ SLOW_TIER: dict[str, str] = {
     "test_decision_durability::test_approve_killed_then_the_next_approve_resolves_it": _PROCESSES,
     "test_publish_integrity::test_kill_at_any_instant_leaves_nothing_or_a_complete_release": _PROCESSES,
     "test_prefect_yaml::test_prefect_deploy_all_registers_the_deployments": _SERVERS,
-    "test_privgan::test_output_conforms_to_the_spec_and_the_same_seed_gives_the_same_release":
-        "trains privGAN twice (a seeded release is compared with itself)",
+    "test_privgan::test_output_conforms_to_the_spec_and_the_same_seed_gives_the_same_release": "trains privGAN twice (a seeded release is compared with itself)",
     "test_privgan::test_privacy_discriminator_pretraining_beats_chance": "trains privGAN's discriminators to a measurable level",
     "test_disclosure_panels::test_no_signal_per_person_holds_its_level_and_per_row_does_not": _SIMULATION,
     "test_scale_view::test_scan_keeps_its_level_with_three_views": _SIMULATION,
     "test_scale_view::test_scan_keeps_its_level_where_natural_twins_are_everywhere": _SIMULATION,
     "test_report::test_load_and_log_report_round_trip": "renders and records whole reports (plots) in an MLflow store",
-    "test_report::test_the_report_links_to_the_artifacts_that_hold_every_figure":
-        "renders and records whole reports (plots) in an MLflow store",
+    "test_report::test_the_report_links_to_the_artifacts_that_hold_every_figure": "renders and records whole reports (plots) in an MLflow store",
     "test_input_checks::test_a_large_validation_reports_progress": "checks 1,102 Great Expectations expectations",
-    "test_input_checks::test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation":
-        "a gate process on a table of 5,001 columns (refused after reading and encoding it)",
+    "test_input_checks::test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation": "a gate process on a table of 5,001 columns (refused after reading and encoding it)",
 }
 
 
@@ -311,8 +372,10 @@ def pytest_collection_modifyitems(config, items):
         if slow_tier_reason(item.nodeid) is not None:
             item.add_marker(pytest.mark.slow)
         elif item.get_closest_marker("slow") is not None:
-            raise pytest.UsageError(f"{item.nodeid} is marked slow but its module is not in tests/conftest.py "
-                                    f"SLOW_TIER: add it there with the reason it cannot be fast, or remove the mark")
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked slow but its module is not in tests/conftest.py "
+                f"SLOW_TIER: add it there with the reason it cannot be fast, or remove the mark"
+            )
 
 
 def xdist_group(nodeid: str) -> str | None:
@@ -345,6 +408,7 @@ except ImportError:  # pytest-xdist not installed: the suite runs in one process
     LoadGroupScheduling = None
 
 if LoadGroupScheduling is not None:
+
     class ModuleGroupScheduling(LoadGroupScheduling):
         """``--dist loadgroup`` with the groups of ``xdist_group``; other tests as xdist groups them
         (each test on its own, or by an xdist_group mark where xdist still honours it). Work units
@@ -356,9 +420,13 @@ if LoadGroupScheduling is not None:
             return xdist_group(nodeid) or super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            if not self._ordered:  # the first assignment: the queue is complete (xdist built it just before)
+            if (
+                not self._ordered
+            ):  # the first assignment: the queue is complete (xdist built it just before)
                 self._ordered = True
-                units = sorted(self.workqueue.items(), key=lambda unit: -unit_seconds(*unit))  # stable
+                units = sorted(
+                    self.workqueue.items(), key=lambda unit: -unit_seconds(*unit)
+                )  # stable
                 self.workqueue.clear()
                 self.workqueue.update(units)
             super()._assign_work_unit(node)

@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 from privacy_gate import names, tracking
-
-from privacy_gate.publication import publish
 from privacy_gate.cli import app
+from privacy_gate.publication import publish
 
 STEPS = ("decision-file", "tag-set", "publish-started", "publish-done")
 
@@ -41,7 +40,9 @@ def hook(step: str) -> None:
 
         def log_json(self, run_id, obj, path):
             text = original(self, run_id, obj, path)
-            if path.startswith(f"{names.DECISIONS_DIR}/decision-") and not path.endswith("-void.json"):
+            if path.startswith(f"{names.DECISIONS_DIR}/decision-") and not path.endswith(
+                "-void.json"
+            ):
                 stop_here(step)
             return text
 
@@ -61,7 +62,10 @@ def hook(step: str) -> None:
         def fsync_dir(folder):
             original_fsync(folder)
             folder = Path(folder)
-            if folder.name.startswith(publish.STAGING_PREFIX) and (folder / publish.MANIFEST).exists():
+            if (
+                folder.name.startswith(publish.STAGING_PREFIX)
+                and (folder / publish.MANIFEST).exists()
+            ):
                 stop_here(step)  # staged, manifest written: the rename is next
 
         publish._fsync_dir = fsync_dir

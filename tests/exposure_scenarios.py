@@ -36,16 +36,27 @@ class Scenario:
     exposed_rows: np.ndarray  # positions in train that have a noisy copy in the release
 
 
-def noisy_rows(rows: pd.DataFrame, train: pd.DataFrame, numeric: list[str], noise: float,
-           rng: np.random.Generator) -> pd.DataFrame:
+def noisy_rows(
+    rows: pd.DataFrame,
+    train: pd.DataFrame,
+    numeric: list[str],
+    noise: float,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
     out = rows.copy()
     for c in numeric:
         out[c] = out[c].astype(float) + rng.normal(0.0, noise * float(train[c].std()), len(out))
     return out
 
 
-def make_scenario(seed: int, *, share: float = 0.0, noise: float = 0.05, rare_group: bool = False,
-                  adult: pd.DataFrame | None = None) -> Scenario:
+def make_scenario(
+    seed: int,
+    *,
+    share: float = 0.0,
+    noise: float = 0.05,
+    rare_group: bool = False,
+    adult: pd.DataFrame | None = None,
+) -> Scenario:
     from privacy_gate.config import load_spec
     from privacy_gate.generators.base import clip_to_spec
 
@@ -54,8 +65,9 @@ def make_scenario(seed: int, *, share: float = 0.0, noise: float = 0.05, rare_gr
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(adult))
     bounds = np.cumsum([0, *SIZES.values()])
-    train, holdout, reference, release = (adult.iloc[order[a:b]].reset_index(drop=True)
-                                          for a, b in zip(bounds[:-1], bounds[1:]))
+    train, holdout, reference, release = (
+        adult.iloc[order[a:b]].reset_index(drop=True) for a, b in zip(bounds[:-1], bounds[1:])
+    )
     numeric = [c for c, col in spec.columns.items() if col.is_numeric]
     synthetic = release.astype({c: float for c in numeric})
     exposed = np.zeros(0, dtype=int)
@@ -68,10 +80,14 @@ def make_scenario(seed: int, *, share: float = 0.0, noise: float = 0.05, rare_gr
         in_train = np.flatnonzero((train[col] == value).to_numpy())
         in_release = np.flatnonzero((synthetic[col] == value).to_numpy())
         donors = np.resize(rng.permutation(in_train), len(in_release))  # every group row, cycled
-        synthetic.iloc[in_release] = noisy_rows(train.iloc[donors], train, numeric, noise, rng).to_numpy()
+        synthetic.iloc[in_release] = noisy_rows(
+            train.iloc[donors], train, numeric, noise, rng
+        ).to_numpy()
         exposed = np.union1d(exposed, donors)
     synthetic = clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
-    return Scenario(train=train, holdout=holdout, reference=reference, synthetic=synthetic, exposed_rows=exposed)
+    return Scenario(
+        train=train, holdout=holdout, reference=reference, synthetic=synthetic, exposed_rows=exposed
+    )
 
 
 # ------------------------------------------------------------------- sparse leaks (bench_exposure)
@@ -98,14 +114,22 @@ class Leak:
     m: int = 0
     share: float = 0.0
     noise: float = 0.01
-    column: str | None = None  # ``rare``: only this column's rare values (default: every categorical one)
+    column: str | None = (
+        None  # ``rare``: only this column's rare values (default: every categorical one)
+    )
 
     @property
     def label(self) -> str:
-        return {"people": f"{self.k} people x {self.m} copies", "outliers": f"most outlying {self.share:.1%}",
-                "rare": f"rare {self.column or 'category'} values (< {self.k} training rows)", "noisy": f"noisy copies {self.share:.1%}",
-                "verbatim": f"verbatim copies {self.share:.1%}", "null": "independent release"}[self.kind] + (
-            f", noise {self.noise:g} sd" if self.kind not in ("verbatim", "null") else "")
+        return {
+            "people": f"{self.k} people x {self.m} copies",
+            "outliers": f"most outlying {self.share:.1%}",
+            "rare": f"rare {self.column or 'category'} values (< {self.k} training rows)",
+            "noisy": f"noisy copies {self.share:.1%}",
+            "verbatim": f"verbatim copies {self.share:.1%}",
+            "null": "independent release",
+        }[self.kind] + (
+            f", noise {self.noise:g} sd" if self.kind not in ("verbatim", "null") else ""
+        )
 
 
 def outlying_rows(train: pd.DataFrame, reference: pd.DataFrame, share: float) -> np.ndarray:
@@ -115,9 +139,12 @@ def outlying_rows(train: pd.DataFrame, reference: pd.DataFrame, share: float) ->
     from privacy_gate.data.encoding import MixedEncoder
 
     encoder = MixedEncoder(spec=load_spec(SPEC), data_name="reference").fit(reference)
-    d, _ = nearest_distances(np.asarray(encoder.transform(train), dtype=float),
-                             np.asarray(encoder.transform(reference), dtype=float), chunk_bytes=1 << 27)
-    return np.argsort(-d, kind="stable")[:max(1, int(round(share * len(train))))]
+    d, _ = nearest_distances(
+        np.asarray(encoder.transform(train), dtype=float),
+        np.asarray(encoder.transform(reference), dtype=float),
+        chunk_bytes=1 << 27,
+    )
+    return np.argsort(-d, kind="stable")[: max(1, int(round(share * len(train))))]
 
 
 def rare_value_rows(train: pd.DataFrame, max_count: int, column: str | None = None) -> np.ndarray:
@@ -155,15 +182,27 @@ def make_leak(seed: int, leak: Leak, *, adult: pd.DataFrame | None = None) -> Sc
     elif leak.kind == "rare":
         donors = rows = rare_value_rows(train, leak.k, leak.column)
     elif leak.kind in ("noisy", "verbatim"):
-        donors = rows = rng.choice(len(train), int(round(leak.share * len(synthetic))), replace=False)
+        donors = rows = rng.choice(
+            len(train), int(round(leak.share * len(synthetic))), replace=False
+        )
     else:
         raise ValueError(f"unknown leak kind {leak.kind!r}")
     if len(rows) > len(synthetic):
-        raise ValueError(f"{leak.label}: {len(rows)} copies do not fit a release of {len(synthetic)} rows")
-    copies = train.iloc[rows] if leak.kind == "verbatim" else noisy_rows(train.iloc[rows], train, numeric,
-                                                                            leak.noise, rng)
-    synthetic.iloc[:len(rows)] = copies.to_numpy()
+        raise ValueError(
+            f"{leak.label}: {len(rows)} copies do not fit a release of {len(synthetic)} rows"
+        )
+    copies = (
+        train.iloc[rows]
+        if leak.kind == "verbatim"
+        else noisy_rows(train.iloc[rows], train, numeric, leak.noise, rng)
+    )
+    synthetic.iloc[: len(rows)] = copies.to_numpy()
     if leak.kind != "verbatim":
         synthetic = clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
-    return Scenario(train=train, holdout=base.holdout, reference=base.reference, synthetic=synthetic,
-                    exposed_rows=np.unique(donors))
+    return Scenario(
+        train=train,
+        holdout=base.holdout,
+        reference=base.reference,
+        synthetic=synthetic,
+        exposed_rows=np.unique(donors),
+    )

@@ -23,8 +23,8 @@ from privacy_gate.errors import PrivacyGateError
 from privacy_gate.experiment.attack_runs import degenerate_reason
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline import LocalExecutor
-from privacy_gate.runs.release import release_run
 from privacy_gate.publication.publish import list_published
+from privacy_gate.runs.release import release_run
 
 #: stage label -> the executor step names it breaks (a name ending in "-" is a prefix: every
 #: attack is submitted as ``attack-<key>``). Every step of a run passes through the executor by
@@ -44,7 +44,8 @@ FAULT_POINTS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "decide": ("decide",),
     "logging": ("logging",),
-    "log_metrics": (),  # below the stage seam: the tracking store's metric writes (see ``injected``)
+    # below the stage seam: the tracking store's metric writes (see ``injected``)
+    "log_metrics": (),
     "record_verdict": ("record_verdict",),
     "summary": ("summary",),
     "publish": ("publish",),
@@ -84,8 +85,12 @@ def _raise(stage: str, kind: str) -> None:
 
 
 def _degenerate(outcome: Any, stage: str) -> Any:
-    scores = np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
-    return type(outcome)(**{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)})
+    scores = (
+        np.zeros_like(outcome.scores) if stage == "constant_scores" else outcome.scores * np.nan
+    )
+    return type(outcome)(
+        **{**outcome.__dict__, "scores": scores, "invalid": degenerate_reason(scores)}
+    )
 
 
 class FaultyExecutor(LocalExecutor):
@@ -149,17 +154,22 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
         with injected(stage, kind) as executor:
             result = release_run(config, workdir=workdir, executor=executor)
         verdict, run_id = result.verdict, result.run_id
-    except Exception as exc:  # the CLI turns an escaped exception into BLOCK (exit 4)
+    except Exception as exc:  # noqa: BLE001 - the CLI turns an escaped exception into BLOCK (exit 4)
         verdict, run_id = Verdict.error(f"escaped {type(exc).__name__}"), None
     recorded = None
     if run_id:
         with contextlib.suppress(Exception):
-            recorded = tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None).run_tags(
-                run_id).get(names.TAG_VERDICT)
+            recorded = (
+                tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None)
+                .run_tags(run_id)
+                .get(names.TAG_VERDICT)
+            )
     target = workdir / "published"
     visible = len(list_published(target))
     entries = [p for p in target.iterdir()] if target.exists() else []
-    stray = len([p for p in entries if not p.name.startswith(".") and p not in list_published(target)])
+    stray = len(
+        [p for p in entries if not p.name.startswith(".") and p not in list_published(target)]
+    )
     stray += len([p for p in entries if p.name.startswith(".")])
     approve = verdict.decision == "APPROVE"
     ok = approve == (stage in AFTER_PUBLICATION) and stray == 0
@@ -168,10 +178,18 @@ def run_case(config_path: Path, workdir: Path, stage: str, kind: str) -> FaultOu
     else:  # not published: nothing visible, and the store never says APPROVE
         ok = ok and visible == 0 and recorded != "APPROVE"
     leaked = "12345" in " ".join(r.message for r in verdict.reasons)
-    return FaultOutcome(stage=stage, kind=kind, verdict=verdict.decision, status=verdict.status,
-                        reason=(verdict.reasons[0].message if verdict.reasons else "")[:160],
-                        recorded_verdict=recorded, visible_releases=visible, stray_entries=stray,
-                        fired=bool(executor and executor.hits), fail_closed=ok and not leaked)
+    return FaultOutcome(
+        stage=stage,
+        kind=kind,
+        verdict=verdict.decision,
+        status=verdict.status,
+        reason=(verdict.reasons[0].message if verdict.reasons else "")[:160],
+        recorded_verdict=recorded,
+        visible_releases=visible,
+        stray_entries=stray,
+        fired=bool(executor and executor.hits),
+        fail_closed=ok and not leaked,
+    )
 
 
 def all_cases() -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ def slow(fn):
     def wrapped(*args, **kwargs):
         time.sleep(DELAY * 20)
         return fn(*args, **kwargs)
+
     return wrapped
 
 
@@ -31,6 +32,11 @@ publish._fsync_dir = slow(publish._fsync_dir)
 
 workdir, target, path = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 store = publish.ReleaseStore(workdir=workdir, target=target)
-release = publish.QuarantinedRelease(path=path, sha256=publish.file_sha256(path), rows=-1, fmt=path.suffix[1:])
+release = publish.QuarantinedRelease(
+    path=path, sha256=publish.file_sha256(path), rows=-1, fmt=path.suffix[1:]
+)
 print("READY", flush=True)
-print(store.publish(release, dataset="adult", verdict="APPROVE", run_id="r", config_hash=None), flush=True)
+print(
+    store.publish(release, dataset="adult", verdict="APPROVE", run_id="r", config_hash=None),
+    flush=True,
+)

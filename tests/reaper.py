@@ -53,7 +53,9 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
             raw = fh.read().decode(errors="replace")
     except OSError:
         return None
-    fields = raw[raw.rfind(")") + 2:].split()  # the command name may contain spaces and parentheses
+    fields = raw[
+        raw.rfind(")") + 2 :
+    ].split()  # the command name may contain spaces and parentheses
     return fields[0], int(fields[1]), int(fields[2])
 
 
@@ -156,7 +158,9 @@ class _Launcher:
             self.stop_requested = True
             return
         # SIG_IGN'd SIGPIPE would be inherited: restore_signals resets it for the command
-        self.child = subprocess.Popen(self.cmd, process_group=0, close_fds=False, restore_signals=True)
+        self.child = subprocess.Popen(
+            self.cmd, process_group=0, close_fds=False, restore_signals=True
+        )
 
     def reap(self) -> None:
         while True:
@@ -182,7 +186,8 @@ class _Launcher:
         self.reap()
 
     def signal_tree(self, sig: int) -> int:
-        """``sig`` to every live descendant and their process groups (not ours); how many there were."""
+        """``sig`` to every live descendant and their process groups (not ours); how many there
+        were."""
         procs = descendants(self.me)
         for pgid in set(procs.values()) - {os.getpgrp(), 0}:
             with _suppress(ProcessLookupError, PermissionError):
@@ -224,7 +229,9 @@ class _Launcher:
 
     def exit_code(self) -> int:
         if self.status is None:
-            return 0 if self.child is None else 1  # not started (parent already gone), or not reaped
+            return (
+                0 if self.child is None else 1
+            )  # not started (parent already gone), or not reaped
         if os.WIFSIGNALED(self.status):
             return -os.WTERMSIG(self.status)
         return os.waitstatus_to_exitcode(self.status)
@@ -273,7 +280,8 @@ def main(argv: list[str]) -> None:
 class Reaped(subprocess.Popen):
     """``subprocess.Popen`` of ``cmd`` through the launcher (in its own session, like
     ``start_new_session=True``). ``pid`` is the launcher's; ``terminate()`` stops the whole tree
-    gracefully, ``kill()`` kills it at once (SIGUSR1 to the launcher, which then SIGKILLs the tree)."""
+    gracefully, ``kill()`` kills it at once (SIGUSR1 to the launcher, which then SIGKILLs the
+    tree)."""
 
     def __init__(self, args, *, grace: float = DEFAULT_GRACE, **kwargs):
         if isinstance(args, (str, bytes)) or kwargs.get("shell"):
@@ -287,13 +295,24 @@ class Reaped(subprocess.Popen):
         import shutil
 
         if os.sep in exe:
-            resolved = exe if os.path.isabs(exe) or cwd is None else os.path.join(os.fspath(cwd), exe)
+            resolved = (
+                exe if os.path.isabs(exe) or cwd is None else os.path.join(os.fspath(cwd), exe)
+            )
             if not os.access(resolved, os.X_OK):
                 raise FileNotFoundError(2, "No such file or directory", exe)
         elif shutil.which(exe, path=path) is None:
             raise FileNotFoundError(2, "No such file or directory", exe)
-        launcher = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--parent", str(os.getpid()),
-                    "--grace", str(grace), "--"]
+        launcher = [
+            sys.executable,
+            "-I",
+            "-S",
+            os.path.abspath(__file__),
+            "--parent",
+            str(os.getpid()),
+            "--grace",
+            str(grace),
+            "--",
+        ]
         super().__init__(launcher + args, start_new_session=True, **kwargs)
         self.command = args
 

@@ -18,6 +18,7 @@ PostgreSQL comes from the machine's server binaries (``initdb`` / ``postgres`` o
 /usr/lib/postgresql/*/bin), else from the ``pgserver`` wheel when installed. PostgreSQL refuses
 to run as root: as root the server runs as the ``postgres`` (or ``nobody``) user.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,25 +91,39 @@ class Service:
         return self.proc.poll() is None
 
 
-def start(name: str, cmd: list[str], *, logdir: Path, env: dict[str, str] | None = None,
-          cwd: Path | None = None) -> Service:
+def start(
+    name: str,
+    cmd: list[str],
+    *,
+    logdir: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Service:
     log = logdir / f"{name}.log"
     with log.open("w") as fh:
-        proc = reaper.popen(cmd, env={**os.environ, **(env or {})}, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
+        proc = reaper.popen(
+            cmd, env={**os.environ, **(env or {})}, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT
+        )
     return Service(name, proc, log)
 
 
-def wait_http(service: Service, url: str, *, timeout: float = 120.0, ok=lambda status: status == 200) -> None:
+def wait_http(
+    service: Service, url: str, *, timeout: float = 120.0, ok=lambda status: status == 200
+) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if not service.alive():
-            raise AssertionError(f"{service.name} exited ({service.proc.returncode}):\n{service.tail()}")
+            raise AssertionError(
+                f"{service.name} exited ({service.proc.returncode}):\n{service.tail()}"
+            )
         with contextlib.suppress(OSError):
             with urllib.request.urlopen(url, timeout=2) as r:
                 if ok(r.status):
                     return
         if time.monotonic() > deadline:
-            raise AssertionError(f"{service.name} did not answer {url} within {timeout:.0f} s:\n{service.tail()}")
+            raise AssertionError(
+                f"{service.name} did not answer {url} within {timeout:.0f} s:\n{service.tail()}"
+            )
         time.sleep(0.3)
 
 
@@ -133,7 +148,9 @@ def postgres_binaries() -> Path | None:
             return Path(folder)
     import importlib.util
 
-    spec = importlib.util.find_spec("pgserver")  # a wheel that ships the server binaries (dev extra)
+    spec = importlib.util.find_spec(
+        "pgserver"
+    )  # a wheel that ships the server binaries (dev extra)
     for location in (spec.submodule_search_locations or []) if spec else []:
         folder = Path(location) / "pginstall" / "bin"
         if (folder / "initdb").exists() and (folder / "postgres").exists():
@@ -148,7 +165,11 @@ def _as_user() -> tuple[list[str], int | None, int | None]:
     for user in ("postgres", "nobody"):
         with contextlib.suppress(KeyError):
             pw = pwd.getpwnam(user)
-            return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"], pw.pw_uid, pw.pw_gid
+            return (
+                ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"],
+                pw.pw_uid,
+                pw.pw_gid,
+            )
     raise RuntimeError("running as root and no 'postgres' or 'nobody' user to run PostgreSQL as")
 
 
@@ -169,22 +190,56 @@ def postgres(logdir: Path, databases: tuple[str, ...]) -> Iterator[str]:
         os.chown(sock, uid, gid)
     user, port = "gate", free_port()
     try:
-        subprocess.run([*prefix, str(binaries / "initdb"), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8",
-                        "--no-sync"], check=True, capture_output=True, timeout=120)
-        server = start("postgres", [*prefix, str(binaries / "postgres"), "-D", str(data), "-p", str(port),
-                                    "-k", str(sock), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
-                       logdir=logdir)
+        subprocess.run(
+            [
+                *prefix,
+                str(binaries / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                user,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        server = start(
+            "postgres",
+            [
+                *prefix,
+                str(binaries / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(port),
+                "-k",
+                str(sock),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+            ],
+            logdir=logdir,
+        )
         with running(server):
             import psycopg2
 
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    conn = psycopg2.connect(host="127.0.0.1", port=port, user=user, dbname="postgres", connect_timeout=2)
+                    conn = psycopg2.connect(
+                        host="127.0.0.1", port=port, user=user, dbname="postgres", connect_timeout=2
+                    )
                     break
                 except psycopg2.OperationalError:
                     if not server.alive() or time.monotonic() > deadline:
-                        raise AssertionError(f"PostgreSQL did not start:\n{server.tail()}") from None
+                        raise AssertionError(
+                            f"PostgreSQL did not start:\n{server.tail()}"
+                        ) from None
                     time.sleep(0.2)
             conn.autocommit = True
             with conn.cursor() as cur:
@@ -200,22 +255,33 @@ def postgres(logdir: Path, databases: tuple[str, ...]) -> Iterator[str]:
 
 
 def s3_env(endpoint: str) -> dict[str, str]:
-    return {"MLFLOW_S3_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET,
-            "AWS_DEFAULT_REGION": S3_REGION}
+    return {
+        "MLFLOW_S3_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": S3_KEY,
+        "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+        "AWS_DEFAULT_REGION": S3_REGION,
+    }
 
 
 @contextlib.contextmanager
 def s3_server(logdir: Path, buckets: tuple[str, ...]) -> Iterator[str]:
     """moto in server mode (its own process); yields the endpoint URL with ``buckets`` created."""
     port = free_port()
-    server = start("moto", [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], logdir=logdir)
+    server = start(
+        "moto", [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], logdir=logdir
+    )
     with running(server):
         endpoint = f"http://127.0.0.1:{port}"
         wait_http(server, f"{endpoint}/moto-api/", timeout=60)
         import boto3
 
-        s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEY, aws_secret_access_key=S3_SECRET,
-                          region_name=S3_REGION)
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=S3_KEY,
+            aws_secret_access_key=S3_SECRET,
+            region_name=S3_REGION,
+        )
         for b in buckets:
             s3.create_bucket(Bucket=b)
         yield endpoint
@@ -224,49 +290,88 @@ def s3_server(logdir: Path, buckets: tuple[str, ...]) -> Iterator[str]:
 def s3_keys(endpoint: str, bucket: str) -> list[str]:
     import boto3
 
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEY, aws_secret_access_key=S3_SECRET,
-                      region_name=S3_REGION)
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=S3_KEY,
+        aws_secret_access_key=S3_SECRET,
+        region_name=S3_REGION,
+    )
     keys: list[str] = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         keys += [o["Key"] for o in page.get("Contents", [])]
     return keys
 
 
-def start_mlflow(logdir: Path, *, backend: str, artifacts: str, env: dict[str, str] | None = None,
-                 port: int | None = None) -> Service:
+def start_mlflow(
+    logdir: Path,
+    *,
+    backend: str,
+    artifacts: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+) -> Service:
     port = port or free_port()
-    server = start("mlflow", [str(BIN / "mlflow"), "server", "--backend-store-uri", backend, "--artifacts-destination",
-                              artifacts, "--serve-artifacts", "--host", "127.0.0.1", "--port", str(port),
-                              "--workers", "1"],
-                   logdir=logdir, cwd=logdir,
-                   # no background job runner (huey consumers): nothing here needs it, CI has 2 cores
-                   env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **(env or {})})
+    server = start(
+        "mlflow",
+        [
+            str(BIN / "mlflow"),
+            "server",
+            "--backend-store-uri",
+            backend,
+            "--artifacts-destination",
+            artifacts,
+            "--serve-artifacts",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        logdir=logdir,
+        cwd=logdir,
+        # no background job runner (huey consumers): nothing here needs it, CI has 2
+        # cores
+        env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **(env or {})},
+    )
     server.url = f"http://127.0.0.1:{port}"
     return server
 
 
-def start_prefect(logdir: Path, *, database_url: str, home: Path, env: dict[str, str] | None = None) -> Service:
+def start_prefect(
+    logdir: Path, *, database_url: str, home: Path, env: dict[str, str] | None = None
+) -> Service:
     """``prefect server start`` on ``database_url``. Its concurrency leases are kept on disk in
     ``home`` (as docker/ configures it), so a restarted server still frees the slots of runs that
     died; ``env``: more server settings."""
     port = free_port()
-    server = start("prefect", [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                   logdir=logdir,
-                   env={"PREFECT_API_DATABASE_CONNECTION_URL": database_url, "PREFECT_HOME": str(home),
-                        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false",
-                        # schedule new deployments' runs promptly (default loop: 60 s)
-                        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5",
-                        "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem",
-                        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", **(env or {})})
+    server = start(
+        "prefect",
+        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        logdir=logdir,
+        env={
+            "PREFECT_API_DATABASE_CONNECTION_URL": database_url,
+            "PREFECT_HOME": str(home),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_UI_ENABLED": "false",
+            # schedule new deployments' runs promptly (default loop: 60 s)
+            "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5",
+            "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem",  # noqa: E501
+            "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+            **(env or {}),
+        },
+    )
     server.url = f"http://127.0.0.1:{port}/api"
     return server
 
 
-# ------------------------------------------------------------------------------ Prefect's test server
+# ---------------------------------------------------------------------------- Prefect's test server
 
 
 class _ReapedSubprocess:
-    """The ``subprocess`` module as prefect.server.api.server sees it: ``Popen`` through the launcher."""
+    """The ``subprocess`` module as prefect.server.api.server sees it: ``Popen`` through the
+    launcher."""
 
     def __init__(self, real):
         self._real = real
@@ -275,7 +380,7 @@ class _ReapedSubprocess:
         return getattr(self._real, name)
 
     @staticmethod
-    def Popen(args, **kwargs):  # noqa: N802 (the module's name)
+    def Popen(args, **kwargs):  # the name of the function it stands in for
         return reaper.popen(args, grace=3.0, **kwargs)
 
 
@@ -283,8 +388,9 @@ class _ReapedSubprocess:
 def prefect_test_harness(server_startup_timeout: int = 60) -> Iterator[None]:
     """``prefect.testing.utilities.prefect_test_harness`` (PREFECT_API_URL -> a temporary server on
     a temporary SQLite database) with its uvicorn server process started through the launcher, so
-    it cannot outlive the test process. Prefect's harness starts the server with ``subprocess.Popen``
-    in prefect.server.api.server; that module's ``subprocess`` is swapped while the harness runs."""
+    it cannot outlive the test process. Prefect's harness starts the server with
+    ``subprocess.Popen`` in prefect.server.api.server; that module's ``subprocess`` is swapped while
+    the harness runs."""
     from prefect.server.api import server as prefect_server_module
     from prefect.testing.utilities import prefect_test_harness as harness
 

@@ -55,8 +55,12 @@ def test_approve_help_lists_what_approve_returns():
 def test_root_help_lists_the_exit_codes_of_every_kind_of_command():
     text = " ".join(_help().split())
     assert "Exit codes" in text and "-V, --version" in text
-    for needle in ("0 APPROVE, 3 REVIEW, 4 BLOCK", "4 the re-gate after --suppress BLOCKs", "1 something found",
-                   "2 refused"):
+    for needle in (
+        "0 APPROVE, 3 REVIEW, 4 BLOCK",
+        "4 the re-gate after --suppress BLOCKs",
+        "1 something found",
+        "2 refused",
+    ):
         assert needle in text, needle
 
 
@@ -71,9 +75,15 @@ def test_every_command_help_lists_exit_codes_and_no_bool_type(command):
 def test_help_paragraphs_reflow_to_the_terminal(command):
     """On a wide terminal each paragraph of the command's docstring is one line: the docstring's
     own line breaks are not kept (they broke lines mid-sentence inside a narrower box)."""
-    info = next(c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == command)
+    info = next(
+        c
+        for c in app.registered_commands
+        if (c.name or c.callback.__name__.replace("_", "-")) == command
+    )
     lines = {line.strip() for line in _help(command, width=2000).splitlines()}
     for paragraph in inspect.cleandoc(info.callback.__doc__).split("\n\n"):
         assert " ".join(paragraph.split()) in lines, paragraph
     narrow = _help(command, width=60).splitlines()
-    assert max(len(line) for line in narrow if not line.startswith("    ")) <= 60  # exit-code rows are kept whole
+    assert (
+        max(len(line) for line in narrow if not line.startswith("    ")) <= 60
+    )  # exit-code rows are kept whole

@@ -17,32 +17,48 @@ from privacy_gate import names, tracking
 
 #: never needed to read a verdict or list pending runs
 HEAVY = ("torch", "sdv", "great_expectations", "prefect", "sklearn", "matplotlib", "faiss", "dask")
-PROBE = ("import json, sys, runpy\n"
-         "sys.argv = ['privacy-gate', *sys.argv[1:]]\n"
-         "try:\n    runpy.run_module('privacy_gate.cli', run_name='__main__')\n    code = 0\n"
-         "except SystemExit as e:\n    code = e.code\n"
-         "print(json.dumps({'exit': code, 'loaded': sorted(m for m in %r if m in sys.modules)}))")
+PROBE = (
+    "import json, sys, runpy\nsys.argv = ['privacy-gate', *sys.argv[1:]]\ntry:\n    "
+    "runpy.run_module('privacy_gate.cli', run_name='__main__')\n    code = 0\nexcept "
+    "SystemExit as e:\n    code = e.code\nprint(json.dumps({'exit': code, 'loaded': sorted(m "
+    "for m in %r if m in sys.modules)}))"
+)
 
 
 def _run(*args: str) -> tuple[int, list[str], str]:
     """``privacy-gate ARGS`` in a fresh interpreter: its exit code, the packages of interest it
     loaded, and its output."""
     watched = (*HEAVY, "mlflow", "pandas")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != names.ENV_SIGNING_KEY}
-    out = subprocess.run([sys.executable, "-c", PROBE % (watched,), *args], capture_output=True, text=True,
-                         env=env, timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PREFECT_API") and k != names.ENV_SIGNING_KEY
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE % (watched,), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return result["exit"], result["loaded"], out.stdout + out.stderr
 
 
 def test_importing_the_cli_loads_nothing_heavy():
-    code = ("import sys, privacy_gate.cli; "
-            f"print([m for m in {(*HEAVY, 'mlflow', 'pandas')!r} if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, privacy_gate.cli; "
+        f"print([m for m in {(*HEAVY, 'mlflow', 'pandas')!r} if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("args", [("--version",), ("review", "--help"), ("gate", "--help"), ("--help",)])
+@pytest.mark.parametrize(
+    "args", [("--version",), ("review", "--help"), ("gate", "--help"), ("--help",)]
+)
 def test_version_and_help_load_neither_mlflow_nor_the_gate(args):
     code, loaded, output = _run(*args)
     assert code == 0, output

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from privacy_gate.attacks import available_attacks, create_attack, describe_attacks
-from privacy_gate.attacks.base import _ATTACKS  # noqa: F401  (the registry under test)
+from privacy_gate.attacks.base import _ATTACKS
 from privacy_gate.cli import app
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import available_generators, create_generator, describe_generators
@@ -32,20 +32,28 @@ def test_every_component_declares_a_model_with_the_constructors_defaults(kind, r
             assert info.description, f"{kind} '{name}': parameter {field} has no description"
 
 
-@pytest.mark.parametrize("create, name, params, where", [
-    (create_attack, "domias", {"bandwidth": True}, "bandwidth"),
-    (create_attack, "mama_mia", {"n_shadow": 2.5}, "n_shadow"),
-    (create_attack, "mama_mia", {"seed": True}, "seed"),
-    (create_attack, "logan_d1", {"classifier": "svm"}, "classifier"),
-    (create_attack, "dcr", {"chunk_bytes": -5}, "chunk_bytes"),
-    (create_generator, "mst", {"epsilon": "lots"}, "epsilon"),
-    (create_generator, "mst", {"n_bins": True}, "n_bins"),
-    (create_generator, "privbayes", {"score": "bic"}, "score"),
-    (create_generator, "private_gsd", {"one_way_share": 0.6, "select_share": 0.5}, "select_share"),
-    (create_generator, "noisy_copy", {"flip": 2}, "flip"),
-    (create_generator, "tvae", {"epochs": 0}, "epochs"),
-    (create_generator, "ctgan", {"batch_size": 55}, "pac"),
-])
+@pytest.mark.parametrize(
+    "create, name, params, where",
+    [
+        (create_attack, "domias", {"bandwidth": True}, "bandwidth"),
+        (create_attack, "mama_mia", {"n_shadow": 2.5}, "n_shadow"),
+        (create_attack, "mama_mia", {"seed": True}, "seed"),
+        (create_attack, "logan_d1", {"classifier": "svm"}, "classifier"),
+        (create_attack, "dcr", {"chunk_bytes": -5}, "chunk_bytes"),
+        (create_generator, "mst", {"epsilon": "lots"}, "epsilon"),
+        (create_generator, "mst", {"n_bins": True}, "n_bins"),
+        (create_generator, "privbayes", {"score": "bic"}, "score"),
+        (
+            create_generator,
+            "private_gsd",
+            {"one_way_share": 0.6, "select_share": 0.5},
+            "select_share",
+        ),
+        (create_generator, "noisy_copy", {"flip": 2}, "flip"),
+        (create_generator, "tvae", {"epochs": 0}, "epochs"),
+        (create_generator, "ctgan", {"batch_size": 55}, "pac"),
+    ],
+)
 def test_bad_parameters_are_one_line_naming_component_and_parameter(create, name, params, where):
     with pytest.raises(ConfigError) as err:
         create(name, **params)
@@ -54,14 +62,19 @@ def test_bad_parameters_are_one_line_naming_component_and_parameter(create, name
 
 
 def test_unknown_parameters_list_the_accepted_ones():
-    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['speed'\]; accepted parameters: \['chunk_bytes'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown parameter\(s\) \['speed'\]; accepted parameters: \['chunk_bytes'\]",
+    ):
         create_attack("dcr", speed=3)
 
 
 def test_list_prints_every_component_and_parameter():
     runner = CliRunner()
-    for kind, names, describe in (("attacks", available_attacks(), describe_attacks),
-                                  ("generators", available_generators(), describe_generators)):
+    for kind, names, describe in (
+        ("attacks", available_attacks(), describe_attacks),
+        ("generators", available_generators(), describe_generators),
+    ):
         result = runner.invoke(app, ["list", kind])
         assert result.exit_code == 0
         for info in describe():

@@ -3,7 +3,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from privacy_gate.config import DEFAULT_RULES, GateConfig, load_release_config, load_rules, load_spec
+from privacy_gate.config import (
+    DEFAULT_RULES,
+    GateConfig,
+    load_release_config,
+    load_rules,
+    load_spec,
+)
 from privacy_gate.errors import ConfigError
 
 from .conftest import EXAMPLE
@@ -31,15 +37,36 @@ def _base() -> dict:
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda r: r["dataset"]["spec"]["columns"]["age"].update(kind="nume"), "dataset.spec.columns.age.kind"),
+        (
+            lambda r: r["dataset"]["spec"]["columns"]["age"].update(kind="nume"),
+            "dataset.spec.columns.age.kind",
+        ),
         (lambda r: r["dataset"]["spec"].update(subgroups=["sex", "nope"]), "unknown column 'nope'"),
-        (lambda r: r.update(split={"train": 0.6, "holdout": 0.3, "reference": 0.3}), "must sum to 1"),
-        (lambda r: r["dataset"]["spec"]["columns"]["age"].update(colour="red"), "columns.age.colour: unknown key"),
+        (
+            lambda r: r.update(split={"train": 0.6, "holdout": 0.3, "reference": 0.3}),
+            "must sum to 1",
+        ),
+        (
+            lambda r: r["dataset"]["spec"]["columns"]["age"].update(colour="red"),
+            "columns.age.colour: unknown key",
+        ),
         (lambda r: r.update(bogus=1), "bogus: unknown key"),
-        (lambda r: r["gate"].setdefault("rules", []).append({"metric": "auc"}), "needs exactly one of 'max' or 'min'"),
-        (lambda r: r["dataset"]["spec"]["columns"]["age"].update(min=50, max=10), "'min' (50.0) must be smaller"),
-        (lambda r: r["dataset"]["spec"]["columns"]["sex"].update(categories=[]), "must not be empty"),
-        (lambda r: r["dataset"]["spec"].update(entity_id="person"), "entity_id names unknown column 'person'"),
+        (
+            lambda r: r["gate"].setdefault("rules", []).append({"metric": "auc"}),
+            "needs exactly one of 'max' or 'min'",
+        ),
+        (
+            lambda r: r["dataset"]["spec"]["columns"]["age"].update(min=50, max=10),
+            "'min' (50.0) must be smaller",
+        ),
+        (
+            lambda r: r["dataset"]["spec"]["columns"]["sex"].update(categories=[]),
+            "must not be empty",
+        ),
+        (
+            lambda r: r["dataset"]["spec"].update(entity_id="person"),
+            "entity_id names unknown column 'person'",
+        ),
     ],
 )
 def test_config_errors_name_file_key_and_problem(tmp_path, mutate, expected):
@@ -69,12 +96,15 @@ def test_spec_in_separate_file_and_rules_file(tmp_path):
     raw["dataset"]["path"] = str(Path(EXAMPLE).parent / raw["dataset"]["path"])
     cfg = load_release_config(_write(tmp_path, raw))
     assert cfg.dataset.spec == load_spec(spec_path)
-    rules = load_rules(_write(tmp_path, {"rules": [{"metric": "auc", "attack": "any", "max": 0.7}]}, "r.yaml"))
+    rules = load_rules(
+        _write(tmp_path, {"rules": [{"metric": "auc", "attack": "any", "max": 0.7}]}, "r.yaml")
+    )
     assert rules.rules[0].max == 0.7
     assert GateConfig().rules == [] and GateConfig().effective_rules == list(DEFAULT_RULES)
 
 
-# ---- rules that could read nothing are refused at load time, whatever their scope -----------------
+# ---- rules that could read nothing are refused at load time, whatever their scope
+# -----------------
 
 
 def _with_rules(tmp_path: Path, rules, **gate) -> Path:
@@ -85,15 +115,36 @@ def _with_rules(tmp_path: Path, rules, **gate) -> Path:
     return path
 
 
-@pytest.mark.parametrize("rule, needle", [
-    ({"metric": "acu", "attack": "any", "max": 0.7, "scope": "subgroup"}, "'acu' is not a figure of an attack"),
-    ({"metric": "membership_test.p_adjustd", "min": 0.01, "scope": "subgroup"}, "not a figure of a subgroup"),
-    ({"metric": "auc", "attack": "dcrr", "max": 0.7, "scope": "subgroup"}, "attack 'dcrr' is not a configured attack"),
-    ({"metric": "auc", "attack": "dcrr", "max": 0.6}, "attack 'dcrr' is not a configured attack"),
-    ({"metric": "dcrr.auc", "max": 0.6}, "attack 'dcrr' is not a configured attack"),
-    ({"metric": "exposed.share_lowr", "max": 0.005}, "'exposed.share_lowr' is not a figure the gate records"),
-    ({"metric": "utility.qualty", "min": 0.6}, "'utility.qualty' is not a figure the gate records"),
-])
+@pytest.mark.parametrize(
+    "rule, needle",
+    [
+        (
+            {"metric": "acu", "attack": "any", "max": 0.7, "scope": "subgroup"},
+            "'acu' is not a figure of an attack",
+        ),
+        (
+            {"metric": "membership_test.p_adjustd", "min": 0.01, "scope": "subgroup"},
+            "not a figure of a subgroup",
+        ),
+        (
+            {"metric": "auc", "attack": "dcrr", "max": 0.7, "scope": "subgroup"},
+            "attack 'dcrr' is not a configured attack",
+        ),
+        (
+            {"metric": "auc", "attack": "dcrr", "max": 0.6},
+            "attack 'dcrr' is not a configured attack",
+        ),
+        ({"metric": "dcrr.auc", "max": 0.6}, "attack 'dcrr' is not a configured attack"),
+        (
+            {"metric": "exposed.share_lowr", "max": 0.005},
+            "'exposed.share_lowr' is not a figure the gate records",
+        ),
+        (
+            {"metric": "utility.qualty", "min": 0.6},
+            "'utility.qualty' is not a figure the gate records",
+        ),
+    ],
+)
 def test_a_rule_that_can_read_nothing_is_a_config_error(tmp_path, rule, needle):
     """A misspelled subgroup rule used to be skipped in every group (a leaky release approved)."""
     with pytest.raises(ConfigError, match="gate") as err:
@@ -102,22 +153,38 @@ def test_a_rule_that_can_read_nothing_is_a_config_error(tmp_path, rule, needle):
 
 
 def test_every_figure_a_default_rule_reads_is_accepted(tmp_path):
-    cfg = load_release_config(_with_rules(tmp_path, [
-        {"metric": "auc", "attack": "dcr", "max": 0.6}, {"metric": "dcr.tpr_at_fpr_0.001", "max": 0.6},
-        {"metric": "mace.advantage_lower", "attack": "combined", "max": 0.1},
-        {"metric": "strongest.tpr_at_fpr_0.01", "max": 0.1}, {"metric": "validation.synthetic.copy_share", "max": 0.01},
-        {"metric": "dependency.dp_bound_excess", "max": 0.0}, {"metric": "exposed.scan_count", "max": 0},
-        {"metric": "exposed.count", "max": 0, "scope": "subgroup"}, {"metric": "n_members", "min": 1, "scope": "subgroup"},
-        {"metric": "dcr.mace.advantage_upper", "max": 0.2, "scope": "subgroup"}]))
+    cfg = load_release_config(
+        _with_rules(
+            tmp_path,
+            [
+                {"metric": "auc", "attack": "dcr", "max": 0.6},
+                {"metric": "dcr.tpr_at_fpr_0.001", "max": 0.6},
+                {"metric": "mace.advantage_lower", "attack": "combined", "max": 0.1},
+                {"metric": "strongest.tpr_at_fpr_0.01", "max": 0.1},
+                {"metric": "validation.synthetic.copy_share", "max": 0.01},
+                {"metric": "dependency.dp_bound_excess", "max": 0.0},
+                {"metric": "exposed.scan_count", "max": 0},
+                {"metric": "exposed.count", "max": 0, "scope": "subgroup"},
+                {"metric": "n_members", "min": 1, "scope": "subgroup"},
+                {"metric": "dcr.mace.advantage_upper", "max": 0.2, "scope": "subgroup"},
+            ],
+        )
+    )
     assert len(cfg.gate.rules) == 10
 
 
 def test_listed_rules_add_to_the_defaults_and_replace_them_only_by_key(tmp_path):
     """A rule list no longer replaces the defaults: it adds to them, and a rule with a default's key
     replaces that one. Every default survives a config that lists rules."""
-    cfg = load_release_config(_with_rules(tmp_path, [{"metric": "auc", "attack": "any", "max": 0.55},
-                                                     {"metric": "tpr_at_fpr_0.001", "attack": "any", "max": 0.02,
-                                                      "action": "review"}]))
+    cfg = load_release_config(
+        _with_rules(
+            tmp_path,
+            [
+                {"metric": "auc", "attack": "any", "max": 0.55},
+                {"metric": "tpr_at_fpr_0.001", "attack": "any", "max": 0.02, "action": "review"},
+            ],
+        )
+    )
     rules = {r.key: r for r in cfg.gate.effective_rules}
     assert {r.key for r in DEFAULT_RULES} <= set(rules)
     assert rules["any.auc"].max == 0.55 and rules["any.tpr_at_fpr_0.001"].action == "review"
@@ -125,46 +192,87 @@ def test_listed_rules_add_to_the_defaults_and_replace_them_only_by_key(tmp_path)
 
 
 def test_a_default_goes_only_through_disable_with_a_reason(tmp_path):
-    cfg = load_release_config(_with_rules(tmp_path, [], disable=[
-        {"key": "inference.risk_lower", "reason": "the table has no secret column worth protecting"},
-        {"key": "test:scan", "reason": "scanned by the upstream team's own gate"}]))
+    cfg = load_release_config(
+        _with_rules(
+            tmp_path,
+            [],
+            disable=[
+                {
+                    "key": "inference.risk_lower",
+                    "reason": "the table has no secret column worth protecting",
+                },
+                {"key": "test:scan", "reason": "scanned by the upstream team's own gate"},
+            ],
+        )
+    )
     keys = {r.key for r in cfg.gate.effective_rules}
     assert "inference.risk_lower" not in keys and len(keys) == len(DEFAULT_RULES) - 1
     assert cfg.gate.disabled["test:scan"].startswith("scanned")
     with pytest.raises(ConfigError, match="reason"):
         load_release_config(_with_rules(tmp_path, [], disable=[{"key": "any.auc", "reason": ""}]))
     with pytest.raises(ConfigError, match="neither a rule key nor a test"):
-        load_release_config(_with_rules(tmp_path, [], disable=[{"key": "any.acu", "reason": "a typo must not pass"}]))
+        load_release_config(
+            _with_rules(
+                tmp_path, [], disable=[{"key": "any.acu", "reason": "a typo must not pass"}]
+            )
+        )
 
 
 def test_a_rule_cannot_set_a_tests_level(tmp_path):
     with pytest.raises(ConfigError, match="error budget"):
-        load_release_config(_with_rules(tmp_path, [{"metric": "exposed.scan_tail_pvalue", "min": 0.05}]))
+        load_release_config(
+            _with_rules(tmp_path, [{"metric": "exposed.scan_tail_pvalue", "min": 0.05}])
+        )
 
 
 def test_an_empty_rule_set_is_refused_unless_allowed(tmp_path):
     every = [{"key": r.key, "reason": "testing the empty rule set"} for r in DEFAULT_RULES]
     with pytest.raises(ConfigError, match="rules: empty"):
         load_release_config(_with_rules(tmp_path, [], disable=every))
-    assert load_release_config(_with_rules(tmp_path, [], disable=every, allow_no_rules=True)).gate.effective_rules == []
+    assert (
+        load_release_config(
+            _with_rules(tmp_path, [], disable=every, allow_no_rules=True)
+        ).gate.effective_rules
+        == []
+    )
 
 
 def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
-    """The plain YAML loader keeps the last of two equal keys: a second ``max`` silently loosened a rule."""
+    """The plain YAML loader keeps the last of two equal keys: a second ``max`` silently loosened a
+    rule."""
     path = tmp_path / "dup.yaml"
     text = EXAMPLE.read_text()
     assert "  budget: {review: 0.02, block: 0.001}" in text
-    path.write_text(text.replace("  budget: {review: 0.02, block: 0.001}",
-                                 "  rules:\n    - {metric: exposed.share_lower, max: 0.005, max: 0.9, action: block}"))
-    with pytest.raises(ConfigError, match=r"dup.yaml: not valid YAML: line \d+, column \d+: .*duplicate key 'max'"):
+    path.write_text(
+        text.replace(
+            "  budget: {review: 0.02, block: 0.001}",
+            "  rules:\n    - {metric: exposed.share_lower, max: 0.005, max: 0.9, action: block}",
+        )
+    )
+    with pytest.raises(
+        ConfigError, match=r"dup.yaml: not valid YAML: line \d+, column \d+: .*duplicate key 'max'"
+    ):
         load_release_config(path)
 
 
-@pytest.mark.parametrize("name, ok", [
-    ("adult", True), ("Adult 2024", True), ("census_2020.v2 (Bayern)", True), ("ünïcode name", True),
-    ("a" * 100, True), ("a" * 101, False), ("a" * 300, False), ("adult\x00", False), ("../adult", False),
-    ("a/b", False), ("line\nbreak", False), (" lead", False), (".hidden", False),
-])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("adult", True),
+        ("Adult 2024", True),
+        ("census_2020.v2 (Bayern)", True),
+        ("ünïcode name", True),
+        ("a" * 100, True),
+        ("a" * 101, False),
+        ("a" * 300, False),
+        ("adult\x00", False),
+        ("../adult", False),
+        ("a/b", False),
+        ("line\nbreak", False),
+        (" lead", False),
+        (".hidden", False),
+    ],
+)
 def test_dataset_name_is_validated_without_repeating_it(tmp_path, name, ok):
     from privacy_gate.spec import DatasetSpec
 
@@ -183,7 +291,12 @@ def test_dataset_name_is_validated_without_repeating_it(tmp_path, name, ok):
 def test_every_example_and_deployment_runs_the_full_defaults(path):
     """What `make demo` and the production example run: every default rule and every budget test
     (disclosure, tail and scan tests included), nothing disabled."""
-    from privacy_gate.config import BUDGET_TESTS, budget_tests, load_gate_only_config, protections_off
+    from privacy_gate.config import (
+        BUDGET_TESTS,
+        budget_tests,
+        load_gate_only_config,
+        protections_off,
+    )
 
     cfg = load_gate_only_config(Path(__file__).resolve().parents[1] / path)
     off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)

@@ -22,15 +22,40 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
 BIN = Path(sys.executable).parent
 #: what the worker must set: the code (and MLflow, Prefect, boto3) reads them
-WORKER_ENV = ("MLFLOW_TRACKING_URI", "PREFECT_API_URL", "MLFLOW_S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
-              "AWS_SECRET_ACCESS_KEY")
+WORKER_ENV = (
+    "MLFLOW_TRACKING_URI",
+    "PREFECT_API_URL",
+    "MLFLOW_S3_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+)
 #: read by third-party code only (boto3, Prefect's client), not by ours: no literal in privacy_gate/
-THIRD_PARTY_ENV = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "PREFECT_API_URL"}
+THIRD_PARTY_ENV = {
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "PREFECT_API_URL",
+}
 #: telemetry off in every container of the image
-IMAGE_ENV = ("PYTHONUNBUFFERED", "MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK", "PREFECT_SERVER_ANALYTICS_ENABLED",
-             "GX_ANALYTICS_ENABLED")
+IMAGE_ENV = (
+    "PYTHONUNBUFFERED",
+    "MLFLOW_DISABLE_TELEMETRY",
+    "DO_NOT_TRACK",
+    "PREFECT_SERVER_ANALYTICS_ENABLED",
+    "GX_ANALYTICS_ENABLED",
+)
 #: sections of a served config that decide the verdict: equal to the example's (examples/adult.yaml)
-JUDGING = ("dataset", "generator", "split", "targets", "attacks", "gate", "audit", "mace", "exposure")
+JUDGING = (
+    "dataset",
+    "generator",
+    "split",
+    "targets",
+    "attacks",
+    "gate",
+    "audit",
+    "mace",
+    "exposure",
+)
 RESTART_ONE_SHOT = (None, "no", "on-failure")
 #: what ``dask scheduler`` listens on without ``--port``
 DASK_SCHEDULER_PORT = 8786
@@ -52,7 +77,9 @@ def _tool(name: str) -> Path:
 
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_tool(tool)), *args], check=False, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(_tool(tool)), *args], check=False, capture_output=True, text=True, timeout=120
+    )
 
 
 # ------------------------------------------------------------------------------ checks
@@ -68,7 +95,9 @@ def _image_unpinned(image: str) -> bool:
 
 def _deps(svc: dict) -> dict[str, dict]:
     deps = svc.get("depends_on") or {}
-    return {d: {} for d in deps} if isinstance(deps, list) else {d: (c or {}) for d, c in deps.items()}
+    return (
+        {d: {} for d in deps} if isinstance(deps, list) else {d: (c or {}) for d, c in deps.items()}
+    )
 
 
 def compose_problems(compose: dict) -> list[str]:
@@ -85,10 +114,17 @@ def compose_problems(compose: dict) -> list[str]:
                 continue
             condition = cond.get("condition")
             if condition == "service_healthy" and "healthcheck" not in services[dep]:
-                problems.append(f"{name}: waits for {dep} to be healthy but {dep} has no healthcheck")
-            if condition == "service_completed_successfully" and services[dep].get("restart") not in RESTART_ONE_SHOT:
-                problems.append(f"{name}: waits for {dep} to complete but {dep} restarts "
-                                f"({services[dep].get('restart')}), so it never completes")
+                problems.append(
+                    f"{name}: waits for {dep} to be healthy but {dep} has no healthcheck"
+                )
+            if (
+                condition == "service_completed_successfully"
+                and services[dep].get("restart") not in RESTART_ONE_SHOT
+            ):
+                problems.append(
+                    f"{name}: waits for {dep} to complete but {dep} restarts "
+                    f"({services[dep].get('restart')}), so it never completes"
+                )
         for vol in svc.get("volumes") or []:
             source = vol.split(":", 1)[0] if isinstance(vol, str) else (vol.get("source") or "")
             if isinstance(vol, dict) and vol.get("type", "volume") != "volume":
@@ -127,17 +163,25 @@ def build_problems(compose: dict, compose_dir: Path, dockerfile: Path) -> list[s
             problems.append(f"{name}: build context {context} is not the repo root {ROOT}")
         tags.add(svc.get("image"))
     if len(tags) > 1:
-        problems.append(f"the services built from the Dockerfile use different image tags: {sorted(map(str, tags))}")
+        problems.append(
+            "the services built from the Dockerfile use different image tags: "
+            f"{sorted(map(str, tags))}"
+        )
     return problems
 
 
 def interpolation_problems(compose_text: str, env_example: str) -> list[str]:
     """Every ``${VAR}`` the compose file interpolates is in .env.example, and vice versa."""
     used = set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)", compose_text))
-    defined = {line.split("=", 1)[0].strip() for line in env_example.splitlines()
-               if "=" in line and not line.lstrip().startswith("#")}
-    return ([f"${{{v}}} is used in compose.yaml but not defined in .env.example" for v in sorted(used - defined)]
-            + [f"{v} is defined in .env.example but never used" for v in sorted(defined - used)])
+    defined = {
+        line.split("=", 1)[0].strip()
+        for line in env_example.splitlines()
+        if "=" in line and not line.lstrip().startswith("#")
+    }
+    return [
+        f"${{{v}}} is used in compose.yaml but not defined in .env.example"
+        for v in sorted(used - defined)
+    ] + [f"{v} is defined in .env.example but never used" for v in sorted(defined - used)]
 
 
 def _instructions(dockerfile: str) -> list[tuple[str, str]]:
@@ -166,7 +210,11 @@ def _copies(dockerfile: str) -> list[tuple[list[str], str]]:
             workdir = rest if rest.startswith("/") else workdir.rstrip("/") + "/" + rest
         if word not in ("COPY", "ADD") or "--from" in rest:
             continue
-        args = json.loads(rest) if rest.startswith("[") else [a for a in rest.split() if not a.startswith("--")]
+        args = (
+            json.loads(rest)
+            if rest.startswith("[")
+            else [a for a in rest.split() if not a.startswith("--")]
+        )
         dest = args[-1]
         if not dest.startswith("/"):
             dest = workdir.rstrip("/") + "/" + dest.removeprefix("./")
@@ -180,20 +228,30 @@ def dockerfile_problems(dockerfile: str, context: Path) -> list[str]:
     problems = []
     instructions = _instructions(dockerfile)
     for sources, _ in _copies(dockerfile):
-        problems += [f"COPY source {s!r} does not exist in the build context" for s in sources
-                     if not (context / s).exists()]
-    bases = [rest.split()[-1] if " AS " not in rest.upper() else rest.split()[0]
-             for word, rest in instructions if word == "FROM"]
+        problems += [
+            f"COPY source {s!r} does not exist in the build context"
+            for s in sources
+            if not (context / s).exists()
+        ]
+    bases = [
+        rest.split()[-1] if " AS " not in rest.upper() else rest.split()[0]
+        for word, rest in instructions
+        if word == "FROM"
+    ]
     if not bases or any(_image_unpinned(b) for b in bases):
         problems.append("the base image is not pinned to a version")
     words = [w for w, _ in instructions]
     users = [rest for w, rest in instructions if w == "USER"]
     if not users or users[-1].split(":")[0] in ("root", "0"):
         problems.append("the image runs as root (no non-root USER)")
-    elif "ENTRYPOINT" in words and max(i for i, w in enumerate(words) if w == "USER") > words.index("ENTRYPOINT"):
+    elif "ENTRYPOINT" in words and max(i for i, w in enumerate(words) if w == "USER") > words.index(
+        "ENTRYPOINT"
+    ):
         problems.append("USER is set after the ENTRYPOINT")
     env = " ".join(rest for w, rest in instructions if w == "ENV")
-    problems += [f"ENV {name} is not set" for name in IMAGE_ENV if not re.search(rf"\b{name}[= ]", env)]
+    problems += [
+        f"ENV {name} is not set" for name in IMAGE_ENV if not re.search(rf"\b{name}[= ]", env)
+    ]
     runs = " ".join(rest for w, rest in instructions if w == "RUN")
     if re.search(r"pip3?\s+install\b[^&;]*\s(-e|--editable)\s", runs + " "):
         problems.append("an editable install (pip install -e) in the image")
@@ -204,7 +262,7 @@ def _image_path(dockerfile: str, image_path: str) -> Path | None:
     """The repo path that a path inside the image comes from (via the COPYs)."""
     for sources, dest in _copies(dockerfile):
         if len(sources) == 1 and (image_path == dest or image_path.startswith(dest + "/")):
-            return ROOT / sources[0] / image_path[len(dest):].lstrip("/")
+            return ROOT / sources[0] / image_path[len(dest) :].lstrip("/")
     return None
 
 
@@ -222,7 +280,10 @@ def served_config_problems(name: str, raw: object, dockerfile: str) -> list[str]
             value = dataset.get(key)
             if isinstance(value, str) and not value.startswith("s3://"):
                 if not value.startswith("/"):
-                    problems.append(f"{name}: dataset.{key} {value!r} is relative (the folder differs in the image)")
+                    problems.append(
+                        f"{name}: dataset.{key} {value!r} is relative (the folder differs in the "
+                        "image)"
+                    )
                 elif (source := _image_path(dockerfile, value)) is None or not source.exists():
                     problems.append(f"{name}: dataset.{key} {value} is not in the image")
     if not isinstance(raw.get("generator"), dict) or "name" not in raw["generator"]:
@@ -232,7 +293,9 @@ def served_config_problems(name: str, raw: object, dockerfile: str) -> list[str]
     if not isinstance(raw.get("schedule"), dict):
         problems.append(f"{name}: no schedule")
     if (raw.get("tracking") or {}).get("uri"):
-        problems.append(f"{name}: tracking.uri is set (the worker's MLFLOW_TRACKING_URI must decide)")
+        problems.append(
+            f"{name}: tracking.uri is set (the worker's MLFLOW_TRACKING_URI must decide)"
+        )
     return problems
 
 
@@ -248,7 +311,11 @@ def worker_problems(compose: dict, dockerfile: str, code_text: str) -> list[str]
         env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
     problems += [f"worker: {v} is not set" for v in WORKER_ENV if v not in env]
     for name in env:
-        if name not in THIRD_PARTY_ENV and f'"{name}"' not in code_text and f"'{name}'" not in code_text:
+        if (
+            name not in THIRD_PARTY_ENV
+            and f'"{name}"' not in code_text
+            and f"'{name}'" not in code_text
+        ):
             problems.append(f"worker: {name} is set but privacy_gate never reads it")
     command = worker.get("command") or []
     command = command.split() if isinstance(command, str) else command
@@ -318,8 +385,11 @@ def dask_problems(compose: dict, served: dict[str, object]) -> list[str]:
             continue
         address = runner.get("dask_address")
         if not address:
-            problems.append(f"{name}: runner.kind dask without dask_address starts a local cluster in the worker "
-                            "container, not on the stack's Dask services")
+            problems.append(
+                f"{name}: runner.kind dask without dask_address starts a local cluster in the "
+                "worker "
+                "container, not on the stack's Dask services"
+            )
             continue
         match = re.fullmatch(r"(?:tcp://)?([A-Za-z0-9_.-]+):(\d+)", str(address))
         if match is None:
@@ -332,16 +402,28 @@ def dask_problems(compose: dict, served: dict[str, object]) -> list[str]:
             continue
         listens = _dask_scheduler_port(scheduler)
         if listens is None:
-            problems.append(f"{name}: runner.dask_address {address}: {host} does not run `dask scheduler`")
+            problems.append(
+                f"{name}: runner.dask_address {address}: {host} does not run `dask scheduler`"
+            )
         elif listens != port:
-            problems.append(f"{name}: runner.dask_address {address}: {host} listens on port {listens}, not {port}")
+            problems.append(
+                f"{name}: runner.dask_address {address}: {host} listens on port {listens}, not "
+                f"{port}"
+            )
         if _deps(worker).get(host, {}).get("condition") != "service_healthy":
-            problems.append(f"worker: does not wait for {host} to be healthy ({name} runs its tasks there)")
+            problems.append(
+                f"worker: does not wait for {host} to be healthy ({name} runs its tasks there)"
+            )
         joining = [n for n, svc in services.items() if _dask_worker_target(svc) == f"{host}:{port}"]
         if not joining:
-            problems.append(f"{name}: no service runs `dask worker tcp://{host}:{port}`, so its tasks never run")
-        problems += [f"{n}: image {services[n].get('image')!r} is not the worker's {worker.get('image')!r}"
-                     for n in [host, *joining] if services[n].get("image") != worker.get("image")]
+            problems.append(
+                f"{name}: no service runs `dask worker tcp://{host}:{port}`, so its tasks never run"
+            )
+        problems += [
+            f"{n}: image {services[n].get('image')!r} is not the worker's {worker.get('image')!r}"
+            for n in [host, *joining]
+            if services[n].get("image") != worker.get("image")
+        ]
     return problems
 
 
@@ -350,15 +432,23 @@ def database_problems(compose: dict, init_sql: str, compose_dir: Path = DOCKER) 
     the services connect to."""
     problems = []
     postgres = compose["services"].get("postgres") or {}
-    mounts = [v.split(":") for v in postgres.get("volumes") or [] if isinstance(v, str) and ":" in v]
+    mounts = [
+        v.split(":") for v in postgres.get("volumes") or [] if isinstance(v, str) and ":" in v
+    ]
     init = [src for src, dest, *_ in mounts if dest.startswith("/docker-entrypoint-initdb.d")]
     if not init:
         problems.append("postgres: no init script in /docker-entrypoint-initdb.d")
-    problems += [f"postgres: the init script {src} does not exist" for src in init
-                 if not (compose_dir / src).is_file()]
+    problems += [
+        f"postgres: the init script {src} does not exist"
+        for src in init
+        if not (compose_dir / src).is_file()
+    ]
     created = set(re.findall(r"CREATE\s+DATABASE\s+\"?(\w+)", init_sql, re.IGNORECASE))
     wanted = set(re.findall(r"@postgres:5432/(\w+)", yaml.safe_dump(compose)))
-    problems += [f"database {db!r} is used but the init script does not create it" for db in sorted(wanted - created)]
+    problems += [
+        f"database {db!r} is used but the init script does not create it"
+        for db in sorted(wanted - created)
+    ]
     return problems
 
 
@@ -378,7 +468,9 @@ def _served_raw() -> dict[str, object]:
 
 
 def test_compose_file_matches_the_compose_spec():
-    r = _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(DOCKER / "compose.yaml"))
+    r = _run(
+        "check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(DOCKER / "compose.yaml")
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -390,7 +482,12 @@ def test_dockerfile_passes_hadolint():
 def test_compose_cross_checks():
     assert compose_problems(_compose()) == []
     assert build_problems(_compose(), DOCKER, DOCKER / "Dockerfile") == []
-    assert interpolation_problems((DOCKER / "compose.yaml").read_text(), (DOCKER / ".env.example").read_text()) == []
+    assert (
+        interpolation_problems(
+            (DOCKER / "compose.yaml").read_text(), (DOCKER / ".env.example").read_text()
+        )
+        == []
+    )
     mlflow = _compose()["services"]["mlflow"]
     assert "pip install" not in json.dumps(mlflow)
     assert mlflow["entrypoint"] == ["mlflow"] and mlflow["command"][0] == "server"
@@ -409,10 +506,16 @@ def test_served_configs_run_their_tasks_on_the_compose_dask_cluster():
     assert any((raw.get("runner") or {}).get("dask_address") for raw in served.values())
     assert dask_problems(_compose(), served) == []
     dask = _compose()["services"]
-    assert dask["dask-scheduler"]["ports"] == ["127.0.0.1:8787:8787"]  # the dashboard, on loopback only
-    assert "8786" not in json.dumps(dask["dask-scheduler"].get("ports"))  # the scheduler stays inside
+    assert dask["dask-scheduler"]["ports"] == [
+        "127.0.0.1:8787:8787"
+    ]  # the dashboard, on loopback only
+    assert "8786" not in json.dumps(
+        dask["dask-scheduler"].get("ports")
+    )  # the scheduler stays inside
     # the dashboard page needs bokeh, which the image installs with the production extra
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     assert any(re.match(r"bokeh\b", dep) for dep in extras["production"]), extras["production"]
     assert '".[production]"' in _dockerfile()
 
@@ -433,7 +536,10 @@ def test_served_configs_load_and_judge_like_the_example(config, tmp_path):
         text = text.replace(image_path, str(_image_path(dockerfile, image_path)))
     mapped = tmp_path / config.name
     mapped.write_text(text)
-    served, example = load_release_config(mapped), load_release_config(ROOT / "examples" / "adult.yaml")
+    served, example = (
+        load_release_config(mapped),
+        load_release_config(ROOT / "examples" / "adult.yaml"),
+    )
     assert served.schedule is not None
     for section in JUDGING:
         assert getattr(served, section) == getattr(example, section), section
@@ -447,11 +553,17 @@ def test_broken_compose_file_fails_the_schema(tmp_path):
     broken["services"]["mlflow"]["depends_on"]["postgres"]["condition"] = "when_ready"
     path = tmp_path / "compose.yaml"
     path.write_text(yaml.safe_dump(broken))
-    assert _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)).returncode != 0
+    assert (
+        _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)).returncode
+        != 0
+    )
     broken = _compose()
     broken["services"]["worker"]["ports"] = 5
     path.write_text(yaml.safe_dump(broken))
-    assert _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)).returncode != 0
+    assert (
+        _run("check-jsonschema", "--builtin-schema", "vendor.compose-spec", str(path)).returncode
+        != 0
+    )
 
 
 def test_broken_dockerfile_fails_hadolint(tmp_path):
@@ -469,7 +581,10 @@ def test_compose_cross_checks_report_breakage():
     assert "worker: depends_on unknown service 'tracking'" in compose_problems(broken)
     broken = copy.deepcopy(base)
     del broken["services"]["prefect"]["healthcheck"]
-    assert "worker: waits for prefect to be healthy but prefect has no healthcheck" in compose_problems(broken)
+    assert (
+        "worker: waits for prefect to be healthy but prefect has no healthcheck"
+        in compose_problems(broken)
+    )
     broken = copy.deepcopy(base)
     broken["services"]["createbuckets"]["restart"] = "always"
     assert any("waits for createbuckets to complete" in p for p in compose_problems(broken))
@@ -484,11 +599,19 @@ def test_compose_cross_checks_report_breakage():
     broken["services"]["createbuckets"]["image"] = "registry.local:5000/minio/mc"
     broken["services"]["mlflow"]["command"] = ["sh", "-c", "pip install psycopg2 && mlflow server"]
     problems = compose_problems(broken)
-    assert {p.split(":")[0] for p in problems if "not pinned" in p} == {"postgres", "minio", "createbuckets"}
+    assert {p.split(":")[0] for p in problems if "not pinned" in p} == {
+        "postgres",
+        "minio",
+        "createbuckets",
+    }
     assert "mlflow: installs packages at start-up (command)" in problems
-    problems = interpolation_problems("x: ${NOT_DEFINED}\ny: $${ESCAPED}", "UNUSED=1\n# COMMENTED=1\n")
-    assert problems == ["${NOT_DEFINED} is used in compose.yaml but not defined in .env.example",
-                        "UNUSED is defined in .env.example but never used"]
+    problems = interpolation_problems(
+        "x: ${NOT_DEFINED}\ny: $${ESCAPED}", "UNUSED=1\n# COMMENTED=1\n"
+    )
+    assert problems == [
+        "${NOT_DEFINED} is used in compose.yaml but not defined in .env.example",
+        "UNUSED is defined in .env.example but never used",
+    ]
 
 
 def test_build_cross_checks_report_breakage():
@@ -504,17 +627,26 @@ def test_build_cross_checks_report_breakage():
 
 def test_dockerfile_cross_checks_report_breakage():
     text = _dockerfile()
-    assert "COPY source 'no-such-folder' does not exist in the build context" in dockerfile_problems(
-        text + "COPY no-such-folder ./no-such-folder\n", ROOT)
-    assert any("root" in p for p in dockerfile_problems(text.replace("USER 10001:10001", "USER root"), ROOT))
+    assert (
+        "COPY source 'no-such-folder' does not exist in the build context"
+        in dockerfile_problems(text + "COPY no-such-folder ./no-such-folder\n", ROOT)
+    )
+    assert any(
+        "root" in p
+        for p in dockerfile_problems(text.replace("USER 10001:10001", "USER root"), ROOT)
+    )
     moved = text.replace("USER 10001:10001\n", "") + "USER 10001:10001\n"
     assert "USER is set after the ENTRYPOINT" in dockerfile_problems(moved, ROOT)
     unpinned = re.sub(r"^FROM \S+", "FROM python", text, flags=re.MULTILINE)
     assert "the base image is not pinned to a version" in dockerfile_problems(unpinned, ROOT)
-    assert "ENV DO_NOT_TRACK is not set" in dockerfile_problems(text.replace("DO_NOT_TRACK=true", "X=1"), ROOT)
+    assert "ENV DO_NOT_TRACK is not set" in dockerfile_problems(
+        text.replace("DO_NOT_TRACK=true", "X=1"), ROOT
+    )
     editable = text.replace('".[production]"', '-e ".[production]"')
     assert editable != text
-    assert "an editable install (pip install -e) in the image" in dockerfile_problems(editable, ROOT)
+    assert "an editable install (pip install -e) in the image" in dockerfile_problems(
+        editable, ROOT
+    )
 
 
 def test_worker_cross_checks_report_breakage():
@@ -527,7 +659,9 @@ def test_worker_cross_checks_report_breakage():
     assert "worker: PRIVACY_GATE_TYPO is set but privacy_gate never reads it" in problems
     broken = copy.deepcopy(base)
     broken["services"]["worker"]["command"] = ["serve", "/app/nowhere"]
-    assert "worker: serves '/app/nowhere', which no COPY puts in the image" in worker_problems(broken, text, code)
+    assert "worker: serves '/app/nowhere', which no COPY puts in the image" in worker_problems(
+        broken, text, code
+    )
     no_copy = text.replace("COPY docker/deploy ./deploy\n", "")
     assert no_copy != text
     assert any("no COPY puts in the image" in p for p in worker_problems(base, no_copy, code))
@@ -549,7 +683,9 @@ def test_served_config_checks_report_breakage():
     assert any("dataset.path" in p and "relative" in p for p in problems)
     assert "x.yaml: dataset.spec /app/examples/missing.yaml is not in the image" in problems
     assert any("tracking.uri is set" in p for p in problems)
-    assert served_config_problems("x.yaml", ["not", "a", "mapping"], text) == ["x.yaml: not a YAML mapping"]
+    assert served_config_problems("x.yaml", ["not", "a", "mapping"], text) == [
+        "x.yaml: not a YAML mapping"
+    ]
 
 
 def test_dask_checks_report_breakage():
@@ -562,13 +698,23 @@ def test_dask_checks_report_breakage():
         return broken
 
     assert dask_problems(base, with_address("tcp://dask:8786")) == [
-        f"{name}: runner.dask_address tcp://dask:8786: no compose service 'dask'"]
+        f"{name}: runner.dask_address tcp://dask:8786: no compose service 'dask'"
+    ]
     problems = dask_problems(base, with_address("tcp://dask-scheduler:8788"))
-    assert f"{name}: runner.dask_address tcp://dask-scheduler:8788: dask-scheduler listens on port 8786, not 8788" \
+    assert (
+        f"{name}: runner.dask_address tcp://dask-scheduler:8788: dask-scheduler listens on port "
+        "8786, not 8788"
+    ) in problems
+    assert (
+        f"{name}: no service runs `dask worker tcp://dask-scheduler:8788`, so its tasks never run"
         in problems
-    assert f"{name}: no service runs `dask worker tcp://dask-scheduler:8788`, so its tasks never run" in problems
-    assert dask_problems(base, with_address("tcp://mlflow:5000"))[0].endswith("mlflow does not run `dask scheduler`")
-    assert "is not tcp://SERVICE:PORT" in dask_problems(base, with_address("tls://dask-scheduler"))[0]
+    )
+    assert dask_problems(base, with_address("tcp://mlflow:5000"))[0].endswith(
+        "mlflow does not run `dask scheduler`"
+    )
+    assert (
+        "is not tcp://SERVICE:PORT" in dask_problems(base, with_address("tls://dask-scheduler"))[0]
+    )
     assert "starts a local cluster" in dask_problems(base, with_address(None))[0]
     broken = copy.deepcopy(base)
     del broken["services"]["worker"]["depends_on"]["dask-scheduler"]
@@ -576,10 +722,18 @@ def test_dask_checks_report_breakage():
     broken["services"]["dask-scheduler"]["image"] = "ghcr.io/dask/dask:2026.8.0"
     broken["services"]["dask-scheduler"]["command"] = ["scheduler", "--port=8787"]
     problems = dask_problems(broken, served)
-    assert f"{name}: runner.dask_address tcp://dask-scheduler:8786: dask-scheduler listens on port 8787, not 8786" \
+    assert (
+        f"{name}: runner.dask_address tcp://dask-scheduler:8786: dask-scheduler listens on port "
+        "8787, not 8786"
+    ) in problems
+    assert (
+        f"worker: does not wait for dask-scheduler to be healthy ({name} runs its tasks there)"
         in problems
-    assert f"worker: does not wait for dask-scheduler to be healthy ({name} runs its tasks there)" in problems
-    assert f"{name}: no service runs `dask worker tcp://dask-scheduler:8786`, so its tasks never run" in problems
+    )
+    assert (
+        f"{name}: no service runs `dask worker tcp://dask-scheduler:8786`, so its tasks never run"
+        in problems
+    )
     assert any(p.startswith("dask-scheduler: image 'ghcr.io/dask/dask:2026.8.0'") for p in problems)
     thread = copy.deepcopy(served)
     thread[name]["runner"] = {"kind": "thread", "workers": 4}
@@ -589,10 +743,17 @@ def test_dask_checks_report_breakage():
 def test_database_checks_report_breakage():
     base = _compose()
     assert database_problems(base, "CREATE DATABASE mlflow;\n") == [
-        "database 'prefect' is used but the init script does not create it"]
+        "database 'prefect' is used but the init script does not create it"
+    ]
     broken = copy.deepcopy(base)
     broken["services"]["postgres"]["volumes"] = ["pgdata:/var/lib/postgresql/data"]
     init_sql = (DOCKER / "postgres-init.sql").read_text()
-    assert "postgres: no init script in /docker-entrypoint-initdb.d" in database_problems(broken, init_sql)
-    broken["services"]["postgres"]["volumes"] = ["./postgres-init.sh:/docker-entrypoint-initdb.d/10.sh:ro"]
-    assert database_problems(broken, init_sql) == ["postgres: the init script ./postgres-init.sh does not exist"]
+    assert "postgres: no init script in /docker-entrypoint-initdb.d" in database_problems(
+        broken, init_sql
+    )
+    broken["services"]["postgres"]["volumes"] = [
+        "./postgres-init.sh:/docker-entrypoint-initdb.d/10.sh:ro"
+    ]
+    assert database_problems(broken, init_sql) == [
+        "postgres: the init script ./postgres-init.sh does not exist"
+    ]

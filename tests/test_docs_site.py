@@ -29,14 +29,32 @@ def build(root: Path, site: Path) -> subprocess.CompletedProcess:
     """`mkdocs build --strict` of the project at ``root`` into ``site`` (the theme's end-of-life
     banner silenced: it is printed at start-up, it is not a build warning)."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                           str(root / "mkdocs.yml"), "--site-dir", str(site)],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(root / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=root,
+    )
 
 
 def warnings_of(out: subprocess.CompletedProcess) -> str:
     text = out.stdout + out.stderr
-    return "\n".join(line for line in text.splitlines() if re.match(r"(WARNING|ERROR)\b", line)) or text
+    return (
+        "\n".join(line for line in text.splitlines() if re.match(r"(WARNING|ERROR)\b", line))
+        or text
+    )
 
 
 def copy_site_sources(dst: Path) -> Path:
@@ -49,7 +67,9 @@ def copy_site_sources(dst: Path) -> Path:
 def test_the_site_builds_strict(tmp_path):
     out = build(ROOT, tmp_path / "site")
     assert out.returncode == 0, "mkdocs build --strict failed:\n" + warnings_of(out)
-    pages = {p.relative_to(tmp_path / "site").as_posix() for p in (tmp_path / "site").rglob("index.html")}
+    pages = {
+        p.relative_to(tmp_path / "site").as_posix() for p in (tmp_path / "site").rglob("index.html")
+    }
     assert "index.html" in pages and "benchmarks/index.html" in pages, sorted(pages)
 
 
@@ -58,8 +78,10 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
     that exists, stops it and is named."""
     src = copy_site_sources(tmp_path / "src")
     gate = src / "docs" / "gate.md"
-    gate.write_text(gate.read_text() + "\nSee [the old page](no-such-page.md) and "
-                    "[a moved section](configuration.md#no-such-section).\n")
+    gate.write_text(
+        gate.read_text() + "\nSee [the old page](no-such-page.md) and "
+        "[a moved section](configuration.md#no-such-section).\n"
+    )
     out = build(src, tmp_path / "site")
     assert out.returncode != 0
     text = warnings_of(out)
@@ -77,15 +99,18 @@ def test_every_page_is_in_the_nav_and_the_home_page_is_first():
 
     listed = list(pages(config["nav"]))
     assert listed[0] == "index.md"
-    assert sorted(listed) == sorted(p.name for p in (ROOT / "docs").glob("*.md")), \
+    assert sorted(listed) == sorted(p.name for p in (ROOT / "docs").glob("*.md")), (
         "mkdocs.yml's nav and docs/*.md differ"
+    )
     assert len(listed) == len(set(listed))
 
 
 def test_the_generated_tables_are_the_results():
     diffs = tables.drift()
-    assert not diffs, ("a table differs from benchmarks/results — run `python benchmarks/tables.py --write`"
-                       " (or re-run the benchmark):\n" + "\n".join(diffs))
+    assert not diffs, (
+        "a table differs from benchmarks/results — run `python benchmarks/tables.py --write`"
+        " (or re-run the benchmark):\n" + "\n".join(diffs)
+    )
 
 
 def test_every_generated_table_is_on_a_page():
@@ -115,12 +140,26 @@ def test_a_drifted_table_or_an_unknown_one_is_caught(tmp_path):
 def test_the_readme_is_a_front_door():
     readme = (ROOT / "README.md").read_text()
     lines = readme.splitlines()
-    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most {README_MAX_LINES})"
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines (at most {README_MAX_LINES})"
+    )
     headings = [line[3:] for line in lines if line.startswith("## ")]
-    for wanted in ("Two commands", "Gate your own table", "Exit codes", "Reading a verdict",
-                   "The reviewer's path", "Where the rest lives"):
-        assert any(h.startswith(wanted) for h in headings), f"README has no section {wanted!r}: {headings}"
-    missing = [link for link in re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme) if not (ROOT / link).exists()]
+    for wanted in (
+        "Two commands",
+        "Gate your own table",
+        "Exit codes",
+        "Reading a verdict",
+        "The reviewer's path",
+        "Where the rest lives",
+    ):
+        assert any(h.startswith(wanted) for h in headings), (
+            f"README has no section {wanted!r}: {headings}"
+        )
+    missing = [
+        link
+        for link in re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
+        if not (ROOT / link).exists()
+    ]
     assert not missing, f"README links to missing pages: {missing}"
     linked = {Path(link).name for link in re.findall(r"\]\(docs/([^)#]+\.md)", readme)}
     unlinked = sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.name not in linked)

@@ -14,7 +14,8 @@ import privacy_gate
 
 
 def package_modules() -> list[str]:
-    """Every module of the package, in name order (``__main__`` modules left out: importing them runs them)."""
+    """Every module of the package, in name order (``__main__`` modules left out: importing them
+    runs them)."""
     names = [m.name for m in pkgutil.walk_packages(privacy_gate.__path__, prefix="privacy_gate.")]
     return sorted(n for n in ["privacy_gate", *names] if not n.endswith("__main__"))
 
@@ -28,6 +29,13 @@ def test_the_walk_finds_the_package_modules():
 @pytest.mark.parametrize("name", package_modules())
 def test_module_doctests(name: str):
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False,
-                             report=False)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples of {name} failed (run python -m doctest -v on it)"
+    result = doctest.testmod(
+        module,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+        verbose=False,
+        report=False,
+    )
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} doctest examples of {name} failed (run python -m "
+        "doctest -v on it)"
+    )

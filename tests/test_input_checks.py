@@ -55,8 +55,11 @@ def _errors(output: str) -> list[str]:
 def files(small_adult, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("inputs")
     real = pd.read_csv(small_adult / "real.csv")
-    for name, part in {"train": real.iloc[:1800], "holdout": real.iloc[1800:2400],
-                       "reference": real.iloc[2400:]}.items():
+    for name, part in {
+        "train": real.iloc[:1800],
+        "holdout": real.iloc[1800:2400],
+        "reference": real.iloc[2400:],
+    }.items():
         part.to_csv(folder / f"{name}.csv", index=False)
     pd.read_csv(small_adult / "independent.csv").to_csv(folder / "synthetic.csv", index=False)
     (folder / "spec.yaml").write_text(yaml.safe_dump(SPEC))
@@ -67,8 +70,15 @@ def _gate(folder: Path, workdir: Path, *extra: str, **files: Path) -> list[str]:
     paths = {k: folder / f"{k}.csv" for k in ("train", "holdout", "reference", "synthetic")}
     paths["spec"] = folder / "spec.yaml"
     paths.update(files)
-    return ["gate", *(a for k, p in paths.items() for a in (f"--{k}", str(p))), "--workdir", str(workdir),
-            "--orchestrator", "local", *extra]
+    return [
+        "gate",
+        *(a for k, p in paths.items() for a in (f"--{k}", str(p))),
+        "--workdir",
+        str(workdir),
+        "--orchestrator",
+        "local",
+        *extra,
+    ]
 
 
 def _judging(tmp_path: Path, **inputs) -> Path:
@@ -77,26 +87,39 @@ def _judging(tmp_path: Path, **inputs) -> Path:
     return cfg
 
 
-# ------------------------------------------------------------------ item 4: the header, before any work
+# -------------------------------------------------------------- item 4: the header, before any work
 
 
 def test_gate_refuses_a_column_mismatch_in_every_file_at_once_before_the_run(files, tmp_path):
     train = pd.read_csv(files / "train.csv").drop(columns=["age"]).assign(ssn=1)
     train.to_csv(tmp_path / "train.csv", index=False)
-    synthetic = pd.read_csv(files / "synthetic.csv").drop(columns=["race", "sex"]).assign(colour="x", shade=2)
+    synthetic = (
+        pd.read_csv(files / "synthetic.csv")
+        .drop(columns=["race", "sex"])
+        .assign(colour="x", shade=2)
+    )
     synthetic.to_csv(tmp_path / "synthetic.csv", index=False)
     start = time.perf_counter()
-    code, output = _invoke(_gate(files, tmp_path / "wd", train=tmp_path / "train.csv",
-                                 synthetic=tmp_path / "synthetic.csv"))
+    code, output = _invoke(
+        _gate(
+            files,
+            tmp_path / "wd",
+            train=tmp_path / "train.csv",
+            synthetic=tmp_path / "synthetic.csv",
+        )
+    )
     assert code == 2, output[-2000:]
     assert time.perf_counter() - start < 20
     errors = _errors(output)
     assert len(errors) == 1, output
     line = errors[0]
-    for needle in (f"--train {tmp_path / 'train.csv'}: column(s) ['age'] of spec 'adult' are missing",
-                   "column(s) ['ssn'] are not in spec 'adult'",
-                   f"--synthetic {tmp_path / 'synthetic.csv'}: column(s) ['race', 'sex'] of spec 'adult' are missing",
-                   "column(s) ['colour', 'shade'] are not in spec 'adult'"):
+    for needle in (
+        f"--train {tmp_path / 'train.csv'}: column(s) ['age'] of spec 'adult' are missing",
+        "column(s) ['ssn'] are not in spec 'adult'",
+        f"--synthetic {tmp_path / 'synthetic.csv'}: column(s) ['race', 'sex'] of spec 'adult' are "
+        "missing",
+        "column(s) ['colour', 'shade'] are not in spec 'adult'",
+    ):
         assert needle in line, line
     assert "--holdout" not in line and "--reference" not in line
     assert "Traceback" not in output
@@ -104,7 +127,9 @@ def test_gate_refuses_a_column_mismatch_in_every_file_at_once_before_the_run(fil
 
 
 def test_a_parquet_header_is_read_from_its_footer(files, tmp_path):
-    pd.read_csv(files / "synthetic.csv").drop(columns=["income"]).to_parquet(tmp_path / "s.parquet", index=True)
+    pd.read_csv(files / "synthetic.csv").drop(columns=["income"]).to_parquet(
+        tmp_path / "s.parquet", index=True
+    )
     code, output = _invoke(_gate(files, tmp_path / "wd", synthetic=tmp_path / "s.parquet"))
     assert code == 2 and len(_errors(output)) == 1, output[-2000:]
     assert "column(s) ['income'] of spec 'adult' are missing" in output
@@ -113,17 +138,30 @@ def test_a_parquet_header_is_read_from_its_footer(files, tmp_path):
 
 
 def test_run_refuses_a_data_file_that_does_not_match_the_spec(small_adult, tmp_path):
-    real = pd.read_csv(small_adult / "real.csv").iloc[:1200].drop(columns=["age", "sex"]).assign(ssn=1)
+    real = (
+        pd.read_csv(small_adult / "real.csv").iloc[:1200].drop(columns=["age", "sex"]).assign(ssn=1)
+    )
     real.to_csv(tmp_path / "real.csv", index=False)
     raw = copy.deepcopy(BASE)
     raw["dataset"]["path"] = str(tmp_path / "real.csv")
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(raw))
-    code, output = _invoke(["run", str(tmp_path / "release.yaml"), "--workdir", str(tmp_path / "wd"),
-                            "--orchestrator", "local"])
+    code, output = _invoke(
+        [
+            "run",
+            str(tmp_path / "release.yaml"),
+            "--workdir",
+            str(tmp_path / "wd"),
+            "--orchestrator",
+            "local",
+        ]
+    )
     assert code == 2, output[-2000:]
     errors = _errors(output)
     assert len(errors) == 1 and f"dataset.path {tmp_path / 'real.csv'}" in errors[0], output
-    assert "['age', 'sex'] of spec 'adult' are missing" in errors[0] and "['ssn'] are not in spec" in errors[0]
+    assert (
+        "['age', 'sex'] of spec 'adult' are missing" in errors[0]
+        and "['ssn'] are not in spec" in errors[0]
+    )
     assert not (tmp_path / "wd").exists()
 
 
@@ -162,18 +200,27 @@ def test_conform_reports_every_offending_column_at_once():
     assert not missing, f"not named: {missing}\n{msg}"
     assert msg.startswith("bad.csv: ") and "8 columns look like identifiers" in msg
     assert "column 'number_3' is numeric but 43 value(s) are not numbers" in msg
-    assert "column 'empty_1' has only missing values" in msg and "column 'inf_2' has 2 infinite value(s)" in msg
+    assert (
+        "column 'empty_1' has only missing values" in msg
+        and "column 'inf_2' has 2 infinite value(s)" in msg
+    )
     assert SECRET not in msg
 
 
 def test_the_gate_blocks_naming_all_22_bad_columns(files, tmp_path):
     df, spec = _bad_columns(2400)
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    parts = {"train": df.iloc[:1200], "holdout": df.iloc[1200:1800], "reference": df.iloc[1800:],
-             "synthetic": df.iloc[1800:]}
+    parts = {
+        "train": df.iloc[:1200],
+        "holdout": df.iloc[1200:1800],
+        "reference": df.iloc[1800:],
+        "synthetic": df.iloc[1800:],
+    }
     for name, part in parts.items():
         part.to_csv(tmp_path / f"{name}.csv", index=False)
-    args = _gate(tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path)), spec=tmp_path / "spec.yaml")
+    args = _gate(
+        tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path)), spec=tmp_path / "spec.yaml"
+    )
     code, output = _invoke(args)
     assert code == 4, output[-2000:]
     lines = [ln for ln in output.splitlines() if "look like identifiers" in ln]
@@ -188,12 +235,27 @@ def test_the_encoder_names_every_over_wide_column():
     from privacy_gate.data.encoding import MixedEncoder
     from privacy_gate.spec import DatasetSpec
 
-    spec = DatasetSpec.model_validate({"name": "w", "max_categories": 10, "columns": {
-        "a": {"kind": "categorical"}, "b": {"kind": "categorical"}, "c": {"kind": "categorical"}}})
-    df = pd.DataFrame({"a": [f"a{i}" for i in range(40)], "b": [f"b{i % 20}" for i in range(40)], "c": ["x"] * 40})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "w",
+            "max_categories": 10,
+            "columns": {
+                "a": {"kind": "categorical"},
+                "b": {"kind": "categorical"},
+                "c": {"kind": "categorical"},
+            },
+        }
+    )
+    df = pd.DataFrame(
+        {"a": [f"a{i}" for i in range(40)], "b": [f"b{i % 20}" for i in range(40)], "c": ["x"] * 40}
+    )
     with pytest.raises(DataError) as err:
         MixedEncoder(spec=spec).fit(df)
-    assert "'a' (40)" in str(err.value) and "'b' (20)" in str(err.value) and "'c'" not in str(err.value)
+    assert (
+        "'a' (40)" in str(err.value)
+        and "'b' (20)" in str(err.value)
+        and "'c'" not in str(err.value)
+    )
 
 
 # ------------------------------------------------------------------ item 4: contradictory specs
@@ -208,24 +270,49 @@ def _spec_with(tmp_path: Path, change) -> Path:
 
 
 CONTRADICTIONS = [
-    ("ordinal-range-and-categories",
-     lambda r: r["columns"].update(education_num={"kind": "ordinal", "min": 1, "max": 16, "categories": list(range(1, 17))}),
-     ["columns.education_num", "'min' and 'max' contradict 'categories'"]),
-    ("ordinal-min-and-categories",
-     lambda r: r["columns"].update(education_num={"kind": "ordinal", "min": 1, "categories": [1, 2, 3]}),
-     ["columns.education_num", "'min' contradict 'categories'"]),
-    ("ordinal-bins-and-categories",
-     lambda r: r["columns"].update(education_num={"kind": "ordinal", "bins": [0, 8, 16], "categories": [1, 2]}),
-     ["columns.education_num", "'bins' contradict 'categories'"]),
-    ("bins-outside-range",
-     lambda r: r["columns"].update(age={"kind": "numeric", "min": 17, "max": 90, "bins": [100, 120, 140]}),
-     ["columns.age", "'bins' (100 to 140) contradict 'min'/'max' (17 to 90)"]),
-    ("entity-as-subgroup",
-     lambda r: r.update(entity_id="native_country", subgroups=["sex", "native_country"]),
-     ["subgroups names the entity_id 'native_country'"]),
-    ("subgroup-twice", lambda r: r.update(subgroups=["sex", "race", "sex"]), ["subgroups lists a column more than once"]),
-    ("source-is-entity", lambda r: r.update(entity_id="native_country", source="native_country"),
-     ["source and entity_id are both 'native_country'"]),
+    (
+        "ordinal-range-and-categories",
+        lambda r: r["columns"].update(
+            education_num={"kind": "ordinal", "min": 1, "max": 16, "categories": list(range(1, 17))}
+        ),
+        ["columns.education_num", "'min' and 'max' contradict 'categories'"],
+    ),
+    (
+        "ordinal-min-and-categories",
+        lambda r: r["columns"].update(
+            education_num={"kind": "ordinal", "min": 1, "categories": [1, 2, 3]}
+        ),
+        ["columns.education_num", "'min' contradict 'categories'"],
+    ),
+    (
+        "ordinal-bins-and-categories",
+        lambda r: r["columns"].update(
+            education_num={"kind": "ordinal", "bins": [0, 8, 16], "categories": [1, 2]}
+        ),
+        ["columns.education_num", "'bins' contradict 'categories'"],
+    ),
+    (
+        "bins-outside-range",
+        lambda r: r["columns"].update(
+            age={"kind": "numeric", "min": 17, "max": 90, "bins": [100, 120, 140]}
+        ),
+        ["columns.age", "'bins' (100 to 140) contradict 'min'/'max' (17 to 90)"],
+    ),
+    (
+        "entity-as-subgroup",
+        lambda r: r.update(entity_id="native_country", subgroups=["sex", "native_country"]),
+        ["subgroups names the entity_id 'native_country'"],
+    ),
+    (
+        "subgroup-twice",
+        lambda r: r.update(subgroups=["sex", "race", "sex"]),
+        ["subgroups lists a column more than once"],
+    ),
+    (
+        "source-is-entity",
+        lambda r: r.update(entity_id="native_country", source="native_country"),
+        ["source and entity_id are both 'native_country'"],
+    ),
 ]
 
 
@@ -253,17 +340,23 @@ def test_gate_refuses_an_ordinal_with_a_range_and_categories_before_the_run(file
 # ------------------------------------------------------------------ item 6: budgets before parsing
 
 
-def _wide(folder: Path, n_columns: int, n_rows: int = 60, *, spec_columns: int | None = None) -> dict[str, Path]:
+def _wide(
+    folder: Path, n_columns: int, n_rows: int = 60, *, spec_columns: int | None = None
+) -> dict[str, Path]:
     rng = np.random.default_rng(1)
     names = [f"x{i}" for i in range(n_columns)]
     out = {}
     for k in ("train", "holdout", "reference", "synthetic"):
-        pd.DataFrame(rng.normal(size=(n_rows, n_columns)).round(3), columns=names).to_csv(folder / f"{k}.csv",
-                                                                                       index=False)
+        pd.DataFrame(rng.normal(size=(n_rows, n_columns)).round(3), columns=names).to_csv(
+            folder / f"{k}.csv", index=False
+        )
         out[k] = folder / f"{k}.csv"
     n_spec = n_columns if spec_columns is None else spec_columns
-    (folder / "spec.yaml").write_text(yaml.safe_dump({"name": "wide", "columns": {
-        f"x{i}": {"kind": "numeric"} for i in range(n_spec)}}))
+    (folder / "spec.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "wide", "columns": {f"x{i}": {"kind": "numeric"} for i in range(n_spec)}}
+        )
+    )
     out["spec"] = folder / "spec.yaml"
     return out
 
@@ -271,10 +364,18 @@ def _wide(folder: Path, n_columns: int, n_rows: int = 60, *, spec_columns: int |
 def _subprocess_gate(args: list[str], timeout: float) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     try:
-        out = subprocess.run([sys.executable, "-m", "privacy_gate.cli", *args], capture_output=True, text=True, check=False,
-                             env=env, timeout=timeout)
+        out = subprocess.run(
+            [sys.executable, "-m", "privacy_gate.cli", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"still running after {timeout:.0f} s (the budget is checked before validation)")
+        pytest.fail(
+            f"still running after {timeout:.0f} s (the budget is checked before validation)"
+        )
     return out.returncode, out.stderr + out.stdout
 
 
@@ -287,7 +388,10 @@ def test_a_table_wider_than_10000_columns_is_refused_at_once(tmp_path):
     assert code == 2, output[-2000:]
     assert time.perf_counter() - start < 60
     (line,) = _errors(output)
-    assert f"--spec {paths['spec']}: spec 'wide' has 10,050 columns, more than inputs.max_columns (10,000)" in line
+    assert (
+        f"--spec {paths['spec']}: spec 'wide' has 10,050 columns, more than inputs.max_columns "
+        "(10,000)"
+    ) in line
     assert "raise inputs.max_columns in a --config file" in line
     assert not (tmp_path / "wd").exists()
 
@@ -298,14 +402,19 @@ def test_a_table_wider_than_10000_columns_is_refused_at_once(tmp_path):
     assert code == 2
     (line,) = _errors(output)
     for k in ("train", "holdout", "reference", "synthetic"):
-        assert f"--{k} {paths[k]}: 10,050 columns, more than inputs.max_columns (10,000)" in line, line
+        assert f"--{k} {paths[k]}: 10,050 columns, more than inputs.max_columns (10,000)" in line, (
+            line
+        )
     assert "not in spec" not in line and len(line) < 3000
 
 
 def test_the_width_budget_is_a_setting(tmp_path):
     paths = _wide(tmp_path, 25)
-    code, output = _invoke(_gate(tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path, max_columns=20)),
-                                 **paths))
+    code, output = _invoke(
+        _gate(
+            tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path, max_columns=20)), **paths
+        )
+    )
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
     assert "spec 'wide' has 25 columns, more than inputs.max_columns (20)" in line
@@ -317,11 +426,17 @@ def test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation
     refused when the tables are read, before Great Expectations spends minutes on them."""
     paths = _wide(tmp_path, 5_001)
     start = time.perf_counter()
-    code, output = _subprocess_gate(_gate(tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path)), **paths),
-                                    timeout=300)
+    code, output = _subprocess_gate(
+        _gate(tmp_path, tmp_path / "wd", "--config", str(_judging(tmp_path)), **paths), timeout=300
+    )
     assert code == 4, output[-2000:]
-    assert time.perf_counter() - start < 150  # about 35 s alone on 2 cores; validation alone took minutes
-    assert "encoding the reference data reference.csv would make 10002 features, more than its maximum width" in output
+    assert (
+        time.perf_counter() - start < 150
+    )  # about 35 s alone on 2 cores; validation alone took minutes
+    assert (
+        "encoding the reference data reference.csv would make 10002 features, more than its "
+        "maximum width"
+    ) in output
     assert "nullable: false" in output
     assert "validating train data" not in output  # 5,001 columns would print its progress lines
     assert not (tmp_path / "wd" / "published").exists()
@@ -329,11 +444,15 @@ def test_a_table_that_encodes_wider_than_10000_features_blocks_before_validation
 
 def test_a_file_over_the_size_budget_is_refused_naming_file_figure_and_setting(files, tmp_path):
     size = (files / "train.csv").stat().st_size
-    code, output = _invoke(_gate(files, tmp_path / "wd", "--config",
-                                 str(_judging(tmp_path, max_file_bytes=size - 1))))
+    code, output = _invoke(
+        _gate(files, tmp_path / "wd", "--config", str(_judging(tmp_path, max_file_bytes=size - 1)))
+    )
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
-    assert f"--train {files / 'train.csv'}: is {size:,} bytes, more than inputs.max_file_bytes ({size - 1:,})" in line
+    assert (
+        f"--train {files / 'train.csv'}: is {size:,} bytes, more than inputs.max_file_bytes "
+        f"({size - 1:,})"
+    ) in line
     assert f"raise inputs.max_file_bytes in the --config file {tmp_path / 'judging.yaml'}" in line
     assert "--holdout" not in line  # smaller files pass
     assert not (tmp_path / "wd").exists()
@@ -345,8 +464,15 @@ def test_a_compressed_file_is_held_to_what_it_decompresses_to(files, tmp_path):
         big.to_csv(fh, index=False)
     compressed = (tmp_path / "train.csv.gz").stat().st_size
     budget = 3 * compressed
-    code, output = _invoke(_gate(files, tmp_path / "wd", "--config", str(_judging(tmp_path, max_file_bytes=budget)),
-                                 train=tmp_path / "train.csv.gz"))
+    code, output = _invoke(
+        _gate(
+            files,
+            tmp_path / "wd",
+            "--config",
+            str(_judging(tmp_path, max_file_bytes=budget)),
+            train=tmp_path / "train.csv.gz",
+        )
+    )
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
     assert f"--train {tmp_path / 'train.csv.gz'}: decompresses to " in line and "bytes (" in line
@@ -354,14 +480,24 @@ def test_a_compressed_file_is_held_to_what_it_decompresses_to(files, tmp_path):
 
 
 def test_a_parquet_file_is_held_to_its_uncompressed_size(files, tmp_path):
-    pd.read_csv(files / "synthetic.csv").to_parquet(tmp_path / "s.parquet", index=False, compression="gzip",
-                                                     use_dictionary=False)  # ten times smaller on disk
+    pd.read_csv(files / "synthetic.csv").to_parquet(
+        tmp_path / "s.parquet", index=False, compression="gzip", use_dictionary=False
+    )  # ten times smaller on disk
     on_disk = (tmp_path / "s.parquet").stat().st_size
-    code, output = _invoke(_gate(files, tmp_path / "wd", "--config",
-                                 str(_judging(tmp_path, max_file_bytes=on_disk + 1)), synthetic=tmp_path / "s.parquet"))
+    code, output = _invoke(
+        _gate(
+            files,
+            tmp_path / "wd",
+            "--config",
+            str(_judging(tmp_path, max_file_bytes=on_disk + 1)),
+            synthetic=tmp_path / "s.parquet",
+        )
+    )
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
-    assert f"--synthetic {tmp_path / 's.parquet'}: holds " in line  # its footer's figure, not its size on disk
+    assert (
+        f"--synthetic {tmp_path / 's.parquet'}: holds " in line
+    )  # its footer's figure, not its size on disk
     assert f"bytes of uncompressed data, more than inputs.max_file_bytes ({on_disk + 1:,})" in line
 
 
@@ -376,8 +512,11 @@ def test_one_huge_field_is_refused_without_quoting_it(files, tmp_path):
     code, output = _invoke(_gate(files, tmp_path / "wd", synthetic=tmp_path / "synthetic.csv"))
     assert code == 2 and time.perf_counter() - start < 20, output[-2000:]
     (line,) = _errors(output)
-    assert f"--synthetic {tmp_path / 'synthetic.csv'}: a field of 1,190,002 bytes or more (data row 8, column " \
-           "'occupation'), more than inputs.max_field_bytes (131,072)" in line, line
+    assert (
+        f"--synthetic {tmp_path / 'synthetic.csv'}: a field of 1,190,002 bytes or more "
+        "(data row 8, column "
+        "'occupation'), more than inputs.max_field_bytes (131,072)" in line
+    ), line
     assert "raise inputs.max_field_bytes in a --config file" in line
     assert SECRET not in output
     assert not (tmp_path / "wd").exists()
@@ -391,7 +530,10 @@ def test_one_huge_parquet_field_is_refused(files, tmp_path):
     code, output = _invoke(_gate(files, tmp_path / "wd", synthetic=tmp_path / "s.parquet"))
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
-    assert f"a field of {len(SECRET) * 20_000:,} bytes (column 'occupation'), more than inputs.max_field_bytes" in line
+    assert (
+        f"a field of {len(SECRET) * 20_000:,} bytes (column 'occupation'), more than "
+        "inputs.max_field_bytes"
+    ) in line
     assert SECRET not in output
 
 
@@ -400,8 +542,11 @@ def test_the_run_holds_every_file_to_the_budgets_too(files, tmp_path):
     applies the same guards (a DataError, which the run records as an invalid-input BLOCK)."""
     from privacy_gate.config import InputLimits
 
-    with pytest.raises(DataError, match=r"train.csv: a field of 21 bytes or more \(data row 118, column "
-                                        r"'marital_status'\), more than inputs.max_field_bytes \(20\)"):
+    with pytest.raises(
+        DataError,
+        match=r"train.csv: a field of 21 bytes or more \(data row 118, column "
+        r"'marital_status'\), more than inputs.max_field_bytes \(20\)",
+    ):
         read_table(files / "train.csv", limits=InputLimits(max_field_bytes=20))
     with pytest.raises(DataError, match=r"more than inputs.max_columns \(3\)"):
         read_table(files / "train.csv", limits=InputLimits(max_columns=3))
@@ -413,26 +558,40 @@ def test_a_stray_quote_is_not_taken_for_a_long_field(tmp_path):
     quick scan loses track of quoting after it, so its long field is checked by a reader first."""
     from privacy_gate.config import InputLimits
 
-    rows = ['size,name', '12" pizza,a'] + [f"{i},b{i}" for i in range(5000)]
+    rows = ["size,name", '12" pizza,a'] + [f"{i},b{i}" for i in range(5000)]
     (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
     df = read_table(tmp_path / "t.csv", limits=InputLimits(max_field_bytes=100))
     assert len(df) == 5001 and df.loc[0, "size"] == '12" pizza'
     (tmp_path / "u.csv").write_text("\n".join([*rows, f'1,"{"z" * 500}"']) + "\n")
-    with pytest.raises(DataError, match=r"a field of more than 100 bytes \(data row 5,002\), more than "
-                                        r"inputs.max_field_bytes \(100\)"):
+    with pytest.raises(
+        DataError,
+        match=r"a field of more than 100 bytes \(data row 5,002\), more than "
+        r"inputs.max_field_bytes \(100\)",
+    ):
         read_table(tmp_path / "u.csv", limits=InputLimits(max_field_bytes=100))
 
 
 def test_raised_budgets_also_hold_for_the_split_files_comparison(files, tmp_path):
     """The split files are compared (``check_split_files``) within the --config file's budgets, not
-    the defaults: a field over the default budget, allowed by the config, does not skip the check."""
+    the defaults: a field over the default budget, allowed by the config, does not skip the
+    check."""
     train = pd.read_csv(files / "train.csv")
     train["occupation"] = train["occupation"].astype(object)
     train.loc[5, "occupation"] = "x" * 200_000
     train.to_csv(tmp_path / "train.csv", index=False)
-    pd.read_csv(files / "train.csv").iloc[:600].to_csv(tmp_path / "holdout.csv", index=False)  # train's people
-    code, output = _invoke(_gate(files, tmp_path / "wd", "--config", str(_judging(tmp_path, max_field_bytes=10**6)),
-                                 train=tmp_path / "train.csv", holdout=tmp_path / "holdout.csv"))
+    pd.read_csv(files / "train.csv").iloc[:600].to_csv(
+        tmp_path / "holdout.csv", index=False
+    )  # train's people
+    code, output = _invoke(
+        _gate(
+            files,
+            tmp_path / "wd",
+            "--config",
+            str(_judging(tmp_path, max_field_bytes=10**6)),
+            train=tmp_path / "train.csv",
+            holdout=tmp_path / "holdout.csv",
+        )
+    )
     assert code == 2, output[-2000:]
     (line,) = _errors(output)
     assert "holdout holdout.csv and train train.csv share records" in line, line
@@ -446,7 +605,7 @@ def test_limits_are_validated(tmp_path):
     assert code == 2 and "inputs.max_file_bytes" in output
 
 
-# ------------------------------------------------------------------ item 6: progress on large validations
+# ------------------------------------------------------------ item 6: progress on large validations
 
 
 def test_a_large_validation_reports_progress():
@@ -455,13 +614,17 @@ def test_a_large_validation_reports_progress():
 
     rng = np.random.default_rng(2)
     df = pd.DataFrame(rng.normal(size=(50, 1_100)), columns=[f"c{i}" for i in range(1_100)])
-    spec = DatasetSpec.model_validate({"name": "w", "columns": {c: {"kind": "numeric"} for c in df.columns}})
+    spec = DatasetSpec.model_validate(
+        {"name": "w", "columns": {c: {"kind": "numeric"} for c in df.columns}}
+    )
     lines: list[str] = []
     report = validate_input(df, spec, progress=lines.append)
     assert report.success and len(report.results) == 1_102
     assert lines[0].startswith("50 rows x 1,100 columns, 1,102 expectations")
     assert lines[1].startswith("1,000 of 1,102 expectations checked (91%; 998 of 1,100 columns)")
-    assert lines[-1].startswith("1,102 of 1,102 expectations checked (100%; 1,100 of 1,100 columns)")
+    assert lines[-1].startswith(
+        "1,102 of 1,102 expectations checked (100%; 1,100 of 1,100 columns)"
+    )
     # a failure in any part fails the whole report (fail closed)
     bad = df.copy()
     bad.loc[:, "c1050"] = np.nan
@@ -488,7 +651,8 @@ def test_the_run_prints_validation_progress(files, tmp_path, monkeypatch):
 
 
 def _latin1(files: Path, tmp_path: Path, *, row: int = 40, name: str = "synthetic.csv") -> Path:
-    """The synthetic table with one value holding an ``é``, saved as latin-1 (a spreadsheet export)."""
+    """The synthetic table with one value holding an ``é``, saved as latin-1 (a spreadsheet
+    export)."""
     synthetic = pd.read_csv(files / "synthetic.csv")
     synthetic["occupation"] = synthetic["occupation"].astype(object)
     synthetic.loc[row - 2, "occupation"] = "Zoé" + SECRET
@@ -512,7 +676,9 @@ def test_a_latin1_file_is_refused_naming_the_file_and_the_line(files, tmp_path, 
     assert "save the table as UTF-8" in line and "UnicodeDecodeError" not in output
     assert SECRET not in output and "Zo" not in output
     assert not (tmp_path / "wd").exists()
-    with pytest.raises(DataError, match="not UTF-8 text") as caught:  # library callers: the run's BLOCK says so
+    with pytest.raises(
+        DataError, match="not UTF-8 text"
+    ) as caught:  # library callers: the run's BLOCK says so
         read_table(path)
     assert SECRET not in str(caught.value)
 
@@ -521,5 +687,7 @@ def test_a_character_cut_by_a_read_chunk_is_still_utf8(tmp_path, monkeypatch):
     from privacy_gate.data import guards
 
     monkeypatch.setattr(guards, "_CHUNK", 5)  # every 2-byte é crosses a chunk boundary somewhere
-    (tmp_path / "t.csv").write_text("name,n\n" + "".join(f"Zoé{i},{i}\n" for i in range(200)), encoding="utf-8")
+    (tmp_path / "t.csv").write_text(
+        "name,n\n" + "".join(f"Zoé{i},{i}\n" for i in range(200)), encoding="utf-8"
+    )
     assert len(read_table(tmp_path / "t.csv")) == 200

@@ -1,7 +1,7 @@
 """The locked environment: requirements.lock pins every package of pyproject.toml's
 dependencies and its dev and production extras (`make lock` writes it, `make install` installs with
-it as constraints), it agrees with pyproject.toml, and the venv running the suite is the locked one —
-the golden figures were computed with these versions, so a drifted venv fails here, loudly, rather
+it as constraints), it agrees with pyproject.toml, and the venv running the suite is the locked one
+— the golden figures were computed with these versions, so a drifted venv fails here, loudly, rather
 than as a figure moved by 1e-6 in tests/pipeline/test_golden.py. No network."""
 
 from __future__ import annotations
@@ -24,10 +24,17 @@ LOCK = ROOT / "requirements.lock"
 PYPROJECT = ROOT / "pyproject.toml"
 # the platform the lock is resolved for (Makefile, `make lock`: --python-version 3.11
 # --python-platform x86_64-unknown-linux-gnu); markers of pyproject.toml are evaluated for it
-TARGET = {**default_environment(), "python_version": "3.11", "python_full_version": "3.11.0",
-          "implementation_name": "cpython", "platform_python_implementation": "CPython",
-          "os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
-          "platform_machine": "x86_64"}
+TARGET = {
+    **default_environment(),
+    "python_version": "3.11",
+    "python_full_version": "3.11.0",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "os_name": "posix",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+}
 LOCKED_EXTRAS = ("dev", "production")
 # the libraries whose versions the golden figures depend on most
 CORE = ("numpy", "pandas", "scipy", "scikit-learn", "torch")
@@ -35,8 +42,9 @@ REINSTALL = "run `make install` (it reinstalls from requirements.lock; the stamp
 
 
 def parse_lock(text: str) -> tuple[dict[str, Version], list[str]]:
-    """{canonical name: pinned version} of a lock file, and what is wrong with its lines: a line that
-    is not `name==version` (a range, a wildcard, extras, a URL, a marker), a name pinned twice."""
+    """{canonical name: pinned version} of a lock file, and what is wrong with its lines: a line
+    that is not `name==version` (a range, a wildcard, extras, a URL, a marker), a name pinned
+    twice."""
     pins: dict[str, Version] = {}
     problems: list[str] = []
     for n, raw in enumerate(text.splitlines(), 1):
@@ -49,8 +57,14 @@ def parse_lock(text: str) -> tuple[dict[str, Version], list[str]]:
             problems.append(f"line {n}: not a requirement: {raw!r} ({e})")
             continue
         specs = list(req.specifier)
-        if (len(specs) != 1 or specs[0].operator != "==" or specs[0].version.endswith(".*")
-                or req.extras or req.url or req.marker):
+        if (
+            len(specs) != 1
+            or specs[0].operator != "=="
+            or specs[0].version.endswith(".*")
+            or req.extras
+            or req.url
+            or req.marker
+        ):
             problems.append(f"line {n}: not pinned as name==version: {raw!r}")
             continue
         name = canonicalize_name(req.name)
@@ -66,7 +80,9 @@ def pyproject_requirements() -> list[tuple[str, Requirement]]:
     project = tomllib.loads(PYPROJECT.read_text())["project"]
     reqs = [("dependencies", Requirement(r)) for r in project["dependencies"]]
     for extra in LOCKED_EXTRAS:
-        reqs += [(f"extra {extra}", Requirement(r)) for r in project["optional-dependencies"][extra]]
+        reqs += [
+            (f"extra {extra}", Requirement(r)) for r in project["optional-dependencies"][extra]
+        ]
     return reqs
 
 
@@ -112,15 +128,20 @@ def test_every_line_of_the_lock_is_one_exact_pin(pins):
 
 def test_the_lock_satisfies_pyproject(pins):
     problems = lock_problems(pins, pyproject_requirements())
-    assert not problems, ("requirements.lock does not match pyproject.toml — run `make lock`:\n"
-                          + "\n".join(problems))
+    assert not problems, (
+        "requirements.lock does not match pyproject.toml — run `make lock`:\n" + "\n".join(problems)
+    )
 
 
 def test_the_lock_is_closed_under_the_installed_packages_requirements(pins):
     """What the locked packages require (their installed metadata, with the extras asked for
     anywhere in the graph, markers for the target platform) is in the lock too, at an allowed
     version: the lock holds the transitive packages, not only pyproject's."""
-    todo = [req for _, req in pyproject_requirements() if req.marker is None or req.marker.evaluate(TARGET)]
+    todo = [
+        req
+        for _, req in pyproject_requirements()
+        if req.marker is None or req.marker.evaluate(TARGET)
+    ]
     problems, expanded = set(), set()
     while todo:
         req = todo.pop()
@@ -137,31 +158,42 @@ def test_the_lock_is_closed_under_the_installed_packages_requirements(pins):
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
-            continue  # only in the production extra (`make install` installs dev), or not for 3.11.7
+            # only in the production extra (`make install` installs dev), or not for 3.11.7
+            continue
         if Version(dist.version) != pins[name]:
             continue  # the venv tests below report it
         for line in dist.requires or []:
             sub = Requirement(line)
-            if sub.marker is None or any(sub.marker.evaluate({**TARGET, "extra": e}) for e in extras):
+            if sub.marker is None or any(
+                sub.marker.evaluate({**TARGET, "extra": e}) for e in extras
+            ):
                 todo.append(sub)
-    assert not problems, "requirements.lock misses requirements of its packages:\n" + "\n".join(sorted(problems))
+    assert not problems, "requirements.lock misses requirements of its packages:\n" + "\n".join(
+        sorted(problems)
+    )
 
 
 def test_the_core_numeric_packages_are_the_locked_ones(pins):
     problems = venv_problems(pins, CORE)
-    assert not problems, (f"this venv is not the locked environment — {REINSTALL}:\n" + "\n".join(problems))
+    assert not problems, f"this venv is not the locked environment — {REINSTALL}:\n" + "\n".join(
+        problems
+    )
 
 
 def test_every_installed_package_of_the_lock_has_the_locked_version(pins):
     installed = {canonicalize_name(d.metadata["Name"]) for d in metadata.distributions()}
     problems = venv_problems(pins, sorted(installed & pins.keys()))
-    assert not problems, (f"this venv has drifted from requirements.lock — {REINSTALL}:\n" + "\n".join(problems))
+    assert not problems, (
+        f"this venv has drifted from requirements.lock — {REINSTALL}:\n" + "\n".join(problems)
+    )
 
 
 def test_make_install_uses_the_lock():
     make = (ROOT / "Makefile").read_text()
     assert re.search(r"^LOCK := requirements\.lock$", make, re.M)
-    assert re.search(r"^\$\(STAMP\): .*\$\(LOCK\)", make, re.M), "the install stamp depends on the lock"
+    assert re.search(r"^\$\(STAMP\): .*\$\(LOCK\)", make, re.M), (
+        "the install stamp depends on the lock"
+    )
     installs = re.findall(r"pip install [^\n]*-e '\.\[dev\]'", make)  # uv's and pip's
     assert len(installs) == 2 and all("-c $$CONS" in i for i in installs), installs
     assert "CONS=$(LOCK)" in make
@@ -173,10 +205,16 @@ def test_the_make_recipes_parse_and_name_the_lock(target, tmp_path):
     """`make -n` (nothing run) prints the recipe as the shell gets it: bash parses it, and it
     constrains by requirements.lock and looks for the locked torch wheel."""
     venv = tmp_path / "venv"
-    out = subprocess.run(["make", "-n", "-C", str(ROOT), target, f"VENV={venv}"], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), target, f"VENV={venv}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
-    syntax = subprocess.run(["bash", "-n"], input=out.stdout, capture_output=True, text=True, timeout=60)
+    syntax = subprocess.run(
+        ["bash", "-n"], input=out.stdout, capture_output=True, text=True, timeout=60
+    )
     assert syntax.returncode == 0, syntax.stderr + out.stdout
     if target == "install":
         assert "CONS=requirements.lock" in out.stdout and "-c $CONS -e '.[dev]'" in out.stdout
@@ -187,14 +225,20 @@ def test_the_make_recipes_parse_and_name_the_lock(target, tmp_path):
 
 
 def test_the_checks_catch_a_bad_lock():
-    pins, problems = parse_lock("numpy==2.4.6  # via pandas\nnumpy==2.4.5\npandas>=2.1\nscipy==1.*\n"
-                                "torch\nmoto[server]==5.2.5\n# a comment\n\n")
+    pins, problems = parse_lock(
+        "numpy==2.4.6  # via pandas\nnumpy==2.4.5\npandas>=2.1\nscipy==1.*\n"
+        "torch\nmoto[server]==5.2.5\n# a comment\n\n"
+    )
     assert pins == {"numpy": Version("2.4.6")}
     assert [p.split(":")[0] for p in problems] == ["line 2", "line 3", "line 4", "line 5", "line 6"]
-    reqs = [("dependencies", Requirement("numpy>=2.5")), ("dependencies", Requirement("pandas")),
-            ("extra dev", Requirement("pgserver; platform_system == 'Windows'"))]
+    reqs = [
+        ("dependencies", Requirement("numpy>=2.5")),
+        ("dependencies", Requirement("pandas")),
+        ("extra dev", Requirement("pgserver; platform_system == 'Windows'")),
+    ]
     assert lock_problems(pins, reqs) == [
         "numpy>=2.5 (dependencies): requirements.lock pins numpy==2.4.6",
-        "pandas (dependencies) is not in requirements.lock"]
+        "pandas (dependencies) is not in requirements.lock",
+    ]
     drift = venv_problems({"numpy": Version("1.0")}, ["numpy"])
     assert drift and "requirements.lock pins 1.0" in drift[0]

@@ -32,20 +32,39 @@ def _rule(attack: str) -> dict:
 def splits(small_adult, tmp_path_factory):
     folder = tmp_path_factory.mktemp("rules-option")
     real = pd.read_csv(small_adult / "real.csv")
-    for name, part in {"train": real.iloc[:1500], "holdout": real.iloc[1500:2200], "reference": real.iloc[2200:]}.items():
+    for name, part in {
+        "train": real.iloc[:1500],
+        "holdout": real.iloc[1500:2200],
+        "reference": real.iloc[2200:],
+    }.items():
         part.to_csv(folder / f"{name}.csv", index=False)
     return folder
 
 
 def _files(tmp_path, splits) -> list[str]:
-    return ["--train", str(splits / "train.csv"), "--holdout", str(splits / "holdout.csv"),
-            "--reference", str(splits / "reference.csv"), "--synthetic", str(splits / "train.csv"),
-            "--spec", str(EXAMPLE), "--workdir", str(tmp_path / "wd"), "--orchestrator", "local"]
+    return [
+        "--train",
+        str(splits / "train.csv"),
+        "--holdout",
+        str(splits / "holdout.csv"),
+        "--reference",
+        str(splits / "reference.csv"),
+        "--synthetic",
+        str(splits / "train.csv"),
+        "--spec",
+        str(EXAMPLE),
+        "--workdir",
+        str(tmp_path / "wd"),
+        "--orchestrator",
+        "local",
+    ]
 
 
 @pytest.mark.parametrize("layout", ["rules", "gate.rules"])
 @pytest.mark.parametrize("typo", list(TYPOS), ids=list(TYPOS))
-def test_a_rules_file_with_a_misspelled_attack_exits_2_naming_file_and_rule(tmp_path, splits, typo, layout):
+def test_a_rules_file_with_a_misspelled_attack_exits_2_naming_file_and_rule(
+    tmp_path, splits, typo, layout
+):
     attack = TYPOS[typo]
     raw = {"rules": [_rule(attack)]} if layout == "rules" else {"gate": {"rules": [_rule(attack)]}}
     path = tmp_path / "rules.yaml"
@@ -68,7 +87,10 @@ def test_a_rules_file_with_a_misspelled_attack_exits_2_naming_file_and_rule(tmp_
 def test_rules_and_config_files_refuse_the_same_rule_the_same_way(tmp_path, typo):
     """One code path: the --rules loader gives the --config loader's message for the same rule."""
     rules = tmp_path / "rules.yaml"
-    rules.write_text(yaml.safe_dump({"gate": {"rules": [_rule(TYPOS[typo])]}}, allow_unicode=True), encoding="utf-8")
+    rules.write_text(
+        yaml.safe_dump({"gate": {"rules": [_rule(TYPOS[typo])]}}, allow_unicode=True),
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigError) as via_rules:
         load_rules(rules)
     with pytest.raises(ConfigError) as via_config:

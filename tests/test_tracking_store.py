@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from privacy_gate.tracking import store as tracking_store
 from privacy_gate.tracking import Tracker
+from privacy_gate.tracking import store as tracking_store
 
 
 def _schema(db: Path) -> tuple[dict, list[tuple]]:
@@ -15,7 +15,10 @@ def _schema(db: Path) -> tuple[dict, list[tuple]]:
     with sqlite3.connect(db) as con:
         rows = con.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
         version = con.execute("SELECT version_num FROM alembic_version").fetchall()
-    return {(t, n): frozenset(line.strip().rstrip(",") for line in (sql or "").splitlines()) for t, n, sql in rows}, version
+    return {
+        (t, n): frozenset(line.strip().rstrip(",") for line in (sql or "").splitlines())
+        for t, n, sql in rows
+    }, version
 
 
 def test_a_seeded_store_has_mlflows_schema_and_default_experiment(tmp_path, monkeypatch):
@@ -23,13 +26,17 @@ def test_a_seeded_store_has_mlflows_schema_and_default_experiment(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     from mlflow.tracking import MlflowClient
 
-    MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'fresh.db'}").search_experiments(max_results=1)
+    MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'fresh.db'}").search_experiments(
+        max_results=1
+    )
     assert tracking_store.seed_store(tmp_path / "seeded.db")  # builds the template, then copies it
     assert tracking_store.seed_store(tmp_path / "seeded2.db")  # from the kept template
     assert not tracking_store.seed_store(tmp_path / "seeded.db")  # never over an existing store
     assert _schema(tmp_path / "seeded.db") == _schema(tmp_path / "fresh.db")
     with sqlite3.connect(tmp_path / "seeded2.db") as con:
-        default = con.execute("SELECT name, artifact_location, lifecycle_stage FROM experiments").fetchall()
+        default = con.execute(
+            "SELECT name, artifact_location, lifecycle_stage FROM experiments"
+        ).fetchall()
     assert default == [("Default", str(tmp_path.resolve() / "mlruns" / "0"), "active")]
     tracker = Tracker(uri=f"sqlite:///{tmp_path / 'seeded2.db'}", experiment="privacy-gate/t")
     run = tracker.client.create_run(tracker.experiment_id)

@@ -29,8 +29,8 @@ def laughs(levels: int = 9) -> str:
 DOCUMENTS = {
     "load_spec": "name: laughs\ncolumns:\n  c:\n    kind: categorical\n    categories: {}\n",
     "load_rules": "rules: {}\n",
-    "load_release_config": "dataset:\n  spec:\n    name: laughs\n    columns:\n      c:\n        kind: categorical\n"
-                           "        categories: {}\n",
+    "load_release_config": "dataset:\n  spec:\n    name: laughs\n    columns:\n      c:\n        "
+    "kind: categorical\n        categories: {}\n",
 }
 
 
@@ -54,8 +54,14 @@ def test_billion_laughs_is_refused_quickly_naming_the_file(tmp_path, loader):
     path = tmp_path / "laughs.yaml"
     path.write_text(DOCUMENTS[loader].format(laughs()))
     try:
-        out = subprocess.run([sys.executable, "-c", PROBE.format(loader=loader), str(path)], capture_output=True,
-                             text=True, timeout=30, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE.format(loader=loader), str(path)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{loader} still expanding the aliases after 30 s")
     assert out.returncode == 0, out.stderr[-2000:]
@@ -68,7 +74,9 @@ def test_billion_laughs_is_refused_quickly_naming_the_file(tmp_path, loader):
 def test_too_many_aliases_recursive_aliases_and_large_files_are_refused(tmp_path):
     many = tmp_path / "many.yaml"
     many.write_text("a: &a 1\nb: [" + ", ".join(["*a"] * (config.MAX_YAML_ALIASES + 1)) + "]\n")
-    with pytest.raises(ConfigError, match=rf"{many}: refused: more than {config.MAX_YAML_ALIASES} aliases"):
+    with pytest.raises(
+        ConfigError, match=rf"{many}: refused: more than {config.MAX_YAML_ALIASES} aliases"
+    ):
         load_spec(many)
     loop = tmp_path / "loop.yaml"
     loop.write_text("a: &a [1, *a]\n")
@@ -86,7 +94,12 @@ def test_too_many_aliases_recursive_aliases_and_large_files_are_refused(tmp_path
 
 def test_ordinary_anchors_still_load(tmp_path):
     rules = tmp_path / "rules.yaml"
-    rules.write_text("rules:\n  - {metric: auc, attack: &every any, max: &bar 0.6, action: block}\n"
-                     "  - {metric: tpr_at_fpr_0.01, attack: *every, max: *bar, action: block}\n")
+    rules.write_text(
+        "rules:\n  - {metric: auc, attack: &every any, max: &bar 0.6, action: block}\n"
+        "  - {metric: tpr_at_fpr_0.01, attack: *every, max: *bar, action: block}\n"
+    )
     gate = load_rules(rules)
-    assert [(r.attack, r.max, r.action) for r in gate.rules] == [("any", 0.6, "block"), ("any", 0.6, "block")]
+    assert [(r.attack, r.max, r.action) for r in gate.rules] == [
+        ("any", 0.6, "block"),
+        ("any", 0.6, "block"),
+    ]

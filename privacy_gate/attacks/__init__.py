@@ -9,13 +9,36 @@ Registered: ``domias`` (density ratio; KDE, flow or auto densities), ``dcr``, an
 paper's baselines ``domias_eq1``, ``gan_leaks`` (= ``dcr``), ``gan_leaks_cal``,
 ``mc_neighbourhood`` and ``logan_d1`` (module :mod:`privacy_gate.attacks.baselines`), ``mama_mia``
 (generator-aware; shadow, oracle and generic variants: :mod:`privacy_gate.attacks.mama_mia`), and
-``gen_lra`` (Gen-LRA: the likelihood ratio of the target's nearest synthetic rows under the reference
-KDE with and without the target; :mod:`privacy_gate.attacks.gen_lra`; not in the default list).
+``gen_lra`` (Gen-LRA: the likelihood ratio of the target's nearest synthetic rows under the
+reference KDE with and without the target; :mod:`privacy_gate.attacks.gen_lra`; not in the default
+list).
 """
 
 from privacy_gate.attacks import baselines, distance, domias, gen_lra, mama_mia  # noqa: F401  (imported to register the attacks)
-from privacy_gate.attacks.base import (Attack, AttackBase, EncodedAttack, Mapper, OracleKnowledge, ThreatModel,
-                                       available_attacks, create_attack, describe_attacks, fit_attack, register_attack)
+from privacy_gate.attacks.base import (
+    Attack,
+    AttackBase,
+    EncodedAttack,
+    Mapper,
+    OracleKnowledge,
+    ThreatModel,
+    available_attacks,
+    create_attack,
+    describe_attacks,
+    fit_attack,
+    register_attack,
+)
 
-__all__ = ["Attack", "AttackBase", "EncodedAttack", "Mapper", "OracleKnowledge", "ThreatModel", "available_attacks",
-           "create_attack", "describe_attacks", "fit_attack", "register_attack"]
+__all__ = [
+    "Attack",
+    "AttackBase",
+    "EncodedAttack",
+    "Mapper",
+    "OracleKnowledge",
+    "ThreatModel",
+    "available_attacks",
+    "create_attack",
+    "describe_attacks",
+    "fit_attack",
+    "register_attack",
+]

@@ -27,14 +27,13 @@ from typing import Any, ClassVar, NoReturn, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.attacks.shadow import Mapper
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.params import Component
 from privacy_gate.registry import ComponentInfo, Registry
-
+from privacy_gate.spec import DatasetSpec
 
 #: Default memory budget for the temporary distance matrices of the chunked attacks.
 DEFAULT_CHUNK_BYTES = 256 * 2**20
@@ -63,16 +62,23 @@ class ThreatModel:
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, DatasetSpec):
-            raise ConfigError(f"ThreatModel: 'spec' must be a DatasetSpec, got {type(self.spec).__name__}")
+            raise ConfigError(
+                f"ThreatModel: 'spec' must be a DatasetSpec, got {type(self.spec).__name__}"
+            )
         for what in ("synthetic", "reference"):
             frame = getattr(self, what)
             if not isinstance(frame, pd.DataFrame):
-                raise DataError(f"ThreatModel: '{what}' must be a pandas DataFrame, got {type(frame).__name__}")
+                raise DataError(
+                    f"ThreatModel: '{what}' must be a pandas DataFrame, got {type(frame).__name__}"
+                )
             if len(frame) == 0:
                 raise DataError(f"ThreatModel: the {what} data has no rows")
             missing = [c for c in self.spec.attribute_columns if c not in frame.columns]
             if missing:
-                raise DataError(f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from the {what} data")
+                raise DataError(
+                    f"ThreatModel: column(s) {missing} of spec '{self.spec.name}' are missing from "
+                    f"the {what} data"
+                )
         syn_cols, ref_cols = set(self.synthetic.columns), set(self.reference.columns)
         if syn_cols != ref_cols:
             raise DataError(
@@ -80,21 +86,34 @@ class ThreatModel:
                 f"(only in synthetic: {sorted(map(str, syn_cols - ref_cols))}; "
                 f"only in reference: {sorted(map(str, ref_cols - syn_cols))})"
             )
-        if self.generator is not None and (not isinstance(self.generator, str) or not self.generator):
+        if self.generator is not None and (
+            not isinstance(self.generator, str) or not self.generator
+        ):
             raise ConfigError("ThreatModel: 'generator' must be a non-empty string or None")
         if not isinstance(self.generator_params, Mapping):
-            raise ConfigError(f"ThreatModel: 'generator_params' must be a mapping, got {type(self.generator_params).__name__}")
+            raise ConfigError(
+                "ThreatModel: 'generator_params' must be a mapping, got "
+                f"{type(self.generator_params).__name__}"
+            )
         # a read-only copy: the threat model is shared by concurrently running attacks
         object.__setattr__(self, "generator_params", MappingProxyType(dict(self.generator_params)))
         if self.n_train is not None:
-            if isinstance(self.n_train, bool) or not isinstance(self.n_train, (int, np.integer)) or self.n_train < 1:
-                raise ConfigError(f"ThreatModel: 'n_train' must be a positive integer or None, got {self.n_train!r}")
+            if (
+                isinstance(self.n_train, bool)
+                or not isinstance(self.n_train, (int, np.integer))
+                or self.n_train < 1
+            ):
+                raise ConfigError(
+                    "ThreatModel: 'n_train' must be a positive integer or None, got "
+                    f"{self.n_train!r}"
+                )
 
 
 @dataclass(frozen=True)
 class OracleKnowledge:
     """Evaluator-only knowledge, never an attacker's: the focal points the real generator used
-    (``focal_points_``). MAMA-MIA's oracle variant reads it to bound what shadow modelling can learn.
+    (``focal_points_``). MAMA-MIA's oracle variant reads it to bound what shadow modelling can
+    learn.
 
     >>> from privacy_gate.generators.focal import FocalPoint
     >>> OracleKnowledge(focal_points=(FocalPoint("marginal", ("a", "b")),)).focal_points[0].columns
@@ -106,7 +125,9 @@ class OracleKnowledge:
     def __post_init__(self) -> None:
         fps = tuple(self.focal_points)
         if not fps or not all(isinstance(f, FocalPoint) for f in fps):
-            raise ConfigError("OracleKnowledge: focal_points must be a non-empty sequence of FocalPoint")
+            raise ConfigError(
+                "OracleKnowledge: focal_points must be a non-empty sequence of FocalPoint"
+            )
         object.__setattr__(self, "focal_points", fps)
 
 
@@ -131,7 +152,8 @@ class Attack(Protocol):
 class AttackBase(Component):
     """Base of the registered attacks: hyper-parameters from ``params_model`` (see
     :class:`~privacy_gate.params.Component`); ``fit(threat)`` takes nothing else unless the class
-    declares ``uses_oracle`` (``fit(..., oracle=None)``) or ``uses_mapper`` (``fit(..., mapper=None)``)."""
+    declares ``uses_oracle`` (``fit(..., oracle=None)``) or ``uses_mapper`` (``fit(...,
+    mapper=None)``)."""
 
     name: ClassVar[str]  # set by @register_attack
     uses_oracle: ClassVar[bool] = False
@@ -144,7 +166,9 @@ class EncodedAttack(AttackBase):
 
     def _fit_encoder(self, threat: ThreatModel) -> MixedEncoder:
         """Fit ``encoder_`` on ``threat.reference`` and return it."""
-        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(threat.reference)
+        self.encoder_ = MixedEncoder(spec=threat.spec, data_name="reference data").fit(
+            threat.reference
+        )
         return self.encoder_
 
     def _fit_encoded(self, threat: ThreatModel) -> tuple[np.ndarray, np.ndarray]:
@@ -159,8 +183,13 @@ class EncodedAttack(AttackBase):
         return self.encoder_.transform(targets)
 
 
-def fit_attack(attack: Attack, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-               mapper: Mapper | None = None) -> Attack:
+def fit_attack(
+    attack: Attack,
+    threat: ThreatModel,
+    *,
+    oracle: OracleKnowledge | None = None,
+    mapper: Mapper | None = None,
+) -> Attack:
     """``attack.fit(threat)``, passing ``oracle`` and ``mapper`` only to an attack that declares it
     uses them (``uses_oracle`` / ``uses_mapper``); the fitted attack.
 
@@ -171,7 +200,9 @@ def fit_attack(attack: Attack, threat: ThreatModel, *, oracle: OracleKnowledge |
     'fitted'
     """
     wanted = {"oracle": oracle, "mapper": mapper}
-    return attack.fit(threat, **{k: v for k, v in wanted.items() if getattr(attack, f"uses_{k}", False)})
+    return attack.fit(
+        threat, **{k: v for k, v in wanted.items() if getattr(attack, f"uses_{k}", False)}
+    )
 
 
 # --------------------------------------------------------------------------- registry
@@ -200,7 +231,8 @@ def create_attack(name: str, **params: Any) -> Attack:
 
 
 def not_fitted(owner: str) -> NoReturn:
-    """Raise scikit-learn's NotFittedError for ``owner`` (an attack or estimator used before fit)."""
+    """Raise scikit-learn's NotFittedError for ``owner`` (an attack or estimator used before
+    fit)."""
     from sklearn.exceptions import NotFittedError  # lazy: importing scikit-learn costs ~0.7 s
 
     raise NotFittedError(f"{owner} is not fitted yet; call fit() first")

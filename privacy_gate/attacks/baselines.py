@@ -40,8 +40,11 @@ from privacy_gate.attacks.base import (
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products
-from privacy_gate.attacks.distance import (DistanceToClosestRecord, nearest_distances,
-                                           synthetic_and_reference_distances)
+from privacy_gate.attacks.distance import (
+    DistanceToClosestRecord,
+    nearest_distances,
+    synthetic_and_reference_distances,
+)
 from privacy_gate.attacks.domias import (
     DensityParams,
     density_notes,
@@ -55,7 +58,6 @@ from privacy_gate.params import (
     PositiveInt,
     Seed,
 )
-
 
 # --------------------------------------------------------------------------- Eq. 1
 
@@ -88,10 +90,15 @@ class DomiasEq1(EncodedAttack):
         if self.density == "auto":
             notes.append(f"density 'auto' chose '{kind}' ({len(X_syn)} rows x {d} columns)")
         self.density_kind_ = kind
-        self.density_synthetic_ = make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
-                                               flow_params=dict(self.flow_params or {}), seed=self.seed,
-                                               max_fit_rows=self.max_fit_rows,
-                                               precision=self.precision).fit(X_syn, n_effective_dims=d)
+        self.density_synthetic_ = make_density(
+            kind,
+            bandwidth=self.bandwidth,
+            chunk_bytes=self.chunk_bytes,
+            flow_params=dict(self.flow_params or {}),
+            seed=self.seed,
+            max_fit_rows=self.max_fit_rows,
+            precision=self.precision,
+        ).fit(X_syn, n_effective_dims=d)
         self.notes_ = notes + density_notes("p_G (synthetic)", self.density_synthetic_)
         return self
 
@@ -107,18 +114,25 @@ class DomiasEq1(EncodedAttack):
 
 @register_attack("gan_leaks")
 class GanLeaks(DistanceToClosestRecord):
-    """GAN-Leaks full black-box: ``-min_j ||x - s_j||`` — the ``dcr`` attack under the paper's name."""
+    """GAN-Leaks full black-box: ``-min_j ||x - s_j||`` — the ``dcr`` attack under the paper's
+    name."""
 
 
 class GanLeaksCalibratedParams(Params):
-    match_sizes: bool = Field(True, strict=True, description="subsample synthetic and reference data to the same size")
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    match_sizes: bool = Field(
+        True, strict=True, description="subsample synthetic and reference data to the same size"
+    )
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES,
+        description="memory budget in bytes for the temporary distance matrices",
+    )
     seed: Seed = Field(0, description="seed of the subsampling")
 
 
 @register_attack("gan_leaks_cal")
 class GanLeaksCalibrated(EncodedAttack):
-    """Calibrated GAN-Leaks: ``d_ref(x) - d_syn(x)`` (distances to the closest reference / synthetic row).
+    """Calibrated GAN-Leaks: ``d_ref(x) - d_syn(x)`` (distances to the closest reference / synthetic
+    row).
 
     A target close to a synthetic record is suspicious only if it is not just as close to real
     records of the population: the reference distance calibrates away the local density.
@@ -150,7 +164,9 @@ class GanLeaksCalibrated(EncodedAttack):
             rng = np.random.default_rng(self.seed)
             k = min(len(X_syn), len(X_ref))
             which = "synthetic" if len(X_syn) > k else "reference"
-            notes.append(f"the {which} data was subsampled to {k} rows to match the other set (match_sizes)")
+            notes.append(
+                f"the {which} data was subsampled to {k} rows to match the other set (match_sizes)"
+            )
             if len(X_syn) > k:
                 X_syn = X_syn[np.sort(rng.choice(len(X_syn), k, replace=False))]
             else:
@@ -161,15 +177,18 @@ class GanLeaksCalibrated(EncodedAttack):
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
-        """``d_ref(x) - d_syn(x)`` per target row (higher = closer to synthetic than to real data)."""
+        """``d_ref(x) - d_syn(x)`` per target row (higher = closer to synthetic than to real
+        data)."""
         d_syn, d_ref = synthetic_and_reference_distances(self, targets)
         return check_scores(d_ref - d_syn, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
-# --------------------------------------------------------------------------- Monte-Carlo neighbourhood
+# ------------------------------------------------------------------------ Monte-Carlo neighbourhood
 
 
-def ball_statistics(targets: np.ndarray, candidates: np.ndarray, radius: float, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ball_statistics(
+    targets: np.ndarray, candidates: np.ndarray, radius: float, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per target row: how many candidate rows lie within Euclidean ``radius``; the sum of
     ``log(radius / (d + radius/1000))`` over them (closer rows weigh more, a copy ~6.9); and the
     distance to the nearest candidate. Chunked over targets like the KDE (one buffer)."""
@@ -195,9 +214,16 @@ def ball_statistics(targets: np.ndarray, candidates: np.ndarray, radius: float, 
 
 
 class MonteCarloNeighbourhoodParams(Params):
-    kind: Literal["smooth", "count"] = Field("smooth", description="smooth kernel weight or hard count of synthetic neighbours")
-    epsilon_quantile: OpenFraction = Field(0.5, description="neighbourhood radius: this quantile of reference-to-synthetic distances")
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    kind: Literal["smooth", "count"] = Field(
+        "smooth", description="smooth kernel weight or hard count of synthetic neighbours"
+    )
+    epsilon_quantile: OpenFraction = Field(
+        0.5, description="neighbourhood radius: this quantile of reference-to-synthetic distances"
+    )
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES,
+        description="memory budget in bytes for the temporary distance matrices",
+    )
 
 
 @register_attack("mc_neighbourhood")
@@ -241,13 +267,19 @@ class MonteCarloNeighbourhood(EncodedAttack):
         X_syn, X_ref = self._fit_encoded(threat)
         notes = list(self.encoder_.notes_)
         X_syn = as_matrix(X_syn, owner=f"attack '{self.name}'")
-        d_ref, _ = nearest_distances(as_matrix(X_ref, owner=f"attack '{self.name}'"), X_syn, chunk_bytes=self.chunk_bytes)
+        d_ref, _ = nearest_distances(
+            as_matrix(X_ref, owner=f"attack '{self.name}'"), X_syn, chunk_bytes=self.chunk_bytes
+        )
         eps = float(np.quantile(d_ref, self.epsilon_quantile))
         if not eps > 0:
             positive = d_ref[d_ref > 0]
             eps = float(positive.min()) if positive.size else 1.0
-            notes.append(f"epsilon: the {self.epsilon_quantile} quantile of reference-to-synthetic distances is 0 "
-                         "(reference records copied in the synthetic data); the smallest positive distance is used instead")
+            notes.append(
+                f"epsilon: the {self.epsilon_quantile} quantile of reference-to-synthetic "
+                "distances is 0 "
+                "(reference records copied in the synthetic data); the smallest positive distance "
+                "is used instead"
+            )
         self.synthetic_encoded_ = X_syn
         self.epsilon_ = eps
         self.notes_ = notes
@@ -256,7 +288,9 @@ class MonteCarloNeighbourhood(EncodedAttack):
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """The (smoothed, log) share of synthetic records within ``epsilon`` of each target."""
         X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
-        count, log_weight, nearest = ball_statistics(X, self.synthetic_encoded_, self.epsilon_, chunk_bytes=self.chunk_bytes)
+        count, log_weight, nearest = ball_statistics(
+            X, self.synthetic_encoded_, self.epsilon_, chunk_bytes=self.chunk_bytes
+        )
         n = len(self.synthetic_encoded_)
         if self.kind == "count":
             scores = count / n
@@ -269,7 +303,8 @@ class MonteCarloNeighbourhood(EncodedAttack):
 
 
 def _one_thread():
-    """Run the classifier single-threaded (OpenMP and BLAS pools limited to 1 thread, restored after).
+    """Run the classifier single-threaded (OpenMP and BLAS pools limited to 1 thread, restored
+    after).
 
     Histogram gradient boosting parallelises over features with OpenMP; with more threads than
     idle cores (the gate runs attacks concurrently; CI machines are shared) its spinning threads
@@ -280,13 +315,16 @@ def _one_thread():
 
 
 class LoganD1Params(Params):
-    classifier: Literal["hgb", "mlp"] = Field("hgb", description="synthetic-vs-reference classifier: gradient boosting or an MLP")
+    classifier: Literal["hgb", "mlp"] = Field(
+        "hgb", description="synthetic-vs-reference classifier: gradient boosting or an MLP"
+    )
     seed: Seed = Field(0, description="seed of the classifier")
 
 
 @register_attack("logan_d1")
 class LoganD1(EncodedAttack):
-    """LOGAN D1: a classifier of synthetic (1) vs reference (0) records; score = its log-odds of "synthetic".
+    """LOGAN D1: a classifier of synthetic (1) vs reference (0) records; score = its log-odds of
+    "synthetic".
 
     Where the generator memorised members, the synthetic data over-represents their
     neighbourhoods relative to the population, and a flexible classifier learns it. The score is
@@ -326,24 +364,40 @@ class LoganD1(EncodedAttack):
 
     def _train(self, X: np.ndarray, y: np.ndarray, weight: np.ndarray):
         if self.classifier == "hgb":
-            from sklearn.ensemble import HistGradientBoostingClassifier  # lazy: scikit-learn imports in ~0.9 s
+            from sklearn.ensemble import (
+                HistGradientBoostingClassifier,  # lazy: scikit-learn imports in ~0.9 s
+            )
 
             # no early stopping: a classifier stopped on held-out rows generalises — it learns
             # where the synthetic data is over-represented only at scales it can validate, and
             # misses single memorised records (verbatim copies in the test toy: AUC 0.91 with
             # early stopping, 0.997 without); the attacker wants exactly those
-            clf = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1, min_samples_leaf=5, early_stopping=False,
-                                                 random_state=self.seed)
+            clf = HistGradientBoostingClassifier(
+                max_iter=200,
+                learning_rate=0.1,
+                min_samples_leaf=5,
+                early_stopping=False,
+                random_state=self.seed,
+            )
             clf.fit(X, y, sample_weight=weight)
         else:
-            from sklearn.exceptions import ConvergenceWarning  # lazy: scikit-learn imports in ~0.9 s
+            from sklearn.exceptions import (
+                ConvergenceWarning,  # lazy: scikit-learn imports in ~0.9 s
+            )
             from sklearn.neural_network import MLPClassifier
 
-            clf = MLPClassifier(hidden_layer_sizes=(64, 64), early_stopping=False, max_iter=200, random_state=self.seed)
+            clf = MLPClassifier(
+                hidden_layer_sizes=(64, 64),
+                early_stopping=False,
+                max_iter=200,
+                random_state=self.seed,
+            )
             # no sample weights (MLPClassifier has none in older scikit-learn): the class ratio
             # mostly shifts the log-odds by a constant, which leaves the ranking unchanged
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)  # 200 epochs is the budget, not a failure
+                warnings.simplefilter(
+                    "ignore", ConvergenceWarning
+                )  # 200 epochs is the budget, not a failure
                 clf.fit(X, y)
         return clf
 

@@ -47,7 +47,10 @@ def as_matrix(X: object, *, owner: str, n_features: int | None = None) -> np.nda
     if n_features is not None and X.shape[1] != n_features:
         raise DataError(f"{owner}: expected {n_features} feature column(s), got {X.shape[1]}")
     if not np.isfinite(X).all():
-        raise DataError(f"{owner}: the encoded data contains {int((~np.isfinite(X)).sum())} NaN or infinite value(s)")
+        raise DataError(
+            f"{owner}: the encoded data contains {int((~np.isfinite(X)).sum())} NaN or infinite "
+            "value(s)"
+        )
     return X
 
 
@@ -83,12 +86,25 @@ class Progress:
         if not self.enabled or n_done >= self.n_targets or now - self.last <= PROGRESS_EVERY:
             return
         self.last, rate = now, n_done / (now - self.started)
-        _LOG.info("  %s: %s of %s targets against %s rows (%.0f targets/s, ETA %.0f s)", self.what, f"{n_done:,}",
-                  f"{self.n_targets:,}", f"{self.n_candidates:,}", rate, (self.n_targets - n_done) / rate)
+        _LOG.info(
+            "  %s: %s of %s targets against %s rows (%.0f targets/s, ETA %.0f s)",
+            self.what,
+            f"{n_done:,}",
+            f"{self.n_targets:,}",
+            f"{self.n_candidates:,}",
+            rate,
+            (self.n_targets - n_done) / rate,
+        )
 
 
-def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: int, *, what: str = "pairwise distances",
-                     dtype: type = np.float64):
+def chunked_products(
+    targets: np.ndarray,
+    candidates: np.ndarray,
+    chunk_bytes: int,
+    *,
+    what: str = "pairwise distances",
+    dtype: type = np.float64,
+):
     """Yield ``(start, stop, B)`` with ``B = targets[start:stop] @ candidates.T`` for consecutive
     row chunks, all in ONE reused buffer of at most ``chunk_bytes`` — the shared core of every
     pairwise computation here (KDE, nearest record, neighbourhood counts). Callers may modify
@@ -119,16 +135,23 @@ def chunked_products(targets: np.ndarray, candidates: np.ndarray, chunk_bytes: i
 #: gives the same figures as scoring them at once.
 FLOAT32_ROWS = 100_000
 Precision = Literal["auto", "float64", "float32"]
-PRECISION_HELP = f"KDE arithmetic: float64, float32, or auto (float32 from {FLOAT32_ROWS:,} fit rows on)"
+PRECISION_HELP = (
+    f"KDE arithmetic: float64, float32, or auto (float32 from {FLOAT32_ROWS:,} fit rows on)"
+)
 
 
 class KDEParams(Params):
     """Settings of :class:`GaussianKDE`."""
 
     bandwidth: Literal["scott"] | PositiveNumber = Field(
-        "scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrix")
-    max_fit_rows: PositiveInt | None = Field(None, description="fit on a seeded random subsample of at most this many rows (None: all)")
+        "scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)"
+    )
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrix"
+    )
+    max_fit_rows: PositiveInt | None = Field(
+        None, description="fit on a seeded random subsample of at most this many rows (None: all)"
+    )
     seed: Seed = Field(0, description="seed of the subsample")
     precision: Precision = Field("auto", description=PRECISION_HELP)
 
@@ -136,7 +159,9 @@ class KDEParams(Params):
 class GaussianDensityParams(Params):
     """Settings of :class:`GaussianDensity`."""
 
-    ridge: NonNegativeNumber = Field(1e-2, description="variance floor added to the diagonal of the shrinkage covariance")
+    ridge: NonNegativeNumber = Field(
+        1e-2, description="variance floor added to the diagonal of the shrinkage covariance"
+    )
 
 
 class FlowSettings(Params):
@@ -144,19 +169,38 @@ class FlowSettings(Params):
     but its seed: what DOMIAS's ``flow_params`` may set."""
 
     n_transforms: PositiveInt = Field(5, description="number of MADE layers")
-    hidden: tuple[PositiveInt, ...] = Field((64, 64), description="widths of the hidden layers of each MADE")
+    hidden: tuple[PositiveInt, ...] = Field(
+        (64, 64), description="widths of the hidden layers of each MADE"
+    )
     ordering: Literal["reverse", "random"] = Field(
-        "reverse", description="autoregressive order: flipped between layers, or a seeded permutation per layer")
-    noise: NonNegativeNumber = Field(0.1, description="std of the Gaussian training noise on every input dimension")
-    learning_rate: PositiveNumber = Field(5e-3, description="Adam step size (halved when the validation loss stalls)")
+        "reverse",
+        description="autoregressive order: flipped between layers, or a seeded permutation per "
+        "layer",
+    )
+    noise: NonNegativeNumber = Field(
+        0.1, description="std of the Gaussian training noise on every input dimension"
+    )
+    learning_rate: PositiveNumber = Field(
+        5e-3, description="Adam step size (halved when the validation loss stalls)"
+    )
     weight_decay: NonNegativeNumber = Field(1e-6, description="Adam weight decay")
     batch_size: PositiveInt = Field(512, description="minibatch rows")
     max_epochs: PositiveInt = Field(100, description="at most this many passes over the data")
-    patience: PositiveInt = Field(15, description="stop after this many epochs without a validation gain above tol")
-    tol: NonNegativeNumber = Field(1e-2, description="smallest validation-loss gain (nats per row) that counts")
-    validation_fraction: OpenFraction = Field(0.1, description="share of rows held out for early stopping")
-    max_seconds: PositiveNumber | None = Field(None, description="wall-clock budget of training (None: no budget)")
-    n_threads: PositiveInt | None = Field(None, description="torch threads during fit/score (None: 1)")
+    patience: PositiveInt = Field(
+        15, description="stop after this many epochs without a validation gain above tol"
+    )
+    tol: NonNegativeNumber = Field(
+        1e-2, description="smallest validation-loss gain (nats per row) that counts"
+    )
+    validation_fraction: OpenFraction = Field(
+        0.1, description="share of rows held out for early stopping"
+    )
+    max_seconds: PositiveNumber | None = Field(
+        None, description="wall-clock budget of training (None: no budget)"
+    )
+    n_threads: PositiveInt | None = Field(
+        None, description="torch threads during fit/score (None: 1)"
+    )
 
 
 class FlowParams(FlowSettings):
@@ -183,7 +227,8 @@ class GaussianKDE(Component):
     chunk_bytes:
         Memory budget in bytes for the temporary distance matrix of one chunk of targets.
     precision:
-        ``"auto"`` (default): float64, or float32 from :data:`FLOAT32_ROWS` fit rows on; ``"float64"`` / ``"float32"`` force one. The result is float64 either way, and
+        ``"auto"`` (default): float64, or float32 from :data:`FLOAT32_ROWS` fit rows on;
+        ``"float64"`` / ``"float32"`` force one. The result is float64 either way, and
         ``precision_`` records what the last ``score_samples`` used.
     max_fit_rows, seed:
         With more fit rows than ``max_fit_rows``, the KDE is fitted on a seeded uniform subsample
@@ -197,7 +242,8 @@ class GaussianKDE(Component):
 
     Learned attributes: ``X_`` (fit data, after any subsample), ``bandwidth_`` (the ``h`` used),
     ``n_samples_`` (rows fitted), ``n_total_`` (rows given), ``n_features_in_``,
-    ``n_effective_dims_``; after ``score_samples``: ``precision_``, and for a subsampled fit ``rel_se_``.
+    ``n_effective_dims_``; after ``score_samples``: ``precision_``, and for a subsampled fit
+    ``rel_se_``.
     """
 
     params_model = KDEParams
@@ -214,16 +260,29 @@ class GaussianKDE(Component):
             raise InsufficientDataError("GaussianKDE.fit: no rows to fit a density on")
         self.n_total_ = n
         if self.max_fit_rows is not None and n > self.max_fit_rows:
-            keep = np.sort(np.random.default_rng(self.seed).choice(n, size=self.max_fit_rows, replace=False))
+            keep = np.sort(
+                np.random.default_rng(self.seed).choice(n, size=self.max_fit_rows, replace=False)
+            )
             X, n = X[keep], self.max_fit_rows
         if n_effective_dims is None:
             d = width
-        elif isinstance(n_effective_dims, bool) or not isinstance(n_effective_dims, (int, np.integer)) or n_effective_dims < 1:
-            raise ConfigError(f"GaussianKDE.fit: 'n_effective_dims' must be a positive integer, got {n_effective_dims!r}")
+        elif (
+            isinstance(n_effective_dims, bool)
+            or not isinstance(n_effective_dims, (int, np.integer))
+            or n_effective_dims < 1
+        ):
+            raise ConfigError(
+                "GaussianKDE.fit: 'n_effective_dims' must be a positive integer, got "
+                f"{n_effective_dims!r}"
+            )
         else:
             d = int(n_effective_dims)
         # Scott's rule from all the rows given, so a subsample estimates exactly the full KDE
-        self.bandwidth_ = float(self.n_total_ ** (-1.0 / (d + 4))) if self.bandwidth == "scott" else float(self.bandwidth)
+        self.bandwidth_ = (
+            float(self.n_total_ ** (-1.0 / (d + 4)))
+            if self.bandwidth == "scott"
+            else float(self.bandwidth)
+        )
         # centring on the fit mean keeps norms small, which limits the cancellation error of
         # ||x||^2 + ||y||^2 - 2 x.y for near-identical rows
         self._center = X.mean(axis=0)
@@ -247,18 +306,24 @@ class GaussianKDE(Component):
         X = as_matrix(X, owner="GaussianKDE.score_samples", n_features=self.n_features_in_)
         h2 = self.bandwidth_**2
         # the kernel's normalising constant uses the full width D: it is the density on R^D
-        log_norm = -math.log(self.n_samples_) - 0.5 * self.n_features_in_ * math.log(2.0 * math.pi * h2)
+        log_norm = -math.log(self.n_samples_) - 0.5 * self.n_features_in_ * math.log(
+            2.0 * math.pi * h2
+        )
         Xc = X - self._center
         row_term = -0.5 / h2 * np.einsum("ij,ij->i", Xc, Xc)
         out = np.empty(X.shape[0], dtype=np.float64)
         sub = self.subsampled
         rel_se = np.zeros(X.shape[0]) if sub else None
-        single = self.precision == "float32" or (self.precision == "auto" and self.n_samples_ >= FLOAT32_ROWS)
+        single = self.precision == "float32" or (
+            self.precision == "auto" and self.n_samples_ >= FLOAT32_ROWS
+        )
         self.precision_ = "float32" if single else "float64"
         fit_rows, col_term = self._Xc_scaled, self._col_term
         if single:
             Xc, fit_rows, col_term = (a.astype(np.float32) for a in (Xc, fit_rows, col_term))
-        for start, stop, B in chunked_products(Xc, fit_rows, self.chunk_bytes, what="KDE", dtype=Xc.dtype.type):
+        for start, stop, B in chunked_products(
+            Xc, fit_rows, self.chunk_bytes, what="KDE", dtype=Xc.dtype.type
+        ):
             B += col_term[None, :]
             peak = B.max(axis=1)
             # clamp squared distances at 0: an exponent above -row_term means ||x - y||^2 < 0,
@@ -277,7 +342,9 @@ class GaussianKDE(Component):
             if sub:  # standard error of a mean of m kernel values drawn without replacement from n
                 m, fpc = self.n_samples_, 1.0 - self.n_samples_ / self.n_total_
                 np.square(B, out=B)
-                rel_se[start:stop] = np.sqrt(np.maximum(m * B.sum(axis=1) / s1**2 - 1.0, 0.0) / m * fpc)
+                rel_se[start:stop] = np.sqrt(
+                    np.maximum(m * B.sum(axis=1) / s1**2 - 1.0, 0.0) / m * fpc
+                )
         if sub:
             self.rel_se_ = rel_se
         return out + row_term + log_norm
@@ -293,16 +360,19 @@ class GaussianDensity(Component):
     than rows), plus ``ridge`` on the diagonal: a variance floor, so a dimension that is constant
     in the fit data (a category the reference never shows) does not get a near-zero variance that
     would make any target with that category infinitely unlikely. The default ridge 0.01 equals
-    the Gaussian training noise (standard deviation 0.1) of :class:`privacy_gate.attacks.flow.MAFDensity`.
+    the Gaussian training noise (standard deviation 0.1) of
+    :class:`privacy_gate.attacks.flow.MAFDensity`.
 
     Interface as :class:`GaussianKDE`: ``fit(X) -> self``, ``score_samples(X) -> log density``.
-    Learned attributes: ``mean_``, ``covariance_``, ``shrinkage_``, ``n_samples_``, ``n_features_in_``.
+    Learned attributes: ``mean_``, ``covariance_``, ``shrinkage_``, ``n_samples_``,
+    ``n_features_in_``.
     """
 
     params_model = GaussianDensityParams
 
     def fit(self, X: np.ndarray, **_ignored: object) -> GaussianDensity:
-        """Fit mean and shrinkage covariance (``n_effective_dims`` etc. are accepted and ignored)."""
+        """Fit mean and shrinkage covariance (``n_effective_dims`` etc. are accepted and
+        ignored)."""
         from sklearn.covariance import LedoitWolf  # lazy: importing scikit-learn costs ~0.8 s
 
         X = as_matrix(X, owner="GaussianDensity.fit")
@@ -314,7 +384,9 @@ class GaussianDensity(Component):
         # a last guard for ridge=0 and constant data: a tiny relative jitter keeps Cholesky defined
         jitter = 1e-12 * max(1.0, float(np.trace(cov)) / D)
         self._chol = np.linalg.cholesky(cov + jitter * np.eye(D))
-        self._log_norm = -0.5 * D * math.log(2.0 * math.pi) - float(np.log(np.diag(self._chol)).sum())
+        self._log_norm = -0.5 * D * math.log(2.0 * math.pi) - float(
+            np.log(np.diag(self._chol)).sum()
+        )
         self.mean_ = lw.location_
         self.covariance_ = cov
         self.shrinkage_ = float(lw.shrinkage_)

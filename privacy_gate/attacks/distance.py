@@ -26,7 +26,6 @@ from privacy_gate.attacks.density import as_matrix, chunked_products, rows_per_c
 from privacy_gate.attacks.nn_index import RETRIEVE, indexed_nearest
 from privacy_gate.params import Field, Params, PositiveInt
 
-
 #: nearest-record searches with at least this many target x candidate pairs are shared between
 #: the attacks of one process (see :func:`nearest_distances`)
 SHARE_PAIRS = 50_000_000
@@ -45,7 +44,9 @@ def _digest(a: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def nearest_distances(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Euclidean distance from each target row to its nearest candidate row, and that row's index.
 
     The nearest row is found with the fast ``||y||^2 - 2 x.y`` form in chunks of targets (the
@@ -81,16 +82,24 @@ def nearest_distances(targets: np.ndarray, candidates: np.ndarray, *, chunk_byte
     return future.result()
 
 
-def _nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The search itself: the plain BLAS loop, or above ``INDEX_PAIRS`` pairs the faiss index
     (exact too: :mod:`privacy_gate.attacks.nn_index`)."""
     if targets.shape[0] * candidates.shape[0] < INDEX_PAIRS or candidates.shape[0] <= RETRIEVE:
         return _nearest_blas(targets, candidates, chunk_bytes=chunk_bytes)
-    return indexed_nearest(targets, candidates, chunk_bytes=chunk_bytes,
-                           exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes))
+    return indexed_nearest(
+        targets,
+        candidates,
+        chunk_bytes=chunk_bytes,
+        exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes),
+    )
 
 
-def _nearest_blas(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest_blas(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
+) -> tuple[np.ndarray, np.ndarray]:
     sq_norms = np.einsum("ij,ij->i", candidates, candidates)
     nearest = np.empty(targets.shape[0], dtype=np.int64)
     for start, stop, B in chunked_products(targets, candidates, chunk_bytes, what="nearest record"):
@@ -101,23 +110,26 @@ def _nearest_blas(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: i
     return np.sqrt(np.einsum("ij,ij->i", diff, diff)), nearest
 
 
-def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int,
-              exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def k_nearest(
+    targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int, exact: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``min(k, n_candidates)`` nearest candidates of each target, nearest first: their
     Euclidean distances and their row indices, both of shape ``(n_targets, min(k, n_candidates))``.
 
-    The neighbours are chosen with the fast ``||y||^2 - 2 x.y`` form (above ``INDEX_PAIRS`` pairs on a
-    faiss flat index, float32). With ``exact`` (default) their distances are recomputed from the
+    The neighbours are chosen with the fast ``||y||^2 - 2 x.y`` form (above ``INDEX_PAIRS`` pairs on
+    a faiss flat index, float32). With ``exact`` (default) their distances are recomputed from the
     difference vectors, so a verbatim copy gives exactly 0 and the distances are exact for the rows
     returned; which of two near-tied neighbours is returned may differ in the last float32 bits.
     ``exact=False`` keeps the distances of the selection itself (on rows centred on the candidates'
     mean; float64, or float32 on the index): no ``(rows, k, width)`` differences, several times
     faster for large ``k``, for a caller that reads squared distances (a kernel weight) and can
     take their rounding error (~1e-12 of the rows' squared norms in float64, ~1e-6 on the index;
-    a copy's distance comes out near 1e-7 rather than 0), not one that tells a copy from a near copy. Memory: the ``(chunk, n_candidates)`` products and the
-    differences stay within ``chunk_bytes`` (at least one target row at a time).
+    a copy's distance comes out near 1e-7 rather than 0), not one that tells a copy from a near
+    copy. Memory: the ``(chunk, n_candidates)`` products and the differences stay within
+    ``chunk_bytes`` (at least one target row at a time).
 
-    >>> C = np.array([[0.0], [1.0], [3.0]]); d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20)
+    >>> C = np.array([[0.0], [1.0], [3.0]])
+    >>> d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20)
     >>> d.tolist(), i.tolist()
     ([[0.09999999999999998, 0.9]], [[1, 0]])
     >>> d, i = k_nearest(np.array([[0.9]]), C, 2, chunk_bytes=2**20, exact=False)
@@ -137,20 +149,29 @@ def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_byte
         index = faiss.IndexFlatL2(candidates.shape[1])
         index.add(np.ascontiguousarray(candidates, dtype=np.float32))
         for start in range(0, n_t, 65_536):
-            found_d2, idx[start:start + 65_536] = index.search(
-                np.ascontiguousarray(targets[start:start + 65_536], dtype=np.float32), kk)
+            found_d2, idx[start : start + 65_536] = index.search(
+                np.ascontiguousarray(targets[start : start + 65_536], dtype=np.float32), kk
+            )
             if d2 is not None:
-                d2[start:start + 65_536] = found_d2
+                d2[start : start + 65_536] = found_d2
     else:
         sq_norms = np.einsum("ij,ij->i", candidates, candidates)
-        for start, stop, B in chunked_products(targets, candidates, chunk_bytes, what="nearest records"):
+        for start, stop, B in chunked_products(
+            targets, candidates, chunk_bytes, what="nearest records"
+        ):
             B *= -2.0
             B += sq_norms[None, :]
-            idx[start:stop] = (np.argpartition(B, kk - 1, axis=1)[:, :kk] if kk < n_c
-                               else np.broadcast_to(np.arange(n_c), (stop - start, n_c)))
+            idx[start:stop] = (
+                np.argpartition(B, kk - 1, axis=1)[:, :kk]
+                if kk < n_c
+                else np.broadcast_to(np.arange(n_c), (stop - start, n_c))
+            )
             if d2 is not None:
                 T = targets[start:stop]
-                d2[start:stop] = np.take_along_axis(B, idx[start:stop], axis=1) + np.einsum("ij,ij->i", T, T)[:, None]
+                d2[start:stop] = (
+                    np.take_along_axis(B, idx[start:stop], axis=1)
+                    + np.einsum("ij,ij->i", T, T)[:, None]
+                )
     if d2 is not None:
         dist = np.sqrt(np.maximum(d2, 0.0))
         order = np.argsort(dist, axis=1, kind="stable")
@@ -159,31 +180,37 @@ def k_nearest(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_byte
     # exact distances of the chosen rows, a bounded block at a time
     step = min(4096, rows_per_chunk(kk * candidates.shape[1], chunk_bytes))
     for start in range(0, n_t, step):
-        T, chosen = targets[start:start + step], idx[start:start + step]
+        T, chosen = targets[start : start + step], idx[start : start + step]
         diff = candidates[chosen] - T[:, None, :]
         d = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
         order = np.argsort(d, axis=1, kind="stable")
-        dist[start:start + len(T)] = np.take_along_axis(d, order, axis=1)
-        idx[start:start + len(T)] = np.take_along_axis(chosen, order, axis=1)
+        dist[start : start + len(T)] = np.take_along_axis(d, order, axis=1)
+        idx[start : start + len(T)] = np.take_along_axis(chosen, order, axis=1)
     return dist, idx
 
 
-def k_nearest_distances(targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int) -> np.ndarray:
+def k_nearest_distances(
+    targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int
+) -> np.ndarray:
     """Sorted Euclidean distances from each target to its ``k`` nearest candidates, shape
     ``(n_targets, k)`` (``inf`` where there are fewer than ``k`` candidates): :func:`k_nearest`'s
     distances.
 
-    >>> C = np.array([[0.0], [1.0], [3.0]]); k_nearest_distances(np.array([[0.9]]), C, 2, chunk_bytes=2**20).tolist()
+    >>> C = np.array([[0.0], [1.0], [3.0]])
+    >>> k_nearest_distances(np.array([[0.9]]), C, 2, chunk_bytes=2**20).tolist()
     [[0.09999999999999998, 0.9]]
     """
     dist, _ = k_nearest(targets, candidates, k, chunk_bytes=chunk_bytes)
     out = np.full((targets.shape[0], k), np.inf)
-    out[:, :dist.shape[1]] = dist
+    out[:, : dist.shape[1]] = dist
     return out
 
 
 class DistanceParams(Params):
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES,
+        description="memory budget in bytes for the temporary distance matrices",
+    )
 
 
 @register_attack("dcr")
@@ -206,7 +233,9 @@ class DistanceToClosestRecord(EncodedAttack):
     def fit(self, threat: ThreatModel) -> DistanceToClosestRecord:
         """Fit the encoder on the reference data and encode the synthetic data."""
         self.notes_ = list(self._fit_encoder(threat).notes_)
-        self.synthetic_encoded_ = as_matrix(self.encoder_.transform(threat.synthetic), owner=f"attack '{self.name}'")
+        self.synthetic_encoded_ = as_matrix(
+            self.encoder_.transform(threat.synthetic), owner=f"attack '{self.name}'"
+        )
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
@@ -216,10 +245,12 @@ class DistanceToClosestRecord(EncodedAttack):
         return check_scores(-distances, owner=f"attack '{self.name}'", n_targets=len(targets))
 
 
-def synthetic_and_reference_distances(scorer: EncodedAttack, targets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_and_reference_distances(
+    scorer: EncodedAttack, targets: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
     """Distances from each target to its closest synthetic and closest reference row, on a fitted
-    attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``, ``chunk_bytes``):
-    the two halves of every reference-calibrated distance attack."""
+    attack's encoding (``encoder_``, ``synthetic_encoded_``, ``reference_encoded_``,
+    ``chunk_bytes``): the two halves of every reference-calibrated distance attack."""
     X = as_matrix(scorer._encode(targets), owner=f"attack '{scorer.name}'")
     d_syn, _ = nearest_distances(X, scorer.synthetic_encoded_, chunk_bytes=scorer.chunk_bytes)
     d_ref, _ = nearest_distances(X, scorer.reference_encoded_, chunk_bytes=scorer.chunk_bytes)
@@ -231,7 +262,8 @@ RATIO_EPSILON = 1e-6
 
 
 def ratio_scores(d_syn: np.ndarray, d_ref: np.ndarray) -> np.ndarray:
-    """``dcr_ratio``'s score from the two nearest-row distances: ``log(d_ref + eps) - log(d_syn + eps)``."""
+    """``dcr_ratio``'s score from the two nearest-row distances: ``log(d_ref + eps) - log(d_syn +
+    eps)``."""
     return np.log(d_ref + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
 
 
@@ -246,7 +278,8 @@ class DistanceRatio(DistanceToClosestRecord):
     estimates of the synthetic and the reference data at ``x`` (DOMIAS's ``p_G / p_R`` with 1-NN
     densities), so the log ratio ranks targets by DOMIAS's statistic at the finest scale: the
     per-record exposure signal. The sets need not be the same size: the size term is a constant
-    in the log and does not change the ranking. Verbatim copies score ``log(d_ref + eps) - log(eps)``.
+    in the log and does not change the ranking. Verbatim copies score ``log(d_ref + eps) -
+    log(eps)``.
 
     Learned attributes: those of ``dcr`` and ``reference_encoded_``.
     """
@@ -255,13 +288,17 @@ class DistanceRatio(DistanceToClosestRecord):
 
     def fit(self, threat: ThreatModel) -> DistanceRatio:
         super().fit(threat)
-        self.reference_encoded_ = as_matrix(self.encoder_.transform(threat.reference), owner=f"attack '{self.name}'")
+        self.reference_encoded_ = as_matrix(
+            self.encoder_.transform(threat.reference), owner=f"attack '{self.name}'"
+        )
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
         """``log(d_ref + eps) - log(d_syn + eps)`` per target row."""
         d_syn, d_ref = synthetic_and_reference_distances(self, targets)
-        return check_scores(ratio_scores(d_syn, d_ref), owner=f"attack '{self.name}'", n_targets=len(targets))
+        return check_scores(
+            ratio_scores(d_syn, d_ref), owner=f"attack '{self.name}'", n_targets=len(targets)
+        )
 
 
 #: Synthetic rows looked at per target by ``copy_count`` (a record copied more often than this
@@ -291,16 +328,25 @@ def copy_scores(d_syn: np.ndarray, d_real: np.ndarray, *, floor: float) -> np.nd
     copied eight times. What an exact match is worth then grows with ``d_real`` — a copy of an
     unusual record counts more than a copy of a common one.
 
-    >>> copy_scores(np.array([[0.0, 0.0, 5.0], [0.5, 2.0, 3.0]]), np.array([1.0, 1.0]), floor=0.01).round(2).tolist()
+    >>> D = np.array([[0.0, 0.0, 5.0], [0.5, 2.0, 3.0]])
+    >>> copy_scores(D, np.array([1.0, 1.0]), floor=0.01).round(2).tolist()
     [9.21, 0.69]
     """
     d_syn = np.maximum(np.asarray(d_syn, dtype=float), floor)
-    gain = np.log(np.asarray(d_real, dtype=float)[:, None] + RATIO_EPSILON) - np.log(d_syn + RATIO_EPSILON)
+    gain = np.log(np.asarray(d_real, dtype=float)[:, None] + RATIO_EPSILON) - np.log(
+        d_syn + RATIO_EPSILON
+    )
     return gain[:, 0] + np.maximum(gain[:, 1:], 0.0).sum(axis=1)
 
 
-def floor_median(synthetic: np.ndarray, reference: np.ndarray, *, chunk_bytes: int,
-                 sample: int = FLOOR_SAMPLE, seed: int = 0) -> float:
+def floor_median(
+    synthetic: np.ndarray,
+    reference: np.ndarray,
+    *,
+    chunk_bytes: int,
+    sample: int = FLOOR_SAMPLE,
+    seed: int = 0,
+) -> float:
     """Median distance from a synthetic row to its nearest reference row: over all synthetic rows,
     or over a seeded sample of ``sample`` of them when there are more (``FLOOR_SAMPLE``). The floor
     is one constant for every target, so sampling keeps every target scored by the same function;
@@ -308,18 +354,23 @@ def floor_median(synthetic: np.ndarray, reference: np.ndarray, *, chunk_bytes: i
 
     >>> S = np.arange(10.0)[:, None]; floor_median(S, np.array([[0.0]]), chunk_bytes=2**20)
     4.5
-    >>> m = floor_median(np.arange(100_000.0)[:, None], np.array([[0.0]]), chunk_bytes=2**20, sample=10_000)
+    >>> S = np.arange(100_000.0)[:, None]
+    >>> m = floor_median(S, np.array([[0.0]]), chunk_bytes=2**20, sample=10_000)
     >>> abs(m / 49_999.5 - 1) < 0.03  # all rows' median 49,999.5
     True
     """
     if len(synthetic) > sample:  # sorted: the rows are read in their order, whatever the draw
-        synthetic = synthetic[np.sort(np.random.default_rng(seed).choice(len(synthetic), sample, replace=False))]
+        synthetic = synthetic[
+            np.sort(np.random.default_rng(seed).choice(len(synthetic), sample, replace=False))
+        ]
     d, _ = nearest_distances(synthetic, reference, chunk_bytes=chunk_bytes)
     return float(np.median(d))
 
 
 class CopyParams(DistanceParams):
-    neighbours: PositiveInt = Field(COPY_NEIGHBOURS, description="synthetic rows looked at per target (the most copies counted)")
+    neighbours: PositiveInt = Field(
+        COPY_NEIGHBOURS, description="synthetic rows looked at per target (the most copies counted)"
+    )
 
 
 @register_attack("copy_count")
@@ -353,13 +404,21 @@ class CopyCount(DistanceRatio):
 
     def fit(self, threat: ThreatModel) -> CopyCount:
         super().fit(threat)
-        self.floor_ = COPY_FLOOR * floor_median(self.synthetic_encoded_, self.reference_encoded_,
-                                                chunk_bytes=self.chunk_bytes)
+        self.floor_ = COPY_FLOOR * floor_median(
+            self.synthetic_encoded_, self.reference_encoded_, chunk_bytes=self.chunk_bytes
+        )
         return self
 
     def score(self, targets: pd.DataFrame) -> np.ndarray:
-        """The weighted count of synthetic rows closer than the nearest reference row, per target."""
+        """The weighted count of synthetic rows closer than the nearest reference row, per
+        target."""
         X = as_matrix(self._encode(targets), owner=f"attack '{self.name}'")
-        d_syn = k_nearest_distances(X, self.synthetic_encoded_, self.neighbours, chunk_bytes=self.chunk_bytes)
+        d_syn = k_nearest_distances(
+            X, self.synthetic_encoded_, self.neighbours, chunk_bytes=self.chunk_bytes
+        )
         d_ref, _ = nearest_distances(X, self.reference_encoded_, chunk_bytes=self.chunk_bytes)
-        return check_scores(copy_scores(d_syn, d_ref, floor=self.floor_), owner=f"attack '{self.name}'", n_targets=len(targets))
+        return check_scores(
+            copy_scores(d_syn, d_ref, floor=self.floor_),
+            owner=f"attack '{self.name}'",
+            n_targets=len(targets),
+        )

@@ -44,7 +44,14 @@ from privacy_gate.attacks.base import (
     check_scores,
     register_attack,
 )
-from privacy_gate.attacks.density import FLOAT32_ROWS, PRECISION_HELP, FlowSettings, GaussianDensity, GaussianKDE, Precision
+from privacy_gate.attacks.density import (
+    FLOAT32_ROWS,
+    PRECISION_HELP,
+    FlowSettings,
+    GaussianDensity,
+    GaussianKDE,
+    Precision,
+)
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber, Seed
 
 #: ``density="auto"`` switches from KDE to the flow above this many ``rows x columns`` (rows: the
@@ -72,19 +79,35 @@ DEFAULT_MAX_FIT_ROWS = None
 
 
 def resolve_density(density: str, *, n_rows: int, n_dims: int) -> str:
-    """The estimator ``"auto"`` picks for a fit set of ``n_rows`` rows and ``n_dims`` original columns."""
+    """The estimator ``"auto"`` picks for a fit set of ``n_rows`` rows and ``n_dims`` original
+    columns."""
     if density != "auto":
         return density
     return "flow" if n_rows * n_dims > AUTO_FLOW_THRESHOLD else "kde"
 
 
-def make_density(kind: str, *, bandwidth: Any, chunk_bytes: int, flow_params: Mapping[str, Any], seed: int,
-                 max_fit_rows: int | None = None, precision: str = "auto"):
+def make_density(
+    kind: str,
+    *,
+    bandwidth: Any,
+    chunk_bytes: int,
+    flow_params: Mapping[str, Any],
+    seed: int,
+    max_fit_rows: int | None = None,
+    precision: str = "auto",
+):
     """A fresh, unfitted density estimator of the resolved ``kind`` (``"kde"`` or ``"flow"``)."""
     if kind == "kde":
-        return GaussianKDE(bandwidth=bandwidth, chunk_bytes=chunk_bytes, max_fit_rows=max_fit_rows, seed=int(seed),
-                           precision=precision)
-    from privacy_gate.attacks.flow import MAFDensity  # lazy: imports torch, only when a flow is fitted
+        return GaussianKDE(
+            bandwidth=bandwidth,
+            chunk_bytes=chunk_bytes,
+            max_fit_rows=max_fit_rows,
+            seed=int(seed),
+            precision=precision,
+        )
+    from privacy_gate.attacks.flow import (
+        MAFDensity,  # lazy: imports torch, only when a flow is fitted
+    )
 
     return MAFDensity(**flow_params, seed=int(seed))
 
@@ -94,9 +117,13 @@ def subsample_note(what: str, estimator: Any) -> str | None:
     rel = getattr(estimator, "rel_se_", None)
     if rel is None or not len(rel):
         return None
-    return (f"{what}: KDE on a random {estimator.n_samples_:,} of {estimator.n_total_:,} rows (max_fit_rows); relative "
-            f"standard error of the density at the targets vs the full KDE: median {np.median(rel):.1%}, 95th "
-            f"percentile {np.quantile(rel, 0.95):.1%} (about the same error in the log-ratio score)")
+    return (
+        f"{what}: KDE on a random {estimator.n_samples_:,} of {estimator.n_total_:,} rows "
+        "(max_fit_rows); relative "
+        "standard error of the density at the targets vs the full KDE: median "
+        f"{np.median(rel):.1%}, 95th "
+        f"percentile {np.quantile(rel, 0.95):.1%} (about the same error in the log-ratio score)"
+    )
 
 
 def precision_note(*estimators: Any) -> str | None:
@@ -104,9 +131,13 @@ def precision_note(*estimators: Any) -> str | None:
     which = [e.n_samples_ for e in estimators if getattr(e, "precision_", None) == "float32"]
     if not which:
         return None
-    return (f"KDE computed in float32 (precision '{estimators[0].precision}'; float32 from {FLOAT32_ROWS:,} fit rows, "
-            f"here {', '.join(f'{n:,}' for n in which)}); log densities within ~3e-4 of float64, ranking unchanged "
-            "(benchmarks/bench_nn_index.py)")
+    return (
+        f"KDE computed in float32 (precision '{estimators[0].precision}'; float32 from "
+        f"{FLOAT32_ROWS:,} fit rows, "
+        f"here {', '.join(f'{n:,}' for n in which)}); log densities within ~3e-4 of float64, "
+        "ranking unchanged "
+        "(benchmarks/bench_nn_index.py)"
+    )
 
 
 def density_notes(what: str, estimator: Any) -> list[str]:
@@ -114,19 +145,39 @@ def density_notes(what: str, estimator: Any) -> list[str]:
     stopped = getattr(estimator, "stopped_by_", None)
     if stopped in (None, "patience"):
         return []
-    note = (f"{what}: the flow stopped training by '{stopped}' after {estimator.n_epochs_} epoch(s) "
-            f"(best epoch {estimator.best_epoch_}); it may be under-fitted — raise flow_params max_epochs / max_seconds")
+    note = (
+        f"{what}: the flow stopped training by '{stopped}' after {estimator.n_epochs_} epoch(s) "
+        f"(best epoch {estimator.best_epoch_}); it may be under-fitted — raise flow_params "
+        "max_epochs / max_seconds"
+    )
     return [note]
 
 
 class DensityParams(Params):
     """The density settings DOMIAS and its p_G-only baseline share."""
 
-    density: Literal["kde", "flow", "auto"] = Field("kde", description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by data size")
-    bandwidth: Literal["scott"] | PositiveNumber = Field("scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)")
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
-    max_fit_rows: PositiveInt | None = Field(DEFAULT_MAX_FIT_ROWS, description="KDE only: fit each density on a seeded random subsample of at most this many rows (None, the default: all); the error is reported")
-    flow_params: FlowSettings | None = Field(None, description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden; not its seed")
+    density: Literal["kde", "flow", "auto"] = Field(
+        "kde",
+        description="density estimator: Gaussian KDE, a masked autoregressive flow, or auto by "
+        "data size",
+    )
+    bandwidth: Literal["scott"] | PositiveNumber = Field(
+        "scott", description="KDE bandwidth: Scott's rule or a positive number (standardised units)"
+    )
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES,
+        description="memory budget in bytes for the temporary distance matrices",
+    )
+    max_fit_rows: PositiveInt | None = Field(
+        DEFAULT_MAX_FIT_ROWS,
+        description="KDE only: fit each density on a seeded random subsample of at most this many "
+        "rows (None, the default: all); the error is reported",
+    )
+    flow_params: FlowSettings | None = Field(
+        None,
+        description="settings of the flow density (MAFDensity), e.g. max_epochs, hidden; not its "
+        "seed",
+    )
     seed: Seed = Field(0, description="seed of the flow's training and of the KDE's subsample")
     precision: Precision = Field("auto", description=PRECISION_HELP)
 
@@ -136,14 +187,18 @@ class DensityParams(Params):
         if value is None or isinstance(value, FlowSettings):
             return value
         if not isinstance(value, Mapping):
-            raise ValueError(f"must be a mapping of MAFDensity settings, got {type(value).__name__}")
+            raise ValueError(
+                f"must be a mapping of MAFDensity settings, got {type(value).__name__}"
+            )
         if "seed" in value:
             raise ValueError("must not set 'seed'; use the attack's own 'seed' parameter")
         return dict(value)
 
 
 class DomiasParams(DensityParams):
-    reference_density: Literal["same", "prior"] = Field("same", description="p_R: the same estimator as p_G, or a shrinkage Gaussian prior")
+    reference_density: Literal["same", "prior"] = Field(
+        "same", description="p_R: the same estimator as p_G, or a shrinkage Gaussian prior"
+    )
 
 
 @register_attack("domias")
@@ -187,19 +242,29 @@ class DomiasAttack(EncodedAttack):
     name = "domias"
 
     def _density(self, kind: str):
-        return make_density(kind, bandwidth=self.bandwidth, chunk_bytes=self.chunk_bytes,
-                            flow_params=dict(self.flow_params or {}), seed=self.seed, max_fit_rows=self.max_fit_rows,
-                            precision=self.precision)
+        return make_density(
+            kind,
+            bandwidth=self.bandwidth,
+            chunk_bytes=self.chunk_bytes,
+            flow_params=dict(self.flow_params or {}),
+            seed=self.seed,
+            max_fit_rows=self.max_fit_rows,
+            precision=self.precision,
+        )
 
     def fit(self, threat: ThreatModel) -> DomiasAttack:
-        """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on reference."""
+        """Fit the encoder on the reference data, then ``p_G`` on synthetic and ``p_R`` on
+        reference."""
         X_syn, X_ref = self._fit_encoded(threat)
         notes = list(self.encoder_.notes_)
         d = self.encoder_.n_effective_dims_
         n_rows = max(len(X_syn), len(X_ref)) if self.reference_density == "same" else len(X_syn)
         kind = resolve_density(self.density, n_rows=n_rows, n_dims=d)
         if self.density == "auto":
-            notes.append(f"density 'auto' chose '{kind}' ({n_rows} rows x {d} columns; threshold {AUTO_FLOW_THRESHOLD})")
+            notes.append(
+                f"density 'auto' chose '{kind}' ({n_rows} rows x {d} columns; threshold "
+                f"{AUTO_FLOW_THRESHOLD})"
+            )
         self.density_kind_ = kind
         self.density_synthetic_ = self._density(kind).fit(X_syn, n_effective_dims=d)
         if self.reference_density == "prior":
@@ -215,10 +280,17 @@ class DomiasAttack(EncodedAttack):
         """``log p_G(x) - log p_R(x)`` per target row (higher = more likely a member)."""
         X = self._encode(targets)
         scores = self.density_synthetic_.score_samples(X) - self.density_reference_.score_samples(X)
-        if not getattr(self, "_subsample_noted", False):  # the first target set scored (the gate's own targets)
+        if not getattr(
+            self, "_subsample_noted", False
+        ):  # the first target set scored (the gate's own targets)
             self._subsample_noted = True
-            self.notes_ = self.notes_ + [n for n in (subsample_note("p_G (synthetic)", self.density_synthetic_),
-                                                     subsample_note("p_R (reference)", self.density_reference_),
-                                                     precision_note(self.density_synthetic_, self.density_reference_))
-                                         if n]
+            self.notes_ = self.notes_ + [
+                n
+                for n in (
+                    subsample_note("p_G (synthetic)", self.density_synthetic_),
+                    subsample_note("p_R (reference)", self.density_reference_),
+                    precision_note(self.density_synthetic_, self.density_reference_),
+                )
+                if n
+            ]
         return check_scores(scores, owner=f"attack '{self.name}'", n_targets=len(targets))

@@ -115,7 +115,9 @@ class _MADE(nn.Module):
         prev = degrees_in
         for width in hidden:
             deg = np.arange(width) % max(1, D - 1) + 1
-            layers.append(_MaskedLinear(len(prev), width, (deg[:, None] >= prev[None, :]).astype(np.float32)))
+            layers.append(
+                _MaskedLinear(len(prev), width, (deg[:, None] >= prev[None, :]).astype(np.float32))
+            )
             layers.append(nn.Tanh())
             prev = deg
         out_mask = (degrees_in[:, None] > prev[None, :]).astype(np.float32)
@@ -134,7 +136,14 @@ class _MADE(nn.Module):
 
 
 class _MAF(nn.Module):
-    def __init__(self, D: int, n_transforms: int, hidden: tuple[int, ...], ordering: str, rng: np.random.Generator):
+    def __init__(
+        self,
+        D: int,
+        n_transforms: int,
+        hidden: tuple[int, ...],
+        ordering: str,
+        rng: np.random.Generator,
+    ):
         super().__init__()
         layers = []
         order = np.arange(D)
@@ -209,7 +218,9 @@ class MAFDensity(Component):
         X = as_matrix(X, owner="MAFDensity.fit")
         n, D = X.shape
         if n < 2:
-            raise InsufficientDataError(f"MAFDensity.fit: need at least 2 rows to fit a flow, got {n}")
+            raise InsufficientDataError(
+                f"MAFDensity.fit: need at least 2 rows to fit a flow, got {n}"
+            )
         if D == 0:
             raise InsufficientDataError("MAFDensity.fit: the data has no feature columns")
         start = time.perf_counter()
@@ -226,7 +237,10 @@ class MAFDensity(Component):
             n_val = min(n - 1, max(1, round(self.validation_fraction * n)))
             perm = rng.permutation(n)
             val_idx, train_idx = perm[:n_val], perm[n_val:]
-            Z_train, Z_val = Z[torch.from_numpy(np.sort(train_idx))], Z[torch.from_numpy(np.sort(val_idx))]
+            Z_train, Z_val = (
+                Z[torch.from_numpy(np.sort(train_idx))],
+                Z[torch.from_numpy(np.sort(val_idx))],
+            )
         else:
             Z_train, Z_val = Z, Z
 
@@ -236,10 +250,17 @@ class MAFDensity(Component):
             model = _MAF(D, self.n_transforms, self.hidden, self.ordering, rng)
             # validation noise drawn once: the validation loss is comparable between epochs
             Z_val_noisy = Z_val + noise_z * torch.randn(Z_val.shape, generator=gen)
-            opt = torch.optim.Adam(model.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+            opt = torch.optim.Adam(
+                model.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay
+            )
             # halve the step size when the validation loss stalls for a third of the patience
-            sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=max(1, self.patience // 3),
-                                                               threshold=self.tol, threshold_mode="abs")
+            sched = torch.optim.lr_scheduler.ReduceLROnPlateau(
+                opt,
+                factor=0.5,
+                patience=max(1, self.patience // 3),
+                threshold=self.tol,
+                threshold_mode="abs",
+            )
             history: dict[str, list[float]] = {"train": [], "validation": []}
             best, best_epoch, best_state, wait, reference = math.inf, 0, None, 0, math.inf
             stopped_by = "max_epochs"
@@ -302,10 +323,14 @@ class MAFDensity(Component):
         out = np.empty(X.shape[0], dtype=np.float64)
         with torch_threads(self.n_threads or DEFAULT_THREADS), torch.inference_mode():
             for s in range(0, X.shape[0], batch_rows):
-                Z = torch.from_numpy(((X[s : s + batch_rows] - self._mean) / self._scale).astype(np.float32))
+                Z = torch.from_numpy(
+                    ((X[s : s + batch_rows] - self._mean) / self._scale).astype(np.float32)
+                )
                 u, log_det = self.model_(Z)
                 # the base log-density in float64: far-away rows have large u, u^2 must not overflow
                 u64 = u.double()
-                logp = -0.5 * (u64 * u64).sum(dim=1) - 0.5 * u.shape[1] * _LOG_2PI + log_det.double()
+                logp = (
+                    -0.5 * (u64 * u64).sum(dim=1) - 0.5 * u.shape[1] * _LOG_2PI + log_det.double()
+                )
                 out[s : s + batch_rows] = logp.numpy()
         return out + self._log_det_std

@@ -71,7 +71,13 @@ from privacy_gate.attacks.base import (
     check_scores,
     register_attack,
 )
-from privacy_gate.attacks.density import PRECISION_HELP, GaussianKDE, Precision, as_matrix, rows_per_chunk
+from privacy_gate.attacks.density import (
+    PRECISION_HELP,
+    GaussianKDE,
+    Precision,
+    as_matrix,
+    rows_per_chunk,
+)
 from privacy_gate.attacks.distance import k_nearest
 from privacy_gate.params import Field, Params, PositiveInt, PositiveNumber
 
@@ -80,7 +86,8 @@ DEFAULT_NEIGHBOURS = 200
 
 
 def silverman_bandwidth(n: int, d: int) -> float:
-    """Silverman's rule of thumb (scipy's ``gaussian_kde`` factor) for ``n`` rows in ``d`` dimensions.
+    """Silverman's rule of thumb (scipy's ``gaussian_kde`` factor) for ``n`` rows in ``d``
+    dimensions.
 
     >>> round(silverman_bandwidth(1000, 15), 4)
     0.6442
@@ -89,16 +96,26 @@ def silverman_bandwidth(n: int, d: int) -> float:
 
 
 class GenLRAParams(Params):
-    neighbours: PositiveInt = Field(DEFAULT_NEIGHBOURS, description="synthetic rows nearest the target whose log-likelihood ratios are summed (k)")
+    neighbours: PositiveInt = Field(
+        DEFAULT_NEIGHBOURS,
+        description="synthetic rows nearest the target whose log-likelihood ratios are summed (k)",
+    )
     bandwidth: Literal["silverman", "scott"] | PositiveNumber = Field(
-        "silverman", description="KDE bandwidth of the reference density: Silverman's or Scott's rule, or a positive number (standardised units)")
-    chunk_bytes: PositiveInt = Field(DEFAULT_CHUNK_BYTES, description="memory budget in bytes for the temporary distance matrices")
+        "silverman",
+        description="KDE bandwidth of the reference density: Silverman's or Scott's rule, or a "
+        "positive number (standardised units)",
+    )
+    chunk_bytes: PositiveInt = Field(
+        DEFAULT_CHUNK_BYTES,
+        description="memory budget in bytes for the temporary distance matrices",
+    )
     precision: Precision = Field("auto", description=PRECISION_HELP)
 
 
 @register_attack("gen_lra")
 class GenLRA(EncodedAttack):
-    """Gen-LRA: how much adding the target to the reference KDE raises the density at its nearest synthetic rows.
+    """Gen-LRA: how much adding the target to the reference KDE raises the density at its nearest
+    synthetic rows.
 
     Parameters
     ----------
@@ -134,16 +151,21 @@ class GenLRA(EncodedAttack):
         d = self.encoder_.n_effective_dims_
         n = len(X_ref)
         bandwidth = silverman_bandwidth(n, d) if self.bandwidth == "silverman" else self.bandwidth
-        kde = GaussianKDE(bandwidth=bandwidth, chunk_bytes=self.chunk_bytes, precision=self.precision)
+        kde = GaussianKDE(
+            bandwidth=bandwidth, chunk_bytes=self.chunk_bytes, precision=self.precision
+        )
         self.density_reference_ = kde.fit(X_ref, n_effective_dims=d)
-        # log p_R(s) = a_s - log n + log K_h(0): back to a_s, the log-sum of the unnormalised kernels
+        # log p_R(s) = a_s - log n + log K_h(0): back to a_s, the log-sum of the unnormalised
+        # kernels
         log_kernel_norm = -0.5 * X_ref.shape[1] * math.log(2.0 * math.pi * kde.bandwidth_**2)
         self.log_mass_synthetic_ = kde.score_samples(X_syn) + math.log(n) - log_kernel_norm
         self.synthetic_encoded_ = X_syn
         self.neighbours_ = min(self.neighbours, len(X_syn))
         if self.neighbours_ < self.neighbours:
-            notes.append(f"neighbours: the release has {len(X_syn)} rows, fewer than {self.neighbours}; "
-                         "every target is scored on all of them")
+            notes.append(
+                f"neighbours: the release has {len(X_syn)} rows, fewer than {self.neighbours}; "
+                "every target is scored on all of them"
+            )
         self.notes_ = notes
         return self
 
@@ -156,9 +178,14 @@ class GenLRA(EncodedAttack):
         # targets in blocks whose (block, k) neighbour arrays stay within the budget
         step = rows_per_chunk(8 * k, self.chunk_bytes)
         for start in range(0, len(X), step):
-            dist, idx = k_nearest(X[start:start + step], self.synthetic_encoded_, k, chunk_bytes=self.chunk_bytes,
-                                  exact=False)
+            dist, idx = k_nearest(
+                X[start : start + step],
+                self.synthetic_encoded_,
+                k,
+                chunk_bytes=self.chunk_bytes,
+                exact=False,
+            )
             a = self.log_mass_synthetic_[idx]
-            out[start:start + len(dist)] = (np.logaddexp(a, -inv_2h2 * dist**2) - a).sum(axis=1)
+            out[start : start + len(dist)] = (np.logaddexp(a, -inv_2h2 * dist**2) - a).sum(axis=1)
         scores = out - k * math.log1p(1.0 / n)
         return check_scores(scores, owner=f"attack '{self.name}'", n_targets=len(targets))

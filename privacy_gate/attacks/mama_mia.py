@@ -45,9 +45,9 @@ uses "mean" for the shadow and oracle variants and "log" for the generic one. Wh
 documented): the arithmetic mean is dominated by the few focal points whose reference cell is
 empty (ratio ~ P_syn / 1e-10), so it ignores the strongest sign of memorisation a generic attack
 can see — a target cell that is *absent* from the synthetic data. On verbatim copies (the toy of
-tests/attacks/test_attacks.py) the generic variant reaches AUC ~0.94 with "log" and ~0.77 with "mean";
-on marginal-generator output the two are within ~0.02 (mean slightly ahead, as the paper found),
-so the tailored variants keep the paper's rule.
+tests/attacks/test_attacks.py) the generic variant reaches AUC ~0.94 with "log" and ~0.77 with
+"mean"; on marginal-generator output the two are within ~0.02 (mean slightly ahead, as the paper
+found), so the tailored variants keep the paper's rule.
 
 Activation (paper, Appendix A-A): ``predict_proba`` maps the log scores of one batch of targets
 to sigmoid(c * (zscore(log score) - median)); with ``activation=True`` ``score`` returns these
@@ -94,7 +94,13 @@ from privacy_gate.params import (
 )
 
 #: tau(epsilon): keep focal points with w_F >= tau * max w, highest rung first
-TAU_RULE: tuple[tuple[float, float], ...] = ((1000.0, 0.85), (100.0, 0.8), (10.0, 0.7), (1.0, 0.6), (0.01, 0.5))
+TAU_RULE: tuple[tuple[float, float], ...] = (
+    (1000.0, 0.85),
+    (100.0, 0.8),
+    (10.0, 0.7),
+    (1.0, 0.6),
+    (0.01, 0.5),
+)
 VARIANTS = ("auto", "shadow", "oracle", "generic")
 AGGREGATIONS = ("auto", "mean", "log")
 #: marginals with more cells than this are compacted to the cells that occur (np.unique) first
@@ -103,7 +109,8 @@ _OWNER = "attack 'mama_mia'"
 
 
 def weight_threshold(epsilon: float) -> float:
-    """tau(epsilon): 0.5 for eps >= .01 (and below), 0.6 >= 1, 0.7 >= 10, 0.8 >= 100, 0.85 >= 1000."""
+    """tau(epsilon): 0.5 for eps >= .01 (and below), 0.6 >= 1, 0.7 >= 10, 0.8 >= 100, 0.85 >=
+    1000."""
     for bound, tau in TAU_RULE:
         if epsilon >= bound:
             return tau
@@ -118,15 +125,21 @@ def keep_focal_points(weights: Mapping[FocalPoint, float], tau: float) -> list[F
     return [f for f, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if w >= tau * top]
 
 
-def set_scores(record_scores: Iterable[float], entity_ids: Iterable[Any]) -> tuple[np.ndarray, np.ndarray]:
+def set_scores(
+    record_scores: Iterable[float], entity_ids: Iterable[Any]
+) -> tuple[np.ndarray, np.ndarray]:
     """Set (entity) membership: (sorted unique entity ids, mean record score per entity).
 
     The paper averages the per-record predictions of a set; pass log scores or activated
     probabilities, whichever the caller ranks by.
     """
-    scores = np.asarray(list(record_scores) if not isinstance(record_scores, np.ndarray) else record_scores,
-                        dtype=np.float64)
-    ids = pd.Series(list(entity_ids) if not isinstance(entity_ids, (pd.Series, np.ndarray)) else entity_ids)
+    scores = np.asarray(
+        list(record_scores) if not isinstance(record_scores, np.ndarray) else record_scores,
+        dtype=np.float64,
+    )
+    ids = pd.Series(
+        list(entity_ids) if not isinstance(entity_ids, (pd.Series, np.ndarray)) else entity_ids
+    )
     if len(ids) != scores.size:
         raise DataError(f"set_scores: {scores.size} record scores but {len(ids)} entity ids")
     if ids.isna().any():
@@ -149,7 +162,9 @@ def _keys(blocks: list[np.ndarray], dims: list[int]) -> tuple[list[np.ndarray], 
     if not dims:
         return [np.zeros(len(b), dtype=np.int64) for b in blocks], 1
     if math.prod(dims) <= _DENSE_MAX:
-        return [np.ravel_multi_index(tuple(b.T), dims).astype(np.int64) for b in blocks], math.prod(dims)
+        return [np.ravel_multi_index(tuple(b.T), dims).astype(np.int64) for b in blocks], math.prod(
+            dims
+        )
     _, inverse = np.unique(np.concatenate(blocks), axis=0, return_inverse=True)
     inverse = inverse.ravel().astype(np.int64)
     return np.split(inverse, np.cumsum([len(b) for b in blocks])[:-1]), int(inverse.max()) + 1
@@ -159,8 +174,15 @@ def _frequency(keys: np.ndarray, n_cells: int) -> np.ndarray:
     return np.bincount(keys, minlength=n_cells) / max(len(keys), 1)
 
 
-def focal_ratios(fp: FocalPoint, cols: list[int], syn: np.ndarray, ref: np.ndarray, tgt: np.ndarray,
-                 domain: list[int], floor: float) -> np.ndarray:
+def focal_ratios(
+    fp: FocalPoint,
+    cols: list[int],
+    syn: np.ndarray,
+    ref: np.ndarray,
+    tgt: np.ndarray,
+    domain: list[int],
+    floor: float,
+) -> np.ndarray:
     """P_syn(x_F) / P_ref(x_F) for every target row (each probability floored at ``floor``).
 
     syn, ref, tgt: (n, d) discretised codes; cols: the focal point's column positions in them.
@@ -169,7 +191,9 @@ def focal_ratios(fp: FocalPoint, cols: list[int], syn: np.ndarray, ref: np.ndarr
     if fp.kind == "conditional":  # P(child | parents) = P(child, parents) / P(parents), per table
         parents = cols[1:]
         (kj_syn, kj_ref, kj_tgt), n_joint = _keys([syn[:, cols], ref[:, cols], tgt[:, cols]], dims)
-        (kp_syn, kp_ref, kp_tgt), n_par = _keys([syn[:, parents], ref[:, parents], tgt[:, parents]], dims[1:])
+        (kp_syn, kp_ref, kp_tgt), n_par = _keys(
+            [syn[:, parents], ref[:, parents], tgt[:, parents]], dims[1:]
+        )
         cond = []
         for kj, kp in ((kj_syn, kp_syn), (kj_ref, kp_ref)):
             num = np.bincount(kj, minlength=n_joint)[kj_tgt]
@@ -212,7 +236,9 @@ def mutual_information_pairs(codes: np.ndarray, domain: list[int]) -> dict[tuple
     return out
 
 
-def informative_pairs(codes: np.ndarray, domain: list[int], n_pairs: int | None = None) -> list[tuple[int, int]]:
+def informative_pairs(
+    codes: np.ndarray, domain: list[int], n_pairs: int | None = None
+) -> list[tuple[int, int]]:
     """The generic variant's 2-way marginals: maximum-MI spanning tree (``n_pairs`` None) or the
     top ``n_pairs`` pairs by mutual information. Ties break by column order (deterministic)."""
     mi = mutual_information_pairs(codes, domain)
@@ -240,20 +266,45 @@ def informative_pairs(codes: np.ndarray, domain: list[int], n_pairs: int | None 
 
 
 def _is_marginal_generator(name: str | None) -> bool:
-    return name is not None and name in available_generators() and generator_capabilities(name).marginal
+    return (
+        name is not None
+        and name in available_generators()
+        and generator_capabilities(name).marginal
+    )
 
 
 class MamaMiaParams(Params):
-    n_shadow: PositiveInt = Field(50, description="shadow runs of the generator's focal-point selection")
-    variant: Literal["auto", "shadow", "oracle", "generic"] = Field("auto", description="shadow for marginal generators, generic otherwise (auto); oracle is evaluator-only")
-    tau: Fraction | None = Field(None, gt=0, description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the paper)")
-    n_generic: PositiveInt | None = Field(None, description="generic variant: top-k mutual-information pairs (None: the max-MI spanning tree)")
+    n_shadow: PositiveInt = Field(
+        50, description="shadow runs of the generator's focal-point selection"
+    )
+    variant: Literal["auto", "shadow", "oracle", "generic"] = Field(
+        "auto",
+        description="shadow for marginal generators, generic otherwise (auto); oracle is "
+        "evaluator-only",
+    )
+    tau: Fraction | None = Field(
+        None,
+        gt=0,
+        description="keep focal points with weight >= tau * max weight (None: tau(epsilon) of the "
+        "paper)",
+    )
+    n_generic: PositiveInt | None = Field(
+        None,
+        description="generic variant: top-k mutual-information pairs (None: the max-MI spanning "
+        "tree)",
+    )
     n_jobs: PositiveInt = Field(2, description="workers of the default shadow pool (1 = serial)")
-    activation: bool = Field(False, strict=True, description="score as sigmoid(c * (zscore(log score) - median))")
+    activation: bool = Field(
+        False, strict=True, description="score as sigmoid(c * (zscore(log score) - median))"
+    )
     activation_c: PositiveNumber = Field(1.0, description="slope c of the activation")
-    seed: Seed | None = Field(None, description="root seed of the shadow runs (None: fresh entropy)")
+    seed: Seed | None = Field(
+        None, description="root seed of the shadow runs (None: fresh entropy)"
+    )
     floor: OpenFraction = Field(1e-10, description="probability floor for cells unseen in the data")
-    aggregation: Literal["auto", "mean", "log"] = Field("auto", description="mean of ratios (paper), mean of log ratios, or auto")
+    aggregation: Literal["auto", "mean", "log"] = Field(
+        "auto", description="mean of ratios (paper), mean of log ratios, or auto"
+    )
 
 
 @register_attack("mama_mia")
@@ -298,13 +349,22 @@ class MamaMiaAttack(AttackBase):
     def _generator(self, threat: ThreatModel) -> Any:
         """The real run's generator with its settings, configured on the reference data."""
         try:
-            return shadow.build_generator(threat.generator, threat.generator_params, threat.spec, threat.reference)
+            return shadow.build_generator(
+                threat.generator, threat.generator_params, threat.spec, threat.reference
+            )
         except ConfigError as exc:
-            raise ConfigError(f"{_OWNER}: cannot rebuild generator '{threat.generator}' for shadow modelling: "
-                              f"{exc}") from None
+            raise ConfigError(
+                f"{_OWNER}: cannot rebuild generator '{threat.generator}' for shadow modelling: "
+                f"{exc}"
+            ) from None
 
-    def fit(self, threat: ThreatModel, *, oracle: OracleKnowledge | None = None,
-            mapper: shadow.Mapper | None = None) -> MamaMiaAttack:
+    def fit(
+        self,
+        threat: ThreatModel,
+        *,
+        oracle: OracleKnowledge | None = None,
+        mapper: shadow.Mapper | None = None,
+    ) -> MamaMiaAttack:
         """Learn the focal points and their weights, discretise synthetic and reference data.
 
         ``oracle``: evaluator-only knowledge, read by the oracle variant only; ``mapper``: how the
@@ -314,40 +374,70 @@ class MamaMiaAttack(AttackBase):
         self.shadow_seconds_ = 0.0
         self.epsilon_ = None
         if variant == "shadow":
-            missing = [what for what, absent in (("the generator name (threat.generator)", threat.generator is None),
-                                                  ("the training-set size (threat.n_train)", threat.n_train is None))
-                       if absent]
+            missing = [
+                what
+                for what, absent in (
+                    ("the generator name (threat.generator)", threat.generator is None),
+                    ("the training-set size (threat.n_train)", threat.n_train is None),
+                )
+                if absent
+            ]
             if missing:
-                raise ConfigError(f"MAMA-MIA needs black-box knowledge of the generator: {' and '.join(missing)} "
-                                  "missing from the threat model (shadow runs repeat the generator's selection "
-                                  "step with its settings on reference samples of the training-set size); use "
-                                  "variant='generic' for an attack without it")
+                raise ConfigError(
+                    f"MAMA-MIA needs black-box knowledge of the generator: {' and '.join(missing)} "
+                    "missing from the threat model (shadow runs repeat the generator's selection "
+                    "step with its settings on reference samples of the training-set size); use "
+                    "variant='generic' for an attack without it"
+                )
             if not _is_marginal_generator(threat.generator):
-                raise ConfigError(f"{_OWNER}: generator '{threat.generator}' has no focal-point selection step "
-                                  "(select_focal_points) to shadow; use variant='generic'")
+                raise ConfigError(
+                    f"{_OWNER}: generator '{threat.generator}' has no focal-point selection step "
+                    "(select_focal_points) to shadow; use variant='generic'"
+                )
             gen = self._generator(threat)
             self.epsilon_ = float(gen.privacy["epsilon"])
             if "epsilon" not in threat.generator_params:
-                notes.append(f"generator_params has no 'epsilon': shadow runs use the generator's default "
-                             f"epsilon {self.epsilon_:g}")
+                notes.append(
+                    f"generator_params has no 'epsilon': shadow runs use the generator's default "
+                    f"epsilon {self.epsilon_:g}"
+                )
             if threat.n_train > len(threat.reference):
-                notes.append(f"the reference data ({len(threat.reference)} rows) is smaller than the training set "
-                             f"({threat.n_train}): shadow samples are drawn with replacement")
+                notes.append(
+                    f"the reference data ({len(threat.reference)} rows) is smaller than the "
+                    "training set "
+                    f"({threat.n_train}): shadow samples are drawn with replacement"
+                )
             self.discretizer_ = gen.discretizer_
-            token = shadow.fingerprint(threat.generator, shadow.shadow_params(threat.generator_params),
-                                       threat.spec, threat.reference)
-            shadow.remember(token, gen)  # serial / in-thread shadow runs reuse this configured generator
+            token = shadow.fingerprint(
+                threat.generator,
+                shadow.shadow_params(threat.generator_params),
+                threat.spec,
+                threat.reference,
+            )
+            shadow.remember(
+                token, gen
+            )  # serial / in-thread shadow runs reuse this configured generator
             start = time.perf_counter()
             weights = shadow.focal_point_frequencies(
-                generator=threat.generator, generator_params=threat.generator_params, spec=threat.spec,
-                reference=threat.reference, n_train=int(threat.n_train), n_shadow=self.n_shadow, seed=self.seed,
-                mapper=mapper, n_jobs=self.n_jobs)
+                generator=threat.generator,
+                generator_params=threat.generator_params,
+                spec=threat.spec,
+                reference=threat.reference,
+                n_train=int(threat.n_train),
+                n_shadow=self.n_shadow,
+                seed=self.seed,
+                mapper=mapper,
+                n_jobs=self.n_jobs,
+            )
             self.shadow_seconds_ = time.perf_counter() - start
             tau = self.tau if self.tau is not None else weight_threshold(self.epsilon_)
         elif variant == "oracle":
             if oracle is None:
-                raise ConfigError(f"{_OWNER}: variant 'oracle' needs fit(..., oracle=OracleKnowledge(...)): the focal "
-                                  "points the real generator recorded, given by the evaluator")
+                raise ConfigError(
+                    f"{_OWNER}: variant 'oracle' needs fit(..., oracle=OracleKnowledge(...)): the "
+                    "focal "
+                    "points the real generator recorded, given by the evaluator"
+                )
             fps = oracle.focal_points
             if _is_marginal_generator(threat.generator):
                 gen = self._generator(threat)  # the generator's own bins (e.g. its n_bins)
@@ -356,8 +446,15 @@ class MamaMiaAttack(AttackBase):
             else:
                 self.discretizer_ = Discretizer(spec=threat.spec).fit(threat.reference)
             weights = {f: 1 for f in sorted(set(fps))}
-            tau = self.tau if self.tau is not None else (
-                weight_threshold(self.epsilon_) if self.epsilon_ is not None else TAU_RULE[-1][1])
+            tau = (
+                self.tau
+                if self.tau is not None
+                else (
+                    weight_threshold(self.epsilon_)
+                    if self.epsilon_ is not None
+                    else TAU_RULE[-1][1]
+                )
+            )
             notes.append("oracle: the real generator's focal points, weight 1 each")
         else:  # generic
             self.discretizer_ = Discretizer(spec=threat.spec).fit(threat.reference)
@@ -368,22 +465,40 @@ class MamaMiaAttack(AttackBase):
                 weights = {FocalPoint(kind="marginal", columns=(cols[0],)): 1}
             else:
                 pairs = informative_pairs(ref_codes, domain, self.n_generic)
-                weights = {FocalPoint(kind="marginal", columns=(cols[i], cols[j])): 1 for i, j in pairs}
+                weights = {
+                    FocalPoint(kind="marginal", columns=(cols[i], cols[j])): 1 for i, j in pairs
+                }
             tau = self.tau if self.tau is not None else TAU_RULE[-1][1]
-            how = "maximum-MI spanning tree" if self.n_generic is None else f"top {self.n_generic} MI pairs"
-            notes.append(f"generic: {len(weights)} 2-way marginals of the reference data ({how}), weight 1 each")
+            how = (
+                "maximum-MI spanning tree"
+                if self.n_generic is None
+                else f"top {self.n_generic} MI pairs"
+            )
+            notes.append(
+                f"generic: {len(weights)} 2-way marginals of the reference data ({how}), weight 1 "
+                "each"
+            )
             if threat.generator is not None:
-                notes.append(f"generator '{threat.generator}' has no focal points to shadow: generic variant")
+                notes.append(
+                    f"generator '{threat.generator}' has no focal points to shadow: generic variant"
+                )
 
-        unknown = sorted({c for f in weights for c in f.columns if c not in self.discretizer_.columns_})
+        unknown = sorted(
+            {c for f in weights for c in f.columns if c not in self.discretizer_.columns_}
+        )
         if unknown:
-            raise ConfigError(f"{_OWNER}: focal point column(s) {unknown} are not attribute columns of spec "
-                              f"'{threat.spec.name}'")
+            raise ConfigError(
+                f"{_OWNER}: focal point column(s) {unknown} are not attribute columns of spec "
+                f"'{threat.spec.name}'"
+            )
         if not weights:
             raise DataError(f"{_OWNER}: shadow modelling found no focal points")
         self.variant_ = variant
-        self.aggregation_ = self.aggregation if self.aggregation != "auto" else (
-            "log" if variant == "generic" else "mean")
+        self.aggregation_ = (
+            self.aggregation
+            if self.aggregation != "auto"
+            else ("log" if variant == "generic" else "mean")
+        )
         self.tau_ = float(tau)
         self.focal_weights_ = dict(weights)
         self.kept_focal_points_ = keep_focal_points(weights, self.tau_)
@@ -414,16 +529,20 @@ class MamaMiaAttack(AttackBase):
         out = np.empty((len(targets), len(self.kept_focal_points_)))
         for k, fp in enumerate(self.kept_focal_points_):
             cols = [self._positions[c] for c in fp.columns]
-            out[:, k] = focal_ratios(fp, cols, self._syn_codes, self._ref_codes, tgt, self._domain, self.floor)
+            out[:, k] = focal_ratios(
+                fp, cols, self._syn_codes, self._ref_codes, tgt, self._domain, self.floor
+            )
         return out
 
     def _aggregate_log(self, ratios: np.ndarray) -> np.ndarray:
-        """log of the aggregated ratio: mean -> log((1/|F*|) sum w r); log -> sum w log r / sum w."""
+        """log of the aggregated ratio: mean -> log((1/|F*|) sum w r); log -> sum w log r / sum
+        w."""
         w = np.array([self.focal_weights_[f] for f in self.kept_focal_points_], dtype=np.float64)
         if self.aggregation_ == "log":  # a cell query the target misses (r = 0) contributes nothing
             logs = np.log(np.where(ratios > 0, ratios, 1.0))
             return logs @ w / w.sum()
-        # a zero raw score only happens with cell queries that miss every target: smallest finite log
+        # a zero raw score only happens with cell queries that miss every target: smallest finite
+        # log
         return np.log(np.maximum(ratios @ w / len(w), np.finfo(np.float64).tiny))
 
     def raw_score(self, targets: pd.DataFrame) -> np.ndarray:
@@ -432,7 +551,9 @@ class MamaMiaAttack(AttackBase):
         the weighted geometric mean ``exp(sum w_F log ratio_F / sum w_F)``."""
         if getattr(self, "aggregation_", "mean") == "mean":
             ratios = self.focal_ratios(targets)
-            w = np.array([self.focal_weights_[f] for f in self.kept_focal_points_], dtype=np.float64)
+            w = np.array(
+                [self.focal_weights_[f] for f in self.kept_focal_points_], dtype=np.float64
+            )
             return ratios @ w / len(w)
         return np.exp(self._log_score(targets))
 

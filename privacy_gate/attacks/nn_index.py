@@ -41,8 +41,9 @@ RETRIEVE = 8
 _EPS32 = float(np.finfo(np.float32).eps)
 
 
-def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int,
-                    exact_search) -> tuple[np.ndarray, np.ndarray]:
+def indexed_nearest(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int, exact_search
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact Euclidean distance from each target to its nearest candidate, and that candidate's
     index, through a faiss flat index (see the module docstring). ``exact_search(targets,
     candidates)`` is the plain float64 search, used for the targets float32 cannot settle.
@@ -50,7 +51,8 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
     >>> rng = np.random.default_rng(0)
     >>> C = rng.normal(size=(500, 5)); T = np.vstack([C[:3], rng.normal(size=(20, 5))])
     >>> from privacy_gate.attacks.distance import _nearest_blas
-    >>> d, i = indexed_nearest(T, C, chunk_bytes=2**20, exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=2**20))
+    >>> exact = lambda t, c: _nearest_blas(t, c, chunk_bytes=2**20)
+    >>> d, i = indexed_nearest(T, C, chunk_bytes=2**20, exact_search=exact)
     >>> d0, _ = _nearest_blas(T, C, chunk_bytes=2**20)
     >>> bool(np.array_equal(d, d0)), d[:3].tolist(), i[:3].tolist()
     (True, [0.0, 0.0, 0.0], [0, 1, 2])
@@ -95,8 +97,12 @@ def indexed_nearest(targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes:
         d_redo, i_redo = exact_search(targets[redo], candidates)
         distances[redo], nearest[redo] = d_redo, i_redo
         if len(redo) > 0.05 * n_t:
-            _LOG.info("  nearest record (index): %s of %s targets had near-ties float32 could not separate; "
-                      "searched again exactly", f"{len(redo):,}", f"{n_t:,}")
+            _LOG.info(
+                "  nearest record (index): %s of %s targets had near-ties float32 could not "
+                "separate; searched again exactly",
+                f"{len(redo):,}",
+                f"{n_t:,}",
+            )
     return distances, nearest
 
 
@@ -110,7 +116,11 @@ def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
     n_c, dims = candidates.shape
     C = np.ascontiguousarray(candidates, dtype=np.float32)
     nlist = int(np.clip(4 * np.sqrt(n_c), 1, n_c // 39 or 1))
-    train = C if n_c <= 64 * nlist else C[np.sort(np.random.default_rng(seed).choice(n_c, 64 * nlist, replace=False))]
+    train = (
+        C
+        if n_c <= 64 * nlist
+        else C[np.sort(np.random.default_rng(seed).choice(n_c, 64 * nlist, replace=False))]
+    )
     kmeans = faiss.Kmeans(dims, nlist, niter=10, seed=int(seed), verbose=False)
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # k-means reductions in a fixed order: the same cells every run
@@ -122,8 +132,8 @@ def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
 
 
 #: candidate rows an inverted-file search reads per target, at most (``nprobe`` shrinks as the cells
-#: grow; :func:`probe_count`). With ``4 sqrt(n)`` cells a fixed ``nprobe`` reads ``4 nprobe sqrt(n) / 4``
-#: rows per target, so the search grew as ``n^1.5``. 1,536 rows leave 16 cells up to 147,000
+#: grow; :func:`probe_count`). With ``4 sqrt(n)`` cells a fixed ``nprobe`` reads ``4 nprobe sqrt(n)
+#: / 4`` rows per target, so the search grew as ``n^1.5``. 1,536 rows leave 16 cells up to 147,000
 #: candidates (full Adult and the 160,000-row benchmark keep their search); at 1,000,000 Adult-like
 #: rows (600,000 synthetic, 194 per cell) it probes 8 cells, and on 10,000 sampled pool records
 #: the nearest synthetic row was still the exact one for 97.7% (16 cells: 99.3%) and the nearest
@@ -133,7 +143,9 @@ PROBE_ROWS = 1_536
 PROBE_CELLS = 16
 
 
-def probe_count(n_candidates: int, n_cells: int, *, rows: int = PROBE_ROWS, most: int = PROBE_CELLS) -> int:
+def probe_count(
+    n_candidates: int, n_cells: int, *, rows: int = PROBE_ROWS, most: int = PROBE_CELLS
+) -> int:
     """Cells to search per target so that about ``rows`` candidate rows are read (between 1 and
     ``most``, and no more than there are cells).
 
@@ -147,7 +159,9 @@ def probe_count(n_candidates: int, n_cells: int, *, rows: int = PROBE_ROWS, most
 def _ivf(candidates: np.ndarray, cells: np.ndarray, quantizer):
     import faiss
 
-    index = faiss.IndexIVFFlat(quantizer, candidates.shape[1], len(cells))  # a filled quantizer: trained already
+    index = faiss.IndexIVFFlat(
+        quantizer, candidates.shape[1], len(cells)
+    )  # a filled quantizer: trained already
     index.add(candidates)
     return index
 
@@ -161,8 +175,14 @@ def _found_distances(T: np.ndarray, C: np.ndarray, found: np.ndarray) -> np.ndar
     return np.sort(d, axis=1)
 
 
-def approximate_nearest_many(targets: np.ndarray, searches: list[tuple[np.ndarray, int]], *, cells: np.ndarray,
-                             nprobe: int, batch: int = 65_536) -> list[np.ndarray]:
+def approximate_nearest_many(
+    targets: np.ndarray,
+    searches: list[tuple[np.ndarray, int]],
+    *,
+    cells: np.ndarray,
+    nprobe: int,
+    batch: int = 65_536,
+) -> list[np.ndarray]:
     """:func:`approximate_nearest` of the same ``targets`` in several candidate sets steered by the
     same ``cells``: ``searches`` is a list of ``(candidates, k)``, the answer a list of ``(n, k)``
     sorted distances. Which cells a target searches depends only on the target and the cells, so
@@ -182,16 +202,24 @@ def approximate_nearest_many(targets: np.ndarray, searches: list[tuple[np.ndarra
     out = [np.empty((targets.shape[0], k), dtype=np.float64) for _, k in searches]
     step = max(1, min(batch, (1 << 24) // max(1, max(k for _, k in searches) * dims)))
     for start in range(0, targets.shape[0], step):
-        T = np.ascontiguousarray(targets[start:start + step], dtype=np.float32)
+        T = np.ascontiguousarray(targets[start : start + step], dtype=np.float32)
         probe_d, probe_i = quantizer.search(T, nprobe)
         for C, index, (_, k), o in zip(sets, indexes, searches, out):
             _, found = index.search_preassigned(T, k, probe_i, probe_d)
-            o[start:start + len(T)] = _found_distances(T, C, found)
+            o[start : start + len(T)] = _found_distances(T, C, found)
     return out
 
 
-def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: int = 0, nprobe: int | None = None,
-                        batch: int = 65_536, k: int | None = None, cells: np.ndarray | None = None) -> np.ndarray:
+def approximate_nearest(
+    targets: np.ndarray,
+    candidates: np.ndarray,
+    *,
+    seed: int = 0,
+    nprobe: int | None = None,
+    batch: int = 65_536,
+    k: int | None = None,
+    cells: np.ndarray | None = None,
+) -> np.ndarray:
     """Distance from each target to a near (usually the nearest) candidate, from an inverted-file
     index (faiss ``IndexIVFFlat``: k-means cells, ``nprobe`` nearest cells searched — by default
     :func:`probe_count`'s, about ``PROBE_ROWS`` candidates per target), in float32.
@@ -227,8 +255,9 @@ def approximate_nearest(targets: np.ndarray, candidates: np.ndarray, *, seed: in
 IVF_FROM, IVF_CELLS, IVF_PROBE = 8_192, 64, 8
 
 
-def k_nearest_indices(targets: np.ndarray, candidates: np.ndarray, k: int, *, batch: int = 16_384,
-                      seed: int = 0) -> np.ndarray:
+def k_nearest_indices(
+    targets: np.ndarray, candidates: np.ndarray, k: int, *, batch: int = 16_384, seed: int = 0
+) -> np.ndarray:
     """Indices of the ``k`` nearest candidates of each target, nearest first, shape ``(n, k)``,
     from a faiss flat index (exact search in float32: which of two near-tied candidates comes first
     may differ from a float64 search), or above ``IVF_FROM`` candidates an inverted-file index
@@ -237,7 +266,8 @@ def k_nearest_indices(targets: np.ndarray, candidates: np.ndarray, k: int, *, ba
     neighbours' identity, not their distances (the disclosure evaluators' linkability and
     inference), where training and control targets go through the very same search.
 
-    >>> C = np.array([[0.0], [1.0], [5.0]]); k_nearest_indices(np.array([[0.9], [4.0]]), C, 2).tolist()
+    >>> C = np.array([[0.0], [1.0], [5.0]])
+    >>> k_nearest_indices(np.array([[0.9], [4.0]]), C, 2).tolist()
     [[1, 0], [2, 1]]
     """
     import faiss
@@ -264,13 +294,25 @@ def k_nearest_indices(targets: np.ndarray, candidates: np.ndarray, k: int, *, ba
     index.add(C)
     out = np.empty((targets.shape[0], k), dtype=np.int64)
     for start in range(0, targets.shape[0], batch):
-        T = np.ascontiguousarray(targets[start:start + batch] - center, dtype=np.float32)
+        T = np.ascontiguousarray(targets[start : start + batch] - center, dtype=np.float32)
         found = index.search(T, k)[1]
         if (found < 0).any():  # fewer than k candidates in the probed cells (tiny cells only)
             found = np.where(found < 0, found[:, :1], found)
-        out[start:start + batch] = found
+        out[start : start + batch] = found
     return out
 
 
-__all__ = ["IVF_CELLS", "IVF_FROM", "IVF_PROBE", "PROBE_CELLS", "PROBE_ROWS", "RETRIEVE", "approximate_nearest",
-           "approximate_nearest_many", "probe_count", "indexed_nearest", "ivf_cells", "k_nearest_indices"]
+__all__ = [
+    "IVF_CELLS",
+    "IVF_FROM",
+    "IVF_PROBE",
+    "PROBE_CELLS",
+    "PROBE_ROWS",
+    "RETRIEVE",
+    "approximate_nearest",
+    "approximate_nearest_many",
+    "probe_count",
+    "indexed_nearest",
+    "ivf_cells",
+    "k_nearest_indices",
+]

@@ -41,10 +41,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
-from privacy_gate.generators import create_generator  # importing the package registers every generator
+from privacy_gate.generators import (
+    create_generator,  # importing the package registers every generator
+)
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.spec import DatasetSpec
 
 Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 
@@ -71,7 +73,9 @@ class ShadowJob:
     token: str
 
 
-def fingerprint(generator: str, params: Mapping[str, Any], spec: DatasetSpec, reference: pd.DataFrame) -> str:
+def fingerprint(
+    generator: str, params: Mapping[str, Any], spec: DatasetSpec, reference: pd.DataFrame
+) -> str:
     """A stable hash of everything a configured shadow generator depends on."""
     h = hashlib.sha256()
     h.update(generator.encode())
@@ -87,15 +91,22 @@ def shadow_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k != "seed"}
 
 
-def build_generator(generator: str, params: Mapping[str, Any], spec: DatasetSpec, reference: pd.DataFrame) -> Any:
+def build_generator(
+    generator: str, params: Mapping[str, Any], spec: DatasetSpec, reference: pd.DataFrame
+) -> Any:
     """A generator with the given settings, configured on the reference data like the real run.
 
     Raises ConfigError when the generator is unknown, rejects the settings, or has no
     ``select_focal_points`` (no data-dependent selection step to shadow).
     """
     gen = create_generator(generator, **shadow_params(params))
-    if not callable(getattr(gen, "select_focal_points", None)) or not callable(getattr(gen, "configure", None)):
-        raise ConfigError(f"generator '{generator}' has no focal-point selection step (select_focal_points) to shadow")
+    if not callable(getattr(gen, "select_focal_points", None)) or not callable(
+        getattr(gen, "configure", None)
+    ):
+        raise ConfigError(
+            f"generator '{generator}' has no focal-point selection step (select_focal_points) to "
+            "shadow"
+        )
     return gen.configure(spec, reference=reference)
 
 
@@ -150,7 +161,7 @@ def serial_mapper(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
 
 def _chunks(items: list[Any], n: int) -> list[list[Any]]:
     size = max(1, math.ceil(len(items) / max(1, n)))
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def thread_mapper(n_jobs: int = 2) -> Mapper:
@@ -203,19 +214,30 @@ def default_mapper(n_jobs: int) -> Mapper:
 # --------------------------------------------------------------------------- frequencies
 
 
-def make_jobs(*, generator: str, generator_params: Mapping[str, Any], spec: DatasetSpec, reference: pd.DataFrame,
-              n_train: int, n_shadow: int, seed: int | np.random.SeedSequence | None,
-              token: str | None = None) -> list[ShadowJob]:
+def make_jobs(
+    *,
+    generator: str,
+    generator_params: Mapping[str, Any],
+    spec: DatasetSpec,
+    reference: pd.DataFrame,
+    n_train: int,
+    n_shadow: int,
+    seed: int | np.random.SeedSequence | None,
+    token: str | None = None,
+) -> list[ShadowJob]:
     """The ``n_shadow`` independent jobs (child seed sequences of ``seed``)."""
     params = shadow_params(generator_params)
     token = token or fingerprint(generator, params, spec, reference)
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return [ShadowJob(generator, params, spec, reference, int(n_train), child, i, token)
-            for i, child in enumerate(root.spawn(n_shadow))]
+    return [
+        ShadowJob(generator, params, spec, reference, int(n_train), child, i, token)
+        for i, child in enumerate(root.spawn(n_shadow))
+    ]
 
 
 def count_focal_points(results: Iterable[Iterable[FocalPoint]]) -> dict[FocalPoint, int]:
-    """How many runs chose each focal point (a run counts a focal point once), most frequent first."""
+    """How many runs chose each focal point (a run counts a focal point once), most frequent
+    first."""
     counts: Counter[FocalPoint] = Counter()
     for chosen in results:
         counts.update(set(chosen))
@@ -228,10 +250,18 @@ def _check_int(name: str, value: Any, low: int) -> int:
     return int(value)
 
 
-def focal_point_frequencies(*, generator: str, generator_params: Mapping[str, Any], spec: DatasetSpec,
-                            reference: pd.DataFrame, n_train: int, n_shadow: int = 50,
-                            seed: int | np.random.SeedSequence | None, mapper: Mapper | None = None,
-                            n_jobs: int = 2) -> dict[FocalPoint, int]:
+def focal_point_frequencies(
+    *,
+    generator: str,
+    generator_params: Mapping[str, Any],
+    spec: DatasetSpec,
+    reference: pd.DataFrame,
+    n_train: int,
+    n_shadow: int = 50,
+    seed: int | np.random.SeedSequence | None,
+    mapper: Mapper | None = None,
+    n_jobs: int = 2,
+) -> dict[FocalPoint, int]:
     """Run ``n_shadow`` shadow runs and count how often each focal point is chosen.
 
     generator, generator_params: the real run's generator name and settings ('seed' is dropped).
@@ -245,8 +275,15 @@ def focal_point_frequencies(*, generator: str, generator_params: Mapping[str, An
     n_train = _check_int("n_train", n_train, 1)
     n_shadow = _check_int("n_shadow", n_shadow, 1)
     n_jobs = _check_int("n_jobs", n_jobs, 1)
-    jobs = make_jobs(generator=generator, generator_params=generator_params, spec=spec, reference=reference,
-                     n_train=n_train, n_shadow=n_shadow, seed=seed)
+    jobs = make_jobs(
+        generator=generator,
+        generator_params=generator_params,
+        spec=spec,
+        reference=reference,
+        n_train=n_train,
+        n_shadow=n_shadow,
+        seed=seed,
+    )
     # fail fast (and configure once here) on bad settings, before any worker starts; the configured
     # generator goes into this thread's cache, where serial mappers reuse it (and forked workers
     # inherit it)

@@ -15,13 +15,15 @@ Expectations, SDV, torch, scikit-learn) are imported inside the commands that ne
 
 from __future__ import annotations
 
-# the command modules register their commands on ``app`` when imported, in the order ``--help`` lists
-# them: run and gate, then the review, operations, studies and inspection commands
-from privacy_gate.cli import gating  # noqa: F401, I001
-from privacy_gate.cli import review  # noqa: F401
-from privacy_gate.cli import operations  # noqa: F401
-from privacy_gate.cli import studies  # noqa: F401
-from privacy_gate.cli import inspection  # noqa: F401
+# the command modules register their commands on ``app`` when imported, in the order ``--help``
+# lists them: run and gate, then the review, operations, studies and inspection commands
+from privacy_gate.cli import (
+    gating,  # noqa: F401
+    inspection,  # noqa: F401
+    operations,  # noqa: F401
+    review,  # noqa: F401
+    studies,  # noqa: F401
+)
 from privacy_gate.cli.common import app
 
 __all__ = ["app", "main"]

@@ -33,10 +33,18 @@ def load_release(config: Path, check: Any = None) -> Any:
     return cfg
 
 
-def preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_setting: str = "--publish-to",
-              split_files: dict[str, Path] | None = None, spec: Any = None, limits: Any = None) -> None:
+def preflight(
+    *,
+    workdir: Path | None = None,
+    publish_to: Any = None,
+    publish_setting: str = "--publish-to",
+    split_files: dict[str, Path] | None = None,
+    spec: Any = None,
+    limits: Any = None,
+) -> None:
     """Folders the run writes and split files it compares (read within the run's input ``limits``),
-    checked before it starts (exit 2, one line naming the path) rather than as a BLOCK minutes later."""
+    checked before it starts (exit 2, one line naming the path) rather than as a BLOCK minutes
+    later."""
     from privacy_gate.errors import ConfigError
     from privacy_gate.label_key import LabelKey
     from privacy_gate.names import LABEL_KEY_FILE
@@ -45,7 +53,8 @@ def preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_se
     try:
         require_writable_dir(workdir, setting="--workdir")
         if workdir is not None and (Path(workdir) / LABEL_KEY_FILE).exists():
-            # a label key others may read, or a damaged one: refused now, not as a BLOCK after the run
+            # a label key others may read, or a damaged one: refused now, not as a BLOCK after the
+            # run
             LabelKey.for_workdir(workdir, create=False)
         require_writable_dir(publish_to, setting=publish_setting)
         if split_files is not None:
@@ -56,11 +65,18 @@ def preflight(*, workdir: Path | None = None, publish_to: Any = None, publish_se
 
 def check_dataset_inputs(cfg: Any, config: Path) -> None:
     """A release config's data files (dataset.path, dataset.reference_path): ``check_inputs``."""
-    check_inputs({"dataset.path": cfg.dataset.path, "dataset.reference_path": cfg.dataset.reference_path},
-                 cfg.dataset.spec, cfg.inputs, where=f"in {config}", spec_source=f"{config}: dataset.spec")
+    check_inputs(
+        {"dataset.path": cfg.dataset.path, "dataset.reference_path": cfg.dataset.reference_path},
+        cfg.dataset.spec,
+        cfg.inputs,
+        where=f"in {config}",
+        spec_source=f"{config}: dataset.spec",
+    )
 
 
-def check_inputs(files: dict[str, Any], spec: Any, limits: Any, *, where: str, spec_source: str) -> None:
+def check_inputs(
+    files: dict[str, Any], spec: Any, limits: Any, *, where: str, spec_source: str
+) -> None:
     """Data files against the spec's columns and the input budgets (size, width, longest field),
     from their headers and sizes, before anything runs: exit 2, one line naming every file with a
     problem, every missing and extra column, or the figure and the setting to change."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -34,14 +34,16 @@ Exit codes (each command's --help lists its own):
   review, reject {EXIT_APPROVE} done
   doctor         {EXIT_APPROVE} clean, 1 something found (or left after --fix)
   audit-dp       {EXIT_APPROVE} no violation shown, {EXIT_BLOCK} the bound exceeds the claim, 1 failed
-  every command  {EXIT_USAGE} refused: usage, config or input problem, store unreachable"""
+  every command  {EXIT_USAGE} refused: usage, config or input problem, store unreachable"""  # noqa: E501 - a table printed as written (\b)
 
 
 def exit_codes(*rows: tuple[int | str, str]) -> str:
     """An "Exit codes" help paragraph of ``(code, meaning)`` rows, always ending with the
     refusal (2) every command can return."""
     lines = [f"  {code}  {meaning}" for code, meaning in rows]
-    lines.append(f"  {EXIT_USAGE}  refused: usage, config or input problem, or the store did not answer")
+    lines.append(
+        f"  {EXIT_USAGE}  refused: usage, config or input problem, or the store did not answer"
+    )
     return "\b\nExit codes:\n" + "\n".join(lines)
 
 
@@ -60,38 +62,71 @@ def _print_version(value: bool) -> None:
 # rich_markup_mode=None: click's own help formatter, which reflows each paragraph to the terminal
 # (rich kept the docstrings' line breaks inside its narrower box) and shows plain flags without a
 # "<bool>" type. No locals in tracebacks: a frame's locals may hold records of the real data.
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  pretty_exceptions_show_locals=False, epilog=ROOT_EXIT_CODES,
-                  help="privacy-gate: a release gate for synthetic tabular data. It attacks a synthetic "
-                       "release with membership-inference attacks and approves, sends to review, or blocks "
-                       "its publication.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,
+    epilog=ROOT_EXIT_CODES,
+    help="privacy-gate: a release gate for synthetic tabular data. It attacks a synthetic "
+    "release with membership-inference attacks and approves, sends to review, or blocks "
+    "its publication.",
+)
 
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", "-V", callback=_print_version, is_eager=True,
-                                          help="Print the installed version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
+    ] = False,
 ) -> None:
     """privacy-gate: a release gate for synthetic tabular data."""
 
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the verdict JSON as the last line of stdout.")]
-OrchestratorOpt = Annotated[str, typer.Option(
-    "--orchestrator", help="prefect: run as a Prefect flow; local: the same pipeline in this process (no Prefect "
-                           "server); auto (default): prefect when a Prefect API is configured (PREFECT_API_URL) "
-                           "or the config needs it (review.mode pause, runner.kind dask), else local.")]
-WorkdirOpt = Annotated[Path, typer.Option("--workdir", help="MLflow store, quarantine and published files.")]
-TrackingOpt = Annotated[Optional[str], typer.Option("--tracking-uri",
-                        help="MLflow store of the run (default: MLFLOW_TRACKING_URI, else the sqlite store "
-                             "in WORKDIR).")]
-ReviewerOpt = Annotated[str, typer.Option("--reviewer", help="Who decides (recorded with the decision).")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the verdict JSON as the last line of stdout.")
+]
+OrchestratorOpt = Annotated[
+    str,
+    typer.Option(
+        "--orchestrator",
+        help="prefect: run as a Prefect flow; local: the same pipeline in this process (no Prefect "
+        "server); auto (default): prefect when a Prefect API is configured (PREFECT_API_URL) "
+        "or the config needs it (review.mode pause, runner.kind dask), else local.",
+    ),
+]
+WorkdirOpt = Annotated[
+    Path, typer.Option("--workdir", help="MLflow store, quarantine and published files.")
+]
+TrackingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tracking-uri",
+        help="MLflow store of the run (default: MLFLOW_TRACKING_URI, else the sqlite store "
+        "in WORKDIR).",
+    ),
+]
+ReviewerOpt = Annotated[
+    str, typer.Option("--reviewer", help="Who decides (recorded with the decision).")
+]
 CommentOpt = Annotated[str, typer.Option("--comment", help="Why (recorded with the decision).")]
 
 
 def quiet_env() -> None:
-    for key, value in (("MLFLOW_DISABLE_TELEMETRY", "true"), ("DO_NOT_TRACK", "true"),
-                       ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"), ("GX_ANALYTICS_ENABLED", "false"),
-                       ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")):
+    for key, value in (
+        ("MLFLOW_DISABLE_TELEMETRY", "true"),
+        ("DO_NOT_TRACK", "true"),
+        ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+        ("GX_ANALYTICS_ENABLED", "false"),
+        ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"),
+    ):
         os.environ.setdefault(key, value)
 
 
@@ -118,7 +153,8 @@ def usage_error(message: str) -> None:
 
 def probe_tracking(uri: str, source: str) -> str:
     """The MLflow store every command talks to, probed first: an unreachable server is one line
-    naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of retries)."""
+    naming the URI and where it came from, exit 2, within seconds (not MLflow's minutes of
+    retries)."""
     from privacy_gate.errors import ConfigError
     from privacy_gate.tracking.uri import check_reachable
 
@@ -143,7 +179,10 @@ def use_prefect(orchestrator: str, *, needs_prefect: bool = False) -> bool:
         usage_error(f"--orchestrator must be auto, prefect or local, got {orchestrator!r}")
     if orchestrator != "auto":
         if orchestrator == "local" and needs_prefect:
-            usage_error("--orchestrator local: the config needs Prefect (review.mode pause or runner.kind dask)")
+            usage_error(
+                "--orchestrator local: the config needs Prefect (review.mode pause or runner.kind "
+                "dask)"
+            )
         return orchestrator == "prefect"
     if needs_prefect or os.environ.get("PREFECT_API_URL"):
         return True
@@ -161,7 +200,9 @@ def cli_logger():
     class StderrHandler(logging.StreamHandler):  # whatever sys.stderr is now (test runners swap it)
         stream = property(lambda self: sys.stderr, lambda self, value: None)
 
-    class OneLine(logging.Formatter):  # a progress line naming a group or a column holds data: one line
+    class OneLine(
+        logging.Formatter
+    ):  # a progress line naming a group or a column holds data: one line
         def formatMessage(self, record: logging.LogRecord) -> str:
             record.message = console_line(record.message)
             return super().formatMessage(record)
@@ -185,7 +226,9 @@ def store_uri(workdir: Path, uri: str | None) -> str:
 
     uri, source = tracking_source(None, workdir, option=uri)
     if source == SOURCE_WORKDIR and not (Path(workdir) / SQLITE_FILE).is_file():
-        usage_error(f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the workdir "
-                    "the gate ran in, or --tracking-uri")
+        usage_error(
+            f"--workdir {workdir}: no MLflow store there ({SQLITE_FILE} not found); pass the "
+            "workdir "
+            "the gate ran in, or --tracking-uri"
+        )
     return probe_tracking(uri, source)
-

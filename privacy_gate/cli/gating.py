@@ -6,16 +6,35 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from privacy_gate.cli.checks import (check_components, check_dataset_inputs, check_inputs, load_release, preflight,
-                                     require_files)
-from privacy_gate.cli.common import (VERDICT_EXIT_CODES, JsonOpt, OrchestratorOpt, WorkdirOpt, app, cli_logger,
-                                     probe_tracking, quiet_env, reconcile, say, show, usage_error, use_prefect)
+from privacy_gate.cli.checks import (
+    check_components,
+    check_dataset_inputs,
+    check_inputs,
+    load_release,
+    preflight,
+    require_files,
+)
+from privacy_gate.cli.common import (
+    VERDICT_EXIT_CODES,
+    JsonOpt,
+    OrchestratorOpt,
+    WorkdirOpt,
+    app,
+    cli_logger,
+    probe_tracking,
+    quiet_env,
+    reconcile,
+    say,
+    show,
+    usage_error,
+    use_prefect,
+)
 
 if TYPE_CHECKING:  # heavy: imported when a command runs
     from privacy_gate.pipeline.result import RunOutcome
@@ -31,13 +50,17 @@ def report_file(result: RunOutcome) -> str | None:
         from privacy_gate.names import ART_REPORT
         from privacy_gate.tracking import Tracker
 
-        found = Tracker(uri=result.tracking_uri, experiment=None).artifact_file(result.run_id, ART_REPORT)
+        found = Tracker(uri=result.tracking_uri, experiment=None).artifact_file(
+            result.run_id, ART_REPORT
+        )
     except Exception:  # noqa: BLE001 - the line falls back to naming the artifact
         return None
     return str(found) if found else None
 
 
-def report_outcome(result: RunOutcome | None, *, as_json: bool, workdir: Path, error: str | None = None) -> None:
+def report_outcome(
+    result: RunOutcome | None, *, as_json: bool, workdir: Path, error: str | None = None
+) -> None:
     """The verdict, where the release went and what to do next (the complete commands, pointed at
     ``workdir``); exit with the verdict's code."""
     from privacy_gate.gate.verdict import Verdict
@@ -47,7 +70,10 @@ def report_outcome(result: RunOutcome | None, *, as_json: bool, workdir: Path, e
     out = sys.stderr if as_json else sys.stdout
     show("\n" + verdict_console(verdict), file=out)
     if result:
-        show(run_outcome_console(result, workdir=str(workdir), report_file=report_file(result)), file=out)
+        show(
+            run_outcome_console(result, workdir=str(workdir), report_file=report_file(result)),
+            file=out,
+        )
     if as_json:
         sys.stdout.flush()
         show(json.dumps(verdict.summary(), default=str))
@@ -63,13 +89,20 @@ def run_flow(start: Callable[[], RunOutcome], *, as_json: bool, workdir: Path) -
         from privacy_gate.errors import safe_reason
 
         reason = safe_reason(exc) or f"unexpected {type(exc).__name__}"
-        report_outcome(None, as_json=as_json, workdir=workdir, error=f"gate did not complete: {reason}")
+        report_outcome(
+            None, as_json=as_json, workdir=workdir, error=f"gate did not complete: {reason}"
+        )
     report_outcome(result, as_json=as_json, workdir=workdir)
 
 
-@app.command(epilog=VERDICT_EXIT_CODES, short_help="Train, sample, attack, decide and publish a release.")
+@app.command(
+    epilog=VERDICT_EXIT_CODES, short_help="Train, sample, attack, decide and publish a release."
+)
 def run(
-    config: Annotated[Path, typer.Argument(metavar="CONFIG", help="Release config YAML (see examples/adult.yaml).")],
+    config: Annotated[
+        Path,
+        typer.Argument(metavar="CONFIG", help="Release config YAML (see examples/adult.yaml)."),
+    ],
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
@@ -88,50 +121,95 @@ def run(
     cfg = load_release(config, check)
     from privacy_gate.publication.objectstore import is_s3
 
-    require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
-                                        ("dataset.reference_path", cfg.dataset.reference_path)) if not is_s3(v)})
+    require_files(
+        **{
+            k: v
+            for k, v in (
+                ("dataset.path", cfg.dataset.path),
+                ("dataset.reference_path", cfg.dataset.reference_path),
+            )
+            if not is_s3(v)
+        }
+    )
     check_dataset_inputs(cfg, config)
-    preflight(workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target")
+    preflight(
+        workdir=workdir, publish_to=cfg.publish.target, publish_setting=f"{config}: publish.target"
+    )
     from privacy_gate.tracking.uri import SOURCE_CONFIG, tracking_source
 
     tracking_uri, source = tracking_source(cfg.tracking.uri, workdir)
     probe_tracking(tracking_uri, f"{SOURCE_CONFIG} {config}" if source == SOURCE_CONFIG else source)
     reconcile(tracking_uri, cfg.dataset.spec.name, cfg.tracking.experiment)
-    if not use_prefect(orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"):
+    if not use_prefect(
+        orchestrator, needs_prefect=cfg.review.mode == "pause" or cfg.runner.kind == "dask"
+    ):
         from privacy_gate.pipeline.executor import LocalExecutor
         from privacy_gate.runs.remediation import remediated_release_run
         from privacy_gate.runs.retrying import run_with_retries
 
         logger = cli_logger()
         with LocalExecutor(max_workers=cfg.runner.workers) as executor:
-            run_flow(lambda: run_with_retries(
-                retries=cfg.retries, logger=logger, dataset=cfg.dataset.spec.name, tracking_uri=tracking_uri,
-                attempt=lambda: remediated_release_run(cfg, workdir=workdir, executor=executor, logger=logger)),
-                as_json=as_json, workdir=workdir)
+            run_flow(
+                lambda: run_with_retries(
+                    retries=cfg.retries,
+                    logger=logger,
+                    dataset=cfg.dataset.spec.name,
+                    tracking_uri=tracking_uri,
+                    attempt=lambda: remediated_release_run(
+                        cfg, workdir=workdir, executor=executor, logger=logger
+                    ),
+                ),
+                as_json=as_json,
+                workdir=workdir,
+            )
     from privacy_gate.flows import release_flow, task_runner_for
 
     try:
         flow_fn = release_flow.with_options(task_runner=task_runner_for(cfg.runner))
     except ConfigError as exc:
         usage_error(f"{config}: {exc}")
-    run_flow(lambda: flow_fn(config_path=str(config), workdir=str(workdir)), as_json=as_json, workdir=workdir)
+    run_flow(
+        lambda: flow_fn(config_path=str(config), workdir=str(workdir)),
+        as_json=as_json,
+        workdir=workdir,
+    )
 
 
-@app.command(epilog=VERDICT_EXIT_CODES, short_help="Judge synthetic data produced elsewhere (gate only).")
+@app.command(
+    epilog=VERDICT_EXIT_CODES, short_help="Judge synthetic data produced elsewhere (gate only)."
+)
 def gate(
-    train: Annotated[Path, typer.Option(help="Training data the synthetic data was made from (CSV/Parquet).")],
-    holdout: Annotated[Path, typer.Option(help="Real records NOT used for training (non-member targets).")],
-    reference: Annotated[Path, typer.Option(help="Real records the attacker may know (auxiliary data).")],
+    train: Annotated[
+        Path, typer.Option(help="Training data the synthetic data was made from (CSV/Parquet).")
+    ],
+    holdout: Annotated[
+        Path, typer.Option(help="Real records NOT used for training (non-member targets).")
+    ],
+    reference: Annotated[
+        Path, typer.Option(help="Real records the attacker may know (auxiliary data).")
+    ],
     synthetic: Annotated[Path, typer.Option(help="The candidate synthetic release.")],
-    spec: Annotated[Path, typer.Option(help="Dataset spec YAML (or a release config holding one).")],
-    rules: Annotated[Optional[Path], typer.Option(help="Gate rules YAML (default rules if omitted).")] = None,
-    config: Annotated[Optional[Path], typer.Option(
-        help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure sections of a release "
-             "config. Small tables: the floors are targets.min_per_class (100) and disclosure.min_control (200). "
-             "Input budgets: the inputs section (max_file_bytes, max_columns, max_field_bytes).")] = None,
-    # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder 's3:/bucket'
-    publish_to: Annotated[Optional[str], typer.Option(
-        help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
+    spec: Annotated[
+        Path, typer.Option(help="Dataset spec YAML (or a release config holding one).")
+    ],
+    rules: Annotated[
+        Path | None, typer.Option(help="Gate rules YAML (default rules if omitted).")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML with the targets / attacks / gate / audit / mace / exposure / disclosure "
+            "sections of a release config. Small tables: the floors are targets.min_per_class "
+            "(100) and disclosure.min_control (200). Input budgets: the inputs section "
+            "(max_file_bytes, max_columns, max_field_bytes)."
+        ),
+    ] = None,
+    # a string, not a Path: a Path collapses the '//' of s3://bucket/prefix into a local folder
+    # 's3:/bucket'
+    publish_to: Annotated[
+        str | None,
+        typer.Option(help="Publication folder or s3://bucket/prefix (default WORKDIR/published)."),
+    ] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
@@ -147,17 +225,26 @@ def gate(
     records) are refused: a BLOCK naming the setting.
     """
     quiet_env()
-    require_files(train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=spec, rules=rules,
-                  config=config)
+    require_files(
+        train=train,
+        holdout=holdout,
+        reference=reference,
+        synthetic=synthetic,
+        spec=spec,
+        rules=rules,
+        config=config,
+    )
     from privacy_gate.config import InputLimits, load_judging, load_spec
     from privacy_gate.errors import ConfigError
 
     if rules and config:
-        usage_error("--rules and --config both set the rules; put them in the --config file's gate section")
+        usage_error(
+            "--rules and --config both set the rules; put them in the --config file's gate section"
+        )
     try:
         spec_model = load_spec(spec)
-        # --rules and --config: one loader, one validation (a rule naming an attack that does not run
-        # is refused here, naming the file and the rule, whichever option brought it)
+        # --rules and --config: one loader, one validation (a rule naming an attack that does not
+        # run is refused here, naming the file and the rule, whichever option brought it)
         judging = load_judging(rules=rules, config=config)
         if judging is not None:
             judging.check_against(spec_model, str(rules or config))
@@ -169,30 +256,67 @@ def gate(
 
         ignored = ignored_sections(config)
         if ignored:
-            say(f"note: {config}: section(s) {', '.join(ignored)} are not read by a gate-only run (they configure "
-                "privacy-gate run); the judging sections are", err=True)
+            say(
+                f"note: {config}: section(s) {', '.join(ignored)} are not read by a gate-only run "
+                "(they configure "
+                "privacy-gate run); the judging sections are",
+                err=True,
+            )
     limits = judging.inputs if judging is not None else InputLimits()
-    check_inputs({"--train": train, "--holdout": holdout, "--reference": reference, "--synthetic": synthetic},
-                 spec_model, limits,
-                 where=f"in the --config file {config}" if config else "in a --config file (section inputs)",
-                 spec_source=f"--spec {spec}")
-    preflight(workdir=workdir, publish_to=publish_to,
-              split_files={"train": train, "holdout": holdout, "reference": reference}, spec=spec_model,
-              limits=limits)
+    check_inputs(
+        {
+            "--train": train,
+            "--holdout": holdout,
+            "--reference": reference,
+            "--synthetic": synthetic,
+        },
+        spec_model,
+        limits,
+        where=f"in the --config file {config}" if config else "in a --config file (section inputs)",
+        spec_source=f"--spec {spec}",
+    )
+    preflight(
+        workdir=workdir,
+        publish_to=publish_to,
+        split_files={"train": train, "holdout": holdout, "reference": reference},
+        spec=spec_model,
+        limits=limits,
+    )
     from privacy_gate.tracking.uri import tracking_source
 
     reconcile(probe_tracking(*tracking_source(None, workdir)), spec_model.name, None)
     if not use_prefect(orchestrator):
         from privacy_gate.runs.release import gate_only_run
 
-        run_flow(lambda: gate_only_run(train=str(train), holdout=str(holdout), reference=str(reference),
-                                       synthetic=str(synthetic), spec=spec_model, judging=judging, workdir=workdir,
-                                       publish_to=publish_to or None, logger=cli_logger()),
-                 as_json=as_json, workdir=workdir)
+        run_flow(
+            lambda: gate_only_run(
+                train=str(train),
+                holdout=str(holdout),
+                reference=str(reference),
+                synthetic=str(synthetic),
+                spec=spec_model,
+                judging=judging,
+                workdir=workdir,
+                publish_to=publish_to or None,
+                logger=cli_logger(),
+            ),
+            as_json=as_json,
+            workdir=workdir,
+        )
     from privacy_gate.flows import gate_flow
 
-    run_flow(lambda: gate_flow(train=str(train), holdout=str(holdout), reference=str(reference),
-                               synthetic=str(synthetic), spec_path=str(spec), rules_path=str(rules) if rules else None,
-                               config_path=str(config) if config else None, workdir=str(workdir),
-                               publish_to=publish_to or None),
-             as_json=as_json, workdir=workdir)
+    run_flow(
+        lambda: gate_flow(
+            train=str(train),
+            holdout=str(holdout),
+            reference=str(reference),
+            synthetic=str(synthetic),
+            spec_path=str(spec),
+            rules_path=str(rules) if rules else None,
+            config_path=str(config) if config else None,
+            workdir=str(workdir),
+            publish_to=publish_to or None,
+        ),
+        as_json=as_json,
+        workdir=workdir,
+    )

@@ -12,13 +12,25 @@ from privacy_gate.cli.checks import require_files
 from privacy_gate.cli.common import app, exit_codes, usage_error
 
 
-@app.command("check-config", epilog=exit_codes((0, "the config is valid: its effective gate is printed")),
-             short_help="The effective gate of a config: budget, tests, rules.")
+@app.command(
+    "check-config",
+    epilog=exit_codes((0, "the config is valid: its effective gate is printed")),
+    short_help="The effective gate of a config: budget, tests, rules.",
+)
 def check_config(
-    config: Annotated[Path, typer.Argument(metavar="CONFIG", help="A release config or a gate-only config (YAML).")],
+    config: Annotated[
+        Path,
+        typer.Argument(metavar="CONFIG", help="A release config or a gate-only config (YAML)."),
+    ],
 ) -> None:
-    """The effective gate of a config: error budget, each test's level, every rule, and what is off."""
-    from privacy_gate.config import active_rules, budget_tests, load_gate_only_config, protections_off
+    """The effective gate of a config: error budget, each test's level, every rule, and what is
+    off."""
+    from privacy_gate.config import (
+        active_rules,
+        budget_tests,
+        load_gate_only_config,
+        protections_off,
+    )
     from privacy_gate.errors import ConfigError
     from privacy_gate.gate.budget import describe_gate
 
@@ -28,12 +40,19 @@ def check_config(
     except ConfigError as exc:
         usage_error(str(exc) if str(exc).startswith(str(config)) else f"{config}: {exc}")
     off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)
-    typer.echo(describe_gate(cfg.gate, tests=budget_tests(off), disabled=off, rules=active_rules(cfg.gate, off)),
-               nl=False)
+    typer.echo(
+        describe_gate(
+            cfg.gate, tests=budget_tests(off), disabled=off, rules=active_rules(cfg.gate, off)
+        ),
+        nl=False,
+    )
 
 
-@app.command("list", epilog=exit_codes((0, "listed")),
-             short_help="Every registered attack or generator and its parameters.")
+@app.command(
+    "list",
+    epilog=exit_codes((0, "listed")),
+    short_help="Every registered attack or generator and its parameters.",
+)
 def list_components(
     kind: Annotated[str, typer.Argument(metavar="attacks|generators", help="What to list.")],
 ) -> None:

@@ -4,30 +4,59 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from privacy_gate.cli.checks import preflight
-from privacy_gate.cli.common import (TrackingOpt, WorkdirOpt, app, exit_codes, probe_tracking, quiet_env, say, show,
-                                     usage_error)
+from privacy_gate.cli.common import (
+    TrackingOpt,
+    WorkdirOpt,
+    app,
+    exit_codes,
+    probe_tracking,
+    quiet_env,
+    say,
+    show,
+    usage_error,
+)
 
 
-@app.command(epilog=exit_codes((0, "clean (after --fix: nothing left)"),
-                               (1, "something found (after --fix: something left that it could not repair)")),
-             short_help="Reconcile what killed processes left behind.")
+@app.command(
+    epilog=exit_codes(
+        (0, "clean (after --fix: nothing left)"),
+        (1, "something found (after --fix: something left that it could not repair)"),
+    ),
+    short_help="Reconcile what killed processes left behind.",
+)
 def doctor(
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
-    fix: Annotated[bool, typer.Option("--fix", help="Repair what can be: mark runs of gone processes KILLED, "
-                                                    "resolve decisions a killed approve/reject left half done, "
-                                                    "remove orphan release data and dead staging folders.")] = False,
-    target: Annotated[Optional[list[str]], typer.Option(
-        "--target", help="Also check this publish folder or s3://bucket/prefix (repeatable; the workdir's "
-                         "published folder and every target recorded on a run are checked anyway).")] = None,
-    min_age: Annotated[float, typer.Option(
-        "--min-age", help="Seconds: younger orphan release data may be a publication in progress; listed, "
-                          "not removed.")] = 600.0,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Repair what can be: mark runs of gone processes KILLED, "
+            "resolve decisions a killed approve/reject left half done, "
+            "remove orphan release data and dead staging folders.",
+        ),
+    ] = False,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            help="Also check this publish folder or s3://bucket/prefix (repeatable; the workdir's "
+            "published folder and every target recorded on a run are checked anyway).",
+        ),
+    ] = None,
+    min_age: Annotated[
+        float,
+        typer.Option(
+            "--min-age",
+            help="Seconds: younger orphan release data may be a publication in progress; listed, "
+            "not removed.",
+        ),
+    ] = 600.0,
 ) -> None:
     """Reconcile what killed processes left: runs left RUNNING, decisions left half done, approvals
     never published, release data without a manifest, staging folders. Reports only; --fix repairs
@@ -42,19 +71,33 @@ def doctor(
         uri = None
     else:
         probe_tracking(uri, source)
-    report = run_doctor(workdir, tracking_uri=uri, fix=fix, targets=list(target or []), min_age=min_age)
+    report = run_doctor(
+        workdir, tracking_uri=uri, fix=fix, targets=list(target or []), min_age=min_age
+    )
     for line in report.lines(fix=fix):
         show(line)
     raise typer.Exit(1 if report.remaining else 0)
 
 
-CronOpt = Annotated[Optional[str], typer.Option(
-    "--cron", help='Cron schedule for every config, e.g. "0 2 * * *" (default: each config\'s schedule section).')]
-IntervalOpt = Annotated[Optional[float], typer.Option(
-    "--interval", help="Run every N seconds instead of a cron schedule.")]
-AllowUnsignedOpt = Annotated[bool, typer.Option(
-    "--allow-unsigned", help="Start without PRIVACY_GATE_SIGNING_KEY: verdicts are then unsigned, and a reviewer "
-                             "cannot detect a run rewritten by someone with write access to the tracking store.")]
+CronOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cron",
+        help='Cron schedule for every config, e.g. "0 2 * * *" (default: each config\'s schedule '
+        "section).",
+    ),
+]
+IntervalOpt = Annotated[
+    float | None, typer.Option("--interval", help="Run every N seconds instead of a cron schedule.")
+]
+AllowUnsignedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsigned",
+        help="Start without PRIVACY_GATE_SIGNING_KEY: verdicts are then unsigned, and a reviewer "
+        "cannot detect a run rewritten by someone with write access to the tracking store.",
+    ),
+]
 
 
 def prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
@@ -65,23 +108,35 @@ def prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     except ConfigError as exc:
         usage_error(str(exc))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if not is_infrastructure_error(exc):
             raise
         from prefect.settings import PREFECT_API_URL
 
-        usage_error(f"the Prefect API at {PREFECT_API_URL.value() or '(PREFECT_API_URL not set)'} did not answer "
-                     f"({type(exc).__name__}); start it (prefect server start) or set PREFECT_API_URL")
+        usage_error(
+            f"the Prefect API at {PREFECT_API_URL.value() or '(PREFECT_API_URL not set)'} did not "
+            "answer "
+            f"({type(exc).__name__}); start it (prefect server start) or set PREFECT_API_URL"
+        )
 
 
-@app.command(epilog=exit_codes(("-", "runs until stopped")),
-             short_help="Serve release configs as scheduled Prefect deployments.")
+@app.command(
+    epilog=exit_codes(("-", "runs until stopped")),
+    short_help="Serve release configs as scheduled Prefect deployments.",
+)
 def serve(
-    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="Folder of release configs (*.yaml): one deployment each.")],
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FOLDER", help="Folder of release configs (*.yaml): one deployment each."
+        ),
+    ],
     workdir: WorkdirOpt = Path(".privacy-gate"),
     cron: CronOpt = None,
     interval: IntervalOpt = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="At most N flow runs at once (all datasets).")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="At most N flow runs at once (all datasets).")
+    ] = None,
     allow_unsigned: AllowUnsignedOpt = False,
 ) -> None:
     """Serve every release config in FOLDER as a scheduled Prefect deployment (runs until stopped).
@@ -98,15 +153,30 @@ def serve(
         probe_tracking(uri, source)
     from privacy_gate.flows.deployments import serve_folder
 
-    prefect_command(serve_folder, folder, workdir=workdir, cron=cron, interval=interval, limit=limit,
-                     report=lambda line: say(f"warning: {line}", err=True), allow_unsigned=allow_unsigned)
+    prefect_command(
+        serve_folder,
+        folder,
+        workdir=workdir,
+        cron=cron,
+        interval=interval,
+        limit=limit,
+        report=lambda line: say(f"warning: {line}", err=True),
+        allow_unsigned=allow_unsigned,
+    )
 
 
-@app.command(epilog=exit_codes((0, "deployed")),
-             short_help="Register release configs as deployments in a work pool.")
+@app.command(
+    epilog=exit_codes((0, "deployed")),
+    short_help="Register release configs as deployments in a work pool.",
+)
 def deploy(
-    configs: Annotated[list[Path], typer.Argument(metavar="CONFIG", help="Release config YAML files.")],
-    pool: Annotated[str, typer.Option("--pool", help="Prefect work pool (a process pool is created if missing).")],
+    configs: Annotated[
+        list[Path], typer.Argument(metavar="CONFIG", help="Release config YAML files.")
+    ],
+    pool: Annotated[
+        str,
+        typer.Option("--pool", help="Prefect work pool (a process pool is created if missing)."),
+    ],
     workdir: WorkdirOpt = Path(".privacy-gate"),
     cron: CronOpt = None,
     interval: IntervalOpt = None,
@@ -122,8 +192,15 @@ def deploy(
     preflight(workdir=workdir)
     from privacy_gate.flows.deployments import deploy_configs
 
-    ids = prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir, cron=cron, interval=interval,
-                           allow_unsigned=allow_unsigned)
+    ids = prefect_command(
+        deploy_configs,
+        configs,
+        work_pool=pool,
+        workdir=workdir,
+        cron=cron,
+        interval=interval,
+        allow_unsigned=allow_unsigned,
+    )
     for path, dep_id in zip(configs, ids):
         typer.echo(f"deployed release/{path.stem} ({dep_id}) to work pool {pool!r}")
     typer.echo(f"start a worker: prefect worker start --pool {pool}")

@@ -1,20 +1,34 @@
 """``privacy-gate review`` / ``approve`` / ``reject``: a person's decision on a REVIEW verdict.
 
-These commands start often and wait on nobody: they import MLflow (through ``privacy_gate.tracking``)
-and the review records, never the attacks, generators, Prefect or Great Expectations — except
-``approve --suppress``, which re-runs the gate on the filtered release.
+These commands start often and wait on nobody: they import MLflow (through
+``privacy_gate.tracking``) and the review records, never the attacks, generators, Prefect or Great
+Expectations — except ``approve --suppress``, which re-runs the gate on the filtered release.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
-from privacy_gate.cli.common import (EXIT_BLOCK, EXIT_USAGE, CommentOpt, ReviewerOpt, TrackingOpt, WorkdirOpt, app,
-                                     cli_logger, exit_codes, quiet_env, say, show, store_uri, use_prefect)
+from privacy_gate.cli.common import (
+    EXIT_BLOCK,
+    EXIT_USAGE,
+    CommentOpt,
+    ReviewerOpt,
+    TrackingOpt,
+    WorkdirOpt,
+    app,
+    cli_logger,
+    exit_codes,
+    quiet_env,
+    say,
+    show,
+    store_uri,
+    use_prefect,
+)
 
 
 class RegateWatch:
@@ -34,15 +48,24 @@ class RegateWatch:
         return self.outcome
 
 
-def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: list[str], workdir: Path,
-           tracking_uri: str | None) -> None:
+def decide(
+    run_id: str,
+    action: str,
+    *,
+    reviewer: str,
+    comment: str,
+    suppress: list[str],
+    workdir: Path,
+    tracking_uri: str | None,
+) -> None:
     quiet_env()
     from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 
     uri = store_uri(workdir, tracking_uri)
     regate = None
     if suppress:
-        cli_logger()  # the re-gate takes as long as a gate: its stage lines on stderr, as gate/run print them
+        # the re-gate takes as long as a gate: its stage lines on stderr, as gate/run print them
+        cli_logger()
         # a Prefect flow only when a Prefect API is there to record it; otherwise in this process
         # (never a temporary Prefect server that may not come up)
         regate = RegateWatch()
@@ -53,10 +76,20 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
     try:
         from privacy_gate.review.decide import decide_run
 
-        decision = decide_run(run_id, action=action, reviewer=reviewer, comment=comment, suppress=suppress,
-                              tracking_uri=uri, workdir=str(workdir), regate=regate)
+        decision = decide_run(
+            run_id,
+            action=action,
+            reviewer=reviewer,
+            comment=comment,
+            suppress=suppress,
+            tracking_uri=uri,
+            workdir=str(workdir),
+            regate=regate,
+        )
     except PrivacyGateError as exc:
-        if regate is not None and regate.outcome is not None:  # re-gated, then refused (a BLOCK): say both
+        if (
+            regate is not None and regate.outcome is not None
+        ):  # re-gated, then refused (a BLOCK): say both
             regate_summary(regate.outcome)
             if regate.outcome.verdict.decision == "BLOCK":
                 say("not published: the gate BLOCKs the filtered release too")
@@ -65,18 +98,25 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
                 raise typer.Exit(EXIT_BLOCK) from None
         say(f"refused: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    except Exception as exc:  # noqa: BLE001 - a store that stopped answering mid-decision: one line
+    except Exception as exc:
         if not is_infrastructure_error(exc):
             raise
-        say(f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} may be "
-            f"undecided — check it with: privacy-gate review {run_id}", err=True)
+        say(
+            f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} "
+            "may be "
+            f"undecided — check it with: privacy-gate review {run_id}",
+            err=True,
+        )
         raise typer.Exit(EXIT_USAGE) from None
     if regate is not None and regate.outcome is not None:
         regate_summary(regate.outcome)
     done = {"approve": "approved", "reject": "rejected"}[decision.action]
     say(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
     if decision.suppress:
-        say(f"recorded as suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
+        say(
+            f"recorded as suppressed: {', '.join(decision.suppress)} (gate re-run "
+            f"{decision.rerun_id})"
+        )
     say(f"published: {decision.published}" if decision.published else "nothing published")
 
 
@@ -90,14 +130,27 @@ def regate_summary(outcome: Any) -> None:
 def reject_command(run_id: str, *, uri: str, workdir: Path) -> str:
     from privacy_gate.report.commands import decision_commands
 
-    return decision_commands(run_id, tracking_uri=uri, workdir=workdir, flagged=[], with_review=False)[-1]
+    return decision_commands(
+        run_id, tracking_uri=uri, workdir=workdir, flagged=[], with_review=False
+    )[-1]
 
 
-@app.command(epilog=exit_codes((0, "shown")), short_help="Show a run's evidence and decisions, or the pending runs.")
+@app.command(
+    epilog=exit_codes((0, "shown")),
+    short_help="Show a run's evidence and decisions, or the pending runs.",
+)
 def review(
-    run_id: Annotated[Optional[str], typer.Argument(metavar="RUN_ID", help="MLflow run id of a gate run.")] = None,
-    pending: Annotated[bool, typer.Option("--pending", help="List the REVIEW runs awaiting a decision "
-                                                             "(run id, dataset, when, flagged groups).")] = False,
+    run_id: Annotated[
+        str | None, typer.Argument(metavar="RUN_ID", help="MLflow run id of a gate run.")
+    ] = None,
+    pending: Annotated[
+        bool,
+        typer.Option(
+            "--pending",
+            help="List the REVIEW runs awaiting a decision "
+            "(run id, dataset, when, flagged groups).",
+        ),
+    ] = False,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
 ) -> None:
@@ -107,48 +160,83 @@ def review(
     from privacy_gate.errors import PrivacyGateError
 
     if pending == (run_id is not None):
-        say("error: review: give a RUN_ID, or --pending to list the runs awaiting a decision", err=True)
+        say(
+            "error: review: give a RUN_ID, or --pending to list the runs awaiting a decision",
+            err=True,
+        )
         raise typer.Exit(EXIT_USAGE)
     uri = store_uri(workdir, tracking_uri)
     try:
         from privacy_gate.review.decide import pending_runs_text, review_text
 
-        show(pending_runs_text(tracking_uri=uri, workdir=workdir) if pending
-             else review_text(run_id, tracking_uri=uri, workdir=workdir))
+        show(
+            pending_runs_text(tracking_uri=uri, workdir=workdir)
+            if pending
+            else review_text(run_id, tracking_uri=uri, workdir=workdir)
+        )
     except PrivacyGateError as exc:
         say(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
-@app.command(epilog=exit_codes((0, "approved: the release is published"),
-                               (4, "--suppress: the re-gate of the filtered release BLOCKs; nothing is published")),
-             short_help="Approve a REVIEW verdict and publish the release.")
+@app.command(
+    epilog=exit_codes(
+        (0, "approved: the release is published"),
+        (4, "--suppress: the re-gate of the filtered release BLOCKs; nothing is published"),
+    ),
+    short_help="Approve a REVIEW verdict and publish the release.",
+)
 def approve(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="MLflow run id of a REVIEW verdict.")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN_ID", help="MLflow run id of a REVIEW verdict.")
+    ],
     reviewer: ReviewerOpt,
     comment: CommentOpt = "",
-    suppress: Annotated[Optional[list[str]], typer.Option(
-        "--suppress", help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable), or '
-                           '"exposed": without the exposed records\' closest synthetic rows, or "copies": without '
-                           "the rows that copy training records; the gate re-runs on the filtered release first.")
+    suppress: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--suppress",
+            help='Publish without this subgroup\'s synthetic rows, e.g. "race=Black" (repeatable), '
+            "or "
+            '"exposed": without the exposed records\' closest synthetic rows, or "copies": without '
+            "the rows that copy training records; the gate re-runs on the filtered release first.",
+        ),
     ] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """Approve a REVIEW verdict and publish the release (optionally without some subgroups)."""
-    decide(run_id, "approve", reviewer=reviewer, comment=comment, suppress=list(suppress or []), workdir=workdir,
-           tracking_uri=tracking_uri)
+    decide(
+        run_id,
+        "approve",
+        reviewer=reviewer,
+        comment=comment,
+        suppress=list(suppress or []),
+        workdir=workdir,
+        tracking_uri=tracking_uri,
+    )
 
 
-@app.command(epilog=exit_codes((0, "rejected: nothing is published")),
-             short_help="Reject a REVIEW verdict: nothing is published.")
+@app.command(
+    epilog=exit_codes((0, "rejected: nothing is published")),
+    short_help="Reject a REVIEW verdict: nothing is published.",
+)
 def reject(
-    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="MLflow run id of a REVIEW verdict.")],
+    run_id: Annotated[
+        str, typer.Argument(metavar="RUN_ID", help="MLflow run id of a REVIEW verdict.")
+    ],
     reviewer: ReviewerOpt,
     comment: CommentOpt = "",
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """Reject a REVIEW verdict: nothing is published; the release stays in quarantine."""
-    decide(run_id, "reject", reviewer=reviewer, comment=comment, suppress=[], workdir=workdir,
-           tracking_uri=tracking_uri)
+    decide(
+        run_id,
+        "reject",
+        reviewer=reviewer,
+        comment=comment,
+        suppress=[],
+        workdir=workdir,
+        tracking_uri=tracking_uri,
+    )

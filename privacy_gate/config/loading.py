@@ -1,5 +1,5 @@
-"""Reading config and spec files: YAML bounded in size and aliases, duplicate keys refused, and every
-validation error in one line naming the file and each key (:func:`load_release_config`,
+"""Reading config and spec files: YAML bounded in size and aliases, duplicate keys refused, and
+every validation error in one line naming the file and each key (:func:`load_release_config`,
 :func:`load_spec`, :func:`load_gate_only_config`, :func:`load_rules_config`, :func:`load_judging`).
 """
 
@@ -16,7 +16,6 @@ from privacy_gate.config.rules import GateConfig
 from privacy_gate.errors import ConfigError
 from privacy_gate.publication.objectstore import is_s3
 from privacy_gate.spec import DatasetSpec
-
 
 #: Bounds on what a config or spec file may make the loader build: a file larger than this is
 #: refused unread, and YAML aliases (``*name``) are bounded in number and in what they expand to —
@@ -47,7 +46,9 @@ def _expanded_size(root: yaml.Node) -> int:
         if key in sizes:
             continue
         if key in on_path:
-            raise _YamlTooLarge("an alias refers to a node that contains it (a recursive structure)")
+            raise _YamlTooLarge(
+                "an alias refers to a node that contains it (a recursive structure)"
+            )
         on_path.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
@@ -67,7 +68,8 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error: with the plain
     loader the last one silently wins, so a second ``rules:`` or ``max:`` would replace the first.
-    Aliases are bounded (``MAX_YAML_ALIASES``, ``MAX_YAML_NODES``) before anything is constructed."""
+    Aliases are bounded (``MAX_YAML_ALIASES``, ``MAX_YAML_NODES``) before anything is
+    constructed."""
 
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
@@ -90,7 +92,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark)
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -99,18 +105,25 @@ def _read_yaml(path: Path) -> Any:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     try:
-        with path.open("rb") as fh:  # read at most the budget: the size on disk may lie (a pipe, a growing file)
+        with path.open(
+            "rb"
+        ) as fh:  # read at most the budget: the size on disk may lie (a pipe, a growing file)
             data = fh.read(MAX_YAML_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
     if len(data) > MAX_YAML_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_YAML_BYTES:,} bytes; a config or spec file is refused unread "
-                          "beyond that")
+        raise ConfigError(
+            f"{path}: larger than {MAX_YAML_BYTES:,} bytes; a config or spec file is refused "
+            "unread "
+            "beyond that"
+        )
     try:
         # UTF-8 (a UTF-8 byte-order mark allowed): other encodings are refused, not guessed
-        return yaml.load(data.decode("utf-8-sig"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+        return yaml.load(data.decode("utf-8-sig"), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except _YamlTooLarge as exc:
-        raise ConfigError(f"{path}: refused: {exc} (write the values out instead of nesting aliases)") from None
+        raise ConfigError(
+            f"{path}: refused: {exc} (write the values out instead of nesting aliases)"
+        ) from None
     except RecursionError:
         raise ConfigError(f"{path}: refused: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:  # one line: file, line, column and the parser's complaint
@@ -122,9 +135,11 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: not valid YAML ({type(exc).__name__})") from None
 
 
-def _format_validation_error(path: Path, prefix: str, exc: ValidationError, *, gate_key: str = "gate") -> ConfigError:
-    """One line naming the file and each problem's key. ``gate_key``: what the file calls the model's
-    ``gate`` section (a bare ``rules:`` file has none: ``""``)."""
+def _format_validation_error(
+    path: Path, prefix: str, exc: ValidationError, *, gate_key: str = "gate"
+) -> ConfigError:
+    """One line naming the file and each problem's key. ``gate_key``: what the file calls the
+    model's ``gate`` section (a bare ``rules:`` file has none: ``""``)."""
     problems = []
     for err in exc.errors():
         where = tuple(err["loc"])
@@ -157,27 +172,34 @@ def load_spec(path: str | Path) -> DatasetSpec:
 
 
 def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
-    """Load the judging sections (targets, attacks, gate, audit, mace, exposure, disclosure) and the input
-    limits (inputs) from YAML; a whole release
+    """Load the judging sections (targets, attacks, gate, audit, mace, exposure, disclosure) and the
+    input limits (inputs) from YAML; a whole release
     config works too (its other sections are ignored)."""
     path = Path(path)
     raw = _read_yaml(path)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure, "
-                          "disclosure, inputs")
+        raise ConfigError(
+            f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure, "
+            "disclosure, inputs"
+        )
     fields = set(GateOnlyConfig.model_fields)
-    return _judging_from({k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path)
+    return _judging_from(
+        {k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path
+    )
 
 
 def ignored_sections(path: str | Path) -> list[str]:
     """The sections of a ``--config`` file that a gate-only run does not read (a release config's
-    ``dataset``, ``generator``, ``review`` ...): the CLI names them instead of dropping them silently."""
+    ``dataset``, ``generator``, ``review`` ...): the CLI names them instead of dropping them
+    silently."""
     raw = _read_yaml(Path(path))
     if not isinstance(raw, dict):
         return []
-    return sorted(k for k in raw if k in ReleaseConfig.model_fields and k not in GateOnlyConfig.model_fields)
+    return sorted(
+        k for k in raw if k in ReleaseConfig.model_fields and k not in GateOnlyConfig.model_fields
+    )
 
 
 def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") -> GateOnlyConfig:
@@ -185,14 +207,16 @@ def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") ->
     ``gate_key``: what the file calls the gate section (``""`` for a bare ``rules:`` file), so
     every message names the key as written."""
     try:
-        return GateOnlyConfig.model_validate(raw, context={"rules_at": ".".join(p for p in (gate_key, "rules") if p)})
+        return GateOnlyConfig.model_validate(
+            raw, context={"rules_at": ".".join(p for p in (gate_key, "rules") if p)}
+        )
     except ValidationError as exc:
         raise _format_validation_error(path, "", exc, gate_key=gate_key) from None
 
 
 def load_rules_config(path: str | Path) -> GateOnlyConfig:
-    """A ``--rules`` file (``gate: {rules: [...]}`` or just ``rules: [...]``) as the judging config it
-    stands for: the gate section from the file, every other section at its default, validated by
+    """A ``--rules`` file (``gate: {rules: [...]}`` or just ``rules: [...]``) as the judging config
+    it stands for: the gate section from the file, every other section at its default, validated by
     the same code as a ``--config`` file (a rule naming an attack that does not run is refused)."""
     path = Path(path)
     raw = _read_yaml(path)
@@ -206,11 +230,16 @@ def load_rules(path: str | Path) -> GateConfig:
     return load_rules_config(path).gate
 
 
-def load_judging(*, rules: str | Path | None = None, config: str | Path | None = None) -> GateOnlyConfig | None:
+def load_judging(
+    *, rules: str | Path | None = None, config: str | Path | None = None
+) -> GateOnlyConfig | None:
     """The judging config of a gate-only run: from a ``--rules`` file or a ``--config`` file (not
     both: each sets the rules), None for neither (the defaults)."""
     if rules and config:
-        raise ConfigError(f"{rules} and {config} both set the gate rules; put them in the gate section of {config}")
+        raise ConfigError(
+            f"{rules} and {config} both set the gate rules; put them in the gate section of "
+            f"{config}"
+        )
     if rules:
         return load_rules_config(rules)
     return load_gate_only_config(config) if config else None

@@ -13,10 +13,27 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from privacy_gate.config.rules import GateConfig, rules_problem
-from privacy_gate.config.sections import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetConfig, DisclosureConfig,
-                                          DPAuditConfig, ExposureConfig, GeneratorConfig, InputLimits, MaceConfig,
-                                          PublishConfig, RetryConfig, ReviewConfig, RunnerConfig, ScheduleConfig,
-                                          SplitConfig, Strict, TargetsConfig, TrackingConfig)
+from privacy_gate.config.sections import (
+    DEFAULT_ATTACKS,
+    AttackConfig,
+    AuditConfig,
+    DatasetConfig,
+    DisclosureConfig,
+    DPAuditConfig,
+    ExposureConfig,
+    GeneratorConfig,
+    InputLimits,
+    MaceConfig,
+    PublishConfig,
+    RetryConfig,
+    ReviewConfig,
+    RunnerConfig,
+    ScheduleConfig,
+    SplitConfig,
+    Strict,
+    TargetsConfig,
+    TrackingConfig,
+)
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import SUPPRESS_COPIES
 from privacy_gate.spec import DatasetSpec
@@ -29,7 +46,10 @@ def _attack_list_problem(attacks: list[AttackConfig]) -> str | None:
         return "attacks: at least one attack is required (the gate cannot approve unattacked data)"
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        return f"attacks: {dupes} listed more than once (metric names would collide; give one a different 'label')"
+        return (
+            f"attacks: {dupes} listed more than once (metric names would collide; give one a "
+            "different 'label')"
+        )
     return None
 
 
@@ -38,14 +58,18 @@ def _audit_problem(audit: AuditConfig, spec: DatasetSpec) -> str | None:
     without a source column), or None."""
     for combo in audit.intersections:
         if len(combo) < 2 or any(c not in spec.subgroups for c in combo):
-            return f"audit.intersections: {combo} must list two or more of the spec's subgroups {spec.subgroups}"
+            return (
+                f"audit.intersections: {combo} must list two or more of the spec's subgroups "
+                f"{spec.subgroups}"
+            )
     if audit.dependency_test and spec.source is None:
         return "audit.dependency_test needs a 'source' column in the dataset spec"
     return None
 
 
-#: What a ``{filter: ...}`` rung of ``remediate.ladder`` removes from the previous attempt's release:
-#: ``copies``, the rows ``privacy-gate approve --suppress copies`` removes (no names needed).
+#: What a ``{filter: ...}`` rung of ``remediate.ladder`` removes from the previous attempt's
+#: release: ``copies``, the rows ``privacy-gate approve --suppress copies`` removes (no names
+#: needed).
 LADDER_FILTERS = (SUPPRESS_COPIES,)
 
 
@@ -76,14 +100,23 @@ def _ladder_problem(remediate: RemediateConfig | None) -> str | None:
             continue
         extra = sorted(str(k) for k in rung if k != "filter")
         if extra:
-            return (f"{where}: a filter rung has only the key 'filter', not {', '.join(extra)} (generator "
-                    "settings go in a rung of their own)")
+            return (
+                f"{where}: a filter rung has only the key 'filter', not {', '.join(extra)} "
+                "(generator "
+                "settings go in a rung of their own)"
+            )
         if not isinstance(rung["filter"], str) or rung["filter"] not in LADDER_FILTERS:
-            return f"{where}: unknown filter {rung['filter']!r}; allowed: {', '.join(LADDER_FILTERS)}"
+            return (
+                f"{where}: unknown filter {rung['filter']!r}; allowed: {', '.join(LADDER_FILTERS)}"
+            )
         if after_filter:
-            return (f"{where}: a filter rung must follow a generator attempt (the configured generator or a "
-                    f"generator rung), not remediate.ladder[{i - 1}], another filter rung: filtering a filtered "
-                    "release again only removes more clean rows")
+            return (
+                f"{where}: a filter rung must follow a generator attempt (the configured generator "
+                "or a "
+                f"generator rung), not remediate.ladder[{i - 1}], another filter rung: filtering a "
+                "filtered "
+                "release again only removes more clean rows"
+            )
         after_filter = True
     return None
 
@@ -132,12 +165,19 @@ class StudyScenario(Strict):
             if self.attribute is None:
                 raise ValueError("a bias scenario needs 'attribute'")
             if (self.value is None) == (self.at_least is None):
-                raise ValueError("a bias scenario needs exactly one of 'value' (categorical) or 'at_least' (numeric)")
+                raise ValueError(
+                    "a bias scenario needs exactly one of 'value' (categorical) or 'at_least' "
+                    "(numeric)"
+                )
             if not self.shares or any(not 0 <= p <= 1 for p in self.shares):
                 raise ValueError("'shares' must be values in [0, 1]")
         elif self.attribute is not None or self.at_least is not None:
-            raise ValueError(f"'attribute' and 'at_least' belong to bias scenarios, not {self.kind}")
-        if self.clusters is not None and (self.kind != "cluster" or self.clusters[0] == self.clusters[1]):
+            raise ValueError(
+                f"'attribute' and 'at_least' belong to bias scenarios, not {self.kind}"
+            )
+        if self.clusters is not None and (
+            self.kind != "cluster" or self.clusters[0] == self.clusters[1]
+        ):
             raise ValueError("'clusters' is two different cluster numbers of a cluster scenario")
         return self
 
@@ -147,7 +187,11 @@ class StudyScenario(Strict):
             return f"source={self.value}" if self.value else "source"
         if self.kind == "cluster":
             return f"cluster k={self.k}"
-        return f"bias {self.attribute}{'=' + self.value if self.value else '>=' + format(self.at_least, 'g')}"
+        return (
+            "bias "
+            f"{self.attribute}"
+            f"{'=' + self.value if self.value else '>=' + format(self.at_least, 'g')}"
+        )
 
 
 class DependencyStudyConfig(Strict):
@@ -176,9 +220,15 @@ def _study_problem(study: DependencyStudyConfig | None, spec: DatasetSpec) -> st
             if col is None or sc.attribute == spec.entity_id:
                 return f"{where}: attribute {sc.attribute!r} is not an attribute column of the spec"
             if sc.at_least is not None and not col.is_numeric:
-                return f"{where}: 'at_least' needs a numeric attribute; {sc.attribute!r} is {col.kind} (use 'value')"
+                return (
+                    f"{where}: 'at_least' needs a numeric attribute; {sc.attribute!r} is "
+                    f"{col.kind} (use 'value')"
+                )
             if sc.value is not None and col.is_numeric:
-                return f"{where}: 'value' needs a categorical attribute; {sc.attribute!r} is {col.kind} (use 'at_least')"
+                return (
+                    f"{where}: 'value' needs a categorical attribute; {sc.attribute!r} is "
+                    f"{col.kind} (use 'at_least')"
+                )
     return None
 
 
@@ -206,10 +256,14 @@ class ReleaseConfig(Strict):
 
     @model_validator(mode="after")
     def _unique_attacks(self) -> ReleaseConfig:
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure, self.disclosure)
+        problem = _attack_list_problem(self.attacks) or rules_problem(
+            self.gate.rules, self.attacks, self.exposure, self.disclosure
+        )
         if problem is None and self.split.reference == 0 and self.dataset.reference_path is None:
-            problem = ("split.reference is 0 but dataset.reference_path is not set: the attacker's reference "
-                       "data must come from one of them")
+            problem = (
+                "split.reference is 0 but dataset.reference_path is not set: the attacker's "
+                "reference data must come from one of them"
+            )
         problem = problem or _audit_problem(self.audit, self.dataset.spec)
         problem = problem or _study_problem(self.dependency_study, self.dataset.spec)
         problem = problem or _ladder_problem(self.remediate)
@@ -222,9 +276,9 @@ class ReleaseConfig(Strict):
 
 
 class GateOnlyConfig(Strict):
-    """The judging sections of a release config, for gate-only runs (``privacy-gate gate --config``):
-    synthetic data made elsewhere is judged with the same attacks, targets, audit and MACE settings
-    a release would use."""
+    """The judging sections of a release config, for gate-only runs (``privacy-gate gate
+    --config``): synthetic data made elsewhere is judged with the same attacks, targets, audit and
+    MACE settings a release would use."""
 
     targets: TargetsConfig = Field(default_factory=TargetsConfig)
     attacks: list[AttackConfig] = Field(default_factory=lambda: list(DEFAULT_ATTACKS))
@@ -240,8 +294,9 @@ class GateOnlyConfig(Strict):
         # ``rules_at`` (validation context): where the file holds the rules (a --rules file may hold
         # a bare ``rules:`` list), so the message names the key as the user wrote it
         at = (info.context or {}).get("rules_at", "gate.rules")
-        problem = _attack_list_problem(self.attacks) or rules_problem(self.gate.rules, self.attacks, self.exposure,
-                                                                      self.disclosure, at=at)
+        problem = _attack_list_problem(self.attacks) or rules_problem(
+            self.gate.rules, self.attacks, self.exposure, self.disclosure, at=at
+        )
         if problem:
             raise ValueError(problem)
         return self

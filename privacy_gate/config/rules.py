@@ -14,8 +14,15 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from privacy_gate.config.sections import AttackConfig, DisclosureConfig, ExposureConfig, Strict
-from privacy_gate.names import (COMBINED, DISCLOSURE_FAMILIES, ORACLE_ATTACK, PLAIN_FAMILIES, STRONGEST,
-                                is_test_level, rule_metric_problem)
+from privacy_gate.names import (
+    COMBINED,
+    DISCLOSURE_FAMILIES,
+    ORACLE_ATTACK,
+    PLAIN_FAMILIES,
+    STRONGEST,
+    is_test_level,
+    rule_metric_problem,
+)
 
 
 class Rule(Strict):
@@ -41,9 +48,12 @@ class Rule(Strict):
         if problem:
             raise ValueError(f"rule '{self.describe()}': {problem}")
         if is_test_level(self.metric):
-            raise ValueError(f"rule '{self.describe()}' sets a test's level by hand; every test's level comes from "
-                             "the error budget (gate.budget: review, block, weights), so the gate's overall "
-                             "false-alarm rate stays what it states — remove the rule and set the budget instead")
+            raise ValueError(
+                f"rule '{self.describe()}' sets a test's level by hand; every test's level comes "
+                "from "
+                "the error budget (gate.budget: review, block, weights), so the gate's overall "
+                "false-alarm rate stays what it states — remove the rule and set the budget instead"
+            )
         return self
 
     @property
@@ -69,9 +79,10 @@ class Rule(Strict):
 
 #: The default rules. Each is a *bar* on an effect size: it raises the verdict only when the test
 #: family that owns its figure is also significant at its share of the error budget
-#: (``gate.budget``; :mod:`privacy_gate.gate.budget`), so a bar can never add false alarms of its own.
-#: A bar on an upper bound (``*_upper``) is "we could not exclude": it never raises the verdict, it
-#: says "too few targets to tell" (the budget's power check raises "insufficient evidence").
+#: (``gate.budget``; :mod:`privacy_gate.gate.budget`), so a bar can never add false alarms of its
+#: own. A bar on an upper bound (``*_upper``) is "we could not exclude": it never raises the
+#: verdict, it says "too few targets to tell" (the budget's power check raises "insufficient
+#: evidence").
 DEFAULT_RULES: tuple[Rule, ...] = (
     # membership (every gated attack and the combined query): block a leak that is both certain
     # (the attacks' rank test at the block share) and large
@@ -112,7 +123,8 @@ class BudgetConfig(Strict):
     leaks nothing may be held back (``review``: REVIEW or worse) or blocked (``block``), split
     over the tests by ``weights`` (Bonferroni: valid whatever their dependence). ``power``: the
     chance the gate must have of catching the smallest leak it promises (``promise_auc``: an
-    attack AUC of that size); a release too small for it goes to REVIEW as "insufficient evidence"."""
+    attack AUC of that size); a release too small for it goes to REVIEW as "insufficient
+    evidence"."""
 
     review: float = Field(0.02, gt=0, lt=0.5)
     block: float = Field(0.001, gt=0, lt=0.5)
@@ -123,15 +135,22 @@ class BudgetConfig(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> BudgetConfig:
         if self.block > self.review:
-            raise ValueError(f"budget.block ({self.block:g}) must not exceed budget.review ({self.review:g}): a "
-                             "BLOCK is also a REVIEW-or-worse")
+            raise ValueError(
+                f"budget.block ({self.block:g}) must not exceed budget.review ({self.review:g}): a "
+                "BLOCK is also a REVIEW-or-worse"
+            )
         for name, w in self.weights.items():
             if f"test:{name}" not in TEST_KEYS:
-                raise ValueError(f"budget.weights: unknown test {name!r} (tests: "
-                                 f"{', '.join(k.removeprefix('test:') for k in TEST_KEYS)})")
+                raise ValueError(
+                    f"budget.weights: unknown test {name!r} (tests: "
+                    f"{', '.join(k.removeprefix('test:') for k in TEST_KEYS)})"
+                )
             if not (w > 0 and math.isfinite(w)):
-                raise ValueError(f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test off, "
-                                 f"list it under gate.disable with a reason)")
+                raise ValueError(
+                    f"budget.weights.{name}: must be a positive number, got {w!r} (to turn a test "
+                    "off, "
+                    f"list it under gate.disable with a reason)"
+                )
         return self
 
 
@@ -147,7 +166,8 @@ class GateConfig(Strict):
     """``rules`` are *added* to the defaults; a rule with a default's key (``Rule.key``) replaces
     it. A default goes away only through ``disable`` with a reason.
 
-    >>> cfg = GateConfig.model_validate({"rules": [{"metric": "auc", "attack": "any", "max": 0.55}]})
+    >>> rule = {"metric": "auc", "attack": "any", "max": 0.55}
+    >>> cfg = GateConfig.model_validate({"rules": [rule]})
     >>> [r.describe() for r in cfg.effective_rules][:2]
     ['any.auc <= 0.55', 'any.tpr_at_fpr_0.01 <= 0.1']
     >>> len(cfg.effective_rules) == len(DEFAULT_RULES)
@@ -167,15 +187,23 @@ class GateConfig(Strict):
         keys = [r.key for r in self.rules]
         dupes = sorted({k for k in keys if keys.count(k) > 1})
         if dupes:
-            raise ValueError(f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound each)")
+            raise ValueError(
+                f"rules: {dupes} listed more than once (a rule's key is what it reads; one bound "
+                "each)"
+            )
         known = {r.key for r in DEFAULT_RULES} | set(keys) | set(TEST_KEYS)
         for d in self.disable:
             if d.key not in known:
-                raise ValueError(f"disable: {d.key!r} is neither a rule key nor a test; rule keys: "
-                                 f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: {', '.join(TEST_KEYS)}")
+                raise ValueError(
+                    f"disable: {d.key!r} is neither a rule key nor a test; rule keys: "
+                    f"{', '.join(sorted({r.key for r in DEFAULT_RULES}))}; tests: "
+                    f"{', '.join(TEST_KEYS)}"
+                )
         if not self.effective_rules and not self.allow_no_rules:
-            raise ValueError("rules: empty — a gate with no rules approves every release, however leaky; list "
-                             "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true")
+            raise ValueError(
+                "rules: empty — a gate with no rules approves every release, however leaky; list "
+                "rules (or leave 'rules' out for the defaults), or set allow_no_rules: true"
+            )
         return self
 
     @property
@@ -200,15 +228,23 @@ class GateConfig(Strict):
         """The defaults, each replaced by a user rule of the same key, then the user's new rules;
         without the disabled ones. The copy test's bar follows ``max_verbatim_copy_share``."""
         own = {r.key: r for r in self.rules}
-        copy_bar = Rule(metric="copies.excess_share", max=self.max_verbatim_copy_share, action="block")
+        copy_bar = Rule(
+            metric="copies.excess_share", max=self.max_verbatim_copy_share, action="block"
+        )
         defaults = [copy_bar if r.key == copy_bar.key else r for r in DEFAULT_RULES]
         merged = [own.pop(r.key, r) for r in defaults] + list(own.values())
         off = self.disabled
         return [r for r in merged if r.key not in off]
 
     def rules_hash(self) -> str:
-        payload = json.dumps({"rules": [r.model_dump() for r in self.effective_rules],
-                              "budget": self.budget.model_dump(), "disable": self.disabled}, sort_keys=True)
+        payload = json.dumps(
+            {
+                "rules": [r.model_dump() for r in self.effective_rules],
+                "budget": self.budget.model_dump(),
+                "disable": self.disabled,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -239,10 +275,16 @@ def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
 
 def active_rules(gate: GateConfig, off: dict[str, str]) -> list[Rule]:
     """The effective rules without those whose test is off (a switched-off stage has no figures)."""
-    return [r for r in gate.effective_rules if f"test:{rule_test(r.metric, r.attack, r.scope)}" not in off]
+    return [
+        r
+        for r in gate.effective_rules
+        if f"test:{rule_test(r.metric, r.attack, r.scope)}" not in off
+    ]
 
 
-def protections_off(gate: GateConfig, exposure: ExposureConfig, disclosure: DisclosureConfig) -> dict[str, str]:
+def protections_off(
+    gate: GateConfig, exposure: ExposureConfig, disclosure: DisclosureConfig
+) -> dict[str, str]:
     """Default protections a run goes without, and why: ``gate.disable`` entries and switched-off
     stages (the member scan, the disclosure risks)."""
     off = dict(gate.disabled)
@@ -258,14 +300,21 @@ def budget_tests(off: dict[str, str]) -> list[str]:
     return [t for t in BUDGET_TESTS if f"test:{t}" not in off]
 
 
-def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...],
-                  exposure: ExposureConfig | None = None, disclosure: DisclosureConfig | None = None, *,
-                  at: str = "gate.rules") -> str | None:
+def rules_problem(
+    rules: list[Rule] | tuple[Rule, ...],
+    attacks: list[AttackConfig] | tuple[AttackConfig, ...],
+    exposure: ExposureConfig | None = None,
+    disclosure: DisclosureConfig | None = None,
+    *,
+    at: str = "gate.rules",
+) -> str | None:
     """A rule naming an attack the config does not run (a typo such as ``dcrr``) could never read a
-    figure: what is wrong, or None. ``at``: where the rules list is in the file, as the message names it.
+    figure: what is wrong, or None. ``at``: where the rules list is in the file, as the message
+    names it.
 
     >>> rules_problem([Rule(metric="auc", attack="dcrr", max=0.6)], [AttackConfig(name="dcr")])
-    "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any, combined or strongest"
+    "gate.rules[0] (dcrr.auc <= 0.6): attack 'dcrr' is not a configured attack (dcr) nor any,
+    combined or strongest"
     """
     keys = [a.key for a in attacks]
     allowed = {"any", COMBINED, STRONGEST, ORACLE_ATTACK, *keys}
@@ -276,13 +325,33 @@ def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConf
         if named is not None and named not in allowed:
             # a look-alike letter (a Cyrillic 'о' in 'dоmias') is spelled out, or the message would
             # seem to refuse a name it lists
-            shown = repr(named) if named.isascii() else f"{named!r} (spelled {ascii(named)}: not plain ASCII)"
-            return (f"{at}[{i}] ({rule.describe()}): attack {shown} is not a configured attack "
-                    f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}")
-        if disclosure is not None and not disclosure.enabled and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES:
-            return (f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is false: "
-                    "turn it on or list gate.rules without singling_out/linkability/inference rules")
-        if exposure is not None and not exposure.scan_members and rule.metric.startswith("exposed.scan_"):
-            return (f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members is "
-                    "false: turn the scan on or list gate.rules without exposed.scan_* rules")
+            shown = (
+                repr(named)
+                if named.isascii()
+                else f"{named!r} (spelled {ascii(named)}: not plain ASCII)"
+            )
+            return (
+                f"{at}[{i}] ({rule.describe()}): attack {shown} is not a configured attack "
+                f"({', '.join(keys)}) nor any, {COMBINED} or {STRONGEST}"
+            )
+        if (
+            disclosure is not None
+            and not disclosure.enabled
+            and rule.metric.partition(".")[0] in DISCLOSURE_FAMILIES
+        ):
+            return (
+                f"{at}[{i}] ({rule.describe()}) reads a disclosure risk, but disclosure.enabled is "
+                "false: "
+                "turn it on or list gate.rules without singling_out/linkability/inference rules"
+            )
+        if (
+            exposure is not None
+            and not exposure.scan_members
+            and rule.metric.startswith("exposed.scan_")
+        ):
+            return (
+                f"{at}[{i}] ({rule.describe()}) reads the member scan, but exposure.scan_members "
+                "is "
+                "false: turn the scan on or list gate.rules without exposed.scan_* rules"
+            )
     return None

@@ -30,7 +30,8 @@ DEFAULT_MAX_FIELD_BYTES = 131_072
 
 
 def _local_or_s3(value: Any) -> Any:
-    """``s3://...`` stays a URI string (a Path would collapse its ``//``); anything else is a Path."""
+    """``s3://...`` stays a URI string (a Path would collapse its ``//``); anything else is a
+    Path."""
     if value is None or is_s3(value):
         return value
     return Path(value) if isinstance(value, str) else value
@@ -50,10 +51,13 @@ class DatasetConfig(Strict):
 
     path: Path | str
     spec: DatasetSpec
-    reference_path: Path | str | None = None  # a public reference file replacing the reference split
+    reference_path: Path | str | None = (
+        None  # a public reference file replacing the reference split
+    )
 
-    _locations = field_validator("path", "reference_path", mode="before")(classmethod(
-        lambda cls, v: _local_or_s3(v)))
+    _locations = field_validator("path", "reference_path", mode="before")(
+        classmethod(lambda cls, v: _local_or_s3(v))
+    )
 
 
 class SplitConfig(Strict):
@@ -76,12 +80,13 @@ class TargetsConfig(Strict):
     n_non_members: int | None = Field(None, gt=0)
     n_members: int | None = Field(None, gt=0)
     # the power floor: with fewer targets per class the gate still runs (its tests stay valid at any
-    # size) and answers REVIEW for "insufficient evidence" (experiment/floors.py); below 30 per class
-    # (the MACE bounds' three parts of 10) nothing can be measured and the run is refused
+    # size) and answers REVIEW for "insufficient evidence" (experiment/floors.py); below 30 per
+    # class (the MACE bounds' three parts of 10) nothing can be measured and the run is refused
     min_per_class: int = Field(100, gt=0)
     # when n_non_members is not set: at most this many per class; None = enough for a MACE
     # radius of 0.015 at mace.delta (16,396 at delta 0.05) — beyond that the figures barely
-    # tighten while the attacks' cost grows linearly (estimators/power.py: default_targets_per_class)
+    # tighten while the attacks' cost grows linearly (estimators/power.py:
+    # default_targets_per_class)
     max_per_class: int | None = Field(None, gt=0)
     seed: int = 0
 
@@ -123,8 +128,13 @@ class AttackConfig(BaseModel):
 # dcr_ratio (DCR calibrated by the reference) is the per-record exposure attack: it singles out
 # near-copies of training records that plain DCR confuses with records in dense regions;
 # copy_count adds the repetition (a record copied 40 times, not once) that the nearest row hides
-DEFAULT_ATTACKS = (AttackConfig(name="domias"), AttackConfig(name="dcr"), AttackConfig(name="dcr_ratio"),
-                   AttackConfig(name="copy_count"), AttackConfig(name="mama_mia"))
+DEFAULT_ATTACKS = (
+    AttackConfig(name="domias"),
+    AttackConfig(name="dcr"),
+    AttackConfig(name="dcr_ratio"),
+    AttackConfig(name="copy_count"),
+    AttackConfig(name="mama_mia"),
+)
 
 
 class ExposureConfig(Strict):
@@ -176,13 +186,18 @@ class DisclosureConfig(Strict):
     n_attempts: int = Field(5000, ge=20)
     n_cols: int = Field(3, ge=2)  # columns per multivariate singling-out predicate
     n_neighbors: int = Field(1, ge=1)  # linkability: synthetic neighbours of each part
-    tolerance: float = Field(0.05, ge=0)  # inference: a number within this relative distance is a hit
+    tolerance: float = Field(
+        0.05, ge=0
+    )  # inference: a number within this relative distance is a hit
     # control records (holdout records not used as membership targets, plus the reference split
     # when it is exchangeable with the holdout): with fewer the risks are still measured (the exact
-    # tests stay valid) and the gate answers REVIEW for "insufficient evidence"; below SMALLEST_CONTROL
-    # the stage is refused. 200 control targets give a control-rate half-width of at most 0.08
+    # tests stay valid) and the gate answers REVIEW for "insufficient evidence"; below
+    # SMALLEST_CONTROL the stage is refused. 200 control targets give a control-rate half-width of
+    # at most 0.08
     min_control: int = Field(200, ge=SMALLEST_CONTROL)
-    subgroup_min_targets: int = Field(30, ge=5)  # a subgroup's risk needs this many targets per side
+    subgroup_min_targets: int = Field(
+        30, ge=5
+    )  # a subgroup's risk needs this many targets per side
 
 
 class AuditConfig(Strict):
@@ -217,7 +232,9 @@ class ReviewConfig(Strict):
 
     mode: Literal["pending", "pause"] = "pending"
     timeout_seconds: int = Field(3600, gt=0)
-    poll_seconds: int = Field(10, gt=0)  # how often a flow paused in its process checks for the input
+    poll_seconds: int = Field(
+        10, gt=0
+    )  # how often a flow paused in its process checks for the input
     # a deployment's run of a release (same config, data files and version) already decided or
     # awaiting its review is skipped, naming that run (review/prior_decision.py)
     once_per_release: bool = True
@@ -238,7 +255,9 @@ class TrackingConfig(Strict):
 
 
 class PublishConfig(Strict):
-    target: Path | str | None = None  # default: <workdir>/published; a folder or an s3://bucket/prefix
+    target: Path | str | None = (
+        None  # default: <workdir>/published; a folder or an s3://bucket/prefix
+    )
 
     _target = field_validator("target", mode="before")(classmethod(lambda cls, v: _local_or_s3(v)))
     format: Literal["parquet", "csv"] = "parquet"
@@ -283,7 +302,9 @@ class ScheduleConfig(Strict):
         if (self.cron is None) == (self.interval_seconds is None):
             raise ValueError("set exactly one of 'cron' and 'interval_seconds'")
         if self.cron is not None and len(self.cron.split()) not in (5, 6):
-            raise ValueError(f"'cron' must have 5 fields (minute hour day month weekday), got {self.cron!r}")
+            raise ValueError(
+                f"'cron' must have 5 fields (minute hour day month weekday), got {self.cron!r}"
+            )
         return self
 
 
@@ -309,7 +330,9 @@ class DPAuditConfig(Strict):
     seed: int = Field(0, ge=0)
     targets: tuple[Literal["worst_case", "outlier"], ...] = ("worst_case", "outlier")
     scores: tuple[Literal["whitebox", "blackbox"], ...] = ("whitebox", "blackbox")
-    rows: int | None = Field(None, ge=10)  # audit on a sample of this many training rows (None: all)
+    rows: int | None = Field(
+        None, ge=10
+    )  # audit on a sample of this many training rows (None: all)
 
     @model_validator(mode="after")
     def _non_empty(self) -> DPAuditConfig:

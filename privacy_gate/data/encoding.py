@@ -17,7 +17,8 @@ slot. The entity id column is an identifier, not an attribute, and is never enco
 >>> import pandas as pd
 >>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
-...     "x": {"kind": "numeric", "nullable": False}, "c": {"kind": "categorical", "categories": ["a", "b"]}}})
+...     "x": {"kind": "numeric", "nullable": False},
+...     "c": {"kind": "categorical", "categories": ["a", "b"]}}})
 >>> enc = MixedEncoder(spec=spec).fit(pd.DataFrame({"x": [0.0, 2.0], "c": ["a", "b"]}))
 >>> enc.feature_names_out_
 ['x', 'c[0]', 'c[1]', 'c[missing]']
@@ -31,9 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import MAX_ENCODED_WIDTH, ColumnSpec, DatasetSpec
 from privacy_gate.data.table import as_category_string  # the same category mapping as conform()
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.spec import MAX_ENCODED_WIDTH, ColumnSpec, DatasetSpec
 
 # One-hot value: two different categories differ in two coordinates by this much each, so their
 # Euclidean distance is sqrt(2 * (1/sqrt(2))**2) = 1.
@@ -53,7 +54,11 @@ def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
     standardised or binned, and silently clipping them would hide a broken generator).
     """
     if kind == "datetime":
-        dt = series if pd.api.types.is_datetime64_any_dtype(series) else pd.to_datetime(series, errors="coerce")
+        dt = (
+            series
+            if pd.api.types.is_datetime64_any_dtype(series)
+            else pd.to_datetime(series, errors="coerce")
+        )
         if getattr(dt.dt, "tz", None) is not None:
             dt = dt.dt.tz_convert("UTC").dt.tz_localize(None)
         missing = dt.isna().to_numpy()
@@ -64,7 +69,9 @@ def column_as_float(series: pd.Series, *, kind: str, column: str) -> np.ndarray:
     try:
         values = np.asarray(series, dtype="float64")
     except (TypeError, ValueError):
-        raise DataError(f"column '{column}' is {kind} but holds values that are not numbers") from None
+        raise DataError(
+            f"column '{column}' is {kind} but holds values that are not numbers"
+        ) from None
     n_inf = int(np.isinf(values).sum())
     if n_inf:
         raise DataError(f"column '{column}' has {n_inf} infinite value(s)")
@@ -123,16 +130,31 @@ class MixedEncoder:
     n_features_out_: output width.
     """
 
-    def __init__(self, *, spec: DatasetSpec, categorical: str = "onehot", data_name: str = "fit data",
-                 max_width: int = MAX_ENCODED_WIDTH):
+    def __init__(
+        self,
+        *,
+        spec: DatasetSpec,
+        categorical: str = "onehot",
+        data_name: str = "fit data",
+        max_width: int = MAX_ENCODED_WIDTH,
+    ):
         if not isinstance(spec, DatasetSpec):
-            raise ConfigError(f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}")
+            raise ConfigError(
+                f"MixedEncoder: 'spec' must be a DatasetSpec, got {type(spec).__name__}"
+            )
         if categorical not in _CATEGORICAL_MODES:
-            raise ConfigError(f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got {categorical!r}")
+            raise ConfigError(
+                f"MixedEncoder: 'categorical' must be one of {list(_CATEGORICAL_MODES)}, got "
+                f"{categorical!r}"
+            )
         if not isinstance(data_name, str) or not data_name:
-            raise ConfigError(f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}")
+            raise ConfigError(
+                f"MixedEncoder: 'data_name' must be a non-empty string, got {data_name!r}"
+            )
         if not isinstance(max_width, int) or max_width < 1:
-            raise ConfigError(f"MixedEncoder: 'max_width' must be a positive integer, got {max_width!r}")
+            raise ConfigError(
+                f"MixedEncoder: 'max_width' must be a positive integer, got {max_width!r}"
+            )
         self.spec = spec
         self.categorical = categorical
         self.max_width = max_width  # refuse a wider encoding (one-hot of an identifier-like column)
@@ -154,10 +176,16 @@ class MixedEncoder:
         self._plan: list[tuple] = []
         names: list[str] = []
         effective = 0
-        onehot = {name: self._categories(self.spec.columns[name], df[name]) for name in self.columns_
-                  if self._is_onehot(self.spec.columns[name])}
-        self._check_widths({name: len(cats) for name, cats in onehot.items()}, limit=self.spec.max_categories,
-                           setting="the spec's max_categories")
+        onehot = {
+            name: self._categories(self.spec.columns[name], df[name])
+            for name in self.columns_
+            if self._is_onehot(self.spec.columns[name])
+        }
+        self._check_widths(
+            {name: len(cats) for name, cats in onehot.items()},
+            limit=self.spec.max_categories,
+            setting="the spec's max_categories",
+        )
         for name in self.columns_:
             col = self.spec.columns[name]
             if self._is_onehot(col):
@@ -168,7 +196,9 @@ class MixedEncoder:
                 self._plan.append(("onehot", name, len(cats)))
                 effective += 1
                 continue
-            if col.categories is not None or col.kind == "categorical":  # ordinal mode for categoricals
+            if (
+                col.categories is not None or col.kind == "categorical"
+            ):  # ordinal mode for categoricals
                 cats = self._categories(col, df[name])
                 self.categories_[name] = cats
                 self._note_unlisted(name, df[name], cats)
@@ -190,7 +220,10 @@ class MixedEncoder:
                 indicator = has_missing
                 what = "has no observed values" if not observed.size else "is constant"
                 kept = "; only its missing indicator is kept" if indicator else ""
-                self.notes_.append(f"column '{name}' {what} in the {self.data_name} and was dropped from the encoding{kept}")
+                self.notes_.append(
+                    f"column '{name}' {what} in the {self.data_name} and was dropped from the "
+                    f"encoding{kept}"
+                )
             else:
                 # nullable columns get the indicator even without missing fit values, so that
                 # synthetic rows with missing values remain distinguishable from the mean
@@ -209,13 +242,23 @@ class MixedEncoder:
             widest = sorted(self.categories_, key=lambda c: -len(self.categories_[c]))[:3]
             n_indicators = sum(n.endswith("[missing]") for n in names)
             raise DataError(
-                f"MixedEncoder.fit: encoding the {self.data_name} would make {len(names)} features, more than its "
-                f"maximum width ({self.max_width}): {len(self.columns_)} attribute columns, {n_indicators} of the "
+                f"MixedEncoder.fit: encoding the {self.data_name} would make {len(names)} "
+                "features, more than its "
+                f"maximum width ({self.max_width}): {len(self.columns_)} attribute columns, "
+                f"{n_indicators} of the "
                 "features missing-value indicators (a nullable numeric column is two features)"
-                + ("; widest one-hot columns: " + ", ".join(f"'{c}' ({len(self.categories_[c])} distinct values)"
-                                                            for c in widest) if widest else "")
-                + ". Declare an identifier column as the spec's entity_id or drop it, drop columns, or declare "
-                "numeric columns without missing values nullable: false")
+                + (
+                    "; widest one-hot columns: "
+                    + ", ".join(
+                        f"'{c}' ({len(self.categories_[c])} distinct values)" for c in widest
+                    )
+                    if widest
+                    else ""
+                )
+                + ". Declare an identifier column as the spec's entity_id or drop it, drop "
+                "columns, or declare "
+                "numeric columns without missing values nullable: false"
+            )
         self.feature_names_out_ = names
         self.n_features_out_ = len(names)
         self.n_effective_dims_ = effective
@@ -226,20 +269,29 @@ class MixedEncoder:
         them in one error (counts only)."""
         wide = {name: n for name, n in counts.items() if n > limit}
         if len(wide) == 1:
-            (name, n), = wide.items()
+            ((name, n),) = wide.items()
             raise DataError(
-                f"MixedEncoder.fit: column '{name}' has {n} distinct values in the {self.data_name}, more "
-                f"than {setting} ({limit}); one-hot encoding it would make {n + 1} features. It looks "
-                "like an identifier: declare it as the spec's entity_id or drop the column")
+                f"MixedEncoder.fit: column '{name}' has {n} distinct values in the "
+                f"{self.data_name}, more "
+                f"than {setting} ({limit}); one-hot encoding it would make {n + 1} features. It "
+                "looks "
+                "like an identifier: declare it as the spec's entity_id or drop the column"
+            )
         if wide:
             raise DataError(
-                f"MixedEncoder.fit: {len(wide)} columns have more distinct values in the {self.data_name} than "
-                f"{setting} ({limit}): " + ", ".join(f"'{name}' ({n})" for name, n in wide.items())
-                + f"; one-hot encoding them would make {sum(wide.values()) + len(wide)} features. They look like "
-                "identifiers: declare one as the spec's entity_id or drop the columns")
+                f"MixedEncoder.fit: {len(wide)} columns have more distinct values in the "
+                f"{self.data_name} than "
+                f"{setting} ({limit}): "
+                + ", ".join(f"'{name}' ({n})" for name, n in wide.items())
+                + f"; one-hot encoding them would make {sum(wide.values()) + len(wide)} features. "
+                "They look like "
+                "identifiers: declare one as the spec's entity_id or drop the columns"
+            )
 
     def _is_onehot(self, col: ColumnSpec) -> bool:
-        categorical_like = col.kind == "categorical" or (col.kind == "ordinal" and col.categories is not None)
+        categorical_like = col.kind == "categorical" or (
+            col.kind == "ordinal" and col.categories is not None
+        )
         return categorical_like and self.categorical == "onehot"
 
     def _note_unlisted(self, name: str, series: pd.Series, cats: list[str]) -> None:
@@ -249,7 +301,8 @@ class MixedEncoder:
         n_unlisted = int(((category_codes(series, cats) < 0) & series.notna().to_numpy()).sum())
         if n_unlisted:
             self.notes_.append(
-                f"column '{name}': {n_unlisted} row(s) of the {self.data_name} hold a value outside the spec's category list; "
+                f"column '{name}': {n_unlisted} row(s) of the {self.data_name} hold a value "
+                "outside the spec's category list; "
                 "they are encoded like missing values"
             )
 
@@ -306,9 +359,13 @@ class MixedEncoder:
 
     def _check_frame(self, df: pd.DataFrame, where: str) -> None:
         if not isinstance(df, pd.DataFrame):
-            raise DataError(f"MixedEncoder.{where}: expected a pandas DataFrame, got {type(df).__name__}")
+            raise DataError(
+                f"MixedEncoder.{where}: expected a pandas DataFrame, got {type(df).__name__}"
+            )
         missing = [c for c in self.spec.attribute_columns if c not in df.columns]
         if missing:
-            raise DataError(f"MixedEncoder.{where}: column(s) {missing} of spec '{self.spec.name}' are missing")
+            raise DataError(
+                f"MixedEncoder.{where}: column(s) {missing} of spec '{self.spec.name}' are missing"
+            )
         if where == "fit" and len(df) == 0:
             raise DataError("MixedEncoder.fit: the table has no rows")

@@ -30,7 +30,9 @@ with the spec (every missing and extra column at once).
 >>> check_file(path, InputLimits(max_field_bytes=20), where="in the config")
 Traceback (most recent call last):
 ...
-privacy_gate.errors.DataError: ...t.csv: a field of 50 bytes or more (data row 2, column 'b'), more than inputs.max_field_bytes (20); raise inputs.max_field_bytes in the config, or leave long text out of the table
+privacy_gate.errors.DataError: ...t.csv: a field of 50 bytes or more (data row 2, column 'b'), more
+than inputs.max_field_bytes (20); raise inputs.max_field_bytes in the config, or leave long text out
+of the table
 """
 
 from __future__ import annotations
@@ -70,9 +72,13 @@ def _mb(n: int) -> str:
     return f"{n:,} bytes ({n / 1e6:,.1f} MB)" if n >= 1_000_000 else f"{n:,} bytes"
 
 
-def _refuse(path: str | Path, figure: str, setting: str, limit: int, where: str, remedy: str) -> DataError:
-    return DataError(f"{path}: {figure}, more than {_SETTING}.{setting} ({limit:,}); raise {_SETTING}.{setting} "
-                     f"{where}{remedy}")
+def _refuse(
+    path: str | Path, figure: str, setting: str, limit: int, where: str, remedy: str
+) -> DataError:
+    return DataError(
+        f"{path}: {figure}, more than {_SETTING}.{setting} ({limit:,}); raise {_SETTING}.{setting} "
+        f"{where}{remedy}"
+    )
 
 
 class _CsvScanner:
@@ -90,7 +96,9 @@ class _CsvScanner:
         self.record = 0  # the open record, counted from 0 (0 = the header)
         self.field = 0  # the open field within it
         self.header_end: int | None = None  # offset of the line break that ends the header record
-        self.over: tuple[int, int, int] | None = None  # (bytes, record, field) of the first long field
+        self.over: tuple[int, int, int] | None = (
+            None  # (bytes, record, field) of the first long field
+        )
 
     def feed(self, chunk: bytes) -> None:
         buf = np.frombuffer(chunk, dtype=np.uint8)
@@ -136,12 +144,15 @@ def not_utf8(path: str | Path, line: int | None) -> DataError:
     do; never the bytes (they belong to a record).
 
     >>> str(not_utf8("people.csv", 7))[:96]
-    'people.csv: not UTF-8 text (line 7 holds a byte sequence that is not UTF-8, as a latin-1 or Wind'
+    'people.csv: not UTF-8 text (line 7 holds a byte sequence that is not UTF-8, as a latin-1 or
+    Wind'
     """
     at = f"line {line:,}" if line else "a line"
-    return DataError(f"{path}: not UTF-8 text ({at} holds a byte sequence that is not UTF-8, as a latin-1 or "
-                     "Windows-1252 export does); save the table as UTF-8 (for example `iconv -f latin1 -t utf-8 "
-                     "IN.csv > OUT.csv`) and run again")
+    return DataError(
+        f"{path}: not UTF-8 text ({at} holds a byte sequence that is not UTF-8, as a latin-1 or "
+        "Windows-1252 export does); save the table as UTF-8 (for example `iconv -f latin1 -t utf-8 "
+        "IN.csv > OUT.csv`) and run again"
+    )
 
 
 def _scan(path: Path, header: list[str], *, limits: InputLimits, where: str) -> None:
@@ -168,8 +179,14 @@ def _scan(path: Path, header: list[str], *, limits: InputLimits, where: str) -> 
                 scanner.feed(chunk)
                 if scanner.offset > limits.max_file_bytes:
                     what = "decompresses to" if _kind(path) == "gzip" else "holds"
-                    raise _refuse(path, f"{what} {_mb(scanner.offset)} or more", "max_file_bytes",
-                                  limits.max_file_bytes, where, "")
+                    raise _refuse(
+                        path,
+                        f"{what} {_mb(scanner.offset)} or more",
+                        "max_file_bytes",
+                        limits.max_file_bytes,
+                        where,
+                        "",
+                    )
                 if scanner.over is not None and not checked:
                     record = _long_field(path, limits.max_field_bytes)
                     if record is not None:
@@ -183,7 +200,8 @@ def _long_field(path: Path, limit: int) -> int | None:
     """The record (0 = the header) holding the first field longer than ``limit`` bytes as Python's
     CSV reader splits ``path`` (latin-1: one character per byte; the structure is ASCII), or None.
     The reader holds at most ``limit`` characters of a field. (``csv.field_size_limit`` is
-    process-wide: it is set for this pass only, which runs only once the scanner saw a long field.)"""
+    process-wide: it is set for this pass only, which runs only once the scanner saw a long
+    field.)"""
     previous = csv.field_size_limit()
     rows = 0
     try:
@@ -192,14 +210,22 @@ def _long_field(path: Path, limit: int) -> int | None:
             for _ in csv.reader(text):
                 rows += 1
     except csv.Error as exc:
-        return rows if "field larger than field limit" in str(exc) else None  # else: the parser says what
+        return (
+            rows if "field larger than field limit" in str(exc) else None
+        )  # else: the parser says what
     finally:
         csv.field_size_limit(previous)
     return None
 
 
-def _field_error(path: Path, header: list[str], scanner: _CsvScanner, record: int, limits: InputLimits,
-                 where: str) -> DataError:
+def _field_error(
+    path: Path,
+    header: list[str],
+    scanner: _CsvScanner,
+    record: int,
+    limits: InputLimits,
+    where: str,
+) -> DataError:
     """The refusal of a long field in ``record``: its size and column (a name of ``header``) when
     the scanner saw the same record (column names only, never a value)."""
     size, at_record, field = scanner.over or (0, -1, 0)
@@ -209,8 +235,14 @@ def _field_error(path: Path, header: list[str], scanner: _CsvScanner, record: in
         if record > 0 and field < len(header):
             column = f", column {header[field]!r}"
     line = "the header" if record == 0 else f"data row {record:,}"
-    return _refuse(path, f"a field of {figure} ({line}{column})", "max_field_bytes", limits.max_field_bytes, where,
-                   ", or leave long text out of the table")
+    return _refuse(
+        path,
+        f"a field of {figure} ({line}{column})",
+        "max_field_bytes",
+        limits.max_field_bytes,
+        where,
+        ", or leave long text out of the table",
+    )
 
 
 def _csv_header(path: Path, limits: InputLimits, where: str) -> list[str]:
@@ -225,14 +257,29 @@ def _csv_header(path: Path, limits: InputLimits, where: str) -> list[str]:
                 scanner.feed(chunk)
                 raw += chunk
                 if scanner.header_end is None and scanner.field + 1 > limits.max_columns:
-                    raise _refuse(path, f"the header has more than {limits.max_columns:,} columns", "max_columns",
-                                  limits.max_columns, where, ", or split the table")
+                    raise _refuse(
+                        path,
+                        f"the header has more than {limits.max_columns:,} columns",
+                        "max_columns",
+                        limits.max_columns,
+                        where,
+                        ", or split the table",
+                    )
                 if scanner.over is not None and scanner.over[1] == 0:
-                    raise _refuse(path, f"a field of {scanner.over[0]:,} bytes or more (the header)",
-                                  "max_field_bytes", limits.max_field_bytes, where, "")
+                    raise _refuse(
+                        path,
+                        f"a field of {scanner.over[0]:,} bytes or more (the header)",
+                        "max_field_bytes",
+                        limits.max_field_bytes,
+                        where,
+                        "",
+                    )
                 if scanner.offset > MAX_HEADER_BYTES:
-                    raise DataError(f"{path}: the header row is longer than {MAX_HEADER_BYTES:,} bytes; a table's "
-                                    "header holds its column names, one line")
+                    raise DataError(
+                        f"{path}: the header row is longer than {MAX_HEADER_BYTES:,} bytes; a "
+                        "table's "
+                        "header holds its column names, one line"
+                    )
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DataError(f"{path}: cannot be read ({type(exc).__name__})") from None
     end = scanner.header_end if scanner.header_end is not None else len(raw)
@@ -261,11 +308,15 @@ def _parquet_columns(pf) -> list[str]:
     """The data columns of a Parquet file (an index pandas stored is not one: it is read as the
     index and dropped, as ``read_table`` does)."""
     schema = pf.schema_arrow
-    index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}
+    index = {
+        c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)
+    }
     return [n for n in schema.names if n not in index]
 
 
-def read_header(path: str | Path, limits: InputLimits, *, where: str = "in the config") -> list[str]:
+def read_header(
+    path: str | Path, limits: InputLimits, *, where: str = "in the config"
+) -> list[str]:
     """The column names of a local CSV (``.csv``, ``.csv.gz``) or Parquet file, read from its first
     line or its footer only; a header wider than ``limits.max_columns`` is refused while reading."""
     path = Path(path)
@@ -278,8 +329,14 @@ def _check_parquet(path: Path, pf, limits: InputLimits, where: str) -> None:
     meta = pf.metadata
     size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     if size > limits.max_file_bytes:  # its size on disk was checked already
-        raise _refuse(path, f"holds {_mb(size)} of uncompressed data", "max_file_bytes", limits.max_file_bytes,
-                      where, "")
+        raise _refuse(
+            path,
+            f"holds {_mb(size)} of uncompressed data",
+            "max_file_bytes",
+            limits.max_file_bytes,
+            where,
+            "",
+        )
     # a column chunk smaller than the field budget cannot hold a longer value: only larger
     # string columns are read (bounded by the size budget) and measured on Arrow, before pandas
     names = pf.schema_arrow.names
@@ -294,18 +351,33 @@ def _check_parquet(path: Path, pf, limits: InputLimits, where: str) -> None:
 
     for name in [n for n in names if n in suspects]:
         kind = pf.schema_arrow.field(name).type
-        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
-                or pa.types.is_large_binary(kind)):
+        if not (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_binary(kind)
+            or pa.types.is_large_binary(kind)
+        ):
             continue
         column = pf.read(columns=[name]).column(name)
         longest = pc.max(pc.binary_length(column)).as_py() or 0
         if longest > limits.max_field_bytes:
-            raise _refuse(path, f"a field of {longest:,} bytes (column {name!r})", "max_field_bytes",
-                          limits.max_field_bytes, where, ", or leave long text out of the table")
+            raise _refuse(
+                path,
+                f"a field of {longest:,} bytes (column {name!r})",
+                "max_field_bytes",
+                limits.max_field_bytes,
+                where,
+                ", or leave long text out of the table",
+            )
 
 
-def check_file(path: str | Path, limits: InputLimits, *, where: str = "in the config",
-               spec: DatasetSpec | None = None) -> list[str]:
+def check_file(
+    path: str | Path,
+    limits: InputLimits,
+    *,
+    where: str = "in the config",
+    spec: DatasetSpec | None = None,
+) -> list[str]:
     """Everything a local data file may cost, checked before it is parsed: its size, its header's
     width (and, given ``spec``, its columns), then its longest field. Returns the header."""
     path = Path(path)
@@ -326,18 +398,28 @@ def check_file(path: str | Path, limits: InputLimits, *, where: str = "in the co
     return header
 
 
-def check_size(name: str | Path, size: int, limits: InputLimits, *, where: str = "in the config") -> None:
+def check_size(
+    name: str | Path, size: int, limits: InputLimits, *, where: str = "in the config"
+) -> None:
     """Refuse a file (or an ``s3://`` object, by the size a HEAD request gave) of ``size`` bytes
     over ``limits.max_file_bytes``; ``name`` is what the refusal names."""
     if size > limits.max_file_bytes:
         raise _refuse(name, f"is {_mb(size)}", "max_file_bytes", limits.max_file_bytes, where, "")
 
 
-def check_width(path: str | Path, header: list[str], limits: InputLimits, *, where: str = "in the config") -> None:
+def check_width(
+    path: str | Path, header: list[str], limits: InputLimits, *, where: str = "in the config"
+) -> None:
     if len(header) > limits.max_columns:
-        raise _refuse(Path(path), f"{len(header):,} columns", "max_columns", limits.max_columns, where,
-                      ", or split the table (the attacks' encoding holds at most one feature per column and "
-                      "10,000 in all)")
+        raise _refuse(
+            Path(path),
+            f"{len(header):,} columns",
+            "max_columns",
+            limits.max_columns,
+            where,
+            ", or split the table (the attacks' encoding holds at most one feature per column and "
+            "10,000 in all)",
+        )
 
 
 def header_problem(header: list[str], spec: DatasetSpec) -> str | None:
@@ -348,7 +430,8 @@ def header_problem(header: list[str], spec: DatasetSpec) -> str | None:
     >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"},
     ...                                    "b": {"kind": "numeric"}}})
     >>> header_problem(["a", "c", "c", ""], spec)
-    "column(s) ['b'] of spec 't' are missing from the data; column(s) ['c'] are not in spec 't'; ['c'] appear more than once; column 4 has no name"
+    "column(s) ['b'] of spec 't' are missing from the data; column(s) ['c'] are not in spec 't';
+    ['c'] appear more than once; column 4 has no name"
     """
     names = set(header)
     missing = [c for c in spec.columns if c not in names]
@@ -364,6 +447,8 @@ def header_problem(header: list[str], spec: DatasetSpec) -> str | None:
     if twice:
         parts.append(f"{twice} appear more than once")
     if unnamed:
-        parts.append(f"column{'s' if len(unnamed) > 1 else ''} {', '.join(map(str, unnamed))} "
-                     f"{'have' if len(unnamed) > 1 else 'has'} no name")
+        parts.append(
+            f"column{'s' if len(unnamed) > 1 else ''} {', '.join(map(str, unnamed))} "
+            f"{'have' if len(unnamed) > 1 else 'has'} no name"
+        )
     return "; ".join(parts) or None

@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import SplitConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import InsufficientDataError
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,11 @@ class Splits:
     reference: pd.DataFrame
 
     def sizes(self) -> dict[str, int]:
-        return {"train": len(self.train), "holdout": len(self.holdout), "reference": len(self.reference)}
+        return {
+            "train": len(self.train),
+            "holdout": len(self.holdout),
+            "reference": len(self.reference),
+        }
 
 
 def split_by_entity(
@@ -43,7 +46,9 @@ def split_by_entity(
     if spec.entity_id is not None:
         keys = df[spec.entity_id]
         if keys.isna().any():
-            raise InsufficientDataError(f"entity column '{spec.entity_id}' has missing values; every record needs an entity")
+            raise InsufficientDataError(
+                f"entity column '{spec.entity_id}' has missing values; every record needs an entity"
+            )
         entities = pd.unique(keys)
     else:
         keys = None
@@ -57,7 +62,9 @@ def split_by_entity(
     names = ["train", "holdout", "reference"]
     needed = [name for name, c, f in zip(names, counts, fractions) if f > 0 and c < 1]
     if needed:
-        raise InsufficientDataError(f"{n} entities are too few for a train/holdout/reference split; {needed} would be empty")
+        raise InsufficientDataError(
+            f"{n} entities are too few for a train/holdout/reference split; {needed} would be empty"
+        )
     rng = np.random.default_rng(split.seed)
     order = rng.permutation(n)
     part_of = np.empty(n, dtype=np.int8)
@@ -69,14 +76,17 @@ def split_by_entity(
     else:
         row_part = part_of[pd.Index(entities).get_indexer(keys)]
     parts = [df[row_part == i] for i in range(3)]
-    return Splits(train=parts[0], holdout=parts[1], reference=reference if reference is not None else parts[2])
+    return Splits(
+        train=parts[0], holdout=parts[1], reference=reference if reference is not None else parts[2]
+    )
 
 
 def unit_codes(frame: pd.DataFrame, entity_id: str | None) -> np.ndarray:
     """The unit each row belongs to, as codes ``0 .. units - 1``: its entity (sorted by id) in a
     panel, the row itself otherwise. A panel's tests count people, not person-years.
 
-    >>> unit_codes(pd.DataFrame({"pid": ["b", "a", "b"]}), "pid").tolist(), unit_codes(pd.DataFrame({"x": [1, 2]}), None).tolist()
+    >>> panel, rows = pd.DataFrame({"pid": ["b", "a", "b"]}), pd.DataFrame({"x": [1, 2]})
+    >>> unit_codes(panel, "pid").tolist(), unit_codes(rows, None).tolist()
     ([1, 0, 1], [0, 1])
     """
     if entity_id is None:
@@ -94,8 +104,11 @@ def unit_max(scores: np.ndarray, codes: np.ndarray) -> np.ndarray:
     scores, codes = np.asarray(scores), np.asarray(codes)
     if codes.size == 0:
         return scores[:0]
-    out = np.full(int(codes.max()) + 1, -np.inf if scores.dtype.kind == "f" else np.iinfo(np.int64).min,
-                  dtype=scores.dtype if scores.dtype.kind == "f" else np.int64)
+    out = np.full(
+        int(codes.max()) + 1,
+        -np.inf if scores.dtype.kind == "f" else np.iinfo(np.int64).min,
+        dtype=scores.dtype if scores.dtype.kind == "f" else np.int64,
+    )
     np.maximum.at(out, codes, scores)
     return out
 
@@ -120,19 +133,25 @@ def labelled_units(units: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, n
     return codes.astype(np.int64), member
 
 
-def unit_scores(scores: Mapping[str, np.ndarray], labels: np.ndarray, units: np.ndarray
-                ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def unit_scores(
+    scores: Mapping[str, np.ndarray], labels: np.ndarray, units: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Target rows' scores per attack reduced to their units (a panel's people): each unit's
     largest score per attack (:func:`unit_max`), each unit's label, and each row's unit code
     (:func:`labelled_units`). What the per-person membership figures run on: the people, not their
     rows, are exchangeable between the splits.
 
-    >>> by_unit, lab, codes = unit_scores({"a": np.array([0.1, 0.9, 0.5])}, np.array([1, 1, 0]), np.array([4, 4, 2]))
+    >>> scores = {"a": np.array([0.1, 0.9, 0.5])}
+    >>> by_unit, lab, codes = unit_scores(scores, np.array([1, 1, 0]), np.array([4, 4, 2]))
     >>> by_unit["a"].tolist(), lab.tolist(), codes.tolist()
     ([0.5, 0.9], [False, True], [1, 1, 0])
     """
     codes, unit_labels = labelled_units(units, labels)
-    return {a: unit_max(np.asarray(s, dtype=float), codes) for a, s in scores.items()}, unit_labels, codes
+    return (
+        {a: unit_max(np.asarray(s, dtype=float), codes) for a, s in scores.items()},
+        unit_labels,
+        codes,
+    )
 
 
 def one_row_each(codes: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,7 +164,9 @@ def one_row_each(codes: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     (2, 2)
     """
     codes = np.asarray(codes)
-    order = rng.permutation(codes.size)  # each unit's first row in a random order: a uniform row of it
+    order = rng.permutation(
+        codes.size
+    )  # each unit's first row in a random order: a uniform row of it
     units, first = np.unique(codes[order], return_index=True)
     chosen = rng.choice(units.size, n, replace=False)
     return np.sort(order[first[chosen]])

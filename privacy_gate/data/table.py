@@ -13,16 +13,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privacy_gate.publication import objectstore
 from privacy_gate.config import InputLimits
 from privacy_gate.data import guards
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import DataError
+from privacy_gate.publication import objectstore
+from privacy_gate.spec import DatasetSpec
 
 _READERS = {".csv": "csv", ".gz": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def read_table(path: str | Path, *, limits: InputLimits | None = None, where: str = "in the config") -> pd.DataFrame:
+def read_table(
+    path: str | Path, *, limits: InputLimits | None = None, where: str = "in the config"
+) -> pd.DataFrame:
     """Read CSV (optionally gzipped) or Parquet, from a file or an ``s3://`` object; the index
     becomes the row id (0..n-1). The file is held to ``limits`` (default: the ``inputs``
     defaults) before it is parsed (``guards.check_file``: size, width, longest field); ``where``
@@ -31,7 +33,9 @@ def read_table(path: str | Path, *, limits: InputLimits | None = None, where: st
     if objectstore.is_s3(path):
         uri = str(path)
         _, key = objectstore.split_uri(uri)
-        guards.check_size(uri, objectstore.object_size(uri), limits, where=where)  # before a byte is downloaded
+        guards.check_size(
+            uri, objectstore.object_size(uri), limits, where=where
+        )  # before a byte is downloaded
         with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
             local = objectstore.download(uri, Path(tmp) / Path(key).name)
             try:
@@ -43,7 +47,9 @@ def read_table(path: str | Path, *, limits: InputLimits | None = None, where: st
         raise DataError(f"{path}: file not found")
     kind = _READERS.get(path.suffix.lower())
     if kind is None:
-        raise DataError(f"{path}: unsupported file type '{path.suffix}' (use .csv, .csv.gz or .parquet)")
+        raise DataError(
+            f"{path}: unsupported file type '{path.suffix}' (use .csv, .csv.gz or .parquet)"
+        )
     guards.check_file(path, limits, where=where)
     try:
         df = pd.read_csv(path, low_memory=False) if kind == "csv" else pd.read_parquet(path)
@@ -56,7 +62,9 @@ def read_table(path: str | Path, *, limits: InputLimits | None = None, where: st
     return df.reset_index(drop=True)
 
 
-def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str, check_identifiers: bool = True) -> pd.DataFrame:
+def conform(
+    df: pd.DataFrame, spec: DatasetSpec, *, source: str, check_identifiers: bool = True
+) -> pd.DataFrame:
     """Check ``df`` against ``spec`` (columns, emptiness, all-missing columns) and cast types.
 
     ``source`` names the data in messages (a file path or "synthetic data"). Returns a copy with
@@ -87,7 +95,9 @@ def conform(df: pd.DataFrame, spec: DatasetSpec, *, source: str, check_identifie
                 continue
             num = num.astype("float64")
             n_inf = int(np.isinf(num).sum())
-            if n_inf:  # inf breaks every encoder and density; a range in the spec would have caught it too
+            if (
+                n_inf
+            ):  # inf breaks every encoder and density; a range in the spec would have caught it too
                 problems.append(f"column '{name}' has {n_inf} infinite value(s)")
             out[name] = num
         elif col.kind == "datetime":
@@ -132,8 +142,10 @@ def identifier_problem(values: pd.Series, spec: DatasetSpec, column: str) -> str
 
 
 #: What to do about a column that looks like an identifier.
-_IDENTIFIER_REMEDY = ("entity_id or drop the column (a true category with this many values: bin it, or raise "
-                      "max_categories / max_category_share in the spec)")
+_IDENTIFIER_REMEDY = (
+    "entity_id or drop the column (a true category with this many values: bin it, or raise "
+    "max_categories / max_category_share in the spec)"
+)
 
 
 def identifier_finding(values: pd.Series, spec: DatasetSpec, column: str) -> tuple[str, int] | None:
@@ -148,21 +160,34 @@ def identifier_finding(values: pd.Series, spec: DatasetSpec, column: str) -> tup
     elif distinct > spec.max_categories:
         why = f"more than the spec's max_categories ({spec.max_categories})"
     elif n >= MIN_ROWS_FOR_SHARE and share > spec.max_category_share:
-        why = f"{share:.0%} of its values distinct, more than the spec's max_category_share ({spec.max_category_share:g})"
+        why = (
+            f"{share:.0%} of its values distinct, more than the spec's max_category_share "
+            f"({spec.max_category_share:g})"
+        )
     else:
         return None
     kind = spec.columns[column].kind
-    return f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows ({why})", distinct
+    return (
+        f"column '{column}' is declared {kind} but has {distinct} distinct values in {n} rows "
+        f"({why})"
+    ), distinct
 
 
 def _identifiers_sentence(findings: list[tuple[str, int]]) -> str:
     if len(findings) == 1:
         text, distinct = findings[0]
-        return (f"{text}: it looks like an identifier, and one-hot encoding it would make {distinct} features. "
-                f"Declare it as the spec's {_IDENTIFIER_REMEDY}")
+        return (
+            f"{text}: it looks like an identifier, and one-hot encoding it would make {distinct} "
+            "features. "
+            f"Declare it as the spec's {_IDENTIFIER_REMEDY}"
+        )
     total = sum(d for _, d in findings)
-    return (f"{len(findings)} columns look like identifiers: " + "; ".join(t for t, _ in findings)
-            + f"; one-hot encoding them would make {total} features. Declare each as the spec's {_IDENTIFIER_REMEDY}")
+    return (
+        f"{len(findings)} columns look like identifiers: "
+        + "; ".join(t for t, _ in findings)
+        + f"; one-hot encoding them would make {total} features. Declare each as the spec's "
+        f"{_IDENTIFIER_REMEDY}"
+    )
 
 
 def as_category_string(v: object) -> str:

@@ -9,14 +9,16 @@ only where that loses nothing: the restored column must conform to exactly the v
 were judged (a generator that made ``2.5`` of an integer column keeps it a float; a category
 ``"other"`` in an integer-coded column keeps the column text).
 
->>> raw = pd.DataFrame({"smoker": [True, False, None], "region": [1.0, 2.0, None], "age": [30, 41, 52]})
+>>> raw = pd.DataFrame({"smoker": [True, False, None], "region": [1.0, 2.0, None],
+...                     "age": [30, 41, 52]})
 >>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"smoker": {"kind": "categorical"},
 ...     "region": {"kind": "categorical"}, "age": {"kind": "numeric"}}})
 >>> types = value_types(raw, spec)
 >>> types
 {'smoker': 'bool', 'region': 'int', 'age': 'int'}
->>> judged = pd.DataFrame({"smoker": ["True", None, "False"], "region": ["3", "1", None], "age": [33.0, 40.0, 61.0]})
+>>> judged = pd.DataFrame({"smoker": ["True", None, "False"], "region": ["3", "1", None],
+...                        "age": [33.0, 40.0, 61.0]})
 >>> restore_types(judged, types).dtypes.astype(str).to_dict()
 {'smoker': 'boolean', 'region': 'Int64', 'age': 'int64'}
 """
@@ -61,14 +63,22 @@ def value_types(df: pd.DataFrame, spec: DatasetSpec) -> dict[str, str]:
             out[name] = DATETIME
         else:
             inferred = pd.api.types.infer_dtype(s, skipna=True)
-            out[name] = {"boolean": BOOL, "integer": INT, "floating": FLOAT, "mixed-integer-float": FLOAT,
-                         "datetime": DATETIME, "datetime64": DATETIME}.get(inferred, STR)
+            out[name] = {
+                "boolean": BOOL,
+                "integer": INT,
+                "floating": FLOAT,
+                "mixed-integer-float": FLOAT,
+                "datetime": DATETIME,
+                "datetime64": DATETIME,
+            }.get(inferred, STR)
             if out[name] == FLOAT and category_like and _integral(s):
                 out[name] = INT
     return out
 
 
-def conform_typed(raw: pd.DataFrame, spec: DatasetSpec, **conform_args) -> tuple[pd.DataFrame, dict[str, str]]:
+def conform_typed(
+    raw: pd.DataFrame, spec: DatasetSpec, **conform_args
+) -> tuple[pd.DataFrame, dict[str, str]]:
     """``(conform(raw, spec, ...), value_types(raw, spec))``: a table as the gate judges it and
     the types a release of it is written back in (the raw frame is not kept)."""
     types = value_types(raw, spec)
@@ -118,6 +128,12 @@ def round_trips(judged: pd.Series, cast: pd.Series) -> bool:
         return False
     present = judged.notna().to_numpy()
     if pd.api.types.is_float_dtype(judged.dtype):
-        return bool(np.array_equal(cast[present].astype("float64").to_numpy(),
-                                   judged[present].to_numpy(dtype="float64")))
-    return bool((cast[present].astype(str).to_numpy() == judged[present].astype(str).to_numpy()).all())
+        return bool(
+            np.array_equal(
+                cast[present].astype("float64").to_numpy(),
+                judged[present].to_numpy(dtype="float64"),
+            )
+        )
+    return bool(
+        (cast[present].astype(str).to_numpy() == judged[present].astype(str).to_numpy()).all()
+    )

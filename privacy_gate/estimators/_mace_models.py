@@ -84,42 +84,67 @@ class Settings:
             return isinstance(v, Integral) and not isinstance(v, bool) and v >= low
 
         if not (real(self.prior) and 0.0 < self.prior < 1.0):
-            raise ConfigError(f"prior must be a membership probability strictly between 0 and 1; got {self.prior!r}")
+            raise ConfigError(
+                "prior must be a membership probability strictly between 0 and 1; got "
+                f"{self.prior!r}"
+            )
         if not (real(self.delta) and 0.0 < self.delta < 1.0):
-            raise ConfigError(f"delta must be an error probability strictly between 0 and 1 (e.g. 0.05); got {self.delta!r}")
+            raise ConfigError(
+                "delta must be an error probability strictly between 0 and 1 (e.g. 0.05); got "
+                f"{self.delta!r}"
+            )
         if self.method not in METHODS:
             raise ConfigError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
         if self.n_bins is not None and not integer(self.n_bins, 2):
-            raise ConfigError(f"n_bins must be an integer >= 2 (bins per score column) or None for the default; "
-                              f"got {self.n_bins!r}")
+            raise ConfigError(
+                f"n_bins must be an integer >= 2 (bins per score column) or None for the default; "
+                f"got {self.n_bins!r}"
+            )
         bw = self.bandwidth
-        if not (bw is None or bw in ("undersmoothed", "scott", "silverman")
-                or (real(bw) and bw > 0)):
-            raise ConfigError("bandwidth must be 'undersmoothed', 'scott', 'silverman', a positive number "
-                              f"(normal-score units) or None; got {bw!r}")
+        if not (
+            bw is None or bw in ("undersmoothed", "scott", "silverman") or (real(bw) and bw > 0)
+        ):
+            raise ConfigError(
+                "bandwidth must be 'undersmoothed', 'scott', 'silverman', a positive number "
+                f"(normal-score units) or None; got {bw!r}"
+            )
         if not integer(self.n_permutations, 0):
-            raise ConfigError(f"n_permutations must be an integer >= 0; got {self.n_permutations!r}")
+            raise ConfigError(
+                f"n_permutations must be an integer >= 0; got {self.n_permutations!r}"
+            )
         if not integer(self.n_mc, 100):
-            raise ConfigError(f"n_mc must be an integer >= 100 (Monte Carlo points of the multi-d KDE integral); "
-                              f"got {self.n_mc!r}")
+            raise ConfigError(
+                f"n_mc must be an integer >= 100 (Monte Carlo points of the multi-d KDE integral); "
+                f"got {self.n_mc!r}"
+            )
         if not integer(self.seed, 0):
             raise ConfigError(f"seed must be a non-negative integer; got {self.seed!r}")
         if self.lower_bound not in LOWER_BOUNDS:
-            raise ConfigError(f"lower_bound must be one of {', '.join(LOWER_BOUNDS)}; got {self.lower_bound!r}")
+            raise ConfigError(
+                f"lower_bound must be one of {', '.join(LOWER_BOUNDS)}; got {self.lower_bound!r}"
+            )
         if self.lower_bound == "permutation" and self.n_permutations < 1:
-            raise ConfigError("lower_bound='permutation' subtracts the permutation-null bias: set n_permutations >= 1")
+            raise ConfigError(
+                "lower_bound='permutation' subtracts the permutation-null bias: set n_permutations "
+                ">= 1"
+            )
 
 
 # --------------------------------------------------------------------------------------------
 # input checks
 
 
-def check_query(scores: object, labels: object, *, min_per_class: int = MIN_PER_CLASS) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)``: scores as a float (N, d) matrix and labels as int8 0/1; fail closed on bad input."""
+def check_query(
+    scores: object, labels: object, *, min_per_class: int = MIN_PER_CLASS
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)``: scores as a float (N, d) matrix and labels as int8 0/1; fail closed on bad
+    input."""
     try:
         x = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
-        raise DataError("scores must be numeric: one attack score per target, shape (N,) or (N, d)") from None
+        raise DataError(
+            "scores must be numeric: one attack score per target, shape (N,) or (N, d)"
+        ) from None
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[1] == 0:
@@ -134,13 +159,17 @@ def check_query(scores: object, labels: object, *, min_per_class: int = MIN_PER_
         raise DataError(f"scores contain {n_nan} NaN value(s); an attack must score every target")
     y = np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise DataError(f"got {x.shape[0]} score rows but labels of shape {y.shape}; pass one 0/1 label per target")
+        raise DataError(
+            f"got {x.shape[0]} score rows but labels of shape {y.shape}; pass one 0/1 label per "
+            "target"
+        )
     y = as_membership_labels(y)
     n1 = int(y.sum())
     n0 = int(y.size - n1)
     if min(n1, n0) < min_per_class:
         raise InsufficientDataError(
-            f"MACE estimates need at least {min_per_class} members and {min_per_class} non-members; "
+            f"MACE estimates need at least {min_per_class} members and {min_per_class} "
+            "non-members; "
             f"got {n1} member(s) and {n0} non-member(s): score more targets"
         )
     return x, y
@@ -356,7 +385,11 @@ class Cells:
         else:
             t = self.transform(x)
             cols = [np.searchsorted(e, t[:, j], side="right") for j, e in enumerate(self.edges)]
-        codes = np.ravel_multi_index(tuple(cols), self.shape) if self.d > 1 else cols[0].astype(np.int64)
+        codes = (
+            np.ravel_multi_index(tuple(cols), self.shape)
+            if self.d > 1
+            else cols[0].astype(np.int64)
+        )
         return np.where(valid, codes, -1)
 
     def cell_of(self, x: np.ndarray) -> np.ndarray:
@@ -380,13 +413,19 @@ class DiscreteModel:
         c = self.cells.fit_cells
         k = self.cells.n_cells
         # one-hot cell membership: counts under any labelling are one sparse product
-        self.onehot = sparse.csr_matrix((np.ones(c.size, np.float32), (c, np.arange(c.size))), shape=(k, c.size))
+        self.onehot = sparse.csr_matrix(
+            (np.ones(c.size, np.float32), (c, np.arange(c.size))), shape=(k, c.size)
+        )
         self.total = np.bincount(c, minlength=k).astype(np.float64)
         self.count1 = np.bincount(c[y == 1], minlength=k).astype(np.float64)
         self.count0 = self.total - self.count1
 
     def settings(self) -> dict:
-        return {"bins_per_dim": self.bins_per_dim, "n_cells": self.cells.n_cells, "exact_levels": bool(self.cells.exact)}
+        return {
+            "bins_per_dim": self.bins_per_dim,
+            "n_cells": self.cells.n_cells,
+            "exact_levels": bool(self.cells.exact),
+        }
 
     def advantages(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Plug-in advantage for each row of ``labels`` (C, N); the second array is the MC
@@ -408,8 +447,12 @@ class DiscreteModel:
             nan = np.full_like(d1, np.nan)
             bands = (nan,) * 4
         else:  # per cell, not per target: a few beta quantiles instead of N
-            bands = (cp_lower(k1, self.n1, alpha / 2), cp_upper(k1, self.n1, alpha / 2),
-                     cp_lower(k0, self.n0, alpha / 2), cp_upper(k0, self.n0, alpha / 2))
+            bands = (
+                cp_lower(k1, self.n1, alpha / 2),
+                cp_upper(k1, self.n1, alpha / 2),
+                cp_lower(k0, self.n0, alpha / 2),
+                cp_upper(k0, self.n0, alpha / 2),
+            )
         lo1, hi1, lo0, hi0 = (b[cell] for b in bands)
         return Local(d1=d1[cell], d0=d0[cell], lo1=lo1, hi1=hi1, lo0=lo0, hi0=hi0)
 
@@ -418,7 +461,9 @@ class DiscreteModel:
 # continuous queries: kernel density estimates
 
 
-def _kde_band(dens: np.ndarray, n: int, h: float, d: int, alpha: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _kde_band(
+    dens: np.ndarray, n: int, h: float, d: int, alpha: float | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Pointwise normal-approximation band of a Gaussian KDE (paper Lemma 11, Chen 2017):
     dens ± z_{1-alpha/2} sqrt(mu_K dens / (n h^d)), mu_K = integral K^2 = (4 pi)^(-d/2).
 
@@ -446,7 +491,9 @@ class Kde1dModel:
 
     method = "kde"
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, *, prior: float, bandwidth: float | str | None):
+    def __init__(
+        self, x: np.ndarray, y: np.ndarray, *, prior: float, bandwidth: float | str | None
+    ):
         self.prior = prior
         self.n1 = int(y.sum())
         self.n0 = int(y.size - self.n1)
@@ -471,7 +518,11 @@ class Kde1dModel:
         self.dens1, self.dens0 = (a[:, 0] for a in self._densities(y[None, :]))
 
     def settings(self) -> dict:
-        return {"bandwidth": self.h, "grid_points": int(self.grid.size), "transform": "normal_scores"}
+        return {
+            "bandwidth": self.h,
+            "grid_points": int(self.grid.size),
+            "transform": "normal_scores",
+        }
 
     def _densities(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c1 = np.asarray(self.binning @ labels.T.astype(np.float64))
@@ -511,7 +562,16 @@ class KdeNdModel:
 
     method = "kde"
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, *, prior: float, bandwidth: float | str | None, n_mc: int, seed: int):
+    def __init__(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        *,
+        prior: float,
+        bandwidth: float | str | None,
+        n_mc: int,
+        seed: int,
+    ):
         self.prior = prior
         self.y = y
         self.n1 = int(y.sum())
@@ -523,7 +583,8 @@ class KdeNdModel:
         evals, evecs = np.linalg.eigh(np.cov(t, rowvar=False))
         if evals.min() <= 1e-6 * evals.max():
             raise DataError(
-                "the combined attack scores are constant or (nearly) collinear in rank; drop constant, "
+                "the combined attack scores are constant or (nearly) collinear in rank; drop "
+                "constant, "
                 "duplicated or deterministically related attack columns from the combined query"
             )
         self.whiten = evecs / np.sqrt(evals)
@@ -544,11 +605,11 @@ class KdeNdModel:
         tot = np.empty(pts.shape[0])
         for s in range(0, pts.shape[0], rows):
             # float32 kernel values: relative error 1e-7, half the memory traffic of float64
-            k = cdist(pts[s:s + rows], self.z, "sqeuclidean").astype(np.float32)
+            k = cdist(pts[s : s + rows], self.z, "sqeuclidean").astype(np.float32)
             k *= np.float32(-0.5 / self.h**2)
             np.exp(k, out=k)
-            tot[s:s + rows] = k.sum(axis=1, dtype=np.float64)
-            out[s:s + rows] = k @ w32
+            tot[s : s + rows] = k.sum(axis=1, dtype=np.float64)
+            out[s : s + rows] = k @ w32
         return out, tot
 
     def advantages(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -558,7 +619,9 @@ class KdeNdModel:
         pts = self.z[centres] + self.h * rng.standard_normal((self.n_mc, self.d))
         s1, tot = self._kernel_sums(pts, labels.T)
         s0 = np.maximum(tot[:, None] - s1, 0.0)
-        ratio = np.abs(self.prior * s1 / self.n1 - (1 - self.prior) * s0 / self.n0) / (tot[:, None] / n)
+        ratio = np.abs(self.prior * s1 / self.n1 - (1 - self.prior) * s0 / self.n0) / (
+            tot[:, None] / n
+        )
         return np.minimum(ratio.mean(axis=0), 1.0), ratio.std(axis=0, ddof=1) / math.sqrt(self.n_mc)
 
     def local(self, x: np.ndarray, alpha: float | None) -> Local:
@@ -577,8 +640,17 @@ class KdeNdModel:
 QueryModel = DiscreteModel | Kde1dModel | KdeNdModel
 
 
-def fit_model(x: np.ndarray, y: np.ndarray, *, method: str, prior: float, n_bins: int | None,
-              bandwidth: float | str | None, n_mc: int, seed: int) -> QueryModel:
+def fit_model(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    method: str,
+    prior: float,
+    n_bins: int | None,
+    bandwidth: float | str | None,
+    n_mc: int,
+    seed: int,
+) -> QueryModel:
     """The query model for a resolved ``method`` (``"discrete"`` or ``"kde"``)."""
     if method == "discrete":
         return DiscreteModel(x, y, prior=prior, n_bins=n_bins)
@@ -593,7 +665,9 @@ def permuted_labels(y: np.ndarray, n_permutations: int, rng: np.random.Generator
     return np.vstack([y[None, :], perms]).astype(np.int8)
 
 
-def stratified_split(y: np.ndarray, fractions: tuple[float, ...], rng: np.random.Generator) -> list[np.ndarray]:
+def stratified_split(
+    y: np.ndarray, fractions: tuple[float, ...], rng: np.random.Generator
+) -> list[np.ndarray]:
     """Index arrays of a random partition with the given fractions within each class."""
     parts: list[list[np.ndarray]] = [[] for _ in fractions]
     cum = np.cumsum(fractions)

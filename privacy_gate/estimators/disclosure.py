@@ -30,8 +30,10 @@ from dataclasses import dataclass
 
 #: the intervals' level: the risk interval covers with probability at least 1 - ALPHA
 ALPHA = 0.05
-INTERVAL_METHOD = ("Wilson score interval per success rate at 97.5%; risk interval = the risk at the corners of "
-                   "the two rate intervals (coverage >= 95% by Bonferroni)")
+INTERVAL_METHOD = (
+    "Wilson score interval per success rate at 97.5%; risk interval = the risk at the corners of "
+    "the two rate intervals (coverage >= 95% by Bonferroni)"
+)
 
 
 @functools.lru_cache(maxsize=64)
@@ -77,7 +79,10 @@ class DisclosureRisk:
     def __post_init__(self) -> None:
         if self.n_train < 0 or self.n_control < 0:
             raise ValueError("counts of attacks must be non-negative")
-        if not (0 <= self.k_train <= max(self.n_train, 0) and 0 <= self.k_control <= max(self.n_control, 0)):
+        if not (
+            0 <= self.k_train <= max(self.n_train, 0)
+            and 0 <= self.k_control <= max(self.n_control, 0)
+        ):
             raise ValueError("successes must lie between 0 and the number of attacks")
         if not 0 < self.alpha < 1:
             raise ValueError("alpha must lie in (0, 1)")
@@ -92,7 +97,9 @@ class DisclosureRisk:
 
     @property
     def baseline_rate(self) -> float | None:
-        return None if self.k_baseline is None or not self.n_train else self.k_baseline / self.n_train
+        return (
+            None if self.k_baseline is None or not self.n_train else self.k_baseline / self.n_train
+        )
 
     @property
     def risk(self) -> float:
@@ -112,21 +119,39 @@ class DisclosureRisk:
 
     def figures(self) -> dict[str, float]:
         """Flat figures: ``risk``, ``risk_lower``, ``risk_upper``, the rates and the counts."""
-        out = {"risk": self.risk, "risk_lower": self.risk_lower, "risk_upper": self.risk_upper,
-               "train_rate": self.train_rate, "control_rate": self.control_rate,
-               "n_train": float(self.n_train), "n_control": float(self.n_control)}
+        out = {
+            "risk": self.risk,
+            "risk_lower": self.risk_lower,
+            "risk_upper": self.risk_upper,
+            "train_rate": self.train_rate,
+            "control_rate": self.control_rate,
+            "n_train": float(self.n_train),
+            "n_control": float(self.n_control),
+        }
         if self.baseline_rate is not None:
             out["baseline_rate"] = self.baseline_rate
         return out
 
 
-def disclosure_risk(*, k_train: float, n_train: int, k_control: float, n_control: int, alpha: float = ALPHA,
-                    k_baseline: float | None = None) -> DisclosureRisk:
+def disclosure_risk(
+    *,
+    k_train: float,
+    n_train: int,
+    k_control: float,
+    n_control: int,
+    alpha: float = ALPHA,
+    k_baseline: float | None = None,
+) -> DisclosureRisk:
     """The :class:`DisclosureRisk` of the given success counts (control counts may be fractional
     after a size correction; they are capped at ``n_control``)."""
-    return DisclosureRisk(k_train=float(k_train), n_train=int(n_train),
-                          k_control=float(min(max(k_control, 0.0), n_control)), n_control=int(n_control),
-                          alpha=alpha, k_baseline=None if k_baseline is None else float(k_baseline))
+    return DisclosureRisk(
+        k_train=float(k_train),
+        n_train=int(n_train),
+        k_control=float(min(max(k_control, 0.0), n_control)),
+        n_control=int(n_control),
+        alpha=alpha,
+        k_baseline=None if k_baseline is None else float(k_baseline),
+    )
 
 
 def holm_alpha(alpha: float, m: int) -> float:
@@ -135,4 +160,11 @@ def holm_alpha(alpha: float, m: int) -> float:
     return alpha / max(int(m), 1)
 
 
-__all__ = ["ALPHA", "INTERVAL_METHOD", "DisclosureRisk", "disclosure_risk", "holm_alpha", "wilson_interval"]
+__all__ = [
+    "ALPHA",
+    "INTERVAL_METHOD",
+    "DisclosureRisk",
+    "disclosure_risk",
+    "holm_alpha",
+    "wilson_interval",
+]

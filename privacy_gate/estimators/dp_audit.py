@@ -77,8 +77,9 @@ def epsilon_lower_bound(fpr: float, fnr: float, *, delta: float) -> float:
 def dp_tradeoff(fpr: np.ndarray | float, *, epsilon: float, delta: float) -> np.ndarray:
     """The lowest FNR (epsilon, delta)-DP allows at each FPR."""
     a = np.asarray(fpr, dtype=float)
-    return np.maximum.reduce([np.zeros_like(a), 1 - delta - math.exp(epsilon) * a,
-                              math.exp(-epsilon) * (1 - delta - a)])
+    return np.maximum.reduce(
+        [np.zeros_like(a), 1 - delta - math.exp(epsilon) * a, math.exp(-epsilon) * (1 - delta - a)]
+    )
 
 
 def dp_auc_bound(epsilon: float, delta: float = 0.0) -> float:
@@ -117,7 +118,10 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     """delta(epsilon) of mu-GDP (Dong, Roth & Su 2022, Corollary 2.13)."""
     if mu <= 0:
         return 0.0
-    return float(stats.norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * stats.norm.cdf(-epsilon / mu - mu / 2))
+    return float(
+        stats.norm.cdf(-epsilon / mu + mu / 2)
+        - math.exp(epsilon) * stats.norm.cdf(-epsilon / mu - mu / 2)
+    )
 
 
 def gdp_mu_for_dp(epsilon: float, delta: float) -> float:
@@ -162,7 +166,10 @@ class AuditBound:
     mu_upper: float
 
     def __post_init__(self) -> None:
-        if not (0 <= self.false_positives <= self.negatives and 0 <= self.false_negatives <= self.positives):
+        if not (
+            0 <= self.false_positives <= self.negatives
+            and 0 <= self.false_negatives <= self.positives
+        ):
             raise ValueError("error counts must lie within the run counts")
         if not 0 < self.alpha < 1:
             raise ValueError("alpha must be in (0, 1)")
@@ -184,7 +191,9 @@ def _cp_upper_many(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
     return np.where(k >= n, 1.0, stats.beta.ppf(1 - alpha, k + 1, np.maximum(n - k, 1)))
 
 
-def _errors(score_in: np.ndarray, score_out: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _errors(
+    score_in: np.ndarray, score_out: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(false positives, false negatives) of "in iff score >= t" for every threshold in ``t``."""
     fp = score_out.size - np.searchsorted(np.sort(score_out), t, side="left")
     fn = np.searchsorted(np.sort(score_in), t, side="left")
@@ -198,39 +207,70 @@ def _eps_many(fpr: np.ndarray, fnr: np.ndarray, delta: float) -> np.ndarray:
     return np.maximum(0.0, np.maximum(a, b))
 
 
-def audit_bound(*, select_in: np.ndarray, select_out: np.ndarray, eval_in: np.ndarray, eval_out: np.ndarray,
-                delta: float, alpha: float = 0.05) -> AuditBound:
+def audit_bound(
+    *,
+    select_in: np.ndarray,
+    select_out: np.ndarray,
+    eval_in: np.ndarray,
+    eval_out: np.ndarray,
+    delta: float,
+    alpha: float = 0.05,
+) -> AuditBound:
     """Threshold "in iff score >= t" chosen on the selection runs (the best CP epsilon bound, ties
     -- e.g. all 0 with few runs -- to the best point estimate of mu), then counted on the
     evaluation runs only."""
     sel_in, sel_out = np.asarray(select_in, float), np.asarray(select_out, float)
     ev_in, ev_out = np.asarray(eval_in, float), np.asarray(eval_out, float)
     if min(sel_in.size, sel_out.size, ev_in.size, ev_out.size) < 1:
-        raise ValueError("every split of the runs needs at least one run with and one without the target")
+        raise ValueError(
+            "every split of the runs needs at least one run with and one without the target"
+        )
     t = np.unique(np.concatenate([sel_in, sel_out, [np.inf]]))
     fp, fn = _errors(sel_in, sel_out, t)
-    eps = _eps_many(_cp_upper_many(fp, sel_out.size, alpha / 2), _cp_upper_many(fn, sel_in.size, alpha / 2), delta)
-    mu = stats.norm.ppf(1 - (fp + 0.5) / (sel_out.size + 1)) - stats.norm.ppf((fn + 0.5) / (sel_in.size + 1))
+    eps = _eps_many(
+        _cp_upper_many(fp, sel_out.size, alpha / 2),
+        _cp_upper_many(fn, sel_in.size, alpha / 2),
+        delta,
+    )
+    mu = stats.norm.ppf(1 - (fp + 0.5) / (sel_out.size + 1)) - stats.norm.ppf(
+        (fn + 0.5) / (sel_in.size + 1)
+    )
     best = float(t[np.lexsort((mu, eps))[-1]])
     fp_e, fn_e = (int(v[0]) for v in _errors(ev_in, ev_out, np.array([best])))
     n_out, n_in = ev_out.size, ev_in.size
     fpr_hi, fnr_hi = cp_upper(fp_e, n_out, alpha=alpha / 2), cp_upper(fn_e, n_in, alpha=alpha / 2)
     mu_lo = gdp_mu(fpr_hi, fnr_hi)
     mu_hi = gdp_mu(cp_lower(fp_e, n_out, alpha=alpha / 2), cp_lower(fn_e, n_in, alpha=alpha / 2))
-    mu_hat = gdp_mu((fp_e + 0.5) / (n_out + 1), (fn_e + 0.5) / (n_in + 1))  # continuity-corrected point
-    return AuditBound(threshold=best, false_positives=fp_e, negatives=n_out, false_negatives=fn_e, positives=n_in,
-                      alpha=alpha, delta=delta, epsilon_lower=epsilon_lower_bound(fpr_hi, fnr_hi, delta=delta),
-                      mu_lower=mu_lo, mu_estimate=mu_hat, mu_upper=mu_hi)
+    mu_hat = gdp_mu(
+        (fp_e + 0.5) / (n_out + 1), (fn_e + 0.5) / (n_in + 1)
+    )  # continuity-corrected point
+    return AuditBound(
+        threshold=best,
+        false_positives=fp_e,
+        negatives=n_out,
+        false_negatives=fn_e,
+        positives=n_in,
+        alpha=alpha,
+        delta=delta,
+        epsilon_lower=epsilon_lower_bound(fpr_hi, fnr_hi, delta=delta),
+        mu_lower=mu_lo,
+        mu_estimate=mu_hat,
+        mu_upper=mu_hi,
+    )
 
 
-def mean_shift_mu(score_in: np.ndarray, score_out: np.ndarray, *, alpha: float = 0.05) -> tuple[float, float, float]:
+def mean_shift_mu(
+    score_in: np.ndarray, score_out: np.ndarray, *, alpha: float = 0.05
+) -> tuple[float, float, float]:
     """(estimate, low, high) of mu for a score that is Gaussian with equal variance on both sides
     (the white-box log-likelihood ratio of Gaussian measurements): the standardised mean shift,
     with a normal-approximation interval. Not a bound when the score is not Gaussian."""
     a, b = np.asarray(score_in, float), np.asarray(score_out, float)
     if a.size < 2 or b.size < 2:
         raise ValueError("need at least two runs on each side")
-    pooled = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
+    pooled = math.sqrt(
+        ((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2)
+    )
     if pooled == 0:
         return (math.inf, math.inf, math.inf) if a.mean() > b.mean() else (0.0, 0.0, 0.0)
     d = (a.mean() - b.mean()) / pooled
@@ -239,7 +279,9 @@ def mean_shift_mu(score_in: np.ndarray, score_out: np.ndarray, *, alpha: float =
     return float(d), float(d - z * se), float(d + z * se)
 
 
-def one_run_p_value(*, correct: int, guesses: int, epsilon: float, delta: float = 0.0, canaries: int = 0) -> float:
+def one_run_p_value(
+    *, correct: int, guesses: int, epsilon: float, delta: float = 0.0, canaries: int = 0
+) -> float:
     """P[>= ``correct`` of ``guesses`` right] under the null hypothesis "(epsilon, delta)-DP"
     (Steinke, Nasr & Jagielski, NeurIPS 2023, Theorem 5.2): with f(v) = P[Binomial(r, q) >= v],
     q = e^eps / (1 + e^eps), the bound is f(v) + 2 m delta max_{1 <= i <= v} (f(v - i) - f(v)) / i,
@@ -247,7 +289,9 @@ def one_run_p_value(*, correct: int, guesses: int, epsilon: float, delta: float 
     if guesses < 1 or not 0 <= correct <= guesses:
         raise ValueError(f"need 0 <= correct <= guesses and guesses >= 1, got {correct}/{guesses}")
     if delta > 0 and canaries < guesses:
-        raise ValueError(f"the delta term needs the number of canaries (>= guesses), got {canaries}")
+        raise ValueError(
+            f"the delta term needs the number of canaries (>= guesses), got {canaries}"
+        )
     q = 1 / (1 + math.exp(-epsilon))
     tail = float(stats.binom.sf(correct - 1, guesses, q))
     if delta <= 0 or correct == 0:
@@ -257,15 +301,18 @@ def one_run_p_value(*, correct: int, guesses: int, epsilon: float, delta: float 
     return min(1.0, tail + 2 * canaries * delta * float(np.max(below / i)))
 
 
-def one_run_epsilon_lower_bound(*, correct: int, guesses: int, alpha: float = 0.05, delta: float = 0.0,
-                                canaries: int = 0) -> float:
+def one_run_epsilon_lower_bound(
+    *, correct: int, guesses: int, alpha: float = 0.05, delta: float = 0.0, canaries: int = 0
+) -> float:
     """Steinke, Nasr & Jagielski (NeurIPS 2023): the largest epsilon whose null hypothesis
     "(epsilon, delta)-DP" the count of correct guesses rejects at level alpha (0 when none is).
     Pure DP (delta 0): correct guesses are dominated by Binomial(guesses, e^eps / (1 + e^eps));
     delta > 0 adds the paper's delta term (``one_run_p_value``), which needs ``canaries``."""
 
     def p_value(eps: float) -> float:
-        return one_run_p_value(correct=correct, guesses=guesses, epsilon=eps, delta=delta, canaries=canaries)
+        return one_run_p_value(
+            correct=correct, guesses=guesses, epsilon=eps, delta=delta, canaries=canaries
+        )
 
     if p_value(0.0) >= alpha:
         return 0.0

@@ -40,8 +40,8 @@ A second limit is the population's own twins: a non-member whose twin (or near t
 happens to hold scores like a copy in every distance attack, so copies are named only where they
 outnumber the twins at the top of one attack's ranking (``docs/gate.md``, "Naming records").
 
-**The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful of
-members above every non-member is strong evidence even when BH can name none.
+**The tail-excess test** (:func:`privacy_gate.estimators.tail_test.tail_excess_pvalue`): a handful
+of members above every non-member is strong evidence even when BH can name none.
 
 **The exposed share**, per attack (each bound at ``delta / k``; the largest is reported: a broad
 leak lifts one attack's top scores, which the rank maximum over attacks would dilute). At the
@@ -86,13 +86,20 @@ import pandas as pd
 from scipy import stats
 
 from privacy_gate.data.split import unit_scores
-from privacy_gate.estimators.tail_test import TAIL_MAX_TOP, gap_in, random_tie_ranks, rounded_top, tail_excess_pvalue
+from privacy_gate.estimators.tail_test import (
+    TAIL_MAX_TOP,
+    gap_in,
+    random_tie_ranks,
+    rounded_top,
+    tail_excess_pvalue,
+)
 
 FdrMethod = Literal["bh", "by"]
 
 
 def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
-    """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more member-like).
+    """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more
+    member-like).
 
     >>> conformal_pvalues(np.array([3.0, 0.5, 0.0]), np.array([0.0, 1.0, 2.0])).tolist()
     [0.25, 0.75, 1.0]
@@ -134,7 +141,9 @@ def simes_pvalue(pvalues: np.ndarray) -> float:
     return float(min(1.0, np.min(p * p.size / np.arange(1, p.size + 1))))
 
 
-def fdr_select(pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh") -> tuple[np.ndarray, float]:
+def fdr_select(
+    pvalues: np.ndarray, *, q: float, method: FdrMethod = "bh"
+) -> tuple[np.ndarray, float]:
     """Step-up selection at FDR level ``q``: Benjamini–Hochberg, or Benjamini–Yekutieli (BH at
     ``q / H_m``, valid under arbitrary dependence). Returns (selected mask, p-value threshold).
 
@@ -159,8 +168,9 @@ def _fdr_level(q: float, m: int, method: FdrMethod) -> float:
     return q / float(np.sum(1.0 / np.arange(1, m + 1))) if method == "by" else q
 
 
-def naming_limit(n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh",
-                 views: int = 1) -> tuple[float, int]:
+def naming_limit(
+    n_tested: int, n_calibration: int, *, q: float, method: FdrMethod = "bh", views: int = 1
+) -> tuple[float, int]:
     """(the smallest p-value possible, the fewest records BH must find at that p-value to name
     any): with ``n_calibration`` calibration records no p-value is below ``1 / (n0 + 1)`` (times
     ``views`` when that many views' p-values are combined by Bonferroni), and step-up selection at
@@ -190,8 +200,9 @@ def _share(f1: float, f0: float) -> float:
     return float(np.clip((f1 - f0) / (1.0 - f0), 0.0, 1.0)) if f0 < 1 else 0.0
 
 
-def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float,
-                         delta: float) -> tuple[float, float, float]:
+def exposed_share_bounds(
+    member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float, delta: float
+) -> tuple[float, float, float]:
     """(estimate, lower, upper) of the exposed share at conformal level ``level``, each bound at
     confidence ``1 - delta`` with the calibration set's randomness accounted for (see the module
     docstring). Scores must be tie-free (:func:`combined_scores`)."""
@@ -200,8 +211,10 @@ def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarr
     n1, n0 = mem.size, cal.size
     j = int(math.floor(level * (n0 + 1) + 1e-9))
     if j < 1:
-        raise ValueError(f"exposure.level {level} is below 1/(n0+1) = {1 / (n0 + 1):.2g} for {n0} calibration "
-                         "records: raise the level or use more holdout records")
+        raise ValueError(
+            f"exposure.level {level} is below 1/(n0+1) = {1 / (n0 + 1):.2g} for {n0} calibration "
+            "records: raise the level or use more holdout records"
+        )
     k1 = int(np.sum(mem > cal[j - 1]))
     l1, u1 = _clopper_pearson(k1, n1, delta / 2)
     u0 = float(stats.beta.ppf(1 - delta / 2, j, n0 - j + 1))
@@ -209,7 +222,9 @@ def exposed_share_bounds(member_scores: np.ndarray, calibration_scores: np.ndarr
     return _share(k1 / n1, j / (n0 + 1.0)), _share(l1, u0), _share(u1, l0)
 
 
-def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float) -> float:
+def share_excess_pvalue(
+    member_scores: np.ndarray, calibration_scores: np.ndarray, *, level: float
+) -> float:
     """Exact p-value that more members than chance score above the calibration's ``level``
     quantile (the ``j``-th largest calibration score, as in :func:`exposed_share_bounds`): with
     exchangeable scores the members ranked above the ``j``-th calibration score follow the negative
@@ -218,7 +233,8 @@ def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarra
     >>> rng = np.random.default_rng(0)
     >>> share_excess_pvalue(rng.normal(size=500), rng.normal(size=500), level=0.01) > 0.01
     True
-    >>> share_excess_pvalue(np.r_[np.full(40, 9.0), rng.normal(size=460)], rng.normal(size=500), level=0.01) < 1e-6
+    >>> copied = np.r_[np.full(40, 9.0), rng.normal(size=460)]
+    >>> share_excess_pvalue(copied, rng.normal(size=500), level=0.01) < 1e-6
     True
     """
     mem = np.asarray(member_scores, dtype=float)
@@ -231,9 +247,12 @@ def share_excess_pvalue(member_scores: np.ndarray, calibration_scores: np.ndarra
     return float(stats.nhypergeom.sf(k1 - 1, n0 + n1, n1, j)) if k1 > 0 else 1.0
 
 
-def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, delta: float) -> float:
+def no_signal_share_upper(
+    n_members: int, n_calibration: int, *, level: float, delta: float
+) -> float:
     """What ``share_upper`` is for a release with no exposure at all (members exceed as often as
-    the calibration level says): the bound's width at these sizes (what the gate's power check reads)."""
+    the calibration level says): the bound's width at these sizes (what the gate's power check
+    reads)."""
     n0 = int(n_calibration)
     j = max(1, int(math.floor(level * (n0 + 1) + 1e-9)))
     k1 = int(round(n_members * j / (n0 + 1.0)))
@@ -244,9 +263,13 @@ def no_signal_share_upper(n_members: int, n_calibration: int, *, level: float, d
 # --------------------------------------------------------------------------- the discovery
 
 
-def _tie_free(scores: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _tie_free(
+    scores: np.ndarray, labels: np.ndarray, *, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(member, calibration) ranks of one attack's scores, ties broken at random."""
-    ranks = random_tie_ranks(np.asarray(scores, dtype=float), np.random.default_rng(seed)).astype(float)
+    ranks = random_tie_ranks(np.asarray(scores, dtype=float), np.random.default_rng(seed)).astype(
+        float
+    )
     return ranks[labels], ranks[~labels]
 
 
@@ -254,13 +277,17 @@ def _tie_free(scores: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[np.
 class ExposureResult:
     """Exposed-record discovery over the member targets. ``records`` is keyed by row id only."""
 
-    records: pd.DataFrame  # row_id, p_value (combined), exposed (bool), attack (its highest rank), p_<attack>...
+    records: (
+        pd.DataFrame
+    )  # row_id, p_value (combined), exposed (bool), attack (its highest rank), p_<attack>...
     # (a panel: one row per member target row with its person's ``unit`` code and figures)
     count: int  # discoveries (people in a panel)
     tested: int  # member targets tested (people in a panel)
     calibration: int  # non-member targets (people in a panel)
     threshold: float  # the step-up p-value threshold (0 when nothing is selected)
-    false_expected: float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
+    false_expected: (
+        float  # estimated false discoveries: (1 - share) * tested * threshold <= q * count
+    )
     share: float  # the largest single-attack share singled out at ``level`` beyond chance
     share_lower: float  # lower confidence bound on the share of exposed records
     share_upper: float  # upper confidence bound on the share detectable at ``level``
@@ -273,9 +300,15 @@ class ExposureResult:
     level: float
     method: str
     n_attacks: int
-    share_pvalue: float = 1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
-    weights: Mapping[str, float] = field(default_factory=dict)  # each attack's share of the naming level
-    simes: float | None = None  # Simes over the tested units' p-values (None: over ``records``, one row a unit)
+    share_pvalue: float = (
+        1.0  # the exact test that more members than chance pass the level (share_excess_pvalue)
+    )
+    weights: Mapping[str, float] = field(
+        default_factory=dict
+    )  # each attack's share of the naming level
+    simes: float | None = (
+        None  # Simes over the tested units' p-values (None: over ``records``, one row a unit)
+    )
 
     @property
     def favourite(self) -> str | None:
@@ -297,14 +330,29 @@ class ExposureResult:
     def metrics(self) -> dict[str, float]:
         """Flat figures for the gate rules (``names.exposure_metric``), with the settings the
         no-signal reference of ``share_upper`` needs (``level``, ``delta``, ``calibration``)."""
-        return {"count": float(self.count), "tested": float(self.tested), "calibration": float(self.calibration),
-                "false_expected": self.false_expected, "share": self.share, "share_lower": self.share_lower,
-                "share_upper": self.share_upper, "threshold": self.threshold, "level": self.level,
-                "attacks": float(self.n_attacks), "delta": self.delta, "tail_pvalue": self.tail_pvalue,
-                "tail_top": float(self.tail_top), "min_pvalue": self.min_pvalue,
-                "naming_needs": float(self.naming_needs),
-                "simes_pvalue": (simes_pvalue(self.records["p_value"].to_numpy()) if self.simes is None
-                                 else self.simes), "share_pvalue": self.share_pvalue}
+        return {
+            "count": float(self.count),
+            "tested": float(self.tested),
+            "calibration": float(self.calibration),
+            "false_expected": self.false_expected,
+            "share": self.share,
+            "share_lower": self.share_lower,
+            "share_upper": self.share_upper,
+            "threshold": self.threshold,
+            "level": self.level,
+            "attacks": float(self.n_attacks),
+            "delta": self.delta,
+            "tail_pvalue": self.tail_pvalue,
+            "tail_top": float(self.tail_top),
+            "min_pvalue": self.min_pvalue,
+            "naming_needs": float(self.naming_needs),
+            "simes_pvalue": (
+                simes_pvalue(self.records["p_value"].to_numpy())
+                if self.simes is None
+                else self.simes
+            ),
+            "share_pvalue": self.share_pvalue,
+        }
 
 
 #: the share of the naming level split over the attacks by how much their top scores stand out
@@ -314,7 +362,8 @@ FAVOURITE_SHARE = 0.5
 #: than the tail test's 1 %: a copied share of the release can fill more of the top than that)
 STANDOUT_WINDOW = 0.05
 #: a stand-out figure up to this is what smooth or heavy tails give (one outlier, a ragged top):
-#: only the excess over it moves the weights, so without a block of stand-out records they stay equal
+#: only the excess over it moves the weights, so without a block of stand-out records they stay
+#: equal
 STANDOUT_FLOOR = 2.0
 #: significant digits kept of each attack's stand-out figure before the favourite is chosen, so
 #: that float summation order cannot decide it (CPU-independent)
@@ -323,10 +372,10 @@ STANDOUT_DIGITS = 6
 
 def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
     """How much one attack's top scores stand out, from the scores alone (no labels): among the
-    top ``window`` of the pool (at least 2 records, at most ``TAIL_MAX_TOP``), the size ``g`` of the block above the
-    largest drop (:func:`~privacy_gate.estimators.tail_test.gap_level`) times that drop relative
-    to the top's spread, ``g (s_(g) - s_(g+1)) / (s_(1) - s_(n_top+1))``: a block of copies
-    far above the rest scores high, a single outlier or a smooth tail low. Rounded to
+    top ``window`` of the pool (at least 2 records, at most ``TAIL_MAX_TOP``), the size ``g`` of the
+    block above the largest drop (:func:`~privacy_gate.estimators.tail_test.gap_level`) times that
+    drop relative to the top's spread, ``g (s_(g) - s_(g+1)) / (s_(1) - s_(n_top+1))``: a block of
+    copies far above the rest scores high, a single outlier or a smooth tail low. Rounded to
     :data:`STANDOUT_DIGITS` significant digits.
 
     >>> rng = np.random.default_rng(0)
@@ -346,14 +395,18 @@ def standout(scores: np.ndarray, *, window: float = STANDOUT_WINDOW) -> float:
     return float(f"{g * (top[g - 1] - top[g]) / spread:.{STANDOUT_DIGITS}g}")
 
 
-def naming_weights(scores: Mapping[str, np.ndarray], *, window: float = STANDOUT_WINDOW) -> dict[str, float]:
-    """Each attack's share of the naming level, from the pooled scores alone: :data:`FAVOURITE_SHARE`
-    split over the attacks in proportion to how much their top scores stand out beyond
-    :data:`STANDOUT_FLOOR` (:func:`standout`; equally when none does), the rest equally to all. They sum to 1; one attack gets 1; two
-    attacks that each see half of the copies keep about equal shares.
+def naming_weights(
+    scores: Mapping[str, np.ndarray], *, window: float = STANDOUT_WINDOW
+) -> dict[str, float]:
+    """Each attack's share of the naming level, from the pooled scores alone:
+    :data:`FAVOURITE_SHARE` split over the attacks in proportion to how much their top scores stand
+    out beyond :data:`STANDOUT_FLOOR` (:func:`standout`; equally when none does), the rest equally
+    to all. They sum to 1; one attack gets 1; two attacks that each see half of the copies keep
+    about equal shares.
 
     >>> rng = np.random.default_rng(0)
-    >>> w = naming_weights({"a": rng.normal(size=2000), "b": np.r_[np.full(40, 9.0), rng.normal(size=1960)]})
+    >>> w = naming_weights({"a": rng.normal(size=2000),
+    ...                     "b": np.r_[np.full(40, 9.0), rng.normal(size=1960)]})
     >>> {a: round(v, 3) for a, v in w.items()}
     {'a': 0.25, 'b': 0.75}
     """
@@ -367,8 +420,13 @@ def naming_weights(scores: Mapping[str, np.ndarray], *, window: float = STANDOUT
     return {a: rest + FAVOURITE_SHARE * f for a, f in zip(names, split)}
 
 
-def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: FdrMethod,
-                     weights: Mapping[str, float] | None = None) -> tuple[np.ndarray, list[float]]:
+def _name_per_attack(
+    per_attack: Mapping[str, np.ndarray],
+    *,
+    q: float,
+    method: FdrMethod,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[np.ndarray, list[float]]:
     """The records named: Benjamini–Hochberg (or –Yekutieli) over each attack's own conformal
     p-values at ``q w_a`` (``weights``: summing to at most 1; default ``1 / k`` each), and the union
     of the selections. The union's false discovery proportion is at most the sum of the
@@ -376,8 +434,9 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
     max-rank combination names nothing where one attack alone would: a non-member's best rank over
     ``k`` attacks crowds the top ``k`` times as often.
 
-    >>> scores = {"copy": np.r_[np.full(120, 9.0), np.zeros(11880)] + np.random.default_rng(0).normal(size=12000),
-    ...           **{f"noise{i}": np.random.default_rng(i + 1).normal(size=12000) for i in range(3)}}
+    >>> noise = lambda seed: np.random.default_rng(seed).normal(size=12000)
+    >>> scores = {"copy": np.r_[np.full(120, 9.0), np.zeros(11880)] + noise(0),
+    ...           **{f"noise{i}": noise(i + 1) for i in range(3)}}
     >>> members = np.r_[np.ones(6000, bool), np.zeros(6000, bool)]
     >>> ps = {a: conformal_pvalues(x[members], x[~members]) for a, x in scores.items()}
     >>> named, _ = _name_per_attack(ps, q=0.05, method="bh")
@@ -390,7 +449,9 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
     if weights is None:
         weights = {a: 1.0 / len(per_attack) for a in per_attack}
     if sum(weights.values()) > 1.0 + 1e-9:
-        raise ValueError(f"naming weights sum to {sum(weights.values())}, more than 1: the FDR would exceed q")
+        raise ValueError(
+            f"naming weights sum to {sum(weights.values())}, more than 1: the FDR would exceed q"
+        )
     named = np.zeros(next(iter(per_attack.values())).size, dtype=bool)
     thresholds = []
     for a, p in per_attack.items():
@@ -400,26 +461,53 @@ def _name_per_attack(per_attack: Mapping[str, np.ndarray], *, q: float, method: 
     return named, thresholds
 
 
-def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, q: float,
-                     level: float, delta: float, method: FdrMethod = "bh", tail_max_share: float = 0.01,
-                     seed: int = 0, units: np.ndarray | None = None) -> ExposureResult:
+def discover_exposed(
+    scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    *,
+    q: float,
+    level: float,
+    delta: float,
+    method: FdrMethod = "bh",
+    tail_max_share: float = 0.01,
+    seed: int = 0,
+    units: np.ndarray | None = None,
+) -> ExposureResult:
     """Combined per-record scores, their conformal p-values for every member target, FDR
     selection over the members, the tail-excess test and the exposed-share bounds.
 
-    ``units`` (a panel: each target's person, :attr:`~privacy_gate.experiment.targets.Targets.units`):
-    every figure is over people — a person's score per attack is the maximum over their target rows
+    ``units`` (a panel: each target's person,
+    :attr:`~privacy_gate.experiment.targets.Targets.units`): every figure is over people — a
+    person's score per attack is the maximum over their target rows
     (:func:`~privacy_gate.data.split.unit_max`, as the member scan), then all of the above runs on
     those scores, and each member row carries its person's p-values and selection. Valid when the
     people, not their rows, are exchangeable (whole people drawn as targets: ``choose_targets``)."""
     if units is not None:
         unit_best, unit_labels, codes = unit_scores(scores, labels, units)
-        res = discover_exposed(unit_best, unit_labels, np.arange(unit_labels.size), q=q, level=level, delta=delta,
-                               method=method, tail_max_share=tail_max_share, seed=seed)
+        res = discover_exposed(
+            unit_best,
+            unit_labels,
+            np.arange(unit_labels.size),
+            q=q,
+            level=level,
+            delta=delta,
+            method=method,
+            tail_max_share=tail_max_share,
+            seed=seed,
+        )
         member_rows = np.asarray(labels).astype(bool)
         # per member row: its person's record (``row_id`` there is the person's code)
         by_unit = res.records.set_index("row_id").loc[codes[member_rows]].reset_index(drop=True)
-        records = pd.concat([pd.DataFrame({"row_id": np.asarray(row_ids)[member_rows],
-                                           "unit": codes[member_rows]}), by_unit], axis=1)
+        records = pd.concat(
+            [
+                pd.DataFrame(
+                    {"row_id": np.asarray(row_ids)[member_rows], "unit": codes[member_rows]}
+                ),
+                by_unit,
+            ],
+            axis=1,
+        )
         return dataclasses.replace(res, records=records, simes=res.simes)
     labels = np.asarray(labels).astype(bool)
     if not scores:
@@ -437,20 +525,47 @@ def discover_exposed(scores: Mapping[str, np.ndarray], labels: np.ndarray, row_i
     share, lower, upper = (max(b[i] for b in bounds) for i in range(3))
     tail_p, tail_top = tail_excess_pvalue(combined, labels, max_share=tail_max_share, seed=seed + 1)
     names = list(scores)
-    # per attack: its own conformal p-value and which attack ranks each member highest (for the report)
-    per_attack = {a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
-                  for a, s in scores.items()}
+    # per attack: its own conformal p-value and which attack ranks each member highest (for the
+    # report)
+    per_attack = {
+        a: conformal_pvalues(np.asarray(s, float)[labels], np.asarray(s, float)[~labels])
+        for a, s in scores.items()
+    }
     best = np.argmin(np.column_stack([per_attack[a] for a in names]), axis=1)
     weights = naming_weights(scores)
     selected, thresholds = _name_per_attack(per_attack, q=q, method=method, weights=weights)
     threshold = max(thresholds)
-    records = pd.DataFrame({"row_id": np.asarray(row_ids)[labels], "p_value": pvalues, "exposed": selected,
-                            "attack": np.asarray(names, dtype=object)[best],
-                            **{f"p_{a}": p for a, p in per_attack.items()}})
+    records = pd.DataFrame(
+        {
+            "row_id": np.asarray(row_ids)[labels],
+            "p_value": pvalues,
+            "exposed": selected,
+            "attack": np.asarray(names, dtype=object)[best],
+            **{f"p_{a}": p for a, p in per_attack.items()},
+        }
+    )
     n1, n0 = int(labels.sum()), int((~labels).sum())
     floor, needs = naming_limit(n1, n0, q=q * max(weights.values()), method=method)
-    return ExposureResult(records=records, count=int(selected.sum()), tested=n1, calibration=n0,
-                          threshold=threshold, false_expected=float((1 - share) * n1 * sum(thresholds)), share=share,
-                          share_lower=lower, share_upper=upper, tail_pvalue=tail_p, tail_top=tail_top,
-                          min_pvalue=floor, naming_needs=needs, delta=delta, q=q, level=level, method=method,
-                          n_attacks=len(names), share_pvalue=share_p, weights=weights, simes=simes_pvalue(pvalues))
+    return ExposureResult(
+        records=records,
+        count=int(selected.sum()),
+        tested=n1,
+        calibration=n0,
+        threshold=threshold,
+        false_expected=float((1 - share) * n1 * sum(thresholds)),
+        share=share,
+        share_lower=lower,
+        share_upper=upper,
+        tail_pvalue=tail_p,
+        tail_top=tail_top,
+        min_pvalue=floor,
+        naming_needs=needs,
+        delta=delta,
+        q=q,
+        level=level,
+        method=method,
+        n_attacks=len(names),
+        share_pvalue=share_p,
+        weights=weights,
+        simes=simes_pvalue(pvalues),
+    )

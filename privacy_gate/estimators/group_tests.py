@@ -23,7 +23,8 @@ distinguishable.
 >>> y = np.r_[np.ones(20), np.zeros(20)]
 >>> rank_test_pvalue(s, y, seed=0) < 1e-6, rank_test_pvalue(rng.normal(size=40), y, seed=0) > 0.01
 (True, True)
->>> combined_rank_scores({"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}).round(2).tolist()
+>>> two = {"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}
+>>> combined_rank_scores(two).round(2).tolist()
 [1.0, 0.67, 1.0]
 >>> holm_adjust(np.array([0.01, 0.04, 0.03])).round(2).tolist()
 [0.03, 0.06, 0.06]
@@ -52,8 +53,13 @@ def _random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarra
     return ranks
 
 
-def rank_test_pvalue(scores: np.ndarray, labels: np.ndarray, *, seed: int = 0,
-                     alternative: Literal["greater", "less"] = "greater") -> float:
+def rank_test_pvalue(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    seed: int = 0,
+    alternative: Literal["greater", "less"] = "greater",
+) -> float:
     """One-sided p-value that members score higher than non-members (``alternative="less"``:
     lower) (Mann–Whitney, random tie-breaking); 1.0 when either class is empty (the group cannot
     be tested)."""
@@ -85,10 +91,16 @@ class RankedScores:
     def of(cls, scores: Mapping[str, np.ndarray]) -> RankedScores:
         values = [np.asarray(s, dtype=float) for s in scores.values()]
         top = np.max([stats.rankdata(v, method="max") for v in values], axis=0) / len(values[0])
-        return cls(names=tuple(scores), ranks=np.column_stack([stats.rankdata(v) for v in values]), combined=top)
+        return cls(
+            names=tuple(scores),
+            ranks=np.column_stack([stats.rankdata(v) for v in values]),
+            combined=top,
+        )
 
 
-def by_entity(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def by_entity(
+    scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """One score (the mean of its records') and one label per entity; the records themselves when
     ``entities`` is None. A person's rows in a panel are not independent targets: the tests count
     people, which are exchangeable between training and holdout when nothing leaks.
@@ -101,11 +113,19 @@ def by_entity(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | Non
         return scores, labels
     codes, _ = pd.factorize(pd.Series(np.asarray(entities, dtype=object)), sort=True)
     counts = np.bincount(codes)
-    return np.bincount(codes, weights=scores) / counts, np.bincount(codes, weights=labels) / counts > 0.5
+    return np.bincount(codes, weights=scores) / counts, np.bincount(
+        codes, weights=labels
+    ) / counts > 0.5
 
 
-def entity_rank_pvalue(scores: np.ndarray, labels: np.ndarray, entities: np.ndarray | None, *, seed: int = 0,
-                       alternative: Literal["greater", "less"] = "greater") -> float:
+def entity_rank_pvalue(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    entities: np.ndarray | None,
+    *,
+    seed: int = 0,
+    alternative: Literal["greater", "less"] = "greater",
+) -> float:
     """The membership rank test over entities (records when ``entities`` is None)."""
     s, y = by_entity(scores, labels, entities)
     return rank_test_pvalue(s, y, seed=seed, alternative=alternative)
@@ -117,15 +137,21 @@ def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
     best single attack over thousands of settings. A symmetric, label-blind function of the
     target pool, so its rank test is exact like each attack's.
 
-    >>> mean_rank_scores({"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}).round(2).tolist()
+    >>> two = {"a": np.array([3.0, 1.0, 2.0]), "b": np.array([1.0, 2.0, 3.0])}
+    >>> mean_rank_scores(two).round(2).tolist()
     [0.67, 0.5, 0.83]
     """
     values = [np.asarray(s, dtype=float) for s in scores.values()]
     return np.mean([stats.rankdata(v) for v in values], axis=0) / len(values[0])
 
 
-def ensemble_figures(scores: Mapping[str, np.ndarray], labels: np.ndarray, entities: np.ndarray | None, *,
-                     seed: int = 0) -> dict[str, float]:
+def ensemble_figures(
+    scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    entities: np.ndarray | None,
+    *,
+    seed: int = 0,
+) -> dict[str, float]:
     """The mean-rank ensemble's two-sided membership test (``membership.*``, see
     :data:`privacy_gate.names.ENSEMBLE_FIGURES`).
 
@@ -139,7 +165,8 @@ def ensemble_figures(scores: Mapping[str, np.ndarray], labels: np.ndarray, entit
 
     >>> y = np.r_[np.ones(200), np.zeros(200)]
     >>> rng = np.random.default_rng(0)
-    >>> avoid = {"dcr": np.r_[rng.normal(size=200) - 2, rng.normal(size=200)]}  # members far from the release
+    >>> # members far from the release
+    >>> avoid = {"dcr": np.r_[rng.normal(size=200) - 2, rng.normal(size=200)]}
     >>> f = ensemble_figures(avoid, y, None, seed=0)
     >>> f["ensemble_pvalue"] < 1e-6, f["ensemble_auc"] < 0.2, f["ensemble_upper_pvalue"] > 0.99
     (True, True, True)
@@ -151,25 +178,52 @@ def ensemble_figures(scores: Mapping[str, np.ndarray], labels: np.ndarray, entit
     upper = rank_test_pvalue(s, y, seed=seed, alternative="greater")
     lower = rank_test_pvalue(s, y, seed=seed, alternative="less")
     n1, n0 = int(y.sum()), int((~y).sum())
-    auc = float(stats.mannwhitneyu(s[y], s[~y]).statistic / (n1 * n0)) if n1 and n0 else float("nan")
-    return {"ensemble_pvalue": min(1.0, 2.0 * min(upper, lower)), "ensemble_upper_pvalue": upper,
-            "ensemble_lower_pvalue": lower, "ensemble_auc": auc}
+    auc = (
+        float(stats.mannwhitneyu(s[y], s[~y]).statistic / (n1 * n0)) if n1 and n0 else float("nan")
+    )
+    return {
+        "ensemble_pvalue": min(1.0, 2.0 * min(upper, lower)),
+        "ensemble_upper_pvalue": upper,
+        "ensemble_lower_pvalue": lower,
+        "ensemble_auc": auc,
+    }
 
 
-def membership_figures(scores: Mapping[str, np.ndarray], labels: np.ndarray, entities: np.ndarray | None, *,
-                       gated: Collection[str] | None = None, seed: int = 0) -> dict[str, float]:
+def membership_figures(
+    scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    entities: np.ndarray | None,
+    *,
+    gated: Collection[str] | None = None,
+    seed: int = 0,
+) -> dict[str, float]:
     """Every figure the budget's membership test reads, in one place (the gate run and the
     what-if without a group compute them alike): each attack's one-sided rank test
     (``<attack>.rank_pvalue``) and the two-sided test of the ``gated`` attacks' mean-rank ensemble
     (``membership.*``; all of ``scores`` when None)."""
-    out = {metric_name(a, RANK_PVALUE): entity_rank_pvalue(s, labels, entities, seed=seed) for a, s in scores.items()}
+    out = {
+        metric_name(a, RANK_PVALUE): entity_rank_pvalue(s, labels, entities, seed=seed)
+        for a, s in scores.items()
+    }
     ensemble = {a: s for a, s in scores.items() if gated is None or a in gated}
-    out.update({f"{MEMBERSHIP}.{k}": v for k, v in ensemble_figures(ensemble, labels, entities, seed=seed).items()})
+    out.update(
+        {
+            f"{MEMBERSHIP}.{k}": v
+            for k, v in ensemble_figures(ensemble, labels, entities, seed=seed).items()
+        }
+    )
     return out
 
 
-def group_pvalue(scores: Mapping[str, np.ndarray], mask: np.ndarray, labels: np.ndarray, *, seed: int = 0,
-                 ranked: RankedScores | None = None, entities: np.ndarray | None = None) -> tuple[float, str | None]:
+def group_pvalue(
+    scores: Mapping[str, np.ndarray],
+    mask: np.ndarray,
+    labels: np.ndarray,
+    *,
+    seed: int = 0,
+    ranked: RankedScores | None = None,
+    entities: np.ndarray | None = None,
+) -> tuple[float, str | None]:
     """The group's one-sided p-value on the combined rank score, and the attack that gives the
     group's members their highest rank most often (what drives the result). ``ranked``: the
     scores ranked once for all groups (``RankedScores.of(scores)``); ``entities``: the targets'

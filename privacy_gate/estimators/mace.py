@@ -26,8 +26,8 @@ Estimators (``method``):
 - ``"kde"``: U_N = integral |p kde1 - (1-p) kde0| on normal scores (rank-transformed scores; the
   advantage is invariant under invertible maps of the query). 1-d: grid KDE with FFT
   convolution; d = 2..4: importance sampling from the pooled KDE, Monte Carlo error reported
-  (``mc_se``; 2 mc_se widen ``upper`` and ``lower_permutation``). Bandwidth n^(-1/(d+2)) by default, deliberately
-  smaller than Scott's: smoothing loses advantage by O(h^2), and at Scott's h that loss
+  (``mc_se``; 2 mc_se widen ``upper`` and ``lower_permutation``). Bandwidth n^(-1/(d+2)) by default,
+  deliberately smaller than Scott's: smoothing loses advantage by O(h^2), and at Scott's h that loss
   outgrows the radius for strong leakage (see ``resolve_bandwidth`` and the benchmark).
 - ``"auto"``: discrete for integer-valued or few-valued (<= 50 distinct) queries, kde otherwise.
 
@@ -89,7 +89,12 @@ from privacy_gate.estimators._mace_models import (
     stratified_split,
     variance_scale,
 )
-from privacy_gate.estimators.mace_dp import DPComparison, compare_to_dp, dp_advantage_bound, dp_risk_bound
+from privacy_gate.estimators.mace_dp import (
+    DPComparison,
+    compare_to_dp,
+    dp_advantage_bound,
+    dp_risk_bound,
+)
 from privacy_gate.estimators.mace_generalized import generalized_metrics
 
 __all__ = [
@@ -110,7 +115,9 @@ __all__ = [
 _TOL = 1e-9
 
 
-def mcdiarmid_radius(*, n_members: int, n_non_members: int, prior: float = 0.5, delta: float = 0.05) -> float:
+def mcdiarmid_radius(
+    *, n_members: int, n_non_members: int, prior: float = 0.5, delta: float = 0.05
+) -> float:
     """Two-sided McDiarmid radius of the plug-in advantage: sqrt(2 v log(2/delta)),
     v = p^2/N1 + (1-p)^2/N0 (= 1/N when N1 = pN).
 
@@ -161,16 +168,39 @@ class AdvantageEstimate:
     settings: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "lower", "upper", "lower_split", "null_quantile", "p_value", "lower_permutation"):
-            _checked_fraction(name, getattr(self, name), optional=name in ("null_quantile", "p_value", "lower_permutation"))
+        for name in (
+            "estimate",
+            "lower",
+            "upper",
+            "lower_split",
+            "null_quantile",
+            "p_value",
+            "lower_permutation",
+        ):
+            _checked_fraction(
+                name,
+                getattr(self, name),
+                optional=name in ("null_quantile", "p_value", "lower_permutation"),
+            )
         if self.lower > self.upper + _TOL:
             raise ConfigError(f"AdvantageEstimate.lower {self.lower} exceeds upper {self.upper}")
         if self.method not in ("discrete", "kde"):
-            raise ConfigError(f"AdvantageEstimate.method must be 'discrete' or 'kde'; got {self.method!r}")
-        if self.n != self.n_members + self.n_non_members or min(self.n_members, self.n_non_members) < 1:
-            raise ConfigError("AdvantageEstimate needs n = n_members + n_non_members with both classes present")
-        if not (self.radius >= 0 and self.mc_se >= 0) or (self.bias is not None and not math.isfinite(self.bias)):
-            raise ConfigError("AdvantageEstimate.radius, mc_se and bias must be finite and radius, mc_se >= 0")
+            raise ConfigError(
+                f"AdvantageEstimate.method must be 'discrete' or 'kde'; got {self.method!r}"
+            )
+        if (
+            self.n != self.n_members + self.n_non_members
+            or min(self.n_members, self.n_non_members) < 1
+        ):
+            raise ConfigError(
+                "AdvantageEstimate needs n = n_members + n_non_members with both classes present"
+            )
+        if not (self.radius >= 0 and self.mc_se >= 0) or (
+            self.bias is not None and not math.isfinite(self.bias)
+        ):
+            raise ConfigError(
+                "AdvantageEstimate.radius, mc_se and bias must be finite and radius, mc_se >= 0"
+            )
         Settings(prior=self.prior, delta=self.delta)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
@@ -221,15 +251,33 @@ def estimate_advantage(
     >>> est.lower <= 2 * 0.6915 - 1 <= est.upper  # truth 2 Phi(1/2) - 1 = 0.383
     True
     """
-    s = Settings(prior=prior, delta=delta, method=method, n_bins=n_bins, bandwidth=bandwidth,
-                 n_permutations=n_permutations, seed=seed, n_mc=n_mc, lower_bound=lower_bound)
+    s = Settings(
+        prior=prior,
+        delta=delta,
+        method=method,
+        n_bins=n_bins,
+        bandwidth=bandwidth,
+        n_permutations=n_permutations,
+        seed=seed,
+        n_mc=n_mc,
+        lower_bound=lower_bound,
+    )
     x, y = check_query(scores, labels)
     resolved = resolve_method(x, s.method)
     n1 = int(y.sum())
     n0 = int(y.size - n1)
     floor = abs(2 * s.prior - 1)
 
-    model = fit_model(x, y, method=resolved, prior=s.prior, n_bins=s.n_bins, bandwidth=s.bandwidth, n_mc=s.n_mc, seed=s.seed)
+    model = fit_model(
+        x,
+        y,
+        method=resolved,
+        prior=s.prior,
+        n_bins=s.n_bins,
+        bandwidth=s.bandwidth,
+        n_mc=s.n_mc,
+        seed=s.seed,
+    )
     rng = np.random.default_rng([s.seed, 0x9E7])
     vals, ses = model.advantages(permuted_labels(y, s.n_permutations, rng))
     estimate, mc_se = float(vals[0]), float(ses[0])
@@ -249,15 +297,34 @@ def estimate_advantage(
 
     lower_split = _split_lower_bound(x, y, s, resolved)
     lower = lower_split if s.lower_bound == "split" else lower_perm
-    lower = min(lower, upper)  # both sides hold together w.p. >= 1 - delta; never report a crossed pair
+    lower = min(
+        lower, upper
+    )  # both sides hold together w.p. >= 1 - delta; never report a crossed pair
 
     return AdvantageEstimate(
-        estimate=estimate, lower=lower, upper=upper, radius=radius, bias=bias, null_quantile=null_q,
-        p_value=p_value, n=int(y.size), n_members=n1, n_non_members=n0, method=resolved, prior=float(s.prior),
-        delta=float(s.delta), lower_split=min(lower_split, upper),
-        lower_permutation=None if lower_perm is None else min(lower_perm, upper), mc_se=mc_se,
-        settings={"method_requested": s.method, "n_permutations": s.n_permutations, "seed": s.seed,
-                  "lower_bound": s.lower_bound, **model.settings()},
+        estimate=estimate,
+        lower=lower,
+        upper=upper,
+        radius=radius,
+        bias=bias,
+        null_quantile=null_q,
+        p_value=p_value,
+        n=int(y.size),
+        n_members=n1,
+        n_non_members=n0,
+        method=resolved,
+        prior=float(s.prior),
+        delta=float(s.delta),
+        lower_split=min(lower_split, upper),
+        lower_permutation=None if lower_perm is None else min(lower_perm, upper),
+        mc_se=mc_se,
+        settings={
+            "method_requested": s.method,
+            "n_permutations": s.n_permutations,
+            "seed": s.seed,
+            "lower_bound": s.lower_bound,
+            **model.settings(),
+        },
     )
 
 
@@ -267,8 +334,16 @@ def _split_lower_bound(x: np.ndarray, y: np.ndarray, s: Settings, method: str) -
     Floored at |2p-1|, the advantage of a constant guess, which needs no data."""
     rng = np.random.default_rng([s.seed, 0x5B11])
     learn, hold = stratified_split(y, (0.5, 0.5), rng)
-    model = fit_model(x[learn], y[learn], method=method, prior=s.prior, n_bins=s.n_bins,
-                      bandwidth=s.bandwidth, n_mc=s.n_mc, seed=s.seed)
+    model = fit_model(
+        x[learn],
+        y[learn],
+        method=method,
+        prior=s.prior,
+        n_bins=s.n_bins,
+        bandwidth=s.bandwidth,
+        n_mc=s.n_mc,
+        seed=s.seed,
+    )
     loc = model.local(x[hold], alpha=None)
     positive = s.prior * loc.d1 > (1 - s.prior) * loc.d0
     yh = y[hold]
@@ -276,7 +351,9 @@ def _split_lower_bound(x: np.ndarray, y: np.ndarray, s: Settings, method: str) -
     k0, n0 = int(positive[yh == 0].sum()), int((yh == 0).sum())
     tpr_lo = float(cp_lower(k1, n1, s.delta / 4))
     fpr_hi = float(cp_upper(k0, n0, s.delta / 4))
-    return max(abs(2 * s.prior - 1), 2 * (s.prior * tpr_lo - (1 - s.prior) * fpr_hi) + 1 - 2 * s.prior)
+    return max(
+        abs(2 * s.prior - 1), 2 * (s.prior * tpr_lo - (1 - s.prior) * fpr_hi) + 1 - 2 * s.prior
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,15 +394,26 @@ class IndividualRisk:
         n = self.f.shape
         if any(getattr(self, k).shape != n for k in names) or self.labels.shape != n or len(n) != 1:
             raise ConfigError("IndividualRisk arrays must be 1-D and of equal length")
-        if np.isnan(np.c_[self.f, self.f_lower, self.f_upper, self.risk, self.risk_lower, self.risk_upper]).any():
+        if np.isnan(
+            np.c_[self.f, self.f_lower, self.f_upper, self.risk, self.risk_lower, self.risk_upper]
+        ).any():
             raise DataError("IndividualRisk contains NaN")
-        if (self.f_lower > self.f + _TOL).any() or (self.f > self.f_upper + _TOL).any() \
-                or (self.risk_lower > self.risk + _TOL).any() or (self.risk > self.risk_upper + _TOL).any():
+        if (
+            (self.f_lower > self.f + _TOL).any()
+            or (self.f > self.f_upper + _TOL).any()
+            or (self.risk_lower > self.risk + _TOL).any()
+            or (self.risk > self.risk_upper + _TOL).any()
+        ):
             raise ConfigError("IndividualRisk intervals must contain their estimates")
-        if np.abs(self.f_lower).max(initial=0) > 1 + _TOL or np.abs(self.f_upper).max(initial=0) > 1 + _TOL:
+        if (
+            np.abs(self.f_lower).max(initial=0) > 1 + _TOL
+            or np.abs(self.f_upper).max(initial=0) > 1 + _TOL
+        ):
             raise ConfigError("f_p lies in [-1, 1]")
         if self.method not in ("discrete", "kde"):
-            raise ConfigError(f"IndividualRisk.method must be 'discrete' or 'kde'; got {self.method!r}")
+            raise ConfigError(
+                f"IndividualRisk.method must be 'discrete' or 'kde'; got {self.method!r}"
+            )
         Settings(prior=self.prior, delta=self.delta)
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
@@ -337,14 +425,24 @@ class IndividualRisk:
         and no membership labels. ``row_ids`` defaults to 0..N-1."""
         ids = np.arange(len(self)) if row_ids is None else np.asarray(row_ids)
         if ids.shape != (len(self),):
-            raise DataError(f"row_ids must hold one id per target ({len(self)}); got shape {ids.shape}")
+            raise DataError(
+                f"row_ids must hold one id per target ({len(self)}); got shape {ids.shape}"
+            )
         if pd.Index(ids).has_duplicates:
             raise DataError("row_ids must be unique: per-record risk is keyed by row id")
-        return pd.DataFrame({"row_id": ids, "risk": self.risk, "risk_lower": self.risk_lower,
-                             "risk_upper": self.risk_upper, "f": self.f})
+        return pd.DataFrame(
+            {
+                "row_id": ids,
+                "risk": self.risk,
+                "risk_lower": self.risk_lower,
+                "risk_upper": self.risk_upper,
+                "f": self.f,
+            }
+        )
 
     def summary(self) -> dict[str, float]:
-        """Aggregates for metrics: mean/median/max risk and upper bound, share with risk_lower > 0.5."""
+        """Aggregates for metrics: mean/median/max risk and upper bound, share with risk_lower >
+        0.5."""
         return {
             "mean_risk": float(self.risk.mean()),
             "median_risk": float(np.median(self.risk)),
@@ -386,18 +484,45 @@ def individual_risk(
     >>> sorted(set(np.round(r.f, 3).tolist()))  # value 0: 1/3 of members, all non-members
     [-0.5, 1.0]
     """
-    s = Settings(prior=prior, delta=delta, method=method, n_bins=n_bins, bandwidth=bandwidth, seed=seed, n_mc=n_mc)
+    s = Settings(
+        prior=prior,
+        delta=delta,
+        method=method,
+        n_bins=n_bins,
+        bandwidth=bandwidth,
+        seed=seed,
+        n_mc=n_mc,
+    )
     x, y = check_query(scores, labels)
     resolved = resolve_method(x, s.method)
-    model = fit_model(x, y, method=resolved, prior=s.prior, n_bins=s.n_bins, bandwidth=s.bandwidth, n_mc=s.n_mc, seed=s.seed)
+    model = fit_model(
+        x,
+        y,
+        method=resolved,
+        prior=s.prior,
+        n_bins=s.n_bins,
+        bandwidth=s.bandwidth,
+        n_mc=s.n_mc,
+        seed=s.seed,
+    )
     loc = model.local(x, alpha=s.delta / 2)
     f = f_p(loc.d1, loc.d0, s.prior)
     f_lo = np.minimum(f_p(loc.lo1, loc.hi0, s.prior), f)
     f_hi = np.maximum(f_p(loc.hi1, loc.lo0, s.prior), f)
     r_lo, r_hi = f_interval_to_risk(f_lo, f_hi)
-    return IndividualRisk(f=f, f_lower=f_lo, f_upper=f_hi, risk=np.abs(f), risk_lower=r_lo, risk_upper=r_hi,
-                          labels=y, method=resolved, prior=float(s.prior), delta=float(s.delta),
-                          settings={"method_requested": s.method, **model.settings()})
+    return IndividualRisk(
+        f=f,
+        f_lower=f_lo,
+        f_upper=f_hi,
+        risk=np.abs(f),
+        risk_lower=r_lo,
+        risk_upper=r_hi,
+        labels=y,
+        method=resolved,
+        prior=float(s.prior),
+        delta=float(s.delta),
+        settings={"method_requested": s.method, **model.settings()},
+    )
 
 
 def risk_histogram_figure(risk: IndividualRisk, *, bins: int = 40):
@@ -413,15 +538,35 @@ def risk_histogram_figure(risk: IndividualRisk, *, bins: int = 40):
     ax1, ax2 = fig.subplots(1, 2)
     edges = np.linspace(0.0, 1.0, bins + 1)
     for cls, name, color in ((1, "members", "tab:red"), (0, "non-members", "tab:blue")):
-        ax1.hist(risk.risk[risk.labels == cls], bins=edges, alpha=0.55, color=color,
-                 label=f"{name} ({int((risk.labels == cls).sum())})")
-    ax1.set(xlabel="individual risk |f_p|", ylabel="targets", title=f"risk by membership (p = {risk.prior:g})")
+        ax1.hist(
+            risk.risk[risk.labels == cls],
+            bins=edges,
+            alpha=0.55,
+            color=color,
+            label=f"{name} ({int((risk.labels == cls).sum())})",
+        )
+    ax1.set(
+        xlabel="individual risk |f_p|",
+        ylabel="targets",
+        title=f"risk by membership (p = {risk.prior:g})",
+    )
     ax1.legend()
     order = np.argsort(risk.risk, kind="stable")
     rank = np.arange(order.size)
-    ax2.fill_between(rank, risk.risk_lower[order], risk.risk_upper[order], color="0.8", step="mid",
-                     label=f"{1 - risk.delta:.0%} interval")
+    ax2.fill_between(
+        rank,
+        risk.risk_lower[order],
+        risk.risk_upper[order],
+        color="0.8",
+        step="mid",
+        label=f"{1 - risk.delta:.0%} interval",
+    )
     ax2.plot(rank, risk.risk[order], color="k", lw=1, label="estimate")
-    ax2.set(xlabel="targets sorted by risk", ylabel="|f_p|", ylim=(0, 1.02), title=f"risk profile ({risk.method})")
+    ax2.set(
+        xlabel="targets sorted by risk",
+        ylabel="|f_p|",
+        ylim=(0, 1.02),
+        title=f"risk profile ({risk.method})",
+    )
     ax2.legend(loc="upper left")
     return fig

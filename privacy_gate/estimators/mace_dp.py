@@ -9,7 +9,8 @@ and so does the optimal advantage E|f_p(Z)| (Lemma 9). At p = 0.5 this is tanh(e
 
 An empirical *lower* bound above this ceiling cannot be sampling noise (at the bound's
 confidence): either the DP implementation is broken or the records are not independent (the
-same person or household in train and holdout, Humphries et al.). It must be reported, never silenced.
+same person or household in train and holdout, Humphries et al.). It must be reported, never
+silenced.
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ __all__ = ["DPComparison", "compare_to_dp", "dp_advantage_bound", "dp_risk_bound
 
 
 def _check(epsilon: float, p: float) -> None:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or math.isnan(epsilon) or epsilon < 0:
-        raise ConfigError(f"epsilon must be a non-negative number (the generator's DP budget); got {epsilon!r}")
+    if (
+        isinstance(epsilon, bool)
+        or not isinstance(epsilon, Real)
+        or math.isnan(epsilon)
+        or epsilon < 0
+    ):
+        raise ConfigError(
+            f"epsilon must be a non-negative number (the generator's DP budget); got {epsilon!r}"
+        )
     if isinstance(p, bool) or not isinstance(p, Real) or not 0.0 < p < 1.0:
         raise ConfigError(f"the prior p must be strictly between 0 and 1; got {p!r}")
 
@@ -89,18 +97,31 @@ def compare_to_dp(estimate: object, *, epsilon: float, p: float | None = None) -
     if p is None:
         p = 0.5 if est_prior is None else est_prior
     elif est_prior is not None and abs(p - est_prior) > 1e-12:
-        raise ConfigError(f"the estimate was made at prior {est_prior:g} but p={p:g} was given; "
-                          "compare at the prior the estimate used")
+        raise ConfigError(
+            f"the estimate was made at prior {est_prior:g} but p={p:g} was given; "
+            "compare at the prior the estimate used"
+        )
     bound = dp_risk_bound(epsilon, p)
     exceeds = lower > bound
     if exceeds:
-        message = (f"the empirical advantage lower bound {lower:.4f} exceeds the DP bound {bound:.4f} "
-                   f"(epsilon={epsilon:g}, p={p:g}): the DP implementation or the independence "
-                   "assumption (dependent records) is broken")
+        message = (
+            f"the empirical advantage lower bound {lower:.4f} exceeds the DP bound {bound:.4f} "
+            f"(epsilon={epsilon:g}, p={p:g}): the DP implementation or the independence "
+            "assumption (dependent records) is broken"
+        )
     else:
-        message = (f"the empirical advantage lower bound {lower:.4f} is within the DP bound {bound:.4f} "
-                   f"(epsilon={epsilon:g}, p={p:g})")
-    return DPComparison(bound=bound, lower=lower, exceeds=exceeds, message=message, epsilon=float(epsilon), prior=float(p))
+        message = (
+            f"the empirical advantage lower bound {lower:.4f} is within the DP bound {bound:.4f} "
+            f"(epsilon={epsilon:g}, p={p:g})"
+        )
+    return DPComparison(
+        bound=bound,
+        lower=lower,
+        exceeds=exceeds,
+        message=message,
+        epsilon=float(epsilon),
+        prior=float(p),
+    )
 
 
 def _lower_of(estimate: object) -> tuple[float, float | None]:
@@ -109,4 +130,6 @@ def _lower_of(estimate: object) -> tuple[float, float | None]:
         return float(estimate.lower), estimate.prior
     if isinstance(estimate, Real) and not isinstance(estimate, bool) and 0.0 <= estimate <= 1.0:
         return float(estimate), None
-    raise ConfigError("compare_to_dp needs an AdvantageEstimate or an advantage lower bound in [0, 1]")
+    raise ConfigError(
+        "compare_to_dp needs an AdvantageEstimate or an advantage lower bound in [0, 1]"
+    )

@@ -68,7 +68,8 @@ def _wa(acc: float) -> float:
 
 
 def _ppv_threshold(eta: np.ndarray, y: np.ndarray, prior: float, min_positives: int) -> float:
-    """Threshold t maximising the prior-weighted PPV of ``eta >= t`` with >= min_positives positives."""
+    """Threshold t maximising the prior-weighted PPV of ``eta >= t`` with >= min_positives
+    positives."""
     order = np.argsort(-eta, kind="stable")
     e, lab = eta[order], y[order]
     n1, n0 = max(int(lab.sum()), 1), max(int(lab.size - lab.sum()), 1)
@@ -112,23 +113,55 @@ def generalized_metrics(
     >>> g["am_threshold"], 0.5 < g["am"] < 1.0
     (0.2, True)
     """
-    s = Settings(prior=prior, delta=delta, method=method, n_bins=n_bins, bandwidth=bandwidth, seed=seed, n_mc=n_mc)
-    if isinstance(min_positives, bool) or not isinstance(min_positives, (int, np.integer)) or min_positives < 1:
+    s = Settings(
+        prior=prior,
+        delta=delta,
+        method=method,
+        n_bins=n_bins,
+        bandwidth=bandwidth,
+        seed=seed,
+        n_mc=n_mc,
+    )
+    if (
+        isinstance(min_positives, bool)
+        or not isinstance(min_positives, (int, np.integer))
+        or min_positives < 1
+    ):
         raise ConfigError(f"min_positives must be an integer >= 1; got {min_positives!r}")
     x, y = check_query(scores, labels, min_per_class=MIN_TARGETS_PER_CLASS)
     resolved = resolve_method(x, s.method)
     p = s.prior
-    learn, tune, evaluate = stratified_split(y, (1 / 3, 1 / 3, 1 / 3), np.random.default_rng([s.seed, 0x6E7]))
-    model = fit_model(x[learn], y[learn], method=resolved, prior=p, n_bins=s.n_bins, bandwidth=s.bandwidth,
-                      n_mc=s.n_mc, seed=s.seed)
+    learn, tune, evaluate = stratified_split(
+        y, (1 / 3, 1 / 3, 1 / 3), np.random.default_rng([s.seed, 0x6E7])
+    )
+    model = fit_model(
+        x[learn],
+        y[learn],
+        method=resolved,
+        prior=p,
+        n_bins=s.n_bins,
+        bandwidth=s.bandwidth,
+        n_mc=s.n_mc,
+        seed=s.seed,
+    )
 
     def posterior_band(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         loc = model.local(x[idx], alpha=s.delta / 2)
         eta = _posterior(loc.d1, loc.d0, p)
-        return eta, np.minimum(_posterior(loc.lo1, loc.hi0, p), eta), np.maximum(_posterior(loc.hi1, loc.lo0, p), eta)
+        return (
+            eta,
+            np.minimum(_posterior(loc.lo1, loc.hi0, p), eta),
+            np.maximum(_posterior(loc.hi1, loc.lo0, p), eta),
+        )
 
-    out: dict[str, float | int | str] = {"prior": float(p), "delta": float(s.delta), "method": resolved,
-                                          "n_learn": int(learn.size), "n_tune": int(tune.size), "n_eval": int(evaluate.size)}
+    out: dict[str, float | int | str] = {
+        "prior": float(p),
+        "delta": float(s.delta),
+        "method": resolved,
+        "n_learn": int(learn.size),
+        "n_tune": int(tune.size),
+        "n_eval": int(evaluate.size),
+    }
 
     # PPV: threshold on part 2, evaluation on part 3
     eta_tune, _, _ = posterior_band(tune)
@@ -141,7 +174,15 @@ def generalized_metrics(
     return out
 
 
-def _evaluate(metric: str, idx: np.ndarray, threshold: float, posterior_band, y: np.ndarray, p: float, delta: float) -> dict:
+def _evaluate(
+    metric: str,
+    idx: np.ndarray,
+    threshold: float,
+    posterior_band,
+    y: np.ndarray,
+    p: float,
+    delta: float,
+) -> dict:
     eta, eta_lo, eta_hi = posterior_band(idx)
     pos = eta >= threshold
     lab = y[idx]

@@ -3,11 +3,11 @@ query, the comparison with the DP bound, and per-record risk. Numbers only: the 
 they mean (``gate.findings``).
 
 Metric names (``names.mace_metric``): ``<attack>.mace.advantage`` (the estimate, always inside
-its bounds: :func:`point_estimate`), ``.advantage_lower``, ``.advantage_upper``, ``.advantage_plugin``
-(the raw plug-in), ``.ppv_upper`` (at the configured prior), ``.bias`` (the label-permutation
-null mean of the plug-in estimate: what "no leakage" looks like at this N) and ``.radius``. The
-combined query (the vector of all gated attacks' scores, which can be stronger than each alone)
-is reported as the pseudo-attack ``combined``.
+its bounds: :func:`point_estimate`), ``.advantage_lower``, ``.advantage_upper``,
+``.advantage_plugin`` (the raw plug-in), ``.ppv_upper`` (at the configured prior), ``.bias`` (the
+label-permutation null mean of the plug-in estimate: what "no leakage" looks like at this N) and
+``.radius``. The combined query (the vector of all gated attacks' scores, which can be stronger than
+each alone) is reported as the pseudo-attack ``combined``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ MAX_COMBINED_DIMS = 4  # the multi-d estimators are validated up to 4 dimensions
 class MaceResult:
     metrics: dict[str, float]  # "<attack>.mace.<name>" -> value
     dp: dict[str, DPComparison]  # query -> comparison with the DP bound (DP generators only)
-    per_record: pd.DataFrame | None  # row_id, risk, risk_lower, risk_upper, f, attack (max over attacks)
+    per_record: (
+        pd.DataFrame | None
+    )  # row_id, risk, risk_lower, risk_upper, f, attack (max over attacks)
     risk_attack: str | None  # the attack that gives most records their maximum risk
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # full to_dict() per query
 
@@ -52,12 +54,19 @@ def point_estimate(est: Any) -> float:
 
 
 def _metrics_of(name: str, est: Any, ppv_upper: float | None) -> dict[str, float]:
-    out = {mace_metric(name, "advantage"): point_estimate(est), mace_metric(name, "advantage_lower"): est.lower,
-           mace_metric(name, "advantage_upper"): est.upper, mace_metric(name, "advantage_plugin"): est.estimate,
-           mace_metric(name, "bias"): est.bias, mace_metric(name, "radius"): est.radius}
+    out = {
+        mace_metric(name, "advantage"): point_estimate(est),
+        mace_metric(name, "advantage_lower"): est.lower,
+        mace_metric(name, "advantage_upper"): est.upper,
+        mace_metric(name, "advantage_plugin"): est.estimate,
+        mace_metric(name, "bias"): est.bias,
+        mace_metric(name, "radius"): est.radius,
+    }
     if ppv_upper is not None:
         out[mace_metric(name, "ppv_upper")] = ppv_upper
-    return {k: float(v) for k, v in out.items() if v is not None}  # bias is None without permutations
+    return {
+        k: float(v) for k, v in out.items() if v is not None
+    }  # bias is None without permutations
 
 
 def combined_query(scores: dict[str, np.ndarray]) -> np.ndarray | None:
@@ -75,44 +84,76 @@ def combined_query(scores: dict[str, np.ndarray]) -> np.ndarray | None:
         return None
     if len(scores) <= MAX_COMBINED_DIMS:
         return np.column_stack([scores[a] for a in scores])
-    ranks = [pd.Series(np.asarray(s, dtype=float)).rank(method="average").to_numpy() for s in scores.values()]
+    ranks = [
+        pd.Series(np.asarray(s, dtype=float)).rank(method="average").to_numpy()
+        for s in scores.values()
+    ]
     n = len(ranks[0])
     return np.max([(r - 1) / max(n - 1, 1) for r in ranks], axis=0)
 
 
-def per_record_risk(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
-                    delta: float, seed: int = 0) -> tuple[pd.DataFrame | None, str | None]:
+def per_record_risk(
+    scores: dict[str, np.ndarray],
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    *,
+    prior: float,
+    delta: float,
+    seed: int = 0,
+) -> tuple[pd.DataFrame | None, str | None]:
     """Each record's MACE risk as the maximum over the attacks, so a record exposed to any one
     attack shows up. Each attack's intervals are computed at ``delta / k`` (Bonferroni over the
     k attacks), so the [max lower, max upper] interval of a record covers the maximum of its true
     risks with probability at least 1 - delta."""
     if not scores:
         return None, None
-    per_attack = {a: individual_risk(s, labels, method="discrete", prior=prior, delta=delta / len(scores),
-                                     seed=seed).to_frame(row_ids) for a, s in scores.items()}
+    per_attack = {
+        a: individual_risk(
+            s, labels, method="discrete", prior=prior, delta=delta / len(scores), seed=seed
+        ).to_frame(row_ids)
+        for a, s in scores.items()
+    }
     names = list(per_attack)
-    stacked = {col: np.column_stack([per_attack[a][col].to_numpy() for a in names])
-               for col in ("risk", "risk_lower", "risk_upper", "f")}
+    stacked = {
+        col: np.column_stack([per_attack[a][col].to_numpy() for a in names])
+        for col in ("risk", "risk_lower", "risk_upper", "f")
+    }
     best = np.argmax(stacked["risk"], axis=1)
     rows = np.arange(len(best))
-    frame = pd.DataFrame({"row_id": np.asarray(row_ids), "risk": stacked["risk"][rows, best],
-                          "risk_lower": stacked["risk_lower"].max(axis=1),
-                          "risk_upper": stacked["risk_upper"].max(axis=1), "f": stacked["f"][rows, best],
-                          "attack": np.asarray(names, dtype=object)[best]})
+    frame = pd.DataFrame(
+        {
+            "row_id": np.asarray(row_ids),
+            "risk": stacked["risk"][rows, best],
+            "risk_lower": stacked["risk_lower"].max(axis=1),
+            "risk_upper": stacked["risk_upper"].max(axis=1),
+            "f": stacked["f"][rows, best],
+            "attack": np.asarray(names, dtype=object)[best],
+        }
+    )
     return frame, str(pd.Series(frame["attack"]).mode().iloc[0])
 
 
-def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids: np.ndarray, *, prior: float,
-                     delta: float, n_permutations: int, epsilon: float | None, seed: int = 0,
-                     units: np.ndarray | None = None) -> MaceResult:
+def mace_for_attacks(
+    scores: dict[str, np.ndarray],
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    *,
+    prior: float,
+    delta: float,
+    n_permutations: int,
+    epsilon: float | None,
+    seed: int = 0,
+    units: np.ndarray | None = None,
+) -> MaceResult:
     """MACE estimates for each gated attack's scores and for their combination.
 
-    ``units`` (a panel: each target's person, :attr:`~privacy_gate.experiment.targets.Targets.units`):
-    the advantage estimates and their bounds are over people, a person's score per attack the
-    maximum over their target rows (:func:`~privacy_gate.data.split.unit_scores`, as the exposed
-    targets): the McDiarmid radius and the split bound take the targets as independent, and a
-    person's years are not. The per-record risks stay per row (each row's risk read from the rows'
-    class densities: a description of the rows, not a bound the gate tests)."""
+    ``units`` (a panel: each target's person,
+    :attr:`~privacy_gate.experiment.targets.Targets.units`): the advantage estimates and their
+    bounds are over people, a person's score per attack the maximum over their target rows
+    (:func:`~privacy_gate.data.split.unit_scores`, as the exposed targets): the McDiarmid radius and
+    the split bound take the targets as independent, and a person's years are not. The per-record
+    risks stay per row (each row's risk read from the rows' class densities: a description of the
+    rows, not a bound the gate tests)."""
     labels = np.asarray(labels)
     query_scores, query_labels = dict(scores), labels
     if units is not None:
@@ -134,13 +175,26 @@ def mace_for_attacks(scores: dict[str, np.ndarray], labels: np.ndarray, row_ids:
         if epsilon is not None:
             dp[name] = compare_to_dp(est, epsilon=epsilon, p=prior)
             metrics[mace_metric(name, "dp_bound")] = float(dp[name].bound)
-    per_record, risk_attack = per_record_risk(scores, labels, row_ids, prior=prior, delta=delta, seed=seed)
-    return MaceResult(metrics=metrics, dp=dp, per_record=per_record, risk_attack=risk_attack,
-                      estimates={k: v.to_dict() for k, v in estimates.items()})
+    per_record, risk_attack = per_record_risk(
+        scores, labels, row_ids, prior=prior, delta=delta, seed=seed
+    )
+    return MaceResult(
+        metrics=metrics,
+        dp=dp,
+        per_record=per_record,
+        risk_attack=risk_attack,
+        estimates={k: v.to_dict() for k, v in estimates.items()},
+    )
 
 
-def mace_group_metrics(scores: np.ndarray, labels: np.ndarray, *, prior: float, delta: float) -> dict[str, float]:
+def mace_group_metrics(
+    scores: np.ndarray, labels: np.ndarray, *, prior: float, delta: float
+) -> dict[str, float]:
     """Bounds for one subgroup (no permutations: groups are small and only the bounds are used)."""
     est = estimate_advantage(scores, labels, prior=prior, delta=delta, n_permutations=0)
-    return {"mace.advantage": point_estimate(est), "mace.advantage_lower": float(est.lower),
-            "mace.advantage_upper": float(est.upper), "mace.advantage_plugin": float(est.estimate)}
+    return {
+        "mace.advantage": point_estimate(est),
+        "mace.advantage_lower": float(est.lower),
+        "mace.advantage_upper": float(est.upper),
+        "mace.advantage_plugin": float(est.estimate),
+    }

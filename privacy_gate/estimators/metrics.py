@@ -36,7 +36,9 @@ def _checked(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels)
     if s.ndim != 1 or y.ndim != 1:
-        raise DataError(f"scores and labels must be 1-D, got {s.ndim}-D scores and {y.ndim}-D labels")
+        raise DataError(
+            f"scores and labels must be 1-D, got {s.ndim}-D scores and {y.ndim}-D labels"
+        )
     if s.shape != y.shape:
         raise DataError(f"got {s.size} scores but {y.size} labels")
     n_nan = int(np.isnan(s).sum())
@@ -46,7 +48,8 @@ def _checked(scores: object, labels: object) -> tuple[np.ndarray, np.ndarray]:
     n_members = int(y.sum())
     if n_members == 0 or n_members == y.size:
         raise InsufficientDataError(
-            f"ROC metrics need both members and non-members; got {n_members} member(s) and {y.size - n_members} non-member(s)"
+            f"ROC metrics need both members and non-members; got {n_members} member(s) and "
+            f"{y.size - n_members} non-member(s)"
         )
     if np.isinf(s).any():
         # ranks preserve the ordering and ties (so every ROC metric), and sklearn rejects inf
@@ -60,7 +63,10 @@ def roc_metrics(scores: object, labels: object) -> dict[str, float | int]:
     ``scores``: higher = more likely a member; ``labels``: 1/True = member.
     """
     s, y = _checked(scores, labels)
-    from sklearn.metrics import roc_auc_score, roc_curve  # here: reading a verdict (review) loads no sklearn
+    from sklearn.metrics import (  # here: reading a verdict (review) loads no sklearn
+        roc_auc_score,
+        roc_curve,
+    )
 
     fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
     out: dict[str, float | int] = {"auc": float(roc_auc_score(y, s))}

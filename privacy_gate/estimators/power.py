@@ -32,9 +32,12 @@ def null_reference(metric: str, figures: Mapping[str, float]) -> float | None:
     ``n_non_members``, ``mace.bias``, ``mace.radius``) or the exposure figures (``exposed.tested``,
     ``exposed.calibration``, ``exposed.level``, ``exposed.delta``); None when it cannot be told."""
     if metric == "exposed.share_upper" and figures.get("exposed.tested"):
-        return no_signal_share_upper(int(figures["exposed.tested"]),
-                                     int(figures.get("exposed.calibration") or figures["exposed.tested"]),
-                                     level=figures["exposed.level"], delta=figures["exposed.delta"])
+        return no_signal_share_upper(
+            int(figures["exposed.tested"]),
+            int(figures.get("exposed.calibration") or figures["exposed.tested"]),
+            level=figures["exposed.level"],
+            delta=figures["exposed.delta"],
+        )
     n1, n0 = figures.get("n_members"), figures.get("n_non_members")
     bias, radius = figures.get("mace.bias"), figures.get("mace.radius")
     if metric == "auc" and n1 and n0:
@@ -44,8 +47,11 @@ def null_reference(metric: str, figures: Mapping[str, float]) -> float | None:
     if metric == "advantage" and n1 and n0:
         return KS95 * math.sqrt((n1 + n0) / (n1 * n0))
     if metric.startswith("mace.") and radius is not None and bias is not None:
-        return {"mace.advantage_upper": bias + radius, "mace.advantage_lower": max(0.0, bias - radius),
-                "mace.advantage": bias}.get(metric)
+        return {
+            "mace.advantage_upper": bias + radius,
+            "mace.advantage_lower": max(0.0, bias - radius),
+            "mace.advantage": bias,
+        }.get(metric)
     return None
 
 
@@ -85,7 +91,9 @@ def targets_needed(*, threshold: float, delta: float) -> float:
 TARGET_RADIUS = 0.015
 
 
-def default_targets_per_class(*, delta: float, prior: float = 0.5, radius: float = TARGET_RADIUS) -> int:
+def default_targets_per_class(
+    *, delta: float, prior: float = 0.5, radius: float = TARGET_RADIUS
+) -> int:
     """Targets per class (members = non-members = n) at which the McDiarmid radius of the MACE
     advantage, sqrt(2 (p^2 + (1-p)^2) / n log(2/delta)), is ``radius``. Releases with more holdout
     records are judged on this many non-members (sampled reproducibly): the radius would shrink

@@ -8,12 +8,13 @@ smallest hypergeometric tail p-value over a grid of levels ``k`` (from the singl
 record up to ``max_share`` of the pool) and calibrates that minimum by simulating the null label
 order: an exact, seeded Monte-Carlo p-value for "several levels at once". Its price is the grid:
 ten people copied many times sit above every other record, yet "10 of the top 10 are members"
-(p = 2^-10 when half the pool are members) came out near 0.005 after the minimum over a grid of levels. So one level is singled out before the labels are looked at: the *gap level*, where the sorted
-top scores drop the most (the edge of a cluster of copies; a function of the scores alone, so
+(p = 2^-10 when half the pool are members) came out near 0.005 after the minimum over a grid of
+levels. So one level is singled out before the labels are looked at: the *gap level*, where the
+sorted top scores drop the most (the edge of a cluster of copies; a function of the scores alone, so
 under no leakage the members among those top records are still a uniformly random subset). The
-statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` and the simulation calibrates it exactly,
-so the gap level keeps nearly its nominal p-value and the grid remains a safety net for leaks
-without a visible edge.
+statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` and the simulation calibrates it exactly, so
+the gap level keeps nearly its nominal p-value and the grid remains a safety net for leaks without a
+visible edge.
 
 Used by the target-level exposure (``exposed.tail_pvalue``), the member scan
 (``exposed.scan_tail_pvalue``) and the agreement scan (``agreement.tail_pvalue``).
@@ -37,7 +38,6 @@ GRID_WEIGHT = 10.0
 #: scores are rounded to this many significant digits before the gap level is chosen, so that a
 #: near-tie between two gaps cannot be decided by float summation order (CPU-independent)
 GAP_DIGITS = 9
-
 
 
 def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -115,12 +115,19 @@ def rounded_top(scores: np.ndarray, n_top: int) -> np.ndarray:
 
 
 def gap_in(top: np.ndarray) -> int:
-    """The position (1-based) in descending ``top`` after which it drops the most (the first on a tie)."""
+    """The position (1-based) in descending ``top`` after which it drops the most (the first on a
+    tie)."""
     return int(np.argmax(top[:-1] - top[1:])) + 1
 
 
-def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01,
-                       simulations: int = TAIL_SIMULATIONS, seed: int = 0) -> tuple[float, int]:
+def tail_excess_pvalue(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    max_share: float = 0.01,
+    simulations: int = TAIL_SIMULATIONS,
+    seed: int = 0,
+) -> tuple[float, int]:
     """Exact (Monte-Carlo) p-value of "more members among the highest scores than chance": the
     statistic is ``min(p_gap, GRID_WEIGHT * min_k p_k)`` where ``p_k`` is the hypergeometric tail
     p-value of the members among the top ``k``, over the levels ``k`` (1 .. ``max_share`` of the
@@ -130,7 +137,8 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
     broken at random (seeded).
 
     >>> y = np.r_[np.ones(1000), np.zeros(1000)]
-    >>> s = np.r_[np.full(8, 10.0), np.zeros(992), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
+    >>> noise = np.random.default_rng(1).normal(size=2000)
+    >>> s = np.r_[np.full(8, 10.0), np.zeros(992), np.zeros(1000)] + noise
     >>> p, k = tail_excess_pvalue(s, y, seed=0)
     >>> p < 0.05, 8 <= k <= 12
     (True, True)
@@ -152,7 +160,9 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
 
     def statistic(counts: np.ndarray) -> np.ndarray:
         per_level = _tail_ps(counts, table)
-        return np.minimum(per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1))
+        return np.minimum(
+            per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+        )
 
     observed = float(statistic(observed_counts))
     # the null label order of the top n_top positions: draws without replacement from the pool
@@ -167,8 +177,14 @@ def tail_excess_pvalue(scores: np.ndarray, labels: np.ndarray, *, max_share: flo
     return float(pvalue), best
 
 
-def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, confidence: float = 0.95,
-            seed: int = 0) -> tuple[np.ndarray, int]:
+def top_set(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    max_share: float = 0.01,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, int]:
     """The label-blind top set and a lower confidence bound on the exposed members in it.
 
     A candidate set is the ``k`` highest scores (ties broken at random, seeded) for ``k`` on the
@@ -187,7 +203,8 @@ def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, 
     the lower bound; the smallest set when no bound is positive).
 
     >>> y = np.r_[np.ones(1000), np.zeros(1000)].astype(bool)
-    >>> s = np.r_[np.full(10, 10.0), np.zeros(990), np.zeros(1000)] + np.random.default_rng(1).normal(size=2000)
+    >>> noise = np.random.default_rng(1).normal(size=2000)
+    >>> s = np.r_[np.full(10, 10.0), np.zeros(990), np.zeros(1000)] + noise
     >>> top, lower = top_set(s, y)
     >>> len(top), int(y[top].sum()), lower
     (11, 11, 4)
@@ -199,17 +216,31 @@ def top_set(scores: np.ndarray, labels: np.ndarray, *, max_share: float = 0.01, 
     n_top = _top_count(n_pool, max_share)
     levels = np.unique(np.r_[_tail_levels(n_top), gap_level(scores, n_top)])
     alpha = (1.0 - confidence) / levels.size  # every level's bound at once (Bonferroni)
-    order = np.argsort(-random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable")[:n_top]
+    order = np.argsort(-random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable")[
+        :n_top
+    ]
     counts = np.cumsum(labels[order])
     best_k, best = int(levels[0]), 0
     for k in levels:
         t, lower = int(counts[k - 1]), 0
-        while lower < t and stats.hypergeom.sf(t - lower - 1, n_pool, n_members, k - lower) <= alpha:
+        while (
+            lower < t and stats.hypergeom.sf(t - lower - 1, n_pool, n_members, k - lower) <= alpha
+        ):
             lower += 1
         if lower > best:
             best_k, best = int(k), lower
     return order[:best_k], best
 
 
-__all__ = ["GAP_DIGITS", "GRID_WEIGHT", "TAIL_MAX_TOP", "TAIL_SIMULATIONS", "gap_in", "gap_level", "random_tie_ranks",
-           "rounded_top", "tail_excess_pvalue", "top_set"]
+__all__ = [
+    "GAP_DIGITS",
+    "GRID_WEIGHT",
+    "TAIL_MAX_TOP",
+    "TAIL_SIMULATIONS",
+    "gap_in",
+    "gap_level",
+    "random_tie_ranks",
+    "rounded_top",
+    "tail_excess_pvalue",
+    "top_set",
+]

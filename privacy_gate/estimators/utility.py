@@ -18,18 +18,24 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.data.encoding import category_codes, category_keys, column_as_float
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 
 
-def _numeric_codes(real: np.ndarray, syn: np.ndarray, col: ColumnSpec, n_bins: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _numeric_codes(
+    real: np.ndarray, syn: np.ndarray, col: ColumnSpec, n_bins: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     if col.bins is not None:  # public knowledge beats anything estimated from the data
         edges = np.asarray(col.bins, dtype=np.float64)
     else:
         observed = real[~np.isnan(real)]
         # unique: heavy ties (capital_gain is mostly 0) collapse equal-depth edges
-        edges = np.unique(np.quantile(observed, np.linspace(0.0, 1.0, n_bins + 1))) if observed.size else np.empty(0)
+        edges = (
+            np.unique(np.quantile(observed, np.linspace(0.0, 1.0, n_bins + 1)))
+            if observed.size
+            else np.empty(0)
+        )
     # interior edges only: values beyond the real range join the outermost bins
     interior = edges[1:-1]
     n_value_cells = interior.size + 1
@@ -42,7 +48,9 @@ def _numeric_codes(real: np.ndarray, syn: np.ndarray, col: ColumnSpec, n_bins: i
     return codes(real), codes(syn), n_value_cells + 1
 
 
-def _categorical_codes(real: pd.Series, syn: pd.Series, col: ColumnSpec) -> tuple[np.ndarray, np.ndarray, int]:
+def _categorical_codes(
+    real: pd.Series, syn: pd.Series, col: ColumnSpec
+) -> tuple[np.ndarray, np.ndarray, int]:
     if col.categories is not None:
         cats = category_keys(col.categories)
     else:
@@ -65,7 +73,9 @@ def _tvd(a: np.ndarray, b: np.ndarray, n_cells: int) -> float:
     return 0.5 * float(np.abs(p - q).sum())
 
 
-def marginal_quality(synthetic: pd.DataFrame, real: pd.DataFrame, *, spec: DatasetSpec, n_bins: int = 20) -> dict:
+def marginal_quality(
+    synthetic: pd.DataFrame, real: pd.DataFrame, *, spec: DatasetSpec, n_bins: int = 20
+) -> dict:
     """Fidelity of ``synthetic`` to ``real``: ``1 - mean(mean 1-way TVD, mean 2-way TVD)``.
 
     Returns ``quality`` (1 = identical marginals), ``tvd_1way``/``tvd_2way`` (means over columns
@@ -76,16 +86,24 @@ def marginal_quality(synthetic: pd.DataFrame, real: pd.DataFrame, *, spec: Datas
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
         raise ConfigError(f"marginal_quality: 'n_bins' must be an integer >= 2, got {n_bins!r}")
     if not isinstance(spec, DatasetSpec):
-        raise ConfigError(f"marginal_quality: 'spec' must be a DatasetSpec, got {type(spec).__name__}")
+        raise ConfigError(
+            f"marginal_quality: 'spec' must be a DatasetSpec, got {type(spec).__name__}"
+        )
     columns = list(spec.attribute_columns)
     for what, frame in (("synthetic", synthetic), ("real", real)):
         if not isinstance(frame, pd.DataFrame):
-            raise DataError(f"marginal_quality: the {what} data must be a pandas DataFrame, got {type(frame).__name__}")
+            raise DataError(
+                f"marginal_quality: the {what} data must be a pandas DataFrame, got "
+                f"{type(frame).__name__}"
+            )
         if len(frame) == 0:
             raise InsufficientDataError(f"marginal_quality: the {what} data has no rows")
         missing = [c for c in columns if c not in frame.columns]
         if missing:
-            raise DataError(f"marginal_quality: column(s) {missing} of spec '{spec.name}' are missing from the {what} data")
+            raise DataError(
+                f"marginal_quality: column(s) {missing} of spec '{spec.name}' are missing from the "
+                f"{what} data"
+            )
 
     real_codes, syn_codes, sizes = [], [], []
     for name in columns:

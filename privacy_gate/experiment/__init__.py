@@ -21,16 +21,38 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest
     from privacy_gate.experiment.inputs import GateInputs
-    from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
+    from privacy_gate.experiment.settings import (
+        GateSettings,
+        settings_for_gate_only,
+        settings_for_release,
+    )
     from privacy_gate.experiment.targets import Targets, choose_dependency_targets, choose_targets
 
-__all__ = ["AttackOutcome", "GateInputs", "GateSettings", "Targets", "choose_dependency_targets", "choose_targets",
-           "run_attack", "settings_for_gate_only", "settings_for_release", "strongest"]
+__all__ = [
+    "AttackOutcome",
+    "GateInputs",
+    "GateSettings",
+    "Targets",
+    "choose_dependency_targets",
+    "choose_targets",
+    "run_attack",
+    "settings_for_gate_only",
+    "settings_for_release",
+    "strongest",
+]
 
-_LAZY = {"AttackOutcome": "attack_runs", "run_attack": "attack_runs", "strongest": "attack_runs",
-         "GateInputs": "inputs", "GateSettings": "settings", "settings_for_gate_only": "settings",
-         "settings_for_release": "settings", "Targets": "targets", "choose_dependency_targets": "targets",
-         "choose_targets": "targets"}
+_LAZY = {
+    "AttackOutcome": "attack_runs",
+    "run_attack": "attack_runs",
+    "strongest": "attack_runs",
+    "GateInputs": "inputs",
+    "GateSettings": "settings",
+    "settings_for_gate_only": "settings",
+    "settings_for_release": "settings",
+    "Targets": "targets",
+    "choose_dependency_targets": "targets",
+    "choose_targets": "targets",
+}
 
 
 def __getattr__(name: str) -> Any:

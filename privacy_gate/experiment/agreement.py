@@ -14,10 +14,11 @@ synthetic row reproduces of it:
   5 or 10 units still agrees;
 - agreeing on a code is worth ``-log2`` of its frequency in the reference (a rare value says
   more than a common one);
-- a number is also graded: ``s_j`` against ``x_j`` is worth ``-log2 P_ref(|X_j - x_j| <= |s_j - x_j|)``
-  (the reference share at least as close, counted ``(c + 1) / (n_ref + 1)``) once that is at least
-  as rare as sharing a bin, else its bin agreement: an exact wage is worth up to ``log2(n_ref + 1)``
-  bits, a value within 2 % what the reference says such closeness is worth. (Partial credit for
+- a number is also graded: ``s_j`` against ``x_j`` is worth ``-log2 P_ref(|X_j - x_j| <= |s_j -
+  x_j|)`` (the reference share at least as close, counted ``(c + 1) / (n_ref + 1)``) once that is at
+  least as rare as sharing a bin, else its bin agreement: an exact wage is worth up to ``log2(n_ref
+  + 1)`` bits, a value within 2 % what the reference says such closeness is worth. (Partial credit
+    for
   merely nearby values was tried and lost power: the best of thousands of natural rows collects
   many small sums.)
 - a record's score is the most information one synthetic row reproduces of it,
@@ -54,7 +55,8 @@ their Bonferroni combination.
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols})
 >>> draw = lambda n: pd.DataFrame({c: rng.integers(0, 10, n).astype(str) for c in cols})
 >>> train, holdout, reference, syn = draw(600), draw(600), draw(600), draw(600)
->>> part = train.iloc[:30].copy(); part["c0"] = draw(30)["c0"].to_numpy()  # copies with one column re-drawn
+>>> part = train.iloc[:30].copy()  # copies with one column re-drawn
+>>> part["c0"] = draw(30)["c0"].to_numpy()
 >>> syn.iloc[:30] = part.to_numpy()
 >>> r = agreement_scan(syn, train, holdout, reference, spec, seed=0)
 >>> r.pvalue < 0.01, r.count >= 10
@@ -86,7 +88,8 @@ UNIT = 16
 #: the best coded agreement (first row in a fixed order on ties) ...
 TOP_CODED = 1
 #: Records per matrix-product block: a block of products against ~10^4 rows then stays in cache
-#: (measured 30 % faster than 2048 at 12,000 rows; the products are exact, so the size changes no score)
+#: (measured 30 % faster than 2048 at 12,000 rows; the products are exact, so the size changes no
+#: score)
 CHUNK = 256
 #: ... and the nearest rows in the reference-rank encoding of the numbers within the record's
 #: categorical cell. Both are functions of the record and the compared sample only, so training and
@@ -112,16 +115,21 @@ DISCOVERY_ROWS = 4000
 class _Encoded:
     """Several frames coded for the scan: integer codes (categories, numbers in reference bins),
     the numbers themselves (NaN when missing or not numeric), and what the reference says."""
+
     codes: list[np.ndarray]
     values: list[np.ndarray]
-    info: np.ndarray            # (columns, codes + 1) coded information in 1/UNIT bits; index = code + 1
-    numeric: np.ndarray         # (columns,) bool
-    ref_sorted: list[np.ndarray]  # per column, the reference's finite values sorted (empty when not numeric)
+    info: np.ndarray  # (columns, codes + 1) coded information in 1/UNIT bits; index = code + 1
+    numeric: np.ndarray  # (columns,) bool
+    ref_sorted: list[
+        np.ndarray
+    ]  # per column, the reference's finite values sorted (empty when not numeric)
     closeness_bits: np.ndarray  # closeness_bits[c]: -log2((c + 1) / (n_ref + 1)) in 1/UNIT bits
-    bin_bits: int               # log2(NUMERIC_BINS) in 1/UNIT bits: what sharing a reference bin says
+    bin_bits: int  # log2(NUMERIC_BINS) in 1/UNIT bits: what sharing a reference bin says
 
 
-def _encode(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec, cols: list[str]) -> _Encoded:
+def _encode(
+    frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec, cols: list[str]
+) -> _Encoded:
     coded, info = _codes(frames, reference, spec, cols)
     numeric = np.array([spec.columns[c].is_numeric for c in cols], dtype=bool)
     values, ref_sorted = [np.full((len(f), len(cols)), np.nan) for f in frames], []
@@ -136,8 +144,12 @@ def _encode(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSp
     n_ref = len(reference)
     # a lookup table built with the C library's scalar log2, so no vectorised (CPU-dispatched)
     # logarithm decides a rounding: the graded scores are the same integers on every machine
-    bits = np.array([round(-math.log2((c + 1) / (n_ref + 1)) * UNIT) for c in range(n_ref + 1)], dtype=np.int64)
-    return _Encoded(coded, values, info, numeric, ref_sorted, bits, round(math.log2(NUMERIC_BINS) * UNIT))
+    bits = np.array(
+        [round(-math.log2((c + 1) / (n_ref + 1)) * UNIT) for c in range(n_ref + 1)], dtype=np.int64
+    )
+    return _Encoded(
+        coded, values, info, numeric, ref_sorted, bits, round(math.log2(NUMERIC_BINS) * UNIT)
+    )
 
 
 def _numbers(s: pd.Series) -> np.ndarray:
@@ -157,27 +169,46 @@ class AgreementResult:
     tested: int
     calibration: int
     q: float
-    qi_pvalue: float = 1.0  # the quasi-identifier view's smaller p-value (1 without declared quasi-identifiers)
-    linking_pvalue: float = 1.0  # the undeclared linking views' smallest p-value (1 with declared quasi-identifiers)
-    linking_views: tuple[tuple[str, ...], ...] = ()  # the column combinations found in the reference
-    scanned_share: float = 1.0  # the share of training rows in the scan's pool sample (1 below MAX_PAIRS)
+    qi_pvalue: float = (
+        1.0  # the quasi-identifier view's smaller p-value (1 without declared quasi-identifiers)
+    )
+    linking_pvalue: float = (
+        1.0  # the undeclared linking views' smallest p-value (1 with declared quasi-identifiers)
+    )
+    linking_views: tuple[
+        tuple[str, ...], ...
+    ] = ()  # the column combinations found in the reference
+    scanned_share: float = (
+        1.0  # the share of training rows in the scan's pool sample (1 below MAX_PAIRS)
+    )
 
     @property
     def excess_share(self) -> float:
-        """Named training records beyond the expected false ones, as a share of the training split."""
+        """Named training records beyond the expected false ones, as a share of the training
+        split."""
         return self.count * (1 - self.q) / max(1, self.tested)
 
     def metrics(self) -> dict[str, float]:
-        return {"pvalue": self.pvalue, "tail_pvalue": self.tail_pvalue, "simes_pvalue": self.simes_pvalue,
-                "count": float(self.count), "tested": float(self.tested), "calibration": float(self.calibration),
-                "excess_share": self.excess_share, "tail_top": float(self.tail_top),
-                "qi_pvalue": self.qi_pvalue, "linking_pvalue": self.linking_pvalue,
-                "scanned_share": self.scanned_share}
+        return {
+            "pvalue": self.pvalue,
+            "tail_pvalue": self.tail_pvalue,
+            "simes_pvalue": self.simes_pvalue,
+            "count": float(self.count),
+            "tested": float(self.tested),
+            "calibration": float(self.calibration),
+            "excess_share": self.excess_share,
+            "tail_top": float(self.tail_top),
+            "qi_pvalue": self.qi_pvalue,
+            "linking_pvalue": self.linking_pvalue,
+            "scanned_share": self.scanned_share,
+        }
 
 
-def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec,
-           cols: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
-    """Integer codes of every frame's columns, and each code's information (micro-bits) per column."""
+def _codes(
+    frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec, cols: list[str]
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Integer codes of every frame's columns, and each code's information (micro-bits) per
+    column."""
     coded = [np.empty((len(f), len(cols)), dtype=np.int64) for f in frames]
     info = []
     for j, c in enumerate(cols):
@@ -185,20 +216,31 @@ def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpe
         if col.is_numeric:
             ref = pd.to_numeric(_as_number(reference[c]), errors="coerce").to_numpy(dtype=float)
             ref = ref[np.isfinite(ref)]
-            edges = np.unique(np.quantile(ref, np.linspace(0, 1, NUMERIC_BINS + 1)[1:-1])) if ref.size else np.array([])
+            edges = (
+                np.unique(np.quantile(ref, np.linspace(0, 1, NUMERIC_BINS + 1)[1:-1]))
+                if ref.size
+                else np.array([])
+            )
 
             def code(s: pd.Series, edges=edges) -> np.ndarray:
                 v = pd.to_numeric(_as_number(s), errors="coerce").to_numpy(dtype=float)
                 out = np.searchsorted(edges, v, side="right").astype(np.int64)
                 out[~np.isfinite(v)] = -1  # missing is a value of its own
                 return out
+
             n_codes = edges.size + 2
         else:
-            values = pd.Index(pd.unique(pd.concat([reference[c]] + [f[c] for f in frames], ignore_index=True)
-                                        .astype("string").fillna("\x00missing")))
+            values = pd.Index(
+                pd.unique(
+                    pd.concat([reference[c]] + [f[c] for f in frames], ignore_index=True)
+                    .astype("string")
+                    .fillna("\x00missing")
+                )
+            )
 
             def code(s: pd.Series, values=values) -> np.ndarray:
                 return values.get_indexer(s.astype("string").fillna("\x00missing")).astype(np.int64)
+
             n_codes = len(values) + 1
         for f, out in zip(frames, coded):
             out[:, j] = code(f[c])
@@ -209,7 +251,7 @@ def _codes(frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpe
     width = max(len(b) for b in info)
     table = np.zeros((len(cols), width), dtype=np.int64)
     for j, b in enumerate(info):
-        table[j, :len(b)] = b
+        table[j, : len(b)] = b
     return coded, table
 
 
@@ -221,9 +263,12 @@ def _as_number(s: pd.Series) -> pd.Series:
     return s
 
 
-def _compact(pool: np.ndarray, others: list[np.ndarray], info: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+def _compact(
+    pool: np.ndarray, others: list[np.ndarray], info: np.ndarray
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Codes renumbered per column to the cells the pool uses (a synthetic cell no pool record
-    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest column's."""
+    holds can match nothing), so the one-hot width is the pool's distinct values, not the widest
+    column's."""
     new_pool, new_others, rows = np.empty_like(pool), [np.full_like(o, -2) for o in others], []
     width = 1
     for j in range(pool.shape[1]):
@@ -237,7 +282,7 @@ def _compact(pool: np.ndarray, others: list[np.ndarray], info: np.ndarray) -> tu
         width = max(width, used.size)
     table = np.zeros((pool.shape[1], width + 1), dtype=np.int64)
     for j, r in enumerate(rows):
-        table[j, 1:1 + r.size] = r  # renumbered code c -> column c + 1
+        table[j, 1 : 1 + r.size] = r  # renumbered code c -> column c + 1
     return new_pool, new_others, table
 
 
@@ -256,7 +301,9 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, rank
 
 
-def best_agreement(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int = CHUNK) -> np.ndarray:
+def best_agreement(
+    pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int = CHUNK
+) -> np.ndarray:
     """Per pool record (rows of codes), the most information (in 1/:data:`UNIT` bits) some
     synthetic row reproduces: ``max_s sum_j w_j(x_j) [x_j == s_j]``, one matrix product per chunk
     over the (column, value) cells the pool holds. The weights are integers below 2^24 in total,
@@ -264,18 +311,24 @@ def best_agreement(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *,
     # identical rows score alike: each distinct pool row is scored once and each distinct synthetic
     # row compared once (a few columns, e.g. the quasi-identifiers, repeat a lot)
     first, back = _unique_rows(pool)
-    return _best_distinct(pool[first], synthetic[_unique_rows(synthetic)[0]], info, chunk=chunk)[back]
+    return _best_distinct(pool[first], synthetic[_unique_rows(synthetic)[0]], info, chunk=chunk)[
+        back
+    ]
 
 
-def _best_distinct(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int) -> np.ndarray:
+def _best_distinct(
+    pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int
+) -> np.ndarray:
     return _agreement_products(pool, synthetic, info, chunk=chunk, top=0)[0]
 
 
-def _agreement_products(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int = CHUNK,
-                        top: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _agreement_products(
+    pool: np.ndarray, synthetic: np.ndarray, info: np.ndarray, *, chunk: int = CHUNK, top: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Per pool row, the best coded agreement and (``top`` > 0) the ``top`` synthetic rows that
-    reach the highest ones: repeated ``argmax``, which returns the first index on ties, so the choice
-    is a function of the row and the ordered synthetic rows on every CPU (the products are exact)."""
+    reach the highest ones: repeated ``argmax``, which returns the first index on ties, so the
+    choice is a function of the row and the ordered synthetic rows on every CPU (the products are
+    exact)."""
     d = pool.shape[1]
     p, (s,), table = _compact(pool, [synthetic], info)
     widths = np.array([int(p[:, j].max()) + 1 for j in range(d)])
@@ -288,21 +341,23 @@ def _agreement_products(pool: np.ndarray, synthetic: np.ndarray, info: np.ndarra
     best = np.zeros(len(p), dtype=np.int64)
     chosen = np.zeros((len(p), top), dtype=np.int64)
     for start in range(0, len(p), chunk):
-        part = p[start:start + chunk]
+        part = p[start : start + chunk]
         rows = np.arange(len(part))
         block = np.zeros((len(part), syn.shape[1]), dtype=np.float32)
         for j in range(d):
             block[rows, offsets[j] + part[:, j]] = table[j, 1 + part[:, j]]
         prod = block @ syn.T
         if top == 0:
-            best[start:start + chunk] = np.rint(prod.max(axis=1)).astype(np.int64)
+            best[start : start + chunk] = np.rint(prod.max(axis=1)).astype(np.int64)
         for r in range(top):
             a = prod.argmax(axis=1)
-            chosen[start:start + chunk, r] = a
+            chosen[start : start + chunk, r] = a
             if r == 0:
-                best[start:start + chunk] = np.rint(prod[rows, a]).astype(np.int64)
+                best[start : start + chunk] = np.rint(prod[rows, a]).astype(np.int64)
             if r + 1 < top:
-                prod[rows, a] = -1.0  # below every agreement (>= 0): the next pass takes the next best
+                prod[
+                    rows, a
+                ] = -1.0  # below every agreement (>= 0): the next pass takes the next best
     return best, chosen
 
 
@@ -312,8 +367,15 @@ def _row_keys(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.hstack([codes, np.ascontiguousarray(v).view(np.int64)])
 
 
-def _graded(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: np.ndarray, sv: np.ndarray,
-            cand: np.ndarray) -> np.ndarray:
+def _graded(
+    enc: _Encoded,
+    idx: list[int],
+    xc: np.ndarray,
+    xv: np.ndarray,
+    sc: np.ndarray,
+    sv: np.ndarray,
+    cand: np.ndarray,
+) -> np.ndarray:
     """Information (1/UNIT bits) each candidate row ``cand[i, m]`` reproduces of record ``i``:
     a category is worth its coded weight when equal; a number ``x`` against ``s`` is worth
     ``-log2 P_ref(|X - x| <= |s - x|)`` (the reference share at least as close, counted as
@@ -329,7 +391,8 @@ def _graded(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: n
         x, s = xv[:, jj, None], sv[cand, jj]
         missing_x, missing_s = np.isnan(x), np.isnan(s)
         gap = np.abs(s - x)
-        # the closed interval around x reaching s, with s itself inside whatever the rounding of x +- gap
+        # the closed interval around x reaching s, with s itself inside whatever the rounding of x
+        # +- gap
         lo, hi = np.fmin(s, x - gap), np.fmax(s, x + gap)
         ref = enc.ref_sorted[j]
         closer = np.searchsorted(ref, hi, side="right") - np.searchsorted(ref, lo, side="left")
@@ -338,14 +401,27 @@ def _graded(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: n
         # number agrees by its bin as before. Partial credit for merely nearby values would let the
         # best of thousands of natural rows collect many small sums and drown a copy's excess.
         bits = np.where(bits >= enc.bin_bits, bits, 0)
-        same_bin = np.where(x_code == s_code, enc.info[j, np.clip(x_code + 1, 0, enc.info.shape[1] - 1)], 0)
+        same_bin = np.where(
+            x_code == s_code, enc.info[j, np.clip(x_code + 1, 0, enc.info.shape[1] - 1)], 0
+        )
         both = enc.info[j, 0]  # missing agrees with missing, worth the coded weight of "missing"
-        total += np.where(missing_x | missing_s, np.where(missing_x & missing_s, both, 0), np.maximum(bits, same_bin))
+        total += np.where(
+            missing_x | missing_s,
+            np.where(missing_x & missing_s, both, 0),
+            np.maximum(bits, same_bin),
+        )
     return total
 
 
-def _nearest(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: np.ndarray, sv: np.ndarray,
-             k: int) -> np.ndarray:
+def _nearest(
+    enc: _Encoded,
+    idx: list[int],
+    xc: np.ndarray,
+    xv: np.ndarray,
+    sc: np.ndarray,
+    sv: np.ndarray,
+    k: int,
+) -> np.ndarray:
     """The ``k`` compared rows nearest each record in the reference-rank encoding of its numbers
     (mid-rank share in the reference: a gap counts what the reference puts between the values),
     within its categorical cell first (cells are far apart on an extra axis)."""
@@ -359,11 +435,19 @@ def _nearest(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: 
             if ref.size:
                 # snapped to the nearest reference value first: 12.24 against a record's 12 is worth
                 # what an exact 12 is (nothing in the reference lies between), so it sits as near
-                pos = np.clip(np.searchsorted(ref, x), 1, ref.size - 1) if ref.size > 1 else np.zeros(len(x), dtype=np.int64)
+                pos = (
+                    np.clip(np.searchsorted(ref, x), 1, ref.size - 1)
+                    if ref.size > 1
+                    else np.zeros(len(x), dtype=np.int64)
+                )
                 lower = ref[np.maximum(pos - 1, 0)]
                 x = np.where(np.abs(x - lower) <= np.abs(ref[pos] - x), lower, ref[pos])
-            u[:, a] = (np.searchsorted(ref, x, side="left") + np.searchsorted(ref, x, side="right")) / (2.0 * max(1, ref.size))
-            u[np.isnan(v[:, jj]), a] = -1.0  # missing: a place of its own, one unit below every number
+            u[:, a] = (
+                np.searchsorted(ref, x, side="left") + np.searchsorted(ref, x, side="right")
+            ) / (2.0 * max(1, ref.size))
+            u[
+                np.isnan(v[:, jj]), a
+            ] = -1.0  # missing: a place of its own, one unit below every number
         return u
 
     if cat:
@@ -371,13 +455,19 @@ def _nearest(enc: _Encoded, idx: list[int], xc: np.ndarray, xv: np.ndarray, sc: 
     else:
         cells = np.zeros(len(xc) + len(sc))
     spread = 4.0 * math.sqrt(len(num)) + 1.0  # more than any distance inside a cell
-    tree = cKDTree(np.hstack([cells[len(xc):, None] * spread, ranks(sv)]))
-    _, near = tree.query(np.hstack([cells[:len(xc), None] * spread, ranks(xv)]), k=min(k, len(sc)))
+    tree = cKDTree(np.hstack([cells[len(xc) :, None] * spread, ranks(sv)]))
+    _, near = tree.query(np.hstack([cells[: len(xc), None] * spread, ranks(xv)]), k=min(k, len(sc)))
     return np.asarray(near, dtype=np.int64).reshape(len(xc), -1)
 
 
-def view_agreement(enc: _Encoded, idx: list[int], pool: tuple[np.ndarray, np.ndarray],
-                   other: tuple[np.ndarray, np.ndarray], *, chunk: int = CHUNK) -> np.ndarray:
+def view_agreement(
+    enc: _Encoded,
+    idx: list[int],
+    pool: tuple[np.ndarray, np.ndarray],
+    other: tuple[np.ndarray, np.ndarray],
+    *,
+    chunk: int = CHUNK,
+) -> np.ndarray:
     """Per pool record, the most information (1/UNIT bits) one row of ``other`` reproduces of its
     columns ``idx``: categories and coded numbers by the exact one-hot product; with numbers, the
     graded score over each record's candidates (:data:`TOP_CODED` best coded rows and
@@ -386,7 +476,8 @@ def view_agreement(enc: _Encoded, idx: list[int], pool: tuple[np.ndarray, np.nda
     info = enc.info[idx]
     if not enc.numeric[idx].any():
         return best_agreement(pc, oc, info, chunk=chunk)
-    # identical compared rows once, in the order of their keys (a function of the set: ties go to the first)
+    # identical compared rows once, in the order of their keys (a function of the set: ties go to
+    # the first)
     first, _ = _unique_rows(_row_keys(oc, ov))
     oc, ov = oc[first], ov[first]
     # identical coded records once for the product (the graded part is cheap per record)
@@ -400,8 +491,13 @@ def view_agreement(enc: _Encoded, idx: list[int], pool: tuple[np.ndarray, np.nda
     return best
 
 
-def linking_views(reference: pd.DataFrame, spec: DatasetSpec, cols: list[str] | None = None, *,
-                  views: int = LINKING_VIEWS) -> list[list[str]]:
+def linking_views(
+    reference: pd.DataFrame,
+    spec: DatasetSpec,
+    cols: list[str] | None = None,
+    *,
+    views: int = LINKING_VIEWS,
+) -> list[list[str]]:
     """What an attacker would link on, found without labels in the reference split alone
     (SUDA-style): small combinations (2–4 columns) of the columns that do not single out records
     on their own, ranked by how many reference records they make sample-unique. The first view
@@ -410,21 +506,31 @@ def linking_views(reference: pd.DataFrame, spec: DatasetSpec, cols: list[str] | 
     counts on at most :data:`DISCOVERY_ROWS` records.
 
     >>> rng = np.random.default_rng(0)
-    >>> ref = pd.DataFrame({"a": rng.integers(0, 30, 3000).astype(str), "b": rng.integers(0, 30, 3000).astype(str),
-    ...                     "c": rng.integers(0, 2, 3000).astype(str), "id": np.arange(3000).astype(str)})
-    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {c: {"kind": "categorical"} for c in ref}})
-    >>> linking_views(ref, spec, views=1)  # "id" singles out alone: an identifier, not a linking key
+    >>> ref = pd.DataFrame({"a": rng.integers(0, 30, 3000).astype(str),
+    ...                     "b": rng.integers(0, 30, 3000).astype(str),
+    ...                     "c": rng.integers(0, 2, 3000).astype(str),
+    ...                     "id": np.arange(3000).astype(str)})
+    >>> cols = {c: {"kind": "categorical"} for c in ref}
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols})
+    >>> # "id" singles out alone: an identifier, not a linking key
+    >>> linking_views(ref, spec, views=1)
     [['a', 'b', 'c']]
     """
     cols = list(spec.attribute_columns if cols is None else cols)
     if len(reference) > DISCOVERY_ROWS:
         # a fixed sample of the reference: public to the attacker, blind to the labels
-        reference = reference.iloc[np.sort(np.random.default_rng(0).choice(len(reference), DISCOVERY_ROWS, replace=False))]
+        reference = reference.iloc[
+            np.sort(np.random.default_rng(0).choice(len(reference), DISCOVERY_ROWS, replace=False))
+        ]
     n = len(reference)
     codes, card = {}, {}
     for c in cols:
         col = reference[c]
-        v = pd.Series(_numbers(col)) if spec.columns[c].is_numeric else col.astype("string").reset_index(drop=True)
+        v = (
+            pd.Series(_numbers(col))
+            if spec.columns[c].is_numeric
+            else col.astype("string").reset_index(drop=True)
+        )
         code, uniq = pd.factorize(v, use_na_sentinel=False)
         counts = np.bincount(code)
         if len(uniq) < 2 or (counts[code] == 1).mean() > IDENTIFIER_SHARE:
@@ -455,22 +561,35 @@ def linking_views(reference: pd.DataFrame, spec: DatasetSpec, cols: list[str] | 
     chosen, covered = [], np.zeros(n, dtype=bool)
     for _ in range(views):
         # most newly isolated records; fewer columns, then column order, on ties
-        best = max(masks, key=lambda k: (int((masks[k] & ~covered).sum()), -len(k), [-names.index(c) for c in k]))
+        best = max(
+            masks,
+            key=lambda k: (int((masks[k] & ~covered).sum()), -len(k), [-names.index(c) for c in k]),
+        )
         gain = int((masks[best] & ~covered).sum())
         if gain == 0:
             break
         # minimal, as SUDA's keys: a column that adds under 5 % more isolated records only dilutes
         # the view (a copy pasting the smaller combination re-draws it)
-        smaller = [k for k in masks if set(k) < set(best) and (masks[k] & ~covered).sum() >= 0.95 * gain]
+        smaller = [
+            k for k in masks if set(k) < set(best) and (masks[k] & ~covered).sum() >= 0.95 * gain
+        ]
         if smaller:
-            best = min(smaller, key=lambda k: (len(k), -int((masks[k] & ~covered).sum()), [names.index(c) for c in k]))
+            best = min(
+                smaller,
+                key=lambda k: (
+                    len(k),
+                    -int((masks[k] & ~covered).sum()),
+                    [names.index(c) for c in k],
+                ),
+            )
         chosen.append(list(best))
         covered |= masks[best]
     return chosen
 
 
-def _pool_sample(train: pd.DataFrame, holdout: pd.DataFrame, *, n_compared: int, spec: DatasetSpec, seed: int
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+def _pool_sample(
+    train: pd.DataFrame, holdout: pd.DataFrame, *, n_compared: int, spec: DatasetSpec, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """The pool the scan scores: every training and holdout record while ``pool x n_compared``
     (the synthetic and reference rows each record is compared with) stays under :data:`MAX_PAIRS`,
     else the same seeded share of each side's units (people in a panel, with all their rows).
@@ -496,9 +615,18 @@ def _pool_sample(train: pd.DataFrame, holdout: pd.DataFrame, *, n_compared: int,
     return train.iloc[t_rows], holdout.iloc[h_rows], t_rows
 
 
-def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame,
-                   spec: DatasetSpec, *, q: float = 0.05, tail_max_share: float = 0.01, seed: int = 0,
-                   linking: int = 0) -> AgreementResult:
+def agreement_scan(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    reference: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    q: float = 0.05,
+    tail_max_share: float = 0.01,
+    seed: int = 0,
+    linking: int = 0,
+) -> AgreementResult:
     """Score training and holdout records by their best column agreement with a synthetic row;
     test and name as in the module docstring. ``linking``: how many label-blind linking views
     to add when no quasi-identifiers are declared (``exposure.linking_views``; 0 by default)."""
@@ -506,8 +634,9 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     if len(train) == 0 or len(holdout) == 0 or len(synthetic) == 0:
         raise ValueError("the agreement scan needs training, holdout and synthetic records")
     n_train_rows = len(train)
-    train, holdout, kept = _pool_sample(train, holdout, n_compared=len(synthetic) + len(reference), spec=spec,
-                                        seed=seed)
+    train, holdout, kept = _pool_sample(
+        train, holdout, n_compared=len(synthetic) + len(reference), spec=spec, seed=seed
+    )
     enc = _encode([train, holdout, synthetic, reference], reference, spec, cols)
     (t, h, s, ref), (tv, hv, sv, refv) = enc.codes, enc.values
     pool = (np.vstack([t, h]), np.vstack([tv, hv]))
@@ -518,13 +647,15 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     labels = np.r_[np.ones(n_t, bool), np.zeros(n_h, bool)]
 
     def per_unit(scores: np.ndarray) -> np.ndarray:
-        return np.r_[unit_max(scores[:len(t)], ent_t), unit_max(scores[len(t):], ent_h)]
+        return np.r_[unit_max(scores[: len(t)], ent_t), unit_max(scores[len(t) :], ent_h)]
 
     qi = [cols.index(c) for c in (spec.quasi_identifiers or []) if c in cols]
     views = {"all": list(range(len(cols)))}
     found: list[list[str]] = []
     if 0 < len(qi) < len(cols):
-        views["quasi_identifiers"] = qi  # a rare combination reproduced, whatever the other columns say
+        views["quasi_identifiers"] = (
+            qi  # a rare combination reproduced, whatever the other columns say
+        )
     elif not qi and linking > 0:
         # nothing declared: the combinations that single out reference records, found label-blind
         # first the combination the release reproduces beyond chance, found from train and
@@ -539,8 +670,12 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     for i, (view, idx) in enumerate(views.items()):
         # the excess over what a sample of the population reproduces (the reference, disjoint from
         # both sides): records with natural twins reproduce much anyway, a partial copy more
-        scores = per_unit(view_agreement(enc, idx, pool, (s, sv)) - view_agreement(enc, idx, pool, (ref, refv)))
-        tail_p, top = tail_excess_pvalue(scores.astype(float), labels, max_share=tail_max_share, seed=seed + 1 + i)
+        scores = per_unit(
+            view_agreement(enc, idx, pool, (s, sv)) - view_agreement(enc, idx, pool, (ref, refv))
+        )
+        tail_p, top = tail_excess_pvalue(
+            scores.astype(float), labels, max_share=tail_max_share, seed=seed + 1 + i
+        )
         pvals = conformal_pvalues(scores[:n_t].astype(float), scores[n_t:].astype(float))
         parts[f"{view}.tail"] = tail_p
         # a linking view adds its tail test only: what it is for is many pasted records, and a
@@ -553,24 +688,42 @@ def agreement_scan(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.Dat
     selected, _ = fdr_select(pvals, q=q)
     # per training row: its unit's score, p-value and selection (a unit is the row, or its entity);
     # a row the pool sample left out is not scored (NaN) and never named
-    records = pd.DataFrame({"row_id": np.arange(n_train_rows), "score": np.nan, "p_value": np.nan,
-                            "exposed": False})
+    records = pd.DataFrame(
+        {"row_id": np.arange(n_train_rows), "score": np.nan, "p_value": np.nan, "exposed": False}
+    )
     records.loc[kept, "score"] = st[ent_t] / UNIT
     records.loc[kept, "p_value"] = pvals[ent_t]
     records.loc[kept, "exposed"] = selected[ent_t]
     linking = [p for k, p in parts.items() if k.startswith("linking_")]
-    return AgreementResult(records=records, pvalue=min(1.0, len(parts) * min(parts.values())), tail_pvalue=tail_p,
-                           simes_pvalue=parts["all.simes"], tail_top=int(top), count=int(selected.sum()),
-                           tested=n_t, calibration=n_h, q=q,
-                           qi_pvalue=min(parts.get("quasi_identifiers.tail", 1.0),
-                                         parts.get("quasi_identifiers.simes", 1.0)),
-                           linking_pvalue=min(linking, default=1.0),
-                           linking_views=tuple(tuple(v) for v in found),
-                           scanned_share=len(kept) / max(1, n_train_rows))
+    return AgreementResult(
+        records=records,
+        pvalue=min(1.0, len(parts) * min(parts.values())),
+        tail_pvalue=tail_p,
+        simes_pvalue=parts["all.simes"],
+        tail_top=int(top),
+        count=int(selected.sum()),
+        tested=n_t,
+        calibration=n_h,
+        q=q,
+        qi_pvalue=min(
+            parts.get("quasi_identifiers.tail", 1.0), parts.get("quasi_identifiers.simes", 1.0)
+        ),
+        linking_pvalue=min(linking, default=1.0),
+        linking_views=tuple(tuple(v) for v in found),
+        scanned_share=len(kept) / max(1, n_train_rows),
+    )
 
 
-def copy_rows(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, reference: pd.DataFrame,
-              spec: DatasetSpec, *, level: float = 0.01, seed: int = 0) -> np.ndarray:
+def copy_rows(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    reference: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    level: float = 0.01,
+    seed: int = 0,
+) -> np.ndarray:
     """The remedy that needs no names (``--suppress copies``): synthetic rows that reproduce a
     training record (wholly, partly, or its rare quasi-identifiers) more than the population's own
     twins explain.
@@ -591,13 +744,25 @@ def copy_rows(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFram
     if len(synthetic) == 0 or len(train) == 0 or len(pool) == 0:
         return np.zeros(len(synthetic), dtype=bool)
     (s, t, c), info = _codes([synthetic, train, pool], reference, spec, cols)
-    excess = (best_agreement(s, t, info) - best_agreement(s, c, info)
-              - int(round(UNIT * np.log2(len(train) / len(pool)))))
+    excess = (
+        best_agreement(s, t, info)
+        - best_agreement(s, c, info)
+        - int(round(UNIT * np.log2(len(train) / len(pool))))
+    )
     mirrored = -excess[excess < 0]
     if mirrored.size == 0:
         return excess > 0
-    threshold = np.quantile(np.r_[mirrored, np.zeros(int((excess >= 0).sum()))], 1 - level, method="higher")
+    threshold = np.quantile(
+        np.r_[mirrored, np.zeros(int((excess >= 0).sum()))], 1 - level, method="higher"
+    )
     return excess > max(threshold, 0)
 
 
-__all__ = ["AgreementResult", "agreement_scan", "best_agreement", "copy_rows", "linking_views", "view_agreement"]
+__all__ = [
+    "AgreementResult",
+    "agreement_scan",
+    "best_agreement",
+    "copy_rows",
+    "linking_views",
+    "view_agreement",
+]

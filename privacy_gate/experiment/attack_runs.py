@@ -57,19 +57,24 @@ def degenerate_reason(scores: np.ndarray) -> str | None:
         return "gave every target the same score"
     top = counts.max() / scores.size
     if top >= MAX_TIED_SHARE:
-        return f"gave {top:.1%} of the targets the same score (at most {MAX_TIED_SHARE:.0%} allowed)"
+        return (
+            f"gave {top:.1%} of the targets the same score (at most {MAX_TIED_SHARE:.0%} allowed)"
+        )
     return None
 
 
 def _score_part(job: tuple[Any, pd.DataFrame]) -> tuple[np.ndarray, tuple[str, ...]]:
     """One chunk's scores, and the notes the scoring added (on a cluster the scorer is a copy, so
-    notes made while scoring would otherwise stay on the worker). ``job``: (fitted attack, records)."""
+    notes made while scoring would otherwise stay on the worker). ``job``: (fitted attack,
+    records)."""
     scorer, records = job
     scores = np.asarray(scorer.score(records), dtype=float)
     return scores, tuple(getattr(scorer, "notes_", ()) or ())
 
 
-def score_targets(scorer: Any, records: pd.DataFrame, *, chunks: int = 1, mapper: Mapper | None = None) -> np.ndarray:
+def score_targets(
+    scorer: Any, records: pd.DataFrame, *, chunks: int = 1, mapper: Mapper | None = None
+) -> np.ndarray:
     """The fitted attack's scores for ``records``, computed in ``chunks`` consecutive parts
     mapped by ``mapper`` (on a Dask runner: one task per part) when both are given.
 
@@ -86,7 +91,9 @@ def score_targets(scorer: Any, records: pd.DataFrame, *, chunks: int = 1, mapper
     if chunks <= 1 or mapper is None or len(records) < 2 * chunks:
         return np.asarray(scorer.score(records), dtype=float)
     bounds = np.linspace(0, len(records), chunks + 1).astype(int)
-    parts = mapper(_score_part, [(scorer, records.iloc[a:b]) for a, b in zip(bounds[:-1], bounds[1:])])
+    parts = mapper(
+        _score_part, [(scorer, records.iloc[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    )
     notes = list(getattr(scorer, "notes_", ()) or ())
     for _, part_notes in parts:
         notes += [n for n in part_notes if n not in notes]
@@ -99,15 +106,27 @@ def threat_model(inputs: GateInputs, settings: GateSettings) -> ThreatModel:
     """What the attacker knows, built once per run: the release, the reference split, the spec,
     black-box knowledge of the generator and the size of its training set."""
     generator = settings.generator
-    return ThreatModel(synthetic=inputs.synthetic, reference=inputs.splits.reference, spec=settings.spec,
-                       generator=generator.name if generator else None,
-                       generator_params=dict(generator.params) if generator else {},
-                       n_train=len(inputs.splits.train))
+    return ThreatModel(
+        synthetic=inputs.synthetic,
+        reference=inputs.splits.reference,
+        spec=settings.spec,
+        generator=generator.name if generator else None,
+        generator_params=dict(generator.params) if generator else {},
+        n_train=len(inputs.splits.train),
+    )
 
 
-def run_attack(attack: AttackConfig, threat: ThreatModel, targets: Targets, *,
-               extra_targets: dict[str, Targets] | None = None, oracle: OracleKnowledge | None = None,
-               mapper: Mapper | None = None, score_chunks: int = 1, score_mapper: Mapper | None = None) -> AttackOutcome:
+def run_attack(
+    attack: AttackConfig,
+    threat: ThreatModel,
+    targets: Targets,
+    *,
+    extra_targets: dict[str, Targets] | None = None,
+    oracle: OracleKnowledge | None = None,
+    mapper: Mapper | None = None,
+    score_chunks: int = 1,
+    score_mapper: Mapper | None = None,
+) -> AttackOutcome:
     """Fit one attack on the threat model, score the targets (and any extra target sets, e.g. the
     dependency test's, with the same fitted attack), compute the metrics.
 
@@ -119,12 +138,21 @@ def run_attack(attack: AttackConfig, threat: ThreatModel, targets: Targets, *,
     scorer = create_attack(attack.name, **attack.params)
     fit_attack(scorer, threat, oracle=oracle, mapper=mapper)
     scores = score_targets(scorer, targets.records, chunks=score_chunks, mapper=score_mapper)
-    extra = {k: np.asarray(scorer.score(t.records), dtype=float) for k, t in (extra_targets or {}).items()}
+    extra = {
+        k: np.asarray(scorer.score(t.records), dtype=float)
+        for k, t in (extra_targets or {}).items()
+    }
     metrics = roc_metrics(scores, targets.labels)
-    return AttackOutcome(name=attack.key, params=attack.params, scores=scores,
-                         metrics={k: float(v) for k, v in metrics.items()}, seconds=time.perf_counter() - start,
-                         extra_scores=extra, notes=tuple(getattr(scorer, "notes_", ()) or ()),
-                         invalid=degenerate_reason(scores) or _encoding_reason(scorer, threat.spec))
+    return AttackOutcome(
+        name=attack.key,
+        params=attack.params,
+        scores=scores,
+        metrics={k: float(v) for k, v in metrics.items()},
+        seconds=time.perf_counter() - start,
+        extra_scores=extra,
+        notes=tuple(getattr(scorer, "notes_", ()) or ()),
+        invalid=degenerate_reason(scores) or _encoding_reason(scorer, threat.spec),
+    )
 
 
 def _encoding_reason(scorer: Any, spec: DatasetSpec) -> str | None:
@@ -133,7 +161,9 @@ def _encoding_reason(scorer: Any, spec: DatasetSpec) -> str | None:
     dropped = list(getattr(encoder, "dropped_columns_", ()) or ())
     n = len(spec.attribute_columns)
     if n and len(dropped) * 2 > n:
-        return f"encoded only {n - len(dropped)} of {n} columns ({len(dropped)} dropped as constant)"
+        return (
+            f"encoded only {n - len(dropped)} of {n} columns ({len(dropped)} dropped as constant)"
+        )
     return None
 
 

@@ -30,7 +30,8 @@ twin rate (the subsample's excess scaled back to the whole training split): the 
 
 >>> import pandas as pd
 >>> from privacy_gate.spec import DatasetSpec
->>> spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "categorical"}, "b": {"kind": "numeric"}}})
+>>> cols = {"a": {"kind": "categorical"}, "b": {"kind": "numeric"}}
+>>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols})
 >>> train = pd.DataFrame({"a": list("xyzw") * 50, "b": range(200)})
 >>> holdout = pd.DataFrame({"a": list("xyzw") * 50, "b": range(1000, 1200)})
 >>> t = copy_test(train.iloc[:60], train, holdout, spec, seed=0)
@@ -56,7 +57,8 @@ from privacy_gate.spec import DatasetSpec
 @dataclass(frozen=True)
 class CopyTest:
     pvalue: float
-    excess_share: float  # synthetic rows copying a training record beyond the twin rate (whole training split)
+    # synthetic rows copying a training record beyond the twin rate (whole training split)
+    excess_share: float
     excess_lower: float  # its one-sided 95% lower bound (normal approximation of the sign test)
     train_share: float  # synthetic rows equal to a row of the size-matched training sample
     holdout_share: float  # ... of the size-matched holdout sample
@@ -66,18 +68,31 @@ class CopyTest:
     n_pool: int  # training records
 
     def metrics(self) -> dict[str, float]:
-        return {"pvalue": self.pvalue, "excess_share": self.excess_share, "excess_lower": self.excess_lower,
-                "train_share": self.train_share, "holdout_share": self.holdout_share,
-                "train_only": float(self.train_only), "holdout_only": float(self.holdout_only),
-                "compared": float(self.compared), "n_pool": float(self.n_pool)}
+        return {
+            "pvalue": self.pvalue,
+            "excess_share": self.excess_share,
+            "excess_lower": self.excess_lower,
+            "train_share": self.train_share,
+            "holdout_share": self.holdout_share,
+            "train_only": float(self.train_only),
+            "holdout_only": float(self.holdout_only),
+            "compared": float(self.compared),
+            "n_pool": float(self.n_pool),
+        }
 
 
 def _sample(df: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
     return df if len(df) <= n else df.iloc[np.sort(rng.choice(len(df), n, replace=False))]
 
 
-def copy_test(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, spec: DatasetSpec, *,
-              seed: int = 0) -> CopyTest:
+def copy_test(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    seed: int = 0,
+) -> CopyTest:
     """The sign test of verbatim copies against twins (module docstring). All frames through
     ``conform()``; the entity id is left out (a copied record under a fresh id is a copy)."""
     cols = spec.attribute_columns
@@ -95,18 +110,31 @@ def copy_test(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFram
     in_t, in_h = np.isin(distinct, t_keys), np.isin(distinct, h_keys)
     b, c = int((in_t & ~in_h).sum()), int((~in_t & in_h).sum())
     p = float(stats.binomtest(b, b + c, 0.5, alternative="greater").pvalue) if b + c else 1.0
-    scale = len(train) / n  # a copy of a training record lands in the sample with probability n / len(train)
+    scale = (
+        len(train) / n
+    )  # a copy of a training record lands in the sample with probability n / len(train)
     excess_rows = float(in_t_rows.mean() - in_h_rows.mean())
     # the sign test's spread on rows: sd of (b - c) is sqrt(b + c) under the null, in distinct rows
-    per_row = in_t_rows.sum() / max(1, int(in_t.sum()))  # synthetic rows per distinct matching value
+    per_row = in_t_rows.sum() / max(
+        1, int(in_t.sum())
+    )  # synthetic rows per distinct matching value
     half = 1.645 * np.sqrt(b + c) * per_row / len(synthetic)
-    return CopyTest(pvalue=p, excess_share=excess_rows * scale, excess_lower=(excess_rows - half) * scale,
-                    train_share=float(in_t_rows.mean()), holdout_share=float(in_h_rows.mean()), train_only=b,
-                    holdout_only=c, compared=n, n_pool=len(train))
+    return CopyTest(
+        pvalue=p,
+        excess_share=excess_rows * scale,
+        excess_lower=(excess_rows - half) * scale,
+        train_share=float(in_t_rows.mean()),
+        holdout_share=float(in_h_rows.mean()),
+        train_only=b,
+        holdout_only=c,
+        compared=n,
+        n_pool=len(train),
+    )
 
 
-def _sample_people(df: pd.DataFrame, codes: np.ndarray, n: int, rng: np.random.Generator
-                   ) -> tuple[pd.DataFrame, np.ndarray]:
+def _sample_people(
+    df: pd.DataFrame, codes: np.ndarray, n: int, rng: np.random.Generator
+) -> tuple[pd.DataFrame, np.ndarray]:
     """``n`` whole people of ``df`` (all of them when there are no more), with their unit codes."""
     people = int(codes.max()) + 1
     if people <= n:
@@ -115,16 +143,23 @@ def _sample_people(df: pd.DataFrame, codes: np.ndarray, n: int, rng: np.random.G
     return df[take], codes[take]
 
 
-def _copy_test_people(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.DataFrame, spec: DatasetSpec, *,
-                      seed: int) -> CopyTest:
+def _copy_test_people(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    seed: int,
+) -> CopyTest:
     """The panel's copy test (module docstring, "Panels"): people matched, hypergeometric tail."""
     cols = spec.attribute_columns
     codes = [unit_codes(train, spec.entity_id), unit_codes(holdout, spec.entity_id)]
     people = [int(c.max()) + 1 for c in codes]
     n = min(people)
     rng = np.random.default_rng(seed)
-    (t_rows, t_codes), (h_rows, h_codes) = (_sample_people(df, c, n, rng)
-                                            for df, c in zip((train, holdout), codes))
+    (t_rows, t_codes), (h_rows, h_codes) = (
+        _sample_people(df, c, n, rng) for df, c in zip((train, holdout), codes)
+    )
     t_keys, h_keys = row_hashes(t_rows[cols]), row_hashes(h_rows[cols])
     syn = row_hashes(synthetic[cols])
     # a person is matched when any of their rows is in the release (unit_max of the row matches)
@@ -132,14 +167,24 @@ def _copy_test_people(synthetic: pd.DataFrame, train: pd.DataFrame, holdout: pd.
     c = int(unit_max(np.isin(h_keys, syn).astype(np.int64), h_codes).clip(0).sum())
     p = float(stats.hypergeom.sf(b - 1, 2 * n, n, b + c)) if b else 1.0
     in_t_rows, in_h_rows = np.isin(syn, t_keys), np.isin(syn, h_keys)
-    scale = people[0] / n  # a copied training person is among the sampled with probability n / people
+    scale = (
+        people[0] / n
+    )  # a copied training person is among the sampled with probability n / people
     excess_rows = float(in_t_rows.mean() - in_h_rows.mean())
     # the spread of the matched people's difference (at most sqrt(b + c) under no leakage), in rows
     per_person = in_t_rows.sum() / max(1, b)  # synthetic rows per matched training person
     half = 1.645 * np.sqrt(b + c) * per_person / len(synthetic)
-    return CopyTest(pvalue=p, excess_share=excess_rows * scale, excess_lower=(excess_rows - half) * scale,
-                    train_share=float(in_t_rows.mean()), holdout_share=float(in_h_rows.mean()), train_only=b,
-                    holdout_only=c, compared=n, n_pool=people[0])
+    return CopyTest(
+        pvalue=p,
+        excess_share=excess_rows * scale,
+        excess_lower=(excess_rows - half) * scale,
+        train_share=float(in_t_rows.mean()),
+        holdout_share=float(in_h_rows.mean()),
+        train_only=b,
+        holdout_only=c,
+        compared=n,
+        n_pool=people[0],
+    )
 
 
 __all__ = ["CopyTest", "copy_test"]

@@ -18,12 +18,12 @@ import pandas as pd
 
 from privacy_gate.experiment.grouping import most_frequent, value_labels
 
-
 # --------------------------------------------------------------------------- dependency test
 
 
-def dependency_indices(member_sources: pd.Series, non_member_sources: pd.Series, *, value: str | None
-                       ) -> tuple[str, np.ndarray, np.ndarray]:
+def dependency_indices(
+    member_sources: pd.Series, non_member_sources: pd.Series, *, value: str | None
+) -> tuple[str, np.ndarray, np.ndarray]:
     """Members from one source value (default: the most frequent among candidate members),
     non-members from the other values. Returns (value, member positions, non-member positions)."""
     m, n = value_labels(member_sources).to_numpy(), value_labels(non_member_sources).to_numpy()
@@ -51,17 +51,21 @@ class SourceShift:
     def describe(self) -> str:
         """``total variation 0.310, p < 1e-6`` (figures only: no category names, no counts)."""
         p = "p < 1e-6" if self.pvalue < 1e-6 else f"p = {self.pvalue:.3g}"
-        return f"total variation {self.tv:.3f}, {p}" + (", Monte-Carlo" if self.method == "monte_carlo" else "")
+        return f"total variation {self.tv:.3f}, {p}" + (
+            ", Monte-Carlo" if self.method == "monte_carlo" else ""
+        )
 
 
 #: categories with fewer expected rows than this in either split are pooled (chi-square validity)
 MIN_EXPECTED = 5.0
-#: draws of the Monte-Carlo test (p-values no smaller than 1 / (MC_DRAWS + 1); fewer over thousands of sources)
+#: draws of the Monte-Carlo test (p-values no smaller than 1 / (MC_DRAWS + 1); fewer over thousands
+#: of sources)
 MC_DRAWS = 9999
 
 
 def _chi2_statistic(table: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Pearson's statistic of 2 x K tables (``table`` may be a stack, ..., 2, K); 0/0 cells count 0."""
+    """Pearson's statistic of 2 x K tables (``table`` may be a stack, ..., 2, K); 0/0 cells count
+    0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         cells = np.where(expected > 0, (table - expected) ** 2 / expected, 0.0)
     return cells.sum(axis=(-2, -1))
@@ -96,7 +100,8 @@ def source_shift(train: pd.Series, reference: pd.Series) -> SourceShift:
     (0.5, True, 2, 'chi2')
     >>> source_shift(a, a).pvalue
     1.0
-    >>> s = source_shift(pd.Series(["y"] * 8), pd.Series(["x"] * 95 + ["y"] * 5)); (s.method, s.pvalue < 1e-3)
+    >>> s = source_shift(pd.Series(["y"] * 8), pd.Series(["x"] * 95 + ["y"] * 5))
+    >>> s.method, s.pvalue < 1e-3
     ('monte_carlo', True)
     """
     from scipy.stats import chi2_contingency
@@ -117,22 +122,38 @@ def source_shift(train: pd.Series, reference: pd.Series) -> SourceShift:
         pooled = np.column_stack([table[:, ~sparse], table[:, sparse].sum(axis=1)])
         pooled_expected = np.outer(pooled.sum(axis=1), pooled.sum(axis=0)) / pooled.sum()
         if pooled.shape[1] < 2 or (pooled_expected[:, -1] < MIN_EXPECTED).any():
-            return SourceShift(pvalue=_monte_carlo_pvalue(table), tv=tv, categories=k, method="monte_carlo")
+            return SourceShift(
+                pvalue=_monte_carlo_pvalue(table), tv=tv, categories=k, method="monte_carlo"
+            )
     pvalue = float(chi2_contingency(pooled, correction=False).pvalue)
     return SourceShift(pvalue=pvalue, tv=tv, categories=k)
 
 
-def dependence_note(shift: SourceShift, *, source: str, alpha: float, epsilon: float | None,
-                    dp_bound: float | None) -> str:
+def dependence_note(
+    shift: SourceShift, *, source: str, alpha: float, epsilon: float | None, dp_bound: float | None
+) -> str:
     """What a reviewer reads about the training data's independence (no record values)."""
-    dp = (f"; the IID DP bound on membership advantage at epsilon {epsilon:g} ({dp_bound:.3f}) assumes "
-          "independent records" if epsilon is not None and dp_bound is not None else "")
+    dp = (
+        f"; the IID DP bound on membership advantage at epsilon {epsilon:g} ({dp_bound:.3f}) "
+        "assumes "
+        "independent records"
+        if epsilon is not None and dp_bound is not None
+        else ""
+    )
     if not np.isfinite(shift.pvalue):
-        return (f"dependency: cannot compare the training split's {source!r} distribution with the "
-                "reference's (a split has no rows)" + dp)
+        return (
+            f"dependency: cannot compare the training split's {source!r} distribution with the "
+            "reference's (a split has no rows)" + dp
+        )
     if shift.dependent(alpha):
-        return (f"dependency: the training split's {source!r} distribution differs from the reference's "
-                f"({shift.describe()}): its records are plausibly dependent (Humphries et al.)"
-                + (dp + " and may not hold for this release" if dp else ""))
-    return (f"dependency: no evidence that the training split's {source!r} distribution differs from the "
-            f"reference's ({shift.describe()}, alpha {alpha:g})" + dp)
+        return (
+            f"dependency: the training split's {source!r} distribution differs from the "
+            "reference's "
+            f"({shift.describe()}): its records are plausibly dependent (Humphries et al.)"
+            + (dp + " and may not hold for this release" if dp else "")
+        )
+    return (
+        f"dependency: no evidence that the training split's {source!r} distribution differs from "
+        "the "
+        f"reference's ({shift.describe()}, alpha {alpha:g})" + dp
+    )

@@ -4,12 +4,13 @@ inference (:mod:`.linkability`), each as the attack's success on training record
 success on control records, with intervals (:mod:`privacy_gate.estimators.disclosure`).
 
 Who the attacker is comes from the spec (:func:`attacker`): the quasi-identifiers (what may be
-known), the secrets and the two linkability parts, with defaults that :attr:`DisclosureResult.assumed`
-states. Control records (:func:`control_records`): the holdout records that are not membership
-targets, plus the reference split when it is exchangeable with the holdout (the same condition
-under which it calibrates the member scan). Per-subgroup risks of linkability and inference are
-computed for the audit's subgroup columns, each interval at level ``alpha / m`` over the ``m``
-groups measured (Bonferroni: family-wise, as the audit's Holm correction is).
+known), the secrets and the two linkability parts, with defaults that
+:attr:`DisclosureResult.assumed` states. Control records (:func:`control_records`): the holdout
+records that are not membership targets, plus the reference split when it is exchangeable with the
+holdout (the same condition under which it calibrates the member scan). Per-subgroup risks of
+linkability and inference are computed for the audit's subgroup columns, each interval at level
+``alpha / m`` over the ``m`` groups measured (Bonferroni: family-wise, as the audit's Holm
+correction is).
 
 A panel (``spec.entity_id``) counts people, not person-years: linkability and inference attack one
 row of each of ``n`` people per side (:func:`_attempts`: a person's years are one attempt
@@ -33,13 +34,25 @@ import pandas as pd
 from privacy_gate.config import SMALLEST_CONTROL, DisclosureConfig
 from privacy_gate.data.split import one_row_each, unit_codes
 from privacy_gate.errors import InsufficientDataError
-from privacy_gate.estimators.disclosure import ALPHA, INTERVAL_METHOD, DisclosureRisk, disclosure_risk, holm_alpha
+from privacy_gate.estimators.disclosure import (
+    ALPHA,
+    INTERVAL_METHOD,
+    DisclosureRisk,
+    disclosure_risk,
+    holm_alpha,
+)
 from privacy_gate.experiment.disclosure_codes import Codes
 from privacy_gate.experiment.grouping import value_token
-from privacy_gate.label_key import LabelKey
 from privacy_gate.experiment.linkability import AttackOutcomes, inference, linkability
 from privacy_gate.experiment.singling_out import SinglingOutResult, singling_out
-from privacy_gate.names import INFERENCE, LINKABILITY, SINGLING_OUT, disclosure_metric, subgroup_metric
+from privacy_gate.label_key import LabelKey
+from privacy_gate.names import (
+    INFERENCE,
+    LINKABILITY,
+    SINGLING_OUT,
+    disclosure_metric,
+    subgroup_metric,
+)
 from privacy_gate.spec import DatasetSpec
 
 _LOG = logging.getLogger("privacy_gate.experiment")
@@ -63,8 +76,8 @@ class Attacker:
 def attacker(spec: DatasetSpec) -> Attacker:
     """The attacker the spec declares, defaults filled in (and said).
 
-    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {c: {"kind": "numeric"} for c in "abcd"},
-    ...                                    "sensitive": ["d"]})
+    >>> cols = {c: {"kind": "numeric"} for c in "abcd"}
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": cols, "sensitive": ["d"]})
     >>> a = attacker(spec); a.quasi_identifiers, a.secrets, a.link_a, a.link_b
     (('a', 'b', 'c'), ('d',), ('a', 'b'), ('c',))
     """
@@ -73,27 +86,42 @@ def attacker(spec: DatasetSpec) -> Attacker:
     qis = spec.quasi_identifiers
     if qis is None:
         qis = [c for c in attrs if c not in (spec.sensitive or [])]
-        assumed.append("quasi-identifiers not declared: the attacker is assumed to know every attribute column"
-                       + (" except the secrets" if spec.sensitive else ""))
+        assumed.append(
+            "quasi-identifiers not declared: the attacker is assumed to know every attribute column"
+            + (" except the secrets" if spec.sensitive else "")
+        )
     secrets = spec.sensitive
     if secrets is None:
         rest = [c for c in attrs if c not in qis]
         secrets = rest if spec.quasi_identifiers is not None and rest else list(attrs)
-        assumed.append("secrets not declared: " + ("the columns that are not quasi-identifiers are the secrets"
-                                                    if secrets is rest else "each attribute column is the secret in "
-                                                    "turn, the others known"))
+        assumed.append(
+            "secrets not declared: "
+            + (
+                "the columns that are not quasi-identifiers are the secrets"
+                if secrets is rest
+                else "each attribute column is the secret in turn, the others known"
+            )
+        )
     if spec.linkability is not None:
         link_a, link_b = spec.linkability
     else:
         half = (len(qis) + 1) // 2
         link_a, link_b = qis[:half], qis[half:]
-        assumed.append(f"linkability parts not declared: the quasi-identifiers split in spec order ({len(link_a)} "
-                       f"+ {len(link_b)} columns)")
+        assumed.append(
+            "linkability parts not declared: the quasi-identifiers split in spec order "
+            f"({len(link_a)} "
+            f"+ {len(link_b)} columns)"
+        )
     return Attacker(tuple(qis), tuple(secrets), tuple(link_a), tuple(link_b), tuple(assumed))
 
 
-def control_records(holdout: pd.DataFrame, target_ids: np.ndarray, reference: pd.DataFrame | None, *,
-                    min_control: int) -> tuple[pd.DataFrame, str]:
+def control_records(
+    holdout: pd.DataFrame,
+    target_ids: np.ndarray,
+    reference: pd.DataFrame | None,
+    *,
+    min_control: int,
+) -> tuple[pd.DataFrame, str]:
     """The control records and a sentence naming where they come from: the holdout records that
     are not membership targets, plus the reference when it is exchangeable with the holdout; when
     these are fewer than ``min_control`` (the default targets take the whole holdout), the holdout's
@@ -113,8 +141,10 @@ def control_records(holdout: pd.DataFrame, target_ids: np.ndarray, reference: pd
         source += f" + {len(reference):,} reference records (exchangeable with the holdout)"
     if sum(len(p) for p in parts) < min_control and targeted.any():
         parts.append(holdout.loc[targeted])
-        source += (f" + {int(targeted.sum()):,} holdout records that are also the membership experiment's "
-                   "non-member targets (too few others)")
+        source += (
+            f" + {int(targeted.sum()):,} holdout records that are also the membership experiment's "
+            "non-member targets (too few others)"
+        )
     return pd.concat(parts), source
 
 
@@ -130,10 +160,18 @@ class DisclosureInputs:
 
 
 def _singling_out_note(r: SinglingOutResult) -> str:
-    """The report's note on a singling-out row: what a success is on a panel, and the size scaling."""
-    notes = (["a success: the real records a predicate matches are one person's"] if r.per_person else []) + (
-        [f"control successes scaled x{r.control_correction:.2f} to the training-set size"
-         + (" (in people)" if r.per_person else "")] if r.control_correction != 1.0 else [])
+    """The report's note on a singling-out row: what a success is on a panel, and the size
+    scaling."""
+    notes = (
+        ["a success: the real records a predicate matches are one person's"] if r.per_person else []
+    ) + (
+        [
+            f"control successes scaled x{r.control_correction:.2f} to the training-set size"
+            + (" (in people)" if r.per_person else "")
+        ]
+        if r.control_correction != 1.0
+        else []
+    )
     return "; ".join(notes)
 
 
@@ -182,24 +220,57 @@ class DisclosureResult:
     def summary(self) -> dict:
         """What the report shows: who the attacker is, each risk with its interval and baseline,
         predicates described by column names and counts only."""
-        rows = [{"attack": f"singling out ({r.mode}, {r.n_cols} column(s) per predicate)",
-                 "knew": f"the synthetic data ({len(r.columns)} columns); {r.n_predicates} predicates each "
-                         "isolating one synthetic record", **r.risk.figures(),
-                 "note": _singling_out_note(r)} for r in self.singling_out]
+        rows = [
+            {
+                "attack": f"singling out ({r.mode}, {r.n_cols} column(s) per predicate)",
+                "knew": f"the synthetic data ({len(r.columns)} columns); {r.n_predicates} "
+                "predicates each "
+                "isolating one synthetic record",
+                **r.risk.figures(),
+                "note": _singling_out_note(r),
+            }
+            for r in self.singling_out
+        ]
         if self.linkability is not None:
-            rows.append({"attack": "linkability", "knew": f"part A: {', '.join(self.attacker.link_a)}; part B: "
-                         f"{', '.join(self.attacker.link_b)}", **self.linkability.risk.figures(), "note": ""})
+            rows.append(
+                {
+                    "attack": "linkability",
+                    "knew": f"part A: {', '.join(self.attacker.link_a)}; part B: "
+                    f"{', '.join(self.attacker.link_b)}",
+                    **self.linkability.risk.figures(),
+                    "note": "",
+                }
+            )
         for o in self.inference:
-            rows.append({"attack": f"inference of {o.name.split('.', 1)[1]}", "knew": ", ".join(o.known),
-                         **o.risk.figures(), "note": ""})
-        return {"rows": rows, "assumed": list(self.attacker.assumed), "control": self.control_source,
-                "n_control_records": self.n_control_records, "n_train_records": self.n_train_records,
-                "interval": self.interval_method, "seconds": self.seconds}
+            rows.append(
+                {
+                    "attack": f"inference of {o.name.split('.', 1)[1]}",
+                    "knew": ", ".join(o.known),
+                    **o.risk.figures(),
+                    "note": "",
+                }
+            )
+        return {
+            "rows": rows,
+            "assumed": list(self.attacker.assumed),
+            "control": self.control_source,
+            "n_control_records": self.n_control_records,
+            "n_train_records": self.n_train_records,
+            "interval": self.interval_method,
+            "seconds": self.seconds,
+        }
 
 
-def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, control_t: pd.DataFrame,
-                 columns: Sequence[str], public: dict[str, frozenset[str]], *, min_targets: int,
-                 key: LabelKey | None) -> dict[str, float]:
+def _group_risks(
+    outcomes: Sequence[AttackOutcomes],
+    train_t: pd.DataFrame,
+    control_t: pd.DataFrame,
+    columns: Sequence[str],
+    public: dict[str, frozenset[str]],
+    *,
+    min_targets: int,
+    key: LabelKey | None,
+) -> dict[str, float]:
     cells = []
     for col in columns:
         tv, cv = train_t[col].astype(str).to_numpy(), control_t[col].astype(str).to_numpy()
@@ -212,15 +283,28 @@ def _group_risks(outcomes: Sequence[AttackOutcomes], train_t: pd.DataFrame, cont
     for col, value, mt, mc in cells:
         token = value_token(value, public.get(col), key=key)
         for o in outcomes:
-            r = disclosure_risk(k_train=o.train_hits[mt].sum(), n_train=int(mt.sum()), k_control=o.control_hits[mc].sum(),
-                                n_control=int(mc.sum()), alpha=level)
+            r = disclosure_risk(
+                k_train=o.train_hits[mt].sum(),
+                n_train=int(mt.sum()),
+                k_control=o.control_hits[mc].sum(),
+                n_control=int(mc.sum()),
+                alpha=level,
+            )
             for figure in ("risk", "risk_lower", "risk_upper"):
-                family, _, secret = o.name.partition(".")  # "inference.<column>": the column is a key segment
-                out[subgroup_metric((col,), (token,), disclosure_metric(family, figure, secret or None))] = getattr(r, figure)
+                family, _, secret = o.name.partition(
+                    "."
+                )  # "inference.<column>": the column is a key segment
+                out[
+                    subgroup_metric(
+                        (col,), (token,), disclosure_metric(family, figure, secret or None)
+                    )
+                ] = getattr(r, figure)
     return out
 
 
-def _people(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray] | None:
+def _people(
+    train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Each training and each control row's person (:func:`unit_codes`) on a panel whose frames
     carry the entity id; None otherwise (rows are the units)."""
     eid = spec.entity_id
@@ -229,8 +313,9 @@ def _people(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec) -> tu
     return unit_codes(train, eid), unit_codes(control, eid)
 
 
-def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, n_attempts: int, seed: int
-              ) -> tuple[np.ndarray, np.ndarray]:
+def _attempts(
+    train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, n_attempts: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The training and control rows linkability and inference attack, as many on each side.
 
     A panel (``spec.entity_id``): one uniformly drawn row of each of ``n`` people per side. The
@@ -244,24 +329,38 @@ def _attempts(train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec, *, 
     people = _people(train, control, spec)
     if people is None:
         n = min(n_attempts, len(train), len(control))
-        return np.sort(rng.choice(len(train), n, replace=False)), np.sort(rng.choice(len(control), n, replace=False))
+        return np.sort(rng.choice(len(train), n, replace=False)), np.sort(
+            rng.choice(len(control), n, replace=False)
+        )
     n = min(n_attempts, *(int(c.max()) + 1 for c in people))
     return one_row_each(people[0], n, rng), one_row_each(people[1], n, rng)
 
 
-def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd.DataFrame, spec: DatasetSpec,
-                       cfg: DisclosureConfig, *, seed: int, control_source: str = "control records",
-                       subgroups: Sequence[str] = (), public: dict[str, frozenset[str]] | None = None,
-                       label_key: LabelKey | None = None) -> DisclosureResult:
+def measure_disclosure(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    control: pd.DataFrame,
+    spec: DatasetSpec,
+    cfg: DisclosureConfig,
+    *,
+    seed: int,
+    control_source: str = "control records",
+    subgroups: Sequence[str] = (),
+    public: dict[str, frozenset[str]] | None = None,
+    label_key: LabelKey | None = None,
+) -> DisclosureResult:
     """Every disclosure risk of ``synthetic`` (see the module docstring); per value of each of
     ``subgroups``, named as ``public`` allows, else by its hash with ``label_key``."""
     started = time.perf_counter()
     if len(control) < SMALLEST_CONTROL:
         # fewer than cfg.min_control are measured as they are (the pipeline records the shortfall)
         raise InsufficientDataError(
-            f"only {len(control)} control records ({control_source}); at least {SMALLEST_CONTROL} are needed to "
-            f"measure a disclosure risk, whatever disclosure.min_control says: hold out more records, or set "
-            f"disclosure.enabled: false")
+            f"only {len(control)} control records ({control_source}); at least {SMALLEST_CONTROL} "
+            "are needed to "
+            "measure a disclosure risk, whatever disclosure.min_control says: hold out more "
+            "records, or set "
+            f"disclosure.enabled: false"
+        )
     who = attacker(spec)
     numeric = {c for c, col in spec.columns.items() if col.is_numeric}
     columns = spec.attribute_columns
@@ -269,50 +368,123 @@ def measure_disclosure(synthetic: pd.DataFrame, train: pd.DataFrame, control: pd
     results = []
     people = _people(train, control, spec)
     for n_cols in (1, cfg.n_cols):
-        results.append(singling_out(codes, n_attacks=cfg.n_attacks, n_cols=n_cols, seed=seed, units=people))
-        _LOG.info("  singling out (%s): %d predicates, risk %.3f [%.3f, %.3f]", results[-1].mode,
-                  results[-1].n_predicates, results[-1].risk.risk, results[-1].risk.risk_lower,
-                  results[-1].risk.risk_upper)
+        results.append(
+            singling_out(codes, n_attacks=cfg.n_attacks, n_cols=n_cols, seed=seed, units=people)
+        )
+        _LOG.info(
+            "  singling out (%s): %d predicates, risk %.3f [%.3f, %.3f]",
+            results[-1].mode,
+            results[-1].n_predicates,
+            results[-1].risk.risk,
+            results[-1].risk.risk_lower,
+            results[-1].risk.risk_upper,
+        )
     train_idx, control_idx = _attempts(train, control, spec, n_attempts=cfg.n_attempts, seed=seed)
     link = None
     if who.link_a and who.link_b:
-        link = linkability(codes, who.link_a, who.link_b, train_idx=train_idx, control_idx=control_idx,
-                           n_neighbors=cfg.n_neighbors, seed=seed)
-        _LOG.info("  linkability: risk %.3f [%.3f, %.3f]", link.risk.risk, link.risk.risk_lower, link.risk.risk_upper)
+        link = linkability(
+            codes,
+            who.link_a,
+            who.link_b,
+            train_idx=train_idx,
+            control_idx=control_idx,
+            n_neighbors=cfg.n_neighbors,
+            seed=seed,
+        )
+        _LOG.info(
+            "  linkability: risk %.3f [%.3f, %.3f]",
+            link.risk.risk,
+            link.risk.risk_lower,
+            link.risk.risk_upper,
+        )
     inferred = []
     for i, secret in enumerate(who.secrets):
         aux = tuple(c for c in who.quasi_identifiers if c != secret)
         if not aux:
             continue
-        inferred.append(inference(codes, secret, aux, train_idx=train_idx, control_idx=control_idx, seed=seed + i,
-                                  tolerance=cfg.tolerance))
+        inferred.append(
+            inference(
+                codes,
+                secret,
+                aux,
+                train_idx=train_idx,
+                control_idx=control_idx,
+                seed=seed + i,
+                tolerance=cfg.tolerance,
+            )
+        )
         if len(who.secrets) > 3:
             _LOG.info("  inference: %d of %d secret columns done", i + 1, len(who.secrets))
     worst = max(inferred, key=lambda o: o.risk.risk_lower, default=None)
     if worst is not None:
-        _LOG.info("  inference (%d secret column(s)): worst risk %.3f [%.3f, %.3f] (%s)", len(inferred),
-                  worst.risk.risk, worst.risk.risk_lower, worst.risk.risk_upper, worst.name)
+        _LOG.info(
+            "  inference (%d secret column(s)): worst risk %.3f [%.3f, %.3f] (%s)",
+            len(inferred),
+            worst.risk.risk,
+            worst.risk.risk_lower,
+            worst.risk.risk_upper,
+            worst.name,
+        )
     per_target = ([link] if link is not None else []) + inferred
-    groups = _group_risks(per_target, train.iloc[train_idx], control.iloc[control_idx],
-                          [c for c in subgroups if c in columns], public or {},
-                          min_targets=cfg.subgroup_min_targets, key=label_key) if subgroups else {}
-    return DisclosureResult(attacker=who, singling_out=tuple(results), linkability=link, inference=tuple(inferred),
-                            control_source=control_source, n_control_records=len(control), n_train_records=len(train),
-                            subgroups=groups, seconds=time.perf_counter() - started)
+    groups = (
+        _group_risks(
+            per_target,
+            train.iloc[train_idx],
+            control.iloc[control_idx],
+            [c for c in subgroups if c in columns],
+            public or {},
+            min_targets=cfg.subgroup_min_targets,
+            key=label_key,
+        )
+        if subgroups
+        else {}
+    )
+    return DisclosureResult(
+        attacker=who,
+        singling_out=tuple(results),
+        linkability=link,
+        inference=tuple(inferred),
+        control_source=control_source,
+        n_control_records=len(control),
+        n_train_records=len(train),
+        subgroups=groups,
+        seconds=time.perf_counter() - started,
+    )
 
 
-def measure_without(mask_of: Callable[[pd.DataFrame], np.ndarray], synthetic: pd.DataFrame, train: pd.DataFrame,
-                    inputs: DisclosureInputs, spec: DatasetSpec, cfg: DisclosureConfig, *, seed: int
-                    ) -> dict[str, float]:
+def measure_without(
+    mask_of: Callable[[pd.DataFrame], np.ndarray],
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    inputs: DisclosureInputs,
+    spec: DatasetSpec,
+    cfg: DisclosureConfig,
+    *,
+    seed: int,
+) -> dict[str, float]:
     """The release-wide disclosure risks with the training and control records in the subgroup
     ``mask_of`` selects left out (the synthetic data unchanged): what the risks would be if that
     group's records were nobody's. Raises :class:`InsufficientDataError` when fewer than
     ``SMALLEST_CONTROL`` control records remain."""
     control = inputs.control
-    rest = measure_disclosure(synthetic, train.loc[~mask_of(train)], control.loc[~mask_of(control)], spec, cfg,
-                              seed=seed, control_source=inputs.source)
+    rest = measure_disclosure(
+        synthetic,
+        train.loc[~mask_of(train)],
+        control.loc[~mask_of(control)],
+        spec,
+        cfg,
+        seed=seed,
+        control_source=inputs.source,
+    )
     return rest.metrics()
 
 
-__all__ = ["Attacker", "DisclosureInputs", "DisclosureResult", "attacker", "control_records", "measure_disclosure",
-           "measure_without"]
+__all__ = [
+    "Attacker",
+    "DisclosureInputs",
+    "DisclosureResult",
+    "attacker",
+    "control_records",
+    "measure_disclosure",
+    "measure_without",
+]

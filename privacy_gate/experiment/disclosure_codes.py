@@ -5,7 +5,8 @@ nearest-neighbour searches (numbers over their joint range, categories one-hot a
 mismatch costs 1, like a Gower distance, with a missing indicator where a column has gaps).
 
 >>> import pandas as pd
->>> a = pd.DataFrame({"c": ["x", "y"], "n": [0.0, 10.0]}); b = pd.DataFrame({"c": ["y", None], "n": [5.0, 5.0]})
+>>> a = pd.DataFrame({"c": ["x", "y"], "n": [0.0, 10.0]})
+>>> b = pd.DataFrame({"c": ["y", None], "n": [5.0, 5.0]})
 >>> codes = Codes.of([a, b], columns=["c", "n"], numeric={"n"})
 >>> codes.matrices[1].tolist()
 [[1.0, 5.0], [nan, 5.0]]
@@ -26,16 +27,24 @@ _HALF = 1.0 / np.sqrt(2.0)
 
 @dataclass(frozen=True)
 class Codes:
-    """Code matrices of several frames over ``columns``; ``numeric[j]`` says column j is a number."""
+    """Code matrices of several frames over ``columns``; ``numeric[j]`` says column j is a
+    number."""
 
     columns: tuple[str, ...]
     numeric: np.ndarray
     matrices: tuple[np.ndarray, ...] = field(repr=False)
-    _blocks: dict = field(default_factory=dict, repr=False, compare=False)  # column -> scaled blocks
+    _blocks: dict = field(
+        default_factory=dict, repr=False, compare=False
+    )  # column -> scaled blocks
 
     @classmethod
-    def of(cls, frames: Sequence[pd.DataFrame], *, columns: Sequence[str], numeric: set[str] | frozenset[str]
-           ) -> Codes:
+    def of(
+        cls,
+        frames: Sequence[pd.DataFrame],
+        *,
+        columns: Sequence[str],
+        numeric: set[str] | frozenset[str],
+    ) -> Codes:
         sizes = [len(f) for f in frames]
         cols = []
         for c in columns:
@@ -52,9 +61,14 @@ class Codes:
             cols.append(v.astype(np.float32))
         full = np.column_stack(cols) if cols else np.empty((sum(sizes), 0), dtype=np.float32)
         bounds = np.cumsum([0, *sizes])
-        mats = tuple(np.ascontiguousarray(full[bounds[i]:bounds[i + 1]]) for i in range(len(frames)))
-        return cls(columns=tuple(columns), numeric=np.array([c in numeric for c in columns], dtype=bool),
-                   matrices=mats)
+        mats = tuple(
+            np.ascontiguousarray(full[bounds[i] : bounds[i + 1]]) for i in range(len(frames))
+        )
+        return cls(
+            columns=tuple(columns),
+            numeric=np.array([c in numeric for c in columns], dtype=bool),
+            matrices=mats,
+        )
 
     def index(self, columns: Sequence[str]) -> list[int]:
         return [self.columns.index(c) for c in columns]
@@ -67,8 +81,10 @@ class Codes:
                 self._blocks[j] = self._block(j)
             for p, b in zip(parts, self._blocks[j]):
                 p.append(b)
-        return tuple(np.hstack(p).astype(np.float32) if p else np.zeros((len(m), 1), np.float32)
-                     for p, m in zip(parts, self.matrices))
+        return tuple(
+            np.hstack(p).astype(np.float32) if p else np.zeros((len(m), 1), np.float32)
+            for p, m in zip(parts, self.matrices)
+        )
 
     def _block(self, j: int) -> list[np.ndarray]:
         """Column j scaled, one block per frame."""
@@ -92,11 +108,14 @@ class Codes:
         return [np.hstack(p).astype(np.float32) for p in parts]
 
 
-def same_value(guess: np.ndarray, truth: np.ndarray, *, numeric: bool, tolerance: float) -> np.ndarray:
+def same_value(
+    guess: np.ndarray, truth: np.ndarray, *, numeric: bool, tolerance: float
+) -> np.ndarray:
     """Whether each guess of a secret is right: categories exactly, numbers within ``tolerance``
     of the true value (relative: ``|guess - truth| <= tolerance * |truth|``); both missing is right.
 
-    >>> same_value(np.array([1.0, 104.0, np.nan]), np.array([1.0, 100.0, np.nan]), numeric=True, tolerance=0.05).tolist()
+    >>> guess, truth = np.array([1.0, 104.0, np.nan]), np.array([1.0, 100.0, np.nan])
+    >>> same_value(guess, truth, numeric=True, tolerance=0.05).tolist()
     [True, True, True]
     """
     both_missing = np.isnan(guess) & np.isnan(truth)

@@ -23,7 +23,8 @@ Scores (higher = "the target was in"):
   model: the adversary sees the generator's internal noisy marginals and knows D (the strongest
   DP adversary short of seeing the selection randomness).
 - black-box: from the released synthetic rows only: exact copies of the target (heavy weight) plus,
-  per column, log(1 + rows holding the target's value) weighted by how rare that value is in D. Threat model: the adversary sees the synthetic data and knows D and the target.
+  per column, log(1 + rows holding the target's value) weighted by how rare that value is in D.
+  Threat model: the adversary sees the synthetic data and knows D and the target.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class AuditTarget:
     """A target and the two neighbouring datasets of the game (the record is never logged)."""
 
     kind: Literal["worst_case", "outlier"]
-    label: str  # public description: "worst-case record from the public domain" / "row 17 (sha256 ...)"
+    # public description: "worst-case record from the public domain" / "row 17 (sha256 ...)"
+    label: str
     record: pd.DataFrame  # one row, the spec's columns
     out_data: pd.DataFrame
     in_data: pd.DataFrame
@@ -64,28 +66,47 @@ class AuditTarget:
 
 def record_hash(row: pd.DataFrame) -> str:
     """A short, stable hash of a record's values (how reports name a real record)."""
-    return hashlib.sha256(row.to_json(orient="records", date_format="iso").encode()).hexdigest()[:12]
+    return hashlib.sha256(row.to_json(orient="records", date_format="iso").encode()).hexdigest()[
+        :12
+    ]
 
 
-def _neighbours(base: pd.DataFrame, target: pd.DataFrame, replaced: pd.DataFrame | None, kind: Neighbours
-                ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
-    """(out, in, replaced): add_remove: base vs base + target; replace_one: base + r vs base + target."""
+def _neighbours(
+    base: pd.DataFrame, target: pd.DataFrame, replaced: pd.DataFrame | None, kind: Neighbours
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """(out, in, replaced): add_remove: base vs base + target; replace_one: base + r vs base +
+    target."""
     if kind == "add_remove":
         return base, pd.concat([base, target], ignore_index=True), None
     if kind != "replace_one":
         raise ValueError(f"unknown neighbouring relation {kind!r}")
     if replaced is None:
         replaced, base = base.iloc[[-1]], base.iloc[:-1]
-    return (pd.concat([base, replaced], ignore_index=True), pd.concat([base, target], ignore_index=True),
-            replaced.reset_index(drop=True))
+    return (
+        pd.concat([base, replaced], ignore_index=True),
+        pd.concat([base, target], ignore_index=True),
+        replaced.reset_index(drop=True),
+    )
 
 
-def worst_case_target(data: pd.DataFrame, spec: DatasetSpec, discretizer: Discretizer, *, neighbours: Neighbours,
-                      rng: np.random.Generator) -> AuditTarget:
+def worst_case_target(
+    data: pd.DataFrame,
+    spec: DatasetSpec,
+    discretizer: Discretizer,
+    *,
+    neighbours: Neighbours,
+    rng: np.random.Generator,
+) -> AuditTarget:
     """The public-domain record rarest in D, column by column (see the module doc)."""
     codes = discretizer.transform(data)
-    target_codes = np.array([[int(np.argmin(np.bincount(codes[:, j], minlength=discretizer.domain_[c])))
-                              for j, c in enumerate(discretizer.columns_)]])
+    target_codes = np.array(
+        [
+            [
+                int(np.argmin(np.bincount(codes[:, j], minlength=discretizer.domain_[c])))
+                for j, c in enumerate(discretizer.columns_)
+            ]
+        ]
+    )
     row = discretizer.inverse_transform(target_codes, rng=rng)
     record = data.iloc[[0]].copy().reset_index(drop=True)
     for c in discretizer.columns_:
@@ -93,10 +114,14 @@ def worst_case_target(data: pd.DataFrame, spec: DatasetSpec, discretizer: Discre
     if spec.entity_id is not None:
         record[spec.entity_id] = "dp-audit-target"
     out, inn, replaced = _neighbours(data.reset_index(drop=True), record, None, neighbours)
-    return AuditTarget("worst_case", "worst-case record from the public domain", record, out, inn, replaced)
+    return AuditTarget(
+        "worst_case", "worst-case record from the public domain", record, out, inn, replaced
+    )
 
 
-def outlier_target(data: pd.DataFrame, discretizer: Discretizer, *, neighbours: Neighbours) -> AuditTarget:
+def outlier_target(
+    data: pd.DataFrame, discretizer: Discretizer, *, neighbours: Neighbours
+) -> AuditTarget:
     """The real record of D with the rarest values (lowest sum of log 1-way frequencies)."""
     codes = discretizer.transform(data)
     logf = np.zeros(len(data))
@@ -107,9 +132,13 @@ def outlier_target(data: pd.DataFrame, discretizer: Discretizer, *, neighbours: 
     data = data.reset_index(drop=True)
     record = data.iloc[[i]].reset_index(drop=True)
     rest = data.drop(index=i).reset_index(drop=True)
-    typical = rest.iloc[[int(np.argmax(np.delete(logf, i)))]] if neighbours == "replace_one" else None
+    typical = (
+        rest.iloc[[int(np.argmax(np.delete(logf, i)))]] if neighbours == "replace_one" else None
+    )
     out, inn, replaced = _neighbours(rest, record, typical, neighbours)
-    return AuditTarget("outlier", f"row {i} (sha256 {record_hash(record)})", record, out, inn, replaced)
+    return AuditTarget(
+        "outlier", f"row {i} (sha256 {record_hash(record)})", record, out, inn, replaced
+    )
 
 
 def _loglik(noise: str, y: float, mean: float, scale: float) -> float:
@@ -118,8 +147,13 @@ def _loglik(noise: str, y: float, mean: float, scale: float) -> float:
     return -abs(y - mean) / scale
 
 
-def whitebox_score(measurements: tuple[NoisyMeasurement, ...], *, out_codes: np.ndarray, target_codes: np.ndarray,
-                   replaced_codes: np.ndarray | None) -> float:
+def whitebox_score(
+    measurements: tuple[NoisyMeasurement, ...],
+    *,
+    out_codes: np.ndarray,
+    target_codes: np.ndarray,
+    replaced_codes: np.ndarray | None,
+) -> float:
     """log p(measurements | in) - log p(measurements | out), from the cells the game changes.
 
     ``out_codes`` are the "out" dataset's codes in the generator's own discretisation; "in" is
@@ -139,8 +173,9 @@ def whitebox_score(measurements: tuple[NoisyMeasurement, ...], *, out_codes: np.
                 continue
             base = float(np.count_nonzero(out_cells == cell))
             y = float(m.values[cell])
-            llr += (_loglik(m.noise, y, (base + delta) / m.normaliser, m.scale)
-                    - _loglik(m.noise, y, base / m.normaliser, m.scale))
+            llr += _loglik(m.noise, y, (base + delta) / m.normaliser, m.scale) - _loglik(
+                m.noise, y, base / m.normaliser, m.scale
+            )
     return llr
 
 
@@ -151,7 +186,9 @@ def rarity_weights(data_codes: np.ndarray, target_codes: np.ndarray) -> np.ndarr
     return -np.log((counts + 0.5) / (n + 1.0))
 
 
-def blackbox_score(synthetic_codes: np.ndarray, target_codes: np.ndarray, weights: np.ndarray) -> float:
+def blackbox_score(
+    synthetic_codes: np.ndarray, target_codes: np.ndarray, weights: np.ndarray
+) -> float:
     """Exact copies of the target (weight 10 each) + per column log(1 + rows holding the target's
     value), weighted by the value's rarity in D (a value absent from D and present in the release
     weighs most)."""
@@ -160,4 +197,3 @@ def blackbox_score(synthetic_codes: np.ndarray, target_codes: np.ndarray, weight
     match = synthetic_codes == target_codes.reshape(1, -1)
     exact = float(match.all(axis=1).sum())
     return _EXACT_WEIGHT * exact + float((np.log1p(match.sum(axis=0)) * weights).sum())
-

@@ -1,4 +1,5 @@
-"""Stage floors and small tables: what a stage asks of the data for power, and what happens below it.
+"""Stage floors and small tables: what a stage asks of the data for power, and what happens below
+it.
 
 A floor — ``targets.min_per_class`` (targets per class), ``disclosure.min_control`` (control
 records), the calibration records ``exposure.level`` needs to place its threshold — is about
@@ -15,9 +16,11 @@ bounds' three parts), :data:`~privacy_gate.config.SMALLEST_CONTROL` control reco
 
 Counts and setting names only; never a record value.
 
->>> s = targets_shortfall(TargetsConfig(), n_train=139, n_holdout=69, n_members=69, n_non_members=69, cap=16396)
+>>> s = targets_shortfall(TargetsConfig(), n_train=139, n_holdout=69, n_members=69,
+...                       n_non_members=69, cap=16396)
 >>> print(s.sentence())
-targets.min_per_class is 100, but only 69 member and 69 non-member targets are available; 31 more holdout records would meet it
+targets.min_per_class is 100, but only 69 member and 69 non-member targets are available; 31 more
+holdout records would meet it
 >>> calibration_needed(0.01), calibration_level(0.01, 99), round(calibration_level(0.01, 69), 4)
 (99, 0.01, 0.0143)
 """
@@ -63,16 +66,29 @@ class Shortfall:
         return text + (f" ({self.note})" if self.note else "")
 
     def to_dict(self) -> dict:
-        return {"setting": self.setting, "scope": self.scope or None, "required": self.required,
-                "available": self.available, "missing": self.missing, "message": self.sentence()}
+        return {
+            "setting": self.setting,
+            "scope": self.scope or None,
+            "required": self.required,
+            "available": self.available,
+            "missing": self.missing,
+            "message": self.sentence(),
+        }
 
 
 def _more(n: int, what: str) -> str:
     return f"{n:,} more {what}"
 
 
-def targets_shortfall(cfg: TargetsConfig, *, n_train: int, n_holdout: int, n_members: int, n_non_members: int,
-                      cap: int | None) -> Shortfall | None:
+def targets_shortfall(
+    cfg: TargetsConfig,
+    *,
+    n_train: int,
+    n_holdout: int,
+    n_members: int,
+    n_non_members: int,
+    cap: int | None,
+) -> Shortfall | None:
     """``targets.min_per_class`` against the targets drawn (``cap``: the per-class cap the run used
     when ``targets.n_non_members`` is not set); None when it is met. The remedy names the split
     that is short (non-members come from the holdout, members from the training split) and any
@@ -93,13 +109,19 @@ def targets_shortfall(cfg: TargetsConfig, *, n_train: int, n_holdout: int, n_mem
             remedies.append(_more(floor - n_train, "training records"))
         if cfg.n_members is not None and cfg.n_members < floor:
             remedies.append(f"targets.n_members of at least {floor:,}")
-    return Shortfall(setting="targets.min_per_class", required=floor, available=min(n_members, n_non_members),
-                     asks=f"is {floor:,}", have=f"{n_members:,} member and {n_non_members:,} non-member targets are "
-                     "available", remedy=" and ".join(remedies) or "more training and holdout records")
+    return Shortfall(
+        setting="targets.min_per_class",
+        required=floor,
+        available=min(n_members, n_non_members),
+        asks=f"is {floor:,}",
+        have=f"{n_members:,} member and {n_non_members:,} non-member targets are available",
+        remedy=" and ".join(remedies) or "more training and holdout records",
+    )
 
 
-def dependency_shortfall(cfg: TargetsConfig, *, source: str, members: int, non_members: int, per_class: int
-                         ) -> Shortfall | None:
+def dependency_shortfall(
+    cfg: TargetsConfig, *, source: str, members: int, non_members: int, per_class: int
+) -> Shortfall | None:
     """``targets.min_per_class`` for the dependency stress test: ``members`` training records from
     the tested ``source`` value and ``non_members`` holdout records from the others were there,
     ``per_class`` were drawn of each."""
@@ -113,25 +135,39 @@ def dependency_shortfall(cfg: TargetsConfig, *, source: str, members: int, non_m
         remedies.append(_more(floor - non_members, f"holdout records from other {source} values"))
     if cfg.n_non_members is not None and cfg.n_non_members < floor:
         remedies.append(f"targets.n_non_members of at least {floor:,}")
-    return Shortfall(setting="targets.min_per_class", required=floor, available=per_class, asks=f"is {floor:,}",
-                     have=f"{per_class:,} targets per class are available to the dependency test", scope="dependency",
-                     remedy=" and ".join(remedies) or "more training and holdout records")
+    return Shortfall(
+        setting="targets.min_per_class",
+        required=floor,
+        available=per_class,
+        asks=f"is {floor:,}",
+        have=f"{per_class:,} targets per class are available to the dependency test",
+        scope="dependency",
+        remedy=" and ".join(remedies) or "more training and holdout records",
+    )
 
 
-def control_shortfall(cfg: DisclosureConfig, *, n_control: int, reference_counts: bool) -> Shortfall | None:
+def control_shortfall(
+    cfg: DisclosureConfig, *, n_control: int, reference_counts: bool
+) -> Shortfall | None:
     """``disclosure.min_control`` against the control records the disclosure stage had;
     ``reference_counts``: the reference split is among them (exchangeable with the holdout)."""
     if n_control >= cfg.min_control:
         return None
     where = "holdout or reference records" if reference_counts else "holdout records"
-    return Shortfall(setting="disclosure.min_control", required=cfg.min_control, available=n_control,
-                     asks=f"is {cfg.min_control:,}", have=f"{n_control:,} control records are available",
-                     remedy=_more(cfg.min_control - n_control, where))
+    return Shortfall(
+        setting="disclosure.min_control",
+        required=cfg.min_control,
+        available=n_control,
+        asks=f"is {cfg.min_control:,}",
+        have=f"{n_control:,} control records are available",
+        remedy=_more(cfg.min_control - n_control, where),
+    )
 
 
 def calibration_needed(level: float) -> int:
     """The fewest calibration records (non-member targets) that place a threshold at conformal
-    level ``level``: ``n`` with ``level * (n + 1) >= 1`` (the largest of them is then the threshold)."""
+    level ``level``: ``n`` with ``level * (n + 1) >= 1`` (the largest of them is then the
+    threshold)."""
     return max(1, math.ceil(1.0 / level - 1e-9) - 1)
 
 
@@ -146,16 +182,31 @@ def calibration_level(level: float, n_calibration: int) -> float:
 
 
 def level_shortfall(level: float, n_calibration: int) -> Shortfall | None:
-    """``exposure.level`` against the non-member targets that calibrate it; None when they suffice."""
+    """``exposure.level`` against the non-member targets that calibrate it; None when they
+    suffice."""
     needed = calibration_needed(level)
     if n_calibration >= needed:
         return None
-    return Shortfall(setting="exposure.level", required=needed, available=n_calibration,
-                     asks=f"{level:g} needs at least {needed:,} non-member targets to place its threshold",
-                     have=f"{n_calibration:,} are available", remedy=_more(needed - n_calibration, "holdout records"),
-                     note=f"the exposed share is measured at level {calibration_level(level, n_calibration):.3g}, "
-                          "the finest these allow")
+    return Shortfall(
+        setting="exposure.level",
+        required=needed,
+        available=n_calibration,
+        asks=f"{level:g} needs at least {needed:,} non-member targets to place its threshold",
+        have=f"{n_calibration:,} are available",
+        remedy=_more(needed - n_calibration, "holdout records"),
+        note="the exposed share is measured at level "
+        f"{calibration_level(level, n_calibration):.3g}, "
+        "the finest these allow",
+    )
 
 
-__all__ = ["SMALLEST_PER_CLASS", "Shortfall", "calibration_level", "calibration_needed", "control_shortfall",
-           "dependency_shortfall", "level_shortfall", "targets_shortfall"]
+__all__ = [
+    "SMALLEST_PER_CLASS",
+    "Shortfall",
+    "calibration_level",
+    "calibration_needed",
+    "control_shortfall",
+    "dependency_shortfall",
+    "level_shortfall",
+    "targets_shortfall",
+]

@@ -50,7 +50,8 @@ class Group:
 
     @property
     def label(self) -> str:
-        """Human label (values from :func:`label_values` or keyed hashes), also the ``--suppress`` syntax: ``race=Black`` or ``sex=Female&race=Black``."""
+        """Human label (values from :func:`label_values` or keyed hashes), also the ``--suppress``
+        syntax: ``race=Black`` or ``sex=Female&race=Black``."""
         return "&".join(f"{c}={v}" for c, v in zip(self.columns, self.values))
 
     def estimable(self, min_group_size: int) -> bool:
@@ -88,12 +89,18 @@ def _value_strings(targets: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return out.reset_index(drop=True)
 
 
-def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Sequence[Sequence[str]],
-                    public: Mapping[str, frozenset[str] | None] | None = None, key: LabelKey | None = None
-                    ) -> list[Group]:
+def subgroup_groups(
+    targets: pd.DataFrame,
+    labels: np.ndarray,
+    *,
+    columns: Sequence[Sequence[str]],
+    public: Mapping[str, frozenset[str] | None] | None = None,
+    key: LabelKey | None = None,
+) -> list[Group]:
     """One group per value of each audited column (or intersection) present among the targets.
     ``public``: per column, the values a label may show (:func:`label_values`); others are hashed
-    with ``key`` (:func:`value_token`). Without it every value is shown (for data with no private values)."""
+    with ``key`` (:func:`value_token`). Without it every value is shown (for data with no private
+    values)."""
     labels = np.asarray(labels).astype(bool)
     groups: list[Group] = []
     for cols in columns:
@@ -104,12 +111,25 @@ def subgroup_groups(targets: pd.DataFrame, labels: np.ndarray, *, columns: Seque
             values = combo.split("\x1f")
             if public is not None:
                 values = [value_token(v, public.get(c), key=key) for c, v in zip(cols, values)]
-            groups.append(Group(cols, tuple(values), mask, int((mask & labels).sum()), int((mask & ~labels).sum())))
+            groups.append(
+                Group(
+                    cols,
+                    tuple(values),
+                    mask,
+                    int((mask & labels).sum()),
+                    int((mask & ~labels).sum()),
+                )
+            )
     return groups
 
 
-def label_values(columns: Sequence[str], declared: Mapping[str, Sequence[object] | None],
-                 outside_train: Sequence[pd.DataFrame], *, min_count: int) -> dict[str, frozenset[str]]:
+def label_values(
+    columns: Sequence[str],
+    declared: Mapping[str, Sequence[object] | None],
+    outside_train: Sequence[pd.DataFrame],
+    *,
+    min_count: int,
+) -> dict[str, frozenset[str]]:
     """Per column, the category values a group label may show: the spec's declared categories
     (public knowledge) and the values at least ``min_count`` records outside the training split
     (holdout, reference) hold — common in the population, so naming one names no person. Every
@@ -128,7 +148,9 @@ def label_values(columns: Sequence[str], declared: Mapping[str, Sequence[object]
             if col in frame.columns and len(frame):
                 c = value_labels(frame[col]).value_counts()
                 counts = c if counts is None else counts.add(c, fill_value=0)
-        common = {str(v) for v, n in counts.items() if n >= min_count} if counts is not None else set()
+        common = (
+            {str(v) for v, n in counts.items() if n >= min_count} if counts is not None else set()
+        )
         out[col] = frozenset(common | {str(v) for v in (declared.get(col) or ())})
     return out
 
@@ -138,8 +160,9 @@ def label_values(columns: Sequence[str], declared: Mapping[str, Sequence[object]
 MAX_DEFAULT_GROUPS = 100
 
 
-def audited_columns(targets: pd.DataFrame, *, subgroups: Sequence[str], categorical: Sequence[str]
-                    ) -> tuple[list[str], list[str]]:
+def audited_columns(
+    targets: pd.DataFrame, *, subgroups: Sequence[str], categorical: Sequence[str]
+) -> tuple[list[str], list[str]]:
     """The spec's ``subgroups``, or every categorical column when it names none. Returns the
     columns and notes for the report (what was audited by default, what was skipped and why)."""
     if subgroups:
@@ -148,18 +171,29 @@ def audited_columns(targets: pd.DataFrame, *, subgroups: Sequence[str], categori
     for col in categorical:
         n = int(targets[col].nunique(dropna=False))
         if n > MAX_DEFAULT_GROUPS:
-            notes.append(f"column '{col}' not audited by default: {n} distinct values (name it in the spec's "
-                         "subgroups to audit it)")
+            notes.append(
+                f"column '{col}' not audited by default: {n} distinct values (name it in the "
+                "spec's "
+                "subgroups to audit it)"
+            )
         else:
             chosen.append(col)
-    notes.insert(0, "the spec names no subgroups: every categorical column is audited "
-                    f"({', '.join(chosen) or 'none'})")
+    notes.insert(
+        0,
+        "the spec names no subgroups: every categorical column is audited "
+        f"({', '.join(chosen) or 'none'})",
+    )
     return chosen, notes
 
 
-def audit_subgroups(groups: Sequence[Group], labels: np.ndarray, scores: Mapping[str, np.ndarray],
-                    metric_fn: Callable[[np.ndarray, np.ndarray], Mapping[str, float]], *, min_group_size: int
-                    ) -> list[GroupResult]:
+def audit_subgroups(
+    groups: Sequence[Group],
+    labels: np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    metric_fn: Callable[[np.ndarray, np.ndarray], Mapping[str, float]],
+    *,
+    min_group_size: int,
+) -> list[GroupResult]:
     """``metric_fn(scores, labels)`` per attack on the targets of each group large enough for
     point estimates; smaller groups get an empty metrics dict (their rank test is added later)."""
     labels = np.asarray(labels)
@@ -192,12 +226,16 @@ def value_token(value: str, public: frozenset[str] | None, *, key: LabelKey | No
     if public is not None and value in public:
         return value
     if key is None:
-        raise ValueError("a group label holding a record value is hashed with the store's label key, and none "
-                         "was given")
+        raise ValueError(
+            "a group label holding a record value is hashed with the store's label key, and none "
+            "was given"
+        )
     return key.token(value)
 
 
-def rare_values(train: pd.DataFrame, columns: Sequence[str], *, max_count: int) -> dict[str, list[str]]:
+def rare_values(
+    train: pd.DataFrame, columns: Sequence[str], *, max_count: int
+) -> dict[str, list[str]]:
     """Per column, the values fewer than ``max_count`` training rows hold (sorted). Derived from the
     training split: which values are rare stays with the evaluator; only public value names (or
     hashes) are ever written out."""
@@ -210,9 +248,17 @@ def rare_values(train: pd.DataFrame, columns: Sequence[str], *, max_count: int) 
     return out
 
 
-def rare_value_groups(targets: pd.DataFrame, labels: np.ndarray, rare: Mapping[str, Sequence[str]], *,
-                      public: Mapping[str, frozenset[str] | None], alpha: float, family_size: int,
-                      separate: Sequence[str] = (), key: LabelKey | None = None) -> list[Group]:
+def rare_value_groups(
+    targets: pd.DataFrame,
+    labels: np.ndarray,
+    rare: Mapping[str, Sequence[str]],
+    *,
+    public: Mapping[str, frozenset[str] | None],
+    alpha: float,
+    family_size: int,
+    separate: Sequence[str] = (),
+    key: LabelKey | None = None,
+) -> list[Group]:
     """The rare-values family: per column, each rare value with power to be flagged on its own (the
     smallest p-value its exact rank test can reach, ``1 / C(n1 + n0, n1)``, is below ``alpha /
     family_size``) is its own group, unless its column is already audited per value (``separate``);
@@ -229,20 +275,32 @@ def rare_value_groups(targets: pd.DataFrame, labels: np.ndarray, rare: Mapping[s
             n1, n0 = int((mask & labels).sum()), int((mask & ~labels).sum())
             if n1 == 0 and n0 == 0:
                 continue
-            if col not in separate and n1 and n0 and 1.0 / comb(n1 + n0, n1) <= alpha / max(1, family_size):
-                groups.append(Group((col,), (value_token(v, public.get(col), key=key),), mask, n1, n0))
+            if (
+                col not in separate
+                and n1
+                and n0
+                and 1.0 / comb(n1 + n0, n1) <= alpha / max(1, family_size)
+            ):
+                groups.append(
+                    Group((col,), (value_token(v, public.get(col), key=key),), mask, n1, n0)
+                )
             else:
                 pooled.append(v)
         if pooled:
             mask = np.isin(keys, pooled)
             token = RARE_SEPARATOR.join(value_token(v, public.get(col), key=key) for v in pooled)
-            groups.append(Group((col,), (token,), mask, int((mask & labels).sum()), int((mask & ~labels).sum())))
+            groups.append(
+                Group(
+                    (col,), (token,), mask, int((mask & labels).sum()), int((mask & ~labels).sum())
+                )
+            )
     return groups
 
 
 def parse_group_label(label: str) -> dict[str, str]:
     """``"sex=Female&race=Black"`` -> ``{"sex": "Female", "race": "Black"}`` (for ``--suppress``).
-    An ``&`` inside a value (``Trinadad&Tobago``) stays with it: only ``&column=`` starts a condition.
+    An ``&`` inside a value (``Trinadad&Tobago``) stays with it: only ``&column=`` starts a
+    condition.
 
     >>> parse_group_label("native_country=Laos|Trinadad&Tobago&sex=Female")
     {'native_country': 'Laos|Trinadad&Tobago', 'sex': 'Female'}
@@ -293,20 +351,27 @@ def _value_tokens(values: pd.Series, label_value: str, key: LabelKey | None) -> 
     # Each distinct value is hashed once (an HMAC per row was the cost of a large release).
     shown = set(tokens)
     codes, distinct = pd.factorize(plain)
-    return np.array([v if v in shown else value_token(v, None, key=key) for v in distinct], dtype=object)[codes]
+    return np.array(
+        [v if v in shown else value_token(v, None, key=key) for v in distinct], dtype=object
+    )[codes]
 
 
 # ------------------------------------------------------------------------------------ entities
 
 
-def entity_scores(entity_ids: np.ndarray, labels: np.ndarray, scores: Mapping[str, np.ndarray]
-                  ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def entity_scores(
+    entity_ids: np.ndarray, labels: np.ndarray, scores: Mapping[str, np.ndarray]
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Set-level view: one label and one score (mean of its records' scores) per entity."""
     codes, uniques = pd.factorize(pd.Series(entity_ids), sort=True)
     counts = np.bincount(codes)
     labels = np.asarray(labels, dtype=float)
     ent_labels = np.bincount(codes, weights=labels) / counts
     if not np.all((ent_labels == 0) | (ent_labels == 1)):
-        raise ValueError("an entity has both member and non-member records: the split did not keep entities whole")
-    return ent_labels.astype(np.int8), {a: np.bincount(codes, weights=np.asarray(s, float)) / counts
-                                        for a, s in scores.items()}
+        raise ValueError(
+            "an entity has both member and non-member records: the split did not keep entities "
+            "whole"
+        )
+    return ent_labels.astype(np.int8), {
+        a: np.bincount(codes, weights=np.asarray(s, float)) / counts for a, s in scores.items()
+    }

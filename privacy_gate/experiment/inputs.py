@@ -10,13 +10,12 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import InputLimits, ReleaseConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits, conform, data_hash, read_table, split_by_entity
 from privacy_gate.data.table import row_hashes
 from privacy_gate.data.types import conform_typed
 from privacy_gate.errors import DataError
 from privacy_gate.label_key import LabelKey
+from privacy_gate.spec import DatasetSpec
 
 SPLIT_NAMES = ("train", "holdout", "reference")
 
@@ -53,16 +52,22 @@ def load_real_data(config: ReleaseConfig) -> tuple[pd.DataFrame, pd.DataFrame | 
     return real, reference
 
 
-def load_real_data_typed(config: ReleaseConfig) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, str]]:
+def load_real_data_typed(
+    config: ReleaseConfig,
+) -> tuple[pd.DataFrame, pd.DataFrame | None, dict[str, str]]:
     """:func:`load_real_data` and the real table's value types (``data.types.value_types``: what a
     release of it is published in)."""
     spec = config.dataset.spec
-    real, types = conform_typed(read_table(config.dataset.path, limits=config.inputs), spec,
-                                source=str(config.dataset.path))
+    real, types = conform_typed(
+        read_table(config.dataset.path, limits=config.inputs), spec, source=str(config.dataset.path)
+    )
     reference = None
     if config.dataset.reference_path is not None:
-        reference = conform(read_table(config.dataset.reference_path, limits=config.inputs), spec,
-                            source=str(config.dataset.reference_path))
+        reference = conform(
+            read_table(config.dataset.reference_path, limits=config.inputs),
+            spec,
+            source=str(config.dataset.reference_path),
+        )
     return real, reference, types
 
 
@@ -75,15 +80,21 @@ def check_encoding_width(df: pd.DataFrame, spec: DatasetSpec, *, source: str) ->
     MixedEncoder(spec=spec, data_name=source).fit(df)
 
 
-def split_release(config: ReleaseConfig, real: pd.DataFrame, reference: pd.DataFrame | None) -> Splits:
+def split_release(
+    config: ReleaseConfig, real: pd.DataFrame, reference: pd.DataFrame | None
+) -> Splits:
     return split_by_entity(real, config.dataset.spec, config.split, reference=reference)
 
 
-def read_split_files(paths: dict[str, str | Path], spec: DatasetSpec, limits: InputLimits | None = None
-                     ) -> dict[str, pd.DataFrame]:
+def read_split_files(
+    paths: dict[str, str | Path], spec: DatasetSpec, limits: InputLimits | None = None
+) -> dict[str, pd.DataFrame]:
     """Gate-only mode: train / holdout / reference files, each held to ``limits`` (default: the
     ``inputs`` defaults) and conformed to the spec."""
-    return {k: conform(read_table(paths[k], limits=limits), spec, source=str(paths[k])) for k in SPLIT_NAMES}
+    return {
+        k: conform(read_table(paths[k], limits=limits), spec, source=str(paths[k]))
+        for k in SPLIT_NAMES
+    }
 
 
 #: Identical records of different people exist in real tables (Adult has them), so two honest
@@ -98,7 +109,9 @@ def _twin_share(rows: np.ndarray, of: np.ndarray) -> tuple[int, float]:
     return shared, shared / max(1, len(rows))
 
 
-def check_disjoint(parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources: dict[str, str]) -> None:
+def check_disjoint(
+    parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources: dict[str, str]
+) -> None:
     """Train, holdout and reference must be different people. A holdout that is (or contains) the
     training file makes members and non-members the same records, so no attack can tell them
     apart and a leaky release would pass; a reference holding training records blinds the
@@ -110,17 +123,21 @@ def check_disjoint(parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources
     ...                sources={"train": "t.csv", "holdout": "h.csv", "reference": "r.csv"})
     Traceback (most recent call last):
     ...
-    privacy_gate.errors.DataError: holdout h.csv and train t.csv share records: 100 of 100 holdout rows (100.0%) are identical to train rows (at most 1% are expected by chance); the splits must hold different people
+    privacy_gate.errors.DataError: holdout h.csv and train t.csv share records: 100 of 100 holdout
+    rows (100.0%) are identical to train rows (at most 1% are expected by chance); the splits must
+    hold different people
     """
     names = [n for n in SPLIT_NAMES if n in parts]
     if spec.entity_id is not None:
         ids = {n: set(parts[n][spec.entity_id].dropna().astype(str)) for n in names}
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 common = len(ids[a] & ids[b])
                 if common:
-                    raise DataError(f"{b} {sources[b]} and {a} {sources[a]} share {common} {spec.entity_id!r} "
-                                    "entities; the splits must hold different entities")
+                    raise DataError(
+                        f"{b} {sources[b]} and {a} {sources[a]} share {common} {spec.entity_id!r} "
+                        "entities; the splits must hold different entities"
+                    )
     hashed = {n: row_hashes(parts[n][spec.column_names]) for n in names}
     train = hashed.get("train")
     twins = 0.0
@@ -129,12 +146,16 @@ def check_disjoint(parts: dict[str, pd.DataFrame], spec: DatasetSpec, *, sources
         twins = float(counts[counts > 1].sum()) / len(train)  # training rows with a twin in train
     limit = max(MAX_CHANCE_OVERLAP, 3 * twins)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             shared, share = _twin_share(hashed[b], hashed[a])
             if share > limit:
-                raise DataError(f"{b} {sources[b]} and {a} {sources[a]} share records: {shared} of {len(hashed[b])} "
-                                f"{b} rows ({share:.1%}) are identical to {a} rows (at most {limit:.0%} are expected "
-                                "by chance); the splits must hold different people")
+                raise DataError(
+                    f"{b} {sources[b]} and {a} {sources[a]} share records: {shared} of "
+                    f"{len(hashed[b])} "
+                    f"{b} rows ({share:.1%}) are identical to {a} rows (at most {limit:.0%} are "
+                    "expected "
+                    "by chance); the splits must hold different people"
+                )
 
 
 def splits_from_frames(parts: dict[str, pd.DataFrame]) -> Splits:

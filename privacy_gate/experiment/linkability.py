@@ -17,9 +17,12 @@ for the per-subgroup risks.
 
 >>> import pandas as pd
 >>> from privacy_gate.experiment.disclosure_codes import Codes
->>> rng = np.random.default_rng(0); df = pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd"))
+>>> rng = np.random.default_rng(0)
+>>> df = pd.DataFrame(rng.normal(size=(300, 4)), columns=list("abcd"))
 >>> codes = Codes.of([df, df, df.iloc[:150]], columns=list("abcd"), numeric=set("abcd"))
->>> t = np.arange(100); link = linkability(codes, ("a", "b"), ("c", "d"), train_idx=t, control_idx=t, n_neighbors=1, seed=0)
+>>> t = np.arange(100)
+>>> link = linkability(codes, ("a", "b"), ("c", "d"), train_idx=t, control_idx=t,
+...                    n_neighbors=1, seed=0)
 >>> round(link.risk.train_rate, 2)
 1.0
 """
@@ -46,7 +49,10 @@ class AttackOutcomes:
     control_hits: np.ndarray = field(repr=False)
 
     def __post_init__(self) -> None:
-        if len(self.train_hits) != self.risk.n_train or len(self.control_hits) != self.risk.n_control:
+        if (
+            len(self.train_hits) != self.risk.n_train
+            or len(self.control_hits) != self.risk.n_control
+        ):
             raise ValueError("per-target successes and counts differ")
 
 
@@ -54,8 +60,17 @@ def _shared(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
 
 
-def linkability(codes: Codes, cols_a: tuple[str, ...], cols_b: tuple[str, ...], *, train_idx: np.ndarray,
-                control_idx: np.ndarray, n_neighbors: int, seed: int, alpha: float = 0.05) -> AttackOutcomes:
+def linkability(
+    codes: Codes,
+    cols_a: tuple[str, ...],
+    cols_b: tuple[str, ...],
+    *,
+    train_idx: np.ndarray,
+    control_idx: np.ndarray,
+    n_neighbors: int,
+    seed: int,
+    alpha: float = 0.05,
+) -> AttackOutcomes:
     """Linkability risk of ``codes.matrices = (synthetic, training, control)`` for the targets."""
     if not cols_a or not cols_b or set(cols_a) & set(cols_b):
         raise ValueError("linkability needs two non-empty, disjoint column sets")
@@ -63,18 +78,40 @@ def linkability(codes: Codes, cols_a: tuple[str, ...], cols_b: tuple[str, ...], 
     syn_b, train_b, control_b = codes.vectors(cols_b)
     targets_a = np.vstack([train_a[train_idx], control_a[control_idx]])
     targets_b = np.vstack([train_b[train_idx], control_b[control_idx]])
-    hits = _shared(k_nearest_indices(targets_a, syn_a, n_neighbors), k_nearest_indices(targets_b, syn_b, n_neighbors))
+    hits = _shared(
+        k_nearest_indices(targets_a, syn_a, n_neighbors),
+        k_nearest_indices(targets_b, syn_b, n_neighbors),
+    )
     n_t = len(train_idx)
     rng = np.random.default_rng(seed)
     k = min(n_neighbors, syn_a.shape[0])
-    naive = _shared(rng.integers(syn_a.shape[0], size=(n_t, k)), rng.integers(syn_a.shape[0], size=(n_t, k)))
-    risk = disclosure_risk(k_train=hits[:n_t].sum(), n_train=n_t, k_control=hits[n_t:].sum(),
-                           n_control=len(control_idx), alpha=alpha, k_baseline=naive.sum())
-    return AttackOutcomes("linkability", tuple(cols_a) + tuple(cols_b), risk, hits[:n_t], hits[n_t:])
+    naive = _shared(
+        rng.integers(syn_a.shape[0], size=(n_t, k)), rng.integers(syn_a.shape[0], size=(n_t, k))
+    )
+    risk = disclosure_risk(
+        k_train=hits[:n_t].sum(),
+        n_train=n_t,
+        k_control=hits[n_t:].sum(),
+        n_control=len(control_idx),
+        alpha=alpha,
+        k_baseline=naive.sum(),
+    )
+    return AttackOutcomes(
+        "linkability", tuple(cols_a) + tuple(cols_b), risk, hits[:n_t], hits[n_t:]
+    )
 
 
-def inference(codes: Codes, secret: str, aux: tuple[str, ...], *, train_idx: np.ndarray, control_idx: np.ndarray,
-              seed: int, tolerance: float = 0.05, alpha: float = 0.05) -> AttackOutcomes:
+def inference(
+    codes: Codes,
+    secret: str,
+    aux: tuple[str, ...],
+    *,
+    train_idx: np.ndarray,
+    control_idx: np.ndarray,
+    seed: int,
+    tolerance: float = 0.05,
+    alpha: float = 0.05,
+) -> AttackOutcomes:
     """Inference risk on ``secret`` from ``aux`` (see the module docstring)."""
     if not aux or secret in aux:
         raise ValueError("inference needs auxiliary columns that do not include the secret")
@@ -82,14 +119,26 @@ def inference(codes: Codes, secret: str, aux: tuple[str, ...], *, train_idx: np.
     j = codes.index([secret])[0]
     syn_s, train_s, control_s = (m[:, j].astype(np.float64) for m in codes.matrices)
     truth = np.concatenate([train_s[train_idx], control_s[control_idx]])
-    nearest = k_nearest_indices(np.vstack([train_v[train_idx], control_v[control_idx]]), syn_v, 1)[:, 0]
+    nearest = k_nearest_indices(np.vstack([train_v[train_idx], control_v[control_idx]]), syn_v, 1)[
+        :, 0
+    ]
     numeric = bool(codes.numeric[j])
     hits = same_value(syn_s[nearest], truth, numeric=numeric, tolerance=tolerance)
     n_t = len(train_idx)
-    naive = same_value(syn_s[np.random.default_rng(seed).integers(len(syn_s), size=n_t)], truth[:n_t],
-                       numeric=numeric, tolerance=tolerance)
-    risk = disclosure_risk(k_train=hits[:n_t].sum(), n_train=n_t, k_control=hits[n_t:].sum(),
-                           n_control=len(control_idx), alpha=alpha, k_baseline=naive.sum())
+    naive = same_value(
+        syn_s[np.random.default_rng(seed).integers(len(syn_s), size=n_t)],
+        truth[:n_t],
+        numeric=numeric,
+        tolerance=tolerance,
+    )
+    risk = disclosure_risk(
+        k_train=hits[:n_t].sum(),
+        n_train=n_t,
+        k_control=hits[n_t:].sum(),
+        n_control=len(control_idx),
+        alpha=alpha,
+        k_baseline=naive.sum(),
+    )
     return AttackOutcomes(f"inference.{secret}", tuple(aux), risk, hits[:n_t], hits[n_t:])
 
 

@@ -87,12 +87,23 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
+from privacy_gate.attacks.distance import (
+    COPY_FLOOR,
+    COPY_NEIGHBOURS,
+    copy_scores,
+    k_nearest_distances,
+)
 from privacy_gate.attacks.nn_index import approximate_nearest_many, ivf_cells, probe_count
 from privacy_gate.data import Splits
-from privacy_gate.data.split import unit_codes, unit_max
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.exposure import FdrMethod, conformal_pvalues, fdr_select, simes_pvalue, naming_limit
+from privacy_gate.data.split import unit_codes, unit_max
+from privacy_gate.estimators.exposure import (
+    FdrMethod,
+    conformal_pvalues,
+    fdr_select,
+    naming_limit,
+    simes_pvalue,
+)
 from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue, top_set
 from privacy_gate.experiment.scale_view import ScaleInvariantView
 from privacy_gate.spec import DatasetSpec
@@ -138,22 +149,32 @@ class ScanResult:
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``names.exposure_metric``: ``exposed.scan_count`` ...)."""
-        return {"scan_count": float(self.count), "scan_tested": float(self.tested),
-                "scan_calibration": float(self.calibration), "scan_threshold": self.threshold,
-                "scan_false_bound": self.q * self.count, "scan_tail_pvalue": self.tail_pvalue,
-                "scan_tail_top": float(self.tail_top), "scan_min_pvalue": self.min_pvalue,
-                "scan_naming_needs": float(self.naming_needs),
-                "scan_simes_pvalue": self.simes_pvalue, "scan_top_set": float(self.top_set),
-                "scan_top_members": float(self.top_members), "scan_top_exposed_lower": float(self.top_exposed_lower),
-                "scan_views": float(self.views), "scan_pool_share": self.pool_share}
+        return {
+            "scan_count": float(self.count),
+            "scan_tested": float(self.tested),
+            "scan_calibration": float(self.calibration),
+            "scan_threshold": self.threshold,
+            "scan_false_bound": self.q * self.count,
+            "scan_tail_pvalue": self.tail_pvalue,
+            "scan_tail_top": float(self.tail_top),
+            "scan_min_pvalue": self.min_pvalue,
+            "scan_naming_needs": float(self.naming_needs),
+            "scan_simes_pvalue": self.simes_pvalue,
+            "scan_top_set": float(self.top_set),
+            "scan_top_members": float(self.top_members),
+            "scan_top_exposed_lower": float(self.top_exposed_lower),
+            "scan_views": float(self.views),
+            "scan_pool_share": self.pool_share,
+        }
 
     @property
     def discoveries(self) -> np.ndarray:
         return self.records.loc[self.records["exposed"], "row_id"].to_numpy()
 
 
-def _pool_distances(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, seed: int,
-                    neighbours: int) -> tuple[np.ndarray, np.ndarray]:
+def _pool_distances(
+    pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, seed: int, neighbours: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(the sorted distances to the ``neighbours`` nearest synthetic rows, the distance to the
     nearest *other* pool record) of every pool record."""
     if exact:
@@ -165,8 +186,12 @@ def _pool_distances(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, see
         cells = ivf_cells(synthetic, seed=seed)
         # and one choice of cells per record serves both: the synthetic rows and the pool are
         # searched in the same cells, as many per record (bounded by the synthetic rows per cell)
-        d_syn, d_pool = approximate_nearest_many(pool, [(synthetic, neighbours), (pool, 2)], cells=cells,
-                                                 nprobe=probe_count(len(synthetic), len(cells)))
+        d_syn, d_pool = approximate_nearest_many(
+            pool,
+            [(synthetic, neighbours), (pool, 2)],
+            cells=cells,
+            nprobe=probe_count(len(synthetic), len(cells)),
+        )
     # the nearest other record: the second of the two (the first is the record itself, distance
     # 0 — unless the search missed it, when the first is the nearest other)
     self_found = d_pool[:, 0] == 0.0
@@ -178,8 +203,14 @@ def _scores(d_syn: np.ndarray, d_real: np.ndarray) -> np.ndarray:
     return copy_scores(d_syn, d_real, floor=COPY_FLOOR * float(np.median(d_real)))
 
 
-def pool_copy_scores(pool: np.ndarray, synthetic: np.ndarray, *, exact: bool, seed: int = 0,
-                     neighbours: int = COPY_NEIGHBOURS) -> np.ndarray:
+def pool_copy_scores(
+    pool: np.ndarray,
+    synthetic: np.ndarray,
+    *,
+    exact: bool,
+    seed: int = 0,
+    neighbours: int = COPY_NEIGHBOURS,
+) -> np.ndarray:
     """The copy-multiplicity score of every pool record (see the module docstring): its nearest
     synthetic rows against its nearest *other* pool record."""
     return _scores(*_pool_distances(pool, synthetic, exact=exact, seed=seed, neighbours=neighbours))
@@ -210,9 +241,16 @@ def row_keys(rows: np.ndarray) -> np.ndarray:
     return pd.util.hash_pandas_object(pd.DataFrame(rows), index=False).to_numpy()
 
 
-def view_copy_scores(pool_view: np.ndarray, synthetic_view: np.ndarray, pool_keys: np.ndarray,
-                     synthetic_keys: np.ndarray, *, exact: bool, seed: int = 0,
-                     neighbours: int = COPY_NEIGHBOURS) -> np.ndarray:
+def view_copy_scores(
+    pool_view: np.ndarray,
+    synthetic_view: np.ndarray,
+    pool_keys: np.ndarray,
+    synthetic_keys: np.ndarray,
+    *,
+    exact: bool,
+    seed: int = 0,
+    neighbours: int = COPY_NEIGHBOURS,
+) -> np.ndarray:
     """The copy score in a transformed view, from the synthetic rows that are *not* verbatim copies
     of the record (``*_keys``: :func:`row_keys` of the base encoding), each distinct row once.
 
@@ -232,15 +270,17 @@ def view_copy_scores(pool_view: np.ndarray, synthetic_view: np.ndarray, pool_key
     _, first = np.unique(synthetic_keys, return_index=True)
     distinct = np.sort(first)
     copied = np.isin(pool_keys, synthetic_keys[distinct])
-    d_syn, d_real = _pool_distances(pool_view, synthetic_view[distinct], exact=exact, seed=seed,
-                                    neighbours=neighbours + 1)
+    d_syn, d_real = _pool_distances(
+        pool_view, synthetic_view[distinct], exact=exact, seed=seed, neighbours=neighbours + 1
+    )
     # the record's own exact copy is at distance 0, so first in its sorted row: drop it there
     d_syn = np.where(copied[:, None], d_syn[:, 1:], d_syn[:, :-1])
     return _scores(d_syn, d_real)
 
 
-def pool_sample(parts: list[pd.DataFrame], *, entity_id: str | None, limit: int,
-                seed: int) -> list[pd.DataFrame]:
+def pool_sample(
+    parts: list[pd.DataFrame], *, entity_id: str | None, limit: int, seed: int
+) -> list[pd.DataFrame]:
     """``parts`` (train, holdout[, reference]) as they are when they hold at most ``limit`` rows,
     else each unit (a row, or a panel's person) kept with one probability, ``limit`` over the
     rows, whatever its split: the kept units stay exchangeable between the splits, so the scan's
@@ -278,25 +318,43 @@ class _ViewTest:
     top_lower: int
 
 
-def _view_test(unit_scores: np.ndarray, labels: np.ndarray, *, seed: int, tail_max_share: float,
-               top_confidence: float) -> _ViewTest:
+def _view_test(
+    unit_scores: np.ndarray,
+    labels: np.ndarray,
+    *,
+    seed: int,
+    tail_max_share: float,
+    top_confidence: float,
+) -> _ViewTest:
     n_train = int(labels.sum())
     # ties at random (seeded): exact population twins all score alike, and exchangeability asks
     # that none of them is favoured by its position in the pool
     ranks = random_tie_ranks(unit_scores, np.random.default_rng(seed)).astype(float)
     pvalues = conformal_pvalues(ranks[:n_train], ranks[n_train:])
     # the raw scores, not the ranks: the tail test's gap level is where the scores drop the most
-    tail_p, tail_top = tail_excess_pvalue(unit_scores, labels, max_share=tail_max_share, seed=seed + 1)
+    tail_p, tail_top = tail_excess_pvalue(
+        unit_scores, labels, max_share=tail_max_share, seed=seed + 1
+    )
     # where BH can name nobody, the top set still says how many of its training records are
     # exposed at least (a bound that holds with 95 %, whatever the natural twins among them)
-    top, top_lower = top_set(unit_scores, labels, max_share=tail_max_share, confidence=top_confidence,
-                             seed=seed + 2)
+    top, top_lower = top_set(
+        unit_scores, labels, max_share=tail_max_share, confidence=top_confidence, seed=seed + 2
+    )
     return _ViewTest(pvalues, tail_p, tail_top, top, top_lower)
 
 
-def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, q: float,
-                 method: FdrMethod = "bh", seed: int = 0, exact: bool | None = None,
-                 calibration_reference: bool = False, tail_max_share: float = 0.01) -> ScanResult:
+def scan_members(
+    splits: Splits,
+    synthetic: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    q: float,
+    method: FdrMethod = "bh",
+    seed: int = 0,
+    exact: bool | None = None,
+    calibration_reference: bool = False,
+    tail_max_share: float = 0.01,
+) -> ScanResult:
     """Test every training record (see the module docstring). ``exact``: force the search kind
     (default: exact below :data:`EXACT_PAIRS` pairs); ``calibration_reference``: the reference
     split is exchangeable with the holdout and joins the pool and the calibration set."""
@@ -319,8 +377,9 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     if exact is None:
         exact = len(P) * (len(S) + len(P)) < EXACT_PAIRS
     dtype = np.float64 if exact else np.float32
-    d_syn, d_real = _pool_distances(P.astype(dtype), S.astype(dtype), exact=exact, seed=seed,
-                                    neighbours=COPY_NEIGHBOURS)
+    d_syn, d_real = _pool_distances(
+        P.astype(dtype), S.astype(dtype), exact=exact, seed=seed, neighbours=COPY_NEIGHBOURS
+    )
     # the standardised view twice: with every synthetic row, and without the record's verbatim
     # copies (exactly distance 0 here), where near copies no longer compete with natural twins
     view_scores = [_scores(d_syn, d_real), _scores(without_verbatim(d_syn), d_real)]
@@ -331,7 +390,9 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     if view.usable:
         VP = np.ascontiguousarray(view.fit_transform(pool_frame, P), dtype=dtype)
         VS = np.ascontiguousarray(view.transform(synthetic, S), dtype=dtype)
-        view_scores.append(view_copy_scores(VP, VS, row_keys(P), row_keys(S), exact=exact, seed=seed))
+        view_scores.append(
+            view_copy_scores(VP, VS, row_keys(P), row_keys(S), exact=exact, seed=seed)
+        )
     # a panel (spec.entity_id): each person is one unit scored by their most exposed row, so the
     # tests count people, who are what the split made exchangeable (person-years are not)
     codes = [unit_codes(part, spec.entity_id) for part in parts]
@@ -340,12 +401,21 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     views = len(view_scores)
     tests = []
     for scores in view_scores:
-        unit_scores = np.concatenate([unit_max(s, c) for s, c in zip(np.split(scores, bounds), codes)])
+        unit_scores = np.concatenate(
+            [unit_max(s, c) for s, c in zip(np.split(scores, bounds), codes)]
+        )
         labels = np.zeros(len(unit_scores), dtype=bool)
         labels[:n_train] = True
         # each view's top-set bound at its Bonferroni share of the 5 %, so the larger one holds
-        tests.append(_view_test(unit_scores, labels, seed=seed, tail_max_share=tail_max_share,
-                                top_confidence=1.0 - TOP_SET_ERROR / views))
+        tests.append(
+            _view_test(
+                unit_scores,
+                labels,
+                seed=seed,
+                tail_max_share=tail_max_share,
+                top_confidence=1.0 - TOP_SET_ERROR / views,
+            )
+        )
     n_cal = len(labels) - n_train
     # the views are combined by Bonferroni, per record and for the tail test: each is a valid
     # test, so the smallest p-value times the number of views is one. (Their maximum score
@@ -359,15 +429,44 @@ def scan_members(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, 
     in_top = np.zeros(n_train, dtype=bool)
     in_top[top_view.top[top_view.top < n_train]] = True
     # per training row: its unit's p-value, selection and place in the top set
-    records = pd.DataFrame({"row_id": parts[0].index.to_numpy(), "p_value": pvalues[codes[0]],
-                            "exposed": selected[codes[0]], "in_top": in_top[codes[0]]})
-    return ScanResult(records=records, count=int(selected.sum()), tested=n_train, calibration=n_cal,
-                      threshold=float(threshold), q=q, method=method, search="exact" if exact else "approximate",
-                      tail_pvalue=tail_p, tail_top=best.tail_top, min_pvalue=floor, naming_needs=needs,
-                      reference_calibrates=calibration_reference, simes_pvalue=simes_pvalue(pvalues),
-                      top_set=int(top_view.top.size), top_members=int(in_top.sum()),
-                      top_exposed_lower=top_view.top_lower, views=views,
-                      pool_share=sum(len(part) for part in parts) / rows)
+    records = pd.DataFrame(
+        {
+            "row_id": parts[0].index.to_numpy(),
+            "p_value": pvalues[codes[0]],
+            "exposed": selected[codes[0]],
+            "in_top": in_top[codes[0]],
+        }
+    )
+    return ScanResult(
+        records=records,
+        count=int(selected.sum()),
+        tested=n_train,
+        calibration=n_cal,
+        threshold=float(threshold),
+        q=q,
+        method=method,
+        search="exact" if exact else "approximate",
+        tail_pvalue=tail_p,
+        tail_top=best.tail_top,
+        min_pvalue=floor,
+        naming_needs=needs,
+        reference_calibrates=calibration_reference,
+        simes_pvalue=simes_pvalue(pvalues),
+        top_set=int(top_view.top.size),
+        top_members=int(in_top.sum()),
+        top_exposed_lower=top_view.top_lower,
+        views=views,
+        pool_share=sum(len(part) for part in parts) / rows,
+    )
 
 
-__all__ = ["EXACT_PAIRS", "POOL_LIMIT", "ScanResult", "pool_sample", "pool_copy_scores", "row_keys", "scan_members", "view_copy_scores"]
+__all__ = [
+    "EXACT_PAIRS",
+    "POOL_LIMIT",
+    "ScanResult",
+    "pool_sample",
+    "pool_copy_scores",
+    "row_keys",
+    "scan_members",
+    "view_copy_scores",
+]

@@ -26,12 +26,25 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privacy_gate.attacks import OracleKnowledge
-from privacy_gate.config import (DEFAULT_ATTACKS, active_rules, budget_tests, protections_off, rules_problem, AttackConfig, AuditConfig, DisclosureConfig,
-                                  ExposureConfig, GateConfig, MaceConfig, ReleaseConfig, TargetsConfig)
-from privacy_gate.spec import DatasetSpec
+from privacy_gate.config import (
+    DEFAULT_ATTACKS,
+    AttackConfig,
+    AuditConfig,
+    DisclosureConfig,
+    ExposureConfig,
+    GateConfig,
+    MaceConfig,
+    ReleaseConfig,
+    TargetsConfig,
+    active_rules,
+    budget_tests,
+    protections_off,
+    rules_problem,
+)
 from privacy_gate.generators import Generator, MarginalGenerator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.names import ORACLE_ATTACK
+from privacy_gate.spec import DatasetSpec
 
 
 class GeneratorKnowledge(BaseModel):
@@ -57,7 +70,9 @@ class GateSettings(BaseModel):
     privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
     oracle_focal_points: tuple[FocalPoint, ...] | None = None  # evaluator-only knowledge
     publish_format: str = "parquet"
-    score_chunks: int = Field(1, ge=1)  # each attack scores its targets in this many tasks (runner.score_chunks)
+    score_chunks: int = Field(
+        1, ge=1
+    )  # each attack scores its targets in this many tasks (runner.score_chunks)
 
     @model_validator(mode="after")
     def _rules_read_attacks_that_run(self) -> GateSettings:
@@ -72,7 +87,8 @@ class GateSettings(BaseModel):
 
     @property
     def disabled(self) -> dict[str, str]:
-        """Default protections this run goes without, and why (``gate.disable`` and switched-off stages)."""
+        """Default protections this run goes without, and why (``gate.disable`` and switched-off
+        stages)."""
         return protections_off(self.gate, self.exposure, self.disclosure)
 
     @property
@@ -102,12 +118,21 @@ class GateSettings(BaseModel):
         return cls.model_validate(record)
 
 
-def with_oracle(attacks: Sequence[AttackConfig], focal: Sequence[FocalPoint] | None) -> tuple[AttackConfig, ...]:
+def with_oracle(
+    attacks: Sequence[AttackConfig], focal: Sequence[FocalPoint] | None
+) -> tuple[AttackConfig, ...]:
     """For a marginal generator, also report MAMA-MIA with the focal points the generator really
     used — the upper bound of black-box knowledge (reported, not gated)."""
-    if not focal or any(a.key == ORACLE_ATTACK for a in attacks) or not any(a.name == "mama_mia" for a in attacks):
+    if (
+        not focal
+        or any(a.key == ORACLE_ATTACK for a in attacks)
+        or not any(a.name == "mama_mia" for a in attacks)
+    ):
         return tuple(attacks)
-    return (*attacks, AttackConfig(name="mama_mia", variant="oracle", label=ORACLE_ATTACK, gate=False))
+    return (
+        *attacks,
+        AttackConfig(name="mama_mia", variant="oracle", label=ORACLE_ATTACK, gate=False),
+    )
 
 
 def resolved_exposure(exposure: ExposureConfig, *, reference_exchangeable: bool) -> ExposureConfig:
@@ -122,28 +147,57 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
     The reference split calibrates the member scan only when it is a split of the real table
     that the generator never read (a generator that takes its bins from it emits its values)."""
     focal = list(generator.focal_points_) if isinstance(generator, MarginalGenerator) else None
-    reads_reference = bool(getattr(getattr(generator, "capabilities", None), "uses_reference", False))
-    exposure = resolved_exposure(config.exposure, reference_exchangeable=(
-        config.dataset.reference_path is None and not reads_reference))
+    reads_reference = bool(
+        getattr(getattr(generator, "capabilities", None), "uses_reference", False)
+    )
+    exposure = resolved_exposure(
+        config.exposure,
+        reference_exchangeable=(config.dataset.reference_path is None and not reads_reference),
+    )
     return GateSettings(
-        spec=config.dataset.spec, gate=config.gate, attacks=with_oracle(config.attacks, focal),
-        targets=config.targets, audit=config.audit, mace=config.mace, exposure=exposure, disclosure=config.disclosure,
-        generator=GeneratorKnowledge(name=config.generator.name,
-                                     params={**config.generator.params, "seed": config.generator.seed}),
-        privacy=generator.privacy, oracle_focal_points=tuple(focal) if focal else None,
-        publish_format=config.publish.format, score_chunks=config.runner.score_chunks)
+        spec=config.dataset.spec,
+        gate=config.gate,
+        attacks=with_oracle(config.attacks, focal),
+        targets=config.targets,
+        audit=config.audit,
+        mace=config.mace,
+        exposure=exposure,
+        disclosure=config.disclosure,
+        generator=GeneratorKnowledge(
+            name=config.generator.name,
+            params={**config.generator.params, "seed": config.generator.seed},
+        ),
+        privacy=generator.privacy,
+        oracle_focal_points=tuple(focal) if focal else None,
+        publish_format=config.publish.format,
+        score_chunks=config.runner.score_chunks,
+    )
 
 
-def settings_for_gate_only(*, spec: DatasetSpec, gate: GateConfig | None = None,
-                           attacks: Sequence[AttackConfig] | None = None, targets: TargetsConfig | None = None,
-                           audit: AuditConfig | None = None, mace: MaceConfig | None = None,
-                           exposure: ExposureConfig | None = None, score_chunks: int = 1,
-                           disclosure: DisclosureConfig | None = None) -> GateSettings:
+def settings_for_gate_only(
+    *,
+    spec: DatasetSpec,
+    gate: GateConfig | None = None,
+    attacks: Sequence[AttackConfig] | None = None,
+    targets: TargetsConfig | None = None,
+    audit: AuditConfig | None = None,
+    mace: MaceConfig | None = None,
+    exposure: ExposureConfig | None = None,
+    score_chunks: int = 1,
+    disclosure: DisclosureConfig | None = None,
+) -> GateSettings:
     """Settings for synthetic data made elsewhere: defaults for every section not given. The
     reference file is taken to be what the gate-only contract says it is — real records of the
     same population that the generator never saw — so it calibrates the member scan unless
     ``exposure.reference_calibrates`` is false."""
-    return GateSettings(spec=spec, gate=gate or GateConfig(), attacks=tuple(attacks or DEFAULT_ATTACKS),
-                        targets=targets or TargetsConfig(), audit=audit or AuditConfig(), mace=mace or MaceConfig(),
-                        exposure=resolved_exposure(exposure or ExposureConfig(), reference_exchangeable=True),
-                        disclosure=disclosure or DisclosureConfig(), score_chunks=score_chunks)
+    return GateSettings(
+        spec=spec,
+        gate=gate or GateConfig(),
+        attacks=tuple(attacks or DEFAULT_ATTACKS),
+        targets=targets or TargetsConfig(),
+        audit=audit or AuditConfig(),
+        mace=mace or MaceConfig(),
+        exposure=resolved_exposure(exposure or ExposureConfig(), reference_exchangeable=True),
+        disclosure=disclosure or DisclosureConfig(),
+        score_chunks=score_chunks,
+    )

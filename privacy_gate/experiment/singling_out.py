@@ -64,15 +64,21 @@ class Predicates:
         return Predicates(self.cols[idx], self.ops[idx], self.vals[idx])
 
 
-def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | None = None,
-                 groups: np.ndarray | None = None) -> np.ndarray:
+def match_counts(
+    data: np.ndarray,
+    preds: Predicates,
+    *,
+    bounds: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
     """How many rows of ``data`` each predicate matches, shape ``(n_predicates, len(bounds))``:
     column i counts the rows before ``bounds[i]`` (default: all rows). With ``groups`` (the start of
     each unit's run of adjacent rows, :func:`grouped`) it counts the units with a matching row, and
     ``bounds`` are in units: a person matched in three of their years is one match.
 
     >>> d = np.array([[1.0], [1.0], [2.0]], dtype=np.float32)
-    >>> p = Predicates(np.zeros((1, 1), np.int64), np.array([[LE]], np.int8), np.array([[1.0]], np.float32))
+    >>> p = Predicates(np.zeros((1, 1), np.int64), np.array([[LE]], np.int8),
+    ...                np.array([[1.0]], np.float32))
     >>> match_counts(d, p).tolist(), match_counts(d, p, groups=np.array([0, 2])).tolist()
     ([[2]], [[1]])
     """
@@ -86,7 +92,7 @@ def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | No
     step = max(1, CHUNK_ELEMENTS // n_rows)
     starts = np.concatenate([[0], ends[:-1]])
     for s in range(0, len(preds), step):
-        c, o, v = preds.cols[s:s + step], preds.ops[s:s + step], preds.vals[s:s + step]
+        c, o, v = preds.cols[s : s + step], preds.ops[s : s + step], preds.vals[s : s + step]
         hit = np.ones((len(c), n_rows), dtype=bool)
         for j in range(c.shape[1]):
             X = columns[c[:, j]]
@@ -95,16 +101,32 @@ def match_counts(data: np.ndarray, preds: Predicates, *, bounds: np.ndarray | No
                 if rows.size == 0:
                     continue
                 x, val = X[rows], v[rows, j][:, None]
-                cond = (x == val) if op == EQ else (x <= val) if op == LE else (x >= val) if op == GE else np.isnan(x)
+                cond = (
+                    (x == val)
+                    if op == EQ
+                    else (x <= val)
+                    if op == LE
+                    else (x >= val)
+                    if op == GE
+                    else np.isnan(x)
+                )
                 hit[rows] &= cond
         if groups is not None:
-            hit = np.logical_or.reduceat(hit, groups, axis=1)  # a unit matches when any of its rows does
-        per_block = np.add.reduceat(hit, starts, axis=1) if len(ends) > 1 else hit.sum(axis=1, keepdims=True)
-        out[s:s + step] = np.cumsum(per_block, axis=1) if len(ends) > 1 else per_block
+            hit = np.logical_or.reduceat(
+                hit, groups, axis=1
+            )  # a unit matches when any of its rows does
+        per_block = (
+            np.add.reduceat(hit, starts, axis=1)
+            if len(ends) > 1
+            else hit.sum(axis=1, keepdims=True)
+        )
+        out[s : s + step] = np.cumsum(per_block, axis=1) if len(ends) > 1 else per_block
     return out
 
 
-def grouped(data: np.ndarray, units: np.ndarray, *, rank: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def grouped(
+    data: np.ndarray, units: np.ndarray, *, rank: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``data``'s rows reordered so each unit's rows are adjacent, the units in the order of
     ``rank[unit]`` (default: of their codes), and where each unit's run starts (the ``groups`` of
     :func:`match_counts`). Integer sorting only: the same order on every CPU.
@@ -116,7 +138,9 @@ def grouped(data: np.ndarray, units: np.ndarray, *, rank: np.ndarray | None = No
     key = np.asarray(units) if rank is None else np.asarray(rank)[units]
     order = np.argsort(key, kind="stable")
     key = key[order]
-    return data[order], (np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64))
+    return data[order], (
+        np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
+    )
 
 
 def _size(data: np.ndarray, units: np.ndarray | None) -> int:
@@ -132,7 +156,9 @@ def _matched(data: np.ndarray, preds: Predicates, units: np.ndarray | None) -> n
     return match_counts(rows, preds, groups=starts)[:, 0]
 
 
-def _univariate_ranges(x: np.ndarray, ops: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _univariate_ranges(
+    x: np.ndarray, ops: np.ndarray, vals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where one column's present values sort (stably: ties keep their row order), and for each
     one-column predicate the range ``[lo, hi)`` of sorted positions it matches (a missing-value
     predicate's range is empty: the missing rows are not among the sorted)."""
@@ -141,7 +167,9 @@ def _univariate_ranges(x: np.ndarray, ops: np.ndarray, vals: np.ndarray) -> tupl
     present = x[order]
     left, right = np.searchsorted(present, vals, "left"), np.searchsorted(present, vals, "right")
     lo = np.where((ops == EQ) | (ops == GE), left, 0)
-    hi = np.where(ops == EQ, right, np.where(ops == LE, right, np.where(ops == GE, len(present), 0)))
+    hi = np.where(
+        ops == EQ, right, np.where(ops == LE, right, np.where(ops == GE, len(present), 0))
+    )
     return order, lo, hi
 
 
@@ -159,7 +187,8 @@ def _univariate_counts(data: np.ndarray, preds: Predicates) -> np.ndarray:
 
 def _univariate_single(data: np.ndarray, preds: Predicates, units: np.ndarray) -> np.ndarray:
     """Whether the rows each one-column predicate matches are one unit's: its range of sorted
-    positions is not empty and holds no change of unit (the next change after its start is not in it)."""
+    positions is not empty and holds no change of unit (the next change after its start is not in
+    it)."""
     out = np.zeros(len(preds), dtype=bool)
     c, o, v = preds.cols[:, 0], preds.ops[:, 0], preds.vals[:, 0]
     for j in np.unique(c):
@@ -174,7 +203,9 @@ def _univariate_single(data: np.ndarray, preds: Predicates, units: np.ndarray) -
     return out
 
 
-def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0, units: np.ndarray | None = None) -> np.ndarray:
+def isolating(
+    data: np.ndarray, preds: Predicates, *, seed: int = 0, units: np.ndarray | None = None
+) -> np.ndarray:
     """Whether each predicate matches exactly one row of ``data`` or, with ``units`` (each row's
     person, :func:`privacy_gate.data.split.unit_codes`), rows of exactly one person: on a panel a
     predicate that matches all seven years of one person singles that person out although it
@@ -194,7 +225,11 @@ def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0, units: np.n
     [True, False, True, True]
     """
     if len(preds) and preds.cols.shape[1] == 1:
-        return _univariate_counts(data, preds) == 1 if units is None else _univariate_single(data, preds, units)
+        return (
+            _univariate_counts(data, preds) == 1
+            if units is None
+            else _univariate_single(data, preds, units)
+        )
     keep = np.arange(len(preds))
     order = np.random.default_rng(seed).permutation(data.shape[0])
     for size in (1024, 16384):
@@ -208,8 +243,9 @@ def isolating(data: np.ndarray, preds: Predicates, *, seed: int = 0, units: np.n
     return out
 
 
-def _record_predicates(syn: np.ndarray, numeric: np.ndarray, rng: np.random.Generator, n: int, n_cols: int
-                       ) -> Predicates:
+def _record_predicates(
+    syn: np.ndarray, numeric: np.ndarray, rng: np.random.Generator, n: int, n_cols: int
+) -> Predicates:
     rows = rng.integers(syn.shape[0], size=n)
     cols = np.sort(np.argsort(rng.random((n, syn.shape[1])), axis=1)[:, :n_cols], axis=1)
     vals = syn[rows[:, None], cols]
@@ -233,14 +269,22 @@ def _univariate_candidates(syn: np.ndarray, numeric: np.ndarray) -> Predicates:
         cols += [j] * len(found)
         ops += [o for o, _ in found]
         vals += [v for _, v in found]
-    return Predicates(np.array(cols, np.int64)[:, None], np.array(ops, np.int8)[:, None],
-                      np.array(vals, np.float32)[:, None])
+    return Predicates(
+        np.array(cols, np.int64)[:, None],
+        np.array(ops, np.int8)[:, None],
+        np.array(vals, np.float32)[:, None],
+    )
 
 
 def _unique_rows(preds: Predicates, seen: set[bytes]) -> np.ndarray:
     keep = []
-    keys = np.hstack([preds.cols.astype(np.float64), preds.ops.astype(np.float64),
-                      np.nan_to_num(preds.vals.astype(np.float64), nan=-7.7e37)])
+    keys = np.hstack(
+        [
+            preds.cols.astype(np.float64),
+            preds.ops.astype(np.float64),
+            np.nan_to_num(preds.vals.astype(np.float64), nan=-7.7e37),
+        ]
+    )
     for i, row in enumerate(keys):
         key = row.tobytes()
         if key not in seen:
@@ -249,8 +293,15 @@ def _unique_rows(preds: Predicates, seen: set[bytes]) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
-def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n_cols: int, seed: int,
-                      max_attempts: int | None = None) -> Predicates:
+def attack_predicates(
+    syn: np.ndarray,
+    numeric: np.ndarray,
+    *,
+    n_attacks: int,
+    n_cols: int,
+    seed: int,
+    max_attempts: int | None = None,
+) -> Predicates:
     """Up to ``n_attacks`` distinct predicates that each isolate exactly one synthetic record
     (``n_cols == 1``: univariate; else multivariate, at most ``max_attempts`` tries)."""
     rng = np.random.default_rng(seed)
@@ -259,7 +310,7 @@ def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n
         cand = _univariate_candidates(syn, numeric)
         # a value one synthetic record holds isolates it by construction; only a minimum or a
         # maximum can be tied, so checking twice the needed number in random order is enough
-        cand = cand.take(rng.permutation(len(cand))[:2 * n_attacks + 2 * syn.shape[1]])
+        cand = cand.take(rng.permutation(len(cand))[: 2 * n_attacks + 2 * syn.shape[1]])
         cand = cand.take(np.flatnonzero(isolating(syn, cand, seed=seed)))
         return cand.take(np.arange(min(n_attacks, len(cand))))
     limit = max_attempts or 10 * n_attacks
@@ -274,17 +325,30 @@ def attack_predicates(syn: np.ndarray, numeric: np.ndarray, *, n_attacks: int, n
         found.append(cand.take(np.arange(min(len(cand), n_attacks - have))))
         have += len(found[-1])
     if have < n_attacks:
-        _LOG.info("  singling out: %d of %d predicates isolate one synthetic record after %d tries", have, n_attacks,
-                  tried)
-    return Predicates(*(np.concatenate([getattr(p, f) for p in found]) for f in ("cols", "ops", "vals")))
+        _LOG.info(
+            "  singling out: %d of %d predicates isolate one synthetic record after %d tries",
+            have,
+            n_attacks,
+            tried,
+        )
+    return Predicates(
+        *(np.concatenate([getattr(p, f) for p in found]) for f in ("cols", "ops", "vals"))
+    )
 
 
 def _isolated(n: np.ndarray, w: float) -> np.ndarray:
     return (1.0 - (n * w + 1.0) * np.power(1.0 - w, n)) / (n + 1.0)
 
 
-def size_correction(data: np.ndarray, preds: Predicates, *, target_size: int, seed: int, repeats: int = 3,
-                    units: np.ndarray | None = None) -> float:
+def size_correction(
+    data: np.ndarray,
+    preds: Predicates,
+    *,
+    target_size: int,
+    seed: int,
+    repeats: int = 3,
+    units: np.ndarray | None = None,
+) -> float:
     """Factor turning the successes on ``data`` into the expected successes on a set of
     ``target_size`` records (the Cohen–Nissim model, fitted on nested random prefixes). With
     ``units`` (codes ``0 .. n - 1``) the sizes are people and the prefixes whole people."""
@@ -331,32 +395,52 @@ class SinglingOutResult:
             raise ValueError(f"unknown singling-out mode {self.mode!r}")
 
 
-def singling_out(codes: Codes, *, n_attacks: int, n_cols: int, seed: int, alpha: float = 0.05,
-                 max_attempts: int | None = None, units: tuple[np.ndarray, np.ndarray] | None = None
-                 ) -> SinglingOutResult:
+def singling_out(
+    codes: Codes,
+    *,
+    n_attacks: int,
+    n_cols: int,
+    seed: int,
+    alpha: float = 0.05,
+    max_attempts: int | None = None,
+    units: tuple[np.ndarray, np.ndarray] | None = None,
+) -> SinglingOutResult:
     """Singling-out risk of ``codes.matrices = (synthetic, training, control)`` (see the module).
     ``units``: each training and each control row's person (a panel,
     :func:`privacy_gate.data.split.unit_codes`): a predicate then succeeds when the rows it matches
     are one person's, and the size correction and the equal-size test count people."""
     syn, train, control = codes.matrices
-    preds = attack_predicates(syn, codes.numeric, n_attacks=n_attacks, n_cols=n_cols, seed=seed,
-                              max_attempts=max_attempts)
+    preds = attack_predicates(
+        syn, codes.numeric, n_attacks=n_attacks, n_cols=n_cols, seed=seed, max_attempts=max_attempts
+    )
     n = len(preds)
     train_units, control_units = units or (None, None)
     k_train = int(isolating(train, preds, seed=seed, units=train_units).sum())
     k_control = int(isolating(control, preds, seed=seed, units=control_units).sum())
-    factor = size_correction(control, preds, target_size=_size(train, train_units), seed=seed + 1, units=control_units)
+    factor = size_correction(
+        control, preds, target_size=_size(train, train_units), seed=seed + 1, units=control_units
+    )
     pvalue = equal_size_pvalue(train, control, preds, seed=seed + 2, units=units)
     # the naive attacker: the same number of random predicates (random records of the training-size
     # population are not available to it: it draws values uniformly from the synthetic columns)
-    risk = disclosure_risk(k_train=k_train, n_train=n, k_control=k_control * factor, n_control=n, alpha=alpha)
-    return SinglingOutResult(mode="univariate" if n_cols <= 1 else "multivariate", n_cols=min(n_cols, len(codes.columns)),
-                             n_predicates=n, control_correction=factor, risk=risk, columns=codes.columns,
-                             pvalue=pvalue, per_person=units is not None)
+    risk = disclosure_risk(
+        k_train=k_train, n_train=n, k_control=k_control * factor, n_control=n, alpha=alpha
+    )
+    return SinglingOutResult(
+        mode="univariate" if n_cols <= 1 else "multivariate",
+        n_cols=min(n_cols, len(codes.columns)),
+        n_predicates=n,
+        control_correction=factor,
+        risk=risk,
+        columns=codes.columns,
+        pvalue=pvalue,
+        per_person=units is not None,
+    )
 
 
-def _subsample(data: np.ndarray, units: np.ndarray | None, m: int, rng: np.random.Generator
-               ) -> tuple[np.ndarray, np.ndarray | None]:
+def _subsample(
+    data: np.ndarray, units: np.ndarray | None, m: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``m`` of ``data``'s rows, or with ``units`` all the rows of ``m`` of its people, drawn
     uniformly (sorted: the rows keep their order); all of them when it holds at most ``m``."""
     if _size(data, units) <= m:
@@ -368,8 +452,14 @@ def _subsample(data: np.ndarray, units: np.ndarray | None, m: int, rng: np.rando
     return data[keep], units[keep]
 
 
-def equal_size_pvalue(train: np.ndarray, control: np.ndarray, preds: Predicates, *, seed: int,
-                      units: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+def equal_size_pvalue(
+    train: np.ndarray,
+    control: np.ndarray,
+    preds: Predicates,
+    *,
+    seed: int,
+    units: tuple[np.ndarray, np.ndarray] | None = None,
+) -> float:
     """The gate's test of singling out: the larger of the two sets subsampled to the smaller one's
     size (seeded), so no size model is needed; over the predicates that isolate a record in exactly
     one of the two, the one-sided sign test that the training side wins more often. When nothing
@@ -389,10 +479,22 @@ def equal_size_pvalue(train: np.ndarray, control: np.ndarray, preds: Predicates,
     c, c_units = _subsample(control, control_units, m, rng)
     if len(preds) == 0 or m == 0:
         return 1.0
-    on_t, on_c = isolating(t, preds, seed=seed, units=t_units), isolating(c, preds, seed=seed, units=c_units)
+    on_t, on_c = (
+        isolating(t, preds, seed=seed, units=t_units),
+        isolating(c, preds, seed=seed, units=c_units),
+    )
     b, k = int((on_t & ~on_c).sum()), int((on_t ^ on_c).sum())
     return float(stats.binomtest(b, k, 0.5, alternative="greater").pvalue) if k else 1.0
 
 
-__all__ = ["Predicates", "SinglingOutResult", "attack_predicates", "equal_size_pvalue", "grouped", "isolating",
-           "match_counts", "singling_out", "size_correction"]
+__all__ = [
+    "Predicates",
+    "SinglingOutResult",
+    "attack_predicates",
+    "equal_size_pvalue",
+    "grouped",
+    "isolating",
+    "match_counts",
+    "singling_out",
+    "size_correction",
+]

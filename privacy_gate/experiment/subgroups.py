@@ -1,8 +1,8 @@
 """Who is at risk, measured: the attack metrics again per subgroup, the subgroups' rank tests, the
 entity (set-level) metrics, the dependency stress test and the source shift (see
-:mod:`privacy_gate.experiment.grouping` for the grouping rules, :mod:`privacy_gate.estimators.group_tests`
-for the tests). Numbers only: what they mean for the release is the gate's to say
-(:func:`privacy_gate.gate.findings.dependency_findings`)."""
+:mod:`privacy_gate.experiment.grouping` for the grouping rules,
+:mod:`privacy_gate.estimators.group_tests` for the tests). Numbers only: what they mean for the
+release is the gate's to say (:func:`privacy_gate.gate.findings.dependency_findings`)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,24 @@ from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import AttackOutcome
 from privacy_gate.experiment.dependency import SourceShift, dependence_note
-from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores, rare_value_groups,
-                                             subgroup_groups)
+from privacy_gate.experiment.grouping import (
+    RARE_SEPARATOR,
+    audit_subgroups,
+    audited_columns,
+    entity_scores,
+    rare_value_groups,
+    subgroup_groups,
+)
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.label_key import LabelKey
-from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
-                                group_test_metric, subgroup_metric)
+from privacy_gate.names import (
+    dependency_figure,
+    dependency_metric,
+    entity_metric,
+    exposure_metric,
+    group_test_metric,
+    subgroup_metric,
+)
 from privacy_gate.spec import DatasetSpec
 
 
@@ -61,10 +73,15 @@ class DependencyMeasurement:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """Subgroup / entity / dependency figures of one gate run, ready for the rules and for logging."""
+    """Subgroup / entity / dependency figures of one gate run, ready for the rules and for
+    logging."""
 
-    metrics: dict[str, float]  # flat, MLflow-named (subgroup/..., <attack>.entity.*, <attack>.dependency.*)
-    groups: dict[str, dict[str, float]]  # group label -> "<attack>.<metric>" / "membership_test.*" (rules)
+    metrics: dict[
+        str, float
+    ]  # flat, MLflow-named (subgroup/..., <attack>.entity.*, <attack>.dependency.*)
+    groups: dict[
+        str, dict[str, float]
+    ]  # group label -> "<attack>.<metric>" / "membership_test.*" (rules)
     group_rows: list[dict[str, Any]]  # one row per group and attack, for reports
     notes: list[str] = field(default_factory=list)  # what was audited by default, what was skipped
     dependency: DependencyMeasurement | None = None  # the dependency stress test, when run
@@ -81,12 +98,21 @@ def _categorical(spec: DatasetSpec) -> list[str]:
     return [c for c, col in spec.columns.items() if not col.is_numeric and c != spec.entity_id]
 
 
-def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec, cfg: AuditConfig,
-          dependency: tuple[str, Targets] | None = None, mace: MaceConfig | None = None,
-          gated: Sequence[str] | None = None, exposed: np.ndarray | None = None,
-          shift: SourceShift | None = None, epsilon: float | None = None,
-          rare: dict[str, list[str]] | None = None,
-          public: Mapping[str, frozenset[str]] | None = None, label_key: LabelKey | None = None) -> AuditResult:
+def audit(
+    outcomes: Sequence[AttackOutcome],
+    targets: Targets,
+    spec: DatasetSpec,
+    cfg: AuditConfig,
+    dependency: tuple[str, Targets] | None = None,
+    mace: MaceConfig | None = None,
+    gated: Sequence[str] | None = None,
+    exposed: np.ndarray | None = None,
+    shift: SourceShift | None = None,
+    epsilon: float | None = None,
+    rare: dict[str, list[str]] | None = None,
+    public: Mapping[str, frozenset[str]] | None = None,
+    label_key: LabelKey | None = None,
+) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
     groups), the exposed records inside each group (``exposed``: a mask over the targets),
@@ -110,73 +136,158 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     scores = {o.name: o.scores for o in outcomes}
     gated_names = list(scores) if gated is None else [g for g in gated if g in scores]
     metrics: dict[str, float] = {}
-    audited, notes = audited_columns(targets.records, subgroups=spec.subgroups, categorical=_categorical(spec))
+    audited, notes = audited_columns(
+        targets.records, subgroups=spec.subgroups, categorical=_categorical(spec)
+    )
     columns = [[c] for c in audited] + [list(c) for c in cfg.intersections]
     if public is None:
         public = {c: frozenset(map(str, col.categories or ())) for c, col in spec.columns.items()}
-    groups = subgroup_groups(targets.records, targets.labels, columns=columns, public=public, key=label_key)
+    groups = subgroup_groups(
+        targets.records, targets.labels, columns=columns, public=public, key=label_key
+    )
     if rare:
         known = {g.label for g in groups}
-        extra = rare_value_groups(targets.records, targets.labels, rare, public=public, alpha=RARE_ALPHA,
-                                  family_size=len(groups) + len(rare), separate=audited, key=label_key)
+        extra = rare_value_groups(
+            targets.records,
+            targets.labels,
+            rare,
+            public=public,
+            alpha=RARE_ALPHA,
+            family_size=len(groups) + len(rare),
+            separate=audited,
+            key=label_key,
+        )
         groups += [g for g in extra if g.label not in known]
         pooled = [g for g in extra if RARE_SEPARATOR in g.values[0]]
         if extra:
-            notes.append(f"rare values (held by fewer than {cfg.rare_value_max_count} training rows) audited in "
-                         f"{len(rare)} column(s): {len(extra) - len(pooled)} alone, {len(pooled)} pooled group(s) "
-                         f"({', '.join(f'{g.columns[0]}: {g.values[0].count(RARE_SEPARATOR) + 1} values' for g in pooled)})")
-    results = audit_subgroups(groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size)
+            pooled_text = ", ".join(
+                f"{g.columns[0]}: {g.values[0].count(RARE_SEPARATOR) + 1} values" for g in pooled
+            )
+            notes.append(
+                f"rare values (held by fewer than {cfg.rare_value_max_count} training rows) "
+                f"audited in {len(rare)} column(s): {len(extra) - len(pooled)} alone, "
+                f"{len(pooled)} pooled group(s) ({pooled_text})"
+            )
+    results = audit_subgroups(
+        groups, targets.labels, scores, group_metrics, min_group_size=cfg.min_group_size
+    )
     gated_scores = {a: scores[a] for a in gated_names}
     ranked = RankedScores.of(gated_scores) if gated_scores else None
     entities = None if spec.entity_id is None else targets.records[spec.entity_id].to_numpy()
-    tests = [group_pvalue(gated_scores, g.mask, targets.labels, seed=i, ranked=ranked, entities=entities)
-             for i, g in enumerate(groups)]
+    tests = [
+        group_pvalue(gated_scores, g.mask, targets.labels, seed=i, ranked=ranked, entities=entities)
+        for i, g in enumerate(groups)
+    ]
     adjusted = holm_adjust(np.array([p for p, _ in tests]))
     rows = []
     for r, (p, attack), p_adj in zip(results, tests, adjusted):
-        r.metrics.update({group_test_metric("p_value"): p, group_test_metric("p_adjusted"): float(p_adj),
-                          "n_members": float(r.group.n_members), "n_non_members": float(r.group.n_non_members)})
+        r.metrics.update(
+            {
+                group_test_metric("p_value"): p,
+                group_test_metric("p_adjusted"): float(p_adj),
+                "n_members": float(r.group.n_members),
+                "n_non_members": float(r.group.n_non_members),
+            }
+        )
         if exposed is not None:
             r.metrics[exposure_metric("count")] = float(np.sum(np.asarray(exposed)[r.group.mask]))
         for key, value in r.metrics.items():
             metrics[subgroup_metric(r.group.columns, r.group.values, key)] = value
-        common = {"group": r.label, "n_members": r.group.n_members, "n_non_members": r.group.n_non_members,
-                  "test_p_value": p, "test_p_adjusted": float(p_adj), "test_attack": attack,
-                  "exposed": r.metrics.get(exposure_metric("count"))}
+        common = {
+            "group": r.label,
+            "n_members": r.group.n_members,
+            "n_non_members": r.group.n_non_members,
+            "test_p_value": p,
+            "test_p_adjusted": float(p_adj),
+            "test_attack": attack,
+            "exposed": r.metrics.get(exposure_metric("count")),
+        }
         for o in outcomes:
-            rows.append({**common, "attack": o.name,
-                         **{k.split(".", 1)[1]: v for k, v in r.metrics.items() if k.startswith(o.name + ".")}})
+            rows.append(
+                {
+                    **common,
+                    "attack": o.name,
+                    **{
+                        k.split(".", 1)[1]: v
+                        for k, v in r.metrics.items()
+                        if k.startswith(o.name + ".")
+                    },
+                }
+            )
     if spec.entity_id is not None:
-        ent_labels, ent_scores = entity_scores(targets.records[spec.entity_id].to_numpy(), targets.labels, scores)
+        ent_labels, ent_scores = entity_scores(
+            targets.records[spec.entity_id].to_numpy(), targets.labels, scores
+        )
         for attack, s in ent_scores.items():
-            metrics.update({entity_metric(attack, k): float(v) for k, v in roc_metrics(s, ent_labels).items()})
+            metrics.update(
+                {entity_metric(attack, k): float(v) for k, v in roc_metrics(s, ent_labels).items()}
+            )
     measured = None
     bound = None if epsilon is None or mace is None else dp_advantage_bound(epsilon, mace.prior)
     if shift is not None:
-        metrics.update({dependency_figure("source_shift_pvalue"): shift.pvalue,
-                        dependency_figure("source_tv"): shift.tv,
-                        dependency_figure("plausibly_dependent"): float(shift.dependent(cfg.dependency_alpha))})
-        notes.append(dependence_note(shift, source=str(spec.source), alpha=cfg.dependency_alpha, epsilon=epsilon,
-                                     dp_bound=bound))
+        metrics.update(
+            {
+                dependency_figure("source_shift_pvalue"): shift.pvalue,
+                dependency_figure("source_tv"): shift.tv,
+                dependency_figure("plausibly_dependent"): float(
+                    shift.dependent(cfg.dependency_alpha)
+                ),
+            }
+        )
+        notes.append(
+            dependence_note(
+                shift,
+                source=str(spec.source),
+                alpha=cfg.dependency_alpha,
+                epsilon=epsilon,
+                dp_bound=bound,
+            )
+        )
     if dependency is not None:
         value, dep_targets = dependency
         gaps = []
         for o in outcomes:
             dep = roc_metrics(o.extra_scores["dependency"], dep_targets.labels)
             metrics.update({dependency_metric(o.name, k): float(v) for k, v in dep.items()})
-            gaps.append(DependencyGap(o.name, dependency_auc=float(dep["auc"]), iid_auc=float(o.metrics["auc"])))
+            gaps.append(
+                DependencyGap(
+                    o.name, dependency_auc=float(dep["auc"]), iid_auc=float(o.metrics["auc"])
+                )
+            )
         excess = None
         if mace is not None:
-            excess = _dependency_vs_dp(outcomes, gated_names, dep_targets.labels, metrics, mace=mace, bound=bound,
-                                       epsilon=epsilon)
-        measured = DependencyMeasurement(source=str(spec.source), value=value, gaps=tuple(gaps), excess=excess)
-    return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
-                       notes=notes, dependency=measured, masks={g.label: g.mask for g in groups})
+            excess = _dependency_vs_dp(
+                outcomes,
+                gated_names,
+                dep_targets.labels,
+                metrics,
+                mace=mace,
+                bound=bound,
+                epsilon=epsilon,
+            )
+        measured = DependencyMeasurement(
+            source=str(spec.source), value=value, gaps=tuple(gaps), excess=excess
+        )
+    return AuditResult(
+        metrics=metrics,
+        groups={r.label: r.metrics for r in results},
+        group_rows=rows,
+        notes=notes,
+        dependency=measured,
+        masks={g.label: g.mask for g in groups},
+    )
 
 
-def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], labels: np.ndarray,
-                      metrics: dict[str, float], *, mace: MaceConfig, bound: float | None,
-                      epsilon: float | None) -> DependencyExcess | None:
+def _dependency_vs_dp(
+    outcomes: Sequence[AttackOutcome],
+    gated: Sequence[str],
+    labels: np.ndarray,
+    metrics: dict[str, float],
+    *,
+    mace: MaceConfig,
+    bound: float | None,
+    epsilon: float | None,
+) -> DependencyExcess | None:
     """MACE bounds on the dependency targets, at delta / k over the k gated attacks (so the largest
     lower bound is a valid bound on the strongest); for a DP release, their excess over the IID DP
     bound (``dependency.dp_bound_excess``; the gate reviews a positive one)."""
@@ -185,8 +296,12 @@ def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], l
         if o.name not in gated:
             continue
         try:
-            m = mace_group_metrics(o.extra_scores["dependency"], labels, prior=mace.prior,
-                                   delta=mace.delta / max(1, len(gated)))
+            m = mace_group_metrics(
+                o.extra_scores["dependency"],
+                labels,
+                prior=mace.prior,
+                delta=mace.delta / max(1, len(gated)),
+            )
         except InsufficientDataError:
             continue
         metrics.update({dependency_metric(o.name, k): v for k, v in m.items()})

@@ -9,13 +9,17 @@ import numpy as np
 import pandas as pd
 
 from privacy_gate.config import TargetsConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import Splits
 from privacy_gate.data.split import unit_codes
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.experiment.dependency import dependency_indices
-from privacy_gate.experiment.floors import SMALLEST_PER_CLASS, Shortfall, dependency_shortfall, targets_shortfall
+from privacy_gate.experiment.floors import (
+    SMALLEST_PER_CLASS,
+    Shortfall,
+    dependency_shortfall,
+    targets_shortfall,
+)
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -42,18 +46,31 @@ class Targets:
     def count(self, *, members: bool) -> int:
         """Member (or non-member) units: people in a panel, rows otherwise."""
         side = np.asarray(self.labels).astype(bool) == members
-        return int(side.sum()) if self.units is None else int(np.unique(np.asarray(self.units)[side]).size)
+        return (
+            int(side.sum())
+            if self.units is None
+            else int(np.unique(np.asarray(self.units)[side]).size)
+        )
 
 
 def _too_few(n_mem: int, n_non: int, what: str) -> InsufficientDataError:
     return InsufficientDataError(
-        f"only {n_mem} member and {n_non} non-member targets available{what}; at least {SMALLEST_PER_CLASS} of each "
-        f"are needed to measure anything (the MACE bounds split them in three parts), whatever targets.min_per_class "
-        "says: use more data, a larger holdout (split.holdout) or larger targets.n_non_members / n_members")
+        f"only {n_mem} member and {n_non} non-member targets available{what}; at least "
+        f"{SMALLEST_PER_CLASS} of each "
+        "are needed to measure anything (the MACE bounds split them in three parts), whatever "
+        "targets.min_per_class "
+        "says: use more data, a larger holdout (split.holdout) or larger targets.n_non_members / "
+        "n_members"
+    )
 
 
-def choose_targets(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | None = None,
-                   entity_id: str | None = None) -> Targets:
+def choose_targets(
+    splits: Splits,
+    cfg: TargetsConfig,
+    *,
+    max_per_class: int | None = None,
+    entity_id: str | None = None,
+) -> Targets:
     """Non-members from holdout (all of it, up to ``max_per_class``, unless ``n_non_members`` is
     set), members sampled from train to balance them; reproducible from ``cfg.seed``. Fewer than
     ``cfg.min_per_class`` per class are used as they are (with a :class:`Shortfall`); fewer than
@@ -67,16 +84,26 @@ def choose_targets(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | N
     n_mem = min(cfg.n_members or n_non, len(splits.train))
     if min(n_non, n_mem) < SMALLEST_PER_CLASS:
         raise _too_few(n_mem, n_non, "")
-    short = targets_shortfall(cfg, n_train=len(splits.train), n_holdout=len(splits.holdout), n_members=n_mem,
-                              n_non_members=n_non, cap=max_per_class)
+    short = targets_shortfall(
+        cfg,
+        n_train=len(splits.train),
+        n_holdout=len(splits.holdout),
+        n_members=n_mem,
+        n_non_members=n_non,
+        cap=max_per_class,
+    )
     members = splits.train.iloc[np.sort(rng.choice(len(splits.train), n_mem, replace=False))]
-    non_members = splits.holdout.iloc[np.sort(rng.choice(len(splits.holdout), n_non, replace=False))]
+    non_members = splits.holdout.iloc[
+        np.sort(rng.choice(len(splits.holdout), n_non, replace=False))
+    ]
     records = pd.concat([members, non_members])
     labels = np.concatenate([np.ones(n_mem, dtype=np.int8), np.zeros(n_non, dtype=np.int8)])
     return Targets(records=records, labels=labels, shortfall=short)
 
 
-def _choose_units(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | None, entity_id: str) -> Targets:
+def _choose_units(
+    splits: Splits, cfg: TargetsConfig, *, max_per_class: int | None, entity_id: str
+) -> Targets:
     """A panel's targets: the same number of *people* from each side, each with all their rows.
 
     Why units, not rows: the per-unit tests (exposure, the membership test) score a person by
@@ -109,29 +136,55 @@ def _choose_units(splits: Splits, cfg: TargetsConfig, *, max_per_class: int | No
     n_mem = min(units_for(cfg.n_members) or n_non, people[0])
     if min(n_non, n_mem) < SMALLEST_PER_CLASS:
         raise _too_few(n_mem, n_non, f" (people: {entity_id})")
-    chosen = [np.sort(rng.choice(people[0], n_mem, replace=False)), np.sort(rng.choice(people[1], n_non, replace=False))]
+    chosen = [
+        np.sort(rng.choice(people[0], n_mem, replace=False)),
+        np.sort(rng.choice(people[1], n_non, replace=False)),
+    ]
     take = [np.isin(c, ch) for c, ch in zip(codes, chosen)]
     members, non_members = splits.train[take[0]], splits.holdout[take[1]]
     # the floor stays in rows: it sizes the row-level figures (MACE splits the targets in three);
-    # the people-level tests have their own floor (exposure.level's calibration, ``level_shortfall``)
-    short = targets_shortfall(cfg, n_train=len(splits.train), n_holdout=len(splits.holdout), n_members=len(members),
-                              n_non_members=len(non_members), cap=max_per_class)
-    labels = np.concatenate([np.ones(len(members), dtype=np.int8), np.zeros(len(non_members), dtype=np.int8)])
-    units = np.concatenate([codes[0][take[0]], people[0] + codes[1][take[1]]])  # disjoint codes per side
-    return Targets(records=pd.concat([members, non_members]), labels=labels, shortfall=short, units=units)
+    # the people-level tests have their own floor (exposure.level's calibration,
+    # ``level_shortfall``)
+    short = targets_shortfall(
+        cfg,
+        n_train=len(splits.train),
+        n_holdout=len(splits.holdout),
+        n_members=len(members),
+        n_non_members=len(non_members),
+        cap=max_per_class,
+    )
+    labels = np.concatenate(
+        [np.ones(len(members), dtype=np.int8), np.zeros(len(non_members), dtype=np.int8)]
+    )
+    units = np.concatenate(
+        [codes[0][take[0]], people[0] + codes[1][take[1]]]
+    )  # disjoint codes per side
+    return Targets(
+        records=pd.concat([members, non_members]), labels=labels, shortfall=short, units=units
+    )
 
 
-def choose_dependency_targets(splits: Splits, spec: DatasetSpec, cfg: TargetsConfig, *, value: str | None
-                              ) -> tuple[str, Targets]:
+def choose_dependency_targets(
+    splits: Splits, spec: DatasetSpec, cfg: TargetsConfig, *, value: str | None
+) -> tuple[str, Targets]:
     """Dependency stress test (Humphries et al.): members from one ``source`` value, non-members
     from the others — dependent membership the IID protocol does not see. The same floors as
     :func:`choose_targets` (``cfg.min_per_class``, :data:`SMALLEST_PER_CLASS`)."""
-    value, mem_idx, non_idx = dependency_indices(splits.train[spec.source], splits.holdout[spec.source], value=value)
+    value, mem_idx, non_idx = dependency_indices(
+        splits.train[spec.source], splits.holdout[spec.source], value=value
+    )
     n = min(len(mem_idx), len(non_idx), cfg.n_non_members or len(non_idx))
     if n < SMALLEST_PER_CLASS:
-        raise _too_few(n, n, f" to the dependency test ({len(mem_idx)} training records from the tested {spec.source} "
-                             f"value, {len(non_idx)} holdout records from the others)")
-    short = dependency_shortfall(cfg, source=spec.source, members=len(mem_idx), non_members=len(non_idx), per_class=n)
+        raise _too_few(
+            n,
+            n,
+            f" to the dependency test ({len(mem_idx)} training records from the tested "
+            f"{spec.source} "
+            f"value, {len(non_idx)} holdout records from the others)",
+        )
+    short = dependency_shortfall(
+        cfg, source=spec.source, members=len(mem_idx), non_members=len(non_idx), per_class=n
+    )
     rng = np.random.default_rng(cfg.seed + 1)
     members = splits.train.iloc[np.sort(rng.choice(mem_idx, n, replace=False))]
     non_members = splits.holdout.iloc[np.sort(rng.choice(non_idx, n, replace=False))]

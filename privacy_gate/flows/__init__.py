@@ -6,8 +6,23 @@ This is the only package that imports Prefect. The pipeline's logic lives in
 :mod:`privacy_gate.pipeline`.
 """
 
-from privacy_gate.flows.gate_flows import audit_dp_flow, dependency_study_flow, gate_flow, regate_flow, release_flow
+from privacy_gate.flows.gate_flows import (
+    audit_dp_flow,
+    dependency_study_flow,
+    gate_flow,
+    regate_flow,
+    release_flow,
+)
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows.review_form import ReviewInput
 
-__all__ = ["PrefectExecutor", "ReviewInput", "audit_dp_flow", "dependency_study_flow", "gate_flow", "regate_flow", "release_flow", "task_runner_for"]
+__all__ = [
+    "PrefectExecutor",
+    "ReviewInput",
+    "audit_dp_flow",
+    "dependency_study_flow",
+    "gate_flow",
+    "regate_flow",
+    "release_flow",
+    "task_runner_for",
+]

@@ -50,8 +50,11 @@ DEFAULT_SLOT_TIMEOUT = 3600.0
 SLOT_LEASE_SECONDS = 60.0
 #: How the run log marks the slot's wait, hold and release (each followed by the dataset's name):
 #: a run's time in the queue and in the gate can be read back from Prefect's logs.
-SLOT_WAITING, SLOT_HELD, SLOT_RELEASED = "waiting for the gate slot of dataset", "holding the gate slot of dataset", \
-    "gave back the gate slot of dataset"
+SLOT_WAITING, SLOT_HELD, SLOT_RELEASED = (
+    "waiting for the gate slot of dataset",
+    "holding the gate slot of dataset",
+    "gave back the gate slot of dataset",
+)
 
 
 class GateSlotBusy(PrivacyGateError):
@@ -116,7 +119,9 @@ def _ensure_limit(name: str) -> str:
             client.read_global_concurrency_limit_by_name(name)
         except ObjectNotFound:
             with contextlib.suppress(ObjectAlreadyExists):  # created meanwhile by another run
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+                client.create_global_concurrency_limit(
+                    GlobalConcurrencyLimitCreate(name=name, limit=1)
+                )
     return name
 
 
@@ -135,8 +140,15 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
 
     def slot(limit: str, wait: float | None) -> contextlib.AbstractContextManager[None]:
         # wait None: one try, a taken slot raises at once (Prefect answers 423 Locked)
-        return concurrency(limit, occupy=1, strict=True, timeout_seconds=wait, max_retries=None if wait else 0,
-                           lease_duration=SLOT_LEASE_SECONDS, holder=holder)
+        return concurrency(
+            limit,
+            occupy=1,
+            strict=True,
+            timeout_seconds=wait,
+            max_retries=None if wait else 0,
+            lease_duration=SLOT_LEASE_SECONDS,
+            holder=holder,
+        )
 
     with contextlib.ExitStack() as held:
         if not _take(held, slot(name, None)):
@@ -144,18 +156,29 @@ def dataset_slot(dataset: str, *, timeout: float | None = None) -> Iterator[None
                 queue = _ensure_limit(queue_limit_name(dataset))
                 if not _take(waiting, slot(queue, None)):
                     raise GateSlotBusy(
-                        f"the gate slot of dataset {dataset!r} is taken and another run already waits for it "
-                        f"(concurrency limits {name}, {queue}): this run is skipped — nothing gated or published; "
-                        "the next scheduled run tries again")
-                logger.info("%s %r: another run holds it (concurrency limit %s; waiting at most %g s)", SLOT_WAITING, dataset, name,
-                            timeout)
+                        f"the gate slot of dataset {dataset!r} is taken and another run already "
+                        "waits for it "
+                        f"(concurrency limits {name}, {queue}): this run is skipped — nothing "
+                        "gated or published; "
+                        "the next scheduled run tries again"
+                    )
+                logger.info(
+                    "%s %r: another run holds it (concurrency limit %s; waiting at most %g s)",
+                    SLOT_WAITING,
+                    dataset,
+                    name,
+                    timeout,
+                )
                 try:
                     held.enter_context(slot(name, timeout))
                 except TimeoutError:
                     raise GateSlotTimeout(
-                        f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed taken for "
-                        f"{timeout:g} s ({ENV_SLOT_TIMEOUT}); if no gate of this dataset is running, a crashed run "
-                        f"left it taken: free it with: {reset_command(dataset)}") from None
+                        f"the gate slot of dataset {dataset!r} (concurrency limit {name}) stayed "
+                        "taken for "
+                        f"{timeout:g} s ({ENV_SLOT_TIMEOUT}); if no gate of this dataset is "
+                        "running, a crashed run "
+                        f"left it taken: free it with: {reset_command(dataset)}"
+                    ) from None
             # the waiting room is free again: the next run may wait while this one gates
         logger.info("%s %r", SLOT_HELD, dataset)
         try:
@@ -177,8 +200,12 @@ class _QuietLocked(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         for arg in record.args if isinstance(record.args, tuple) else ():
             future = arg[-1] if isinstance(arg, tuple) and arg else None
-            if isinstance(future, concurrent.futures.Future) and future.done() and not future.cancelled() \
-                    and _locked(future.exception()):
+            if (
+                isinstance(future, concurrent.futures.Future)
+                and future.done()
+                and not future.cancelled()
+                and _locked(future.exception())
+            ):
                 return False
         return True
 
@@ -222,20 +249,54 @@ def emit_verdict_event(result: RunOutcome) -> None:
     url = mlflow_run_url(result.tracking_uri, result.run_id)
     related = []
     if result.run_id:
-        related.append({"prefect.resource.id": MLFLOW_RUN_RESOURCE.format(run_id=result.run_id),
-                        "prefect.resource.role": "mlflow-run", "prefect.resource.name": result.run_id,
-                        **({"mlflow.run.url": url} if url else {})})
-    emit_event(event=VERDICT_EVENT.format(verdict=verdict.decision.lower()),
-               resource={"prefect.resource.id": DATASET_RESOURCE.format(slug=dataset_slug(dataset)),
-                         "prefect.resource.name": dataset, "prefect.resource.role": "dataset"},
-               related=related,
-               payload={"verdict": verdict.decision, "status": verdict.status,
-                        "reasons": [c.message for c in verdict.reasons],
-                        "flagged_subgroups": list(verdict.flagged_subgroups or []),
-                        "published": result.published, "tracking_uri": result.tracking_uri,
-                        "run_id": result.run_id, "mlflow_run_url": url, "attempts": result.attempts})
+        related.append(
+            {
+                "prefect.resource.id": MLFLOW_RUN_RESOURCE.format(run_id=result.run_id),
+                "prefect.resource.role": "mlflow-run",
+                "prefect.resource.name": result.run_id,
+                **({"mlflow.run.url": url} if url else {}),
+            }
+        )
+    emit_event(
+        event=VERDICT_EVENT.format(verdict=verdict.decision.lower()),
+        resource={
+            "prefect.resource.id": DATASET_RESOURCE.format(slug=dataset_slug(dataset)),
+            "prefect.resource.name": dataset,
+            "prefect.resource.role": "dataset",
+        },
+        related=related,
+        payload={
+            "verdict": verdict.decision,
+            "status": verdict.status,
+            "reasons": [c.message for c in verdict.reasons],
+            "flagged_subgroups": list(verdict.flagged_subgroups or []),
+            "published": result.published,
+            "tracking_uri": result.tracking_uri,
+            "run_id": result.run_id,
+            "mlflow_run_url": url,
+            "attempts": result.attempts,
+        },
+    )
 
 
-__all__ = ["DATASET_RESOURCE", "DEFAULT_SLOT_TIMEOUT", "ENV_SLOT_TIMEOUT", "GateSlotBusy", "GateSlotTimeout",
-           "MLFLOW_RUN_RESOURCE", "SLOT_HELD", "SLOT_LEASE_SECONDS", "SLOT_RELEASED", "SLOT_WAITING", "VERDICT_EVENT",
-           "dataset_limit_name", "dataset_slot", "emit_verdict_event", "ensure_dataset_limit", "mlflow_run_url", "queue_limit_name", "reset_command", "slot_timeout"]
+__all__ = [
+    "DATASET_RESOURCE",
+    "DEFAULT_SLOT_TIMEOUT",
+    "ENV_SLOT_TIMEOUT",
+    "GateSlotBusy",
+    "GateSlotTimeout",
+    "MLFLOW_RUN_RESOURCE",
+    "SLOT_HELD",
+    "SLOT_LEASE_SECONDS",
+    "SLOT_RELEASED",
+    "SLOT_WAITING",
+    "VERDICT_EVENT",
+    "dataset_limit_name",
+    "dataset_slot",
+    "emit_verdict_event",
+    "ensure_dataset_limit",
+    "mlflow_run_url",
+    "queue_limit_name",
+    "reset_command",
+    "slot_timeout",
+]

@@ -60,24 +60,32 @@ def require_prefect_api(command: str, *, timeout: float = API_PROBE_SECONDS) -> 
 
     url = (PREFECT_API_URL.value() or "").strip().rstrip("/")
     if not url:
-        raise ConfigError(f"privacy-gate {command}: PREFECT_API_URL is not set, so there is no Prefect server to "
-                          f"{command} to; start one (prefect server start) and set PREFECT_API_URL, e.g. "
-                          "export PREFECT_API_URL=http://127.0.0.1:4200/api")
+        raise ConfigError(
+            f"privacy-gate {command}: PREFECT_API_URL is not set, so there is no Prefect server to "
+            f"{command} to; start one (prefect server start) and set PREFECT_API_URL, e.g. "
+            "export PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
     headers = {}
     if PREFECT_API_KEY.value():
         headers["Authorization"] = f"Bearer {PREFECT_API_KEY.value().get_secret_value()}"
     auth = PREFECT_API_AUTH_STRING.value()
     try:
-        response = httpx.get(f"{url}/health", headers=headers, timeout=timeout,
-                             auth=tuple(auth.get_secret_value().split(":", 1)) if auth else None)
+        response = httpx.get(
+            f"{url}/health",
+            headers=headers,
+            timeout=timeout,
+            auth=tuple(auth.get_secret_value().split(":", 1)) if auth else None,
+        )
         problem = None if response.status_code == 200 else f"HTTP {response.status_code}"
     except httpx.HTTPError as exc:
         problem = type(exc).__name__
     except ValueError as exc:  # not a URL httpx can request
         problem = f"not a usable URL: {exc}"
     if problem:
-        raise ConfigError(f"privacy-gate {command}: the Prefect API at {url} (PREFECT_API_URL) did not answer "
-                          f"({problem}); start the server there or set PREFECT_API_URL to one that runs")
+        raise ConfigError(
+            f"privacy-gate {command}: the Prefect API at {url} (PREFECT_API_URL) did not answer "
+            f"({problem}); start the server there or set PREFECT_API_URL to one that runs"
+        )
     return url
 
 
@@ -96,7 +104,8 @@ def config_files(folder: Path) -> list[Path]:
 
 
 def release_configs(folder: Path) -> list[Path]:
-    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must load."""
+    """Every release config (``*.yaml`` / ``*.yml``) directly in ``folder``, sorted; each must
+    load."""
     paths = config_files(folder)
     for p in paths:
         load_release_config(p)  # a ConfigError names the file and key
@@ -119,12 +128,14 @@ class FolderDeployments:
     problems: list[str] = field(default_factory=list)
 
 
-def folder_deployments(folder: Path, *, workdir: Path, cron: str | None = None,
-                       interval: float | None = None) -> FolderDeployments:
+def folder_deployments(
+    folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None
+) -> FolderDeployments:
     """A deployment for each valid release config in ``folder``; each invalid one (unreadable,
     not a valid config, no or a bad schedule, a deployment name taken by another file) becomes a
     problem line instead of stopping the others. Raises :class:`ConfigError` only when the folder
-    is missing or empty, or when ``--cron`` and ``--interval`` are both given (they apply to all)."""
+    is missing or empty, or when ``--cron`` and ``--interval`` are both given (they apply to
+    all)."""
     if cron is not None and interval is not None:
         raise ConfigError("--cron and --interval: give one schedule, not both")
     out = FolderDeployments()
@@ -132,8 +143,11 @@ def folder_deployments(folder: Path, *, workdir: Path, cron: str | None = None,
     for path in config_files(folder):
         path = path.resolve()
         if path.stem in names:
-            out.problems.append(f"{path}: deployment name {path.stem!r} is already used by {names[path.stem].name}; "
-                                "rename one of the files")
+            out.problems.append(
+                f"{path}: deployment name {path.stem!r} is already used by "
+                f"{names[path.stem].name}; "
+                "rename one of the files"
+            )
             continue
         try:
             deployment = build_deployment(path, workdir=workdir, cron=cron, interval=interval)
@@ -146,7 +160,9 @@ def folder_deployments(folder: Path, *, workdir: Path, cron: str | None = None,
     return out
 
 
-def _schedule(config: ReleaseConfig, path: Path, *, cron: str | None, interval: float | None) -> Any:
+def _schedule(
+    config: ReleaseConfig, path: Path, *, cron: str | None, interval: float | None
+) -> Any:
     from prefect.schedules import Cron, Interval
 
     if cron is not None and interval is not None:
@@ -157,14 +173,22 @@ def _schedule(config: ReleaseConfig, path: Path, *, cron: str | None, interval: 
     if interval is not None:
         return Interval(timedelta(seconds=interval), timezone=timezone)
     if config.schedule is None:
-        raise ConfigError(f"{path}: no schedule (add schedule: {{cron: \"0 2 * * *\"}} or pass --cron / --interval)")
+        raise ConfigError(
+            f'{path}: no schedule (add schedule: {{cron: "0 2 * * *"}} or pass --cron / --interval)'
+        )
     if config.schedule.cron is not None:
         return Cron(config.schedule.cron, timezone=timezone)
     return Interval(timedelta(seconds=config.schedule.interval_seconds), timezone=timezone)
 
 
-def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                     work_pool: str | None = None) -> Any:
+def build_deployment(
+    config_path: Path,
+    *,
+    workdir: Path,
+    cron: str | None = None,
+    interval: float | None = None,
+    work_pool: str | None = None,
+) -> Any:
     """The release flow as a deployment named after the config file, with its schedule."""
     from prefect.deployments.runner import EntrypointType
 
@@ -173,44 +197,76 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
     try:
         schedule = _schedule(config, path, cron=cron, interval=interval)
     except ValueError as exc:  # croniter refuses the expression
-        given = f"--cron {cron!r}" if cron else f"--interval {interval}" if interval else "the schedule section"
+        given = (
+            f"--cron {cron!r}"
+            if cron
+            else f"--interval {interval}"
+            if interval
+            else "the schedule section"
+        )
         raise ConfigError(f"{path}: invalid schedule in {given} ({exc})") from None
     dataset = config.dataset.spec.name
     return release_flow.to_deployment(
-        name=path.stem, schedules=[schedule], work_pool_name=work_pool,
+        name=path.stem,
+        schedules=[schedule],
+        work_pool_name=work_pool,
         parameters={"config_path": str(path), "workdir": str(Path(workdir).resolve())},
         description=f"privacy-gate release of dataset {dataset!r} from {path.name}",
         tags=[DEPLOYMENT_TAG, f"dataset:{dataset_slug(dataset)}"],
         # one active run per deployment; a run due while it runs is cancelled, never queued
         concurrency_limit=deployment_concurrency(),
         # the flow is loaded by module path, so a worker finds it wherever the package is installed
-        entrypoint_type=EntrypointType.MODULE_PATH)
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
 
 
 def require_signing_key(command: str, *, allow_unsigned: bool) -> None:
     """Scheduled gates sign their verdicts: without a key a reviewer could not tell a rewritten
-    run from a real one. ``allow_unsigned``: the operator's explicit choice (``--allow-unsigned``)."""
+    run from a real one. ``allow_unsigned``: the operator's explicit choice
+    (``--allow-unsigned``)."""
     if not allow_unsigned and signing_key() is None:
-        raise ConfigError(f"privacy-gate {command}: {ENV_SIGNING_KEY} is not set, so scheduled verdicts would be "
-                          f"unsigned; set {ENV_SIGNING_KEY} (the same key where runs are approved) or pass "
-                          "--allow-unsigned")
+        raise ConfigError(
+            f"privacy-gate {command}: {ENV_SIGNING_KEY} is not set, so scheduled verdicts would be "
+            f"unsigned; set {ENV_SIGNING_KEY} (the same key where runs are approved) or pass "
+            "--allow-unsigned"
+        )
 
 
-def serve_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                 limit: int | None = None, report: Callable[[str], None] | None = None,
-                 allow_unsigned: bool = False) -> None:
+def serve_folder(
+    folder: Path,
+    *,
+    workdir: Path,
+    cron: str | None = None,
+    interval: float | None = None,
+    limit: int | None = None,
+    report: Callable[[str], None] | None = None,
+    allow_unsigned: bool = False,
+) -> None:
     """Serve every valid release config in ``folder`` until interrupted. ``report`` gets one line
     per config left out (default: the ``privacy_gate`` logger's warnings); a ConfigError when no
     config is valid, or without a signing key unless ``allow_unsigned``."""
     from prefect import serve
 
-    found = prepare_folder(folder, workdir=workdir, cron=cron, interval=interval, report=report,
-                           allow_unsigned=allow_unsigned)
+    found = prepare_folder(
+        folder,
+        workdir=workdir,
+        cron=cron,
+        interval=interval,
+        report=report,
+        allow_unsigned=allow_unsigned,
+    )
     serve(*(d for d, _ in found.deployments), limit=limit)
 
 
-def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, interval: float | None = None,
-                   report: Callable[[str], None] | None = None, allow_unsigned: bool = False) -> FolderDeployments:
+def prepare_folder(
+    folder: Path,
+    *,
+    workdir: Path,
+    cron: str | None = None,
+    interval: float | None = None,
+    report: Callable[[str], None] | None = None,
+    allow_unsigned: bool = False,
+) -> FolderDeployments:
     """Everything ``serve_folder`` does before it serves: the deployments of the valid configs,
     each problem reported, the signing key required, the datasets' concurrency limits created."""
     if report is None:
@@ -221,7 +277,10 @@ def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, inte
     for line in found.problems:
         report(f"not served: {line}")
     if not found.deployments:
-        raise ConfigError(f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to serve")
+        raise ConfigError(
+            f"{folder}: none of its {len(found.problems)} release config(s) is valid; nothing to "
+            "serve"
+        )
     require_signing_key("serve", allow_unsigned=allow_unsigned)
     require_prefect_api("serve")
     for _, dataset in found.deployments:
@@ -229,16 +288,28 @@ def prepare_folder(folder: Path, *, workdir: Path, cron: str | None = None, inte
     return found
 
 
-def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: str | None = None,
-                   interval: float | None = None, allow_unsigned: bool = False) -> list[str]:
+def deploy_configs(
+    configs: list[Path],
+    *,
+    work_pool: str,
+    workdir: Path,
+    cron: str | None = None,
+    interval: float | None = None,
+    allow_unsigned: bool = False,
+) -> list[str]:
     """Register each config as a deployment in ``work_pool`` (created as a process pool if
     missing); returns the deployment ids. Refused without a signing key unless
     ``allow_unsigned`` (the workers that run them need the key in their environment too)."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
     # every config and schedule is checked before anything is registered
-    deployments = [(build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
-                    load_release_config(p).dataset.spec.name) for p in configs]
+    deployments = [
+        (
+            build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
+            load_release_config(p).dataset.spec.name,
+        )
+        for p in configs
+    ]
     require_signing_key("deploy", allow_unsigned=allow_unsigned)
     require_prefect_api("deploy")
     with get_client(sync_client=True) as client:
@@ -254,6 +325,16 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     return ids
 
 
-__all__ = ["FolderDeployments", "build_deployment", "config_files", "deploy_configs", "deployment_concurrency",
-           "folder_deployments", "prepare_folder", "release_configs", "require_prefect_api", "require_signing_key",
-           "serve_folder"]
+__all__ = [
+    "FolderDeployments",
+    "build_deployment",
+    "config_files",
+    "deploy_configs",
+    "deployment_concurrency",
+    "folder_deployments",
+    "prepare_folder",
+    "release_configs",
+    "require_prefect_api",
+    "require_signing_key",
+    "serve_folder",
+]

@@ -69,9 +69,17 @@ def task_runner_for(runner: RunnerConfig):
         try:
             from prefect_dask import DaskTaskRunner  # optional: only for runner.kind 'dask'
         except ImportError:
-            raise ConfigError("runner.kind 'dask' needs prefect-dask (pip install prefect-dask)") from None
+            raise ConfigError(
+                "runner.kind 'dask' needs prefect-dask (pip install prefect-dask)"
+            ) from None
         if runner.dask_address:
             return DaskTaskRunner(address=runner.dask_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1,
-                                              "processes": True, "dashboard_address": None})
+        return DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": runner.workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+            }
+        )
     return ThreadPoolTaskRunner(max_workers=runner.workers)

@@ -15,13 +15,15 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from prefect.input import RunInput
-from pydantic import WithJsonSchema, Field, create_model
+from pydantic import Field, WithJsonSchema, create_model
 
 from privacy_gate.names import SUPPRESS_EXPOSED
 from privacy_gate.pipeline.result import RunOutcome
 
-SUPPRESS_HELP = ("flagged subgroups to leave out: their synthetic rows are removed and the gate re-runs before "
-                 "anything is published (a group inside a suppressed one goes with it)")
+SUPPRESS_HELP = (
+    "flagged subgroups to leave out: their synthetic rows are removed and the gate re-runs before "
+    "anything is published (a group inside a suppressed one goes with it)"
+)
 
 
 class ReviewInput(RunInput):
@@ -32,7 +34,9 @@ class ReviewInput(RunInput):
     remove the exposed records' closest synthetic rows before the re-gate."""
 
     reviewer: str = Field(min_length=1, description="who decides (recorded with the decision)")
-    decision: Literal["approve", "reject"] = Field(description="approve: publish; reject: publish nothing")
+    decision: Literal["approve", "reject"] = Field(
+        description="approve: publish; reject: publish nothing"
+    )
     suppress: list[str] = Field(default_factory=list, description=SUPPRESS_HELP)
     subgroups: dict[str, Literal["approve", "reject"]] = Field(default_factory=dict)
     suppress_exposed: bool = False
@@ -54,24 +58,47 @@ def review_form(result: RunOutcome, *, evidence: str | None = None) -> type[Revi
     ``privacy-gate review`` text) first when there is one."""
     flagged = list(result.verdict.flagged_subgroups or [])
     if flagged:
-        # an enum in the form's schema even for one group (pydantic writes a lone Literal as "const",
-        # which the Prefect UI does not offer as a choice)
-        choice: Any = Annotated[Literal[tuple(flagged)],  # type: ignore[valid-type]
-                                WithJsonSchema({"type": "string", "enum": flagged})]
-        form = create_model("ReviewInput", __base__=ReviewInput,
-                            suppress=(list[choice], Field(default_factory=list, description=SUPPRESS_HELP)))
+        # an enum in the form's schema even for one group (pydantic writes a lone Literal as
+        # "const", which the Prefect UI does not offer as a choice)
+        choice: Any = Annotated[
+            Literal[tuple(flagged)],  # type: ignore[valid-type]
+            WithJsonSchema({"type": "string", "enum": flagged}),
+        ]
+        form = create_model(
+            "ReviewInput",
+            __base__=ReviewInput,
+            suppress=(list[choice], Field(default_factory=list, description=SUPPRESS_HELP)),
+        )
     else:
-        form = create_model("ReviewInput", __base__=ReviewInput,
-                            suppress=(list[str], Field(default_factory=list, max_length=0,
-                                                       description="no subgroup was flagged")))
-    lines = [(f"**REVIEW** of MLflow run `{result.run_id}` (dataset {result.dataset}). Choose a **decision**: "
-              "*approve* publishes the release (without the groups you select under *suppress*), *reject* "
-              "publishes nothing.")]
+        form = create_model(
+            "ReviewInput",
+            __base__=ReviewInput,
+            suppress=(
+                list[str],
+                Field(default_factory=list, max_length=0, description="no subgroup was flagged"),
+            ),
+        )
+    lines = [
+        (
+            f"**REVIEW** of MLflow run `{result.run_id}` (dataset {result.dataset}). Choose a "
+            "**decision**: "
+            "*approve* publishes the release (without the groups you select under *suppress*), "
+            "*reject* "
+            "publishes nothing."
+        )
+    ]
     if flagged:
         lines += ["", f"Flagged subgroups ({len(flagged)}), to approve or suppress:"]
         lines += [f"- `{g}`" for g in flagged]
     if evidence:
-        lines += ["", "What the gate found (`privacy-gate review`):", "", "```", evidence.strip(), "```"]
+        lines += [
+            "",
+            "What the gate found (`privacy-gate review`):",
+            "",
+            "```",
+            evidence.strip(),
+            "```",
+        ]
     return form.with_initial_data(description="\n".join(lines))
 
 

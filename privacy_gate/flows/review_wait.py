@@ -58,8 +58,8 @@ from privacy_gate.flows.review_form import ReviewInput, review_form
 from privacy_gate.flows.verdict_states import NotReleased, glance_name, verdict_line, verdict_state
 from privacy_gate.gate import Verdict
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.runs.retrying import unrecorded_block
 from privacy_gate.review.decide import decide_run, review_text
+from privacy_gate.runs.retrying import unrecorded_block
 
 #: Suspension keys of reviews: this prefix and the MLflow run id (Prefect keys a run's inputs by
 #: it, and allows letters, digits and dashes only: an MLflow run id is hex).
@@ -73,7 +73,8 @@ Regate = Callable[..., RunOutcome]
 
 
 def review_key(run_id: str) -> str | None:
-    """The suspension key of the review of MLflow run ``run_id`` (None for an id Prefect cannot key).
+    """The suspension key of the review of MLflow run ``run_id`` (None for an id Prefect cannot
+    key).
 
     >>> review_key("0a1b"), review_key("a/b")
     ('privacy-gate-review-0a1b', None)
@@ -87,8 +88,14 @@ def run_of_keys(keys: Iterable[str] | None) -> str | None:
     >>> run_of_keys({"1", "privacy-gate-review-0a1b"}), run_of_keys(None)
     ('0a1b', None)
     """
-    return next((k.removeprefix(REVIEW_KEY_PREFIX) for k in sorted(keys or ()) if k.startswith(REVIEW_KEY_PREFIX)),
-                None)
+    return next(
+        (
+            k.removeprefix(REVIEW_KEY_PREFIX)
+            for k in sorted(keys or ())
+            if k.startswith(REVIEW_KEY_PREFIX)
+        ),
+        None,
+    )
 
 
 def _this_flow_run() -> Any:
@@ -109,20 +116,28 @@ def paused_sibling() -> str | None:
     """Another run of this flow run's deployment that is paused or suspended (waiting for its
     review), if any. Such a run gives its deployment's concurrency slot back, so without this check
     every run of a schedule faster than the reviewer would gate the release again and wait too."""
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterState,
-                                                FlowRunFilterStateType)
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.runtime import deployment, flow_run
 
     if not deployment.id:
         return None
-    flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
-                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])))
+    flt = FlowRunFilter(
+        deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
+        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED])),
+    )
     try:
         with get_client(sync_client=True) as client:
             runs = client.read_flow_runs(flow_run_filter=flt, limit=5)
     except Exception as exc:  # noqa: BLE001 - cannot tell: wait as before (bounded by review.timeout_seconds)
-        get_run_logger().warning("could not list this deployment's paused runs (%s)", type(exc).__name__)
+        get_run_logger().warning(
+            "could not list this deployment's paused runs (%s)", type(exc).__name__
+        )
         return None
     return next((str(r.id) for r in runs if str(r.id) != str(flow_run.id)), None)
 
@@ -133,7 +148,9 @@ def _review_text(result: RunOutcome) -> str | None:
     try:
         return review_text(result.run_id, tracking_uri=result.tracking_uri)
     except Exception as exc:  # noqa: BLE001 - the form without the evidence, never no form
-        get_run_logger().warning("could not read the review text of run %s (%s)", result.run_id, type(exc).__name__)
+        get_run_logger().warning(
+            "could not read the review text of run %s (%s)", result.run_id, type(exc).__name__
+        )
         return None
 
 
@@ -143,9 +160,17 @@ def wait_for_review(result: RunOutcome, config: Any, workdir: str, *, regate: Re
     its process. Returns the outcome with what the review added."""
     logger = get_run_logger()
     waiting = paused_sibling()
-    if waiting is not None:  # one waiting review per deployment: a fast schedule cannot pile them up
-        logger.warning("REVIEW not paused: flow run %s of this deployment already waits for a review; decide run %s "
-                       "with privacy-gate approve|reject %s", waiting, result.run_id, result.run_id)
+    if (
+        waiting is not None
+    ):  # one waiting review per deployment: a fast schedule cannot pile them up
+        logger.warning(
+            "REVIEW not paused: flow run %s of this deployment already waits for a review; decide "
+            "run %s "
+            "with privacy-gate approve|reject %s",
+            waiting,
+            result.run_id,
+            result.run_id,
+        )
         return result
     if _deployment_id() is not None:
         return _suspend(result, config, workdir, regate=regate)
@@ -156,21 +181,38 @@ def _suspend(result: RunOutcome, config: Any, workdir: str, *, regate: Regate) -
     logger = get_run_logger()
     key = review_key(result.run_id) if result.run_id else None
     if key is None:
-        logger.warning("REVIEW not suspended: MLflow run id %r cannot key a suspension; it stays pending", result.run_id)
+        logger.warning(
+            "REVIEW not suspended: MLflow run id %r cannot key a suspension; it stays pending",
+            result.run_id,
+        )
         return result
-    logger.warning("REVIEW: suspended until a reviewer answers (at most %d s; flagged: %s). This run's process "
-                   "exits now and holds no slot; the review form's answer, or privacy-gate approve|reject %s, "
-                   "decides it", config.review.timeout_seconds,
-                   ", ".join(result.verdict.flagged_subgroups) or "none", result.run_id)
+    logger.warning(
+        "REVIEW: suspended until a reviewer answers (at most %d s; flagged: %s). This "
+        "run's process exits now and holds no slot; the review form's answer, or "
+        "privacy-gate approve|reject %s, decides it",
+        config.review.timeout_seconds,
+        ", ".join(result.verdict.flagged_subgroups) or "none",
+        result.run_id,
+    )
     try:
-        answer = suspend_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)), key=key,
-                                  timeout=config.review.timeout_seconds)
-    except RuntimeError as exc:  # the server refused the suspension (Prefect's Pause signal is no Exception)
-        logger.warning("REVIEW not suspended (%s); run %s stays pending: decide it with privacy-gate approve|reject %s",
-                       exc, result.run_id, result.run_id)
+        answer = suspend_flow_run(
+            wait_for_input=review_form(result, evidence=_review_text(result)),
+            key=key,
+            timeout=config.review.timeout_seconds,
+        )
+    except (
+        RuntimeError
+    ) as exc:  # the server refused the suspension (Prefect's Pause signal is no Exception)
+        logger.warning(
+            "REVIEW not suspended (%s); run %s stays pending: decide it with privacy-gate "
+            "approve|reject %s",
+            exc,
+            result.run_id,
+            result.run_id,
+        )
         return result
-    # the key had fired already: this run was resumed with an answer (resume_review normally takes it
-    # before anything is gated again)
+    # the key had fired already: this run was resumed with an answer (resume_review normally takes
+    # it before anything is gated again)
     return _apply(result, answer, workdir, regate=regate)
 
 
@@ -178,13 +220,23 @@ def _pause(result: RunOutcome, config: Any, workdir: str, *, regate: Regate) -> 
     """Pause in this process until a reviewer answers with a typed ``ReviewInput``, or the timeout
     passes (then the run stays pending and can still be decided with ``privacy-gate approve``)."""
     logger = get_run_logger()
-    logger.warning("REVIEW: waiting up to %d s for a reviewer (flagged: %s)", config.review.timeout_seconds,
-                   ", ".join(result.verdict.flagged_subgroups) or "none")
+    logger.warning(
+        "REVIEW: waiting up to %d s for a reviewer (flagged: %s)",
+        config.review.timeout_seconds,
+        ", ".join(result.verdict.flagged_subgroups) or "none",
+    )
     try:
-        answer = pause_flow_run(wait_for_input=review_form(result, evidence=_review_text(result)),
-                                timeout=config.review.timeout_seconds, poll_interval=min(10, config.review.poll_seconds))
+        answer = pause_flow_run(
+            wait_for_input=review_form(result, evidence=_review_text(result)),
+            timeout=config.review.timeout_seconds,
+            poll_interval=min(10, config.review.poll_seconds),
+        )
     except FlowPauseTimeout:
-        logger.warning("no review within %d s; run %s stays pending", config.review.timeout_seconds, result.run_id)
+        logger.warning(
+            "no review within %d s; run %s stays pending",
+            config.review.timeout_seconds,
+            result.run_id,
+        )
         return replace(result, review="timeout")
     return _apply(result, answer, workdir, regate=regate)
 
@@ -194,26 +246,47 @@ def _apply(result: RunOutcome, answer: ReviewInput, workdir: str, *, regate: Reg
     logger = get_run_logger()
     run_id = result.run_id
     try:
-        decision = decide_run(run_id, action=answer.decision, reviewer=answer.reviewer, comment=answer.comment,
-                              subgroups=dict(answer.subgroups) if answer.decision == "approve" else None, via="flow",
-                              tracking_uri=result.tracking_uri, suppress=answer.suppressed(), workdir=workdir,
-                              regate=regate)
+        decision = decide_run(
+            run_id,
+            action=answer.decision,
+            reviewer=answer.reviewer,
+            comment=answer.comment,
+            subgroups=dict(answer.subgroups) if answer.decision == "approve" else None,
+            via="flow",
+            tracking_uri=result.tracking_uri,
+            suppress=answer.suppressed(),
+            workdir=workdir,
+            regate=regate,
+        )
     except PrivacyGateError as exc:
         recorded = _recorded_decision(result)
-        if recorded is not None:  # decided between our check and our claim (the decision lock chose)
+        if (
+            recorded is not None
+        ):  # decided between our check and our claim (the decision lock chose)
             return _already_decided(result, recorded, answer)
         logger.error("review decision refused: %s", exc)
         return replace(result, review="refused", review_error=str(exc))
-    logger.info("review: %s by %s; published: %s", _ACTED[decision.action], decision.reviewer, decision.published)
-    return replace(result, review=decision.action, review_decision=decision.to_dict(), published=decision.published)
+    logger.info(
+        "review: %s by %s; published: %s",
+        _ACTED[decision.action],
+        decision.reviewer,
+        decision.published,
+    )
+    return replace(
+        result,
+        review=decision.action,
+        review_decision=decision.to_dict(),
+        published=decision.published,
+    )
 
 
-# ------------------------------------------------------------------------- picking a review up again
+# ------------------------------------------------------------------------ picking a review up again
 
 
 def suspended_for(logger: Any) -> str | None:
     """The MLflow run whose review this deployment's flow run was suspended for (and is now resumed
-    from, since the flow is running), or None: from the run's fired suspension keys on the server."""
+    from, since the flow is running), or None: from the run's fired suspension keys on the
+    server."""
     run = _this_flow_run()
     if run is None or run.deployment_id is None:
         return None
@@ -239,9 +312,14 @@ def _recorded_outcome(run_id: str, tracking_uri: str) -> RunOutcome:
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     verdict, seal = tracker.read_verified(run_id)
     tags = tracker.run_tags(run_id)
-    return RunOutcome(Verdict.from_dict(verdict).with_run_id(run_id), run_id=run_id, tracking_uri=tracking_uri,
-                      dataset=seal.get(names.SEAL_DATASET) or tags.get(names.TAG_DATASET),
-                      quarantined=tags.get(names.TAG_QUARANTINE), published=_published(tags))
+    return RunOutcome(
+        Verdict.from_dict(verdict).with_run_id(run_id),
+        run_id=run_id,
+        tracking_uri=tracking_uri,
+        dataset=seal.get(names.SEAL_DATASET) or tags.get(names.TAG_DATASET),
+        quarantined=tags.get(names.TAG_QUARANTINE),
+        published=_published(tags),
+    )
 
 
 def _published(tags: dict[str, str]) -> str | None:
@@ -262,27 +340,41 @@ def _recorded_decision(result: RunOutcome) -> dict[str, Any] | None:
     return decisions[-1] if decisions else None
 
 
-def _already_decided(result: RunOutcome, recorded: dict[str, Any], answer: ReviewInput) -> RunOutcome:
+def _already_decided(
+    result: RunOutcome, recorded: dict[str, Any], answer: ReviewInput
+) -> RunOutcome:
     acted = _ACTED.get(recorded.get("action"), recorded.get("action"))
     via = "privacy-gate " + recorded["action"] if recorded.get("via") == "cli" else "a review form"
-    note = (f"the review form's answer ({answer.decision} by {answer.reviewer}) was not applied: run {result.run_id} "
-            f"had already been {acted} by {recorded.get('reviewer')} with {via}")
+    note = (
+        f"the review form's answer ({answer.decision} by {answer.reviewer}) was not applied: run "
+        f"{result.run_id} "
+        f"had already been {acted} by {recorded.get('reviewer')} with {via}"
+    )
     get_run_logger().warning("%s", note)
     tags = tracking.Tracker(uri=result.tracking_uri, experiment=None).run_tags(result.run_id)
-    return replace(result, review=recorded.get("action"), review_decision=recorded, review_error=note,
-                   published=_published(tags))
+    return replace(
+        result,
+        review=recorded.get("action"),
+        review_decision=recorded,
+        review_error=note,
+        published=_published(tags),
+    )
 
 
-def resume_review(run_id: str, *, tracking_uri: str, workdir: str, regate: Regate,
-                  flow_run_id: Any = None) -> RunOutcome:
-    """The review of MLflow run ``run_id``, decided with the answer given to flow run ``flow_run_id``
-    (this one by default); raises when the verdict or the answer cannot be read."""
+def resume_review(
+    run_id: str, *, tracking_uri: str, workdir: str, regate: Regate, flow_run_id: Any = None
+) -> RunOutcome:
+    """The review of MLflow run ``run_id``, decided with the answer given to flow run
+    ``flow_run_id`` (this one by default); raises when the verdict or the answer cannot be read."""
     logger = get_run_logger()
     flow_run_id = flow_run_id or _this_flow_run().id
     result = _recorded_outcome(run_id, tracking_uri)
     answer = review_answer(run_id, flow_run_id)
-    logger.info("resumed review of MLflow run %s: %s", run_id,
-                f"{answer.decision} by {answer.reviewer}" if answer else "no answer was given")
+    logger.info(
+        "resumed review of MLflow run %s: %s",
+        run_id,
+        f"{answer.decision} by {answer.reviewer}" if answer else "no answer was given",
+    )
     recorded = _recorded_decision(result)
     if recorded is not None and answer is not None:
         return _already_decided(result, recorded, answer)
@@ -294,24 +386,36 @@ def resume_review(run_id: str, *, tracking_uri: str, workdir: str, regate: Regat
     return _apply(result, answer, workdir, regate=regate)
 
 
-def unapplied_state(run_id: str, exc: BaseException, *, tracking_uri: str | None, dataset: str | None) -> Any:
+def unapplied_state(
+    run_id: str, exc: BaseException, *, tracking_uri: str | None, dataset: str | None
+) -> Any:
     """The final state of a resumed run whose review could not be decided (fail closed: nothing was
     published by it; the MLflow run stays pending)."""
     reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
-    message = (f"review of MLflow run {run_id} not decided: {reason}; it stays pending: decide it with "
-               f"privacy-gate approve {run_id} or privacy-gate reject {run_id}")
+    message = (
+        f"review of MLflow run {run_id} not decided: {reason}; it stays pending: decide it with "
+        f"privacy-gate approve {run_id} or privacy-gate reject {run_id}"
+    )
     get_run_logger().error("%s", message)
-    outcome = replace(unrecorded_block(message, tracking_uri=tracking_uri, dataset=dataset), retryable=False)
+    outcome = replace(
+        unrecorded_block(message, tracking_uri=tracking_uri, dataset=dataset), retryable=False
+    )
     return Failed(name="Failed", message=message, data=NotReleased(message, outcome))
 
 
 def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Regate) -> list[str]:
-    """Decide the reviews of this deployment's runs that were resumed with an answer but cancelled by
-    the server before they ran (their deployment's slot was taken at that moment), and end each in its
-    verdict's state. Returns one line per run finished. A review that fails here is left for the next
-    run (a warning); nothing is published unless ``decide_run`` publishes."""
-    from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterDeploymentId, FlowRunFilterStartTime,
-                                                FlowRunFilterState, FlowRunFilterStateName, FlowRunFilterStateType)
+    """Decide the reviews of this deployment's runs that were resumed with an answer but cancelled
+    by the server before they ran (their deployment's slot was taken at that moment), and end each
+    in its verdict's state. Returns one line per run finished. A review that fails here is left for
+    the next run (a warning); nothing is published unless ``decide_run`` publishes."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+        FlowRunFilterStartTime,
+        FlowRunFilterState,
+        FlowRunFilterStateName,
+        FlowRunFilterStateType,
+    )
     from prefect.client.schemas.objects import StateType
     from prefect.client.schemas.sorting import FlowRunSort
 
@@ -320,43 +424,85 @@ def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Reg
     if this is None or this.deployment_id is None:
         return []
     # runs that had started (a suspended run had), then were cancelled: few, unlike the scheduled
-    # runs CANCEL_NEW cancels before they start; "Cancelled" leaves out the (many) runs ended Skipped
-    flt = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[this.deployment_id]),
-                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CANCELLED]),
-                                                 name=FlowRunFilterStateName(any_=["Cancelled"])),
-                        start_time=FlowRunFilterStartTime(is_null_=False))
+    # runs CANCEL_NEW cancels before they start; "Cancelled" leaves out the (many) runs ended
+    # Skipped
+    flt = FlowRunFilter(
+        deployment_id=FlowRunFilterDeploymentId(any_=[this.deployment_id]),
+        state=FlowRunFilterState(
+            type=FlowRunFilterStateType(any_=[StateType.CANCELLED]),
+            name=FlowRunFilterStateName(any_=["Cancelled"]),
+        ),
+        start_time=FlowRunFilterStartTime(is_null_=False),
+    )
     try:
         with get_client(sync_client=True) as client:
-            runs = client.read_flow_runs(flow_run_filter=flt, sort=FlowRunSort.START_TIME_DESC, limit=20)
+            runs = client.read_flow_runs(
+                flow_run_filter=flt, sort=FlowRunSort.START_TIME_DESC, limit=20
+            )
     except Exception as exc:  # noqa: BLE001
-        logger.warning("could not look for cancelled resumptions of reviews (%s)", type(exc).__name__)
+        logger.warning(
+            "could not look for cancelled resumptions of reviews (%s)", type(exc).__name__
+        )
         return []
     done = []
     for run in runs:
         run_id = run_of_keys(run.empirical_policy.pause_keys)
-        if run.id == this.id or run_id is None or (run.state.message if run.state else None) != LIMIT_REACHED:
+        if (
+            run.id == this.id
+            or run_id is None
+            or (run.state.message if run.state else None) != LIMIT_REACHED
+        ):
             continue
         try:
             if review_answer(run_id, run.id) is None:  # cancelled while suspended: nobody answered
                 continue
-            logger.warning("flow run %s was resumed with the review of MLflow run %s and then cancelled by the "
-                           "server (deployment concurrency limit reached) before it ran: deciding it here", run.id, run_id)
-            outcome = resume_review(run_id, tracking_uri=tracking_uri, workdir=workdir, regate=regate,
-                                    flow_run_id=run.id)
-            line = f"{verdict_line(outcome)} (decided by flow run {this.id}: the server had cancelled this run's resumption)"
+            logger.warning(
+                "flow run %s was resumed with the review of MLflow run %s and then cancelled by "
+                "the "
+                "server (deployment concurrency limit reached) before it ran: deciding it here",
+                run.id,
+                run_id,
+            )
+            outcome = resume_review(
+                run_id,
+                tracking_uri=tracking_uri,
+                workdir=workdir,
+                regate=regate,
+                flow_run_id=run.id,
+            )
+            line = (
+                f"{verdict_line(outcome)} (decided by flow run {this.id}: the server had "
+                "cancelled this run's resumption)"
+            )
             state = verdict_state(outcome).model_copy(update={"data": None, "message": line})
             with get_client(sync_client=True) as client:
                 client.set_flow_run_state(run.id, state, force=True)
                 # named like a run that ended by itself (verdict_states.glance_name)
                 client.update_flow_run(run.id, name=glance_name(line, run.name or ""))
         except Exception as exc:  # noqa: BLE001 - left for the next run; nothing published by this one
-            logger.warning("could not finish the resumed review of flow run %s (%s)", run.id,
-                           str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__)
+            logger.warning(
+                "could not finish the resumed review of flow run %s (%s)",
+                run.id,
+                str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__,
+            )
             continue
-        done.append(f"finished the review of flow run {run.id}, resumed but cancelled by the server: "
-                    f"{verdict_line(outcome)}")
+        done.append(
+            f"finished the review of flow run {run.id}, resumed but cancelled by the server: "
+            f"{verdict_line(outcome)}"
+        )
     return done
 
 
-__all__ = ["LIMIT_REACHED", "REVIEW_KEY_PREFIX", "finish_cancelled_resumptions", "paused_sibling", "resume_review",
-           "review_answer", "review_key", "run_of_keys", "suspended_for", "unapplied_state", "wait_for_review"]
+__all__ = [
+    "LIMIT_REACHED",
+    "REVIEW_KEY_PREFIX",
+    "finish_cancelled_resumptions",
+    "paused_sibling",
+    "resume_review",
+    "review_answer",
+    "review_key",
+    "run_of_keys",
+    "suspended_for",
+    "unapplied_state",
+    "wait_for_review",
+]

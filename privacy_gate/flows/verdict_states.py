@@ -44,8 +44,9 @@ ended is named after its message's start (:func:`glance_name`: ``BLOCK: The atta
 training records … · massive-kakapo``), which the page's title shows; its data is the run's
 :class:`~privacy_gate.pipeline.result.RunOutcome` — for a Failed- or Cancelled-type state wrapped in
 :class:`NotReleased`, the exception Prefect's engine expects there (it raises a failed state's data
-when a deployment's run ends, and a plain object would make that a ``TypeError``). Flows declared with :func:`verdict_flow` return
-that outcome when called as functions (the CLI, the tests), whatever the state type.
+when a deployment's run ends, and a plain object would make that a ``TypeError``). Flows declared
+with :func:`verdict_flow` return that outcome when called as functions (the CLI, the tests),
+whatever the state type.
 """
 
 from __future__ import annotations
@@ -59,8 +60,17 @@ from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.report.commands import review_command
 
 #: The names of the verdicts' states (``State.name``).
-STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = "Approved", "Blocked", "Failed", "Skipped"
-STATE_REVIEW, STATE_REVIEW_APPROVED, STATE_REVIEW_REJECTED = "Review pending", "Review approved", "Review rejected"
+STATE_APPROVED, STATE_BLOCKED, STATE_FAILED, STATE_SKIPPED = (
+    "Approved",
+    "Blocked",
+    "Failed",
+    "Skipped",
+)
+STATE_REVIEW, STATE_REVIEW_APPROVED, STATE_REVIEW_REJECTED = (
+    "Review pending",
+    "Review approved",
+    "Review rejected",
+)
 _MAX_REASON = 400  # characters of the reason in a state message (the report has them all)
 _SHOWN_GROUPS = 5
 
@@ -91,26 +101,37 @@ def verdict_line(result: RunOutcome) -> str:
     """One line: the verdict, why, and what happened to the release.
 
     >>> from privacy_gate.gate import Verdict
-    >>> verdict_line(RunOutcome(Verdict.error("gate did not complete: boom"), run_id=None, tracking_uri=None,
-    ...                         dataset="adult"))
-    'BLOCK (gate did not complete): The gate did not finish: gate did not complete: boom. It fails closed, so the release is blocked.'
+    >>> verdict = Verdict.error("gate did not complete: boom")
+    >>> verdict_line(RunOutcome(verdict, run_id=None, tracking_uri=None, dataset="adult"))
+    'BLOCK (gate did not complete): The gate did not finish: gate did not complete: boom. It fails
+    closed, so the release is blocked.'
     """
     verdict = result.verdict
-    head = verdict.decision if verdict.status == "ok" else f"{verdict.decision} (gate did not complete)"
+    head = (
+        verdict.decision
+        if verdict.status == "ok"
+        else f"{verdict.decision} (gate did not complete)"
+    )
     reasons = _deciding_reason_in_words(verdict)
     if len(reasons) > _MAX_REASON:
-        reasons = reasons[:_MAX_REASON - 1] + "…"
+        reasons = reasons[: _MAX_REASON - 1] + "…"
     parts = [f"{head}: {reasons or 'every rule passed'}"]
     if verdict.flagged_subgroups:
         parts.append(f"flagged: {_first(list(verdict.flagged_subgroups), _SHOWN_GROUPS, ', ')}")
     if result.review in ("approve", "reject"):
         who = (result.review_decision or {}).get("reviewer", "?")
         parts.append(f"{'approved' if result.review == 'approve' else 'rejected'} by {who}")
-        if result.review_error:  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
+        if (
+            result.review_error
+        ):  # e.g. a resumed review decided meanwhile with the CLI: the form's answer not applied
             parts.append(result.review_error)
     elif result.review == "timeout" or (verdict.decision == "REVIEW" and result.review is None):
-        parts.append(f"awaiting review: {review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
-                     if result.run_id else "awaiting review")
+        parts.append(
+            "awaiting review: "
+            f"{review_command(result.run_id, tracking_uri=result.tracking_uri, workdir=None)}"
+            if result.run_id
+            else "awaiting review"
+        )
     elif result.review == "refused":
         parts.append(f"review decision refused: {result.review_error}")
     if result.published:
@@ -131,8 +152,8 @@ def glance_name(message: str, name: str) -> str:
     (the verdict and the start of its reason, cut at a word) before the run's generated ``name``;
     a run named so already keeps its generated name.
 
-    >>> msg = ("BLOCK: The attack domias tells training records from holdout records with AUC 0.856 "
-    ...        "(0.5 is guessing; bar 0.6) (domias.auc) — MLflow run abc")
+    >>> msg = ("BLOCK: The attack domias tells training records from holdout records with AUC "
+    ...        "0.856 (0.5 is guessing; bar 0.6) (domias.auc) — MLflow run abc")
     >>> glance_name(msg, "massive-kakapo")
     'BLOCK: The attack domias tells training records from holdout records … · massive-kakapo'
     >>> glance_name("APPROVE: every rule passed — MLflow run abc", "REVIEW: dated · calm-otter")
@@ -145,13 +166,14 @@ def glance_name(message: str, name: str) -> str:
     return f"{head}{_NAME_SEP}{base}" if base else head
 
 
-class NotReleased(Exception):  # noqa: N818 - it names what happened, not an error of the code
+class NotReleased(Exception):  # named for what happened, not an error of the code
     """A run that did not release: its :class:`RunOutcome` as the data of its Failed- or
     Cancelled-type state (see the module docstring); the message is the state's.
 
     >>> import pickle
     >>> from privacy_gate.gate import Verdict
-    >>> e = NotReleased("BLOCK: x", RunOutcome(Verdict.error("x"), run_id="r", tracking_uri=None, dataset="d"))
+    >>> outcome = RunOutcome(Verdict.error("x"), run_id="r", tracking_uri=None, dataset="d")
+    >>> e = NotReleased("BLOCK: x", outcome)
     >>> copy = pickle.loads(pickle.dumps(e)); str(copy), copy.outcome.run_id
     ('BLOCK: x', 'r')
     """
@@ -173,7 +195,9 @@ def verdict_state(result: RunOutcome) -> State:
     if verdict.decision == "BLOCK":
         return Failed(name=STATE_BLOCKED, message=message, data=NotReleased(message, result))
     if verdict.decision == "REVIEW" and result.review == "reject":
-        return Failed(name=STATE_REVIEW_REJECTED, message=message, data=NotReleased(message, result))
+        return Failed(
+            name=STATE_REVIEW_REJECTED, message=message, data=NotReleased(message, result)
+        )
     if verdict.decision == "REVIEW":
         name = STATE_REVIEW_APPROVED if result.review == "approve" else STATE_REVIEW
         return Completed(name=name, message=message, data=result)
@@ -217,6 +241,20 @@ def verdict_flow(**options: Any):
     return lambda fn: VerdictFlow(fn, **options)
 
 
-__all__ = ["NotReleased", "STATE_APPROVED", "STATE_BLOCKED", "STATE_FAILED", "STATE_REVIEW", "STATE_REVIEW_APPROVED",
-           "STATE_REVIEW_REJECTED", "STATE_SKIPPED", "VerdictFlow",
-           "glance_name", "outcome_of", "skipped_state", "verdict_flow", "verdict_line", "verdict_state"]
+__all__ = [
+    "NotReleased",
+    "STATE_APPROVED",
+    "STATE_BLOCKED",
+    "STATE_FAILED",
+    "STATE_REVIEW",
+    "STATE_REVIEW_APPROVED",
+    "STATE_REVIEW_REJECTED",
+    "STATE_SKIPPED",
+    "VerdictFlow",
+    "glance_name",
+    "outcome_of",
+    "skipped_state",
+    "verdict_flow",
+    "verdict_line",
+    "verdict_state",
+]

@@ -15,8 +15,8 @@ without the group (:mod:`privacy_gate.pipeline.gate_run`):
   group's targets are removed is "flagged through" that group.
 
 >>> from privacy_gate.gate.verdict import Check
->>> c = Check(rule="exposed.share_lower <= 0.005", metric="exposed.share_lower", observed=0.02, threshold=0.005,
-...           bound="max", action="block", passed=False, message="too high")
+>>> c = Check(rule="exposed.share_lower <= 0.005", metric="exposed.share_lower", observed=0.02,
+...           threshold=0.005, bound="max", action="block", passed=False, message="too high")
 >>> v = Verdict(decision="BLOCK", status="ok", reasons=(c,), flagged_subgroups=("race=X",))
 >>> r = concentrated_in(v, group="race=X", targets=40, rest_decision="APPROVE")
 >>> r.decision, [x.action for x in r.reasons], r.reasons[-1].group
@@ -35,13 +35,26 @@ from privacy_gate.names import INFERENCE, LINKABILITY, SINGLING_OUT
 #: metric families whose failures a leaking group can explain (release-wide leakage figures, the
 #: disclosure risks among them); anything else (validation.*, utility.*, a failed run) is not the
 #: group's doing
-LEAKAGE_PREFIXES = ("exposed.", "mace.", "auc", "tpr_at_fpr_", "advantage", "membership_test.",
-                    f"{SINGLING_OUT}.", f"{LINKABILITY}.", f"{INFERENCE}.")
+LEAKAGE_PREFIXES = (
+    "exposed.",
+    "mace.",
+    "auc",
+    "tpr_at_fpr_",
+    "advantage",
+    "membership_test.",
+    f"{SINGLING_OUT}.",
+    f"{LINKABILITY}.",
+    f"{INFERENCE}.",
+)
 
 
 def is_leakage(check: Check) -> bool:
     """A failing check on a leakage figure of a real attack (not a failed run or validation)."""
-    return bool(check.metric) and check.metric.startswith(LEAKAGE_PREFIXES) and "invalid" not in check.metric
+    return (
+        bool(check.metric)
+        and check.metric.startswith(LEAKAGE_PREFIXES)
+        and "invalid" not in check.metric
+    )
 
 
 #: the metric of blame's ruling check
@@ -58,21 +71,42 @@ def concentrated_in(verdict: Verdict, *, group: str, targets: int, rest_decision
     would not be blocked (``rest_decision``) and every failing block check is a leakage figure;
     else ``verdict`` itself."""
     blocking = [c for c in verdict.reasons if c.action == "block"]
-    if verdict.decision != "BLOCK" or verdict.status != "ok" or rest_decision == "BLOCK" or not blocking:
+    if (
+        verdict.decision != "BLOCK"
+        or verdict.status != "ok"
+        or rest_decision == "BLOCK"
+        or not blocking
+    ):
         return verdict
     if not all(is_leakage(c) for c in blocking):
         return verdict
-    softened = tuple(dataclasses.replace(c, action="review", message=c.message + explained_note(group))
-                     if c.action == "block" else c for c in verdict.reasons)
-    ruling = Check(rule="exposure concentrated in one flagged group", metric=CONCENTRATED, observed=None,
-                   threshold=None, bound="none", action="review", passed=False, group=group,
-                   message=(f"the release-wide block rules fail because of {group}: without its {targets} targets "
-                            f"the release would be {rest_decision}, so a reviewer may suppress it "
-                            f"(privacy-gate approve RUN --suppress '{group}') and the rest is judged again"))
+    softened = tuple(
+        dataclasses.replace(c, action="review", message=c.message + explained_note(group))
+        if c.action == "block"
+        else c
+        for c in verdict.reasons
+    )
+    ruling = Check(
+        rule="exposure concentrated in one flagged group",
+        metric=CONCENTRATED,
+        observed=None,
+        threshold=None,
+        bound="none",
+        action="review",
+        passed=False,
+        group=group,
+        message=(
+            f"the release-wide block rules fail because of {group}: without its {targets} targets "
+            f"the release would be {rest_decision}, so a reviewer may suppress it "
+            f"(privacy-gate approve RUN --suppress '{group}') and the rest is judged again"
+        ),
+    )
     return dataclasses.replace(verdict, decision="REVIEW", reasons=softened + (ruling,))
 
 
-def explained_groups(rest_pvalues: dict[str, float], *, smaller: str, level: float) -> dict[str, str]:
+def explained_groups(
+    rest_pvalues: dict[str, float], *, smaller: str, level: float
+) -> dict[str, str]:
     """``{group: smaller}`` for every flagged group whose family-adjusted p-value once
     ``smaller``'s targets are removed (``rest_pvalues``) is no longer below ``level``.
 
@@ -82,4 +116,11 @@ def explained_groups(rest_pvalues: dict[str, float], *, smaller: str, level: flo
     return {g: smaller for g, p in rest_pvalues.items() if g != smaller and p >= level}
 
 
-__all__ = ["CONCENTRATED", "LEAKAGE_PREFIXES", "concentrated_in", "explained_groups", "explained_note", "is_leakage"]
+__all__ = [
+    "CONCENTRATED",
+    "LEAKAGE_PREFIXES",
+    "concentrated_in",
+    "explained_groups",
+    "explained_note",
+    "is_leakage",
+]

@@ -10,7 +10,8 @@ p-value under that null:
   avoids its members reveals them by their absence); Bonferroni over the attacks and the ensemble
   (one strong attack is not diluted by weak ones);
 - ``targets``: the exposed member targets: the tail-excess test and the Simes test of their
-  conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the two;
+  conformal p-values (the smallest p-value Benjamini–Hochberg could reject), Bonferroni over the
+  two;
 - ``scan``: the tail-excess test over every training record against the holdout (the member scan;
   its Simes p-value is reported, not tested);
 - ``agreement``: partial and quasi-identifier copies, the column-agreement scan;
@@ -50,30 +51,55 @@ import numpy as np
 from scipy import stats
 
 from privacy_gate.config import BUDGET_TESTS, BudgetConfig, GateConfig, Rule, rule_test
-from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
-                                MEMBERSHIP, RANK_PVALUE, SINGLING_OUT, metric_name)
+from privacy_gate.names import (
+    AGREEMENT,
+    COPIES,
+    DISCLOSURE_FAMILIES,
+    EXPOSURE,
+    GROUP_TEST,
+    INFERENCE,
+    LINKABILITY,
+    MEMBERSHIP,
+    RANK_PVALUE,
+    SINGLING_OUT,
+    metric_name,
+)
 
-#: The membership test's component for the attacks' mean-rank ensemble (its ``detail`` when smallest).
+#: The membership test's component for the attacks' mean-rank ensemble (its ``detail`` when
+#: smallest).
 ENSEMBLE = "ensemble"
-#: The tests, in the order the verdict lists them (the config owns the names: ``disable: test:scan``).
+#: The tests, in the order the verdict lists them (the config owns the names: ``disable:
+#: test:scan``).
 TESTS = BUDGET_TESTS
 #: Default weights: the attacks, the member scan and the agreement scan carry most of the power
 #: for the leaks the gate must catch, so they get twice the share of the others.
-DEFAULT_WEIGHTS = {"membership": 2.0, "targets": 1.0, "scan": 2.0, "agreement": 2.0, "copies": 1.0,
-                   "disclosure": 1.0, "subgroups": 1.0}
+DEFAULT_WEIGHTS = {
+    "membership": 2.0,
+    "targets": 1.0,
+    "scan": 2.0,
+    "agreement": 2.0,
+    "copies": 1.0,
+    "disclosure": 1.0,
+    "subgroups": 1.0,
+}
 WHAT = {
-    "membership": "the attacks tell training records from holdout records (either way: a release that avoids its "
-                  "members reveals them too)",
+    "membership": "the attacks tell training records from holdout records (either way: a release "
+    "that avoids its members reveals them too)",
     "targets": "more member targets among the most exposed than chance",
     "scan": "training records with more close synthetic copies than holdout records have",
-    "agreement": "training records reproduced on most of their columns more often than holdout records",
-    "copies": "synthetic rows equal to a training row more often than to a holdout row of the same size",
-    "disclosure": "an attacker singles out, links or infers training records better than control records",
+    "agreement": "training records reproduced on most of their columns more often than holdout "
+    "records",
+    "copies": "synthetic rows equal to a training row more often than to a holdout row of the same "
+    "size",
+    "disclosure": "an attacker singles out, links or infers training records better than control "
+    "records",
     "subgroups": "a subgroup's members are told apart from its non-members",
 }
 
 
-def allocate(*, review: float, block: float, weights: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+def allocate(
+    *, review: float, block: float, weights: Mapping[str, float]
+) -> dict[str, tuple[float, float]]:
     """``{test: (review level, block level)}``: each budget split in proportion to the weights."""
     total = float(sum(weights.values()))
     return {t: (review * w / total, block * w / total) for t, w in weights.items()}
@@ -110,10 +136,17 @@ def disclosure_pvalues(metrics: Mapping[str, float]) -> dict[str, float]:
     evaluators = []
     for family in DISCLOSURE_FAMILIES:
         prefix = f"{family}."
-        names = sorted({k[len(prefix):].rpartition(".")[0] for k in metrics
-                        if k.startswith(prefix) and k.endswith(".train_rate")})
+        names = sorted(
+            {
+                k[len(prefix) :].rpartition(".")[0]
+                for k in metrics
+                if k.startswith(prefix) and k.endswith(".train_rate")
+            }
+        )
         if family == SINGLING_OUT:
-            names = [n for n in names if n in ("univariate", "multivariate")] or ([""] if f"{prefix}train_rate" in metrics else [])
+            names = [n for n in names if n in ("univariate", "multivariate")] or (
+                [""] if f"{prefix}train_rate" in metrics else []
+            )
         elif family == LINKABILITY:
             names = [""] if f"{prefix}train_rate" in metrics else []
         else:
@@ -122,10 +155,14 @@ def disclosure_pvalues(metrics: Mapping[str, float]) -> dict[str, float]:
         evaluators += [f"{family}.{n}" if n else family for n in names]
     out = {}
     for ev in evaluators:
-        if f"{ev}.pvalue" in metrics:  # an evaluator's own test (singling out: equal sizes, no size model)
+        if (
+            f"{ev}.pvalue" in metrics
+        ):  # an evaluator's own test (singling out: equal sizes, no size model)
             out[ev] = float(metrics[f"{ev}.pvalue"])
             continue
-        tr, cr, nt, nc = (metrics.get(f"{ev}.{f}") for f in ("train_rate", "control_rate", "n_train", "n_control"))
+        tr, cr, nt, nc = (
+            metrics.get(f"{ev}.{f}") for f in ("train_rate", "control_rate", "n_train", "n_control")
+        )
         if None in (tr, cr, nt, nc) or not all(math.isfinite(float(x)) for x in (tr, cr, nt, nc)):
             out[ev] = math.nan
             continue
@@ -164,10 +201,15 @@ class TestOutcome:
         """The outcome a ``verdict.json`` records (``to_dict``; a missing p-value is NaN): what the
         reports read back, so "significant" has one definition (:attr:`review`)."""
         p = d.get("pvalue")
-        return cls(name=str(d.get("name")), weight=float(d.get("weight", 0.0)),
-                   review_level=float(d.get("review_level", 0.0)), block_level=float(d.get("block_level", 0.0)),
-                   pvalue=math.nan if p is None else float(p), components=int(d.get("components", 0)),
-                   detail=str(d.get("detail", "")))
+        return cls(
+            name=str(d.get("name")),
+            weight=float(d.get("weight", 0.0)),
+            review_level=float(d.get("review_level", 0.0)),
+            block_level=float(d.get("block_level", 0.0)),
+            pvalue=math.nan if p is None else float(p),
+            components=int(d.get("components", 0)),
+            detail=str(d.get("detail", "")),
+        )
 
 
 def _bonferroni(parts: Mapping[str, float]) -> tuple[float, int, str]:
@@ -185,8 +227,13 @@ def _get(metrics: Mapping[str, float], key: str) -> float:
     return math.nan if v is None else float(v)
 
 
-def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[str],
-                groups: Mapping[str, Mapping[str, float]] | None) -> tuple[float, int, str]:
+def test_pvalue(
+    name: str,
+    metrics: Mapping[str, float],
+    *,
+    attacks: Sequence[str],
+    groups: Mapping[str, Mapping[str, float]] | None,
+) -> tuple[float, int, str]:
     """``(p-value, components, smallest component)`` of one test from the recorded figures."""
     if name == "membership":
         parts = {a: _get(metrics, metric_name(a, RANK_PVALUE)) for a in attacks}
@@ -194,10 +241,16 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
             parts[ENSEMBLE] = _get(metrics, f"{MEMBERSHIP}.ensemble_pvalue")
         return _bonferroni(parts)
     if name == "targets":
-        return _bonferroni({k: _get(metrics, f"{EXPOSURE}.{k}") for k in ("tail_pvalue", "simes_pvalue", "share_pvalue")})
+        return _bonferroni(
+            {
+                k: _get(metrics, f"{EXPOSURE}.{k}")
+                for k in ("tail_pvalue", "simes_pvalue", "share_pvalue")
+            }
+        )
     if name == "scan":
-        # the scan's Simes p-value is reported, not tested: its conformal floor 1 / (n_cal + 1) lets it
-        # reach the level only when hundreds of records are exposed, where the tail test is far smaller
+        # the scan's Simes p-value is reported, not tested: its conformal floor 1 / (n_cal + 1) lets
+        # it reach the level only when hundreds of records are exposed, where the tail test is far
+        # smaller
         return _bonferroni({"scan_tail_pvalue": _get(metrics, f"{EXPOSURE}.scan_tail_pvalue")})
     if name == "agreement":
         return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
@@ -206,7 +259,9 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
     if name == "disclosure":
         return _bonferroni(disclosure_pvalues(metrics))
     if name == "subgroups":
-        ps = {g: float(m.get(f"{GROUP_TEST}.p_adjusted", math.nan)) for g, m in (groups or {}).items()}
+        ps = {
+            g: float(m.get(f"{GROUP_TEST}.p_adjusted", math.nan)) for g, m in (groups or {}).items()
+        }
         if not ps:
             return 1.0, 0, "no audited subgroup"
         if any(not math.isfinite(p) for p in ps.values()):
@@ -216,8 +271,14 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
     raise ValueError(f"unknown test {name!r} (tests: {', '.join(TESTS)})")
 
 
-def run_tests(metrics: Mapping[str, float], *, tests: Sequence[str], budget: BudgetConfig, attacks: Sequence[str],
-              groups: Mapping[str, Mapping[str, float]] | None = None) -> tuple[TestOutcome, ...]:
+def run_tests(
+    metrics: Mapping[str, float],
+    *,
+    tests: Sequence[str],
+    budget: BudgetConfig,
+    attacks: Sequence[str],
+    groups: Mapping[str, Mapping[str, float]] | None = None,
+) -> tuple[TestOutcome, ...]:
     """Every enabled test with its p-value and budget shares."""
     weights, levels = budget_weights(budget, tests), test_levels(budget, tests)
     out = []
@@ -225,8 +286,17 @@ def run_tests(metrics: Mapping[str, float], *, tests: Sequence[str], budget: Bud
         if t not in levels:
             continue
         p, k, detail = test_pvalue(t, metrics, attacks=attacks, groups=groups)
-        out.append(TestOutcome(name=t, weight=weights[t], review_level=levels[t][0], block_level=levels[t][1],
-                               pvalue=p, components=k, detail=detail))
+        out.append(
+            TestOutcome(
+                name=t,
+                weight=weights[t],
+                review_level=levels[t][0],
+                block_level=levels[t][1],
+                pvalue=p,
+                components=k,
+                detail=detail,
+            )
+        )
     return tuple(out)
 
 
@@ -243,10 +313,12 @@ class PowerNeed:
         return self.detectable_auc <= self.promise_auc
 
 
-def membership_power(n_members: int, n_non_members: int, *, level: float, power: float,
-                     promise_auc: float) -> PowerNeed:
+def membership_power(
+    n_members: int, n_non_members: int, *, level: float, power: float, promise_auc: float
+) -> PowerNeed:
     """The rank test's detectable AUC (normal approximation of the Mann–Whitney statistic's null
-    spread: ``sqrt((n1 + n0 + 1) / (12 n1 n0))``) and the targets per class that reach ``promise_auc``.
+    spread: ``sqrt((n1 + n0 + 1) / (12 n1 n0))``) and the targets per class that reach
+    ``promise_auc``.
 
     >>> p = membership_power(1000, 1000, level=0.001, power=0.9, promise_auc=0.6)
     >>> round(p.detectable_auc, 3), p.sufficient
@@ -256,10 +328,15 @@ def membership_power(n_members: int, n_non_members: int, *, level: float, power:
     """
     z = float(stats.norm.isf(level) + stats.norm.ppf(power))
     if n_members <= 0 or n_non_members <= 0:
-        return PowerNeed(detectable_auc=1.0, promise_auc=promise_auc, per_class_needed=_needed(z, promise_auc))
+        return PowerNeed(
+            detectable_auc=1.0, promise_auc=promise_auc, per_class_needed=_needed(z, promise_auc)
+        )
     sd = math.sqrt((n_members + n_non_members + 1) / (12.0 * n_members * n_non_members))
-    return PowerNeed(detectable_auc=min(1.0, 0.5 + z * sd), promise_auc=promise_auc,
-                     per_class_needed=_needed(z, promise_auc))
+    return PowerNeed(
+        detectable_auc=min(1.0, 0.5 + z * sd),
+        promise_auc=promise_auc,
+        per_class_needed=_needed(z, promise_auc),
+    )
 
 
 def copies_detectable(twins: int, compared: int, *, level: float, power: float) -> float:
@@ -273,14 +350,15 @@ def copies_detectable(twins: int, compared: int, *, level: float, power: float) 
     records is ``c / compared``. (Copies of records whose twin is in the holdout sample are not
     counted by the test: the share is a lower limit of what it misses.)
 
-    >>> round(copies_detectable(0, 1000, level=0.002, power=0.9), 4)  # no twins: a handful of copies
+    >>> # no twins: a handful of copies
+    >>> round(copies_detectable(0, 1000, level=0.002, power=0.9), 4)
     0.0173
     >>> round(copies_detectable(500, 1000, level=0.002, power=0.9), 3)  # twins hide more
     0.14
     """
     z = float(stats.norm.isf(level) + stats.norm.ppf(power))
     n0 = 2.0 * max(0, twins)
-    c = (z * z + math.sqrt(z ** 4 + 4.0 * z * z * n0)) / 2.0
+    c = (z * z + math.sqrt(z**4 + 4.0 * z * z * n0)) / 2.0
     return min(1.0, c / max(1, compared))
 
 
@@ -291,28 +369,60 @@ def _needed(z: float, promise_auc: float) -> int:
     return int(np.ceil((2.0 + math.sqrt(4.0 + 4.0 * a)) / (2.0 * a)))
 
 
-def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[str, str], rules: Sequence[Rule]) -> str:
+def describe_gate(
+    gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[str, str], rules: Sequence[Rule]
+) -> str:
     """The effective gate of a config, as ``privacy-gate check-config`` prints it: the budget, each
     test's levels, the rules (bars) with the test each needs, and what is turned off and why."""
     b = gate.budget
     w, levels = budget_weights(b, tests), test_levels(b, tests)
-    lines = [f"error budget: a release that leaks nothing goes to REVIEW or worse at most {b.review:.2%} of the time, "
-             f"to BLOCK at most {b.block:.2%}",
-             f"power: the membership test must detect an attack AUC of {b.promise_auc:g} with {b.power:.0%} power, else "
-             "REVIEW for insufficient evidence", "", "tests (Bonferroni shares of the budget):",
-             f"  {'test':<12} {'weight':>6} {'review at':>10} {'block at':>10}  asks whether"]
+    lines = [
+        "error budget: a release that leaks nothing goes to REVIEW or worse at most "
+        f"{b.review:.2%} of the time, "
+        f"to BLOCK at most {b.block:.2%}",
+        f"power: the membership test must detect an attack AUC of {b.promise_auc:g} with "
+        f"{b.power:.0%} power, else "
+        "REVIEW for insufficient evidence",
+        "",
+        "tests (Bonferroni shares of the budget):",
+        f"  {'test':<12} {'weight':>6} {'review at':>10} {'block at':>10}  asks whether",
+    ]
     for t in tests:
         lines.append(f"  {t:<12} {w[t]:>6g} {levels[t][0]:>10.4g} {levels[t][1]:>10.4g}  {WHAT[t]}")
     lines += ["", "rules (effect bars; each raises the verdict only with its test significant):"]
     for r in rules:
         test = rule_test(r.metric, r.attack, r.scope)
-        kind = ("upper bound: reported, never raises" if r.metric.endswith("_upper")
-                else f"{r.action} with test {test}" if test else f"{r.action} (a requirement, not a leak test)")
+        kind = (
+            "upper bound: reported, never raises"
+            if r.metric.endswith("_upper")
+            else f"{r.action} with test {test}"
+            if test
+            else f"{r.action} (a requirement, not a leak test)"
+        )
         lines.append(f"  {r.describe():<48} {kind}")
-    lines += ["", "turned off:" if disabled else "turned off: nothing (every default protection is on)"]
+    lines += [
+        "",
+        "turned off:" if disabled else "turned off: nothing (every default protection is on)",
+    ]
     lines += [f"  {k}: {v}" for k, v in sorted(disabled.items())]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["ENSEMBLE", "copies_detectable", "describe_gate", "test_levels", "budget_weights", "DEFAULT_WEIGHTS", "PowerNeed", "TESTS", "TestOutcome", "allocate", "disclosure_pvalues",
-           "membership_power", "proportion_pvalue", "rule_test", "run_tests", "test_pvalue"]
+__all__ = [
+    "ENSEMBLE",
+    "copies_detectable",
+    "describe_gate",
+    "test_levels",
+    "budget_weights",
+    "DEFAULT_WEIGHTS",
+    "PowerNeed",
+    "TESTS",
+    "TestOutcome",
+    "allocate",
+    "disclosure_pvalues",
+    "membership_power",
+    "proportion_pvalue",
+    "rule_test",
+    "run_tests",
+    "test_pvalue",
+]

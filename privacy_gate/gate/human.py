@@ -4,8 +4,8 @@ p-values below 0.0001 as "< 0.0001".
 
 >>> human_number(5000.0), human_number(20025), human_number(12345.678), human_number(0.68321, 2)
 ('5,000', '20,025', '12,346', '0.68')
->>> human_number(0.00002), human_number(0.0008), human_number(1e-9), human_number(None), human_number(float("nan"))
-('0.00002', '0.0008', '< 0.000001', '—', '—')
+>>> [human_number(x) for x in (0.00002, 0.0008, 1e-9, None, float("nan"))]
+['0.00002', '0.0008', '< 0.000001', '—', '—']
 >>> human_number(0.5), human_number(-3.0), human_number(True), human_number(9e-17)
 ('0.5', '-3', 'True', '< 0.000001')
 """
@@ -64,8 +64,8 @@ def human_percent(share: Any) -> str:
 def human_pvalue(p: Any) -> str:
     """A p-value for people: two significant digits, "< 0.0001" below that.
 
-    >>> human_pvalue(0.0008), human_pvalue(0.02524), human_pvalue(9e-17), human_pvalue(1.0), human_pvalue(None)
-    ('0.0008', '0.025', '< 0.0001', '1', '—')
+    >>> [human_pvalue(p) for p in (0.0008, 0.02524, 9e-17, 1.0, None)]
+    ['0.0008', '0.025', '< 0.0001', '1', '—']
     """
     try:
         v = float(p)

@@ -13,14 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import (KIND_REVIEW_RERUN, SEAL_REGATE_OF, SUPPRESS_COPIES, SUPPRESS_EXPOSED, TAG_KIND,
-                                TAG_RERUN_OF, exposure_metric)
+from privacy_gate.names import (
+    KIND_REVIEW_RERUN,
+    SEAL_REGATE_OF,
+    SUPPRESS_COPIES,
+    SUPPRESS_EXPOSED,
+    TAG_KIND,
+    TAG_RERUN_OF,
+    exposure_metric,
+)
 from privacy_gate.safe_text import console_lines
 
 Action = Literal["approve", "reject"]
@@ -34,11 +41,14 @@ def check_reviewer(reviewer: str) -> None:
     >>> check_reviewer("  ")
     Traceback (most recent call last):
     ...
-    privacy_gate.errors.ReviewError: a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing was re-gated, published or recorded
+    privacy_gate.errors.ReviewError: a decision needs a reviewer name (--reviewer NAME); the one
+    given is empty, so nothing was re-gated, published or recorded
     """
     if not isinstance(reviewer, str) or not reviewer.strip():
-        raise ReviewError("a decision needs a reviewer name (--reviewer NAME); the one given is empty, so nothing "
-                          "was re-gated, published or recorded")
+        raise ReviewError(
+            "a decision needs a reviewer name (--reviewer NAME); the one given is "
+            "empty, so nothing was re-gated, published or recorded"
+        )
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class ReviewDecision:
 
     @classmethod
     def new(cls, **kw: Any) -> ReviewDecision:
-        kw.setdefault("at", datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        kw.setdefault("at", datetime.now(UTC).isoformat(timespec="seconds"))
         kw["suppress"] = tuple(kw.get("suppress", ()))
         return cls(**kw)
 
@@ -81,28 +91,43 @@ class ReviewDecision:
         return cls(**{**d, "suppress": tuple(d.get("suppress", ()))})
 
 
-def check_decidable(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
-                    current_sha256: str | None) -> None:
+def check_decidable(
+    run_id: str,
+    verdict: dict[str, Any],
+    decisions: list[ReviewDecision],
+    *,
+    current_sha256: str | None,
+) -> None:
     """Refuse, with a message that says why and what to do, anything but a first decision on a
     clean REVIEW verdict whose quarantined release is unchanged."""
     if decisions:
         first = decisions[0]
         done = {"approve": "approved", "reject": "rejected"}[first.action]
-        raise ReviewError(f"run {run_id} was already {done} by {first.reviewer} at {first.at}; "
-                          "decisions are final — run the gate again for a new decision")
+        raise ReviewError(
+            f"run {run_id} was already {done} by {first.reviewer} at {first.at}; "
+            "decisions are final — run the gate again for a new decision"
+        )
     if verdict["verdict"] == "BLOCK":
-        raise ReviewError(f"run {run_id} was BLOCKed ({verdict['status']}); a BLOCK cannot be approved — fix the "
-                          "release and run the gate again")
+        raise ReviewError(
+            f"run {run_id} was BLOCKed ({verdict['status']}); a BLOCK cannot be approved — fix the "
+            "release and run the gate again"
+        )
     if verdict["verdict"] == "APPROVE":
-        raise ReviewError(f"run {run_id} was approved by the gate itself; there is nothing to review")
+        raise ReviewError(
+            f"run {run_id} was approved by the gate itself; there is nothing to review"
+        )
     expected = (verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
     if not expected:
-        raise ReviewError(f"run {run_id} recorded no hash of its synthetic release; it cannot be approved")
+        raise ReviewError(
+            f"run {run_id} recorded no hash of its synthetic release; it cannot be approved"
+        )
     if current_sha256 is None:
         raise ReviewError(f"the quarantined release of run {run_id} is gone; run the gate again")
     if current_sha256 != expected:
-        raise ReviewError(f"the quarantined release of run {run_id} changed since the gate judged it "
-                          f"(sha256 {current_sha256[:12]}… != {expected[:12]}…); refusing to decide on other data")
+        raise ReviewError(
+            f"the quarantined release of run {run_id} changed since the gate judged it "
+            f"(sha256 {current_sha256[:12]}… != {expected[:12]}…); refusing to decide on other data"
+        )
 
 
 def check_not_a_regate(run_id: str, *, tags: dict[str, str], seal: dict[str, Any]) -> None:
@@ -113,11 +138,16 @@ def check_not_a_regate(run_id: str, *, tags: dict[str, str], seal: dict[str, Any
     if not parent and tags.get(TAG_KIND) == KIND_REVIEW_RERUN:
         parent = tags.get(TAG_RERUN_OF) or "(its parent: tag missing)"
     if parent:
-        raise ReviewError(f"run {run_id} is the re-gate of run {parent} (made by approve --suppress); a re-gate's "
-                          f"run is decided with its parent, never alone — review or decide run {parent}")
+        raise ReviewError(
+            f"run {run_id} is the re-gate of run {parent} (made by approve --suppress); a "
+            "re-gate's "
+            f"run is decided with its parent, never alone — review or decide run {parent}"
+        )
 
 
-def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> None:
+def check_subgroup_decisions(
+    verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]
+) -> None:
     """Per-group decisions must name flagged groups; a rejected group must be suppressed to publish.
     ``exposed`` (the exposed records' synthetic neighbours) may be suppressed when the run
     scanned for exposed records, ``copies`` (rows that copy training records) always."""
@@ -126,10 +156,16 @@ def check_subgroup_decisions(verdict: dict[str, Any], subgroups: dict[str, str],
     exposure_seen = exposure_metric("tested") in metrics
     allowed = flagged + ([SUPPRESS_EXPOSED] if exposure_seen else [])
     # copies (rows reproducing training records beyond the twin rate) may always be suppressed
-    unknown = [g for g in list(subgroups) + [s for s in suppress if s != SUPPRESS_COPIES] if g not in allowed]
+    unknown = [
+        g
+        for g in list(subgroups) + [s for s in suppress if s != SUPPRESS_COPIES]
+        if g not in allowed
+    ]
     if unknown:
-        raise ReviewError(f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}"
-                          + ("" if exposure_seen else f" ('{SUPPRESS_EXPOSED}': no record was singled out)"))
+        raise ReviewError(
+            f"{unknown} are not flagged subgroups of this run; flagged: {flagged or 'none'}"
+            + ("" if exposure_seen else f" ('{SUPPRESS_EXPOSED}': no record was singled out)")
+        )
 
 
 def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
@@ -137,7 +173,8 @@ def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
     suppressed itself or lies inside a suppressed one (it has every condition of that group, its
     values among that group's). Recorded as suppressed, never as approved.
 
-    >>> suppressed_with(["race=Black", "sex=Female&race=Black", "sex=Female", "race=Other|Black"], ["race=Black"])
+    >>> flagged = ["race=Black", "sex=Female&race=Black", "sex=Female", "race=Other|Black"]
+    >>> suppressed_with(flagged, ["race=Black"])
     ['race=Black', 'sex=Female&race=Black']
     >>> suppressed_with(["race=Black", "native_country=Laos"], ["race=Other|Black", "exposed"])
     ['race=Black']
@@ -146,7 +183,10 @@ def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
 
     def conditions(label: str) -> dict[str, set[str]] | None:
         try:
-            return {col: set(value.split(RARE_SEPARATOR)) for col, value in parse_group_label(label).items()}
+            return {
+                col: set(value.split(RARE_SEPARATOR))
+                for col, value in parse_group_label(label).items()
+            }
         except ValueError:  # not a subgroup label ("exposed")
             return None
 
@@ -154,33 +194,52 @@ def suppressed_with(flagged: list[str], suppress: list[str]) -> list[str]:
     out = []
     for group in flagged:
         mine = conditions(group)
-        if mine and any(all(col in mine and mine[col] <= values for col, values in s.items()) for s in removed):
+        if mine and any(
+            all(col in mine and mine[col] <= values for col, values in s.items()) for s in removed
+        ):
             out.append(group)
     return out
 
 
-def pending_text(run_id: str, verdict: dict[str, Any], decisions: list[ReviewDecision], *,
-                 published: str | None = None, evidence: list[str] | None = None,
-                 commands: Sequence[str] = (), command_note: str = "") -> str:
+def pending_text(
+    run_id: str,
+    verdict: dict[str, Any],
+    decisions: list[ReviewDecision],
+    *,
+    published: str | None = None,
+    evidence: list[str] | None = None,
+    commands: Sequence[str] = (),
+    command_note: str = "",
+) -> str:
     """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went;
     ``evidence``: one sentence per flagged group, ``gate.evidence.flagged_evidence``, shown first;
-    ``commands``: the complete commands that decide a pending run, with ``command_note`` beside them)."""
+    ``commands``: the complete commands that decide a pending run, with ``command_note`` beside
+    them)."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]
     if evidence:
         lines.append("evidence:")
         lines += [f"  - {sentence}" for sentence in evidence]
     if decisions:
         d = decisions[0]
-        lines.append(f"decided: {d.action} by {d.reviewer} at {d.at}" + (f" — {d.comment}" if d.comment else ""))
+        lines.append(
+            f"decided: {d.action} by {d.reviewer} at {d.at}"
+            + (f" — {d.comment}" if d.comment else "")
+        )
         if d.suppress:
             lines.append(f"  suppressed: {', '.join(d.suppress)}")
         if d.published or (published and published != "none" and d.action == "approve"):
             lines.append(f"  published: {d.published or published}")
     elif verdict["verdict"] == "REVIEW":
-        lines.append("PENDING REVIEW — decide with one of" + (f" ({command_note})" if command_note else "") + ":")
+        lines.append(
+            "PENDING REVIEW — decide with one of"
+            + (f" ({command_note})" if command_note else "")
+            + ":"
+        )
         lines += [f"  {c}" for c in commands]
     flagged = set(verdict.get("flagged_subgroups") or [])
-    reasons = list(zip(verdict.get("reasons") or [], reasons_in_words(verdict)))  # each reason in words, its key after
+    reasons = list(
+        zip(verdict.get("reasons") or [], reasons_in_words(verdict))
+    )  # each reason in words, its key after
     if flagged:
         lines.append("flagged subgroups (rule checks):")
         lines += [f"  - {w.sentence} ({w.key})" for c, w in reasons if c.get("group") in flagged]

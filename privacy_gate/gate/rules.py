@@ -1,4 +1,5 @@
-"""Gate rules and the budget's tests -> checks -> ``Verdict``. Fails closed on missing or NaN metrics.
+"""Gate rules and the budget's tests -> checks -> ``Verdict``. Fails closed on missing or NaN
+metrics.
 
 Metric keys: ``<attack>.<metric>`` for attack metrics (``domias.auc``), plain keys otherwise
 (``utility.quality``). A rule with ``attack: any`` is checked against every attack that ran.
@@ -17,10 +18,17 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from privacy_gate.config import BudgetConfig, Rule
-from privacy_gate.gate.budget import (WHAT, PowerNeed, TestOutcome, copies_detectable, membership_power, rule_test,
-                                     run_tests)
 from privacy_gate.estimators.power import null_reference
 from privacy_gate.experiment.floors import Shortfall
+from privacy_gate.gate.budget import (
+    WHAT,
+    PowerNeed,
+    TestOutcome,
+    copies_detectable,
+    membership_power,
+    rule_test,
+    run_tests,
+)
 from privacy_gate.gate.human import human_number, human_percent, p_equals
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.names import COMBINED, GROUP_TEST, INSUFFICIENT_EVIDENCE, check_key, metric_name
@@ -45,11 +53,12 @@ def _figures_of(attack: str | None, metrics: Mapping[str, float]) -> Mapping[str
     if attack is None:
         return metrics
     prefix = f"{attack}."
-    return {k[len(prefix):]: v for k, v in metrics.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in metrics.items() if k.startswith(prefix)}
 
 
-def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[str], group: str | None = None
-               ) -> list[Check]:
+def check_rule(
+    rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[str], group: str | None = None
+) -> list[Check]:
     """Evaluate one rule; one check per metric it reads. Missing/NaN values fail the check.
 
     ``group`` names the subgroup whose metrics are passed (for subgroup-scope rules); the checks
@@ -60,10 +69,22 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
     bound = "max" if rule.max is not None else "min"
     targets = _rule_targets(rule, attacks)
     if not targets:
-        return [Check(rule=rule.describe(), attack=COMBINED, metric=rule.metric, group=group, observed=None,
-                      threshold=rule.threshold, bound=bound, action=rule.action, passed=True,
-                      message=f"{rule.describe()}: not applicable — the combined query needs at least 2 gated "
-                              f"attacks ({len(attacks)} ran)")]
+        return [
+            Check(
+                rule=rule.describe(),
+                attack=COMBINED,
+                metric=rule.metric,
+                group=group,
+                observed=None,
+                threshold=rule.threshold,
+                bound=bound,
+                action=rule.action,
+                passed=True,
+                message=f"{rule.describe()}: not applicable — the combined query needs at least 2 "
+                "gated "
+                f"attacks ({len(attacks)} ran)",
+            )
+        ]
     checks = []
     for attack in targets:
         where = dict(attack=attack, metric=rule.metric, group=group)
@@ -73,26 +94,55 @@ def check_rule(rule: Rule, metrics: Mapping[str, float], *, attacks: Sequence[st
             continue
         if value is None or not math.isfinite(float(value)):
             what = "missing" if value is None else "not a finite number"
-            checks.append(Check(rule=rule.describe(), observed=None, threshold=rule.threshold, bound=bound,
-                                action="block", passed=False,
-                                message=f"{name} is {what}; the gate cannot approve without it", **where))
+            checks.append(
+                Check(
+                    rule=rule.describe(),
+                    observed=None,
+                    threshold=rule.threshold,
+                    bound=bound,
+                    action="block",
+                    passed=False,
+                    message=f"{name} is {what}; the gate cannot approve without it",
+                    **where,
+                )
+            )
             continue
         value = float(value)
         passed = value <= rule.threshold if bound == "max" else value >= rule.threshold
         op = "<=" if bound == "max" else ">="
-        msg = (f"{name} = {human_number(value)} {'within' if passed else 'violates'} {bound} "
-               f"{human_number(rule.threshold, 6)} ({op})")
+        msg = (
+            f"{name} = {human_number(value)} {'within' if passed else 'violates'} {bound} "
+            f"{human_number(rule.threshold, 6)} ({op})"
+        )
         reference = null_reference(rule.metric, _figures_of(attack, metrics))
         action = rule.action
-        if not passed and reference is not None and (reference > rule.threshold if bound == "max"
-                                                     else reference < rule.threshold):
-            msg += (f"; a release with no leakage would score about {human_number(reference, 3)} here — too few targets to "
-                    "tell, add targets")
+        if (
+            not passed
+            and reference is not None
+            and (reference > rule.threshold if bound == "max" else reference < rule.threshold)
+        ):
+            msg += (
+                f"; a release with no leakage would score about {human_number(reference, 3)} here "
+                "— too few targets to "
+                "tell, add targets"
+            )
             if action == "block" and (value <= reference if bound == "max" else value >= reference):
-                # no evidence of leakage beyond chance at this N: a human decides, the gate does not block
+                # no evidence of leakage beyond chance at this N: a human decides, the gate does not
+                # block
                 action = "review"
-        checks.append(Check(rule=rule.describe(), observed=value, threshold=rule.threshold, bound=bound,
-                            action=action, passed=passed, message=msg, null_reference=reference, **where))
+        checks.append(
+            Check(
+                rule=rule.describe(),
+                observed=value,
+                threshold=rule.threshold,
+                bound=bound,
+                action=action,
+                passed=passed,
+                message=msg,
+                null_reference=reference,
+                **where,
+            )
+        )
     return checks
 
 
@@ -102,54 +152,123 @@ def _bar_outcome(check: Check, rule: Rule, test: TestOutcome | None) -> Check:
     if check.passed or check.observed is None:
         return check
     if rule.metric.endswith("_upper"):
-        return dataclasses.replace(check, passed=True, message=check.message + (
-            "; an upper bound: the gate cannot exclude a leak of this size here, which is uncertainty, not a leak "
-            "signal (too few targets to tell; the budget's power check says whether that matters)"))
+        return dataclasses.replace(
+            check,
+            passed=True,
+            message=check.message
+            + (
+                "; an upper bound: the gate cannot exclude a leak of this size here, which is "
+                "uncertainty, not a leak signal (too few targets to tell; the budget's power check "
+                "says whether that matters)"
+            ),
+        )
     if test is None:
-        return check  # a requirement (utility, the synthetic suite), or a test this run did not have
+        return (
+            check  # a requirement (utility, the synthetic suite), or a test this run did not have
+        )
     if check.action == "block" and test.block:
-        return dataclasses.replace(check, message=check.message + (
-            f"; the {test.name} test is significant at its block share ({p_equals(test.pvalue)} <= "
-            f"{human_number(test.block_level, 3)})"))
+        return dataclasses.replace(
+            check,
+            message=check.message
+            + (
+                f"; the {test.name} test is significant at its block share ({p_equals(test.pvalue)}"
+                " <= "
+                f"{human_number(test.block_level, 3)})"
+            ),
+        )
     if test.review:
-        return dataclasses.replace(check, action="review", message=check.message + (
-            f"; the {test.name} test is significant at its review share ({p_equals(test.pvalue)} <= "
-            f"{human_number(test.review_level, 3)})" + (" but not at its block share" if check.action == "block" else "")))
-    return dataclasses.replace(check, passed=True, message=check.message + (
-        f"; not a leak signal: the {test.name} test is not significant ({p_equals(test.pvalue)} > "
-        f"{human_number(test.review_level, 3)}, its share of the review budget)"))
+        return dataclasses.replace(
+            check,
+            action="review",
+            message=check.message
+            + (
+                f"; the {test.name} test is significant at its review share "
+                f"({p_equals(test.pvalue)} <= "
+                f"{human_number(test.review_level, 3)})"
+                + (" but not at its block share" if check.action == "block" else "")
+            ),
+        )
+    return dataclasses.replace(
+        check,
+        passed=True,
+        message=check.message
+        + (
+            f"; not a leak signal: the {test.name} test is not significant ({p_equals(test.pvalue)}"
+            " > "
+            f"{human_number(test.review_level, 3)}, its share of the review budget)"
+        ),
+    )
 
 
 def test_check(test: TestOutcome, budget_review: float) -> Check:
     """The check of one budget test: REVIEW when its p-value is at most its review share."""
     pct = f"{100 * budget_review:g}%"
     if not math.isfinite(test.pvalue):
-        return Check(rule=f"test {test.name}", metric=f"test:{test.name}", observed=None, threshold=test.review_level,
-                     bound="min", action="block", passed=False,
-                     message=f"the {test.name} test has no p-value ({test.detail}); the gate cannot approve without it")
+        return Check(
+            rule=f"test {test.name}",
+            metric=f"test:{test.name}",
+            observed=None,
+            threshold=test.review_level,
+            bound="min",
+            action="block",
+            passed=False,
+            message=f"the {test.name} test has no p-value ({test.detail}); the gate cannot approve "
+            "without it",
+        )
     p = p_equals(test.pvalue)
     level = human_number(test.review_level, 3)
     if test.review:
-        msg = (f"evidence of leakage: {WHAT[test.name]} ({p} <= {level}, this test's share of the {pct} "
-               f"review budget; smallest part: {test.detail})")
+        msg = (
+            f"evidence of leakage: {WHAT[test.name]} ({p} <= {level}, this test's share of the "
+            f"{pct} review budget; smallest part: {test.detail})"
+        )
     else:
-        msg = f"no evidence that {WHAT[test.name]} ({p} > {level}, its share of the {pct} review budget)"
-    return Check(rule=f"test {test.name} at level {level}", metric=f"test:{test.name}", observed=test.pvalue,
-                 threshold=test.review_level, bound="min", action="review", passed=not test.review, message=msg)
+        msg = (
+            f"no evidence that {WHAT[test.name]} ({p} > {level}, its share of the {pct} review "
+            "budget)"
+        )
+    return Check(
+        rule=f"test {test.name} at level {level}",
+        metric=f"test:{test.name}",
+        observed=test.pvalue,
+        threshold=test.review_level,
+        bound="min",
+        action="review",
+        passed=not test.review,
+        message=msg,
+    )
 
 
 #: how every "insufficient evidence" reason begins (:func:`insufficient_evidence` owns it)
 INSUFFICIENT = "insufficient evidence (not a leak signal): "
-#: the power check's metric (the other insufficient-evidence keys: ``insufficient_evidence.<setting>``)
+#: the power check's metric (the other insufficient-evidence keys:
+#: ``insufficient_evidence.<setting>``)
 POWER_METRIC = "power.detectable_auc"
 
 
-def insufficient_evidence(*, rule: str, metric: str, observed: float, threshold: float, bound: str, passed: bool,
-                          message: str) -> Check:
+def insufficient_evidence(
+    *,
+    rule: str,
+    metric: str,
+    observed: float,
+    threshold: float,
+    bound: str,
+    passed: bool,
+    message: str,
+) -> Check:
     """The one form of an "insufficient evidence" check: a REVIEW when ``passed`` is False, never a
-    BLOCK and never worded as a leak (the power check, and every stage floor a small table misses)."""
-    return Check(rule=rule, metric=metric, observed=observed, threshold=threshold, bound=bound,  # type: ignore[arg-type]
-                 action="review", passed=passed, message=message if passed else INSUFFICIENT + message)
+    BLOCK and never worded as a leak (the power check, and every stage floor a small table
+    misses)."""
+    return Check(
+        rule=rule,
+        metric=metric,
+        observed=observed,
+        threshold=threshold,
+        bound=bound,  # type: ignore[arg-type]
+        action="review",
+        passed=passed,
+        message=message if passed else INSUFFICIENT + message,
+    )
 
 
 def is_insufficient_evidence(check: Check) -> bool:
@@ -159,13 +278,26 @@ def is_insufficient_evidence(check: Check) -> bool:
 
 def power_check(need: PowerNeed, *, n_members: int, n_non_members: int, power: float) -> Check:
     """REVIEW for "insufficient evidence" when the membership test cannot see the promised leak."""
-    msg = (f"with {n_members} member and {n_non_members} non-member targets the membership test detects an attack "
-           f"AUC of {need.detectable_auc:.3f} with {power:.0%} power; the gate promises {need.promise_auc:.2f}")
+    msg = (
+        f"with {n_members} member and {n_non_members} non-member targets the membership test "
+        "detects an attack "
+        f"AUC of {need.detectable_auc:.3f} with {power:.0%} power; the gate promises "
+        f"{need.promise_auc:.2f}"
+    )
     if not need.sufficient:
-        msg += f"; about {need.per_class_needed} targets per class (more training and holdout records) would reach it"
-    return insufficient_evidence(rule=f"power to detect AUC {need.promise_auc:g}", metric=POWER_METRIC,
-                                 observed=need.detectable_auc, threshold=need.promise_auc, bound="max",
-                                 passed=need.sufficient, message=msg)
+        msg += (
+            f"; about {need.per_class_needed} targets per class (more training and holdout "
+            "records) would reach it"
+        )
+    return insufficient_evidence(
+        rule=f"power to detect AUC {need.promise_auc:g}",
+        metric=POWER_METRIC,
+        observed=need.detectable_auc,
+        threshold=need.promise_auc,
+        bound="max",
+        passed=need.sufficient,
+        message=msg,
+    )
 
 
 #: the twin limit's metric: what the copy test could not have seen (a note, never a reason)
@@ -181,21 +313,42 @@ def twin_limit_check(metrics: Mapping[str, float], *, level: float, power: float
     if twins is None or compared is None or not math.isfinite(float(twins)) or float(compared) <= 0:
         return None
     share = copies_detectable(int(twins), int(compared), level=level, power=power)
-    message = (f"what the copy test could not see: {human_number(twins)} distinct release rows equal a record the "
-               f"generator never saw ({human_number(compared)} compared per side), as natural twins do; so it sees "
-               f"verbatim copies of about {human_percent(share)} of the training records or more ({power:.0%} power "
-               "at its level), and fewer would pass unseen here. Partial and near copies are the agreement and "
-               "member scans' to see")
-    return Check(rule="what natural twins hide from the copy test", metric=TWIN_LIMIT_METRIC, observed=share,
-                 threshold=None, bound="none", action="review", passed=True, message=message)
+    message = (
+        f"what the copy test could not see: {human_number(twins)} distinct release rows equal a "
+        "record the "
+        f"generator never saw ({human_number(compared)} compared per side), as natural twins do; "
+        "so it sees "
+        f"verbatim copies of about {human_percent(share)} of the training records or more "
+        f"({power:.0%} power "
+        "at its level), and fewer would pass unseen here. Partial and near copies are the "
+        "agreement and "
+        "member scans' to see"
+    )
+    return Check(
+        rule="what natural twins hide from the copy test",
+        metric=TWIN_LIMIT_METRIC,
+        observed=share,
+        threshold=None,
+        bound="none",
+        action="review",
+        passed=True,
+        message=message,
+    )
 
 
 def floor_check(shortfall: Shortfall) -> Check:
     """REVIEW for "insufficient evidence" when a stage ran below its floor (a small table): its
-    figures are valid, its power is not what the floor asks (:mod:`privacy_gate.experiment.floors`)."""
-    return insufficient_evidence(rule=f"stage floor {shortfall.setting}", metric=shortfall.key,
-                                 observed=float(shortfall.available), threshold=float(shortfall.required), bound="min",
-                                 passed=False, message=shortfall.sentence())
+    figures are valid, its power is not what the floor asks
+    (:mod:`privacy_gate.experiment.floors`)."""
+    return insufficient_evidence(
+        rule=f"stage floor {shortfall.setting}",
+        metric=shortfall.key,
+        observed=float(shortfall.available),
+        threshold=float(shortfall.required),
+        bound="min",
+        passed=False,
+        message=shortfall.sentence(),
+    )
 
 
 def decide(
@@ -223,11 +376,16 @@ def decide(
     ``subgroups`` share. ``extra_failures`` are requirements found outside the rules (the
     synthetic suite, an attack that could not rank); ``warnings`` (DP-bound excess, dependency gap)
     raise a REVIEW only together with a significant membership test. ``shortfalls`` are the stage
-    floors a small table did not meet: each a REVIEW for "insufficient evidence" (:func:`floor_check`).
+    floors a small table did not meet: each a REVIEW for "insufficient evidence"
+    (:func:`floor_check`).
     """
     rules = list(rules)
     budget = budget or BudgetConfig()
-    outcomes = run_tests(metrics, tests=tests, budget=budget, attacks=attacks, groups=groups) if tests is not None else ()
+    outcomes = (
+        run_tests(metrics, tests=tests, budget=budget, attacks=attacks, groups=groups)
+        if tests is not None
+        else ()
+    )
     by_test = {t.name: t for t in outcomes}
     checks = [test_check(t, budget.review) for t in outcomes]
     for r in rules:
@@ -243,24 +401,44 @@ def decide(
             significant = p is None or not math.isfinite(float(p)) or float(p) <= sub.review_level
             if significant:
                 flagged.append(label)
-                checks.append(Check(rule=f"subgroup rank test at level {human_number(sub.review_level, 3)}",
-                                    metric=f"{GROUP_TEST}.p_adjusted", group=label,
-                                    observed=None if p is None else float(p), threshold=sub.review_level, bound="min",
-                                    action="review", passed=False,
-                                    message=f"{label}: its members are told apart from its non-members (Holm-adjusted "
-                                            f"{p_equals(float(p)) if p is not None else 'p missing'} <= "
-                                            f"{human_number(sub.review_level, 3)})"))
+                checks.append(
+                    Check(
+                        rule=f"subgroup rank test at level {human_number(sub.review_level, 3)}",
+                        metric=f"{GROUP_TEST}.p_adjusted",
+                        group=label,
+                        observed=None if p is None else float(p),
+                        threshold=sub.review_level,
+                        bound="min",
+                        action="review",
+                        passed=False,
+                        message=f"{label}: its members are told apart from its non-members "
+                        "(Holm-adjusted "
+                        f"{p_equals(float(p)) if p is not None else 'p missing'} <= "
+                        f"{human_number(sub.review_level, 3)})",
+                    )
+                )
             continue
-        group_checks = [c for r in rules if r.scope == "subgroup"
-                        for c in check_rule(r, group_metrics, attacks=attacks, group=label)]
+        group_checks = [
+            c
+            for r in rules
+            if r.scope == "subgroup"
+            for c in check_rule(r, group_metrics, attacks=attacks, group=label)
+        ]
         checks += group_checks
         if any(not c.passed for c in group_checks):
             flagged.append(label)
     membership = by_test.get("membership")
     for w in warnings:
         if membership is not None and not membership.review and not w.passed:
-            w = dataclasses.replace(w, passed=True, message=w.message + (
-                "; not raised: the membership test is not significant at its share of the error budget"))
+            w = dataclasses.replace(
+                w,
+                passed=True,
+                message=w.message
+                + (
+                    "; not raised: the membership test is not significant at its share of the "
+                    "error budget"
+                ),
+            )
         checks.append(w)
     checks += list(extra_failures)
     power = None
@@ -268,12 +446,24 @@ def decide(
         n1 = metrics.get(metric_name(attacks[0], "n_members"))
         n0 = metrics.get(metric_name(attacks[0], "n_non_members"))
         if n1 is not None and n0 is not None:
-            # each component's level: the attacks and the ensemble share the test's level (Bonferroni)
-            need = membership_power(int(n1), int(n0), level=membership.review_level / max(1, membership.components),
-                                    power=budget.power, promise_auc=budget.promise_auc)
-            checks.append(power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power))
-            power = {"detectable_auc": need.detectable_auc, "promise_auc": need.promise_auc,
-                     "per_class_needed": need.per_class_needed, "sufficient": need.sufficient}
+            # each component's level: the attacks and the ensemble share the test's level
+            # (Bonferroni)
+            need = membership_power(
+                int(n1),
+                int(n0),
+                level=membership.review_level / max(1, membership.components),
+                power=budget.power,
+                promise_auc=budget.promise_auc,
+            )
+            checks.append(
+                power_check(need, n_members=int(n1), n_non_members=int(n0), power=budget.power)
+            )
+            power = {
+                "detectable_auc": need.detectable_auc,
+                "promise_auc": need.promise_auc,
+                "per_class_needed": need.per_class_needed,
+                "sufficient": need.sufficient,
+            }
     copies = by_test.get("copies")
     if copies is not None and not copies.review:
         limit = twin_limit_check(metrics, level=copies.review_level, power=budget.power)
@@ -287,15 +477,32 @@ def decide(
         decision = "REVIEW"
     else:
         decision = "APPROVE"
-    record = ({"review": budget.review, "block": budget.block, "power": budget.power,
-               "promise_auc": budget.promise_auc, "tests": [t.to_dict() for t in outcomes],
-               "power_check": power} if tests is not None else {})
+    record = (
+        {
+            "review": budget.review,
+            "block": budget.block,
+            "power": budget.power,
+            "promise_auc": budget.promise_auc,
+            "tests": [t.to_dict() for t in outcomes],
+            "power_check": power,
+        }
+        if tests is not None
+        else {}
+    )
     if shortfalls:
         record["floors"] = [s.to_dict() for s in shortfalls]
-    return Verdict(decision=decision, status="ok", reasons=_ordered(failed), checks=tuple(checks),
-                   metrics={k: float(v) for k, v in metrics.items()}, flagged_subgroups=tuple(flagged),
-                   data_hashes=dict(data_hashes or {}), rules_hash=rules_hash, budget=record,
-                   disabled=dict(disabled or {}))
+    return Verdict(
+        decision=decision,
+        status="ok",
+        reasons=_ordered(failed),
+        checks=tuple(checks),
+        metrics={k: float(v) for k, v in metrics.items()},
+        flagged_subgroups=tuple(flagged),
+        data_hashes=dict(data_hashes or {}),
+        rules_hash=rules_hash,
+        budget=record,
+        disabled=dict(disabled or {}),
+    )
 
 
 def _ordered(failed: tuple[Check, ...]) -> tuple[Check, ...]:

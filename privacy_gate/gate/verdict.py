@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from privacy_gate.names import check_key
@@ -42,11 +42,15 @@ class Check:
     message: str
     attack: str | None = None
     group: str | None = None
-    null_reference: float | None = None  # what a release with no leakage would score here (gate.power)
+    null_reference: float | None = (
+        None  # what a release with no leakage would score here (gate.power)
+    )
 
     def __post_init__(self) -> None:
         if self.bound not in ("max", "min", "none") or self.action not in ("block", "review"):
-            raise ValueError(f"invalid check {self.rule!r}: bound={self.bound!r} action={self.action!r}")
+            raise ValueError(
+                f"invalid check {self.rule!r}: bound={self.bound!r} action={self.action!r}"
+            )
 
     @property
     def key(self) -> str:
@@ -80,7 +84,7 @@ class Verdict:
     # default protections turned off (gate.disable, or a stage switched off): key -> reason
     disabled: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
@@ -97,8 +101,16 @@ class Verdict:
     @classmethod
     def error(cls, message: str, *, status: Status = "error", **kw: Any) -> Verdict:
         """Fail closed: any error is a BLOCK, with the error as its reason."""
-        reason = Check(rule="gate completed", metric="", observed=None, threshold=None, bound="none",
-                       action="block", passed=False, message=message)
+        reason = Check(
+            rule="gate completed",
+            metric="",
+            observed=None,
+            threshold=None,
+            bound="none",
+            action="block",
+            passed=False,
+            message=message,
+        )
         return cls(decision="BLOCK", status=status, reasons=(reason,), **kw)
 
     def with_run_id(self, run_id: str | None) -> Verdict:
@@ -111,13 +123,20 @@ class Verdict:
         d["verdict"] = d.pop("decision")
         d["reasons"] = [c.to_dict() for c in self.reasons]
         d["checks"] = [c.to_dict() for c in self.checks]
-        d["metrics"] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.metrics.items()}
+        d["metrics"] = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in self.metrics.items()
+        }
         return d
 
     def summary(self) -> dict[str, Any]:
-        """The CLI's ``--json`` line: verdict, status, reasons, metrics, flagged_subgroups, run_id."""
+        """The CLI's ``--json`` line: verdict, status, reasons, metrics, flagged_subgroups,
+        run_id."""
         d = self.to_dict()
-        return {k: d[k] for k in ("verdict", "status", "reasons", "metrics", "flagged_subgroups", "run_id")}
+        return {
+            k: d[k]
+            for k in ("verdict", "status", "reasons", "metrics", "flagged_subgroups", "run_id")
+        }
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), **kw)
@@ -128,11 +147,15 @@ class Verdict:
         d["decision"] = d.pop("verdict")
         d["reasons"] = tuple(Check.from_dict(c) for c in d.get("reasons", ()))
         d["checks"] = tuple(Check.from_dict(c) for c in d.get("checks", ()))
-        d["metrics"] = {k: (math.nan if v is None else float(v)) for k, v in d.get("metrics", {}).items()}
+        d["metrics"] = {
+            k: (math.nan if v is None else float(v)) for k, v in d.get("metrics", {}).items()
+        }
         d["flagged_subgroups"] = tuple(d.get("flagged_subgroups", ()))
         return cls(**d)
 
     def __eq__(self, other: object) -> bool:  # NaN-safe comparison via the JSON form
-        return isinstance(other, Verdict) and self.to_json(sort_keys=True) == other.to_json(sort_keys=True)
+        return isinstance(other, Verdict) and self.to_json(sort_keys=True) == other.to_json(
+            sort_keys=True
+        )
 
     __hash__ = None  # type: ignore[assignment]

@@ -1,9 +1,9 @@
 """What suppressing each flagged group would do, in words, as far as the gate worked it out:
 blame's decision of the release-wide figures without the group's targets
-(``Verdict.decision_without``: tried on a BLOCK, smallest groups first, :mod:`privacy_gate.pipeline.group_blame`),
-or the smaller group a larger one is flagged through (``Verdict.explained``). A group the gate did
-not work out is said to be so: ``approve --suppress`` re-gates the rest from scratch, and nothing
-here estimates it.
+(``Verdict.decision_without``: tried on a BLOCK, smallest groups first,
+:mod:`privacy_gate.pipeline.group_blame`), or the smaller group a larger one is flagged through
+(``Verdict.explained``). A group the gate did not work out is said to be so: ``approve --suppress``
+re-gates the rest from scratch, and nothing here estimates it.
 
 >>> v = {"flagged_subgroups": ["race=X", "sex=F", "age=90"], "explained": {"sex=F": "race=X"},
 ...      "decision_without": {"race=X": {"decision": "APPROVE", "targets": 40}}}
@@ -28,7 +28,8 @@ from privacy_gate.gate.verdict import Verdict
 class WhatIf:
     """What suppressing one flagged group would do, as far as the gate worked it out: blame's
     ``decision`` of the release-wide figures without the group's ``targets`` (tried on a BLOCK,
-    smallest groups first), or the smaller group it is flagged ``through``; neither: not worked out."""
+    smallest groups first), or the smaller group it is flagged ``through``; neither: not worked
+    out."""
 
     group: str
     decision: str | None = None
@@ -37,14 +38,24 @@ class WhatIf:
 
     def sentence(self) -> str:
         if self.decision is not None:
-            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets the release-wide figures "
-                    f"give {self.decision}" + (" (suppressing it alone would not do)" if self.decision == "BLOCK"
-                                               else "") + ".")
+            return (
+                f"Suppress {self.group}: without its {human_number(self.targets)} targets the "
+                "release-wide figures "
+                f"give {self.decision}"
+                + (" (suppressing it alone would not do)" if self.decision == "BLOCK" else "")
+                + "."
+            )
         if self.through is not None:
-            return (f"Suppress {self.group}: flagged only through {self.through} (without {self.through}'s targets its "
-                    "test is not significant); the gate did not work out the verdict without it.")
-        return (f"Suppress {self.group}: not worked out by the gate (it estimates this only for a BLOCK one group may "
-                "explain); approving with --suppress re-gates the rest before anything is published.")
+            return (
+                f"Suppress {self.group}: flagged only through {self.through} (without "
+                f"{self.through}'s targets its "
+                "test is not significant); the gate did not work out the verdict without it."
+            )
+        return (
+            f"Suppress {self.group}: not worked out by the gate (it estimates this only for a "
+            "BLOCK one group may "
+            "explain); approving with --suppress re-gates the rest before anything is published."
+        )
 
     def short(self) -> str:
         if self.decision is not None:
@@ -64,8 +75,14 @@ def what_if(verdict: Verdict | Mapping[str, Any]) -> list[WhatIf]:
     for g in d.get("flagged_subgroups") or []:
         w = without.get(g) or {}
         targets = w.get("targets")
-        out.append(WhatIf(group=g, decision=w.get("decision"), targets=None if targets is None else int(targets),
-                          through=explained.get(g)))
+        out.append(
+            WhatIf(
+                group=g,
+                decision=w.get("decision"),
+                targets=None if targets is None else int(targets),
+                through=explained.get(g),
+            )
+        )
     return out
 
 

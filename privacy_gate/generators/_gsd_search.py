@@ -58,15 +58,23 @@ class Workload:
         sizes = np.empty(n_q, dtype=np.int64)
         for q, cols in enumerate(self.queries):
             dims = self.domain[list(cols)]
-            self.attrs[q, :len(cols)] = cols
-            self.strides[q, :len(cols)] = np.cumprod(np.r_[dims[1:], 1][::-1])[::-1]  # C-order strides
+            self.attrs[q, : len(cols)] = cols
+            self.strides[q, : len(cols)] = np.cumprod(np.r_[dims[1:], 1][::-1])[
+                ::-1
+            ]  # C-order strides
             sizes[q] = int(np.prod(dims))
         self.sizes = sizes
         self.n_cells = int(sizes.sum())
         self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)  # offsets[n_q] = dummy cell
         # per column: the queries that contain it and its stride there (padded with the dummy)
-        per_col = [[(q, int(self.strides[q, cols.index(j)])) for q, cols in enumerate(self.queries) if j in cols]
-                   for j in range(d)]
+        per_col = [
+            [
+                (q, int(self.strides[q, cols.index(j)]))
+                for q, cols in enumerate(self.queries)
+                if j in cols
+            ]
+            for j in range(d)
+        ]
         width = max(1, max(len(p) for p in per_col))
         self.col_queries = np.full((d, width), n_q, dtype=np.intp)
         self.col_strides = np.zeros((d, width), dtype=np.int64)
@@ -105,8 +113,14 @@ class SearchState:
         return cls(X, counts, cells, full_fitness(workload, target, X))
 
 
-def fitness_delta(workload: Workload, target: np.ndarray, state: SearchState, rows: np.ndarray,
-                  cols: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fitness_delta(
+    workload: Workload,
+    target: np.ndarray,
+    state: SearchState,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    vals: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Change of squared error for each child ``X[rows[i], cols[i]] = vals[i]`` of ``state.X``.
 
     Returns (delta (P,), left cells (P, w), entered cells (P, w)). In each affected query the row
@@ -124,10 +138,21 @@ def fitness_delta(workload: Workload, target: np.ndarray, state: SearchState, ro
     return delta, left, entered
 
 
-def apply_change(workload: Workload, state: SearchState, row: int, col: int, val: int, left: np.ndarray,
-                 entered: np.ndarray, delta: float) -> None:
-    """Move ``state`` to its child (``left``/``entered``: that child's rows from ``fitness_delta``)."""
-    moved = left != entered  # distinct cells: one per affected query, so plain fancy updates are exact
+def apply_change(
+    workload: Workload,
+    state: SearchState,
+    row: int,
+    col: int,
+    val: int,
+    left: np.ndarray,
+    entered: np.ndarray,
+    delta: float,
+) -> None:
+    """Move ``state`` to its child (``left``/``entered``: that child's rows from
+    ``fitness_delta``)."""
+    moved = (
+        left != entered
+    )  # distinct cells: one per affected query, so plain fancy updates are exact
     state.counts[left[moved]] -= 1
     state.counts[entered[moved]] += 1
     state.cells[row, workload.col_queries[col]] = entered
@@ -141,12 +166,23 @@ class SearchResult:
     fitness: float  # its squared error to the targets (recomputed from scratch)
     initial_fitness: float  # the best of the initial random archive
     n_generations: int
-    history: list[tuple[int, float]] = field(default_factory=list)  # (generation, best fitness) per window
+    history: list[tuple[int, float]] = field(
+        default_factory=list
+    )  # (generation, best fitness) per window
 
 
-def genetic_search(workload: Workload, target: np.ndarray, *, n_syn: int, rng: np.random.Generator,
-                   population_size: int = 100, elite_size: int = 5, max_generations: int = 20_000,
-                   tol: float = 1e-4, window: int | None = None) -> SearchResult:
+def genetic_search(
+    workload: Workload,
+    target: np.ndarray,
+    *,
+    n_syn: int,
+    rng: np.random.Generator,
+    population_size: int = 100,
+    elite_size: int = 5,
+    max_generations: int = 20_000,
+    tol: float = 1e-4,
+    window: int | None = None,
+) -> SearchResult:
     """Private-GSD's genetic search (see the module docstring); ``target`` has ``n_cells + 1``
     entries, the last (dummy) one 0. Deterministic given ``rng``."""
     d = len(workload.domain)
@@ -168,7 +204,9 @@ def genetic_search(workload: Workload, target: np.ndarray, *, n_syn: int, rng: n
         vals = np.empty(population_size, dtype=np.int64)
         vals[:n_muta] = rng.integers(0, dom[cols[:n_muta]])  # mutation: a random domain value
         n_cross = population_size - n_muta
-        donors = rng.integers(0, elite_size, size=n_cross)  # crossover: an elite's value of that column
+        donors = rng.integers(
+            0, elite_size, size=n_cross
+        )  # crossover: an elite's value of that column
         vals[n_muta:] = archive[donors, rng.integers(0, n_syn, size=n_cross), cols[n_muta:]]
         delta, left, entered = fitness_delta(workload, target, state, rows, cols, vals)
         fit = state.fitness + delta
@@ -181,8 +219,16 @@ def genetic_search(workload: Workload, target: np.ndarray, *, n_syn: int, rng: n
                 arch_fit[slot] = fit[i]
         best = int(np.argmin(fit))
         if fit[best] < state.fitness:
-            apply_change(workload, state, int(rows[best]), int(cols[best]), int(vals[best]), left[best],
-                         entered[best], float(delta[best]))
+            apply_change(
+                workload,
+                state,
+                int(rows[best]),
+                int(cols[best]),
+                int(vals[best]),
+                left[best],
+                entered[best],
+                float(delta[best]),
+            )
         if t % window == 0:
             # refresh from the exact integer counts so float drift never reaches the stop rule
             state.fitness = float(np.sum((state.counts[:-1] / n_syn - target[:-1]) ** 2))
@@ -190,5 +236,10 @@ def genetic_search(workload: Workload, target: np.ndarray, *, n_syn: int, rng: n
             if state.fitness <= 0.0 or (last - state.fitness) / last < tol:
                 break
             last = state.fitness
-    return SearchResult(X=state.X, fitness=full_fitness(workload, target, state.X), initial_fitness=initial,
-                        n_generations=t, history=history)
+    return SearchResult(
+        X=state.X,
+        fitness=full_fitness(workload, target, state.X),
+        initial_fitness=initial,
+        n_generations=t,
+        history=history,
+    )

@@ -41,7 +41,9 @@ def cdp_delta(rho: float, eps: float) -> float:
             amin = alpha
         else:
             amax = alpha
-    delta = math.exp((alpha - 1) * (alpha * rho - eps) + alpha * math.log1p(-1 / alpha)) / (alpha - 1.0)
+    delta = math.exp((alpha - 1) * (alpha * rho - eps) + alpha * math.log1p(-1 / alpha)) / (
+        alpha - 1.0
+    )
     return min(delta, 1.0)
 
 
@@ -50,7 +52,10 @@ def cdp_eps(rho: float, delta: float) -> float:
     _check_delta(delta)
     if rho < 0:
         raise ValueError("rho must be >= 0")
-    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the classical bound is an upper end
+    lo, hi = (
+        0.0,
+        rho + 2 * math.sqrt(rho * math.log(1 / delta)),
+    )  # the classical bound is an upper end
     for _ in range(200):
         mid = (lo + hi) / 2
         if cdp_delta(rho, mid) <= delta:
@@ -108,7 +113,9 @@ class _Accountant:
 
     def __post_init__(self) -> None:
         if not self.total > 0 or not math.isfinite(self.total):
-            raise ConfigError(f"privacy budget ({self.unit}) must be a positive finite number, got {self.total}")
+            raise ConfigError(
+                f"privacy budget ({self.unit}) must be a positive finite number, got {self.total}"
+            )
 
     @property
     def spent(self) -> float:
@@ -124,14 +131,19 @@ class _Accountant:
         if self.spent + cost > self.total * (1 + _TOL):
             raise PrivacyGateError(
                 f"privacy budget exceeded at step '{step}': spent {self.spent:.6g} + {cost:.6g} > "
-                f"{self.total:.6g} {self.unit} (a bug in the generator's budget split)")
+                f"{self.total:.6g} {self.unit} (a bug in the generator's budget split)"
+            )
         self.ledger.append(Charge(step=step, mechanism=mechanism, cost=cost))
 
     def is_exhausted(self) -> bool:
         return math.isclose(self.spent, self.total, rel_tol=1e-6)
 
     def summary(self) -> dict[str, float]:
-        return {"total": self.total, "spent": self.spent, **{f"step.{c.step}": c.cost for c in self.ledger}}
+        return {
+            "total": self.total,
+            "spent": self.spent,
+            **{f"step.{c.step}": c.cost for c in self.ledger},
+        }
 
 
 class ZCDPAccountant(_Accountant):

@@ -12,23 +12,25 @@ on its class (``capabilities``) and queried with :func:`generator_capabilities`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import pandas as pd
 
 from privacy_gate.data import conform
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.registry import ComponentInfo, Registry
+from privacy_gate.spec import DatasetSpec
 
 
 @runtime_checkable
 class Generator(Protocol):
     name: str
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Generator: ...
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> Generator: ...
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame: ...
 
@@ -59,13 +61,16 @@ _G = TypeVar("_G", bound=type)
 
 def register_generator(name: str) -> Callable[[_G], _G]:
     """Class decorator ``@register_generator("mst")``: the class declares ``params_model`` (see
-    :class:`~privacy_gate.registry.Registry`) and ``capabilities`` (a :class:`GeneratorCapabilities`)."""
+    :class:`~privacy_gate.registry.Registry`) and ``capabilities`` (a
+    :class:`GeneratorCapabilities`)."""
     register = _GENERATORS.register(name)
 
     def decorator(cls: _G) -> _G:
         if not isinstance(getattr(cls, "capabilities", None), GeneratorCapabilities):
-            raise ConfigError(f"generator '{name}' ({cls.__qualname__}) declares no capabilities "
-                              "(a GeneratorCapabilities class attribute)")
+            raise ConfigError(
+                f"generator '{name}' ({cls.__qualname__}) declares no capabilities "
+                "(a GeneratorCapabilities class attribute)"
+            )
         return register(cls)
 
     return decorator
@@ -76,15 +81,19 @@ def available_generators() -> list[str]:
 
 
 def generator_capabilities(name: str) -> GeneratorCapabilities:
-    """The declared capabilities of the generator registered as ``name`` (ConfigError if unknown)."""
+    """The declared capabilities of the generator registered as ``name`` (ConfigError if
+    unknown)."""
     cls = _GENERATORS.get(name)
     if cls is None:
-        raise ConfigError(f"unknown generator '{name}'; available generators: {available_generators()}")
+        raise ConfigError(
+            f"unknown generator '{name}'; available generators: {available_generators()}"
+        )
     return cls.capabilities
 
 
 def describe_generators() -> list[ComponentInfo]:
-    """Every registered generator with its declared parameters (``privacy-gate list generators``)."""
+    """Every registered generator with its declared parameters (``privacy-gate list
+    generators``)."""
     return _GENERATORS.describe()
 
 
@@ -96,14 +105,22 @@ def create_generator(name: str, **params: Any) -> Generator:
 def sample_synthetic(generator: Generator, n: int, spec: DatasetSpec) -> pd.DataFrame:
     """``generator.sample(n)`` as a release run and a study take it."""
     # generators return spec-typed frames; conform() re-checks that contract
-    return conform(generator.sample(n), spec, source=f"synthetic data from generator '{generator.name}'",
-                   check_identifiers=False)
+    return conform(
+        generator.sample(n),
+        spec,
+        source=f"synthetic data from generator '{generator.name}'",
+        check_identifiers=False,
+    )
 
 
 def clip_to_spec(df: pd.DataFrame, spec: DatasetSpec) -> pd.DataFrame:
     """Clip numeric columns to the spec's *public* ranges (never to ranges seen in train)."""
     out = df.copy()
     for name, col in spec.columns.items():
-        if col.is_numeric and col.kind != "datetime" and (col.min is not None or col.max is not None):
+        if (
+            col.is_numeric
+            and col.kind != "datetime"
+            and (col.min is not None or col.max is not None)
+        ):
             out[name] = pd.to_numeric(out[name], errors="coerce").clip(lower=col.min, upper=col.max)
     return out

@@ -13,8 +13,8 @@ domain (an unseen category, a number outside the public range) map to the neares
 >>> import pandas as pd
 >>> from privacy_gate.spec import DatasetSpec
 >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
-...     "x": {"kind": "numeric", "bins": [0, 10, 20]}, "c": {"kind": "categorical", "categories": ["a", "b"],
-...     "nullable": False}}})
+...     "x": {"kind": "numeric", "bins": [0, 10, 20]},
+...     "c": {"kind": "categorical", "categories": ["a", "b"], "nullable": False}}})
 >>> d = Discretizer(spec=spec).fit(None)
 >>> d.domain_
 {'x': 3, 'c': 2}
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import ColumnSpec, DatasetSpec
 from privacy_gate.errors import ConfigError
+from privacy_gate.spec import ColumnSpec, DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ class ColumnBins:
 
 class Discretizer:
     """``fit(reference)`` learns bins from the spec and (only where the spec is silent) from the
-    reference data; ``transform`` gives an (n, d) int array; ``inverse_transform`` samples values."""
+    reference data; ``transform`` gives an (n, d) int array; ``inverse_transform`` samples
+    values."""
 
     def __init__(self, *, spec: DatasetSpec, n_bins: int = 20):
         if n_bins < 2:
@@ -66,11 +67,15 @@ class Discretizer:
 
     def fit(self, reference: pd.DataFrame | None) -> Discretizer:
         self.columns_ = list(self.spec.attribute_columns)
-        self.bins_ = {c: self._column_bins(c, self.spec.columns[c], reference) for c in self.columns_}
+        self.bins_ = {
+            c: self._column_bins(c, self.spec.columns[c], reference) for c in self.columns_
+        }
         self.domain_ = {c: b.size for c, b in self.bins_.items()}
         return self
 
-    def _column_bins(self, name: str, col: ColumnSpec, reference: pd.DataFrame | None) -> ColumnBins:
+    def _column_bins(
+        self, name: str, col: ColumnSpec, reference: pd.DataFrame | None
+    ) -> ColumnBins:
         ref = reference[name] if reference is not None and name in reference else None
         if not col.is_numeric:
             if col.categories is not None:
@@ -78,8 +83,10 @@ class Discretizer:
             elif ref is not None and ref.notna().any():
                 cats = tuple(sorted(map(str, ref.dropna().unique())))
             else:
-                raise ConfigError(f"column '{name}': no public categories in the spec and no reference data to "
-                                  "take them from; add 'categories' to the spec")
+                raise ConfigError(
+                    f"column '{name}': no public categories in the spec and no reference data to "
+                    "take them from; add 'categories' to the spec"
+                )
             return ColumnBins(name, "categorical", None, cats, col.nullable)
         kind = "datetime" if col.kind == "datetime" else "numeric"
         values = None if ref is None else _as_float(ref, kind).astype(float)
@@ -91,15 +98,22 @@ class Discretizer:
             edges = _equal_depth_edges(values, self.n_bins)
             lo = col.min if col.min is not None else edges[0]
             hi = col.max if col.max is not None else edges[-1]
-            edges[0], edges[-1] = min(lo, edges[0]), max(hi, edges[-1])  # extend to the public range
+            edges[0], edges[-1] = (
+                min(lo, edges[0]),
+                max(hi, edges[-1]),
+            )  # extend to the public range
             points = _point_masses(values, edges)
-            return ColumnBins(name, kind, tuple(float(e) for e in edges), None, col.nullable, integer, points)
+            return ColumnBins(
+                name, kind, tuple(float(e) for e in edges), None, col.nullable, integer, points
+            )
         elif col.min is not None and col.max is not None:
             edges = np.linspace(col.min, col.max, self.n_bins + 1)
             integer = col.kind == "ordinal"
         else:
-            raise ConfigError(f"column '{name}': no public 'bins' or 'min'/'max' in the spec and no reference "
-                              "data to take bins from")
+            raise ConfigError(
+                f"column '{name}': no public 'bins' or 'min'/'max' in the spec and no reference "
+                "data to take bins from"
+            )
         return ColumnBins(name, kind, tuple(float(e) for e in edges), None, col.nullable, integer)
 
     def transform(self, df: pd.DataFrame) -> np.ndarray:
@@ -110,14 +124,19 @@ class Discretizer:
             if b.categories is not None:
                 col = df[name]
                 present = col.notna().to_numpy()
-                codes = np.full(len(col), -1, dtype=np.int64)  # str() of each present value, vectorised
-                codes[present] = pd.Categorical(col[present].astype(object).astype(str),
-                                                categories=list(b.categories)).codes
+                codes = np.full(
+                    len(col), -1, dtype=np.int64
+                )  # str() of each present value, vectorised
+                codes[present] = pd.Categorical(
+                    col[present].astype(object).astype(str), categories=list(b.categories)
+                ).codes
                 codes[codes < 0] = missing_code
             else:
                 x = _as_float(df[name], b.kind)
                 edges = np.asarray(b.edges)
-                codes = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2).astype(np.int64)
+                codes = np.clip(
+                    np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2
+                ).astype(np.int64)
                 codes[~np.isfinite(x)] = missing_code
             out[:, j] = codes
         return out
@@ -137,7 +156,9 @@ class Discretizer:
                 continue
             edges = np.asarray(b.edges)
             x = rng.uniform(edges[cc], edges[cc + 1])
-            if b.points is not None:  # a bin that held one reference value (a spike, e.g. 0) gives it back
+            if (
+                b.points is not None
+            ):  # a bin that held one reference value (a spike, e.g. 0) gives it back
                 point = np.array([np.nan if p is None else p for p in b.points])[cc]
                 has_point = ~np.isnan(point)
             if b.integer:  # integer-valued column: a uniformly drawn integer inside the bin

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.table import conform, read_table
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
@@ -24,12 +23,15 @@ from privacy_gate.params import (
     Params,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 
 class FileParams(Params):
     path: str = Field(description="the synthetic file (CSV or Parquet) to release")
     seed: Seed | None = Field(None, description="seed of the row sample when whole_file is false")
-    whole_file: bool = Field(True, strict=True, description="release every row of the file (else a sample of n rows)")
+    whole_file: bool = Field(
+        True, strict=True, description="release every row of the file (else a sample of n rows)"
+    )
 
 
 @register_generator("file")
@@ -43,16 +45,24 @@ class FileGenerator(Component):
 
     privacy = None
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> FileGenerator:
-        self.data_ = conform(read_table(Path(self.path)), spec, source=str(self.path), check_identifiers=False)
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> FileGenerator:
+        self.data_ = conform(
+            read_table(Path(self.path)), spec, source=str(self.path), check_identifiers=False
+        )
         return self
 
     def describe_sample(self, n: int) -> str:
-        """The progress line of ``sample(n)``: what it really releases (the whole file by default)."""
+        """The progress line of ``sample(n)``: what it really releases (the whole file by
+        default)."""
         rows, name = len(self.data_), Path(self.path).name
         if self.whole_file or n >= rows:
             why = "whole_file: true" if self.whole_file else "the file holds no more"
-            return f"releasing all {rows:,} rows of {name} ({why}; the {n:,} requested rows do not apply)"
+            return (
+                f"releasing all {rows:,} rows of {name} ({why}; the {n:,} requested rows do not "
+                "apply)"
+            )
         return f"sampling {n:,} of the {rows:,} rows of {name} (seeded, without replacement)"
 
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
@@ -76,7 +86,9 @@ class CopyTrainCanary(Component):
 
     privacy = None
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> CopyTrainCanary:
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> CopyTrainCanary:
         self.train_ = train.reset_index(drop=True)
         self.spec_ = spec
         return self
@@ -90,7 +102,9 @@ class CopyTrainCanary(Component):
 
 class NoisyCopyParams(Params):
     seed: Seed | None = Field(None, description="seed of the resampling and the noise")
-    noise: NonNegativeNumber = Field(0.05, description="Gaussian noise on numerics, in standard deviations")
+    noise: NonNegativeNumber = Field(
+        0.05, description="Gaussian noise on numerics, in standard deviations"
+    )
     flip: Fraction = Field(0.05, description="share of categorical cells resampled")
 
 

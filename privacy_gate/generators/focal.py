@@ -24,7 +24,9 @@ from privacy_gate.generators.base import Generator
 class FocalPoint:
     kind: Literal["marginal", "conditional", "query"]
     columns: tuple[str, ...]  # marginal/query: the attributes; conditional: (child, *parents)
-    cell: tuple[int, ...] | None = None  # query: the selected cell's codes, when a cell was selected
+    cell: tuple[int, ...] | None = (
+        None  # query: the selected cell's codes, when a cell was selected
+    )
 
     def __post_init__(self) -> None:
         if self.kind not in ("marginal", "conditional", "query"):
@@ -45,8 +47,11 @@ class FocalPoint:
 
 @runtime_checkable
 class MarginalGenerator(Generator, Protocol):
-    """A generator whose data-dependent selection step can run alone (cheaply, same budget share)."""
+    """A generator whose data-dependent selection step can run alone (cheaply, same budget
+    share)."""
 
     focal_points_: list[FocalPoint]
 
-    def select_focal_points(self, data: pd.DataFrame, rng: np.random.Generator) -> list[FocalPoint]: ...
+    def select_focal_points(
+        self, data: pd.DataFrame, rng: np.random.Generator
+    ) -> list[FocalPoint]: ...

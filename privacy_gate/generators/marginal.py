@@ -10,18 +10,20 @@ from typing import Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec
 from privacy_gate.generators.discretize import Discretizer
 from privacy_gate.params import Component
+from privacy_gate.spec import DatasetSpec
 
 
 class DiscretizedGenerator(Component):
     """Base of the marginal DP generators (MST, PrivBayes, Private-GSD)."""
 
-    capabilities = GeneratorCapabilities(marginal=True, differentially_private=True, uses_reference=True)
+    capabilities = GeneratorCapabilities(
+        marginal=True, differentially_private=True, uses_reference=True
+    )
     name: str  # set by @register_generator
     n_bins: int
     seed: int | None
@@ -32,6 +34,7 @@ class DiscretizedGenerator(Component):
     def privacy(self) -> dict[str, float]:
         """The (epsilon, delta) guarantee the gate compares its MACE bounds against."""
         return {"epsilon": float(self.epsilon), "delta": float(self.delta)}
+
     neighbours = "add_remove"  # the DP definition's neighbouring datasets (PrivBayes: replace_one)
     _min_rows = 1  # fewest rows select/fit accept (PrivBayes' score sensitivities need 2)
 
@@ -49,30 +52,43 @@ class DiscretizedGenerator(Component):
         self.spec_ = spec
         return self
 
-    def _start_fit(self, train: pd.DataFrame, spec: DatasetSpec, reference: pd.DataFrame | None
-                   ) -> tuple[np.random.Generator, np.ndarray]:
+    def _start_fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, reference: pd.DataFrame | None
+    ) -> tuple[np.random.Generator, np.ndarray]:
         """(Re)configure when needed, then the fit's rng (seed None: fresh OS entropy on every
         fit) and the train codes."""
-        if reference is not None or getattr(self, "spec_", None) != spec or not hasattr(self, "discretizer_"):
+        if (
+            reference is not None
+            or getattr(self, "spec_", None) != spec
+            or not hasattr(self, "discretizer_")
+        ):
             self.configure(spec, reference=reference)
         return np.random.default_rng(self.seed), self._codes(train, "train")
 
     def _codes(self, data: pd.DataFrame, what: str) -> np.ndarray:
         if not hasattr(self, "discretizer_"):
-            raise ConfigError(f"generator '{self.name}': call configure(spec, reference=...) or fit() first")
+            raise ConfigError(
+                f"generator '{self.name}': call configure(spec, reference=...) or fit() first"
+            )
         missing = [c for c in self.discretizer_.columns_ if c not in data.columns]
         if missing:
-            raise DataError(f"generator '{self.name}': column(s) {missing} are missing from the {what} data")
+            raise DataError(
+                f"generator '{self.name}': column(s) {missing} are missing from the {what} data"
+            )
         if len(data) < self._min_rows:
             raise InsufficientDataError(
-                f"generator '{self.name}': the {what} data needs at least {self._min_rows} row(s), has {len(data)}")
+                f"generator '{self.name}': the {what} data needs at least {self._min_rows} row(s), "
+                f"has {len(data)}"
+            )
         return self.discretizer_.transform(data)
 
     def _domain(self) -> np.ndarray:
         dz = self.discretizer_
         return np.array([dz.domain_[c] for c in dz.columns_], dtype=np.int64)
 
-    def _sampling_rng(self, n: object, seed: int | None, *, fitted_attr: str) -> np.random.Generator:
+    def _sampling_rng(
+        self, n: object, seed: int | None, *, fitted_attr: str
+    ) -> np.random.Generator:
         """Checks before sampling; ``seed=None`` continues the stream spawned from the fit's rng
         (reproducible after a seeded fit, fresh after an unseeded one)."""
         if not hasattr(self, fitted_attr):

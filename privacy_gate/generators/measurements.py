@@ -25,7 +25,9 @@ import numpy as np
 class NoisyMeasurement:
     columns: tuple[str, ...]  # the discretiser's column names measured
     index: tuple[int, ...]  # their positions in the discretiser's column order
-    maps: tuple[np.ndarray, ...]  # per column: original code -> code of the measured (compressed) domain
+    maps: tuple[
+        np.ndarray, ...
+    ]  # per column: original code -> code of the measured (compressed) domain
     shape: tuple[int, ...]  # the measured table's shape
     values: np.ndarray  # the noisy table, flattened (C order)
     noise: Literal["gaussian", "laplace"]
@@ -37,13 +39,21 @@ class NoisyMeasurement:
             raise ValueError(f"unknown noise {self.noise!r}")
         if not (len(self.columns) == len(self.index) == len(self.maps) == len(self.shape)):
             raise ValueError("a measurement needs one index, map and size per column")
-        if self.values.size != int(np.prod(self.shape)) or not self.scale > 0 or not self.normaliser > 0:
-            raise ValueError("a measurement's values must fill its shape, with scale and normaliser > 0")
+        if (
+            self.values.size != int(np.prod(self.shape))
+            or not self.scale > 0
+            or not self.normaliser > 0
+        ):
+            raise ValueError(
+                "a measurement's values must fill its shape, with scale and normaliser > 0"
+            )
 
     def cells(self, codes: np.ndarray) -> np.ndarray:
         """The flat cell of each row of ``codes`` (n, d) in the discretiser's column order."""
         codes = np.atleast_2d(codes)
-        return np.ravel_multi_index(tuple(m[codes[:, j]] for m, j in zip(self.maps, self.index)), self.shape)
+        return np.ravel_multi_index(
+            tuple(m[codes[:, j]] for m, j in zip(self.maps, self.index)), self.shape
+        )
 
 
 def identity_map(size: int) -> np.ndarray:

@@ -48,7 +48,6 @@ from typing import Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators.accounting import ZCDPAccountant, gaussian_sigma
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
@@ -62,8 +61,11 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
-_COMPRESS_SIGMAS = 3.0  # values with noisy count < 3 sigma are merged (reference: y >= 3*sigma kept)
+_COMPRESS_SIGMAS = (
+    3.0  # values with noisy count < 3 sigma are merged (reference: y >= 3*sigma kept)
+)
 _SCORE_SENSITIVITY = 1.0  # L1 score: one record added/removed moves one cell of the true table by 1
 _IPF_MAX_ITERS = 200
 _IPF_TOL = 1e-12
@@ -93,7 +95,8 @@ class _Selection:
 
 
 def _project_simplex(y: np.ndarray, total: float, weights: np.ndarray | None = None) -> np.ndarray:
-    """argmin_x sum w (x - y)^2 s.t. x >= 0, sum x = total: x = max(0, y - lam / w), lam by bisection."""
+    """argmin_x sum w (x - y)^2 s.t. x >= 0, sum x = total: x = max(0, y - lam / w), lam by
+    bisection."""
     y = np.asarray(y, dtype=float)
     w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float)
     lo = float(np.min(w * (y - total)))  # sum(max(0, y - lo/w)) >= total here
@@ -124,8 +127,15 @@ def _pair_counts(codes: np.ndarray, i: int, j: int, sizes: list[int]) -> np.ndar
     return np.bincount(flat, minlength=sizes[i] * sizes[j]).astype(float)
 
 
-def _measure_and_select(codes: np.ndarray, domain: list[int], columns: list[str], *, rho: float,
-                        accountant: ZCDPAccountant, rng: np.random.Generator) -> _Selection:
+def _measure_and_select(
+    codes: np.ndarray,
+    domain: list[int],
+    columns: list[str],
+    *,
+    rho: float,
+    accountant: ZCDPAccountant,
+    rng: np.random.Generator,
+) -> _Selection:
     """Steps 1-2 of MST (the only data-dependent steps before the final measurements)."""
     d = len(columns)
     rho1, rho_sel, _ = budget_split(rho, d)
@@ -136,8 +146,17 @@ def _measure_and_select(codes: np.ndarray, domain: list[int], columns: list[str]
     for j, name in enumerate(columns):
         y = np.bincount(codes[:, j], minlength=domain[j]) + rng.normal(0.0, sigma1, domain[j])
         accountant.gaussian(sigma1, step=f"measure_1way[{name}]")
-        measured.append(NoisyMeasurement(columns=(name,), index=(j,), maps=(identity_map(domain[j]),),
-                                         shape=(domain[j],), values=y.copy(), noise="gaussian", scale=sigma1))
+        measured.append(
+            NoisyMeasurement(
+                columns=(name,),
+                index=(j,),
+                maps=(identity_map(domain[j]),),
+                shape=(domain[j],),
+                values=y.copy(),
+                noise="gaussian",
+                scale=sigma1,
+            )
+        )
         totals.append((float(y.sum()), domain[j] * sigma1**2))
         keep = y >= _COMPRESS_SIGMAS * sigma1
         n_keep, n_merged = int(keep.sum()), int((~keep).sum())
@@ -152,7 +171,9 @@ def _measure_and_select(codes: np.ndarray, domain: list[int], columns: list[str]
         sizes.append(n_keep + (1 if n_merged else 0))
         one_way.append(y)
         one_way_var.append(var)
-    accountant.spend(0.0, step="compress_domain (uses step 1's noisy counts only)", mechanism="post-processing")
+    accountant.spend(
+        0.0, step="compress_domain (uses step 1's noisy counts only)", mechanism="post-processing"
+    )
     sel = _Selection(mapped, supports, sizes, one_way, one_way_var, totals, [], maps, measured)
     if d < 2:
         return sel
@@ -161,8 +182,14 @@ def _measure_and_select(codes: np.ndarray, domain: list[int], columns: list[str]
     n_hat = _estimate_total(totals)
     probs = [_project_simplex(y, n_hat, 1.0 / v) / n_hat for y, v in zip(one_way, one_way_var)]
     pairs = np.array(list(combinations(range(d), 2)), dtype=np.int64)
-    scores = np.array([np.abs(_pair_counts(mapped, i, j, sizes) - n_hat * np.outer(probs[i], probs[j]).ravel()).sum()
-                       for i, j in pairs])
+    scores = np.array(
+        [
+            np.abs(
+                _pair_counts(mapped, i, j, sizes) - n_hat * np.outer(probs[i], probs[j]).ravel()
+            ).sum()
+            for i, j in pairs
+        ]
+    )
     eps_round = math.sqrt(8 * rho_sel / (d - 1))
     component = np.arange(d)
     for t in range(d - 1):
@@ -202,9 +229,13 @@ class _TreeModel:
     def sample_codes(self, n: int, rng: np.random.Generator) -> np.ndarray:
         d = len(self.supports)
         comp = np.zeros((n, d), dtype=np.int64)
-        comp[:, self.order[0]] = _draw(np.cumsum(self.root_probs)[None, :], np.zeros(n, dtype=np.int64), rng)
+        comp[:, self.order[0]] = _draw(
+            np.cumsum(self.root_probs)[None, :], np.zeros(n, dtype=np.int64), rng
+        )
         for child in self.order[1:]:
-            comp[:, child] = _draw(np.cumsum(self.conditionals[child], axis=1), comp[:, self.parent[child]], rng)
+            comp[:, child] = _draw(
+                np.cumsum(self.conditionals[child], axis=1), comp[:, self.parent[child]], rng
+            )
         out = np.empty_like(comp)
         for j, keep in enumerate(self.supports):
             kept, merged = np.flatnonzero(keep), np.flatnonzero(~keep)
@@ -212,7 +243,9 @@ class _TreeModel:
             is_merged = c >= kept.size
             out[~is_merged, j] = kept[c[~is_merged]]
             # the merged bin: uniformly one of the original values it merged (as the reference)
-            out[is_merged, j] = merged[rng.integers(0, max(merged.size, 1), size=int(is_merged.sum()))]
+            out[is_merged, j] = merged[
+                rng.integers(0, max(merged.size, 1), size=int(is_merged.sum()))
+            ]
         return out
 
 
@@ -230,7 +263,9 @@ def _draw(cdf: np.ndarray, row: np.ndarray, rng: np.random.Generator) -> np.ndar
     return np.minimum(idx - row * k, k - 1)
 
 
-def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2: float) -> _TreeModel:
+def _fit_tree(
+    sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2: float
+) -> _TreeModel:
     """A consistent tree distribution from the noisy 1-way and 2-way marginals (see module doc)."""
     d = len(sel.sizes)
     totals = list(sel.totals) + [(float(y.sum()), y.size * var2) for y in two_way.values()]
@@ -240,7 +275,10 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
     inv_sum = [1.0 / v for v in sel.one_way_var]
     for (i, j), y in two_way.items():
         table = y.reshape(sel.sizes[i], sel.sizes[j])
-        for node, margin, other in ((i, table.sum(axis=1), sel.sizes[j]), (j, table.sum(axis=0), sel.sizes[i])):
+        for node, margin, other in (
+            (i, table.sum(axis=1), sel.sizes[j]),
+            (j, table.sum(axis=0), sel.sizes[i]),
+        ):
             est_sum[node] = est_sum[node] + margin / (other * var2)
             inv_sum[node] = inv_sum[node] + 1.0 / (other * var2)
     probs = [_project_simplex(e / w, n_hat, w) / n_hat for e, w in zip(est_sum, inv_sum)]
@@ -268,27 +306,47 @@ def _fit_tree(sel: _Selection, two_way: dict[tuple[int, int], np.ndarray], var2:
         table = joint[par, child] if (par, child) in joint else joint[child, par].T
         rows = table.sum(axis=1, keepdims=True)
         # a parent value of probability 0 is never drawn; give it the child's marginal anyway
-        conditionals[child] = np.where(rows > 0, table / np.where(rows > 0, rows, 1.0), probs[child][None, :])
+        conditionals[child] = np.where(
+            rows > 0, table / np.where(rows > 0, rows, 1.0), probs[child][None, :]
+        )
     return _TreeModel(order, parent, probs[0], conditionals, sel.supports)
 
 
 class MSTParams(Params):
     epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
     delta: OpenFraction = Field(1e-9, description="privacy parameter delta, in (0, 1)")
-    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
-    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    n_bins: PositiveInt = Field(
+        20,
+        ge=2,
+        description="equal-depth bins per continuous column (from public knowledge or the "
+        "reference split)",
+    )
+    seed: Seed | None = Field(
+        None,
+        description="seed of the generator's randomness (None: fresh entropy; DP noise is always "
+        "fresh)",
+    )
 
 
 @register_generator("mst")
 class MSTGenerator(ZCDPGenerator):
-    """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module doc."""
+    """MST (McKenna, Miklau & Sheldon 2021) under (epsilon, delta)-DP via rho-zCDP; see the module
+    doc."""
 
     params_model = MSTParams
 
-    def _select(self, codes: np.ndarray, accountant: ZCDPAccountant, rng: np.random.Generator) -> _Selection:
+    def _select(
+        self, codes: np.ndarray, accountant: ZCDPAccountant, rng: np.random.Generator
+    ) -> _Selection:
         dz = self.discretizer_
-        return _measure_and_select(codes, [dz.domain_[c] for c in dz.columns_], list(dz.columns_),
-                                   rho=accountant.total, accountant=accountant, rng=rng)
+        return _measure_and_select(
+            codes,
+            [dz.domain_[c] for c in dz.columns_],
+            list(dz.columns_),
+            rho=accountant.total,
+            accountant=accountant,
+            rng=rng,
+        )
 
     def _focal_points(self, sel: _Selection) -> list[FocalPoint]:
         cols = self.discretizer_.columns_
@@ -304,7 +362,9 @@ class MSTGenerator(ZCDPGenerator):
         self.selection_accountant_ = accountant
         return self._focal_points(sel)
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> Self:
         rng, codes = self._start_fit(train, spec, reference)
         accountant = ZCDPAccountant(self.rho)
         sel = self._select(codes, accountant, rng)
@@ -318,17 +378,29 @@ class MSTGenerator(ZCDPGenerator):
             for i, j in sel.edges:
                 x = _pair_counts(sel.codes, i, j, sel.sizes)
                 two_way[i, j] = x + rng.normal(0.0, sigma2, x.size)
-                measured.append(NoisyMeasurement(columns=(cols[i], cols[j]), index=(i, j), maps=(sel.maps[i], sel.maps[j]),
-                                                 shape=(sel.sizes[i], sel.sizes[j]), values=two_way[i, j].copy(),
-                                                 noise="gaussian", scale=sigma2))
+                measured.append(
+                    NoisyMeasurement(
+                        columns=(cols[i], cols[j]),
+                        index=(i, j),
+                        maps=(sel.maps[i], sel.maps[j]),
+                        shape=(sel.sizes[i], sel.sizes[j]),
+                        values=two_way[i, j].copy(),
+                        noise="gaussian",
+                        scale=sigma2,
+                    )
+                )
                 accountant.gaussian(sigma2, step=f"measure_2way[{cols[i]},{cols[j]}]")
         accountant.spend(0.0, step="synthesis (noisy marginals only)", mechanism="post-processing")
         self.model_ = _fit_tree(sel, two_way, var2)
-        self.edges_ = [(self.discretizer_.columns_[i], self.discretizer_.columns_[j]) for i, j in sel.edges]
+        self.edges_ = [
+            (self.discretizer_.columns_[i], self.discretizer_.columns_[j]) for i, j in sel.edges
+        ]
         self.focal_points_ = self._focal_points(sel)
         self.accountant_ = accountant
         self.measurements_ = tuple(measured)  # what synthesis read (white-box DP audits)
-        self._sample_rng = rng.spawn(1)[0]  # sample(seed=None) after a seeded fit stays reproducible
+        self._sample_rng = rng.spawn(1)[
+            0
+        ]  # sample(seed=None) after a seeded fit stays reproducible
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:

@@ -59,7 +59,6 @@ import numpy as np
 import pandas as pd
 from pydantic import model_validator
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError, PrivacyGateError
 from privacy_gate.generators._gsd_search import SearchResult, Workload, genetic_search
 from privacy_gate.generators.accounting import (
@@ -81,6 +80,7 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass
@@ -110,23 +110,47 @@ def _n_estimate(noisy: list[np.ndarray], sigmas: list[float]) -> float:
 class PrivateGSDParams(Params):
     epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
     delta: OpenFraction = Field(1e-9, description="privacy parameter delta, in (0, 1)")
-    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
-    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    n_bins: PositiveInt = Field(
+        20,
+        ge=2,
+        description="equal-depth bins per continuous column (from public knowledge or the "
+        "reference split)",
+    )
+    seed: Seed | None = Field(
+        None,
+        description="seed of the generator's randomness (None: fresh entropy; DP noise is always "
+        "fresh)",
+    )
     k: PositiveInt = Field(2, ge=2, description="marginal order of the measured queries")
-    n_queries: PositiveInt | None = Field(None, description="k-way marginals selected (None: a default by size)")
-    one_way_share: OpenFraction = Field(1 / 3, description="share of rho measuring the 1-way marginals")
-    select_share: OpenFraction = Field(1 / 3, description="share of rho selecting the k-way marginals")
-    n_syn: PositiveInt = Field(2000, description="rows of the synthetic candidate the search evolves")
+    n_queries: PositiveInt | None = Field(
+        None, description="k-way marginals selected (None: a default by size)"
+    )
+    one_way_share: OpenFraction = Field(
+        1 / 3, description="share of rho measuring the 1-way marginals"
+    )
+    select_share: OpenFraction = Field(
+        1 / 3, description="share of rho selecting the k-way marginals"
+    )
+    n_syn: PositiveInt = Field(
+        2000, description="rows of the synthetic candidate the search evolves"
+    )
     population_size: PositiveInt = Field(100, ge=2, description="genetic-algorithm population size")
     elite_size: PositiveInt = Field(5, description="elite archive size")
     max_generations: NonNegativeInt = Field(20_000, description="generation budget")
-    tol: NonNegativeNumber = Field(1e-4, description="early stop on relative improvement below this")
-    stop_window: PositiveInt | None = Field(None, description="generations over which improvement is measured")
+    tol: NonNegativeNumber = Field(
+        1e-4, description="early stop on relative improvement below this"
+    )
+    stop_window: PositiveInt | None = Field(
+        None, description="generations over which improvement is measured"
+    )
 
     @model_validator(mode="after")
     def _shares(self) -> PrivateGSDParams:
         if self.one_way_share + self.select_share >= 1:
-            raise ValueError("one_way_share + select_share must be < 1 (the rest measures the selected marginals)")
+            raise ValueError(
+                "one_way_share + select_share must be < 1 (the rest measures the selected "
+                "marginals)"
+            )
         return self
 
 
@@ -146,8 +170,10 @@ class PrivateGSDGenerator(ZCDPGenerator):
     def _check_spec(self, spec: DatasetSpec) -> None:
         d = len(spec.attribute_columns)
         if d < self.k:
-            raise ConfigError(f"generator 'private_gsd': k = {self.k} needs at least {self.k} attribute columns, "
-                              f"spec '{spec.name}' has {d}")
+            raise ConfigError(
+                f"generator 'private_gsd': k = {self.k} needs at least {self.k} attribute columns, "
+                f"spec '{spec.name}' has {d}"
+            )
 
     def _candidates(self) -> list[tuple[int, ...]]:
         return list(combinations(range(len(self.discretizer_.columns_)), self.k))
@@ -163,7 +189,9 @@ class PrivateGSDGenerator(ZCDPGenerator):
 
     # -- data-dependent steps ---------------------------------------------------------------
 
-    def _select(self, codes: np.ndarray, rng: np.random.Generator, acc: ZCDPAccountant) -> _Selection:
+    def _select(
+        self, codes: np.ndarray, rng: np.random.Generator, acc: ZCDPAccountant
+    ) -> _Selection:
         """Steps 1-2 (shared by ``fit`` and ``select_focal_points``): noisy 1-way marginals, then
         the exponential-mechanism selection of k-way marginals."""
         dom = [self.discretizer_.domain_[c] for c in self.discretizer_.columns_]
@@ -172,7 +200,9 @@ class PrivateGSDGenerator(ZCDPGenerator):
         one_way = []
         for j, name in enumerate(self.discretizer_.columns_):
             acc.gaussian(sigma1, step=f"one_way[{name}]")
-            one_way.append(np.bincount(codes[:, j], minlength=dom[j]) + rng.normal(0.0, sigma1, dom[j]))
+            one_way.append(
+                np.bincount(codes[:, j], minlength=dom[j]) + rng.normal(0.0, sigma1, dom[j])
+            )
         n_hat = _n_estimate(one_way, [sigma1] * d)
         candidates = self._candidates()
         n_select = self._n_select()
@@ -185,18 +215,23 @@ class PrivateGSDGenerator(ZCDPGenerator):
         scores = np.empty(len(candidates))
         for i, cols in enumerate(candidates):
             model = n_hat * reduce(np.multiply.outer, [probs[c] for c in cols]).ravel()
-            scores[i] = np.abs(_marginal_counts(codes, cols, tuple(dom[c] for c in cols)) - model).sum()
+            scores[i] = np.abs(
+                _marginal_counts(codes, cols, tuple(dom[c] for c in cols)) - model
+            ).sum()
         eps_round = exponential_epsilon_for_rho(self.select_share * acc.total / n_select)
         for r in range(n_select):
             acc.exponential(eps_round, step=f"select[{r}]")
-        # Gumbel top-k == n_select exponential mechanisms without replacement, P ~ exp(eps u / (2 * 1))
+        # Gumbel top-k == n_select exponential mechanisms without replacement, P ~ exp(eps u / (2 *
+        # 1))
         noisy = scores + rng.gumbel(0.0, 2.0 / eps_round, size=len(scores))
         chosen = sorted(candidates[i] for i in np.argsort(-noisy, kind="stable")[:n_select])
         return _Selection(one_way, sigma1, chosen, n_hat)
 
     def _focal(self, chosen: list[tuple[int, ...]]) -> list[FocalPoint]:
         names = self.discretizer_.columns_
-        return sorted(FocalPoint(kind="query", columns=tuple(names[c] for c in cols)) for cols in chosen)
+        return sorted(
+            FocalPoint(kind="query", columns=tuple(names[c] for c in cols)) for cols in chosen
+        )
 
     def select_focal_points(self, data: pd.DataFrame, rng: np.random.Generator) -> list[FocalPoint]:
         """Only steps 1-2 on ``data`` (same code and budget shares as ``fit``, fresh accountant):
@@ -210,7 +245,9 @@ class PrivateGSDGenerator(ZCDPGenerator):
         self.selection_accountant_ = acc
         return self._focal(chosen)
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> Self:
         rng, codes = self._start_fit(train, spec, reference)
         acc = ZCDPAccountant(self.rho)
         sel = self._select(codes, rng, acc)
@@ -221,29 +258,57 @@ class PrivateGSDGenerator(ZCDPGenerator):
         sigma2 = gaussian_sigma(share * acc.total / len(sel.chosen))
         measured = []
         for cols in sel.chosen:
-            acc.gaussian(sigma2, step="measure[" + ",".join(self.discretizer_.columns_[c] for c in cols) + "]")
+            acc.gaussian(
+                sigma2,
+                step="measure[" + ",".join(self.discretizer_.columns_[c] for c in cols) + "]",
+            )
             dims = tuple(dom[c] for c in cols)
-            measured.append(_marginal_counts(codes, cols, dims) + rng.normal(0.0, sigma2, int(np.prod(dims))))
+            measured.append(
+                _marginal_counts(codes, cols, dims) + rng.normal(0.0, sigma2, int(np.prod(dims)))
+            )
         if not acc.is_exhausted():  # a bug in the split above, never a user error
             raise PrivacyGateError(f"private_gsd: spent {acc.spent} of rho {acc.total}")
         noisy = sel.one_way + measured
         names = self.discretizer_.columns_
         self.measurements_ = tuple(  # what the search read (white-box DP audits)
-            NoisyMeasurement(columns=tuple(names[c] for c in q), index=tuple(q),
-                             maps=tuple(identity_map(dom[c]) for c in q), shape=tuple(dom[c] for c in q),
-                             values=v.copy(), noise="gaussian", scale=s)
-            for q, v, s in zip([(j,) for j in range(len(dom))] + list(sel.chosen), noisy,
-                               [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured), strict=True))
-        self.n_hat_ = _n_estimate(noisy, [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured))
+            NoisyMeasurement(
+                columns=tuple(names[c] for c in q),
+                index=tuple(q),
+                maps=tuple(identity_map(dom[c]) for c in q),
+                shape=tuple(dom[c] for c in q),
+                values=v.copy(),
+                noise="gaussian",
+                scale=s,
+            )
+            for q, v, s in zip(
+                [(j,) for j in range(len(dom))] + list(sel.chosen),
+                noisy,
+                [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured),
+                strict=True,
+            )
+        )
+        self.n_hat_ = _n_estimate(
+            noisy, [sel.sigma_one_way] * len(sel.one_way) + [sigma2] * len(measured)
+        )
 
         # step 4: genetic search on the DP targets only
         acc.spend(0.0, step="genetic search (noisy statistics only)", mechanism="post-processing")
         queries = [(j,) for j in range(len(dom))] + list(sel.chosen)
         workload = Workload(queries, dom)
-        target = np.r_[np.clip(np.concatenate(noisy) / self.n_hat_, 0.0, 1.0), 0.0]  # + the dummy cell
+        target = np.r_[
+            np.clip(np.concatenate(noisy) / self.n_hat_, 0.0, 1.0), 0.0
+        ]  # + the dummy cell
         result: SearchResult = genetic_search(
-            workload, target, n_syn=self.n_syn, rng=rng, population_size=self.population_size,
-            elite_size=self.elite_size, max_generations=self.max_generations, tol=self.tol, window=self.stop_window)
+            workload,
+            target,
+            n_syn=self.n_syn,
+            rng=rng,
+            population_size=self.population_size,
+            elite_size=self.elite_size,
+            max_generations=self.max_generations,
+            tol=self.tol,
+            window=self.stop_window,
+        )
 
         self.accountant_ = acc
         self.focal_points_ = self._focal(sel.chosen)
@@ -251,7 +316,9 @@ class PrivateGSDGenerator(ZCDPGenerator):
         self.synthetic_codes_ = result.X
         self.fitness_, self.initial_fitness_ = result.fitness, result.initial_fitness
         self.n_generations_, self.history_ = result.n_generations, result.history
-        self._sample_rng = rng.spawn(1)[0]  # sample(seed=None) after a seeded fit stays reproducible
+        self._sample_rng = rng.spawn(1)[
+            0
+        ]  # sample(seed=None) after a seeded fit stays reproducible
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:

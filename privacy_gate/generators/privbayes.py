@@ -30,10 +30,10 @@ Budget split (``beta`` = 0.5 by default, the paper's choice):
    parents (attribute i has at most min(k, i - 1)), so their tables are smaller.
 
 Degree k by theta-usefulness (theta = 4 by default). A noisy table is theta-useful when its
-average cell mass, 1 / |dom(X, Pi)|, is at least theta times the noise scale 2d / (n epsilon_2), i.e.
-``|dom(X, Pi)| <= tau = n epsilon_2 / (2 d theta)``. For binary domains this is the paper's rule
-``n epsilon_2 / (d 2^(k+2)) >= theta`` (its SIGMOD form n epsilon / ((d-k) 2^(k+3)) uses the total
-epsilon = 2 epsilon_2 and d - k tables). For general domains we take
+average cell mass, 1 / |dom(X, Pi)|, is at least theta times the noise scale 2d / (n epsilon_2),
+i.e. ``|dom(X, Pi)| <= tau = n epsilon_2 / (2 d theta)``. For binary domains this is the paper's
+rule ``n epsilon_2 / (d 2^(k+2)) >= theta`` (its SIGMOD form n epsilon / ((d-k) 2^(k+3)) uses the
+total epsilon = 2 epsilon_2 and d - k tables). For general domains we take
 
     k = the largest k with  m^(k+1) <= tau,   m = geometric mean of the public domain sizes,
 
@@ -72,7 +72,6 @@ from typing import Literal, Self
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.generators.accounting import PureDPAccountant
 from privacy_gate.generators.base import register_generator
 from privacy_gate.generators.focal import FocalPoint
@@ -88,6 +87,7 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 _MAX_CELLS = 2**20  # memory cap on one (child, parents) table, whatever tau allows
 _SCORES = ("mi", "r")
@@ -140,8 +140,11 @@ class Network:
     tau: float
 
 
-def _parent_pool(V: list[int], size: int, cap: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
-    """All subsets of V of ``size``, or ``cap`` distinct ones drawn uniformly when there are more."""
+def _parent_pool(
+    V: list[int], size: int, cap: int, rng: np.random.Generator
+) -> list[tuple[int, ...]]:
+    """All subsets of V of ``size``, or ``cap`` distinct ones drawn uniformly when there are
+    more."""
     if size == 0:
         return [()]
     if comb(len(V), size) <= cap:
@@ -157,8 +160,14 @@ def _parent_pool(V: list[int], size: int, cap: int, rng: np.random.Generator) ->
     return list(found)
 
 
-def _family_scores(codes: np.ndarray, dom: np.ndarray, parents: tuple[int, ...], children: list[int],
-                   score: str, clogc: np.ndarray) -> np.ndarray:
+def _family_scores(
+    codes: np.ndarray,
+    dom: np.ndarray,
+    parents: tuple[int, ...],
+    children: list[int],
+    score: str,
+    clogc: np.ndarray,
+) -> np.ndarray:
     """Score of (X, parents) for every X in ``children``, one bincount over all children at once."""
     n = codes.shape[0]
     if not parents:
@@ -176,22 +185,35 @@ def _family_scores(codes: np.ndarray, dom: np.ndarray, parents: tuple[int, ...],
     jc = np.bincount(joint, minlength=int(seg.sum()))
     if score == "mi":  # I = H(X) + H(Pi) - H(X, Pi), in bits, from sum c log2 c
         s_joint = np.add.reduceat(clogc[jc], offsets)
-        s_child = np.array([clogc[np.bincount(codes[:, x], minlength=dom[x])].sum() for x in children])
+        s_child = np.array(
+            [clogc[np.bincount(codes[:, x], minlength=dom[x])].sum() for x in children]
+        )
         s_par = clogc[p_counts].sum()
         return np.maximum((n * math.log2(n) + s_joint - s_child - s_par) / n, 0.0)
     out = np.empty(len(children))
     pp = p_counts / n
     for i, x in enumerate(children):  # R = sum of the positive parts of P[X, Pi] - P[X] P[Pi]
         px = np.bincount(codes[:, x], minlength=dom[x]) / n
-        diff = jc[offsets[i]:offsets[i] + seg[i]] / n - (pp[:, None] * px[None, :]).ravel()
+        diff = jc[offsets[i] : offsets[i] + seg[i]] / n - (pp[:, None] * px[None, :]).ravel()
         out[i] = diff[diff > 0].sum()
     return out
 
 
-def learn_network(codes: np.ndarray, dom: np.ndarray, *, epsilon1: float, epsilon2: float, theta: float,
-                  degree: int | None, score: str, max_parent_sets: int, accountant: PureDPAccountant,
-                  rng: np.random.Generator) -> Network:
-    """GreedyBayes with the exponential mechanism; charges epsilon_1 to ``accountant`` in d-1 steps."""
+def learn_network(
+    codes: np.ndarray,
+    dom: np.ndarray,
+    *,
+    epsilon1: float,
+    epsilon2: float,
+    theta: float,
+    degree: int | None,
+    score: str,
+    max_parent_sets: int,
+    accountant: PureDPAccountant,
+    rng: np.random.Generator,
+) -> Network:
+    """GreedyBayes with the exponential mechanism; charges epsilon_1 to ``accountant`` in d-1
+    steps."""
     n, d = codes.shape
     k, tau = theta_degree(n=n, epsilon2=epsilon2, theta=theta, domain=[int(s) for s in dom])
     if degree is not None:
@@ -235,9 +257,17 @@ def learn_network(codes: np.ndarray, dom: np.ndarray, *, epsilon1: float, epsilo
 
 
 # --------------------------------------------------------------------- conditionals and sampling
-def measure_conditionals(codes: np.ndarray, dom: np.ndarray, network: Network, *, epsilon2: float,
-                         accountant: PureDPAccountant, rng: np.random.Generator,
-                         names: list[str], record: list[NoisyMeasurement] | None = None) -> list[np.ndarray]:
+def measure_conditionals(
+    codes: np.ndarray,
+    dom: np.ndarray,
+    network: Network,
+    *,
+    epsilon2: float,
+    accountant: PureDPAccountant,
+    rng: np.random.Generator,
+    names: list[str],
+    record: list[NoisyMeasurement] | None = None,
+) -> list[np.ndarray]:
     """Noisy P*(X | Pi) per AP pair, shape (configurations of Pi, |X|); epsilon_2 / d per table."""
     n, d = codes.shape
     scale = 2 * d / (n * epsilon2)  # on the normalised table, whose L1 sensitivity is 2/n
@@ -245,26 +275,45 @@ def measure_conditionals(codes: np.ndarray, dom: np.ndarray, network: Network, *
     for x, parents in network.pairs:
         axes = [*parents, x]  # parents first: rows are parent configurations
         dims = dom[axes]
-        counts = np.bincount(np.ravel_multi_index(codes[:, axes].T, dims), minlength=int(np.prod(dims)))
+        counts = np.bincount(
+            np.ravel_multi_index(codes[:, axes].T, dims), minlength=int(np.prod(dims))
+        )
         noisy = counts / n + rng.laplace(0.0, scale, counts.size)
         accountant.laplace(scale, step=f"conditional[{names[x]}]", sensitivity=2 / n)
         if record is not None:  # what sampling reads, before clipping (white-box DP audits)
-            record.append(NoisyMeasurement(columns=tuple(names[a] for a in axes), index=tuple(axes),
-                                           maps=tuple(identity_map(s) for s in dims), shape=tuple(int(s) for s in dims),
-                                           values=noisy.copy(), noise="laplace", scale=scale, normaliser=float(n)))
+            record.append(
+                NoisyMeasurement(
+                    columns=tuple(names[a] for a in axes),
+                    index=tuple(axes),
+                    maps=tuple(identity_map(s) for s in dims),
+                    shape=tuple(int(s) for s in dims),
+                    values=noisy.copy(),
+                    noise="laplace",
+                    scale=scale,
+                    normaliser=float(n),
+                )
+            )
         table = np.clip(noisy, 0.0, None).reshape(-1, int(dom[x]))
         sums = table.sum(axis=1, keepdims=True)
         out.append(np.where(sums > 0, table / np.where(sums > 0, sums, 1.0), 1.0 / dom[x]))
     return out
 
 
-def sample_codes(network: Network, conditionals: list[np.ndarray], dom: np.ndarray, n: int,
-                 rng: np.random.Generator) -> np.ndarray:
+def sample_codes(
+    network: Network,
+    conditionals: list[np.ndarray],
+    dom: np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Ancestral sampling in network order, vectorised: inverse CDF of each row's conditional."""
     out = np.zeros((n, len(dom)), dtype=np.int64)
     for (x, parents), cond in zip(network.pairs, conditionals):
-        conf = (np.ravel_multi_index(out[:, list(parents)].T, dom[list(parents)]) if parents
-                else np.zeros(n, dtype=np.int64))
+        conf = (
+            np.ravel_multi_index(out[:, list(parents)].T, dom[list(parents)])
+            if parents
+            else np.zeros(n, dtype=np.int64)
+        )
         cdf = np.cumsum(cond, axis=1)
         cdf[:, -1] = 1.0
         # rows laid end to end: row r occupies (r, r + 1], so one searchsorted serves every row
@@ -277,14 +326,31 @@ def sample_codes(network: Network, conditionals: list[np.ndarray], dom: np.ndarr
 # ------------------------------------------------------------------------------------ generator
 class PrivBayesParams(Params):
     epsilon: PositiveNumber = Field(1.0, description="privacy budget epsilon (finite, > 0)")
-    delta: Fraction = Field(1e-9, lt=1, description="ignored: PrivBayes is pure epsilon-DP (accepted in [0, 1))")
-    n_bins: PositiveInt = Field(20, ge=2, description="equal-depth bins per continuous column (from public knowledge or the reference split)")
-    seed: Seed | None = Field(None, description="seed of the generator's randomness (None: fresh entropy; DP noise is always fresh)")
+    delta: Fraction = Field(
+        1e-9, lt=1, description="ignored: PrivBayes is pure epsilon-DP (accepted in [0, 1))"
+    )
+    n_bins: PositiveInt = Field(
+        20,
+        ge=2,
+        description="equal-depth bins per continuous column (from public knowledge or the "
+        "reference split)",
+    )
+    seed: Seed | None = Field(
+        None,
+        description="seed of the generator's randomness (None: fresh entropy; DP noise is always "
+        "fresh)",
+    )
     beta: OpenFraction = Field(0.5, description="share of epsilon spent on learning the network")
     theta: PositiveNumber = Field(4.0, description="theta-usefulness that picks the degree k")
-    score: Literal["mi", "r"] = Field("mi", description="network score: mutual information or the R score")
-    degree: NonNegativeInt | None = Field(None, description="parents per attribute (None: chosen by theta-usefulness)")
-    max_parent_sets: PositiveInt = Field(300, description="candidate parent sets scored per attribute")
+    score: Literal["mi", "r"] = Field(
+        "mi", description="network score: mutual information or the R score"
+    )
+    degree: NonNegativeInt | None = Field(
+        None, description="parents per attribute (None: chosen by theta-usefulness)"
+    )
+    max_parent_sets: PositiveInt = Field(
+        300, description="candidate parent sets scored per attribute"
+    )
 
 
 @register_generator("privbayes")
@@ -304,19 +370,35 @@ class PrivBayesGenerator(DiscretizedGenerator):
 
     @property
     def privacy(self) -> dict[str, float]:
-        return {"epsilon": float(self.epsilon), "delta": 0.0}  # pure DP: the delta setting is unused
+        return {
+            "epsilon": float(self.epsilon),
+            "delta": 0.0,
+        }  # pure DP: the delta setting is unused
 
-    def _learn(self, codes: np.ndarray, accountant: PureDPAccountant, rng: np.random.Generator) -> Network:
+    def _learn(
+        self, codes: np.ndarray, accountant: PureDPAccountant, rng: np.random.Generator
+    ) -> Network:
         """The selection step shared by fit() and select_focal_points()."""
         eps1, eps2 = budget_split(float(self.epsilon), float(self.beta), codes.shape[1])
-        return learn_network(codes, self._domain(), epsilon1=eps1, epsilon2=eps2, theta=float(self.theta),
-                             degree=self.degree, score=self.score, max_parent_sets=int(self.max_parent_sets),
-                             accountant=accountant, rng=rng)
+        return learn_network(
+            codes,
+            self._domain(),
+            epsilon1=eps1,
+            epsilon2=eps2,
+            theta=float(self.theta),
+            degree=self.degree,
+            score=self.score,
+            max_parent_sets=int(self.max_parent_sets),
+            accountant=accountant,
+            rng=rng,
+        )
 
     def _focal_points(self, network: Network) -> list[FocalPoint]:
         cols = self.discretizer_.columns_
-        return sorted(FocalPoint(kind="conditional", columns=(cols[x], *(cols[p] for p in parents)))
-                      for x, parents in network.pairs)
+        return sorted(
+            FocalPoint(kind="conditional", columns=(cols[x], *(cols[p] for p in parents)))
+            for x, parents in network.pairs
+        )
 
     def select_focal_points(self, data: pd.DataFrame, rng: np.random.Generator) -> list[FocalPoint]:
         """Network learning only, on ``data``, with a fresh accountant: spends beta * epsilon.
@@ -331,15 +413,25 @@ class PrivBayesGenerator(DiscretizedGenerator):
         self.selection_accountant_, self.selection_network_ = accountant, network
         return self._focal_points(network)
 
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> Self:
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> Self:
         rng, codes = self._start_fit(train, spec, reference)
         accountant = PureDPAccountant(float(self.epsilon))
         network = self._learn(codes, accountant, rng)
         eps2 = accountant.remaining  # what the network left: (1 - beta) * epsilon
         measured: list[NoisyMeasurement] = []
         cols = self.discretizer_.columns_
-        self.conditionals_ = measure_conditionals(codes, self._domain(), network, epsilon2=eps2,
-                                                  accountant=accountant, rng=rng, names=cols, record=measured)
+        self.conditionals_ = measure_conditionals(
+            codes,
+            self._domain(),
+            network,
+            epsilon2=eps2,
+            accountant=accountant,
+            rng=rng,
+            names=cols,
+            record=measured,
+        )
         self.network_ = network
         self.degree_ = network.degree
         self.parents_ = {cols[x]: tuple(cols[p] for p in parents) for x, parents in network.pairs}
@@ -347,9 +439,13 @@ class PrivBayesGenerator(DiscretizedGenerator):
         self.focal_points_ = self._focal_points(network)
         self.accountant_ = accountant
         self.measurements_ = tuple(measured)
-        self._sample_rng = rng.spawn(1)[0]  # sample(seed=None) after a seeded fit stays reproducible
+        self._sample_rng = rng.spawn(1)[
+            0
+        ]  # sample(seed=None) after a seeded fit stays reproducible
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
         rng = self._sampling_rng(n, seed, fitted_attr="network_")
-        return self._decode(sample_codes(self.network_, self.conditionals_, self._domain(), int(n), rng), rng)
+        return self._decode(
+            sample_codes(self.network_, self.conditionals_, self._domain(), int(n), rng), rng
+        )

@@ -31,13 +31,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
+from privacy_gate.generators import progress
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.generators.tabular_codec import TabularCodec
-from privacy_gate.generators import progress
-from privacy_gate.params import (Component, Field, NonNegativeInt, NonNegativeNumber, Params, PositiveInt, PositiveNumber,
-                                 Seed)
+from privacy_gate.params import (
+    Component,
+    Field,
+    NonNegativeInt,
+    NonNegativeNumber,
+    Params,
+    PositiveInt,
+    PositiveNumber,
+    Seed,
+)
+from privacy_gate.spec import DatasetSpec
 
 log = logging.getLogger("privacy_gate")
 
@@ -60,8 +68,12 @@ def wrong_labels(i: int, n: int, parts: int, generator: Any) -> Any:
     return (i + offset) % parts
 
 
-def generator_loss(d_logits: list[Any], dp_logits: list[Any] | None, targets: list[Any] | None,
-                   privacy_weight: float) -> Any:
+def generator_loss(
+    d_logits: list[Any],
+    dp_logits: list[Any] | None,
+    targets: list[Any] | None,
+    privacy_weight: float,
+) -> Any:
     """sum_i [ BCE(D_i(G_i(z)), real) + lambda * CE(D_p(G_i(z)), random index != i) ].
     With lambda = 0 (or no D_p) this is exactly the sum of the N plain GAN generator losses."""
     import torch
@@ -76,21 +88,33 @@ def generator_loss(d_logits: list[Any], dp_logits: list[Any] | None, targets: li
 
 
 class GANParams(Params):
-    seed: Seed | None = Field(None, description="seed of training and sampling (None: fresh randomness)")
+    seed: Seed | None = Field(
+        None, description="seed of training and sampling (None: fresh randomness)"
+    )
     epochs: PositiveInt = Field(300, description="training epochs (a fixed budget)")
     batch_size: PositiveInt = Field(128, description="batch size per generator")
     latent_dim: PositiveInt = Field(64, description="noise dimension")
-    hidden: tuple[PositiveInt, ...] = Field((128, 128), description="hidden layer sizes of every network")
+    hidden: tuple[PositiveInt, ...] = Field(
+        (128, 128), description="hidden layer sizes of every network"
+    )
     lr: PositiveNumber = Field(2e-4, description="Adam learning rate (beta1 0.5)")
     label_smoothing: NonNegativeNumber = Field(0.1, description="real labels are 1 - this")
     log_every: PositiveInt = Field(25, description="progress line every this many epochs")
 
 
 class PrivGANParams(GANParams):
-    n_generators: PositiveInt = Field(2, description="N: disjoint parts of the training set, one generator each")
-    privacy_weight: NonNegativeNumber = Field(1.0, description="lambda: weight of the privacy discriminator's loss")
-    privacy_pretrain_epochs: NonNegativeInt = Field(20, description="D_p pre-training epochs on (record, part)")
-    privacy_delay: NonNegativeInt = Field(0, description="epochs before D_p joins adversarial training")
+    n_generators: PositiveInt = Field(
+        2, description="N: disjoint parts of the training set, one generator each"
+    )
+    privacy_weight: NonNegativeNumber = Field(
+        1.0, description="lambda: weight of the privacy discriminator's loss"
+    )
+    privacy_pretrain_epochs: NonNegativeInt = Field(
+        20, description="D_p pre-training epochs on (record, part)"
+    )
+    privacy_delay: NonNegativeInt = Field(
+        0, description="epochs before D_p joins adversarial training"
+    )
 
 
 def _mlp(sizes: list[int], *, leaky: bool, dropout: float = 0.0):
@@ -107,7 +131,8 @@ def _mlp(sizes: list[int], *, leaky: bool, dropout: float = 0.0):
 
 @register_generator("privgan")
 class PrivGANGenerator(Component):
-    """privGAN: N generators on disjoint parts, a privacy discriminator, lambda-weighted privacy loss.
+    """privGAN: N generators on disjoint parts, a privacy discriminator, lambda-weighted privacy
+    loss.
 
     Learned attributes: ``codec_``, ``generators_``, ``discriminators_``, ``privacy_discriminator_``
     (never released), ``history_`` (losses per epoch), ``privacy_pretrain_accuracy_``,
@@ -144,13 +169,17 @@ class PrivGANGenerator(Component):
         return self._activate(self.generators_[i](torch.randn(n, self.latent_dim)), tau=tau)
 
     # ---- training
-    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None) -> PrivGANGenerator:
+    def fit(
+        self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+    ) -> PrivGANGenerator:
         import torch
 
         n_parts = self.n_generators
         if len(train) < 2 * n_parts:
-            raise ConfigError(f"generator '{self.name}': {len(train)} training rows cannot be split into "
-                              f"n_generators={n_parts} parts of at least 2 rows")
+            raise ConfigError(
+                f"generator '{self.name}': {len(train)} training rows cannot be split into "
+                f"n_generators={n_parts} parts of at least 2 rows"
+            )
         self.spec_ = spec
         self.codec_ = TabularCodec.from_spec(spec, reference=reference)
         X = torch.from_numpy(self.codec_.encode(train))
@@ -172,13 +201,23 @@ class PrivGANGenerator(Component):
         N, width, lam = self.n_generators, self.codec_.width, float(self.privacy_weight)
         sizes = [self.latent_dim, *self.hidden, width]
         self.generators_ = [_mlp(sizes, leaky=False) for _ in range(N)]
-        self.discriminators_ = [_mlp([width, *self.hidden, 1], leaky=True, dropout=0.3) for _ in range(N)]
-        self.privacy_discriminator_ = _mlp([width, *self.hidden, N], leaky=True, dropout=0.3) if N > 1 else None
+        self.discriminators_ = [
+            _mlp([width, *self.hidden, 1], leaky=True, dropout=0.3) for _ in range(N)
+        ]
+        self.privacy_discriminator_ = (
+            _mlp([width, *self.hidden, N], leaky=True, dropout=0.3) if N > 1 else None
+        )
         betas = (0.5, 0.999)
-        g_opt = torch.optim.Adam([p for g in self.generators_ for p in g.parameters()], lr=self.lr, betas=betas)
-        d_opts = [torch.optim.Adam(d.parameters(), lr=self.lr, betas=betas) for d in self.discriminators_]
+        g_opt = torch.optim.Adam(
+            [p for g in self.generators_ for p in g.parameters()], lr=self.lr, betas=betas
+        )
+        d_opts = [
+            torch.optim.Adam(d.parameters(), lr=self.lr, betas=betas) for d in self.discriminators_
+        ]
         dp = self.privacy_discriminator_
-        dp_opt = torch.optim.Adam(dp.parameters(), lr=self.lr, betas=betas) if dp is not None else None
+        dp_opt = (
+            torch.optim.Adam(dp.parameters(), lr=self.lr, betas=betas) if dp is not None else None
+        )
         labels_gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
         real_label = 1.0 - float(self.label_smoothing)
         self.privacy_pretrain_accuracy_ = None
@@ -192,13 +231,14 @@ class PrivGANGenerator(Component):
             private = dp is not None and lam > 0 and epoch > self.privacy_delay
             sums = {"d_loss": 0.0, "g_loss": 0.0, "dp_loss": 0.0}
             for step in range(steps):
-                idx = [o[(step * batch) % len(o):][:batch] for o in orders]
+                idx = [o[(step * batch) % len(o) :][:batch] for o in orders]
                 # 1. each discriminator on its own part against its own generator
                 for i in range(N):
                     real, fake = X[idx[i]], self._fake(i, len(idx[i])).detach()
                     d_real, d_fake = self.discriminators_[i](real), self.discriminators_[i](fake)
-                    d_loss = (F.binary_cross_entropy_with_logits(d_real, torch.full_like(d_real, real_label))
-                              + F.binary_cross_entropy_with_logits(d_fake, torch.zeros_like(d_fake)))
+                    d_loss = F.binary_cross_entropy_with_logits(
+                        d_real, torch.full_like(d_real, real_label)
+                    ) + F.binary_cross_entropy_with_logits(d_fake, torch.zeros_like(d_fake))
                     d_opts[i].zero_grad()
                     d_loss.backward()
                     d_opts[i].step()
@@ -216,7 +256,9 @@ class PrivGANGenerator(Component):
                 fakes = [self._fake(i, batch) for i in range(N)]
                 d_logits = [self.discriminators_[i](f) for i, f in enumerate(fakes)]
                 dp_logits = [dp(f) for f in fakes] if private else None
-                targets = [wrong_labels(i, batch, N, labels_gen) for i in range(N)] if private else None
+                targets = (
+                    [wrong_labels(i, batch, N, labels_gen) for i in range(N)] if private else None
+                )
                 g_loss = generator_loss(d_logits, dp_logits, targets, lam if private else 0.0)
                 g_opt.zero_grad()
                 g_loss.backward()
@@ -226,8 +268,15 @@ class PrivGANGenerator(Component):
             progress.step(epoch, self.epochs, "epoch")
             if epoch % self.log_every == 0 or epoch == self.epochs:
                 h = self.history_[-1]
-                log.info("%s epoch %d/%d: D loss %.3f, G loss %.3f%s", self.name, epoch, self.epochs, h["d_loss"],
-                         h["g_loss"], f", D_p loss {h['dp_loss']:.3f}" if private else "")
+                log.info(
+                    "%s epoch %d/%d: D loss %.3f, G loss %.3f%s",
+                    self.name,
+                    epoch,
+                    self.epochs,
+                    h["d_loss"],
+                    h["g_loss"],
+                    f", D_p loss {h['dp_loss']:.3f}" if private else "",
+                )
 
     def _pretrain_privacy(self, X: Any, rng: np.random.Generator, dp: Any, opt: Any) -> float:
         """D_p on (real record, its part index); returns its training accuracy (chance = 1/N)."""
@@ -254,7 +303,11 @@ class PrivGANGenerator(Component):
         """``n`` rows; each row's generator is drawn uniformly at random."""
         import torch
 
-        seed = seed if seed is not None else (self.seed if self.seed is not None else secrets.randbelow(2**31))
+        seed = (
+            seed
+            if seed is not None
+            else (self.seed if self.seed is not None else secrets.randbelow(2**31))
+        )
         rng = np.random.default_rng(seed)
         which = rng.integers(self.n_generators, size=int(n))
         out = np.zeros((int(n), self.codec_.width), dtype=np.float32)
@@ -266,8 +319,11 @@ class PrivGANGenerator(Component):
                     out[rows] = self._fake(i, len(rows), tau=None).numpy()
         df = self.codec_.decode(out, rng)
         if self.spec_.entity_id:  # synthetic rows stand for no real entity
-            df.insert(list(self.spec_.columns).index(self.spec_.entity_id), self.spec_.entity_id,
-                      [f"synthetic-{k}" for k in range(int(n))])
+            df.insert(
+                list(self.spec_.columns).index(self.spec_.entity_id),
+                self.spec_.entity_id,
+                [f"synthetic-{k}" for k in range(int(n))],
+            )
         return clip_to_spec(df, self.spec_)
 
     def discriminator_scores(self, records: pd.DataFrame) -> np.ndarray:
@@ -293,7 +349,12 @@ class PlainGANGenerator(PrivGANGenerator):
     def _post_init(self) -> None:
         super()._post_init()
         # privGAN's code with one generator and no privacy discriminator (not parameters here)
-        self.n_generators, self.privacy_weight, self.privacy_pretrain_epochs, self.privacy_delay = 1, 0.0, 0, 0
+        self.n_generators, self.privacy_weight, self.privacy_pretrain_epochs, self.privacy_delay = (
+            1,
+            0.0,
+            0,
+            0,
+        )
 
 
 __all__ = ["PlainGANGenerator", "PrivGANGenerator", "generator_loss", "partition", "wrong_labels"]

@@ -38,7 +38,8 @@ def tracking(key: str | None) -> Iterator[None]:
 
 
 def step(done: int, total: int | None = None, unit: str = "step") -> None:
-    """How far the running fit is: ``done`` of ``total`` ``unit``\\ s (cheap: call it every step)."""
+    """How far the running fit is: ``done`` of ``total`` ``unit``\\ s (cheap: call it every
+    step)."""
     key = getattr(_local, "key", None)
     if key is not None:
         with _lock:
@@ -71,7 +72,8 @@ def describe(elapsed: float, progress: tuple[int, int | None, str] | None) -> st
 
 class FitHeartbeat:
     """A daemon thread that calls ``emit(line)`` every ``every`` seconds while a fit runs (the
-    elapsed time and the latest step under ``key``); stopped by :meth:`stop` or as a context manager."""
+    elapsed time and the latest step under ``key``); stopped by :meth:`stop` or as a context
+    manager."""
 
     def __init__(self, key: str, emit: Callable[[str], None], *, every: float = 15.0):
         self.key, self.emit, self.every = key, emit, every

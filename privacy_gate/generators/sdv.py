@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 from pydantic import model_validator
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.generators.base import GeneratorCapabilities, clip_to_spec, register_generator
 from privacy_gate.params import (
@@ -28,13 +27,16 @@ from privacy_gate.params import (
     PositiveNumber,
     Seed,
 )
+from privacy_gate.spec import DatasetSpec
 
 _TABLE = "table"
 
 
 def sdv_metadata(spec: DatasetSpec):
     """SDV ``Metadata`` for one table, from the spec alone."""
-    from sdv.metadata import Metadata  # lazy: SDV (and torch under it) only when an SDV generator runs
+    from sdv.metadata import (
+        Metadata,  # lazy: SDV (and torch under it) only when an SDV generator runs
+    )
 
     columns: dict[str, dict[str, Any]] = {}
     for name, col in spec.columns.items():
@@ -57,7 +59,11 @@ def _seeded(seed: int | None):
         return
     import torch  # lazy: torch only when an SDV model is seeded
 
-    np_state, py_state, torch_state = np.random.get_state(), random.getstate(), torch.get_rng_state()
+    np_state, py_state, torch_state = (
+        np.random.get_state(),
+        random.getstate(),
+        torch.get_rng_state(),
+    )
     np.random.seed(seed)
     random.seed(seed)
     torch.manual_seed(seed)
@@ -78,8 +84,11 @@ class _SDVGenerator(Component):
     _synth_cls: str = ""
 
     def _post_init(self) -> None:
-        self.synth_params = {k: tuple(v) if isinstance(v, (list, tuple)) else v
-                             for k, v in self.get_params().items() if k != "seed" and v is not None}
+        self.synth_params = {
+            k: tuple(v) if isinstance(v, (list, tuple)) else v
+            for k, v in self.get_params().items()
+            if k != "seed" and v is not None
+        }
 
     def _make(self, metadata):
         import sdv.single_table as st  # lazy: SDV only when an SDV generator runs
@@ -98,7 +107,9 @@ class _SDVGenerator(Component):
             with _seeded(self.seed):
                 self.model_.fit({_TABLE: train.reset_index(drop=True)})
         except Exception as exc:  # SDV raises many types; give one clear message
-            raise PrivacyGateError(f"generator '{self.name}' failed to fit: {exc.__class__.__name__}: {exc}") from exc
+            raise PrivacyGateError(
+                f"generator '{self.name}' failed to fit: {exc.__class__.__name__}: {exc}"
+            ) from exc
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
@@ -116,8 +127,12 @@ class _SDVGenerator(Component):
 
 class GaussianCopulaParams(Params):
     seed: Seed | None = Field(None, description="seed of SDV's sampling")
-    default_distribution: str | None = Field(None, description="SDV default marginal distribution (e.g. beta, norm)")
-    numerical_distributions: dict[str, str] | None = Field(None, description="per-column SDV distributions")
+    default_distribution: str | None = Field(
+        None, description="SDV default marginal distribution (e.g. beta, norm)"
+    )
+    numerical_distributions: dict[str, str] | None = Field(
+        None, description="per-column SDV distributions"
+    )
 
 
 @register_generator("gaussian_copula")
@@ -133,8 +148,12 @@ class CTGANParams(Params):
     seed: Seed | None = Field(None, description="seed of training and sampling")
     epochs: PositiveInt = Field(300, description="training epochs")
     batch_size: PositiveInt = Field(500, description="batch size (a multiple of pac)")
-    generator_dim: tuple[PositiveInt, ...] = Field((256, 256), description="generator hidden layer sizes")
-    discriminator_dim: tuple[PositiveInt, ...] = Field((256, 256), description="discriminator hidden layer sizes")
+    generator_dim: tuple[PositiveInt, ...] = Field(
+        (256, 256), description="generator hidden layer sizes"
+    )
+    discriminator_dim: tuple[PositiveInt, ...] = Field(
+        (256, 256), description="discriminator hidden layer sizes"
+    )
     embedding_dim: PositiveInt = Field(128, description="noise embedding size")
     pac: PositiveInt = Field(10, description="samples per discriminator pack")
     verbose: bool = Field(False, strict=True, description="print SDV's training progress")
@@ -142,7 +161,9 @@ class CTGANParams(Params):
     @model_validator(mode="after")
     def _pac(self) -> CTGANParams:
         if self.batch_size % self.pac:
-            raise ValueError(f"batch_size ({self.batch_size}) must be a multiple of pac ({self.pac})")
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must be a multiple of pac ({self.pac})"
+            )
         return self
 
 
@@ -160,8 +181,12 @@ class TVAEParams(Params):
     epochs: PositiveInt = Field(300, description="training epochs")
     batch_size: PositiveInt = Field(500, description="batch size")
     embedding_dim: PositiveInt = Field(128, description="latent size")
-    compress_dims: tuple[PositiveInt, ...] = Field((128, 128), description="encoder hidden layer sizes")
-    decompress_dims: tuple[PositiveInt, ...] = Field((128, 128), description="decoder hidden layer sizes")
+    compress_dims: tuple[PositiveInt, ...] = Field(
+        (128, 128), description="encoder hidden layer sizes"
+    )
+    decompress_dims: tuple[PositiveInt, ...] = Field(
+        (128, 128), description="decoder hidden layer sizes"
+    )
     l2scale: NonNegativeNumber = Field(1e-5, description="L2 weight decay")
     loss_factor: PositiveNumber = Field(2, description="weight of the reconstruction loss")
 
@@ -173,4 +198,3 @@ class TVAEGenerator(_SDVGenerator):
     params_model = TVAEParams
 
     _synth_cls = "TVAESynthesizer"
-

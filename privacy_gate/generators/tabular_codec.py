@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import category_codes, category_keys
 from privacy_gate.errors import ConfigError
+from privacy_gate.spec import DatasetSpec
 
 MISSING = "__missing__"
 
@@ -50,12 +50,16 @@ class TabularCodec:
                 lo, hi = col.min, col.max
                 if lo is None or hi is None:
                     if reference is None or reference[name].dropna().empty:
-                        raise ConfigError(f"column '{name}': no min/max in the spec and no reference data to "
-                                          "take a public range from")
+                        raise ConfigError(
+                            f"column '{name}': no min/max in the spec and no reference data to "
+                            "take a public range from"
+                        )
                     ref = _as_number(reference[name]).dropna()
                     lo = float(ref.min()) if lo is None else lo
                     hi = float(ref.max()) if hi is None else hi
-                    codec.notes.append(f"'{name}': range [{lo:g}, {hi:g}] taken from the reference split")
+                    codec.notes.append(
+                        f"'{name}': range [{lo:g}, {hi:g}] taken from the reference split"
+                    )
                 codec.ranges[name] = (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
             else:
                 if col.categories is not None:
@@ -64,7 +68,9 @@ class TabularCodec:
                     values = sorted(set(category_keys(list(reference[name].dropna().unique()))))
                     codec.notes.append(f"'{name}': categories taken from the reference split")
                 else:
-                    raise ConfigError(f"column '{name}': no categories in the spec and no reference data")
+                    raise ConfigError(
+                        f"column '{name}': no categories in the spec and no reference data"
+                    )
                 codec.categories[name] = values + ([MISSING] if col.nullable else [])
         return codec
 
@@ -90,7 +96,7 @@ class TabularCodec:
     def encode(self, df: pd.DataFrame) -> np.ndarray:
         X = np.zeros((len(df), self.width), dtype=np.float32)
         missing_numeric = False
-        for name, kind, start, stop in self.blocks:
+        for name, kind, start, _stop in self.blocks:
             if kind == "numeric":
                 lo, hi = self.ranges[name]
                 v = _as_number(df[name]).to_numpy(dtype=float)
@@ -108,17 +114,25 @@ class TabularCodec:
                 if unknown and self.spec.columns[name].categories is None and missing is not None:
                     # categories taken from the reference: a value it lacks is released as missing
                     codes[codes < 0] = missing
-                    self.notes.append(f"'{name}': {unknown} value(s) outside the reference's categories "
-                                      "encoded as missing")
+                    self.notes.append(
+                        f"'{name}': {unknown} value(s) outside the reference's categories "
+                        "encoded as missing"
+                    )
                 elif (codes < 0).any():
-                    raise ConfigError(f"column '{name}': {unknown} value(s) outside its categories, or missing "
-                                      "values in a non-nullable column")
+                    raise ConfigError(
+                        f"column '{name}': {unknown} value(s) outside its categories, or missing "
+                        "values in a non-nullable column"
+                    )
                 X[np.arange(len(df)), start + codes] = 1.0
         if missing_numeric and "missing numerics are imputed" not in " ".join(self.notes):
-            self.notes.append("missing numerics are imputed with the range midpoint and never generated")
+            self.notes.append(
+                "missing numerics are imputed with the range midpoint and never generated"
+            )
         return X
 
-    def decode(self, X: np.ndarray, rng: np.random.Generator, *, sample_categories: bool = True) -> pd.DataFrame:
+    def decode(
+        self, X: np.ndarray, rng: np.random.Generator, *, sample_categories: bool = True
+    ) -> pd.DataFrame:
         """Numerics un-scaled and clipped to their range; a category per block drawn from the
         block's (softmax) probabilities, or its argmax."""
         out: dict[str, object] = {}

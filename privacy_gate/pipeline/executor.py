@@ -32,7 +32,9 @@ class ResultFuture(Protocol):
 class Executor(Protocol):
     def run(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
 
-    def submit(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ResultFuture: ...
+    def submit(
+        self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> ResultFuture: ...
 
     def map(self, name: str, fn: Callable[[Any], T], items: Iterable[Any], /) -> list[T]: ...
 
@@ -51,8 +53,9 @@ class LocalExecutor:
 
     def _pool(self, kind: str) -> ThreadPoolExecutor:
         if kind not in self._pools:
-            self._pools[kind] = ThreadPoolExecutor(max_workers=self.max_workers,
-                                                   thread_name_prefix=f"privacy-gate-{kind}")
+            self._pools[kind] = ThreadPoolExecutor(
+                max_workers=self.max_workers, thread_name_prefix=f"privacy-gate-{kind}"
+            )
         return self._pools[kind]
 
     def run(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

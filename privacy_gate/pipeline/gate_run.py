@@ -12,7 +12,8 @@ The run is the declared list :data:`GATE_STAGES`, executed by
 6. ``scan`` (on by default) — every training record against the holdout (and the reference when
    it is exchangeable with it): copy-multiplicity p-values and the tail-excess test;
 7. ``copies`` and ``agreement`` — verbatim copies against the holdout's twins, and partial /
-   quasi-identifier copies by column agreement (:mod:`privacy_gate.experiment.copies`, ``.agreement``);
+   quasi-identifier copies by column agreement (:mod:`privacy_gate.experiment.copies`,
+   ``.agreement``);
 8. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
    records against control records (:mod:`privacy_gate.experiment.disclosure`);
 9. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
@@ -34,31 +35,59 @@ from typing import Any, Protocol
 
 from privacy_gate.attacks import ThreatModel
 from privacy_gate.estimators.exposure import ExposureResult, discover_exposed
+from privacy_gate.estimators.group_tests import membership_figures
 from privacy_gate.estimators.mace_queries import MaceResult, mace_for_attacks
-from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_class, mace_radius, targets_needed
+from privacy_gate.estimators.power import (
+    TARGET_RADIUS,
+    default_targets_per_class,
+    mace_radius,
+    targets_needed,
+)
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
-from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
-from privacy_gate.estimators.group_tests import membership_figures
 from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
+from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
 from privacy_gate.experiment.copies import CopyTest, copy_test
 from privacy_gate.experiment.dependency import SourceShift, source_shift
-from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResult, control_records, measure_disclosure
-from privacy_gate.experiment.floors import Shortfall, calibration_level, control_shortfall, level_shortfall
+from privacy_gate.experiment.disclosure import (
+    DisclosureInputs,
+    DisclosureResult,
+    control_records,
+    measure_disclosure,
+)
+from privacy_gate.experiment.floors import (
+    Shortfall,
+    calibration_level,
+    control_shortfall,
+    level_shortfall,
+)
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult, scan_members
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
 from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
-                                        validation_failures)
-from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, STRONGEST, UTILITY, exposure_metric,
-                                mace_metric, metric_name)
-from privacy_gate.safe_text import console_line
+from privacy_gate.gate.findings import (
+    attack_invalid,
+    dependence_clause,
+    dependency_findings,
+    dp_bound_exceeded,
+    validation_failures,
+)
+from privacy_gate.names import (
+    AGREEMENT,
+    COMBINED,
+    COPIES,
+    STRONGEST,
+    UTILITY,
+    exposure_metric,
+    mace_metric,
+    metric_name,
+)
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
+from privacy_gate.safe_text import console_line
 from privacy_gate.validation import validate_synthetic
 
 
@@ -89,11 +118,15 @@ class GateState:
     disclosure: DisclosureResult | None = None
     copies: CopyTest | None = None
     agreement: AgreementResult | None = None
-    disclosure_inputs: DisclosureInputs | None = None  # kept for blame, which re-measures without a group
+    disclosure_inputs: DisclosureInputs | None = (
+        None  # kept for blame, which re-measures without a group
+    )
     shift: SourceShift | None = None
     audit: AuditResult | None = None
     verdict: Verdict | None = None
-    shortfalls: list[Shortfall] = field(default_factory=list)  # stage floors a small table did not meet
+    shortfalls: list[Shortfall] = field(
+        default_factory=list
+    )  # stage floors a small table did not meet
     attack_seconds: dict[str, float] = field(default_factory=dict)  # "attack.<key>" -> wall seconds
 
     @property
@@ -102,104 +135,212 @@ class GateState:
         return [o for o in self.outcomes if o.name in keys]
 
     def result(self, timings: dict[str, float]) -> GateResult:
-        return GateResult(verdict=self.verdict or Verdict.error("gate did not decide"), settings=self.settings,
-                          targets=self.targets, outcomes=self.outcomes, utility=self.utility, mace=self.mace,
-                          exposure=self.exposure, scan=self.scan, disclosure=self.disclosure, audit=self.audit, validation=self.validation,
-                          strongest={k: name for k, (_, name) in self.strongest.items()}, timings=timings)
+        return GateResult(
+            verdict=self.verdict or Verdict.error("gate did not decide"),
+            settings=self.settings,
+            targets=self.targets,
+            outcomes=self.outcomes,
+            utility=self.utility,
+            mace=self.mace,
+            exposure=self.exposure,
+            scan=self.scan,
+            disclosure=self.disclosure,
+            audit=self.audit,
+            validation=self.validation,
+            strongest={k: name for k, (_, name) in self.strongest.items()},
+            timings=timings,
+        )
 
 
 # ------------------------------------------------------------------------------------ the stages
 
 
 def _validate(state: GateState, executor: Executor, logger: Any) -> None:
-    state.validation = executor.run("validate_synthetic", validate_synthetic, state.inputs.synthetic,
-                                    state.inputs.splits.train, state.settings.spec,
-                                    # the copy share is recorded here and judged by the copy test
-                                    # against the holdout's twins (stage ``copies``), not by a bar
-                                    max_copy_share=1.0,
-                                    progress=lambda line: logger.info("  validating synthetic data: %s", line))
+    state.validation = executor.run(
+        "validate_synthetic",
+        validate_synthetic,
+        state.inputs.synthetic,
+        state.inputs.splits.train,
+        state.settings.spec,
+        # the copy share is recorded here and judged by the copy test
+        # against the holdout's twins (stage ``copies``), not by a bar
+        max_copy_share=1.0,
+        progress=lambda line: logger.info("  validating synthetic data: %s", line),
+    )
     state.metrics.update(state.validation.metrics())
 
 
 def _targets(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits = state.settings, state.inputs.splits
-    cap = settings.targets.max_per_class or default_targets_per_class(delta=settings.mace.delta,
-                                                                      prior=settings.mace.prior)
-    state.targets = targets = executor.run("targets", choose_targets, splits, settings.targets, max_per_class=cap,
-                                           entity_id=settings.spec.entity_id)  # a panel: whole people
-    logger.info("  %d member and %d non-member targets", int(targets.labels.sum()), int((targets.labels == 0).sum()))
+    cap = settings.targets.max_per_class or default_targets_per_class(
+        delta=settings.mace.delta, prior=settings.mace.prior
+    )
+    state.targets = targets = executor.run(
+        "targets",
+        choose_targets,
+        splits,
+        settings.targets,
+        max_per_class=cap,
+        entity_id=settings.spec.entity_id,
+    )  # a panel: whole people
+    logger.info(
+        "  %d member and %d non-member targets",
+        int(targets.labels.sum()),
+        int((targets.labels == 0).sum()),
+    )
     if settings.targets.n_non_members is None and len(splits.holdout) > cap:
-        why = ("targets.max_per_class" if settings.targets.max_per_class
-               else f"enough for a MACE radius of {TARGET_RADIUS}")
-        logger.info("  (%d of %d holdout records as non-members: %s; set targets.n_non_members to use more)",
-                    cap, len(splits.holdout), why)
+        why = (
+            "targets.max_per_class"
+            if settings.targets.max_per_class
+            else f"enough for a MACE radius of {TARGET_RADIUS}"
+        )
+        logger.info(
+            "  (%d of %d holdout records as non-members: %s; set targets.n_non_members to use "
+            "more)",
+            cap,
+            len(splits.holdout),
+            why,
+        )
     _warn_if_underpowered(logger, len(targets.labels), settings)
     if settings.audit.dependency_test:
-        state.dependency = executor.run("dependency_targets", choose_dependency_targets, splits, settings.spec,
-                                        settings.targets, value=settings.audit.dependency_source_value)
-        logger.info("  dependency test: members from %s=%r, %d targets per class", settings.spec.source,
-                    state.dependency[0], int(state.dependency[1].labels.sum()))
-    _short(state, logger, targets.shortfall, state.dependency[1].shortfall if state.dependency else None)
+        state.dependency = executor.run(
+            "dependency_targets",
+            choose_dependency_targets,
+            splits,
+            settings.spec,
+            settings.targets,
+            value=settings.audit.dependency_source_value,
+        )
+        logger.info(
+            "  dependency test: members from %s=%r, %d targets per class",
+            settings.spec.source,
+            state.dependency[0],
+            int(state.dependency[1].labels.sum()),
+        )
+    _short(
+        state,
+        logger,
+        targets.shortfall,
+        state.dependency[1].shortfall if state.dependency else None,
+    )
 
 
 def _short(state: GateState, logger: Any, *shortfalls: Shortfall | None) -> None:
-    """Record the stage floors a small table did not meet (the gate REVIEWs for insufficient evidence)."""
+    """Record the stage floors a small table did not meet (the gate REVIEWs for insufficient
+    evidence)."""
     for s in shortfalls:
         if s is not None:
             state.shortfalls.append(s)
-            logger.warning("  small table: %s; the stage runs with what there is (a REVIEW for insufficient "
-                           "evidence)", s.sentence())
+            logger.warning(
+                "  small table: %s; the stage runs with what there is (a REVIEW for insufficient "
+                "evidence)",
+                s.sentence(),
+            )
 
 
 def _warn_if_underpowered(logger: Any, n_targets: int, settings: GateSettings) -> None:
     """Say up front when no release, however safe, could pass an upper-bound rule at this N."""
     radius = mace_radius(n_targets, settings.mace.delta)
     for rule in settings.active_rules:
-        if rule.metric.endswith("mace.advantage_upper") and rule.max is not None and radius >= rule.max:
-            logger.warning("  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any release; "
-                           "about %d targets would let a release with no leakage pass it", n_targets, radius,
-                           rule.describe(), math.ceil(targets_needed(threshold=rule.max, delta=settings.mace.delta)))
+        if (
+            rule.metric.endswith("mace.advantage_upper")
+            and rule.max is not None
+            and radius >= rule.max
+        ):
+            logger.warning(
+                "  %d targets: the MACE upper bound is at least %.3f, so '%s' cannot pass for any "
+                "release; "
+                "about %d targets would let a release with no leakage pass it",
+                n_targets,
+                radius,
+                rule.describe(),
+                math.ceil(targets_needed(threshold=rule.max, delta=settings.mace.delta)),
+            )
 
 
 def _attacks(state: GateState, executor: Executor, logger: Any) -> None:
     timings = state.attack_seconds
     settings = state.settings
-    state.threat = threat = threat_model(state.inputs, settings)  # once per run, shared by every attack
+    state.threat = threat = threat_model(
+        state.inputs, settings
+    )  # once per run, shared by every attack
     extra = {"dependency": state.dependency[1]} if state.dependency else {}
     oracle = settings.oracle()
-    futures = [executor.submit(f"attack-{a.key}", run_attack, a, threat, state.targets, extra_targets=extra,
-                               oracle=oracle if a.params.get("variant") == "oracle" else None,
-                               mapper=lambda fn, jobs, _k=a.key: executor.map(f"shadow-run-{_k}", fn, jobs),
-                               score_chunks=settings.score_chunks,
-                               score_mapper=lambda fn, jobs, _k=a.key: executor.map(f"score-{_k}", fn, jobs))
-               for a in settings.attacks]
-    util_future = executor.submit("utility", marginal_quality, state.inputs.synthetic, state.inputs.splits.holdout,
-                                  spec=settings.spec)
+    futures = [
+        executor.submit(
+            f"attack-{a.key}",
+            run_attack,
+            a,
+            threat,
+            state.targets,
+            extra_targets=extra,
+            oracle=oracle if a.params.get("variant") == "oracle" else None,
+            mapper=lambda fn, jobs, _k=a.key: executor.map(f"shadow-run-{_k}", fn, jobs),
+            score_chunks=settings.score_chunks,
+            score_mapper=lambda fn, jobs, _k=a.key: executor.map(f"score-{_k}", fn, jobs),
+        )
+        for a in settings.attacks
+    ]
+    util_future = executor.submit(
+        "utility",
+        marginal_quality,
+        state.inputs.synthetic,
+        state.inputs.splits.holdout,
+        spec=settings.spec,
+    )
     state.outcomes = tuple(f.result() for f in futures)
     state.utility = util_future.result()
     for o in state.outcomes:
         timings[f"attack.{o.name}"] = o.seconds
-        logger.info("  %-8s AUC %.4f  TPR@1%%FPR %.4f  advantage %.4f  (%.1f s)", o.name, o.metrics["auc"],
-                    o.metrics["tpr_at_fpr_0.01"], o.metrics["advantage"], o.seconds)
+        logger.info(
+            "  %-8s AUC %.4f  TPR@1%%FPR %.4f  advantage %.4f  (%.1f s)",
+            o.name,
+            o.metrics["auc"],
+            o.metrics["tpr_at_fpr_0.01"],
+            o.metrics["advantage"],
+            o.seconds,
+        )
         state.metrics.update({metric_name(o.name, k): v for k, v in o.metrics.items()})
     labels, entity = state.targets.labels, settings.spec.entity_id
-    entities = None if entity is None else state.targets.records[entity].to_numpy()  # a panel: count people
+    entities = (
+        None if entity is None else state.targets.records[entity].to_numpy()
+    )  # a panel: count people
     # each attack's rank test, and the gated attacks' mean-rank ensemble tested both ways (a
     # release can reveal its members by avoiding them)
-    state.metrics.update(membership_figures({o.name: o.scores for o in state.outcomes}, labels, entities,
-                                            gated=settings.gated_attacks, seed=settings.targets.seed))
+    state.metrics.update(
+        membership_figures(
+            {o.name: o.scores for o in state.outcomes},
+            labels,
+            entities,
+            gated=settings.gated_attacks,
+            seed=settings.targets.seed,
+        )
+    )
     state.strongest = strongest(state.gated)
     state.metrics.update({metric_name(STRONGEST, k): v for k, (v, _) in state.strongest.items()})
-    state.metrics.update({metric_name(UTILITY, k): float(v) for k, v in state.utility.items()
-                          if isinstance(v, (int, float))})
+    state.metrics.update(
+        {
+            metric_name(UTILITY, k): float(v)
+            for k, v in state.utility.items()
+            if isinstance(v, (int, float))
+        }
+    )
 
 
 def _mace(state: GateState, executor: Executor, logger: Any) -> None:
     cfg, gated = state.settings.mace, state.gated
-    state.mace = mres = executor.run("mace", mace_for_attacks, {o.name: o.scores for o in gated}, state.targets.labels,
-                                     state.targets.row_ids, prior=cfg.prior, delta=cfg.delta,
-                                     n_permutations=cfg.n_permutations, epsilon=state.settings.epsilon,
-                                     units=state.targets.units)  # a panel: people
+    state.mace = mres = executor.run(
+        "mace",
+        mace_for_attacks,
+        {o.name: o.scores for o in gated},
+        state.targets.labels,
+        state.targets.row_ids,
+        prior=cfg.prior,
+        delta=cfg.delta,
+        n_permutations=cfg.n_permutations,
+        epsilon=state.settings.epsilon,
+        units=state.targets.units,
+    )  # a panel: people
     state.metrics.update(mres.metrics)
     for name in [o.name for o in gated] + [COMBINED]:
         if mace_metric(name, "advantage") in mres.metrics:
@@ -212,13 +353,17 @@ def mace_line(name: str, metrics: dict[str, float]) -> str:
 
     >>> mace_line("dcr", {"dcr.mace.advantage": 0.983, "dcr.mace.advantage_lower": 0.983,
     ...                   "dcr.mace.advantage_upper": 0.997, "dcr.mace.advantage_plugin": 0.937})
-    'dcr      MACE advantage 0.983 [0.983, 0.997] (plug-in 0.937 is below its certified lower bound: smoothing loses advantage at strong leakage)  (null bias -)'
+    'dcr      MACE advantage 0.983 [0.983, 0.997] (plug-in 0.937 is below its certified lower bound:
+    smoothing loses advantage at strong leakage)  (null bias -)'
     """
+
     def get(figure: str) -> float | None:
         return metrics.get(mace_metric(name, figure))
 
-    estimate, lower, upper, plugin, bias = (get(f) for f in ("advantage", "advantage_lower", "advantage_upper",
-                                                             "advantage_plugin", "bias"))
+    estimate, lower, upper, plugin, bias = (
+        get(f)
+        for f in ("advantage", "advantage_lower", "advantage_upper", "advantage_plugin", "bias")
+    )
     line = f"{name:<8} MACE advantage {estimate:.3f} [{lower:.3f}, {upper:.3f}]"
     if plugin is not None and abs(plugin - estimate) > 5e-4:
         side = "below its certified lower bound" if plugin < estimate else "above its upper bound"
@@ -230,76 +375,191 @@ def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
     n_calibration = state.targets.count(members=False)  # too few place no threshold at cfg.level
     _short(state, logger, level_shortfall(cfg.level, n_calibration))
-    state.exposure = e = executor.run("exposure", discover_exposed, {o.name: o.scores for o in state.gated},
-                                      state.targets.labels, state.targets.row_ids, q=cfg.fdr,
-                                      level=calibration_level(cfg.level, n_calibration),
-                                      delta=cfg.delta, method=cfg.method, tail_max_share=cfg.tail_max_share,
-                                      seed=state.settings.targets.seed, units=state.targets.units)
+    state.exposure = e = executor.run(
+        "exposure",
+        discover_exposed,
+        {o.name: o.scores for o in state.gated},
+        state.targets.labels,
+        state.targets.row_ids,
+        q=cfg.fdr,
+        level=calibration_level(cfg.level, n_calibration),
+        delta=cfg.delta,
+        method=cfg.method,
+        tail_max_share=cfg.tail_max_share,
+        seed=state.settings.targets.seed,
+        units=state.targets.units,
+    )
     state.metrics.update({exposure_metric(k): v for k, v in e.metrics().items()})
-    logger.info("  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, %.4f] at "
-                "%g false alarms; tail-excess p %.4f (top %d)", e.count, e.tested, cfg.fdr, e.false_expected, e.share,
-                e.share_lower, e.share_upper, e.level, e.tail_pvalue, e.tail_top)
+    logger.info(
+        "  %d of %d member targets exposed at FDR %g (about %.1f false); exposed share %.4f [%.4f, "
+        "%.4f] at "
+        "%g false alarms; tail-excess p %.4f (top %d)",
+        e.count,
+        e.tested,
+        cfg.fdr,
+        e.false_expected,
+        e.share,
+        e.share_lower,
+        e.share_upper,
+        e.level,
+        e.tail_pvalue,
+        e.tail_top,
+    )
     if e.count == 0:
-        logger.info("  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members at that "
-                    "floor in %s, the attack given the largest share of the naming level)", e.min_pvalue, cfg.fdr,
-                    e.naming_needs, e.favourite or "-")
+        logger.info(
+            "  (no member target named: p-values start at %.2g, and BH at FDR %g needs %d members "
+            "at that "
+            "floor in %s, the attack given the largest share of the naming level)",
+            e.min_pvalue,
+            cfg.fdr,
+            e.naming_needs,
+            e.favourite or "-",
+        )
 
 
 def _scan(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
-    state.scan = s = executor.run("scan", scan_members, state.inputs.splits, state.inputs.synthetic,
-                                  state.settings.spec, q=cfg.fdr, method=cfg.method, seed=state.settings.targets.seed,
-                                  calibration_reference=bool(cfg.reference_calibrates),
-                                  tail_max_share=cfg.tail_max_share)
+    state.scan = s = executor.run(
+        "scan",
+        scan_members,
+        state.inputs.splits,
+        state.inputs.synthetic,
+        state.settings.spec,
+        q=cfg.fdr,
+        method=cfg.method,
+        seed=state.settings.targets.seed,
+        calibration_reference=bool(cfg.reference_calibrates),
+        tail_max_share=cfg.tail_max_share,
+    )
     state.metrics.update({exposure_metric(k): v for k, v in s.metrics().items()})
-    logger.info("  member scan (%s search, %d calibration records%s): %d of %d training records exposed at FDR %g; "
-                "tail-excess p %.4f (top %d)", s.search, s.calibration, " incl. the reference" if s.reference_calibrates
-                else "", s.count, s.tested, cfg.fdr, s.tail_pvalue, s.tail_top)
+    logger.info(
+        "  member scan (%s search, %d calibration records%s): %d of %d training records exposed at "
+        "FDR %g; "
+        "tail-excess p %.4f (top %d)",
+        s.search,
+        s.calibration,
+        " incl. the reference" if s.reference_calibrates else "",
+        s.count,
+        s.tested,
+        cfg.fdr,
+        s.tail_pvalue,
+        s.tail_top,
+    )
     if s.pool_share < 1:
-        logger.info("  (the scan tested a seeded, equal-rate sample of %.0f%% of the pool's records: above %d "
-                    "records the sample keeps it within the time bound, and copies outside it go unscanned)",
-                    100 * s.pool_share, POOL_LIMIT)
+        logger.info(
+            "  (the scan tested a seeded, equal-rate sample of %.0f%% of the pool's "
+            "records: above %d records the sample keeps it within the time bound, and "
+            "copies outside it go unscanned)",
+            100 * s.pool_share,
+            POOL_LIMIT,
+        )
     if s.count == 0:
-        logger.info("  (no training record named: p-values start at %.2g, and BH at FDR %g needs %d records at that "
-                    "floor)", s.min_pvalue, cfg.fdr, s.naming_needs)
+        logger.info(
+            "  (no training record named: p-values start at %.2g, and BH at FDR %g needs "
+            "%d records at that floor)",
+            s.min_pvalue,
+            cfg.fdr,
+            s.naming_needs,
+        )
     if s.top_exposed_lower:
-        logger.info("  top set: %d training records among the %d highest scores; at least %d of them exposed (95%%)",
-                    s.top_members, s.top_set, s.top_exposed_lower)
+        logger.info(
+            "  top set: %d training records among the %d highest scores; at least %d of them "
+            "exposed (95%%)",
+            s.top_members,
+            s.top_set,
+            s.top_exposed_lower,
+        )
 
 
 def _copies(state: GateState, executor: Executor, logger: Any) -> None:
     splits = state.inputs.splits
-    state.copies = c = executor.run("copies", copy_test, state.inputs.synthetic, splits.train, splits.holdout,
-                                    state.settings.spec, seed=state.settings.targets.seed)
+    state.copies = c = executor.run(
+        "copies",
+        copy_test,
+        state.inputs.synthetic,
+        splits.train,
+        splits.holdout,
+        state.settings.spec,
+        seed=state.settings.targets.seed,
+    )
     state.metrics.update({metric_name(COPIES, k): v for k, v in c.metrics().items()})
-    logger.info("  verbatim copies: %.2f%% of synthetic rows equal a training row, %.2f%% a holdout row (%d records "
-                "each side); sign test p %.4g", 100 * c.train_share, 100 * c.holdout_share, c.compared, c.pvalue)
+    logger.info(
+        "  verbatim copies: %.2f%% of synthetic rows equal a training row, %.2f%% a holdout row "
+        "(%d records "
+        "each side); sign test p %.4g",
+        100 * c.train_share,
+        100 * c.holdout_share,
+        c.compared,
+        c.pvalue,
+    )
 
 
 def _agreement(state: GateState, executor: Executor, logger: Any) -> None:
     splits, cfg = state.inputs.splits, state.settings.exposure
-    state.agreement = a = executor.run("agreement", agreement_scan, state.inputs.synthetic, splits.train,
-                                       splits.holdout, splits.reference, state.settings.spec, q=cfg.fdr,
-                                       tail_max_share=cfg.tail_max_share, seed=state.settings.targets.seed,
-                                       linking=cfg.linking_views)
+    state.agreement = a = executor.run(
+        "agreement",
+        agreement_scan,
+        state.inputs.synthetic,
+        splits.train,
+        splits.holdout,
+        splits.reference,
+        state.settings.spec,
+        q=cfg.fdr,
+        tail_max_share=cfg.tail_max_share,
+        seed=state.settings.targets.seed,
+        linking=cfg.linking_views,
+    )
     state.metrics.update({metric_name(AGREEMENT, k): v for k, v in a.metrics().items()})
-    logger.info("  column agreement: %d of %d training records reproduced beyond the holdout's twins at FDR %g; "
-                "tail-excess p %.4g, Simes p %.4g", a.count, a.tested, cfg.fdr, a.tail_pvalue, a.simes_pvalue)
+    logger.info(
+        "  column agreement: %d of %d training records reproduced beyond the holdout's twins at "
+        "FDR %g; "
+        "tail-excess p %.4g, Simes p %.4g",
+        a.count,
+        a.tested,
+        cfg.fdr,
+        a.tail_pvalue,
+        a.simes_pvalue,
+    )
 
 
 def _disclosure(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
-    control, source = control_records(splits.holdout, state.targets.row_ids,
-                                      splits.reference if settings.exposure.reference_calibrates else None,
-                                      min_control=settings.disclosure.min_control)
-    public = label_values(list(spec.subgroups), {c: spec.columns[c].categories for c in spec.subgroups},
-                          [splits.holdout, splits.reference], min_count=settings.audit.label_min_count)
+    control, source = control_records(
+        splits.holdout,
+        state.targets.row_ids,
+        splits.reference if settings.exposure.reference_calibrates else None,
+        min_control=settings.disclosure.min_control,
+    )
+    public = label_values(
+        list(spec.subgroups),
+        {c: spec.columns[c].categories for c in spec.subgroups},
+        [splits.holdout, splits.reference],
+        min_count=settings.audit.label_min_count,
+    )
     state.disclosure_inputs = DisclosureInputs(control=control, source=source, public=public)
-    _short(state, logger, control_shortfall(settings.disclosure, n_control=len(control),
-                                            reference_counts=bool(settings.exposure.reference_calibrates)))
-    state.disclosure = d = executor.run("disclosure", measure_disclosure, state.inputs.synthetic, splits.train, control,
-                                        spec, settings.disclosure, seed=settings.targets.seed, control_source=source,
-                                        subgroups=spec.subgroups, public=public, label_key=state.inputs.label_key)
+    _short(
+        state,
+        logger,
+        control_shortfall(
+            settings.disclosure,
+            n_control=len(control),
+            reference_counts=bool(settings.exposure.reference_calibrates),
+        ),
+    )
+    state.disclosure = d = executor.run(
+        "disclosure",
+        measure_disclosure,
+        state.inputs.synthetic,
+        splits.train,
+        control,
+        spec,
+        settings.disclosure,
+        seed=settings.targets.seed,
+        control_source=source,
+        subgroups=spec.subgroups,
+        public=public,
+        label_key=state.inputs.label_key,
+    )
     state.metrics.update(d.metrics())
     for note in d.attacker.assumed:
         logger.info("  (assumed) %s", note)
@@ -309,17 +569,36 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
     settings, splits, spec = state.settings, state.inputs.splits, state.settings.spec
     if spec.source is not None:
         state.shift = source_shift(splits.train[spec.source], splits.reference[spec.source])
-    categorical = [c for c, col in spec.columns.items() if not col.is_numeric and c != spec.entity_id]
-    rare = (rare_values(splits.train, categorical, max_count=settings.audit.rare_value_max_count)
-            if settings.audit.rare_value_max_count else None)
-    state.audit = executor.run("audit", audit, state.outcomes, state.targets, spec, settings.audit, state.dependency,
-                               mace=settings.mace, gated=[o.name for o in state.gated],
-                               exposed=state.exposure.target_mask(state.targets.labels), shift=state.shift,
-                               epsilon=settings.epsilon, rare=rare, public=label_values(
-                                   [c for c in spec.columns if c != spec.entity_id],
-                                   {c: col.categories for c, col in spec.columns.items()},
-                                   [splits.holdout, splits.reference], min_count=settings.audit.label_min_count),
-                               label_key=state.inputs.label_key)
+    categorical = [
+        c for c, col in spec.columns.items() if not col.is_numeric and c != spec.entity_id
+    ]
+    rare = (
+        rare_values(splits.train, categorical, max_count=settings.audit.rare_value_max_count)
+        if settings.audit.rare_value_max_count
+        else None
+    )
+    state.audit = executor.run(
+        "audit",
+        audit,
+        state.outcomes,
+        state.targets,
+        spec,
+        settings.audit,
+        state.dependency,
+        mace=settings.mace,
+        gated=[o.name for o in state.gated],
+        exposed=state.exposure.target_mask(state.targets.labels),
+        shift=state.shift,
+        epsilon=settings.epsilon,
+        rare=rare,
+        public=label_values(
+            [c for c in spec.columns if c != spec.entity_id],
+            {c: col.categories for c, col in spec.columns.items()},
+            [splits.holdout, splits.reference],
+            min_count=settings.audit.label_min_count,
+        ),
+        label_key=state.inputs.label_key,
+    )
     state.metrics.update(state.audit.metrics)
     for note in state.audit.notes:
         logger.info("  %s", note)
@@ -328,7 +607,9 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
 def _decide(state: GateState, executor: Executor, logger: Any) -> None:
     state.verdict = executor.run("decide", judge, state)
     if state.verdict.flagged_subgroups:
-        logger.warning("flagged subgroups: %s", console_line(", ".join(state.verdict.flagged_subgroups)))
+        logger.warning(
+            "flagged subgroups: %s", console_line(", ".join(state.verdict.flagged_subgroups))
+        )
 
 
 def judge(state: GateState) -> Verdict:
@@ -336,52 +617,112 @@ def judge(state: GateState) -> Verdict:
     failed synthetic suite, an attack that could not rank, advantages above the DP bound, the
     dependency stress test)."""
     settings, audited, spec = state.settings, state.audit, state.settings.spec
-    dependence = dependence_clause(state.shift, source=spec.source, alpha=settings.audit.dependency_alpha)
-    dp_warnings = [dp_bound_exceeded(q, lower=c.lower, bound=c.bound, epsilon=c.epsilon, message=c.message,
-                                     dependence=dependence) for q, c in state.mace.dp.items() if c.exceeds]
-    dependency = dependency_findings(audited.dependency, max_gap=settings.audit.dependency_max_auc_gap,
-                                     dp_review=settings.audit.dependency_dp_review)
+    dependence = dependence_clause(
+        state.shift, source=spec.source, alpha=settings.audit.dependency_alpha
+    )
+    dp_warnings = [
+        dp_bound_exceeded(
+            q,
+            lower=c.lower,
+            bound=c.bound,
+            epsilon=c.epsilon,
+            message=c.message,
+            dependence=dependence,
+        )
+        for q, c in state.mace.dp.items()
+        if c.exceeds
+    ]
+    dependency = dependency_findings(
+        audited.dependency,
+        max_gap=settings.audit.dependency_max_auc_gap,
+        dp_review=settings.audit.dependency_dp_review,
+    )
     invalid = [attack_invalid(o.name, o.invalid) for o in state.gated if o.invalid]
-    failures = validation_failures(state.validation.suite_name, state.validation.failures()) + invalid
-    verdict = decide(settings.active_rules, state.metrics, attacks=settings.gated_attacks,
-                     # the dependency stress test is opt-in (audit.dependency_test) and reviews at its own
-                     # level (MACE's delta); a DP-bound excess needs a significant membership test
-                     groups=audited.groups, extra_failures=failures + dependency, warnings=dp_warnings,
-                     data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=settings.budget_tests,
-                     budget=settings.gate.budget, disabled=settings.disabled, shortfalls=state.shortfalls)
+    failures = (
+        validation_failures(state.validation.suite_name, state.validation.failures()) + invalid
+    )
+    verdict = decide(
+        settings.active_rules,
+        state.metrics,
+        attacks=settings.gated_attacks,
+        # the dependency stress test is opt-in (audit.dependency_test) and reviews at
+        # its own level (MACE's delta); a DP-bound excess needs a significant
+        # membership test
+        groups=audited.groups,
+        extra_failures=failures + dependency,
+        warnings=dp_warnings,
+        data_hashes=state.hashes,
+        rules_hash=settings.gate.rules_hash(),
+        tests=settings.budget_tests,
+        budget=settings.gate.budget,
+        disabled=settings.disabled,
+        shortfalls=state.shortfalls,
+    )
     # which flag explains which; a BLOCK one flagged group explains goes to a human (suppressible)
     return blame_groups(state, verdict, extra_failures=failures)
 
 
 #: One gate run, in order. Every name labels a failure, a timing and the executor call it makes.
 GATE_STAGES: tuple[Stage[GateState], ...] = (
-    Stage("validate_synthetic", lambda s: "validating synthetic data (Great Expectations)", _validate),
+    Stage(
+        "validate_synthetic", lambda s: "validating synthetic data (Great Expectations)", _validate
+    ),
     Stage("targets", lambda s: "choosing targets", _targets),
-    Stage("attacks", lambda s: f"running {len(s.settings.attacks)} attack(s) concurrently + utility", _attacks),
+    Stage(
+        "attacks",
+        lambda s: f"running {len(s.settings.attacks)} attack(s) concurrently + utility",
+        _attacks,
+    ),
     Stage("mace", lambda s: "MACE: confidence-bounded advantage per attack and combined", _mace),
     Stage("exposure", lambda s: "exposed-record discovery over the member targets", _exposure),
-    Stage("scan", lambda s: f"member scan: all {len(s.inputs.splits.train):,} training records against the "
-                            f"holdout{' and reference' if s.settings.exposure.reference_calibrates else ''}",
-          _scan, when=lambda s: s.settings.exposure.scan_members),
-    Stage("copies", lambda s: "verbatim copies against the holdout's twins at the same size", _copies,
-          when=lambda s: "copies" in s.settings.budget_tests),
-    Stage("agreement", lambda s: "partial copies: column agreement of training and holdout records", _agreement,
-          when=lambda s: "agreement" in s.settings.budget_tests),
-    Stage("disclosure", lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
-          _disclosure, when=lambda s: s.settings.disclosure.enabled),
+    Stage(
+        "scan",
+        lambda s: (
+            f"member scan: all {len(s.inputs.splits.train):,} training records against the "
+            f"holdout{' and reference' if s.settings.exposure.reference_calibrates else ''}"
+        ),
+        _scan,
+        when=lambda s: s.settings.exposure.scan_members,
+    ),
+    Stage(
+        "copies",
+        lambda s: "verbatim copies against the holdout's twins at the same size",
+        _copies,
+        when=lambda s: "copies" in s.settings.budget_tests,
+    ),
+    Stage(
+        "agreement",
+        lambda s: "partial copies: column agreement of training and holdout records",
+        _agreement,
+        when=lambda s: "agreement" in s.settings.budget_tests,
+    ),
+    Stage(
+        "disclosure",
+        lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
+        _disclosure,
+        when=lambda s: s.settings.disclosure.enabled,
+    ),
     Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
     Stage("decide", lambda s: "applying the gate rules", _decide),
 )
 
 
-def run_gate(inputs: GateInputs, settings: GateSettings, *, executor: Executor | None = None,
-             sinks: Sequence[Sink] = (), clock: StageClock | None = None) -> GateResult:
+def run_gate(
+    inputs: GateInputs,
+    settings: GateSettings,
+    *,
+    executor: Executor | None = None,
+    sinks: Sequence[Sink] = (),
+    clock: StageClock | None = None,
+) -> GateResult:
     """Judge ``inputs.synthetic`` with ``settings``; never raises (a failure is a BLOCK)."""
     clock = clock or StageClock()
     own_executor = executor is None
     executor = executor or LocalExecutor()
     state: GateState | None = None
-    result = GateResult(verdict=Verdict.error("gate did not start"), settings=settings, timings=clock.timings)
+    result = GateResult(
+        verdict=Verdict.error("gate did not start"), settings=settings, timings=clock.timings
+    )
     try:
         state = GateState(inputs=inputs, settings=settings, hashes=inputs.data_hashes())
         try:

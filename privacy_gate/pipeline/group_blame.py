@@ -28,13 +28,13 @@ from privacy_gate.experiment.attack_runs import strongest
 from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without
 from privacy_gate.experiment.floors import calibration_level
 from privacy_gate.experiment.grouping import group_mask
-from privacy_gate.gate import Verdict, decide
-from privacy_gate.gate.blame import concentrated_in, explained_groups
-from privacy_gate.gate.budget import TestOutcome, run_tests, test_levels
 from privacy_gate.experiment.settings import GateSettings
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
-from privacy_gate.names import RANK_PVALUE, STRONGEST, exposure_metric, metric_name
+from privacy_gate.gate import Verdict, decide
+from privacy_gate.gate.blame import concentrated_in, explained_groups
+from privacy_gate.gate.budget import TestOutcome, run_tests, test_levels
+from privacy_gate.names import STRONGEST, exposure_metric, metric_name
 
 
 class BlameState(Protocol):
@@ -51,29 +51,49 @@ class BlameState(Protocol):
     @property
     def gated(self) -> list[Any]: ...
 
+
 #: flagged groups tried as the explanation of a BLOCK, smallest first
 MAX_CANDIDATES = 3
 
 
-def _kept(state: BlameState, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def _kept(
+    state: BlameState, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The kept targets' labels, entity ids (a panel) and units (people), in the gate run's form."""
     settings, targets = state.settings, state.targets
     labels = np.asarray(targets.labels)[keep]
-    entities = None if settings.spec.entity_id is None else targets.records[settings.spec.entity_id].to_numpy()[keep]
+    entities = (
+        None
+        if settings.spec.entity_id is None
+        else targets.records[settings.spec.entity_id].to_numpy()[keep]
+    )
     units = None if targets.units is None else np.asarray(targets.units)[keep]
     return labels, entities, units
 
 
-def _exposure_without(state: BlameState, keep: np.ndarray, scores: dict[str, np.ndarray]) -> dict[str, float]:
+def _exposure_without(
+    state: BlameState, keep: np.ndarray, scores: dict[str, np.ndarray]
+) -> dict[str, float]:
     """The exposed-target figures (``exposed.*``) on the kept targets, measured as the gate run
     measures them (the calibration level a small table allows included)."""
     settings = state.settings
     labels, _, units = _kept(state, keep)
     e = settings.exposure
-    n_calibration = int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
-    res = discover_exposed(scores, labels, np.asarray(state.targets.row_ids)[keep], q=e.fdr,
-                           level=calibration_level(e.level, n_calibration), delta=e.delta, method=e.method,
-                           tail_max_share=e.tail_max_share, seed=settings.targets.seed, units=units)
+    n_calibration = (
+        int((labels == 0).sum()) if units is None else int(np.unique(units[labels == 0]).size)
+    )
+    res = discover_exposed(
+        scores,
+        labels,
+        np.asarray(state.targets.row_ids)[keep],
+        q=e.fdr,
+        level=calibration_level(e.level, n_calibration),
+        delta=e.delta,
+        method=e.method,
+        tail_max_share=e.tail_max_share,
+        seed=settings.targets.seed,
+        units=units,
+    )
     return {exposure_metric(k): v for k, v in res.metrics().items()}
 
 
@@ -84,8 +104,12 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     keep = ~group_mask(targets.records, group, key=state.inputs.label_key)
     labels, entities, units = _kept(state, keep)
     out: dict[str, float] = {}
-    rest = [dataclasses.replace(o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels)))
-            for o in state.gated]
+    rest = [
+        dataclasses.replace(
+            o, scores=o.scores[keep], metrics=dict(roc_metrics(o.scores[keep], labels))
+        )
+        for o in state.gated
+    ]
     for o in rest:
         out.update({metric_name(o.name, k): float(v) for k, v in o.metrics.items()})
     scores = {o.name: o.scores for o in rest}
@@ -93,27 +117,52 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     out.update({metric_name(STRONGEST, k): v for k, (v, _) in strongest(rest).items()})
     # a panel: over the people with a target row outside the group, each by their rows outside it
     m = settings.mace
-    out.update(mace_for_attacks(scores, labels, np.asarray(targets.row_ids)[keep], prior=m.prior, delta=m.delta,
-                                n_permutations=m.n_permutations, epsilon=settings.epsilon, units=units).metrics)
+    out.update(
+        mace_for_attacks(
+            scores,
+            labels,
+            np.asarray(targets.row_ids)[keep],
+            prior=m.prior,
+            delta=m.delta,
+            n_permutations=m.n_permutations,
+            epsilon=settings.epsilon,
+            units=units,
+        ).metrics
+    )
     out.update(_exposure_without(state, keep, scores))
     if state.disclosure_inputs is not None:
         key = state.inputs.label_key
-        out.update(measure_without(lambda df: group_mask(df, group, key=key), state.inputs.synthetic,
-                                   state.inputs.splits.train, state.disclosure_inputs, settings.spec,
-                                   settings.disclosure, seed=settings.targets.seed))
+        out.update(
+            measure_without(
+                lambda df: group_mask(df, group, key=key),
+                state.inputs.synthetic,
+                state.inputs.splits.train,
+                state.disclosure_inputs,
+                settings.spec,
+                settings.disclosure,
+                seed=settings.targets.seed,
+            )
+        )
     return out
 
 
 def _group_level(state: BlameState) -> float | None:
-    """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if any."""
+    """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if
+    any."""
     settings = state.settings
     if "subgroups" not in settings.budget_tests:
         return None
     return test_levels(settings.gate.budget, settings.budget_tests)["subgroups"][0]
 
 
-def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,
-               level: float) -> dict[str, str]:
+def _explained(
+    state: BlameState,
+    order: list[str],
+    masks: dict[str, np.ndarray],
+    labels: np.ndarray,
+    *,
+    level: float,
+) -> dict[str, str]:
     """``{group: other}`` for each flagged group that is not significant without ``other``'s
     targets while ``other`` stays significant without its own (or, when they share one leak, is
     the smaller of the two): the flag is ``other``'s. Each group's
@@ -132,19 +181,27 @@ def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray]
             continue
         # ``big`` is flagged through ``small`` when it is not significant without it, and either
         # ``small`` holds its own without ``big`` or — the two share one leak — ``small`` is smaller
-        rest_p = {big: 0.0 if significant_without(big, small) else 1.0 for big in order
-                  if big != small and big not in explained and (masks[big] & masks[small]).any()
-                  and (masks[small].sum() < masks[big].sum() or significant_without(small, big))}
+        rest_p = {
+            big: 0.0 if significant_without(big, small) else 1.0
+            for big in order
+            if big != small
+            and big not in explained
+            and (masks[big] & masks[small]).any()
+            and (masks[small].sum() < masks[big].sum() or significant_without(small, big))
+        }
         explained.update(explained_groups(rest_p, smaller=small, level=level))
     return explained
 
 
 #: the release-wide tests the what-if can recompute without a group's targets (the member scan, the
-#: agreement scan, the copy test and the disclosure risks read every training record: not attributed)
+#: agreement scan, the copy test and the disclosure risks read every training record: not
+#: attributed)
 TARGET_TESTS = ("membership", "targets")
 
 
-def target_tests_without(state: BlameState, group_mask_: np.ndarray, tests: list[str]) -> dict[str, bool]:
+def target_tests_without(
+    state: BlameState, group_mask_: np.ndarray, tests: list[str]
+) -> dict[str, bool]:
     """For each of ``tests`` (among :data:`TARGET_TESTS`), whether it is still significant at its
     review share on the targets outside the group: the membership test's rank tests and ensemble,
     and the targets test's tail, Simes and share tests, computed as the gate run computes them."""
@@ -155,18 +212,26 @@ def target_tests_without(state: BlameState, group_mask_: np.ndarray, tests: list
     figures = dict(membership_figures(scores, labels, entities, seed=settings.targets.seed))
     if "targets" in tests:
         figures.update(_exposure_without(state, keep, scores))
-    outcomes = run_tests({**state.metrics, **figures}, tests=list(settings.budget_tests), budget=settings.gate.budget,
-                         attacks=settings.gated_attacks)
+    outcomes = run_tests(
+        {**state.metrics, **figures},
+        tests=list(settings.budget_tests),
+        budget=settings.gate.budget,
+        attacks=settings.gated_attacks,
+    )
     return {t.name: t.review for t in outcomes if t.name in tests}
 
 
-def points_at(state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray]) -> str | None:
+def points_at(
+    state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray]
+) -> str | None:
     """The flagged group the evidence points at, if one: the smallest flagged group (not flagged
     through another) holding at most half the targets, such that every release-wide test that is
     significant and can be recomputed without the group's targets (:data:`TARGET_TESTS`) is no
     longer significant without them. A ruling read off the data, like blame's: it orders the
     reasons, it decides nothing."""
-    significant = [t["name"] for t in verdict.budget.get("tests", ()) if TestOutcome.from_dict(t).review]
+    significant = [
+        t["name"] for t in verdict.budget.get("tests", ()) if TestOutcome.from_dict(t).review
+    ]
     recomputable = [t for t in significant if t in TARGET_TESTS]
     for g in order:
         if g in verdict.explained or 2 * masks[g].sum() > len(masks[g]):
@@ -179,7 +244,8 @@ def points_at(state: BlameState, verdict: Verdict, order: list[str], masks: dict
             continue
         if not any(still.values()):
             return g
-        return None  # the smallest candidate does not explain the evidence: a larger one would hold more
+        # the smallest candidate does not explain the evidence: a larger one would hold more
+        return None
     return None
 
 
@@ -211,7 +277,9 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
     order = sorted(masks, key=lambda g: (int(masks[g].sum()), g))
     level = _group_level(state)
     if level is not None and len(order) > 1:
-        verdict = dataclasses.replace(verdict, explained=_explained(state, order, masks, labels, level=level))
+        verdict = dataclasses.replace(
+            verdict, explained=_explained(state, order, masks, labels, level=level)
+        )
     if verdict.decision != "BLOCK":
         return _led(state, verdict, order, masks)
     settings = state.settings
@@ -224,22 +292,42 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
             break  # not a small group: it holds most targets (and larger ones follow)
         try:
             figures = rest_figures(state, g)
-        except (ValueError, KeyError, InsufficientDataError):  # the rest cannot be measured: nothing to set against it
+        except (
+            ValueError,
+            KeyError,
+            InsufficientDataError,
+        ):  # the rest cannot be measured: nothing to set against it
             continue
-        rest = decide(rules, {**state.metrics, **figures}, attacks=settings.gated_attacks,
-                      extra_failures=extra_failures, budget=settings.gate.budget,
-                      tests=[t for t in settings.budget_tests if t != "subgroups"])
+        rest = decide(
+            rules,
+            {**state.metrics, **figures},
+            attacks=settings.gated_attacks,
+            extra_failures=extra_failures,
+            budget=settings.gate.budget,
+            tests=[t for t in settings.budget_tests if t != "subgroups"],
+        )
         tried[g] = {"decision": rest.decision, "targets": int(masks[g].sum())}
-        ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
+        ruled = concentrated_in(
+            verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision
+        )
         if ruled is not verdict:
             return _led(state, dataclasses.replace(ruled, decision_without=tried), order, masks)
     return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
 
 
-def _led(state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray]) -> Verdict:
+def _led(
+    state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray]
+) -> Verdict:
     group = points_at(state, verdict, order, masks)
     return verdict if group is None else lead_with(verdict, group)
 
 
-__all__ = ["MAX_CANDIDATES", "TARGET_TESTS", "blame_groups", "lead_with", "points_at", "rest_figures",
-           "target_tests_without"]
+__all__ = [
+    "MAX_CANDIDATES",
+    "TARGET_TESTS",
+    "blame_groups",
+    "lead_with",
+    "points_at",
+    "rest_figures",
+    "target_tests_without",
+]

@@ -14,13 +14,13 @@ import pandas as pd
 
 from privacy_gate.estimators.exposure import ExposureResult
 from privacy_gate.estimators.mace_queries import MaceResult
-from privacy_gate.gate import Verdict
 from privacy_gate.experiment.attack_runs import AttackOutcome, scores_frame
 from privacy_gate.experiment.disclosure import DisclosureResult
-from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.member_scan import ScanResult
 from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
+from privacy_gate.gate import Verdict
 from privacy_gate.report.html import ReportInputs, render_report
 
 
@@ -37,10 +37,14 @@ class GateResult:
     mace: MaceResult | None = None
     exposure: ExposureResult | None = None
     scan: ScanResult | None = None  # the member scan (exposure.scan_members)
-    disclosure: DisclosureResult | None = None  # singling out, linkability, inference (disclosure.enabled)
+    disclosure: DisclosureResult | None = (
+        None  # singling out, linkability, inference (disclosure.enabled)
+    )
     audit: AuditResult | None = None
     validation: Any = None  # the synthetic suite's ValidationReport
-    strongest: dict[str, str] = field(default_factory=dict)  # metric -> attack that reached the maximum
+    strongest: dict[str, str] = field(
+        default_factory=dict
+    )  # metric -> attack that reached the maximum
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -59,12 +63,19 @@ class GateResult:
         return None if self.targets is None else scores_frame(self.targets, self.outcomes)
 
     def report_html(self) -> str:
-        return render_report(ReportInputs(
-            verdict=self.verdict.to_dict(), scores=self.scores(),
-            subgroups=self.audit.group_rows if self.audit else (), utility=self.utility or {},
-            timings=self.timings, run_id=self.verdict.run_id, dataset=self.settings.spec.name,
-            mace=self.mace.per_record if self.mace else None,
-            disclosure=self.disclosure.summary() if self.disclosure else None))
+        return render_report(
+            ReportInputs(
+                verdict=self.verdict.to_dict(),
+                scores=self.scores(),
+                subgroups=self.audit.group_rows if self.audit else (),
+                utility=self.utility or {},
+                timings=self.timings,
+                run_id=self.verdict.run_id,
+                dataset=self.settings.spec.name,
+                mace=self.mace.per_record if self.mace else None,
+                disclosure=self.disclosure.summary() if self.disclosure else None,
+            )
+        )
 
     def _repr_html_(self) -> str:
         return self.report_html()
@@ -72,8 +83,10 @@ class GateResult:
     def __repr__(self) -> str:
         reasons = "; ".join(c.message for c in self.verdict.reasons[:3])
         more = f" (+{len(self.verdict.reasons) - 3} more)" if len(self.verdict.reasons) > 3 else ""
-        return (f"GateResult({self.verdict.decision}, status={self.verdict.status}, "
-                f"attacks={[o.name for o in self.outcomes]}, reasons=[{reasons}{more}])")
+        return (
+            f"GateResult({self.verdict.decision}, status={self.verdict.status}, "
+            f"attacks={[o.name for o in self.outcomes]}, reasons=[{reasons}{more}])"
+        )
 
 
 @dataclass(frozen=True)
@@ -105,7 +118,9 @@ class RunOutcome:
     review: str | None = None
     review_error: str | None = None
     review_decision: dict[str, Any] | None = None
-    experiment_id: str | None = None  # the MLflow experiment of run_id (its runs page: tracking.experiment_url)
+    experiment_id: str | None = (
+        None  # the MLflow experiment of run_id (its runs page: tracking.experiment_url)
+    )
     suppression: dict[str, Any] | None = None
 
     @property
@@ -115,10 +130,17 @@ class RunOutcome:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``verdict`` as ``Verdict.to_dict()``; the summary, ladder and review
         keys only when the outcome has them."""
-        d: dict[str, Any] = {"verdict": self.verdict.to_dict(), "published": self.published,
-                             "quarantined": self.quarantined, "tracking_uri": self.tracking_uri,
-                             "run_id": self.run_id, "timings": dict(self.timings), "dataset": self.dataset,
-                             "retryable": self.retryable, "attempts": self.attempts}
+        d: dict[str, Any] = {
+            "verdict": self.verdict.to_dict(),
+            "published": self.published,
+            "quarantined": self.quarantined,
+            "tracking_uri": self.tracking_uri,
+            "run_id": self.run_id,
+            "timings": dict(self.timings),
+            "dataset": self.dataset,
+            "retryable": self.retryable,
+            "attempts": self.attempts,
+        }
         if self.summary_markdown is not None:  # a flow moves it to a Prefect artifact
             d["summary_markdown"] = self.summary_markdown
         if self.ladder is not None:

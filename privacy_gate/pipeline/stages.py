@@ -87,17 +87,26 @@ def run_stages(stages: Sequence[Stage[S]], state: S, *, executor: Executor, cloc
     return state
 
 
-def failure_verdict(exc: BaseException, *, stage: str, data_hashes: dict[str, str] | None = None) -> Verdict:
+def failure_verdict(
+    exc: BaseException, *, stage: str, data_hashes: dict[str, str] | None = None
+) -> Verdict:
     """Turn any exception into a BLOCK. Our own errors carry safe messages; for anything else only
     the type and stage are reported, since foreign messages may quote data values."""
     reason = safe_reason(exc)
     if reason is not None:
         msg = f"{stage}: {reason}"
     elif is_infrastructure_error(exc):
-        msg = f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs did not answer)"
+        msg = (
+            f"{stage}: infrastructure failure ({type(exc).__name__}: a service the gate needs "
+            "did not answer)"
+        )
     else:
-        msg = f"{stage}: unexpected {type(exc).__name__} (set PRIVACY_GATE_DEBUG=1 for the traceback)"
+        msg = (
+            f"{stage}: unexpected {type(exc).__name__} (set PRIVACY_GATE_DEBUG=1 for the traceback)"
+        )
         if os.environ.get("PRIVACY_GATE_DEBUG"):
             traceback.print_exception(exc)
-    status = "invalid_input" if isinstance(exc, ValidationFailed) or stage in INPUT_STAGES else "error"
+    status = (
+        "invalid_input" if isinstance(exc, ValidationFailed) or stage in INPUT_STAGES else "error"
+    )
     return Verdict.error(msg, status=status, data_hashes=dict(data_hashes or {}))

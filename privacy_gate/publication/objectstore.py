@@ -42,7 +42,7 @@ def split_uri(uri: str) -> tuple[str, str]:
     """``s3://bucket/key`` -> ``(bucket, key)``; a bucket is required, the key may be empty."""
     if not is_s3(uri):
         raise DataError(f"{uri}: not an s3:// URI")
-    bucket, _, key = uri[len(SCHEME):].partition("/")
+    bucket, _, key = uri[len(SCHEME) :].partition("/")
     if not bucket:
         raise DataError(f"{uri}: no bucket in the s3:// URI")
     return bucket, key.strip("/")
@@ -58,15 +58,27 @@ def client() -> Any:
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", endpoint_url=os.environ.get(ENV_S3_ENDPOINT) or None,
-                        config=Config(connect_timeout=5, read_timeout=60, retries={"max_attempts": 3, "mode": "standard"},
-                                      s3={"addressing_style": "path"}))
+    return boto3.client(
+        "s3",
+        endpoint_url=os.environ.get(ENV_S3_ENDPOINT) or None,
+        config=Config(
+            connect_timeout=5,
+            read_timeout=60,
+            retries={"max_attempts": 3, "mode": "standard"},
+            s3={"addressing_style": "path"},
+        ),
+    )
 
 
 def translate(exc: Exception, uri: str, *, what: str) -> Exception:
     """A boto3/botocore failure as one of ours, naming the location (never its content)."""
-    from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
-                                     EndpointConnectionError, NoCredentialsError)
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
@@ -76,16 +88,29 @@ def translate(exc: Exception, uri: str, *, what: str) -> Exception:
         if code == "NoSuchBucket":
             return DataError(f"{uri}: the bucket does not exist ({what})")
         if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-            return DataError(f"{uri}: access denied ({what}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY")
-        if status >= 500 or code in ("SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout"):
-            return StorageUnavailable(f"{uri}: the object store failed ({code or status}) while {what}")
+            return DataError(
+                f"{uri}: access denied ({what}); check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"
+            )
+        if status >= 500 or code in (
+            "SlowDown",
+            "ServiceUnavailable",
+            "InternalError",
+            "RequestTimeout",
+        ):
+            return StorageUnavailable(
+                f"{uri}: the object store failed ({code or status}) while {what}"
+            )
         return DataError(f"{uri}: {code or 'error'} while {what}")
     if isinstance(exc, NoCredentialsError):
-        return DataError(f"{uri}: no S3 credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        return DataError(
+            f"{uri}: no S3 credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
     if isinstance(exc, (EndpointConnectionError, BotoConnectionError, BotoCoreError, OSError)):
         endpoint = os.environ.get(ENV_S3_ENDPOINT) or "the AWS default endpoint"
-        return StorageUnavailable(f"{uri}: the object store at {endpoint} is unreachable while {what} "
-                                  f"({type(exc).__name__})")
+        return StorageUnavailable(
+            f"{uri}: the object store at {endpoint} is unreachable while {what} "
+            f"({type(exc).__name__})"
+        )
     return exc
 
 
@@ -127,7 +152,8 @@ def object_size(uri: str) -> int:
 
 
 def object_etag(uri: str) -> tuple[str, int]:
-    """The ETag and size of the object at ``uri`` (a HEAD request): they change when its bytes do."""
+    """The ETag and size of the object at ``uri`` (a HEAD request): they change when its bytes
+    do."""
     head = _head(uri)
     return str(head.get("ETag", "")).strip('"'), int(head["ContentLength"])
 
@@ -166,24 +192,36 @@ def list_prefixes(uri: str) -> list[str]:
     prefix = f"{key}/" if key else ""
     out: list[str] = []
     try:
-        for page in client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
-            out += [f"{SCHEME}{bucket}/{p['Prefix'].rstrip('/')}" for p in page.get("CommonPrefixes", [])]
+        for page in (
+            client()
+            .get_paginator("list_objects_v2")
+            .paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
+        ):
+            out += [
+                f"{SCHEME}{bucket}/{p['Prefix'].rstrip('/')}"
+                for p in page.get("CommonPrefixes", [])
+            ]
     except Exception as exc:  # noqa: BLE001
         raise translate(exc, uri, what="listing") from None
     return sorted(out)
 
 
 def list_objects(uri: str) -> list[tuple[str, float]]:
-    """Every object under the folder ``uri`` (recursively), as ``(s3://... URI, age in seconds)``."""
+    """Every object under the folder ``uri`` (recursively), as ``(s3://... URI, age in
+    seconds)``."""
     import time
 
     bucket, key = split_uri(uri)
     prefix = f"{key}/" if key else ""
     out: list[tuple[str, float]] = []
     try:
-        for page in client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            out += [(f"{SCHEME}{bucket}/{o['Key']}", time.time() - o["LastModified"].timestamp())
-                    for o in page.get("Contents", [])]
+        for page in (
+            client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        ):
+            out += [
+                (f"{SCHEME}{bucket}/{o['Key']}", time.time() - o["LastModified"].timestamp())
+                for o in page.get("Contents", [])
+            ]
     except Exception as exc:  # noqa: BLE001
         raise translate(exc, uri, what="listing") from None
     return sorted(out)
@@ -204,10 +242,27 @@ def check_bucket(uri: str) -> None:
         client().head_bucket(Bucket=bucket)
     except Exception as exc:  # noqa: BLE001
         mapped = translate(exc, uri, what="checking the bucket")
-        if isinstance(mapped, DataError) and "no such object" in str(mapped):  # HEAD on a bucket: 404
+        if isinstance(mapped, DataError) and "no such object" in str(
+            mapped
+        ):  # HEAD on a bucket: 404
             mapped = DataError(f"{uri}: the bucket {bucket!r} does not exist")
         raise mapped from None
 
 
-__all__ = ["StorageUnavailable", "check_bucket", "client", "delete", "download", "get_bytes", "is_s3", "join",
-           "list_objects", "list_prefixes", "object_size", "put_bytes", "split_uri", "translate", "upload"]
+__all__ = [
+    "StorageUnavailable",
+    "check_bucket",
+    "client",
+    "delete",
+    "download",
+    "get_bytes",
+    "is_s3",
+    "join",
+    "list_objects",
+    "list_prefixes",
+    "object_size",
+    "put_bytes",
+    "split_uri",
+    "translate",
+    "upload",
+]

@@ -39,18 +39,32 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.private_files import (confine, copy_private, make_shared, open_private, private_dir, private_file,
-                                        replace_private, write_private)
-from privacy_gate.publication.work_dirs import STALE_SECONDS, TempDir, clean_stale, temp_dir_owner, temp_dirs  # noqa: F401
-from privacy_gate.publication.work_dirs import make_temp_dir
+from privacy_gate.private_files import (
+    confine,
+    copy_private,
+    make_shared,
+    open_private,
+    private_dir,
+    private_file,
+    replace_private,
+    write_private,
+)
+from privacy_gate.publication import objectstore, quarantine
+from privacy_gate.publication.work_dirs import (  # noqa: F401
+    STALE_SECONDS,
+    TempDir,
+    clean_stale,
+    make_temp_dir,
+    temp_dir_owner,
+    temp_dirs,
+)
 
 QUARANTINE_DIR = "quarantine"
 QUARANTINE_TMP_PREFIX = ".tmp-"
@@ -69,7 +83,9 @@ class QuarantinedRelease:
     sha256: str
     rows: int
     fmt: str
-    uri: str | None = None  # its committed copy on object storage, when the target is s3:// (``quarantine``)
+    uri: str | None = (
+        None  # its committed copy on object storage, when the target is s3:// (``quarantine``)
+    )
 
     @property
     def location(self) -> str:
@@ -90,7 +106,9 @@ def count_rows(path: Path) -> int:
 def quarantined_file(path: Path, sha256: str) -> QuarantinedRelease:
     """A release already in quarantine (read back by a review), with its real row count."""
     path = Path(path)
-    return QuarantinedRelease(path=path, sha256=sha256, rows=count_rows(path), fmt=path.suffix.lstrip("."))
+    return QuarantinedRelease(
+        path=path, sha256=sha256, rows=count_rows(path), fmt=path.suffix.lstrip(".")
+    )
 
 
 def file_sha256(path: Path) -> str:
@@ -100,8 +118,8 @@ def file_sha256(path: Path) -> str:
 def dataset_slug(name: str) -> str:
     """A file-name-safe slug of a dataset name: no separators, no leading dots, <= 64 chars.
 
-    >>> dataset_slug("../../etc/Passwd"), dataset_slug("/abs/name"), dataset_slug(""), dataset_slug("Adult 2024")
-    ('etc-passwd', 'abs-name', 'dataset', 'adult-2024')
+    >>> [dataset_slug(n) for n in ("../../etc/Passwd", "/abs/name", "", "Adult 2024")]
+    ['etc-passwd', 'abs-name', 'dataset', 'adult-2024']
     """
     slug = re.sub(r"[^a-z0-9._-]+", "-", str(name).lower())
     slug = re.sub(r"-{2,}", "-", slug).strip(".-_")[:64].strip(".-_")
@@ -122,7 +140,9 @@ def _fsync_file(path: Path) -> None:
 
 
 def _copy_file(src: Path, dst: Path) -> None:
-    copy_private(src, dst)  # 0600 from its creation: staging is private until the release is complete
+    copy_private(
+        src, dst
+    )  # 0600 from its creation: staging is private until the release is complete
 
 
 def verify_published(folder: Path) -> dict[str, Any]:
@@ -158,13 +178,30 @@ def list_published(target: Path) -> list[Path]:
     return out
 
 
-def _manifest(release: QuarantinedRelease, *, name: str, dataset: str, verdict: str, run_id: str | None,
-              config_hash: str | None, approval: dict[str, Any] | None,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"file": name, "sha256": release.sha256, "rows": release.rows, "format": release.fmt,
-            "dataset": dataset, "run_id": run_id, "verdict": verdict, "config_hash": config_hash,
-            "approval": approval, "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            **(extra or {})}
+def _manifest(
+    release: QuarantinedRelease,
+    *,
+    name: str,
+    dataset: str,
+    verdict: str,
+    run_id: str | None,
+    config_hash: str | None,
+    approval: dict[str, Any] | None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "file": name,
+        "sha256": release.sha256,
+        "rows": release.rows,
+        "format": release.fmt,
+        "dataset": dataset,
+        "run_id": run_id,
+        "verdict": verdict,
+        "config_hash": config_hash,
+        "approval": approval,
+        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **(extra or {}),
+    }
 
 
 def verify_published_s3(folder: str) -> dict[str, Any]:
@@ -181,7 +218,9 @@ def verify_published_s3(folder: str) -> dict[str, Any]:
         try:
             local = objectstore.download(objectstore.join(folder, name), Path(tmp) / name)
         except PrivacyGateError:
-            raise PublishError(f"{folder}: the data object named in {MANIFEST} is missing") from None
+            raise PublishError(
+                f"{folder}: the data object named in {MANIFEST} is missing"
+            ) from None
         if file_sha256(local) != manifest.get("sha256"):
             raise PublishError(f"{folder}: {name} does not match the sha256 in {MANIFEST}")
     return manifest
@@ -230,7 +269,9 @@ class ReleaseStore:
         tmp = make_temp_dir(self.quarantine_root, QUARANTINE_TMP_PREFIX, root=root)
         try:
             local = tmp / f"synthetic.{fmt}"
-            open_private(local, root=root).close()  # 0600 from the start: the writers keep an existing file's mode
+            open_private(
+                local, root=root
+            ).close()  # 0600 from the start: the writers keep an existing file's mode
             if fmt == "parquet":
                 df.to_parquet(local, index=False)
             else:
@@ -244,7 +285,9 @@ class ReleaseStore:
                 replace_private(local, final, root=root)  # same filesystem: atomic
                 _fsync_dir(folder)
             else:
-                private_file(final, root=root)  # an older version's quarantine may be wider; a link is refused
+                private_file(
+                    final, root=root
+                )  # an older version's quarantine may be wider; a link is refused
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         uri = None
@@ -262,22 +305,43 @@ class ReleaseStore:
             raise PublishError(f"refusing to publish outside the target {root}: {final}")
         return final
 
-    def publish(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
-                config_hash: str | None, approval: dict[str, Any] | None = None,
-                extra: dict[str, Any] | None = None) -> Path | str:
+    def publish(
+        self,
+        release: QuarantinedRelease,
+        *,
+        dataset: str,
+        verdict: str,
+        run_id: str | None,
+        config_hash: str | None,
+        approval: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Path | str:
         """Publish an approved release atomically; returns the published data file. Refuses
         anything not approved, and a quarantined file that changed since it was judged.
         ``extra``: more manifest fields (e.g. a remediation ladder's record and budget)."""
         if verdict != "APPROVE" and approval is None:
-            raise PublishError(f"refusing to publish a release with verdict {verdict} and no recorded approval")
+            raise PublishError(
+                f"refusing to publish a release with verdict {verdict} and no recorded approval"
+            )
         if file_sha256(release.path) != release.sha256:
-            raise PublishError(f"quarantined file {release.path} changed since it was judged; not publishing")
+            raise PublishError(
+                f"quarantined file {release.path} changed since it was judged; not publishing"
+            )
         if isinstance(self.target, str):
-            return self._publish_s3(release, dataset=dataset, verdict=verdict, run_id=run_id, config_hash=config_hash,
-                                    approval=approval, extra=extra)
+            return self._publish_s3(
+                release,
+                dataset=dataset,
+                verdict=verdict,
+                run_id=run_id,
+                config_hash=config_hash,
+                approval=approval,
+                extra=extra,
+            )
         final = self.release_dir(release, dataset)
         name = f"{final.name}.{release.fmt}"
-        if final.exists():  # published before (an idempotent re-run): only if complete and identical
+        if (
+            final.exists()
+        ):  # published before (an idempotent re-run): only if complete and identical
             manifest = verify_published(final)
             if manifest["sha256"] != release.sha256:
                 raise PublishError(f"{final} already holds a different release")
@@ -291,12 +355,24 @@ class ReleaseStore:
             _copy_file(release.path, staging / name)
             _fsync_file(staging / name)
             if file_sha256(staging / name) != release.sha256:
-                raise PublishError(f"the copy of {release.path} does not match its hash; not publishing")
-            manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
-                                 config_hash=config_hash, approval=approval, extra=extra)
+                raise PublishError(
+                    f"the copy of {release.path} does not match its hash; not publishing"
+                )
+            manifest = _manifest(
+                release,
+                name=name,
+                dataset=dataset,
+                verdict=verdict,
+                run_id=run_id,
+                config_hash=config_hash,
+                approval=approval,
+                extra=extra,
+            )
             write_private(staging / MANIFEST, json.dumps(manifest, indent=2).encode())
             _fsync_file(staging / MANIFEST)
-            make_shared(staging, [staging / name, staging / MANIFEST])  # complete: the umask's modes, then visible
+            make_shared(
+                staging, [staging / name, staging / MANIFEST]
+            )  # complete: the umask's modes, then visible
             _fsync_dir(staging)
             try:
                 os.rename(staging, final)  # the one step that makes the release visible
@@ -312,26 +388,48 @@ class ReleaseStore:
                 shutil.rmtree(staging, ignore_errors=True)
         return final / name
 
-    def _publish_s3(self, release: QuarantinedRelease, *, dataset: str, verdict: str, run_id: str | None,
-                    config_hash: str | None, approval: dict[str, Any] | None,
-                    extra: dict[str, Any] | None = None) -> str:
+    def _publish_s3(
+        self,
+        release: QuarantinedRelease,
+        *,
+        dataset: str,
+        verdict: str,
+        run_id: str | None,
+        config_hash: str | None,
+        approval: dict[str, Any] | None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
         """Data object first, verified by reading it back; the manifest last (the commit)."""
         folder = self.release_dir(release, dataset)
         name = f"{folder.rsplit('/', 1)[-1]}.{release.fmt}"
         if objectstore.get_bytes(objectstore.join(folder, MANIFEST)) is not None:
-            manifest = verify_published_s3(folder)  # published before: only if complete and identical
+            manifest = verify_published_s3(
+                folder
+            )  # published before: only if complete and identical
             if manifest["sha256"] != release.sha256:
                 raise PublishError(f"{folder} already holds a different release")
             return objectstore.join(folder, manifest["file"])
         objectstore.check_bucket(folder)
         data_uri = objectstore.join(folder, name)
         objectstore.upload(release.path, data_uri)
-        manifest = _manifest(release, name=name, dataset=dataset, verdict=verdict, run_id=run_id,
-                             config_hash=config_hash, approval=approval, extra=extra)
+        manifest = _manifest(
+            release,
+            name=name,
+            dataset=dataset,
+            verdict=verdict,
+            run_id=run_id,
+            config_hash=config_hash,
+            approval=approval,
+            extra=extra,
+        )
         with tempfile.TemporaryDirectory(prefix="privacy-gate-") as tmp:
             if file_sha256(objectstore.download(data_uri, Path(tmp) / name)) != release.sha256:
-                raise PublishError(f"the uploaded {data_uri} does not match its hash; not publishing")
-        objectstore.put_bytes(json.dumps(manifest, indent=2).encode(), objectstore.join(folder, MANIFEST))
+                raise PublishError(
+                    f"the uploaded {data_uri} does not match its hash; not publishing"
+                )
+        objectstore.put_bytes(
+            json.dumps(manifest, indent=2).encode(), objectstore.join(folder, MANIFEST)
+        )
         return data_uri
 
 
@@ -339,6 +437,22 @@ def read_quarantined(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path) if Path(path).suffix == ".parquet" else pd.read_csv(path)
 
 
-__all__ = ["MANIFEST", "PublishError", "QuarantinedRelease", "ReleaseStore", "TempDir", "clean_stale", "count_rows",
-           "dataset_slug", "file_sha256", "list_published", "list_published_s3", "quarantined_file", "read_quarantined",
-           "temp_dir_owner", "temp_dirs", "verify_published", "verify_published_s3"]
+__all__ = [
+    "MANIFEST",
+    "PublishError",
+    "QuarantinedRelease",
+    "ReleaseStore",
+    "TempDir",
+    "clean_stale",
+    "count_rows",
+    "dataset_slug",
+    "file_sha256",
+    "list_published",
+    "list_published_s3",
+    "quarantined_file",
+    "read_quarantined",
+    "temp_dir_owner",
+    "temp_dirs",
+    "verify_published",
+    "verify_published_s3",
+]

@@ -22,9 +22,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.private_files import private_dir, private_file, replace_private
+from privacy_gate.publication import objectstore
 
 FOLDER = ".quarantine"
 COMMIT = "quarantine.json"
@@ -53,12 +53,14 @@ def _commit(uri: str) -> dict | None:
         record = json.loads(raw) if raw is not None else None
     except ValueError:
         return None
-    return record if isinstance(record, dict) and record.get("sha256") and record.get("file") else None
+    return (
+        record if isinstance(record, dict) and record.get("sha256") and record.get("file") else None
+    )
 
 
 def put(local: Path, *, target: str, sha256: str, rows: int, fmt: str) -> str:
-    """Upload the local quarantined file, verify it by reading it back, then commit; returns its URI.
-    Idempotent: a release already committed with this hash is not uploaded again."""
+    """Upload the local quarantined file, verify it by reading it back, then commit; returns its
+    URI. Idempotent: a release already committed with this hash is not uploaded again."""
     uri = location(target, sha256, fmt)
     committed = _commit(uri)
     if committed is not None and committed["sha256"] == sha256:
@@ -69,7 +71,9 @@ def put(local: Path, *, target: str, sha256: str, rows: int, fmt: str) -> str:
         if sha256_of(objectstore.download(uri, Path(tmp) / "check")) != sha256:
             raise QuarantineError(f"the uploaded {uri} does not match its hash; not quarantined")
     record = {"file": uri.rsplit("/", 1)[1], "sha256": sha256, "rows": int(rows), "format": fmt}
-    objectstore.put_bytes(json.dumps(record, indent=2).encode(), objectstore.join(uri.rsplit("/", 1)[0], COMMIT))
+    objectstore.put_bytes(
+        json.dumps(record, indent=2).encode(), objectstore.join(uri.rsplit("/", 1)[0], COMMIT)
+    )
     return uri
 
 
@@ -84,7 +88,8 @@ def fetch(uri: str, *, root: Path, sha256: str | None = None) -> Path:
         raise QuarantineError(f"{uri}: the quarantined release is not the one judged")
     folder = Path(root) / committed["sha256"][:16]
     local = folder / uri.rsplit("/", 1)[1]
-    # the local quarantine is private (0700 / 0600), as the store's; a link in it is refused, never followed
+    # the local quarantine is private (0700 / 0600), as the store's; a link in it is refused, never
+    # followed
     workdir = Path(root).parent
     private_dir(Path(root), parents=True, root=workdir)
     private_dir(folder, root=workdir)

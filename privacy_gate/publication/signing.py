@@ -13,8 +13,10 @@ run can never be passed off as an unsigned one:
 Residual: on an installation that never set a key, someone who rewrites the artefact and all
 tags consistently (unsigned) cannot be detected — only the key makes a forgery detectable.
 
->>> verdict_digest("{}", key="").startswith("sha256:"), verdict_digest("{}", key="k").startswith("hmac-sha256:")
-(True, True)
+>>> verdict_digest("{}", key="").startswith("sha256:")
+True
+>>> verdict_digest("{}", key="k").startswith("hmac-sha256:")
+True
 """
 
 from __future__ import annotations
@@ -27,8 +29,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from privacy_gate.errors import IntegrityError
-from privacy_gate.names import (ART_VERDICT, ENV_SIGNING_KEY, SEAL, SEAL_SIGNED, TAG_SIGNED, TAG_VERDICT,
-                                TAG_VERDICT_DIGEST)
+from privacy_gate.names import (
+    ART_VERDICT,
+    ENV_SIGNING_KEY,
+    SEAL,
+    SEAL_SIGNED,
+    TAG_SIGNED,
+    TAG_VERDICT,
+    TAG_VERDICT_DIGEST,
+)
 
 HMAC_SCHEME = "hmac-sha256"
 PLAIN_SCHEME = "sha256"
@@ -65,47 +74,78 @@ def run_key(tags: Mapping[str, str]) -> str | None:
 
 def verify_verdict_text(run_id: str, text: str, tags: Mapping[str, str]) -> dict[str, Any]:
     """The verdict document of ``run_id`` after checking ``text`` against the run's digest, its
-    signing state and its verdict tag; an IntegrityError (naming the run and what to do) otherwise."""
+    signing state and its verdict tag; an IntegrityError (naming the run and what to do)
+    otherwise."""
     recorded = tags.get(TAG_VERDICT_DIGEST) or ""
     scheme, _, _ = recorded.partition(":")
     key = signing_key()
     tag_signed = tags.get(TAG_SIGNED)
     if scheme == HMAC_SCHEME:
         if not key:
-            raise IntegrityError(f"run {run_id} was signed when the gate ran (its {TAG_VERDICT_DIGEST} is an HMAC) "
-                                 f"and this process has no key to verify it: set {ENV_SIGNING_KEY} to the gate's "
-                                 "signing key — refusing to act on it unverified")
+            raise IntegrityError(
+                f"run {run_id} was signed when the gate ran (its {TAG_VERDICT_DIGEST} is an HMAC) "
+                f"and this process has no key to verify it: set {ENV_SIGNING_KEY} to the gate's "
+                "signing key — refusing to act on it unverified"
+            )
     elif scheme == PLAIN_SCHEME:
         if tag_signed == signed_tag(True):
-            raise IntegrityError(f"run {run_id} is tagged {TAG_SIGNED}=true but its {TAG_VERDICT_DIGEST} is an "
-                                 "unsigned sha256: a signed verdict was downgraded — refusing to act on it")
+            raise IntegrityError(
+                f"run {run_id} is tagged {TAG_SIGNED}=true but its {TAG_VERDICT_DIGEST} is an "
+                "unsigned sha256: a signed verdict was downgraded — refusing to act on it"
+            )
         if key:
-            raise IntegrityError(f"run {run_id} has an unsigned (sha256) verdict digest but {ENV_SIGNING_KEY} is "
-                                 "set here: this installation signs its verdicts and accepts no unsigned one (it "
-                                 "may have been rewritten without the key) — run the gate again with the key")
+            raise IntegrityError(
+                f"run {run_id} has an unsigned (sha256) verdict digest but {ENV_SIGNING_KEY} is "
+                "set here: this installation signs its verdicts and accepts no unsigned one (it "
+                "may have been rewritten without the key) — run the gate again with the key"
+            )
     else:
-        raise IntegrityError(f"run {run_id} has no valid {TAG_VERDICT_DIGEST} tag (got {recorded[:24]!r}); it is not "
-                             "a finished gate run or its tags were edited — refusing to act on it")
-    if not hmac.compare_digest(recorded, verdict_digest(text, key if scheme == HMAC_SCHEME else "")):
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "
-                             f"decided (tag {TAG_VERDICT_DIGEST}); it was edited or the signing key "
-                             f"({ENV_SIGNING_KEY}) differs — refusing to act on it")
+        raise IntegrityError(
+            f"run {run_id} has no valid {TAG_VERDICT_DIGEST} tag (got {recorded[:24]!r}); it is "
+            "not "
+            "a finished gate run or its tags were edited — refusing to act on it"
+        )
+    if not hmac.compare_digest(
+        recorded, verdict_digest(text, key if scheme == HMAC_SCHEME else "")
+    ):
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} does not match the digest recorded when the gate "
+            f"decided (tag {TAG_VERDICT_DIGEST}); it was edited or the signing key "
+            f"({ENV_SIGNING_KEY}) differs — refusing to act on it"
+        )
     try:
         document = json.loads(text)
         seal = document.get(SEAL) or {}
     except (ValueError, AttributeError):
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} is not a verdict document; refusing to act on it") from None
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} is not a verdict document; refusing to act on it"
+        ) from None
     signed = seal.get(SEAL_SIGNED)
     if scheme == PLAIN_SCHEME and signed:
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} states it was signed, but its {TAG_VERDICT_DIGEST} is "
-                             "an unsigned sha256: a signed verdict was downgraded — refusing to act on it")
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} states it was signed, but its {TAG_VERDICT_DIGEST} is "
+            "an unsigned sha256: a signed verdict was downgraded — refusing to act on it"
+        )
     if tag_signed is not None and signed is not None and tag_signed != signed_tag(bool(signed)):
-        raise IntegrityError(f"run {run_id} is tagged {TAG_SIGNED}={tag_signed} but its {ART_VERDICT} says "
-                             f"signed={bool(signed)}; the tag was edited — refusing to act on it")
+        raise IntegrityError(
+            f"run {run_id} is tagged {TAG_SIGNED}={tag_signed} but its {ART_VERDICT} says "
+            f"signed={bool(signed)}; the tag was edited — refusing to act on it"
+        )
     if document.get("verdict") != tags.get(TAG_VERDICT):
-        raise IntegrityError(f"{ART_VERDICT} of run {run_id} says {document.get('verdict')} but the run's "
-                             f"{TAG_VERDICT} tag says {tags.get(TAG_VERDICT)}; refusing to act on it")
+        raise IntegrityError(
+            f"{ART_VERDICT} of run {run_id} says {document.get('verdict')} but the run's "
+            f"{TAG_VERDICT} tag says {tags.get(TAG_VERDICT)}; refusing to act on it"
+        )
     return document
 
 
-__all__ = ["HMAC_SCHEME", "PLAIN_SCHEME", "run_key", "run_signed", "signed_tag", "signing_key", "verdict_digest", "verify_verdict_text"]
+__all__ = [
+    "HMAC_SCHEME",
+    "PLAIN_SCHEME",
+    "run_key",
+    "run_signed",
+    "signed_tag",
+    "signing_key",
+    "verdict_digest",
+    "verify_verdict_text",
+]

@@ -1,6 +1,7 @@
 """The temporary folders of the release store: quarantine work (``.tmp-``) and publication staging
 (``.staging-``), named ``<prefix><host>-<pid>-<token>`` so that their owner is known, and the
-leftovers of killed runs found and removed (only this host's: another host's PID means nothing here).
+leftovers of killed runs found and removed (only this host's: another host's PID means nothing
+here).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ STALE_SECONDS = 3600.0  # a staging dir of a live process older than this is aba
 @dataclass(frozen=True)
 class TempDir:
     """A temporary directory ``<prefix><host>-<pid>-<token>`` (staging or quarantine work), its
-    owner and whether it is abandoned. Names without a host (older versions) count as this host's."""
+    owner and whether it is abandoned. Names without a host (older versions) count as this
+    host's."""
 
     path: Path
     host: str | None
@@ -32,12 +34,15 @@ class TempDir:
 
 
 def temp_dir_owner(name: str, prefix: str) -> tuple[str | None, int | None]:
-    """``(host, pid)`` from a temporary directory's name (host None for the older ``<pid>-<token>``).
+    """``(host, pid)`` from a temporary directory's name (host None for the older
+    ``<pid>-<token>``).
 
-    >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-"), temp_dir_owner(".staging-123-ab", ".staging-")
-    (('gate-host.lan', 123), (None, 123))
+    >>> temp_dir_owner(".staging-gate-host.lan-123-ab12", ".staging-")
+    ('gate-host.lan', 123)
+    >>> temp_dir_owner(".staging-123-ab", ".staging-")
+    (None, 123)
     """
-    rest = name[len(prefix):]
+    rest = name[len(prefix) :]
     parts = rest.rsplit("-", 2)
     if len(parts) == 3 and parts[1].isdigit() and parts[0]:
         return parts[0], int(parts[1])
@@ -61,8 +66,16 @@ def temp_dirs(folder: Path, *, prefix: str) -> list[TempDir]:
             continue
         foreign = host is not None and host != here
         gone = pid is None or not pid_alive(pid)
-        out.append(TempDir(path=entry, host=host, pid=pid, age=age, foreign=foreign,
-                           stale=not foreign and (gone or age > STALE_SECONDS)))
+        out.append(
+            TempDir(
+                path=entry,
+                host=host,
+                pid=pid,
+                age=age,
+                foreign=foreign,
+                stale=not foreign and (gone or age > STALE_SECONDS),
+            )
+        )
     return out
 
 
@@ -80,7 +93,16 @@ def clean_stale(folder: Path, *, prefix: str) -> list[Path]:
 def make_temp_dir(parent: Path, prefix: str, *, root: Path | None = None) -> Path:
     """A new private (0700) folder in ``parent``: quarantine work, publication staging."""
     parent.mkdir(parents=True, exist_ok=True)
-    return private_dir(parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}", root=root)
+    return private_dir(
+        parent / f"{prefix}{this_host()}-{os.getpid()}-{secrets.token_hex(6)}", root=root
+    )
 
 
-__all__ = ["STALE_SECONDS", "TempDir", "clean_stale", "make_temp_dir", "temp_dir_owner", "temp_dirs"]
+__all__ = [
+    "STALE_SECONDS",
+    "TempDir",
+    "clean_stale",
+    "make_temp_dir",
+    "temp_dir_owner",
+    "temp_dirs",
+]

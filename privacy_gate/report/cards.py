@@ -16,8 +16,15 @@ from typing import Any
 
 from privacy_gate import tracking
 from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.gate.figure_words import (auc_figure, exposed_figure, mace_figure, mace_query, risk_figure,
-                                            strongest_attack, tpr_figure)
+from privacy_gate.gate.figure_words import (
+    auc_figure,
+    exposed_figure,
+    mace_figure,
+    mace_query,
+    risk_figure,
+    strongest_attack,
+    tpr_figure,
+)
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
@@ -47,13 +54,16 @@ ul.words li{margin:0 0 6px}
 #: reasons listed in words above the tables (the blocking ones come first); the rules table has all
 MAX_REASONS = 12
 
-_MEANING = {"APPROVE": "the release may be published", "REVIEW": "a human decides; nothing is published before",
-            "BLOCK": "nothing is published"}
+_MEANING = {
+    "APPROVE": "the release may be published",
+    "REVIEW": "a human decides; nothing is published before",
+    "BLOCK": "nothing is published",
+}
 
 
 def _card(title: str, big: str, body: str = "", cls: str = "") -> str:
     """A card: its title, its headline (escaped already) and its body (markup built here)."""
-    return (f'<div class="card {cls}"><h3>{escape(title)}</h3><p class="big">{big}</p>{body}</div>')
+    return f'<div class="card {cls}"><h3>{escape(title)}</h3><p class="big">{big}</p>{body}</div>'
 
 
 def _words(text: str, cls: str = "") -> str:
@@ -67,17 +77,28 @@ def _verdict_card(inp: ReportInputs) -> str:
     reasons = reasons_in_words(v)
     if reasons:
         main = reasons[0]
-        body = (f'<p class="clamp">{escape(main.sentence)} <code class="key">{escape(main.key)}</code></p>')
+        body = (
+            f'<p class="clamp">{escape(main.sentence)} <code '
+            f'class="key">{escape(main.key)}</code></p>'
+        )
         if len(reasons) > 1:
-            body += f'<p><a href="#reasons">{len(reasons) - 1} more reason{"s" if len(reasons) > 2 else ""} below</a></p>'
+            body += (
+                f'<p><a href="#reasons">{len(reasons) - 1} more '
+                f"reason{'s' if len(reasons) > 2 else ''} below</a></p>"
+            )
     else:
         review = (v.get("budget") or {}).get("review")
         budget = f" at its share of the {100 * float(review):g}% review budget" if review else ""
         body = _words(f"Every check passed: no test found evidence of leakage{budget}.")
     if inp.published:
         body += f'<p class="label">published to <code>{escape(inp.published)}</code></p>'
-    return _card("Verdict", f"{escape(decision)} <span style=\"font-weight:400;font-size:14px\">· "
-                            f"{escape(_MEANING.get(decision, ''))}</span>", body, f"wide {cls}")
+    return _card(
+        "Verdict",
+        f'{escape(decision)} <span style="font-weight:400;font-size:14px">· '
+        f"{escape(_MEANING.get(decision, ''))}</span>",
+        body,
+        f"wide {cls}",
+    )
 
 
 def _attack_card(metrics: Mapping[str, Any]) -> str:
@@ -108,10 +129,15 @@ def _exposed_card(metrics: Mapping[str, Any]) -> str:
         return _card("Exposed records", "—", _words("No exposure figures for this run."))
     named = []
     for prefix, what in (("", "member targets"), ("scan_", "training records scanned")):
-        count, tested = metrics.get(f"{EXPOSURE}.{prefix}count"), metrics.get(f"{EXPOSURE}.{prefix}tested")
+        count, tested = (
+            metrics.get(f"{EXPOSURE}.{prefix}count"),
+            metrics.get(f"{EXPOSURE}.{prefix}tested"),
+        )
         if count is not None and tested is not None:
             named.append(f"{human_number(count)} of {human_number(tested)} {what}")
-    body = _words(figure.meaning[:1].upper() + figure.meaning[1:] + ".", "clamp")  # the share's own words
+    body = _words(
+        figure.meaning[:1].upper() + figure.meaning[1:] + ".", "clamp"
+    )  # the share's own words
     if named:
         body += _words("Named: " + "; ".join(named) + ".", "clamp")
     return _card("Exposed records", escape(figure.value), body)
@@ -122,14 +148,21 @@ def _disclosure_card(metrics: Mapping[str, Any], disabled: Mapping[str, str]) ->
     for family in DISCLOSURE_FAMILIES:
         figure = risk_figure(metrics, family)
         if figure is not None:
-            rows.append(f"<dt>{escape(family.replace('_', ' '))}</dt><dd>{escape(figure.value)}</dd>")
+            rows.append(
+                f"<dt>{escape(family.replace('_', ' '))}</dt><dd>{escape(figure.value)}</dd>"
+            )
     if not rows:
         why = next((r for k, r in disabled.items() if "disclosure" in k), None)
-        return _card("Disclosure risks", "—", _words("Not measured" + (f": {why}." if why else " in this run.")))
-    highest = max((float(metrics.get(f"{f}.risk_lower", float("-inf"))) for f in DISCLOSURE_FAMILIES))
+        return _card(
+            "Disclosure risks",
+            "—",
+            _words("Not measured" + (f": {why}." if why else " in this run.")),
+        )
+    highest = max(float(metrics.get(f"{f}.risk_lower", float("-inf"))) for f in DISCLOSURE_FAMILIES)
     verdict = "above 0 for certain" if highest > 0 else "none above 0 for certain"
-    body = f"<dl>{''.join(rows)}</dl>" + _words("Risk and 95% interval; 0 is no better than for people outside "
-                                                 "the training data.", "clamp")
+    body = f"<dl>{''.join(rows)}</dl>" + _words(
+        "Risk and 95% interval; 0 is no better than for people outside the training data.", "clamp"
+    )
     return _card("Disclosure risks", escape(verdict), body)
 
 
@@ -138,14 +171,26 @@ def _utility_card(inp: ReportInputs) -> str:
     quality = (inp.utility or {}).get("quality", metrics.get(UTILITY_QUALITY))
     if quality is None:
         return _card("Utility", "—", _words("No utility figures for this run."))
-    bar = next((c.get("threshold") for c in inp.verdict.get("checks") or [] if c.get("metric") == UTILITY_QUALITY),
-               None)
-    body = _words("One- and two-column distributions against the holdout (1 is identical)"
-                  + (f"; at least {human_number(bar)} required." if bar is not None else "."), "clamp")
+    bar = next(
+        (
+            c.get("threshold")
+            for c in inp.verdict.get("checks") or []
+            if c.get("metric") == UTILITY_QUALITY
+        ),
+        None,
+    )
+    body = _words(
+        "One- and two-column distributions against the holdout (1 is identical)"
+        + (f"; at least {human_number(bar)} required." if bar is not None else "."),
+        "clamp",
+    )
     worst = (inp.utility or {}).get("worst_1way_column")
     if worst:
-        body += _words(f"Least alike: {worst} (TVD {human_number((inp.utility or {}).get('worst_1way_tvd'), 2)})",
-                       "label")
+        body += _words(
+            f"Least alike: {worst} (TVD "
+            f"{human_number((inp.utility or {}).get('worst_1way_tvd'), 2)})",
+            "label",
+        )
     return _card("Utility", escape(human_number(quality, 3)), body)
 
 
@@ -154,20 +199,39 @@ def _groups_card(inp: ReportInputs) -> str:
     flagged = list(v.get("flagged_subgroups") or [])
     if not flagged:
         n = len({str(r.get("group")) for r in inp.subgroups or []})
-        return _card("Subgroups", "none flagged", _words(f"{human_number(n)} groups audited." if n else
-                                                         "No subgroup audit for this run."))
+        return _card(
+            "Subgroups",
+            "none flagged",
+            _words(
+                f"{human_number(n)} groups audited." if n else "No subgroup audit for this run."
+            ),
+        )
     labels = "".join(f'<p class="label" title="{escape(g)}">{escape(g)}</p>' for g in flagged[:2])
     more = _words(f"and {len(flagged) - 2} more") if len(flagged) > 2 else ""
     first = what_if(v)[0]
-    body = labels + more + f'<p class="clamp">{escape(first.short())} <a href="#whatif">What suppressing does</a></p>'
+    body = (
+        labels
+        + more
+        + (
+            f'<p class="clamp">{escape(first.short())} <a href="#whatif">What suppressing '
+            "does</a></p>"
+        )
+    )
     return _card("Flagged subgroups", escape(human_number(len(flagged))), body)
 
 
 def summary_cards(inp: ReportInputs) -> str:
     """The cards of the first screen, in reading order."""
     metrics = inp.verdict.get("metrics") or {}
-    cards = [_verdict_card(inp), _attack_card(metrics), _mace_card(metrics), _exposed_card(metrics),
-             _disclosure_card(metrics, inp.verdict.get("disabled") or {}), _utility_card(inp), _groups_card(inp)]
+    cards = [
+        _verdict_card(inp),
+        _attack_card(metrics),
+        _mace_card(metrics),
+        _exposed_card(metrics),
+        _disclosure_card(metrics, inp.verdict.get("disabled") or {}),
+        _utility_card(inp),
+        _groups_card(inp),
+    ]
     return '<div id="summary" class="cards">' + "\n".join(cards) + "</div>"
 
 
@@ -178,25 +242,43 @@ def reasons_section(inp: ReportInputs) -> str:
     reasons = reasons_in_words(v)
     parts = []
     if reasons:
-        items = "".join(f'<li><b>{escape(r.action)}</b> {escape(r.sentence)} <code class="key">{escape(r.key)}</code>'
-                        "</li>" for r in reasons[:MAX_REASONS])
+        items = "".join(
+            f"<li><b>{escape(r.action)}</b> {escape(r.sentence)} <code "
+            f'class="key">{escape(r.key)}</code>'
+            "</li>"
+            for r in reasons[:MAX_REASONS]
+        )
         if len(reasons) > MAX_REASONS:
-            items += f"<li>… and {len(reasons) - MAX_REASONS} more: the rules table below has every check in words</li>"
+            items += (
+                f"<li>… and {len(reasons) - MAX_REASONS} more: the rules table below has "
+                "every check in words</li>"
+            )
         parts.append(f'<ul class="words reasons">{items}</ul>')
     else:
         parts.append("<p>Every rule passed.</p>")
     flagged = list(v.get("flagged_subgroups") or [])
     if flagged:
         explained = v.get("explained") or {}
-        listed = ", ".join(f"{g} (flagged through {explained[g]}: not significant without it)" if g in explained
-                           else g for g in flagged)
+        listed = ", ".join(
+            f"{g} (flagged through {explained[g]}: not significant without it)"
+            if g in explained
+            else g
+            for g in flagged
+        )
         parts.append(f"<p>flagged subgroups: <b>{escape(listed)}</b></p>")
         evidence = flagged_evidence(inp.subgroups or [], v)
-        parts.append("<h3>The evidence on each flagged group</h3>"
-                     + '<ul class="words evidence">' + "".join(f"<li>{escape(s)}</li>" for s in evidence) + "</ul>")
-        parts.append("<h3>What suppressing a group would do</h3>"
-                     + '<ul id="whatif" class="words whatif">'
-                     + "".join(f"<li>{escape(w.sentence())}</li>" for w in what_if(v)) + "</ul>")
+        parts.append(
+            "<h3>The evidence on each flagged group</h3>"
+            + '<ul class="words evidence">'
+            + "".join(f"<li>{escape(s)}</li>" for s in evidence)
+            + "</ul>"
+        )
+        parts.append(
+            "<h3>What suppressing a group would do</h3>"
+            + '<ul id="whatif" class="words whatif">'
+            + "".join(f"<li>{escape(w.sentence())}</li>" for w in what_if(v))
+            + "</ul>"
+        )
     return f'<section id="reasons"><h2>Why: the reasons in words</h2>\n{"".join(parts)}\n</section>'
 
 
@@ -206,21 +288,34 @@ def run_section(inp: ReportInputs, *, approval: str, publication: str) -> str:
     v = inp.verdict
     run_id = inp.run_id or v.get("run_id")
     hashes = v.get("data_hashes") or {}
-    hash_txt = ", ".join(f"{escape(k.removesuffix('_sha256'))} <code>{escape(short(h))}</code>"
-                         for k, h in sorted(hashes.items())) or "none recorded"
+    hash_txt = (
+        ", ".join(
+            f"{escape(k.removesuffix('_sha256'))} <code>{escape(short(h))}</code>"
+            for k, h in sorted(hashes.items())
+        )
+        or "none recorded"
+    )
     link = ""
     url = tracking.run_url(inp.tracking_uri or "", inp.experiment_id, run_id)
     if url:
         link = f' · <a class="runlink" href="{escape(url)}">open the run in MLflow</a>'
         runs = tracking.experiment_url(inp.tracking_uri or "", inp.experiment_id)
         link += f' · <a class="runslink" href="{escape(runs)}">all runs</a>' if runs else ""
-    rows = [f"dataset <b>{escape(inp.dataset or '—')}</b>", f"run <code>{escape(run_id or '—')}</code>{link}",
-            f"status {escape(v.get('status'))}", f"review {escape(approval)}",
-            f"created {escape(v.get('created_at') or '—')}", f"rules <code>{escape(short(v.get('rules_hash')))}</code>",
-            f"data sha256: {hash_txt}", publication]
-    return ('<section id="run" class="meta-section"><h2>This run</h2><div class="meta">'
-            + "".join(f"<span>{r}</span>" for r in rows) + "</div></section>")
+    rows = [
+        f"dataset <b>{escape(inp.dataset or '—')}</b>",
+        f"run <code>{escape(run_id or '—')}</code>{link}",
+        f"status {escape(v.get('status'))}",
+        f"review {escape(approval)}",
+        f"created {escape(v.get('created_at') or '—')}",
+        f"rules <code>{escape(short(v.get('rules_hash')))}</code>",
+        f"data sha256: {hash_txt}",
+        publication,
+    ]
+    return (
+        '<section id="run" class="meta-section"><h2>This run</h2><div class="meta">'
+        + "".join(f"<span>{r}</span>" for r in rows)
+        + "</div></section>"
+    )
 
 
 __all__ = ["CARDS_CSS", "reasons_section", "run_section", "summary_cards"]
-

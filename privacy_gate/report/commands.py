@@ -6,8 +6,8 @@ They name the real run id and the workdir the run used (absolute, shell-quoted):
 commands need its quarantine and label key, and, unless the store is elsewhere, its MLflow store.
 The reviewer is ``"$USER"``, which the shell fills in with whoever runs the command.
 
->>> decision_commands("r1", tracking_uri="sqlite:////w/x/mlflow.db", workdir="/w/x", flagged=["race=Other|Asian"])
-... # doctest: +NORMALIZE_WHITESPACE
+>>> decision_commands("r1", tracking_uri="sqlite:////w/x/mlflow.db", workdir="/w/x",
+...                   flagged=["race=Other|Asian"])  # doctest: +NORMALIZE_WHITESPACE
 ['privacy-gate review r1 --workdir /w/x',
  'privacy-gate approve r1 --reviewer "$USER" --workdir /w/x',
  'privacy-gate approve r1 --reviewer "$USER" --suppress \\'race=Other|Asian\\' --workdir /w/x',
@@ -26,7 +26,8 @@ from urllib.parse import urlparse
 from privacy_gate.names import SQLITE_FILE
 from privacy_gate.tracking.uri import default_tracking_uri
 
-#: The reviewer of a suggested decision: whoever runs it (the shell expands it; never a placeholder).
+#: The reviewer of a suggested decision: whoever runs it (the shell expands it; never a
+#: placeholder).
 REVIEWER = '"$USER"'
 #: Said once beside the decision commands: a reason is optional, and worth recording.
 COMMENT_HINT = "add --comment 'TEXT' to record why with the decision"
@@ -49,7 +50,11 @@ def store_options(*, tracking_uri: str | None, workdir: str | Path | None) -> st
     if workdir is not None:
         workdir = Path(workdir).resolve()
     if tracking_uri and (workdir is None or tracking_uri != default_tracking_uri(workdir)):
-        if workdir is None and tracking_uri.startswith("sqlite:///") and tracking_uri.endswith("/" + SQLITE_FILE):
+        if (
+            workdir is None
+            and tracking_uri.startswith("sqlite:///")
+            and tracking_uri.endswith("/" + SQLITE_FILE)
+        ):
             workdir = Path(tracking_uri.removeprefix("sqlite:///")).parent
         else:
             shown = _shown_uri(tracking_uri)
@@ -62,12 +67,26 @@ def store_options(*, tracking_uri: str | None, workdir: str | Path | None) -> st
 
 def review_command(run_id: str, *, tracking_uri: str | None, workdir: str | Path | None) -> str:
     """``privacy-gate review RUN --workdir W``: the run's evidence and decisions."""
-    return " ".join(filter(None, ["privacy-gate review", shlex.quote(run_id),
-                                  store_options(tracking_uri=tracking_uri, workdir=workdir)]))
+    return " ".join(
+        filter(
+            None,
+            [
+                "privacy-gate review",
+                shlex.quote(run_id),
+                store_options(tracking_uri=tracking_uri, workdir=workdir),
+            ],
+        )
+    )
 
 
-def decision_commands(run_id: str, *, tracking_uri: str | None, workdir: str | Path | None,
-                      flagged: Sequence[str], with_review: bool = True) -> list[str]:
+def decision_commands(
+    run_id: str,
+    *,
+    tracking_uri: str | None,
+    workdir: str | Path | None,
+    flagged: Sequence[str],
+    with_review: bool = True,
+) -> list[str]:
     """The commands that decide a REVIEW run: review (unless ``with_review`` is False: the reader is
     looking at it), approve (and approve suppressing each of the first three flagged groups,
     labelled as the gate shows them), reject."""
@@ -77,9 +96,14 @@ def decision_commands(run_id: str, *, tracking_uri: str | None, workdir: str | P
     def command(*parts: str) -> str:
         return " ".join(filter(None, ["privacy-gate", *parts, where]))
 
-    lines = [review_command(run_id, tracking_uri=tracking_uri, workdir=workdir)] if with_review else []
+    lines = (
+        [review_command(run_id, tracking_uri=tracking_uri, workdir=workdir)] if with_review else []
+    )
     lines.append(command("approve", run, "--reviewer", REVIEWER))
-    lines += [command("approve", run, "--reviewer", REVIEWER, "--suppress", shlex.quote(g)) for g in flagged[:3]]
+    lines += [
+        command("approve", run, "--reviewer", REVIEWER, "--suppress", shlex.quote(g))
+        for g in flagged[:3]
+    ]
     lines.append(command("reject", run, "--reviewer", REVIEWER))
     return lines
 

@@ -18,7 +18,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -43,8 +43,16 @@ from privacy_gate.report.markup import pvalue as _p
 from privacy_gate.report.markup import section as _section
 from privacy_gate.report.markup import short as _short
 from privacy_gate.report.markup import table as _table
-from privacy_gate.report.plots import (comparison_bars_figure, dp_audit_figure, dp_audit_figure_inputs, group_roc_figure,
-                                       risk_profile_figure, roc_figure, score_histograms_figure, subgroup_bars_figure)
+from privacy_gate.report.plots import (
+    comparison_bars_figure,
+    dp_audit_figure,
+    dp_audit_figure_inputs,
+    group_roc_figure,
+    risk_profile_figure,
+    roc_figure,
+    score_histograms_figure,
+    subgroup_bars_figure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +90,22 @@ def _failed_group_attacks(checks: Sequence[Mapping[str, Any]]) -> dict[str, set[
     return out
 
 
-def _subgroup_thresholds(checks: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[float]:
-    return sorted({float(c["threshold"]) for c in checks
-                   if c.get("group") and c.get("threshold") is not None and c.get("metric") in metrics})
+def _subgroup_thresholds(
+    checks: Sequence[Mapping[str, Any]], metrics: Sequence[str]
+) -> list[float]:
+    return sorted(
+        {
+            float(c["threshold"])
+            for c in checks
+            if c.get("group") and c.get("threshold") is not None and c.get("metric") in metrics
+        }
+    )
 
 
 def _check_key(c: Mapping[str, Any]) -> str:
-    return names.check_key(attack=c.get("attack"), metric=c.get("metric") or "", group=c.get("group"))
+    return names.check_key(
+        attack=c.get("attack"), metric=c.get("metric") or "", group=c.get("group")
+    )
 
 
 # ------------------------------------------------------------------------------------ sections
@@ -134,20 +151,23 @@ footer{color:#5b6475;font-size:12px;text-align:center;margin-top:20px}
 
 
 def _banner(inp: ReportInputs) -> str:
-    """The verdict in one line; its reason, figures and the run's identity follow (cards, reasons, run)."""
+    """The verdict in one line; its reason, figures and the run's identity follow (cards, reasons,
+    run)."""
     v = inp.verdict
     decision = str(v.get("verdict", "BLOCK"))
     cls = decision if decision in ("APPROVE", "REVIEW", "BLOCK") else "BLOCK"
     return f"""<header class="banner {cls}">
-<h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· {_e(inp.dataset or 'dataset')} · status
- {_e(v.get('status'))} · review {_e(_approval_state(inp))}</span></h1>
+<h1>{_e(decision)} <span style="font-weight:400;font-size:16px">· {_e(inp.dataset or "dataset")} · status
+ {_e(v.get("status"))} · review {_e(_approval_state(inp))}</span></h1>
 </header>"""
 
 
 def _approval_state(inp: ReportInputs) -> str:
     if inp.decisions:
         d = inp.decisions[0]
-        done = {"approve": "approved", "reject": "rejected"}.get(str(d.get("action")), str(d.get("action")))
+        done = {"approve": "approved", "reject": "rejected"}.get(
+            str(d.get("action")), str(d.get("action"))
+        )
         return f"{done} by {d.get('reviewer')}"
     return "pending" if inp.verdict.get("verdict") == "REVIEW" else "not required"
 
@@ -157,8 +177,12 @@ def _howto(inp: ReportInputs) -> str:
     if v.get("verdict") != "REVIEW" or inp.decisions:
         return ""
     run_id = inp.run_id or v.get("run_id") or "RUN_ID"
-    lines = decision_commands(run_id, tracking_uri=inp.tracking_uri, workdir=inp.workdir,
-                              flagged=list(v.get("flagged_subgroups") or []))
+    lines = decision_commands(
+        run_id,
+        tracking_uri=inp.tracking_uri,
+        workdir=inp.workdir,
+        flagged=list(v.get("flagged_subgroups") or []),
+    )
     return f"""<section id="decide" class="howto"><h2>How to decide</h2>
 <p>This release needs a human decision. Check the flagged subgroups and the reasons above, then either
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
@@ -176,29 +200,61 @@ def _budget(inp: ReportInputs) -> str:
         return ""
     parts = []
     if budget:
-        parts.append(_note(f"A release that leaks nothing is held back (REVIEW or BLOCK) at most "
-                           f"{100 * float(budget.get('review', 0)):g}% of the time and blocked at most "
-                           f"{100 * float(budget.get('block', 0)):g}%, over all the tests below together "
-                           "(each has a fixed share of both budgets)."))
+        parts.append(
+            _note(
+                f"A release that leaks nothing is held back (REVIEW or BLOCK) at most "
+                f"{100 * float(budget.get('review', 0)):g}% of the time and blocked at most "
+                f"{100 * float(budget.get('block', 0)):g}%, over all the tests below together "
+                "(each has a fixed share of both budgets)."
+            )
+        )
         rows = []
         for t in budget.get("tests") or []:
             p = t.get("pvalue")
             hit = TestOutcome.from_dict(t).review
-            rows.append(([_e(t.get("name")), _e(t.get("what")), _p(p) if p is not None else "missing",
-                          _num(t.get("review_level"), 3), _num(t.get("block_level"), 3),
-                          "evidence of leakage" if hit else "no evidence"], "fail" if hit else "pass"))
-        parts.append(_table(["test", "asks whether", "p-value", "review at", "block at", "result"], rows))
+            rows.append(
+                (
+                    [
+                        _e(t.get("name")),
+                        _e(t.get("what")),
+                        _p(p) if p is not None else "missing",
+                        _num(t.get("review_level"), 3),
+                        _num(t.get("block_level"), 3),
+                        "evidence of leakage" if hit else "no evidence",
+                    ],
+                    "fail" if hit else "pass",
+                )
+            )
+        parts.append(
+            _table(["test", "asks whether", "p-value", "review at", "block at", "result"], rows)
+        )
         power = budget.get("power_check")
         if power:
-            parts.append(_note(f"Power: the membership test detects an attack AUC of {float(power['detectable_auc']):.3f} "
-                               f"with {100 * float(budget.get('power', 0.9)):g}% power; the gate promises "
-                               f"{float(power['promise_auc']):.2f}"
-                               + ("." if power.get("sufficient") else
-                                  f" — insufficient evidence: about {power['per_class_needed']} targets per class needed.")))
+            parts.append(
+                _note(
+                    f"Power: the membership test detects an attack AUC of {float(power['detectable_auc']):.3f} "
+                    f"with {100 * float(budget.get('power', 0.9)):g}% power; the gate promises "
+                    f"{float(power['promise_auc']):.2f}"
+                    + (
+                        "."
+                        if power.get("sufficient")
+                        else f" — insufficient evidence: about {power['per_class_needed']} targets per class needed."
+                    )
+                )
+            )
         for floor in budget.get("floors") or []:  # a small table: a stage ran below its floor
-            parts.append(_note(f"Insufficient evidence (a small table, not a leak signal): {floor.get('message')}."))
+            parts.append(
+                _note(
+                    f"Insufficient evidence (a small table, not a leak signal): {floor.get('message')}."
+                )
+            )
     if disabled:
-        parts.append(_table(["turned off", "reason"], [([_e(k), _e(v)], "warn") for k, v in sorted(disabled.items())]))
+        parts.append(
+            _table(
+                ["turned off", "reason"],
+                [([_e(k), _e(v)], "warn") for k, v in sorted(disabled.items())],
+            )
+        )
     return _section("Error budget", "\n".join(parts), "budget")
 
 
@@ -209,7 +265,8 @@ def _is_pvalue(c: Mapping[str, Any]) -> bool:
 
 
 def _rules(inp: ReportInputs) -> str:
-    """Every check, in words with its key and figures, collapsed: the reasons above say what decided."""
+    """Every check, in words with its key and figures, collapsed: the reasons above say what
+    decided."""
     checks = list(inp.verdict.get("checks") or [])
     if not checks:
         checks = list(inp.verdict.get("reasons") or [])
@@ -219,49 +276,94 @@ def _rules(inp: ReportInputs) -> str:
     rows = []
     for c in checks:
         passed = bool(c.get("passed"))
-        pill = '<span class="pill pass">pass</span>' if passed else (
-            f'<span class="pill {"fail" if c.get("action") == "block" else "review"}">FAIL</span>')
+        pill = (
+            '<span class="pill pass">pass</span>'
+            if passed
+            else (
+                f'<span class="pill {"fail" if c.get("action") == "block" else "review"}">FAIL</span>'
+            )
+        )
         fmt = _p if _is_pvalue(c) else _num
-        rows.append(([_e(check_words(c, context).sentence),
-                      f'<code>{_e(_check_key(c) or "—")}</code><br><span class="note">{_e(c.get("rule"))}</span>',
-                      f'<span class="num">{fmt(c.get("observed"))}</span>', fmt(c.get("threshold")),
-                      _e(c.get("bound")), _e(c.get("action")), pill],
-                     "" if passed else "fail"))
+        rows.append(
+            (
+                [
+                    _e(check_words(c, context).sentence),
+                    f'<code>{_e(_check_key(c) or "—")}</code><br><span class="note">{_e(c.get("rule"))}</span>',
+                    f'<span class="num">{fmt(c.get("observed"))}</span>',
+                    fmt(c.get("threshold")),
+                    _e(c.get("bound")),
+                    _e(c.get("action")),
+                    pill,
+                ],
+                "" if passed else "fail",
+            )
+        )
     n_fail = sum(1 for c in checks if not c.get("passed"))
-    head = _note(f"{len(checks)} checks, {n_fail} failed. Failing checks are highlighted; "
-                 "a failing 'block' check blocks, a failing 'review' check needs a human.")
-    table = _table(["in words", "metric and rule", "observed", "threshold", "bound", "action", "result"], rows, "rules")
-    return _section("Rules", head + f'<details class="all-checks"><summary>All {len(checks)} checks ({n_fail} '
-                             f"failed)</summary>{table}</details>", "rules")
+    head = _note(
+        f"{len(checks)} checks, {n_fail} failed. Failing checks are highlighted; "
+        "a failing 'block' check blocks, a failing 'review' check needs a human."
+    )
+    table = _table(
+        ["in words", "metric and rule", "observed", "threshold", "bound", "action", "result"],
+        rows,
+        "rules",
+    )
+    return _section(
+        "Rules",
+        head + f'<details class="all-checks"><summary>All {len(checks)} checks ({n_fail} '
+        f"failed)</summary>{table}</details>",
+        "rules",
+    )
 
 
 def _attacks(inp: ReportInputs) -> str:
     table = _attack_metrics(inp.verdict.get("metrics") or {})
     parts = []
     if table:
-        cols = list(LEAKAGE_METRICS) + [m for m in MACE_METRICS if any(m in t for t in table.values())]
+        cols = list(LEAKAGE_METRICS) + [
+            m for m in MACE_METRICS if any(m in t for t in table.values())
+        ]
         metrics = inp.verdict.get("metrics") or {}
         # the MACE advantage beside its null level: what a release with no leakage scores at this N
         bias = {a: metrics.get(f"{a}.mace.bias") for a in table}
-        heads = ["attack", *cols] + (["no-leak MACE level"] if any(b is not None for b in bias.values()) else [])
-        parts.append(_table(heads, [([_e(a)] + [_num(t.get(k)) for k in cols]
-                                     + ([_num(bias[a], 3)] if len(heads) > len(cols) + 1 else []), "")
-                                    for a, t in table.items()]))
-        parts.append(_note("0.5 is guessing for an AUC, 0 for an advantage. The no-leak MACE level is the mean "
-                           "advantage estimate with the membership labels shuffled (mace.bias): an estimate at or "
-                           "below it shows no excess over chance, however large it looks."))
+        heads = ["attack", *cols] + (
+            ["no-leak MACE level"] if any(b is not None for b in bias.values()) else []
+        )
+        parts.append(
+            _table(
+                heads,
+                [
+                    (
+                        [_e(a)]
+                        + [_num(t.get(k)) for k in cols]
+                        + ([_num(bias[a], 3)] if len(heads) > len(cols) + 1 else []),
+                        "",
+                    )
+                    for a, t in table.items()
+                ],
+            )
+        )
+        parts.append(
+            _note(
+                "0.5 is guessing for an AUC, 0 for an advantage. The no-leak MACE level is the mean "
+                "advantage estimate with the membership labels shuffled (mace.bias): an estimate at or "
+                "below it shows no excess over chance, however large it looks."
+            )
+        )
         if any(k.endswith(".mace.ppv_upper") for k in metrics):
-            parts.append(_note(
-                "The run's every-figure record (metrics/all.json, the attack table) also holds "
-                "<attack>.mace.ppv_upper: at most this share of an attacker's confident "
-                "'member' claims are right (a 95% upper bound at the membership prior; guessing is right as often "
-                "as the prior, 0.5 by default). It is an upper bound, not a finding: with a few hundred targets per "
-                "class it stays well above 0.5 on releases that leak nothing (0.71 to 0.83 for the independent "
-                "sample of the golden scenarios, 600 targets per class), so it is not shown here as a figure; the "
-                "leak figures are the AUC, the TPR at 1% false alarms and the MACE lower bound."))
+            parts.append(
+                _note(
+                    "The run's every-figure record (metrics/all.json, the attack table) also holds "
+                    "<attack>.mace.ppv_upper: at most this share of an attacker's confident "
+                    "'member' claims are right (a 95% upper bound at the membership prior; guessing is right as often "
+                    "as the prior, 0.5 by default). It is an upper bound, not a finding: with a few hundred targets per "
+                    "class it stays well above 0.5 on releases that leak nothing (0.71 to 0.83 for the independent "
+                    "sample of the golden scenarios, 600 targets per class), so it is not shown here as a figure; the "
+                    "leak figures are the AUC, the TPR at 1% false alarms and the MACE lower bound."
+                )
+            )
     scores = inp.scores
     if scores is not None and "member" in scores.columns:
-
         labels = scores["member"].to_numpy().astype(int)
         curves, hists = [], []
         for col in [c for c in scores.columns if c.endswith("_score")]:
@@ -280,14 +382,23 @@ def _attacks(inp: ReportInputs) -> str:
             curves.append((name, fpr, tpr, float(auc)))
             hists.append((name, s[ok][y == 1], s[ok][y == 0]))
         if curves:
-            parts.append("<h3>ROC curves</h3>" + _note(
-                "Left: a logarithmic false-positive axis — the low false-positive regime (1% and 0.1% dotted), "
-                "where an attacker is confident; a curve far above the dashed diagonal there means some records "
-                "are exposed, even when the AUC is close to 0.5. Right: linear axes.")
-                + _png(roc_figure(curves)))
-            parts.append("<h3>Attack score distributions</h3>" + _note(
-                "Members (training records) vs non-members (holdout). Overlapping histograms = the attack "
-                "cannot tell them apart.") + _png(score_histograms_figure(hists)))
+            parts.append(
+                "<h3>ROC curves</h3>"
+                + _note(
+                    "Left: a logarithmic false-positive axis — the low false-positive regime (1% and 0.1% dotted), "
+                    "where an attacker is confident; a curve far above the dashed diagonal there means some records "
+                    "are exposed, even when the AUC is close to 0.5. Right: linear axes."
+                )
+                + _png(roc_figure(curves))
+            )
+            parts.append(
+                "<h3>Attack score distributions</h3>"
+                + _note(
+                    "Members (training records) vs non-members (holdout). Overlapping histograms = the attack "
+                    "cannot tell them apart."
+                )
+                + _png(score_histograms_figure(hists))
+            )
     else:
         parts.append(_note("No per-record attack scores were logged for this run (no ROC curves)."))
     if not parts:
@@ -303,10 +414,24 @@ def _mace(inp: ReportInputs) -> str:
     lower = df["risk_lower"].to_numpy(dtype=float) if "risk_lower" in df.columns else None
     upper = df["risk_upper"].to_numpy(dtype=float) if "risk_upper" in df.columns else None
     ok = risk[np.isfinite(risk)]
-    stats = _table(["records", "mean risk", "median", "95th percentile", "max"],
-                   [([_num(len(risk)), _num(ok.mean() if ok.size else None), _num(np.median(ok) if ok.size else None),
-                      _num(np.quantile(ok, 0.95) if ok.size else None), _num(ok.max() if ok.size else None)], "")])
-    return _section("Per-record risk (MACE)", stats + _png(risk_profile_figure(risk, lower, upper)), "mace")
+    stats = _table(
+        ["records", "mean risk", "median", "95th percentile", "max"],
+        [
+            (
+                [
+                    _num(len(risk)),
+                    _num(ok.mean() if ok.size else None),
+                    _num(np.median(ok) if ok.size else None),
+                    _num(np.quantile(ok, 0.95) if ok.size else None),
+                    _num(ok.max() if ok.size else None),
+                ],
+                "",
+            )
+        ],
+    )
+    return _section(
+        "Per-record risk (MACE)", stats + _png(risk_profile_figure(risk, lower, upper)), "mace"
+    )
 
 
 def _exposure(inp: ReportInputs) -> str:
@@ -318,10 +443,31 @@ def _exposure(inp: ReportInputs) -> str:
         return _num(m.get(f"exposed.{key}"), digits)
 
     level = m.get("exposed.level")
-    table = _table(["member targets tested", "exposed records found", "of which false (estimate)",
-                    "tail-excess p (top k)", "exposed share", "lower bound", "upper bound"],
-                   [([f("tested", 0), f("count", 0), f("false_expected", 2),
-                      f"{_p(m.get('exposed.tail_pvalue'))} ({f('tail_top', 0)})", f("share"), f("share_lower"), f("share_upper")], "")])
+    table = _table(
+        [
+            "member targets tested",
+            "exposed records found",
+            "of which false (estimate)",
+            "tail-excess p (top k)",
+            "exposed share",
+            "lower bound",
+            "upper bound",
+        ],
+        [
+            (
+                [
+                    f("tested", 0),
+                    f("count", 0),
+                    f("false_expected", 2),
+                    f"{_p(m.get('exposed.tail_pvalue'))} ({f('tail_top', 0)})",
+                    f("share"),
+                    f("share_lower"),
+                    f("share_upper"),
+                ],
+                "",
+            )
+        ],
+    )
     note = _note_markup(
         "Each member target gets one combined score — the highest rank any attack gives it among all targets — "
         "and its conformal p-value among the non-member targets. <b>Exposed records</b> are selected by "
@@ -334,13 +480,31 @@ def _exposure(inp: ReportInputs) -> str:
         "non-member scores the threshold comes from. The lower bound is a lower confidence bound on the share of "
         "exposed training records; the upper bound covers only what the attacks can detect. A reviewer can "
         "suppress the exposed records (<code>--suppress exposed</code>): their closest synthetic rows are removed "
-        "and the gate re-runs.")
+        "and the gate re-runs."
+    )
     note += _naming_note(m, "", "member target")
     if m.get("exposed.scan_tested") is not None:
-        table += _table(["training records scanned", "calibration records", "exposed records found",
-                         "false among them at most (expected)", "tail-excess p (top k)"],
-                        [([f("scan_tested", 0), f("scan_calibration", 0), f("scan_count", 0), f("scan_false_bound", 1),
-                           f"{_p(m.get('exposed.scan_tail_pvalue'))} ({f('scan_tail_top', 0)})"], "")])
+        table += _table(
+            [
+                "training records scanned",
+                "calibration records",
+                "exposed records found",
+                "false among them at most (expected)",
+                "tail-excess p (top k)",
+            ],
+            [
+                (
+                    [
+                        f("scan_tested", 0),
+                        f("scan_calibration", 0),
+                        f("scan_count", 0),
+                        f("scan_false_bound", 1),
+                        f"{_p(m.get('exposed.scan_tail_pvalue'))} ({f('scan_tail_top', 0)})",
+                    ],
+                    "",
+                )
+            ],
+        )
         note += _note_markup(
             "<b>Member scan</b>: every training record, not only the member targets, gets a conformal p-value of "
             "its copy-multiplicity score (how many synthetic rows lie closer to it than any other real record, "
@@ -348,10 +512,14 @@ def _exposure(inp: ReportInputs) -> str:
             "reference when it is a split the generator never read); the exposed ones are selected at the same FDR "
             "and listed by row id in <code>risk/exposed_members.parquet</code> (also suppressed by "
             "<code>--suppress exposed</code>). Its tail-excess test sees a few people copied many times."
-            + ("" if m.get("exposed.scan_pool_share", 1.0) >= 1 else
-               f" On a pool this large it tested a seeded, equal-rate sample of {100 * m['exposed.scan_pool_share']:.0f} %"
-               " of the records (the same chance for every split, so its tests stay valid); copies outside the "
-               "sample go unscanned."))
+            + (
+                ""
+                if m.get("exposed.scan_pool_share", 1.0) >= 1
+                else f" On a pool this large it tested a seeded, equal-rate sample of {100 * m['exposed.scan_pool_share']:.0f} %"
+                " of the records (the same chance for every split, so its tests stay valid); copies outside the "
+                "sample go unscanned."
+            )
+        )
         note += _naming_note(m, "scan_", "training record")
     return _section("Exposed records", note + table, "exposure")
 
@@ -360,12 +528,35 @@ def _disclosure(inp: ReportInputs) -> str:
     d = inp.disclosure
     if not d:
         return ""
-    rows = [([_e(r["attack"]), _e(r["knew"]), f"{_num(r['risk'], 3)} [{_num(r['risk_lower'], 3)}, "
-              f"{_num(r['risk_upper'], 3)}]", _num(r["train_rate"], 3), _num(r["control_rate"], 3),
-              _num(r.get("baseline_rate"), 3), _num(r["n_train"], 0), _e(r.get("note", ""))],
-             "flagged" if r["risk_lower"] > 0.10 else "") for r in d["rows"]]
-    table = _table(["attack", "what the attacker knew", "risk [interval]", "success on training",
-                    "on control", "naive baseline", "attacks per side", "note"], rows)
+    rows = [
+        (
+            [
+                _e(r["attack"]),
+                _e(r["knew"]),
+                f"{_num(r['risk'], 3)} [{_num(r['risk_lower'], 3)}, {_num(r['risk_upper'], 3)}]",
+                _num(r["train_rate"], 3),
+                _num(r["control_rate"], 3),
+                _num(r.get("baseline_rate"), 3),
+                _num(r["n_train"], 0),
+                _e(r.get("note", "")),
+            ],
+            "flagged" if r["risk_lower"] > 0.10 else "",
+        )
+        for r in d["rows"]
+    ]
+    table = _table(
+        [
+            "attack",
+            "what the attacker knew",
+            "risk [interval]",
+            "success on training",
+            "on control",
+            "naive baseline",
+            "attacks per side",
+            "note",
+        ],
+        rows,
+    )
     note = _note_markup(
         "Each attack uses the synthetic data only. Its <b>risk</b> is (success on training records - success on "
         "control records) / (1 - success on control records): the share of what the attacker could not get "
@@ -373,7 +564,8 @@ def _disclosure(inp: ReportInputs) -> str:
         "<b>Singling out</b>: predicates written from the synthetic data that isolate exactly one record; "
         "<b>linkability</b>: the nearest synthetic records of two parts of a record are the same; "
         "<b>inference</b>: the secret of the nearest synthetic record on the known columns is right. The naive "
-        "baseline guesses from the synthetic marginal (inference) or at random (linkability).")
+        "baseline guesses from the synthetic marginal (inference) or at random (linkability)."
+    )
     note += _note(f"Control records: {d.get('control')}. Interval: {d.get('interval')}.")
     for assumed in d.get("assumed", []):
         note += _note(f"Assumed: {assumed}.")
@@ -381,13 +573,18 @@ def _disclosure(inp: ReportInputs) -> str:
 
 
 def _naming_note(m: dict, prefix: str, what: str) -> str:
-    """Why no record is named when none is: the smallest p-value possible and what BH needs there."""
-    count, floor, needs = (m.get(f"exposed.{prefix}{k}") for k in ("count", "min_pvalue", "naming_needs"))
+    """Why no record is named when none is: the smallest p-value possible and what BH needs
+    there."""
+    count, floor, needs = (
+        m.get(f"exposed.{prefix}{k}") for k in ("count", "min_pvalue", "naming_needs")
+    )
     if count is None or floor is None or needs is None or count > 0:
         return ""
-    return _note(f"No {what} is named: with this many calibration records the smallest p-value possible is "
-                 f"{_num(floor, 6)}, and Benjamini–Hochberg needs at least {int(needs)} {what}s at that level "
-                 "together to name any. Fewer exposed records than that show only in the tail-excess test.")
+    return _note(
+        f"No {what} is named: with this many calibration records the smallest p-value possible is "
+        f"{_num(floor, 6)}, and Benjamini–Hochberg needs at least {int(needs)} {what}s at that level "
+        "together to name any. Fewer exposed records than that show only in the tail-excess test."
+    )
 
 
 def _subgroups(inp: ReportInputs) -> str:
@@ -398,12 +595,16 @@ def _subgroups(inp: ReportInputs) -> str:
     flagged = set(inp.verdict.get("flagged_subgroups") or [])
     failed = _failed_group_attacks(checks)
     has_mace = any("mace.advantage_lower" in r and "mace.advantage_upper" in r for r in rows)
-    parts = [_note("One row per audited subgroup and attack. Every value of every audited column is its own group, "
-                   "however small: each gets a rank test of member vs non-member scores over the gated attacks "
-                   "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
-                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation (Wilson's score "
-                   "interval where it collapses to a point, at AUC 0 or 1). Flagged groups "
-                   "(failing a subgroup rule) are highlighted and can be suppressed by name.")]
+    parts = [
+        _note(
+            "One row per audited subgroup and attack. Every value of every audited column is its own group, "
+            "however small: each gets a rank test of member vs non-member scores over the gated attacks "
+            "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
+            "point estimates. AUC interval: Hanley & McNeil 95% normal approximation (Wilson's score "
+            "interval where it collapses to a point, at AUC 0 or 1). Flagged groups "
+            "(failing a subgroup rule) are highlighted and can be suppressed by name."
+        )
+    ]
     bars, mace_bars, table_rows = [], [], []
     for r in rows:
         group, attack = str(r.get("group")), str(r.get("attack"))
@@ -412,32 +613,93 @@ def _subgroups(inp: ReportInputs) -> str:
         auc = float(auc) if auc is not None else math.nan
         lo, hi = auc_interval(auc, n_m, n_n)
         is_bad = attack in failed.get(group, set())
-        if math.isfinite(auc):  # every bar of a flagged group is red, whichever attack failed its rule
+        if math.isfinite(
+            auc
+        ):  # every bar of a flagged group is red, whichever attack failed its rule
             bars.append((group, attack, auc, lo, hi, is_bad or group in flagged))
-        estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
-        cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _p(r.get("test_p_adjusted")),
-                 _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
+        estimate = (
+            f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]"
+            if math.isfinite(auc)
+            else "— (small group)"
+        )
+        cells = [
+            _e(group),
+            _e(attack),
+            _num(n_m),
+            _num(n_n),
+            _p(r.get("test_p_adjusted")),
+            _num(r.get("exposed"), 0),
+            estimate,
+            _num(r.get("tpr_at_fpr_0.01")),
+            _num(r.get("advantage")),
+        ]
         if has_mace:
-            ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
+            ml, mu, mv = (
+                r.get("mace.advantage_lower"),
+                r.get("mace.advantage_upper"),
+                r.get("mace.advantage"),
+            )
             cells.append(f"{_num(mv, 3)} [{_num(ml, 3)}, {_num(mu, 3)}]")
-            if ml is not None and mu is not None and math.isfinite(float(ml)) and math.isfinite(float(mu)):
-                mid = float(mv) if mv is not None and math.isfinite(float(mv)) else (float(ml) + float(mu)) / 2
-                mace_bars.append((group, attack, mid, float(ml), float(mu), is_bad or group in flagged))
-        status = ('<span class="pill review">flagged</span>' if is_bad else
-                  '<span class="pill review">group flagged</span>' if group in flagged else
-                  '<span class="pill pass">ok</span>')
+            if (
+                ml is not None
+                and mu is not None
+                and math.isfinite(float(ml))
+                and math.isfinite(float(mu))
+            ):
+                mid = (
+                    float(mv)
+                    if mv is not None and math.isfinite(float(mv))
+                    else (float(ml) + float(mu)) / 2
+                )
+                mace_bars.append(
+                    (group, attack, mid, float(ml), float(mu), is_bad or group in flagged)
+                )
+        status = (
+            '<span class="pill review">flagged</span>'
+            if is_bad
+            else '<span class="pill review">group flagged</span>'
+            if group in flagged
+            else '<span class="pill pass">ok</span>'
+        )
         cells.append(status)
         table_rows.append((cells, "flagged" if group in flagged else ""))
     if bars:
-        parts.append("<h3>Attack AUC per subgroup (95% interval)</h3>" + _png(subgroup_bars_figure(
-            bars, metric="AUC", thresholds=_subgroup_thresholds(checks, ["auc"]), reference=0.5)))
+        parts.append(
+            "<h3>Attack AUC per subgroup (95% interval)</h3>"
+            + _png(
+                subgroup_bars_figure(
+                    bars,
+                    metric="AUC",
+                    thresholds=_subgroup_thresholds(checks, ["auc"]),
+                    reference=0.5,
+                )
+            )
+        )
     parts.append(_group_rocs(inp))
     if mace_bars:
-        parts.append("<h3>MACE advantage per subgroup (confidence bounds)</h3>" + _png(subgroup_bars_figure(
-            mace_bars, metric="MACE advantage",
-            thresholds=_subgroup_thresholds(checks, ["mace.advantage_upper", "mace.advantage"]))))
-    head = ["group", "attack", "members", "non-members", "rank test p (Holm)", "exposed", "AUC [95%]", "TPR@1%FPR",
-            "advantage"]
+        parts.append(
+            "<h3>MACE advantage per subgroup (confidence bounds)</h3>"
+            + _png(
+                subgroup_bars_figure(
+                    mace_bars,
+                    metric="MACE advantage",
+                    thresholds=_subgroup_thresholds(
+                        checks, ["mace.advantage_upper", "mace.advantage"]
+                    ),
+                )
+            )
+        )
+    head = [
+        "group",
+        "attack",
+        "members",
+        "non-members",
+        "rank test p (Holm)",
+        "exposed",
+        "AUC [95%]",
+        "TPR@1%FPR",
+        "advantage",
+    ]
     head += ["MACE advantage [bounds]"] if has_mace else []
     parts.append(_table([*head, "status"], table_rows, "subgroups"))
     return _section("Subgroups", "\n".join(parts), "subgroups")
@@ -446,20 +708,38 @@ def _subgroups(inp: ReportInputs) -> str:
 def _group_rocs(inp: ReportInputs) -> str:
     """ROC curves inside each flagged group (its members vs its non-members), log-FPR axis."""
     record = inp.group_rocs or {}
-    panels = [(str(g["group"]), [(c["attack"], np.asarray(c["fpr"], float), np.asarray(c["tpr"], float),
-                                   float(c["auc"])) for c in g.get("curves") or []],
-               int(g.get("n_members") or 0), int(g.get("n_non_members") or 0))
-              for g in record.get("groups") or [] if g.get("curves")]
+    panels = [
+        (
+            str(g["group"]),
+            [
+                (
+                    c["attack"],
+                    np.asarray(c["fpr"], float),
+                    np.asarray(c["tpr"], float),
+                    float(c["auc"]),
+                )
+                for c in g.get("curves") or []
+            ],
+            int(g.get("n_members") or 0),
+            int(g.get("n_non_members") or 0),
+        )
+        for g in record.get("groups") or []
+        if g.get("curves")
+    ]
     if not panels:
         return ""
     omitted = int(record.get("omitted") or 0)
-    note = ("Inside each flagged group, its members vs its non-members, one curve per attack (the strongest "
-            "in red); the false-positive axis is logarithmic: a curve far above the dashed diagonal at the "
-            "left (1% and 0.1% false alarms dotted) means the attacker singles out members of this group "
-            "with confidence.")
+    note = (
+        "Inside each flagged group, its members vs its non-members, one curve per attack (the strongest "
+        "in red); the false-positive axis is logarithmic: a curve far above the dashed diagonal at the "
+        "left (1% and 0.1% false alarms dotted) means the attacker singles out members of this group "
+        "with confidence."
+    )
     if omitted:
-        note += (f" {human_number(omitted)} more flagged group(s) are not drawn (at most "
-                 f"{len(panels)} are): the table below has their figures.")
+        note += (
+            f" {human_number(omitted)} more flagged group(s) are not drawn (at most "
+            f"{len(panels)} are): the table below has their figures."
+        )
     return "<h3>ROC inside each flagged group</h3>" + _note(note) + _png(group_roc_figure(panels))
 
 
@@ -469,46 +749,94 @@ def _entity(inp: ReportInputs) -> str:
         return ""
     cols = [m for m in LEAKAGE_METRICS if any(m in t for t in table.values())]
     cols += sorted({m for t in table.values() for m in t} - set(cols))
-    body = _note("Set-level view: one score per entity (the mean of its records' scores), members vs non-members.")
-    body += _table(["attack", *cols], [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()])
+    body = _note(
+        "Set-level view: one score per entity (the mean of its records' scores), members vs non-members."
+    )
+    body += _table(
+        ["attack", *cols],
+        [([_e(a)] + [_num(t.get(k)) for k in cols], "") for a, t in table.items()],
+    )
     return _section("Entity-level results", body, "entity")
 
 
 def _dependency(inp: ReportInputs) -> str:
     metrics = inp.verdict.get("metrics") or {}
     table = _nested(metrics, "dependency")
-    shift_p, tv = metrics.get(dependency_figure("source_shift_pvalue")), metrics.get(dependency_figure("source_tv"))
+    shift_p, tv = (
+        metrics.get(dependency_figure("source_shift_pvalue")),
+        metrics.get(dependency_figure("source_tv")),
+    )
     excess = metrics.get(dependency_figure("dp_bound_excess"))
     if not table and shift_p is None:
         return ""
     head = ""
     if shift_p is not None:
         dependent = metrics.get(dependency_figure("plausibly_dependent")) == 1.0
-        head += _note(f"Sources of the training split vs the reference split: total variation {_num(tv)}, "
-                      f"chi-square p {_p(shift_p)} — " + (
-                          "the training records are plausibly dependent (not an independent sample of the "
-                          "population): an IID DP bound on membership advantage may not hold." if dependent else
-                          "no evidence that the training records are dependent."))
+        head += _note(
+            f"Sources of the training split vs the reference split: total variation {_num(tv)}, "
+            f"chi-square p {_p(shift_p)} — "
+            + (
+                "the training records are plausibly dependent (not an independent sample of the "
+                "population): an IID DP bound on membership advantage may not hold."
+                if dependent
+                else "no evidence that the training records are dependent."
+            )
+        )
     if excess is not None:
-        head += _note(f"Largest MACE lower bound with members from one source minus the IID DP bound: "
-                      f"{_num(excess)} ({'above' if excess > 0 else 'within'} the bound).")
+        head += _note(
+            f"Largest MACE lower bound with members from one source minus the IID DP bound: "
+            f"{_num(excess)} ({'above' if excess > 0 else 'within'} the bound)."
+        )
     if not table:
         return _section("Dependency", head, "dependency")
     rows, plot = [], []
-    failing = {(c.get("attack"), c.get("metric")) for c in inp.verdict.get("checks") or [] if not c.get("passed", True)}
+    failing = {
+        (c.get("attack"), c.get("metric"))
+        for c in inp.verdict.get("checks") or []
+        if not c.get("passed", True)
+    }
     for attack, t in table.items():
         iid, dep = metrics.get(f"{attack}.auc"), t.get("auc")
         gap = (float(dep) - float(iid)) if iid is not None and dep is not None else None
-        rows.append(([_e(attack), _num(iid), _num(dep), _num(gap), _num(t.get("tpr_at_fpr_0.01")),
-                      _num(t.get("advantage"))], "fail" if (attack, "dependency.auc") in failing else ""))
-        if iid is not None and dep is not None and math.isfinite(float(iid)) and math.isfinite(float(dep)):
+        rows.append(
+            (
+                [
+                    _e(attack),
+                    _num(iid),
+                    _num(dep),
+                    _num(gap),
+                    _num(t.get("tpr_at_fpr_0.01")),
+                    _num(t.get("advantage")),
+                ],
+                "fail" if (attack, "dependency.auc") in failing else "",
+            )
+        )
+        if (
+            iid is not None
+            and dep is not None
+            and math.isfinite(float(iid))
+            and math.isfinite(float(dep))
+        ):
             plot.append((attack, float(iid), float(dep)))
-    body = head + _note("Members drawn from one source (dependent records) vs the IID targets: a higher AUC "
-                        "under dependency means the IID figures understate the risk.")
-    body += _table(["attack", "IID AUC", "dependency AUC", "gap", "dependency TPR@1%FPR", "dependency advantage"],
-                   rows)
+    body = head + _note(
+        "Members drawn from one source (dependent records) vs the IID targets: a higher AUC "
+        "under dependency means the IID figures understate the risk."
+    )
+    body += _table(
+        [
+            "attack",
+            "IID AUC",
+            "dependency AUC",
+            "gap",
+            "dependency TPR@1%FPR",
+            "dependency advantage",
+        ],
+        rows,
+    )
     if plot:
-        body += _png(comparison_bars_figure(plot, labels=("IID", "dependency"), metric="AUC", reference=0.5))
+        body += _png(
+            comparison_bars_figure(plot, labels=("IID", "dependency"), metric="AUC", reference=0.5)
+        )
     return _section("Dependency stress test", body, "dependency")
 
 
@@ -521,22 +849,51 @@ def _dp_audit(inp: ReportInputs) -> str:
         b = a["bound"]
         shift = a.get("mu_shift")
         exceeds = b["epsilon_lower"] > d["epsilon"]
-        rows.append(([_e(a["score"]), _e(a["target_label"]), _num(b["epsilon_lower"]), _num(d["epsilon"]),
-                      _num(b["mu_lower"]), _num(b["mu_estimate"]), _num(shift[0] if shift else None),
-                      _num(d["claimed_mu"]), f"{int(b['false_positives'])}/{int(b['negatives'])}",
-                      f"{int(b['false_negatives'])}/{int(b['positives'])}"], "fail" if exceeds else ""))
+        rows.append(
+            (
+                [
+                    _e(a["score"]),
+                    _e(a["target_label"]),
+                    _num(b["epsilon_lower"]),
+                    _num(d["epsilon"]),
+                    _num(b["mu_lower"]),
+                    _num(b["mu_estimate"]),
+                    _num(shift[0] if shift else None),
+                    _num(d["claimed_mu"]),
+                    f"{int(b['false_positives'])}/{int(b['negatives'])}",
+                    f"{int(b['false_negatives'])}/{int(b['positives'])}",
+                ],
+                "fail" if exceeds else "",
+            )
+        )
     body = _note(
         f"Distinguishing game for generator {d['generator']} (implementation {d['version']}): {d['runs']} fits "
         f"with and without each target. The epsilon figure is a lower bound at "
         f"{100 * (1 - float(d['audits'][0]['bound']['alpha'])):.0f}% confidence (Clopper-Pearson, threshold chosen "
         f"on separate runs; at most {_num(d['max_certifiable_epsilon'])} can be shown with these runs): above the "
         "claim it proves the DP implementation broken; below it, it proves nothing (it never certifies DP). "
-        f"Claimed mu: {d['mu_basis']}.")
-    body += _table(["score", "target", "epsilon ≥", "claimed epsilon", "mu ≥", "mu (threshold)", "mu (mean shift)",
-                    "claimed mu", "false positives", "false negatives"], rows)
-    body += _note("The figure: each score's (FPR, FNR) points on the evaluation runs; the claim allows only points "
-                  "on or above the red curve. A cross is the chosen threshold's 95% corner (both rates at their "
-                  "upper bounds): a cross below the red curve is a violation.")
+        f"Claimed mu: {d['mu_basis']}."
+    )
+    body += _table(
+        [
+            "score",
+            "target",
+            "epsilon ≥",
+            "claimed epsilon",
+            "mu ≥",
+            "mu (threshold)",
+            "mu (mean shift)",
+            "claimed mu",
+            "false positives",
+            "false negatives",
+        ],
+        rows,
+    )
+    body += _note(
+        "The figure: each score's (FPR, FNR) points on the evaluation runs; the claim allows only points "
+        "on or above the red curve. A cross is the chosen threshold's 95% corner (both rates at their "
+        "upper bounds): a cross below the red curve is a violation."
+    )
     body += _png(dp_audit_figure(**dp_audit_figure_inputs(d)))
     return _section("DP audit", body, "dp_audit")
 
@@ -554,11 +911,24 @@ def _utility(inp: ReportInputs) -> str:
         (["quality (1 − mean TVD)", _num(u.get("quality"))], ""),
         (["mean 1-way TVD", _num(u.get("tvd_1way"))], ""),
         (["mean 2-way TVD", _num(u.get("tvd_2way"))], ""),
-        (["worst column", f"{_e(u.get('worst_1way_column') or '—')} (TVD {_num(u.get('worst_1way_tvd'))})"], ""),
-        (["worst pair", f"{_e(' × '.join(map(str, pair)) if pair else '—')} (TVD {_num(u.get('worst_2way_tvd'))})"],
-         ""),
+        (
+            [
+                "worst column",
+                f"{_e(u.get('worst_1way_column') or '—')} (TVD {_num(u.get('worst_1way_tvd'))})",
+            ],
+            "",
+        ),
+        (
+            [
+                "worst pair",
+                f"{_e(' × '.join(map(str, pair)) if pair else '—')} (TVD {_num(u.get('worst_2way_tvd'))})",
+            ],
+            "",
+        ),
     ]
-    body = _note("Marginal fidelity of the synthetic data to the holdout (total variation distance, 0 = identical).")
+    body = _note(
+        "Marginal fidelity of the synthetic data to the holdout (total variation distance, 0 = identical)."
+    )
     return _section("Utility", body + _table(["measure", "value"], rows), "utility")
 
 
@@ -590,10 +960,16 @@ def _all_figures(inp: ReportInputs) -> str:
     rows = []
     for path in present:
         url = tracking.artifact_url(inp.tracking_uri or "", inp.experiment_id, run_id, path)
-        cell = f'<a href="{_e(url)}"><code>{_e(path)}</code></a>' if url else f"<code>{_e(path)}</code>"
+        cell = (
+            f'<a href="{_e(url)}"><code>{_e(path)}</code></a>'
+            if url
+            else f"<code>{_e(path)}</code>"
+        )
         rows.append(([cell, _e(_FIGURE_FILES[path])], ""))
-    body = _note("The run's MLflow metrics are its headline figures; every figure (per subgroup, per column, per "
-                 "test) is in these artifacts of the run (the Artifacts tab shows the tables).")
+    body = _note(
+        "The run's MLflow metrics are its headline figures; every figure (per subgroup, per column, per "
+        "test) is in these artifacts of the run (the Artifacts tab shows the tables)."
+    )
     return _section("All figures", body + _table(["artifact", "what it holds"], rows), "figures")
 
 
@@ -602,19 +978,55 @@ def _history(inp: ReportInputs) -> str:
     if not decisions:
         state = _approval_state(inp)
         pill = "pending" if state == "pending" else "muted"
-        text = ("No decision yet: this REVIEW run is waiting for a reviewer." if state == "pending" else
-                "No review required: the gate decided this run on its own.")
-        return _section("Review history", f'<p><span class="pill {pill}">{_e(state)}</span> {_e(text)}</p>', "review")
+        text = (
+            "No decision yet: this REVIEW run is waiting for a reviewer."
+            if state == "pending"
+            else "No review required: the gate decided this run on its own."
+        )
+        return _section(
+            "Review history",
+            f'<p><span class="pill {pill}">{_e(state)}</span> {_e(text)}</p>',
+            "review",
+        )
     rows = []
     for d in decisions:
         groups = ", ".join(f"{g}: {a}" for g, a in (d.get("subgroups") or {}).items()) or "—"
-        rows.append(([_e(d.get("reviewer")), _e(d.get("at")), f"<b>{_e(d.get('action'))}</b>", _e(d.get("comment") or "—"),
-                      _e(groups), _e(", ".join(d.get("suppress") or []) or "—"),
-                      f"<code>{_e(_short(d.get('data_sha256')))}</code>", _e(_decision_published(inp, d)),
-                      _e(d.get("via") or "—"), f"<code>{_e(d.get('rerun_id') or '—')}</code>"], ""))
-    return _section("Review history", _table(
-        ["reviewer", "when", "action", "comment", "subgroup decisions", "suppressed", "data sha256", "published",
-         "via", "gate re-run"], rows), "review")
+        rows.append(
+            (
+                [
+                    _e(d.get("reviewer")),
+                    _e(d.get("at")),
+                    f"<b>{_e(d.get('action'))}</b>",
+                    _e(d.get("comment") or "—"),
+                    _e(groups),
+                    _e(", ".join(d.get("suppress") or []) or "—"),
+                    f"<code>{_e(_short(d.get('data_sha256')))}</code>",
+                    _e(_decision_published(inp, d)),
+                    _e(d.get("via") or "—"),
+                    f"<code>{_e(d.get('rerun_id') or '—')}</code>",
+                ],
+                "",
+            )
+        )
+    return _section(
+        "Review history",
+        _table(
+            [
+                "reviewer",
+                "when",
+                "action",
+                "comment",
+                "subgroup decisions",
+                "suppressed",
+                "data sha256",
+                "published",
+                "via",
+                "gate re-run",
+            ],
+            rows,
+        ),
+        "review",
+    )
 
 
 def _decision_published(inp: ReportInputs, d: Mapping[str, Any]) -> str:
@@ -647,29 +1059,58 @@ def _open_hint(inp: ReportInputs) -> str:
         return ""
     if not uri:
         return ""
-    return _note(f"Open in the MLflow UI: {tracking.ui_command(uri)} — then run {run_id}, "
-                 f"artifact {names.ART_REPORT}.")
+    return _note(
+        f"Open in the MLflow UI: {tracking.ui_command(uri)} — then run {run_id}, "
+        f"artifact {names.ART_REPORT}."
+    )
 
 
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [reasons_section(inp), _howto(inp), run_section(inp, approval=_approval_state(inp),
-                                                              publication=_publication(inp)),
-                _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
-                _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp), _all_figures(inp)]
-    nav_items = [("reasons", "Reasons"), ("decide", "How to decide"), ("run", "This run"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
-                 ("disclosure", "Disclosure risks"),
-                 ("mace", "Per-record risk"),
-                 ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),
-                 ("dp_audit", "DP audit"),
-                 ("utility", "Utility"), ("review", "Review history"), ("timings", "Timings"),
-                 ("figures", "All figures")]
+    sections = [
+        reasons_section(inp),
+        _howto(inp),
+        run_section(inp, approval=_approval_state(inp), publication=_publication(inp)),
+        _budget(inp),
+        _rules(inp),
+        _attacks(inp),
+        _exposure(inp),
+        _disclosure(inp),
+        _mace(inp),
+        _subgroups(inp),
+        _entity(inp),
+        _dependency(inp),
+        _dp_audit(inp),
+        _utility(inp),
+        _history(inp),
+        _timings(inp),
+        _all_figures(inp),
+    ]
+    nav_items = [
+        ("reasons", "Reasons"),
+        ("decide", "How to decide"),
+        ("run", "This run"),
+        ("budget", "Error budget"),
+        ("rules", "Rules"),
+        ("attacks", "Attacks"),
+        ("exposure", "Exposed records"),
+        ("disclosure", "Disclosure risks"),
+        ("mace", "Per-record risk"),
+        ("subgroups", "Subgroups"),
+        ("entity", "Entities"),
+        ("dependency", "Dependency"),
+        ("dp_audit", "DP audit"),
+        ("utility", "Utility"),
+        ("review", "Review history"),
+        ("timings", "Timings"),
+        ("figures", "All figures"),
+    ]
     body = "\n".join(s for s in sections if s)
     nav = " ".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in nav_items if f'id="{a}"' in body)
     decision = str(inp.verdict.get("verdict", "BLOCK"))
     title = f"{decision} · privacy-gate · {inp.dataset or 'dataset'} · {inp.run_id or inp.verdict.get('run_id') or ''}"
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -694,12 +1135,15 @@ def _optional(what: str, read: Any) -> Any:
     try:
         return read()
     except Exception as exc:  # noqa: BLE001 - optional parts are skipped, never fatal
-        log.warning("report: could not read %s (%s); that section is skipped", what, type(exc).__name__)
+        log.warning(
+            "report: could not read %s (%s); that section is skipped", what, type(exc).__name__
+        )
         return None
 
 
 def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
-    """Read a run's artifacts back through the Tracker (the verdict is required, the rest optional)."""
+    """Read a run's artifacts back through the Tracker (the verdict is required, the rest
+    optional)."""
     verdict = tracker.read_json(run_id, names.ART_VERDICT)
     tags = tracker.run_tags(run_id)
 
@@ -726,7 +1170,10 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         workdir=tags.get(names.TAG_WORKDIR),
         dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),
         group_rocs=_optional(names.ART_GROUP_ROC, lambda: js(names.ART_GROUP_ROC)),
-        metric_files=_optional(names.ART_METRICS_ALL, lambda: tracker.artifacts_in(run_id, names.METRICS_DIR)) or (),
+        metric_files=_optional(
+            names.ART_METRICS_ALL, lambda: tracker.artifacts_in(run_id, names.METRICS_DIR)
+        )
+        or (),
     )
 
 

@@ -43,8 +43,9 @@ def png(fig: Any) -> str:
     except Exception:  # noqa: BLE001 - a Figure() not managed by pyplot
         pass
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    # Leak scanners look for long digit runs (record values such as census weights); base64 has them by
-    # chance. Break every run after 4 digits with a newline, which data: URLs ignore (URL parsing drops it).
+    # Leak scanners look for long digit runs (record values such as census weights); base64 has them
+    # by chance. Break every run after 4 digits with a newline, which data: URLs ignore (URL parsing
+    # drops it).
     data = re.sub(r"(\d{4})(?=\d)", "\\1\n", data)
     return f'<img class="fig" alt="figure" src="data:image/png;base64,{data}">'
 
@@ -56,10 +57,15 @@ def section(title: str, body: str, anchor: str) -> str:
 def table(head: Sequence[str], rows: Sequence[tuple[Sequence[str], str]], cls: str = "") -> str:
     """``rows``: (already escaped cells, row css class)."""
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "\n".join(f'<tr class="{c}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
-                     for cells, c in rows)
-    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody>'
-            "</table></div>")
+    body = "\n".join(
+        f'<tr class="{c}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+        for cells, c in rows
+    )
+    return (
+        '<div class="scroll"><table '
+        f'class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody>'
+        "</table></div>"
+    )
 
 
 def note(text: str) -> str:
@@ -68,7 +74,8 @@ def note(text: str) -> str:
 
 
 def note_markup(markup: str) -> str:
-    """A note written as HTML by the report (``<b>``, ``<code>``): only constant text and escaped values."""
+    """A note written as HTML by the report (``<b>``, ``<code>``): only constant text and escaped
+    values."""
     return f'<p class="note">{markup}</p>'
 
 

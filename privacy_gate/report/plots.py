@@ -20,8 +20,12 @@ def _roc_axes(ax, curves, *, log: bool, title: str) -> None:
     floor = _log_fpr_floor(curves) if log else 0.0
     for name, fpr, tpr, auc, *color in curves:
         fpr, tpr = np.asarray(fpr, float), np.asarray(tpr, float)
-        ax.plot(np.maximum(fpr, floor) if log else fpr, tpr, label=f"{name} (AUC {auc:.3f})",
-                **({"color": color[0]} if color else {}))
+        ax.plot(
+            np.maximum(fpr, floor) if log else fpr,
+            tpr,
+            label=f"{name} (AUC {auc:.3f})",
+            **({"color": color[0]} if color else {}),
+        )
     grid = np.logspace(np.log10(floor), 0, 50) if log else np.array([0.0, 1.0])
     ax.plot(grid, grid, "k--", lw=0.8, label="random guess")
     if log:
@@ -56,9 +60,12 @@ def roc_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray, float]]):
 FLAGGED_COLOR = "#c44e52"
 
 
-def group_roc_figure(panels: Sequence[tuple[str, Sequence[tuple[str, np.ndarray, np.ndarray, float]], int, int]]):
+def group_roc_figure(
+    panels: Sequence[tuple[str, Sequence[tuple[str, np.ndarray, np.ndarray, float]], int, int]],
+):
     """One panel per flagged group ``(group, curves, n_members, n_non_members)``: its members vs its
-    non-members, one curve per attack (the strongest in the flagged colour), log false-positive axis."""
+    non-members, one curve per attack (the strongest in the flagged colour), log false-positive
+    axis."""
     n = max(len(panels), 1)
     ncols = min(n, 3)
     nrows = (n + ncols - 1) // ncols
@@ -69,19 +76,23 @@ def group_roc_figure(panels: Sequence[tuple[str, Sequence[tuple[str, np.ndarray,
     palette = ["#4c72b0", "#55a868", "#8172b2", "#937860", "#64b5cd", "#ccb974"]
     for ax, (group, curves, n_m, n_n) in zip(axes, panels):
         best = max(range(len(curves)), key=lambda i: curves[i][3]) if curves else -1
-        coloured = [(*c, FLAGGED_COLOR if i == best else palette[i % len(palette)]) for i, c in enumerate(curves)]
+        coloured = [
+            (*c, FLAGGED_COLOR if i == best else palette[i % len(palette)])
+            for i, c in enumerate(curves)
+        ]
         title = group if len(group) <= 48 else group[:45] + "..."
         _roc_axes(ax, coloured, log=True, title=f"{title}\n{n_m:,} members vs {n_n:,} non-members")
         ax.title.set_color(FLAGGED_COLOR)
         ax.title.set_fontsize(9)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
     fig.tight_layout()
     return fig
 
 
 def _figure(width: float, height: float, ncols: int = 1):
-    """A pyplot-free figure (no global figure registry: safe from worker threads, nothing to close)."""
+    """A pyplot-free figure (no global figure registry: safe from worker threads, nothing to
+    close)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height))
@@ -98,10 +109,22 @@ def score_histograms_figure(scores: Sequence[tuple[str, np.ndarray, np.ndarray]]
         both = both[np.isfinite(both)]
         lo, hi = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
         bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
-        ax.hist(non_members[np.isfinite(non_members)], bins=bins, alpha=0.55, density=True, color="#4c72b0",
-                label=f"non-members (n={len(non_members)})")
-        ax.hist(members[np.isfinite(members)], bins=bins, alpha=0.55, density=True, color="#dd8452",
-                label=f"members (n={len(members)})")
+        ax.hist(
+            non_members[np.isfinite(non_members)],
+            bins=bins,
+            alpha=0.55,
+            density=True,
+            color="#4c72b0",
+            label=f"non-members (n={len(non_members)})",
+        )
+        ax.hist(
+            members[np.isfinite(members)],
+            bins=bins,
+            alpha=0.55,
+            density=True,
+            color="#dd8452",
+            label=f"members (n={len(members)})",
+        )
         ax.set_title(f"{name}: attack score")
         ax.set_xlabel("score (higher = more likely a member)")
         ax.set_ylabel("density")
@@ -110,7 +133,9 @@ def score_histograms_figure(scores: Sequence[tuple[str, np.ndarray, np.ndarray]]
     return fig
 
 
-def risk_profile_figure(risk: np.ndarray, lower: np.ndarray | None = None, upper: np.ndarray | None = None):
+def risk_profile_figure(
+    risk: np.ndarray, lower: np.ndarray | None = None, upper: np.ndarray | None = None
+):
     """Per-record (MACE) risk: its histogram and the sorted risk profile with its interval band."""
     fig, (hist, profile) = _figure(10, 3.6, 2)
     risk = np.asarray(risk, dtype=float)
@@ -122,8 +147,15 @@ def risk_profile_figure(risk: np.ndarray, lower: np.ndarray | None = None, upper
     order = np.argsort(-np.where(ok, risk, -np.inf))
     x = np.arange(1, len(risk) + 1)
     if lower is not None and upper is not None:
-        profile.fill_between(x, np.asarray(lower, float)[order], np.asarray(upper, float)[order], color="#c44e52",
-                             alpha=0.25, label="interval", step="mid")
+        profile.fill_between(
+            x,
+            np.asarray(lower, float)[order],
+            np.asarray(upper, float)[order],
+            color="#c44e52",
+            alpha=0.25,
+            label="interval",
+            step="mid",
+        )
     profile.plot(x, risk[order], color="#c44e52", lw=1.2, label="risk")
     profile.set_xscale("log")
     profile.set_title("records ranked by risk")
@@ -141,14 +173,20 @@ def disclosure_figure(rows: Sequence[dict]):
     y = np.arange(len(rows))[::-1]
     names = [r["attack"].split(" (")[0] for r in rows]
     risk = np.array([r["risk"] for r in rows], float)
-    lo, hi = np.array([r["risk_lower"] for r in rows], float), np.array([r["risk_upper"] for r in rows], float)
+    lo, hi = (
+        np.array([r["risk_lower"] for r in rows], float),
+        np.array([r["risk_upper"] for r in rows], float),
+    )
     risks.errorbar(risk, y, xerr=[risk - lo, hi - risk], fmt="o", color="#c44e52", capsize=3)
     risks.axvline(0, color="grey", lw=0.8, ls=":")
     risks.set_yticks(y, names, fontsize=7)
     risks.set_xlim(-1.02, 1.02)
     risks.set_title("risk (training vs control) with its interval")
-    for key, mark, label in (("train_rate", "o", "training"), ("control_rate", "s", "control"),
-                             ("baseline_rate", "x", "naive")):
+    for key, mark, label in (
+        ("train_rate", "o", "training"),
+        ("control_rate", "s", "control"),
+        ("baseline_rate", "x", "naive"),
+    ):
         rates.scatter([r.get(key, np.nan) for r in rows], y, marker=mark, label=label, s=18)
     rates.set_yticks(y, [""] * len(y))
     rates.set_xlim(-0.02, 1.02)
@@ -158,12 +196,17 @@ def disclosure_figure(rows: Sequence[dict]):
     return fig
 
 
-def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, bool]], *, metric: str,
-                         thresholds: Sequence[float] = (), reference: float | None = None):
+def subgroup_bars_figure(
+    bars: Sequence[tuple[str, str, float, float, float, bool]],
+    *,
+    metric: str,
+    thresholds: Sequence[float] = (),
+    reference: float | None = None,
+):
     """Horizontal bars per subgroup and attack with their interval:
     ``(group, attack, value, lower, upper, flagged)``. Every bar of a flagged group is drawn red
-    (``FLAGGED_COLOR``, as the legend says) with a bold red label; rule thresholds as dashed vertical
-    lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
+    (``FLAGGED_COLOR``, as the legend says) with a bold red label; rule thresholds as dashed
+    vertical lines, ``reference`` (e.g. AUC 0.5 = guessing) dotted."""
     groups = list(dict.fromkeys(b[0] for b in bars))
     attacks = list(dict.fromkeys(b[1] for b in bars))
     height = 0.8 / max(len(attacks), 1)
@@ -174,22 +217,40 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
         rows = [(groups.index(b[0]), b) for b in bars if b[1] == attack]
         y = np.array([i for i, _ in rows], float) - 0.4 + height * (j + 0.5)
         vals = np.array([b[2] for _, b in rows], float)
-        err = np.array([[max(b[2] - b[3], 0.0) for _, b in rows], [max(b[4] - b[2], 0.0) for _, b in rows]])
-        colors = [FLAGGED_COLOR if b[0] in flagged_groups else palette[j % len(palette)] for _, b in rows]
-        ax.barh(y, vals, height=height * 0.9, color=colors, alpha=0.85, xerr=err, capsize=3,
-                error_kw={"ecolor": "#333333", "lw": 1})
+        err = np.array(
+            [[max(b[2] - b[3], 0.0) for _, b in rows], [max(b[4] - b[2], 0.0) for _, b in rows]]
+        )
+        colors = [
+            FLAGGED_COLOR if b[0] in flagged_groups else palette[j % len(palette)] for _, b in rows
+        ]
+        ax.barh(
+            y,
+            vals,
+            height=height * 0.9,
+            color=colors,
+            alpha=0.85,
+            xerr=err,
+            capsize=3,
+            error_kw={"ecolor": "#333333", "lw": 1},
+        )
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=palette[j % len(palette)], alpha=0.85, label=a) for j, a in enumerate(attacks)]
+    handles = [
+        Patch(color=palette[j % len(palette)], alpha=0.85, label=a) for j, a in enumerate(attacks)
+    ]
     if flagged_groups:
         handles.append(Patch(color=FLAGGED_COLOR, alpha=0.85, label="flagged group"))
     for t in dict.fromkeys(thresholds):
         ax.axvline(t, color="#c44e52", ls="--", lw=1.2)
-        handles.append(Line2D([], [], color="#c44e52", ls="--", lw=1.2, label=f"rule threshold {t:g}"))
+        handles.append(
+            Line2D([], [], color="#c44e52", ls="--", lw=1.2, label=f"rule threshold {t:g}")
+        )
     if reference is not None:
         ax.axvline(reference, color="#777777", ls=":", lw=1)
-        handles.append(Line2D([], [], color="#777777", ls=":", lw=1, label=f"random guess {reference:g}"))
+        handles.append(
+            Line2D([], [], color="#777777", ls=":", lw=1, label=f"random guess {reference:g}")
+        )
     ax.set_yticks(range(len(groups)))
     # a pooled rare-values group lists its values: shorten the tick, the report's table has it whole
     ax.set_yticklabels([g if len(g) <= 40 else g[:37] + "..." for g in groups], fontsize=8)
@@ -199,13 +260,20 @@ def subgroup_bars_figure(bars: Sequence[tuple[str, str, float, float, float, boo
             tick.set_fontweight("bold")
     ax.invert_yaxis()
     ax.set_xlabel(metric + " (bars: estimate, whiskers: 95% interval; red: flagged)")
-    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    ax.legend(
+        handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0
+    )
     fig.tight_layout()
     return fig
 
 
-def comparison_bars_figure(rows: Sequence[tuple[str, float, float]], *, labels: tuple[str, str], metric: str,
-                           reference: float | None = None):
+def comparison_bars_figure(
+    rows: Sequence[tuple[str, float, float]],
+    *,
+    labels: tuple[str, str],
+    metric: str,
+    reference: float | None = None,
+):
     """Two bars per item, e.g. the IID vs dependency AUC per attack: ``(name, a, b)``."""
     fig, (ax,) = _figure(6, 3.2)
     x = np.arange(len(rows))
@@ -222,8 +290,14 @@ def comparison_bars_figure(rows: Sequence[tuple[str, float, float]], *, labels: 
     return fig
 
 
-def dp_audit_figure(points: Sequence[tuple[str, Sequence[tuple[float, float]]]], *, epsilon: float, delta: float,
-                    claimed_mu: float, marked: Sequence[tuple[str, float, float]] = ()):
+def dp_audit_figure(
+    points: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    epsilon: float,
+    delta: float,
+    claimed_mu: float,
+    marked: Sequence[tuple[str, float, float]] = (),
+):
     """The DP audit's trade-off plot: each score's empirical (FPR, FNR) points on the evaluation
     runs against the lowest FNR the claimed (epsilon, delta)-DP allows and the claimed mu's GDP
     curve. A point *below* the DP curve (with its confidence) is a violation; ``marked`` are the
@@ -232,10 +306,23 @@ def dp_audit_figure(points: Sequence[tuple[str, Sequence[tuple[float, float]]]],
 
     fig, (ax,) = _figure(5.2, 4.4)
     a = np.linspace(0, 1, 401)
-    dp = np.maximum.reduce([np.zeros_like(a), 1 - delta - np.exp(epsilon) * a, np.exp(-epsilon) * (1 - delta - a)])
-    ax.plot(a, dp, color="#b3261e", lw=2, label=f"claimed ({epsilon:g}, {delta:g})-DP: lowest FNR allowed")
-    ax.plot(a, stats.norm.cdf(stats.norm.ppf(1 - a) - claimed_mu), color="#b86e00", ls="--",
-            label=f"claimed mu = {claimed_mu:.3g} (GDP)")
+    dp = np.maximum.reduce(
+        [np.zeros_like(a), 1 - delta - np.exp(epsilon) * a, np.exp(-epsilon) * (1 - delta - a)]
+    )
+    ax.plot(
+        a,
+        dp,
+        color="#b3261e",
+        lw=2,
+        label=f"claimed ({epsilon:g}, {delta:g})-DP: lowest FNR allowed",
+    )
+    ax.plot(
+        a,
+        stats.norm.cdf(stats.norm.ppf(1 - a) - claimed_mu),
+        color="#b86e00",
+        ls="--",
+        label=f"claimed mu = {claimed_mu:.3g} (GDP)",
+    )
     ax.plot(a, 1 - a, color="#8a93a3", ls=":", lw=1, label="random guess")
     for label, pts in points:
         if pts:
@@ -255,7 +342,8 @@ def dp_audit_figure(points: Sequence[tuple[str, Sequence[tuple[float, float]]]],
 
 
 def dp_audit_figure_inputs(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments of :func:`dp_audit_figure` from a DP audit's JSON record (``dp_audit/audit.json``)."""
+    """Arguments of :func:`dp_audit_figure` from a DP audit's JSON record
+    (``dp_audit/audit.json``)."""
     from privacy_gate.estimators.dp_audit import cp_upper
 
     audits = record["audits"]
@@ -263,8 +351,17 @@ def dp_audit_figure_inputs(record: Mapping[str, Any]) -> dict[str, Any]:
     marked = []
     for a in audits:
         b = a["bound"]
-        marked.append((f"{a['score']}: eps >= {b['epsilon_lower']:.2g}",
-                       cp_upper(int(b["false_positives"]), int(b["negatives"]), alpha=b["alpha"] / 2),
-                       cp_upper(int(b["false_negatives"]), int(b["positives"]), alpha=b["alpha"] / 2)))
-    return {"points": points, "epsilon": record["epsilon"], "delta": record["delta"],
-            "claimed_mu": record["claimed_mu"], "marked": marked}
+        marked.append(
+            (
+                f"{a['score']}: eps >= {b['epsilon_lower']:.2g}",
+                cp_upper(int(b["false_positives"]), int(b["negatives"]), alpha=b["alpha"] / 2),
+                cp_upper(int(b["false_negatives"]), int(b["positives"]), alpha=b["alpha"] / 2),
+            )
+        )
+    return {
+        "points": points,
+        "epsilon": record["epsilon"],
+        "delta": record["delta"],
+        "claimed_mu": record["claimed_mu"],
+        "marked": marked,
+    }

@@ -6,13 +6,25 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
+from privacy_gate.gate.figure_words import (
+    auc_figure,
+    exposed_figure,
+    mace_figure,
+    mace_query,
+    strongest_attack,
+)
 from privacy_gate.gate.human import human_number
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.names import (
+    ART_REPORT,
+    COMBINED,
+    LEAKAGE_METRICS,
+    UTILITY_QUALITY,
+    split_attack_metric,
+)
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import experiment_url, run_url, ui_command
@@ -33,15 +45,24 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
     return sorted(attacks.items())
 
 
-def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
-                         tracking_uri: str | None, workdir: str | None = None) -> str:
+def description_markdown(
+    verdict: Verdict,
+    *,
+    evidence: Sequence[str],
+    summary: str,
+    tracking_uri: str | None,
+    workdir: str | None = None,
+) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
     verdict, its first reason in words (a BLOCK's first blocking one: what the folded description
     shows at a glance, tests/report/test_glance.py), then the evidence on each flagged group, then
     (REVIEW) the commands that decide it (pointed at the run's ``workdir`` and store), then the
     whole summary."""
-    head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
-            f"full report: artifact `{ART_REPORT}`", ""]
+    head = [
+        f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
+        f"full report: artifact `{ART_REPORT}`",
+        "",
+    ]
     # evidence, sentences and group labels hold category values: literal text, never markup
     first = [reasons_in_words(verdict)[0].sentence] if verdict.reasons else []
     if first or evidence:
@@ -49,14 +70,23 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     if verdict.decision == "REVIEW" and verdict.flagged_subgroups:
         head += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)] + [""]
     if verdict.decision == "REVIEW" and verdict.run_id:
-        commands = decision_commands(verdict.run_id, tracking_uri=tracking_uri, workdir=workdir,
-                                     flagged=verdict.flagged_subgroups)
+        commands = decision_commands(
+            verdict.run_id,
+            tracking_uri=tracking_uri,
+            workdir=workdir,
+            flagged=verdict.flagged_subgroups,
+        )
         head += [f"Decide ({COMMENT_HINT}):", "", *markdown_fence(commands), ""]
     return "\n".join(head) + "\n" + summary
 
 
-def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_uri: str | None = None,
-                     experiment_id: str | None = None) -> str:
+def verdict_markdown(
+    verdict: Verdict,
+    *,
+    ui_hint: str | None = None,
+    tracking_uri: str | None = None,
+    experiment_id: str | None = None,
+) -> str:
     """``tracking_uri`` + ``experiment_id``: on an MLflow server (http/https) the run is linked;
     otherwise ``ui_hint`` (the ``mlflow ui`` command) is shown with the run id. Either way the
     HTML report's artifact path is named."""
@@ -69,29 +99,53 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
             if runs:
                 lines.append(f"All runs of the experiment: [runs]({runs})")
         else:
-            lines.append(f"MLflow run: `{verdict.run_id}`" + (f" — open with `{ui_hint}`" if ui_hint else "")
-                         + f", then the run's artifact `{ART_REPORT}` (the full report)")
+            lines.append(
+                f"MLflow run: `{verdict.run_id}`"
+                + (f" — open with `{ui_hint}`" if ui_hint else "")
+                + f", then the run's artifact `{ART_REPORT}` (the full report)"
+            )
         lines.append("")
     # the headline figures first, each beside its no-leak level; then why the gate decided
     figures = headline_figures(verdict)
     if figures:
-        lines += ["## Figures beside their no-leak levels", ""] + [f"- {markdown_text(x)}" for x in figures] + [""]
+        lines += (
+            ["## Figures beside their no-leak levels", ""]
+            + [f"- {markdown_text(x)}" for x in figures]
+            + [""]
+        )
     lines += ["## Reasons", ""]
-    lines += [f"- **{r.action}** {markdown_text(r.sentence)} ({markdown_code(r.key)})"
-              for r in reasons_in_words(verdict)] or ["- every rule passed"]
+    lines += [
+        f"- **{r.action}** {markdown_text(r.sentence)} ({markdown_code(r.key)})"
+        for r in reasons_in_words(verdict)
+    ] or ["- every rule passed"]
     if verdict.flagged_subgroups:
         lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
         lines += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)]
     table = attack_metric_table(verdict)
     if table:
-        lines += ["", "## Attacks", "", "| attack | " + " | ".join(LEAKAGE_METRICS)
-                  + " | MACE advantage [95% bounds] | no-leak MACE level |", "|---|" + "---|" * (len(LEAKAGE_METRICS) + 2)]
+        lines += [
+            "",
+            "## Attacks",
+            "",
+            "| attack | "
+            + " | ".join(LEAKAGE_METRICS)
+            + " | MACE advantage [95% bounds] | no-leak MACE level |",
+            "|---|" + "---|" * (len(LEAKAGE_METRICS) + 2),
+        ]
         for name, m in table:
             cells = [human_number(m[k]) if k in m else "–" for k in LEAKAGE_METRICS]
             bias = verdict.metrics.get(f"{name}.mace.bias")
-            lines.append(f"| {name} | " + " | ".join(cells) + f" | {_mace_cell(m)} | {human_number(bias, 3)} |")
+            lines.append(
+                f"| {name} | "
+                + " | ".join(cells)
+                + f" | {_mace_cell(m)} | {human_number(bias, 3)} |"
+            )
     if UTILITY_QUALITY in verdict.metrics:
-        lines += ["", f"Utility (1 - mean marginal TVD vs holdout): **{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**"]
+        lines += [
+            "",
+            "Utility (1 - mean marginal TVD vs holdout): "
+            f"**{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -104,7 +158,8 @@ def _mace_cell(m: dict[str, float]) -> str:
 
 def headline_figures(verdict: Verdict) -> list[str]:
     """The strongest attack's AUC, the best attacker's MACE advantage and the exposed share, each
-    beside its no-leak level (``gate.figure_words``): a bare figure on a clean release reads like a leak."""
+    beside its no-leak level (``gate.figure_words``): a bare figure on a clean release reads like a
+    leak."""
     metrics, out = verdict.metrics, []
     best = strongest_attack(metrics)
     if best is not None:
@@ -112,8 +167,13 @@ def headline_figures(verdict: Verdict) -> list[str]:
     query = mace_query(metrics)
     mace = mace_figure(metrics, query) if query else None
     if mace is not None:
-        out.append(mace.line("best attacker on " + ("all attacks' scores" if query == COMBINED else f"{query}'s scores")
-                             + ": MACE advantage"))
+        out.append(
+            mace.line(
+                "best attacker on "
+                + ("all attacks' scores" if query == COMBINED else f"{query}'s scores")
+                + ": MACE advantage"
+            )
+        )
     exposed = exposed_figure(metrics)
     if exposed is not None:
         out.append(exposed.line("exposed records:"))
@@ -121,17 +181,24 @@ def headline_figures(verdict: Verdict) -> list[str]:
 
 
 def verdict_console(verdict: Verdict) -> str:
-    lines = [f"VERDICT: {verdict.decision}  (status: {verdict.status}, run: {verdict.run_id or '-'})"]
+    lines = [
+        f"VERDICT: {verdict.decision}  (status: {verdict.status}, run: {verdict.run_id or '-'})"
+    ]
     for r in reasons_in_words(verdict):
         lines.append(f"  - [{r.action}] {r.sentence} ({r.key})")
     lines += [f"  {x}" for x in headline_figures(verdict)]
-    # what natural twins hid: an APPROVE says how small a verbatim-copy leak could have passed unseen
+    # what natural twins hid: an APPROVE says how small a verbatim-copy leak could have passed
+    # unseen
     lines += [f"  {c.message}" for c in verdict.checks if c.metric == TWIN_LIMIT_METRIC]
     for name, m in attack_metric_table(verdict):
-        line = f"  {name:<16} " + "  ".join(f"{k}={human_number(m[k])}" for k in LEAKAGE_METRICS if k in m)
+        line = f"  {name:<16} " + "  ".join(
+            f"{k}={human_number(m[k])}" for k in LEAKAGE_METRICS if k in m
+        )
         if "mace.advantage" in m:
             bias = verdict.metrics.get(f"{name}.mace.bias")
-            line += f"  MACE advantage={_mace_cell(m)}" + (f" (no-leak level {human_number(bias, 3)})" if bias else "")
+            line += f"  MACE advantage={_mace_cell(m)}" + (
+                f" (no-leak level {human_number(bias, 3)})" if bias else ""
+            )
         lines.append(line.rstrip())
     if verdict.flagged_subgroups:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
@@ -141,15 +208,20 @@ def verdict_console(verdict: Verdict) -> str:
     if verdict.budget:
         b = verdict.budget
         hit = [t["name"] for t in b.get("tests", []) if TestOutcome.from_dict(t).review]
-        lines.append(f"  error budget: a leak-free release is held back at most {100 * b['review']:g}% of the time, "
-                     f"blocked at most {100 * b['block']:g}%; {len(b.get('tests', []))} tests, significant: "
-                     f"{', '.join(hit) or 'none'}")
+        lines.append(
+            f"  error budget: a leak-free release is held back at most {100 * b['review']:g}% of "
+            "the time, "
+            f"blocked at most {100 * b['block']:g}%; {len(b.get('tests', []))} tests, significant: "
+            f"{', '.join(hit) or 'none'}"
+        )
     for key, why in sorted(verdict.disabled.items()):
         lines.append(f"  turned off: {key} ({why})")
     return console_lines(lines)  # group labels and messages hold data: no escapes, no forged lines
 
 
-def run_outcome_console(result: RunOutcome, *, workdir: str | None = None, report_file: str | None = None) -> str:
+def run_outcome_console(
+    result: RunOutcome, *, workdir: str | None = None, report_file: str | None = None
+) -> str:
     """Where a run's release went (published or quarantined), the ladder's choice, how to see it,
     and what to do next: the complete commands that decide a REVIEW (pointed at ``workdir``), or,
     after a BLOCK, where the quarantined release and the report are. ``report_file``: the
@@ -167,15 +239,30 @@ def run_outcome_console(result: RunOutcome, *, workdir: str | None = None, repor
     if runs:
         lines.append(f"MLflow runs: {runs}")
     if run_id and verdict.decision != "APPROVE":
-        lines.append(f"report:      {report_file or f'artifact {ART_REPORT} of run {run_id} (MLflow UI above)'}")
+        lines.append(
+            "report:      "
+            f"{report_file or f'artifact {ART_REPORT} of run {run_id} (MLflow UI above)'}"
+        )
     if verdict.decision == "REVIEW" and run_id and result.review is None:
-        lines.append(f"next:        a person decides: read the evidence, then approve or reject ({COMMENT_HINT})")
-        lines += [f"  {c}" for c in decision_commands(run_id, tracking_uri=result.tracking_uri, workdir=workdir,
-                                                       flagged=verdict.flagged_subgroups)]
+        lines.append(
+            "next:        a person decides: read the evidence, then approve or reject "
+            f"({COMMENT_HINT})"
+        )
+        lines += [
+            f"  {c}"
+            for c in decision_commands(
+                run_id,
+                tracking_uri=result.tracking_uri,
+                workdir=workdir,
+                flagged=verdict.flagged_subgroups,
+            )
+        ]
     elif verdict.decision == "BLOCK":
-        lines.append("next:        nothing was published" + (" (the release stays in quarantine, above)"
-                                                             if result.quarantined else "")
-                     + "; fix what the reasons name and run the gate again")
+        lines.append(
+            "next:        nothing was published"
+            + (" (the release stays in quarantine, above)" if result.quarantined else "")
+            + "; fix what the reasons name and run the gate again"
+        )
     return console_lines(lines)
 
 
@@ -188,12 +275,20 @@ def suppression_console(result: RunOutcome) -> str:
     if removed:
         before, gone = int(removed["rows_before"]), int(removed["removed"])
         share = f" ({100 * gone / before:.1f} %)" if before else ""
-        lines.append(f"suppressed:  {gone:,} of {before:,} synthetic rows{share}; {before - gone:,} left")
+        lines.append(
+            f"suppressed:  {gone:,} of {before:,} synthetic rows{share}; {before - gone:,} left"
+        )
         lines += [f"  {label}: {int(n):,} rows" for label, n in removed.get("by_label", {}).items()]
         if sum(int(n) for n in removed.get("by_label", {}).values()) > gone:
             lines.append("  (a row several labels remove counts under each)")
     verdict = result.verdict
-    why = "; ".join(c.message for c in verdict.reasons if c.action == "block") if verdict.decision == "BLOCK" else ""
-    lines.append(f"re-gate:     {verdict.decision} (status {verdict.status}, run {result.run_id})"
-                 + (f": {why}" if why else ""))
+    why = (
+        "; ".join(c.message for c in verdict.reasons if c.action == "block")
+        if verdict.decision == "BLOCK"
+        else ""
+    )
+    lines.append(
+        f"re-gate:     {verdict.decision} (status {verdict.status}, run {result.run_id})"
+        + (f": {why}" if why else "")
+    )
     return console_lines(lines)

@@ -13,20 +13,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from privacy_gate.safe_text import mask_secrets
 from privacy_gate import artifact_seal, names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
 from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.gate.review_records import (
+    ReviewDecision,
+    check_decidable,
+    check_not_a_regate,
+    check_reviewer,
+    check_subgroup_decisions,
+    pending_text,
+    suppressed_with,
+)
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.gate.review_records import (ReviewDecision, check_decidable, check_not_a_regate, check_reviewer,
-                                               check_subgroup_decisions, pending_text, suppressed_with)
-from privacy_gate.review.decision_lock import DecisionHold, decision_lock
-from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
-from privacy_gate.review.decision_recovery import refresh_report as _refresh_report  # the name tests stub
-from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
-from privacy_gate.safe_text import console_lines
+from privacy_gate.review.decision_lock import DecisionHold, decision_lock
+from privacy_gate.review.decision_recovery import (
+    refresh_report as _refresh_report,  # the name tests stub
+)
+from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
+from privacy_gate.runs.run_record import RunRecord
+from privacy_gate.safe_text import console_lines, mask_secrets
 
 if TYPE_CHECKING:  # the re-gate (the whole gate) is imported only when a decision suppresses rows
     from privacy_gate.pipeline.result import RunOutcome
@@ -37,9 +45,19 @@ log = logging.getLogger("privacy_gate")
 Regate = Callable[..., "RunOutcome"]
 
 
-def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: str, comment: str = "",
-               subgroups: dict[str, str] | None = None, suppress: list[str] | None = None, via: str = "cli",
-               tracking_uri: str, workdir: str, regate: Regate | None = None) -> ReviewDecision:
+def decide_run(
+    run_id: str,
+    *,
+    action: Literal["approve", "reject"],
+    reviewer: str,
+    comment: str = "",
+    subgroups: dict[str, str] | None = None,
+    suppress: list[str] | None = None,
+    via: str = "cli",
+    tracking_uri: str,
+    workdir: str,
+    regate: Regate | None = None,
+) -> ReviewDecision:
     """Check, (re-gate and) publish or reject, and append the decision to the run.
 
     ``regate``: how to re-run the gate after suppression (default
@@ -48,13 +66,17 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
     and keeps the outcome for its summary).
 
     One decision per run: the whole check-then-act holds the run's decision lock (across
-    processes) and claim (``decision_lock``); a second decider is refused once the first is recorded."""
+    processes) and claim (``decision_lock``); a second decider is refused once the first is
+    recorded."""
     check_reviewer(reviewer)  # before the lock, the quarantine fetch and any re-gate
     with decision_lock(tracking_uri, run_id) as local:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
-        # a decision a killed decider left half done is completed or rolled back first (decision_recovery)
+        # a decision a killed decider left half done is completed or rolled back first
+        # (decision_recovery)
         resolve_before_deciding(tracker, run_id, by=f"privacy-gate {action} ({via})", locked=local)
-        record = RunRecord(tracker, run_id)  # read under the lock: a decision taken meanwhile is seen
+        record = RunRecord(
+            tracker, run_id
+        )  # read under the lock: a decision taken meanwhile is seen
         check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
         record.fetch_quarantine(workdir)
         subgroups = dict(subgroups or {})
@@ -69,36 +91,65 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
         hold.claim()
         try:
             # re-checked with the claim held: a rival that decided between our read and our claim
-            check_decidable(run_id, record.verdict, [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
-                            current_sha256=record.current_sha256())
+            check_decidable(
+                run_id,
+                record.verdict,
+                [ReviewDecision.from_dict(d) for d in tracker.decisions(run_id)],
+                current_sha256=record.current_sha256(),
+            )
             # masked here, not only where it is stored: the record read back must equal the decision
-            decision = dict(action=action, reviewer=mask_secrets(reviewer), comment=mask_secrets(comment),
-                            data_sha256=current, via=via, run_id=run_id,
-                            subgroups={**{g: "approve" for g in record.verdict.get("flagged_subgroups") or []
-                                          if action == "approve"}, **subgroups, **{g: "reject" for g in suppress}},
-                            suppress=suppress)
+            decision = dict(
+                action=action,
+                reviewer=mask_secrets(reviewer),
+                comment=mask_secrets(comment),
+                data_sha256=current,
+                via=via,
+                run_id=run_id,
+                subgroups={
+                    **{
+                        g: "approve"
+                        for g in record.verdict.get("flagged_subgroups") or []
+                        if action == "approve"
+                    },
+                    **subgroups,
+                    **{g: "reject" for g in suppress},
+                },
+                suppress=suppress,
+            )
             if action == "reject":
                 final = ReviewDecision.new(**decision)
                 tracker.append_decision(run_id, final.to_dict())
                 _refresh_report(tracker, run_id)
                 return final
-            return _approve(tracker, record, decision, suppress=suppress, regate=regate, tracking_uri=tracking_uri,
-                            workdir=workdir)
+            return _approve(
+                tracker,
+                record,
+                decision,
+                suppress=suppress,
+                regate=regate,
+                tracking_uri=tracking_uri,
+                workdir=workdir,
+            )
         except BaseException:
             if not _has_decision(tracker, run_id):  # nothing recorded: the run may be decided again
                 hold.release()
             raise
 
 
-def _with_contained_groups(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> list[str]:
+def _with_contained_groups(
+    verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]
+) -> list[str]:
     """``suppress`` and every flagged group whose rows all go with it (``sex=Female&race=Black``
     with ``race=Black``), so the decision records exactly what was removed. A group approved
     explicitly although its rows go with a suppressed one is refused."""
     gone = suppressed_with(list(verdict.get("flagged_subgroups") or []), suppress)
     contradicted = [g for g in gone if subgroups.get(g) == "approve"]
     if contradicted:
-        raise ReviewError(f"{contradicted} approved, but their rows are removed with the suppressed "
-                          f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not suppress those")
+        raise ReviewError(
+            f"{contradicted} approved, but their rows are removed with the suppressed "
+            f"{[s for s in suppress if s not in contradicted]}; suppress them too or do not "
+            "suppress those"
+        )
     return sorted(set(suppress) | set(gone))
 
 
@@ -109,8 +160,16 @@ def _has_decision(tracker: tracking.Tracker, run_id: str) -> bool:
         return True
 
 
-def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, Any], *, suppress: list[str],
-             regate: Regate | None, tracking_uri: str, workdir: str) -> ReviewDecision:
+def _approve(
+    tracker: tracking.Tracker,
+    record: RunRecord,
+    decision: dict[str, Any],
+    *,
+    suppress: list[str],
+    regate: Regate | None,
+    tracking_uri: str,
+    workdir: str,
+) -> ReviewDecision:
     """(Re-gate and) record the approval, read it back, then publish to the sealed target."""
     run_id = record.run_id
     store = ReleaseStore(workdir=Path(workdir), target=record.publish_target)
@@ -118,31 +177,49 @@ def _approve(tracker: tracking.Tracker, record: RunRecord, decision: dict[str, A
     if suppress:
         if regate is None:
             from privacy_gate.runs.regate import regate_run as regate
-        log.info("approving run %s without the rows of %s: re-gating the filtered release first", run_id,
-                 ", ".join(suppress))
-        result = regate(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir)
+        log.info(
+            "approving run %s without the rows of %s: re-gating the filtered release first",
+            run_id,
+            ", ".join(suppress),
+        )
+        result = regate(
+            run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir
+        )
         rerun = result.verdict
         rerun_id = rerun.run_id
         if rerun.decision == "BLOCK":
             reasons = " ".join(f"{w.sentence} ({w.key})" for w in reasons_in_words(rerun))
-            raise ReviewError(f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}")
-        to_publish = quarantined_file(Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"])
+            raise ReviewError(
+                f"after suppressing {suppress} the gate still BLOCKs (re-run {rerun_id}): {reasons}"
+            )
+        to_publish = quarantined_file(
+            Path(result.quarantined), rerun.data_hashes["synthetic_file_sha256"]
+        )
     # the approval is recorded, and read back, before anything is published
     approval = ReviewDecision.new(**decision, rerun_id=rerun_id)
     tracker.append_decision(run_id, approval.to_dict())
     recorded = tracker.decisions(run_id)
     if not recorded or ReviewDecision.from_dict(recorded[-1]) != approval:
-        raise ReviewError(f"the approval of run {run_id} could not be read back from {tracking_uri}; nothing was "
-                          "published")
+        raise ReviewError(
+            f"the approval of run {run_id} could not be read back from {tracking_uri}; nothing was "
+            "published"
+        )
     try:
-        published = store.publish(to_publish, dataset=record.dataset, verdict=record.verdict["verdict"],
-                                  run_id=run_id, config_hash=record.verdict.get("rules_hash"),
-                                  approval=approval.to_dict())
+        published = store.publish(
+            to_publish,
+            dataset=record.dataset,
+            verdict=record.verdict["verdict"],
+            run_id=run_id,
+            config_hash=record.verdict.get("rules_hash"),
+            approval=approval.to_dict(),
+        )
     except Exception as exc:  # noqa: BLE001 - publication is atomic: nothing partial is visible
         tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: f"failed ({type(exc).__name__})"})
         reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
-        raise ReviewError(f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
-                          f"{store.target} — run the gate again to publish") from None
+        raise ReviewError(
+            f"run {run_id} is approved but publication failed ({reason}); nothing is visible in "
+            f"{store.target} — run the gate again to publish"
+        ) from None
     tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: str(published)})
     _refresh_report(tracker, run_id)
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
@@ -155,27 +232,39 @@ def review_text(run_id: str, *, tracking_uri: str, workdir: str | Path | None = 
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     recovered = resolve_for_review(tracker, run_id)  # a half-done decision: resolved and said first
     record = RunRecord(tracker, run_id)
-    commands = decision_commands(run_id, tracking_uri=tracking_uri,
-                                 workdir=workdir if workdir is not None else record.tags.get(names.TAG_WORKDIR),
-                                 flagged=record.verdict.get("flagged_subgroups") or [], with_review=False)
-    text = pending_text(run_id, record.verdict, record.decisions,
-                        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
-                        evidence=flagged_evidence(record.subgroup_rows(), record.verdict),
-                        commands=commands, command_note=COMMENT_HINT)
+    commands = decision_commands(
+        run_id,
+        tracking_uri=tracking_uri,
+        workdir=workdir if workdir is not None else record.tags.get(names.TAG_WORKDIR),
+        flagged=record.verdict.get("flagged_subgroups") or [],
+        with_review=False,
+    )
+    text = pending_text(
+        run_id,
+        record.verdict,
+        record.decisions,
+        published=record.tags.get(names.TAG_APPROVAL_PUBLISHED),
+        evidence=flagged_evidence(record.subgroup_rows(), record.verdict),
+        commands=commands,
+        command_note=COMMENT_HINT,
+    )
     changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
     head = artifact_seal.warning_lines(run_id, changed) + recovered
     return f"{console_lines(head)}\n{text}" if head else text
 
 
 def pending_runs_text(*, tracking_uri: str, workdir: str | Path | None = None) -> str:
-    """What ``privacy-gate review --pending`` prints: for each REVIEW run awaiting a decision (oldest
-    first) its run id, dataset, start and flagged groups, then the command that shows its evidence
-    and the commands that decide it (pointed at ``workdir``)."""
+    """What ``privacy-gate review --pending`` prints: for each REVIEW run awaiting a decision
+    (oldest first) its run id, dataset, start and flagged groups, then the command that shows its
+    evidence and the commands that decide it (pointed at ``workdir``)."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     runs = tracker.runs_awaiting_review()
     if not runs:
         return "no runs awaiting review"
-    lines = [f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve or reject:"]
+    lines = [
+        f"{len(runs)} run(s) awaiting review, oldest first; read each one's evidence, then approve "
+        "or reject:"
+    ]
     for r in runs:
         flagged = ", ".join(r["flagged"]) or "none"
         lines.append(f"{r['run_id']}  {r['dataset']}  {r['started']}  flagged: {flagged}")

@@ -21,20 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from privacy_gate import names
-from privacy_gate.tracking.uri import sqlite_path
 from privacy_gate.errors import PrivacyGateError, ReviewError
 from privacy_gate.locking import file_lock
 from privacy_gate.processes import owner_gone, process_start, this_host
+from privacy_gate.tracking.uri import sqlite_path
 
 log = logging.getLogger("privacy_gate")
 
@@ -47,7 +47,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
 def check_run_id(run_id: str) -> str:
-    """An MLflow run id (letters, digits, '-', '_'); anything else is refused before it names a file."""
+    """An MLflow run id (letters, digits, '-', '_'); anything else is refused before it names a
+    file."""
     if not _RUN_ID.match(run_id or ""):
         raise ReviewError(f"{run_id!r} is not an MLflow run id")
     return run_id
@@ -68,7 +69,11 @@ def local_store_dir(tracking_uri: str) -> Path | None:
 
 def lock_path(tracking_uri: str, run_id: str) -> Path | None:
     folder = local_store_dir(tracking_uri)
-    return None if folder is None else folder / names.LOCK_DIR / names.decision_lock_file(check_run_id(run_id))
+    return (
+        None
+        if folder is None
+        else folder / names.LOCK_DIR / names.decision_lock_file(check_run_id(run_id))
+    )
 
 
 class DecisionBusy(ReviewError):
@@ -84,13 +89,17 @@ def _cross_process_lock(path: Path | None, run_id: str, timeout: float) -> Itera
         try:
             stack.enter_context(file_lock(path, timeout=timeout))
         except PrivacyGateError:
-            raise DecisionBusy(f"another decision on run {run_id} has held {path} for {timeout:g} s; wait for "
-                               "it to finish (or check for a hung privacy-gate process)") from None
+            raise DecisionBusy(
+                f"another decision on run {run_id} has held {path} for {timeout:g} s; wait for "
+                "it to finish (or check for a hung privacy-gate process)"
+            ) from None
         yield
 
 
 #: the claim token's tail: who holds it (this host's name, PID and process start) and a random part
-_OWNER = re.compile(r"\(host (?P<host>[A-Za-z0-9._-]+), pid (?P<pid>\d+) started (?P<start>[^;() ]+); [0-9a-f]+\)$")
+_OWNER = re.compile(
+    r"\(host (?P<host>[A-Za-z0-9._-]+), pid (?P<pid>\d+) started (?P<start>[^;() ]+); [0-9a-f]+\)$"
+)
 
 
 def claim_owner_gone(token: str | None) -> bool | None:
@@ -105,7 +114,9 @@ def claim_owner_gone(token: str | None) -> bool | None:
     found = _OWNER.search(token)
     if not found:
         return None
-    return owner_gone(found["host"], found["pid"], None if found["start"] == "unknown" else found["start"])
+    return owner_gone(
+        found["host"], found["pid"], None if found["start"] == "unknown" else found["start"]
+    )
 
 
 class DecisionHold:
@@ -113,27 +124,40 @@ class DecisionHold:
 
     def __init__(self, tracker, run_id: str, *, reviewer: str, action: str, local: bool):
         self.tracker, self.run_id, self.local = tracker, run_id, local
-        at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        pid = os.getpid()  # the claim names its process: a recovery can tell a dead decider (claim_owner_gone)
-        self.token = (f"{action} by {reviewer} at {at} (host {this_host()}, pid {pid} started "
-                      f"{process_start(pid) or 'unknown'}; {secrets.token_hex(8)})")
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        pid = (
+            os.getpid()
+        )  # the claim names its process: a recovery can tell a dead decider (claim_owner_gone)
+        self.token = (
+            f"{action} by {reviewer} at {at} (host {this_host()}, pid {pid} started "
+            f"{process_start(pid) or 'unknown'}; {secrets.token_hex(8)})"
+        )
 
     def claim(self) -> None:
         """Write our claim and read it back; ReviewError when another decider holds the run."""
         held = self.tracker.run_tags(self.run_id).get(names.TAG_DECISION_CLAIM)
         if held and not self.local:
-            raise ReviewError(f"run {self.run_id} is being decided ({held}); decisions are final — see "
-                              f"`privacy-gate review {self.run_id}` (if that process died, delete the tag "
-                              f"{names.TAG_DECISION_CLAIM} of the run and decide again)")
+            raise ReviewError(
+                f"run {self.run_id} is being decided ({held}); decisions are final — see "
+                f"`privacy-gate review {self.run_id}` (if that process died, delete the tag "
+                f"{names.TAG_DECISION_CLAIM} of the run and decide again)"
+            )
         if held:
-            log.warning("run %s: taking over the claim of a decision that did not finish (%s)", self.run_id, held)
+            log.warning(
+                "run %s: taking over the claim of a decision that did not finish (%s)",
+                self.run_id,
+                held,
+            )
         self.tracker.set_tags(self.run_id, {names.TAG_DECISION_CLAIM: self.token})
         if not self.local:
             time.sleep(SETTLE_S)
         now = self.tracker.run_tags(self.run_id).get(names.TAG_DECISION_CLAIM)
         if now != self.token:
-            raise ReviewError(f"run {self.run_id} is being decided by someone else ({now}); decisions are final — "
-                              f"see `privacy-gate review {self.run_id}`")
+            raise ReviewError(
+                f"run {self.run_id} is being decided by someone else ({now}); decisions are final "
+                "— "
+                f"see `privacy-gate review {self.run_id}`"
+            )
 
     def release(self) -> None:
         """Withdraw our claim (the decision was not recorded); never someone else's."""
@@ -141,11 +165,17 @@ class DecisionHold:
             if self.tracker.run_tags(self.run_id).get(names.TAG_DECISION_CLAIM) == self.token:
                 self.tracker.delete_tag(self.run_id, names.TAG_DECISION_CLAIM)
         except Exception as exc:  # noqa: BLE001 - a claim left behind blocks, never publishes
-            log.warning("could not withdraw the decision claim on run %s (%s)", self.run_id, type(exc).__name__)
+            log.warning(
+                "could not withdraw the decision claim on run %s (%s)",
+                self.run_id,
+                type(exc).__name__,
+            )
 
 
 @contextlib.contextmanager
-def decision_lock(tracking_uri: str, run_id: str, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[bool]:
+def decision_lock(
+    tracking_uri: str, run_id: str, *, timeout: float = LOCK_TIMEOUT_S
+) -> Iterator[bool]:
     """The cross-process lock of a decision on ``run_id``; yields whether the store is local
     (then the lock alone serialises deciders; on a server the claim tag does). Not taken within
     ``timeout`` seconds: :class:`DecisionBusy`."""

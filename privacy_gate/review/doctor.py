@@ -25,15 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from privacy_gate import names, tracking
-
-from privacy_gate.publication import objectstore
 from privacy_gate.errors import PrivacyGateError
-from privacy_gate.review.decision_recovery import doctor_check
 from privacy_gate.processes import owner_gone
-from privacy_gate.publication.publish import (MANIFEST, PUBLISHED_DIR, QUARANTINE_DIR, QUARANTINE_TMP_PREFIX, STAGING_PREFIX,
-                                  temp_dirs)
+from privacy_gate.publication import objectstore
+from privacy_gate.publication.publish import (
+    MANIFEST,
+    PUBLISHED_DIR,
+    QUARANTINE_DIR,
+    QUARANTINE_TMP_PREFIX,
+    STAGING_PREFIX,
+    temp_dirs,
+)
+from privacy_gate.review.decision_recovery import doctor_check
 
-#: a release folder's name: ``<dataset slug>-<12 hex of the content hash>`` (``ReleaseStore.release_dir``)
+#: a release folder's name: ``<dataset slug>-<12 hex of the content hash>``
+#: (``ReleaseStore.release_dir``)
 RELEASE_FOLDER = re.compile(r"[a-z0-9][a-z0-9._-]*-[0-9a-f]{12}")
 #: an orphan younger than this may be a publication in progress: listed, not removed
 DEFAULT_MIN_AGE = 600.0
@@ -61,17 +67,25 @@ class Report:
         if not self.findings:
             return [*out, "doctor: nothing to reconcile"]
         tail = f"doctor: {len(self.findings)} finding(s)"
-        tail += f", {fixed} fixed, {len(self.remaining)} left" if fix else "; run with --fix to repair what can be"
+        tail += (
+            f", {fixed} fixed, {len(self.remaining)} left"
+            if fix
+            else "; run with --fix to repair what can be"
+        )
         return [*out, tail]
 
 
 def _label(run: Any) -> str:
     tags = run.data.tags
-    return (f"run {run.info.run_id} (dataset {tags.get(names.TAG_DATASET, '?')}, "
-            f"{tags.get(names.TAG_KIND, '?')})")
+    return (
+        f"run {run.info.run_id} (dataset {tags.get(names.TAG_DATASET, '?')}, "
+        f"{tags.get(names.TAG_KIND, '?')})"
+    )
 
 
-def stale_runs(tracker: tracking.Tracker, *, fix: bool, experiment_ids: list[str] | None = None) -> list[Finding]:
+def stale_runs(
+    tracker: tracking.Tracker, *, fix: bool, experiment_ids: list[str] | None = None
+) -> list[Finding]:
     """Runs left RUNNING: KILLED (with ``fix``) when this host can tell their process is gone."""
     out = []
     for run in tracker.find_runs("attributes.status = 'RUNNING'", experiment_ids=experiment_ids):
@@ -80,26 +94,45 @@ def stale_runs(tracker: tracking.Tracker, *, fix: bool, experiment_ids: list[str
         start = tags.get(names.TAG_PROCESS_START)
         gone = owner_gone(host, pid, None if start == "unknown" else start)
         if gone is None:
-            why = (f"made on host {host} (PID {pid}): only that host can tell whether it is alive" if host
-                   else f"no {names.TAG_HOST}/{names.TAG_PID} tags (an older version made it)")
+            why = (
+                f"made on host {host} (PID {pid}): only that host can tell whether it is alive"
+                if host
+                else f"no {names.TAG_HOST}/{names.TAG_PID} tags (an older version made it)"
+            )
             out.append(Finding("run-elsewhere", f"{_label(run)}: RUNNING, {why}; not touched"))
         elif gone:
-            reason = (f"privacy-gate doctor: the gating process (host {host}, PID {pid}) is gone; the run was left "
-                      "RUNNING by a killed process")
+            reason = (
+                f"privacy-gate doctor: the gating process (host {host}, PID {pid}) is gone; the "
+                "run was left "
+                "RUNNING by a killed process"
+            )
             if fix:
                 tracker.mark_killed(run.info.run_id, reason)
-            done = f"marked KILLED ({names.TAG_KILLED_REASON} set)" if fix else "--fix marks it KILLED"
-            out.append(Finding("stale-run", f"{_label(run)}: RUNNING but its process (host {host}, PID {pid}) is "
-                                            f"gone; {done}", fixed=fix))
+            done = (
+                f"marked KILLED ({names.TAG_KILLED_REASON} set)" if fix else "--fix marks it KILLED"
+            )
+            out.append(
+                Finding(
+                    "stale-run",
+                    f"{_label(run)}: RUNNING but its process (host {host}, PID {pid}) is "
+                    f"gone; {done}",
+                    fixed=fix,
+                )
+            )
     return out
 
 
 def unpublished(tracker: tracking.Tracker) -> list[Finding]:
     """APPROVE verdicts and approvals by review that recorded no publication."""
     out = []
-    approved = [r for r in tracker.find_runs(f"tags.`{names.TAG_VERDICT}` = 'APPROVE'")
-                if r.info.status != "RUNNING"]
-    published_ladders = {r.data.tags.get(names.TAG_LADDER) for r in approved if r.data.tags.get(names.TAG_PUBLISHED)}
+    approved = [
+        r
+        for r in tracker.find_runs(f"tags.`{names.TAG_VERDICT}` = 'APPROVE'")
+        if r.info.status != "RUNNING"
+    ]
+    published_ladders = {
+        r.data.tags.get(names.TAG_LADDER) for r in approved if r.data.tags.get(names.TAG_PUBLISHED)
+    }
     for run in approved:
         tags, kind = run.data.tags, run.data.tags.get(names.TAG_KIND)
         if tags.get(names.TAG_LADDER):
@@ -110,23 +143,38 @@ def unpublished(tracker: tracking.Tracker) -> list[Finding]:
             missing = f"none of its attempts has a {names.TAG_PUBLISHED} tag"
         else:
             continue
-        out.append(Finding("unpublished", f"{_label(run)}: verdict APPROVE but {missing} (publication failed or "
-                                          "was killed); run the gate again to publish"))
+        out.append(
+            Finding(
+                "unpublished",
+                f"{_label(run)}: verdict APPROVE but {missing} (publication failed or "
+                "was killed); run the gate again to publish",
+            )
+        )
     for run in tracker.find_runs(f"tags.`{names.TAG_APPROVAL_STATUS}` = 'approved'"):
         published = run.data.tags.get(names.TAG_APPROVAL_PUBLISHED) or ""
         if published == "none" or (published and not published.startswith("failed")):
             continue  # published, or an approval a killed process left half done (doctor_check)
-        state = f"{names.TAG_APPROVAL_PUBLISHED} is {published!r}" if published else \
-            f"no {names.TAG_APPROVAL_PUBLISHED} tag"
-        out.append(Finding("unpublished", f"{_label(run)}: approved by review but {state}; run the gate again to "
-                                          "publish"))
+        state = (
+            f"{names.TAG_APPROVAL_PUBLISHED} is {published!r}"
+            if published
+            else f"no {names.TAG_APPROVAL_PUBLISHED} tag"
+        )
+        out.append(
+            Finding(
+                "unpublished",
+                f"{_label(run)}: approved by review but {state}; run the gate again to publish",
+            )
+        )
     return out
 
 
 def _orphan_local(target: Path, *, fix: bool, min_age: float) -> list[Finding]:
     out = []
     for entry in sorted(target.iterdir()):
-        if not (entry.is_dir() and RELEASE_FOLDER.fullmatch(entry.name)) or (entry / MANIFEST).exists():
+        if (
+            not (entry.is_dir() and RELEASE_FOLDER.fullmatch(entry.name))
+            or (entry / MANIFEST).exists()
+        ):
             continue
         files = list(entry.iterdir())
         if any(not f.is_file() or f.stem != entry.name for f in files):
@@ -135,8 +183,14 @@ def _orphan_local(target: Path, *, fix: bool, min_age: float) -> list[Finding]:
         remove = fix and age >= min_age
         if remove:
             shutil.rmtree(entry, ignore_errors=True)
-        out.append(Finding("orphan", f"{entry}: release data without {MANIFEST} (a killed publication); "
-                                     + _orphan_action(fix, remove), fixed=remove))
+        out.append(
+            Finding(
+                "orphan",
+                f"{entry}: release data without {MANIFEST} (a killed publication); "
+                + _orphan_action(fix, remove),
+                fixed=remove,
+            )
+        )
     return out
 
 
@@ -150,14 +204,23 @@ def _orphan_s3(target: str, *, fix: bool, min_age: float) -> list[Finding]:
     out = []
     for folder in objectstore.list_prefixes(target):
         name = folder.rsplit("/", 1)[-1]
-        if not RELEASE_FOLDER.fullmatch(name) or objectstore.get_bytes(objectstore.join(folder, MANIFEST)) is not None:
+        if (
+            not RELEASE_FOLDER.fullmatch(name)
+            or objectstore.get_bytes(objectstore.join(folder, MANIFEST)) is not None
+        ):
             continue
         for uri, age in objectstore.list_objects(folder):
             remove = fix and age >= min_age
             if remove:
                 objectstore.delete(uri)
-            out.append(Finding("orphan", f"{uri}: data object without {MANIFEST} (a killed publication); "
-                                         + _orphan_action(fix, remove), fixed=remove))
+            out.append(
+                Finding(
+                    "orphan",
+                    f"{uri}: data object without {MANIFEST} (a killed publication); "
+                    + _orphan_action(fix, remove),
+                    fixed=remove,
+                )
+            )
     return out
 
 
@@ -166,33 +229,56 @@ def orphans(target: str | Path, *, fix: bool, min_age: float = DEFAULT_MIN_AGE) 
     try:
         if objectstore.is_s3(target):
             return _orphan_s3(str(target).rstrip("/"), fix=fix, min_age=min_age)
-        return _orphan_local(Path(target), fix=fix, min_age=min_age) if Path(target).is_dir() else []
+        return (
+            _orphan_local(Path(target), fix=fix, min_age=min_age) if Path(target).is_dir() else []
+        )
     except PrivacyGateError as exc:
         return [Finding("unchecked", f"publish target {target}: could not be checked ({exc})")]
 
 
 def work_dirs(folder: Path, *, prefix: str, fix: bool) -> list[Finding]:
-    """Staging / quarantine work directories of dead processes (this host's removed with ``fix``)."""
+    """Staging / quarantine work directories of dead processes (this host's removed with
+    ``fix``)."""
     out = []
     for entry in temp_dirs(folder, prefix=prefix):
         if entry.foreign:
-            out.append(Finding("staging", f"{entry.path}: made on host {entry.host} (PID {entry.pid}); only that "
-                                          "host can tell whether it is in use; left alone"))
+            out.append(
+                Finding(
+                    "staging",
+                    f"{entry.path}: made on host {entry.host} (PID {entry.pid}); only that "
+                    "host can tell whether it is in use; left alone",
+                )
+            )
         elif entry.stale:
             if fix:
                 shutil.rmtree(entry.path, ignore_errors=True)
-            out.append(Finding("staging", f"{entry.path}: left by a process that is gone (PID {entry.pid}); "
-                                          + ("removed" if fix else "--fix removes it"), fixed=fix))
+            out.append(
+                Finding(
+                    "staging",
+                    f"{entry.path}: left by a process that is gone (PID {entry.pid}); "
+                    + ("removed" if fix else "--fix removes it"),
+                    fixed=fix,
+                )
+            )
     return out
 
 
 def recorded_targets(tracker: tracking.Tracker) -> set[str]:
-    return {t for r in tracker.find_runs(f"tags.`{names.TAG_PUBLISH_TARGET}` LIKE '%'")
-            if (t := r.data.tags.get(names.TAG_PUBLISH_TARGET))}
+    return {
+        t
+        for r in tracker.find_runs(f"tags.`{names.TAG_PUBLISH_TARGET}` LIKE '%'")
+        if (t := r.data.tags.get(names.TAG_PUBLISH_TARGET))
+    }
 
 
-def doctor(workdir: Path, *, tracking_uri: str | None, fix: bool, targets: list[str] | None = None,
-           min_age: float = DEFAULT_MIN_AGE) -> Report:
+def doctor(
+    workdir: Path,
+    *,
+    tracking_uri: str | None,
+    fix: bool,
+    targets: list[str] | None = None,
+    min_age: float = DEFAULT_MIN_AGE,
+) -> Report:
     """Every check; ``tracking_uri`` None: no store to check (its runs are skipped)."""
     report = Report()
     all_targets = {str(Path(workdir) / PUBLISHED_DIR), *(targets or [])}
@@ -203,15 +289,19 @@ def doctor(workdir: Path, *, tracking_uri: str | None, fix: bool, targets: list[
         report.findings += stale_runs(tracker, fix=fix)
         resolved, notes = doctor_check(tracker, fix=fix)
         report.notes += notes
-        report.findings += [Finding("decision" if r.kind != "unchecked" else "unchecked", r.line, fixed=r.fixed)
-                            for r in resolved]
+        report.findings += [
+            Finding("decision" if r.kind != "unchecked" else "unchecked", r.line, fixed=r.fixed)
+            for r in resolved
+        ]
         report.findings += unpublished(tracker)
         all_targets |= recorded_targets(tracker)
     for target in sorted(all_targets):
         report.findings += orphans(target, fix=fix, min_age=min_age)
         if not objectstore.is_s3(target):
             report.findings += work_dirs(Path(target), prefix=STAGING_PREFIX, fix=fix)
-    report.findings += work_dirs(Path(workdir) / QUARANTINE_DIR, prefix=QUARANTINE_TMP_PREFIX, fix=fix)
+    report.findings += work_dirs(
+        Path(workdir) / QUARANTINE_DIR, prefix=QUARANTINE_TMP_PREFIX, fix=fix
+    )
     return report
 
 
@@ -230,9 +320,21 @@ def reconcile_on_start(uri: str, experiment: str, logger: Any) -> None:
             if finding.fixed:
                 logger.warning("%s", finding.line)
     except Exception as exc:  # noqa: BLE001 - housekeeping: the run goes ahead
-        logger.warning("could not check %s for runs left RUNNING (%s); privacy-gate doctor does it", uri,
-                       type(exc).__name__)
+        logger.warning(
+            "could not check %s for runs left RUNNING (%s); privacy-gate doctor does it",
+            uri,
+            type(exc).__name__,
+        )
 
 
-__all__ = ["DEFAULT_MIN_AGE", "Finding", "Report", "doctor", "orphans", "reconcile_on_start", "stale_runs",
-           "unpublished", "work_dirs"]
+__all__ = [
+    "DEFAULT_MIN_AGE",
+    "Finding",
+    "Report",
+    "doctor",
+    "orphans",
+    "reconcile_on_start",
+    "stale_runs",
+    "unpublished",
+    "work_dirs",
+]

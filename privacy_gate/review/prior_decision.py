@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from privacy_gate import names
-
 from privacy_gate.publication import objectstore
 
 _CHUNK = 1 << 20
@@ -57,9 +56,12 @@ def release_key(config: Any) -> str:
     from importlib.metadata import version
 
     dataset = config.dataset
-    parts = {"config": config.config_hash(), "data": source_fingerprint(dataset.path),
-             "reference": source_fingerprint(dataset.reference_path) if dataset.reference_path else None,
-             "privacy_gate": version("privacy-gate")}
+    parts = {
+        "config": config.config_hash(),
+        "data": source_fingerprint(dataset.path),
+        "reference": source_fingerprint(dataset.reference_path) if dataset.reference_path else None,
+        "privacy_gate": version("privacy-gate"),
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -79,37 +81,59 @@ class PriorDecision:
         """Why a run of the same release is skipped, and what to do instead.
 
         >>> print(PriorDecision("abc", "REVIEW", "pending").reason())
-        this release (same data and settings) awaits its review in MLflow run abc: decide it with privacy-gate approve abc or privacy-gate reject abc
+        this release (same data and settings) awaits its review in MLflow run abc: decide it with
+        privacy-gate approve abc or privacy-gate reject abc
         >>> print(PriorDecision("abc", "REVIEW", "rejected").reason())
-        this release (same data and settings) was already decided in MLflow run abc (REVIEW, rejected); change the data or the config to gate a new release
+        this release (same data and settings) was already decided in MLflow run abc (REVIEW,
+        rejected); change the data or the config to gate a new release
         """
         if self.pending:
-            return (f"this release (same data and settings) awaits its review in MLflow run {self.run_id}: decide it "
-                    f"with privacy-gate approve {self.run_id} or privacy-gate reject {self.run_id}")
+            return (
+                "this release (same data and settings) awaits its review in MLflow run "
+                f"{self.run_id}: decide it "
+                f"with privacy-gate approve {self.run_id} or privacy-gate reject {self.run_id}"
+            )
         how = self.verdict + (f", {self.approval}" if self.verdict == "REVIEW" else "")
-        return (f"this release (same data and settings) was already decided in MLflow run {self.run_id} ({how}); "
-                "change the data or the config to gate a new release")
+        return (
+            "this release (same data and settings) was already decided in MLflow run "
+            f"{self.run_id} ({how}); "
+            "change the data or the config to gate a new release"
+        )
 
 
 def prior_decision(tracker: Any, key: str) -> PriorDecision | None:
-    """The run of ``tracker``'s experiment (a tracker made for the release's config) that decided the release ``key`` or awaits its review
-    (a pending review first, then the latest decision, a top-level run before a nested one), or
-    None when no run of that release completed."""
-    runs = tracker.find_runs(f"tags.`{names.TAG_RELEASE_KEY}` = '{key}'", experiment_ids=[tracker.experiment_id])
+    """The run of ``tracker``'s experiment (a tracker made for the release's config) that decided
+    the release ``key`` or awaits its review (a pending review first, then the latest decision, a
+    top-level run before a nested one), or None when no run of that release completed."""
+    runs = tracker.find_runs(
+        f"tags.`{names.TAG_RELEASE_KEY}` = '{key}'", experiment_ids=[tracker.experiment_id]
+    )
     decided = []
     for run in runs:
         tags = run.data.tags
         verdict = tags.get(names.TAG_VERDICT)
-        if verdict not in ("APPROVE", "REVIEW", "BLOCK") or tags.get(names.TAG_STATUS) != "ok" \
-                or tags.get(names.TAG_KIND) in _NOT_DECISIONS:
+        if (
+            verdict not in ("APPROVE", "REVIEW", "BLOCK")
+            or tags.get(names.TAG_STATUS) != "ok"
+            or tags.get(names.TAG_KIND) in _NOT_DECISIONS
+        ):
             continue
-        decided.append((run, PriorDecision(run.info.run_id, verdict, tags.get(names.TAG_APPROVAL_STATUS, "not_required"))))
+        decided.append(
+            (
+                run,
+                PriorDecision(
+                    run.info.run_id, verdict, tags.get(names.TAG_APPROVAL_STATUS, "not_required")
+                ),
+            )
+        )
     pending = [d for _, d in decided if d.pending]
     if pending:
         return pending[0]
     if not decided:
         return None
-    run, decision = max(decided, key=lambda rd: ("mlflow.parentRunId" not in rd[0].data.tags, rd[0].info.start_time))
+    run, decision = max(
+        decided, key=lambda rd: ("mlflow.parentRunId" not in rd[0].data.tags, rd[0].info.start_time)
+    )
     return decision
 
 

@@ -1,6 +1,6 @@
 """Whole recorded runs: a release (:mod:`.release`: ``release_run``, ``gate_only_run``) or a re-gate
-of a recorded run with rows suppressed (:mod:`.regate`, which rows: :mod:`.suppression`), recorded in
-MLflow (:mod:`.mlflow_sink`), read back (:mod:`.run_record`), on a remediation ladder
+of a recorded run with rows suppressed (:mod:`.regate`, which rows: :mod:`.suppression`), recorded
+in MLflow (:mod:`.mlflow_sink`), read back (:mod:`.run_record`), on a remediation ladder
 (:mod:`.remediation`), retried on infrastructure failures (:mod:`.retrying`), with the checks made
 before anything runs (:mod:`.preflight`).
 

@@ -13,19 +13,24 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never shown
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from privacy_gate import metric_records, names, tracking  # noqa: E402
-from privacy_gate.artifact_seal import text_sha256  # noqa: E402
-from privacy_gate.estimators.metrics import roc_curve_points  # noqa: E402
-from privacy_gate.gate import Verdict  # noqa: E402
-from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
-from privacy_gate.pipeline.result import GateResult  # noqa: E402
-from privacy_gate.report.plots import (disclosure_figure, dp_audit_figure, dp_audit_figure_inputs,  # noqa: E402
-                                       risk_profile_figure, roc_figure)
-from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
-from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
+from privacy_gate import metric_records, names, tracking
+from privacy_gate.artifact_seal import text_sha256
+from privacy_gate.estimators.metrics import roc_curve_points
+from privacy_gate.experiment.attack_runs import scores_frame
+from privacy_gate.gate import Verdict
+from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.pipeline.result import GateResult
+from privacy_gate.report.plots import (
+    disclosure_figure,
+    dp_audit_figure,
+    dp_audit_figure_inputs,
+    risk_profile_figure,
+    roc_figure,
+)
+from privacy_gate.report.summary import description_markdown, verdict_markdown
 
 
 def table_digest(df: Any) -> str:
@@ -34,11 +39,14 @@ def table_digest(df: Any) -> str:
 
     import pandas as pd
 
-    return hashlib.sha256(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes()).hexdigest()
+    return hashlib.sha256(
+        pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes()
+    ).hexdigest()
 
 
 def _thin(fpr: np.ndarray, tpr: np.ndarray, points: int = 300) -> tuple[list[float], list[float]]:
-    """At most about ``points`` points of a ROC curve, dense at low FPR (its log axis), ends kept."""
+    """At most about ``points`` points of a ROC curve, dense at low FPR (its log axis), ends
+    kept."""
     if len(fpr) <= points:
         return [float(x) for x in fpr], [float(x) for x in tpr]
     grid = np.r_[np.logspace(-6, 0, points // 2), np.linspace(0, 1, points // 2)]
@@ -67,9 +75,22 @@ def flagged_group_rocs(result: GateResult) -> dict[str, Any]:
                 continue
             fpr, tpr = roc_curve_points(s[ok], y[ok].astype(int))
             f, t = _thin(np.asarray(fpr), np.asarray(tpr))
-            curves.append({"attack": o.name, "auc": float(roc_auc(s[ok], y[ok])), "fpr": f, "tpr": t})
-        groups.append({"group": group, "n_members": int(y.sum()), "n_non_members": int((~y).sum()), "curves": curves})
-    return {"groups": groups, "flagged": len(flagged), "omitted": max(len(flagged) - names.MAX_GROUP_ROCS, 0)}
+            curves.append(
+                {"attack": o.name, "auc": float(roc_auc(s[ok], y[ok])), "fpr": f, "tpr": t}
+            )
+        groups.append(
+            {
+                "group": group,
+                "n_members": int(y.sum()),
+                "n_non_members": int((~y).sum()),
+                "curves": curves,
+            }
+        )
+    return {
+        "groups": groups,
+        "flagged": len(flagged),
+        "omitted": max(len(flagged) - names.MAX_GROUP_ROCS, 0),
+    }
 
 
 def roc_auc(scores: np.ndarray, members: np.ndarray) -> float:
@@ -89,9 +110,18 @@ class MlflowSink:
         self.workdir: str | None = None  # set with the quarantine: the decision commands name it
 
     @classmethod
-    def start(cls, tracker: tracking.Tracker, *, name: str, kind: str, dataset: str,
-              tags: dict[str, str] | None = None) -> MlflowSink:
-        run_id = tracker.start_run(name=name, kind=kind, tags={names.TAG_DATASET: dataset, **(tags or {})})
+    def start(
+        cls,
+        tracker: tracking.Tracker,
+        *,
+        name: str,
+        kind: str,
+        dataset: str,
+        tags: dict[str, str] | None = None,
+    ) -> MlflowSink:
+        run_id = tracker.start_run(
+            name=name, kind=kind, tags={names.TAG_DATASET: dataset, **(tags or {})}
+        )
         return cls(tracker, run_id, dataset=dataset)
 
     # ---- before the gate
@@ -100,23 +130,37 @@ class MlflowSink:
 
     def record_json(self, obj: Any, path: str) -> None:
         text = self.tracker.log_json(self.run_id, obj, path)
-        sealed = {names.ART_CONFIG: names.SEAL_CONFIG_SHA, names.ART_SETTINGS: names.SEAL_SETTINGS_SHA}.get(path)
-        if sealed:  # the config and settings a re-gate and publication read back are checked against these
+        sealed = {
+            names.ART_CONFIG: names.SEAL_CONFIG_SHA,
+            names.ART_SETTINGS: names.SEAL_SETTINGS_SHA,
+        }.get(path)
+        if (
+            sealed
+        ):  # the config and settings a re-gate and publication read back are checked against these
             self.seal[sealed] = text_sha256(text)
 
     def record_validation(self, report: Any) -> None:
-        self.tracker.log_json(self.run_id, report.to_dict(), names.validation_artifact(report.suite_name))
+        self.tracker.log_json(
+            self.run_id, report.to_dict(), names.validation_artifact(report.suite_name)
+        )
 
     def record_inputs(self, tables: dict[str, Any], *, sources: dict[str, str]) -> None:
         """The tables the gate judged as MLflow dataset inputs (digest, rows, schema; no values)."""
-        self.tracker.log_dataset_inputs(self.run_id, tables, digests={k: table_digest(df) for k, df in tables.items()},
-                                        sources=sources)
+        self.tracker.log_dataset_inputs(
+            self.run_id,
+            tables,
+            digests={k: table_digest(df) for k, df in tables.items()},
+            sources=sources,
+        )
 
     def record_quarantine(self, quarantined: Any, *, target: Any, workdir: Any = None) -> None:
         """Where the release waits and would be published (sealed), and the ``workdir`` whose
         quarantine and label key a decision on the run needs (a hint the decision commands name)."""
-        where = {names.SEAL_SYNTHETIC_SHA: quarantined.sha256, names.SEAL_QUARANTINE: quarantined.location,
-                 names.SEAL_PUBLISH_TARGET: str(target)}
+        where = {
+            names.SEAL_SYNTHETIC_SHA: quarantined.sha256,
+            names.SEAL_QUARANTINE: quarantined.location,
+            names.SEAL_PUBLISH_TARGET: str(target),
+        }
         self.seal.update(where)
         tags = {names.SEAL_TAGS[k]: v for k, v in where.items()}
         if workdir is not None:
@@ -128,14 +172,20 @@ class MlflowSink:
     def record_gate(self, result: GateResult) -> None:
         if result.validation is not None:
             self.record_validation(result.validation)
-        self.tracker.set_tags(self.run_id, {names.strongest_tag(k): v for k, v in result.strongest.items()})
+        self.tracker.set_tags(
+            self.run_id, {names.strongest_tag(k): v for k, v in result.strongest.items()}
+        )
         if result.targets is not None and result.outcomes:
             self._record_attacks(result)
         if result.utility is not None:
             self.tracker.log_json(self.run_id, result.utility, names.ART_UTILITY)
         if result.audit is not None:
             self.tracker.log_json(self.run_id, result.audit.group_rows, names.ART_SUBGROUPS)
-        if result.audit is not None and result.targets is not None and result.verdict.flagged_subgroups:
+        if (
+            result.audit is not None
+            and result.targets is not None
+            and result.verdict.flagged_subgroups
+        ):
             self.tracker.log_json(self.run_id, flagged_group_rocs(result), names.ART_GROUP_ROC)
         if result.mace is not None:
             self._record_mace(result)
@@ -154,24 +204,33 @@ class MlflowSink:
         targets = result.targets
         curves = []
         for o in result.outcomes:
-            child = self.tracker.start_run(name=f"attack-{o.name}", kind="attack", parent=self.run_id)
+            child = self.tracker.start_run(
+                name=f"attack-{o.name}", kind="attack", parent=self.run_id
+            )
             self.tracker.log_params(child, {"attack": o.name, **o.params})
             self.tracker.log_metrics(child, {**o.metrics, names.timing_metric("attack"): o.seconds})
             self.tracker.end_run(child)
             fpr, tpr = roc_curve_points(o.scores, targets.labels)
             curves.append((o.name, fpr, tpr, o.metrics["auc"]))
-        self.tracker.log_frame(self.run_id, scores_frame(targets, result.outcomes), names.ART_SCORES)
+        self.tracker.log_frame(
+            self.run_id, scores_frame(targets, result.outcomes), names.ART_SCORES
+        )
         self._figure(roc_figure(curves), names.ART_ROC)
 
     def _record_mace(self, result: GateResult) -> None:
         mres = result.mace
-        self.tracker.log_json(self.run_id, {"per_record_attack": mres.risk_attack, "estimates": mres.estimates},
-                              names.ART_MACE_ESTIMATES)
+        self.tracker.log_json(
+            self.run_id,
+            {"per_record_attack": mres.risk_attack, "estimates": mres.estimates},
+            names.ART_MACE_ESTIMATES,
+        )
         if mres.per_record is not None:
             self.tracker.log_frame(self.run_id, mres.per_record, names.ART_MACE)
             per = mres.per_record
-            self._figure(risk_profile_figure(per["risk"], per.get("risk_lower"), per.get("risk_upper")),
-                         names.ART_MACE_PLOT)
+            self._figure(
+                risk_profile_figure(per["risk"], per.get("risk_lower"), per.get("risk_upper")),
+                names.ART_MACE_PLOT,
+            )
 
     def record_dp_audit(self, result: Any, *, cached: bool) -> str:
         """The DP audit as a nested run (params, metrics, its JSON and trade-off figure); the JSON
@@ -179,13 +238,24 @@ class MlflowSink:
         is named by row position and hash)."""
         from privacy_gate.studies.dp_audit_gate import audit_metrics
 
-        child = self.tracker.start_run(name=f"dp-audit-{result.generator}", kind="dp_audit", parent=self.run_id)
+        child = self.tracker.start_run(
+            name=f"dp-audit-{result.generator}", kind="dp_audit", parent=self.run_id
+        )
         try:
             best = result.best
-            self.tracker.log_params(child, {"generator": result.generator, "generator_version": result.version,
-                                            "epsilon": result.epsilon, "delta": result.delta, "runs": result.runs,
-                                            "mu_basis": result.mu_basis, "best_score": best.score,
-                                            "best_target": best.target_label})
+            self.tracker.log_params(
+                child,
+                {
+                    "generator": result.generator,
+                    "generator_version": result.version,
+                    "epsilon": result.epsilon,
+                    "delta": result.delta,
+                    "runs": result.runs,
+                    "mu_basis": result.mu_basis,
+                    "best_score": best.score,
+                    "best_target": best.target_label,
+                },
+            )
             self.tracker.log_metrics(child, audit_metrics(result, cached=cached))
             for run in (child, self.run_id):
                 self.tracker.log_json(run, result.to_dict(), names.ART_DP_AUDIT)
@@ -215,7 +285,8 @@ class MlflowSink:
         figures = metric_records.recorded_figures(document, timings=timings)
         self.tracker.log_metrics(self.run_id, metric_records.headline_metrics(figures))
         self.tracker.log_json(self.run_id, figures, names.ART_METRICS_ALL)
-        # every table, empty ones too: a verdict recorded again (a failure after the first) replaces them all
+        # every table, empty ones too: a verdict recorded again (a failure after the first) replaces
+        # them all
         for path, table in metric_records.metric_tables(figures).items():
             self.tracker.log_text(self.run_id, metric_records.table_text(table), path)
         self.tracker.log_json(self.run_id, timings, names.ART_TIMINGS)
@@ -223,7 +294,8 @@ class MlflowSink:
         return self.tracker.read_verified_verdict(self.run_id)
 
     def record_run_name(self, verdict: Verdict) -> None:
-        """The verdict in the run's name (``REVIEW · gate-adult``); the ``gate.verdict`` tag holds it too."""
+        """The verdict in the run's name (``REVIEW · gate-adult``); the ``gate.verdict`` tag holds
+        it too."""
         self.tracker.name_with_verdict(self.run_id, verdict.decision)
 
     def record_summary(self, markdown: str) -> None:
@@ -231,20 +303,32 @@ class MlflowSink:
 
     def record_description(self, verdict: Verdict, summary: str) -> None:
         """The run page's description (the UI shows its first lines folded): the decision, the
-        evidence on each flagged group, the commands that decide a REVIEW, then the whole summary."""
+        evidence on each flagged group, the commands that decide a REVIEW, then the whole
+        summary."""
         evidence: list[str] = []
         if verdict.flagged_subgroups:
             rows = []
             if self.tracker.artifact_exists(self.run_id, names.ART_SUBGROUPS):
                 rows = self.tracker.read_json(self.run_id, names.ART_SUBGROUPS) or []
             evidence = flagged_evidence(rows, verdict.to_dict())
-        self.tracker.set_description(self.run_id, description_markdown(
-            verdict.with_run_id(verdict.run_id or self.run_id), evidence=evidence, summary=summary,
-            tracking_uri=self.tracker.uri, workdir=self.workdir))
+        self.tracker.set_description(
+            self.run_id,
+            description_markdown(
+                verdict.with_run_id(verdict.run_id or self.run_id),
+                evidence=evidence,
+                summary=summary,
+                tracking_uri=self.tracker.uri,
+                workdir=self.workdir,
+            ),
+        )
 
     def summary_markdown(self, verdict: Verdict) -> str:
-        return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,
-                                experiment_id=self.tracker.experiment_id)
+        return verdict_markdown(
+            verdict,
+            ui_hint=tracking.ui_command(self.tracker.uri),
+            tracking_uri=self.tracker.uri,
+            experiment_id=self.tracker.experiment_id,
+        )
 
     def record_published(self, path: Any) -> None:
         self.tracker.set_tags(self.run_id, {names.TAG_PUBLISHED: str(path)})

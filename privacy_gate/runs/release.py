@@ -19,26 +19,44 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate import names, tracking
-from privacy_gate.config import GateConfig, GateOnlyConfig, ReleaseConfig, TargetsConfig, location_name
-from privacy_gate.spec import DatasetSpec
+from privacy_gate.config import (
+    GateConfig,
+    GateOnlyConfig,
+    ReleaseConfig,
+    TargetsConfig,
+    location_name,
+)
 from privacy_gate.data import Splits, read_table
+from privacy_gate.data.types import conform_typed, restore_types
 from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
+from privacy_gate.experiment.inputs import (
+    SPLIT_NAMES,
+    GateInputs,
+    check_disjoint,
+    check_encoding_width,
+    load_real_data_typed,
+    read_split_files,
+    split_release,
+    splits_from_frames,
+)
+from privacy_gate.experiment.settings import (
+    GateSettings,
+    settings_for_gate_only,
+    settings_for_release,
+)
 from privacy_gate.gate import Verdict
+from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.generators import Generator, create_generator, progress, sample_synthetic
 from privacy_gate.label_key import LabelKey
-from privacy_gate.studies.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
-from privacy_gate.data.types import conform_typed, restore_types
-from privacy_gate.experiment.inputs import (SPLIT_NAMES, GateInputs, check_disjoint, check_encoding_width,
-                                           load_real_data_typed, read_split_files, split_release, splits_from_frames)
-from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
-from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
-from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.report.html import log_report
+from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.spec import DatasetSpec
+from privacy_gate.studies.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.validation import validate_input
 
 
@@ -55,7 +73,9 @@ class RunContext:
     config_hash: str | None = None
     quarantined: QuarantinedRelease | None = None
     hashes: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)  # where each input table came from (no values)
+    sources: dict[str, str] = field(
+        default_factory=dict
+    )  # where each input table came from (no values)
     infrastructure_failure: bool = False  # a service did not answer: a scheduled run may retry
     # the types the release is written in (``data.types``): the input's, so a published boolean
     # stays boolean and integer codes stay integers
@@ -72,17 +92,25 @@ class RunContext:
 
     def validate_input(self, df: pd.DataFrame, spec: DatasetSpec, what: str) -> None:
         logger = self.clock.logger
-        report = self.step("validate_input", validate_input, df, spec,
-                           progress=lambda line: logger.info("  validating %s: %s", what, line))
+        report = self.step(
+            "validate_input",
+            validate_input,
+            df,
+            spec,
+            progress=lambda line: logger.info("  validating %s: %s", what, line),
+        )
         self.sink.record_validation(report)
         report.raise_if_failed(what)
 
     def quarantine(self, synthetic: pd.DataFrame, fmt: str) -> None:
-        """Quarantine ``synthetic`` (conformed) written in ``value_types`` where that is lossless."""
+        """Quarantine ``synthetic`` (conformed) written in ``value_types`` where that is
+        lossless."""
         typed = restore_types(synthetic, self.value_types)
         self.quarantined = self.step("quarantine", self.store.quarantine, typed, fmt=fmt)
         self.hashes["synthetic_file_sha256"] = self.quarantined.sha256
-        self.sink.record_quarantine(self.quarantined, target=self.store.target_label, workdir=self.store.workdir)
+        self.sink.record_quarantine(
+            self.quarantined, target=self.store.target_label, workdir=self.store.workdir
+        )
 
     def gate(self, inputs: GateInputs, settings: GateSettings) -> Verdict:
         # group labels hash record values with the workdir's key; the run seals which key (its
@@ -92,28 +120,41 @@ class RunContext:
         inputs = dataclasses.replace(inputs, label_key=key)
         self.sink.record_json(settings.to_record(), names.ART_SETTINGS)
         splits = inputs.splits
-        tables = {"train": splits.train, "holdout": splits.holdout, "reference": splits.reference,
-                  "synthetic": inputs.synthetic}
+        tables = {
+            "train": splits.train,
+            "holdout": splits.holdout,
+            "reference": splits.reference,
+            "synthetic": inputs.synthetic,
+        }
         sources = {k: k for k in tables} | self.sources
         if self.quarantined is not None:
             sources["synthetic"] = str(self.quarantined.path)
         self.sink.record_inputs(tables, sources=sources)
-        return run_gate(inputs, settings, executor=self.executor, sinks=[self.sink], clock=self.clock).verdict
+        return run_gate(
+            inputs, settings, executor=self.executor, sinks=[self.sink], clock=self.clock
+        ).verdict
 
     def fail(self, exc: BaseException) -> Verdict:
         self.infrastructure_failure = self.infrastructure_failure or is_infrastructure_error(exc)
         return failure_verdict(exc, stage=self.clock.current, data_hashes=self.hashes)
 
 
-def fit_generator(config: ReleaseConfig, train: pd.DataFrame, reference: pd.DataFrame,
-                  progress_key: str | None = None) -> Generator:
+def fit_generator(
+    config: ReleaseConfig,
+    train: pd.DataFrame,
+    reference: pd.DataFrame,
+    progress_key: str | None = None,
+) -> Generator:
     """Marginal (DP) generators take public bins from the reference split, never from train.
-    ``progress_key``: the steps the generator reports (``generators.progress``) are kept under it."""
+    ``progress_key``: the steps the generator reports (``generators.progress``) are kept under
+    it."""
     params = dict(config.generator.params)
     if config.generator.seed is not None:
         params["seed"] = config.generator.seed
     with progress.tracking(progress_key):
-        return create_generator(config.generator.name, **params).fit(train, config.dataset.spec, reference=reference)
+        return create_generator(config.generator.name, **params).fit(
+            train, config.dataset.spec, reference=reference
+        )
 
 
 def progress_seconds() -> float:
@@ -138,28 +179,47 @@ class ReleaseState:
     synthetic: pd.DataFrame | None = None
     verdict: Verdict | None = None
     workdir: Path | None = None
-    dp_audit: tuple[Any, bool] | None = None  # (DPAuditResult, from_cache) when audit_dp is configured
+    dp_audit: tuple[Any, bool] | None = (
+        None  # (DPAuditResult, from_cache) when audit_dp is configured
+    )
 
 
 def _load(state: ReleaseState, executor: Executor, logger: Any) -> None:
-    state.real, state.public_reference, state.ctx.value_types = executor.run("load_input", load_real_data_typed,
-                                                                            state.config)
-    check_encoding_width(state.real, state.config.dataset.spec,
-                         source=f"real data {location_name(state.config.dataset.path)}")
+    state.real, state.public_reference, state.ctx.value_types = executor.run(
+        "load_input", load_real_data_typed, state.config
+    )
+    check_encoding_width(
+        state.real,
+        state.config.dataset.spec,
+        source=f"real data {location_name(state.config.dataset.path)}",
+    )
 
 
 def _validate_input(state: ReleaseState, executor: Executor, logger: Any) -> None:
-    state.ctx.validate_input(state.real, state.config.dataset.spec,
-                             f"input data {location_name(state.config.dataset.path)}")
+    state.ctx.validate_input(
+        state.real,
+        state.config.dataset.spec,
+        f"input data {location_name(state.config.dataset.path)}",
+    )
 
 
 def _split(state: ReleaseState, executor: Executor, logger: Any) -> None:
-    state.splits = executor.run("split_data", split_release, state.config, state.real, state.public_reference)
-    if state.public_reference is not None:  # splits of one table are disjoint; a public file may not be
+    state.splits = executor.run(
+        "split_data", split_release, state.config, state.real, state.public_reference
+    )
+    if (
+        state.public_reference is not None
+    ):  # splits of one table are disjoint; a public file may not be
         dataset = state.config.dataset
-        check_disjoint({k: getattr(state.splits, k) for k in SPLIT_NAMES}, dataset.spec,
-                       sources={"train": location_name(dataset.path), "holdout": location_name(dataset.path),
-                                "reference": location_name(dataset.reference_path)})
+        check_disjoint(
+            {k: getattr(state.splits, k) for k in SPLIT_NAMES},
+            dataset.spec,
+            sources={
+                "train": location_name(dataset.path),
+                "holdout": location_name(dataset.path),
+                "reference": location_name(dataset.reference_path),
+            },
+        )
     state.ctx.sink.record_params({f"n_{k}": v for k, v in state.splits.sizes().items()})
 
 
@@ -168,10 +228,19 @@ def _fit(state: ReleaseState, executor: Executor, logger: Any) -> None:
     generator reports it and runs in this process, its epoch or step."""
     name = state.config.generator.name
     key = f"fit-{uuid.uuid4().hex}"
-    with progress.FitHeartbeat(key, lambda line: logger.info("  fitting generator '%s': %s", name, line),
-                               every=progress_seconds()):
-        state.generator = executor.run("fit_generator", fit_generator, state.config, state.splits.train,
-                                       state.splits.reference, key)
+    with progress.FitHeartbeat(
+        key,
+        lambda line: logger.info("  fitting generator '%s': %s", name, line),
+        every=progress_seconds(),
+    ):
+        state.generator = executor.run(
+            "fit_generator",
+            fit_generator,
+            state.config,
+            state.splits.train,
+            state.splits.reference,
+            key,
+        )
 
 
 def _n_samples(state: ReleaseState) -> int:
@@ -182,12 +251,21 @@ def _sample_line(state: ReleaseState) -> str:
     """What the sample stage will do, as the generator says when it does not simply sample n rows
     (the ``file`` generator releases its whole file)."""
     describe = getattr(state.generator, "describe_sample", None)
-    return describe(_n_samples(state)) if describe else f"sampling {_n_samples(state):,} synthetic rows"
+    return (
+        describe(_n_samples(state))
+        if describe
+        else f"sampling {_n_samples(state):,} synthetic rows"
+    )
 
 
 def _sample(state: ReleaseState, executor: Executor, logger: Any) -> None:
-    state.synthetic = executor.run("sample_synthetic", sample_synthetic, state.generator, _n_samples(state),
-                                   state.config.dataset.spec)
+    state.synthetic = executor.run(
+        "sample_synthetic",
+        sample_synthetic,
+        state.generator,
+        _n_samples(state),
+        state.config.dataset.spec,
+    )
     logger.info("  %s synthetic rows to judge", f"{len(state.synthetic):,}")
     state.ctx.quarantine(state.synthetic, state.config.publish.format)
 
@@ -195,11 +273,21 @@ def _sample(state: ReleaseState, executor: Executor, logger: Any) -> None:
 def _dp_audit(state: ReleaseState, executor: Executor, logger: Any) -> None:
     """``audit_dp``: the generator's DP claim audited (or its cached audit), recorded as a nested
     run; any error fails the stage, so the release BLOCKs (fail closed)."""
-    result, cached = audit_for_release(state.config, state.splits, workdir=state.workdir, executor=executor,
-                                       progress=lambda line: logger.info("  %s", line))
-    logger.info("  DP audit%s: epsilon >= %.3g (claimed %g), mu estimate %.3g (claimed %.3g)",
-                " (cached)" if cached else "", result.epsilon_lower, result.epsilon,
-                result.best.bound.mu_estimate, result.claimed_mu)
+    result, cached = audit_for_release(
+        state.config,
+        state.splits,
+        workdir=state.workdir,
+        executor=executor,
+        progress=lambda line: logger.info("  %s", line),
+    )
+    logger.info(
+        "  DP audit%s: epsilon >= %.3g (claimed %g), mu estimate %.3g (claimed %.3g)",
+        " (cached)" if cached else "",
+        result.epsilon_lower,
+        result.epsilon,
+        result.best.bound.mu_estimate,
+        result.claimed_mu,
+    )
     state.ctx.sink.record_dp_audit(result, cached=cached)
     state.dp_audit = (result, cached)
 
@@ -207,79 +295,164 @@ def _dp_audit(state: ReleaseState, executor: Executor, logger: Any) -> None:
 #: A release run up to its gate (whose own stages follow: ``gate_run.GATE_STAGES``).
 RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
     Stage("load", lambda s: f"loading {location_name(s.config.dataset.path)}", _load),
-    Stage("validate_input", lambda s: "validating input data (Great Expectations)", _validate_input),
+    Stage(
+        "validate_input", lambda s: "validating input data (Great Expectations)", _validate_input
+    ),
     Stage("split", lambda s: "splitting train / holdout / reference by entity", _split),
-    Stage("fit", lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train):,} rows", _fit),
+    Stage(
+        "fit",
+        lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train):,} rows",
+        _fit,
+    ),
     Stage("sample", _sample_line, _sample),
-    Stage("dp_audit", lambda s: f"auditing the DP claim of '{s.config.generator.name}' ({s.config.audit_dp.runs} "
-          "fits per side and target, or the cached audit)", _dp_audit, when=lambda s: s.config.audit_dp is not None),
+    Stage(
+        "dp_audit",
+        lambda s: (
+            f"auditing the DP claim of '{s.config.generator.name}' ({s.config.audit_dp.runs} "
+            "fits per side and target, or the cached audit)"
+        ),
+        _dp_audit,
+        when=lambda s: s.config.audit_dp is not None,
+    ),
 )
 
 
-def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executor | None = None,
-                logger: Any = None, tags: dict[str, str] | None = None, publish: bool = True) -> RunOutcome:
+def release_run(
+    config: ReleaseConfig,
+    *,
+    workdir: str | Path,
+    executor: Executor | None = None,
+    logger: Any = None,
+    tags: dict[str, str] | None = None,
+    publish: bool = True,
+) -> RunOutcome:
     """Train the configured generator on the train split, gate its sample, publish if approved.
     ``tags``: extra MLflow run tags (the flow records its Prefect flow run). ``publish=False``:
     an APPROVE stays in quarantine (a remediation ladder publishes only the attempt it chooses)."""
     executor = executor or LocalExecutor()
     spec, wd = config.dataset.spec, Path(workdir)
-    tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name, uri=config.tracking.uri,
-                                           experiment=config.tracking.experiment)
-    ctx = RunContext(sink=MlflowSink.start(tracker, name=f"release-{spec.name}", kind="release", dataset=spec.name,
-                                           tags=tags),
-                     store=ReleaseStore(workdir=wd, target=config.publish.target), dataset=spec.name,
-                     clock=StageClock(logger) if logger else StageClock(), executor=executor,
-                     config_hash=config.config_hash())
-    ctx.sources = {k: f"{config.dataset.path} ({k} split)" for k in ("train", "holdout", "reference")}
+    tracker = tracking.Tracker.for_workdir(
+        workdir=wd,
+        dataset=spec.name,
+        uri=config.tracking.uri,
+        experiment=config.tracking.experiment,
+    )
+    ctx = RunContext(
+        sink=MlflowSink.start(
+            tracker, name=f"release-{spec.name}", kind="release", dataset=spec.name, tags=tags
+        ),
+        store=ReleaseStore(workdir=wd, target=config.publish.target),
+        dataset=spec.name,
+        clock=StageClock(logger) if logger else StageClock(),
+        executor=executor,
+        config_hash=config.config_hash(),
+    )
+    ctx.sources = {
+        k: f"{config.dataset.path} ({k} split)" for k in ("train", "holdout", "reference")
+    }
     try:
-        ctx.sink.record_params({
-            "generator": config.generator.name, **{f"generator.{k}": v for k, v in config.generator.params.items()},
-            "generator.seed": config.generator.seed, "split.seed": config.split.seed,
-            "split.fractions": f"{config.split.train}/{config.split.holdout}/{config.split.reference}",
-            "targets.seed": config.targets.seed, "attacks": ",".join(a.name for a in config.attacks),
-            "rules_hash": config.gate.rules_hash(), "config_hash": ctx.config_hash})
+        ctx.sink.record_params(
+            {
+                "generator": config.generator.name,
+                **{f"generator.{k}": v for k, v in config.generator.params.items()},
+                "generator.seed": config.generator.seed,
+                "split.seed": config.split.seed,
+                "split.fractions": f"{config.split.train}/{config.split.holdout}"
+                f"/{config.split.reference}",
+                "targets.seed": config.targets.seed,
+                "attacks": ",".join(a.name for a in config.attacks),
+                "rules_hash": config.gate.rules_hash(),
+                "config_hash": ctx.config_hash,
+            }
+        )
         ctx.sink.record_json(config.model_dump(mode="json"), names.ART_CONFIG)
-        state = run_stages(RELEASE_STAGES, ReleaseState(config=config, ctx=ctx, workdir=wd), executor=executor,
-                           clock=ctx.clock)
-        verdict = ctx.gate(GateInputs(splits=state.splits, synthetic=state.synthetic,
-                                      synthetic_file_sha256=ctx.quarantined.sha256),
-                           settings_for_release(config, state.generator))
+        state = run_stages(
+            RELEASE_STAGES,
+            ReleaseState(config=config, ctx=ctx, workdir=wd),
+            executor=executor,
+            clock=ctx.clock,
+        )
+        verdict = ctx.gate(
+            GateInputs(
+                splits=state.splits,
+                synthetic=state.synthetic,
+                synthetic_file_sha256=ctx.quarantined.sha256,
+            ),
+            settings_for_release(config, state.generator),
+        )
         if state.dp_audit is not None:
-            verdict = apply_audit(verdict, state.dp_audit[0], max_ratio=config.audit_dp.max_ratio,
-                                  cached=state.dp_audit[1])
+            verdict = apply_audit(
+                verdict,
+                state.dp_audit[0],
+                max_ratio=config.audit_dp.max_ratio,
+                cached=state.dp_audit[1],
+            )
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict, publish=publish)
 
 
-def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, spec: DatasetSpec,
-                  gate: GateConfig | None = None, judging: GateOnlyConfig | None = None, workdir: str | Path,
-                  publish_to: str | None = None, targets_seed: int = 0, executor: Executor | None = None,
-                  logger: Any = None) -> RunOutcome:
+def gate_only_run(
+    *,
+    train: str,
+    holdout: str,
+    reference: str,
+    synthetic: str,
+    spec: DatasetSpec,
+    gate: GateConfig | None = None,
+    judging: GateOnlyConfig | None = None,
+    workdir: str | Path,
+    publish_to: str | None = None,
+    targets_seed: int = 0,
+    executor: Executor | None = None,
+    logger: Any = None,
+) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train``. ``judging``: the targets,
     attacks, gate, audit and MACE sections (default: a release config's defaults, with ``gate``
     and ``targets_seed`` when given)."""
     executor = executor or LocalExecutor()
-    judging = judging or GateOnlyConfig(gate=gate or GateConfig(), targets=TargetsConfig(seed=targets_seed))
+    judging = judging or GateOnlyConfig(
+        gate=gate or GateConfig(), targets=TargetsConfig(seed=targets_seed)
+    )
     gate = judging.gate
     wd = Path(workdir)
     tracker = tracking.Tracker.for_workdir(workdir=wd, dataset=spec.name)
-    ctx = RunContext(sink=MlflowSink.start(tracker, name=f"gate-{spec.name}", kind="gate_only", dataset=spec.name),
-                     store=ReleaseStore(workdir=wd, target=publish_to or None),  # a folder or s3://...
-                     dataset=spec.name, clock=StageClock(logger) if logger else StageClock(), executor=executor)
+    ctx = RunContext(
+        sink=MlflowSink.start(
+            tracker, name=f"gate-{spec.name}", kind="gate_only", dataset=spec.name
+        ),
+        store=ReleaseStore(workdir=wd, target=publish_to or None),  # a folder or s3://...
+        dataset=spec.name,
+        clock=StageClock(logger) if logger else StageClock(),
+        executor=executor,
+    )
     clock = ctx.clock
     paths = {"train": Path(train), "holdout": Path(holdout), "reference": Path(reference)}
     ctx.sources = {k: str(p.resolve()) for k, p in paths.items()}
     try:
-        ctx.sink.record_params({"mode": "gate_only", "rules_hash": gate.rules_hash(),
-                                "synthetic_file": Path(synthetic).name})
-        ctx.sink.record_json({"mode": "gate_only", "spec": spec.model_dump(mode="json"),
-                              "gate": gate.model_dump(mode="json"), "targets_seed": judging.targets.seed,
-                              "judging": judging.model_dump(mode="json"),
-                              "inputs": {k: str(p.resolve()) for k, p in paths.items()}}, names.ART_CONFIG)
+        ctx.sink.record_params(
+            {
+                "mode": "gate_only",
+                "rules_hash": gate.rules_hash(),
+                "synthetic_file": Path(synthetic).name,
+            }
+        )
+        ctx.sink.record_json(
+            {
+                "mode": "gate_only",
+                "spec": spec.model_dump(mode="json"),
+                "gate": gate.model_dump(mode="json"),
+                "targets_seed": judging.targets.seed,
+                "judging": judging.model_dump(mode="json"),
+                "inputs": {k: str(p.resolve()) for k, p in paths.items()},
+            },
+            names.ART_CONFIG,
+        )
         with clock.stage("load", "loading train / holdout / reference"):
             parts = executor.run("load_input", read_split_files, paths, spec, judging.inputs)
-            check_encoding_width(parts["reference"], spec, source=f"reference data {paths['reference'].name}")
+            check_encoding_width(
+                parts["reference"], spec, source=f"reference data {paths['reference'].name}"
+            )
         with clock.stage("validate_input", "validating input data (Great Expectations)"):
             for k, df in parts.items():
                 ctx.validate_input(df, spec, f"{k} data {paths[k].name}")
@@ -288,14 +461,29 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
         ctx.sink.record_params({f"n_{k}": v for k, v in splits.sizes().items()})
         with clock.stage("load_synthetic", f"loading synthetic data {Path(synthetic).name}"):
             # published in the types it was given in
-            synth, ctx.value_types = conform_typed(read_table(synthetic, limits=judging.inputs), spec,
-                                                   source=str(synthetic), check_identifiers=False)
+            synth, ctx.value_types = conform_typed(
+                read_table(synthetic, limits=judging.inputs),
+                spec,
+                source=str(synthetic),
+                check_identifiers=False,
+            )
             ctx.quarantine(synth, "parquet")
-        settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
-                                          audit=judging.audit, mace=judging.mace, exposure=judging.exposure,
-                                          disclosure=judging.disclosure)
-        verdict = ctx.gate(GateInputs(splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256),
-                           settings)
+        settings = settings_for_gate_only(
+            spec=spec,
+            gate=gate,
+            attacks=judging.attacks,
+            targets=judging.targets,
+            audit=judging.audit,
+            mace=judging.mace,
+            exposure=judging.exposure,
+            disclosure=judging.disclosure,
+        )
+        verdict = ctx.gate(
+            GateInputs(
+                splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256
+            ),
+            settings,
+        )
     except Exception as exc:  # noqa: BLE001 - fail closed
         verdict = ctx.fail(exc)
     return finish(ctx, verdict)
@@ -309,27 +497,56 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     verdict = verdict.with_run_id(ctx.run_id)
     try:
         with clock.stage("record_verdict", "recording the verdict"):
-            recorded = ctx.step("record_verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
+            recorded = ctx.step(
+                "record_verdict", ctx.sink.record_verdict, verdict, timings=clock.timings
+            )
             if Verdict.from_dict(recorded) != verdict:
-                raise PrivacyGateError("the verdict read back from the tracking store differs from the one written")
+                raise PrivacyGateError(
+                    "the verdict read back from the tracking store differs from the one written"
+                )
     except Exception as exc:  # noqa: BLE001 - fail closed: an unrecorded verdict publishes nothing
         verdict = ctx.fail(exc).with_run_id(ctx.run_id)
-        _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
+        _try(
+            logger,
+            "record the failure verdict",
+            ctx.sink.record_verdict,
+            verdict,
+            timings=clock.timings,
+        )
     published = None
     if verdict.decision == "APPROVE" and publish:
         try:
             with clock.stage("publish", "publishing the approved release"):
                 if ctx.quarantined is None:
                     raise PrivacyGateError("no quarantined release to publish")
-                published = ctx.step("publish", ctx.store.publish, ctx.quarantined, dataset=ctx.dataset,
-                                     verdict=verdict.decision, run_id=ctx.run_id, config_hash=ctx.config_hash)
+                published = ctx.step(
+                    "publish",
+                    ctx.store.publish,
+                    ctx.quarantined,
+                    dataset=ctx.dataset,
+                    verdict=verdict.decision,
+                    run_id=ctx.run_id,
+                    config_hash=ctx.config_hash,
+                )
             logger.info("published %s", published)
         except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic, so nothing is visible
             verdict = ctx.fail(exc).with_run_id(ctx.run_id)
-            _try(logger, "record the failure verdict", ctx.sink.record_verdict, verdict, timings=clock.timings)
+            _try(
+                logger,
+                "record the failure verdict",
+                ctx.sink.record_verdict,
+                verdict,
+                timings=clock.timings,
+            )
         else:
-            _try(logger, "tag the run with the publication", ctx.step, "publication_tag", ctx.sink.record_published,
-                 published)
+            _try(
+                logger,
+                "tag the run with the publication",
+                ctx.step,
+                "publication_tag",
+                ctx.sink.record_published,
+                published,
+            )
     if published is None and ctx.quarantined is not None:
         logger.info("release stays in quarantine: %s", ctx.quarantined.location)
     # derived records after the decision: each failure is a warning, never a change of the verdict
@@ -338,19 +555,43 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     try:
         summary = ctx.step("summary", ctx.sink.summary_markdown, verdict)
     except Exception as exc:  # noqa: BLE001
-        logger.warning("could not render the verdict summary (%s); the verdict stands", type(exc).__name__)
+        logger.warning(
+            "could not render the verdict summary (%s); the verdict stands", type(exc).__name__
+        )
     _try(logger, f"record {names.ART_SUMMARY}", ctx.sink.record_summary, summary)
     _try(logger, "set the run description", ctx.sink.record_description, verdict, summary)
-    _try(logger, f"render the HTML report {names.ART_REPORT}", ctx.step, "report", log_report_of, ctx.sink,
-         clock=clock)
-    _try(logger, "close the MLflow run", ctx.step, "end_run", ctx.sink.end, failed=verdict.status != "ok")
-    logger.info("%s", verdict_line(verdict, run_id=ctx.run_id))  # the run's last line: what was decided, and why
-    return RunOutcome(verdict=verdict, published=str(published) if published else None,
-                      quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
-                      tracking_uri=ctx.sink.tracker.uri, run_id=ctx.run_id, timings=clock.timings,
-                      experiment_id=ctx.sink.tracker.experiment_id,
-                      summary_markdown=summary, dataset=ctx.dataset,
-                      retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure)
+    _try(
+        logger,
+        f"render the HTML report {names.ART_REPORT}",
+        ctx.step,
+        "report",
+        log_report_of,
+        ctx.sink,
+        clock=clock,
+    )
+    _try(
+        logger,
+        "close the MLflow run",
+        ctx.step,
+        "end_run",
+        ctx.sink.end,
+        failed=verdict.status != "ok",
+    )
+    logger.info(
+        "%s", verdict_line(verdict, run_id=ctx.run_id)
+    )  # the run's last line: what was decided, and why
+    return RunOutcome(
+        verdict=verdict,
+        published=str(published) if published else None,
+        quarantined=str(ctx.quarantined.path) if ctx.quarantined else None,
+        tracking_uri=ctx.sink.tracker.uri,
+        run_id=ctx.run_id,
+        timings=clock.timings,
+        experiment_id=ctx.sink.tracker.experiment_id,
+        summary_markdown=summary,
+        dataset=ctx.dataset,
+        retryable=verdict.decision == "BLOCK" and ctx.infrastructure_failure,
+    )
 
 
 def verdict_line(verdict: Verdict, *, run_id: str | None) -> str:
@@ -363,8 +604,14 @@ def verdict_line(verdict: Verdict, *, run_id: str | None) -> str:
     reasons = list(verdict.reasons)
     main = deciding_reason(verdict)
     why = reason_line(main, verdict) if main else "every rule passed"
-    more = f" (+{len(reasons) - 1} more reason{'s' if len(reasons) > 2 else ''})" if len(reasons) > 1 else ""
-    flagged = f"; flagged: {', '.join(verdict.flagged_subgroups)}" if verdict.flagged_subgroups else ""
+    more = (
+        f" (+{len(reasons) - 1} more reason{'s' if len(reasons) > 2 else ''})"
+        if len(reasons) > 1
+        else ""
+    )
+    flagged = (
+        f"; flagged: {', '.join(verdict.flagged_subgroups)}" if verdict.flagged_subgroups else ""
+    )
     return f"verdict {verdict.decision} — {why}{more}{flagged} (run {run_id or '—'})"
 
 

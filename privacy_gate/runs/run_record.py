@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privacy_gate import artifact_seal, names, tracking
-
-from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate.review_records import ReviewDecision
-from privacy_gate.publication.publish import QUARANTINE_DIR, QuarantinedRelease, file_sha256, quarantined_file
+from privacy_gate.publication import objectstore, quarantine
+from privacy_gate.publication.publish import (
+    QUARANTINE_DIR,
+    QuarantinedRelease,
+    file_sha256,
+    quarantined_file,
+)
 
 if TYPE_CHECKING:  # imported by the methods that re-gate (see the module docstring)
     from privacy_gate.data import Splits
@@ -42,14 +46,18 @@ class RunRecord:
         self._tracker = tracker
         self.config = json.loads(self._sealed_text(names.ART_CONFIG, names.SEAL_CONFIG_SHA))
         judged = (self.verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
-        self.decisions = [ReviewDecision.from_dict(d) for d in
-                          tracker.decision_log(run_id, self.tags, release_sha256=judged).decisions]
+        self.decisions = [
+            ReviewDecision.from_dict(d)
+            for d in tracker.decision_log(run_id, self.tags, release_sha256=judged).decisions
+        ]
         self.experiment_id = tracker.experiment_of(run_id)
         path = self.seal.get(names.SEAL_QUARANTINE) or self.tags.get(names.TAG_QUARANTINE)
         self.quarantine_location = path  # a local path, or an s3:// object (fetch_quarantine)
         self.quarantine = Path(path) if path and not objectstore.is_s3(path) else None
         self.publish_target = self.seal.get(names.SEAL_PUBLISH_TARGET)  # a folder or an s3:// URI
-        self.dataset = self.seal.get(names.SEAL_DATASET) or self.tags.get(names.TAG_DATASET, "dataset")
+        self.dataset = self.seal.get(names.SEAL_DATASET) or self.tags.get(
+            names.TAG_DATASET, "dataset"
+        )
         self._changes: list[artifact_seal.Change] | None = None
 
     def _sealed_text(self, path: str, seal_key: str) -> str:
@@ -58,33 +66,52 @@ class RunRecord:
             text = self._tracker.read_text(self.run_id, path)
         except Exception:  # noqa: BLE001 - a run without it cannot be decided
             if path == names.ART_CONFIG:
-                raise ReviewError(f"run {self.run_id} has no {path} artifact; it is not a finished gate run") from None
-            raise ReviewError(f"run {self.run_id} recorded no {path}; it predates re-gating — run the gate "
-                              "again") from None
+                raise ReviewError(
+                    f"run {self.run_id} has no {path} artifact; it is not a finished gate run"
+                ) from None
+            raise ReviewError(
+                f"run {self.run_id} recorded no {path}; it predates re-gating — run the gate again"
+            ) from None
         expected = self.seal.get(seal_key)
         if expected is not None and artifact_seal.text_sha256(text) != expected:
-            raise IntegrityError(f"{path} of run {self.run_id} changed since the gate decided (its sha256 is sealed "
-                                 f"in {names.ART_VERDICT}); refusing to act on it")
+            raise IntegrityError(
+                f"{path} of run {self.run_id} changed since the gate decided (its sha256 is sealed "
+                f"in {names.ART_VERDICT}); refusing to act on it"
+            )
         return text
 
     def check_publishable(self) -> None:
         """Refuse a run whose publication fields are not sealed in its verified verdict, or whose
         tags disagree with the seal (an edited ``gate.publish_target`` must not move a release)."""
-        missing = [k for k in (names.SEAL_PUBLISH_TARGET, names.SEAL_QUARANTINE, names.SEAL_SYNTHETIC_SHA,
-                               names.SEAL_SETTINGS_SHA) if not self.seal.get(k)]
+        missing = [
+            k
+            for k in (
+                names.SEAL_PUBLISH_TARGET,
+                names.SEAL_QUARANTINE,
+                names.SEAL_SYNTHETIC_SHA,
+                names.SEAL_SETTINGS_SHA,
+            )
+            if not self.seal.get(k)
+        ]
         if missing:
-            raise IntegrityError(f"{names.ART_VERDICT} of run {self.run_id} does not seal {', '.join(missing)} (the "
-                                 "run predates sealed publication or never quarantined a release); run the gate "
-                                 "again to decide on it")
+            raise IntegrityError(
+                f"{names.ART_VERDICT} of run {self.run_id} does not seal {', '.join(missing)} (the "
+                "run predates sealed publication or never quarantined a release); run the gate "
+                "again to decide on it"
+            )
         for field, tag in names.SEAL_TAGS.items():
             if field in self.seal and self.tags.get(tag) != str(self.seal[field]):
-                raise IntegrityError(f"the {tag} tag of run {self.run_id} ({self.tags.get(tag)}) differs from the "
-                                     f"{field} sealed in its {names.ART_VERDICT} ({self.seal[field]}); the tag was "
-                                     "edited — refusing to act on it")
+                raise IntegrityError(
+                    f"the {tag} tag of run {self.run_id} ({self.tags.get(tag)}) differs from the "
+                    f"{field} sealed in its {names.ART_VERDICT} ({self.seal[field]}); the tag was "
+                    "edited — refusing to act on it"
+                )
         judged = (self.verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
         if judged != self.seal[names.SEAL_SYNTHETIC_SHA]:
-            raise IntegrityError(f"run {self.run_id}: the sealed release hash differs from the judged one; "
-                                 "refusing to act on it")
+            raise IntegrityError(
+                f"run {self.run_id}: the sealed release hash differs from the judged one; "
+                "refusing to act on it"
+            )
         changed = self.artifact_changes()
         if changed:  # the evidence the reviewer read is not the gate's: never publish on it
             raise IntegrityError(artifact_seal.problem(self.run_id, changed))
@@ -102,8 +129,10 @@ class RunRecord:
         try:
             return GateSettings.from_record(json.loads(text))
         except Exception:  # noqa: BLE001
-            raise ReviewError(f"run {self.run_id} recorded unreadable gate settings ({names.ART_SETTINGS}); run "
-                              "the gate again") from None
+            raise ReviewError(
+                f"run {self.run_id} recorded unreadable gate settings ({names.ART_SETTINGS}); run "
+                "the gate again"
+            ) from None
 
     def exposed_records(self) -> pd.DataFrame:
         """The run's exposure scan (row ids and p-values); what ``--suppress exposed`` reads. The
@@ -111,8 +140,10 @@ class RunRecord:
         try:
             frame = self._tracker.read_frame(self.run_id, names.ART_EXPOSED)
         except Exception:  # noqa: BLE001
-            raise ReviewError(f"run {self.run_id} recorded no exposed records ({names.ART_EXPOSED}); "
-                              "--suppress exposed needs a run of this version") from None
+            raise ReviewError(
+                f"run {self.run_id} recorded no exposed records ({names.ART_EXPOSED}); "
+                "--suppress exposed needs a run of this version"
+            ) from None
         try:
             scan = self._tracker.read_frame(self.run_id, names.ART_SCAN)
         except Exception:  # noqa: BLE001 - the scan is optional: most runs have none
@@ -138,23 +169,34 @@ class RunRecord:
             return
         judged = (self.verdict.get("data_hashes") or {}).get("synthetic_file_sha256")
         try:
-            self.quarantine = quarantine.fetch(self.quarantine_location, root=Path(workdir) / QUARANTINE_DIR,
-                                               sha256=judged)
+            self.quarantine = quarantine.fetch(
+                self.quarantine_location, root=Path(workdir) / QUARANTINE_DIR, sha256=judged
+            )
         except quarantine.QuarantineError as exc:
             log.warning("run %s: %s", self.run_id, exc)
 
     def current_sha256(self) -> str | None:
-        return file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
+        return (
+            file_sha256(self.quarantine) if self.quarantine and self.quarantine.exists() else None
+        )
 
     def quarantined(self) -> QuarantinedRelease:
-        return quarantined_file(self.quarantine, self.verdict["data_hashes"]["synthetic_file_sha256"])
+        return quarantined_file(
+            self.quarantine, self.verdict["data_hashes"]["synthetic_file_sha256"]
+        )
 
     def splits(self) -> Splits:
-        """The judged real data again (same files, same split), checked against the recorded hashes."""
+        """The judged real data again (same files, same split), checked against the recorded
+        hashes."""
         from privacy_gate.config import InputLimits, ReleaseConfig
         from privacy_gate.data import data_hash
-        from privacy_gate.experiment.inputs import (SPLIT_NAMES, load_real_data, read_split_files, split_release,
-                                                    splits_from_frames)
+        from privacy_gate.experiment.inputs import (
+            SPLIT_NAMES,
+            load_real_data,
+            read_split_files,
+            split_release,
+            splits_from_frames,
+        )
         from privacy_gate.spec import DatasetSpec
 
         cfg = self.config
@@ -168,8 +210,11 @@ class RunRecord:
         recorded = self.verdict.get("data_hashes", {})
         for name in SPLIT_NAMES:
             if recorded.get(f"{name}_sha256") != data_hash(getattr(splits, name)):
-                raise ReviewError(f"the {name} data of run {self.run_id} changed since the gate ran; the gate cannot "
-                                  "be re-run on the same data — run a new release instead")
+                raise ReviewError(
+                    f"the {name} data of run {self.run_id} changed since the gate ran; the gate "
+                    "cannot "
+                    "be re-run on the same data — run a new release instead"
+                )
         return splits
 
 

@@ -29,13 +29,13 @@ import pandas as pd
 
 from privacy_gate.attacks.density import as_matrix, chunked_products
 from privacy_gate.attacks.distance import nearest_distances
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import ReviewError
+from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.experiment.grouping import group_mask
 from privacy_gate.label_key import LabelKey
-from privacy_gate.experiment.agreement import copy_rows
 from privacy_gate.names import SUPPRESS_COPIES, SUPPRESS_EXPOSED
+from privacy_gate.spec import DatasetSpec
 
 CHUNK_BYTES = 1 << 27
 
@@ -43,12 +43,15 @@ CHUNK_BYTES = 1 << 27
 def singled_out(exposed_records: pd.DataFrame, *, level: float) -> np.ndarray:
     """Row ids of the records ``--suppress exposed`` protects: the discoveries and every member
     with combined p-value at most ``level``."""
-    rows = exposed_records["exposed"].to_numpy(dtype=bool) | (exposed_records["p_value"].to_numpy() <= level)
+    rows = exposed_records["exposed"].to_numpy(dtype=bool) | (
+        exposed_records["p_value"].to_numpy() <= level
+    )
     return exposed_records.loc[rows, "row_id"].to_numpy()
 
 
-def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, reference: pd.DataFrame,
-                           spec: DatasetSpec) -> np.ndarray:
+def exposed_neighbour_mask(
+    synthetic: pd.DataFrame, records: pd.DataFrame, reference: pd.DataFrame, spec: DatasetSpec
+) -> np.ndarray:
     """Synthetic rows closer to one of ``records`` than that record's closest reference row (and
     each record's nearest synthetic row)."""
     drop = np.zeros(len(synthetic), dtype=bool)
@@ -62,7 +65,9 @@ def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, refer
     _, nearest = nearest_distances(X, S, chunk_bytes=CHUNK_BYTES)
     drop[nearest] = True
     s_norms, x_norms = np.einsum("ij,ij->i", S, S), np.einsum("ij,ij->i", X, X)
-    for start, stop, B in chunked_products(X, S, CHUNK_BYTES):  # B: squared distances, built in place
+    for start, stop, B in chunked_products(
+        X, S, CHUNK_BYTES
+    ):  # B: squared distances, built in place
         B *= -2.0
         B += s_norms[None, :]
         B += x_norms[start:stop, None]
@@ -70,10 +75,17 @@ def exposed_neighbour_mask(synthetic: pd.DataFrame, records: pd.DataFrame, refer
     return drop
 
 
-def suppression_masks(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: DatasetSpec,
-                      exposed: pd.DataFrame | None = None, reference: pd.DataFrame | None = None,
-                      train: pd.DataFrame | None = None, holdout: pd.DataFrame | None = None,
-                      label_key: LabelKey | None = None) -> dict[str, pd.Series]:
+def suppression_masks(
+    labels: Sequence[str],
+    *,
+    synthetic: pd.DataFrame,
+    spec: DatasetSpec,
+    exposed: pd.DataFrame | None = None,
+    reference: pd.DataFrame | None = None,
+    train: pd.DataFrame | None = None,
+    holdout: pd.DataFrame | None = None,
+    label_key: LabelKey | None = None,
+) -> dict[str, pd.Series]:
     """For each ``--suppress`` label, the rows of ``synthetic`` it removes (``exposed`` needs the
     exposed records' real rows and the reference data; ``copies`` the training, holdout and
     reference data; a label naming hashed values, the ``label_key`` that hashed them). A row may
@@ -82,7 +94,9 @@ def suppression_masks(labels: Sequence[str], *, synthetic: pd.DataFrame, spec: D
     for label in labels:
         if label == SUPPRESS_COPIES:
             if train is None or holdout is None or reference is None:
-                raise ReviewError("--suppress copies: the run's training, holdout and reference data are needed")
+                raise ReviewError(
+                    "--suppress copies: the run's training, holdout and reference data are needed"
+                )
             drop = copy_rows(synthetic, train, holdout, reference, spec)
         elif label == SUPPRESS_EXPOSED:
             if exposed is None or reference is None:

@@ -18,9 +18,12 @@ the dependency.
 
 >>> import pandas as pd
 >>> pool = pd.DataFrame({"s": ["a"] * 6 + ["b"] * 6, "x": range(12)})
->>> sp = source_split(pool, source="s", value="a", n_members=4, n_non_members=4, rng=np.random.default_rng(0))
->>> sorted(set(sp.members["s"])), sorted(set(sp.non_members["s"])), len(sp.members), len(sp.non_members)
-(['a'], ['b'], 4, 4)
+>>> sp = source_split(pool, source="s", value="a", n_members=4, n_non_members=4,
+...                   rng=np.random.default_rng(0))
+>>> sorted(set(sp.members["s"])), sorted(set(sp.non_members["s"]))
+(['a'], ['b'])
+>>> len(sp.members), len(sp.non_members)
+(4, 4)
 >>> iid = iid_counterpart(sp, rng=np.random.default_rng(0))
 >>> len(iid.members), len(iid.non_members), set(iid.members.index) & set(iid.non_members.index)
 (4, 4, set())
@@ -33,10 +36,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.encoding import MixedEncoder
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.experiment.grouping import most_frequent, value_labels
+from privacy_gate.spec import DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,22 @@ class StudySplit:
 
 def _take(rows: np.ndarray, n: int, rng: np.random.Generator, what: str) -> np.ndarray:
     if len(rows) < n:
-        raise InsufficientDataError(f"{what}: only {len(rows)} records available, {n} needed "
-                                    "(lower dependency_study.members / non_members)")
+        raise InsufficientDataError(
+            f"{what}: only {len(rows)} records available, {n} needed "
+            "(lower dependency_study.members / non_members)"
+        )
     return np.sort(rng.choice(rows, size=n, replace=False))
 
 
-def source_split(pool: pd.DataFrame, *, source: str, value: str | None, n_members: int, n_non_members: int,
-                 rng: np.random.Generator) -> StudySplit:
+def source_split(
+    pool: pd.DataFrame,
+    *,
+    source: str,
+    value: str | None,
+    n_members: int,
+    n_non_members: int,
+    rng: np.random.Generator,
+) -> StudySplit:
     """Members from ``source == value`` (default: the most frequent value), non-members from the
     other values."""
     value = value if value is not None else most_frequent(pool[source])
@@ -93,8 +105,15 @@ class Clustering:
         return self.model.predict(self.encoder.transform(rows))
 
 
-def cluster_split(pool: pd.DataFrame, labels: np.ndarray, *, clusters: tuple[int, int] | None,
-                  n_members: int, n_non_members: int, rng: np.random.Generator) -> StudySplit:
+def cluster_split(
+    pool: pd.DataFrame,
+    labels: np.ndarray,
+    *,
+    clusters: tuple[int, int] | None,
+    n_members: int,
+    n_non_members: int,
+    rng: np.random.Generator,
+) -> StudySplit:
     """Members from one cluster, non-members from another (default: the two largest in the pool);
     ``labels``: each pool row's cluster (:meth:`Clustering.assign`, computed once for all
     repetitions)."""
@@ -108,15 +127,26 @@ def cluster_split(pool: pd.DataFrame, labels: np.ndarray, *, clusters: tuple[int
     return StudySplit("cluster", f"cluster {a} vs {b}", pool.iloc[mem], pool.iloc[non])
 
 
-def attribute_mask(pool: pd.DataFrame, attribute: str, *, value: str | None, at_least: float | None) -> np.ndarray:
+def attribute_mask(
+    pool: pd.DataFrame, attribute: str, *, value: str | None, at_least: float | None
+) -> np.ndarray:
     """Rows with the attribute value (categorical) or at least the threshold (numeric)."""
     if at_least is not None:
         return pd.to_numeric(pool[attribute], errors="coerce").to_numpy() >= at_least
     return value_labels(pool[attribute]).to_numpy() == str(value)
 
 
-def bias_split(pool: pd.DataFrame, *, attribute: str, value: str | None, at_least: float | None, share: float,
-               n_members: int, n_non_members: int, rng: np.random.Generator) -> StudySplit:
+def bias_split(
+    pool: pd.DataFrame,
+    *,
+    attribute: str,
+    value: str | None,
+    at_least: float | None,
+    share: float,
+    n_members: int,
+    n_non_members: int,
+    rng: np.random.Generator,
+) -> StudySplit:
     """``round(share * n_members)`` members with the attribute value, the rest without; non-members
     half with, half without; the attribute is dropped (``dropped``)."""
     has = attribute_mask(pool, attribute, value=value, at_least=at_least)
@@ -128,9 +158,11 @@ def bias_split(pool: pd.DataFrame, *, attribute: str, value: str | None, at_leas
     w = _take(with_attr, k_mem + k_non, rng, f"rows with {what}")
     o = _take(without, (n_members - k_mem) + (n_non_members - k_non), rng, f"rows without {what}")
     w, o = rng.permutation(w), rng.permutation(o)
-    mem = np.sort(np.concatenate([w[:k_mem], o[:n_members - k_mem]]))
-    non = np.sort(np.concatenate([w[k_mem:], o[n_members - k_mem:]]))
-    return StudySplit("bias", f"{what} p={share:g}", pool.iloc[mem], pool.iloc[non], dropped=(attribute,))
+    mem = np.sort(np.concatenate([w[:k_mem], o[: n_members - k_mem]]))
+    non = np.sort(np.concatenate([w[k_mem:], o[n_members - k_mem :]]))
+    return StudySplit(
+        "bias", f"{what} p={share:g}", pool.iloc[mem], pool.iloc[non], dropped=(attribute,)
+    )
 
 
 def iid_counterpart(split: StudySplit, *, rng: np.random.Generator) -> StudySplit:
@@ -138,8 +170,12 @@ def iid_counterpart(split: StudySplit, *, rng: np.random.Generator) -> StudySpli
     merged = pd.concat([split.members, split.non_members])
     order = rng.permutation(len(merged))
     n = len(split.members)
-    return replace(split, members=merged.iloc[np.sort(order[:n])], non_members=merged.iloc[np.sort(order[n:])],
-                   iid=True)
+    return replace(
+        split,
+        members=merged.iloc[np.sort(order[:n])],
+        non_members=merged.iloc[np.sort(order[n:])],
+        iid=True,
+    )
 
 
 def spec_without(spec: DatasetSpec, columns: tuple[str, ...]) -> DatasetSpec:

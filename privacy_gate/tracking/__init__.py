@@ -23,25 +23,68 @@ from typing import TYPE_CHECKING, Any
 from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.locking import file_lock
-from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED,
-                                TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS, TAG_VERDICT, TAG_VERDICT_DIGEST,
-                                MAX_TAG_VALUE_LENGTH, bounded_key, experiment_name, verdict_run_name)
-from privacy_gate.names import TAG_DATASET
-from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_ARTIFACTS, SEAL_SIGNED
-from privacy_gate.names import TAG_SIGNED
-from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.names import (
+    ART_VERDICT,
+    ARTIFACT_DIR,
+    DERIVED_ARTIFACTS,
+    ENV_SIGNING_KEY,
+    ENV_USER,
+    KIND_ATTEMPTS,
+    KIND_REVIEW_RERUN,
+    MAX_TAG_VALUE_LENGTH,
+    SEAL,
+    SEAL_ARTIFACTS,
+    SEAL_SIGNED,
+    TAG_APPROVAL_STATUS,
+    TAG_ATTEMPT,
+    TAG_BUDGET,
+    TAG_DATASET,
+    TAG_DISABLED,
+    TAG_FLAGGED,
+    TAG_FLAGGED_THROUGH,
+    TAG_HOST,
+    TAG_KILLED_REASON,
+    TAG_KIND,
+    TAG_PID,
+    TAG_PROCESS_START,
+    TAG_SIGNED,
+    TAG_STATUS,
+    TAG_VERDICT,
+    TAG_VERDICT_DIGEST,
+    bounded_key,
+    experiment_name,
+    verdict_run_name,
+)
 from privacy_gate.processes import process_start, this_host
+from privacy_gate.publication.signing import (
+    signed_tag,
+    signing_key,
+    verdict_digest,
+    verify_verdict_text,
+)
 from privacy_gate.safe_text import mask_secrets
-from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
 from privacy_gate.tracking import attempt_runs
 from privacy_gate.tracking.records import RunRecords
+
 # the store's address, source and probe live in tracking.uri; re-exported: callers import them here
 from privacy_gate.tracking.store import seed_store
-from privacy_gate.tracking.uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
-                                       UI_WORKFLOW, artifact_url, check_reachable, default_tracking_uri,
-                                       experiment_url,
-                                       resolve_tracking_uri,
-                                       run_url, sqlite_path, tracking_source, ui_command)
+from privacy_gate.tracking.uri import (  # noqa: F401
+    LOCAL_UI,
+    SOURCE_CONFIG,
+    SOURCE_ENV,
+    SOURCE_OPTION,
+    SOURCE_WORKDIR,
+    UI_WORKFLOW,
+    artifact_url,
+    check_reachable,
+    default_tracking_uri,
+    experiment_url,
+    resolve_tracking_uri,
+    run_url,
+    sqlite_path,
+    tracking_source,
+    ui_command,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +119,8 @@ def _store_init_lock(uri: str):
 
 
 def run_user() -> str:
-    """Who started the run: ``PRIVACY_GATE_USER`` (a deployment's service name), else the OS user."""
+    """Who started the run: ``PRIVACY_GATE_USER`` (a deployment's service name), else the OS
+    user."""
     import getpass
 
     explicit = os.environ.get(ENV_USER)
@@ -90,7 +134,9 @@ def run_user() -> str:
 
 def _colspec_type(dtype: Any) -> str:
     kind = getattr(dtype, "kind", "O")
-    return {"f": "double", "i": "long", "u": "long", "b": "boolean", "M": "datetime"}.get(kind, "string")
+    return {"f": "double", "i": "long", "u": "long", "b": "boolean", "M": "datetime"}.get(
+        kind, "string"
+    )
 
 
 class Tracker(RunRecords):
@@ -106,7 +152,8 @@ class Tracker(RunRecords):
         with _store_init_lock(uri):
             db = sqlite_path(uri)
             if db is not None:
-                seed_store(db)  # a new store from the migrated template (seconds faster than MLflow's migrations)
+                # a new store from the migrated template (seconds faster than MLflow's migrations)
+                seed_store(db)
             self.client = MlflowClient(tracking_uri=uri)
             if experiment is None:  # only reading / appending to existing runs
                 self.client.search_experiments(max_results=1)
@@ -119,26 +166,36 @@ class Tracker(RunRecords):
         exp = self.client.get_experiment_by_name(name)
         if exp is not None:
             if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
-                self.client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+                self.client.set_experiment_tag(
+                    exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND
+                )
             return exp.experiment_id
         location = None
         if artifact_root is not None and not self.uri.startswith(("http://", "https://")):
             location = (Path(artifact_root) / name.replace("/", "_")).resolve().as_uri()
         try:
-            return self.client.create_experiment(name, artifact_location=location,
-                                                 tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
-        except MlflowException:  # created meanwhile by another process (a server store has no file lock)
+            return self.client.create_experiment(
+                name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+            )
+        except (
+            MlflowException
+        ):  # created meanwhile by another process (a server store has no file lock)
             exp = self.client.get_experiment_by_name(name)
             if exp is None:
                 raise
             return exp.experiment_id
 
     @classmethod
-    def for_workdir(cls, *, workdir: Path, dataset: str, uri: str | None = None, experiment: str | None = None) -> Tracker:
+    def for_workdir(
+        cls, *, workdir: Path, dataset: str, uri: str | None = None, experiment: str | None = None
+    ) -> Tracker:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        return cls(uri=resolve_tracking_uri(uri, workdir), experiment=experiment_name(dataset, experiment),
-                   artifact_root=workdir / ARTIFACT_DIR)
+        return cls(
+            uri=resolve_tracking_uri(uri, workdir),
+            experiment=experiment_name(dataset, experiment),
+            artifact_root=workdir / ARTIFACT_DIR,
+        )
 
     # ---- reading back (review)
     def run_tags(self, run_id: str) -> dict[str, str]:
@@ -157,15 +214,17 @@ class Tracker(RunRecords):
         return json.loads(self.read_text(run_id, path))
 
     def read_verified(self, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``verdict.json`` of a run, checked against the digest (or HMAC), signing state and verdict
-        tag written with it (``signing.verify_verdict_text``), as (verdict, seal): an edited or
-        downgraded artefact (say BLOCK turned into REVIEW) is refused, never acted on. The seal
+        """``verdict.json`` of a run, checked against the digest (or HMAC), signing state and
+        verdict tag written with it (``signing.verify_verdict_text``), as (verdict, seal): an edited
+        or downgraded artefact (say BLOCK turned into REVIEW) is refused, never acted on. The seal
         holds what publication uses (target, quarantine, hashes); empty for runs older than it."""
         tags = self.run_tags(run_id)
         try:
             text = self.read_text(run_id, ART_VERDICT)
         except Exception:  # noqa: BLE001 - no verdict, nothing to trust
-            raise IntegrityError(f"run {run_id} has no {ART_VERDICT}; it is not a finished gate run") from None
+            raise IntegrityError(
+                f"run {run_id} has no {ART_VERDICT}; it is not a finished gate run"
+            ) from None
         document = verify_verdict_text(run_id, text, tags)
         seal = document.pop(SEAL, None) or {}
         return document, seal
@@ -209,22 +268,44 @@ class Tracker(RunRecords):
         return local if local.is_file() else None
 
     # ---- runs
-    def start_run(self, *, name: str, kind: str, tags: Mapping[str, str] | None = None, parent: str | None = None) -> str:
+    def start_run(
+        self,
+        *,
+        name: str,
+        kind: str,
+        tags: Mapping[str, str] | None = None,
+        parent: str | None = None,
+    ) -> str:
         # who and what made the run, as the MLflow UI shows them ("Created by", "Source")
         pid = os.getpid()
-        all_tags = {TAG_KIND: kind, USER_TAG: run_user(), SOURCE_NAME_TAG: f"privacy-gate {kind}",
-                    SOURCE_TYPE_TAG: "JOB", TAG_HOST: this_host(), TAG_PID: str(pid),
-                    TAG_PROCESS_START: process_start(pid) or "unknown", **(tags or {})}
+        all_tags = {
+            TAG_KIND: kind,
+            USER_TAG: run_user(),
+            SOURCE_NAME_TAG: f"privacy-gate {kind}",
+            SOURCE_TYPE_TAG: "JOB",
+            TAG_HOST: this_host(),
+            TAG_PID: str(pid),
+            TAG_PROCESS_START: process_start(pid) or "unknown",
+            **(tags or {}),
+        }
         group = attempt_runs.current()  # a retried release: attempts nest under one parent run
-        top = group is not None and not parent and attempt_runs.PARENT_TAG not in all_tags and kind != KIND_ATTEMPTS
+        top = (
+            group is not None
+            and not parent
+            and attempt_runs.PARENT_TAG not in all_tags
+            and kind != KIND_ATTEMPTS
+        )
         if top:
             parent = group.parent_for(self, name, all_tags)
             if parent:
                 all_tags[TAG_ATTEMPT] = str(group.attempt)
         if parent:
             all_tags[attempt_runs.PARENT_TAG] = parent
-        run = self.client.create_run(self.experiment_id, run_name=mask_secrets(name),
-                                     tags={k: mask_secrets(v) for k, v in all_tags.items()})
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=mask_secrets(name),
+            tags={k: mask_secrets(v) for k, v in all_tags.items()},
+        )
         if top:
             group.record(run.info.run_id, self)
         return run.info.run_id
@@ -238,7 +319,7 @@ class Tracker(RunRecords):
         """Every REVIEW run (of any experiment in the store) whose decision is pending, oldest
         first: run id, dataset, start time (UTC ISO), flagged groups. Review re-runs are judged
         only to publish their parent's decision and never await one of their own."""
-        from datetime import datetime, timezone
+        from datetime import UTC, datetime
 
         experiments = [e.experiment_id for e in self.client.search_experiments()]
         if not experiments:
@@ -248,8 +329,13 @@ class Tracker(RunRecords):
         for i in range(0, len(experiments), 100):  # MLflow searches at most 100 experiments at once
             page_token = None
             while True:
-                page = self.client.search_runs(experiments[i : i + 100], filter_string=query, max_results=1000,
-                                               order_by=["attributes.start_time ASC"], page_token=page_token)
+                page = self.client.search_runs(
+                    experiments[i : i + 100],
+                    filter_string=query,
+                    max_results=1000,
+                    order_by=["attributes.start_time ASC"],
+                    page_token=page_token,
+                )
                 runs += list(page)
                 page_token = page.token
                 if not page_token:
@@ -260,28 +346,44 @@ class Tracker(RunRecords):
             if tags.get(TAG_KIND) == KIND_REVIEW_RERUN:
                 continue
             flagged = tags.get(TAG_FLAGGED, "none")
-            out.append({"run_id": run.info.run_id, "dataset": tags.get(TAG_DATASET, "—"),
-                        "started": datetime.fromtimestamp(run.info.start_time / 1000, timezone.utc)
-                        .isoformat(timespec="seconds"),
-                        "flagged": [] if flagged == "none" else flagged.split(",")})
+            out.append(
+                {
+                    "run_id": run.info.run_id,
+                    "dataset": tags.get(TAG_DATASET, "—"),
+                    "started": datetime.fromtimestamp(run.info.start_time / 1000, UTC).isoformat(
+                        timespec="seconds"
+                    ),
+                    "flagged": [] if flagged == "none" else flagged.split(","),
+                }
+            )
         return sorted(out, key=lambda r: r["started"])
 
     def end_run(self, run_id: str, *, failed: bool = False) -> None:
         self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
 
-    def find_runs(self, filter_string: str = "", *, experiment_ids: list[str] | None = None) -> list[Any]:
-        """Every run (MLflow ``Run``) of the store (or of ``experiment_ids``) matching the filter."""
+    def find_runs(
+        self, filter_string: str = "", *, experiment_ids: list[str] | None = None
+    ) -> list[Any]:
+        """Every run (MLflow ``Run``) of the store (or of ``experiment_ids``) matching the
+        filter."""
         from mlflow.entities import ViewType
 
         if experiment_ids is None:
-            experiment_ids = [e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)]
+            experiment_ids = [
+                e.experiment_id for e in self.client.search_experiments(view_type=ViewType.ALL)
+            ]
         runs: list[Any] = []
         if not experiment_ids:
             return runs
         token = None
         while True:
-            page = self.client.search_runs(experiment_ids, filter_string, run_view_type=ViewType.ACTIVE_ONLY,
-                                           max_results=1000, page_token=token)
+            page = self.client.search_runs(
+                experiment_ids,
+                filter_string,
+                run_view_type=ViewType.ACTIVE_ONLY,
+                max_results=1000,
+                page_token=token,
+            )
             runs += list(page)
             token = page.token
             if not token:
@@ -310,8 +412,11 @@ class Tracker(RunRecords):
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(bounded_key(k), float(v), now, 0) for k, v in metrics.items()
-                 if v is not None and math.isfinite(float(v))]
+        items = [
+            Metric(bounded_key(k), float(v), now, 0)
+            for k, v in metrics.items()
+            if v is not None and math.isfinite(float(v))
+        ]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i : i + 500])
 
@@ -319,8 +424,14 @@ class Tracker(RunRecords):
         """The run page's description (MLflow renders it as markdown above everything else)."""
         self.set_tags(run_id, {NOTE_TAG: markdown})
 
-    def log_dataset_inputs(self, run_id: str, tables: Mapping[str, pd.DataFrame], *, digests: Mapping[str, str],
-                           sources: Mapping[str, str]) -> None:
+    def log_dataset_inputs(
+        self,
+        run_id: str,
+        tables: Mapping[str, pd.DataFrame],
+        *,
+        digests: Mapping[str, str],
+        sources: Mapping[str, str],
+    ) -> None:
         """The input tables as MLflow dataset inputs: name, digest, row count and column types only.
 
         No value profile (no min/max, no frequent values): a dataset input must not carry any
@@ -329,10 +440,19 @@ class Tracker(RunRecords):
 
         inputs = []
         for name, df in tables.items():
-            schema = {"mlflow_colspec": [{"name": str(c), "type": _colspec_type(df[c].dtype)} for c in df.columns]}
-            dataset = Dataset(name=name, digest=digests[name][:36], source_type="privacy-gate",
-                              source=json.dumps({"uri": mask_secrets(sources.get(name, name))}),
-                              schema=json.dumps(schema), profile=json.dumps({"num_rows": int(len(df))}))
+            schema = {
+                "mlflow_colspec": [
+                    {"name": str(c), "type": _colspec_type(df[c].dtype)} for c in df.columns
+                ]
+            }
+            dataset = Dataset(
+                name=name,
+                digest=digests[name][:36],
+                source_type="privacy-gate",
+                source=json.dumps({"uri": mask_secrets(sources.get(name, name))}),
+                schema=json.dumps(schema),
+                profile=json.dumps({"num_rows": int(len(df))}),
+            )
             inputs.append(DatasetInput(dataset, tags=[InputTag("mlflow.data.context", name)]))
         self.client.log_inputs(run_id, datasets=inputs)
 
@@ -341,7 +461,10 @@ class Tracker(RunRecords):
         for k, v in tags.items():
             text = mask_secrets(v)
             if len(text) > MAX_TAG_VALUE_LENGTH:
-                text = text[: MAX_TAG_VALUE_LENGTH - 40] + f"… (+{len(text) - MAX_TAG_VALUE_LENGTH + 40} chars)"
+                text = (
+                    text[: MAX_TAG_VALUE_LENGTH - 40]
+                    + f"… (+{len(text) - MAX_TAG_VALUE_LENGTH + 40} chars)"
+                )
             self.client.set_tag(run_id, bounded_key(k), text)
 
     # ---- artifacts
@@ -352,12 +475,17 @@ class Tracker(RunRecords):
         return text
 
     def log_text(self, run_id: str, text: str, path: str) -> None:
-        """A text artifact, credentials in URIs masked: the text a seal hashes is the text stored."""
+        """A text artifact, credentials in URIs masked: the text a seal hashes is the text
+        stored."""
         text = mask_secrets(text)
         self.client.log_text(run_id, text, path)
         if path in DERIVED_ARTIFACTS:  # a rendering made after the verdict: sealed on its own
-            self.set_tags(run_id, artifact_seal.derived_tags(run_id, self.run_tags(run_id), path,
-                                                             artifact_seal.text_sha256(text)))
+            self.set_tags(
+                run_id,
+                artifact_seal.derived_tags(
+                    run_id, self.run_tags(run_id), path, artifact_seal.text_sha256(text)
+                ),
+            )
 
     def log_figure(self, run_id: str, figure: Any, path: str) -> None:
         self.client.log_figure(run_id, figure, path)
@@ -369,32 +497,50 @@ class Tracker(RunRecords):
             folder = str(Path(path).parent)
             self.client.log_artifact(run_id, str(local), None if folder == "." else folder)
 
-    def log_verdict(self, run_id: str, verdict_dict: Mapping[str, Any],
-                    seal: Mapping[str, Any] | None = None) -> None:
+    def log_verdict(
+        self, run_id: str, verdict_dict: Mapping[str, Any], seal: Mapping[str, Any] | None = None
+    ) -> None:
         """The verdict artifact plus the tags the MLflow UI lists and filters runs by, and the
         artifact's digest (see :meth:`read_verified`). ``seal``: what publication will use (target,
         quarantine, hashes), written inside the digested document with whether it is signed."""
         signed = signing_key() is not None
         # every artifact written so far (the evidence a reviewer reads) is sealed with the verdict
         artifacts = artifact_seal.manifest(self.artifact_hashes(run_id))
-        document = {**dict(verdict_dict), SEAL: {**dict(seal or {}), SEAL_SIGNED: signed, SEAL_ARTIFACTS: artifacts}}
+        document = {
+            **dict(verdict_dict),
+            SEAL: {**dict(seal or {}), SEAL_SIGNED: signed, SEAL_ARTIFACTS: artifacts},
+        }
         text = mask_secrets(json.dumps(document, indent=2, default=str))  # digested as stored
         self.log_text(run_id, text, ART_VERDICT)
-        self.set_tags(run_id, {
-            TAG_VERDICT_DIGEST: verdict_digest(text),
-            TAG_SIGNED: signed_tag(signed),
-            TAG_VERDICT: verdict_dict["verdict"],
-            TAG_STATUS: verdict_dict["status"],
-            TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
-            TAG_FLAGGED_THROUGH: ",".join(f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items())
-            or "none",
-            TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
-            # default protections turned off, with their reasons (config text, never record values)
-            TAG_DISABLED: "; ".join(f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items()))
-            or "none",
-            TAG_BUDGET: (f"review {verdict_dict['budget']['review']:g}, block {verdict_dict['budget']['block']:g}"
-                         if verdict_dict.get("budget") else "none"),
-        })
+        self.set_tags(
+            run_id,
+            {
+                TAG_VERDICT_DIGEST: verdict_digest(text),
+                TAG_SIGNED: signed_tag(signed),
+                TAG_VERDICT: verdict_dict["verdict"],
+                TAG_STATUS: verdict_dict["status"],
+                TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
+                TAG_FLAGGED_THROUGH: ",".join(
+                    f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items()
+                )
+                or "none",
+                TAG_APPROVAL_STATUS: "pending"
+                if verdict_dict["verdict"] == "REVIEW"
+                else "not_required",
+                # default protections turned off, with their reasons
+                # (config text, never record values)
+                TAG_DISABLED: "; ".join(
+                    f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items())
+                )
+                or "none",
+                TAG_BUDGET: (
+                    f"review {verdict_dict['budget']['review']:g}, block "
+                    f"{verdict_dict['budget']['block']:g}"
+                    if verdict_dict.get("budget")
+                    else "none"
+                ),
+            },
+        )
 
     def delete_tag(self, run_id: str, key: str) -> None:
         self.client.delete_tag(run_id, key)

@@ -31,7 +31,9 @@ from typing import Any
 from privacy_gate import names
 
 PARENT_TAG = "mlflow.parentRunId"
-_current: contextvars.ContextVar[AttemptGroup | None] = contextvars.ContextVar("privacy_gate_attempts", default=None)
+_current: contextvars.ContextVar[AttemptGroup | None] = contextvars.ContextVar(
+    "privacy_gate_attempts", default=None
+)
 
 
 @dataclass(eq=False)
@@ -39,7 +41,9 @@ class AttemptGroup:
     attempt: int = 1
     parent_id: str | None = None
     tracker: Any = None  # the Tracker that made the parent
-    runs: list[tuple[int, str, Any]] = field(default_factory=list)  # (attempt, run id, tracker) of top-level runs
+    runs: list[tuple[int, str, Any]] = field(
+        default_factory=list
+    )  # (attempt, run id, tracker) of top-level runs
 
     def parent_for(self, tracker: Any, name: str, tags: dict[str, str]) -> str | None:
         """The parent a top-level run of this attempt nests under (made on the second attempt's
@@ -51,7 +55,9 @@ class AttemptGroup:
             self.parent_id = tracker.start_run(name=name, kind=names.KIND_ATTEMPTS, tags=keep)
             self.tracker = tracker
             for n, run_id, owner in self.runs:
-                with contextlib.suppress(Exception):  # best effort: the run itself is complete either way
+                with contextlib.suppress(
+                    Exception
+                ):  # best effort: the run itself is complete either way
                     owner.set_tags(run_id, {PARENT_TAG: self.parent_id, names.TAG_ATTEMPT: str(n)})
         return self.parent_id
 
@@ -63,15 +69,23 @@ class AttemptGroup:
         if self.parent_id is None:
             return
         try:
-            self.tracker.set_tags(self.parent_id, {names.TAG_VERDICT: verdict, names.TAG_STATUS: status,
-                                                   names.TAG_ATTEMPTS: str(self.attempt),
-                                                   names.TAG_FINAL_RUN: run_id or "none"})
+            self.tracker.set_tags(
+                self.parent_id,
+                {
+                    names.TAG_VERDICT: verdict,
+                    names.TAG_STATUS: status,
+                    names.TAG_ATTEMPTS: str(self.attempt),
+                    names.TAG_FINAL_RUN: run_id or "none",
+                },
+            )
             self.tracker.name_with_verdict(self.parent_id, verdict)
             self.tracker.end_run(self.parent_id, failed=status != "ok")
         except Exception as exc:  # noqa: BLE001 - the attempts' own records stand
             (logger or logging.getLogger("privacy_gate")).warning(
-                "could not record the final verdict on the attempts' parent run %s (%s)", self.parent_id,
-                type(exc).__name__)
+                "could not record the final verdict on the attempts' parent run %s (%s)",
+                self.parent_id,
+                type(exc).__name__,
+            )
 
 
 @contextlib.contextmanager

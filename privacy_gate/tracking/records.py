@@ -29,27 +29,43 @@ class RunRecords:
         one download, not one per file)."""
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(self.client.download_artifacts(run_id, "", tmp))
-            return {local.relative_to(root).as_posix(): sha256_of(local)
-                    for local in sorted(root.rglob("*")) if local.is_file()}
+            return {
+                local.relative_to(root).as_posix(): sha256_of(local)
+                for local in sorted(root.rglob("*"))
+                if local.is_file()
+            }
 
     def sealed_changes(self, run_id: str, seal: Mapping[str, Any]) -> list[artifact_seal.Change]:
         """The artifacts of ``run_id`` that differ from what its verified ``seal`` and its derived
         seal cover (``artifact_seal.changes``); empty when the run is as the gate left it."""
-        return artifact_seal.changes(run_id, seal, self.run_tags(run_id), self.artifact_hashes(run_id))
+        return artifact_seal.changes(
+            run_id, seal, self.run_tags(run_id), self.artifact_hashes(run_id)
+        )
 
     # ---- the decision log
     def decision_files(self, run_id: str) -> list[tuple[str, str]]:
         """(path, text) of every record of the run's decision log, oldest first."""
-        files = sorted(f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir)
+        files = sorted(
+            f.path for f in self.client.list_artifacts(run_id, DECISIONS_DIR) if not f.is_dir
+        )
         return [(f, self.read_text(run_id, f)) for f in files]
 
-    def decision_log(self, run_id: str, tags: Mapping[str, str] | None = None, *,
-                     release_sha256: str | None = None) -> DecisionLog:
+    def decision_log(
+        self,
+        run_id: str,
+        tags: Mapping[str, str] | None = None,
+        *,
+        release_sha256: str | None = None,
+    ) -> DecisionLog:
         """The run's decision log: the decisions that stand, and the void records that cancel the
-        approvals a killed ``approve`` never published (``decision_log``); a record of another run or
-        (given ``release_sha256``) another release is refused."""
-        return effective_decisions(run_id, self.decision_files(run_id),
-                                   self.run_tags(run_id) if tags is None else tags, release_sha256=release_sha256)
+        approvals a killed ``approve`` never published (``decision_log``); a record of another run
+        or (given ``release_sha256``) another release is refused."""
+        return effective_decisions(
+            run_id,
+            self.decision_files(run_id),
+            self.run_tags(run_id) if tags is None else tags,
+            release_sha256=release_sha256,
+        )
 
     def decisions(self, run_id: str) -> list[dict[str, Any]]:
         """The decisions that stand on the run (void records and what they cancel left out)."""

@@ -75,8 +75,11 @@ def seed_store(db: Path) -> bool:
         # ./mlruns of the creating process, and the creation time
         location = str(Path.cwd().resolve() / "mlruns" / "0")
         with sqlite3.connect(partial) as con:
-            con.execute("UPDATE experiments SET artifact_location = ?, creation_time = ?, last_update_time = ? "
-                        "WHERE experiment_id = 0", (location, now, now))
+            con.execute(
+                "UPDATE experiments SET artifact_location = ?, creation_time = ?, "
+                "last_update_time = ? WHERE experiment_id = 0",
+                (location, now, now),
+            )
         con.close()
         os.replace(partial, db)
         return True

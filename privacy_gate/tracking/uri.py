@@ -24,8 +24,11 @@ SOURCE_ENV = f"the {ENV_TRACKING_URI} environment variable (it overrides the sto
 SOURCE_WORKDIR = "the workdir's store"
 
 
-def tracking_source(configured: str | None, workdir: Path, *, option: str | None = None) -> tuple[str, str]:
-    """The tracking URI :func:`resolve_tracking_uri` picks, with where it came from (``SOURCE_*``)."""
+def tracking_source(
+    configured: str | None, workdir: Path, *, option: str | None = None
+) -> tuple[str, str]:
+    """The tracking URI :func:`resolve_tracking_uri` picks, with where it came from
+    (``SOURCE_*``)."""
     if option:
         return option, SOURCE_OPTION
     if configured:
@@ -49,37 +52,56 @@ def check_reachable(uri: str, *, source: str = "tracking.uri", timeout: float = 
         try:
             with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as response:
                 if response.status >= 400:
-                    raise ConfigError(f"{where}: the MLflow server answered HTTP {response.status} on /health")
+                    raise ConfigError(
+                        f"{where}: the MLflow server answered HTTP {response.status} on /health"
+                    )
         except urllib.error.HTTPError as exc:
-            raise ConfigError(f"{where}: the MLflow server answered HTTP {exc.code} on /health") from None
+            raise ConfigError(
+                f"{where}: the MLflow server answered HTTP {exc.code} on /health"
+            ) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", None) or type(exc).__name__
-            raise ConfigError(f"{where}: not reachable within {timeout:g} s ({reason}); is the MLflow server "
-                              "running?") from None
+            raise ConfigError(
+                f"{where}: not reachable within {timeout:g} s ({reason}); is the MLflow server "
+                "running?"
+            ) from None
         return
     parsed = urllib.parse.urlsplit(uri)
-    if parsed.scheme.split("+")[0] not in ("postgresql", "postgres", "mysql", "mssql") or not parsed.hostname:
+    if (
+        parsed.scheme.split("+")[0] not in ("postgresql", "postgres", "mysql", "mssql")
+        or not parsed.hostname
+    ):
         return
     default_port = {"mysql": 3306, "mssql": 1433}.get(parsed.scheme.split("+")[0], 5432)
     try:
-        with socket.create_connection((parsed.hostname, parsed.port or default_port), timeout=timeout):
+        with socket.create_connection(
+            (parsed.hostname, parsed.port or default_port), timeout=timeout
+        ):
             pass
     except (OSError, ValueError) as exc:
-        shown = f"{parsed.scheme}://{parsed.hostname}:{parsed.port or default_port}{parsed.path}"  # no password
-        raise ConfigError(f"MLflow tracking store {shown} (from {source}): not reachable within {timeout:g} s "
-                          f"({type(exc).__name__}); is the database running?") from None
+        # no password
+        shown = f"{parsed.scheme}://{parsed.hostname}:{parsed.port or default_port}{parsed.path}"
+        raise ConfigError(
+            f"MLflow tracking store {shown} (from {source}): not reachable within {timeout:g} s "
+            f"({type(exc).__name__}); is the database running?"
+        ) from None
 
 
 def sqlite_path(uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` tracking URI, else None. Its query (driver options,
-    maybe a token) is not part of the file's name: a lock or seeded store beside it never carries it.
+    maybe a token) is not part of the file's name: a lock or seeded store beside it never carries
+    it.
 
     >>> sqlite_path("sqlite:////tmp/wd/mlflow.db"), sqlite_path("http://127.0.0.1:5000")
     (PosixPath('/tmp/wd/mlflow.db'), None)
     >>> sqlite_path("sqlite:////tmp/wd/mlflow.db?token=abc")
     PosixPath('/tmp/wd/mlflow.db')
     """
-    return Path(uri.removeprefix("sqlite:///").split("?", 1)[0]) if uri.startswith("sqlite:///") else None
+    return (
+        Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+        if uri.startswith("sqlite:///")
+        else None
+    )
 
 
 def default_tracking_uri(workdir: Path) -> str:
@@ -115,8 +137,9 @@ def experiment_url(uri: str, experiment_id: str | None) -> str | None:
 
 
 def artifact_url(uri: str, experiment_id: str | None, run_id: str | None, path: str) -> str | None:
-    """The run page's Artifacts tab opened on ``path`` (MLflow 3's ``.../runs/<id>/artifacts/<path>``
-    route); on a local store, as served by :func:`ui_command`. None without an experiment or run.
+    """The run page's Artifacts tab opened on ``path`` (MLflow 3's
+    ``.../runs/<id>/artifacts/<path>`` route); on a local store, as served by :func:`ui_command`.
+    None without an experiment or run.
 
     >>> artifact_url("http://mlflow:5000", "3", "ab12", "metrics/all.json")
     'http://mlflow:5000/#/experiments/3/runs/ab12/artifacts/metrics/all.json?workflowType=machine_learning'
@@ -137,9 +160,26 @@ def ui_command(uri: str) -> str:
     # the mlflow next to this interpreter (the project's .venv), so the command works unactivated
     local = Path(sys.executable).parent / "mlflow"
     exe = str(local) if local.exists() else (shutil.which("mlflow") or "mlflow")
-    return f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port {LOCAL_UI.rsplit(':', 1)[1]}"
+    return (
+        f"{exe} ui --backend-store-uri '{uri}' --workers 1 --host 127.0.0.1 --port "
+        f"{LOCAL_UI.rsplit(':', 1)[1]}"
+    )
 
 
-__all__ = ["LOCAL_UI", "artifact_url", "SOURCE_CONFIG", "SOURCE_ENV", "SOURCE_OPTION", "SOURCE_WORKDIR", "UI_WORKFLOW",
-           "check_reachable", "default_tracking_uri", "experiment_url", "resolve_tracking_uri", "run_url", "sqlite_path", "tracking_source",
-           "ui_command"]
+__all__ = [
+    "LOCAL_UI",
+    "artifact_url",
+    "SOURCE_CONFIG",
+    "SOURCE_ENV",
+    "SOURCE_OPTION",
+    "SOURCE_WORKDIR",
+    "UI_WORKFLOW",
+    "check_reachable",
+    "default_tracking_uri",
+    "experiment_url",
+    "resolve_tracking_uri",
+    "run_url",
+    "sqlite_path",
+    "tracking_source",
+    "ui_command",
+]

@@ -13,14 +13,20 @@ import math
 import numbers
 import re
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from privacy_gate.errors import ValidationFailed
-from privacy_gate.validation.suites import COPY_INDICATOR_COLUMN, COPY_SHARE_EXPECTATION, EPOCH_SECONDS_META
+from privacy_gate.validation.suites import (
+    COPY_INDICATOR_COLUMN,
+    COPY_SHARE_EXPECTATION,
+    EPOCH_SECONDS_META,
+)
 
 # Only these expectation types report an observed value, and only because it is a rate.
-_RATE_TYPES = frozenset({COPY_SHARE_EXPECTATION, "expect_column_proportion_of_non_null_values_to_be_between"})
+_RATE_TYPES = frozenset(
+    {COPY_SHARE_EXPECTATION, "expect_column_proportion_of_non_null_values_to_be_between"}
+)
 
 
 @dataclass(frozen=True)
@@ -83,12 +89,14 @@ class ValidationReport:
         }
 
     def raise_if_failed(self, what: str) -> None:
-        """Raise :class:`ValidationFailed` (one line naming the suite and failures) unless success."""
+        """Raise :class:`ValidationFailed` (one line naming the suite and failures) unless
+        success."""
         if self.success:
             return
         lines = self.failures()
         raise ValidationFailed(
-            f"{what}: suite '{self.suite_name}' failed {len(lines)} expectation(s): " + "; ".join(lines),
+            f"{what}: suite '{self.suite_name}' failed {len(lines)} expectation(s): "
+            + "; ".join(lines),
             lines,
         )
 
@@ -114,7 +122,9 @@ def outcome_from_result(
         column = None  # the helper column is an implementation detail, not a data column
     unexpected_count = _int_or_none(result.get("unexpected_count"))
     unexpected_percent = _float_or_none(result.get("unexpected_percent"))
-    observed = _float_or_none(result.get("observed_value")) if expectation_type in _RATE_TYPES else None
+    observed = (
+        _float_or_none(result.get("observed_value")) if expectation_type in _RATE_TYPES else None
+    )
     error = _exception_class(exception_info)
     ok = bool(success) and error is None  # fail closed: None or an exception is a failure
     outcome = ExpectationOutcome(
@@ -131,7 +141,14 @@ def outcome_from_result(
     return ExpectationOutcome(**{**asdict(outcome), "message": message})
 
 
-def _message(o: ExpectationOutcome, kw: dict[str, Any], result: dict[str, Any], error: str | None, *, epoch: bool) -> str:
+def _message(
+    o: ExpectationOutcome,
+    kw: dict[str, Any],
+    result: dict[str, Any],
+    error: str | None,
+    *,
+    epoch: bool,
+) -> str:
     where = f"column '{o.column}': " if o.column else ""
     if error is not None:
         return f"{where}{o.expectation_type} could not be evaluated ({error})"
@@ -194,7 +211,11 @@ def _date(v: Any) -> str:
     # datetime bounds are stored as epoch seconds; show them as UTC timestamps
     if not _is_number(v):
         return "?"
-    return datetime.fromtimestamp(float(v), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S").removesuffix(" 00:00:00")
+    return (
+        datetime.fromtimestamp(float(v), tz=UTC)
+        .strftime("%Y-%m-%d %H:%M:%S")
+        .removesuffix(" 00:00:00")
+    )
 
 
 def _pct(v: Any) -> str:
@@ -224,7 +245,9 @@ def _exception_class(info: dict[str, Any] | None) -> str | None:
     """
     if not isinstance(info, dict):
         return None
-    infos = [info] if "raised_exception" in info else [v for v in info.values() if isinstance(v, dict)]
+    infos = (
+        [info] if "raised_exception" in info else [v for v in info.values() if isinstance(v, dict)]
+    )
     for item in infos:
         if item.get("raised_exception"):
             tb = str(item.get("exception_traceback") or "").strip().splitlines()

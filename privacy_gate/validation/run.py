@@ -22,11 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data.table import row_hashes
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.validation.report import ExpectationOutcome, ValidationReport, outcome_from_result
-from privacy_gate.validation.suites import COPY_INDICATOR_COLUMN, build_input_suite, build_synthetic_suite
+from privacy_gate.validation.suites import (
+    COPY_INDICATOR_COLUMN,
+    build_input_suite,
+    build_synthetic_suite,
+)
 
 if TYPE_CHECKING:
     import great_expectations as gx
@@ -90,7 +94,8 @@ def gx_suite_from_dict(suite: dict[str, Any]) -> gx.ExpectationSuite:
         except Exception as exc:  # noqa: BLE001 - any failure means the suite is unusable
             what = exp.get("type") if isinstance(exp, dict) else None
             raise ConfigError(
-                f"suite '{name}': expectations[{i}] ('{what}') is invalid: {exc.__class__.__name__}: {exc}"
+                f"suite '{name}': expectations[{i}] ('{what}') is invalid: "
+                f"{exc.__class__.__name__}: {exc}"
             ) from None
     try:
         return gx.ExpectationSuite(
@@ -120,8 +125,13 @@ PROGRESS_EXPECTATIONS = 1000
 Progress = Callable[[str], None]
 
 
-def validate_input(df: pd.DataFrame, spec: DatasetSpec, *, suite: dict[str, Any] | None = None,
-                   progress: Progress | None = None) -> ValidationReport:
+def validate_input(
+    df: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    suite: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> ValidationReport:
     """Validate the real input table (already through ``conform()``) against its input suite.
     ``progress``: called with a line before and after each part of a large suite."""
     return _run(_batch_frame(df), suite if suite is not None else build_input_suite(spec), progress)
@@ -197,7 +207,9 @@ def _memo_key(frame: pd.DataFrame, suite: dict[str, Any]) -> str | None:
     return h.hexdigest()
 
 
-def _run(frame: pd.DataFrame, suite: dict[str, Any], progress: Progress | None = None) -> ValidationReport:
+def _run(
+    frame: pd.DataFrame, suite: dict[str, Any], progress: Progress | None = None
+) -> ValidationReport:
     key = _memo_key(frame, suite)
     with _LOCK:
         if key is not None and key in _MEMO:
@@ -212,7 +224,9 @@ def _run(frame: pd.DataFrame, suite: dict[str, Any], progress: Progress | None =
     return report
 
 
-def _checkpoint_in_parts(frame: pd.DataFrame, suite: dict[str, Any], progress: Progress | None) -> ValidationReport:
+def _checkpoint_in_parts(
+    frame: pd.DataFrame, suite: dict[str, Any], progress: Progress | None
+) -> ValidationReport:
     """``suite`` on ``frame``: one checkpoint, or (more than ``PROGRESS_EXPECTATIONS`` expectations
     and a ``progress`` callback) one per part, in suite order, with a line after each: the columns
     checked so far, of how many, and the time. The parts' outcomes make one report; it succeeds
@@ -221,22 +235,34 @@ def _checkpoint_in_parts(frame: pd.DataFrame, suite: dict[str, Any], progress: P
     if progress is None or len(expectations) <= PROGRESS_EXPECTATIONS:
         return _checkpoint(frame, suite)
     columns = len(frame.columns) - (COPY_INDICATOR_COLUMN in frame.columns)
-    progress(f"{len(frame):,} rows x {columns:,} columns, {len(expectations):,} expectations: a progress line "
-             f"every {PROGRESS_EXPECTATIONS:,}")
+    progress(
+        f"{len(frame):,} rows x {columns:,} columns, {len(expectations):,} expectations: a "
+        "progress line "
+        f"every {PROGRESS_EXPECTATIONS:,}"
+    )
     start = time.monotonic()
     outcomes: list[ExpectationOutcome] = []
     success = True
     seen: set[str] = set()
     for i in range(0, len(expectations), PROGRESS_EXPECTATIONS):
-        part = expectations[i:i + PROGRESS_EXPECTATIONS]
+        part = expectations[i : i + PROGRESS_EXPECTATIONS]
         report = _checkpoint(frame, {**suite, "expectations": part})
         outcomes += report.results
         success = success and report.success
-        seen.update(str(e.get("kwargs", {}).get("column")) for e in part if e.get("kwargs", {}).get("column"))
+        seen.update(
+            str(e.get("kwargs", {}).get("column"))
+            for e in part
+            if e.get("kwargs", {}).get("column")
+        )
         done = i + len(part)
-        progress(f"{done:,} of {len(expectations):,} expectations checked ({done / len(expectations):.0%}; "
-                 f"{min(len(seen), columns):,} of {columns:,} columns), {time.monotonic() - start:.0f} s")
-    return ValidationReport(suite_name=str(suite.get("name")), success=success, results=tuple(outcomes))
+        progress(
+            f"{done:,} of {len(expectations):,} expectations checked "
+            f"({done / len(expectations):.0%}; "
+            f"{min(len(seen), columns):,} of {columns:,} columns), {time.monotonic() - start:.0f} s"
+        )
+    return ValidationReport(
+        suite_name=str(suite.get("name")), success=success, results=tuple(outcomes)
+    )
 
 
 def _checkpoint(frame: pd.DataFrame, suite: dict[str, Any]) -> ValidationReport:
@@ -248,10 +274,16 @@ def _checkpoint(frame: pd.DataFrame, suite: dict[str, Any]) -> ValidationReport:
         asset = context.data_sources.add_pandas("privacy_gate").add_dataframe_asset("batch")
         batch_def = asset.add_batch_definition_whole_dataframe("whole")
         vdef = context.validation_definitions.add(
-            gx.ValidationDefinition(name=f"{gx_suite.name}.validation", data=batch_def, suite=gx_suite)
+            gx.ValidationDefinition(
+                name=f"{gx_suite.name}.validation", data=batch_def, suite=gx_suite
+            )
         )
         checkpoint = context.checkpoints.add(
-            gx.Checkpoint(name=f"{gx_suite.name}.checkpoint", validation_definitions=[vdef], result_format=dict(_RESULT_FORMAT))
+            gx.Checkpoint(
+                name=f"{gx_suite.name}.checkpoint",
+                validation_definitions=[vdef],
+                result_format=dict(_RESULT_FORMAT),
+            )
         )
         result = checkpoint.run(batch_parameters={"dataframe": frame})
 
@@ -260,7 +292,9 @@ def _checkpoint(frame: pd.DataFrame, suite: dict[str, Any]) -> ValidationReport:
         for r in suite_result.results:
             cfg = r.expectation_config
             outcomes.append(
-                outcome_from_result(cfg.type, dict(cfg.kwargs), r.success, r.result, r.exception_info, cfg.meta)
+                outcome_from_result(
+                    cfg.type, dict(cfg.kwargs), r.success, r.result, r.exception_info, cfg.meta
+                )
             )
     # fail closed: GE's overall flag and every single outcome must agree on success
     success = bool(result.success) and all(o.success for o in outcomes)

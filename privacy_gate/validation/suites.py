@@ -1,10 +1,10 @@
 """Expectation suites built from a :class:`DatasetSpec`, as plain JSON-serialisable dicts.
 
 The dicts use Great Expectations 1.x's ExpectationSuite JSON format exactly as GE itself writes
-it (``ExpectationSuite.to_json_dict()``: float bounds, default kwargs left out, ``meta``/``severity``
-on every expectation), so a committed suite file, the builder output and a GE round trip are all
-equal as dicts. Building suites does not import great_expectations (it takes seconds); only
-running them and checking a loaded file (``run.py``: ``load_suite``) do.
+it (``ExpectationSuite.to_json_dict()``: float bounds, default kwargs left out,
+``meta``/``severity`` on every expectation), so a committed suite file, the builder output and a GE
+round trip are all equal as dicts. Building suites does not import great_expectations (it takes
+seconds); only running them and checking a loaded file (``run.py``: ``load_suite``) do.
 
 Every value in a suite comes from the spec, i.e. public domain knowledge, never from the data.
 """
@@ -15,12 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from privacy_gate.spec import DatasetSpec
-
 # conform() turns categorical values into strings with this function; the allowed categories must
 # be stringified the same way (1 and 1.0 are the same category) or valid values would fail.
 from privacy_gate.data.table import as_category_string
 from privacy_gate.errors import ConfigError
+from privacy_gate.spec import DatasetSpec
 
 #: Helper column added to the synthetic batch only while validating: 1.0 = verbatim training copy.
 COPY_INDICATOR_COLUMN = "__pg_is_training_copy__"
@@ -34,7 +33,9 @@ _REBUILD_NOTE = "Built from dataset spec '{name}' by privacy_gate.validation; do
 EPOCH_SECONDS_META = {"privacy_gate": {"unit": "seconds since 1970-01-01 UTC"}}
 
 
-def _expectation(type_: str, *, meta: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+def _expectation(
+    type_: str, *, meta: dict[str, Any] | None = None, **kwargs: Any
+) -> dict[str, Any]:
     # GE serialises kwargs without None/default values; mirror that so round trips are exact.
     kw = {k: v for k, v in kwargs.items() if v is not None}
     return {"type": type_, "kwargs": kw, "meta": dict(meta or {}), "severity": "critical"}
@@ -57,7 +58,9 @@ def _domain_expectations(spec: DatasetSpec, *, entity_not_null: bool) -> list[di
             out.append(_expectation("expect_column_values_to_not_be_null", column=name))
         if col.categories is not None:  # categorical, or ordinal with a category list
             value_set = [as_category_string(c) for c in col.categories]
-            out.append(_expectation("expect_column_values_to_be_in_set", column=name, value_set=value_set))
+            out.append(
+                _expectation("expect_column_values_to_be_in_set", column=name, value_set=value_set)
+            )
         elif col.is_numeric and (col.min is not None or col.max is not None):
             # datetime bounds are seconds since the Unix epoch: the batch carries datetimes as
             # epoch seconds (see run.py), because the spec's min/max are plain numbers.
@@ -106,10 +109,14 @@ def build_synthetic_suite(spec: DatasetSpec, *, max_copy_share: float) -> dict[s
     set includes that helper column.
     """
     _check_reserved(spec)
-    if not (isinstance(max_copy_share, int | float) and 0.0 <= max_copy_share <= 1.0):  # NaN fails too
+    if not (
+        isinstance(max_copy_share, int | float) and 0.0 <= max_copy_share <= 1.0
+    ):  # NaN fails too
         raise ConfigError(f"max_copy_share must be a number in [0, 1], got {max_copy_share!r}")
     exps = [
-        _expectation("expect_table_columns_to_match_set", column_set=[*spec.columns, COPY_INDICATOR_COLUMN]),
+        _expectation(
+            "expect_table_columns_to_match_set", column_set=[*spec.columns, COPY_INDICATOR_COLUMN]
+        ),
         _expectation("expect_table_row_count_to_be_between", min_value=1),
         *_domain_expectations(spec, entity_not_null=False),
         # the indicator column is the expectation's fixed default column, so GE leaves it out

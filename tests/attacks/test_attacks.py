@@ -15,10 +15,10 @@ from sklearn.neighbors import KernelDensity
 from privacy_gate.attacks import Attack, ThreatModel, available_attacks, create_attack
 from privacy_gate.attacks.density import GaussianKDE, rows_per_chunk
 from privacy_gate.attacks.distance import nearest_distances
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError
 from privacy_gate.estimators import roc_metrics
+from privacy_gate.spec import DatasetSpec
 
 # Ten columns of every kind. DOMIAS with Scott's bandwidth needs a few dimensions to isolate
 # individual records (with ~5 columns its kernel is wider than the gaps between neighbours and
@@ -45,7 +45,9 @@ def population(n: int, rng: np.random.Generator) -> pd.DataFrame:
     raw = pd.DataFrame({f"n{i}": z[:, i] for i in range(6)})
     raw["n4"] = raw["n4"].mask(rng.random(n) < 0.05)
     raw["grade"] = rng.integers(1, 6, n).astype(float)
-    raw["when"] = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 3 * 365, n), unit="D")
+    raw["when"] = pd.Timestamp("2021-01-01") + pd.to_timedelta(
+        rng.integers(0, 3 * 365, n), unit="D"
+    )
     raw["city"] = rng.choice(["a", "b", "c", "d"], n, p=[0.5, 0.3, 0.15, 0.05])
     raw["job"] = np.where(z[:, 0] > 0, "x", rng.choice(["y", "z"], n))
     return conform(raw, SPEC, source="toy")
@@ -60,7 +62,13 @@ def toy():
     independent = population(600, rng)
     targets = pd.concat([members, non_members], ignore_index=True)
     labels = np.r_[np.ones(300), np.zeros(300)]
-    return {"members": members, "reference": reference, "independent": independent, "targets": targets, "labels": labels}
+    return {
+        "members": members,
+        "reference": reference,
+        "independent": independent,
+        "targets": targets,
+        "labels": labels,
+    }
 
 
 # --------------------------------------------------------------------------- KDE
@@ -69,7 +77,11 @@ def toy():
 def naive_log_density(X: np.ndarray, Y: np.ndarray, h: float) -> np.ndarray:
     d2 = ((Y[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     D = X.shape[1]
-    return logsumexp(-d2 / (2 * h * h), axis=1) - math.log(len(X)) - 0.5 * D * math.log(2 * math.pi * h * h)
+    return (
+        logsumexp(-d2 / (2 * h * h), axis=1)
+        - math.log(len(X))
+        - 0.5 * D * math.log(2 * math.pi * h * h)
+    )
 
 
 def test_kde_matches_naive_and_sklearn():
@@ -106,7 +118,12 @@ def test_kde_chunking_matches_one_chunk():
     X, Y = rng.normal(size=(500, 8)), rng.normal(size=(333, 8))
     one = GaussianKDE(bandwidth=0.5, chunk_bytes=2**40).fit(X).score_samples(Y)
     for budget in (1, 8 * 500 * 7, 8 * 500 * 100):  # 1 row, 7 rows, 100 rows per chunk
-        np.testing.assert_allclose(GaussianKDE(bandwidth=0.5, chunk_bytes=budget).fit(X).score_samples(Y), one, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(
+            GaussianKDE(bandwidth=0.5, chunk_bytes=budget).fit(X).score_samples(Y),
+            one,
+            rtol=1e-13,
+            atol=1e-13,
+        )
     assert rows_per_chunk(500, 8 * 500 * 7) == 7
     assert rows_per_chunk(500, 1) == 1
 
@@ -162,7 +179,9 @@ def test_attack_contract_and_detects_copies(name, toy):
     assert roc_metrics(scores, toy["labels"])["auc"] > 0.9
     # one score per row, in row order: permuting targets permutes scores
     perm = np.random.default_rng(0).permutation(len(toy["targets"]))
-    np.testing.assert_allclose(attack.score(toy["targets"].iloc[perm]), scores[perm], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        attack.score(toy["targets"].iloc[perm]), scores[perm], rtol=1e-9, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("name", available_attacks())
@@ -184,9 +203,9 @@ def test_domias_score_is_log_density_ratio(toy):
     threat = ThreatModel(synthetic=toy["independent"], reference=toy["reference"], spec=SPEC)
     attack = create_attack("domias", bandwidth=0.4).fit(threat)
     X = attack.encoder_.transform(toy["targets"])
-    expected = naive_log_density(attack.encoder_.transform(toy["independent"]), X, 0.4) - naive_log_density(
-        attack.encoder_.transform(toy["reference"]), X, 0.4
-    )
+    expected = naive_log_density(
+        attack.encoder_.transform(toy["independent"]), X, 0.4
+    ) - naive_log_density(attack.encoder_.transform(toy["reference"]), X, 0.4)
     np.testing.assert_allclose(attack.score(toy["targets"]), expected, rtol=1e-9, atol=1e-9)
     # scott: bandwidth from the 10 original columns, not the (wider) one-hot encoding
     scott = create_attack("domias").fit(threat)
@@ -201,9 +220,10 @@ def test_dcr_copies_score_zero(toy):
     assert (scores[300:] < 0).all()
 
 
-# --------------------------------------------------------------------------- DOMIAS options and the paper's baselines
+# --------------------------------------------------------- DOMIAS options and the paper's baselines
 
-# a tiny flow: the contract, not the accuracy, is under test here (flows are tested in test_flow_density.py)
+# a tiny flow: the contract, not the accuracy, is under test here (flows are tested in
+# test_flow_density.py)
 TINY_FLOW = {"max_epochs": 15, "hidden": [16, 16], "n_transforms": 2}
 
 # non-default settings of the attacks; every variant must keep the Attack contract
@@ -219,19 +239,31 @@ VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("name, params", VARIANTS, ids=[f"{n}-{'-'.join(map(str, p.values()))[:40]}" for n, p in VARIANTS])
+@pytest.mark.parametrize(
+    "name, params",
+    VARIANTS,
+    ids=[f"{n}-{'-'.join(map(str, p.values()))[:40]}" for n, p in VARIANTS],
+)
 def test_attack_variants_keep_the_contract(name, params, toy):
     threat = ThreatModel(synthetic=toy["members"], reference=toy["reference"], spec=SPEC)
     attack = create_attack(name, **params)
     assert attack.fit(threat) is attack
     scores = attack.score(toy["targets"])
-    assert scores.shape == (len(toy["targets"]),) and scores.dtype == np.float64 and np.isfinite(scores).all()
+    assert (
+        scores.shape == (len(toy["targets"]),)
+        and scores.dtype == np.float64
+        and np.isfinite(scores).all()
+    )
     perm = np.random.default_rng(1).permutation(len(toy["targets"]))
-    np.testing.assert_allclose(attack.score(toy["targets"].iloc[perm]), scores[perm], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        attack.score(toy["targets"].iloc[perm]), scores[perm], rtol=1e-6, atol=1e-6
+    )
     assert isinstance(attack.notes_, list)
     # at chance on independent synthetic data
     indep = ThreatModel(synthetic=toy["independent"], reference=toy["reference"], spec=SPEC)
-    auc = roc_metrics(create_attack(name, **params).fit(indep).score(toy["targets"]), toy["labels"])["auc"]
+    auc = roc_metrics(
+        create_attack(name, **params).fit(indep).score(toy["targets"]), toy["labels"]
+    )["auc"]
     assert 0.4 <= auc <= 0.6
 
 
@@ -279,8 +311,14 @@ def test_gan_leaks_is_dcr_under_the_paper_name(toy):
 
     threat = ThreatModel(synthetic=toy["independent"], reference=toy["reference"], spec=SPEC)
     leaks, dcr = create_attack("gan_leaks"), create_attack("dcr")
-    assert isinstance(leaks, DistanceToClosestRecord) and leaks.name == "gan_leaks" and dcr.name == "dcr"
-    np.testing.assert_array_equal(leaks.fit(threat).score(toy["targets"]), dcr.fit(threat).score(toy["targets"]))
+    assert (
+        isinstance(leaks, DistanceToClosestRecord)
+        and leaks.name == "gan_leaks"
+        and dcr.name == "dcr"
+    )
+    np.testing.assert_array_equal(
+        leaks.fit(threat).score(toy["targets"]), dcr.fit(threat).score(toy["targets"])
+    )
     with pytest.raises(ConfigError, match="attack 'gan_leaks'.*chunk_bytes"):
         create_attack("gan_leaks", chunk_bytes=-5)
 
@@ -290,12 +328,16 @@ def brute_distances(T: np.ndarray, S: np.ndarray) -> np.ndarray:
 
 
 def test_gan_leaks_cal_is_reference_minus_synthetic_distance(toy):
-    threat = ThreatModel(synthetic=toy["independent"].iloc[:400], reference=toy["reference"], spec=SPEC)
+    threat = ThreatModel(
+        synthetic=toy["independent"].iloc[:400], reference=toy["reference"], spec=SPEC
+    )
     attack = create_attack("gan_leaks_cal", chunk_bytes=5000).fit(threat)
     assert len(attack.reference_encoded_) == len(attack.synthetic_encoded_) == 400  # matched sizes
     assert any("subsampled to 400 rows" in note for note in attack.notes_)
     X = attack.encoder_.transform(toy["targets"])
-    expected = brute_distances(X, attack.reference_encoded_).min(1) - brute_distances(X, attack.synthetic_encoded_).min(1)
+    expected = brute_distances(X, attack.reference_encoded_).min(1) - brute_distances(
+        X, attack.synthetic_encoded_
+    ).min(1)
     np.testing.assert_allclose(attack.score(toy["targets"]), expected, rtol=1e-9, atol=1e-9)
     unmatched = create_attack("gan_leaks_cal", match_sizes=False).fit(threat)
     assert len(unmatched.reference_encoded_) == 600
@@ -318,7 +360,11 @@ def test_mc_neighbourhood_counts_and_smooth_scores(toy):
     expected = np.where(inside.any(1), weights, 1 - D.min(1) / eps) / len(syn)
     np.testing.assert_allclose(smooth.score(toy["targets"]), expected, rtol=1e-7, atol=1e-12)
     # the smooth variant barely ties; the count is mostly ties
-    assert len(np.unique(smooth.score(toy["targets"]))) > 0.95 * len(X) > 5 * len(np.unique(count.score(toy["targets"])))
+    assert (
+        len(np.unique(smooth.score(toy["targets"])))
+        > 0.95 * len(X)
+        > 5 * len(np.unique(count.score(toy["targets"])))
+    )
 
 
 def test_logan_d1_scores_log_odds_of_synthetic(toy):
@@ -337,8 +383,20 @@ def test_every_attack_exposes_encoder_notes_without_values(toy):
     ref.loc[ref.index[:3], "city"] = "atlantis"  # outside the public category list
     threat = ThreatModel(synthetic=toy["independent"], reference=ref, spec=SPEC)
     # the attacks on the MixedEncoder (mama_mia works on marginals and has notes of its own)
-    for name in ("domias", "dcr", "domias_eq1", "gan_leaks", "gan_leaks_cal", "mc_neighbourhood", "logan_d1"):
-        params = {"flow_params": TINY_FLOW, "density": "flow"} if name in ("domias", "domias_eq1") else {}
+    for name in (
+        "domias",
+        "dcr",
+        "domias_eq1",
+        "gan_leaks",
+        "gan_leaks_cal",
+        "mc_neighbourhood",
+        "logan_d1",
+    ):
+        params = (
+            {"flow_params": TINY_FLOW, "density": "flow"}
+            if name in ("domias", "domias_eq1")
+            else {}
+        )
         attack = create_attack(name, **params).fit(threat)
         notes = " | ".join(attack.notes_)
         assert "column 'n5' is constant in the reference data and was dropped" in notes, name
@@ -348,7 +406,9 @@ def test_every_attack_exposes_encoder_notes_without_values(toy):
 
 # --------------------------------------------------------------------------- the paper's Theorem 1
 
-THM_SPEC = DatasetSpec.model_validate({"name": "thm1", "columns": {f"x{i}": {"kind": "numeric"} for i in range(3)}})
+THM_SPEC = DatasetSpec.model_validate(
+    {"name": "thm1", "columns": {f"x{i}": {"kind": "numeric"} for i in range(3)}}
+)
 
 
 def test_domias_is_invariant_to_a_monotone_transform_and_eq1_is_not():
@@ -394,8 +454,14 @@ def test_domias_is_invariant_to_a_monotone_transform_and_eq1_is_not():
     scores = {}
     for name in ("domias", "domias_eq1"):
         for transformed in (False, True):
-            threat = ThreatModel(synthetic=frame(synthetic, transformed), reference=frame(reference, transformed), spec=THM_SPEC)
-            scores[name, transformed] = create_attack(name, bandwidth=0.1).fit(threat).score(frame(targets, transformed))
+            threat = ThreatModel(
+                synthetic=frame(synthetic, transformed),
+                reference=frame(reference, transformed),
+                spec=THM_SPEC,
+            )
+            scores[name, transformed] = (
+                create_attack(name, bandwidth=0.1).fit(threat).score(frame(targets, transformed))
+            )
     rho_domias = spearmanr(scores["domias", False], scores["domias", True])[0]
     rho_eq1 = spearmanr(scores["domias_eq1", False], scores["domias_eq1", True])[0]
     assert rho_domias >= 0.95
@@ -421,7 +487,14 @@ def test_threat_model_validates(toy):
     with pytest.raises(ConfigError, match="spec"):
         ThreatModel(synthetic=syn, reference=ref, spec={"name": "x"})
     params = {"epochs": 3}
-    threat = ThreatModel(synthetic=syn, reference=ref, spec=SPEC, generator="ctgan", generator_params=params, n_train=300)
+    threat = ThreatModel(
+        synthetic=syn,
+        reference=ref,
+        spec=SPEC,
+        generator="ctgan",
+        generator_params=params,
+        n_train=300,
+    )
     params["epochs"] = 99
     assert threat.generator_params["epochs"] == 3  # a copy, and read-only
     with pytest.raises(TypeError):
@@ -432,14 +505,24 @@ def test_threat_model_validates(toy):
 
 
 def test_registry_lists_and_creates():
-    assert {"domias", "dcr", "domias_eq1", "gan_leaks", "gan_leaks_cal", "mc_neighbourhood", "logan_d1"} <= set(available_attacks())
+    assert {
+        "domias",
+        "dcr",
+        "domias_eq1",
+        "gan_leaks",
+        "gan_leaks_cal",
+        "mc_neighbourhood",
+        "logan_d1",
+    } <= set(available_attacks())
     assert available_attacks() == sorted(available_attacks())
     attack = create_attack("domias", bandwidth=0.5, chunk_bytes=2**20)
     assert attack.bandwidth == 0.5 and attack.chunk_bytes == 2**20  # stored as given
 
 
 def test_create_attack_errors():
-    with pytest.raises(ConfigError, match=r"unknown attack 'nope'.*\['copy_count', 'dcr', 'dcr_ratio', 'domias'"):
+    with pytest.raises(
+        ConfigError, match=r"unknown attack 'nope'.*\['copy_count', 'dcr', 'dcr_ratio', 'domias'"
+    ):
         create_attack("nope")
     with pytest.raises(ConfigError, match=r"attack 'domias'.*unknown parameter.*'bandwith'"):
         create_attack("domias", bandwith=0.5)

@@ -28,7 +28,9 @@ def sample_mixture(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def true_log_density(X: np.ndarray) -> np.ndarray:
-    return np.log(sum(w * multivariate_normal(m, c).pdf(X) for w, m, c in zip(WEIGHTS, MEANS, COVS)))
+    return np.log(
+        sum(w * multivariate_normal(m, c).pdf(X) for w, m, c in zip(WEIGHTS, MEANS, COVS))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,8 @@ def test_flow_log_likelihood_close_to_the_true_density(mixture):
     true = true_log_density(test).mean()
     got = flow.score_samples(test)
     assert got.shape == (len(test),) and got.dtype == np.float64 and np.isfinite(got).all()
-    # held-out mean log-likelihood within 0.1 nats of the truth (it cannot beat it by more than noise)
+    # held-out mean log-likelihood within 0.1 nats of the truth (it cannot beat it by more than
+    # noise)
     assert true - 0.1 < got.mean() < true + 0.03
     # and far better than the best single Gaussian, which cannot represent two modes
     gauss = multivariate_normal(train.mean(0), np.cov(train.T)).logpdf(test).mean()
@@ -75,7 +78,9 @@ def test_early_stopping_stops_and_restores_the_best_epoch(mixture):
     assert val[-flow.patience :].min() > before - flow.tol
     assert flow.score_samples(mixture[1][:5]).shape == (5,)
     # a tiny epoch budget stops by max_epochs instead
-    small = MAFDensity(max_epochs=2, hidden=(8,), n_transforms=1).fit(np.random.default_rng(1).normal(size=(100, 2)))
+    small = MAFDensity(max_epochs=2, hidden=(8,), n_transforms=1).fit(
+        np.random.default_rng(1).normal(size=(100, 2))
+    )
     assert small.stopped_by_ == "max_epochs" and small.n_epochs_ == 2
 
 
@@ -100,7 +105,9 @@ def test_seeded_reproducible_and_leaves_global_rng_alone():
 
 def test_batched_scoring_matches_one_batch(mixture):
     _, test, flow = mixture
-    np.testing.assert_allclose(flow.score_samples(test, batch_rows=7), flow.score_samples(test), rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(
+        flow.score_samples(test, batch_rows=7), flow.score_samples(test), rtol=1e-6, atol=1e-5
+    )
 
 
 def test_noise_keeps_discrete_dimensions_from_degenerating():
@@ -125,9 +132,21 @@ def test_far_away_rows_stay_finite(mixture):
 
 
 def test_flow_parameter_and_input_errors():
-    for bad in (dict(n_transforms=0), dict(hidden=[0]), dict(hidden="64"), dict(ordering="natural"), dict(noise=-0.1),
-                dict(learning_rate=0), dict(batch_size=0), dict(max_epochs=1.5), dict(patience=True),
-                dict(validation_fraction=1.0), dict(max_seconds=0), dict(seed=-1), dict(n_threads=0)):
+    for bad in (
+        dict(n_transforms=0),
+        dict(hidden=[0]),
+        dict(hidden="64"),
+        dict(ordering="natural"),
+        dict(noise=-0.1),
+        dict(learning_rate=0),
+        dict(batch_size=0),
+        dict(max_epochs=1.5),
+        dict(patience=True),
+        dict(validation_fraction=1.0),
+        dict(max_seconds=0),
+        dict(seed=-1),
+        dict(n_threads=0),
+    ):
         (name,) = bad
         with pytest.raises(ConfigError, match=f"MAFDensity: parameter '{name}'"):
             MAFDensity(**bad)
@@ -139,7 +158,9 @@ def test_flow_parameter_and_input_errors():
 
     with pytest.raises(NotFittedError):
         MAFDensity().score_samples(np.zeros((1, 2)))
-    flow = MAFDensity(max_epochs=1, hidden=(4,), n_transforms=1).fit(np.random.default_rng(0).normal(size=(30, 2)))
+    flow = MAFDensity(max_epochs=1, hidden=(4,), n_transforms=1).fit(
+        np.random.default_rng(0).normal(size=(30, 2))
+    )
     with pytest.raises(DataError, match="2 feature"):
         flow.score_samples(np.zeros((1, 3)))
 
@@ -161,7 +182,9 @@ def test_gaussian_density_matches_scipy_with_shrinkage_and_ridge():
     Y = rng.normal(size=(50, 3))
     g = GaussianDensity().fit(X)
     cov = LedoitWolf().fit(X).covariance_ + 0.01 * np.eye(3)
-    np.testing.assert_allclose(g.score_samples(Y), multivariate_normal(X.mean(0), cov).logpdf(Y), rtol=1e-9)
+    np.testing.assert_allclose(
+        g.score_samples(Y), multivariate_normal(X.mean(0), cov).logpdf(Y), rtol=1e-9
+    )
     assert 0 <= g.shrinkage_ <= 1
 
 

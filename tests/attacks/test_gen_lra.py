@@ -19,11 +19,16 @@ from privacy_gate.errors import ConfigError
 from privacy_gate.estimators import roc_metrics
 from privacy_gate.spec import DatasetSpec
 
-SPEC = DatasetSpec.model_validate({"name": "lra", "columns": {
-    **{f"x{i}": {"kind": "numeric"} for i in range(5)},
-    "colour": {"kind": "categorical", "categories": ["r", "g", "b"]},
-    "size": {"kind": "categorical"},
-}})
+SPEC = DatasetSpec.model_validate(
+    {
+        "name": "lra",
+        "columns": {
+            **{f"x{i}": {"kind": "numeric"} for i in range(5)},
+            "colour": {"kind": "categorical", "categories": ["r", "g", "b"]},
+            "size": {"kind": "categorical"},
+        },
+    }
+)
 NUMERIC = [f"x{i}" for i in range(5)]
 
 
@@ -63,7 +68,9 @@ def scenario(seed: int, *, leak: bool, n: int = 300):
 def test_closed_form_equals_refitting_the_kde_with_and_without_the_target():
     rng = np.random.default_rng(0)
     reference, synthetic = population(40, rng), population(30, rng)
-    targets = pd.concat([near_copies(synthetic.iloc[:4], rng), population(6, rng)], ignore_index=True)
+    targets = pd.concat(
+        [near_copies(synthetic.iloc[:4], rng), population(6, rng)], ignore_index=True
+    )
     threat = ThreatModel(synthetic=synthetic, reference=reference, spec=SPEC)
     k, h = 5, 0.7
     attack = create_attack("gen_lra", neighbours=k, bandwidth=h).fit(threat)
@@ -75,7 +82,11 @@ def test_closed_form_equals_refitting_the_kde_with_and_without_the_target():
 
     def naive_log_density(fit: np.ndarray, at: np.ndarray) -> np.ndarray:
         d2 = ((at[:, None, :] - fit[None, :, :]) ** 2).sum(-1)
-        return logsumexp(-d2 / (2 * h * h), axis=1) - math.log(len(fit)) - 0.5 * D * math.log(2 * math.pi * h * h)
+        return (
+            logsumexp(-d2 / (2 * h * h), axis=1)
+            - math.log(len(fit))
+            - 0.5 * D * math.log(2 * math.pi * h * h)
+        )
 
     refit, naive = [], []
     for x in T:
@@ -83,10 +94,13 @@ def test_closed_form_equals_refitting_the_kde_with_and_without_the_target():
         without = GaussianKDE(bandwidth=h).fit(R).score_samples(nearest)
         with_x = GaussianKDE(bandwidth=h).fit(np.vstack([R, x])).score_samples(nearest)
         refit.append((with_x - without).sum())
-        naive.append((naive_log_density(np.vstack([R, x]), nearest) - naive_log_density(R, nearest)).sum())
+        naive.append(
+            (naive_log_density(np.vstack([R, x]), nearest) - naive_log_density(R, nearest)).sum()
+        )
     np.testing.assert_allclose(got, refit, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got, naive, rtol=1e-9, atol=1e-9)
-    # the near copies of synthetic rows stand out; a likelihood ratio of k rows is at least k log(n / (n + 1))
+    # the near copies of synthetic rows stand out; a likelihood ratio of k rows is at least k log(n
+    # / (n + 1))
     assert got[:4].min() > got[4:].max()
     assert got.min() >= k * math.log(40 / 41) - 1e-12
 
@@ -106,7 +120,8 @@ def test_matches_the_reference_codes_recipe_in_one_dimension():
     targets = pd.DataFrame({"v": np.r_[synthetic["v"].to_numpy()[:5] + 0.01, rng.normal(size=15)]})
     k, h = 20, 0.3
     attack = create_attack("gen_lra", neighbours=k, bandwidth=h).fit(
-        ThreatModel(synthetic=synthetic, reference=reference, spec=spec))
+        ThreatModel(synthetic=synthetic, reference=reference, spec=spec)
+    )
     R, S, T = (attack.encoder_.transform(f)[:, 0] for f in (reference, synthetic, targets))
     tree = KDTree(S[:, None])
     expected = []
@@ -124,11 +139,19 @@ def test_bandwidth_rules_use_the_reference_rows_and_original_columns():
     n, d = len(threat.reference), 7  # 7 original columns; the one-hot encoding is wider
     silverman = create_attack("gen_lra").fit(threat)
     assert silverman.encoder_.n_features_out_ > d and silverman.encoder_.n_effective_dims_ == d
-    assert silverman.density_reference_.bandwidth_ == pytest.approx((n * (d + 2) / 4) ** (-1 / (d + 4)))
+    assert silverman.density_reference_.bandwidth_ == pytest.approx(
+        (n * (d + 2) / 4) ** (-1 / (d + 4))
+    )
     assert silverman.density_reference_.bandwidth_ == pytest.approx(silverman_bandwidth(n, d))
-    assert create_attack("gen_lra", bandwidth="scott").fit(threat).density_reference_.bandwidth_ == pytest.approx(n ** (-1 / (d + 4)))
-    assert create_attack("gen_lra", bandwidth=0.25).fit(threat).density_reference_.bandwidth_ == 0.25
-    assert silverman.neighbours == silverman.neighbours_ == DEFAULT_NEIGHBOURS  # 200 synthetic rows here
+    assert create_attack("gen_lra", bandwidth="scott").fit(
+        threat
+    ).density_reference_.bandwidth_ == pytest.approx(n ** (-1 / (d + 4)))
+    assert (
+        create_attack("gen_lra", bandwidth=0.25).fit(threat).density_reference_.bandwidth_ == 0.25
+    )
+    assert (
+        silverman.neighbours == silverman.neighbours_ == DEFAULT_NEIGHBOURS
+    )  # 200 synthetic rows here
 
 
 def test_the_searchs_own_distances_agree_with_the_exact_ones(monkeypatch):
@@ -140,7 +163,9 @@ def test_the_searchs_own_distances_agree_with_the_exact_ones(monkeypatch):
     from privacy_gate.attacks.distance import k_nearest
 
     rng = np.random.default_rng(5)
-    C = rng.normal(size=(400, 12)) + 3.0  # off-centre: the centring is what keeps the product form accurate
+    C = (
+        rng.normal(size=(400, 12)) + 3.0
+    )  # off-centre: the centring is what keeps the product form accurate
     T = np.vstack([C[:10], C[10:20] + 1e-4, rng.normal(size=(60, 12)) + 3.0])
     d_exact, i_exact = k_nearest(T, C, 25, chunk_bytes=5000)
     d_fast, i_fast = k_nearest(T, C, 25, chunk_bytes=5000, exact=False)
@@ -159,7 +184,8 @@ def test_the_searchs_own_distances_agree_with_the_exact_ones(monkeypatch):
 def test_members_outscore_non_members_when_the_release_holds_near_copies(seed):
     """Measured: 0.905-0.937 over seeds 0-4. (With as many independent rows added to the release,
     0.82-0.88: the KDE's bandwidth is wide next to the copies' noise, and the score weighs squared
-    distances, so non-members in sparse regions also score high; ``dcr_ratio`` is near 1 on both.)"""
+    distances, so non-members in sparse regions also score high; ``dcr_ratio`` is near 1 on
+    both.)"""
     threat, targets, labels = scenario(seed, leak=True)
     auc = roc_metrics(create_attack("gen_lra").fit(threat).score(targets), labels)["auc"]
     assert auc > 0.8
@@ -178,7 +204,7 @@ def test_auc_is_at_chance_on_an_independent_release(seed):
     assert abs(auc - 0.5) < 4 * sd
 
 
-# --------------------------------------------------------------------------- determinism, chunking, small releases
+# ------------------------------------------------------------ determinism, chunking, small releases
 
 
 def test_scores_are_deterministic_and_do_not_depend_on_the_chunking():
@@ -190,8 +216,12 @@ def test_scores_are_deterministic_and_do_not_depend_on_the_chunking():
     tiny = create_attack("gen_lra", neighbours=30, chunk_bytes=1000).fit(threat).score(targets)
     np.testing.assert_allclose(tiny, one, rtol=1e-12, atol=1e-12)
     # and in parts, as the gate's score_chunks scores them
-    parts = np.concatenate([create_attack("gen_lra", neighbours=30).fit(threat).score(targets.iloc[i:i + 70])
-                            for i in range(0, len(targets), 70)])
+    parts = np.concatenate(
+        [
+            create_attack("gen_lra", neighbours=30).fit(threat).score(targets.iloc[i : i + 70])
+            for i in range(0, len(targets), 70)
+        ]
+    )
     np.testing.assert_allclose(parts, one, rtol=1e-12, atol=1e-12)
 
 
@@ -202,7 +232,9 @@ def test_a_release_smaller_than_neighbours_is_scored_on_all_its_rows():
     assert any("fewer than 200" in note for note in attack.notes_)
     scores = attack.score(targets)
     assert np.isfinite(scores).all()
-    np.testing.assert_allclose(scores, create_attack("gen_lra", neighbours=80).fit(threat).score(targets), rtol=1e-12)
+    np.testing.assert_allclose(
+        scores, create_attack("gen_lra", neighbours=80).fit(threat).score(targets), rtol=1e-12
+    )
 
 
 def test_score_before_fit_raises():
@@ -213,48 +245,66 @@ def test_score_before_fit_raises():
         GenLRA().score(targets)
 
 
-# --------------------------------------------------------------------------- parameters and configuration
+# --------------------------------------------------------------------- parameters and configuration
 
 
-@pytest.mark.parametrize("params, parameter", [
-    ({"neighbours": 0}, "neighbours"),
-    ({"neighbours": 2.5}, "neighbours"),
-    ({"neighbours": True}, "neighbours"),
-    ({"bandwidth": "wide"}, "bandwidth"),
-    ({"bandwidth": -0.5}, "bandwidth"),
-    ({"bandwidth": float("nan")}, "bandwidth"),
-    ({"chunk_bytes": 0}, "chunk_bytes"),
-    ({"precision": "half"}, "precision"),
-])
+@pytest.mark.parametrize(
+    "params, parameter",
+    [
+        ({"neighbours": 0}, "neighbours"),
+        ({"neighbours": 2.5}, "neighbours"),
+        ({"neighbours": True}, "neighbours"),
+        ({"bandwidth": "wide"}, "bandwidth"),
+        ({"bandwidth": -0.5}, "bandwidth"),
+        ({"bandwidth": float("nan")}, "bandwidth"),
+        ({"chunk_bytes": 0}, "chunk_bytes"),
+        ({"precision": "half"}, "precision"),
+    ],
+)
 def test_invalid_parameters_raise_a_config_error_naming_the_parameter(params, parameter):
     with pytest.raises(ConfigError, match=rf"^attack 'gen_lra': parameter '{parameter}': ") as err:
         create_attack("gen_lra", **params)
     assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match=rf"^attack 'gen_lra': parameter '{parameter}': "):
         GenLRA(**params)
-    with pytest.raises(ConfigError, match=r"^attack 'gen_lra': unknown parameter\(s\) \['k_nearest'\]; accepted parameters: "
-                                          r"\['neighbours', 'bandwidth', 'chunk_bytes', 'precision'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^attack 'gen_lra': unknown parameter\(s\) \['k_nearest'\]; accepted parameters: "
+        r"\['neighbours', 'bandwidth', 'chunk_bytes', 'precision'\]",
+    ):
         create_attack("gen_lra", k_nearest=10)
 
 
 def test_a_config_runs_gen_lra_only_when_asked():
     from privacy_gate.config import DEFAULT_ATTACKS, GateOnlyConfig
 
-    assert "gen_lra" not in [a.name for a in DEFAULT_ATTACKS]  # the error budget's split over attacks is unchanged
-    cfg = GateOnlyConfig.model_validate({"attacks": [{"name": "domias"}, {"name": "gen_lra", "neighbours": 50}]})
+    assert "gen_lra" not in [
+        a.name for a in DEFAULT_ATTACKS
+    ]  # the error budget's split over attacks is unchanged
+    cfg = GateOnlyConfig.model_validate(
+        {"attacks": [{"name": "domias"}, {"name": "gen_lra", "neighbours": 50}]}
+    )
     attack = create_attack(cfg.attacks[1].name, **cfg.attacks[1].params)
     assert isinstance(attack, GenLRA) and attack.neighbours == 50
 
 
-def test_the_gate_runs_gen_lra_and_its_chunked_scoring_gives_the_same_figures(adult_full, adult_spec):
+def test_the_gate_runs_gen_lra_and_its_chunked_scoring_gives_the_same_figures(
+    adult_full, adult_spec
+):
     """Through ``privacy_gate.evaluate``, as ``attacks: [{name: gen_lra}]`` runs it: its metrics and
     scores are reported under its name, and scoring the targets in parts (``runner.score_chunks``)
     changes no figure."""
     import privacy_gate
 
     rows = adult_full.sample(n=2400, random_state=5).reset_index(drop=True)
-    parts = {"train": rows[:800], "holdout": rows[800:1200], "reference": rows[1200:1600], "synthetic": rows[1600:],
-             "spec": adult_spec, "attacks": [{"name": "gen_lra"}]}
+    parts = {
+        "train": rows[:800],
+        "holdout": rows[800:1200],
+        "reference": rows[1200:1600],
+        "synthetic": rows[1600:],
+        "spec": adult_spec,
+        "attacks": [{"name": "gen_lra"}],
+    }
     whole = privacy_gate.evaluate(**parts)
     assert whole.verdict.status == "ok" and [o.name for o in whole.outcomes] == ["gen_lra"]
     assert abs(whole.metrics["gen_lra.auc"] - 0.5) < 0.1  # an independent release

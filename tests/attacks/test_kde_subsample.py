@@ -33,7 +33,9 @@ def test_no_subsample_below_the_cap_and_the_same_seed_gives_the_same_density():
     rng = np.random.default_rng(1)
     X, T = rng.normal(size=(500, 3)), rng.normal(size=(20, 3))
     exact = GaussianKDE(max_fit_rows=500).fit(X)
-    assert not exact.subsampled and np.array_equal(exact.score_samples(T), GaussianKDE().fit(X).score_samples(T))
+    assert not exact.subsampled and np.array_equal(
+        exact.score_samples(T), GaussianKDE().fit(X).score_samples(T)
+    )
     assert not hasattr(exact, "rel_se_")
     a = GaussianKDE(max_fit_rows=100, seed=3).fit(X)
     b = GaussianKDE(max_fit_rows=100, seed=3).fit(X)
@@ -45,10 +47,18 @@ def test_no_subsample_below_the_cap_and_the_same_seed_gives_the_same_density():
 
 def test_domias_reports_the_subsample_and_its_error_in_its_notes():
     rng = np.random.default_rng(2)
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {"x": {"kind": "numeric"}, "y": {"kind": "numeric"}}})
+    spec = DatasetSpec.model_validate(
+        {"name": "t", "columns": {"x": {"kind": "numeric"}, "y": {"kind": "numeric"}}}
+    )
     frame = lambda n: pd.DataFrame(rng.normal(size=(n, 2)), columns=["x", "y"])  # noqa: E731
-    threat = ThreatModel(synthetic=frame(3000), reference=frame(1000), spec=spec, generator=None,
-                         generator_params={}, n_train=3000)
+    threat = ThreatModel(
+        synthetic=frame(3000),
+        reference=frame(1000),
+        spec=spec,
+        generator=None,
+        generator_params={},
+        n_train=3000,
+    )
     attack = create_attack("domias", max_fit_rows=600).fit(threat)
     attack.score(frame(200))
     notes = " ".join(attack.notes_)
@@ -69,13 +79,21 @@ def test_long_pairwise_jobs_report_progress(monkeypatch, caplog):
     monkeypatch.setattr(density, "PROGRESS_EVERY", 0.0)
     rng = np.random.default_rng(3)
     with caplog.at_level(logging.INFO, logger="privacy_gate.attacks"):
-        nearest_distances(rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100)
+        nearest_distances(
+            rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100
+        )
     lines = [r.getMessage() for r in caplog.records if r.name == "privacy_gate.attacks"]
-    assert lines and "nearest record: 100 of 300 targets against 200 rows" in lines[0] and "ETA" in lines[0]
+    assert (
+        lines
+        and "nearest record: 100 of 300 targets against 200 rows" in lines[0]
+        and "ETA" in lines[0]
+    )
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="privacy_gate.attacks"):  # small jobs stay quiet
         monkeypatch.setattr(density, "PROGRESS_PAIRS", 10**9)
-        nearest_distances(rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100)
+        nearest_distances(
+            rng.normal(size=(300, 3)), rng.normal(size=(200, 3)), chunk_bytes=200 * 8 * 100
+        )
     assert not [r for r in caplog.records if r.name == "privacy_gate.attacks"]
 
 
@@ -99,7 +117,9 @@ def test_large_nearest_record_searches_are_computed_once_and_shared(monkeypatch)
     rng = np.random.default_rng(4)
     T, S = rng.normal(size=(400, 3)), rng.normal(size=(300, 3))
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda _: distance.nearest_distances(T, S, chunk_bytes=10**6), range(4)))
+        results = list(
+            pool.map(lambda _: distance.nearest_distances(T, S, chunk_bytes=10**6), range(4))
+        )
     assert len(calls) == 1
     exact = real(T, S, chunk_bytes=10**6)
     assert all(np.array_equal(r[0], exact[0]) and np.array_equal(r[1], exact[1]) for r in results)

@@ -28,7 +28,9 @@ def test_indexed_search_equals_the_plain_search_with_copies_and_near_copies():
     C = rng.normal(size=(4000, 12)) * 3 + 5  # off-centre and wide: float32 error is not negligible
     T = np.vstack([C[:50], C[50:100] + 1e-7, C[100:150] + 1e-3, rng.normal(size=(400, 12)) * 3 + 5])
     calls = []
-    d, i = indexed_nearest(T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: calls.append(len(t)) or _plain(t, c))
+    d, i = indexed_nearest(
+        T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: calls.append(len(t)) or _plain(t, c)
+    )
     d0, i0 = _plain(T, C)
     assert np.allclose(d, d0, rtol=1e-12, atol=1e-12)
     assert np.array_equal(d[:50], np.zeros(50))  # verbatim copies: exactly 0
@@ -40,10 +42,14 @@ def test_near_ties_float32_cannot_separate_fall_back_to_the_exact_search():
     may then sit outside the retrieved few, and those targets must be searched exactly."""
     rng = np.random.default_rng(1)
     base = rng.integers(0, 2, size=(40, 6)).astype(float)
-    C = base[rng.integers(0, 40, size=3000)] + rng.normal(0, 1e-6, size=(3000, 6))  # 3000 near-duplicates of 40 rows
+    C = base[rng.integers(0, 40, size=3000)] + rng.normal(
+        0, 1e-6, size=(3000, 6)
+    )  # 3000 near-duplicates of 40 rows
     T = base[rng.integers(0, 40, size=200)] + rng.normal(0, 1e-6, size=(200, 6))
     calls = []
-    d, _ = indexed_nearest(T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: calls.append(len(t)) or _plain(t, c))
+    d, _ = indexed_nearest(
+        T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: calls.append(len(t)) or _plain(t, c)
+    )
     d0, _ = _plain(T, C)
     assert calls and calls[0] > 0  # the fallback ran
     assert np.allclose(d, d0, rtol=0, atol=1e-12)
@@ -55,8 +61,12 @@ def test_without_the_fallback_the_near_ties_would_be_wrong():
     base = rng.integers(0, 2, size=(40, 6)).astype(float)
     C = base[rng.integers(0, 40, size=3000)] + rng.normal(0, 1e-6, size=(3000, 6))
     T = base[rng.integers(0, 40, size=200)] + rng.normal(0, 1e-6, size=(200, 6))
-    d_no_fallback, _ = indexed_nearest(T, C, chunk_bytes=CHUNK, exact_search=lambda t, c: (
-        np.full(len(t), np.inf), np.zeros(len(t), dtype=np.int64)))
+    d_no_fallback, _ = indexed_nearest(
+        T,
+        C,
+        chunk_bytes=CHUNK,
+        exact_search=lambda t, c: (np.full(len(t), np.inf), np.zeros(len(t), dtype=np.int64)),
+    )
     d0, _ = _plain(T, C)
     finite = np.isfinite(d_no_fallback)
     assert (~finite).any()  # these are exactly the targets that were handed to the fallback
@@ -64,12 +74,26 @@ def test_without_the_fallback_the_near_ties_would_be_wrong():
 
 
 def _threat(rng, n=600):
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {
-        "x": {"kind": "numeric", "nullable": False}, "y": {"kind": "numeric", "nullable": False},
-        "c": {"kind": "categorical", "categories": ["a", "b", "c"]}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "t",
+            "columns": {
+                "x": {"kind": "numeric", "nullable": False},
+                "y": {"kind": "numeric", "nullable": False},
+                "c": {"kind": "categorical", "categories": ["a", "b", "c"]},
+            },
+        }
+    )
 
     def table(m):
-        return pd.DataFrame({"x": rng.normal(size=m), "y": rng.normal(size=m), "c": rng.choice(["a", "b", "c"], size=m)})
+        return pd.DataFrame(
+            {
+                "x": rng.normal(size=m),
+                "y": rng.normal(size=m),
+                "c": rng.choice(["a", "b", "c"], size=m),
+            }
+        )
+
     syn = table(n)
     targets = pd.concat([syn.iloc[:30], table(200)], ignore_index=True)  # 30 verbatim copies
     return ThreatModel(spec=spec, synthetic=syn, reference=table(n)), targets
@@ -121,7 +145,8 @@ def test_precision_must_be_a_known_setting():
 
 
 def _separate_ivf_search(targets, candidates, k, cells, nprobe):
-    """One plain faiss IVF search of its own (the member scan's search before the two shared their cells)."""
+    """One plain faiss IVF search of its own (the member scan's search before the two shared their
+    cells)."""
     import faiss
 
     C = np.ascontiguousarray(candidates, dtype=np.float32)
@@ -142,14 +167,22 @@ def _separate_ivf_search(targets, candidates, k, cells, nprobe):
 def test_the_shared_cell_choice_gives_the_separate_searches_answers(nprobe):
     """The member scan searches the synthetic rows and the pool with one choice of cells per record:
     the distances are those of two separate searches, bit for bit, copies and near-ties included."""
-    from privacy_gate.attacks.nn_index import approximate_nearest, approximate_nearest_many, ivf_cells
+    from privacy_gate.attacks.nn_index import (
+        approximate_nearest,
+        approximate_nearest_many,
+        ivf_cells,
+    )
 
     rng = np.random.default_rng(3)
     S = rng.normal(size=(6_000, 7)).astype(np.float32)
-    P = np.vstack([S[:50], S[:50] + 1e-3, rng.normal(size=(4_000, 7))]).astype(np.float32)  # copies, near copies
+    P = np.vstack([S[:50], S[:50] + 1e-3, rng.normal(size=(4_000, 7))]).astype(
+        np.float32
+    )  # copies, near copies
     P = np.vstack([P, P[:20]])  # exact twins in the pool
     cells = ivf_cells(S, seed=0)
-    d_syn, d_pool = approximate_nearest_many(P, [(S, 32), (P, 2)], cells=cells, nprobe=nprobe, batch=1_000)
+    d_syn, d_pool = approximate_nearest_many(
+        P, [(S, 32), (P, 2)], cells=cells, nprobe=nprobe, batch=1_000
+    )
     assert np.array_equal(d_syn, _separate_ivf_search(P, S, 32, cells, nprobe))
     assert np.array_equal(d_pool, _separate_ivf_search(P, P, 2, cells, nprobe))
     assert np.array_equal(d_syn, approximate_nearest(P, S, k=32, cells=cells, nprobe=nprobe))

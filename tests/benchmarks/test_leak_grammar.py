@@ -21,14 +21,16 @@ N_TRAIN = 500
 def _table():
     rng = np.random.default_rng(7)
     n = 3000
-    df = pd.DataFrame({
-        "a": np.round(rng.normal(50, 10, n), 1),
-        "b": np.round(np.exp(rng.normal(3, 0.7, n)), 2),
-        "c": rng.integers(0, 20, n).astype(float),
-        "u": rng.choice(list("ABCDE"), n, p=[0.6, 0.3, 0.08, 0.015, 0.005]),
-        "v": rng.choice(["yes", "no"], n),
-        "w": rng.choice(["p", "q", "r", "s", "t"], n),
-    })
+    df = pd.DataFrame(
+        {
+            "a": np.round(rng.normal(50, 10, n), 1),
+            "b": np.round(np.exp(rng.normal(3, 0.7, n)), 2),
+            "c": rng.integers(0, 20, n).astype(float),
+            "u": rng.choice(list("ABCDE"), n, p=[0.6, 0.3, 0.08, 0.015, 0.005]),
+            "v": rng.choice(["yes", "no"], n),
+            "w": rng.choice(["p", "q", "r", "s", "t"], n),
+        }
+    )
     spec = _spec("toy", df, categorical=["u", "v", "w"])
     return df, spec
 
@@ -47,14 +49,18 @@ def _leak(grammar, seed=0):
 def _copies(rel):
     """(training records, their released rows), aligned."""
     rows, pos = rel.info["rows"], rel.info["positions"]
-    return rel.train.iloc[rows].reset_index(drop=True), rel.synthetic.iloc[pos].reset_index(drop=True)
+    return rel.train.iloc[rows].reset_index(drop=True), rel.synthetic.iloc[pos].reset_index(
+        drop=True
+    )
 
 
 NUM, CAT = ["a", "b", "c"], ["u", "v", "w"]
 
 
 def test_a_scaled_copy_is_the_record_times_the_factor(toy):
-    rel = _leak({"which": "random", "keep": "all", "change": "scale", "share": 0.03, "factor": 1.03})
+    rel = _leak(
+        {"which": "random", "keep": "all", "change": "scale", "share": 0.03, "factor": 1.03}
+    )
     x, s = _copies(rel)
     assert len(x) == round(0.03 * N_TRAIN)
     np.testing.assert_allclose(s[NUM].to_numpy(float), 1.03 * x[NUM].to_numpy(float))
@@ -62,14 +68,18 @@ def test_a_scaled_copy_is_the_record_times_the_factor(toy):
 
 
 def test_a_shifted_copy_moves_every_number_by_the_share_of_its_sd(toy):
-    rel = _leak({"which": "random", "keep": "all", "change": "shift", "share": 0.02, "shift_sd": 0.05})
+    rel = _leak(
+        {"which": "random", "keep": "all", "change": "shift", "share": 0.02, "shift_sd": 0.05}
+    )
     x, s = _copies(rel)
     for c in NUM:
         np.testing.assert_allclose(s[c] - x[c], 0.05 * rel.train[c].std())
 
 
 def test_a_jittered_copy_is_close_but_not_equal(toy):
-    rel = _leak({"which": "random", "keep": "all", "change": "jitter", "share": 0.02, "noise_sd": 0.02})
+    rel = _leak(
+        {"which": "random", "keep": "all", "change": "jitter", "share": 0.02, "noise_sd": 0.02}
+    )
     x, s = _copies(rel)
     for c in NUM:
         d = (s[c] - x[c]).abs() / rel.train[c].std()
@@ -78,7 +88,9 @@ def test_a_jittered_copy_is_close_but_not_equal(toy):
 
 
 def test_a_rounded_copy_sits_on_a_1_2_5_unit(toy):
-    rel = _leak({"which": "random", "keep": "all", "change": "round", "share": 0.02, "unit_sd": 0.4})
+    rel = _leak(
+        {"which": "random", "keep": "all", "change": "round", "share": 0.02, "unit_sd": 0.4}
+    )
     x, s = _copies(rel)
     for c in NUM:
         unit = leak_grammar._nice(0.4 * rel.train[c].std())
@@ -88,9 +100,13 @@ def test_a_rounded_copy_sits_on_a_1_2_5_unit(toy):
 
 
 def test_a_smote_copy_lies_between_the_record_and_its_nearest_neighbour(toy):
-    rel = _leak({"which": "random", "keep": "all", "change": "smote", "share": 0.04, "lam_max": 0.1})
+    rel = _leak(
+        {"which": "random", "keep": "all", "change": "smote", "share": 0.04, "lam_max": 0.1}
+    )
     x, s = _copies(rel)
-    nb = rel.train.iloc[leak_grammar.nearest_neighbours(rel.train, rel.spec)[rel.info["rows"]]].reset_index(drop=True)
+    nb = rel.train.iloc[
+        leak_grammar.nearest_neighbours(rel.train, rel.spec)[rel.info["rows"]]
+    ].reset_index(drop=True)
     for c in NUM:
         gap = nb[c] - x[c]
         ok = gap.abs() > 1e-9
@@ -132,8 +148,17 @@ def test_a_group_leak_is_one_whole_small_group(toy):
 
 
 def test_a_few_people_are_copied_several_times(toy):
-    rel = _leak({"which": "people", "keep": "all", "change": "jitter", "share": 0.01, "people": 25, "copies": 4,
-                 "noise_sd": 0.01})
+    rel = _leak(
+        {
+            "which": "people",
+            "keep": "all",
+            "change": "jitter",
+            "share": 0.01,
+            "people": 25,
+            "copies": 4,
+            "noise_sd": 0.01,
+        }
+    )
     assert rel.info["label"]["leaked_records"] == 25 and rel.info["label"]["rows_replaced"] == 100
     assert (pd.Series(rel.info["rows"]).value_counts() == 4).all()
 
@@ -154,14 +179,19 @@ def test_an_avoided_release_holds_no_training_record(toy, how):
     key = lambda f: set(map(tuple, f[NUM + CAT].astype(str).to_numpy()))  # noqa: E731
     assert not key(rel.train) & key(rel.synthetic)
     assert len(rel.copied) == 0 and rel.info["label"]["info_median"] is None
-    if how == "filter":  # the kept candidates are farther from training than a random population draw
+    if (
+        how == "filter"
+    ):  # the kept candidates are farther from training than a random population draw
         from sklearn.neighbors import NearestNeighbors
 
         from benchmarks.calibration_scenarios import _encode
-        enc = _encode(pd.concat([rel.train, rel.synthetic, rel.holdout], ignore_index=True), rel.spec)
-        nn = NearestNeighbors(n_neighbors=1).fit(enc[:len(rel.train)])
-        d_rel = nn.kneighbors(enc[len(rel.train):len(rel.train) + len(rel.synthetic)])[0].mean()
-        d_ho = nn.kneighbors(enc[len(rel.train) + len(rel.synthetic):])[0].mean()
+
+        enc = _encode(
+            pd.concat([rel.train, rel.synthetic, rel.holdout], ignore_index=True), rel.spec
+        )
+        nn = NearestNeighbors(n_neighbors=1).fit(enc[: len(rel.train)])
+        d_rel = nn.kneighbors(enc[len(rel.train) : len(rel.train) + len(rel.synthetic)])[0].mean()
+        d_ho = nn.kneighbors(enc[len(rel.train) + len(rel.synthetic) :])[0].mean()
         assert d_rel > d_ho
 
 
@@ -171,7 +201,11 @@ def test_a_verbatim_unique_record_reveals_more_than_a_common_one(toy):
     model = leak_grammar.InfoModel(rel.reference, spec)
     twins = rel.synthetic
     common = rel.train[(rel.train.u == "A")].iloc[[0]].copy()
-    common[["a", "b", "c"]] = [rel.reference.a.median(), rel.reference.b.median(), rel.reference.c.median()]
+    common[["a", "b", "c"]] = [
+        rel.reference.a.median(),
+        rel.reference.b.median(),
+        rel.reference.c.median(),
+    ]
     unique = rel.train[(rel.train.u.isin(["D", "E"]))].iloc[[0]].copy()
     unique[["a", "b"]] = [rel.reference.a.max() + 30, rel.reference.b.max() * 3]
     lab = lambda x: leak_grammar.information_label(model, x, x, twins, np.array([0]))["info_median"]  # noqa: E731
@@ -202,15 +236,42 @@ def test_the_benchmark_undeclares_and_bins_power():
     spec = spec.model_copy(update={"quasi_identifiers": ["a", "u"], "subgroups": ["v"]})
     bare = bench_leak_power.undeclared(spec)
     assert bare.quasi_identifiers is None and bare.subgroups == []
-    rows = [{"table": "t", "half": "reported", "kind": "leak", "decision": d, "seed": 0, "draw": str(i),
-             "cell": "grammar:x", "grammar": {"change": "jitter", "which": "random", "keep": "all"},
-             "label": {"info_median": info, "share": 0.01}, "seconds": 1.0, "reasons": []}
-            for i, (d, info) in enumerate([("REVIEW", 12.0), ("APPROVE", 12.5), ("APPROVE", -1.0)])]
-    rows.append({"table": "t", "half": "reported", "kind": "null", "decision": "APPROVE", "seed": 0, "draw": "null",
-                 "cell": "null-independent", "grammar": {"change": "null"}, "label": {"info_median": 0.0, "share": 0.0},
-                 "seconds": 1.0, "reasons": []})
+    rows = [
+        {
+            "table": "t",
+            "half": "reported",
+            "kind": "leak",
+            "decision": d,
+            "seed": 0,
+            "draw": str(i),
+            "cell": "grammar:x",
+            "grammar": {"change": "jitter", "which": "random", "keep": "all"},
+            "label": {"info_median": info, "share": 0.01},
+            "seconds": 1.0,
+            "reasons": [],
+        }
+        for i, (d, info) in enumerate([("REVIEW", 12.0), ("APPROVE", 12.5), ("APPROVE", -1.0)])
+    ]
+    rows.append(
+        {
+            "table": "t",
+            "half": "reported",
+            "kind": "null",
+            "decision": "APPROVE",
+            "seed": 0,
+            "draw": "null",
+            "cell": "null-independent",
+            "grammar": {"change": "null"},
+            "label": {"info_median": 0.0, "share": 0.0},
+            "seconds": 1.0,
+            "reasons": [],
+        }
+    )
     s = bench_leak_power.summarise(rows)
-    assert s["power_by_info"]["[10, 20)"]["n"] == 2 and s["power_by_info"]["[10, 20)"]["not_approved"] == 1
+    assert (
+        s["power_by_info"]["[10, 20)"]["n"] == 2
+        and s["power_by_info"]["[10, 20)"]["not_approved"] == 1
+    )
     assert s["power_by_info"]["[-inf, 0)"]["power"] == 0.0
     assert s["tables"]["t"]["null_approval"] == 1.0 and len(s["approved_leaks"]) == 2
 
@@ -221,11 +282,18 @@ def test_a_copy_of_a_record_whose_twin_is_in_the_population_reveals_nothing_beyo
     model = leak_grammar.InfoModel(rel.reference, spec)
     x = rel.train.iloc[[3]]
     twins = pd.concat([rel.synthetic, x], ignore_index=True)  # the population holds its exact twin
-    assert leak_grammar.information_label(model, x, x, twins, np.array([0]))["info_median"] == pytest.approx(0.0)
-    assert leak_grammar.information_label(model, x, x, rel.synthetic, np.array([0]))["info_median"] > 1
+    assert leak_grammar.information_label(model, x, x, twins, np.array([0]))[
+        "info_median"
+    ] == pytest.approx(0.0)
+    assert (
+        leak_grammar.information_label(model, x, x, rel.synthetic, np.array([0]))["info_median"] > 1
+    )
 
 
 def test_the_console_never_shows_a_group_value():
     shown = bench_leak_power._shown("clarity=IF: membership_test.p_adjusted")
     assert "IF" not in shown and shown.startswith("clarity=")
-    assert bench_leak_power._shown("test:scan") == "test:scan" and bench_leak_power._shown("") == "gate-error"
+    assert (
+        bench_leak_power._shown("test:scan") == "test:scan"
+        and bench_leak_power._shown("") == "gate-error"
+    )

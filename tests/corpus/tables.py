@@ -64,5 +64,12 @@ def corpus_release(name: str) -> CorpusRelease:
     if table is None:
         raise KeyError(f"{name!r} is not in the corpus; corpus tables: {[t.name for t in CORPUS]}")
     rel = make_release(name, "null-independent", table.seed, table.n_train)
-    return CorpusRelease(table=table, train=rel.train, holdout=rel.holdout, reference=rel.reference,
-                         independent=rel.synthetic, copy=fresh_ids(rel.train.copy(), rel.spec), spec=rel.spec)
+    return CorpusRelease(
+        table=table,
+        train=rel.train,
+        holdout=rel.holdout,
+        reference=rel.reference,
+        independent=rel.synthetic,
+        copy=fresh_ids(rel.train.copy(), rel.spec),
+        spec=rel.spec,
+    )

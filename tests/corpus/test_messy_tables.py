@@ -44,26 +44,46 @@ from .tables import corpus_release
 class Messy:
     renamed: dict[str, str]  # source column -> the awkward name the export uses
     recoded: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> {value: code}
-    dot_for_missing: tuple[str, ...] = ()  # categorical columns whose missing values are written "."
+    dot_for_missing: tuple[
+        str, ...
+    ] = ()  # categorical columns whose missing values are written "."
     subgroups: tuple[str, ...] = ()  # (awkward) columns audited per value, so "." becomes a group
     dot_column: str = ""  # the (awkward) column holding the value "."
 
 
 MESSY = {
     "loans": Messy(
-        renamed={"annual_income": "annual income (US$)", "annual_income_joint": "annual income, joint (US$)",
-                 "loan_amount": "loan amount $", "interest_rate": "interest rate (%)", "debt_to_income": "debt/income",
-                 "emp_length": "emp. length (years)", "state": "État (US state)",
-                 "homeownership": "home ownership – tenure", "loan_purpose": "loan purpose",
-                 "months_since_last_delinq": "months since last delinquency (#)"},
+        renamed={
+            "annual_income": "annual income (US$)",
+            "annual_income_joint": "annual income, joint (US$)",
+            "loan_amount": "loan amount $",
+            "interest_rate": "interest rate (%)",
+            "debt_to_income": "debt/income",
+            "emp_length": "emp. length (years)",
+            "state": "État (US state)",
+            "homeownership": "home ownership – tenure",
+            "loan_purpose": "loan purpose",
+            "months_since_last_delinq": "months since last delinquency (#)",
+        },
         recoded={"loan_purpose": {"other": "."}},
-        subgroups=("home ownership – tenure", "loan purpose"), dot_column="loan purpose"),
+        subgroups=("home ownership – tenure", "loan purpose"),
+        dot_column="loan purpose",
+    ),
     "flchain": Messy(
-        renamed={"age": "âge (années)", "sample.yr": "sample year", "kappa": "κ FLC (mg/L)", "lambda": "λ FLC (mg/L)",
-                 "flc.grp": "FLC group (1/10)", "creatinine": "créatinine (mg/dL)", "futime": "follow-up (days)",
-                 "chapter": "cause of death (ICD chapter)"},
-        dot_for_missing=("chapter",), subgroups=("sex", "cause of death (ICD chapter)"),
-        dot_column="cause of death (ICD chapter)"),
+        renamed={
+            "age": "âge (années)",
+            "sample.yr": "sample year",
+            "kappa": "κ FLC (mg/L)",
+            "lambda": "λ FLC (mg/L)",
+            "flc.grp": "FLC group (1/10)",
+            "creatinine": "créatinine (mg/dL)",
+            "futime": "follow-up (days)",
+            "chapter": "cause of death (ICD chapter)",
+        },
+        dot_for_missing=("chapter",),
+        subgroups=("sex", "cause of death (ICD chapter)"),
+        dot_column="cause of death (ICD chapter)",
+    ),
 }
 PARTS = ("train", "holdout", "reference", "independent", "copy")
 
@@ -107,20 +127,31 @@ def messy_files(tmp_path_factory) -> dict[str, Path]:
         folder = tmp_path_factory.mktemp(f"messy-{table}")
         for part in PARTS:
             _messy_frame(getattr(rel, part), messy).to_csv(folder / f"{part}.csv", index=False)
-        (folder / "spec.yaml").write_text(yaml.safe_dump(_messy_spec(rel.spec, messy), allow_unicode=True))
+        (folder / "spec.yaml").write_text(
+            yaml.safe_dump(_messy_spec(rel.spec, messy), allow_unicode=True)
+        )
         folders[table] = folder
     return folders
 
 
-def _gate(folder: Path, workdir: Path, *, release: str = "independent", **files: Path) -> tuple[int, str, str]:
-    """``privacy-gate gate`` on ``folder``'s files (``release``: the synthetic file's stem), any of them
-    replaced by ``files``."""
+def _gate(
+    folder: Path, workdir: Path, *, release: str = "independent", **files: Path
+) -> tuple[int, str, str]:
+    """``privacy-gate gate`` on ``folder``'s files (``release``: the synthetic file's stem), any of
+    them replaced by ``files``."""
     paths = {p: folder / f"{p}.csv" for p in ("train", "holdout", "reference")}
     paths["synthetic"] = folder / f"{release}.csv"
     paths["spec"] = folder / "spec.yaml"
     paths.update(files)
-    args = ["gate", *(a for k, p in paths.items() for a in (f"--{k}", str(p))), "--workdir", str(workdir),
-            "--json", "--orchestrator", "local"]
+    args = [
+        "gate",
+        *(a for k, p in paths.items() for a in (f"--{k}", str(p))),
+        "--workdir",
+        str(workdir),
+        "--json",
+        "--orchestrator",
+        "local",
+    ]
     result = CliRunner().invoke(app, args, catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
@@ -129,7 +160,7 @@ def _summary(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-# ------------------------------------------------------------------ awkward names: the normal verdicts
+# --------------------------------------------------------------- awkward names: the normal verdicts
 
 
 @pytest.mark.parametrize("table", list(MESSY))
@@ -137,7 +168,10 @@ def test_awkward_names_and_a_dot_category_run_to_approve(table, messy_files, tmp
     messy, folder = MESSY[table], messy_files[table]
     code, out, err = _gate(folder, tmp_path)
     summary = _summary(out)
-    assert (code, summary["verdict"], summary["status"]) == (0, "APPROVE", "ok"), (summary["reasons"], err[-3000:])
+    assert (code, summary["verdict"], summary["status"]) == (0, "APPROVE", "ok"), (
+        summary["reasons"],
+        err[-3000:],
+    )
     (published,) = (tmp_path / "published").glob("*/*.parquet")
     release = pd.read_parquet(published)
     spec = yaml.safe_load((folder / "spec.yaml").read_text())
@@ -146,19 +180,24 @@ def test_awkward_names_and_a_dot_category_run_to_approve(table, messy_files, tmp
     assert (release[messy.dot_column] == ".").any()  # "." is a value, not read as missing
     # "." is its own subgroup, recorded under its own key (not a path step, not merged with "_")
     dot_key = subgroup_metric((messy.dot_column,), (".",), "n_members")
-    assert dot_key in summary["metrics"], sorted(k for k in summary["metrics"] if key_segment(messy.dot_column) in k)
+    assert dot_key in summary["metrics"], sorted(
+        k for k in summary["metrics"] if key_segment(messy.dot_column) in k
+    )
 
 
 def test_a_copy_with_awkward_names_is_blocked(messy_files, tmp_path):
     code, out, err = _gate(messy_files["loans"], tmp_path, release="copy")
     summary = _summary(out)
-    assert (code, summary["verdict"], summary["status"]) == (4, "BLOCK", "ok"), (summary["reasons"], err[-3000:])
+    assert (code, summary["verdict"], summary["status"]) == (4, "BLOCK", "ok"), (
+        summary["reasons"],
+        err[-3000:],
+    )
     assert any(r["metric"] == "auc" and r["action"] == "block" for r in summary["reasons"])
     assert not (tmp_path / "published").exists()
     assert list((tmp_path / "quarantine").rglob("synthetic.parquet"))
 
 
-# ------------------------------------------------------------------ refusals: exit 2, before the run
+# ----------------------------------------------------------------- refusals: exit 2, before the run
 
 
 def _spec_change(change):
@@ -167,33 +206,72 @@ def _spec_change(change):
         change(raw)
         (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
         return {"spec": tmp_path / "spec.yaml"}
+
     return write
 
 
 def _synthetic_with_source_name(folder: Path, tmp_path: Path) -> dict[str, Path]:
     """The release another tool wrote from the source table: one column under its original name."""
-    frame = pd.read_csv(folder / "independent.csv").rename(columns={"interest rate (%)": "interest_rate"})
+    frame = pd.read_csv(folder / "independent.csv").rename(
+        columns={"interest rate (%)": "interest_rate"}
+    )
     frame.to_csv(tmp_path / "synthetic.csv", index=False)
     return {"synthetic": tmp_path / "synthetic.csv"}
 
 
 # (id, the change, what the one error line must hold: the column and the setting)
 REFUSALS = [
-    ("synthetic-header", _synthetic_with_source_name,
-     ["--synthetic", "column(s) ['interest rate (%)'] of spec 'loans' are missing",
-      "column(s) ['interest_rate'] are not in spec 'loans'"]),
-    ("ordinal-range-and-categories",
-     _spec_change(lambda r: r["columns"].update({"emp. length (years)": {
-         "kind": "ordinal", "min": 0, "max": 10, "categories": list(range(11))}})),
-     ["columns.emp. length (years)", "'min' and 'max' contradict 'categories'"]),
-    ("bins-outside-range",
-     _spec_change(lambda r: r["columns"].update({"interest rate (%)": {
-         "kind": "numeric", "min": 0, "max": 40, "bins": [50, 60, 70]}})),
-     ["columns.interest rate (%)", "'bins' (50 to 70) contradict 'min'/'max' (0 to 40)"]),
-    ("subgroup-source-name", _spec_change(lambda r: r.update(subgroups=["home ownership – tenure", "loan_purpose"])),
-     ["subgroups", "unknown column 'loan_purpose'"]),
-    ("quasi-identifier-unknown", _spec_change(lambda r: r.update(quasi_identifiers=["State", "annual income (US$)"])),
-     ["quasi_identifiers", "unknown column 'State'"]),
+    (
+        "synthetic-header",
+        _synthetic_with_source_name,
+        [
+            "--synthetic",
+            "column(s) ['interest rate (%)'] of spec 'loans' are missing",
+            "column(s) ['interest_rate'] are not in spec 'loans'",
+        ],
+    ),
+    (
+        "ordinal-range-and-categories",
+        _spec_change(
+            lambda r: r["columns"].update(
+                {
+                    "emp. length (years)": {
+                        "kind": "ordinal",
+                        "min": 0,
+                        "max": 10,
+                        "categories": list(range(11)),
+                    }
+                }
+            )
+        ),
+        ["columns.emp. length (years)", "'min' and 'max' contradict 'categories'"],
+    ),
+    (
+        "bins-outside-range",
+        _spec_change(
+            lambda r: r["columns"].update(
+                {
+                    "interest rate (%)": {
+                        "kind": "numeric",
+                        "min": 0,
+                        "max": 40,
+                        "bins": [50, 60, 70],
+                    }
+                }
+            )
+        ),
+        ["columns.interest rate (%)", "'bins' (50 to 70) contradict 'min'/'max' (0 to 40)"],
+    ),
+    (
+        "subgroup-source-name",
+        _spec_change(lambda r: r.update(subgroups=["home ownership – tenure", "loan_purpose"])),
+        ["subgroups", "unknown column 'loan_purpose'"],
+    ),
+    (
+        "quasi-identifier-unknown",
+        _spec_change(lambda r: r.update(quasi_identifiers=["State", "annual income (US$)"])),
+        ["quasi_identifiers", "unknown column 'State'"],
+    ),
 ]
 
 
@@ -210,7 +288,7 @@ def test_a_refusal_exits_2_naming_the_column_and_the_setting(case, messy_files, 
     assert not (tmp_path / "wd").exists()  # nothing started, nothing published
 
 
-# ------------------------------------------------------------------ bad values: BLOCK, found by the run
+# -------------------------------------------------------------- bad values: BLOCK, found by the run
 
 PLANTED = "12.5 pct"  # a value no real record holds: it must not be quoted anywhere
 
@@ -224,12 +302,20 @@ def _text_in_numeric(folder: Path, tmp_path: Path) -> dict[str, Path]:
 
 
 BAD_VALUES = [
-    ("text-in-numeric", _text_in_numeric,
-     ["train.csv: column 'interest rate (%)' is numeric but 3 value(s) are not numbers"]),
-    ("dot-not-in-public-categories",
-     _spec_change(lambda r: r["columns"]["loan purpose"].update(
-         categories=[v for v in r["columns"]["loan purpose"]["categories"] if v != "."])),
-     ["column 'loan purpose'", "value(s) not among the 11 allowed categories"]),
+    (
+        "text-in-numeric",
+        _text_in_numeric,
+        ["train.csv: column 'interest rate (%)' is numeric but 3 value(s) are not numbers"],
+    ),
+    (
+        "dot-not-in-public-categories",
+        _spec_change(
+            lambda r: r["columns"]["loan purpose"].update(
+                categories=[v for v in r["columns"]["loan purpose"]["categories"] if v != "."]
+            )
+        ),
+        ["column 'loan purpose'", "value(s) not among the 11 allowed categories"],
+    ),
 ]
 
 
@@ -239,10 +325,11 @@ def test_a_bad_value_blocks_naming_the_column_without_quoting_it(case, messy_fil
     files = change(messy_files["loans"], tmp_path)
     code, out, err = _gate(messy_files["loans"], tmp_path / "wd", **files)
     summary = _summary(out)
-    assert (code, summary["verdict"], summary["status"]) == (4, "BLOCK", "invalid_input"), summary["reasons"]
+    assert (code, summary["verdict"], summary["status"]) == (4, "BLOCK", "invalid_input"), summary[
+        "reasons"
+    ]
     (reason,) = summary["reasons"]
     for needle in needles:
         assert needle in reason["message"], reason["message"]
     assert PLANTED not in out + err and "Traceback" not in err
     assert not (tmp_path / "wd" / "published").exists()
-

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.data.encoding import ONEHOT_SCALE, MixedEncoder
 from privacy_gate.errors import ConfigError, DataError
+from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate(
     {
@@ -43,7 +43,8 @@ def toy_frame(n: int = 200, seed: int = 0) -> pd.DataFrame:
             "x": rng.normal(5.0, 3.0, n),
             "y": y,
             "const": np.full(n, 7.0),
-            "when": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 1000, n), unit="D"),
+            "when": pd.Timestamp("2020-01-01")
+            + pd.to_timedelta(rng.integers(0, 1000, n), unit="D"),
             "level": rng.integers(1, 6, n),
             "colour": rng.choice(["red", "green", "blue"], n),
             "size": rng.choice([1, 2, 3], n),
@@ -61,7 +62,9 @@ def fitted() -> tuple[MixedEncoder, pd.DataFrame, np.ndarray]:
 
 
 def cols(enc: MixedEncoder, prefix: str) -> list[int]:
-    return [i for i, n in enumerate(enc.feature_names_out_) if n == prefix or n.startswith(prefix + "[")]
+    return [
+        i for i, n in enumerate(enc.feature_names_out_) if n == prefix or n.startswith(prefix + "[")
+    ]
 
 
 def test_feature_layout_excludes_entity_and_drops_constant(fitted):
@@ -113,7 +116,12 @@ def test_numerics_are_standardised_and_missing_is_imputed_with_indicator(fitted)
 
 
 def test_nullable_column_gets_an_indicator_even_without_missing_values():
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {"a": {"kind": "numeric"}, "b": {"kind": "numeric", "nullable": False}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "t",
+            "columns": {"a": {"kind": "numeric"}, "b": {"kind": "numeric", "nullable": False}},
+        }
+    )
     df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 4.0]})
     enc = MixedEncoder(spec=spec).fit(df)
     assert enc.feature_names_out_ == ["a", "a[missing]", "b"]
@@ -137,14 +145,25 @@ def test_onehot_categories_are_at_distance_one_and_unseen_maps_to_missing_slot(f
 
 
 def test_numeric_category_lists_match_conformed_strings():
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {"k": {"kind": "categorical", "categories": [1.0, 2, "z"]}}})
+    spec = DatasetSpec.model_validate(
+        {"name": "t", "columns": {"k": {"kind": "categorical", "categories": [1.0, 2, "z"]}}}
+    )
     df = conform(pd.DataFrame({"k": [1, 2.0, "z", 2]}), spec, source="t")
     X = MixedEncoder(spec=spec).fit_transform(df)
-    np.testing.assert_allclose(X / ONEHOT_SCALE, [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0]])
+    np.testing.assert_allclose(
+        X / ONEHOT_SCALE, [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0]]
+    )
 
 
 def test_ordinal_mode_standardises_category_positions():
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {"k": {"kind": "ordinal", "categories": ["lo", "mid", "hi"], "nullable": False}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "t",
+            "columns": {
+                "k": {"kind": "ordinal", "categories": ["lo", "mid", "hi"], "nullable": False}
+            },
+        }
+    )
     df = pd.DataFrame({"k": ["lo", "mid", "hi", "mid"]})
     enc = MixedEncoder(spec=spec, categorical="ordinal").fit(df)
     X = enc.transform(df)
@@ -157,8 +176,19 @@ def test_ordinal_mode_for_every_categorical_column_on_the_full_spec():
     df = toy_frame()
     enc = MixedEncoder(spec=SPEC, categorical="ordinal").fit(df)
     # one standardised feature per categorical column (no one-hot), in spec order, nothing dropped
-    assert enc.feature_names_out_ == ["x", "y", "y[missing]", "when", "level", "colour", "colour[missing]", "size", "size[missing]",
-                                      "free", "free[missing]"]
+    assert enc.feature_names_out_ == [
+        "x",
+        "y",
+        "y[missing]",
+        "when",
+        "level",
+        "colour",
+        "colour[missing]",
+        "size",
+        "size[missing]",
+        "free",
+        "free[missing]",
+    ]
     X = enc.transform(df)
     assert X.shape == (200, 11) and np.isfinite(X).all()
     j = enc.feature_names_out_.index("colour")
@@ -174,16 +204,20 @@ def test_ordinal_mode_for_every_categorical_column_on_the_full_spec():
 
 def test_notes_say_what_was_dropped_without_data_values(fitted):
     enc, _, _ = fitted
-    assert enc.notes_ == ["column 'const' is constant in the fit data and was dropped from the encoding"]
+    assert enc.notes_ == [
+        "column 'const' is constant in the fit data and was dropped from the encoding"
+    ]
     df = toy_frame()
     df["colour"] = df["colour"].astype(object)
     df.loc[df.index[:4], "colour"] = "mauve"  # outside the public list
     df["y"] = np.nan  # nothing observed
     enc = MixedEncoder(spec=SPEC, data_name="reference data").fit(df)
     assert enc.notes_ == [
-        "column 'y' has no observed values in the reference data and was dropped from the encoding; only its missing indicator is kept",
+        "column 'y' has no observed values in the reference data and was dropped from the "
+        "encoding; only its missing indicator is kept",
         "column 'const' is constant in the reference data and was dropped from the encoding",
-        "column 'colour': 4 row(s) of the reference data hold a value outside the spec's category list; they are encoded like missing values",
+        "column 'colour': 4 row(s) of the reference data hold a value outside the spec's category "
+        "list; they are encoded like missing values",
     ]
     assert not any("7.0" in n or "mauve" in n for n in enc.notes_)  # names and counts, never values
     assert enc.dropped_columns_ == ["y", "const"]
@@ -232,8 +266,9 @@ def test_onehot_scale_constant():
 
 
 def test_encoder_refuses_an_unbounded_one_hot_column_before_allocating():
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {
-        "record": {"kind": "categorical"}, "x": {"kind": "numeric"}}})
+    spec = DatasetSpec.model_validate(
+        {"name": "t", "columns": {"record": {"kind": "categorical"}, "x": {"kind": "numeric"}}}
+    )
     n = 12_000
     df = pd.DataFrame({"record": [f"id-{i}" for i in range(n)], "x": np.arange(n, dtype=float)})
     start = time.perf_counter()
@@ -241,15 +276,30 @@ def test_encoder_refuses_an_unbounded_one_hot_column_before_allocating():
         MixedEncoder(spec=spec, data_name="reference data").fit(df)
     assert time.perf_counter() - start < 5
     msg = str(err.value)
-    for needle in ("column 'record'", "12000 distinct values", "reference data", "max_categories (1000)", "entity_id",
-                   "drop the column"):
+    for needle in (
+        "column 'record'",
+        "12000 distinct values",
+        "reference data",
+        "max_categories (1000)",
+        "entity_id",
+        "drop the column",
+    ):
         assert needle in msg, msg
     assert "id-1" not in msg
     # the total width is bounded too, whatever the spec allows per column
-    wide = DatasetSpec.model_validate({"name": "t", "max_categories": 5000, "columns": {
-        "a": {"kind": "categorical"}, "b": {"kind": "categorical"}}})
-    frame = pd.DataFrame({"a": [f"a{i % 3000}" for i in range(n)], "b": [f"b{i % 2999}" for i in range(n)]})
-    with pytest.raises(DataError, match=r"6001 features, more than its maximum width \(5000\).*'a' \(3000"):
+    wide = DatasetSpec.model_validate(
+        {
+            "name": "t",
+            "max_categories": 5000,
+            "columns": {"a": {"kind": "categorical"}, "b": {"kind": "categorical"}},
+        }
+    )
+    frame = pd.DataFrame(
+        {"a": [f"a{i % 3000}" for i in range(n)], "b": [f"b{i % 2999}" for i in range(n)]}
+    )
+    with pytest.raises(
+        DataError, match=r"6001 features, more than its maximum width \(5000\).*'a' \(3000"
+    ):
         MixedEncoder(spec=wide, max_width=5000).fit(frame)
     # ordinal mode is two features a column: no bound needed
     assert MixedEncoder(spec=spec, categorical="ordinal").fit(df).n_features_out_ <= 4

@@ -3,23 +3,29 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import SplitConfig
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, split_by_entity
 from privacy_gate.errors import DataError, InsufficientDataError
+from privacy_gate.spec import DatasetSpec
 
 
 def _spec(entity=True):
     cols = {"x": {"kind": "numeric"}, "g": {"kind": "categorical"}}
     if entity:
         cols["person"] = {"kind": "categorical"}
-    return DatasetSpec.model_validate({"name": "t", "columns": cols, "entity_id": "person" if entity else None})
+    return DatasetSpec.model_validate(
+        {"name": "t", "columns": cols, "entity_id": "person" if entity else None}
+    )
 
 
 def _frame(n_entities=50, per=3, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"x": rng.normal(size=n_entities * per), "g": rng.choice(["a", "b"], n_entities * per),
-                         "person": np.repeat([f"p{i}" for i in range(n_entities)], per)})
+    return pd.DataFrame(
+        {
+            "x": rng.normal(size=n_entities * per),
+            "g": rng.choice(["a", "b"], n_entities * per),
+            "person": np.repeat([f"p{i}" for i in range(n_entities)], per),
+        }
+    )
 
 
 def test_entities_stay_whole_and_fractions_hold():
@@ -35,7 +41,9 @@ def test_entities_stay_whole_and_fractions_hold():
 
 
 def test_split_is_seeded_and_reproducible():
-    spec2 = DatasetSpec.model_validate({"name": "t", "columns": {"x": {"kind": "numeric"}, "g": {"kind": "categorical"}}})
+    spec2 = DatasetSpec.model_validate(
+        {"name": "t", "columns": {"x": {"kind": "numeric"}, "g": {"kind": "categorical"}}}
+    )
     df = conform(_frame()[["x", "g"]], spec2, source="t")
     a = split_by_entity(df, spec2, SplitConfig(seed=1))
     b = split_by_entity(df, spec2, SplitConfig(seed=1))

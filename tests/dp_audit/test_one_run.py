@@ -9,8 +9,15 @@ from tests.dp_audit.broken import CopyingGenerator
 
 def test_one_run_audit_honest_and_leaky(small_domain):
     spec, data, reference = small_domain
-    kw = dict(data=data.iloc[:10], spec=spec, reference=reference, canaries=24, guesses=16, n_synthetic=1000,
-              seed=0)
+    kw = dict(
+        data=data.iloc[:10],
+        spec=spec,
+        reference=reference,
+        canaries=24,
+        guesses=16,
+        n_synthetic=1000,
+        seed=0,
+    )
     honest = one_run_audit(generator="mst", params={"epsilon": 1.0}, **kw)
     assert 0 <= honest.correct <= honest.guesses <= honest.canaries and not honest.exceeds()
     leaky = one_run_audit(generator=lambda s: CopyingGenerator(seed=s), **kw)

@@ -20,9 +20,14 @@ from tests.dp_audit.broken import TenthNoiseMST, TrainBinsPrivBayes
 
 def _audit(cls, small_domain, *, runs, seed=0, scores=("whitebox", "blackbox"), **kw):
     spec, data, reference = small_domain
-    return audit_dp(generator=lambda s: cls(**kw, seed=s), data=data, spec=spec, reference=reference,
-                    settings=DPAuditSettings(runs=runs, seed=seed, targets=("worst_case",), scores=scores),
-                    progress=None)
+    return audit_dp(
+        generator=lambda s: cls(**kw, seed=s),
+        data=data,
+        spec=spec,
+        reference=reference,
+        settings=DPAuditSettings(runs=runs, seed=seed, targets=("worst_case",), scores=scores),
+        progress=None,
+    )
 
 
 def test_mst_with_a_tenth_of_its_noise_is_caught(small_domain):
@@ -46,8 +51,16 @@ def test_honest_generators_never_exceed_their_claim(small_domain, cls, seed):
 
 
 def test_honest_private_gsd_does_not_exceed_its_claim(small_domain):
-    r = _audit(PrivateGSDGenerator, small_domain, runs=60, seed=1, epsilon=1.0, delta=1e-5, max_generations=50,
-               n_syn=100)
+    r = _audit(
+        PrivateGSDGenerator,
+        small_domain,
+        runs=60,
+        seed=1,
+        epsilon=1.0,
+        delta=1e-5,
+        max_generations=50,
+        n_syn=100,
+    )
     assert not r.exceeds(), r.reason()
 
 
@@ -66,21 +79,41 @@ def test_measurements_hook_is_honest(small_domain, cls):
 
 def test_audit_cache_is_keyed_and_reused(small_domain, tmp_path):
     spec, data, reference = small_domain
-    kw = dict(workdir=tmp_path, generator="mst", params={"epsilon": 1.0}, data=data, spec=spec,
-              reference=reference, progress=None)
-    first, hit = cached_audit(settings=DPAuditSettings(runs=8, targets=("worst_case",), scores=("whitebox",)), **kw)
+    kw = dict(
+        workdir=tmp_path,
+        generator="mst",
+        params={"epsilon": 1.0},
+        data=data,
+        spec=spec,
+        reference=reference,
+        progress=None,
+    )
+    first, hit = cached_audit(
+        settings=DPAuditSettings(runs=8, targets=("worst_case",), scores=("whitebox",)), **kw
+    )
     assert not hit
-    again, hit = cached_audit(settings=DPAuditSettings(runs=8, targets=("worst_case",), scores=("whitebox",)), **kw)
+    again, hit = cached_audit(
+        settings=DPAuditSettings(runs=8, targets=("worst_case",), scores=("whitebox",)), **kw
+    )
     assert hit and again == DPAuditResult.from_dict(first.to_dict())
-    _, hit = cached_audit(settings=DPAuditSettings(runs=10, targets=("worst_case",), scores=("whitebox",)), **kw)
+    _, hit = cached_audit(
+        settings=DPAuditSettings(runs=10, targets=("worst_case",), scores=("whitebox",)), **kw
+    )
     assert not hit and len(list((tmp_path / "dp_audits").glob("*.json"))) == 2
 
 
 def test_the_outlier_target_is_named_by_row_and_hash_only(small_domain):
     r = _audit(MSTGenerator, small_domain, runs=4, scores=("whitebox",), epsilon=1.0)
     spec, data, reference = small_domain
-    r2 = audit_dp(generator="mst", params={"epsilon": 1.0}, data=data, spec=spec, reference=reference,
-                  settings=DPAuditSettings(runs=4, targets=("outlier",), scores=("blackbox",)), progress=None)
+    r2 = audit_dp(
+        generator="mst",
+        params={"epsilon": 1.0},
+        data=data,
+        spec=spec,
+        reference=reference,
+        settings=DPAuditSettings(runs=4, targets=("outlier",), scores=("blackbox",)),
+        progress=None,
+    )
     label = r2.best.target_label
     assert label.startswith("row ") and "sha256" in label
     assert r.best.target == "worst_case"

@@ -8,7 +8,11 @@ import math
 
 import numpy as np
 
-from privacy_gate.estimators.group_tests import ensemble_figures, mean_rank_scores, membership_figures
+from privacy_gate.estimators.group_tests import (
+    ensemble_figures,
+    mean_rank_scores,
+    membership_figures,
+)
 
 
 def _upper_binomial(k_expected: float, n: int, z: float = 3.0) -> float:
@@ -19,8 +23,11 @@ def _upper_binomial(k_expected: float, n: int, z: float = 3.0) -> float:
 def _attacks(rng: np.random.Generator, n: int, shift: np.ndarray) -> dict[str, np.ndarray]:
     """Three attacks that mostly agree (a shared component), one of them coarse (many ties)."""
     common = rng.normal(size=n) + shift
-    return {"dcr": common + 0.3 * rng.normal(size=n), "dcr_ratio": common + 0.3 * rng.normal(size=n),
-            "copy_count": np.floor(common + 0.5 * rng.normal(size=n))}
+    return {
+        "dcr": common + 0.3 * rng.normal(size=n),
+        "dcr_ratio": common + 0.3 * rng.normal(size=n),
+        "copy_count": np.floor(common + 0.5 * rng.normal(size=n)),
+    }
 
 
 def test_the_two_sided_ensemble_test_holds_its_level_with_no_signal():
@@ -56,10 +63,22 @@ def test_the_ensemble_holds_its_level_on_people_with_several_rows():
 def test_the_ensemble_sees_a_release_that_avoids_its_members_and_one_that_copies_them():
     rng = np.random.default_rng(3)
     y = np.r_[np.ones(300, bool), np.zeros(300, bool)]
-    avoid = ensemble_figures(_attacks(rng, 600, np.r_[np.full(300, -0.6), np.zeros(300)]), y, None, seed=0)
-    copy = ensemble_figures(_attacks(rng, 600, np.r_[np.full(300, 0.6), np.zeros(300)]), y, None, seed=0)
-    assert avoid["ensemble_pvalue"] < 1e-4 and avoid["ensemble_auc"] < 0.4 and avoid["ensemble_upper_pvalue"] > 0.5
-    assert copy["ensemble_pvalue"] < 1e-4 and copy["ensemble_auc"] > 0.6 and copy["ensemble_lower_pvalue"] > 0.5
+    avoid = ensemble_figures(
+        _attacks(rng, 600, np.r_[np.full(300, -0.6), np.zeros(300)]), y, None, seed=0
+    )
+    copy = ensemble_figures(
+        _attacks(rng, 600, np.r_[np.full(300, 0.6), np.zeros(300)]), y, None, seed=0
+    )
+    assert (
+        avoid["ensemble_pvalue"] < 1e-4
+        and avoid["ensemble_auc"] < 0.4
+        and avoid["ensemble_upper_pvalue"] > 0.5
+    )
+    assert (
+        copy["ensemble_pvalue"] < 1e-4
+        and copy["ensemble_auc"] > 0.6
+        and copy["ensemble_lower_pvalue"] > 0.5
+    )
     # two-sided: twice the smaller one-sided p-value
     assert avoid["ensemble_pvalue"] == min(1.0, 2 * avoid["ensemble_lower_pvalue"])
 
@@ -71,6 +90,14 @@ def test_mean_ranks_are_label_blind_and_membership_figures_cover_every_attack():
     shuffled = {k: v[perm] for k, v in scores.items()}
     assert np.allclose(mean_rank_scores(shuffled), mean_rank_scores(scores)[perm])
     f = membership_figures(scores, np.array([1, 1, 0, 0]), None, gated=["a"], seed=0)
-    assert {"a.rank_pvalue", "b.rank_pvalue", "membership.ensemble_pvalue", "membership.ensemble_auc"} <= set(f)
+    assert {
+        "a.rank_pvalue",
+        "b.rank_pvalue",
+        "membership.ensemble_pvalue",
+        "membership.ensemble_auc",
+    } <= set(f)
     # the ensemble is over the gated attacks only: here "a" alone
-    assert f["membership.ensemble_auc"] == ensemble_figures({"a": scores["a"]}, np.array([1, 1, 0, 0]), None)["ensemble_auc"]
+    assert (
+        f["membership.ensemble_auc"]
+        == ensemble_figures({"a": scores["a"]}, np.array([1, 1, 0, 0]), None)["ensemble_auc"]
+    )

@@ -15,14 +15,21 @@
 import numpy as np
 import pandas as pd
 import pytest
-
 from scipy import stats
 
-from privacy_gate.estimators.exposure import (combined_scores, conformal_pvalues, discover_exposed,
-                                              _name_per_attack, exposed_share_bounds, fdr_select, naming_limit,
-                                              naming_weights, no_signal_share_upper)
-from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
+from privacy_gate.estimators.exposure import (
+    _name_per_attack,
+    combined_scores,
+    conformal_pvalues,
+    discover_exposed,
+    exposed_share_bounds,
+    fdr_select,
+    naming_limit,
+    naming_weights,
+    no_signal_share_upper,
+)
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
+from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
 
 DRAWS = 300
 Q = 0.1
@@ -51,7 +58,9 @@ def test_fdr_of_the_discoveries_is_at_most_nominal():
         false = np.sum(found >= 60)
         fdp.append(false / max(len(found), 1))
         power.append(np.sum(found < 60) / 60)
-        naive = res.records.loc[res.records["p_value"] <= Q, "row_id"].to_numpy()  # no multiplicity control
+        naive = res.records.loc[
+            res.records["p_value"] <= Q, "row_id"
+        ].to_numpy()  # no multiplicity control
         naive_fdp.append(np.sum(naive >= 60) / max(len(naive), 1))
     se = np.std(fdp) / np.sqrt(DRAWS)
     assert np.mean(fdp) <= Q, (np.mean(fdp), se)
@@ -88,7 +97,9 @@ def test_share_lower_bound_holds_its_level_with_no_exposure_and_shared_calibrati
         old += _binomial_lower(mem, cal, level=0.01, delta=delta) > 0
     limit = delta + 2.5 * np.sqrt(delta * (1 - delta) / draws)
     assert ours / draws <= limit, ours / draws
-    assert old / draws > limit, old / draws  # the check fails a bound that ignores the calibration's randomness
+    assert old / draws > limit, (
+        old / draws
+    )  # the check fails a bound that ignores the calibration's randomness
 
 
 @pytest.mark.parametrize("truth", [0.005, 0.01, 0.05])
@@ -101,7 +112,7 @@ def test_share_bounds_cover_the_true_share(truth):
     m = n0 = 2000
     for _ in range(draws):
         s = rng.normal(size=m + n0)
-        s[:int(truth * m)] += 10.0
+        s[: int(truth * m)] += 10.0
         _, lower, upper = exposed_share_bounds(s[:m], s[m:], level=0.01, delta=delta)
         cover_lower += lower <= truth
         cover_upper += upper >= truth
@@ -122,8 +133,16 @@ def test_no_signal_share_upper_is_what_a_null_release_scores():
     uppers = []
     for _ in range(200):
         s = rng.normal(size=2000)
-        uppers.append(discover_exposed({"a": s}, np.r_[np.ones(1000), np.zeros(1000)], np.arange(2000), q=Q,
-                                       level=0.01, delta=0.05).share_upper)
+        uppers.append(
+            discover_exposed(
+                {"a": s},
+                np.r_[np.ones(1000), np.zeros(1000)],
+                np.arange(2000),
+                q=Q,
+                level=0.01,
+                delta=0.05,
+            ).share_upper
+        )
     reference = no_signal_share_upper(1000, 1000, level=0.01, delta=0.05)
     assert abs(np.median(uppers) - reference) < 0.01
 
@@ -131,18 +150,34 @@ def test_no_signal_share_upper_is_what_a_null_release_scores():
 def test_tail_excess_test_is_exact_under_no_signal():
     """Uniform p-values under exchangeable labels, with unbalanced classes and heavy ties."""
     rng = np.random.default_rng(6)
-    p = np.array([tail_excess_pvalue(rng.integers(0, 50, size=1500).astype(float),
-                                     np.r_[np.ones(1000), np.zeros(500)], simulations=500, seed=i)[0]
-                  for i in range(300)])
+    p = np.array(
+        [
+            tail_excess_pvalue(
+                rng.integers(0, 50, size=1500).astype(float),
+                np.r_[np.ones(1000), np.zeros(500)],
+                simulations=500,
+                seed=i,
+            )[0]
+            for i in range(300)
+        ]
+    )
     for alpha in (0.05, 0.2):
         assert np.mean(p <= alpha) <= alpha + 2.5 * np.sqrt(alpha * (1 - alpha) / 300)
     # continuous scores: the level holds and the test is not vacuous (the p-values spread over
     # (0, 1]; with heavy ties the gap level sits on the first record and the statistic is coarse)
-    p = np.array([tail_excess_pvalue(rng.normal(size=1500), np.r_[np.ones(1000), np.zeros(500)], simulations=500,
-                                     seed=i)[0] for i in range(300)])
+    p = np.array(
+        [
+            tail_excess_pvalue(
+                rng.normal(size=1500), np.r_[np.ones(1000), np.zeros(500)], simulations=500, seed=i
+            )[0]
+            for i in range(300)
+        ]
+    )
     for alpha in (0.05, 0.2):
         assert np.mean(p <= alpha) <= alpha + 2.5 * np.sqrt(alpha * (1 - alpha) / 300)
-    assert np.mean(p <= 0.5) > 0.15  # coarse but not vacuous: the gap level's first records decide most
+    assert (
+        np.mean(p <= 0.5) > 0.15
+    )  # coarse but not vacuous: the gap level's first records decide most
 
 
 def test_tail_gap_level_gives_ten_people_nearly_their_nominal_p():
@@ -188,8 +223,13 @@ def test_one_strong_attack_names_its_records_among_weak_ones():
     # the strong attack's block stands out (scores alone): it gets most of the naming level, so
     # fewer of its records must reach the floor than the 80 an equal share q / 4 would need
     assert max(res.weights, key=res.weights.get) == "strong" and res.weights["strong"] > 0.6
-    assert res.naming_needs == naming_limit(6000, 6000, q=0.05 * res.weights["strong"])[1] < 40 < 80 == \
-        naming_limit(6000, 6000, q=0.05 / 4)[1]
+    assert (
+        res.naming_needs
+        == naming_limit(6000, 6000, q=0.05 * res.weights["strong"])[1]
+        < 40
+        < 80
+        == naming_limit(6000, 6000, q=0.05 / 4)[1]
+    )
 
 
 def test_named_records_keep_the_fdr_with_several_attacks():
@@ -200,8 +240,12 @@ def test_named_records_keep_the_fdr_with_several_attacks():
     any_named = 0
     for i in range(200):
         scores = {f"a{j}": rng.normal(size=1000) for j in range(4)}
-        any_named += discover_exposed(scores, labels, np.arange(1000), q=0.1, level=0.01, delta=0.05,
-                                      seed=i).count > 0
+        any_named += (
+            discover_exposed(
+                scores, labels, np.arange(1000), q=0.1, level=0.01, delta=0.05, seed=i
+            ).count
+            > 0
+        )
     assert any_named / 200 <= 0.1 + 2.5 * np.sqrt(0.09 / 200)
 
 
@@ -237,8 +281,12 @@ def test_discovery_refuses_one_class():
 def test_rank_test_holds_its_level_at_small_sizes_with_ties(n1, n0):
     rng = np.random.default_rng(n1)
     labels = np.r_[np.ones(n1), np.zeros(n0)]
-    p = np.array([rank_test_pvalue(rng.integers(0, 4, size=n1 + n0).astype(float), labels, seed=i)
-                  for i in range(1500)])
+    p = np.array(
+        [
+            rank_test_pvalue(rng.integers(0, 4, size=n1 + n0).astype(float), labels, seed=i)
+            for i in range(1500)
+        ]
+    )
     assert np.mean(p <= 0.05) <= 0.05 + 0.015
 
 
@@ -246,8 +294,12 @@ def test_holm_holds_the_familywise_level_across_groups():
     rng = np.random.default_rng(5)
     any_flag = 0
     for _ in range(300):
-        p = np.array([rank_test_pvalue(rng.normal(size=30), np.r_[np.ones(15), np.zeros(15)], seed=i)
-                      for i in range(20)])
+        p = np.array(
+            [
+                rank_test_pvalue(rng.normal(size=30), np.r_[np.ones(15), np.zeros(15)], seed=i)
+                for i in range(20)
+            ]
+        )
         any_flag += (holm_adjust(p) <= 0.05).any()
     assert any_flag / 300 <= 0.05 + 0.02
 
@@ -269,7 +321,9 @@ def test_a_leaked_small_group_is_found_and_attacks_are_combined():
 def test_groups_are_never_merged_and_are_named(adult_spec):
     from privacy_gate.experiment.grouping import audited_columns, subgroup_groups
 
-    targets = pd.DataFrame({"race": ["White"] * 50 + ["Other"] * 2 + ["Black"] * 8, "sex": ["Male"] * 60})
+    targets = pd.DataFrame(
+        {"race": ["White"] * 50 + ["Other"] * 2 + ["Black"] * 8, "sex": ["Male"] * 60}
+    )
     labels = np.r_[np.ones(30), np.zeros(20), [1, 0], np.ones(4), np.zeros(4)]
     groups = subgroup_groups(targets, labels, columns=[["race"]])
     assert [g.label for g in groups] == ["race=Black", "race=Other", "race=White"]
@@ -297,11 +351,16 @@ def test_weighted_naming_keeps_the_fdr_when_one_attack_stands_out():
         fdp.append(np.sum(found >= 40) / max(len(found), 1))
         power.append(np.sum(found < 40) / 40)
         favoured += max(res.weights, key=res.weights.get) == "a0"
-        equal, _ = _name_per_attack({a: res.records[f"p_{a}"].to_numpy() for a in scores}, q=Q, method="bh")
+        equal, _ = _name_per_attack(
+            {a: res.records[f"p_{a}"].to_numpy() for a in scores}, q=Q, method="bh"
+        )
         equal_power.append(np.sum(equal[:40]) / 40)
     assert np.mean(fdp) <= Q, np.mean(fdp)
     # not vacuous: the weights follow the block, and name more of it than equal shares q / 4 do
-    assert favoured >= 250 and np.mean(power) > np.mean(equal_power) + 0.05, (np.mean(power), np.mean(equal_power))
+    assert favoured >= 250 and np.mean(power) > np.mean(equal_power) + 0.05, (
+        np.mean(power),
+        np.mean(equal_power),
+    )
 
 
 def test_naming_weights_are_equal_without_a_block_and_sum_to_one():

@@ -46,13 +46,20 @@ def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
     for i in range(DRAWS):
         scores, labels, units = _panel_scores(rng)
         kw = dict(q=0.1, level=0.01, delta=ALPHA, seed=i)
-        per_row.append(_rejections(discover_exposed({"a": scores}, labels, np.arange(scores.size), **kw)))
-        per_unit.append(_rejections(discover_exposed({"a": scores}, labels, np.arange(scores.size), units=units,
-                                                     **kw)))
+        per_row.append(
+            _rejections(discover_exposed({"a": scores}, labels, np.arange(scores.size), **kw))
+        )
+        per_unit.append(
+            _rejections(
+                discover_exposed({"a": scores}, labels, np.arange(scores.size), units=units, **kw)
+            )
+        )
     row_rate, unit_rate = np.mean(per_row, axis=0), np.mean(per_unit, axis=0)
-    # tail test: exact under exchangeable people; share bound: at most delta; naming: FWER <= q = 0.1.
-    # Allowance: about two binomial standard errors at 60 draws
-    assert unit_rate[0] <= ALPHA + 0.06 and unit_rate[1] <= ALPHA + 0.06 and unit_rate[2] <= 0.1 + 0.08, unit_rate
+    # tail test: exact under exchangeable people; share bound: at most delta; naming: FWER <= q =
+    # 0.1. Allowance: about two binomial standard errors at 60 draws
+    assert (
+        unit_rate[0] <= ALPHA + 0.06 and unit_rate[1] <= ALPHA + 0.06 and unit_rate[2] <= 0.1 + 0.08
+    ), unit_rate
     # the same draws per row: a person's seven near-identical rows read as seven independent targets
     assert row_rate[0] >= 3 * ALPHA and row_rate[1] >= 2 * ALPHA, row_rate
 
@@ -64,8 +71,13 @@ def _panel_frame(rng, people=400, rows=ROWS):
     return pd.DataFrame({"pid": pid, "x": x})
 
 
-SPEC = DatasetSpec.model_validate({"name": "panel", "entity_id": "pid",
-                                   "columns": {"pid": {"kind": "categorical"}, "x": {"kind": "numeric"}}})
+SPEC = DatasetSpec.model_validate(
+    {
+        "name": "panel",
+        "entity_id": "pid",
+        "columns": {"pid": {"kind": "categorical"}, "x": {"kind": "numeric"}},
+    }
+)
 
 
 def _member_rank(targets):
@@ -88,8 +100,10 @@ def test_targets_are_whole_people_so_member_maxima_rank_like_non_members():
         assert t.count(members=True) == t.count(members=False) == 80  # 400 people, 20 % in holdout
         whole.append(_member_rank(t))
         r = choose_targets(splits, TargetsConfig(seed=seed))  # rows, as without an entity id
-        units = np.r_[unit_codes(r.records.iloc[:int(r.labels.sum())], "pid"),
-                      10_000 + unit_codes(r.records.iloc[int(r.labels.sum()):], "pid")]
+        units = np.r_[
+            unit_codes(r.records.iloc[: int(r.labels.sum())], "pid"),
+            10_000 + unit_codes(r.records.iloc[int(r.labels.sum()) :], "pid"),
+        ]
         rows_drawn.append(_member_rank(type(r)(records=r.records, labels=r.labels, units=units)))
     se = np.std(whole) / np.sqrt(len(whole))
     assert abs(np.mean(whole) - 0.5) < 3 * se + 0.01, (np.mean(whole), se)
@@ -103,13 +117,16 @@ def test_copied_people_are_named_with_all_their_rows():
     scores, labels, units = _panel_scores(rng)
     copied = np.arange(20)  # member people 0..19: one of their rows copied (far above everyone)
     scores[copied * ROWS + 3] = 9.0 + rng.normal(size=copied.size)
-    res = discover_exposed({"a": scores}, labels, np.arange(scores.size),
-                           q=0.1, level=0.01, delta=0.05, units=units)
+    res = discover_exposed(
+        {"a": scores}, labels, np.arange(scores.size), q=0.1, level=0.01, delta=0.05, units=units
+    )
     assert res.tested == res.calibration == PEOPLE
     assert res.count >= 18 and res.count <= 22, res.count
     mask = res.target_mask(labels)
     copied_rows = np.isin(units, copied)
-    assert mask[copied_rows].mean() >= 0.9 and mask[~copied_rows].sum() <= 2 * ROWS  # all rows of the named
+    assert (
+        mask[copied_rows].mean() >= 0.9 and mask[~copied_rows].sum() <= 2 * ROWS
+    )  # all rows of the named
     # the tail test's floor at 600 people: the top 1 % (6 people) all members, p = about 2^-6
     assert res.tail_pvalue < 0.02 and res.share_pvalue < 1e-3 and res.share_lower > 0
     assert res.metrics()["simes_pvalue"] <= 0.1  # BH names at q = 0.1, so Simes is at most q
@@ -118,8 +135,17 @@ def test_copied_people_are_named_with_all_their_rows():
 def test_without_units_nothing_changes():
     rng = np.random.default_rng(3)
     scores, labels, _ = _panel_scores(rng, people=100)
-    a = discover_exposed({"a": scores}, labels, np.arange(scores.size), q=0.1, level=0.01, delta=0.05)
-    b = discover_exposed({"a": scores}, labels, np.arange(scores.size), q=0.1, level=0.01, delta=0.05,
-                         units=np.arange(scores.size))  # every row its own unit: the same figures
+    a = discover_exposed(
+        {"a": scores}, labels, np.arange(scores.size), q=0.1, level=0.01, delta=0.05
+    )
+    b = discover_exposed(
+        {"a": scores},
+        labels,
+        np.arange(scores.size),
+        q=0.1,
+        level=0.01,
+        delta=0.05,
+        units=np.arange(scores.size),
+    )  # every row its own unit: the same figures
     assert a.metrics() == b.metrics()
     assert a.records["p_value"].tolist() == b.records["p_value"].tolist()

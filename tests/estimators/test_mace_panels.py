@@ -25,14 +25,27 @@ QUERIES = ("a", "b", COMBINED)
 def _panel(rng, *, shift=0.0):
     """Member people first; each row's score per attack is its person's effect plus small noise."""
     labels = np.repeat(np.r_[np.ones(PEOPLE, int), np.zeros(PEOPLE, int)], ROWS)
-    scores = {a: np.repeat(rng.normal(size=2 * PEOPLE), ROWS) + 0.1 * rng.normal(size=labels.size) + shift * labels
-              for a in ("a", "b")}
+    scores = {
+        a: np.repeat(rng.normal(size=2 * PEOPLE), ROWS)
+        + 0.1 * rng.normal(size=labels.size)
+        + shift * labels
+        for a in ("a", "b")
+    }
     return scores, labels, np.repeat(np.arange(2 * PEOPLE), ROWS)
 
 
 def _lowers(scores, labels, units, seed):
-    m = mace_for_attacks(scores, labels, np.arange(labels.size), prior=0.5, delta=DELTA, n_permutations=0,
-                         epsilon=None, seed=seed, units=units).metrics
+    m = mace_for_attacks(
+        scores,
+        labels,
+        np.arange(labels.size),
+        prior=0.5,
+        delta=DELTA,
+        n_permutations=0,
+        epsilon=None,
+        seed=seed,
+        units=units,
+    ).metrics
     return [m[f"{q}.mace.advantage_lower"] for q in QUERIES]
 
 
@@ -45,17 +58,27 @@ def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
         if seed < ROW_DRAWS:
             per_row.append(np.array(_lowers(scores, labels, None, seed)) > 0)
     person_rate, row_rate = np.mean(per_person, axis=0), np.mean(per_row, axis=0)
-    # measured (a, b, combined; seeds 0-59): per person 0, 0, 0 of 60; per row 39, 37, 60 of 60 (run here
-    # on the first 20).
+    # measured (a, b, combined; seeds 0-59): per person 0, 0, 0 of 60; per row 39, 37, 60 of 60 (run
+    # here on the first 20).
     # One side of a 1 - delta interval: at most delta / 2 = 0.025, with about two binomial
     # standard errors of allowance at 60 draws
     assert (person_rate <= DELTA / 2 + 0.045).all(), person_rate
-    assert (row_rate >= 0.4).all(), row_rate  # a person's seven rows read as seven independent targets
+    assert (row_rate >= 0.4).all(), (
+        row_rate
+    )  # a person's seven rows read as seven independent targets
 
 
 def test_copied_people_keep_a_lower_bound():
     scores, labels, units = _panel(np.random.default_rng(1), shift=2.0)
-    res = mace_for_attacks(scores, labels, np.arange(labels.size), prior=0.5, delta=DELTA, n_permutations=20,
-                           epsilon=None, units=units)
+    res = mace_for_attacks(
+        scores,
+        labels,
+        np.arange(labels.size),
+        prior=0.5,
+        delta=DELTA,
+        n_permutations=20,
+        epsilon=None,
+        units=units,
+    )
     assert all(res.metrics[f"{q}.mace.advantage_lower"] > 0.10 for q in QUERIES), res.metrics
     assert len(res.per_record) == labels.size  # the per-record risks stay per row

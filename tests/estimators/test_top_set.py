@@ -15,9 +15,13 @@ def _upper(expected_rate: float, n: int, z: float = 3.0) -> float:
     return n * expected_rate + z * math.sqrt(n * expected_rate * (1 - expected_rate))
 
 
-@pytest.mark.parametrize("members, exposed, lift, powered", [(1000, 0, 0.0, False), (2000, 0, 0.0, False),
-                                                             (1000, 30, 2.5, False), (1000, 12, 6.0, True)])
-def test_the_bound_undercounts_the_exposed_members_of_the_set_at_its_confidence(members, exposed, lift, powered):
+@pytest.mark.parametrize(
+    "members, exposed, lift, powered",
+    [(1000, 0, 0.0, False), (2000, 0, 0.0, False), (1000, 30, 2.5, False), (1000, 12, 6.0, True)],
+)
+def test_the_bound_undercounts_the_exposed_members_of_the_set_at_its_confidence(
+    members, exposed, lift, powered
+):
     """Pool: ``members`` members (the first ``exposed`` of them with scores lifted: mixed into the
     top of the others at 2.5, a cluster of copies at 6) and 1,000 non-members. Over 600 seeds the
     bound exceeds the true number of exposed members in the set no more often than 5 % allows; for

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
 from privacy_gate.estimators import marginal_quality
+from privacy_gate.spec import DatasetSpec
 
 SPEC = DatasetSpec.model_validate(
     {
@@ -44,7 +44,9 @@ def frame(n: int = 2000, seed: int = 0) -> pd.DataFrame:
             "score": np.clip(age / 2 + rng.normal(0, 3, n), 0, 30),
             "when": pd.Timestamp("2022-01-01") + pd.to_timedelta((age * 5).astype(int), unit="D"),
             "sex": sex,
-            "job": np.where(age > 45, "Secret-Job-A", rng.choice(["Secret-Job-B", "Secret-Job-C"], n)),
+            "job": np.where(
+                age > 45, "Secret-Job-A", rng.choice(["Secret-Job-B", "Secret-Job-C"], n)
+            ),
         }
     )
     raw.loc[rng.random(n) < 0.05, "job"] = np.nan
@@ -118,7 +120,9 @@ def test_errors():
 def test_fast_on_30k_rows_15_columns():
     rng = np.random.default_rng(0)
     n = 30_000
-    cols = {f"c{i}": {"kind": "categorical"} for i in range(8)} | {f"n{i}": {"kind": "numeric"} for i in range(7)}
+    cols = {f"c{i}": {"kind": "categorical"} for i in range(8)} | {
+        f"n{i}": {"kind": "numeric"} for i in range(7)
+    }
     spec = DatasetSpec.model_validate({"name": "big", "columns": cols})
     data = {f"c{i}": rng.choice([f"v{k}" for k in range(3 + 5 * i)], n) for i in range(8)}
     data |= {f"n{i}": rng.lognormal(size=n) for i in range(7)}

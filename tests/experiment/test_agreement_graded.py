@@ -21,41 +21,65 @@ from privacy_gate.spec import DatasetSpec
 #: the agreement test's share of the default review budget (weight 2 of 10 of 2 %)
 REVIEW_SHARE = 0.004
 
-SPEC = DatasetSpec.model_validate({"name": "sim", "columns": {
-    "a": {"kind": "categorical"}, "b": {"kind": "categorical"}, "e": {"kind": "numeric"},
-    "x": {"kind": "numeric"}, "w": {"kind": "numeric"}, "v": {"kind": "numeric"}}})
+SPEC = DatasetSpec.model_validate(
+    {
+        "name": "sim",
+        "columns": {
+            "a": {"kind": "categorical"},
+            "b": {"kind": "categorical"},
+            "e": {"kind": "numeric"},
+            "x": {"kind": "numeric"},
+            "w": {"kind": "numeric"},
+            "v": {"kind": "numeric"},
+        },
+    }
+)
 NUMBERS = ["e", "x", "w", "v"]
 
 
 def _population(n: int, rng: np.random.Generator) -> pd.DataFrame:
     """Low-dimensional and twin-heavy, like a census extract: two categories, a skewed integer
-    (schooling), a uniform integer (experience), two continuous amounts (cents) with missing values."""
+    (schooling), a uniform integer (experience), two continuous amounts (cents) with missing
+    values."""
     e = rng.choice(np.arange(8, 19), n, p=np.r_[1, 1, 2, 3, 4, 12, 6, 5, 3, 2, 1] / 40)
     v = np.round(rng.gamma(4.0, 10.0, n), 2)
     v[rng.random(n) < 0.02] = np.nan
-    return pd.DataFrame({"a": rng.choice(["p", "q"], n, p=[0.8, 0.2]), "b": rng.choice(list("klmn"), n),
-                         "e": e.astype(float), "x": rng.integers(0, 46, n).astype(float),
-                         "w": np.round(np.exp(rng.normal(6 + 0.08 * (e - 12), 0.5)), 2), "v": v})
+    return pd.DataFrame(
+        {
+            "a": rng.choice(["p", "q"], n, p=[0.8, 0.2]),
+            "b": rng.choice(list("klmn"), n),
+            "e": e.astype(float),
+            "x": rng.integers(0, 46, n).astype(float),
+            "w": np.round(np.exp(rng.normal(6 + 0.08 * (e - 12), 0.5)), 2),
+            "v": v,
+        }
+    )
 
 
 def _splits(n: int, seed: int) -> tuple[pd.DataFrame, ...]:
     rng = np.random.default_rng(seed)
     pop = _population(4 * n, rng)
-    return tuple(pop.iloc[i * n:(i + 1) * n].reset_index(drop=True) for i in range(4))
+    return tuple(pop.iloc[i * n : (i + 1) * n].reset_index(drop=True) for i in range(4))
 
 
 def test_the_scan_holds_its_level_on_independent_draws():
     """200 seeds of independent training, holdout, reference and synthetic draws (no quasi-
-    identifiers declared, and two linking views asked for, so they are searched and priced too): the rate of p <= 0.05
-    stays within the binomial bound of a valid 5 % test (P(Binom(200, 0.05) > 19) < 0.003)."""
+    identifiers declared, and two linking views asked for, so they are searched and priced too): the
+    rate of p <= 0.05 stays within the binomial bound of a valid 5 % test (P(Binom(200, 0.05) > 19)
+    < 0.003)."""
     hits = 0
     for seed in range(200):
         train, holdout, reference, synthetic = _splits(150, 7000 + seed)
-        hits += agreement_scan(synthetic, train, holdout, reference, SPEC, seed=seed, linking=2).pvalue <= 0.05
+        hits += (
+            agreement_scan(synthetic, train, holdout, reference, SPEC, seed=seed, linking=2).pvalue
+            <= 0.05
+        )
     assert hits <= 19, hits
 
 
-def _leak(kind: str, train: pd.DataFrame, synthetic: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+def _leak(
+    kind: str, train: pd.DataFrame, synthetic: pd.DataFrame, rng: np.random.Generator
+) -> pd.DataFrame:
     syn = synthetic.copy()
     if kind == "scaled":  # 2 % copies with every number x 1.02
         rows = train.iloc[rng.choice(len(train), int(0.02 * len(syn)), replace=False)].copy()
@@ -76,7 +100,7 @@ def _leak(kind: str, train: pd.DataFrame, synthetic: pd.DataFrame, rng: np.rando
         rows = people.loc[people.index.repeat(4)].copy()
         noise = rng.normal(size=(len(rows), len(NUMBERS))) * 0.01 * train[NUMBERS].std().to_numpy()
         rows[NUMBERS] = rows[NUMBERS].to_numpy() + noise
-    syn.iloc[:len(rows)] = rows[syn.columns].to_numpy()
+    syn.iloc[: len(rows)] = rows[syn.columns].to_numpy()
     return syn
 
 
@@ -95,16 +119,35 @@ def test_graded_agreement_finds_copies_the_bins_hide(kind, seeds):
 def _linkable(n: int, rng: np.random.Generator) -> pd.DataFrame:
     """Three columns that single people out together (birth year, district, job: each harmless
     alone) beside four common ones and a continuous amount."""
-    return pd.DataFrame({"year": rng.integers(1940, 2000, n).astype(float), "district": rng.integers(0, 40, n).astype(str),
-                         "job": rng.integers(0, 25, n).astype(str), "sex": rng.choice(["f", "m"], n),
-                         "owner": rng.choice(["y", "n"], n, p=[0.7, 0.3]), "car": rng.choice(["y", "n"], n),
-                         "region": rng.choice(list("NESW"), n), "income": np.round(rng.gamma(3.0, 800.0, n), 0)})
+    return pd.DataFrame(
+        {
+            "year": rng.integers(1940, 2000, n).astype(float),
+            "district": rng.integers(0, 40, n).astype(str),
+            "job": rng.integers(0, 25, n).astype(str),
+            "sex": rng.choice(["f", "m"], n),
+            "owner": rng.choice(["y", "n"], n, p=[0.7, 0.3]),
+            "car": rng.choice(["y", "n"], n),
+            "region": rng.choice(list("NESW"), n),
+            "income": np.round(rng.gamma(3.0, 800.0, n), 0),
+        }
+    )
 
 
-LINK_SPEC = DatasetSpec.model_validate({"name": "link", "columns": {
-    "year": {"kind": "numeric"}, "district": {"kind": "categorical"}, "job": {"kind": "categorical"},
-    "sex": {"kind": "categorical"}, "owner": {"kind": "categorical"}, "car": {"kind": "categorical"},
-    "region": {"kind": "categorical"}, "income": {"kind": "numeric"}}})
+LINK_SPEC = DatasetSpec.model_validate(
+    {
+        "name": "link",
+        "columns": {
+            "year": {"kind": "numeric"},
+            "district": {"kind": "categorical"},
+            "job": {"kind": "categorical"},
+            "sex": {"kind": "categorical"},
+            "owner": {"kind": "categorical"},
+            "car": {"kind": "categorical"},
+            "region": {"kind": "categorical"},
+            "income": {"kind": "numeric"},
+        },
+    }
+)
 QI = ["year", "district", "job"]
 
 
@@ -113,10 +156,13 @@ def test_undeclared_linking_columns_are_found_and_single_out_their_copies():
     and job of a training record, pasted into otherwise new rows. The scan finds the combination in
     the reference (label-blind), and in that view the copied records score above 95 % of the
     holdout records. The test's p-value does not reach the review share at this size (0.15 after
-    the views' Bonferroni price; max-minus-max scores have a wide upper tail), so none is claimed."""
+    the views' Bonferroni price; max-minus-max scores have a wide upper tail), so none is
+    claimed."""
     rng = np.random.default_rng(3)
     pop = _linkable(8000, rng)
-    train, holdout, reference, synthetic = (pop.iloc[i * 2000:(i + 1) * 2000].reset_index(drop=True) for i in range(4))
+    train, holdout, reference, synthetic = (
+        pop.iloc[i * 2000 : (i + 1) * 2000].reset_index(drop=True) for i in range(4)
+    )
     views = linking_views(reference, LINK_SPEC)
     assert views and views[0] == QI, views
     key = pop[QI].astype(str).agg("|".join, axis=1)

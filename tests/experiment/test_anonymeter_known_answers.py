@@ -34,12 +34,23 @@ SYNTHETIC = pd.DataFrame({"col0": [0, 1, 4, 9], "col1": [0, 1, 4, 9]})
 
 @pytest.mark.parametrize("n_neighbors, rate", [(1, 0.25), (2, 1.0), (3, 1.0), (4, 1.0)])
 def test_the_linkability_toy_case(n_neighbors, rate):
-    codes = Codes.of([SYNTHETIC, ORIGINAL, ORIGINAL], columns=["col0", "col1"], numeric={"col0", "col1"})
+    codes = Codes.of(
+        [SYNTHETIC, ORIGINAL, ORIGINAL], columns=["col0", "col1"], numeric={"col0", "col1"}
+    )
     every = np.arange(4)
-    out = linkability(codes, ("col0",), ("col1",), train_idx=every, control_idx=every, n_neighbors=n_neighbors,
-                      seed=0)
+    out = linkability(
+        codes,
+        ("col0",),
+        ("col1",),
+        train_idx=every,
+        control_idx=every,
+        n_neighbors=n_neighbors,
+        seed=0,
+    )
     assert out.risk.train_rate == rate and out.risk.control_rate == rate
-    assert out.train_hits.tolist() == ([True, False, False, False] if n_neighbors == 1 else [True] * 4)
+    assert out.train_hits.tolist() == (
+        [True, False, False, False] if n_neighbors == 1 else [True] * 4
+    )
 
 
 @pytest.mark.parametrize("k, expected", [(1, (0.045587, 0.699358)), (4, (0.5102, 1.0))])
@@ -47,8 +58,14 @@ def test_the_toy_rates_wilson_intervals(k, expected):
     assert wilson_interval(k, 4, alpha=0.05) == pytest.approx(expected, abs=1e-4)
 
 
-@pytest.mark.parametrize("synthetic, rate", [([["a", "b"], ["c", "d"]], 1.0), ([["a", "b"], ["c", "e"]], 0.5),
-                                             ([["a", "h"], ["c", "g"]], 0.0)])
+@pytest.mark.parametrize(
+    "synthetic, rate",
+    [
+        ([["a", "b"], ["c", "d"]], 1.0),
+        ([["a", "b"], ["c", "e"]], 0.5),
+        ([["a", "h"], ["c", "g"]], 0.0),
+    ],
+)
 def test_the_inference_toy_case(synthetic, rate):
     original = pd.DataFrame([["a", "b"], ["c", "d"]], columns=["c0", "c1"])
     syn = pd.DataFrame(synthetic, columns=["c0", "c1"])

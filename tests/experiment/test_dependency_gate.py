@@ -9,17 +9,24 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import AttackConfig, AuditConfig, GateConfig, Rule
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.experiment.dependency import dependence_note, source_shift
-from privacy_gate.gate.findings import dependence_clause
 from privacy_gate.experiment.inputs import GateInputs, splits_from_frames
-from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.gate.findings import dependence_clause
+from privacy_gate.pipeline.gate_run import run_gate
+from privacy_gate.spec import DatasetSpec
 
-SPEC = DatasetSpec.model_validate({"name": "sites", "source": "site", "columns": {
-    "site": {"kind": "categorical", "categories": ["a", "b", "c"]}, "x": {"kind": "numeric"},
-    "z": {"kind": "numeric"}}})
+SPEC = DatasetSpec.model_validate(
+    {
+        "name": "sites",
+        "source": "site",
+        "columns": {
+            "site": {"kind": "categorical", "categories": ["a", "b", "c"]},
+            "x": {"kind": "numeric"},
+            "z": {"kind": "numeric"},
+        },
+    }
+)
 
 
 def test_tv_and_test_of_a_training_split_from_one_source():
@@ -35,7 +42,9 @@ def test_tv_and_test_of_a_training_split_from_one_source():
     assert "plausibly dependent" in note and "assumes independent records and may not hold" in note
     calm = source_shift(same, reference)
     assert calm.pvalue > 0.01 and calm.tv < 0.05 and not calm.dependent(0.01)
-    assert "no evidence" in dependence_note(calm, source="site", alpha=0.01, epsilon=None, dp_bound=None)
+    assert "no evidence" in dependence_note(
+        calm, source="site", alpha=0.01, epsilon=None, dp_bound=None
+    )
 
 
 def test_sparse_sources_are_pooled_and_missing_is_a_category():
@@ -50,16 +59,22 @@ def test_monte_carlo_where_pooling_cannot_make_chi_square_valid():
     reference = pd.Series(["a"] * 60 + ["b"] * 35 + ["c"] * 5, name="site")
     one = source_shift(pd.Series(["c"] * 8), reference)
     assert one.method == "monte_carlo" and one.tv == pytest.approx(0.95)
-    assert one.pvalue < 1e-3 and one.dependent(0.01)  # exact: C(13,8)/C(108,8) ~ 1e-8, the MC floor is 1e-4
+    assert one.pvalue < 1e-3 and one.dependent(
+        0.01
+    )  # exact: C(13,8)/C(108,8) ~ 1e-8, the MC floor is 1e-4
     alike = source_shift(pd.Series(["a"] * 5 + ["b"] * 3), reference)
     assert alike.method == "monte_carlo" and alike.pvalue > 0.3
 
 
 def test_the_dp_bound_clause_says_whether_training_looks_dependent():
     reference = pd.Series(["a", "b", "c"] * 200)
-    dependent = dependence_clause(source_shift(pd.Series(["a"] * 300), reference), source="site", alpha=0.01)
+    dependent = dependence_clause(
+        source_shift(pd.Series(["a"] * 300), reference), source="site", alpha=0.01
+    )
     assert "assumes independent records" in dependent and "looks dependent" in dependent
-    calm = dependence_clause(source_shift(pd.Series(["a", "b", "c"] * 100), reference), source="site", alpha=0.01)
+    calm = dependence_clause(
+        source_shift(pd.Series(["a", "b", "c"] * 100), reference), source="site", alpha=0.01
+    )
     assert "assumes independent records" in calm and "no evidence" in calm
     assert "cannot tell" in dependence_clause(None, source=None, alpha=0.01)
 
@@ -79,8 +94,14 @@ def _frames(train_sites=SITES):
     return rng, (_table(rng, 600, train_sites), _table(rng, 600, SITES), _table(rng, 600, SITES))
 
 
-def _judge(synthetic: str, *, train_sites=SITES, epsilon: float | None = 1.0, dp_review: bool = True,
-           rules=()):
+def _judge(
+    synthetic: str,
+    *,
+    train_sites=SITES,
+    epsilon: float | None = 1.0,
+    dp_review: bool = True,
+    rules=(),
+):
     """Members of the dependency test come from site a (train), non-members from sites b and c
     (holdout). ``synthetic``: "copies" (noisy copies of train: leaks under any protocol),
     "site_a" (a fresh draw from site a only: no IID leakage, but the dependency targets are
@@ -88,19 +109,31 @@ def _judge(synthetic: str, *, train_sites=SITES, epsilon: float | None = 1.0, dp
     of the whole population: no leakage)."""
     rng, (train, holdout, reference) = _frames(train_sites)
     if synthetic == "copies":
-        synthetic_df = train.assign(x=train.x + rng.normal(0, 0.01, len(train)),
-                                    z=train.z + rng.normal(0, 0.01, len(train)))
+        synthetic_df = train.assign(
+            x=train.x + rng.normal(0, 0.01, len(train)), z=train.z + rng.normal(0, 0.01, len(train))
+        )
     else:
         synthetic_df = _table(rng, 600, ["a"] if synthetic == "site_a" else SITES)
-    settings = GateSettings(spec=SPEC, gate=GateConfig.only(list(rules), reason="the dependency findings alone",
-                                                                   allow_no_rules=not rules),
-                            attacks=(AttackConfig(name="dcr"),),
-                            # the AUC-gap warning out of the way: the DP-bound comparison alone decides
-                            audit=AuditConfig(dependency_test=True, dependency_source_value="a",
-                                              dependency_max_auc_gap=0.99, dependency_dp_review=dp_review),
-                            privacy=None if epsilon is None else {"epsilon": epsilon, "delta": 1e-9})
-    inputs = GateInputs(splits=splits_from_frames({"train": train, "holdout": holdout, "reference": reference}),
-                        synthetic=synthetic_df)
+    settings = GateSettings(
+        spec=SPEC,
+        gate=GateConfig.only(
+            list(rules), reason="the dependency findings alone", allow_no_rules=not rules
+        ),
+        attacks=(AttackConfig(name="dcr"),),
+        # the AUC-gap warning out of the way: the DP-bound comparison alone
+        # decides
+        audit=AuditConfig(
+            dependency_test=True,
+            dependency_source_value="a",
+            dependency_max_auc_gap=0.99,
+            dependency_dp_review=dp_review,
+        ),
+        privacy=None if epsilon is None else {"epsilon": epsilon, "delta": 1e-9},
+    )
+    inputs = GateInputs(
+        splits=splits_from_frames({"train": train, "holdout": holdout, "reference": reference}),
+        synthetic=synthetic_df,
+    )
     return run_gate(inputs, settings)
 
 
@@ -113,10 +146,15 @@ def test_dependency_advantage_above_the_iid_dp_bound_alone_sends_a_dp_release_to
     v = result.verdict
     assert v.status == "ok", v.reasons
     bound = np.tanh(0.5)  # IID DP bound at epsilon 1, prior 0.5
-    assert v.metrics["dcr.mace.advantage_lower"] < bound  # nothing to see under the IID protocol ...
-    assert v.metrics["dcr.dependency.mace.advantage_lower"] > bound  # ... much with members from one source
+    assert (
+        v.metrics["dcr.mace.advantage_lower"] < bound
+    )  # nothing to see under the IID protocol ...
+    assert (
+        v.metrics["dcr.dependency.mace.advantage_lower"] > bound
+    )  # ... much with members from one source
     assert v.metrics["dependency.dp_bound_excess"] == pytest.approx(
-        v.metrics["dcr.dependency.mace.advantage_lower"] - bound)
+        v.metrics["dcr.dependency.mace.advantage_lower"] - bound
+    )
     found = _dependency_dp_checks(v)
     assert len(found) == 1 and found[0].action == "review" and not found[0].passed
     assert "IID DP bound" in found[0].message and "assumes independent records" in found[0].message
@@ -133,9 +171,14 @@ def test_dependency_dp_review_off_keeps_the_figure_and_a_user_rule_can_use_it():
     quiet = _judge("site_a", dp_review=False).verdict
     assert quiet.metrics["dependency.dp_bound_excess"] > 0 and not _dependency_dp_checks(quiet)
     assert quiet.decision == "APPROVE", quiet.reasons
-    ruled = _judge("site_a", dp_review=False,
-                   rules=[Rule(metric="dependency.dp_bound_excess", max=0.0, action="review")]).verdict
-    failing = [c for c in ruled.reasons if c.metric == "dependency.dp_bound_excess" and not c.passed]
+    ruled = _judge(
+        "site_a",
+        dp_review=False,
+        rules=[Rule(metric="dependency.dp_bound_excess", max=0.0, action="review")],
+    ).verdict
+    failing = [
+        c for c in ruled.reasons if c.metric == "dependency.dp_bound_excess" and not c.passed
+    ]
     assert failing and ruled.decision == "REVIEW"
 
 
@@ -153,14 +196,22 @@ def test_training_from_one_source_is_called_dependent_in_the_notes_and_the_iid_d
     # TV between "all a" and the reference's empirical shares: 1 - the reference's share of a
     reference = _frames(["a"])[1][2]
     assert v.metrics["dependency.source_tv"] == pytest.approx(1 - (reference.site == "a").mean())
-    assert v.metrics["dependency.source_shift_pvalue"] < 1e-12 and v.metrics["dependency.plausibly_dependent"] == 1.0
+    assert (
+        v.metrics["dependency.source_shift_pvalue"] < 1e-12
+        and v.metrics["dependency.plausibly_dependent"] == 1.0
+    )
     assert any("plausibly dependent" in n and "may not hold" in n for n in result.audit.notes)
     iid = [c for c in v.reasons if c.metric == "mace.advantage_lower" and "DP bound" in c.rule]
-    assert iid and all("assumes independent records" in c.message and "looks dependent" in c.message for c in iid)
+    assert iid and all(
+        "assumes independent records" in c.message and "looks dependent" in c.message for c in iid
+    )
     assert v.decision == "REVIEW"
 
 
 def test_non_dp_release_records_the_shift_but_no_dp_comparison():
     v = _judge("population", epsilon=None).verdict
     assert "dependency.dp_bound_excess" not in v.metrics
-    assert 0 <= v.metrics["dependency.source_tv"] <= 1 and "dependency.source_shift_pvalue" in v.metrics
+    assert (
+        0 <= v.metrics["dependency.source_tv"] <= 1
+        and "dependency.source_shift_pvalue" in v.metrics
+    )

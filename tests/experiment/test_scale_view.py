@@ -11,14 +11,23 @@ import pytest
 
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
+from privacy_gate.estimators.tail_test import tail_excess_pvalue
 from privacy_gate.experiment.member_scan import pool_copy_scores, scan_members
 from privacy_gate.experiment.scale_view import ScaleInvariantView, centred_log_magnitudes
-from privacy_gate.estimators.tail_test import tail_excess_pvalue
 from privacy_gate.spec import DatasetSpec
 
-SPEC = DatasetSpec.model_validate({"name": "ratios", "columns": {
-    "year": {"kind": "numeric"}, "income": {"kind": "numeric"}, "balance": {"kind": "numeric", "nullable": True},
-    "hours": {"kind": "numeric"}, "region": {"kind": "categorical", "categories": ["n", "s", "e", "w"]}}})
+SPEC = DatasetSpec.model_validate(
+    {
+        "name": "ratios",
+        "columns": {
+            "year": {"kind": "numeric"},
+            "income": {"kind": "numeric"},
+            "balance": {"kind": "numeric", "nullable": True},
+            "hours": {"kind": "numeric"},
+            "region": {"kind": "categorical", "categories": ["n", "s", "e", "w"]},
+        },
+    }
+)
 
 
 def people(n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -27,11 +36,15 @@ def people(n: int, rng: np.random.Generator) -> pd.DataFrame:
     balance = np.round(rng.normal(0, 500, n)).astype(float)
     balance[rng.random(n) < 0.2] = 0.0
     balance[rng.random(n) < 0.1] = np.nan
-    return pd.DataFrame({"year": rng.integers(1990, 2010, n).astype(float),
-                         "income": np.round(rng.lognormal(10, 0.6, n), 2),
-                         "balance": balance,
-                         "hours": rng.integers(10, 60, n).astype(float),
-                         "region": rng.choice(["n", "s", "e", "w"], n)})
+    return pd.DataFrame(
+        {
+            "year": rng.integers(1990, 2010, n).astype(float),
+            "income": np.round(rng.lognormal(10, 0.6, n), 2),
+            "balance": balance,
+            "hours": rng.integers(10, 60, n).astype(float),
+            "region": rng.choice(["n", "s", "e", "w"], n),
+        }
+    )
 
 
 def test_view_is_invariant_to_one_factor_and_not_to_others():
@@ -52,7 +65,9 @@ def test_view_is_invariant_to_one_factor_and_not_to_others():
 
 def test_zero_and_missing_values_stay_out_of_the_centre():
     enc = MixedEncoder(spec=SPEC).fit(people(50, np.random.default_rng(1)))
-    frame = pd.DataFrame({"year": [2000.0], "income": [2000.0], "balance": [np.nan], "hours": [0.0], "region": ["n"]})
+    frame = pd.DataFrame(
+        {"year": [2000.0], "income": [2000.0], "balance": [np.nan], "hours": [0.0], "region": ["n"]}
+    )
     centred, sign = centred_log_magnitudes(frame, enc, ["year", "income", "balance", "hours"])
     assert centred.tolist() == [[0.0, 0.0, 0.0, 0.0]]
     assert sign.tolist() == [[1.0, 1.0, 0.0, 0.0]]
@@ -85,12 +100,25 @@ def test_scaled_copies_are_found_through_the_view_where_the_standard_encoding_mi
 
 
 def test_view_is_skipped_with_fewer_than_two_numbers():
-    spec = DatasetSpec.model_validate({"name": "one", "columns": {
-        "x": {"kind": "numeric"}, "g": {"kind": "categorical", "categories": ["a", "b"]}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "one",
+            "columns": {
+                "x": {"kind": "numeric"},
+                "g": {"kind": "categorical", "categories": ["a", "b"]},
+            },
+        }
+    )
     rng = np.random.default_rng(2)
     frame = lambda n: pd.DataFrame({"x": rng.normal(size=n), "g": rng.choice(["a", "b"], n)})  # noqa: E731
-    result = scan_members(Splits(train=frame(200), holdout=frame(100), reference=frame(100)), frame(200), spec,
-                          q=0.05, seed=0, exact=True)
+    result = scan_members(
+        Splits(train=frame(200), holdout=frame(100), reference=frame(100)),
+        frame(200),
+        spec,
+        q=0.05,
+        seed=0,
+        exact=True,
+    )
     assert result.views == 2  # the standardised encoding, with and without verbatim copies
 
 
@@ -100,8 +128,10 @@ def test_scan_keeps_its_level_with_three_views():
     within the binomial's 99.9 % range of its level."""
     from scipy import stats
 
-    pvalues = [scan_members(*_release(seed, copies=0), SPEC, q=0.05, seed=seed, exact=True).tail_pvalue
-               for seed in range(120)]
+    pvalues = [
+        scan_members(*_release(seed, copies=0), SPEC, q=0.05, seed=seed, exact=True).tail_pvalue
+        for seed in range(120)
+    ]
     rejections = int(np.sum(np.array(pvalues) <= 0.05))
     assert rejections <= stats.binom.ppf(0.999, 120, 0.05), rejections
 
@@ -109,12 +139,25 @@ def test_scan_keeps_its_level_with_three_views():
 def counts(n: int, rng: np.random.Generator) -> pd.DataFrame:
     """Small counts and a category: about 600 distinct combinations, so most records have exact
     twins in the pool and in the release."""
-    return pd.DataFrame({"a": rng.poisson(2, n).astype(float), "b": rng.poisson(3, n).astype(float),
-                         "c": rng.integers(1, 4, n).astype(float), "region": rng.choice(["n", "s"], n)})
+    return pd.DataFrame(
+        {
+            "a": rng.poisson(2, n).astype(float),
+            "b": rng.poisson(3, n).astype(float),
+            "c": rng.integers(1, 4, n).astype(float),
+            "region": rng.choice(["n", "s"], n),
+        }
+    )
 
 
-COUNTS = DatasetSpec.model_validate({"name": "counts", "columns": {
-    **{c: {"kind": "numeric"} for c in "abc"}, "region": {"kind": "categorical", "categories": ["n", "s"]}}})
+COUNTS = DatasetSpec.model_validate(
+    {
+        "name": "counts",
+        "columns": {
+            **{c: {"kind": "numeric"} for c in "abc"},
+            "region": {"kind": "categorical", "categories": ["n", "s"]},
+        },
+    }
+)
 
 
 @pytest.mark.slow
@@ -128,10 +171,18 @@ def test_scan_keeps_its_level_where_natural_twins_are_everywhere():
     for seed in range(120):
         rng = np.random.default_rng(1000 + seed)
         train, holdout, reference, synthetic = (counts(n, rng) for n in (600, 600, 300, 600))
-        res = scan_members(Splits(train=train, holdout=holdout, reference=reference), synthetic, COUNTS,
-                           q=0.05, seed=seed, exact=True)
+        res = scan_members(
+            Splits(train=train, holdout=holdout, reference=reference),
+            synthetic,
+            COUNTS,
+            q=0.05,
+            seed=seed,
+            exact=True,
+        )
         assert res.views == 3
         tails.append(res.tail_pvalue)
-        records.append(res.records["p_value"].to_numpy()[rng.integers(0, 600)])  # one record per seed
+        records.append(
+            res.records["p_value"].to_numpy()[rng.integers(0, 600)]
+        )  # one record per seed
     assert int(np.sum(np.array(tails) <= 0.05)) <= stats.binom.ppf(0.999, 120, 0.05)
     assert int(np.sum(np.array(records) <= 0.05)) <= stats.binom.ppf(0.999, 120, 0.05)

@@ -39,8 +39,17 @@ from privacy_gate.spec import DatasetSpec
 
 YEARS, TYPES, DRAWS, ALPHA = 7, 4000, 200, 0.05
 ATTRIBUTES = ["a", "b", "c", "d", "income"]
-PANEL = DatasetSpec.model_validate({"name": "panel", "entity_id": "pid", "columns": {
-    "pid": {"kind": "categorical"}, **{c: {"kind": "categorical"} for c in "abcd"}, "income": {"kind": "numeric"}}})
+PANEL = DatasetSpec.model_validate(
+    {
+        "name": "panel",
+        "entity_id": "pid",
+        "columns": {
+            "pid": {"kind": "categorical"},
+            **{c: {"kind": "categorical"} for c in "abcd"},
+            "income": {"kind": "numeric"},
+        },
+    }
+)
 
 
 def _people(rng, n, prefix):
@@ -48,12 +57,16 @@ def _people(rng, n, prefix):
     weights = 1.0 / np.sqrt(np.arange(1, TYPES + 1))
     kind = rng.choice(TYPES, n, p=weights / weights.sum())
     base = rng.lognormal(10, 0.5, n)
-    return pd.DataFrame({"pid": np.repeat([f"{prefix}{i}" for i in range(n)], YEARS),
-                         "a": np.repeat([f"a{k % 20}" for k in kind], YEARS),
-                         "b": np.repeat([f"b{k // 20 % 20}" for k in kind], YEARS),
-                         "c": np.repeat([f"c{k // 400}" for k in kind], YEARS),
-                         "d": np.repeat(rng.integers(0, 50, n).astype(str), YEARS),
-                         "income": np.repeat(base, YEARS) * np.exp(0.02 * rng.normal(size=n * YEARS))})
+    return pd.DataFrame(
+        {
+            "pid": np.repeat([f"{prefix}{i}" for i in range(n)], YEARS),
+            "a": np.repeat([f"a{k % 20}" for k in kind], YEARS),
+            "b": np.repeat([f"b{k // 20 % 20}" for k in kind], YEARS),
+            "c": np.repeat([f"c{k // 400}" for k in kind], YEARS),
+            "d": np.repeat(rng.integers(0, 50, n).astype(str), YEARS),
+            "income": np.repeat(base, YEARS) * np.exp(0.02 * rng.normal(size=n * YEARS)),
+        }
+    )
 
 
 def _codes(synthetic, train, control):
@@ -76,44 +89,73 @@ def _people_matched(data, preds, units):
 
 def test_exactly_one_person_agrees_with_a_plain_count():
     rng = np.random.default_rng(3)
-    train, synthetic = _people(rng, 400, "t"), _people(rng, 300, "s")  # 2,800 rows: past the pre-filter's 1,024
+    train, synthetic = (
+        _people(rng, 400, "t"),
+        _people(rng, 300, "s"),
+    )  # 2,800 rows: past the pre-filter's 1,024
     train.loc[rng.random(len(train)) < 0.01, "c"] = None  # a few missing values for "is missing"
     train.loc[train["pid"] == "t0", "d"] = "only t0"  # seven rows, one person
     codes, (units, _) = _codes(synthetic, train, train)
     data = codes.matrices[1]
     for n_cols in (1, 3):
-        preds = attack_predicates(codes.matrices[0], codes.numeric, n_attacks=300, n_cols=n_cols, seed=1)
-        if n_cols == 1:  # with "is missing", a threshold met by many people, and the one person's value
-            extra = Predicates(np.array([[2], [4], [4], [3]]), np.array([[ISNA], [LE], [GE], [EQ]], np.int8),
-                               np.array([[np.nan], [np.median(data[:, 4])], [data[:, 4].max()], [data[0, 3]]],
-                                        np.float32))
-            preds = Predicates(*(np.concatenate([getattr(preds, f), getattr(extra, f)]) for f in ("cols", "ops", "vals")))
+        preds = attack_predicates(
+            codes.matrices[0], codes.numeric, n_attacks=300, n_cols=n_cols, seed=1
+        )
+        if (
+            n_cols == 1
+        ):  # with "is missing", a threshold met by many people, and the one person's value
+            extra = Predicates(
+                np.array([[2], [4], [4], [3]]),
+                np.array([[ISNA], [LE], [GE], [EQ]], np.int8),
+                np.array(
+                    [[np.nan], [np.median(data[:, 4])], [data[:, 4].max()], [data[0, 3]]],
+                    np.float32,
+                ),
+            )
+            preds = Predicates(
+                *(
+                    np.concatenate([getattr(preds, f), getattr(extra, f)])
+                    for f in ("cols", "ops", "vals")
+                )
+            )
         people = _people_matched(data, preds, units)
         assert (isolating(data, preds, seed=0, units=units) == (people == 1)).all(), n_cols
-        assert (people == 1).sum() > (isolating(data, preds, seed=0) & (people == 1)).sum(), n_cols  # rows miss some
-    assert size_correction(data, preds, target_size=400, seed=0, units=units) == 1.0  # 400 people already
+        assert (people == 1).sum() > (isolating(data, preds, seed=0) & (people == 1)).sum(), (
+            n_cols
+        )  # rows miss some
+    assert (
+        size_correction(data, preds, target_size=400, seed=0, units=units) == 1.0
+    )  # 400 people already
 
 
 def test_no_signal_per_person_holds_its_level_and_per_row_does_not():
     per_person, per_row = [], []
     for seed in range(DRAWS):
         rng = np.random.default_rng(seed)
-        codes, units = _codes(_people(rng, 300, "s"), _people(rng, 300, "t"), _people(rng, 100, "c"))
+        codes, units = _codes(
+            _people(rng, 300, "s"), _people(rng, 300, "t"), _people(rng, 100, "c")
+        )
         synthetic, train, control = codes.matrices
         person, row = [], []
         for n_cols in (1, 3):
-            preds = attack_predicates(synthetic, codes.numeric, n_attacks=200, n_cols=n_cols, seed=seed)
+            preds = attack_predicates(
+                synthetic, codes.numeric, n_attacks=200, n_cols=n_cols, seed=seed
+            )
             person.append(equal_size_pvalue(train, control, preds, seed=seed, units=units) <= ALPHA)
             row.append(equal_size_pvalue(train, control, preds, seed=seed) <= ALPHA)
         per_person.append(person)
         per_row.append(row)
     person_rate, row_rate = np.sum(per_person, axis=0), np.sum(per_row, axis=0)
-    # measured (seeds 0-199; univariate, multivariate): per person 0 and 6 of 200 rejections (3.0 %, Wilson
-    # 95 % [1.4, 6.4]), per row 0 and 68 (34 %, [27.8, 40.8]). The univariate predicates here are mostly
-    # a synthetic income matching nobody, so they rarely disagree either way
+    # measured (seeds 0-199; univariate, multivariate): per person 0 and 6 of 200 rejections (3.0 %,
+    # Wilson 95 % [1.4, 6.4]), per row 0 and 68 (34 %, [27.8, 40.8]). The univariate predicates here
+    # are mostly a synthetic income matching nobody, so they rarely disagree either way
     for k in person_rate:
-        assert wilson_interval(int(k), DRAWS, alpha=0.05)[0] <= ALPHA, person_rate  # not above the level
-        assert k / DRAWS <= ALPHA + 0.03, person_rate  # about two binomial standard errors at 200 draws
+        assert wilson_interval(int(k), DRAWS, alpha=0.05)[0] <= ALPHA, (
+            person_rate
+        )  # not above the level
+        assert k / DRAWS <= ALPHA + 0.03, (
+            person_rate
+        )  # about two binomial standard errors at 200 draws
     assert row_rate[1] / DRAWS >= 4 * ALPHA, row_rate
 
 
@@ -121,9 +163,17 @@ def test_copied_people_are_singled_out_more_on_the_training_side():
     found = 0
     for seed in range(10):
         rng = np.random.default_rng(100 + seed)
-        train, control, synthetic = _people(rng, 200, "t"), _people(rng, 200, "c"), _people(rng, 200, "s")
-        copied = train["pid"].drop_duplicates().to_numpy()[:40]  # a fifth of the training people, every year
-        synthetic = pd.concat([synthetic, train[train["pid"].isin(copied)].assign(pid=lambda d: "copy-" + d["pid"])])
+        train, control, synthetic = (
+            _people(rng, 200, "t"),
+            _people(rng, 200, "c"),
+            _people(rng, 200, "s"),
+        )
+        copied = (
+            train["pid"].drop_duplicates().to_numpy()[:40]
+        )  # a fifth of the training people, every year
+        synthetic = pd.concat(
+            [synthetic, train[train["pid"].isin(copied)].assign(pid=lambda d: "copy-" + d["pid"])]
+        )
         codes, units = _codes(synthetic, train, control)
         r = singling_out(codes, n_attacks=400, n_cols=3, seed=seed, units=units)
         assert r.per_person and r.control_correction == 1.0  # as many people on each side
@@ -133,7 +183,11 @@ def test_copied_people_are_singled_out_more_on_the_training_side():
 
 def test_measure_disclosure_counts_people_on_a_panel():
     rng = np.random.default_rng(1)
-    train, control, synthetic = _people(rng, 300, "t"), _people(rng, 100, "c"), _people(rng, 200, "s")
+    train, control, synthetic = (
+        _people(rng, 300, "t"),
+        _people(rng, 100, "c"),
+        _people(rng, 200, "s"),
+    )
     cfg = DisclosureConfig(n_attacks=100)
     d = measure_disclosure(synthetic, train, control, PANEL, cfg, seed=0)
     codes, units = _codes(synthetic, train, control)
@@ -141,4 +195,7 @@ def test_measure_disclosure_counts_people_on_a_panel():
         again = singling_out(codes, n_attacks=cfg.n_attacks, n_cols=n_cols, seed=0, units=units)
         assert r.per_person and (r.pvalue, r.risk) == (again.pvalue, again.risk)
     rows = DatasetSpec.model_validate({**PANEL.model_dump(), "entity_id": None})
-    assert not any(r.per_person for r in measure_disclosure(synthetic, train, control, rows, cfg, seed=0).singling_out)
+    assert not any(
+        r.per_person
+        for r in measure_disclosure(synthetic, train, control, rows, cfg, seed=0).singling_out
+    )

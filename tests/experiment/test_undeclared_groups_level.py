@@ -31,12 +31,18 @@ COLUMNS = {  # value frequencies: common values, and rare ones a few rows hold
     "c": [0.5, 0.5],
     "d": list(np.r_[np.full(10, 0.08), np.full(10, 0.02)]),  # twenty values, half of them uncommon
 }
-SPEC = DatasetSpec(name="null", columns={c: {"kind": "categorical"} for c in COLUMNS})  # no subgroups, no codebook
+SPEC = DatasetSpec(
+    name="null", columns={c: {"kind": "categorical"} for c in COLUMNS}
+)  # no subgroups, no codebook
 
 
 def _table(rng: np.random.Generator, n: int) -> pd.DataFrame:
-    return pd.DataFrame({c: rng.choice([f"{c}{i}" for i in range(len(p))], size=n, p=np.asarray(p) / sum(p))
-                         for c, p in COLUMNS.items()})
+    return pd.DataFrame(
+        {
+            c: rng.choice([f"{c}{i}" for i in range(len(p))], size=n, p=np.asarray(p) / sum(p))
+            for c, p in COLUMNS.items()
+        }
+    )
 
 
 def _null_pvalues(seed: int) -> tuple[float, float, int]:
@@ -50,22 +56,42 @@ def _null_pvalues(seed: int) -> tuple[float, float, int]:
     labels = np.r_[np.ones(len(members), int), np.zeros(len(holdout), int)]
     # record-dependent scores: the rarer a record's values in the release, the higher (as a
     # density attack scores an outlier); membership plays no part
-    rarity = sum(-np.log(records[c].map(release[c].value_counts(normalize=True)).fillna(1 / 700).to_numpy())
-                 for c in COLUMNS)
-    outcomes = [AttackOutcome(name=a, params={}, scores=rarity + rng.normal(0, s, len(records)), metrics={}, seconds=0.0)
-                for a, s in (("density", 0.5), ("distance", 2.0))]
+    rarity = sum(
+        -np.log(records[c].map(release[c].value_counts(normalize=True)).fillna(1 / 700).to_numpy())
+        for c in COLUMNS
+    )
+    outcomes = [
+        AttackOutcome(
+            name=a,
+            params={},
+            scores=rarity + rng.normal(0, s, len(records)),
+            metrics={},
+            seconds=0.0,
+        )
+        for a, s in (("density", 0.5), ("distance", 2.0))
+    ]
     cfg = AuditConfig()
-    result = audit(outcomes, Targets(records=records, labels=labels), SPEC, cfg,
-                   rare=rare_values(train, list(COLUMNS), max_count=cfg.rare_value_max_count),
-                   label_key=LabelKey(bytes(32)))
+    result = audit(
+        outcomes,
+        Targets(records=records, labels=labels),
+        SPEC,
+        cfg,
+        rare=rare_values(train, list(COLUMNS), max_count=cfg.rare_value_max_count),
+        label_key=LabelKey(bytes(32)),
+    )
     groups = result.groups.values()
-    return (min(m["membership_test.p_adjusted"] for m in groups), min(m["membership_test.p_value"] for m in groups),
-            len(groups))
+    return (
+        min(m["membership_test.p_adjusted"] for m in groups),
+        min(m["membership_test.p_value"] for m in groups),
+        len(groups),
+    )
 
 
 def test_no_leak_rejects_within_the_level():
     results = [_null_pvalues(seed) for seed in range(SEEDS)]
-    assert min(n for _, _, n in results) >= 30  # every value of every column, and the pooled rare values
+    assert (
+        min(n for _, _, n in results) >= 30
+    )  # every value of every column, and the pooled rare values
     rejections = sum(p <= LEVEL for p, _, _ in results)
     # the family-wise level holds: at most the binomial's 99.9 % quantile of SEEDS draws at LEVEL
     assert rejections <= binom.ppf(0.999, SEEDS, LEVEL), rejections

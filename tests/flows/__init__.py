@@ -1,1 +1,2 @@
-"""Tests of privacy_gate.flows: Prefect flows, deployments, the Dask cluster and the production stack."""
+"""Tests of privacy_gate.flows: Prefect flows, deployments, the Dask cluster and the production
+stack."""

@@ -16,8 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from privacy_gate.flows.coordination import (ENV_SLOT_TIMEOUT, GateSlotTimeout, dataset_slot,
-                                             ensure_dataset_limit, reset_command)
+from privacy_gate.flows.coordination import (
+    ENV_SLOT_TIMEOUT,
+    GateSlotTimeout,
+    dataset_slot,
+    ensure_dataset_limit,
+    reset_command,
+)
 
 from .. import stack
 
@@ -42,7 +47,9 @@ def test_a_taken_slot_times_out_naming_the_reset_command_which_frees_it(prefect_
 
     dataset = f"slot-{uuid.uuid4().hex[:8]}"
     name = ensure_dataset_limit(dataset)
-    with get_client(sync_client=True) as client:  # what a server restart left: taken, no holder to free it
+    with get_client(
+        sync_client=True
+    ) as client:  # what a server restart left: taken, no holder to free it
         client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=1))
     gate = _gate_flow()
     started = time.monotonic()
@@ -51,12 +58,24 @@ def test_a_taken_slot_times_out_naming_the_reset_command_which_frees_it(prefect_
     with pytest.raises(GateSlotTimeout) as caught:
         state.result()
     message = str(caught.value)
-    assert f"stayed taken for 2 s ({ENV_SLOT_TIMEOUT})" in message and reset_command(dataset) in message
+    assert (
+        f"stayed taken for 2 s ({ENV_SLOT_TIMEOUT})" in message
+        and reset_command(dataset) in message
+    )
     assert "timed out" not in message  # not mistaken for an outage (those are retried)
     # the command the message names frees the slot
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "home")}
-    r = subprocess.run([str(stack.BIN / "prefect"), *reset_command(dataset).split()[1:]], env=env,
-                       capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PREFECT_HOME": str(tmp_path / "home"),
+    }
+    r = subprocess.run(
+        [str(stack.BIN / "prefect"), *reset_command(dataset).split()[1:]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert gate(dataset, 10.0) == "gated"
 
@@ -97,13 +116,22 @@ def test_one_run_waits_per_dataset_and_the_next_is_skipped(prefect_server, tmp_p
     name = ensure_dataset_limit(dataset)
     with get_client(sync_client=True) as client:
         client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=1))
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "home"),
-           "PYTHONPATH": str(ROOT), "PREFECT_LOGGING_LEVEL": "WARNING"}
-    waiter = stack.start("waiter", [sys.executable, "-c", WAITER, dataset, "240"], logdir=tmp_path, env=env)
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PREFECT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(ROOT),
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    waiter = stack.start(
+        "waiter", [sys.executable, "-c", WAITER, dataset, "240"], logdir=tmp_path, env=env
+    )
     with stack.running(waiter):
         deadline = time.monotonic() + 180
         while True:  # the first run is in the waiting room
-            with contextlib.suppress(Exception):  # the waiting room's limit is made by the first run
+            with contextlib.suppress(
+                Exception
+            ):  # the waiting room's limit is made by the first run
                 if _active_slots(queue_limit_name(dataset)) == 1:
                     break
             assert time.monotonic() < deadline and waiter.alive() is not False, waiter.tail()
@@ -114,7 +142,9 @@ def test_one_run_waits_per_dataset_and_the_next_is_skipped(prefect_server, tmp_p
         with pytest.raises(GateSlotBusy, match="another run already waits"):
             second.result()
         with get_client(sync_client=True) as client:  # the holder ends
-            client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=0))
+            client.update_global_concurrency_limit(
+                name, GlobalConcurrencyLimitUpdate(active_slots=0)
+            )
         deadline = time.monotonic() + 180
         while "GATED" not in waiter.tail():
             assert time.monotonic() < deadline and waiter.alive() is not False, waiter.tail()

@@ -24,18 +24,30 @@ runner = CliRunner()
 def test_schedule_section_takes_exactly_one_valid_schedule():
     assert ScheduleConfig(cron="0 2 * * *").cron == "0 2 * * *"
     assert ScheduleConfig(interval_seconds=60).interval_seconds == 60
-    for bad in ({}, {"cron": "0 2 * * *", "interval_seconds": 5}, {"cron": "0 2 *"}, {"interval_seconds": 0}):
+    for bad in (
+        {},
+        {"cron": "0 2 * * *", "interval_seconds": 5},
+        {"cron": "0 2 *"},
+        {"interval_seconds": 0},
+    ):
         with pytest.raises(ValueError):
             ScheduleConfig(**bad)
 
 
 def test_deployment_from_config_schedule_and_overrides(small_adult, tmp_path):
-    cfg = write_release_config(small_adult, {"name": "copy_train"}, name="nightly.yaml",
-                               schedule={"cron": "0 2 * * *", "timezone": "Europe/Berlin"})
+    cfg = write_release_config(
+        small_adult,
+        {"name": "copy_train"},
+        name="nightly.yaml",
+        schedule={"cron": "0 2 * * *", "timezone": "Europe/Berlin"},
+    )
     dep = build_deployment(cfg, workdir=tmp_path)
     assert dep.name == "nightly" and dep.entrypoint == "privacy_gate.flows.gate_flows.release_flow"
     assert dep.parameters == {"config_path": str(cfg.resolve()), "workdir": str(tmp_path.resolve())}
-    assert dep.schedules[0].schedule.cron == "0 2 * * *" and dep.schedules[0].schedule.timezone == "Europe/Berlin"
+    assert (
+        dep.schedules[0].schedule.cron == "0 2 * * *"
+        and dep.schedules[0].schedule.timezone == "Europe/Berlin"
+    )
     assert "dataset:adult" in dep.tags
     dep = build_deployment(cfg, workdir=tmp_path, interval=90)
     assert dep.schedules[0].schedule.interval.total_seconds() == 90
@@ -58,15 +70,22 @@ def test_release_configs_of_a_folder(small_adult, tmp_path):
 
 
 def test_dataset_limit_is_keyed_by_dataset_slug():
-    assert dataset_limit_name("Adult") == dataset_limit_name("adult") == "privacy-gate-dataset-adult"
+    assert (
+        dataset_limit_name("Adult") == dataset_limit_name("adult") == "privacy-gate-dataset-adult"
+    )
     assert dataset_limit_name("../x") == "privacy-gate-dataset-x"
 
 
 def test_notify_automation_validates_against_prefect_schema():
     from prefect.automations import AutomationCore
 
-    automation = AutomationCore.model_validate(json.loads((ROOT / "docker" / "notify-automation.json").read_text()))
-    assert automation.trigger.expect == {"privacy-gate.verdict.block", "privacy-gate.verdict.review"}
+    automation = AutomationCore.model_validate(
+        json.loads((ROOT / "docker" / "notify-automation.json").read_text())
+    )
+    assert automation.trigger.expect == {
+        "privacy-gate.verdict.block",
+        "privacy-gate.verdict.review",
+    }
     assert automation.actions[0].type == "send-notification"
 
 
@@ -76,14 +95,18 @@ def test_cli_deploy_and_serve_bad_input_are_usage_errors(tmp_path, small_adult):
     r = runner.invoke(app, ["serve", str(tmp_path / "nowhere")])
     assert r.exit_code == 2 and "not a folder of release configs" in r.stderr
     cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
-    r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "1 2 3", "--interval", "5"])
+    r = runner.invoke(
+        app, ["deploy", str(cfg), "--pool", "p", "--cron", "1 2 3", "--interval", "5"]
+    )
     assert r.exit_code == 2 and "one schedule" in r.stderr and "Traceback" not in r.stderr
 
 
 def _mixed_folder(folder: Path) -> Path:
     """good.yaml (scheduled) next to a corrupt, an invalid and an unscheduled config."""
     folder.mkdir()
-    write_release_config(folder, {"name": "copy_train"}, name="good.yaml", schedule={"cron": "0 2 * * *"})
+    write_release_config(
+        folder, {"name": "copy_train"}, name="good.yaml", schedule={"cron": "0 2 * * *"}
+    )
     (folder / "corrupt.yaml").write_text("dataset: [unclosed\n")
     (folder / "invalid.yml").write_text("dataset: {path: x.csv}\n")
     write_release_config(folder, {"name": "copy_train"}, name="unscheduled.yaml")
@@ -95,7 +118,9 @@ def test_serve_folder_serves_the_valid_configs_and_reports_each_invalid_one(smal
 
     folder = _mixed_folder(tmp_path / "configs")
     found = folder_deployments(folder, workdir=tmp_path)
-    assert [d.name for d, _ in found.deployments] == ["good"] and [ds for _, ds in found.deployments] == ["adult"]
+    assert [d.name for d, _ in found.deployments] == ["good"] and [
+        ds for _, ds in found.deployments
+    ] == ["adult"]
     assert len(found.problems) == 3 and all("\n" not in p for p in found.problems)
     by_file = {Path(p.split(":", 1)[0]).name: p for p in found.problems}
     assert set(by_file) == {"corrupt.yaml", "invalid.yml", "unscheduled.yaml"}
@@ -111,19 +136,31 @@ def test_serve_refuses_to_start_only_when_no_config_is_valid(small_adult, tmp_pa
 
     folder = _mixed_folder(tmp_path / "configs")
     limits, lines = [], []
-    monkeypatch.setattr(deployments, "ensure_dataset_limit", limits.append)  # no Prefect server needed
+    monkeypatch.setattr(
+        deployments, "ensure_dataset_limit", limits.append
+    )  # no Prefect server needed
     monkeypatch.setattr(deployments, "require_prefect_api", lambda command: "stand-in")
-    found = deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append, allow_unsigned=True)
+    found = deployments.prepare_folder(
+        folder, workdir=tmp_path, report=lines.append, allow_unsigned=True
+    )
     assert [d.name for d, _ in found.deployments] == ["good"] and limits == ["adult"]
-    assert len(lines) == 3 and all(ln.startswith(f"not served: {folder.resolve()}/") for ln in lines)
+    assert len(lines) == 3 and all(
+        ln.startswith(f"not served: {folder.resolve()}/") for ln in lines
+    )
     (folder / "good.yaml").unlink()
     lines.clear()
     with pytest.raises(ConfigError, match="none of its 3 release config"):
-        deployments.prepare_folder(folder, workdir=tmp_path, report=lines.append, allow_unsigned=True)
+        deployments.prepare_folder(
+            folder, workdir=tmp_path, report=lines.append, allow_unsigned=True
+        )
     assert len(lines) == 3
     r = runner.invoke(app, ["serve", str(folder)])
     assert r.exit_code == 2 and "Traceback" not in r.stderr
-    assert r.stderr.count("warning: not served: ") == 3 and "corrupt.yaml" in r.stderr and "nothing to serve" in r.stderr
+    assert (
+        r.stderr.count("warning: not served: ") == 3
+        and "corrupt.yaml" in r.stderr
+        and "nothing to serve" in r.stderr
+    )
 
 
 def _no_prefect(monkeypatch, *, api: bool = True) -> list[str]:
@@ -135,8 +172,12 @@ def _no_prefect(monkeypatch, *, api: bool = True) -> list[str]:
 
     reached: list[str] = []
     if api:
-        monkeypatch.setattr(deployments, "require_prefect_api", lambda command: reached.append("api"))
-    monkeypatch.setattr(deployments, "ensure_dataset_limit", lambda dataset: reached.append("limit"))
+        monkeypatch.setattr(
+            deployments, "require_prefect_api", lambda command: reached.append("api")
+        )
+    monkeypatch.setattr(
+        deployments, "ensure_dataset_limit", lambda dataset: reached.append("limit")
+    )
     monkeypatch.setattr(prefect, "serve", lambda *deps, **kw: reached.append("serve"))
 
     def no_client(**kw):
@@ -151,8 +192,10 @@ def test_serve_and_deploy_refuse_to_start_without_a_signing_key(tmp_path, small_
     monkeypatch.delenv("PRIVACY_GATE_SIGNING_KEY", raising=False)
     reached = _no_prefect(monkeypatch)
     cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
-    for args in (["serve", str(tmp_path), "--cron", "0 2 * * *"],
-                 ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"]):
+    for args in (
+        ["serve", str(tmp_path), "--cron", "0 2 * * *"],
+        ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"],
+    ):
         r = runner.invoke(app, args)
         assert r.exit_code == 2, (args, r.output)
         assert "PRIVACY_GATE_SIGNING_KEY is not set" in r.stderr and "--allow-unsigned" in r.stderr
@@ -168,13 +211,17 @@ def test_serve_and_deploy_refuse_to_start_without_a_signing_key(tmp_path, small_
 
 def test_deployments_cancel_a_run_due_while_one_is_active(small_adult, tmp_path):
     """A schedule faster than the gate: the late run is cancelled by the server, never queued."""
-    cfg = write_release_config(small_adult, {"name": "copy_train"}, name="often.yaml", schedule={"cron": "* * * * *"})
+    cfg = write_release_config(
+        small_adult, {"name": "copy_train"}, name="often.yaml", schedule={"cron": "* * * * *"}
+    )
     dep = build_deployment(cfg, workdir=tmp_path)
     assert dep.concurrency_limit == 1
     assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
 
 
-def test_serve_and_deploy_refuse_to_start_without_a_reachable_prefect_api(tmp_path, small_adult, monkeypatch):
+def test_serve_and_deploy_refuse_to_start_without_a_reachable_prefect_api(
+    tmp_path, small_adult, monkeypatch
+):
     """No PREFECT_API_URL: one line saying so and how to set it; set but nothing there: one line
     naming the URL. Within seconds, and nothing started (no temporary server, no serve)."""
     import time
@@ -187,11 +234,18 @@ def test_serve_and_deploy_refuse_to_start_without_a_reachable_prefect_api(tmp_pa
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     reached = _no_prefect(monkeypatch, api=False)
     cfg = write_release_config(tmp_path, {"name": "copy_train"}, name="x.yaml")
-    commands = (["serve", str(tmp_path), "--cron", "0 2 * * *"], ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"])
+    commands = (
+        ["serve", str(tmp_path), "--cron", "0 2 * * *"],
+        ["deploy", str(cfg), "--pool", "p", "--cron", "0 2 * * *"],
+    )
     down = f"http://127.0.0.1:{free_port()}/api"
-    for settings, needles in (({}, ("PREFECT_API_URL is not set", "export PREFECT_API_URL=")),
-                              ({PREFECT_API_URL: down}, (f"the Prefect API at {down} (PREFECT_API_URL) did not answer",))):
-        with temporary_settings(updates=settings, restore_defaults=set() if settings else {PREFECT_API_URL}):
+    for settings, needles in (
+        ({}, ("PREFECT_API_URL is not set", "export PREFECT_API_URL=")),
+        ({PREFECT_API_URL: down}, (f"the Prefect API at {down} (PREFECT_API_URL) did not answer",)),
+    ):
+        with temporary_settings(
+            updates=settings, restore_defaults=set() if settings else {PREFECT_API_URL}
+        ):
             for args in commands:
                 started = time.monotonic()
                 r = runner.invoke(app, args)

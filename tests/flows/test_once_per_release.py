@@ -36,31 +36,53 @@ def _served(monkeypatch) -> str:
 
 def _release_runs(workdir, dataset="adult"):
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset=dataset)
-    return [r for r in tracker.find_runs(experiment_ids=[tracker.experiment_id])
-            if r.data.tags.get(names.TAG_KIND) == "release"]
+    return [
+        r
+        for r in tracker.find_runs(experiment_ids=[tracker.experiment_id])
+        if r.data.tags.get(names.TAG_KIND) == "release"
+    ]
 
 
-def test_an_unchanged_release_served_three_times_creates_one_review(prefect_server, small_adult, tmp_path,
-                                                                     monkeypatch):
+def test_an_unchanged_release_served_three_times_creates_one_review(
+    prefect_server, small_adult, tmp_path, monkeypatch
+):
     _served(monkeypatch)
-    config = write_release_config(small_adult, {"name": "file", "path": str(small_adult / "independent.csv")},
-                                  name="once.yaml", fast=True, gate=ALWAYS_REVIEW)
-    states = [release_flow(config_path=str(config), workdir=str(tmp_path), return_state=True) for _ in range(3)]
-    assert [s.name for s in states] == ["Review pending", "Skipped", "Skipped"], [(s.name, s.message) for s in states]
+    config = write_release_config(
+        small_adult,
+        {"name": "file", "path": str(small_adult / "independent.csv")},
+        name="once.yaml",
+        fast=True,
+        gate=ALWAYS_REVIEW,
+    )
+    states = [
+        release_flow(config_path=str(config), workdir=str(tmp_path), return_state=True)
+        for _ in range(3)
+    ]
+    assert [s.name for s in states] == ["Review pending", "Skipped", "Skipped"], [
+        (s.name, s.message) for s in states
+    ]
     first = states[0].result(raise_on_failure=False).run_id
     for s in states[1:]:
         assert f"awaits its review in MLflow run {first}" in s.message, s.message
         assert f"privacy-gate approve {first}" in s.message
     runs = _release_runs(tmp_path)
-    assert [r.info.run_id for r in runs] == [first]  # one MLflow run, one REVIEW in the officer's queue
+    assert [r.info.run_id for r in runs] == [
+        first
+    ]  # one MLflow run, one REVIEW in the officer's queue
     assert runs[0].data.tags[names.TAG_RELEASE_KEY] == release_key(load_release_config(config))
 
     # rejected: the decision stands for the same release; nothing is gated or queued again
-    r = CliRunner().invoke(app, ["reject", first, "--reviewer", "officer", "--comment", "no",
-                                 "--workdir", str(tmp_path)], catch_exceptions=False)
+    r = CliRunner().invoke(
+        app,
+        ["reject", first, "--reviewer", "officer", "--comment", "no", "--workdir", str(tmp_path)],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     again = release_flow(config_path=str(config), workdir=str(tmp_path), return_state=True)
-    assert again.name == "Skipped" and f"already decided in MLflow run {first} (REVIEW, rejected)" in again.message
+    assert (
+        again.name == "Skipped"
+        and f"already decided in MLflow run {first} (REVIEW, rejected)" in again.message
+    )
     assert len(_release_runs(tmp_path)) == 1
 
 
@@ -87,7 +109,9 @@ class _Run(SimpleNamespace):
 
 
 def _run(run_id, start, **tags):
-    return _Run(info=SimpleNamespace(run_id=run_id, start_time=start), data=SimpleNamespace(tags=tags))
+    return _Run(
+        info=SimpleNamespace(run_id=run_id, start_time=start), data=SimpleNamespace(tags=tags)
+    )
 
 
 class _Store:
@@ -104,20 +128,37 @@ class _Store:
 V, S, A, K = names.TAG_VERDICT, names.TAG_STATUS, names.TAG_APPROVAL_STATUS, names.TAG_KIND
 
 
-@pytest.mark.parametrize(("runs", "expected"), [
-    ([], None),
-    # a run that did not complete decided nothing: the next run gates
-    ([_run("e", 1, **{V: "BLOCK", S: "error", K: "release"})], None),
-    # a pending review is named before a later decision (it is what the officer must decide)
-    ([_run("p", 1, **{V: "REVIEW", S: "ok", A: "pending", K: "release"}),
-      _run("b", 2, **{V: "BLOCK", S: "ok", A: "not_required", K: "release"})], PriorDecision("p", "REVIEW", "pending")),
-    # the latest decision, a top-level run before a nested attempt of it
-    ([_run("a1", 3, **{V: "BLOCK", S: "ok", K: "release", "mlflow.parentRunId": "lad"}),
-      _run("lad", 1, **{V: "APPROVE", S: "ok", A: "not_required", K: "ladder"})],
-     PriorDecision("lad", "APPROVE", "not_required")),
-    # a suppressed re-gate is decided with its parent, never on its own
-    ([_run("rr", 5, **{V: "REVIEW", S: "ok", A: "pending", K: names.KIND_REVIEW_RERUN}),
-      _run("r", 1, **{V: "REVIEW", S: "ok", A: "approved", K: "release"})], PriorDecision("r", "REVIEW", "approved")),
-])
+@pytest.mark.parametrize(
+    ("runs", "expected"),
+    [
+        ([], None),
+        # a run that did not complete decided nothing: the next run gates
+        ([_run("e", 1, **{V: "BLOCK", S: "error", K: "release"})], None),
+        # a pending review is named before a later decision (it is what the officer must decide)
+        (
+            [
+                _run("p", 1, **{V: "REVIEW", S: "ok", A: "pending", K: "release"}),
+                _run("b", 2, **{V: "BLOCK", S: "ok", A: "not_required", K: "release"}),
+            ],
+            PriorDecision("p", "REVIEW", "pending"),
+        ),
+        # the latest decision, a top-level run before a nested attempt of it
+        (
+            [
+                _run("a1", 3, **{V: "BLOCK", S: "ok", K: "release", "mlflow.parentRunId": "lad"}),
+                _run("lad", 1, **{V: "APPROVE", S: "ok", A: "not_required", K: "ladder"}),
+            ],
+            PriorDecision("lad", "APPROVE", "not_required"),
+        ),
+        # a suppressed re-gate is decided with its parent, never on its own
+        (
+            [
+                _run("rr", 5, **{V: "REVIEW", S: "ok", A: "pending", K: names.KIND_REVIEW_RERUN}),
+                _run("r", 1, **{V: "REVIEW", S: "ok", A: "approved", K: "release"}),
+            ],
+            PriorDecision("r", "REVIEW", "approved"),
+        ),
+    ],
+)
 def test_which_run_decides_a_release(runs, expected):
     assert prior_decision(_Store(runs), "k") == expected

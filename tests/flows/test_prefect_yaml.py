@@ -56,19 +56,34 @@ def test_prefect_deploy_all_registers_the_deployments(prefect_server, tmp_path):
         (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, checkout / name)
     with get_client(sync_client=True) as client:
         client.create_work_pool(WorkPoolCreate(name="privacy-gate", type="process"), overwrite=True)
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "home"),
-           "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([str(stack.BIN / "prefect"), "--no-prompt", "deploy", "--all"], cwd=checkout, env=env,
-                       capture_output=True, text=True, timeout=240)
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PREFECT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(ROOT),
+    }
+    r = subprocess.run(
+        [str(stack.BIN / "prefect"), "--no-prompt", "deploy", "--all"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     with get_client(sync_client=True) as client:
         for want in _deployments():
             dep = client.read_deployment_by_name(f"release/{want['name']}")
-            assert dep.work_pool_name == "privacy-gate" and dep.entrypoint == "flows/release.py:release_flow"
+            assert (
+                dep.work_pool_name == "privacy-gate"
+                and dep.entrypoint == "flows/release.py:release_flow"
+            )
             assert dep.parameters == want["parameters"]
             assert dep.global_concurrency_limit.limit == 1
             assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
-            assert [s.schedule.cron for s in dep.schedules] == [s["cron"] for s in want["schedules"]]
+            assert [s.schedule.cron for s in dep.schedules] == [
+                s["cron"] for s in want["schedules"]
+            ]
             assert set(want["tags"]) <= set(dep.tags)
             # the parameters are the release flow's
             assert set(dep.parameter_openapi_schema["properties"]) == {"config_path", "workdir"}

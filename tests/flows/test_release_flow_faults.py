@@ -11,13 +11,17 @@ from privacy_gate.flows.coordination import emit_verdict_event
 from privacy_gate.flows.verdict_states import outcome_of
 
 
-@pytest.mark.parametrize("damage, needle", [
-    (lambda p: p.write_text("dataset: [unclosed\n"), "not valid YAML"),
-    (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "not valid YAML"),
-    (lambda p: p.unlink(), "file not found"),
-])
-def test_a_corrupt_served_config_still_blocks_and_emits_the_verdict_event(prefect_server, tmp_path, monkeypatch,
-                                                                           damage, needle):
+@pytest.mark.parametrize(
+    "damage, needle",
+    [
+        (lambda p: p.write_text("dataset: [unclosed\n"), "not valid YAML"),
+        (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "not valid YAML"),
+        (lambda p: p.unlink(), "file not found"),
+    ],
+)
+def test_a_corrupt_served_config_still_blocks_and_emits_the_verdict_event(
+    prefect_server, tmp_path, monkeypatch, damage, needle
+):
     from prefect import tags
 
     emitted = []
@@ -31,11 +35,24 @@ def test_a_corrupt_served_config_still_blocks_and_emits_the_verdict_event(prefec
     cfg.write_text("placeholder: true\n")
     damage(cfg)
     with tags("privacy-gate", "dataset:adult"):  # what a served deployment's run carries
-        state = gate_flows.release_flow(config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True)
-    assert state.is_failed() and state.name == "Failed", state  # no verdict: the run failed (fail closed: BLOCK)
+        state = gate_flows.release_flow(
+            config_path=str(cfg), workdir=str(tmp_path / "wd"), return_state=True
+        )
+    assert state.is_failed() and state.name == "Failed", (
+        state
+    )  # no verdict: the run failed (fail closed: BLOCK)
     result = outcome_of(state)
-    assert state.message.startswith("BLOCK (gate did not complete): The gate did not finish: release config unusable")
+    assert state.message.startswith(
+        "BLOCK (gate did not complete): The gate did not finish: release config unusable"
+    )
     assert result.verdict.decision == "BLOCK" and result.verdict.status == "error"
-    assert needle in result.verdict.reasons[0].message and str(cfg) in result.verdict.reasons[0].message
+    assert (
+        needle in result.verdict.reasons[0].message
+        and str(cfg) in result.verdict.reasons[0].message
+    )
     assert result.published is None and not (tmp_path / "wd" / "published").exists()
-    assert len(emitted) == 1 and emitted[0].verdict.decision == "BLOCK" and emitted[0].dataset == "adult"
+    assert (
+        len(emitted) == 1
+        and emitted[0].verdict.decision == "BLOCK"
+        and emitted[0].dataset == "adult"
+    )

@@ -27,7 +27,9 @@ def _review(flagged=FLAGGED) -> RunOutcome:
 def test_the_form_has_no_default_decision_and_offers_exactly_the_flagged_groups():
     form = review_form(_review(), evidence="race=Black: 64 members; AUC 0.68 [0.59, 0.78]")
     schema = form.model_json_schema()
-    assert {"decision", "reviewer"} <= set(schema["required"]) and "default" not in schema["properties"]["decision"]
+    assert {"decision", "reviewer"} <= set(schema["required"]) and "default" not in schema[
+        "properties"
+    ]["decision"]
     with pytest.raises(ValidationError, match="decision"):
         form(reviewer="ana")
     items = schema["properties"]["suppress"]["items"]
@@ -35,7 +37,9 @@ def test_the_form_has_no_default_decision_and_offers_exactly_the_flagged_groups(
     with pytest.raises(ValidationError):
         form(reviewer="ana", decision="approve", suppress=["race=White"])  # not flagged in this run
     description = form._description
-    assert all(f"- `{g}`" in description for g in FLAGGED) and "AUC 0.68 [0.59, 0.78]" in description
+    assert (
+        all(f"- `{g}`" in description for g in FLAGGED) and "AUC 0.68 [0.59, 0.78]" in description
+    )
     assert "*reject* publishes nothing" in description
     assert issubclass(form, ReviewInput)
 
@@ -49,18 +53,30 @@ def test_a_run_without_flagged_groups_offers_nothing_to_suppress():
 
 def test_the_answer_names_every_group_to_remove_and_none_on_reject():
     form = review_form(_review())
-    answer = form(reviewer="ana", decision="approve", suppress=["race=Black"], subgroups={"sex=Female": "reject"},
-                  suppress_exposed=True)
+    answer = form(
+        reviewer="ana",
+        decision="approve",
+        suppress=["race=Black"],
+        subgroups={"sex=Female": "reject"},
+        suppress_exposed=True,
+    )
     assert answer.suppressed() == ["exposed", "race=Black", "sex=Female"]
     assert form(reviewer="ana", decision="reject", suppress=["race=Black"]).suppressed() == []
 
 
 def test_groups_inside_a_suppressed_group_are_recorded_suppressed_not_approved():
     verdict = {"flagged_subgroups": list(FLAGGED)}
-    assert _with_contained_groups(verdict, {}, ["race=Black"]) == ["race=Black", "sex=Female&race=Black"]
-    assert _with_contained_groups(verdict, {}, ["sex=Female&race=Black"]) == ["sex=Female&race=Black"]
+    assert _with_contained_groups(verdict, {}, ["race=Black"]) == [
+        "race=Black",
+        "sex=Female&race=Black",
+    ]
+    assert _with_contained_groups(verdict, {}, ["sex=Female&race=Black"]) == [
+        "sex=Female&race=Black"
+    ]
     assert suppressed_with(list(FLAGGED), ["exposed"]) == []
-    with pytest.raises(ReviewError, match=r"\['sex=Female&race=Black'\] approved, but their rows are removed"):
+    with pytest.raises(
+        ReviewError, match=r"\['sex=Female&race=Black'\] approved, but their rows are removed"
+    ):
         _with_contained_groups(verdict, {"sex=Female&race=Black": "approve"}, ["race=Black"])
 
 

@@ -1,4 +1,5 @@
-"""A deployment's REVIEW is suspended, not paused in its process (privacy_gate/flows/review_wait.py).
+"""A deployment's REVIEW is suspended, not paused in its process
+(privacy_gate/flows/review_wait.py).
 
 A real deployment of the release flow (as ``serve`` builds it: concurrency limit 1, ``CANCEL_NEW``)
 on the session's Prefect test server; each of its runs is executed the way a runner does it: the
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ from .. import stack
 from ..conftest import write_release_config
 
 ROOT = Path(__file__).resolve().parents[2]
-#: a rule every release violates (utility.quality is at most 1): a REVIEW without a leak, at a small gate's cost
+#: a rule every release violates (utility.quality is at most 1): a REVIEW without a leak, at a small
+#: gate's cost
 ALWAYS_REVIEW = {"rules": [{"metric": "utility.quality", "min": 0.9999, "action": "review"}]}
 ANSWER = {"reviewer": "officer", "decision": "approve", "comment": "suspended and resumed"}
 
@@ -37,10 +39,14 @@ def _deployment(small_adult: Path, workdir: Path, name: str, **review) -> str:
     comes due by itself), on a config whose every release is a REVIEW."""
     from privacy_gate.flows.deployments import build_deployment
 
-    config = write_release_config(small_adult, {"name": "file", "path": str(small_adult / "independent.csv")},
-                                  name=name, fast=True, gate=ALWAYS_REVIEW,
-                                  review={"mode": "pause", "timeout_seconds": 3600, "once_per_release": False,
-                                          **review})
+    config = write_release_config(
+        small_adult,
+        {"name": "file", "path": str(small_adult / "independent.csv")},
+        name=name,
+        fast=True,
+        gate=ALWAYS_REVIEW,
+        review={"mode": "pause", "timeout_seconds": 3600, "once_per_release": False, **review},
+    )
     return str(build_deployment(config, workdir=workdir, interval=10 * 86400).apply())
 
 
@@ -75,11 +81,20 @@ def _execute(flow_run_id, logdir: Path):
 
     if _take_slot(flow_run_id).type.value != "PENDING":
         return _state(flow_run_id)
-    env = {"PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT__FLOW_RUN_ID": str(flow_run_id),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "PREFECT_HOME": str(logdir / "engine-home"), "PREFECT_LOGGING_LEVEL": "INFO"}
-    engine = stack.start(f"engine-{flow_run_id}-{time.monotonic_ns()}", [sys.executable, "-m", "prefect.engine"],
-                         logdir=logdir, env=env, cwd=ROOT)
+    env = {
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PREFECT__FLOW_RUN_ID": str(flow_run_id),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "PREFECT_HOME": str(logdir / "engine-home"),
+        "PREFECT_LOGGING_LEVEL": "INFO",
+    }
+    engine = stack.start(
+        f"engine-{flow_run_id}-{time.monotonic_ns()}",
+        [sys.executable, "-m", "prefect.engine"],
+        logdir=logdir,
+        env=env,
+        cwd=ROOT,
+    )
     with stack.running(engine):
         assert engine.proc.wait(300) == 0, engine.tail()
     return _state(flow_run_id)
@@ -94,8 +109,11 @@ def _mlflow_run_of(state) -> str:
 
 def _release_runs(workdir: Path) -> list:
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="adult")
-    return [r for r in tracker.find_runs(experiment_ids=[tracker.experiment_id])
-            if r.data.tags.get(names.TAG_KIND) == "release"]
+    return [
+        r
+        for r in tracker.find_runs(experiment_ids=[tracker.experiment_id])
+        if r.data.tags.get(names.TAG_KIND) == "release"
+    ]
 
 
 def _tags(workdir: Path, run_id: str) -> dict[str, str]:
@@ -126,22 +144,35 @@ def test_a_suspended_review_resumed_with_the_typed_form_decides_and_publishes(se
     assert state.state_details.pause_reschedule and state.state_details.pause_timeout is not None
     keyset = keyset_from_paused_state(state)  # the typed form is saved with the run, as for a pause
     assert "decision" in read_flow_run_input(keyset["schema"], flow_run_id=flow_run_id)["required"]
-    assert f"REVIEW** of MLflow run `{run_id}`" in read_flow_run_input(keyset["description"], flow_run_id=flow_run_id)
+    assert f"REVIEW** of MLflow run `{run_id}`" in read_flow_run_input(
+        keyset["description"], flow_run_id=flow_run_id
+    )
     assert _tags(workdir, run_id)[names.TAG_APPROVAL_STATUS] == "pending"
 
-    # while it waits, the deployment's next run is skipped naming it (its slot is free: no lease, no process)
+    # while it waits, the deployment's next run is skipped naming it (its slot is free: no lease, no
+    # process)
     other = _execute(_new_run(deployment_id), tmp_path)
-    assert other.name == "Skipped" and f"flow run {flow_run_id} of this deployment waits for its review" in other.message
+    assert (
+        other.name == "Skipped"
+        and f"flow run {flow_run_id} of this deployment waits for its review" in other.message
+    )
 
     resume_flow_run(flow_run_id, run_input=ANSWER)
-    assert _state(flow_run_id).name == "Resuming"  # scheduled again: a runner executes the flow from the top
+    assert (
+        _state(flow_run_id).name == "Resuming"
+    )  # scheduled again: a runner executes the flow from the top
     final = _execute(flow_run_id, tmp_path)
     assert (final.type.value, final.name) == ("COMPLETED", "Review approved"), final.message
     assert "approved by officer" in final.message and run_id in final.message
     tags = _tags(workdir, run_id)
-    assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "officer"
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "approved"
+        and tags[names.TAG_APPROVAL_REVIEWER] == "officer"
+    )
     assert Path(tags[names.TAG_APPROVAL_PUBLISHED]).exists()
-    assert [r.info.run_id for r in _release_runs(workdir)] == [run_id]  # the resumed run did not gate again
+    assert [r.info.run_id for r in _release_runs(workdir)] == [
+        run_id
+    ]  # the resumed run did not gate again
 
 
 def test_a_suspended_review_decided_with_the_cli_meanwhile_is_not_decided_twice(served, tmp_path):
@@ -149,22 +180,48 @@ def test_a_suspended_review_decided_with_the_cli_meanwhile_is_not_decided_twice(
 
     workdir, deployment_id = served
     flow_run_id, run_id = _suspended(deployment_id, tmp_path)
-    r = CliRunner().invoke(app, ["reject", run_id, "--reviewer", "cli-officer", "--comment", "no",
-                                 "--workdir", str(workdir)], catch_exceptions=False)
+    r = CliRunner().invoke(
+        app,
+        [
+            "reject",
+            run_id,
+            "--reviewer",
+            "cli-officer",
+            "--comment",
+            "no",
+            "--workdir",
+            str(workdir),
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
-    resume_flow_run(flow_run_id, run_input=ANSWER)  # the form still waits in Prefect: answered "approve"
+    resume_flow_run(
+        flow_run_id, run_input=ANSWER
+    )  # the form still waits in Prefect: answered "approve"
     final = _execute(flow_run_id, tmp_path)
     assert (final.type.value, final.name) == ("FAILED", "Review rejected"), final.message
     assert "rejected by cli-officer" in final.message
-    assert "answer (approve by officer) was not applied" in final.message and "privacy-gate reject" in final.message
+    assert (
+        "answer (approve by officer) was not applied" in final.message
+        and "privacy-gate reject" in final.message
+    )
     tags = _tags(workdir, run_id)
-    assert tags[names.TAG_APPROVAL_STATUS] == "rejected" and tags[names.TAG_APPROVAL_PUBLISHED] == "none"
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "rejected"
+        and tags[names.TAG_APPROVAL_PUBLISHED] == "none"
+    )
     assert " published " not in final.message
-    decisions = tracking.Tracker(uri=tracking.default_tracking_uri(workdir), experiment=None).decisions(run_id)
-    assert [(d["action"], d["reviewer"], d["via"]) for d in decisions] == [("reject", "cli-officer", "cli")]
+    decisions = tracking.Tracker(
+        uri=tracking.default_tracking_uri(workdir), experiment=None
+    ).decisions(run_id)
+    assert [(d["action"], d["reviewer"], d["via"]) for d in decisions] == [
+        ("reject", "cli-officer", "cli")
+    ]
 
 
-def test_a_resumption_cancelled_by_the_deployment_limit_is_decided_by_the_next_run(served, tmp_path):
+def test_a_resumption_cancelled_by_the_deployment_limit_is_decided_by_the_next_run(
+    served, tmp_path
+):
     """The server cancels a resumed run whose deployment slot is taken at that moment (CANCEL_NEW);
     the answer stays with it, and the deployment's next run decides it and ends it in its state."""
     from prefect.client.orchestration import get_client
@@ -183,20 +240,27 @@ def test_a_resumption_cancelled_by_the_deployment_limit_is_decided_by_the_next_r
     assert _tags(workdir, run_id)[names.TAG_APPROVAL_STATUS] == "pending"
 
     nxt = _execute(_new_run(deployment_id), tmp_path)
-    assert nxt.name == "Skipped" and f"finished the review of flow run {flow_run_id}" in nxt.message, nxt.message
+    assert (
+        nxt.name == "Skipped" and f"finished the review of flow run {flow_run_id}" in nxt.message
+    ), nxt.message
     final = _state(flow_run_id)
     assert (final.type.value, final.name) == ("COMPLETED", "Review approved"), final.message
     assert "the server had cancelled this run's resumption" in final.message
     tags = _tags(workdir, run_id)
-    assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "officer"
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "approved"
+        and tags[names.TAG_APPROVAL_REVIEWER] == "officer"
+    )
     assert Path(tags[names.TAG_APPROVAL_PUBLISHED]).exists()
 
 
-def test_an_unanswered_suspension_times_out_and_the_run_stays_pending(prefect_server, small_adult, tmp_path):
+def test_an_unanswered_suspension_times_out_and_the_run_stays_pending(
+    prefect_server, small_adult, tmp_path
+):
     """Nobody answers within review.timeout_seconds: the suspended run can no longer be resumed and
-    ends Failed ("... never resumed"), the MLflow run stays pending for the CLI. (A ``prefect server``
-    fails it by itself within seconds of the timeout, its pause-expiration service; the test server
-    runs no services, so here the late answer is what fails it.)"""
+    ends Failed ("... never resumed"), the MLflow run stays pending for the CLI. (A ``prefect
+    server`` fails it by itself within seconds of the timeout, its pause-expiration service; the
+    test server runs no services, so here the late answer is what fails it.)"""
     from prefect.exceptions import FlowPauseTimeout
     from prefect.flow_runs import resume_flow_run
 
@@ -204,11 +268,14 @@ def test_an_unanswered_suspension_times_out_and_the_run_stays_pending(prefect_se
     deployment_id = _deployment(small_adult, workdir, "suspend-timeout.yaml", timeout_seconds=20)
     flow_run_id, run_id = _suspended(deployment_id, tmp_path)
     expires = _state(flow_run_id).state_details.pause_timeout
-    time.sleep(max(0.0, (expires - datetime.now(timezone.utc)).total_seconds()) + 1)
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1)
     with pytest.raises(FlowPauseTimeout):
         resume_flow_run(flow_run_id, run_input=ANSWER)
     state = _state(flow_run_id)
-    assert state.type.value == "FAILED" and "never resumed" in state.message, (state.name, state.message)
+    assert state.type.value == "FAILED" and "never resumed" in state.message, (
+        state.name,
+        state.message,
+    )
     assert _tags(workdir, run_id)[names.TAG_APPROVAL_STATUS] == "pending"
 
 

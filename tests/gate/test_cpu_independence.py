@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The run: an Adult release with 2% partial copies (one column re-drawn), so every budget test
@@ -44,7 +42,7 @@ print(json.dumps({"decision": v.decision, "status": v.status, "reasons": sorted(
                   "checks": sorted((c.key, c.passed, c.action) for c in v.checks),
                   "flagged": list(v.flagged_subgroups), "tests": [(t["name"], t["pvalue"]) for t in v.budget["tests"]],
                   "counts": {k: v.metrics[k] for k in sorted(v.metrics) if k.endswith(("count", "train_only", "holdout_only"))}}))
-"""
+"""  # noqa: E501 - a script for a child process, kept as one would type it
 
 
 #: numpy's AVX-512 dispatch targets (numpy 2.4 names; X86_V4 is AVX-512F/CD/VL/BW/DQ): those this
@@ -62,8 +60,11 @@ def _avx512_here() -> list[str]:
 def _kernel_env(coretype: str | None, *, no_avx512: bool = False) -> dict[str, str]:
     """This process's environment (without pytest-xdist's worker variables) with OpenBLAS on
     ``coretype`` (None: its own choice) and, with ``no_avx512``, numpy's AVX-512 targets off."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT", "OPENBLAS_CORETYPE", "NPY_DISABLE"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT", "OPENBLAS_CORETYPE", "NPY_DISABLE"))
+    }
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
     avx512 = _avx512_here() if no_avx512 else []
@@ -74,7 +75,13 @@ def _kernel_env(coretype: str | None, *, no_avx512: bool = False) -> dict[str, s
 
 def _run(coretype: str | None, *, no_avx512: bool = False) -> dict:
     env = _kernel_env(coretype, no_avx512=no_avx512)
-    out = subprocess.run([sys.executable, "-c", CHILD, str(ROOT)], env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -88,13 +95,19 @@ def test_the_verdict_is_the_same_under_other_blas_kernels():
             assert other[key] == base[key], (coretype, key)
         for (name, p), (name_o, p_o) in zip(base["tests"], other["tests"]):
             # p-values: equal up to rounding of the last digits (ranks and counts are identical)
-            assert name == name_o and (p is None) == (p_o is None) and (p is None or abs(p - p_o) <= 1e-9 * max(1, p)), (
-                coretype, name, p, p_o)
+            assert (
+                name == name_o
+                and (p is None) == (p_o is None)
+                and (p is None or abs(p - p_o) <= 1e-9 * max(1, p))
+            ), (coretype, name, p, p_o)
 
 
 #: The golden scenarios' environments: three OpenBLAS core types, the last with numpy's AVX-512 off.
-GOLDEN_ENVIRONMENTS = {"Prescott": ("Prescott", False), "Nehalem": ("Nehalem", False),
-                       "Haswell, no AVX-512": ("Haswell", True)}
+GOLDEN_ENVIRONMENTS = {
+    "Prescott": ("Prescott", False),
+    "Nehalem": ("Nehalem", False),
+    "Haswell, no AVX-512": ("Haswell", True),
+}
 
 
 def test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512():
@@ -103,13 +116,41 @@ def test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512():
     load, so a kernel can only be changed in a new process."""
     for name, (coretype, no_avx512) in GOLDEN_ENVIRONMENTS.items():
         env = _kernel_env(coretype, no_avx512=no_avx512)
-        check = "from numpy._core._multiarray_umath import __cpu_features__ as f; print([t for t in %r if f.get(t)])"
-        on = subprocess.run([sys.executable, "-c", check % (AVX512_TARGETS,)], env=env, capture_output=True, text=True)
+        check = (
+            "from numpy._core._multiarray_umath import __cpu_features__ as f; print([t for t "
+            "in %r if f.get(t)])"
+        )
+        on = subprocess.run(
+            [sys.executable, "-c", check % (AVX512_TARGETS,)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert on.returncode == 0, on.stderr[-2000:]
         if no_avx512:
-            assert on.stdout.strip() == "[]", (name, on.stdout)  # numpy really runs without AVX-512 there
-        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
-                              "tests/pipeline/test_golden.py", "-k", "test_verdicts_and_metrics_unchanged"],
-                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+            assert on.stdout.strip() == "[]", (
+                name,
+                on.stdout,
+            )  # numpy really runs without AVX-512 there
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                "0",
+                "-p",
+                "no:cacheprovider",
+                "tests/pipeline/test_golden.py",
+                "-k",
+                "test_verdicts_and_metrics_unchanged",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         assert out.returncode == 0, (name, out.stdout[-4000:])
         assert " passed" in out.stdout and "skipped" not in out.stdout, (name, out.stdout[-1000:])

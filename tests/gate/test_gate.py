@@ -15,7 +15,13 @@ ATTACKS = ["domias", "dcr"]
 
 
 def _metrics(**over):
-    m = {"domias.auc": 0.51, "dcr.auc": 0.5, "domias.advantage": 0.05, "dcr.advantage": 0.04, "utility.quality": 0.9}
+    m = {
+        "domias.auc": 0.51,
+        "dcr.auc": 0.5,
+        "domias.advantage": 0.05,
+        "dcr.advantage": 0.04,
+        "utility.quality": 0.9,
+    }
     m.update(over)
     return m
 
@@ -58,18 +64,37 @@ def test_any_rule_without_attacks_cannot_approve():
 
 
 def test_extra_failures_and_flagged_subgroups():
-    fail = Check(rule="suite", metric="validation.synthetic", observed=None, threshold=None, bound="none",
-                 action="block", passed=False, message="copies")
+    fail = Check(
+        rule="suite",
+        metric="validation.synthetic",
+        observed=None,
+        threshold=None,
+        bound="none",
+        action="block",
+        passed=False,
+        message="copies",
+    )
     assert decide(RULES, _metrics(), attacks=ATTACKS, extra_failures=[fail]).decision == "BLOCK"
-    warn = Check(rule="dependency", metric="dcr.dependency.auc", observed=0.8, threshold=0.1, bound="max",
-                 action="review", passed=False, message="gap")
+    warn = Check(
+        rule="dependency",
+        metric="dcr.dependency.auc",
+        observed=0.8,
+        threshold=0.1,
+        bound="max",
+        action="review",
+        passed=False,
+        message="gap",
+    )
     assert decide(RULES, _metrics(), attacks=ATTACKS, warnings=[warn]).decision == "REVIEW"
 
 
 def test_subgroup_rules_flag_exactly_the_failing_groups():
     rules = RULES + [Rule(metric="auc", attack="any", max=0.7, action="review", scope="subgroup")]
-    groups = {"race=A": {"domias.auc": 0.5, "dcr.auc": 0.55}, "race=B": {"domias.auc": 0.52, "dcr.auc": 0.95},
-              "sex=F": {"domias.auc": 0.5, "dcr.auc": 0.5}}
+    groups = {
+        "race=A": {"domias.auc": 0.5, "dcr.auc": 0.55},
+        "race=B": {"domias.auc": 0.52, "dcr.auc": 0.95},
+        "sex=F": {"domias.auc": 0.5, "dcr.auc": 0.5},
+    }
     v = decide(rules, _metrics(), attacks=ATTACKS, groups=groups)
     assert v.decision == "REVIEW" and v.flagged_subgroups == ("race=B",)
     assert [c.key for c in v.reasons] == ["race=B: dcr.auc"]
@@ -82,11 +107,20 @@ def test_subgroup_rules_flag_exactly_the_failing_groups():
 
 
 def test_verdict_round_trips_and_refuses_unsafe_states():
-    v = decide(RULES, _metrics(**{"dcr.auc": math.nan}), attacks=ATTACKS, data_hashes={"train": "abc"})
+    v = decide(
+        RULES, _metrics(**{"dcr.auc": math.nan}), attacks=ATTACKS, data_hashes={"train": "abc"}
+    )
     d = json.loads(v.to_json())
     assert d["metrics"]["dcr.auc"] is None
     assert Verdict.from_dict(d) == v
-    assert set(v.summary()) == {"verdict", "status", "reasons", "metrics", "flagged_subgroups", "run_id"}
+    assert set(v.summary()) == {
+        "verdict",
+        "status",
+        "reasons",
+        "metrics",
+        "flagged_subgroups",
+        "run_id",
+    }
     with pytest.raises(ValueError, match="fail closed"):
         Verdict(decision="APPROVE", status="error", reasons=())
     with pytest.raises(ValueError):

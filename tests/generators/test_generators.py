@@ -9,11 +9,15 @@ from privacy_gate.generators.sdv import sdv_metadata
 
 @pytest.fixture(scope="module")
 def train(adult_full, adult_spec):
-    return conform(adult_full.sample(400, random_state=1).reset_index(drop=True), adult_spec, source="t")
+    return conform(
+        adult_full.sample(400, random_state=1).reset_index(drop=True), adult_spec, source="t"
+    )
 
 
 def test_registry_and_errors():
-    assert {"gaussian_copula", "ctgan", "tvae", "file", "copy_train", "noisy_copy"} <= set(available_generators())
+    assert {"gaussian_copula", "ctgan", "tvae", "file", "copy_train", "noisy_copy"} <= set(
+        available_generators()
+    )
     with pytest.raises(ConfigError, match="unknown generator 'nope'; available"):
         create_generator("nope")
     with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['epochz'\]"):
@@ -48,7 +52,9 @@ def test_ctgan_runs_on_cpu(train, adult_spec):
 
 def test_canaries(train, adult_spec, tmp_path):
     copies = create_generator("copy_train", seed=0).fit(train, adult_spec).sample(len(train))
-    assert set(map(tuple, copies.fillna(-1).to_numpy())) == set(map(tuple, train.fillna(-1).to_numpy()))
+    assert set(map(tuple, copies.fillna(-1).to_numpy())) == set(
+        map(tuple, train.fillna(-1).to_numpy())
+    )
     noisy = create_generator("noisy_copy", seed=0, noise=0.05).fit(train, adult_spec).sample(200)
     assert not noisy.fillna(-1).isin(train.fillna(-1)).all(axis=None)
     path = tmp_path / "syn.csv"

@@ -11,7 +11,6 @@ import pytest
 
 import privacy_gate.generators.mst as mst_module
 from privacy_gate.config import SplitConfig
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import split_by_entity
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.utility import marginal_quality
@@ -19,6 +18,7 @@ from privacy_gate.generators.accounting import cdp_rho
 from privacy_gate.generators.base import create_generator
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.generators.mst import MSTGenerator
+from privacy_gate.spec import DatasetSpec
 
 # a tree-structured Bayesian network: parent -> child, every child strongly follows its parent
 _BN_EDGES = [(0, 1), (1, 2), (1, 3), (3, 4), (0, 5)]
@@ -38,9 +38,19 @@ def _bn_data(n: int = 5000, seed: int = 0) -> pd.DataFrame:
 
 
 def _bn_spec() -> DatasetSpec:
-    return DatasetSpec.model_validate({"name": "bn", "columns": {
-        c: {"kind": "categorical", "categories": [f"v{v}" for v in range(k)], "nullable": False}
-        for c, k in zip(_BN_COLS, _BN_SIZES)}})
+    return DatasetSpec.model_validate(
+        {
+            "name": "bn",
+            "columns": {
+                c: {
+                    "kind": "categorical",
+                    "categories": [f"v{v}" for v in range(k)],
+                    "nullable": False,
+                }
+                for c, k in zip(_BN_COLS, _BN_SIZES)
+            },
+        }
+    )
 
 
 def _mutual_information(a: np.ndarray, b: np.ndarray) -> float:
@@ -51,7 +61,9 @@ def _mutual_information(a: np.ndarray, b: np.ndarray) -> float:
     return float((joint[nz] * np.log(joint[nz] / outer[nz])).sum())
 
 
-def _kruskal_max_tree(weights: dict[tuple[str, str], float], nodes: list[str]) -> set[tuple[str, str]]:
+def _kruskal_max_tree(
+    weights: dict[tuple[str, str], float], nodes: list[str]
+) -> set[tuple[str, str]]:
     comp = {v: v for v in nodes}
 
     def find(v: str) -> str:
@@ -97,9 +109,14 @@ def adult_splits(adult_full, adult_spec):
 
 def test_large_epsilon_recovers_the_max_mutual_information_tree(bn):
     data, spec = bn
-    mi = {(a, b): _mutual_information(data[a].to_numpy(), data[b].to_numpy()) for a, b in combinations(_BN_COLS, 2)}
+    mi = {
+        (a, b): _mutual_information(data[a].to_numpy(), data[b].to_numpy())
+        for a, b in combinations(_BN_COLS, 2)
+    }
     expected = _kruskal_max_tree(mi, _BN_COLS)
-    assert expected == {(_BN_COLS[p], _BN_COLS[c]) for p, c in _BN_EDGES}  # sanity: Chow-Liu finds the BN
+    assert expected == {
+        (_BN_COLS[p], _BN_COLS[c]) for p, c in _BN_EDGES
+    }  # sanity: Chow-Liu finds the BN
     gen = MSTGenerator(epsilon=1e6, seed=3).fit(data, spec)
     assert {fp.columns for fp in gen.focal_points_} == expected
     assert all(fp.kind == "marginal" for fp in gen.focal_points_)
@@ -107,10 +124,14 @@ def test_large_epsilon_recovers_the_max_mutual_information_tree(bn):
     # and the synthetic data keeps the strong dependencies along the tree
     syn = gen.sample(20000, seed=1)
     for a, b in expected:
-        assert _mutual_information(syn[a].to_numpy(), syn[b].to_numpy()) == pytest.approx(mi[a, b], rel=0.1)
+        assert _mutual_information(syn[a].to_numpy(), syn[b].to_numpy()) == pytest.approx(
+            mi[a, b], rel=0.1
+        )
         real = pd.crosstab(data[a], data[b], normalize=True)
         fake = pd.crosstab(syn[a], syn[b], normalize=True).reindex_like(real).fillna(0.0)
-        assert 0.5 * np.abs(real.to_numpy() - fake.to_numpy()).sum() < 0.03  # the tree keeps each edge table
+        assert (
+            0.5 * np.abs(real.to_numpy() - fake.to_numpy()).sum() < 0.03
+        )  # the tree keeps each edge table
 
 
 @pytest.mark.parametrize("epsilon", [0.05, 1.0])
@@ -128,15 +149,24 @@ def test_budget_is_spent_exactly(bn):
     gen = MSTGenerator(epsilon=1.0, delta=1e-6, seed=0).fit(data, spec)
     rho = cdp_rho(1.0, 1e-6)
     acc = gen.accountant_
-    assert acc.total == pytest.approx(rho) and acc.spent == pytest.approx(rho, rel=1e-9) and acc.is_exhausted()
+    assert (
+        acc.total == pytest.approx(rho)
+        and acc.spent == pytest.approx(rho, rel=1e-9)
+        and acc.is_exhausted()
+    )
     steps = [c.step for c in acc.ledger]
     assert sum(s.startswith("measure_1way[") for s in steps) == 6
     assert sum(s.startswith("select_edge[") for s in steps) == 5
     assert sum(s.startswith("measure_2way[") for s in steps) == 5
-    by_kind = {k: math.fsum(c.cost for c in acc.ledger if c.step.startswith(k))
-               for k in ("measure_1way", "select_edge", "measure_2way")}
+    by_kind = {
+        k: math.fsum(c.cost for c in acc.ledger if c.step.startswith(k))
+        for k in ("measure_1way", "select_edge", "measure_2way")
+    }
     assert all(v == pytest.approx(rho / 3, rel=1e-9) for v in by_kind.values())
-    assert any(c.mechanism == "post-processing" and c.step.startswith("compress_domain") for c in acc.ledger)
+    assert any(
+        c.mechanism == "post-processing" and c.step.startswith("compress_domain")
+        for c in acc.ledger
+    )
 
     focal = gen.select_focal_points(data.iloc[:1000], np.random.default_rng(0))
     assert _is_spanning_tree(focal, _BN_COLS)
@@ -149,13 +179,23 @@ def test_select_focal_points_is_the_fit_selection(bn):
     data, spec = bn
     for seed in (0, 1, 2):
         gen = MSTGenerator(epsilon=0.3, seed=seed).fit(data.iloc[:800], spec)
-        assert gen.select_focal_points(data.iloc[:800], np.random.default_rng(seed)) == gen.focal_points_
+        assert (
+            gen.select_focal_points(data.iloc[:800], np.random.default_rng(seed))
+            == gen.focal_points_
+        )
 
 
 def test_single_column_spends_everything_on_the_one_way_marginal():
-    spec = DatasetSpec.model_validate({"name": "one", "columns": {
-        "id": {"kind": "categorical"}, "x": {"kind": "categorical", "categories": ["a", "b"], "nullable": False}},
-        "entity_id": "id"})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "one",
+            "columns": {
+                "id": {"kind": "categorical"},
+                "x": {"kind": "categorical", "categories": ["a", "b"], "nullable": False},
+            },
+            "entity_id": "id",
+        }
+    )
     train = pd.DataFrame({"id": [f"p{i}" for i in range(200)], "x": ["a"] * 150 + ["b"] * 50})
     gen = MSTGenerator(epsilon=1.0, seed=0).fit(train, spec)
     assert gen.focal_points_ == [] and gen.accountant_.is_exhausted()
@@ -209,8 +249,16 @@ def test_simplex_projection_and_inverse_cdf_draws():
 def test_privacy_and_validation():
     gen = create_generator("mst", epsilon=2.0, delta=1e-7)
     assert isinstance(gen, MSTGenerator) and gen.privacy == {"epsilon": 2.0, "delta": 1e-7}
-    for bad in ({"epsilon": 0}, {"epsilon": -1.0}, {"epsilon": math.inf}, {"delta": 0.0}, {"delta": 1.0},
-                {"n_bins": 1}, {"seed": -1}, {"seed": 1.5}):
+    for bad in (
+        {"epsilon": 0},
+        {"epsilon": -1.0},
+        {"epsilon": math.inf},
+        {"delta": 0.0},
+        {"delta": 1.0},
+        {"n_bins": 1},
+        {"seed": -1},
+        {"seed": 1.5},
+    ):
         with pytest.raises(ConfigError):
             create_generator("mst", **bad)
     with pytest.raises(ConfigError, match="fit"):
@@ -236,11 +284,22 @@ def test_sample_schema_and_public_domain(adult_splits, adult_spec):
 
 def test_fit_without_reference_uses_the_spec(adult_splits, adult_spec):
     train, _, _ = adult_splits
-    gen = MSTGenerator(epsilon=1.0, seed=0).fit(train, adult_spec)  # Adult's spec has ranges + categories
+    gen = MSTGenerator(epsilon=1.0, seed=0).fit(
+        train, adult_spec
+    )  # Adult's spec has ranges + categories
     assert len(gen.focal_points_) == len(adult_spec.attribute_columns) - 1
-    assert gen.discretizer_.domain_["age"] == 21  # 20 equal-width bins over the public range + missing
-    bare = DatasetSpec.model_validate({"name": "bare", "columns": {
-        "x": {"kind": "numeric"}, "c": {"kind": "categorical", "categories": ["a", "b"]}}})
+    assert (
+        gen.discretizer_.domain_["age"] == 21
+    )  # 20 equal-width bins over the public range + missing
+    bare = DatasetSpec.model_validate(
+        {
+            "name": "bare",
+            "columns": {
+                "x": {"kind": "numeric"},
+                "c": {"kind": "categorical", "categories": ["a", "b"]},
+            },
+        }
+    )
     with pytest.raises(ConfigError, match=r"mst.*'x'"):
         MSTGenerator(seed=0).fit(pd.DataFrame({"x": [1.0, 2.0], "c": ["a", "b"]}), bare)
 
@@ -252,7 +311,9 @@ def test_mst_beats_independent_marginals_on_adult(adult_splits, adult_spec):
     gen = MSTGenerator(epsilon=1000.0, seed=0).fit(train, adult_spec, reference=reference)
     syn = gen.sample(5000, seed=0)
     rng = np.random.default_rng(0)  # independent marginals: every column resampled on its own
-    independent = pd.DataFrame({c: train[c].to_numpy()[rng.integers(0, len(train), 5000)] for c in train.columns})
+    independent = pd.DataFrame(
+        {c: train[c].to_numpy()[rng.integers(0, len(train), 5000)] for c in train.columns}
+    )
     mst_q = marginal_quality(syn, holdout, spec=adult_spec)
     ind_q = marginal_quality(independent, holdout, spec=adult_spec)
     assert mst_q["tvd_2way"] < ind_q["tvd_2way"] - 0.01

@@ -7,34 +7,52 @@ is a toy table where (a, b) and (c, d) are strongly dependent and everything els
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import privacy_gate.generators.private_gsd as pg
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import create_generator
-from privacy_gate.generators._gsd_search import (SearchState, Workload, apply_change, fitness_delta, full_fitness,
-                                                 genetic_search)
+from privacy_gate.generators._gsd_search import (
+    SearchState,
+    Workload,
+    apply_change,
+    fitness_delta,
+    full_fitness,
+    genetic_search,
+)
 from privacy_gate.generators.accounting import cdp_rho
+from privacy_gate.spec import DatasetSpec
 
 FAST = {"n_syn": 200, "population_size": 20, "max_generations": 400}
 
 
 @pytest.fixture(scope="module")
 def adult_train(adult_full, adult_spec):
-    return conform(adult_full.sample(500, random_state=3).reset_index(drop=True), adult_spec, source="t")
+    return conform(
+        adult_full.sample(500, random_state=3).reset_index(drop=True), adult_spec, source="t"
+    )
 
 
 @pytest.fixture(scope="module")
 def adult_reference(adult_full, adult_spec):
-    return conform(adult_full.sample(1000, random_state=4).reset_index(drop=True), adult_spec, source="r")
+    return conform(
+        adult_full.sample(1000, random_state=4).reset_index(drop=True), adult_spec, source="r"
+    )
 
 
-TOY_SPEC = DatasetSpec.model_validate({"name": "toy", "columns": {
-    c: {"kind": "categorical", "categories": ["0", "1", "2", "3"], "nullable": False} for c in "abcdef"}})
+TOY_SPEC = DatasetSpec.model_validate(
+    {
+        "name": "toy",
+        "columns": {
+            c: {"kind": "categorical", "categories": ["0", "1", "2", "3"], "nullable": False}
+            for c in "abcdef"
+        },
+    }
+)
 STRONG = [("a", "b"), ("c", "d")]
 
 
@@ -61,7 +79,9 @@ def test_budget_spent_exactly_and_split(adult_train, adult_spec):
     acc, rho = g.accountant_, cdp_rho(1.0, 1e-9)
     assert acc.is_exhausted() and acc.spent == pytest.approx(rho, rel=1e-9)
     d = len(adult_spec.attribute_columns)
-    assert _spent(acc, "one_way[") == pytest.approx(rho / 3) and _spent(acc, "select[") == pytest.approx(rho / 3)
+    assert _spent(acc, "one_way[") == pytest.approx(rho / 3) and _spent(
+        acc, "select["
+    ) == pytest.approx(rho / 3)
     assert _spent(acc, "measure[") == pytest.approx(rho / 3)
     assert len(g.focal_points_) == 2 * d and len(g.queries_) == 3 * d  # d 1-way + 2d selected pairs
     assert g.privacy == {"epsilon": 1.0, "delta": 1e-9}
@@ -70,13 +90,19 @@ def test_budget_spent_exactly_and_split(adult_train, adult_spec):
     g.select_focal_points(adult_train, np.random.default_rng(0))
     sel_acc = g.selection_accountant_
     assert sel_acc is not acc and sel_acc.spent == pytest.approx(2 * rho / 3, rel=1e-9)
-    assert [c.step for c in sel_acc.ledger] == [c.step for c in acc.ledger if c.step.startswith(("one_way[", "select["))]
-    assert [c.step for c in acc.ledger[len(sel_acc.ledger):]][-1] == "genetic search (noisy statistics only)"
+    assert [c.step for c in sel_acc.ledger] == [
+        c.step for c in acc.ledger if c.step.startswith(("one_way[", "select["))
+    ]
+    assert [c.step for c in acc.ledger[len(sel_acc.ledger) :]][
+        -1
+    ] == "genetic search (noisy statistics only)"
 
 
 def test_one_shot_mode_measures_everything(adult_train, adult_spec):
     """n_queries >= #marginals: the authors' one-shot mode, nothing selected, no select charge."""
-    g = pg.PrivateGSDGenerator(epsilon=2.0, seed=1, n_queries=10_000, **FAST).fit(adult_train, adult_spec)
+    g = pg.PrivateGSDGenerator(epsilon=2.0, seed=1, n_queries=10_000, **FAST).fit(
+        adult_train, adult_spec
+    )
     d = len(adult_spec.attribute_columns)
     assert len(g.focal_points_) == d * (d - 1) // 2 and g.accountant_.is_exhausted()
     assert _spent(g.accountant_, "select[") == 0.0
@@ -91,7 +117,9 @@ def test_seeds_reproducible_and_distinct(adult_train, adult_spec):
     pd.testing.assert_frame_equal(a.sample(300), b.sample(300))
     pd.testing.assert_frame_equal(a.sample(300, seed=9), b.sample(300, seed=9))
     assert not np.array_equal(a.synthetic_codes_, c.synthetic_codes_)
-    assert not a.sample(300).equals(c.sample(300)) and not a.sample(300, seed=1).equals(a.sample(300, seed=2))
+    assert not a.sample(300).equals(c.sample(300)) and not a.sample(300, seed=1).equals(
+        a.sample(300, seed=2)
+    )
     assert not a.sample(300).equals(a.sample(300))  # seed=None continues the fit's stream (as MST)
     # seed=None: fresh entropy on every fit (never a fixed default seed)
     n1 = pg.PrivateGSDGenerator(**FAST).fit(adult_train, adult_spec)
@@ -101,7 +129,9 @@ def test_seeds_reproducible_and_distinct(adult_train, adult_spec):
 
 def test_select_focal_points_is_fits_selection(adult_train, adult_spec, adult_reference):
     """Same code path: with the fit's seed, the selection alone reproduces fit's focal points."""
-    g = pg.PrivateGSDGenerator(epsilon=3.0, seed=11, **FAST).configure(adult_spec, reference=adult_reference)
+    g = pg.PrivateGSDGenerator(epsilon=3.0, seed=11, **FAST).configure(
+        adult_spec, reference=adult_reference
+    )
     alone = g.select_focal_points(adult_train, np.random.default_rng(11))
     g.fit(adult_train, adult_spec)
     assert alone == g.focal_points_ == sorted(alone)
@@ -121,7 +151,7 @@ def test_incremental_fitness_equals_full_recompute():
     X0 = rng.integers(0, dom, size=(60, 5))
     for q, cols in enumerate(queries):  # the flat layout is np.ravel_multi_index's (C order)
         expect = pg._marginal_counts(X0, cols, tuple(dom[list(cols)]))
-        np.testing.assert_array_equal(w.counts(X0)[w.offsets[q]:w.offsets[q + 1]], expect)
+        np.testing.assert_array_equal(w.counts(X0)[w.offsets[q] : w.offsets[q + 1]], expect)
     target = np.r_[rng.dirichlet(np.ones(w.n_cells)) * len(queries), 0.0]
     state = SearchState.of(w, target, X0)
     for _ in range(300):
@@ -133,9 +163,13 @@ def test_incremental_fitness_equals_full_recompute():
         for i in range(8):  # every child's delta against a from-scratch recompute
             child = state.X.copy()
             child[rows[i], cols[i]] = vals[i]
-            assert state.fitness + delta[i] == pytest.approx(full_fitness(w, target, child), rel=1e-10, abs=1e-14)
+            assert state.fitness + delta[i] == pytest.approx(
+                full_fitness(w, target, child), rel=1e-10, abs=1e-14
+            )
         i = int(rng.integers(8))
-        apply_change(w, state, int(rows[i]), int(cols[i]), int(vals[i]), left[i], entered[i], float(delta[i]))
+        apply_change(
+            w, state, int(rows[i]), int(cols[i]), int(vals[i]), left[i], entered[i], float(delta[i])
+        )
     assert state.fitness == pytest.approx(full_fitness(w, target, state.X), rel=1e-10)
     np.testing.assert_array_equal(state.counts, w.counts(state.X))
     np.testing.assert_array_equal(state.cells, w.cell_index(state.X))
@@ -148,7 +182,9 @@ def test_genetic_search_reduces_error_and_is_monotone():
     truth = rng.integers(0, dom, size=(300, 4))
     truth[:, 1] = truth[:, 0]
     target = np.r_[w.counts(truth)[:-1] / 300, 0.0]
-    res = genetic_search(w, target, n_syn=300, rng=rng, population_size=20, max_generations=3000, window=500)
+    res = genetic_search(
+        w, target, n_syn=300, rng=rng, population_size=20, max_generations=3000, window=500
+    )
     assert res.fitness < 0.1 * res.initial_fitness
     fits = [f for _, f in res.history]
     assert all(b <= a + 1e-12 for a, b in zip(fits, fits[1:]))
@@ -156,14 +192,17 @@ def test_genetic_search_reduces_error_and_is_monotone():
 
 
 def test_fit_reduces_error(adult_train, adult_spec):
-    g = pg.PrivateGSDGenerator(epsilon=10.0, seed=2, **{**FAST, "max_generations": 3000}).fit(adult_train, adult_spec)
+    g = pg.PrivateGSDGenerator(epsilon=10.0, seed=2, **{**FAST, "max_generations": 3000}).fit(
+        adult_train, adult_spec
+    )
     assert g.fitness_ < 0.5 * g.initial_fitness_ and g.n_generations_ <= 3000
 
 
 def test_large_epsilon_learns_the_strong_pairs():
     train = _toy(1500, seed=0)
-    g = pg.PrivateGSDGenerator(epsilon=1e4, seed=0, n_queries=2, n_syn=500, population_size=40,
-                               max_generations=6000).fit(train, TOY_SPEC)
+    g = pg.PrivateGSDGenerator(
+        epsilon=1e4, seed=0, n_queries=2, n_syn=500, population_size=40, max_generations=6000
+    ).fit(train, TOY_SPEC)
     assert [fp.columns for fp in g.focal_points_] == STRONG
     syn = g.sample(500)
     rng = np.random.default_rng(0)  # the baseline: each column drawn from its own true marginal
@@ -182,7 +221,9 @@ def test_large_epsilon_selection_prefers_dependent_pairs():
 
 
 def test_samples_follow_schema_and_domain(adult_train, adult_spec, adult_reference):
-    g = pg.PrivateGSDGenerator(seed=0, **FAST).fit(adult_train, adult_spec, reference=adult_reference)
+    g = pg.PrivateGSDGenerator(seed=0, **FAST).fit(
+        adult_train, adult_spec, reference=adult_reference
+    )
     out = g.sample(250)
     assert list(out.columns) == adult_spec.column_names and len(out) == 250
     conform(out, adult_spec, source="synthetic")
@@ -192,25 +233,51 @@ def test_samples_follow_schema_and_domain(adult_train, adult_spec, adult_referen
             assert set(values.astype(str)) <= set(map(str, col.categories))
         elif col.min is not None:
             assert values.between(col.min, col.max).all()
-    assert len(g.sample(FAST["n_syn"] * 2)) == FAST["n_syn"] * 2  # more than n_syn: with replacement
+    assert (
+        len(g.sample(FAST["n_syn"] * 2)) == FAST["n_syn"] * 2
+    )  # more than n_syn: with replacement
     whole = g.discretizer_.transform(g.sample(FAST["n_syn"], seed=1))
-    assert sorted(map(tuple, whole)) == sorted(map(tuple, g.synthetic_codes_))  # n_syn rows: the dataset itself
+    assert sorted(map(tuple, whole)) == sorted(
+        map(tuple, g.synthetic_codes_)
+    )  # n_syn rows: the dataset itself
 
 
 def test_entity_id_gets_fresh_ids():
-    spec = DatasetSpec.model_validate({"name": "e", "entity_id": "pid", "columns": {
-        "pid": {"kind": "categorical"}, **{c: TOY_SPEC.columns[c].model_dump() for c in "abc"}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "e",
+            "entity_id": "pid",
+            "columns": {
+                "pid": {"kind": "categorical"},
+                **{c: TOY_SPEC.columns[c].model_dump() for c in "abc"},
+            },
+        }
+    )
     train = _toy(300, seed=1)[list("abc")].assign(pid=[f"p{i}" for i in range(300)])
     out = pg.PrivateGSDGenerator(seed=0, **FAST).fit(train, spec).sample(5)
-    assert list(out.columns) == ["pid", "a", "b", "c"] and list(out["pid"]) == [f"syn-{i}" for i in range(5)]
+    assert list(out.columns) == ["pid", "a", "b", "c"] and list(out["pid"]) == [
+        f"syn-{i}" for i in range(5)
+    ]
 
 
 def test_registered_and_validated():
     assert isinstance(create_generator("private_gsd", epsilon=2.0, seed=1), pg.PrivateGSDGenerator)
-    for bad in ({"epsilon": 0}, {"k": 1}, {"n_queries": 0}, {"one_way_share": 0.6, "select_share": 0.5},
-                {"n_syn": 0}, {"tol": -1.0}, {"population_size": 1}, {"seed": -1}, {"delta": 0}):
+    for bad in (
+        {"epsilon": 0},
+        {"k": 1},
+        {"n_queries": 0},
+        {"one_way_share": 0.6, "select_share": 0.5},
+        {"n_syn": 0},
+        {"tol": -1.0},
+        {"population_size": 1},
+        {"seed": -1},
+        {"delta": 0},
+    ):
         with pytest.raises(ConfigError, match="private_gsd"):
             create_generator("private_gsd", **bad)
     with pytest.raises(ConfigError, match="needs at least 3 attribute columns"):
-        pg.PrivateGSDGenerator(k=3).configure(DatasetSpec.model_validate(
-            {"name": "two", "columns": {c: TOY_SPEC.columns[c].model_dump() for c in "ab"}}))
+        pg.PrivateGSDGenerator(k=3).configure(
+            DatasetSpec.model_validate(
+                {"name": "two", "columns": {c: TOY_SPEC.columns[c].model_dump() for c in "ab"}}
+            )
+        )

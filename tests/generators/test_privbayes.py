@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 import privacy_gate.generators.privbayes as pb
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.errors import ConfigError
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.generators.base import create_generator
 from privacy_gate.generators.focal import FocalPoint
+from privacy_gate.spec import DatasetSpec
 
 # --------------------------------------------------------------------------------- helpers
 
@@ -27,7 +27,14 @@ def _noisy(rng, value, k, flip):
 
 
 STAR_SIZES = {"A": 3, "B": 2, "C": 3, "D": 2, "E": 3, "F": 2}
-STAR_PARENTS = {"A": (), "B": ("A",), "C": ("A", "B"), "D": ("A", "B"), "E": ("A", "B"), "F": ("A", "B")}
+STAR_PARENTS = {
+    "A": (),
+    "B": ("A",),
+    "C": ("A", "B"),
+    "D": ("A", "B"),
+    "E": ("A", "B"),
+    "F": ("A", "B"),
+}
 
 
 def _star_data(n: int, seed: int) -> pd.DataFrame:
@@ -51,8 +58,10 @@ def _star_data(n: int, seed: int) -> pd.DataFrame:
 
 
 def _cat_spec(sizes: dict[str, int], **extra) -> DatasetSpec:
-    cols = {c: {"kind": "categorical", "categories": [str(i) for i in range(s)], "nullable": False}
-            for c, s in sizes.items()}
+    cols = {
+        c: {"kind": "categorical", "categories": [str(i) for i in range(s)], "nullable": False}
+        for c, s in sizes.items()
+    }
     return DatasetSpec.model_validate({"name": "t", "columns": cols, **extra})
 
 
@@ -69,7 +78,8 @@ def star():
 
 @pytest.fixture(scope="module")
 def adult_small(adult_full):
-    """1,000 train rows, a 3,000-row holdout and a 4,000-row reference split of the real Adult data."""
+    """1,000 train rows, a 3,000-row holdout and a 4,000-row reference split of the real Adult
+    data."""
     order = np.random.default_rng(11).permutation(len(adult_full))
     take = lambda a, b: adult_full.iloc[order[a:b]].reset_index(drop=True)  # noqa: E731
     return take(0, 1000), take(1000, 4000), take(4000, 8000)
@@ -82,9 +92,21 @@ def test_registered_and_validated():
     g = create_generator("privbayes", epsilon=2.0, seed=1, beta=0.3, theta=5, score="r", degree=2)
     assert isinstance(g, pb.PrivBayesGenerator)
     assert g.privacy == {"epsilon": 2.0, "delta": 0.0}  # pure DP, whatever delta is passed
-    for bad in ({"epsilon": 0}, {"epsilon": math.inf}, {"epsilon": True}, {"beta": 1.0}, {"beta": 0},
-                {"theta": 0}, {"score": "bic"}, {"degree": -1}, {"degree": 1.5}, {"max_parent_sets": 0},
-                {"n_bins": 1}, {"seed": -3}, {"delta": 1.0}):
+    for bad in (
+        {"epsilon": 0},
+        {"epsilon": math.inf},
+        {"epsilon": True},
+        {"beta": 1.0},
+        {"beta": 0},
+        {"theta": 0},
+        {"score": "bic"},
+        {"degree": -1},
+        {"degree": 1.5},
+        {"max_parent_sets": 0},
+        {"n_bins": 1},
+        {"seed": -3},
+        {"delta": 1.0},
+    ):
         with pytest.raises(ConfigError):
             create_generator("privbayes", **bad)
 
@@ -113,13 +135,20 @@ def test_sensitivities_bound_the_change_of_one_record():
         other[rng.integers(n)] = [rng.integers(0, s) for s in dom]
         for child, parents in ((0, (1,)), (1, (2,)), (1, (0, 2)), (2, (1,))):
             psize = int(np.prod(dom[list(parents)]))
-            for score, sens in (("mi", pb.mi_sensitivity(n, int(dom[child]), psize)), ("r", pb.r_sensitivity(n))):
+            for score, sens in (
+                ("mi", pb.mi_sensitivity(n, int(dom[child]), psize)),
+                ("r", pb.r_sensitivity(n)),
+            ):
                 s1 = pb._family_scores(codes, dom, parents, [child], score, clogc)[0]
                 s2 = pb._family_scores(other, dom, parents, [child], score, clogc)[0]
                 assert abs(s1 - s2) <= sens + 1e-12
     # the paper's closed forms (bits)
-    assert pb.mi_sensitivity(100, 2, 5) == pytest.approx(math.log2(100) / 100 + 0.99 * math.log2(100 / 99))
-    assert pb.mi_sensitivity(100, 3, 3) == pytest.approx(0.02 * math.log2(50.5) + 0.99 * math.log2(101 / 99))
+    assert pb.mi_sensitivity(100, 2, 5) == pytest.approx(
+        math.log2(100) / 100 + 0.99 * math.log2(100 / 99)
+    )
+    assert pb.mi_sensitivity(100, 3, 3) == pytest.approx(
+        0.02 * math.log2(50.5) + 0.99 * math.log2(101 / 99)
+    )
     assert pb.r_sensitivity(100) == pytest.approx(0.03 + 0.0002)
 
 
@@ -134,8 +163,9 @@ def test_recovers_known_network_at_huge_epsilon(star, score):
         assert _cliques(g.parents_) == truth, (seed, g.parents_)  # from any first attribute
         if g.order_[0] == "A":  # started at the true root: exactly the true parent sets
             from_root += 1
-            assert {c: frozenset(p) for c, p in g.parents_.items()} == \
-                   {c: frozenset(p) for c, p in STAR_PARENTS.items()}
+            assert {c: frozenset(p) for c, p in g.parents_.items()} == {
+                c: frozenset(p) for c, p in STAR_PARENTS.items()
+            }
     assert from_root >= 1  # the seeds above include runs starting at A
 
 
@@ -144,7 +174,10 @@ def test_degree_shrinks_with_epsilon(adult_spec, adult_small):
     g = pb.PrivBayesGenerator().configure(adult_spec, reference=reference)
     domain = [int(s) for s in g._domain()]
     n = 29_305  # the Adult train split (60 % of 48,842 rows)
-    ks = [pb.theta_degree(n=n, epsilon2=eps / 2, theta=4.0, domain=domain)[0] for eps in (1000, 10, 1, 0.1)]
+    ks = [
+        pb.theta_degree(n=n, epsilon2=eps / 2, theta=4.0, domain=domain)[0]
+        for eps in (1000, 10, 1, 0.1)
+    ]
     assert ks == sorted(ks, reverse=True) and ks[0] > ks[-1] >= 0
     assert ks[0] >= 2
     # and on data: the parent sets the selection step returns shrink with epsilon
@@ -162,7 +195,7 @@ def test_tables_respect_theta_usefulness(adult_spec, adult_small):
     g = pb.PrivBayesGenerator(epsilon=1.0, seed=3).fit(train, adult_spec, reference=reference)
     tau = g.network_.tau
     assert tau == pytest.approx(min(1000 * 0.5 / (2 * 15 * 4.0), 1000 / 4.0))
-    for (x, parents), table in zip(g.network_.pairs, g.conditionals_):
+    for (x, _parents), table in zip(g.network_.pairs, g.conditionals_):
         assert table.size <= max(tau, g._domain()[x])  # a lone attribute's table is always allowed
         np.testing.assert_allclose(table.sum(axis=1), 1.0)
         assert (table >= 0).all()
@@ -220,12 +253,15 @@ def test_single_attribute_spends_everything_on_its_table():
 def test_focal_points_are_the_network_and_shadow_runs_reproduce_fit(star):
     df, spec = star
     g = pb.PrivBayesGenerator(epsilon=5.0, seed=7).fit(df, spec)
-    expected = sorted(FocalPoint(kind="conditional", columns=(c, *p)) for c, p in g.parents_.items())
+    expected = sorted(
+        FocalPoint(kind="conditional", columns=(c, *p)) for c, p in g.parents_.items()
+    )
     assert g.focal_points_ == expected
     cols = list(spec.columns)
     for fp in g.focal_points_:  # parents in spec order: one focal point per parent *set*
         assert list(fp.parents) == sorted(fp.parents, key=cols.index)
-    # select_focal_points is the very code path fit() uses: the same rng stream gives the same network
+    # select_focal_points is the very code path fit() uses: the same rng stream gives the same
+    # network
     assert g.select_focal_points(df, np.random.default_rng(7)) == g.focal_points_
 
 
@@ -248,7 +284,9 @@ def test_seeds(star):
     g2.sample(100)
     pd.testing.assert_frame_equal(g.sample(100, seed=1), g2.sample(100, seed=1))
     first = pb.PrivBayesGenerator(epsilon=1.0, seed=3).fit(df, spec).sample(100)
-    pd.testing.assert_frame_equal(first, pb.PrivBayesGenerator(epsilon=1.0, seed=3).fit(df, spec).sample(100))
+    pd.testing.assert_frame_equal(
+        first, pb.PrivBayesGenerator(epsilon=1.0, seed=3).fit(df, spec).sample(100)
+    )
 
 
 # ------------------------------------------------------------------------------- schema
@@ -257,23 +295,39 @@ def test_seeds(star):
 def test_schema_and_public_domain():
     rng = np.random.default_rng(0)
     n = 400
-    spec = DatasetSpec.model_validate({"name": "t", "entity_id": "pid", "columns": {
-        "pid": {"kind": "categorical"},
-        "age": {"kind": "numeric", "min": 18, "max": 90},
-        "score": {"kind": "numeric", "bins": [0, 1, 5, 10]},
-        "colour": {"kind": "categorical", "categories": ["red", "green", "blue"]},
-        "flag": {"kind": "categorical", "categories": ["y", "n"], "nullable": False}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "t",
+            "entity_id": "pid",
+            "columns": {
+                "pid": {"kind": "categorical"},
+                "age": {"kind": "numeric", "min": 18, "max": 90},
+                "score": {"kind": "numeric", "bins": [0, 1, 5, 10]},
+                "colour": {"kind": "categorical", "categories": ["red", "green", "blue"]},
+                "flag": {"kind": "categorical", "categories": ["y", "n"], "nullable": False},
+            },
+        }
+    )
     age = rng.integers(18, 91, n).astype(float)
     age[:20] = np.nan
-    df = pd.DataFrame({"pid": [f"p{i}" for i in range(n)], "age": age, "score": rng.uniform(0, 10, n),
-                       "colour": rng.choice(["red", "green", "blue", None], n), "flag": rng.choice(["y", "n"], n)})
+    df = pd.DataFrame(
+        {
+            "pid": [f"p{i}" for i in range(n)],
+            "age": age,
+            "score": rng.uniform(0, 10, n),
+            "colour": rng.choice(["red", "green", "blue", None], n),
+            "flag": rng.choice(["y", "n"], n),
+        }
+    )
     g = pb.PrivBayesGenerator(epsilon=50.0, seed=0).fit(df, spec, reference=df.iloc[:100])
     out = g.sample(500)
     assert list(out.columns) == ["pid", "age", "score", "colour", "flag"]
     assert out["pid"].tolist() == [f"syn-{i}" for i in range(500)]
     ages = out["age"].dropna()
     assert ages.between(18, 90).all() and (ages == ages.round()).all()
-    assert out["score"].dropna().between(0, 10).all()  # nullable by default: its missing code may be drawn
+    assert (
+        out["score"].dropna().between(0, 10).all()
+    )  # nullable by default: its missing code may be drawn
     assert set(out["colour"].dropna()) <= {"red", "green", "blue"}
     assert set(out["flag"]) <= {"y", "n"} and out["flag"].notna().all()
     assert all(fp.child != "pid" and "pid" not in fp.parents for fp in g.focal_points_)
@@ -288,7 +342,9 @@ def test_adult_beats_independent_marginals(adult_spec, adult_small):
     g = pb.PrivBayesGenerator(epsilon=1000.0, seed=0).fit(train, adult_spec, reference=reference)
     syn = g.sample(len(holdout))
     rng = np.random.default_rng(0)
-    independent = pd.DataFrame({c: rng.choice(train[c].to_numpy(), len(holdout)) for c in train.columns})
+    independent = pd.DataFrame(
+        {c: rng.choice(train[c].to_numpy(), len(holdout)) for c in train.columns}
+    )
     q_pb = marginal_quality(syn, holdout, spec=adult_spec)
     q_ind = marginal_quality(independent, holdout, spec=adult_spec)
     assert q_pb["tvd_2way"] < q_ind["tvd_2way"] - 0.01, (q_pb["tvd_2way"], q_ind["tvd_2way"])

@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError
 from privacy_gate.generators import create_generator, generator_capabilities
 from privacy_gate.generators.privgan import generator_loss, partition, wrong_labels
 from privacy_gate.generators.tabular_codec import MISSING, TabularCodec
+from privacy_gate.spec import DatasetSpec
 
 FAST = {"epochs": 3, "batch_size": 64, "hidden": (32,), "latent_dim": 8, "log_every": 100}
 
@@ -54,21 +54,34 @@ def test_zero_lambda_is_the_sum_of_plain_gan_losses_and_lambda_adds_the_privacy_
 
 def test_privacy_discriminator_pretraining_beats_chance(adult_small, adult_spec):
     train, reference = adult_small
-    gen = create_generator("privgan", seed=3, n_generators=4, privacy_pretrain_epochs=60,
-                           **{**FAST, "hidden": (128, 128), "epochs": 1}).fit(train, adult_spec, reference=reference)
+    gen = create_generator(
+        "privgan",
+        seed=3,
+        n_generators=4,
+        privacy_pretrain_epochs=60,
+        **{**FAST, "hidden": (128, 128), "epochs": 1},
+    ).fit(train, adult_spec, reference=reference)
     assert gen.privacy_pretrain_accuracy_ > 1 / 4 + 0.15
 
 
-def test_output_conforms_to_the_spec_and_the_same_seed_gives_the_same_release(adult_small, adult_spec):
+def test_output_conforms_to_the_spec_and_the_same_seed_gives_the_same_release(
+    adult_small, adult_spec
+):
     train, reference = adult_small
     torch_state, np_state = torch.get_rng_state().clone(), np.random.get_state()[1].copy()
-    a = create_generator("privgan", seed=7, n_generators=2, **FAST).fit(train, adult_spec, reference=reference)
-    b = create_generator("privgan", seed=7, n_generators=2, **FAST).fit(train, adult_spec, reference=reference)
+    a = create_generator("privgan", seed=7, n_generators=2, **FAST).fit(
+        train, adult_spec, reference=reference
+    )
+    b = create_generator("privgan", seed=7, n_generators=2, **FAST).fit(
+        train, adult_spec, reference=reference
+    )
     sa, sb = a.sample(300), b.sample(300)
     pd.testing.assert_frame_equal(sa, sb)
     assert not sa.equals(a.sample(300, seed=8))
     # the global RNGs are untouched: seeding is local to the generator
-    assert torch.equal(torch_state, torch.get_rng_state()) and np.array_equal(np_state, np.random.get_state()[1])
+    assert torch.equal(torch_state, torch.get_rng_state()) and np.array_equal(
+        np_state, np.random.get_state()[1]
+    )
     out = conform(sa, adult_spec, source="privgan sample")
     assert list(out.columns) == list(adult_spec.columns) and len(out) == 300
     for name, col in adult_spec.columns.items():
@@ -92,23 +105,44 @@ def test_plain_gan_is_privgan_with_one_generator_and_no_privacy_loss(adult_small
 def test_too_many_generators_for_the_rows_is_a_config_error(adult_small, adult_spec):
     train, reference = adult_small
     with pytest.raises(ConfigError, match="n_generators=400"):
-        create_generator("privgan", n_generators=400, **FAST).fit(train.iloc[:500], adult_spec, reference=reference)
+        create_generator("privgan", n_generators=400, **FAST).fit(
+            train.iloc[:500], adult_spec, reference=reference
+        )
 
 
 def test_codec_takes_ranges_and_categories_from_the_spec_or_reference_never_train():
-    spec = DatasetSpec.model_validate({"name": "t", "columns": {
-        "x": {"kind": "numeric"}, "c": {"kind": "categorical"}, "o": {"kind": "ordinal", "min": 1, "max": 5}}})
+    spec = DatasetSpec.model_validate(
+        {
+            "name": "t",
+            "columns": {
+                "x": {"kind": "numeric"},
+                "c": {"kind": "categorical"},
+                "o": {"kind": "ordinal", "min": 1, "max": 5},
+            },
+        }
+    )
     reference = pd.DataFrame({"x": [0.0, 10.0], "c": ["a", "b"], "o": [1, 5]})
     codec = TabularCodec.from_spec(spec, reference=reference)
     assert codec.ranges["x"] == (0.0, 10.0) and codec.categories["c"] == ["a", "b", MISSING]
     assert any("reference" in n for n in codec.notes)
-    train_only = pd.DataFrame({"x": [100.0], "c": ["a"], "o": [3]})  # outside the public range: clipped
+    train_only = pd.DataFrame(
+        {"x": [100.0], "c": ["a"], "o": [3]}
+    )  # outside the public range: clipped
     X = codec.encode(train_only)
     assert X[0, 0] == 1.0
-    codec.encode(pd.DataFrame({"x": [1.0], "c": ["zzz"], "o": [2]}))  # a category the reference lacks
+    codec.encode(
+        pd.DataFrame({"x": [1.0], "c": ["zzz"], "o": [2]})
+    )  # a category the reference lacks
     assert any("outside the reference's categories" in n for n in codec.notes)
-    strict = TabularCodec.from_spec(DatasetSpec.model_validate({"name": "t", "columns": {
-        "c": {"kind": "categorical", "categories": ["a"], "nullable": False}}}), reference=None)
+    strict = TabularCodec.from_spec(
+        DatasetSpec.model_validate(
+            {
+                "name": "t",
+                "columns": {"c": {"kind": "categorical", "categories": ["a"], "nullable": False}},
+            }
+        ),
+        reference=None,
+    )
     with pytest.raises(ConfigError, match="'c'"):
         strict.encode(pd.DataFrame({"c": ["zzz"]}))
     with pytest.raises(ConfigError, match="no min/max"):

@@ -1,8 +1,8 @@
 """Fixed-seed gate scenarios whose verdicts and metrics must not change under refactoring.
 
 ``python -m tests.golden.scenarios --write`` records them in ``tests/golden/verdicts.json``
-(done once, on the code before the pipeline redesign); ``tests/pipeline/test_golden.py`` runs the same
-scenarios on today's code and compares every metric, check and decision.
+(done once, on the code before the pipeline redesign); ``tests/pipeline/test_golden.py`` runs the
+same scenarios on today's code and compares every metric, check and decision.
 
 Each scenario is a real run of the public entry points (release flow / gate flow) on small
 seeded Adult samples; only run-specific values (timings, run ids, timestamps) are left out.
@@ -16,8 +16,9 @@ import math
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,9 @@ def _small_adult(folder: Path) -> None:
     adult = pd.read_csv(ADULT)
     order = np.random.default_rng(7).permutation(len(adult))
     adult.iloc[order[:3000]].reset_index(drop=True).to_csv(folder / "real.csv", index=False)
-    adult.iloc[order[3000:5000]].reset_index(drop=True).to_csv(folder / "independent.csv", index=False)
+    adult.iloc[order[3000:5000]].reset_index(drop=True).to_csv(
+        folder / "independent.csv", index=False
+    )
 
 
 def _config(folder: Path, name: str, generator: dict, **overrides: Any) -> Path:
@@ -71,10 +74,16 @@ def _gate_only(folder: Path) -> dict:
     real.iloc[2400:].to_csv(folder / "g-reference.csv", index=False)
     syn = pd.concat([pd.read_csv(folder / "independent.csv").iloc[:1700], real.iloc[:100]])
     syn.to_csv(folder / "g-synthetic.csv", index=False)
-    return gate_flow(train=str(folder / "g-train.csv"), holdout=str(folder / "g-holdout.csv"),
-                     reference=str(folder / "g-reference.csv"), synthetic=str(folder / "g-synthetic.csv"),
-                     spec_path=str(EXAMPLE), rules_path=str(EXAMPLE),  # the rules of that day (= its defaults)
-                     workdir=str(folder / "wd-gate"), targets_seed=3).verdict.to_dict()
+    return gate_flow(
+        train=str(folder / "g-train.csv"),
+        holdout=str(folder / "g-holdout.csv"),
+        reference=str(folder / "g-reference.csv"),
+        synthetic=str(folder / "g-synthetic.csv"),
+        spec_path=str(EXAMPLE),
+        rules_path=str(EXAMPLE),  # the rules of that day (= its defaults)
+        workdir=str(folder / "wd-gate"),
+        targets_seed=3,
+    ).verdict.to_dict()
 
 
 def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
@@ -96,7 +105,11 @@ def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
     raw = yaml.safe_load(example.read_text())
     spec = raw["dataset"]["spec"]
     spec["columns"]["household"] = {"kind": "categorical", "nullable": False}
-    spec["columns"]["site"] = {"kind": "categorical", "categories": ["s1", "s2", "s3"], "nullable": False}
+    spec["columns"]["site"] = {
+        "kind": "categorical",
+        "categories": ["s1", "s2", "s3"],
+        "nullable": False,
+    }
     spec.update(entity_id="household", source="site")
     raw["dataset"]["path"] = str(folder / "hh-real.csv")
     raw["generator"] = {"name": "file", "path": str(folder / "hh-synthetic.csv")}
@@ -104,7 +117,9 @@ def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
     cfg_path = folder / "households.yaml"
     cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False))
     cfg = load_release_config(cfg_path)
-    train = split_by_entity(conform(real, cfg.dataset.spec, source="r"), cfg.dataset.spec, cfg.split).train
+    train = split_by_entity(
+        conform(real, cfg.dataset.spec, source="r"), cfg.dataset.spec, cfg.split
+    ).train
     copies = real.loc[train.index[train["site"] == "s1"]]
     pd.concat([outside, copies]).to_csv(folder / "hh-synthetic.csv", index=False)
     return cfg_path
@@ -113,18 +128,29 @@ def household_release(folder: Path, example: Path = EXAMPLE) -> Path:
 def _households(folder: Path) -> dict:
     cfg_path = household_release(folder)
     release_flow, _ = _flows()
-    return release_flow(config_path=str(cfg_path), workdir=str(folder / "wd-households")).verdict.to_dict()
+    return release_flow(
+        config_path=str(cfg_path), workdir=str(folder / "wd-households")
+    ).verdict.to_dict()
 
 
 SCENARIOS: dict[str, Callable[[Path], dict]] = {
     "copy_train": lambda f: _release(f, "copy", {"name": "copy_train", "seed": 0}),
-    "noisy_copy": lambda f: _release(f, "noisy", {"name": "noisy_copy", "seed": 1},
-                                     split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": 1},
-                                     targets={"seed": 1}),
-    "independent": lambda f: _release(f, "indep", {"name": "file", "path": str(f / "independent.csv")}),
-    "mst_eps1": lambda f: _release(f, "mst", {"name": "mst", "epsilon": 1.0, "seed": 0},
-                                   attacks=[{"name": "domias"}, {"name": "dcr"},
-                                            {"name": "mama_mia", "n_shadow": 8}]),
+    "noisy_copy": lambda f: _release(
+        f,
+        "noisy",
+        {"name": "noisy_copy", "seed": 1},
+        split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": 1},
+        targets={"seed": 1},
+    ),
+    "independent": lambda f: _release(
+        f, "indep", {"name": "file", "path": str(f / "independent.csv")}
+    ),
+    "mst_eps1": lambda f: _release(
+        f,
+        "mst",
+        {"name": "mst", "epsilon": 1.0, "seed": 0},
+        attacks=[{"name": "domias"}, {"name": "dcr"}, {"name": "mama_mia", "n_shadow": 8}],
+    ),
     "gate_only": _gate_only,
     "households": _households,
 }
@@ -132,8 +158,14 @@ SCENARIOS: dict[str, Callable[[Path], dict]] = {
 
 def _check(c: dict) -> dict:
     key = c.get("key") or c["metric"]
-    return {"rule": c["rule"], "key": key, "observed": c["observed"], "threshold": c["threshold"],
-            "action": c["action"], "passed": c["passed"]}
+    return {
+        "rule": c["rule"],
+        "key": key,
+        "observed": c["observed"],
+        "threshold": c["threshold"],
+        "action": c["action"],
+        "passed": c["passed"],
+    }
 
 
 #: DP generators draw fresh noise on every run (a fixed seed would void the guarantee), so for
@@ -145,13 +177,20 @@ STRUCTURE_ONLY = {"mst_eps1"}
 def canonical(verdict: dict) -> dict:
     """What must stay identical: decision, status, flagged groups, hashes, checks and metrics."""
     return {
-        "verdict": verdict["verdict"], "status": verdict["status"],
+        "verdict": verdict["verdict"],
+        "status": verdict["status"],
         "flagged_subgroups": list(verdict["flagged_subgroups"]),
         "data_hashes": dict(sorted(verdict["data_hashes"].items())),
         "rules_hash": verdict["rules_hash"],
-        "reasons": sorted((_check(c) for c in verdict["reasons"]), key=lambda c: (c["key"], c["rule"])),
-        "checks": sorted((_check(c) for c in verdict["checks"]), key=lambda c: (c["key"], c["rule"])),
-        "metrics": {k: v for k, v in sorted(verdict["metrics"].items()) if not k.startswith("time.")},
+        "reasons": sorted(
+            (_check(c) for c in verdict["reasons"]), key=lambda c: (c["key"], c["rule"])
+        ),
+        "checks": sorted(
+            (_check(c) for c in verdict["checks"]), key=lambda c: (c["key"], c["rule"])
+        ),
+        "metrics": {
+            k: v for k, v in sorted(verdict["metrics"].items()) if not k.startswith("time.")
+        },
     }
 
 
@@ -167,8 +206,8 @@ def run_all(names: list[str] | None = None) -> dict[str, dict]:
 
 
 #: Float tolerance of the value comparison: ``math.isclose(expected, actual, rel_tol=REL_TOL,
-#: abs_tol=ABS_TOL)``. Why these numbers (measured, tests/pipeline/test_golden.py on an AVX-512 machine
-#: against verdicts.json recorded elsewhere):
+#: abs_tol=ABS_TOL)``. Why these numbers (measured, tests/pipeline/test_golden.py on an AVX-512
+#: machine against verdicts.json recorded elsewhere):
 #:
 #: - OpenBLAS picks its kernels by CPU, so summation order differs between machines (~1e-16 per
 #:   operation). Every figure of one attack (AUC, TPR, per-attack MACE, utility, exposure) differed
@@ -192,22 +231,26 @@ ABS_TOL = 1e-9
 #: ``n_pairs``, the exposure scan's ``exposed.count`` / ``tested`` / ``attacks`` (and any
 #: ``*count``), GE's ``validation.synthetic.failed`` / ``success`` and
 #: ``dependency.plausibly_dependent``. These must match exactly.
-_COUNT = re.compile(r"(?:^|[./])(?:n_[a-z_]+|[a-z_]*count|tested|attacks|members|failed|success|plausibly_dependent"
-                    r"|calibration|compared|n_pool|train_only|holdout_only|[a-z_]*tail_top)$")
+_COUNT = re.compile(
+    r"(?:^|[./])(?:n_[a-z_]+|[a-z_]*count|tested|attacks|members|failed|success|plausibly_dependent"
+    r"|calibration|compared|n_pool|train_only|holdout_only|[a-z_]*tail_top)$"
+)
 
 
 def is_count(key: str) -> bool:
     """``subgroup/sex/Female/dcr.n_members`` and ``exposed.count`` are counts; ``dcr.auc`` is not.
 
     >>> [is_count(k) for k in ("dcr.n_members", "subgroup/sex/Male/n_non_members", "exposed.count",
-    ...                        "exposed.tested", "utility.n_pairs", "dcr.auc", "exposed.share_upper")]
+    ...                        "exposed.tested", "utility.n_pairs", "dcr.auc",
+    ...                        "exposed.share_upper")]
     [True, True, True, True, True, False, False]
     """
     return bool(_COUNT.search(key))
 
 
 def same_value(key: str, expected: float | None, actual: float | None) -> bool:
-    """Equal counts; floats equal up to BLAS rounding (``REL_TOL``, ``ABS_TOL``); None only equals None."""
+    """Equal counts; floats equal up to BLAS rounding (``REL_TOL``, ``ABS_TOL``); None only equals
+    None."""
     if expected is None or actual is None:
         return expected is None and actual is None
     if is_count(key):
@@ -221,7 +264,9 @@ def differences(expected: dict, actual: dict, *, values: bool = True) -> list[st
     diffs = []
     for key in ("verdict", "status", "flagged_subgroups", "data_hashes", "rules_hash"):
         e, a = expected[key], actual[key]
-        if key == "data_hashes" and not values:  # the real splits are deterministic, the release is not
+        if (
+            key == "data_hashes" and not values
+        ):  # the real splits are deterministic, the release is not
             e, a = ({k: v for k, v in d.items() if not k.startswith("synthetic")} for d in (e, a))
         if key == "flagged_subgroups" and not values:
             continue
@@ -229,11 +274,18 @@ def differences(expected: dict, actual: dict, *, values: bool = True) -> list[st
             diffs.append(f"{key}: {e!r} -> {a!r}")
     if not values:
         for part in ("metrics",):
-            missing, new = set(expected[part]) - set(actual[part]), set(actual[part]) - set(expected[part])
-            diffs += [f"metric {k}: missing" for k in sorted(missing)] + [f"metric {k}: new" for k in sorted(new)]
+            missing, new = (
+                set(expected[part]) - set(actual[part]),
+                set(actual[part]) - set(expected[part]),
+            )
+            diffs += [f"metric {k}: missing" for k in sorted(missing)] + [
+                f"metric {k}: new" for k in sorted(new)
+            ]
         e = {(c["key"], c["rule"], c["threshold"]) for c in expected["checks"]}
         a = {(c["key"], c["rule"], c["threshold"]) for c in actual["checks"]}
-        diffs += [f"check {k}: missing" for k in sorted(e - a, key=str)] + [f"check {k}: new" for k in sorted(a - e, key=str)]
+        diffs += [f"check {k}: missing" for k in sorted(e - a, key=str)] + [
+            f"check {k}: new" for k in sorted(a - e, key=str)
+        ]
         return diffs
     em, am = expected["metrics"], actual["metrics"]
     for k in sorted(set(em) | set(am)):
@@ -258,7 +310,9 @@ def differences(expected: dict, actual: dict, *, values: bool = True) -> list[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true", help=f"record the scenarios in {GOLDEN.name}")
+    parser.add_argument(
+        "--write", action="store_true", help=f"record the scenarios in {GOLDEN.name}"
+    )
     parser.add_argument("names", nargs="*")
     args = parser.parse_args()
     from ..stack import prefect_test_harness  # Prefect's, with its server under tests/reaper.py

@@ -1,1 +1,2 @@
-"""Tests of privacy_gate.pipeline: orchestration: whole runs, faults, review, retries, golden scenarios."""
+"""Tests of privacy_gate.pipeline: orchestration: whole runs, faults, review, retries, golden
+scenarios."""

@@ -13,4 +13,6 @@ from privacy_gate.review import decide as review
 @pytest.fixture(autouse=True)
 def no_key_no_report(monkeypatch):
     monkeypatch.delenv(tracking.SIGNING_KEY_ENV, raising=False)
-    monkeypatch.setattr(review, "_refresh_report", lambda tracker, run_id: None)  # the HTML report is not under test
+    monkeypatch.setattr(
+        review, "_refresh_report", lambda tracker, run_id: None
+    )  # the HTML report is not under test

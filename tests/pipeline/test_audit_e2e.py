@@ -25,9 +25,15 @@ def test_entity_and_dependency_metrics_and_warning(prefect_server, household_dat
     m = v["metrics"]
     for attack in ("domias", "dcr"):
         assert 0.0 <= m[f"{attack}.entity.auc"] <= 1.0
-        assert m[f"{attack}.entity.n_members"] < m[f"{attack}.n_members"]  # households group records
+        assert (
+            m[f"{attack}.entity.n_members"] < m[f"{attack}.n_members"]
+        )  # households group records
         assert f"{attack}.dependency.auc" in m
     assert m["dcr.dependency.auc"] > 0.95 and m["dcr.auc"] < 0.85
     warnings = [r for r in v["reasons"] if r["key"] == "dcr.dependency.auc"]
-    assert warnings and "dependent records" in warnings[0]["message"] and warnings[0]["action"] == "review"
+    assert (
+        warnings
+        and "dependent records" in warnings[0]["message"]
+        and warnings[0]["action"] == "review"
+    )
     assert v["verdict"] in ("REVIEW", "BLOCK")

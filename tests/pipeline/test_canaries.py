@@ -14,9 +14,13 @@ SEEDS = [0, 1, 2]
 
 
 def _run(folder, workdir, generator, seed):
-    cfg = write_release_config(folder, generator, name=f"canary-{generator['name']}-{seed}.yaml",
-                               split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": seed},
-                               targets={"seed": seed})
+    cfg = write_release_config(
+        folder,
+        generator,
+        name=f"canary-{generator['name']}-{seed}.yaml",
+        split={"train": 0.6, "holdout": 0.2, "reference": 0.2, "seed": seed},
+        targets={"seed": seed},
+    )
     return release_flow(config_path=str(cfg), workdir=str(workdir)).verdict.to_dict()
 
 
@@ -25,7 +29,8 @@ def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, s
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), {"name": "copy_train", "seed": seed}, seed)
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
     assert v["metrics"]["dcr.auc"] > 0.9
-    # the copy test: verbatim copies far beyond the holdout's twins at the same size, and above the bar
+    # the copy test: verbatim copies far beyond the holdout's twins at the same size, and above the
+    # bar
     assert any(r["key"] == "copies.excess_share" and r["action"] == "block" for r in v["reasons"])
     # MACE: confident the advantage is large (lower bound above the 0.10 block threshold)
     assert v["metrics"]["dcr.mace.advantage_lower"] > 0.10
@@ -36,7 +41,9 @@ def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, s
 def test_noisy_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, seed):
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), {"name": "noisy_copy", "seed": seed}, seed)
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
-    assert v["metrics"]["validation.synthetic.copy_share"] <= 0.01  # not caught by the copy check: the attacks catch it
+    assert (
+        v["metrics"]["validation.synthetic.copy_share"] <= 0.01
+    )  # not caught by the copy check: the attacks catch it
     assert max(v["metrics"]["dcr.auc"], v["metrics"]["domias.auc"]) > 0.6
 
 

@@ -36,7 +36,9 @@ def _approved_and_pending(tmp_path):
     second, _ = make_signed_review_run(tmp_path)
     code, out = _cli("approve", first, "--reviewer", "ana", "--workdir", str(tmp_path))
     assert code == 0, out
-    assert json.loads(tracker.decision_files(first)[0][1])["run_id"] == first  # the record names its run
+    assert (
+        json.loads(tracker.decision_files(first)[0][1])["run_id"] == first
+    )  # the record names its run
     return first, second, tracker
 
 
@@ -49,7 +51,9 @@ def _assert_refused_untouched(tracker, run_id, tmp_path, published_before, *, sa
         if args[0] != "doctor":
             assert says in out and "copied from another run's decision log" in out, (args, out)
             assert "Traceback" not in out
-    assert tracker.run_tags(run_id).get(names.TAG_APPROVAL_STATUS) == tags_before.get(names.TAG_APPROVAL_STATUS)
+    assert tracker.run_tags(run_id).get(names.TAG_APPROVAL_STATUS) == tags_before.get(
+        names.TAG_APPROVAL_STATUS
+    )
     assert _published(tmp_path) == published_before
 
 

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
-from privacy_gate.review import decide as review
 from privacy_gate.publication.publish import list_published
+from privacy_gate.review import decide as review
 
 from ..reaper import popen
 from .test_review_records import make_review_run
@@ -33,8 +33,12 @@ WORKER = ROOT / "tests" / "decision_worker.py"
 KEY = "durability-test-key"
 runner = CliRunner()
 #: the step -> what the run must end as once resolved: the publication is an approval's commit point
-STEPS = {"decision-file": "rolled back", "tag-set": "rolled back", "publish-started": "rolled back",
-         "publish-done": "published"}
+STEPS = {
+    "decision-file": "rolled back",
+    "tag-set": "rolled back",
+    "publish-started": "rolled back",
+    "publish-done": "published",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -46,8 +50,13 @@ def _clean_env(monkeypatch):
 def kill_at(step: str, workdir: Path, *args: str) -> None:
     """``privacy-gate ARGS`` in a subprocess, SIGKILLed once it reaches ``step``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = popen([sys.executable, str(WORKER), step, *args, "--workdir", str(workdir)], stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE, text=True, env=env)
+    proc = popen(
+        [sys.executable, str(WORKER), step, *args, "--workdir", str(workdir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         deadline, seen = time.monotonic() + 120, []
         while time.monotonic() < deadline:
@@ -72,9 +81,12 @@ def _cli(*args: str):
 
 
 def _published(workdir: Path) -> list[Path]:
-    """The published data files, by the reader contract (a killed publication's staging is not one)."""
-    return [folder / json.loads((folder / "manifest.json").read_text())["file"]
-            for folder in list_published(workdir / "published")]
+    """The published data files, by the reader contract (a killed publication's staging is not
+    one)."""
+    return [
+        folder / json.loads((folder / "manifest.json").read_text())["file"]
+        for folder in list_published(workdir / "published")
+    ]
 
 
 def _tags(uri: str, run_id: str) -> dict[str, str]:
@@ -84,15 +96,21 @@ def _tags(uri: str, run_id: str) -> dict[str, str]:
 def _pending_ids(workdir: Path) -> list[str]:
     code, out, err = _cli("review", "--pending", "--workdir", str(workdir))
     assert code == 0, err
-    return [line.split()[0] for line in out.splitlines()[1:] if not line.startswith(" ")]  # indented: its commands
+    return [
+        line.split()[0] for line in out.splitlines()[1:] if not line.startswith(" ")
+    ]  # indented: its commands
 
 
 def assert_published_by(workdir: Path, uri: str, run_id: str, reviewer: str) -> None:
-    """Published once, and every record says so: the approval tags, the decision that stands, review."""
+    """Published once, and every record says so: the approval tags, the decision that stands,
+    review."""
     files = _published(workdir)
     assert len(files) == 1, files
     tags = _tags(uri, run_id)
-    assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == reviewer, tags
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "approved"
+        and tags[names.TAG_APPROVAL_REVIEWER] == reviewer
+    ), tags
     assert tags[names.TAG_APPROVAL_PUBLISHED] == str(files[0])
     manifest = json.loads((files[0].parent / "manifest.json").read_text())
     assert manifest["run_id"] == run_id and manifest["approval"]["reviewer"] == reviewer
@@ -100,7 +118,9 @@ def assert_published_by(workdir: Path, uri: str, run_id: str, reviewer: str) -> 
     decisions = tracking.Tracker(uri=uri, experiment=None).decisions(run_id)
     assert [(d["action"], d["reviewer"]) for d in decisions] == [("approve", reviewer)]
     code, out, _ = _cli("review", run_id, "--workdir", str(workdir))
-    assert code == 0 and f"decided: approve by {reviewer}" in out and f"published: {files[0]}" in out, out
+    assert (
+        code == 0 and f"decided: approve by {reviewer}" in out and f"published: {files[0]}" in out
+    ), out
 
 
 def assert_pending_and_decidable(workdir: Path, uri: str, run_id: str) -> None:
@@ -146,7 +166,9 @@ def test_approve_killed_then_the_next_approve_resolves_it(tmp_path, step):
     run_id, uri = make_review_run(tmp_path)
     kill_at(step, tmp_path, "approve", run_id, "--reviewer", "ana")
     code, _, err = _cli("approve", run_id, "--reviewer", "bo", "--workdir", str(tmp_path))
-    if STEPS[step] == "published":  # ana's approval took effect: the second one is refused, truthfully
+    if (
+        STEPS[step] == "published"
+    ):  # ana's approval took effect: the second one is refused, truthfully
         assert code == 2 and f"run {run_id} was already approved by ana" in err, err
         assert_published_by(tmp_path, uri, run_id, "ana")
     else:  # ana's approval never took effect: bo's goes through
@@ -178,7 +200,9 @@ def test_reject_killed_is_completed_never_rolled_back(tmp_path, step):
     code, out, _ = _cli("doctor", "--workdir", str(tmp_path), "--fix")
     assert code == 0, out
     tags = _tags(uri, run_id)
-    assert tags[names.TAG_APPROVAL_STATUS] == "rejected" and tags[names.TAG_APPROVAL_REVIEWER] == "ana", tags
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "rejected" and tags[names.TAG_APPROVAL_REVIEWER] == "ana"
+    ), tags
     assert run_id not in _pending_ids(tmp_path) and _published(tmp_path) == []
     code, out, err = _cli("approve", run_id, "--reviewer", "bo", "--workdir", str(tmp_path))
     assert code == 2 and "already rejected by ana" in err and _published(tmp_path) == []
@@ -190,8 +214,12 @@ def test_reject_killed_is_completed_never_rolled_back(tmp_path, step):
 def _half_done_approval(uri: str, run_id: str, *, claim: str | None = None) -> dict:
     """The decision record of an approval, written as ``approve`` writes it, and nothing after."""
     tracker = tracking.Tracker(uri=uri, experiment=None)
-    judged = tracker.read_verified(run_id)[0]["data_hashes"]["synthetic_file_sha256"]  # what approve decides on
-    decision = review.ReviewDecision.new(action="approve", reviewer="ana", data_sha256=judged, run_id=run_id).to_dict()
+    judged = tracker.read_verified(run_id)[0]["data_hashes"][
+        "synthetic_file_sha256"
+    ]  # what approve decides on
+    decision = review.ReviewDecision.new(
+        action="approve", reviewer="ana", data_sha256=judged, run_id=run_id
+    ).to_dict()
     tracker.log_json(run_id, decision, names.decision_artifact(1, "approve"))
     if claim:
         tracker.set_tags(run_id, {names.TAG_DECISION_CLAIM: claim})
@@ -201,19 +229,29 @@ def _half_done_approval(uri: str, run_id: str, *, claim: str | None = None) -> d
 def test_a_live_decider_on_a_server_store_is_left_alone(tmp_path, monkeypatch):
     """Without a file lock (a tracking server), the claim names the decider's process: alive, its
     half-done decision is in progress, not a finding; on another host, reported and not touched."""
-    from privacy_gate.review import decision_lock
     from privacy_gate.processes import process_start, this_host
+    from privacy_gate.review import decision_lock
 
     monkeypatch.setattr(decision_lock, "lock_path", lambda uri, run_id: None)
     run_id, uri = make_review_run(tmp_path)
-    me = f"approve by ana at now (host {this_host()}, pid {os.getpid()} started {process_start(os.getpid())}; ab12)"
+    me = (
+        f"approve by ana at now (host {this_host()}, pid {os.getpid()} started "
+        f"{process_start(os.getpid())}; ab12)"
+    )
     _half_done_approval(uri, run_id, claim=me)
     code, out, _ = _cli("doctor", "--workdir", str(tmp_path), "--fix")
-    assert code == 0 and "still running" in out and "[decision]" not in out, out  # a note, not a finding
+    assert code == 0 and "still running" in out and "[decision]" not in out, (
+        out
+    )  # a note, not a finding
     assert _tags(uri, run_id)[names.TAG_APPROVAL_STATUS] == "pending"
     assert len(tracking.Tracker(uri=uri, experiment=None).decisions(run_id)) == 1  # untouched
-    tracking.Tracker(uri=uri, experiment=None).set_tags(run_id, {
-        names.TAG_DECISION_CLAIM: "approve by ana at now (host elsewhere-1, pid 7 started 1; ab12)"})
+    tracking.Tracker(uri=uri, experiment=None).set_tags(
+        run_id,
+        {
+            names.TAG_DECISION_CLAIM: "approve by ana at now (host elsewhere-1, pid 7 started 1; "
+            "ab12)"
+        },
+    )
     code, out, _ = _cli("doctor", "--workdir", str(tmp_path), "--fix")
     assert code == 1 and "ran on another host" in out and names.TAG_DECISION_CLAIM in out, out
     assert len(tracking.Tracker(uri=uri, experiment=None).decisions(run_id)) == 1
@@ -224,12 +262,21 @@ def test_a_forged_void_record_does_not_count(tmp_path):
     artifact store alone leaves the approval standing (the run stays decided)."""
     run_id, uri = make_review_run(tmp_path)
     tracker = tracking.Tracker(uri=uri, experiment=None)
-    review.decide_run(run_id, action="approve", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path))
+    review.decide_run(
+        run_id, action="approve", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path)
+    )
     first = tracker.decision_files(run_id)[0]
     from privacy_gate import decision_log
 
-    void = decision_log.void_record(run_id, first[0], first[1], at="now", by="someone", reason="planted",
-                                    tags=tracker.run_tags(run_id))
+    void = decision_log.void_record(
+        run_id,
+        first[0],
+        first[1],
+        at="now",
+        by="someone",
+        reason="planted",
+        tags=tracker.run_tags(run_id),
+    )
     tracker.log_json(run_id, void, names.decision_artifact(2, "void"))
     log = tracker.decision_log(run_id)
     assert [d["reviewer"] for d in log.decisions] == ["ana"] and log.voided == []
@@ -246,6 +293,10 @@ def test_a_signed_run_is_rolled_back_with_a_signed_void(tmp_path, monkeypatch):
     assert code == 0, err
     tracker = tracking.Tracker(uri=uri, experiment=None)
     log = tracker.decision_log(run_id)
-    assert [d["reviewer"] for d in log.decisions] == ["bo"] and log.voided[0]["digest"].startswith("hmac-sha256:")
-    monkeypatch.setenv(tracking.SIGNING_KEY_ENV, "another key")  # a void is only as good as its HMAC
+    assert [d["reviewer"] for d in log.decisions] == ["bo"] and log.voided[0]["digest"].startswith(
+        "hmac-sha256:"
+    )
+    monkeypatch.setenv(
+        tracking.SIGNING_KEY_ENV, "another key"
+    )  # a void is only as good as its HMAC
     assert [d["reviewer"] for d in tracker.decision_log(run_id).decisions] == ["ana", "bo"]

@@ -25,8 +25,12 @@ def test_example_configs_load(name):
 @pytest.mark.parametrize("name", ["mst", "privbayes", "private_gsd"])
 def test_dp_generator_release_runs_end_to_end(prefect_server, small_adult, tmp_path, name):
     gen = {"name": name, "epsilon": 1.0, "seed": 0, **FAST.get(name, {})}
-    cfg = write_release_config(small_adult, gen, name=f"dp-{name}.yaml", fast=True)  # plumbing: 4 shadow runs
-    result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
+    cfg = write_release_config(
+        small_adult, gen, name=f"dp-{name}.yaml", fast=True
+    )  # plumbing: 4 shadow runs
+    result = CliRunner().invoke(
+        app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False
+    )
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert result.exit_code in (0, 3, 4) and summary["status"] == "ok", summary["reasons"]
     assert {"domias.auc", "dcr.auc", "utility.quality"} <= set(summary["metrics"])
@@ -34,8 +38,13 @@ def test_dp_generator_release_runs_end_to_end(prefect_server, small_adult, tmp_p
     assert run.data.params["generator"] == name and run.data.params["generator.epsilon"] == "1.0"
     # MAMA-MIA runs automatically (shadow variant) and its oracle is reported but not gated
     assert {"mama_mia.auc", "mama_mia_oracle.auc"} <= set(summary["metrics"])
-    verdict = json.loads(open(MlflowClient(tracking.default_tracking_uri(tmp_path)).download_artifacts(
-        summary["run_id"], names.ART_VERDICT, str(tmp_path))).read())
+    verdict = json.loads(
+        open(
+            MlflowClient(tracking.default_tracking_uri(tmp_path)).download_artifacts(
+                summary["run_id"], names.ART_VERDICT, str(tmp_path)
+            )
+        ).read()
+    )
     checked = {c["key"] for c in verdict["checks"]}
     assert "mama_mia.auc" in checked and "mama_mia_oracle.auc" not in checked
 
@@ -44,24 +53,38 @@ def test_shadow_runs_are_mapped_as_prefect_tasks(prefect_server, small_adult, tm
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
 
-    cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="dp-shadow.yaml",
-                               attacks=[{"name": "mama_mia", "n_shadow": 12}])
-    result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
+    cfg = write_release_config(
+        small_adult,
+        {"name": "mst", "epsilon": 1.0, "seed": 0},
+        name="dp-shadow.yaml",
+        attacks=[{"name": "mama_mia", "n_shadow": 12}],
+    )
+    result = CliRunner().invoke(
+        app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False
+    )
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "ok" and "mama_mia.auc" in summary["metrics"]
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="shadow-run")),
-                                     limit=200)
+        runs = client.read_task_runs(
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="shadow-run")), limit=200
+        )
     assert len(runs) >= 12
 
 
 def test_same_flow_runs_on_dask(prefect_server, small_adult, tmp_path):
     """runner.kind dask: the release flow (attacks and MAMA-MIA shadow runs) on prefect-dask's
     DaskTaskRunner with a local 2-worker cluster — the same code as the thread pool."""
-    cfg = write_release_config(small_adult, {"name": "mst", "epsilon": 1.0, "seed": 0}, name="dp-dask.yaml",
-                               runner={"kind": "dask", "workers": 2},
-                               attacks=[{"name": "mama_mia", "n_shadow": 10}, {"name": "dcr"}], fast=True)
-    result = CliRunner().invoke(app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False)
+    cfg = write_release_config(
+        small_adult,
+        {"name": "mst", "epsilon": 1.0, "seed": 0},
+        name="dp-dask.yaml",
+        runner={"kind": "dask", "workers": 2},
+        attacks=[{"name": "mama_mia", "n_shadow": 10}, {"name": "dcr"}],
+        fast=True,
+    )
+    result = CliRunner().invoke(
+        app, ["run", str(cfg), "--workdir", str(tmp_path), "--json"], catch_exceptions=False
+    )
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "ok", summary["reasons"]
     assert {"mama_mia.auc", "dcr.auc"} <= set(summary["metrics"])

@@ -19,9 +19,8 @@ import pandas as pd
 import pytest
 
 from privacy_gate import evaluate
-
-from privacy_gate.publication import publish
 from privacy_gate.config import GateOnlyConfig, TargetsConfig, load_spec
+from privacy_gate.publication import publish
 from privacy_gate.review.decide import decide_run
 from privacy_gate.runs.release import gate_only_run
 from privacy_gate.runs.suppression import exposed_neighbour_mask, singled_out
@@ -30,7 +29,14 @@ from ..exposure_scenarios import RARE_GROUP, SPEC, make_scenario
 
 
 def _evaluate(s, **kw):
-    return evaluate(train=s.train, holdout=s.holdout, reference=s.reference, synthetic=s.synthetic, spec=SPEC, **kw)
+    return evaluate(
+        train=s.train,
+        holdout=s.holdout,
+        reference=s.reference,
+        synthetic=s.synthetic,
+        spec=SPEC,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("share", [0.02, 0.05, 0.10])
@@ -55,15 +61,21 @@ def test_independent_samples_are_approved(adult_full, seed):
     assert r.metrics["exposed.share_lower"] < 0.005 and r.metrics["exposed.count"] == 0
 
 
-def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it(adult_full, tmp_path):
+def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it(
+    adult_full, tmp_path
+):
     s = make_scenario(13, rare_group=True, adult=adult_full)
     paths = {}
     for name in ("train", "holdout", "reference", "synthetic"):
         paths[name] = tmp_path / f"{name}.csv"
         getattr(s, name).to_csv(paths[name], index=False)
     judging = GateOnlyConfig(targets=TargetsConfig(n_non_members=1800))
-    result = gate_only_run(**{k: str(v) for k, v in paths.items()}, spec=load_spec(SPEC), judging=judging,
-                           workdir=tmp_path / "wd")
+    result = gate_only_run(
+        **{k: str(v) for k, v in paths.items()},
+        spec=load_spec(SPEC),
+        judging=judging,
+        workdir=tmp_path / "wd",
+    )
     verdict = result.verdict
     col, value = RARE_GROUP
     label = f"{col}={value}"
@@ -73,8 +85,14 @@ def test_rare_group_leak_is_flagged_by_name_and_suppression_publishes_without_it
     assert max(n_mem, n_non) < 30  # a group the old audit merged into "other"
     assert verdict.decision == "REVIEW", verdict.reasons
     assert label in verdict.flagged_subgroups
-    decision = decide_run(result.run_id, action="approve", reviewer="officer", suppress=[label],
-                          tracking_uri=result.tracking_uri, workdir=str(tmp_path / "wd"))
+    decision = decide_run(
+        result.run_id,
+        action="approve",
+        reviewer="officer",
+        suppress=[label],
+        tracking_uri=result.tracking_uri,
+        workdir=str(tmp_path / "wd"),
+    )
     assert decision.published and decision.suppress == (label,)
     published = Path(decision.published)
     folder = published if published.is_dir() else published.parent
@@ -96,13 +114,21 @@ def test_suppressing_exposed_records_removes_their_noisy_copies(adult_full):
     singled_copied = np.isin(ids, s.exposed_rows).sum()
     assert (drop & copies).sum() >= 0.9 * singled_copied  # the copies that exposed them are gone
     assert drop.sum() <= 0.05 * len(s.synthetic)  # and not much else
-    after = _evaluate(s.__class__(train=s.train, holdout=s.holdout, reference=s.reference,
-                                  synthetic=s.synthetic[~drop].reset_index(drop=True), exposed_rows=s.exposed_rows))
+    after = _evaluate(
+        s.__class__(
+            train=s.train,
+            holdout=s.holdout,
+            reference=s.reference,
+            synthetic=s.synthetic[~drop].reset_index(drop=True),
+            exposed_rows=s.exposed_rows,
+        )
+    )
     assert after.metrics["exposed.share"] < r.metrics["exposed.share"]
 
 
 def _group_leak(seed: int, value: str, adult: pd.DataFrame, *, noise: float = 0.02):
-    """Every release row of ``race == value`` replaced by near-copies of that group's training rows."""
+    """Every release row of ``race == value`` replaced by near-copies of that group's training
+    rows."""
     from privacy_gate.generators.base import clip_to_spec
 
     from ..exposure_scenarios import noisy_rows
@@ -115,11 +141,15 @@ def _group_leak(seed: int, value: str, adult: pd.DataFrame, *, noise: float = 0.
     in_release = np.flatnonzero((s.synthetic["race"] == value).to_numpy())
     donors = np.resize(rng.permutation(in_train), len(in_release))
     synthetic = s.synthetic.copy()
-    synthetic.iloc[in_release] = noisy_rows(s.train.iloc[donors], s.train, numeric, noise, rng).to_numpy()
+    synthetic.iloc[in_release] = noisy_rows(
+        s.train.iloc[donors], s.train, numeric, noise, rng
+    ).to_numpy()
     return s, clip_to_spec(synthetic.astype({c: float for c in numeric}), spec)
 
 
-def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approves(adult_full, tmp_path):
+def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approves(
+    adult_full, tmp_path
+):
     """All training rows of race=Black near-copied (noise 2% sd): the release-wide block rules fail,
     but only because of that group — REVIEW naming it (not BLOCK), the sex groups marked as flagged
     through it, and the re-gate after suppressing it APPROVEs."""
@@ -127,24 +157,41 @@ def test_a_one_group_leak_is_reviewed_with_the_group_blamed_and_the_rest_approve
 
     s, synthetic = _group_leak(13, "Black", adult_full)
     paths = {}
-    for name, frame in (("train", s.train), ("holdout", s.holdout), ("reference", s.reference),
-                        ("synthetic", synthetic)):
+    for name, frame in (
+        ("train", s.train),
+        ("holdout", s.holdout),
+        ("reference", s.reference),
+        ("synthetic", synthetic),
+    ):
         paths[name] = tmp_path / f"{name}.csv"
         frame.to_csv(paths[name], index=False)
     # the default rules, disclosure risks included: blame measures them again without the group
     judging = GateOnlyConfig(mace={"n_permutations": 20})
-    result = gate_only_run(**{k: str(v) for k, v in paths.items()}, spec=load_spec(SPEC), judging=judging,
-                           workdir=tmp_path / "wd")
+    result = gate_only_run(
+        **{k: str(v) for k, v in paths.items()},
+        spec=load_spec(SPEC),
+        judging=judging,
+        workdir=tmp_path / "wd",
+    )
     verdict = result.verdict
     assert verdict.decision == "REVIEW", verdict.reasons
     blame = [c for c in verdict.reasons if c.metric == "blame.concentrated"]
     assert [c.group for c in blame] == ["race=Black"], verdict.reasons
-    assert verdict.decision_without["race=Black"]["decision"] != "BLOCK", verdict.decision_without  # the what-if
-    assert not [c for c in verdict.reasons if c.action == "block"]  # the block rules it explains say so
+    assert verdict.decision_without["race=Black"]["decision"] != "BLOCK", (
+        verdict.decision_without
+    )  # the what-if
+    assert not [
+        c for c in verdict.reasons if c.action == "block"
+    ]  # the block rules it explains say so
     assert {g: verdict.explained[g] for g in verdict.explained} == {
-        g: "race=Black" for g in verdict.flagged_subgroups if g.startswith("sex=")}
-    rerun = regate_run(run_id=result.run_id, suppress=["race=Black"], tracking_uri=result.tracking_uri,
-                       workdir=str(tmp_path / "wd"))
+        g: "race=Black" for g in verdict.flagged_subgroups if g.startswith("sex=")
+    }
+    rerun = regate_run(
+        run_id=result.run_id,
+        suppress=["race=Black"],
+        tracking_uri=result.tracking_uri,
+        workdir=str(tmp_path / "wd"),
+    )
     assert rerun.verdict.decision == "APPROVE", rerun.verdict.reasons
 
 
@@ -152,12 +199,36 @@ def test_a_block_the_rest_would_still_get_stays_a_block():
     from privacy_gate.gate.blame import concentrated_in
     from privacy_gate.gate.verdict import Check, Verdict
 
-    leak = Check(rule="any.auc <= 0.6", metric="auc", attack="dcr", observed=0.7, threshold=0.6, bound="max",
-                 action="block", passed=False, message="high")
-    utility = Check(rule="utility.quality >= 0.6", metric="utility.quality", observed=0.3, threshold=0.6, bound="min",
-                    action="block", passed=False, message="useless")
+    leak = Check(
+        rule="any.auc <= 0.6",
+        metric="auc",
+        attack="dcr",
+        observed=0.7,
+        threshold=0.6,
+        bound="max",
+        action="block",
+        passed=False,
+        message="high",
+    )
+    utility = Check(
+        rule="utility.quality >= 0.6",
+        metric="utility.quality",
+        observed=0.3,
+        threshold=0.6,
+        bound="min",
+        action="block",
+        passed=False,
+        message="useless",
+    )
     v = Verdict(decision="BLOCK", status="ok", reasons=(leak,), flagged_subgroups=("race=X",))
     assert concentrated_in(v, group="race=X", targets=30, rest_decision="BLOCK").decision == "BLOCK"
-    both = Verdict(decision="BLOCK", status="ok", reasons=(leak, utility), flagged_subgroups=("race=X",))
-    assert concentrated_in(both, group="race=X", targets=30, rest_decision="APPROVE").decision == "BLOCK"
-    assert concentrated_in(v, group="race=X", targets=30, rest_decision="REVIEW").decision == "REVIEW"
+    both = Verdict(
+        decision="BLOCK", status="ok", reasons=(leak, utility), flagged_subgroups=("race=X",)
+    )
+    assert (
+        concentrated_in(both, group="race=X", targets=30, rest_decision="APPROVE").decision
+        == "BLOCK"
+    )
+    assert (
+        concentrated_in(v, group="race=X", targets=30, rest_decision="REVIEW").decision == "REVIEW"
+    )

@@ -26,7 +26,9 @@ def test_the_unbroken_run_approves_and_publishes(config, tmp_path):
     from privacy_gate.runs.release import release_run
 
     result = release_run(load_release_config(config), workdir=tmp_path)
-    assert result.verdict.decision == "APPROVE" and result.published  # the baseline the faults break
+    assert (
+        result.verdict.decision == "APPROVE" and result.published
+    )  # the baseline the faults break
 
 
 # one fault kind per stage here (both kinds run in the benchmark's full table)
@@ -40,4 +42,6 @@ def test_a_fault_fails_closed(config, tmp_path, stage, kind):
     assert outcome.fail_closed, outcome
     if stage not in AFTER_PUBLICATION:
         assert outcome.verdict == "BLOCK" and outcome.visible_releases == 0
-        assert "12345" not in outcome.reason  # foreign messages (which may quote data) are not repeated
+        assert (
+            "12345" not in outcome.reason
+        )  # foreign messages (which may quote data) are not repeated

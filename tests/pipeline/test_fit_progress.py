@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 from privacy_gate import names
 from privacy_gate.generators import progress
-from privacy_gate.runs import release
 from privacy_gate.pipeline.executor import LocalExecutor
 from privacy_gate.pipeline.stages import Stage, StageClock, run_stages
+from privacy_gate.runs import release
 
 from ..conftest import LogLines
 
@@ -35,12 +35,17 @@ def test_fit_prints_start_periodic_lines_with_epochs_and_done(monkeypatch):
     handler = LogLines()
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    state = SimpleNamespace(config=SimpleNamespace(generator=SimpleNamespace(name="privgan")),
-                            splits=SimpleNamespace(train=[1, 2, 3], reference=None), generator=None)
+    state = SimpleNamespace(
+        config=SimpleNamespace(generator=SimpleNamespace(name="privgan")),
+        splits=SimpleNamespace(train=[1, 2, 3], reference=None),
+        generator=None,
+    )
     stage = Stage("fit", lambda s: "fitting generator 'privgan' on 3 rows", release._fit)
     run_stages((stage,), state, executor=LocalExecutor(), clock=StageClock(logger=logger))
     lines = handler.lines
-    assert lines[0].startswith("▶ fitting generator 'privgan'") and lines[-1].startswith("✔ fitting generator")
+    assert lines[0].startswith("▶ fitting generator 'privgan'") and lines[-1].startswith(
+        "✔ fitting generator"
+    )
     ticks = [x for x in lines[1:-1] if x.startswith("  fitting generator 'privgan': ")]
     assert len(ticks) >= 3, lines
     assert "s elapsed" in ticks[0] and any(" of 4" in x and "epoch " in x for x in ticks), ticks
@@ -57,7 +62,10 @@ def test_fit_generator_keeps_the_steps_under_its_key(monkeypatch):
             return self
 
     monkeypatch.setattr(release, "create_generator", lambda name, **kw: Gen())
-    config = SimpleNamespace(generator=SimpleNamespace(params={}, seed=None, name="x"), dataset=SimpleNamespace(spec=None))
+    config = SimpleNamespace(
+        generator=SimpleNamespace(params={}, seed=None, name="x"),
+        dataset=SimpleNamespace(spec=None),
+    )
     release.fit_generator(config, None, None, "k-test")
     assert progress.latest("k-test") == (7, 10, "generation")
     progress.forget("k-test")
@@ -67,7 +75,11 @@ def test_fit_generator_keeps_the_steps_under_its_key(monkeypatch):
 
 def test_mlflow_artifact_progress_bars_are_off_wherever_tracking_is_imported():
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"}
-    code = ("import privacy_gate.tracking; from mlflow.environment_variables import "
-            "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR as v; print(v.get())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    code = (
+        "import privacy_gate.tracking; from mlflow.environment_variables import "
+        "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR as v; print(v.get())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.stdout.strip() == "False", out.stderr[-2000:]

@@ -40,8 +40,12 @@ def per_sample_change(diff: str, *, default_attacks: bool = False) -> bool:
     """
     if diff.startswith("metric exposed.") and (": None -> " in diff or diff.endswith(": new")):
         return True
-    if default_attacks and ("dcr_ratio" in diff or diff.startswith(
-            ("metric combined.", "metric strongest.", "reasons ('combined.", "checks ('combined."))):
+    if default_attacks and (
+        "dcr_ratio" in diff
+        or diff.startswith(
+            ("metric combined.", "metric strongest.", "reasons ('combined.", "checks ('combined.")
+        )
+    ):
         return True
     if diff.startswith("metric subgroup/") and diff.endswith((": new", ": missing")):
         return diff.endswith(": new") or "/other/" in diff
@@ -50,7 +54,9 @@ def per_sample_change(diff: str, *, default_attacks: bool = False) -> bool:
         return change.startswith("None -> ") or ("/other/" in key and change.endswith("-> None"))
     if diff.startswith("flagged_subgroups: "):
         before, _, after = diff.removeprefix("flagged_subgroups: ").partition(" -> ")
-        return [g for g in ast.literal_eval(before) if not g.endswith("=other")] == ast.literal_eval(after)
+        return [
+            g for g in ast.literal_eval(before) if not g.endswith("=other")
+        ] == ast.literal_eval(after)
     if diff.startswith(("reasons ", "checks ", "check (")):  # "check (": the structure-only form
         return "=other: " in diff and diff.endswith(": missing")
     return False
@@ -62,19 +68,25 @@ def dependency_addition(diff: str) -> bool:
     (``<attack>.dependency.mace.*``). Only additions: a changed existing figure still fails."""
     key, _, change = diff.removeprefix("metric ").partition(": ")
     added = change.startswith("None -> ") or change == "new"
-    return diff.startswith("metric ") and added and (key.startswith("dependency.") or ".dependency.mace." in key)
+    return (
+        diff.startswith("metric ")
+        and added
+        and (key.startswith("dependency.") or ".dependency.mace." in key)
+    )
 
 
 #: a pooled rare-values group's label (``1st-4th|Preschool``) is outside MLflow's
 #: key alphabet. Its key segment used to be the lossy ``1st-4th_Preschool`` (which a value
-#: ``1st-4th_Preschool`` would share); ``names.key_segment`` keeps that spelling and appends a hash of
-#: the label. The same figure under the renamed key is not a difference; a changed figure still is.
+#: ``1st-4th_Preschool`` would share); ``names.key_segment`` keeps that spelling and appends a hash
+#: of the label. The same figure under the renamed key is not a difference; a changed figure still
+#: is.
 _KEY_HASH = re.compile(r"-h[0-9a-f]{10}")
 
 
 def renamed_subgroup_keys(diffs: list[str]) -> set[str]:
     """The diffs that drop a ``subgroup/`` key whose figure reappears, equal, under the key with one
     segment renamed by ``names.key_segment`` (its spelling plus ``-h`` and 10 hex digits)."""
+
     def parse(diff: str) -> tuple[str, str, str] | None:
         if not diff.startswith("metric subgroup/"):
             return None
@@ -97,7 +109,9 @@ def renamed_subgroup_keys(diffs: list[str]) -> set[str]:
         parts = key.split("/")
         for i in range(1, len(parts) - 1):
             stem = "/".join(parts[:i]) + "/" + re.escape(parts[i])
-            pattern = re.compile(stem + _KEY_HASH.pattern + "/" + re.escape("/".join(parts[i + 1:])))
+            pattern = re.compile(
+                stem + _KEY_HASH.pattern + "/" + re.escape("/".join(parts[i + 1 :]))
+            )
             if any(pattern.fullmatch(k) and v == value for k, v in added):
                 explained.add(diff)
     return explained
@@ -117,14 +131,20 @@ def test_verdicts_and_metrics_unchanged(prefect_server, golden_folder, name):
     actual = canonical(SCENARIOS[name](golden_folder))
     found = differences(EXPECTED[name], actual, values=name not in STRUCTURE_ONLY)
     renamed = renamed_subgroup_keys(found)
-    diffs = [d for d in found
-             if d not in INTENDED.get(name, ()) and not dependency_addition(d) and d not in renamed
-             and not per_sample_change(d, default_attacks=name in DEFAULT_ATTACK_SCENARIOS)]
+    diffs = [
+        d
+        for d in found
+        if d not in INTENDED.get(name, ())
+        and not dependency_addition(d)
+        and d not in renamed
+        and not per_sample_change(d, default_attacks=name in DEFAULT_ATTACK_SCENARIOS)
+    ]
     assert not diffs, f"{name}: {len(diffs)} differences:\n" + "\n".join(diffs[:30])
 
 
 def test_per_sample_allowance_is_narrow():
-    """Only additions and the removed "other" group pass; a changed figure of a named group does not."""
+    """Only additions and the removed "other" group pass; a changed figure of a named group does
+    not."""
     assert per_sample_change("metric subgroup/race/Other/membership_test.p_value: None -> 0.44")
     assert per_sample_change("metric subgroup/sex_x_race/other/dcr.auc: 0.51 -> None")
     assert not per_sample_change("metric subgroup/race/Black/dcr.auc: 0.51 -> 0.52")
@@ -132,21 +152,38 @@ def test_per_sample_allowance_is_narrow():
     assert not per_sample_change("metric strongest.auc: 0.53 -> 0.56")
     assert per_sample_change("metric strongest.auc: 0.53 -> 0.56", default_attacks=True)
     assert not per_sample_change("metric combined.mace.advantage: 0.1 -> 0.2")
-    assert per_sample_change("check ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7', 0.7): missing")
+    assert per_sample_change(
+        "check ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7', 0.7): missing"
+    )
     assert not per_sample_change("verdict: 'APPROVE' -> 'REVIEW'")
     assert not per_sample_change("flagged_subgroups: ['race=Black'] -> []")
-    assert per_sample_change("checks ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
-    assert not per_sample_change("checks ('race=Black: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing")
+    assert per_sample_change(
+        "checks ('sex&race=other: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing"
+    )
+    assert not per_sample_change(
+        "checks ('race=Black: dcr.auc', '[each subgroup] any.auc <= 0.7'): missing"
+    )
 
 
 def test_renamed_key_allowance_is_narrow():
     """A dropped key is explained only by the same figure under its key_segment-renamed key."""
-    old, new = "subgroup/education/1st-4th_Preschool/n_members", "subgroup/education/1st-4th_Preschool-h0123456789/n_members"
-    assert renamed_subgroup_keys([f"metric {old}: 3.0 -> None", f"metric {new}: None -> 3.0"]) == {f"metric {old}: 3.0 -> None"}
-    assert renamed_subgroup_keys([f"metric {old}: missing", f"metric {new}: new"]) == {f"metric {old}: missing"}
+    old, new = (
+        "subgroup/education/1st-4th_Preschool/n_members",
+        "subgroup/education/1st-4th_Preschool-h0123456789/n_members",
+    )
+    assert renamed_subgroup_keys([f"metric {old}: 3.0 -> None", f"metric {new}: None -> 3.0"]) == {
+        f"metric {old}: 3.0 -> None"
+    }
+    assert renamed_subgroup_keys([f"metric {old}: missing", f"metric {new}: new"]) == {
+        f"metric {old}: missing"
+    }
     assert not renamed_subgroup_keys([f"metric {old}: 3.0 -> None", f"metric {new}: None -> 4.0"])
-    assert not renamed_subgroup_keys([f"metric {old}: 3.0 -> None",
-                                      "metric subgroup/education/Preschool-h0123456789/n_members: None -> 3.0"])
+    assert not renamed_subgroup_keys(
+        [
+            f"metric {old}: 3.0 -> None",
+            "metric subgroup/education/Preschool-h0123456789/n_members: None -> 3.0",
+        ]
+    )
     assert not renamed_subgroup_keys([f"metric {old}: 3.0 -> None"])
 
 
@@ -192,39 +229,69 @@ def test_the_float_tolerance_takes_blas_rounding_only():
     # what was observed between two CPUs, and 10x that: not a difference
     assert not _one_change(name, scale("combined.mace.advantage", 1 + 5.4e-8))
     assert not _one_change(name, scale("domias.auc", 1 - 5.4e-7))
-    assert not _one_change("independent", lambda v: v["metrics"].__setitem__(
-        "combined.mace.advantage", 0.22320729667595815))  # the issue's example
+    assert not _one_change(
+        "independent",
+        lambda v: v["metrics"].__setitem__("combined.mace.advantage", 0.22320729667595815),
+    )  # the issue's example
     # beyond the tolerance: reported
     assert _one_change(name, scale("combined.mace.advantage", 1 + 2e-6)) == [
         f"metric combined.mace.advantage: {metrics['combined.mace.advantage']!r} -> "
-        f"{metrics['combined.mace.advantage'] * (1 + 2e-6)!r}"]
+        f"{metrics['combined.mace.advantage'] * (1 + 2e-6)!r}"
+    ]
     # one member overtaking one non-member in the 805 x 805 AUC
     n1, n0 = metrics["dcr.n_members"], metrics["dcr.n_non_members"]
     assert n1 * n0 >= 600 * 600
     for key in ("dcr.auc", "domias.auc"):
         step = 1 / (n1 * n0)
-        assert _one_change(name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] + step))
-        assert _one_change(name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] - step))
+        assert _one_change(
+            name, lambda v, k=key, s=step: v["metrics"].__setitem__(k, v["metrics"][k] + s)
+        )
+        assert _one_change(
+            name, lambda v, k=key, s=step: v["metrics"].__setitem__(k, v["metrics"][k] - s)
+        )
     # counts are exact, however large: one target more is reported
     for key in ("dcr.n_members", "utility.n_pairs", "validation.synthetic.failed"):
-        assert _one_change(name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] + 1)), key
-    assert _one_change(name, lambda v: v["metrics"].__setitem__("dcr.n_members", metrics["dcr.n_members"] * (1 + 1e-7)))
-    assert is_count("subgroup/sex/Female/n_members") and is_count("exposed.count") and is_count("exposed.tested")
+        assert _one_change(
+            name, lambda v, k=key: v["metrics"].__setitem__(k, v["metrics"][k] + 1)
+        ), key
+    assert _one_change(
+        name,
+        lambda v: v["metrics"].__setitem__("dcr.n_members", metrics["dcr.n_members"] * (1 + 1e-7)),
+    )
+    assert (
+        is_count("subgroup/sex/Female/n_members")
+        and is_count("exposed.count")
+        and is_count("exposed.tested")
+    )
     assert not is_count("dcr.auc") and not is_count("exposed.share_upper")
     # a new or missing metric, None vs a value
     assert _one_change(name, lambda v: v["metrics"].pop("dcr.auc"))
     assert _one_change(name, lambda v: v["metrics"].__setitem__("dcr.auc", None))
     # checks and reasons: pass/fail, action, threshold exactly; observed like the metric
     check = base["checks"][0]
-    for field, value in (("passed", not check["passed"]), ("action", "review" if check["action"] != "review" else "block"),
-                         ("threshold", check["threshold"] * (1 + 1e-9))):
-        assert _one_change(name, lambda v, f=field, x=value: v["checks"][0].__setitem__(f, x)), field
-    assert _one_change(name, lambda v: v["checks"][0].__setitem__("observed", (check["observed"] or 0) * 1.01 + 1e-3))
-    assert not _one_change(name, lambda v: v["checks"][0].__setitem__(
-        "observed", None if check["observed"] is None else check["observed"] * (1 + 5e-8)))
+    for field, value in (
+        ("passed", not check["passed"]),
+        ("action", "review" if check["action"] != "review" else "block"),
+        ("threshold", check["threshold"] * (1 + 1e-9)),
+    ):
+        assert _one_change(name, lambda v, f=field, x=value: v["checks"][0].__setitem__(f, x)), (
+            field
+        )
+    assert _one_change(
+        name,
+        lambda v: v["checks"][0].__setitem__("observed", (check["observed"] or 0) * 1.01 + 1e-3),
+    )
+    assert not _one_change(
+        name,
+        lambda v: v["checks"][0].__setitem__(
+            "observed", None if check["observed"] is None else check["observed"] * (1 + 5e-8)
+        ),
+    )
     assert _one_change(name, lambda v: v["reasons"].pop())
     # decisions, flagged groups, hashes: exact
     assert _one_change(name, lambda v: v.__setitem__("status", "error"))
-    assert _one_change(name, lambda v: v.__setitem__("flagged_subgroups", v["flagged_subgroups"] + ["race=Other"]))
+    assert _one_change(
+        name, lambda v: v.__setitem__("flagged_subgroups", v["flagged_subgroups"] + ["race=Other"])
+    )
     assert _one_change(name, lambda v: v["data_hashes"].__setitem__("train_sha256", "0" * 64))
     assert _one_change(name, lambda v: v.__setitem__("rules_hash", "0" * 16))

@@ -8,7 +8,8 @@ dictionary reverses nothing, labels are stable within a workdir (``approve --sup
 the group) and differ across workdirs, and the secret appears in no file, record or output.
 
 The end-to-end tests run one gate on Adult with ``native_country`` declared without categories (its
-rare countries are hashed), then ``approve --suppress`` on the flagged group; the unit tests need no gate.
+rare countries are hashed), then ``approve --suppress`` on the flagged group; the unit tests need no
+gate.
 """
 
 from __future__ import annotations
@@ -38,11 +39,51 @@ TOKEN = re.compile(r"#([0-9a-f]{10})\b")
 runner = CliRunner()
 
 #: the issue's attack: a list of country names (every native_country of Adult, and more)
-COUNTRIES = ["United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany", "Outlying-US(Guam-USVI-etc)",
-             "India", "Japan", "Greece", "South", "China", "Cuba", "Iran", "Honduras", "Philippines", "Italy", "Poland",
-             "Jamaica", "Vietnam", "Mexico", "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador",
-             "Taiwan", "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand", "Yugoslavia",
-             "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands", "Spain", "Brazil"]
+COUNTRIES = [
+    "United-States",
+    "Cambodia",
+    "England",
+    "Puerto-Rico",
+    "Canada",
+    "Germany",
+    "Outlying-US(Guam-USVI-etc)",
+    "India",
+    "Japan",
+    "Greece",
+    "South",
+    "China",
+    "Cuba",
+    "Iran",
+    "Honduras",
+    "Philippines",
+    "Italy",
+    "Poland",
+    "Jamaica",
+    "Vietnam",
+    "Mexico",
+    "Portugal",
+    "Ireland",
+    "France",
+    "Dominican-Republic",
+    "Laos",
+    "Ecuador",
+    "Taiwan",
+    "Haiti",
+    "Columbia",
+    "Hungary",
+    "Guatemala",
+    "Nicaragua",
+    "Scotland",
+    "Thailand",
+    "Yugoslavia",
+    "El-Salvador",
+    "Trinadad&Tobago",
+    "Peru",
+    "Hong",
+    "Holand-Netherlands",
+    "Spain",
+    "Brazil",
+]
 
 
 def _dictionary() -> list[str]:
@@ -62,6 +103,7 @@ def _unsalted(word: str) -> str:
 
 # ------------------------------------------------------------------------------ the key itself
 
+
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
 def test_a_workdirs_key_is_made_once_private_and_differs_from_another_workdirs(tmp_path, umask):
     old = os.umask(umask)
@@ -76,12 +118,17 @@ def test_a_workdirs_key_is_made_once_private_and_differs_from_another_workdirs(t
     assert other != first and other.token("Laos") != first.token("Laos")  # differs across stores
     assert first.token("Laos") != "#" + _unsalted("Laos")
     secret = path.read_text().strip()
-    assert secret not in repr(first) and secret not in str(first) and first.fingerprint not in secret
+    assert (
+        secret not in repr(first) and secret not in str(first) and first.fingerprint not in secret
+    )
 
 
 def test_concurrent_first_uses_agree_on_one_key(tmp_path):
     keys: list[LabelKey] = []
-    threads = [threading.Thread(target=lambda: keys.append(LabelKey.for_workdir(tmp_path))) for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: keys.append(LabelKey.for_workdir(tmp_path)))
+        for _ in range(8)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -94,7 +141,9 @@ def test_a_readable_or_damaged_key_file_is_refused_naming_it(tmp_path):
     LabelKey.for_workdir(tmp_path)
     path = tmp_path / names.LABEL_KEY_FILE
     os.chmod(path, 0o644)
-    with pytest.raises(ConfigError, match=re.escape(f"{path}: the label key may be read by other users")):
+    with pytest.raises(
+        ConfigError, match=re.escape(f"{path}: the label key may be read by other users")
+    ):
         LabelKey.for_workdir(tmp_path)
     os.chmod(path, 0o600)
     path.write_text("not a key\n")
@@ -109,12 +158,36 @@ def test_a_gate_on_a_workdir_with_a_readable_key_exits_2_before_running(tmp_path
     path = tmp_path / "wd" / names.LABEL_KEY_FILE
     os.chmod(path, 0o644)
     real = pd.read_csv(small_adult / "real.csv")
-    for name, part in {"train": real.iloc[:1500], "holdout": real.iloc[1500:2200], "reference": real.iloc[2200:]}.items():
+    for name, part in {
+        "train": real.iloc[:1500],
+        "holdout": real.iloc[1500:2200],
+        "reference": real.iloc[2200:],
+    }.items():
         part.to_csv(tmp_path / f"{name}.csv", index=False)
-    code, out, err = _invoke(["gate", "--train", str(tmp_path / "train.csv"), "--holdout", str(tmp_path / "holdout.csv"),
-                              "--reference", str(tmp_path / "reference.csv"), "--synthetic", str(tmp_path / "train.csv"),
-                              "--spec", str(EXAMPLE), "--workdir", str(tmp_path / "wd"), "--orchestrator", "local"])
-    assert code == 2 and f"{path}: the label key may be read by other users" in err and "chmod 600" in err, (out, err)
+    code, out, err = _invoke(
+        [
+            "gate",
+            "--train",
+            str(tmp_path / "train.csv"),
+            "--holdout",
+            str(tmp_path / "holdout.csv"),
+            "--reference",
+            str(tmp_path / "reference.csv"),
+            "--synthetic",
+            str(tmp_path / "train.csv"),
+            "--spec",
+            str(EXAMPLE),
+            "--workdir",
+            str(tmp_path / "wd"),
+            "--orchestrator",
+            "local",
+        ]
+    )
+    assert (
+        code == 2
+        and f"{path}: the label key may be read by other users" in err
+        and "chmod 600" in err
+    ), (out, err)
     assert not (tmp_path / "wd" / names.SQLITE_FILE).exists()
 
 
@@ -143,6 +216,7 @@ def test_a_hashed_label_needs_a_key():
 
 # ------------------------------------------------------------------------------ end to end
 
+
 def _invoke(args: list[str]) -> tuple[int, str, str]:
     r = runner.invoke(app, args, catch_exceptions=False)
     return r.exit_code, r.stdout, r.stderr
@@ -155,18 +229,44 @@ def gated(small_adult, tmp_path_factory):
     folder = tmp_path_factory.mktemp("keyed")
     write_group_leak(small_adult, folder)
     spec = yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]
-    spec["columns"]["native_country"] = {"kind": "categorical"}  # no public list: rare countries are hashed
+    spec["columns"]["native_country"] = {
+        "kind": "categorical"
+    }  # no public list: rare countries are hashed
     (folder / "spec.yaml").write_text(yaml.safe_dump(spec))
-    judging = lighten({"gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
-                       "audit": {"intersections": []}})
+    judging = lighten(
+        {
+            "gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
+            "audit": {"intersections": []},
+        }
+    )
     (folder / "judging.yaml").write_text(yaml.safe_dump(judging))
     workdir = folder / "wd"
-    code, out, err = _invoke(["gate", "--train", str(folder / "train.csv"), "--holdout", str(folder / "holdout.csv"),
-                              "--reference", str(folder / "reference.csv"), "--synthetic", str(folder / "synthetic.csv"),
-                              "--spec", str(folder / "spec.yaml"), "--config", str(folder / "judging.yaml"),
-                              "--workdir", str(workdir), "--orchestrator", "local", "--json"])
+    code, out, err = _invoke(
+        [
+            "gate",
+            "--train",
+            str(folder / "train.csv"),
+            "--holdout",
+            str(folder / "holdout.csv"),
+            "--reference",
+            str(folder / "reference.csv"),
+            "--synthetic",
+            str(folder / "synthetic.csv"),
+            "--spec",
+            str(folder / "spec.yaml"),
+            "--config",
+            str(folder / "judging.yaml"),
+            "--workdir",
+            str(workdir),
+            "--orchestrator",
+            "local",
+            "--json",
+        ]
+    )
     summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["verdict"] == "REVIEW" and GROUP in summary["flagged_subgroups"], summary["reasons"]
+    assert summary["verdict"] == "REVIEW" and GROUP in summary["flagged_subgroups"], summary[
+        "reasons"
+    ]
     outputs = [out, err]
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -174,19 +274,40 @@ def gated(small_adult, tmp_path_factory):
     # worker that started the session's Prefect test server, `auto` would make it a flow, whose
     # INFO lines the suite's PREFECT_LOGGING_LEVEL=WARNING hides)
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
-        code, text, err = _invoke(["approve", summary["run_id"], "--reviewer", "ana", "--suppress", GROUP,
-                                   "--workdir", str(workdir)])
+        code, text, err = _invoke(
+            [
+                "approve",
+                summary["run_id"],
+                "--reviewer",
+                "ana",
+                "--suppress",
+                GROUP,
+                "--workdir",
+                str(workdir),
+            ]
+        )
     assert code == 0, err
     outputs += [text, err]
     rerun = re.search(r"\(gate re-run ([0-9a-f]{32})\)", text).group(1)
-    return {"folder": folder, "workdir": workdir, "run_id": summary["run_id"], "rerun_id": rerun,
-            "summary": summary, "outputs": outputs, "synthetic": pd.read_csv(folder / "synthetic.csv")}
+    return {
+        "folder": folder,
+        "workdir": workdir,
+        "run_id": summary["run_id"],
+        "rerun_id": rerun,
+        "summary": summary,
+        "outputs": outputs,
+        "synthetic": pd.read_csv(folder / "synthetic.csv"),
+    }
 
 
 def _tokens(gated) -> set[str]:
     """Every hashed label the run recorded (the audit's groups, the verdict)."""
-    tracker = tracking.Tracker(uri=f"sqlite:///{gated['workdir'] / names.SQLITE_FILE}", experiment=None)
-    text = tracker.read_text(gated["run_id"], names.ART_SUBGROUPS) + tracker.read_text(gated["run_id"], names.ART_VERDICT)
+    tracker = tracking.Tracker(
+        uri=f"sqlite:///{gated['workdir'] / names.SQLITE_FILE}", experiment=None
+    )
+    text = tracker.read_text(gated["run_id"], names.ART_SUBGROUPS) + tracker.read_text(
+        gated["run_id"], names.ART_VERDICT
+    )
     return set(TOKEN.findall(text))
 
 
@@ -207,14 +328,25 @@ def test_labels_are_the_stores_keyed_hashes_and_resolve_only_with_its_key(gated,
     words = _dictionary()
     keyed = {key.token(w)[1:]: w for w in words}
     tokens = _tokens(gated)
-    assert tokens <= set(keyed), tokens - set(keyed)  # every label is the store's keyed hash of a value
+    assert tokens <= set(keyed), tokens - set(
+        keyed
+    )  # every label is the store's keyed hash of a value
     other = LabelKey.ephemeral()
-    assert not tokens & {other.token(w)[1:] for w in words}  # another store's key names nothing here
-    # the run sealed which key hashed its labels; --suppress by a hashed label removes exactly its rows
-    tracker = tracking.Tracker(uri=f"sqlite:///{gated['workdir'] / names.SQLITE_FILE}", experiment=None)
+    assert not tokens & {
+        other.token(w)[1:] for w in words
+    }  # another store's key names nothing here
+    # the run sealed which key hashed its labels; --suppress by a hashed label removes exactly its
+    # rows
+    tracker = tracking.Tracker(
+        uri=f"sqlite:///{gated['workdir'] / names.SQLITE_FILE}", experiment=None
+    )
     record = RunRecord(tracker, gated["run_id"])
     assert record.seal[names.SEAL_LABEL_KEY] == key.fingerprint
-    token, country = next((t, keyed[t]) for t in sorted(tokens) if keyed[t] in set(gated["synthetic"]["native_country"]))
+    token, country = next(
+        (t, keyed[t])
+        for t in sorted(tokens)
+        if keyed[t] in set(gated["synthetic"]["native_country"])
+    )
     label = f"native_country=#{token}"
     release = SuppressedRelease.read(record, suppress=[label], workdir=gated["workdir"])
     assert release.removed == int((gated["synthetic"]["native_country"] == country).sum()) > 0
@@ -233,10 +365,19 @@ def test_the_secret_reaches_no_file_record_or_output(gated):
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     secret_hex = key_file.read_text().strip()
     raw = bytes.fromhex(secret_hex)
-    forms = [secret_hex.encode(), secret_hex.upper().encode(), raw, base64.b64encode(raw),
-             base64.urlsafe_b64encode(raw), base64.b64encode(secret_hex.encode())]
-    leaks = [str(p.relative_to(workdir)) for p in workdir.rglob("*") if p.is_file() and p != key_file
-             and any(f in p.read_bytes() for f in forms)]
+    forms = [
+        secret_hex.encode(),
+        secret_hex.upper().encode(),
+        raw,
+        base64.b64encode(raw),
+        base64.urlsafe_b64encode(raw),
+        base64.b64encode(secret_hex.encode()),
+    ]
+    leaks = [
+        str(p.relative_to(workdir))
+        for p in workdir.rglob("*")
+        if p.is_file() and p != key_file and any(f in p.read_bytes() for f in forms)
+    ]
     assert leaks == []
     assert not any(f.decode("latin-1") in text for f in forms for text in gated["outputs"])
     # the quarantine the gate and the re-gate wrote is private too (item 14, end to end)
@@ -253,7 +394,9 @@ def test_a_regates_run_is_refused_alone_after_publication(gated):
     for action in ("reject", "approve"):
         code, out, err = _invoke([action, rerun, "--reviewer", "bo", "--workdir", str(workdir)])
         assert code == 2, (code, out, err)
-        assert f"run {rerun} is the re-gate of run {parent}" in err and f"decide run {parent}" in err, err
+        assert (
+            f"run {rerun} is the re-gate of run {parent}" in err and f"decide run {parent}" in err
+        ), err
     tracker = tracking.Tracker(uri=f"sqlite:///{workdir / names.SQLITE_FILE}", experiment=None)
     assert tracker.decisions(rerun) == []
     assert sorted(p.name for p in (workdir / "published").iterdir()) == published
@@ -266,12 +409,22 @@ def test_approve_suppress_says_what_it_is_doing_and_what_it_dropped(gated):
     text, err = gated["outputs"][2:]
     synthetic, run_id, rerun_id = gated["synthetic"], gated["run_id"], gated["rerun_id"]
     assert f"▶ removing the rows of {GROUP} from the release of run {run_id} ..." in err
-    assert "▶ running" in err and "attack(s) concurrently" in err and "✔ recording the verdict done in" in err
+    assert (
+        "▶ running" in err
+        and "attack(s) concurrently" in err
+        and "✔ recording the verdict done in" in err
+    )
     lines = text.splitlines()
-    dropped = int(re.search(r"^suppressed:  ([\d,]+) of ([\d,]+) synthetic rows", text, re.M).group(1).replace(",", ""))
+    dropped = int(
+        re.search(r"^suppressed:  ([\d,]+) of ([\d,]+) synthetic rows", text, re.M)
+        .group(1)
+        .replace(",", "")
+    )
     assert f"suppressed:  {dropped:,} of {len(synthetic):,} synthetic rows" in text
     group_rows = int((synthetic["race"] == "Asian-Pac-Islander").sum())
     assert f"  {GROUP}: {group_rows:,} rows" in lines and dropped >= group_rows > 0
-    assert re.search(rf"^re-gate:     (APPROVE|REVIEW) \(status ok, run {rerun_id}\)$", text, re.M), text
+    assert re.search(
+        rf"^re-gate:     (APPROVE|REVIEW) \(status ok, run {rerun_id}\)$", text, re.M
+    ), text
     published = next(line for line in lines if line.startswith("published: ")).split(": ", 1)[1]
     assert len(pd.read_parquet(published)) == len(synthetic) - dropped

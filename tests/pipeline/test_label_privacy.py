@@ -45,26 +45,50 @@ def planted(small_adult, tmp_path_factory):
     spec["columns"]["occupation"] = {"kind": "categorical"}  # no public category list
     spec["subgroups"] = ["sex", "race", "occupation"]
     (folder / "spec.yaml").write_text(yaml.safe_dump(spec))
-    judging = lighten({"gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
-                       "audit": {"intersections": []}})
+    judging = lighten(
+        {
+            "gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
+            "audit": {"intersections": []},
+        }
+    )
     (folder / "judging.yaml").write_text(yaml.safe_dump(judging))
     return folder
 
 
 def test_a_training_only_value_reaches_no_file(prefect_server, planted, tmp_path):
     workdir = tmp_path / "wd"
-    code, out, err = _invoke(["gate", "--train", str(planted / "train.csv"), "--holdout", str(planted / "holdout.csv"),
-                         "--reference", str(planted / "reference.csv"), "--synthetic", str(planted / "synthetic.csv"),
-                         "--spec", str(planted / "spec.yaml"), "--config", str(planted / "judging.yaml"),
-                         "--workdir", str(workdir), "--json"])
+    code, out, err = _invoke(
+        [
+            "gate",
+            "--train",
+            str(planted / "train.csv"),
+            "--holdout",
+            str(planted / "holdout.csv"),
+            "--reference",
+            str(planted / "reference.csv"),
+            "--synthetic",
+            str(planted / "synthetic.csv"),
+            "--spec",
+            str(planted / "spec.yaml"),
+            "--config",
+            str(planted / "judging.yaml"),
+            "--workdir",
+            str(workdir),
+            "--json",
+        ]
+    )
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["verdict"] == "REVIEW", summary["reasons"]
     assert GROUP in summary["flagged_subgroups"]
     # the planted groups were audited, under hashed labels
     shown = {k.split("/")[2] for k in summary["metrics"] if k.startswith("subgroup/occupation/")}
     hashed = {v for v in shown if re.fullmatch(r"_[0-9a-f]{10}", v)}  # '#' + hash, as a metric key
-    assert len(hashed) >= 2, sorted(shown)  # the planted values, and any value too rare outside train
-    assert "subgroup/occupation/Sales/membership_test.p_adjusted" in summary["metrics"]  # a common value is shown
+    assert len(hashed) >= 2, sorted(
+        shown
+    )  # the planted values, and any value too rare outside train
+    assert (
+        "subgroup/occupation/Sales/membership_test.p_adjusted" in summary["metrics"]
+    )  # a common value is shown
     run_id = summary["run_id"]
     outputs = [out, err]
     for args in (["review", run_id], ["approve", run_id, "--reviewer", "ana", "--suppress", GROUP]):
@@ -72,7 +96,10 @@ def test_a_training_only_value_reaches_no_file(prefect_server, planted, tmp_path
         assert code == 0, err
         outputs += [text, err]
     assert "published: " in outputs[-2]
-    leaks = [str(p.relative_to(workdir)) for p in workdir.rglob("*") if p.is_file()
-             and any(v.encode() in p.read_bytes() for v in PLANTED)]
+    leaks = [
+        str(p.relative_to(workdir))
+        for p in workdir.rglob("*")
+        if p.is_file() and any(v.encode() in p.read_bytes() for v in PLANTED)
+    ]
     assert leaks == []
     assert not any(v in text for v in PLANTED for text in outputs)

@@ -64,15 +64,23 @@ def test_release_records_the_generators_actual_epsilon_and_the_oracle(recorded_r
     result, _ = recorded_run
     settings = _settings(result.tracking_uri, result.run_id)
     assert settings["privacy"]["epsilon"] == ACTUAL_EPSILON
-    assert [a.get("label") or a["name"] for a in settings["attacks"]] == ["dcr", "mama_mia", names.ORACLE_ATTACK]
+    assert [a.get("label") or a["name"] for a in settings["attacks"]] == [
+        "dcr",
+        "mama_mia",
+        names.ORACLE_ATTACK,
+    ]
     metrics = result.verdict.metrics
-    assert f"dcr.mace.dp_bound" in metrics and f"{names.ORACLE_ATTACK}.auc" in metrics
+    assert "dcr.mace.dp_bound" in metrics and f"{names.ORACLE_ATTACK}.auc" in metrics
 
 
 def test_regate_uses_the_recorded_epsilon_and_the_same_attacks(recorded_run):
     result, workdir = recorded_run
-    rerun = regate_run(run_id=result.run_id, suppress=["sex=Female"], tracking_uri=result.tracking_uri,
-                       workdir=str(workdir))
+    rerun = regate_run(
+        run_id=result.run_id,
+        suppress=["sex=Female"],
+        tracking_uri=result.tracking_uri,
+        workdir=str(workdir),
+    )
     assert rerun.verdict.status == "ok", rerun.verdict.reasons
     before, after = (_settings(result.tracking_uri, r.run_id) for r in (result, rerun))
     assert after["privacy"] == before["privacy"] and after["attacks"] == before["attacks"]
@@ -82,7 +90,10 @@ def test_regate_uses_the_recorded_epsilon_and_the_same_attacks(recorded_run):
     assert m1["dcr.mace.dp_bound"] == pytest.approx(m0["dcr.mace.dp_bound"])
     assert f"{names.ORACLE_ATTACK}.auc" in m1
     # and the re-gate really judged the filtered release (no Female rows left)
-    assert rerun.verdict.data_hashes["synthetic_sha256"] != result.verdict.data_hashes["synthetic_sha256"]
+    assert (
+        rerun.verdict.data_hashes["synthetic_sha256"]
+        != result.verdict.data_hashes["synthetic_sha256"]
+    )
     tags = tracking.Tracker(uri=result.tracking_uri, experiment=None).run_tags(rerun.run_id)
     assert tags[names.TAG_RERUN_OF] == result.run_id
 

@@ -22,9 +22,9 @@ from privacy_gate.cli import app
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.review_records import ReviewDecision
+from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.review import decide as review
 from privacy_gate.runs.mlflow_sink import MlflowSink
-from privacy_gate.publication.publish import ReleaseStore
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 
@@ -33,7 +33,8 @@ runner = CliRunner()
 
 
 def make_review_run(workdir: Path) -> tuple[str, str]:
-    """A finished REVIEW run recorded the way the gate records one; returns (run id, tracking uri)."""
+    """A finished REVIEW run recorded the way the gate records one; returns (run id, tracking
+    uri)."""
     tracker = tracking.Tracker.for_workdir(workdir=workdir, dataset="toy")
     sink = MlflowSink.start(tracker, name="release-toy", kind="release", dataset="toy")
     store = ReleaseStore(workdir=workdir)
@@ -41,8 +42,12 @@ def make_review_run(workdir: Path) -> tuple[str, str]:
     sink.record_quarantine(quarantined, target=store.target_label)
     sink.record_json({"mode": "gate_only"}, names.ART_CONFIG)
     sink.record_json({"spec": "toy"}, names.ART_SETTINGS)
-    verdict = Verdict(decision="REVIEW", status="ok", reasons=(),
-                      data_hashes={"synthetic_file_sha256": quarantined.sha256}).with_run_id(sink.run_id)
+    verdict = Verdict(
+        decision="REVIEW",
+        status="ok",
+        reasons=(),
+        data_hashes={"synthetic_file_sha256": quarantined.sha256},
+    ).with_run_id(sink.run_id)
     sink.record_verdict(verdict, timings={})
     return sink.run_id, tracker.uri
 
@@ -52,7 +57,9 @@ def published(workdir: Path, target: Path | None = None) -> list[Path]:
 
 
 def _decide(run_id, uri, workdir, action, reviewer):
-    return review.decide_run(run_id, action=action, reviewer=reviewer, tracking_uri=uri, workdir=str(workdir))
+    return review.decide_run(
+        run_id, action=action, reviewer=reviewer, tracking_uri=uri, workdir=str(workdir)
+    )
 
 
 def _slow_checks(monkeypatch, seconds=0.5):
@@ -87,8 +94,12 @@ def _race(run_id, uri, workdir, deciders):
 
 # ---- 1. one decision per run -------------------------------------------------------------------
 
-@pytest.mark.parametrize("deciders", [[("reject", "ana"), ("approve", "bo")], [("approve", "ana"), ("approve", "bo")]],
-                         ids=["reject-vs-approve", "approve-vs-approve"])
+
+@pytest.mark.parametrize(
+    "deciders",
+    [[("reject", "ana"), ("approve", "bo")], [("approve", "ana"), ("approve", "bo")]],
+    ids=["reject-vs-approve", "approve-vs-approve"],
+)
 def test_concurrent_decisions_exactly_one_wins(tmp_path, monkeypatch, deciders):
     run_id, uri = make_review_run(tmp_path)
     _slow_checks(monkeypatch)
@@ -131,6 +142,7 @@ def test_cli_second_decision_after_a_rejection_exits_2(tmp_path):
 
 # ---- 2. no downgrade of a signed run ------------------------------------------------------------
 
+
 def _signed_run(tmp_path, monkeypatch):
     monkeypatch.setenv(tracking.SIGNING_KEY_ENV, KEY)
     run_id, uri = make_review_run(tmp_path)
@@ -142,7 +154,9 @@ def test_signed_run_rewritten_with_an_unsigned_digest_is_refused(tmp_path, monke
     run_id, uri, tracker = _signed_run(tmp_path, monkeypatch)
     text = tracker.read_text(run_id, names.ART_VERDICT)
     # an attacker without the key: a plain digest that matches, and the signed tag stripped
-    tracker.set_tags(run_id, {names.TAG_VERDICT_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest()})
+    tracker.set_tags(
+        run_id, {names.TAG_VERDICT_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest()}
+    )
     if names.TAG_SIGNED in tracker.run_tags(run_id):
         tracker.client.delete_tag(run_id, names.TAG_SIGNED)
     with pytest.raises(IntegrityError, match="downgraded"):
@@ -165,8 +179,13 @@ def test_fully_rewritten_unsigned_run_is_refused_where_a_key_is_set(tmp_path, mo
     doc[names.SEAL][names.SEAL_SIGNED] = False
     text = json.dumps(doc, indent=2)
     tracker.log_text(run_id, text, names.ART_VERDICT)
-    tracker.set_tags(run_id, {names.TAG_VERDICT_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
-                              names.TAG_SIGNED: "false"})
+    tracker.set_tags(
+        run_id,
+        {
+            names.TAG_VERDICT_DIGEST: "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+            names.TAG_SIGNED: "false",
+        },
+    )
     monkeypatch.setenv(tracking.SIGNING_KEY_ENV, KEY)
     with pytest.raises(IntegrityError, match="accepts no unsigned"):
         _decide(run_id, uri, tmp_path, "approve", "ana")
@@ -174,6 +193,7 @@ def test_fully_rewritten_unsigned_run_is_refused_where_a_key_is_set(tmp_path, mo
 
 
 # ---- 3. the digest covers publication ----------------------------------------------------------
+
 
 def test_edited_publish_target_tag_is_refused(tmp_path, monkeypatch):
     run_id, uri, tracker = _signed_run(tmp_path, monkeypatch)

@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.gate.verdict import Check, Verdict
+from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.runs import regate
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.regate import rerun_sink
-from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.publication.publish import ReleaseStore
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 from .test_rerun_decisions import GROUP, _frame, _parent
@@ -34,22 +34,47 @@ REASON = "dcr: AUC 0.71 is above 0.6"
 def _regate_ending(decision: str, made: list[str]):
     """A re-gate that removes the GROUP's 20 rows of 40 and ends ``decision``."""
 
-    def fake(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str, **_) -> RunOutcome:
+    def fake(
+        *, run_id: str, suppress: list[str], tracking_uri: str, workdir: str, **_
+    ) -> RunOutcome:
         tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
         tracker.experiment_id = tracker.experiment_of(run_id)
         sink: MlflowSink = rerun_sink(tracker, parent=run_id, dataset="toy")
         store = ReleaseStore(workdir=Path(workdir))
         q = store.quarantine(_frame(40).iloc[1::2])
         sink.record_quarantine(q, target=store.target_label, workdir=workdir)
-        reasons = (Check(rule="auc", metric="dcr.auc", observed=0.71, threshold=0.6, bound="none", action="block",
-                         passed=False, message=REASON),) if decision == "BLOCK" else ()
-        verdict = Verdict(decision=decision, status="ok", reasons=reasons,
-                          data_hashes={"synthetic_file_sha256": q.sha256}).with_run_id(sink.run_id)
+        reasons = (
+            (
+                Check(
+                    rule="auc",
+                    metric="dcr.auc",
+                    observed=0.71,
+                    threshold=0.6,
+                    bound="none",
+                    action="block",
+                    passed=False,
+                    message=REASON,
+                ),
+            )
+            if decision == "BLOCK"
+            else ()
+        )
+        verdict = Verdict(
+            decision=decision,
+            status="ok",
+            reasons=reasons,
+            data_hashes={"synthetic_file_sha256": q.sha256},
+        ).with_run_id(sink.run_id)
         sink.record_verdict(verdict, timings={})
         made.append(sink.run_id)
-        return RunOutcome(verdict=verdict, run_id=sink.run_id, tracking_uri=tracking_uri, dataset="toy",
-                          quarantined=str(q.path), suppression={"rows_before": 40, "removed": 20,
-                                                                "by_label": {s: 20 for s in suppress}})
+        return RunOutcome(
+            verdict=verdict,
+            run_id=sink.run_id,
+            tracking_uri=tracking_uri,
+            dataset="toy",
+            quarantined=str(q.path),
+            suppression={"rows_before": 40, "removed": 20, "by_label": {s: 20 for s in suppress}},
+        )
 
     return fake
 
@@ -59,11 +84,16 @@ def _approve(tmp_path, monkeypatch, decision: str):
     made: list[str] = []
     monkeypatch.setattr(regate, "regate_run", _regate_ending(decision, made))
     monkeypatch.setattr("privacy_gate.cli.review.use_prefect", lambda orchestrator, **kw: False)
-    r = runner.invoke(app, ["approve", parent, "--reviewer", "ana", "--suppress", GROUP, "--workdir", str(tmp_path)])
+    r = runner.invoke(
+        app,
+        ["approve", parent, "--reviewer", "ana", "--suppress", GROUP, "--workdir", str(tmp_path)],
+    )
     return parent, uri, made, r
 
 
-def test_approve_suppress_prints_the_rows_dropped_the_new_verdict_and_where_it_went(tmp_path, monkeypatch):
+def test_approve_suppress_prints_the_rows_dropped_the_new_verdict_and_where_it_went(
+    tmp_path, monkeypatch
+):
     parent, uri, made, r = _approve(tmp_path, monkeypatch, "REVIEW")
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -73,13 +103,19 @@ def test_approve_suppress_prints_the_rows_dropped_the_new_verdict_and_where_it_w
     published = next(line for line in lines if line.startswith("published: ")).split(": ", 1)[1]
     assert Path(published).is_file()
     # the summary first, then the decision: the order a reader follows
-    assert lines.index(f"re-gate:     REVIEW (status ok, run {made[0]})") < \
-        next(i for i, line in enumerate(lines) if line.startswith(f"approved run {parent}"))
+    assert lines.index(f"re-gate:     REVIEW (status ok, run {made[0]})") < next(
+        i for i, line in enumerate(lines) if line.startswith(f"approved run {parent}")
+    )
     # progress on stderr while it re-gates (the stage lines come from the re-gate itself)
-    assert f"approving run {parent} without the rows of {GROUP}: re-gating the filtered release first" in r.stderr
+    assert (
+        f"approving run {parent} without the rows of {GROUP}: re-gating the filtered release first"
+        in r.stderr
+    )
 
 
-def test_a_regate_that_blocks_exits_4_publishes_nothing_and_leaves_the_run_undecided(tmp_path, monkeypatch):
+def test_a_regate_that_blocks_exits_4_publishes_nothing_and_leaves_the_run_undecided(
+    tmp_path, monkeypatch
+):
     parent, uri, made, r = _approve(tmp_path, monkeypatch, "BLOCK")
     assert r.exit_code == 4, r.output
     lines = r.stdout.splitlines()
@@ -88,7 +124,9 @@ def test_a_regate_that_blocks_exits_4_publishes_nothing_and_leaves_the_run_undec
     assert "not published: the gate BLOCKs the filtered release too" in lines
     assert not (tmp_path / "published").exists()
     tracker = tracking.Tracker(uri=uri, experiment=None)
-    assert tracker.decisions(parent) == [] and names.TAG_DECISION_CLAIM not in tracker.run_tags(parent)
+    assert tracker.decisions(parent) == [] and names.TAG_DECISION_CLAIM not in tracker.run_tags(
+        parent
+    )
     # the printed reject command is complete: pasted, it decides the run
     command = next(line.strip() for line in lines if line.strip().startswith("privacy-gate reject"))
     argv = shlex.split(os.path.expandvars(command.replace('"$USER"', "bo")))
@@ -100,5 +138,9 @@ def test_a_regate_that_blocks_exits_4_publishes_nothing_and_leaves_the_run_undec
 def test_a_refusal_before_the_regate_prints_no_summary(tmp_path, monkeypatch, flag):
     parent, uri = _parent(tmp_path)
     monkeypatch.setattr("privacy_gate.cli.review.use_prefect", lambda orchestrator, **kw: False)
-    r = runner.invoke(app, ["approve", parent, "--reviewer", "ana", flag, "race=Nope", "--workdir", str(tmp_path)])
-    assert r.exit_code == 2 and "not flagged subgroups" in r.stderr and "suppressed:" not in r.stdout
+    r = runner.invoke(
+        app, ["approve", parent, "--reviewer", "ana", flag, "race=Nope", "--workdir", str(tmp_path)]
+    )
+    assert (
+        r.exit_code == 2 and "not flagged subgroups" in r.stderr and "suppressed:" not in r.stdout
+    )

@@ -26,7 +26,10 @@ from privacy_gate.spec import DatasetSpec
 
 from ..conftest import EXAMPLE
 
-PUBLIC, PRIVATE = "Armed-Forces", "Qx-Private-Trade-5521"  # the first is in the codebook, the second is not
+PUBLIC, PRIVATE = (
+    "Armed-Forces",
+    "Qx-Private-Trade-5521",
+)  # the first is in the codebook, the second is not
 ATTACKS = [{"name": "dcr"}, {"name": "dcr_ratio"}]
 
 
@@ -38,9 +41,21 @@ def _spec(*, codebook: bool) -> DatasetSpec:
     return DatasetSpec.model_validate(raw)
 
 
-def _run(small_adult, value: str, *, outside: int, codebook: bool, key: LabelKey, in_reference: bool = True):
+def _run(
+    small_adult,
+    value: str,
+    *,
+    outside: int,
+    codebook: bool,
+    key: LabelKey,
+    in_reference: bool = True,
+):
     real = pd.read_csv(small_adult / "real.csv")
-    train, holdout, reference = real.iloc[:1800].copy(), real.iloc[1800:2400].copy(), real.iloc[2400:].copy()
+    train, holdout, reference = (
+        real.iloc[:1800].copy(),
+        real.iloc[1800:2400].copy(),
+        real.iloc[2400:].copy(),
+    )
     planted = train.index[:40]
     train.loc[planted, "occupation"] = value
     holdout.loc[holdout.index[:outside], "occupation"] = value  # non-member targets of the group
@@ -52,10 +67,19 @@ def _run(small_adult, value: str, *, outside: int, codebook: bool, key: LabelKey
         copies[c] = copies[c] + rng.normal(0, 0.01 * real[c].std(), len(copies))
     copies["age"] = copies["age"].clip(17, 90)
     copies["hours_per_week"] = copies["hours_per_week"].clip(1, 99)
-    release = pd.concat([pd.read_csv(small_adult / "independent.csv").iloc[:1760], copies], ignore_index=True)
-    return privacy_gate.evaluate(train=train, holdout=holdout, reference=reference, synthetic=release,
-                                 spec=_spec(codebook=codebook), attacks=ATTACKS, mace=MaceConfig(n_permutations=20),
-                                 label_key=key)
+    release = pd.concat(
+        [pd.read_csv(small_adult / "independent.csv").iloc[:1760], copies], ignore_index=True
+    )
+    return privacy_gate.evaluate(
+        train=train,
+        holdout=holdout,
+        reference=reference,
+        synthetic=release,
+        spec=_spec(codebook=codebook),
+        attacks=ATTACKS,
+        mace=MaceConfig(n_permutations=20),
+        label_key=key,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +89,9 @@ def public_run(small_adult):
 
 @pytest.fixture(scope="module")
 def private_run(small_adult):
-    return _run(small_adult, PRIVATE, outside=8, in_reference=False, codebook=False, key=LabelKey(bytes(32)))
+    return _run(
+        small_adult, PRIVATE, outside=8, in_reference=False, codebook=False, key=LabelKey(bytes(32))
+    )
 
 
 def test_a_public_rare_group_is_named_first(public_run):
@@ -73,7 +99,9 @@ def test_a_public_rare_group_is_named_first(public_run):
     label = f"occupation={PUBLIC}"
     assert v.decision in ("REVIEW", "BLOCK"), [c.message for c in v.reasons]
     assert label in v.flagged_subgroups
-    first = [c for c in v.reasons if c.action != "block"][0] if v.decision == "BLOCK" else v.reasons[0]
+    first = (
+        [c for c in v.reasons if c.action != "block"][0] if v.decision == "BLOCK" else v.reasons[0]
+    )
     assert first.group == label, [c.message for c in v.reasons]
     assert label in first.message
 
@@ -83,9 +111,15 @@ def test_a_private_rare_group_is_named_by_its_hash_and_only_so(private_run):
     label = f"occupation={LabelKey(bytes(32)).token(PRIVATE)}"
     assert label.split("=")[1].startswith("#")
     assert label in v.flagged_subgroups, v.flagged_subgroups
-    first = [c for c in v.reasons if c.action != "block"][0] if v.decision == "BLOCK" else v.reasons[0]
+    first = (
+        [c for c in v.reasons if c.action != "block"][0] if v.decision == "BLOCK" else v.reasons[0]
+    )
     assert first.group == label, [c.message for c in v.reasons]
     # the raw value is in no reason, no flagged group, no metric name, no note
-    texts = [c.message for c in v.reasons] + [str(c.group) for c in v.reasons] + list(v.flagged_subgroups)
+    texts = (
+        [c.message for c in v.reasons]
+        + [str(c.group) for c in v.reasons]
+        + list(v.flagged_subgroups)
+    )
     texts += list(private_run.metrics) + list(private_run.audit.notes if private_run.audit else [])
     assert not [t for t in texts if PRIVATE in t]

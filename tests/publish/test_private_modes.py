@@ -82,11 +82,15 @@ def test_an_older_wider_quarantine_is_tightened(tmp_path, umask):
     assert (mode(root), mode(first.path.parent), mode(first.path)) == (0o700, 0o700, 0o600)
 
 
-def test_staging_is_private_and_the_published_release_follows_the_umask(tmp_path, umask, monkeypatch):
+def test_staging_is_private_and_the_published_release_follows_the_umask(
+    tmp_path, umask, monkeypatch
+):
     store = ReleaseStore(workdir=tmp_path / "wd", target=tmp_path / "pub")
     q = store.quarantine(_frame())
     writes = _watch_writes(monkeypatch)
-    published = Path(store.publish(q, dataset="toy", verdict="APPROVE", run_id="r1", config_hash=None))
+    published = Path(
+        store.publish(q, dataset="toy", verdict="APPROVE", run_id="r1", config_hash=None)
+    )
     staged = [(p, m, d) for p, m, d in writes if p.parent.name.startswith(STAGING_PREFIX)]
     assert {p.name for p, _, _ in staged} == {published.name, publish.MANIFEST}, writes
     assert all(m == 0o600 and d == 0o700 for _, m, d in staged), staged
@@ -94,7 +98,9 @@ def test_staging_is_private_and_the_published_release_follows_the_umask(tmp_path
     assert mode(published.parent) == 0o777 & ~umask
     assert mode(published) == mode(published.parent / publish.MANIFEST) == 0o666 & ~umask
     assert publish.list_published(tmp_path / "pub") == [published.parent]
-    assert not [p for p in (tmp_path / "pub").iterdir() if p.name.startswith(".")]  # no staging left
+    assert not [
+        p for p in (tmp_path / "pub").iterdir() if p.name.startswith(".")
+    ]  # no staging left
 
 
 def test_a_killed_publication_leaves_only_a_private_staging_folder(tmp_path, umask, monkeypatch):
@@ -117,7 +123,9 @@ def test_a_killed_publication_leaves_only_a_private_staging_folder(tmp_path, uma
     assert len(staging) == 1
     assert mode(staging[0]) == 0o700
     assert {p.name: mode(p) for p in staging[0].iterdir()} == {
-        f"{store.release_dir(q, 'toy').name}.parquet": 0o600, publish.MANIFEST: 0o600}
+        f"{store.release_dir(q, 'toy').name}.parquet": 0o600,
+        publish.MANIFEST: 0o600,
+    }
 
 
 def test_a_release_fetched_from_object_storage_is_private(tmp_path, umask, monkeypatch):

@@ -31,9 +31,15 @@ def test_publish_only_approved_with_manifest(tmp_path):
     assert out.parent.parent == tmp_path / "out" and out.parent.name == f"d-{q.sha256[:12]}"
     manifest = json.loads((out.parent / "manifest.json").read_text())
     assert manifest["sha256"] == q.sha256 == file_sha256(out)
-    assert manifest["run_id"] == "r1" and manifest["verdict"] == "APPROVE" and manifest["config_hash"] == "c1"
+    assert (
+        manifest["run_id"] == "r1"
+        and manifest["verdict"] == "APPROVE"
+        and manifest["config_hash"] == "c1"
+    )
     pd.testing.assert_frame_equal(pd.read_parquet(out), _df())
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [out.parent.name]  # no staging left
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        out.parent.name
+    ]  # no staging left
     assert list_published(tmp_path / "out") == [out.parent]
 
 

@@ -1,6 +1,7 @@
 """The quarantine on object storage: with an ``s3://`` publish target the candidate release waits
 in the bucket too (uploaded, read back and hashed, then committed), so an approval made in another
-workdir (another machine) against the same MLflow store and bucket publishes it. moto's S3 server."""
+workdir (another machine) against the same MLflow store and bucket publishes it. moto's S3
+server."""
 
 from __future__ import annotations
 
@@ -10,20 +11,26 @@ import pandas as pd
 import pytest
 
 from privacy_gate import names, tracking
-
 from privacy_gate.publication import objectstore, quarantine
-from privacy_gate.publication.publish import QUARANTINE_DIR, ReleaseStore, list_published_s3, verify_published_s3
+from privacy_gate.publication.publish import (
+    QUARANTINE_DIR,
+    ReleaseStore,
+    list_published_s3,
+    verify_published_s3,
+)
 
 from ..conftest import review_rules, write_release_config
 
 GROUP = "race=Asian-Pac-Islander"
 
 
-
 def test_quarantine_is_committed_to_the_bucket_and_fetched_back_verified(s3_env, tmp_path):
     store = ReleaseStore(workdir=tmp_path / "a", target="s3://releases/q1")
     q = store.quarantine(pd.DataFrame({"age": range(40), "sex": ["F", "M"] * 20}))
-    assert q.uri == quarantine.location("s3://releases/q1", q.sha256, "parquet") and q.location == q.uri
+    assert (
+        q.uri == quarantine.location("s3://releases/q1", q.sha256, "parquet")
+        and q.location == q.uri
+    )
     assert q.uri.startswith("s3://releases/q1/.quarantine/")
     assert list_published_s3("s3://releases/q1") == []  # waiting is not published
     local = quarantine.fetch(q.uri, root=tmp_path / "b" / QUARANTINE_DIR, sha256=q.sha256)
@@ -44,38 +51,56 @@ def test_quarantine_is_committed_to_the_bucket_and_fetched_back_verified(s3_env,
 
 
 def test_local_targets_keep_a_local_quarantine(tmp_path):
-    q = ReleaseStore(workdir=tmp_path, target=tmp_path / "pub").quarantine(pd.DataFrame({"a": [1, 2]}))
+    q = ReleaseStore(workdir=tmp_path, target=tmp_path / "pub").quarantine(
+        pd.DataFrame({"a": [1, 2]})
+    )
     assert q.uri is None and q.location == str(q.path.resolve())
 
 
 @pytest.mark.timeout(600)
-def test_approve_in_another_workdir_publishes_the_quarantined_release(s3_env, small_adult, tmp_path):
+def test_approve_in_another_workdir_publishes_the_quarantined_release(
+    s3_env, small_adult, tmp_path
+):
     """Gate in workdir A (its local quarantine then lost, as with a replaced worker); approve from
-    workdir B against A's MLflow store: the release comes from the bucket, verified, and is published."""
+    workdir B against A's MLflow store: the release comes from the bucket, verified, and is
+    published."""
     from privacy_gate.config import load_release_config
     from privacy_gate.data import conform, split_by_entity
     from privacy_gate.pipeline import LocalExecutor
-    from privacy_gate.runs.release import release_run
     from privacy_gate.review.decide import decide_run
+    from privacy_gate.runs.release import release_run
 
     folder = tmp_path / "data"
     folder.mkdir()
     real = pd.read_csv(small_adult / "real.csv")
     real.to_csv(folder / "real.csv", index=False)
-    cfg = load_release_config(write_release_config(folder, {"name": "copy_train"}, name="probe.yaml"))
-    train = split_by_entity(conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split).train
+    cfg = load_release_config(
+        write_release_config(folder, {"name": "copy_train"}, name="probe.yaml")
+    )
+    train = split_by_entity(
+        conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split
+    ).train
     copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
-    pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(frac=1.0, random_state=1).to_csv(
-        folder / "synthetic.csv", index=False)
+    pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(
+        frac=1.0, random_state=1
+    ).to_csv(folder / "synthetic.csv", index=False)
     import yaml
 
     from ..conftest import EXAMPLE
 
     gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
     gate.update(rules=review_rules(), max_verbatim_copy_share=0.05)
-    config = load_release_config(write_release_config(
-        folder, {"name": "file", "path": str(folder / "synthetic.csv")}, name="s3q.yaml", fast=True, gate=gate,
-        audit={"intersections": [], "min_group_size": 15}, publish={"target": "s3://releases/adult"}))
+    config = load_release_config(
+        write_release_config(
+            folder,
+            {"name": "file", "path": str(folder / "synthetic.csv")},
+            name="s3q.yaml",
+            fast=True,
+            gate=gate,
+            audit={"intersections": [], "min_group_size": 15},
+            publish={"target": "s3://releases/adult"},
+        )
+    )
     a, b = tmp_path / "wd-a", tmp_path / "wd-b"
     with LocalExecutor() as executor:
         result = release_run(config, workdir=a, executor=executor)
@@ -84,10 +109,18 @@ def test_approve_in_another_workdir_publishes_the_quarantined_release(s3_env, sm
     uri = tracking.default_tracking_uri(a)
     tags = tracking.Tracker(uri=uri, experiment=None).run_tags(verdict.run_id)
     judged = verdict.data_hashes["synthetic_file_sha256"]
-    assert tags[names.TAG_QUARANTINE] == quarantine.location("s3://releases/adult", judged, "parquet")
+    assert tags[names.TAG_QUARANTINE] == quarantine.location(
+        "s3://releases/adult", judged, "parquet"
+    )
     shutil.rmtree(a / QUARANTINE_DIR)  # the gate's machine is gone
-    decision = decide_run(verdict.run_id, action="approve", reviewer="ana", comment="checked", tracking_uri=uri,
-                          workdir=str(b))
+    decision = decide_run(
+        verdict.run_id,
+        action="approve",
+        reviewer="ana",
+        comment="checked",
+        tracking_uri=uri,
+        workdir=str(b),
+    )
     published = list_published_s3("s3://releases/adult")
     assert len(published) == 1 and decision.published.startswith(published[0])
     manifest = verify_published_s3(published[0])

@@ -1,9 +1,10 @@
-"""A symbolic link planted in the workdir is never followed: at ``quarantine/<sha>/synthetic.parquet``,
-at ``quarantine/<sha>``, at ``quarantine`` itself or at the default ``published`` folder, pointing out of
-the workdir. It used to be: the outside file was chmod-ed 0600, the outside folder 0700, and either
-received the release (a BLOCKed release's training copies included). Now the write is refused with
-an error naming the link and saying to remove it, nothing outside changes (content, mode, mtime), and
-a gate that meets such a link BLOCKs with that message."""
+"""A symbolic link planted in the workdir is never followed: at
+``quarantine/<sha>/synthetic.parquet``, at ``quarantine/<sha>``, at ``quarantine`` itself or at the
+default ``published`` folder, pointing out of the workdir. It used to be: the outside file was
+chmod-ed 0600, the outside folder 0700, and either received the release (a BLOCKed release's
+training copies included). Now the write is refused with an error naming the link and saying to
+remove it, nothing outside changes (content, mode, mtime), and a gate that meets such a link BLOCKs
+with that message."""
 
 from __future__ import annotations
 
@@ -48,8 +49,11 @@ def _state(folder: Path) -> dict:
     seen = {}
     for p in [folder, *sorted(folder.rglob("*"))]:
         info = p.lstat()
-        seen[str(p.relative_to(folder))] = (stat.S_IMODE(info.st_mode), info.st_mtime,
-                                            p.read_bytes() if p.is_file() else None)
+        seen[str(p.relative_to(folder))] = (
+            stat.S_IMODE(info.st_mode),
+            info.st_mtime,
+            p.read_bytes() if p.is_file() else None,
+        )
     return seen
 
 
@@ -101,8 +105,11 @@ def test_a_release_fetched_back_never_follows_a_planted_link(tmp_path, monkeypat
     source = ReleaseStore(workdir=tmp_path / "a").quarantine(_frame())
     record = {"file": "synthetic.parquet", "sha256": source.sha256, "rows": 30, "format": "parquet"}
     monkeypatch.setattr(quarantine, "_commit", lambda uri: record)
-    monkeypatch.setattr(quarantine.objectstore, "download",
-                        lambda uri, dest: Path(dest).write_bytes(source.path.read_bytes()) and Path(dest))
+    monkeypatch.setattr(
+        quarantine.objectstore,
+        "download",
+        lambda uri, dest: Path(dest).write_bytes(source.path.read_bytes()) and Path(dest),
+    )
     outside = _outside(tmp_path)
     before = _state(outside)
     link = _plant(tmp_path / "b", "release-file", outside, source.sha256[:16])
@@ -112,7 +119,7 @@ def test_a_release_fetched_back_never_follows_a_planted_link(tmp_path, monkeypat
     assert _state(outside) == before and link.is_symlink()
 
 
-# ---------------------------------------------------------------------------------- through the gate
+# --------------------------------------------------------------------------------- through the gate
 
 runner = CliRunner()
 
@@ -123,22 +130,41 @@ def copy_files(small_adult, tmp_path_factory):
     folder name a gate gives that release (from one gate run)."""
     folder = tmp_path_factory.mktemp("links")
     real = pd.read_csv(small_adult / "real.csv")
-    for name, df in {"train": real.iloc[:1800], "holdout": real.iloc[1800:2400], "reference": real.iloc[2400:]}.items():
+    for name, df in {
+        "train": real.iloc[:1800],
+        "holdout": real.iloc[1800:2400],
+        "reference": real.iloc[2400:],
+    }.items():
         df.to_csv(folder / f"{name}.csv", index=False)
     real.iloc[:1800].to_csv(folder / "synthetic.csv", index=False)
-    (folder / "spec.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]))
+    (folder / "spec.yaml").write_text(
+        yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"])
+    )
     (folder / "judging.yaml").write_text(yaml.safe_dump(lighten({})))
     code, out = _gate(folder, folder / "first")
     assert code == 4, out
-    [sha_dir] = [p for p in (folder / "first" / QUARANTINE_DIR).iterdir() if not p.name.startswith(".")]
+    [sha_dir] = [
+        p for p in (folder / "first" / QUARANTINE_DIR).iterdir() if not p.name.startswith(".")
+    ]
     return folder, sha_dir.name
 
 
 def _gate(folder: Path, workdir: Path) -> tuple[int, str]:
-    r = runner.invoke(app, ["gate", *(f"--{n}={folder / f'{n}.csv'}" for n in ("train", "holdout", "reference",
-                                                                               "synthetic")),
-                            f"--spec={folder / 'spec.yaml'}", f"--config={folder / 'judging.yaml'}",
-                            f"--workdir={workdir}", "--orchestrator=local", "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "gate",
+            *(
+                f"--{n}={folder / f'{n}.csv'}"
+                for n in ("train", "holdout", "reference", "synthetic")
+            ),
+            f"--spec={folder / 'spec.yaml'}",
+            f"--config={folder / 'judging.yaml'}",
+            f"--workdir={workdir}",
+            "--orchestrator=local",
+            "--json",
+        ],
+    )
     return r.exit_code, r.stderr + r.stdout  # the verdict JSON stays the last line
 
 

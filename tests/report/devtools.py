@@ -18,12 +18,25 @@ from ..reaper import popen
 from ..stack import stop_group
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
-         "--hide-scrollbars", "--window-size=1400,1000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--window-size=1400,1000",
+]
 #: why a browser test is skipped
-MISSING = (f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run installs it) to run the "
-           "browser tests")
+MISSING = (
+    f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run installs it) to run "
+    "the "
+    "browser tests"
+)
 
 
 def chromium_available() -> bool:
@@ -46,8 +59,19 @@ class DevTools:
             os.dup2(b, 4)
 
         # the launcher (tests/reaper.py) passes fds 3 and 4 on to Chromium
-        self.proc = popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-                          preexec_fn=wire_fds, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = popen(
+            [
+                CHROMIUM,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            preexec_fn=wire_fds,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_chrome)
         os.close(from_chrome)
         self._buf = b""
@@ -67,10 +91,21 @@ class DevTools:
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)
 
-    def send(self, method: str, params: dict | None = None, *, session: str | None = None,
-             timeout: float = 30.0) -> dict:
+    def send(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        session: str | None = None,
+        timeout: float = 30.0,
+    ) -> dict:
         self._id += 1
-        msg = {"id": self._id, "method": method, "params": params or {}, **({"sessionId": session} if session else {})}
+        msg = {
+            "id": self._id,
+            "method": method,
+            "params": params or {},
+            **({"sessionId": session} if session else {}),
+        }
         os.write(self._out, json.dumps(msg).encode() + b"\0")
         deadline = time.monotonic() + timeout
         while True:
@@ -83,10 +118,16 @@ class DevTools:
 
     def open_page(self) -> str:
         page = next(t for t in self.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
-        session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})["sessionId"]
-        # out-of-process iframes (the artifact viewer's sandboxed report) attach as their own sessions
-        self.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True},
-                  session=session)
+        session = self.send(
+            "Target.attachToTarget", {"targetId": page["targetId"], "flatten": True}
+        )["sessionId"]
+        # out-of-process iframes (the artifact viewer's sandboxed report) attach as their own
+        # sessions
+        self.send(
+            "Target.setAutoAttach",
+            {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True},
+            session=session,
+        )
         self.send("Page.enable", session=session)
         return session
 
@@ -100,21 +141,38 @@ class DevTools:
                 return
 
     def iframe_sessions(self) -> list[str]:
-        return [e["params"]["sessionId"] for e in self.events if e.get("method") == "Target.attachedToTarget"
-                and e["params"]["targetInfo"]["type"] == "iframe"]
+        return [
+            e["params"]["sessionId"]
+            for e in self.events
+            if e.get("method") == "Target.attachedToTarget"
+            and e["params"]["targetInfo"]["type"] == "iframe"
+        ]
 
     def text(self, session: str) -> str:
-        r = self.send("Runtime.evaluate", {"expression": "document.body ? document.body.innerText : ''",
-                                           "returnByValue": True}, session=session)
+        r = self.send(
+            "Runtime.evaluate",
+            {"expression": "document.body ? document.body.innerText : ''", "returnByValue": True},
+            session=session,
+        )
         return r.get("result", {}).get("value") or ""
 
     def screenshot(self, session: str, path: Path, *, full_page: bool = False) -> None:
         params: dict = {"format": "png"}
         if full_page:
             size = self.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
-            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": size["width"],
-                                                            "height": min(size["height"], 12000), "scale": 1})
-        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params, session=session)["data"]))
+            params.update(
+                captureBeyondViewport=True,
+                clip={
+                    "x": 0,
+                    "y": 0,
+                    "width": size["width"],
+                    "height": min(size["height"], 12000),
+                    "scale": 1,
+                },
+            )
+        path.write_bytes(
+            base64.b64decode(self.send("Page.captureScreenshot", params, session=session)["data"])
+        )
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

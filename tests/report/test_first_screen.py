@@ -24,8 +24,11 @@ WIDTH, HEIGHT = 1280, 900
 
 
 def _layout(browser: DevTools, session: str, url: str) -> dict:
-    browser.send("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1,
-                                                         "mobile": False}, session=session)
+    browser.send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+        session=session,
+    )
     browser.send("Page.navigate", {"url": url}, session=session)
     expression = """(() => {
         if (document.readyState !== 'complete' || !document.getElementById('summary')) return null;
@@ -39,8 +42,9 @@ def _layout(browser: DevTools, session: str, url: str) -> dict:
     })()"""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        value = browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True},
-                             session=session)["result"].get("value")
+        value = browser.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=session
+        )["result"].get("value")
         if value:
             return json.loads(value)
         browser.pump(0.2)
@@ -53,7 +57,11 @@ def test_the_first_900_px_hold_the_summary_cards(tmp_path):
     browser = DevTools(tmp_path / "profile")
     try:
         session = browser.open_page()
-        for name, verdict in (("review", review_verdict()), ("blamed", blamed_verdict()), ("block", block_verdict())):
+        for name, verdict in (
+            ("review", review_verdict()),
+            ("blamed", blamed_verdict()),
+            ("block", block_verdict()),
+        ):
             page = tmp_path / f"{name}.html"
             page.write_text(render_report(report_inputs(verdict)))
             layout = _layout(browser, session, page.as_uri())

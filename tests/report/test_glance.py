@@ -26,9 +26,10 @@ blocking one; its start: the first words, up to 60 characters):
 - each report (the run's ``report/index.html`` artifact as a file): the verdict in its banner and
   the start of the first reason in its verdict card;
 - each Prefect flow run page (``/runs/flow-run/<id>``, the link Prefect prints, and the same page in
-  the v2 UI, Prefect's default): the state name (``Review pending``, ``Blocked``) and the start of the
-  state message (``BLOCK: The attack …``). Prefect shows the message only on the page's Details tab,
-  so the flow run is named after it (flows/verdict_states.py ``glance_name``); the page's title shows it.
+  the v2 UI, Prefect's default): the state name (``Review pending``, ``Blocked``) and the start of
+  the state message (``BLOCK: The attack …``). Prefect shows the message only on the page's Details
+  tab, so the flow run is named after it (flows/verdict_states.py ``glance_name``); the page's title
+  shows it.
 
 Screenshots of every view go to tests/output/browser/glance/ (gitignored). Every process is
 started through tests/reaper.py and stopped (tests/stack.py ``stop_group``); loopback only.
@@ -46,7 +47,9 @@ import pytest
 from privacy_gate import names, tracking
 
 from ..conftest import write_release_config
-from ..flows.test_once_per_release import ALWAYS_REVIEW  # a rule every release violates at review level
+from ..flows.test_once_per_release import (
+    ALWAYS_REVIEW,  # a rule every release violates at review level
+)
 from ..stack import running, start_mlflow, start_prefect, wait_http
 from .devtools import MISSING, DevTools, chromium_available
 
@@ -58,8 +61,9 @@ WIDTH, HEIGHT = 1280, 900
 REASON_START = 60
 STATE_NAMES = {"REVIEW": "Review pending", "BLOCK": "Blocked"}
 
-#: Where each needle is in the page and whether a person sees it: (needles) -> one result per needle,
-#: {visible, box, owner (the text of the element holding it), why (for the matches not visible)}.
+#: Where each needle is in the page and whether a person sees it: (needles) -> one result per
+#: needle, {visible, box, owner (the text of the element holding it), why (for the matches not
+#: visible)}.
 GLANCE_JS = r"""(needles) => {
   const W = window.innerWidth, H = window.innerHeight, texts = [];
   let all = '';
@@ -140,7 +144,7 @@ def reason_start(sentence: str, limit: int = REASON_START) -> str:
     >>> reason_start("The attack domias tells training records from holdout records with AUC 0.856")
     'The attack domias tells training records from holdout records'
     """
-    return sentence if len(sentence) <= limit else sentence[:limit + 1].rsplit(" ", 1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit + 1].rsplit(" ", 1)[0]
 
 
 # ------------------------------------------------------------------------------ servers and runs
@@ -149,10 +153,15 @@ def reason_start(sentence: str, limit: int = REASON_START) -> str:
 @pytest.fixture(scope="module")
 def prefect_ui(tmp_path_factory):
     """``prefect server start`` with its UI, on its own home and SQLite database, loopback only,
-    analytics off; the UI's static files are copied into the home, never into the installed package."""
+    analytics off; the UI's static files are copied into the home, never into the installed
+    package."""
     home = tmp_path_factory.mktemp("glance-prefect")
-    server = start_prefect(home, database_url=f"sqlite+aiosqlite:///{home / 'prefect.db'}", home=home,
-                           env={"PREFECT_UI_ENABLED": "true", "PREFECT_UI_STATIC_DIRECTORY": str(home / "ui")})
+    server = start_prefect(
+        home,
+        database_url=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        home=home,
+        env={"PREFECT_UI_ENABLED": "true", "PREFECT_UI_STATIC_DIRECTORY": str(home / "ui")},
+    )
     with running(server):
         wait_http(server, f"{server.url}/health", timeout=120)
         yield server.url
@@ -202,16 +211,39 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     from ..reaper import popen
 
     configs = {  # the configs only: both read the small table where the fixture wrote it
-        "REVIEW": write_release_config(small_adult, {"name": "file", "path": str(small_adult / "independent.csv")},
-                                       name="glance-review.yaml", fast=True, gate=ALWAYS_REVIEW),
-        "BLOCK": write_release_config(small_adult, {"name": "copy_train"}, name="glance-block.yaml", fast=True),
+        "REVIEW": write_release_config(
+            small_adult,
+            {"name": "file", "path": str(small_adult / "independent.csv")},
+            name="glance-review.yaml",
+            fast=True,
+            gate=ALWAYS_REVIEW,
+        ),
+        "BLOCK": write_release_config(
+            small_adult, {"name": "copy_train"}, name="glance-block.yaml", fast=True
+        ),
     }
     workdir = tmp_path_factory.mktemp("glance-wd")
     out = workdir / "runs.json"
-    env = {**os.environ, "PREFECT_API_URL": prefect_ui, "PREFECT_LOGGING_LEVEL": "INFO",
-           "PREFECT_HOME": str(tmp_path_factory.mktemp("glance-client-home"))}
-    with popen([sys.executable, "-c", _RUNS_SCRIPT, json.dumps({k: str(v) for k, v in configs.items()}),
-                str(workdir), str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": prefect_ui,
+        "PREFECT_LOGGING_LEVEL": "INFO",
+        "PREFECT_HOME": str(tmp_path_factory.mktemp("glance-client-home")),
+    }
+    with popen(
+        [
+            sys.executable,
+            "-c",
+            _RUNS_SCRIPT,
+            json.dumps({k: str(v) for k, v in configs.items()}),
+            str(workdir),
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as proc:
         try:
             log, _ = proc.communicate(timeout=900)
         except subprocess.TimeoutExpired:
@@ -225,19 +257,25 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
         if decision == "BLOCK":  # the first reason of a BLOCK is a blocking one
             assert run["first_action"] == "block", run
         assert run["artifact_uri"].startswith("file://"), run["artifact_uri"]
-    assert runs["REVIEW"]["experiment_id"] == runs["BLOCK"]["experiment_id"]  # one run list shows both
+    assert (
+        runs["REVIEW"]["experiment_id"] == runs["BLOCK"]["experiment_id"]
+    )  # one run list shows both
     return runs, workdir
 
 
 @pytest.fixture(scope="module")
 def mlflow_ui(glance_runs):
-    """``mlflow server`` on the runs' SQLite store (its artifacts read where the runs wrote them)."""
+    """``mlflow server`` on the runs' SQLite store (its artifacts read where the runs wrote
+    them)."""
     _, workdir = glance_runs
     logdir = workdir / "mlflow-server"
     logdir.mkdir()
-    server = start_mlflow(logdir, backend=tracking.default_tracking_uri(workdir),
-                          artifacts=(workdir / names.ARTIFACT_DIR).resolve().as_uri(),
-                          env={"MLFLOW_DISABLE_TELEMETRY": "true"})
+    server = start_mlflow(
+        logdir,
+        backend=tracking.default_tracking_uri(workdir),
+        artifacts=(workdir / names.ARTIFACT_DIR).resolve().as_uri(),
+        env={"MLFLOW_DISABLE_TELEMETRY": "true"},
+    )
     with running(server):
         wait_http(server, f"{server.url}/health", timeout=120)
         yield server.url
@@ -250,18 +288,26 @@ def browser(tmp_path_factory):
     chromium = DevTools(tmp_path_factory.mktemp("glance-chromium"))
     try:
         page = chromium.open_page()
-        chromium.send("Emulation.setDeviceMetricsOverride", {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1,
-                                                             "mobile": False}, session=page)
+        chromium.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+            session=page,
+        )
         yield chromium, page
     finally:
         chromium.close()
 
 
-def glance(browser, url: str, needles: list[str], shot: str, *, seconds: float = 90) -> dict[str, dict]:
+def glance(
+    browser, url: str, needles: list[str], shot: str, *, seconds: float = 90
+) -> dict[str, dict]:
     """Open ``url`` afresh (never scrolled, nothing clicked), wait until every needle is visible
-    (or ``seconds`` pass), screenshot the first screen to ``shot`` and return where each needle is."""
+    (or ``seconds`` pass), screenshot the first screen to ``shot`` and return where each needle
+    is."""
     chromium, page = browser
-    chromium.send("Page.navigate", {"url": "about:blank"}, session=page)  # a fresh document, even for a #route
+    chromium.send(
+        "Page.navigate", {"url": "about:blank"}, session=page
+    )  # a fresh document, even for a #route
     chromium.pump(0.3)
     chromium.send("Page.navigate", {"url": url}, session=page)
     expression = f"JSON.stringify(({GLANCE_JS})({json.dumps(needles)}))"
@@ -270,19 +316,29 @@ def glance(browser, url: str, needles: list[str], shot: str, *, seconds: float =
     while time.monotonic() < deadline:
         chromium.pump(0.5)
         try:
-            answer = chromium.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=page)
+            answer = chromium.send(
+                "Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=page
+            )
         except (RuntimeError, TimeoutError):  # the document is being replaced
             continue
         value = answer["result"].get("value")
-        if "exceptionDetails" in answer and "document.body" not in json.dumps(answer["exceptionDetails"]):
+        if "exceptionDetails" in answer and "document.body" not in json.dumps(
+            answer["exceptionDetails"]
+        ):
             raise AssertionError(f"the layout probe failed on {url}: {answer['exceptionDetails']}")
         found = json.loads(value) if value else []
         if found and all(f["visible"] for f in found):
             chromium.pump(1.0)  # let the last images and fonts settle for the screenshot
             break
     chromium.screenshot(page, OUT / shot)
-    layout = chromium.send("Runtime.evaluate", {"expression": "JSON.stringify([innerWidth, innerHeight, scrollX, scrollY])",
-                                                "returnByValue": True}, session=page)["result"]["value"]
+    layout = chromium.send(
+        "Runtime.evaluate",
+        {
+            "expression": "JSON.stringify([innerWidth, innerHeight, scrollX, scrollY])",
+            "returnByValue": True,
+        },
+        session=page,
+    )["result"]["value"]
     assert json.loads(layout) == [WIDTH, HEIGHT, 0, 0], layout  # the first screen, as opened
     return {f["needle"]: f for f in found}
 
@@ -290,7 +346,9 @@ def glance(browser, url: str, needles: list[str], shot: str, *, seconds: float =
 def assert_visible(found: dict[str, dict], needles: list[str], shot: str) -> None:
     for needle in needles:
         where = found.get(needle) or {"why": ["the page never answered"]}
-        assert where.get("visible"), f"{needle!r} is not visible at a glance ({OUT / shot}): {where['why']}"
+        assert where.get("visible"), (
+            f"{needle!r} is not visible at a glance ({OUT / shot}): {where['why']}"
+        )
         assert 0 <= where["box"]["top"] and where["box"]["bottom"] <= HEIGHT, where
 
 
@@ -310,12 +368,16 @@ def test_the_run_list_shows_each_verdict_in_its_name_cell(glance_runs, mlflow_ui
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("decision", ["REVIEW", "BLOCK"])
-def test_the_run_page_shows_the_verdict_and_the_first_reason(glance_runs, mlflow_ui, browser, decision):
+def test_the_run_page_shows_the_verdict_and_the_first_reason(
+    glance_runs, mlflow_ui, browser, decision
+):
     run = glance_runs[0][decision]
     shot = f"run_page_{decision.lower()}.png"
     # the title (the run's name, verdict first), the description's first line and its first reason
     needles = [run["run_name"], f"{decision} (status ok)", reason_start(run["reason"])]
-    found = glance(browser, tracking.run_url(mlflow_ui, run["experiment_id"], run["run_id"]), needles, shot)
+    found = glance(
+        browser, tracking.run_url(mlflow_ui, run["experiment_id"], run["run_id"]), needles, shot
+    )
     assert_visible(found, needles, shot)
     assert run["run_name"].startswith(f"{decision}{names.RUN_NAME_VERDICT_SEPARATOR}")
 
@@ -333,8 +395,9 @@ def test_the_report_shows_the_verdict_and_the_first_reason(glance_runs, browser,
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("ui", ["", "/v2"], ids=["prefect-link", "prefect-v2"])
 @pytest.mark.parametrize("decision", ["REVIEW", "BLOCK"])
-def test_the_prefect_flow_run_shows_the_state_and_the_start_of_its_message(glance_runs, prefect_ui, browser,
-                                                                            decision, ui):
+def test_the_prefect_flow_run_shows_the_state_and_the_start_of_its_message(
+    glance_runs, prefect_ui, browser, decision, ui
+):
     run = glance_runs[0][decision]
     shot = f"prefect{ui.replace('/', '_')}_{decision.lower()}.png"
     message_start = f"{decision}: {reason_start(run['reason'])}"

@@ -13,8 +13,10 @@ from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.safe_text import markdown_code, markdown_fence, markdown_text
 
 RUN_ID = "0123abcd" * 4
-PAYLOAD = ("x\n```\n\n![chart](http://evil.example/x.png) **ALL CLEAR** [details](http://evil.example) "
-           "<img src=x onerror=alert(1)> `` ~~gone~~ <http://evil.example>")
+PAYLOAD = (
+    "x\n```\n\n![chart](http://evil.example/x.png) **ALL CLEAR** [details](http://evil.example) "
+    "<img src=x onerror=alert(1)> `` ~~gone~~ <http://evil.example>"
+)
 GROUP = f"race={PAYLOAD}"
 
 
@@ -29,19 +31,43 @@ class _Tracker:
         return path == names.ART_SUBGROUPS
 
     def read_json(self, run_id, path):
-        return [{"group": GROUP, "attack": "dcr", "n_members": 64, "n_non_members": 60, "auc": 0.91,
-                 "tpr_at_fpr_0.01": 0.31, "test_p_adjusted": 0.0008}]
+        return [
+            {
+                "group": GROUP,
+                "attack": "dcr",
+                "n_members": 64,
+                "n_non_members": 60,
+                "auc": 0.91,
+                "tpr_at_fpr_0.01": 0.31,
+                "test_p_adjusted": 0.0008,
+            }
+        ]
 
     def set_description(self, run_id, markdown):
         self.notes[run_id] = markdown
 
 
 def _verdict(decision: str) -> Verdict:
-    check = Check(rule="subgroup any.auc <= 0.7", metric=f"{GROUP}: dcr.auc", observed=0.91, threshold=0.7,
-                  bound="max", action="review", passed=False, group=GROUP,
-                  message=f"{GROUP}: dcr.auc = 0.91 violates max 0.7 (<=)")
-    return Verdict(decision=decision, status="ok", reasons=(check,), checks=(check,), metrics={"dcr.auc": 0.55},
-                   flagged_subgroups=(GROUP,) if decision == "REVIEW" else (), run_id=RUN_ID)
+    check = Check(
+        rule="subgroup any.auc <= 0.7",
+        metric=f"{GROUP}: dcr.auc",
+        observed=0.91,
+        threshold=0.7,
+        bound="max",
+        action="review",
+        passed=False,
+        group=GROUP,
+        message=f"{GROUP}: dcr.auc = 0.91 violates max 0.7 (<=)",
+    )
+    return Verdict(
+        decision=decision,
+        status="ok",
+        reasons=(check,),
+        checks=(check,),
+        metrics={"dcr.auc": 0.55},
+        flagged_subgroups=(GROUP,) if decision == "REVIEW" else (),
+        run_id=RUN_ID,
+    )
 
 
 def _rendered(markdown: str) -> str:
@@ -57,15 +83,20 @@ def test_the_run_description_renders_data_as_text(decision):
     html = _rendered(tracker.notes[RUN_ID])
     for markup in ("<img", "<a ", "<strong>ALL CLEAR", "<s>gone", "<h", "onerror=alert(1)>"):
         assert markup not in html.replace("<h1>", "").replace("<h2>", ""), (markup, html)
-    assert html.count("<pre>") == (1 if decision == "REVIEW" else 0)  # the Decide block only, never closed early
+    assert html.count("<pre>") == (
+        1 if decision == "REVIEW" else 0
+    )  # the Decide block only, never closed early
     if decision == "REVIEW":
-        block = html[html.index("<pre>"):html.index("</pre>")]
+        block = html[html.index("<pre>") : html.index("</pre>")]
         assert "privacy-gate reject" in block and "privacy-gate review" in block
     assert "ALL CLEAR" in html and "chart" in html  # shown, as text
 
 
 def test_markdown_helpers():
-    assert markdown_text("race=Black: AUC 0.68 [0.61, 0.75] (<=)") == "race=Black: AUC 0.68 [0.61, 0.75] (&lt;=)"
+    assert (
+        markdown_text("race=Black: AUC 0.68 [0.61, 0.75] (<=)")
+        == "race=Black: AUC 0.68 [0.61, 0.75] (&lt;=)"
+    )
     assert "<strong>" not in _rendered("- " + markdown_text("**bold** __b__"))
     assert "<code>" not in _rendered("- " + markdown_text("`code`"))
     assert _rendered("- " + markdown_code("a `` b")).count("<code>") == 1

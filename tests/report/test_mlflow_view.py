@@ -1,26 +1,44 @@
 """What the reviewer sees in MLflow: the run description leads with the first reason, the evidence
-and the commands that decide, links open the experiment's runs in the model-training view (fast: no MLflow store)."""
+and the commands that decide, links open the experiment's runs in the model-training view (fast: no
+MLflow store)."""
 
 from __future__ import annotations
 
 from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.report.html import render_report
 from privacy_gate.report.summary import run_outcome_console, verdict_markdown
+from privacy_gate.runs.mlflow_sink import MlflowSink
 
 from .test_report import GROUP, RUN_ID, _inputs, _verdict
 
-ROWS = [{"group": GROUP, "attack": "dcr", "n_members": 64, "n_non_members": 60, "auc": 0.68,
-         "tpr_at_fpr_0.01": 0.31, "test_p_adjusted": 0.0008},
-        {"group": "race=White", "attack": "dcr", "n_members": 900, "n_non_members": 880, "auc": 0.5,
-         "test_p_adjusted": 1.0}]
+ROWS = [
+    {
+        "group": GROUP,
+        "attack": "dcr",
+        "n_members": 64,
+        "n_non_members": 60,
+        "auc": 0.68,
+        "tpr_at_fpr_0.01": 0.31,
+        "test_p_adjusted": 0.0008,
+    },
+    {
+        "group": "race=White",
+        "attack": "dcr",
+        "n_members": 900,
+        "n_non_members": 880,
+        "auc": 0.5,
+        "test_p_adjusted": 1.0,
+    },
+]
 
 
 def test_experiment_url_opens_the_runs_page_in_the_model_training_view():
-    assert tracking.experiment_url("http://mlflow:5000/", "7") == \
-        "http://mlflow:5000/#/experiments/7/runs?workflowType=machine_learning"
+    assert (
+        tracking.experiment_url("http://mlflow:5000/", "7")
+        == "http://mlflow:5000/#/experiments/7/runs?workflowType=machine_learning"
+    )
     local = tracking.experiment_url("sqlite:////wd/mlflow.db", "3")
     assert local == f"{tracking.LOCAL_UI}/#/experiments/3/runs?workflowType=machine_learning"
     assert tracking.LOCAL_UI.rsplit(":", 1)[1] in tracking.ui_command("sqlite:////wd/mlflow.db")
@@ -28,12 +46,19 @@ def test_experiment_url_opens_the_runs_page_in_the_model_training_view():
 
 
 def test_cli_summary_markdown_and_report_link_the_experiment_runs():
-    outcome = RunOutcome(verdict=Verdict.from_dict(_verdict()), run_id=RUN_ID, tracking_uri="http://mlflow:5000",
-                         dataset="adult", experiment_id="4")
+    outcome = RunOutcome(
+        verdict=Verdict.from_dict(_verdict()),
+        run_id=RUN_ID,
+        tracking_uri="http://mlflow:5000",
+        dataset="adult",
+        experiment_id="4",
+    )
     runs = "http://mlflow:5000/#/experiments/4/runs?workflowType=machine_learning"
     assert f"MLflow runs: {runs}" in run_outcome_console(outcome)
     assert RunOutcome.from_dict(outcome.to_dict()).experiment_id == "4"
-    md = verdict_markdown(Verdict.from_dict(_verdict()), tracking_uri="http://mlflow:5000", experiment_id="4")
+    md = verdict_markdown(
+        Verdict.from_dict(_verdict()), tracking_uri="http://mlflow:5000", experiment_id="4"
+    )
     assert f"]({runs})" in md
     page = render_report(_inputs(tracking_uri="http://mlflow:5000", experiment_id="4"))
     assert f'class="runslink" href="{runs}"' in page
@@ -62,10 +87,15 @@ def test_run_description_leads_with_the_first_reason_the_evidence_and_the_decisi
     note = tracker.notes[RUN_ID]
     first = note.splitlines()[:4]
     assert first[0].startswith("**REVIEW**")
-    # the first reason in words, which the folded description shows at a glance; then the group's evidence
+    # the first reason in words, which the folded description shows at a glance; then the group's
+    # evidence
     assert first[2].startswith(f"- The figure {GROUP}: dcr.auc is 0.97"), first
-    assert first[3].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[3]
-    assert f'privacy-gate approve {RUN_ID} --reviewer "$USER" --suppress {GROUP} --workdir /wd' in note
+    assert (
+        first[3].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[3]
+    )
+    assert (
+        f'privacy-gate approve {RUN_ID} --reviewer "$USER" --suppress {GROUP} --workdir /wd' in note
+    )
     assert f'privacy-gate reject {RUN_ID} --reviewer "$USER" --workdir /wd' in note
     assert note.index("privacy-gate reject") < note.index("## Reasons")  # before the (long) summary
 
@@ -77,4 +107,6 @@ def test_a_block_description_names_its_first_reason_and_no_commands():
     MlflowSink(tracker, RUN_ID).record_description(Verdict.from_dict(v), "# summary")
     note = tracker.notes[RUN_ID]
     assert note.startswith("**BLOCK**") and "privacy-gate approve" not in note
-    assert f"- The figure {GROUP}: dcr.auc is 0.97, beyond the max bar 0.7" in note  # its first reason, in words
+    assert (
+        f"- The figure {GROUP}: dcr.auc is 0.97, beyond the max bar 0.7" in note
+    )  # its first reason, in words

@@ -28,13 +28,23 @@ def _parses(command: str) -> dict:
     argv = shlex.split(os.path.expandvars(command.replace('"$USER"', "ana")))
     assert argv[0] == "privacy-gate"
     group = typer.main.get_command(app)
-    sub = group.get_command(group.make_context("privacy-gate", argv[1:], resilient_parsing=True), argv[1])
+    sub = group.get_command(
+        group.make_context("privacy-gate", argv[1:], resilient_parsing=True), argv[1]
+    )
     return sub.make_context(argv[1], argv[2:]).params
 
 
 def _verdict(decision: str, flagged=(GROUP,)) -> Verdict:
-    return Verdict.from_dict({"verdict": decision, "status": "ok", "reasons": [], "metrics": {},
-                              "flagged_subgroups": list(flagged), "run_id": RUN})
+    return Verdict.from_dict(
+        {
+            "verdict": decision,
+            "status": "ok",
+            "reasons": [],
+            "metrics": {},
+            "flagged_subgroups": list(flagged),
+            "run_id": RUN,
+        }
+    )
 
 
 def test_decision_commands_are_complete_and_parse_with_the_real_options(tmp_path):
@@ -55,30 +65,48 @@ def test_decision_commands_are_complete_and_parse_with_the_real_options(tmp_path
 def test_a_store_elsewhere_is_named_and_a_password_never(tmp_path):
     opts = store_options(tracking_uri="http://mlflow:5000", workdir=tmp_path / "wd")
     assert opts == f"--tracking-uri http://mlflow:5000 --workdir {tmp_path / 'wd'}"
-    params = _parses(review_command(RUN, tracking_uri="http://mlflow:5000", workdir=tmp_path / "wd"))
+    params = _parses(
+        review_command(RUN, tracking_uri="http://mlflow:5000", workdir=tmp_path / "wd")
+    )
     assert params["tracking_uri"] == "http://mlflow:5000" and params["workdir"] == tmp_path / "wd"
     secret = "postgresql://gate:s3cret@db/mlflow"
     for command in decision_commands(RUN, tracking_uri=secret, workdir=tmp_path, flagged=[]):
-        assert "s3cret" not in command and "--tracking-uri" not in command and f"--workdir {tmp_path}" in command
+        assert (
+            "s3cret" not in command
+            and "--tracking-uri" not in command
+            and f"--workdir {tmp_path}" in command
+        )
 
 
 def test_review_ends_with_the_commands_that_decide_it(tmp_path):
     workdir = tmp_path / "my work"
-    outcome = RunOutcome(verdict=_verdict("REVIEW"), run_id=RUN, tracking_uri=f"sqlite:///{workdir}/mlflow.db",
-                         dataset="adult", quarantined=str(workdir / "quarantine" / "ab" / "synthetic.parquet"))
+    outcome = RunOutcome(
+        verdict=_verdict("REVIEW"),
+        run_id=RUN,
+        tracking_uri=f"sqlite:///{workdir}/mlflow.db",
+        dataset="adult",
+        quarantined=str(workdir / "quarantine" / "ab" / "synthetic.parquet"),
+    )
     text = run_outcome_console(outcome, workdir=str(workdir), report_file="/r/index.html")
     lines = text.splitlines()
     assert "report:      /r/index.html" in lines
     commands = [line.strip() for line in lines if line.startswith("  privacy-gate ")]
-    assert commands == decision_commands(RUN, tracking_uri=outcome.tracking_uri, workdir=workdir, flagged=[GROUP])
+    assert commands == decision_commands(
+        RUN, tracking_uri=outcome.tracking_uri, workdir=workdir, flagged=[GROUP]
+    )
     assert f"--workdir {shlex.quote(str(workdir))}" in commands[0]
     assert not any(p in text for p in ("RUN_ID", "WORKDIR", "NAME"))
 
 
 def test_block_says_where_the_quarantined_release_and_the_report_are(tmp_path):
     q = str(tmp_path / "quarantine" / "ab" / "synthetic.parquet")
-    outcome = RunOutcome(verdict=_verdict("BLOCK", flagged=()), run_id=RUN, tracking_uri="http://mlflow:5000",
-                         dataset="adult", quarantined=q)
+    outcome = RunOutcome(
+        verdict=_verdict("BLOCK", flagged=()),
+        run_id=RUN,
+        tracking_uri="http://mlflow:5000",
+        dataset="adult",
+        quarantined=q,
+    )
     text = run_outcome_console(outcome, workdir=str(tmp_path))
     assert f"quarantined: {q} (not published)" in text
     assert f"report:      artifact report/index.html of run {RUN}" in text
@@ -87,15 +115,26 @@ def test_block_says_where_the_quarantined_release_and_the_report_are(tmp_path):
 
 @pytest.mark.parametrize("decision", ["APPROVE"])
 def test_approve_prints_no_next_step(decision, tmp_path):
-    outcome = RunOutcome(verdict=_verdict(decision, flagged=()), run_id=RUN, tracking_uri="http://mlflow:5000",
-                         dataset="adult", published=str(tmp_path / "published" / "x"))
+    outcome = RunOutcome(
+        verdict=_verdict(decision, flagged=()),
+        run_id=RUN,
+        tracking_uri="http://mlflow:5000",
+        dataset="adult",
+        published=str(tmp_path / "published" / "x"),
+    )
     text = run_outcome_console(outcome, workdir=str(tmp_path))
     assert "next:" not in text and "report:" not in text and "published:" in text
 
 
 def test_a_run_decided_in_its_flow_prints_no_decision_commands(tmp_path):
-    outcome = RunOutcome(verdict=_verdict("REVIEW"), run_id=RUN, tracking_uri="http://mlflow:5000", dataset="adult",
-                         review="approve", published=str(Path(tmp_path) / "p"))
+    outcome = RunOutcome(
+        verdict=_verdict("REVIEW"),
+        run_id=RUN,
+        tracking_uri="http://mlflow:5000",
+        dataset="adult",
+        review="approve",
+        published=str(Path(tmp_path) / "p"),
+    )
     assert "privacy-gate approve" not in run_outcome_console(outcome, workdir=str(tmp_path))
 
 
@@ -123,18 +162,27 @@ def test_the_run_records_its_workdir_and_its_description_and_report_name_it(tmp_
     from types import SimpleNamespace
 
     from privacy_gate import names
-    from privacy_gate.runs.mlflow_sink import MlflowSink
     from privacy_gate.report.html import ReportInputs, render_report
+    from privacy_gate.runs.mlflow_sink import MlflowSink
 
     tracker, workdir = _Tracker(), tmp_path / "wd"
     sink = MlflowSink(tracker, RUN)
-    sink.record_quarantine(SimpleNamespace(sha256="ab" * 32, location="/q/synthetic.parquet"), target="/pub",
-                           workdir=workdir)
+    sink.record_quarantine(
+        SimpleNamespace(sha256="ab" * 32, location="/q/synthetic.parquet"),
+        target="/pub",
+        workdir=workdir,
+    )
     assert tracker.tags[names.TAG_WORKDIR] == str(workdir.resolve())
     sink.record_description(_verdict("REVIEW"), "# summary")
     where = f"--tracking-uri http://mlflow:5000 --workdir {workdir.resolve()}"
     assert f'privacy-gate reject {RUN} --reviewer "$USER" {where}' in tracker.notes[RUN]
     assert "WORKDIR" not in tracker.notes[RUN]
-    page = render_report(ReportInputs(verdict=_verdict("REVIEW").to_dict(), run_id=RUN, tracking_uri=tracker.uri,
-                                      workdir=tracker.tags[names.TAG_WORKDIR]))
+    page = render_report(
+        ReportInputs(
+            verdict=_verdict("REVIEW").to_dict(),
+            run_id=RUN,
+            tracking_uri=tracker.uri,
+            workdir=tracker.tags[names.TAG_WORKDIR],
+        )
+    )
     assert f"privacy-gate reject {RUN} --reviewer &quot;$USER&quot; {where}" in page

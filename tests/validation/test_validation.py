@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 
 from privacy_gate.config import load_release_config
-
-from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform
 from privacy_gate.errors import ConfigError, DataError, ValidationFailed
+from privacy_gate.spec import DatasetSpec
 from privacy_gate.validation import (
     COPY_INDICATOR_COLUMN,
     COPY_SHARE_EXPECTATION,
@@ -56,7 +55,8 @@ def make_table(n: int = 200, seed: int = 0) -> pd.DataFrame:
             "age": rng.integers(17, 91, n).astype(float),
             "color": rng.choice(["red", "green", "blue", None], n),
             "grade": rng.choice([1, 2, 3], n),
-            "visit": pd.Timestamp("2010-01-01") + pd.to_timedelta(rng.integers(0, 3650, n), unit="D"),
+            "visit": pd.Timestamp("2010-01-01")
+            + pd.to_timedelta(rng.integers(0, 3650, n), unit="D"),
             "sex": rng.choice(["F", "M"], n),
         }
     )
@@ -84,8 +84,15 @@ def test_input_suite_shape():
     assert [k["column"] for k in nonnull] == list(SPEC.columns)
     assert all(k["min_value"] == 0 and k["strict_min"] for k in nonnull)
     in_set = {k["column"]: k["value_set"] for k in by_type["expect_column_values_to_be_in_set"]}
-    assert in_set == {"color": ["red", "green", "blue"], "grade": ["1", "2", "3"], "sex": ["F", "M"]}
-    between = {k["column"]: (k["min_value"], k["max_value"]) for k in by_type["expect_column_values_to_be_between"]}
+    assert in_set == {
+        "color": ["red", "green", "blue"],
+        "grade": ["1", "2", "3"],
+        "sex": ["F", "M"],
+    }
+    between = {
+        k["column"]: (k["min_value"], k["max_value"])
+        for k in by_type["expect_column_values_to_be_between"]
+    }
     assert between == {"age": (17.0, 90.0), "visit": (946684800.0, 1893456000.0)}
     json.dumps(suite)  # JSON-serialisable
 
@@ -100,14 +107,20 @@ def test_synthetic_suite_shape():
     cols = suite["expectations"][0]["kwargs"]["column_set"]
     assert cols == [*SPEC.columns, COPY_INDICATOR_COLUMN]
     # the synthetic entity id may be freshly generated; only nullable: false is enforced
-    not_null = [e["kwargs"]["column"] for e in suite["expectations"] if e["type"] == "expect_column_values_to_not_be_null"]
+    not_null = [
+        e["kwargs"]["column"]
+        for e in suite["expectations"]
+        if e["type"] == "expect_column_values_to_not_be_null"
+    ]
     assert not_null == ["sex"]
     with pytest.raises(ConfigError, match="max_copy_share"):
         build_synthetic_suite(SPEC, max_copy_share=1.5)
 
 
 def test_reserved_column_name_is_rejected():
-    spec = DatasetSpec.model_validate({"name": "bad", "columns": {COPY_INDICATOR_COLUMN: {"kind": "numeric"}}})
+    spec = DatasetSpec.model_validate(
+        {"name": "bad", "columns": {COPY_INDICATOR_COLUMN: {"kind": "numeric"}}}
+    )
     with pytest.raises(ConfigError, match="reserved"):
         build_input_suite(spec)
 
@@ -119,8 +132,14 @@ def test_suite_round_trips_through_gx_including_custom_expectation():
     for suite in (build_input_suite(SPEC), build_synthetic_suite(SPEC, max_copy_share=0.02)):
         gx_suite = gx_suite_from_dict(suite)
         if suite["name"].endswith(".synthetic"):
-            custom = [e for e in gx_suite.expectations if isinstance(e, ExpectTrainingCopyShareToBeAtMost)]
-            assert len(custom) == 1 and custom[0].column == COPY_INDICATOR_COLUMN and custom[0].max_value == 0.02
+            custom = [
+                e for e in gx_suite.expectations if isinstance(e, ExpectTrainingCopyShareToBeAtMost)
+            ]
+            assert (
+                len(custom) == 1
+                and custom[0].column == COPY_INDICATOR_COLUMN
+                and custom[0].max_value == 0.02
+            )
         back = gx_suite_to_dict(gx_suite)
         # GE only adds its version to meta; everything else is identical
         version = back["meta"].pop("great_expectations_version")
@@ -136,7 +155,9 @@ def test_invalid_expectation_is_a_config_error_not_silently_dropped():
 
 
 def test_committed_adult_suites_are_up_to_date():
-    spec_ = importlib.util.spec_from_file_location("expectations_build", ROOT / "expectations" / "build.py")
+    spec_ = importlib.util.spec_from_file_location(
+        "expectations_build", ROOT / "expectations" / "build.py"
+    )
     build = importlib.util.module_from_spec(spec_)
     spec_.loader.exec_module(build)
     built = build.suites()
@@ -163,7 +184,10 @@ def test_load_suite_errors_name_the_file(tmp_path):
     suite = build_input_suite(SPEC)
     suite["expectations"][0]["type"] = "expect_no_such_thing"
     dump_suite(suite, bad)
-    with pytest.raises(ConfigError, match=r"bad.json: suite 'toy.input': expectations\[0\] \('expect_no_such_thing'\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"bad.json: suite 'toy.input': expectations\[0\] \('expect_no_such_thing'\)",
+    ):
         load_suite(bad)
     good = tmp_path / "good.json"
     dump_suite(build_input_suite(SPEC), good)
@@ -192,7 +216,9 @@ def test_input_out_of_range_values():
         "column 'age': 2 value(s) outside [17, 90]",
         "column 'visit': 1 value(s) outside [2000-01-01, 2030-01-01]",
     ]
-    age = next(r for r in validate_input(df, SPEC).results if r.column == "age" and r.unexpected_count)
+    age = next(
+        r for r in validate_input(df, SPEC).results if r.column == "age" and r.unexpected_count
+    )
     assert age.unexpected_percent == pytest.approx(1.0)  # 2 of 200
 
 
@@ -213,7 +239,10 @@ def test_input_schema_problems_and_all_missing_column():
     df["color"] = None  # entirely missing (conform would refuse it; the suite catches it too)
     df.loc[5, "pid"] = None  # entity column must not be null
     lines = failures_of(validate_input(df, SPEC))
-    assert "columns do not match the spec: missing column(s) ['grade']; 1 column(s) not in the spec" in lines
+    assert (
+        "columns do not match the spec: missing column(s) ['grade']; 1 column(s) not in the spec"
+        in lines
+    )
     assert "column 'color': only missing values" in lines
     assert "column 'pid': 1 missing value(s) in a non-nullable column" in lines
 
@@ -226,7 +255,10 @@ def test_raise_if_failed_names_suite_and_failures():
         report.raise_if_failed("input data")
     msg = str(info.value)
     assert "\n" not in msg
-    assert msg == "input data: suite 'toy.input' failed 1 expectation(s): column 'color': 1 value(s) not among the 3 allowed categories"
+    assert msg == (
+        "input data: suite 'toy.input' failed 1 expectation(s): column 'color': 1 value(s) not "
+        "among the 3 allowed categories"
+    )
     assert info.value.failures == report.failures()
 
 
@@ -247,7 +279,9 @@ def test_copy_share_passes_without_copies():
     assert report.suite_name == "toy.synthetic"
     copy = next(r for r in report.results if r.expectation_type == COPY_SHARE_EXPECTATION)
     assert copy.success and copy.observed == 0.0 and copy.column is None
-    assert COPY_INDICATOR_COLUMN not in synthetic.columns  # the helper column lives only in GE's batch
+    assert (
+        COPY_INDICATOR_COLUMN not in synthetic.columns
+    )  # the helper column lives only in GE's batch
     assert synthetic["visit"].dtype.kind == "M"  # datetimes were converted on a copy
 
 
@@ -258,7 +292,9 @@ def test_copy_share_fails_at_20_percent_copies():
     report = validate_synthetic(synthetic, train, SPEC, max_copy_share=0.01)
     copy = next(r for r in report.results if r.expectation_type == COPY_SHARE_EXPECTATION)
     assert not copy.success and copy.observed == pytest.approx(0.2)
-    assert failures_of(report) == ["20% of synthetic rows are verbatim copies of training rows (max 1%)"]
+    assert failures_of(report) == [
+        "20% of synthetic rows are verbatim copies of training rows (max 1%)"
+    ]
     assert report.metrics() == {
         "validation.synthetic.success": 0.0,
         "validation.synthetic.failed": 1.0,
@@ -291,7 +327,14 @@ def test_synthetic_with_reserved_or_missing_columns_is_a_data_error():
 
 
 def test_report_contains_no_raw_values():
-    secrets = ["SECRET-VALUE-123", "SECRET-COLUMN-777", "SECRET-CAST-999", "424242.5", "424242", "SECRET-ID-55"]
+    secrets = [
+        "SECRET-VALUE-123",
+        "SECRET-COLUMN-777",
+        "SECRET-CAST-999",
+        "424242.5",
+        "424242",
+        "SECRET-ID-55",
+    ]
     df = make_table()
     df.loc[0, "color"] = "SECRET-VALUE-123"  # unknown category
     df.loc[1, "age"] = 424242.5  # out of range
@@ -329,10 +372,19 @@ def test_the_same_bytes_and_suite_are_checked_once_and_any_change_runs_the_check
 
     calls = []
     real = run._checkpoint
-    monkeypatch.setattr(run, "_checkpoint", lambda frame, suite: calls.append(1) or real(frame, suite))
+    monkeypatch.setattr(
+        run, "_checkpoint", lambda frame, suite: calls.append(1) or real(frame, suite)
+    )
     monkeypatch.setattr(run, "_MEMO", type(run._MEMO)())
-    suite = {"name": "memo.input", "expectations": [
-        {"type": "expect_column_values_to_be_between", "kwargs": {"column": "a", "min_value": 0, "max_value": 10}}]}
+    suite = {
+        "name": "memo.input",
+        "expectations": [
+            {
+                "type": "expect_column_values_to_be_between",
+                "kwargs": {"column": "a", "min_value": 0, "max_value": 10},
+            }
+        ],
+    }
     frame = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
     first = run._run(frame, suite)
     assert run._run(frame.copy(), suite) is first and len(calls) == 1
@@ -340,6 +392,13 @@ def test_the_same_bytes_and_suite_are_checked_once_and_any_change_runs_the_check
     changed.loc[2, "a"] = 30.0
     assert run._run(changed, suite).success is False and len(calls) == 2
     assert run._run(frame.astype("int64"), suite).success and len(calls) == 3
-    wider = {**suite, "expectations": [{**suite["expectations"][0], "kwargs": {"column": "a", "min_value": 0,
-                                                                             "max_value": 100}}]}
+    wider = {
+        **suite,
+        "expectations": [
+            {
+                **suite["expectations"][0],
+                "kwargs": {"column": "a", "min_value": 0, "max_value": 100},
+            }
+        ],
+    }
     assert run._run(changed, wider).success and len(calls) == 4
