@@ -27,8 +27,17 @@ from benchmarks._common import record  # noqa: E402
 from benchmarks.bench_calibration import wilson  # noqa: E402
 
 SHARE = 0.004
-NULL_TABLES = ("adult", "health_insurance", "loans", "psid7682", "cps1988", "flchain", "diamonds", "gss_vocab",
-               "nass_cds")
+NULL_TABLES = (
+    "adult",
+    "health_insurance",
+    "loans",
+    "psid7682",
+    "cps1988",
+    "flchain",
+    "diamonds",
+    "gss_vocab",
+    "nass_cds",
+)
 
 
 def scan(table: str, cell: str, seed: int, n_train: int, linking: int) -> dict:
@@ -38,11 +47,26 @@ def scan(table: str, cell: str, seed: int, n_train: int, linking: int) -> dict:
 
     rel = make_release(table, cell, seed, n_train)
     t0 = time.perf_counter()
-    r = agreement_scan(rel.synthetic, rel.train, rel.holdout, rel.reference, undeclared(rel.spec), seed=0,
-                       linking=linking)
-    return {"table": table, "cell": cell, "seed": seed, "n_train": rel.n_train, "linking": linking,
-            "pvalue": r.pvalue, "linking_pvalue": r.linking_pvalue, "key": [list(v) for v in r.linking_views],
-            "seconds": round(time.perf_counter() - t0, 1)}
+    r = agreement_scan(
+        rel.synthetic,
+        rel.train,
+        rel.holdout,
+        rel.reference,
+        undeclared(rel.spec),
+        seed=0,
+        linking=linking,
+    )
+    return {
+        "table": table,
+        "cell": cell,
+        "seed": seed,
+        "n_train": rel.n_train,
+        "linking": linking,
+        "pvalue": r.pvalue,
+        "linking_pvalue": r.linking_pvalue,
+        "key": [list(v) for v in r.linking_views],
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,24 +80,43 @@ def main(argv: list[str] | None = None) -> None:
         for linking in (1, 0):
             rows.append(scan("adult", "qi-unique-3%", seed, args.n_train, linking))
             r = rows[-1]
-            print(f"adult qi-unique-3% seed {seed} linking {linking}: p {r['pvalue']:.4f} key {r['key']}", flush=True)
+            print(
+                f"adult qi-unique-3% seed {seed} linking {linking}: "
+                f"p {r['pvalue']:.4f} key {r['key']}",
+                flush=True,
+            )
     for table in NULL_TABLES:
         for seed in args.null_seeds:
             for cell in ("null-independent", "null-copula"):
                 rows.append(scan(table, cell, seed, 2000, 1))
                 r = rows[-1]
-                print(f"{table} {cell} seed {seed}: p {r['pvalue']:.4f} (view {r['linking_pvalue']:.4f})", flush=True)
+                print(
+                    f"{table} {cell} seed {seed}: "
+                    f"p {r['pvalue']:.4f} (view {r['linking_pvalue']:.4f})",
+                    flush=True,
+                )
     summary = {}
     for linking in (1, 0):
         power = [r for r in rows if r["cell"] == "qi-unique-3%" and r["linking"] == linking]
         k = sum(r["pvalue"] <= SHARE for r in power)
-        summary[f"qi_unique_held_back_linking_{linking}"] = {"k": k, "n": len(power), "wilson": wilson(k, len(power))}
+        summary[f"qi_unique_held_back_linking_{linking}"] = {
+            "k": k,
+            "n": len(power),
+            "wilson": wilson(k, len(power)),
+        }
     nulls = [r for r in rows if r["cell"].startswith("null")]
     k = sum(r["pvalue"] <= SHARE for r in nulls)
-    summary["nulls_held_back"] = {"k": k, "n": len(nulls), "wilson": wilson(k, len(nulls)),
-                                  "view_alone_at_share": sum(r["linking_pvalue"] <= SHARE / 4 for r in nulls)}
+    summary["nulls_held_back"] = {
+        "k": k,
+        "n": len(nulls),
+        "wilson": wilson(k, len(nulls)),
+        "view_alone_at_share": sum(r["linking_pvalue"] <= SHARE / 4 for r in nulls),
+    }
     print(summary)
-    record("undeclared_keys", {"settings": vars(args), "share": SHARE, "summary": summary, "rows": rows})
+    record(
+        "undeclared_keys",
+        {"settings": vars(args), "share": SHARE, "summary": summary, "rows": rows},
+    )
 
 
 if __name__ == "__main__":

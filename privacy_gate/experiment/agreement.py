@@ -38,9 +38,9 @@ none are declared, for up to ``linking`` label-blind linking views (``exposure.l
 by default): first the column combination the release reproduces beyond chance, found from train
 and holdout as one set (:mod:`privacy_gate.experiment.reproduced_keys`), then combinations found
 in the reference split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations
-that make reference records sample-unique). Each view adds a tail and a Simes p-value to the Bonferroni combination, a
-linking view its tail p-value only: the price is a factor 3 with the default linking view, against
-2 for all columns alone.
+that make reference records sample-unique). Each view adds a tail and a Simes p-value to the
+Bonferroni combination, a linking view its tail p-value only: the price is a factor 3 with the
+default linking view, against 2 for all columns alone.
 
 Training records and holdout records are exchangeable when nothing leaks, so, like the member
 scan, two tests read the scores: the tail-excess test (more training records among the highest
@@ -660,10 +660,16 @@ def agreement_scan(
         # nothing declared: the combinations that single out reference records, found label-blind
         # first the combination the release reproduces beyond chance, found from train and
         # holdout as one set (reproduced_keys.py), then those that isolate reference records
-        key, _ = reproduced_key(pd.concat([train[cols], holdout[cols]], ignore_index=True), synthetic[cols],
-                                reference[cols], cols, seed=seed)
-        found = ([key] if key else []) + [v for v in linking_views(reference, spec, cols, views=linking)
-                                          if v != key][:linking - (1 if key else 0)]
+        key, _ = reproduced_key(
+            pd.concat([train[cols], holdout[cols]], ignore_index=True),
+            synthetic[cols],
+            reference[cols],
+            cols,
+            seed=seed,
+        )
+        found = ([key] if key else []) + [
+            v for v in linking_views(reference, spec, cols, views=linking) if v != key
+        ][: linking - (1 if key else 0)]
         for i, combo in enumerate(found):
             views[f"linking_{i + 1}"] = [cols.index(c) for c in combo]
     parts, named = {}, None

@@ -48,7 +48,9 @@ SMALLEST_UNIQUE = 20
 def _sample(frame: pd.DataFrame, cap: int, seed: int) -> pd.DataFrame:
     if len(frame) <= cap:
         return frame
-    return frame.iloc[np.sort(np.random.default_rng([seed, 17]).choice(len(frame), cap, replace=False))]
+    return frame.iloc[
+        np.sort(np.random.default_rng([seed, 17]).choice(len(frame), cap, replace=False))
+    ]
 
 
 def _codes(frames: list[pd.DataFrame], columns: list[str]) -> dict[str, tuple[np.ndarray, int]]:
@@ -62,7 +64,9 @@ def _codes(frames: list[pd.DataFrame], columns: list[str]) -> dict[str, tuple[np
     return out
 
 
-def excess_z(codes: dict[str, tuple[np.ndarray, int]], bounds: np.ndarray, combo: tuple[str, ...]) -> float:
+def excess_z(
+    codes: dict[str, tuple[np.ndarray, int]], bounds: np.ndarray, combo: tuple[str, ...]
+) -> float:
     """The two-proportion z of "the release reproduces the pool's unique ``combo`` combinations
     more often than the reference's" (see the module docstring); ``bounds``: where the pool, the
     synthetic rows and the reference start and end in the codes."""
@@ -70,7 +74,9 @@ def excess_z(codes: dict[str, tuple[np.ndarray, int]], bounds: np.ndarray, combo
     for c in combo:
         code, card = codes[c]
         key = key * card + code
-        key = pd.factorize(key)[0].astype(np.int64)  # dense again, so the next product cannot overflow
+        key = pd.factorize(key)[0].astype(
+            np.int64
+        )  # dense again, so the next product cannot overflow
     pool, synthetic, reference = (key[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
     real = np.r_[pool, reference]
     _, inverse, counts = np.unique(real, return_inverse=True, return_counts=True)
@@ -87,8 +93,14 @@ def excess_z(codes: dict[str, tuple[np.ndarray, int]], bounds: np.ndarray, combo
     return float((k1 / n1 - k0 / n0) / spread)
 
 
-def reproduced_key(pool: pd.DataFrame, synthetic: pd.DataFrame, reference: pd.DataFrame,
-                   columns: list[str], *, seed: int = 0) -> tuple[list[str], float]:
+def reproduced_key(
+    pool: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    reference: pd.DataFrame,
+    columns: list[str],
+    *,
+    seed: int = 0,
+) -> tuple[list[str], float]:
     """(the column combination the release reproduces most beyond chance, its z); ``pool``: the
     training and holdout records together, in any order (see the module docstring). An empty
     combination when fewer than two columns or no combination has a positive excess.
@@ -109,7 +121,9 @@ def reproduced_key(pool: pd.DataFrame, synthetic: pd.DataFrame, reference: pd.Da
     z = {combo: excess_z(codes, bounds, combo) for combo in itertools.combinations(columns, 2)}
     beam = sorted(z, key=lambda k: (-z[k], k))[:BEAM]
     for _ in range(MAX_COLUMNS - 2):
-        grown = {tuple(sorted(b + (c,), key=columns.index)) for b in beam for c in columns if c not in b}
+        grown = {
+            tuple(sorted(b + (c,), key=columns.index)) for b in beam for c in columns if c not in b
+        }
         for combo in grown - z.keys():
             z[combo] = excess_z(codes, bounds, combo)
         beam = sorted(grown, key=lambda k: (-z[k], k))[:BEAM]

@@ -11,19 +11,25 @@ from privacy_gate.experiment.reproduced_keys import reproduced_key
 from privacy_gate.spec import DatasetSpec
 
 COLUMNS = [f"c{i}" for i in range(8)]
-SPEC = DatasetSpec.model_validate({"name": "keys", "columns": {c: {"kind": "categorical"} for c in COLUMNS}})
+SPEC = DatasetSpec.model_validate(
+    {"name": "keys", "columns": {c: {"kind": "categorical"} for c in COLUMNS}}
+)
 
 
 def _draw(n: int, rng: np.random.Generator) -> pd.DataFrame:
     # three many-valued columns (what a pasted key is made of) and five few-valued ones
-    return pd.DataFrame({c: rng.integers(0, 40 if i < 3 else 3, n).astype(str) for i, c in enumerate(COLUMNS)})
+    return pd.DataFrame(
+        {c: rng.integers(0, 40 if i < 3 else 3, n).astype(str) for i, c in enumerate(COLUMNS)}
+    )
 
 
 def _release(seed: int, pasted: int):
     rng = np.random.default_rng(seed)
     train, holdout, reference, synthetic = (_draw(n, rng) for n in (2000, 1000, 1000, 2000))
     rows = rng.choice(len(train), pasted, replace=False)
-    synthetic.iloc[:pasted, :3] = train.iloc[rows, :3].to_numpy()  # c0, c1, c2 pasted, the rest drawn
+    synthetic.iloc[:pasted, :3] = train.iloc[
+        rows, :3
+    ].to_numpy()  # c0, c1, c2 pasted, the rest drawn
     return train, holdout, reference, synthetic
 
 
@@ -35,7 +41,9 @@ def test_pasted_columns_are_found_and_tested_without_a_declaration():
     assert {"c0", "c1", "c2"} <= set(key) and len(key) <= 4 and z > 4
     with_key = agreement_scan(synthetic, train, holdout, reference, SPEC, seed=0, linking=1)
     assert with_key.linking_views == (tuple(key),) and with_key.linking_pvalue <= 0.01
-    clean = agreement_scan(_draw(2000, np.random.default_rng(9)), train, holdout, reference, SPEC, seed=0, linking=1)
+    clean = agreement_scan(
+        _draw(2000, np.random.default_rng(9)), train, holdout, reference, SPEC, seed=0, linking=1
+    )
     assert clean.linking_pvalue > 0.01
 
 
@@ -43,8 +51,12 @@ def test_the_key_does_not_depend_on_which_pool_records_were_trained_on():
     """The pool enters as one set: the same records in another order (train and holdout
     exchanged) give the same key and z, so the scan's view is label-blind."""
     train, holdout, reference, synthetic = _release(2, pasted=60)
-    a = reproduced_key(pd.concat([train, holdout], ignore_index=True), synthetic, reference, COLUMNS)
-    b = reproduced_key(pd.concat([holdout, train], ignore_index=True), synthetic, reference, COLUMNS)
+    a = reproduced_key(
+        pd.concat([train, holdout], ignore_index=True), synthetic, reference, COLUMNS
+    )
+    b = reproduced_key(
+        pd.concat([holdout, train], ignore_index=True), synthetic, reference, COLUMNS
+    )
     assert a == b
 
 
