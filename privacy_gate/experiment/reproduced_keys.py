@@ -127,7 +127,9 @@ def reproduced_key(
         for combo in grown - z.keys():
             z[combo] = excess_z(codes, bounds, combo)
         beam = sorted(grown, key=lambda k: (-z[k], k))[:BEAM]
-    best = max(z, key=lambda k: (z[k], -len(k)))
+    # ties (equal z) to the shorter combination, then by column names: never to the
+    # order a set was walked in, which changes with the interpreter's string hashing
+    best = min(z, key=lambda k: (-z[k], len(k), k))
     # then drop any column the combination does better without: a beam grown one column at a time
     # can carry a column that came in with an early, noisy lead
     while len(best) > 2:
