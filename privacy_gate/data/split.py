@@ -94,6 +94,24 @@ def unit_codes(frame: pd.DataFrame, entity_id: str | None) -> np.ndarray:
     return pd.factorize(frame[entity_id].astype("string"), sort=True)[0].astype(np.int64)
 
 
+def sample_units(
+    frame: pd.DataFrame, entity_id: str | None, rate: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Row positions of a seeded sample of ``frame``'s units (rows, or a panel's people with all
+    their rows): ``round(rate * units)`` of them, at least one. Drawn without looking at any
+    score, at one rate for every split sampled with it, so the kept units stay exchangeable.
+
+    >>> people = pd.DataFrame({"pid": ["a", "a", "b", "c"]})
+    >>> rows = sample_units(people, "pid", 2 / 3, np.random.default_rng(0))
+    >>> people["pid"].iloc[rows].nunique()  # two of the three people, with all their rows
+    2
+    """
+    codes = unit_codes(frame, entity_id)
+    units = int(codes.max()) + 1 if len(codes) else 0
+    keep = rng.choice(units, max(1, int(round(rate * units))), replace=False)
+    return np.flatnonzero(np.isin(codes, keep))
+
+
 def unit_max(scores: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Each unit's largest row score (a symmetric function of the unit's rows, so units stay
     exchangeable between the splits when rows are not).

@@ -73,7 +73,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from privacy_gate.data.split import unit_codes, unit_max
+from privacy_gate.data.split import sample_units, unit_codes, unit_max
 from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue
 from privacy_gate.estimators.tail_test import tail_excess_pvalue
 from privacy_gate.experiment.reproduced_keys import reproduced_key
@@ -604,14 +604,8 @@ def _pool_sample(
         return train, holdout, np.arange(len(train))
     rate = MAX_PAIRS / pairs
     rng = np.random.default_rng([seed, 2])
-
-    def sample(frame: pd.DataFrame) -> np.ndarray:
-        codes = unit_codes(frame, spec.entity_id)
-        units = int(codes.max()) + 1
-        keep = rng.choice(units, max(1, int(round(rate * units))), replace=False)
-        return np.flatnonzero(np.isin(codes, keep))
-
-    t_rows, h_rows = sample(train), sample(holdout)
+    t_rows = sample_units(train, spec.entity_id, rate, rng)
+    h_rows = sample_units(holdout, spec.entity_id, rate, rng)
     return train.iloc[t_rows], holdout.iloc[h_rows], t_rows
 
 

@@ -96,7 +96,7 @@ from privacy_gate.attacks.distance import (
 from privacy_gate.attacks.nn_index import approximate_nearest_many, ivf_cells, probe_count
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.data.split import unit_codes, unit_max
+from privacy_gate.data.split import sample_units, unit_codes, unit_max
 from privacy_gate.estimators.exposure import (
     FdrMethod,
     conformal_pvalues,
@@ -269,7 +269,7 @@ def view_copy_scores(
     """
     _, first = np.unique(synthetic_keys, return_index=True)
     distinct = np.sort(first)
-    copied = np.isin(pool_keys, synthetic_keys[distinct])
+    copied = np.isin(pool_keys, synthetic_keys)
     d_syn, d_real = _pool_distances(
         pool_view, synthetic_view[distinct], exact=exact, seed=seed, neighbours=neighbours + 1
     )
@@ -282,8 +282,8 @@ def pool_sample(
     parts: list[pd.DataFrame], *, entity_id: str | None, limit: int, seed: int
 ) -> list[pd.DataFrame]:
     """``parts`` (train, holdout[, reference]) as they are when they hold at most ``limit`` rows,
-    else each unit (a row, or a panel's person) kept with one probability, ``limit`` over the
-    rows, whatever its split: the kept units stay exchangeable between the splits, so the scan's
+    else each part's units (rows, or a panel's people) sampled at one rate, ``limit`` over the
+    rows, whatever the split: the kept units stay exchangeable between the splits, so the scan's
     p-values stay valid on them.
 
     >>> parts = [pd.DataFrame({"x": range(600)}), pd.DataFrame({"x": range(400)})]
@@ -299,12 +299,7 @@ def pool_sample(
         return parts
     rate = limit / rows
     rng = np.random.default_rng([seed, 20261128])
-    kept = []
-    for part in parts:
-        codes = unit_codes(part, entity_id)
-        keep = rng.random(int(codes.max()) + 1 if len(codes) else 0) < rate
-        kept.append(part.iloc[np.flatnonzero(keep[codes])])
-    return kept
+    return [part.iloc[sample_units(part, entity_id, rate, rng)] for part in parts]
 
 
 @dataclass(frozen=True)
@@ -398,14 +393,14 @@ def scan_members(
     codes = [unit_codes(part, spec.entity_id) for part in parts]
     bounds = np.cumsum([len(part) for part in parts])[:-1]
     n_train = int(codes[0].max()) + 1
+    labels = np.zeros(sum(int(c.max()) + 1 for c in codes), dtype=bool)
+    labels[:n_train] = True
     views = len(view_scores)
     tests = []
     for scores in view_scores:
         unit_scores = np.concatenate(
             [unit_max(s, c) for s, c in zip(np.split(scores, bounds), codes)]
         )
-        labels = np.zeros(len(unit_scores), dtype=bool)
-        labels[:n_train] = True
         # each view's top-set bound at its Bonferroni share of the 5 %, so the larger one holds
         tests.append(
             _view_test(
