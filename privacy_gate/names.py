@@ -387,6 +387,9 @@ TAG_FLAGGED = "gate.flagged_subgroups"
 TAG_DISABLED = "gate.disabled"  # default protections turned off: "key: reason; ..." or "none"
 TAG_BUDGET = "gate.error_budget"  # "review 0.02, block 0.001"
 TAG_FLAGGED_THROUGH = "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
+#: the flagged group the evidence points at (else the first) with its effect size: "race=X: AUC 1
+#: [0.82, 1], 44 of 46 named records" (gate.evidence.effect_headline), or "none"
+TAG_FLAGGED_EFFECT = "gate.flagged_effect"
 TAG_KIND = "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
 TAG_DATASET = "gate.dataset"
 TAG_SYNTHETIC_SHA = "gate.synthetic_sha256"

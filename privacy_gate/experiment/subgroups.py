@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from privacy_gate.config import AuditConfig, MaceConfig
 from privacy_gate.errors import InsufficientDataError
@@ -20,8 +21,8 @@ from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import AttackOutcome
 from privacy_gate.experiment.dependency import SourceShift, dependence_note
-from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores, rare_value_groups,
-                                             subgroup_groups)
+from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores,
+                                             group_mask, rare_value_groups, subgroup_groups)
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.label_key import LabelKey
 from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
@@ -86,7 +87,8 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
           gated: Sequence[str] | None = None, exposed: np.ndarray | None = None,
           shift: SourceShift | None = None, epsilon: float | None = None,
           rare: dict[str, list[str]] | None = None,
-          public: Mapping[str, frozenset[str]] | None = None, label_key: LabelKey | None = None) -> AuditResult:
+          public: Mapping[str, frozenset[str]] | None = None, label_key: LabelKey | None = None,
+          scan_named: tuple[pd.DataFrame, np.ndarray] | None = None) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
     groups), the exposed records inside each group (``exposed``: a mask over the targets),
@@ -96,7 +98,8 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
     ``cfg.rare_value_max_count`` training rows hold). ``public``: per column, the values a group
     label may show (:func:`~privacy_gate.experiment.grouping.label_values`); others are hashed
     with ``label_key``. Without it, the spec's declared categories are shown and every other value
-    is hashed."""
+    is hashed. ``scan_named``: the training split and the row ids the member scan named; each
+    group's row then says how many of them are its (``scan_named``, for the report)."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -143,6 +146,8 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         common = {"group": r.label, "n_members": r.group.n_members, "n_non_members": r.group.n_non_members,
                   "test_p_value": p, "test_p_adjusted": float(p_adj), "test_attack": attack,
                   "exposed": r.metrics.get(exposure_metric("count"))}
+        if scan_named is not None:
+            common["scan_named"] = _named_in(scan_named, r.label, label_key)
         for o in outcomes:
             rows.append({**common, "attack": o.name,
                          **{k.split(".", 1)[1]: v for k, v in r.metrics.items() if k.startswith(o.name + ".")}})
@@ -172,6 +177,16 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
         measured = DependencyMeasurement(source=str(spec.source), value=value, gaps=tuple(gaps), excess=excess)
     return AuditResult(metrics=metrics, groups={r.label: r.metrics for r in results}, group_rows=rows,
                        notes=notes, dependency=measured, masks={g.label: g.mask for g in groups})
+
+
+def _named_in(scan_named: tuple[pd.DataFrame, np.ndarray], label: str, key: LabelKey | None) -> int | None:
+    """How many of the row ids the member scan named are training records of the group ``label``."""
+    train, named = scan_named
+    try:
+        rows = train.index[group_mask(train, label, key=key)]
+    except (KeyError, ValueError):  # a label the training split cannot resolve
+        return None
+    return int(pd.Index(named).isin(rows).sum())
 
 
 def _dependency_vs_dp(outcomes: Sequence[AttackOutcome], gated: Sequence[str], labels: np.ndarray,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import names, tracking
@@ -32,18 +32,30 @@ from privacy_gate.runs.retrying import run_with_retries, unrecorded_block
 from privacy_gate.runs.remediation import remediated_release_run
 from privacy_gate.runs.release import gate_only_run
 from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.report.summary import evidence_links, group_rows, rules_rows
 from privacy_gate.tracking import resolve_tracking_uri
 
 
 def _summarise(result: RunOutcome) -> RunOutcome:
-    """The verdict as a Prefect markdown artifact (the summary moves there, out of the flow's
-    result); a failure here never changes the verdict."""
+    """The verdict as Prefect artifacts (the summary moves there, out of the flow's result): the
+    summary in markdown, every rule check as a table, each flagged group's effect size as a table,
+    and links to the MLflow run and its HTML report; a failure here never changes the verdict."""
     logger = get_run_logger()
+    verdict, run = result.verdict, result.run_id
     try:
         create_markdown_artifact(result.summary_markdown, key="privacy-gate-verdict",
-                                 description=f"verdict of MLflow run {result.run_id}")
+                                 description=f"verdict of MLflow run {run}")
+        create_table_artifact(rules_rows(verdict), key="privacy-gate-rules",
+                              description=f"{verdict.decision}: every rule check of MLflow run {run}, failing first")
+        if verdict.group_effects:
+            create_table_artifact(group_rows(verdict), key="privacy-gate-flagged-groups",
+                                  description=f"the flagged groups of MLflow run {run}: effect sizes with 95% "
+                                              "intervals, share of the records named exposed")
+        for key, link, text in evidence_links(tracking_uri=result.tracking_uri, experiment_id=result.experiment_id,
+                                              run_id=run):
+            create_link_artifact(link, link_text=text, key=f"privacy-gate-{key}", description=text)
     except Exception as exc:  # noqa: BLE001
-        logger.warning("could not create the Prefect verdict artifact (%s); the verdict stands", type(exc).__name__)
+        logger.warning("could not create the Prefect verdict artifacts (%s); the verdict stands", type(exc).__name__)
     return replace(result, summary_markdown=None)
 
 

@@ -78,13 +78,13 @@ def _first(items: list[str], n: int, sep: str) -> str:
 def _deciding_reason_in_words(verdict: Any) -> str:
     """The deciding reason as a sentence with its key (a BLOCK's first blocking one), and how many
     more there are; words are made for that one reason only."""
-    from privacy_gate.gate.words import deciding_reason, reason_line
+    from privacy_gate.gate.words import headline_reason
 
-    main = deciding_reason(verdict)
-    if main is None:
+    line = headline_reason(verdict)
+    if line is None:
         return ""
     more = len(verdict.reasons) - 1
-    return reason_line(main, verdict) + (f" (+{more} more)" if more else "")
+    return line + (f" (+{more} more)" if more else "")
 
 
 def verdict_line(result: RunOutcome) -> str:

@@ -1,7 +1,18 @@
-"""The evidence on a flagged subgroup in one sentence, from what the audit recorded for it
-(``audit/subgroups.json``: one row per group and attack). A figure that was not recorded is
-left out, never estimated here. Group labels are safe to print (``experiment.grouping``); no
-record value is read.
+"""The evidence on a flagged subgroup in one sentence: from its effect record
+(``Verdict.group_effects``, :mod:`privacy_gate.pipeline.group_effects`: its strongest attack's AUC
+and members caught with their intervals, and its share of the records named exposed) when the run
+recorded one, else from what the audit recorded for it (``audit/subgroups.json``: one row per
+group and attack). A figure that was not recorded is left out, never estimated here. Group labels
+are safe to print (``experiment.grouping``); no record value is read.
+
+>>> effect = {"members": 18, "non_members": 18, "attack": "dcr", "auc": 1.0, "auc_lower": 0.8241,
+...           "auc_upper": 1.0, "auc_interval": "wilson", "tpr": 1.0, "tpr_lower": 0.8241, "tpr_upper": 1.0,
+...           "caught": 18, "false_alarms_allowed": 0, "p_adjusted": 1e-9, "groups_audited": 11,
+...           "training_records": 44, "named": 44, "named_all": 46}
+>>> print(effect_headline("race=X", effect))
+race=X: AUC 1 [0.82, 1], 44 of 46 named records
+>>> print(effect_sentence("race=X", effect))
+race=X: 18 members among the targets; an attacker (dcr) tells members from non-members with AUC 1 [0.82, 1] (95%, Wilson); 18 of its 18 members caught (100% [82%, 100%]) with no false alarm among its 18 non-members; 44 of the 46 records named exposed are its (96%), all 44 of its training records among them; p < 0.0001 after Holm correction for 11 groups
 
 >>> rows = [{"group": "race=X", "attack": "dcr", "n_members": 64, "auc": 0.61, "tpr_at_fpr_0.01": 0.1,
 ...          "test_p_adjusted": 0.0008},
@@ -116,7 +127,125 @@ def group_evidence(rows: Sequence[Mapping[str, Any]], group: str, *, through: st
     return sentence + (f" (flagged through {through}: not significant without it)" if through else "")
 
 
-def flagged_evidence(rows: Sequence[Mapping[str, Any]], verdict: Mapping[str, Any]) -> list[str]:
-    """One sentence per flagged subgroup of ``verdict``, in the verdict's order."""
+def _interval(lower: Any, upper: Any, fmt: Any) -> str:
+    lo, hi = finite_or_none(lower), finite_or_none(upper)
+    return f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
+
+
+def _share_named(effect: Mapping[str, Any]) -> str | None:
+    """The group's share of the records named exposed, or of the member scan's top set when
+    nothing is named: ``44 of 46 named records``; None when neither was measured."""
+    named, named_all = finite_or_none(effect.get("named")), finite_or_none(effect.get("named_all"))
+    if named_all:
+        return f"{human_number(named)} of {human_number(named_all)} named records"
+    top, top_all = finite_or_none(effect.get("top_members")), finite_or_none(effect.get("top_members_all"))
+    if top_all:
+        return f"{human_number(top)} of {human_number(top_all)} in the scan's top set"
+    return "no record named" if named_all == 0 else None
+
+
+def effect_parts(effect: Mapping[str, Any]) -> list[str]:
+    """A flagged group's effect size in a few words: the strongest attack's AUC with its 95%
+    interval inside the group (``AUC 1 [0.82, 1]``), and its share of the records named exposed
+    (``44 of 46 named records``); a figure not recorded is left out."""
+    parts = []
+    auc = finite_or_none(effect.get("auc"))
+    if auc is not None:
+        parts.append(f"AUC {human_number(auc, 2)}"
+                     + _interval(effect.get("auc_lower"), effect.get("auc_upper"), lambda x: human_number(x, 2)))
+    share = _share_named(effect)
+    if share:
+        parts.append(share)
+    return parts
+
+
+def effect_headline(group: str, effect: Mapping[str, Any]) -> str:
+    """``group`` and its effect size in a few words (a run's name, a card, a state message)."""
+    return f"{group}: " + (", ".join(effect_parts(effect)) or "flagged")
+
+
+def _caught(effect: Mapping[str, Any]) -> str | None:
+    tpr, members = finite_or_none(effect.get("tpr")), finite_or_none(effect.get("members"))
+    if tpr is None or not members:
+        return None
+    caught = finite_or_none(effect.get("caught"))
+    caught = round(tpr * members) if caught is None else caught
+    share = human_percent(tpr) + _interval(effect.get("tpr_lower"), effect.get("tpr_upper"), human_percent)
+    allowed, non = finite_or_none(effect.get("false_alarms_allowed")), finite_or_none(effect.get("non_members"))
+    alarms = ("with no false alarm among its " + human_number(non) + " non-members" if allowed == 0 and non
+              else "at 1% false alarms")
+    return f"{human_number(caught)} of its {human_number(members)} members caught ({share}) {alarms}"
+
+
+def effect_sentence(group: str, effect: Mapping[str, Any], *, through: str | None = None) -> str:
+    """One sentence on ``group`` from its effect record (see the module docstring)."""
+    parts = []
+    members = finite_or_none(effect.get("members"))
+    if members is not None:
+        parts.append(f"{human_number(members)} members among the targets")
+    auc = finite_or_none(effect.get("auc"))
+    if auc is not None:
+        method = {"wilson": "Wilson", "hanley-mcneil": "Hanley & McNeil"}.get(str(effect.get("auc_interval")))
+        parts.append(f"an attacker ({effect.get('attack')}) tells members from non-members with AUC "
+                     f"{human_number(auc, 2)}"
+                     + _interval(effect.get("auc_lower"), effect.get("auc_upper"), lambda x: human_number(x, 2))
+                     + (f" (95%, {method})" if method else ""))
+    caught = _caught(effect)
+    if caught:
+        parts.append(caught)
+    named, named_all = finite_or_none(effect.get("named")), finite_or_none(effect.get("named_all"))
+    training = finite_or_none(effect.get("training_records"))
+    if named_all:
+        clause = (f"{human_number(named)} of the {human_number(named_all)} records named exposed are its "
+                  f"({human_percent(named / named_all)})")
+        if training and named == training:
+            clause += f", all {human_number(training)} of its training records among them"
+        elif training:
+            clause += f", of its {human_number(training)} training records"
+        parts.append(clause)
+    else:
+        share = _share_named(effect)
+        if share:
+            parts.append(share)
+    p_adjusted = finite_or_none(effect.get("p_adjusted"))
+    if p_adjusted is not None:
+        n = finite_or_none(effect.get("groups_audited"))
+        parts.append(f"{p_equals(p_adjusted)} after Holm correction"
+                     + (f" for {human_number(n)} groups" if n else ""))
+    sentence = f"{group}: " + ("; ".join(parts) if parts else "flagged; no figures recorded")
+    return sentence + (f" (flagged through {through}: not significant without it)" if through else "")
+
+
+def evidence_by_group(rows: Sequence[Mapping[str, Any]], verdict: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(group, sentence) for each flagged subgroup of ``verdict``, the group the evidence points
+    at first: from its effect record when the run recorded one, else from the audit's ``rows``."""
     explained = verdict.get("explained") or {}
-    return [group_evidence(rows, g, through=explained.get(g)) for g in verdict.get("flagged_subgroups") or []]
+    effects = verdict.get("group_effects") or {}
+    flagged = list(verdict.get("flagged_subgroups") or [])
+    lead = verdict.get("points_at")
+    if lead in flagged:
+        flagged = [lead] + [g for g in flagged if g != lead]
+    return [(g, effect_sentence(g, effects[g], through=explained.get(g)) if g in effects
+             else group_evidence(rows, g, through=explained.get(g))) for g in flagged]
+
+
+def flagged_evidence(rows: Sequence[Mapping[str, Any]], verdict: Mapping[str, Any]) -> list[str]:
+    """One sentence per flagged subgroup of ``verdict`` (:func:`evidence_by_group`)."""
+    return [sentence for _, sentence in evidence_by_group(rows, verdict)]
+
+
+def lead_effect(verdict: Mapping[str, Any]) -> str | None:
+    """The headline of the group the evidence points at (:func:`effect_headline`), or None."""
+    lead = verdict.get("points_at")
+    effect = (verdict.get("group_effects") or {}).get(lead) if lead else None
+    return effect_headline(lead, effect) if effect else None
+
+
+def first_effect(verdict: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """The group whose effect a one-screen view shows: the one the evidence points at, else the
+    first flagged group with an effect record."""
+    effects = verdict.get("group_effects") or {}
+    lead = verdict.get("points_at")
+    if lead in effects:
+        return lead, effects[lead]
+    return next(((g, effects[g]) for g in verdict.get("flagged_subgroups") or [] if g in effects), None)

@@ -1,17 +1,20 @@
 """What suppressing each flagged group would do, in words, as far as the gate worked it out:
-blame's decision of the release-wide figures without the group's targets
-(``Verdict.decision_without``: tried on a BLOCK, smallest groups first, :mod:`privacy_gate.pipeline.group_blame`),
-or the smaller group a larger one is flagged through (``Verdict.explained``). A group the gate did
-not work out is said to be so: ``approve --suppress`` re-gates the rest from scratch, and nothing
-here estimates it.
+blame's decision of the release-wide figures without the group (``Verdict.decision_without``:
+tried on a BLOCK and on a REVIEW, the three smallest groups first,
+:mod:`privacy_gate.pipeline.group_blame`), or the smaller group a larger one is flagged through
+(``Verdict.explained``). A group the gate did not work out is said to be so: ``approve
+--suppress`` re-gates the rest from scratch, and nothing here estimates it.
 
 >>> v = {"flagged_subgroups": ["race=X", "sex=F", "age=90"], "explained": {"sex=F": "race=X"},
-...      "decision_without": {"race=X": {"decision": "APPROVE", "targets": 40}}}
+...      "decision_without": {"race=X": {"decision": "APPROVE", "targets": 40, "rows": 120,
+...                                      "remeasured": ["copies", "scan"]}}}
 >>> for w in what_if(v):
 ...     print(w.short())
 Without it: APPROVE.
 Flagged through race=X.
 What suppressing it gives: not worked out before a re-gate.
+>>> print(what_if(v)[0].sentence())
+Suppress race=X: without its 40 targets, and the member scan and the copy test measured again without its 120 synthetic rows, the release-wide figures give APPROVE.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from privacy_gate.gate.human import human_number
 from privacy_gate.gate.verdict import Verdict
 
 
+#: the tests a what-if measures again without a group's synthetic rows, as a sentence names them
+_TEST_NAMES = {"scan": "the member scan", "copies": "the copy test", "agreement": "the agreement scan"}
+
+
 @dataclass(frozen=True)
 class WhatIf:
     """What suppressing one flagged group would do, as far as the gate worked it out: blame's
@@ -34,17 +41,25 @@ class WhatIf:
     decision: str | None = None
     targets: int | None = None
     through: str | None = None
+    rows: int | None = None  # the group's synthetic rows, when tests were measured again without them
+    remeasured: tuple[str, ...] = ()  # those tests (budget test names)
 
     def sentence(self) -> str:
         if self.decision is not None:
-            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets the release-wide figures "
-                    f"give {self.decision}" + (" (suppressing it alone would not do)" if self.decision == "BLOCK"
-                                               else "") + ".")
+            again = ""
+            if self.rows is not None and self.remeasured:
+                named = [_TEST_NAMES[t] for t in _TEST_NAMES if t in self.remeasured]
+                tests = " and ".join(named + [f"the {t} test" for t in self.remeasured if t not in _TEST_NAMES])
+                again = f", and {tests} measured again without its {human_number(self.rows)} synthetic rows,"
+            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets{again} the release-wide "
+                    f"figures give {self.decision}" + (" (suppressing it alone would not do)"
+                                                       if self.decision == "BLOCK" else "") + ".")
         if self.through is not None:
             return (f"Suppress {self.group}: flagged only through {self.through} (without {self.through}'s targets its "
                     "test is not significant); the gate did not work out the verdict without it.")
-        return (f"Suppress {self.group}: not worked out by the gate (it estimates this only for a BLOCK one group may "
-                "explain); approving with --suppress re-gates the rest before anything is published.")
+        return (f"Suppress {self.group}: not worked out by the gate (it works out the three smallest flagged groups "
+                "that hold at most half the targets); approving with --suppress re-gates the rest before anything "
+                "is published.")
 
     def short(self) -> str:
         if self.decision is not None:
@@ -63,9 +78,10 @@ def what_if(verdict: Verdict | Mapping[str, Any]) -> list[WhatIf]:
     out = []
     for g in d.get("flagged_subgroups") or []:
         w = without.get(g) or {}
-        targets = w.get("targets")
+        targets, rows = w.get("targets"), w.get("rows")
         out.append(WhatIf(group=g, decision=w.get("decision"), targets=None if targets is None else int(targets),
-                          through=explained.get(g)))
+                          through=explained.get(g), rows=None if rows is None else int(rows),
+                          remeasured=tuple(w.get("remeasured") or ())))
     return out
 
 

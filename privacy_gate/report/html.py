@@ -397,22 +397,28 @@ def _subgroups(inp: ReportInputs) -> str:
     parts = [_note("One row per audited subgroup and attack. Every value of every audited column is its own group, "
                    "however small: each gets a rank test of member vs non-member scores over the gated attacks "
                    "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
-                   "point estimates. AUC interval: Hanley & McNeil 95% normal approximation (Wilson's score "
-                   "interval where it collapses to a point, at AUC 0 or 1). Flagged groups "
-                   "(failing a subgroup rule) are highlighted and can be suppressed by name.")]
+                   "point estimates, and so does every flagged group (its AUC inside the group). AUC "
+                   "interval: Hanley & McNeil 95% normal approximation (Wilson's score interval where it "
+                   "collapses to a point, at AUC 0 or 1). Exposed targets: the group's member targets named "
+                   "exposed; named by the scan: the group's training records the member scan named. "
+                   "Flagged groups (failing a subgroup rule) are highlighted and can be suppressed by name.")]
     bars, mace_bars, table_rows = [], [], []
+    flagged_aucs = _flagged_aucs(inp)
     for r in rows:
         group, attack = str(r.get("group")), str(r.get("attack"))
         n_m, n_n = int(r.get("n_members") or 0), int(r.get("n_non_members") or 0)
         auc = r.get("auc")
-        auc = float(auc) if auc is not None else math.nan
+        # a flagged group below audit.min_group_size has no point estimate in the audit; its
+        # curves inside the group (audit/flagged_roc.json) give its AUC all the same
+        auc = float(auc) if auc is not None else flagged_aucs.get((group, attack), math.nan)
         lo, hi = auc_interval(auc, n_m, n_n)
         is_bad = attack in failed.get(group, set())
         if math.isfinite(auc):  # every bar of a flagged group is red, whichever attack failed its rule
             bars.append((group, attack, auc, lo, hi, is_bad or group in flagged))
         estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
         cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _p(r.get("test_p_adjusted")),
-                 _num(r.get("exposed"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
+                 _num(r.get("exposed"), 0), _num(r.get("scan_named"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")),
+                 _num(r.get("advantage"))]
         if has_mace:
             ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
             cells.append(f"{_num(mv, 3)} [{_num(ml, 3)}, {_num(mu, 3)}]")
@@ -427,16 +433,27 @@ def _subgroups(inp: ReportInputs) -> str:
     if bars:
         parts.append("<h3>Attack AUC per subgroup (95% interval)</h3>" + _png(subgroup_bars_figure(
             bars, metric="AUC", thresholds=_subgroup_thresholds(checks, ["auc"]), reference=0.5)))
-    parts.append(_group_rocs(inp))
     if mace_bars:
         parts.append("<h3>MACE advantage per subgroup (confidence bounds)</h3>" + _png(subgroup_bars_figure(
             mace_bars, metric="MACE advantage",
             thresholds=_subgroup_thresholds(checks, ["mace.advantage_upper", "mace.advantage"]))))
-    head = ["group", "attack", "members", "non-members", "rank test p (Holm)", "exposed", "AUC [95%]", "TPR@1%FPR",
-            "advantage"]
+    head = ["group", "attack", "members", "non-members", "rank test p (Holm)", "exposed targets",
+            "named by the scan", "AUC [95%]", "TPR@1%FPR", "advantage"]
     head += ["MACE advantage [bounds]"] if has_mace else []
     parts.append(_table([*head, "status"], table_rows, "subgroups"))
     return _section("Subgroups", "\n".join(parts), "subgroups")
+
+
+def _flagged_aucs(inp: ReportInputs) -> dict[tuple[str, str], float]:
+    """(group, attack) -> the attack's AUC inside each flagged group (audit/flagged_roc.json)."""
+    return {(str(g["group"]), str(c["attack"])): float(c["auc"])
+            for g in (inp.group_rocs or {}).get("groups") or [] for c in g.get("curves") or []}
+
+
+def _flagged(inp: ReportInputs) -> str:
+    """Right after the reasons: the ROC inside each flagged group, where the evidence is read."""
+    rocs = _group_rocs(inp)
+    return _section("Flagged groups", rocs, "flagged") if rocs else ""
 
 
 def _group_rocs(inp: ReportInputs) -> str:
@@ -650,11 +667,11 @@ def _open_hint(inp: ReportInputs) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [reasons_section(inp), _howto(inp), run_section(inp, approval=_approval_state(inp),
+    sections = [reasons_section(inp), _flagged(inp), _howto(inp), run_section(inp, approval=_approval_state(inp),
                                                               publication=_publication(inp)),
                 _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
                 _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp), _all_figures(inp)]
-    nav_items = [("reasons", "Reasons"), ("decide", "How to decide"), ("run", "This run"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
+    nav_items = [("reasons", "Reasons"), ("flagged", "Flagged groups"), ("decide", "How to decide"), ("run", "This run"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
                  ("disclosure", "Disclosure risks"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from privacy_gate.gate.budget import TestOutcome
+from privacy_gate.gate.evidence import effect_headline, evidence_by_group, first_effect, lead_effect
 from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
-from privacy_gate.gate.human import human_number
+from privacy_gate.gate.human import human_number, human_percent, human_pvalue
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
@@ -15,7 +16,7 @@ from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
-from privacy_gate.tracking import experiment_url, run_url, ui_command
+from privacy_gate.tracking import artifact_url, experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
     from privacy_gate.pipeline.result import RunOutcome
@@ -40,7 +41,10 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     shows at a glance, tests/report/test_glance.py), then the evidence on each flagged group, then
     (REVIEW) the commands that decide it (pointed at the run's ``workdir`` and store), then the
     whole summary."""
-    head = [f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
+    shown = first_effect(verdict.to_dict())
+    lead = f"{markdown_text(effect_headline(*shown))} · " if shown else ""
+    # the group and its effect size on the first line: the run page folds what follows
+    head = [f"**{verdict.decision}** (status {verdict.status}) · {lead}{len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
     # evidence, sentences and group labels hold category values: literal text, never markup
     first = [reasons_in_words(verdict)[0].sentence] if verdict.reasons else []
@@ -81,6 +85,7 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
               for r in reasons_in_words(verdict)] or ["- every rule passed"]
     if verdict.flagged_subgroups:
         lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
+        lines += [f"- {markdown_text(x)}" for x in _effect_sentences(verdict)]
         lines += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)]
     table = attack_metric_table(verdict)
     if table:
@@ -93,6 +98,12 @@ def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_u
     if UTILITY_QUALITY in verdict.metrics:
         lines += ["", f"Utility (1 - mean marginal TVD vs holdout): **{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**"]
     return "\n".join(lines) + "\n"
+
+
+def _effect_sentences(verdict: Verdict) -> list[str]:
+    """The evidence on each flagged group the run recorded an effect for (the group the evidence
+    points at first); the others are in the report."""
+    return [s for g, s in evidence_by_group([], verdict.to_dict()) if g in verdict.group_effects]
 
 
 def _mace_cell(m: dict[str, float]) -> str:
@@ -122,6 +133,9 @@ def headline_figures(verdict: Verdict) -> list[str]:
 
 def verdict_console(verdict: Verdict) -> str:
     lines = [f"VERDICT: {verdict.decision}  (status: {verdict.status}, run: {verdict.run_id or '-'})"]
+    lead = lead_effect(verdict.to_dict())
+    if lead:  # the group the evidence points at, with its effect size, before the reasons
+        lines.append(f"  the evidence points at {lead}")
     for r in reasons_in_words(verdict):
         lines.append(f"  - [{r.action}] {r.sentence} ({r.key})")
     lines += [f"  {x}" for x in headline_figures(verdict)]
@@ -135,6 +149,7 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(line.rstrip())
     if verdict.flagged_subgroups:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
+        lines += [f"    {x}" for x in _effect_sentences(verdict)]
         lines += [f"    {w.sentence()}" for w in what_if(verdict)]
     if UTILITY_QUALITY in verdict.metrics:
         lines.append(f"  utility.quality={human_number(verdict.metrics[UTILITY_QUALITY])}")
@@ -197,3 +212,47 @@ def suppression_console(result: RunOutcome) -> str:
     lines.append(f"re-gate:     {verdict.decision} (status {verdict.status}, run {result.run_id})"
                  + (f": {why}" if why else ""))
     return console_lines(lines)
+
+
+def rules_rows(verdict: Verdict) -> list[dict[str, str]]:
+    """Every rule check of ``verdict`` as a table row (a Prefect table artifact): in words, its
+    key, the observed figure, the bar, the action and the result; failing checks first."""
+    from privacy_gate.gate.words import VerdictContext, check_words
+
+    context = VerdictContext.of(verdict)
+    checks = sorted(verdict.checks or verdict.reasons, key=lambda c: c.passed)
+    return [{"result": "pass" if c.passed else f"FAIL ({c.action})", "check": c.key or c.rule,
+             "in words": check_words(c, context).sentence, "observed": human_number(c.observed),
+             "bar": human_number(c.threshold), "action": c.action} for c in checks]
+
+
+def group_rows(verdict: Verdict) -> list[dict[str, str]]:
+    """One row per flagged group with an effect record (a Prefect table artifact): its targets,
+    strongest attack, AUC and members caught with their 95% intervals, its share of the records
+    named exposed, its adjusted p-value and what suppressing it gives."""
+    whatifs = {w.group: w.short() for w in what_if(verdict)}
+    rows = []
+    for group, e in verdict.group_effects.items():
+        interval = [human_number(e.get(k), 2) for k in ("auc_lower", "auc_upper")]
+        tpr = [human_percent(e.get(k)) for k in ("tpr", "tpr_lower", "tpr_upper")]
+        rows.append({"group": group, "members / non-members": f"{e.get('members')} / {e.get('non_members')}",
+                     "attack": str(e.get("attack", "—")),
+                     "AUC [95%]": f"{human_number(e.get('auc'), 2)} [{interval[0]}, {interval[1]}]",
+                     "members caught [95%]": f"{tpr[0]} [{tpr[1]}, {tpr[2]}]",
+                     "named exposed": (f"{e.get('named')} of {e.get('named_all')}" if e.get("named_all") is not None
+                                       else "—"),
+                     "p (Holm)": human_pvalue(e.get("p_adjusted")), "suppressing it": whatifs.get(group, "—")})
+    return rows
+
+
+def evidence_links(*, tracking_uri: str | None, experiment_id: str | None, run_id: str | None
+                   ) -> list[tuple[str, str, str]]:
+    """(key, link, text) of the run's MLflow page and its HTML report: on a tracking server its
+    own pages; on a local store the pages ``mlflow ui`` serves (the text names the command)."""
+    if not (tracking_uri and experiment_id and run_id):
+        return []
+    page = run_url(tracking_uri, experiment_id, run_id, local=True)
+    report = artifact_url(tracking_uri, experiment_id, run_id, ART_REPORT)
+    where = "" if run_url(tracking_uri, experiment_id, run_id) else f" (served by: {ui_command(tracking_uri)})"
+    return [("mlflow-run", page, f"MLflow run {run_id}{where}"),
+            ("verdict-report", report, f"HTML report of run {run_id}{where}")]

@@ -37,7 +37,7 @@ from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
 from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
-from privacy_gate.gate.words import deciding_reason, reason_line
+from privacy_gate.gate.words import headline_reason
 from privacy_gate.report.html import log_report
 from privacy_gate.validation import validate_input
 
@@ -361,8 +361,7 @@ def verdict_line(verdict: Verdict, *, run_id: str | None) -> str:
     verdict APPROVE — every rule passed (run abc)
     """
     reasons = list(verdict.reasons)
-    main = deciding_reason(verdict)
-    why = reason_line(main, verdict) if main else "every rule passed"
+    why = headline_reason(verdict) or "every rule passed"
     more = f" (+{len(reasons) - 1} more reason{'s' if len(reasons) > 2 else ''})" if len(reasons) > 1 else ""
     flagged = f"; flagged: {', '.join(verdict.flagged_subgroups)}" if verdict.flagged_subgroups else ""
     return f"verdict {verdict.decision} — {why}{more}{flagged} (run {run_id or '—'})"

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
+from privacy_gate.gate.evidence import effect_headline, first_effect
 from privacy_gate.locking import file_lock
-from privacy_gate.names import (ARTIFACT_DIR, ART_VERDICT, TAG_APPROVAL_STATUS, TAG_BUDGET, TAG_DISABLED, TAG_FLAGGED,
-                                TAG_FLAGGED_THROUGH, TAG_KIND, TAG_STATUS, TAG_VERDICT, TAG_VERDICT_DIGEST,
-                                MAX_TAG_VALUE_LENGTH, bounded_key, experiment_name, verdict_run_name)
-from privacy_gate.names import TAG_DATASET
-from privacy_gate.names import DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER, SEAL, SEAL_ARTIFACTS, SEAL_SIGNED
-from privacy_gate.names import TAG_SIGNED
-from privacy_gate.names import KIND_ATTEMPTS, KIND_REVIEW_RERUN, TAG_ATTEMPT, TAG_HOST, TAG_KILLED_REASON, TAG_PID, TAG_PROCESS_START
+from privacy_gate.names import (ART_VERDICT, ARTIFACT_DIR, DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER,
+                                KIND_ATTEMPTS, KIND_REVIEW_RERUN, MAX_TAG_VALUE_LENGTH, SEAL, SEAL_ARTIFACTS,
+                                SEAL_SIGNED, TAG_APPROVAL_STATUS, TAG_ATTEMPT, TAG_BUDGET, TAG_DATASET, TAG_DISABLED,
+                                TAG_FLAGGED, TAG_FLAGGED_EFFECT, TAG_FLAGGED_THROUGH, TAG_HOST, TAG_KILLED_REASON,
+                                TAG_KIND, TAG_PID, TAG_PROCESS_START, TAG_SIGNED, TAG_STATUS, TAG_VERDICT,
+                                TAG_VERDICT_DIGEST, bounded_key, experiment_name, verdict_run_name)
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.safe_text import mask_secrets
 from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
@@ -39,9 +39,8 @@ from privacy_gate.tracking.records import RunRecords
 from privacy_gate.tracking.store import seed_store
 from privacy_gate.tracking.uri import (LOCAL_UI, SOURCE_CONFIG, SOURCE_ENV, SOURCE_OPTION, SOURCE_WORKDIR,  # noqa: F401
                                        UI_WORKFLOW, artifact_url, check_reachable, default_tracking_uri,
-                                       experiment_url,
-                                       resolve_tracking_uri,
-                                       run_url, sqlite_path, tracking_source, ui_command)
+                                       experiment_url, resolve_tracking_uri, run_url, sqlite_path,
+                                       tracking_source, ui_command)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -388,6 +387,7 @@ class Tracker(RunRecords):
             TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
             TAG_FLAGGED_THROUGH: ",".join(f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items())
             or "none",
+            TAG_FLAGGED_EFFECT: effect_headline(*shown) if (shown := first_effect(verdict_dict)) else "none",
             TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
             # default protections turned off, with their reasons (config text, never record values)
             TAG_DISABLED: "; ".join(f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items()))
