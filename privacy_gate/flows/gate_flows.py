@@ -252,10 +252,12 @@ def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_
 
 
 @flow(name="review-regate")
-def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str) -> RunOutcome:
-    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
+def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str,
+                dry_run: bool = False) -> RunOutcome:
+    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows
+    (``dry_run``: for ``approve --suppress --dry-run``, which decides nothing)."""
     return _summarise(regate_run(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir,
-                                 executor=PrefectExecutor(), logger=get_run_logger()))
+                                 executor=PrefectExecutor(), logger=get_run_logger(), dry_run=dry_run))
 
 
 @flow(name="dependency-study")

@@ -41,6 +41,28 @@ def check_reviewer(reviewer: str) -> None:
                           "was re-gated, published or recorded")
 
 
+def decision_words(decision: Any, *, published: str | None = None, short: bool = False) -> str:
+    """A reviewer's decision in a few words, for every surface that shows it (the report's verdict
+    card, the MLflow run description, a Prefect state): ``approved by ana: published`` (``without
+    race=X``: what was suppressed), ``rejected by ana: nothing is published``. ``decision``: a
+    :class:`ReviewDecision` or its record; ``published``: where the release went, if it did
+    (``short``: said without the place).
+
+    >>> decision_words({"action": "approve", "reviewer": "ana", "suppress": ["race=X"]}, published="/p/x")
+    'approved by ana without race=X: published to /p/x'
+    >>> decision_words({"action": "reject", "reviewer": "bo"})
+    'rejected by bo: nothing is published'
+    """
+    d = decision.to_dict() if isinstance(decision, ReviewDecision) else dict(decision)
+    where = published or d.get("published")
+    if d.get("action") == "approve":
+        suppressed = list(d.get("suppress") or [])
+        return (f"approved by {d.get('reviewer')}" + (f" without {', '.join(suppressed)}" if suppressed else "")
+                + ((": published" if short else f": published to {where}") if where and where != "none"
+                   else ": not published yet"))
+    return f"rejected by {d.get('reviewer')}: nothing is published"
+
+
 @dataclass(frozen=True)
 class ReviewDecision:
     action: Action

@@ -19,6 +19,7 @@ from privacy_gate.gate.evidence import effect_headline, effect_parts, first_effe
 from privacy_gate.gate.figure_words import (auc_figure, exposed_figure, mace_figure, mace_query, risk_figure,
                                             strongest_attack, tpr_figure)
 from privacy_gate.gate.human import human_number, human_percent
+from privacy_gate.gate.review_records import decision_words
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import COMBINED, DISCLOSURE_FAMILIES, EXPOSURE, UTILITY_QUALITY
@@ -53,16 +54,9 @@ _MEANING = {"APPROVE": "the release may be published", "REVIEW": "a human decide
 
 
 def decision_state(inp: ReportInputs) -> str | None:
-    """A REVIEW's decision in a few words, once a reviewer took it: ``approved by ana: published``
-    / ``rejected by ana: nothing is published``; None while it is pending (or not a REVIEW)."""
-    if not inp.decisions:
-        return None
-    d = inp.decisions[0]
-    if d.get("action") == "approve":
-        suppressed = d.get("suppress") or []
-        return (f"approved by {d.get('reviewer')}" + (f" without {', '.join(suppressed)}" if suppressed else "")
-                + (": published" if inp.published else ": not published yet"))
-    return f"rejected by {d.get('reviewer')}: nothing is published"
+    """A REVIEW's decision in a few words once a reviewer took it (``approved by ana:
+    published``); None while it is pending (or not a REVIEW)."""
+    return decision_words(inp.decisions[0], published=inp.published, short=True) if inp.decisions else None
 
 
 def _card(title: str, big: str, body: str = "", cls: str = "") -> str:

@@ -164,7 +164,7 @@ def _howto(inp: ReportInputs) -> str:
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
 re-runs on the filtered release before anything is published) or reject it (nothing is published;
 the release stays in quarantine). Decisions are final and recorded with this run. Each command
-below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$USER</code> with your name).</p>
+below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$(id -un)</code> with your login name).</p>
 <pre>{_e(chr(10).join(lines))}</pre></section>"""
 
 

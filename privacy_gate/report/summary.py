@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.evidence import effect_headline, evidence_by_group, first_effect, lead_effect
+from privacy_gate.gate.evidence import (effect_headline, evidence_by_group, first_effect, flagged_evidence,
+                                        lead_effect)
 from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
 from privacy_gate.gate.human import human_number, human_percent, human_pvalue
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import ART_REPORT, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.names import ART_REPORT, ART_SUBGROUPS, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import artifact_url, experiment_url, run_url, ui_command
@@ -35,16 +36,18 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
 
 
 def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
-                         tracking_uri: str | None, workdir: str | None = None) -> str:
+                         tracking_uri: str | None, workdir: str | None = None, decided: str | None = None) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
-    verdict, its first reason in words (a BLOCK's first blocking one: what the folded description
-    shows at a glance, tests/report/test_glance.py), then the evidence on each flagged group, then
-    (REVIEW) the commands that decide it (pointed at the run's ``workdir`` and store), then the
-    whole summary."""
+    verdict (and ``decided``: a reviewer's decision on it, :func:`~privacy_gate.gate.review_records.decision_words`)
+    with the flagged group the evidence points at and its effect size, its first reason in words
+    (a BLOCK's first blocking one: what the folded description shows at a glance,
+    tests/report/test_glance.py), then the evidence on each flagged group, then (a pending REVIEW)
+    the commands that decide it (pointed at the run's ``workdir`` and store), then the whole summary."""
     shown = first_effect(verdict.to_dict())
     lead = f"{markdown_text(effect_headline(*shown))} · " if shown else ""
-    # the group and its effect size on the first line: the run page folds what follows
-    head = [f"**{verdict.decision}** (status {verdict.status}) · {lead}{len(verdict.reasons)} reason(s) · "
+    stamp = f"**{markdown_text(decided)}** · " if decided else ""
+    # the decision and the group with its effect size on the first line: the run page folds what follows
+    head = [f"**{verdict.decision}** (status {verdict.status}) · {stamp}{lead}{len(verdict.reasons)} reason(s) · "
             f"full report: artifact `{ART_REPORT}`", ""]
     # evidence, sentences and group labels hold category values: literal text, never markup
     first = [reasons_in_words(verdict)[0].sentence] if verdict.reasons else []
@@ -52,11 +55,23 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
         head += [f"- {markdown_text(sentence)}" for sentence in [*first, *evidence]] + [""]
     if verdict.decision == "REVIEW" and verdict.flagged_subgroups:
         head += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)] + [""]
-    if verdict.decision == "REVIEW" and verdict.run_id:
+    if verdict.decision == "REVIEW" and verdict.run_id and not decided:
         commands = decision_commands(verdict.run_id, tracking_uri=tracking_uri, workdir=workdir,
                                      flagged=verdict.flagged_subgroups)
         head += [f"Decide ({COMMENT_HINT}):", "", *markdown_fence(commands), ""]
     return "\n".join(head) + "\n" + summary
+
+
+def run_description(tracker: Any, run_id: str, verdict: Verdict, *, summary: str, workdir: str | None,
+                    decided: str | None = None) -> str:
+    """:func:`description_markdown` of a recorded run: the evidence on its flagged groups from
+    its effect records, else its audit rows (``audit/subgroups.json``)."""
+    rows: list = []
+    if verdict.flagged_subgroups and tracker.artifact_exists(run_id, ART_SUBGROUPS):
+        rows = tracker.read_json(run_id, ART_SUBGROUPS) or []
+    return description_markdown(verdict.with_run_id(verdict.run_id or run_id),
+                                evidence=flagged_evidence(rows, verdict.to_dict()), summary=summary,
+                                tracking_uri=tracker.uri, workdir=workdir, decided=decided)
 
 
 def verdict_markdown(verdict: Verdict, *, ui_hint: str | None = None, tracking_uri: str | None = None,

@@ -54,6 +54,7 @@ from privacy_gate import decision_log, names, tracking
 from privacy_gate.publication import objectstore, signing
 from privacy_gate.errors import IntegrityError, PrivacyGateError
 from privacy_gate.review.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
+from privacy_gate.review.decision_views import show_decision
 from privacy_gate.publication.publish import PublishError, dataset_slug, verify_published, verify_published_s3
 
 log = logging.getLogger("privacy_gate")
@@ -237,6 +238,7 @@ def resolve(tracker: tracking.Tracker, run_id: str, *, fix: bool, by: str, locke
         return Resolution(run_id, f"{found}; the run is signed: set {names.ENV_SIGNING_KEY} to the gate's key to "
                                   "resolve it", False, "unchecked")
     done = act()
+    show_decision(tracker, run_id)  # completed or rolled back: the run's name and description say which
     refresh_report(tracker, run_id)
     return Resolution(run_id, f"{found}; {done}", True, kind)
 

@@ -24,8 +24,7 @@ from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
 from privacy_gate.report.plots import (disclosure_figure, dp_audit_figure, dp_audit_figure_inputs,  # noqa: E402
                                        risk_profile_figure, roc_figure)
-from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
-from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
+from privacy_gate.report.summary import run_description, verdict_markdown  # noqa: E402
 
 
 def table_digest(df: Any) -> str:
@@ -232,15 +231,8 @@ class MlflowSink:
     def record_description(self, verdict: Verdict, summary: str) -> None:
         """The run page's description (the UI shows its first lines folded): the decision, the
         evidence on each flagged group, the commands that decide a REVIEW, then the whole summary."""
-        evidence: list[str] = []
-        if verdict.flagged_subgroups:
-            rows = []
-            if self.tracker.artifact_exists(self.run_id, names.ART_SUBGROUPS):
-                rows = self.tracker.read_json(self.run_id, names.ART_SUBGROUPS) or []
-            evidence = flagged_evidence(rows, verdict.to_dict())
-        self.tracker.set_description(self.run_id, description_markdown(
-            verdict.with_run_id(verdict.run_id or self.run_id), evidence=evidence, summary=summary,
-            tracking_uri=self.tracker.uri, workdir=self.workdir))
+        self.tracker.set_description(self.run_id, run_description(self.tracker, self.run_id, verdict,
+                                                                  summary=summary, workdir=self.workdir))
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

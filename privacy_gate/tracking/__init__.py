@@ -228,10 +228,10 @@ class Tracker(RunRecords):
             group.record(run.info.run_id, self)
         return run.info.run_id
 
-    def name_with_verdict(self, run_id: str, verdict: str) -> None:
-        """Put the verdict in the run's name (``REVIEW · gate-adult``), as the run list shows it."""
+    def name_with_verdict(self, run_id: str, verdict: str, decided: str | None = None) -> None:
+        """Put the verdict (and a REVIEW's decision) in the run's name (``REVIEW approved · gate-adult``)."""
         name = self.client.get_run(run_id).info.run_name or ""
-        self.client.update_run(run_id, name=verdict_run_name(name, verdict))
+        self.client.update_run(run_id, name=verdict_run_name(name, verdict, decided))
 
     def runs_awaiting_review(self) -> list[dict[str, Any]]:
         """Every REVIEW run (of any experiment in the store) whose decision is pending, oldest

@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from privacy_gate import names, tracking
+from privacy_gate.report.commands import REVIEWER
 
 from ..conftest import EXAMPLE, review_rules, write_release_config
 from ..reaper import popen
@@ -216,7 +217,8 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
             if "REVIEW" in text and GROUP in text and "How to decide" in text:
                 break
         assert "REVIEW" in text and f"flagged subgroups: {GROUP}" in text, text[:2000]
-        assert "How to decide" in text and f'privacy-gate approve {run_id} --reviewer "$USER" --suppress {GROUP}' in text
+        assert "How to decide" in text
+        assert f'privacy-gate approve {run_id} --reviewer {REVIEWER} --suppress {GROUP}' in text
         assert "pending" in text and "Rules" in text and "Subgroups" in text
         browser.pump(1.0)  # let the figures decode before the screenshot
         browser.screenshot(page, out_dir / "report_in_mlflow.png")
