@@ -192,7 +192,7 @@ def prefect_server():
 #: side; they are kept apart because under load the stack's every-minute schedules and the racing
 #: modules starve each other (seen at load 15-19 here), and a flaky CI lands nothing.
 SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", "test_glance", "test_dask_cluster",
-                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot"}
+                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot", "test_group_glance"}
 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
 #: kept on one worker, so that result is made once, not once per worker.
@@ -232,6 +232,7 @@ SLOW_TIER: dict[str, str] = {
     # modules (all their tests)
     "test_production_stack": _STACK,
     "test_browser": _SERVERS, "test_glance": _SERVERS, "test_first_screen": "headless Chromium on a rendered report",
+    "test_group_glance": _SERVERS,
     "test_dask_cluster": _SERVERS, "test_objectstore": _SERVERS, "test_infra_retries": _SERVERS,
     "test_concurrency": _PROCESSES, "test_cleanup": _PROCESSES, "test_dataset_slot": _PROCESSES,
     "test_review": _RELEASE, "test_suspended_review": _RELEASE, "test_flow_e2e": _RELEASE, "test_audit_e2e": _RELEASE,

@@ -41,7 +41,7 @@ CARDS_CSS = """
 .card .label{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .card dl{display:grid;grid-template-columns:auto 1fr;gap:0 8px;margin:0;font-size:13px}
 .card dt{color:#5b6475} .card dd{margin:0;font-variant-numeric:tabular-nums}
-.card p.lead,.card p.decided{font-weight:600}
+.card p.lead{font-weight:600}
 code.key{font-size:11px;color:#5b6475;background:none;padding:0}
 ul.words li{margin:0 0 6px}
 """
@@ -73,8 +73,8 @@ def _verdict_card(inp: ReportInputs) -> str:
     decision = str(v.get("verdict", "BLOCK"))
     cls = decision if decision in _MEANING else "BLOCK"
     reasons = reasons_in_words(v)
-    decided = decision_state(inp)
-    body = f'<p class="decided"><b>{escape(decided)}</b></p>' if decided else ""
+    decided = decision_state(inp)  # in the card's headline, instead of "a human decides"
+    body = ""
     lead = v.get("points_at")
     effect = (v.get("group_effects") or {}).get(lead) if lead else None
     if effect:  # the group the evidence points at, with its effect size, before the reason
