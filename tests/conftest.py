@@ -236,7 +236,7 @@ SLOW_TIER: dict[str, str] = {
     "test_dask_cluster": _SERVERS, "test_objectstore": _SERVERS, "test_infra_retries": _SERVERS,
     "test_concurrency": _PROCESSES, "test_cleanup": _PROCESSES, "test_dataset_slot": _PROCESSES,
     "test_review": _RELEASE, "test_suspended_review": _RELEASE, "test_flow_e2e": _RELEASE, "test_audit_e2e": _RELEASE,
-    "test_keyed_labels": _RELEASE, "test_post_decision_faults": _RELEASE,
+    "test_keyed_labels": _RELEASE, "test_post_decision_faults": _RELEASE, "test_gate_deployment": _GATES,
     # single tests (their modules' other tests are fast)
     "test_canaries::test_copy_canary_is_blocked": _CANARY,
     "test_canaries::test_noisy_copy_canary_is_blocked": _CANARY,
