@@ -94,7 +94,7 @@ def _release(small_adult, workdir, env) -> dict:
 
 
 @pytest.fixture(scope="module")
-def group_run(prefect_ui, small_adult, tmp_path_factory):
+def group_run(prefect_ui, small_adult, tmp_path_factory):  # noqa: F811 - the fixture
     workdir = tmp_path_factory.mktemp("group-glance-wd")
     env = {**os.environ, "PREFECT_API_URL": prefect_ui, "PREFECT_LOGGING_LEVEL": "INFO",
            "PREFECT_HOME": str(tmp_path_factory.mktemp("group-glance-home"))}
