@@ -15,7 +15,6 @@ About 2 minutes on 2 busy cores. Screenshots: tests/output/browser/glance/group_
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,11 +23,10 @@ import pytest
 
 from privacy_gate import names, tracking
 
-from ..conftest import EXAMPLE, review_rules, write_release_config
-from ..reaper import popen
-from ..stack import running, start_mlflow, wait_http
+from ..conftest import write_group_copy_release
 from .devtools import MISSING, chromium_available
-from .test_glance import assert_visible, browser, glance, prefect_ui  # noqa: F401 - fixtures
+from .test_glance import (assert_visible, browser, glance, mlflow_serving, prefect_ui,  # noqa: F401 - fixtures
+                          run_script)
 
 pytestmark = [pytest.mark.skipif(not chromium_available(), reason=MISSING)]
 
@@ -60,37 +58,9 @@ open(out, "w").write(json.dumps({
 
 def _release(small_adult, workdir, env) -> dict:
     """The one-group REVIEW through the release flow on the UI's Prefect server."""
-    import pandas as pd
-
-    from privacy_gate.config import load_release_config
-    from privacy_gate.data import conform, split_by_entity
-
-    folder = workdir / "data"
-    folder.mkdir()
-    real = pd.read_csv(small_adult / "real.csv")
-    real.to_csv(folder / "real.csv", index=False)
-    cfg = load_release_config(write_release_config(folder, {"name": "copy_train"}, name="probe.yaml"))
-    train = split_by_entity(conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split).train
-    copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
-    synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(frac=1.0, random_state=1)
-    synthetic.to_csv(folder / "synthetic.csv", index=False)
-    import yaml
-
-    gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
-    gate["rules"] = review_rules()
-    gate["max_verbatim_copy_share"] = 0.05
-    config = write_release_config(folder, {"name": "file", "path": str(folder / "synthetic.csv")},
-                                  name="group-glance.yaml", gate=gate, audit={"intersections": []}, fast=True)
-    out = workdir / "run.json"
-    with popen([sys.executable, "-c", _RUN_SCRIPT, str(config), str(workdir), str(out)], env=env,
-               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        try:
-            log, _ = proc.communicate(timeout=900)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            log, _ = proc.communicate()
-    assert proc.returncode == 0 and out.exists(), log[-4000:]
-    return json.loads(out.read_text())
+    config = write_group_copy_release(small_adult, workdir / "data", name="group-glance.yaml",
+                                      audit={"intersections": []})
+    return run_script(_RUN_SCRIPT, [str(config), str(workdir)], out=workdir / "run.json", env=env)
 
 
 @pytest.fixture(scope="module")
@@ -110,15 +80,8 @@ def group_run(prefect_ui, small_adult, tmp_path_factory):  # noqa: F811 - the fi
 
 @pytest.fixture(scope="module")
 def mlflow_ui(group_run):
-    _, workdir, _ = group_run
-    logdir = workdir / "mlflow-server"
-    logdir.mkdir()
-    server = start_mlflow(logdir, backend=tracking.default_tracking_uri(workdir),
-                          artifacts=(workdir / names.ARTIFACT_DIR).resolve().as_uri(),
-                          env={"MLFLOW_DISABLE_TELEMETRY": "true"})
-    with running(server):
-        wait_http(server, f"{server.url}/health", timeout=120)
-        yield server.url
+    with mlflow_serving(group_run[1]) as url:
+        yield url
 
 
 def _needles(run: dict) -> list[str]:
