@@ -407,7 +407,7 @@ TAG_FINAL_RUN = "gate.final_run"  # on that parent: the attempt run whose verdic
 KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's attempts
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
 TAG_RERUN_OF = "gate.rerun_of"  # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
-TAG_DRY_RUN = "gate.dry_run"  # "true" on the re-gate of ``approve --suppress --dry-run``: it decides nothing
+TAG_DRY_RUN = "gate.dry_run"  # "true" on the re-gate of ``approve --suppress --dry-run``
 #: the run of ``approve RUN --suppress``'s re-gate: decided with RUN, never alone
 KIND_REVIEW_RERUN = "review_rerun"
 #: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it removes

@@ -110,16 +110,30 @@ def write_group_copy_release(small_adult, folder: Path, *, name: str, **override
     folder.mkdir(parents=True, exist_ok=True)
     real = pd.read_csv(small_adult / "real.csv")
     real.to_csv(folder / "real.csv", index=False)
-    cfg = load_release_config(write_release_config(folder, {"name": "copy_train"}, name="probe.yaml"))
-    train = split_by_entity(conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split).train
+    cfg = load_release_config(
+        write_release_config(folder, {"name": "copy_train"}, name="probe.yaml")
+    )
+    train = split_by_entity(
+        conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split
+    ).train
     copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
-    synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(frac=1.0, random_state=1)
+    synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(
+        frac=1.0, random_state=1
+    )
     synthetic.to_csv(folder / "synthetic.csv", index=False)
     gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
     gate["rules"] = review_rules()  # a REVIEW run: without the global exposed-share block rule
-    gate["max_verbatim_copy_share"] = 0.05  # the copies are ~2% of the release: the subgroup rule must catch them
-    return write_release_config(folder, {"name": "file", "path": str(folder / "synthetic.csv")}, name=name,
-                                gate=gate, fast=True, **overrides)
+    gate["max_verbatim_copy_share"] = (
+        0.05  # the copies are ~2% of the release: the subgroup rule must catch them
+    )
+    return write_release_config(
+        folder,
+        {"name": "file", "path": str(folder / "synthetic.csv")},
+        name=name,
+        gate=gate,
+        fast=True,
+        **overrides,
+    )
 
 
 def review_rules() -> list[dict]:
@@ -216,7 +230,8 @@ def prefect_server():
 #: side; they are kept apart because under load the stack's every-minute schedules and the racing
 #: modules starve each other (seen at load 15-19 here), and a flaky CI lands nothing.
 SERIAL_MODULES = {"test_production_stack", "test_browser", "test_first_screen", "test_glance", "test_dask_cluster",
-                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot", "test_group_glance"}
+                  "test_concurrency", "test_infra_retries", "test_cleanup", "test_dataset_slot",
+                  "test_group_glance"}
 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
 #: kept on one worker, so that result is made once, not once per worker.
@@ -260,7 +275,8 @@ SLOW_TIER: dict[str, str] = {
     "test_dask_cluster": _SERVERS, "test_objectstore": _SERVERS, "test_infra_retries": _SERVERS,
     "test_concurrency": _PROCESSES, "test_cleanup": _PROCESSES, "test_dataset_slot": _PROCESSES,
     "test_review": _RELEASE, "test_suspended_review": _RELEASE, "test_flow_e2e": _RELEASE, "test_audit_e2e": _RELEASE,
-    "test_keyed_labels": _RELEASE, "test_post_decision_faults": _RELEASE, "test_gate_deployment": _GATES,
+    "test_keyed_labels": _RELEASE, "test_post_decision_faults": _RELEASE,
+    "test_gate_deployment": _GATES,
     # single tests (their modules' other tests are fast)
     "test_canaries::test_copy_canary_is_blocked": _CANARY,
     "test_canaries::test_noisy_copy_canary_is_blocked": _CANARY,

@@ -87,8 +87,8 @@ def run(
 
     cfg = load_release(config, check)
     if cfg.schedule is not None:  # named, never dropped silently
-        say(f"note: {config}: its schedule section is read by serve and deploy; a run started by hand runs now",
-            err=True)
+        say(f"note: {config}: its schedule section is read by serve and deploy; a run started by "
+            "hand runs now", err=True)
     from privacy_gate.publication.objectstore import is_s3
 
     require_files(**{k: v for k, v in (("dataset.path", cfg.dataset.path),
@@ -180,7 +180,8 @@ def gate(
         ignored = ignored_rules_sections(rules)
         if ignored:
             say(f"note: {rules}: a --rules file is read for its gate section only; section(s) "
-                f"{', '.join(ignored)} are not read (give the file as --config to use them)", err=True)
+                f"{', '.join(ignored)} are not read (give the file as --config to use them)",
+                err=True)
     limits = judging.inputs if judging is not None else InputLimits()
     check_inputs({"--train": train, "--holdout": holdout, "--reference": reference, "--synthetic": synthetic},
                  spec_model, limits,

@@ -119,8 +119,9 @@ def deploy(
     interval: IntervalOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
     replace: Annotated[bool, typer.Option(
-        "--replace", help="Replace a deployment of the same name that exists already (its schedule, parameters "
-                          "and work pool are overwritten); without it, deploy refuses and names it.")] = False,
+        "--replace",
+        help="Replace a deployment of the same name that exists already (its schedule, parameters "
+             "and work pool are overwritten); without it, deploy refuses and names it.")] = False,
 ) -> None:
     """Register release configs (or gate-mode configs: a files section naming a release made
     elsewhere) as scheduled deployments in a work pool; a Prefect worker (prefect worker start
@@ -134,8 +135,9 @@ def deploy(
     overridden(configs, cron=cron, interval=interval)
     from privacy_gate.flows.deployments import deploy_configs
 
-    registered = prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir, cron=cron,
-                                 interval=interval, allow_unsigned=allow_unsigned, replace=replace)
+    registered = prefect_command(deploy_configs, configs, work_pool=pool, workdir=workdir,
+                                 cron=cron, interval=interval, allow_unsigned=allow_unsigned,
+                                 replace=replace)
     for name, dep_id in registered:
         typer.echo(f"deployed {name} ({dep_id}) to work pool {pool!r}")
     typer.echo(f"start a worker: prefect worker start --pool {pool}")

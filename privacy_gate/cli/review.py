@@ -84,7 +84,8 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
 def settle_prefect(run_id: str, *, uri: str, action: str) -> None:
     """The Prefect flow run that made ``run_id``, when it still waits for this review (suspended,
     or ended ``Review pending``), ended in the decision's state (``flows/review_settle.py``); said
-    in one line. Prefect is loaded only for a run a flow made; the decision stands whatever happens."""
+    in one line. Prefect is loaded only for a run a flow made; the decision stands whatever
+    happens."""
     from privacy_gate.names import TAG_FLOW_RUN
     from privacy_gate.tracking import Tracker
 
@@ -95,17 +96,18 @@ def settle_prefect(run_id: str, *, uri: str, action: str) -> None:
     if not origin:
         return
     if not use_prefect("auto"):
-        say(f"note: the Prefect flow run that made run {run_id} ({origin}) was not updated: no Prefect API is "
-            "configured here (PREFECT_API_URL), so it keeps its state (a suspended run ends Failed at its review "
-            "timeout); the decision is recorded on the MLflow run", err=True)
+        say(f"note: the Prefect flow run that made run {run_id} ({origin}) was not updated: no "
+            "Prefect API is configured here (PREFECT_API_URL), so it keeps its state (a suspended "
+            "run ends Failed at its review timeout); the decision is recorded on the MLflow run",
+            err=True)
         return
     try:
         from privacy_gate.flows.review_settle import settle_flow_run
 
         line = settle_flow_run(run_id, tracking_uri=uri, via=f"privacy-gate {action}")
     except Exception as exc:  # noqa: BLE001 - the decision is recorded; its Prefect view is derived
-        say(f"warning: the Prefect flow run that made run {run_id} could not be updated ({type(exc).__name__}); "
-            "the decision stands", err=True)
+        say(f"warning: the Prefect flow run that made run {run_id} could not be updated "
+            f"({type(exc).__name__}); the decision stands", err=True)
         return
     if line:
         say(line)
@@ -166,20 +168,25 @@ def approve(
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Make every check approve makes and, with --suppress, re-gate the filtered release and "
-                          "show what it removes and decides; record no decision and publish nothing.")] = False,
+        "--dry-run",
+        help="Make every check approve makes and, with --suppress, re-gate the filtered release "
+             "and show what it removes and decides; record no decision and publish nothing.")
+    ] = False,
 ) -> None:
     """Approve a REVIEW verdict and publish the release (optionally without some subgroups)."""
     if dry_run:
-        preview(run_id, reviewer=reviewer, suppress=list(suppress or []), workdir=workdir, tracking_uri=tracking_uri)
+        preview(run_id, reviewer=reviewer, suppress=list(suppress or []), workdir=workdir,
+                tracking_uri=tracking_uri)
         return
     decide(run_id, "approve", reviewer=reviewer, comment=comment, suppress=list(suppress or []), workdir=workdir,
            tracking_uri=tracking_uri)
 
 
-def preview(run_id: str, *, reviewer: str, suppress: list[str], workdir: Path, tracking_uri: str | None) -> None:
+def preview(run_id: str, *, reviewer: str, suppress: list[str], workdir: Path,
+            tracking_uri: str | None) -> None:
     """``approve --dry-run``: the checks, and with ``--suppress`` the re-gate and what it removes
-    and decides; exit 4 when the filtered release still BLOCKs (approve would be refused), else 0."""
+    and decides; exit 4 when the filtered release still BLOCKs (approve would be refused), else
+    0."""
     quiet_env()
     from privacy_gate.errors import PrivacyGateError
 
@@ -208,9 +215,10 @@ def preview(run_id: str, *, reviewer: str, suppress: list[str], workdir: Path, t
     if outcome is not None and outcome.verdict.decision == "BLOCK":
         say("approve with these options would be refused: the gate BLOCKs the filtered release too")
         raise typer.Exit(EXIT_BLOCK)
-    say("approve with these options would publish" + (" the filtered release" if suppress else " the release")
-        + ": " + decision_command("approve", run_id, tracking_uri=uri, workdir=workdir, suppress=suppress,
-                                  reviewer=reviewer))
+    command = decision_command("approve", run_id, tracking_uri=uri, workdir=workdir,
+                               suppress=suppress, reviewer=reviewer)
+    what = "the filtered release" if suppress else "the release"
+    say(f"approve with these options would publish {what}: {command}")
 
 
 @app.command(epilog=exit_codes((0, "rejected: nothing is published")),

@@ -28,9 +28,10 @@ from privacy_gate.config.rules import (BUDGET_TESTS, DEFAULT_RULES, TEST_KEYS, B
 from privacy_gate.config.release import (LADDER_FILTERS, DependencyStudyConfig, GateOnlyConfig, ReleaseConfig,
                                          RemediateConfig, StudyGenerator, StudyScenario)
 from privacy_gate.config.gate_deployment import GateDeploymentConfig, GateFiles
-from privacy_gate.config.loading import (MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES, is_gate_deployment,
-                                         load_gate_deployment, load_gate_only_config, load_judging,
-                                         load_release_config, load_rules, load_rules_config, load_spec)
+from privacy_gate.config.loading import (MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES,
+                                         is_gate_deployment, load_gate_deployment,
+                                         load_gate_only_config, load_judging, load_release_config,
+                                         load_rules, load_rules_config, load_spec)
 
 __all__ = ["AttackConfig", "AuditConfig", "BUDGET_TESTS", "BudgetConfig", "ConfigError", "DEFAULT_ATTACKS",
            "DEFAULT_MAX_FIELD_BYTES", "DEFAULT_MAX_FILE_BYTES", "DEFAULT_RULES", "DPAuditConfig", "DatasetConfig",
@@ -40,5 +41,6 @@ __all__ = ["AttackConfig", "AuditConfig", "BUDGET_TESTS", "BudgetConfig", "Confi
            "MAX_YAML_NODES", "MaceConfig", "PublishConfig", "ReleaseConfig", "RemediateConfig", "RetryConfig",
            "ReviewConfig", "Rule", "RunnerConfig", "SMALLEST_CONTROL", "ScheduleConfig", "SplitConfig",
            "StudyGenerator", "StudyScenario", "TEST_KEYS", "TargetsConfig", "TrackingConfig", "active_rules",
-           "budget_tests", "is_gate_deployment", "load_gate_deployment", "load_gate_only_config", "load_judging", "load_release_config", "load_rules",
+           "budget_tests", "is_gate_deployment", "load_gate_deployment", "load_gate_only_config",
+           "load_judging", "load_release_config", "load_rules",
            "load_rules_config", "load_spec", "location_name", "protections_off", "rule_test", "rules_problem"]

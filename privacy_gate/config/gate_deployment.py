@@ -40,9 +40,13 @@ class GateFiles(Strict):
     spec: str
 
     def inputs(self) -> dict[str, str]:
-        """The data files by their ``privacy-gate gate`` option name (``train``, ..., ``synthetic``)."""
-        return {"train": self.train, "holdout": self.holdout, "reference": self.reference,
-                "synthetic": self.synthetic}
+        """The data files by their ``privacy-gate gate`` option name (``train``, ...)."""
+        return {
+            "train": self.train,
+            "holdout": self.holdout,
+            "reference": self.reference,
+            "synthetic": self.synthetic,
+        }
 
 
 class GateDeploymentConfig(GateOnlyConfig):

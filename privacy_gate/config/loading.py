@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from privacy_gate.config.gate_deployment import DEPLOYMENT_SECTIONS, FILES_SECTION, GateDeploymentConfig
+from privacy_gate.config.gate_deployment import (DEPLOYMENT_SECTIONS, FILES_SECTION,
+                                                 GateDeploymentConfig)
 from privacy_gate.config.release import GateOnlyConfig, ReleaseConfig
 from privacy_gate.config.rules import GateConfig
 from privacy_gate.errors import ConfigError
@@ -175,7 +176,8 @@ def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
 def _not_judging() -> set[str]:
     """Sections a gate-only run does not read: a release config's (``dataset``, ``generator``,
     ``review`` ...) and a gate-mode deployment's own (``files``, ``schedule``, ``publish``)."""
-    return (set(ReleaseConfig.model_fields) | set(DEPLOYMENT_SECTIONS)) - set(GateOnlyConfig.model_fields)
+    others = set(ReleaseConfig.model_fields) | set(DEPLOYMENT_SECTIONS)
+    return others - set(GateOnlyConfig.model_fields)
 
 
 def ignored_sections(path: str | Path) -> list[str]:
@@ -218,8 +220,8 @@ def load_gate_deployment(path: str | Path) -> GateDeploymentConfig:
     path = Path(path)
     raw = _read_yaml(path)
     if not isinstance(raw, dict) or not isinstance(raw.get(FILES_SECTION), dict):
-        raise ConfigError(f"{path}: a gate-mode deployment needs a '{FILES_SECTION}' section (train, holdout, "
-                          "reference, synthetic, spec)")
+        raise ConfigError(f"{path}: a gate-mode deployment needs a '{FILES_SECTION}' section "
+                          "(train, holdout, reference, synthetic, spec)")
     base = path.resolve().parent
     files = {k: v if not isinstance(v, str) or is_s3(v) else str((base / v).resolve())
              for k, v in raw[FILES_SECTION].items()}

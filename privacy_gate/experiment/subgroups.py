@@ -21,8 +21,9 @@ from privacy_gate.estimators.mace_queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import AttackOutcome
 from privacy_gate.experiment.dependency import SourceShift, dependence_note
-from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns, entity_scores,
-                                             group_mask, rare_value_groups, subgroup_groups)
+from privacy_gate.experiment.grouping import (RARE_SEPARATOR, audit_subgroups, audited_columns,
+                                             entity_scores, group_mask, rare_value_groups,
+                                             subgroup_groups)
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.label_key import LabelKey
 from privacy_gate.names import (dependency_figure, dependency_metric, entity_metric, exposure_metric,
@@ -179,7 +180,8 @@ def audit(outcomes: Sequence[AttackOutcome], targets: Targets, spec: DatasetSpec
                        notes=notes, dependency=measured, masks={g.label: g.mask for g in groups})
 
 
-def _named_in(scan_named: tuple[pd.DataFrame, np.ndarray], label: str, key: LabelKey | None) -> int | None:
+def _named_in(scan_named: tuple[pd.DataFrame, np.ndarray], label: str,
+              key: LabelKey | None) -> int | None:
     """How many of the row ids the member scan named are training records of the group ``label``."""
     train, named = scan_named
     try:

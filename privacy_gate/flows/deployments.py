@@ -158,13 +158,15 @@ def config_dataset(path: Path) -> str:
     return load_release_config(path).dataset.spec.name
 
 
-def deployment_schedule(config: Any, path: Path, *, cron: str | None, interval: float | None) -> Any:
+def deployment_schedule(config: Any, path: Path, *, cron: str | None,
+                        interval: float | None) -> Any:
     """The schedule of a deployment of ``config`` (its ``schedule`` section), or ``cron`` /
     ``interval`` given on the command line, which override it."""
     try:
         return _schedule(config, path, cron=cron, interval=interval)
     except ValueError as exc:  # croniter refuses the expression
-        given = f"--cron {cron!r}" if cron else f"--interval {interval}" if interval else "the schedule section"
+        given = (f"--cron {cron!r}" if cron else f"--interval {interval}" if interval
+                 else "the schedule section")
         raise ConfigError(f"{path}: invalid schedule in {given} ({exc})") from None
 
 
@@ -195,7 +197,8 @@ def build_deployment(config_path: Path, *, workdir: Path, cron: str | None = Non
     if is_gate_deployment(path):
         from privacy_gate.config import load_gate_deployment
 
-        schedule = deployment_schedule(load_gate_deployment(path), path, cron=cron, interval=interval)
+        schedule = deployment_schedule(load_gate_deployment(path), path, cron=cron,
+                                       interval=interval)
         return build_gate_deployment(path, workdir=workdir, schedule=schedule, work_pool=work_pool,
                                      concurrency=deployment_concurrency())
     config = load_release_config(path)
@@ -258,7 +261,8 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
                    interval: float | None = None, allow_unsigned: bool = False,
                    replace: bool = False) -> list[tuple[str, str]]:
     """Register each config as a deployment in ``work_pool`` (created as a process pool if
-    missing); returns each deployment's name (``release/<stem>``, ``gate/<stem>``) and id. Refused without a signing key unless
+    missing); returns each deployment's name (``release/<stem>``, ``gate/<stem>``) and id.
+    Refused without a signing key unless
     ``allow_unsigned`` (the workers that run them need the key in their environment too), and,
     unless ``replace``, when a deployment of one of these names exists already."""
     from prefect.client.schemas.actions import WorkPoolCreate
@@ -271,8 +275,9 @@ def deploy_configs(configs: list[Path], *, work_pool: str, workdir: Path, cron: 
     with get_client(sync_client=True) as client:
         existing = [line for d, _ in deployments if (line := _existing(client, d)) is not None]
         if existing and not replace:
-            raise ConfigError("privacy-gate deploy: " + "; ".join(existing) + " — pass --replace to replace "
-                              f"{'it' if len(existing) == 1 else 'them'} (schedule, parameters and work pool are "
+            them = "it" if len(existing) == 1 else "them"
+            raise ConfigError("privacy-gate deploy: " + "; ".join(existing) + " — pass --replace "
+                              f"to replace {them} (schedule, parameters and work pool are "
                               "overwritten); nothing was registered")
         try:
             client.read_work_pool(work_pool)
@@ -294,12 +299,14 @@ def _existing(client: Any, deployment: Any) -> str | None:
     except ObjectNotFound:
         return None
     config = (current.parameters or {}).get("config_path") or "no config"
-    schedules = ", ".join(str(getattr(s.schedule, "cron", None) or getattr(s.schedule, "interval", "?"))
-                          for s in current.schedules or []) or "no schedule"
-    return f"deployment {name} exists already ({config}, work pool {current.work_pool_name}, {schedules})"
+    when = [getattr(s.schedule, "cron", None) or getattr(s.schedule, "interval", "?")
+            for s in current.schedules or []]
+    schedules = ", ".join(map(str, when)) or "no schedule"
+    pool = current.work_pool_name
+    return f"deployment {name} exists already ({config}, work pool {pool}, {schedules})"
 
 
-__all__ = ["FolderDeployments", "build_deployment", "config_dataset", "config_files", "deploy_configs",
-           "deployment_concurrency", "deployment_schedule",
-           "folder_deployments", "prepare_folder", "release_configs", "require_prefect_api", "require_signing_key",
+__all__ = ["FolderDeployments", "build_deployment", "config_dataset", "config_files",
+           "deploy_configs", "deployment_concurrency", "deployment_schedule", "folder_deployments",
+           "prepare_folder", "release_configs", "require_prefect_api", "require_signing_key",
            "serve_folder"]

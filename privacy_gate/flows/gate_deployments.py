@@ -28,8 +28,9 @@ def gate_deployment_dataset(config_path: Path) -> str:
     return load_spec(load_gate_deployment(config_path).files.spec).name
 
 
-def build_gate_deployment(config_path: Path, *, workdir: Path, schedule: Any, work_pool: str | None,
-                          concurrency: Any) -> Any:
+def build_gate_deployment(
+    config_path: Path, *, workdir: Path, schedule: Any, work_pool: str | None, concurrency: Any
+) -> Any:
     """The ``gate`` flow as a deployment of the gate-mode config at ``config_path`` with
     ``schedule`` (from ``flows.deployments.deployment_schedule``) and ``concurrency``."""
     from prefect.deployments.runner import EntrypointType
@@ -38,17 +39,29 @@ def build_gate_deployment(config_path: Path, *, workdir: Path, schedule: Any, wo
     config = load_gate_deployment(path)
     dataset = load_spec(config.files.spec).name
     target = config.publish.target
-    if config.publish.format != "parquet":  # a setting the gate flow would not read: refused, not dropped
-        raise ConfigError(f"{path}: publish.format: a gate-mode deployment publishes Parquet (the gate flow reads "
-                          "no format); remove the key")
-    parameters = {**config.files.inputs(), "spec_path": config.files.spec, "config_path": str(path),
-                  "workdir": str(Path(workdir).resolve()), "publish_to": str(target) if target else None}
+    if config.publish.format != "parquet":  # a setting the gate flow would not read: refused
+        raise ConfigError(
+            f"{path}: publish.format: a gate-mode deployment publishes Parquet (the gate flow "
+            "reads no format); remove the key"
+        )
+    parameters = {
+        **config.files.inputs(),
+        "spec_path": config.files.spec,
+        "config_path": str(path),
+        "workdir": str(Path(workdir).resolve()),
+        "publish_to": str(target) if target else None,
+    }
     return gate_flow.to_deployment(
-        name=path.stem, schedules=[schedule], work_pool_name=work_pool, parameters=parameters,
-        description=f"privacy-gate gate of dataset {dataset!r}: {Path(config.files.synthetic).name} judged "
-                    f"from {path.name}",
-        tags=[DEPLOYMENT_TAG, "mode:gate", f"dataset:{dataset_slug(dataset)}"], concurrency_limit=concurrency,
-        entrypoint_type=EntrypointType.MODULE_PATH)
+        name=path.stem,
+        schedules=[schedule],
+        work_pool_name=work_pool,
+        parameters=parameters,
+        description=f"privacy-gate gate of dataset {dataset!r}: "
+        f"{Path(config.files.synthetic).name} judged from {path.name}",
+        tags=[DEPLOYMENT_TAG, "mode:gate", f"dataset:{dataset_slug(dataset)}"],
+        concurrency_limit=concurrency,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
 
 
 __all__ = ["build_gate_deployment", "gate_deployment_dataset"]

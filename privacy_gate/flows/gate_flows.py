@@ -46,16 +46,19 @@ def _summarise(result: RunOutcome) -> RunOutcome:
         create_markdown_artifact(result.summary_markdown, key="privacy-gate-verdict",
                                  description=f"verdict of MLflow run {run}")
         create_table_artifact(rules_rows(verdict), key="privacy-gate-rules",
-                              description=f"{verdict.decision}: every rule check of MLflow run {run}, failing first")
+                              description=f"{verdict.decision}: every rule check of MLflow run "
+                                          f"{run}, failing first")
         if verdict.group_effects:
             create_table_artifact(group_rows(verdict), key="privacy-gate-flagged-groups",
-                                  description=f"the flagged groups of MLflow run {run}: effect sizes with 95% "
-                                              "intervals, share of the records named exposed")
-        for key, link, text in evidence_links(tracking_uri=result.tracking_uri, experiment_id=result.experiment_id,
-                                              run_id=run):
+                                  description=f"the flagged groups of MLflow run {run}: effect "
+                                              "sizes with 95% intervals, share of the records "
+                                              "named exposed")
+        for key, link, text in evidence_links(tracking_uri=result.tracking_uri,
+                                              experiment_id=result.experiment_id, run_id=run):
             create_link_artifact(link, link_text=text, key=f"privacy-gate-{key}", description=text)
     except Exception as exc:  # noqa: BLE001
-        logger.warning("could not create the Prefect verdict artifacts (%s); the verdict stands", type(exc).__name__)
+        logger.warning("could not create the Prefect verdict artifacts (%s); the verdict stands",
+                       type(exc).__name__)
     return replace(result, summary_markdown=None)
 
 
@@ -256,8 +259,9 @@ def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir:
                 dry_run: bool = False) -> RunOutcome:
     """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows
     (``dry_run``: for ``approve --suppress --dry-run``, which decides nothing)."""
-    return _summarise(regate_run(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir,
-                                 executor=PrefectExecutor(), logger=get_run_logger(), dry_run=dry_run))
+    return _summarise(regate_run(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri,
+                                 workdir=workdir, executor=PrefectExecutor(),
+                                 logger=get_run_logger(), dry_run=dry_run))
 
 
 @flow(name="dependency-study")

@@ -35,7 +35,8 @@ def flow_run_of(tags: dict[str, str]) -> uuid.UUID | None:
     """The Prefect flow run an MLflow run's ``gate.prefect_flow_run`` tag names (``ID`` or ``ID
     (deployment NAME)``), or None.
 
-    >>> flow_run_of({"gate.prefect_flow_run": "0f8fad5b-d9cb-469f-a165-70867728950e (deployment d)"})
+    >>> tag = "0f8fad5b-d9cb-469f-a165-70867728950e (deployment d)"
+    >>> flow_run_of({"gate.prefect_flow_run": tag})
     UUID('0f8fad5b-d9cb-469f-a165-70867728950e')
     >>> flow_run_of({}), flow_run_of({"gate.prefect_flow_run": "None"})
     (None, None)
@@ -72,11 +73,16 @@ def settle_flow_run(run_id: str, *, tracking_uri: str, via: str) -> str | None:
             return None
         was = flow_run.state.name
         decision = decisions[0]
-        outcome = replace(recorded_outcome(run_id, tracking_uri), review=decision["action"], review_decision=decision)
+        outcome = replace(
+            recorded_outcome(run_id, tracking_uri),
+            review=decision["action"],
+            review_decision=decision,
+        )
         state = verdict_state(outcome)
         message = f"{state.message} (decided with {via})"
-        client.set_flow_run_state(flow_run_id, state.model_copy(update={"data": None, "message": message}),
-                                  force=True)
+        client.set_flow_run_state(
+            flow_run_id, state.model_copy(update={"data": None, "message": message}), force=True
+        )
         client.update_flow_run(flow_run_id, name=glance_name(message, flow_run.name or ""))
     return f"Prefect flow run {flow_run_id}: {was} -> {state.name}"
 

@@ -358,6 +358,6 @@ def finish_cancelled_resumptions(*, tracking_uri: str, workdir: str, regate: Reg
     return done
 
 
-__all__ = ["LIMIT_REACHED", "REVIEW_KEY_PREFIX", "finish_cancelled_resumptions", "paused_sibling", "recorded_outcome",
-           "resume_review", "review_answer", "review_key", "run_of_keys", "suspended_for", "unapplied_state",
-           "wait_for_review"]
+__all__ = ["LIMIT_REACHED", "REVIEW_KEY_PREFIX", "finish_cancelled_resumptions", "paused_sibling",
+           "recorded_outcome", "resume_review", "review_answer", "review_key", "run_of_keys",
+           "suspended_for", "unapplied_state", "wait_for_review"]

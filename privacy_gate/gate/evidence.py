@@ -6,13 +6,16 @@ group and attack). A figure that was not recorded is left out, never estimated h
 are safe to print (``experiment.grouping``); no record value is read.
 
 >>> effect = {"members": 18, "non_members": 18, "attack": "dcr", "auc": 1.0, "auc_lower": 0.8241,
-...           "auc_upper": 1.0, "auc_interval": "wilson", "tpr": 1.0, "tpr_lower": 0.8241, "tpr_upper": 1.0,
-...           "caught": 18, "false_alarms_allowed": 0, "p_adjusted": 1e-9, "groups_audited": 11,
-...           "training_records": 44, "named": 44, "named_all": 46}
+...           "auc_upper": 1.0, "auc_interval": "wilson", "tpr": 1.0, "tpr_lower": 0.8241,
+...           "tpr_upper": 1.0, "caught": 18, "false_alarms_allowed": 0, "p_adjusted": 1e-9,
+...           "groups_audited": 11, "training_records": 44, "named": 44, "named_all": 46}
 >>> print(effect_headline("race=X", effect))
 race=X: AUC 1 [0.82, 1], 44 of 46 named records
->>> print(effect_sentence("race=X", effect))
-race=X: 18 members among the targets; an attacker (dcr) tells members from non-members with AUC 1 [0.82, 1] (95%, Wilson); 18 of its 18 members caught (100% [82%, 100%]) with no false alarm among its 18 non-members; 44 of the 46 records named exposed are its (96%), all 44 of its training records among them; p < 0.0001 after Holm correction for 11 groups
+>>> print(effect_sentence("race=X", effect))  # doctest: +NORMALIZE_WHITESPACE
+race=X: 18 members among the targets; an attacker (dcr) tells members from non-members with AUC 1
+[0.82, 1] (95%, Wilson); 18 of its 18 members caught (100% [82%, 100%]) with no false alarm among
+its 18 non-members; 44 of the 46 records named exposed are its (96%), all 44 of its training
+records among them; p < 0.0001 after Holm correction for 11 groups
 
 >>> rows = [{"group": "race=X", "attack": "dcr", "n_members": 64, "auc": 0.61, "tpr_at_fpr_0.01": 0.1,
 ...          "test_p_adjusted": 0.0008},
@@ -132,31 +135,39 @@ def _interval(lower: Any, upper: Any, fmt: Any) -> str:
     return f" [{fmt(lo)}, {fmt(hi)}]" if lo is not None and hi is not None else ""
 
 
+def _two(x: float) -> str:
+    return human_number(x, 2)
+
+
+def _figure(effect: Mapping[str, Any], key: str) -> float | None:
+    return finite_or_none(effect.get(key))
+
+
 def _share_named(effect: Mapping[str, Any]) -> str | None:
     """The group's share of the records named exposed, or of the member scan's top set when
     nothing is named: ``44 of 46 named records``; None when neither was measured."""
-    named, named_all = finite_or_none(effect.get("named")), finite_or_none(effect.get("named_all"))
+    named, named_all = _figure(effect, "named"), _figure(effect, "named_all")
     if named_all:
         return f"{human_number(named)} of {human_number(named_all)} named records"
-    top, top_all = finite_or_none(effect.get("top_members")), finite_or_none(effect.get("top_members_all"))
+    top, top_all = _figure(effect, "top_members"), _figure(effect, "top_members_all")
     if top_all:
         return f"{human_number(top)} of {human_number(top_all)} in the scan's top set"
     return "no record named" if named_all == 0 else None
+
+
+def _auc(effect: Mapping[str, Any]) -> str | None:
+    """``AUC 1 [0.82, 1]``: the strongest attack's AUC inside the group with its interval."""
+    auc = _figure(effect, "auc")
+    if auc is None:
+        return None
+    return f"AUC {_two(auc)}" + _interval(effect.get("auc_lower"), effect.get("auc_upper"), _two)
 
 
 def effect_parts(effect: Mapping[str, Any]) -> list[str]:
     """A flagged group's effect size in a few words: the strongest attack's AUC with its 95%
     interval inside the group (``AUC 1 [0.82, 1]``), and its share of the records named exposed
     (``44 of 46 named records``); a figure not recorded is left out."""
-    parts = []
-    auc = finite_or_none(effect.get("auc"))
-    if auc is not None:
-        parts.append(f"AUC {human_number(auc, 2)}"
-                     + _interval(effect.get("auc_lower"), effect.get("auc_upper"), lambda x: human_number(x, 2)))
-    share = _share_named(effect)
-    if share:
-        parts.append(share)
-    return parts
+    return [part for part in (_auc(effect), _share_named(effect)) if part]
 
 
 def effect_headline(group: str, effect: Mapping[str, Any]) -> str:
@@ -165,58 +176,63 @@ def effect_headline(group: str, effect: Mapping[str, Any]) -> str:
 
 
 def _caught(effect: Mapping[str, Any]) -> str | None:
-    tpr, members = finite_or_none(effect.get("tpr")), finite_or_none(effect.get("members"))
+    tpr, members = _figure(effect, "tpr"), _figure(effect, "members")
     if tpr is None or not members:
         return None
-    caught = finite_or_none(effect.get("caught"))
+    caught = _figure(effect, "caught")
     caught = round(tpr * members) if caught is None else caught
-    share = human_percent(tpr) + _interval(effect.get("tpr_lower"), effect.get("tpr_upper"), human_percent)
-    allowed, non = finite_or_none(effect.get("false_alarms_allowed")), finite_or_none(effect.get("non_members"))
-    alarms = ("with no false alarm among its " + human_number(non) + " non-members" if allowed == 0 and non
-              else "at 1% false alarms")
-    return f"{human_number(caught)} of its {human_number(members)} members caught ({share}) {alarms}"
+    share = human_percent(tpr) + _interval(effect.get("tpr_lower"), effect.get("tpr_upper"),
+                                           human_percent)
+    allowed, non = _figure(effect, "false_alarms_allowed"), _figure(effect, "non_members")
+    alarms = (f"with no false alarm among its {human_number(non)} non-members"
+              if allowed == 0 and non else "at 1% false alarms")
+    of = f"{human_number(caught)} of its {human_number(members)}"
+    return f"{of} members caught ({share}) {alarms}"
+
+
+def _named_clause(effect: Mapping[str, Any]) -> str | None:
+    named, named_all = _figure(effect, "named"), _figure(effect, "named_all")
+    if not named_all:
+        return _share_named(effect)
+    clause = (f"{human_number(named)} of the {human_number(named_all)} records named exposed are "
+              f"its ({human_percent(named / named_all)})")
+    training = _figure(effect, "training_records")
+    if training and named == training:
+        return clause + f", all {human_number(training)} of its training records among them"
+    return clause + (f", of its {human_number(training)} training records" if training else "")
+
+
+#: how a sentence names the AUC interval an effect record used
+_INTERVALS = {"wilson": "Wilson", "hanley-mcneil": "Hanley & McNeil"}
 
 
 def effect_sentence(group: str, effect: Mapping[str, Any], *, through: str | None = None) -> str:
     """One sentence on ``group`` from its effect record (see the module docstring)."""
     parts = []
-    members = finite_or_none(effect.get("members"))
+    members = _figure(effect, "members")
     if members is not None:
         parts.append(f"{human_number(members)} members among the targets")
-    auc = finite_or_none(effect.get("auc"))
-    if auc is not None:
-        method = {"wilson": "Wilson", "hanley-mcneil": "Hanley & McNeil"}.get(str(effect.get("auc_interval")))
-        parts.append(f"an attacker ({effect.get('attack')}) tells members from non-members with AUC "
-                     f"{human_number(auc, 2)}"
-                     + _interval(effect.get("auc_lower"), effect.get("auc_upper"), lambda x: human_number(x, 2))
-                     + (f" (95%, {method})" if method else ""))
-    caught = _caught(effect)
-    if caught:
-        parts.append(caught)
-    named, named_all = finite_or_none(effect.get("named")), finite_or_none(effect.get("named_all"))
-    training = finite_or_none(effect.get("training_records"))
-    if named_all:
-        clause = (f"{human_number(named)} of the {human_number(named_all)} records named exposed are its "
-                  f"({human_percent(named / named_all)})")
-        if training and named == training:
-            clause += f", all {human_number(training)} of its training records among them"
-        elif training:
-            clause += f", of its {human_number(training)} training records"
-        parts.append(clause)
-    else:
-        share = _share_named(effect)
-        if share:
-            parts.append(share)
-    p_adjusted = finite_or_none(effect.get("p_adjusted"))
+    auc = _auc(effect)
+    if auc:
+        method = _INTERVALS.get(str(effect.get("auc_interval")))
+        parts.append(f"an attacker ({effect.get('attack')}) tells members from non-members with "
+                     + auc + (f" (95%, {method})" if method else ""))
+    parts += [part for part in (_caught(effect), _named_clause(effect)) if part]
+    p_adjusted = _figure(effect, "p_adjusted")
     if p_adjusted is not None:
-        n = finite_or_none(effect.get("groups_audited"))
+        n = _figure(effect, "groups_audited")
         parts.append(f"{p_equals(p_adjusted)} after Holm correction"
                      + (f" for {human_number(n)} groups" if n else ""))
     sentence = f"{group}: " + ("; ".join(parts) if parts else "flagged; no figures recorded")
-    return sentence + (f" (flagged through {through}: not significant without it)" if through else "")
+    return sentence + (_through(through) if through else "")
 
 
-def evidence_by_group(rows: Sequence[Mapping[str, Any]], verdict: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _through(group: str) -> str:
+    return f" (flagged through {group}: not significant without it)"
+
+
+def evidence_by_group(rows: Sequence[Mapping[str, Any]],
+                      verdict: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(group, sentence) for each flagged subgroup of ``verdict``, the group the evidence points
     at first: from its effect record when the run recorded one, else from the audit's ``rows``."""
     explained = verdict.get("explained") or {}
@@ -248,4 +264,5 @@ def first_effect(verdict: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | 
     lead = verdict.get("points_at")
     if lead in effects:
         return lead, effects[lead]
-    return next(((g, effects[g]) for g in verdict.get("flagged_subgroups") or [] if g in effects), None)
+    flagged = verdict.get("flagged_subgroups") or []
+    return next(((g, effects[g]) for g in flagged if g in effects), None)

@@ -48,7 +48,8 @@ def decision_words(decision: Any, *, published: str | None = None, short: bool =
     :class:`ReviewDecision` or its record; ``published``: where the release went, if it did
     (``short``: said without the place).
 
-    >>> decision_words({"action": "approve", "reviewer": "ana", "suppress": ["race=X"]}, published="/p/x")
+    >>> approval = {"action": "approve", "reviewer": "ana", "suppress": ["race=X"]}
+    >>> decision_words(approval, published="/p/x")
     'approved by ana without race=X: published to /p/x'
     >>> decision_words({"action": "reject", "reviewer": "bo"})
     'rejected by bo: nothing is published'
@@ -57,9 +58,11 @@ def decision_words(decision: Any, *, published: str | None = None, short: bool =
     where = published or d.get("published")
     if d.get("action") == "approve":
         suppressed = list(d.get("suppress") or [])
-        return (f"approved by {d.get('reviewer')}" + (f" without {', '.join(suppressed)}" if suppressed else "")
-                + ((": published" if short else f": published to {where}") if where and where != "none"
-                   else ": not published yet"))
+        who = f"approved by {d.get('reviewer')}"
+        who += f" without {', '.join(suppressed)}" if suppressed else ""
+        if not where or where == "none":
+            return f"{who}: not published yet"
+        return f"{who}: published" + ("" if short else f" to {where}")
     return f"rejected by {d.get('reviewer')}: nothing is published"
 
 

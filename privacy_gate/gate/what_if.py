@@ -13,8 +13,9 @@ tried on a BLOCK and on a REVIEW, the three smallest groups first,
 Without it: APPROVE.
 Flagged through race=X.
 What suppressing it gives: not worked out before a re-gate.
->>> print(what_if(v)[0].sentence())
-Suppress race=X: without its 40 targets, and the member scan and the copy test measured again without its 120 synthetic rows, the release-wide figures give APPROVE.
+>>> print(what_if(v)[0].sentence())  # doctest: +NORMALIZE_WHITESPACE
+Suppress race=X: without its 40 targets, and the member scan and the copy test measured again
+without its 120 synthetic rows, the release-wide figures give APPROVE.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from privacy_gate.gate.verdict import Verdict
 
 
 #: the tests a what-if measures again without a group's synthetic rows, as a sentence names them
-_TEST_NAMES = {"scan": "the member scan", "copies": "the copy test", "agreement": "the agreement scan"}
+_TEST_NAMES = {"scan": "the member scan", "copies": "the copy test",
+               "agreement": "the agreement scan"}
 
 
 @dataclass(frozen=True)
@@ -41,25 +43,29 @@ class WhatIf:
     decision: str | None = None
     targets: int | None = None
     through: str | None = None
-    rows: int | None = None  # the group's synthetic rows, when tests were measured again without them
+    rows: int | None = None  # the group's synthetic rows, when tests were measured without them
     remeasured: tuple[str, ...] = ()  # those tests (budget test names)
 
     def sentence(self) -> str:
         if self.decision is not None:
-            again = ""
-            if self.rows is not None and self.remeasured:
-                named = [_TEST_NAMES[t] for t in _TEST_NAMES if t in self.remeasured]
-                tests = " and ".join(named + [f"the {t} test" for t in self.remeasured if t not in _TEST_NAMES])
-                again = f", and {tests} measured again without its {human_number(self.rows)} synthetic rows,"
-            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets{again} the release-wide "
-                    f"figures give {self.decision}" + (" (suppressing it alone would not do)"
-                                                       if self.decision == "BLOCK" else "") + ".")
+            alone = " (suppressing it alone would not do)" if self.decision == "BLOCK" else ""
+            return (f"Suppress {self.group}: without its {human_number(self.targets)} targets"
+                    f"{self._again()} the release-wide figures give {self.decision}{alone}.")
         if self.through is not None:
             return (f"Suppress {self.group}: flagged only through {self.through} (without {self.through}'s targets its "
                     "test is not significant); the gate did not work out the verdict without it.")
-        return (f"Suppress {self.group}: not worked out by the gate (it works out the three smallest flagged groups "
-                "that hold at most half the targets); approving with --suppress re-gates the rest before anything "
-                "is published.")
+        return (f"Suppress {self.group}: not worked out by the gate (it works out the three "
+                "smallest flagged groups that hold at most half the targets); approving with "
+                "--suppress re-gates the rest before anything is published.")
+
+    def _again(self) -> str:
+        """``, and the member scan ... measured again without its N synthetic rows,`` or ''."""
+        if self.rows is None or not self.remeasured:
+            return ""
+        named = [_TEST_NAMES[t] for t in _TEST_NAMES if t in self.remeasured]
+        named += [f"the {t} test" for t in self.remeasured if t not in _TEST_NAMES]
+        rows = human_number(self.rows)
+        return f", and {' and '.join(named)} measured again without its {rows} synthetic rows,"
 
     def short(self) -> str:
         if self.decision is not None:

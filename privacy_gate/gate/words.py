@@ -394,5 +394,5 @@ def headline_reason(verdict: Verdict) -> str | None:
     return f"{lead} — {reason_line(main, verdict)}" if lead else reason_line(main, verdict)
 
 
-__all__ = ["CheckWords", "VerdictContext", "check_words", "deciding_reason", "headline_reason", "reason_line",
-           "reasons_in_words"]
+__all__ = ["CheckWords", "VerdictContext", "check_words", "deciding_reason", "headline_reason",
+           "reason_line", "reasons_in_words"]

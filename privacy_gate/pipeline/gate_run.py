@@ -53,13 +53,14 @@ from privacy_gate.experiment.targets import choose_dependency_targets, choose_ta
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
                                         validation_failures)
-from privacy_gate.names import COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric, metric_name
+from privacy_gate.names import (COMBINED, STRONGEST, UTILITY, exposure_metric, mace_metric,
+                                metric_name)
 from privacy_gate.safe_text import console_line
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.group_effects import group_effects
-from privacy_gate.pipeline.release_tests import (agreement_figures, agreement_of, copies_figures, copies_of,
-                                                 scan_figures, scan_of)
+from privacy_gate.pipeline.release_tests import (agreement_figures, agreement_of, copies_figures,
+                                                 copies_of, scan_figures, scan_of)
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.validation import validate_synthetic
@@ -311,7 +312,8 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
                                    {c: col.categories for c, col in spec.columns.items()},
                                    [splits.holdout, splits.reference], min_count=settings.audit.label_min_count),
                                label_key=state.inputs.label_key,
-                               scan_named=None if state.scan is None else (splits.train, state.scan.discoveries))
+                               scan_named=None if state.scan is None
+                               else (splits.train, state.scan.discoveries))
     state.metrics.update(state.audit.metrics)
     for note in state.audit.notes:
         logger.info("  %s", note)

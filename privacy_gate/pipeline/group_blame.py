@@ -52,7 +52,7 @@ class BlameState(Protocol):
     audit: AuditResult | None
     metrics: dict[str, float]
     disclosure_inputs: DisclosureInputs | None  # set when the disclosure risks were measured
-    shortfalls: list[Any]  # the stage floors a small table did not meet (a REVIEW for too little evidence)
+    shortfalls: list[Any]  # stage floors a small table did not meet (REVIEW: too little evidence)
 
     @property
     def gated(self) -> list[Any]: ...
@@ -265,7 +265,8 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
     if level is not None and len(order) > 1:
         verdict = dataclasses.replace(verdict, explained=_explained(state, order, masks, labels, level=level))
     if verdict.decision != "BLOCK":
-        return _led(state, _review_what_if(state, verdict, order, masks, extra_failures), order, masks)
+        verdict = _review_what_if(state, verdict, order, masks, extra_failures)
+        return _led(state, verdict, order, masks)
     # every group tried is recorded with what the rest decides (the reviewer's "what if"), also
     # when the rest still blocks: then suppressing that group alone would not do
     tried: dict[str, dict[str, Any]] = {}
@@ -274,14 +275,15 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
         if rest is None:
             continue
         tried[g] = rest
-        ruled = concentrated_in(verdict, group=g, targets=rest["targets"], rest_decision=rest["decision"])
+        ruled = concentrated_in(verdict, group=g, targets=rest["targets"],
+                                rest_decision=rest["decision"])
         if ruled is not verdict:
             return _led(state, dataclasses.replace(ruled, decision_without=tried), order, masks)
     return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
 
 
-def _review_what_if(state: BlameState, verdict: Verdict, order: list[str], masks: dict[str, np.ndarray],
-                    extra_failures: list) -> Verdict:
+def _review_what_if(state: BlameState, verdict: Verdict, order: list[str],
+                    masks: dict[str, np.ndarray], extra_failures: list) -> Verdict:
     """A REVIEW with what the release-wide figures decide without each of its smallest flagged
     groups; the significant tests that read every training record measured again without the
     group's synthetic rows. Nothing here changes the decision."""
@@ -290,7 +292,8 @@ def _review_what_if(state: BlameState, verdict: Verdict, order: list[str], masks
     synthetic_side = [t for t in _significant(verdict) if t in SYNTHETIC_SIDE]
     tried = {}
     for g in _candidates(order, masks):
-        rest = rest_decision(state, g, masks[g], extra_failures=extra_failures, synthetic_side=synthetic_side)
+        rest = rest_decision(state, g, masks[g], extra_failures=extra_failures,
+                             synthetic_side=synthetic_side)
         if rest is not None:
             tried[g] = rest
     return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
@@ -301,5 +304,5 @@ def _led(state: BlameState, verdict: Verdict, order: list[str], masks: dict[str,
     return verdict if group is None else lead_with(verdict, group)
 
 
-__all__ = ["MAX_CANDIDATES", "TARGET_TESTS", "blame_groups", "lead_with", "points_at", "rest_decision",
-           "rest_figures", "target_tests_without"]
+__all__ = ["MAX_CANDIDATES", "TARGET_TESTS", "blame_groups", "lead_with", "points_at",
+           "rest_decision", "rest_figures", "target_tests_without"]

@@ -56,7 +56,9 @@ def _ordered(verdict: Verdict) -> list[str]:
     return flagged[:MAX_EFFECTS]
 
 
-def _strongest(outcomes: Sequence[Any], mask: np.ndarray, labels: np.ndarray) -> dict[str, Any] | None:
+def _strongest(
+    outcomes: Sequence[Any], mask: np.ndarray, labels: np.ndarray
+) -> dict[str, Any] | None:
     """The attack with the highest AUC inside the group, its ROC figures and intervals."""
     best: dict[str, Any] | None = None
     y = labels[mask]
@@ -75,10 +77,18 @@ def _strongest(outcomes: Sequence[Any], mask: np.ndarray, labels: np.ndarray) ->
     collapsed = hanley_mcneil_interval(best["auc"], n_m, n_n)
     caught = int(round(best["tpr_at_fpr_0.01"] * n_m))
     t_lo, t_hi = wilson_interval(caught, n_m, alpha=0.05)
-    return {"attack": best["attack"], "auc": float(best["auc"]), "auc_lower": lo, "auc_upper": hi,
-            "auc_interval": "wilson" if collapsed[0] == collapsed[1] else "hanley-mcneil",
-            "tpr": float(best["tpr_at_fpr_0.01"]), "tpr_lower": t_lo, "tpr_upper": t_hi, "caught": caught,
-            "false_alarms_allowed": int(np.floor(FPR_LEVEL * n_n + 1e-9))}
+    return {
+        "attack": best["attack"],
+        "auc": float(best["auc"]),
+        "auc_lower": lo,
+        "auc_upper": hi,
+        "auc_interval": "wilson" if collapsed[0] == collapsed[1] else "hanley-mcneil",
+        "tpr": float(best["tpr_at_fpr_0.01"]),
+        "tpr_lower": t_lo,
+        "tpr_upper": t_hi,
+        "caught": caught,
+        "false_alarms_allowed": int(np.floor(FPR_LEVEL * n_n + 1e-9)),
+    }
 
 
 def _named(ids: np.ndarray, rows: pd.Index) -> int:
@@ -90,7 +100,10 @@ def group_effect(state: Any, group: str, *, p_adjusted: float | None = None) -> 
     targets, key = state.targets, state.inputs.label_key
     labels = np.asarray(targets.labels).astype(int)
     mask = group_mask(targets.records, group, key=key)
-    out: dict[str, Any] = {"members": int(labels[mask].sum()), "non_members": int((labels[mask] == 0).sum())}
+    out: dict[str, Any] = {
+        "members": int(labels[mask].sum()),
+        "non_members": int((labels[mask] == 0).sum()),
+    }
     gated = list(state.gated) or list(state.outcomes)
     strongest = _strongest(gated, mask, labels) if out["members"] and out["non_members"] else None
     if strongest is not None:
@@ -109,8 +122,12 @@ def group_effect(state: Any, group: str, *, p_adjusted: float | None = None) -> 
     if scan is not None:
         named, top = scan.discoveries, scan.records.loc[scan.records["in_top"], "row_id"].to_numpy()
         both.update(named.tolist())
-        out.update(scan_named=_named(named, rows), scan_named_all=int(len(named)),
-                   top_members=_named(top, rows), top_members_all=int(len(top)))
+        out.update(
+            scan_named=_named(named, rows),
+            scan_named_all=int(len(named)),
+            top_members=_named(top, rows),
+            top_members_all=int(len(top)),
+        )
     if exposure is not None or scan is not None:  # a record named by both counts once
         out.update(named=_named(np.array(sorted(both)), rows), named_all=len(both))
     return out

@@ -25,25 +25,44 @@ SYNTHETIC_SIDE = {"scan": "scan", "copies": "copies", "agreement": "agreement"}
 def scan_of(state: Any, synthetic: pd.DataFrame) -> ScanResult:
     """The member scan of ``synthetic`` with the run's splits and settings."""
     cfg = state.settings.exposure
-    return scan_members(state.inputs.splits, synthetic, state.settings.spec, q=cfg.fdr, method=cfg.method,
-                        seed=state.settings.targets.seed,
-                        calibration_reference=bool(cfg.reference_calibrates),
-                        tail_max_share=cfg.tail_max_share)
+    return scan_members(
+        state.inputs.splits,
+        synthetic,
+        state.settings.spec,
+        q=cfg.fdr,
+        method=cfg.method,
+        seed=state.settings.targets.seed,
+        calibration_reference=bool(cfg.reference_calibrates),
+        tail_max_share=cfg.tail_max_share,
+    )
 
 
 def copies_of(state: Any, synthetic: pd.DataFrame) -> CopyTest:
     """The verbatim-copy test of ``synthetic`` against the run's training and holdout splits."""
     splits = state.inputs.splits
-    return copy_test(synthetic, splits.train, splits.holdout, state.settings.spec,
-                     seed=state.settings.targets.seed)
+    return copy_test(
+        synthetic,
+        splits.train,
+        splits.holdout,
+        state.settings.spec,
+        seed=state.settings.targets.seed,
+    )
 
 
 def agreement_of(state: Any, synthetic: pd.DataFrame) -> AgreementResult:
     """The agreement scan of ``synthetic`` with the run's splits and settings."""
     splits, cfg = state.inputs.splits, state.settings.exposure
-    return agreement_scan(synthetic, splits.train, splits.holdout, splits.reference, state.settings.spec,
-                          q=cfg.fdr, tail_max_share=cfg.tail_max_share, seed=state.settings.targets.seed,
-                          linking=cfg.linking_views)
+    return agreement_scan(
+        synthetic,
+        splits.train,
+        splits.holdout,
+        splits.reference,
+        state.settings.spec,
+        q=cfg.fdr,
+        tail_max_share=cfg.tail_max_share,
+        seed=state.settings.targets.seed,
+        linking=cfg.linking_views,
+    )
 
 
 def scan_figures(result: ScanResult) -> dict[str, float]:
@@ -71,5 +90,13 @@ def figures_without_rows(state: Any, synthetic: pd.DataFrame, tests: list[str]) 
     return out
 
 
-__all__ = ["SYNTHETIC_SIDE", "agreement_figures", "agreement_of", "copies_figures", "copies_of",
-           "figures_without_rows", "scan_figures", "scan_of"]
+__all__ = [
+    "SYNTHETIC_SIDE",
+    "agreement_figures",
+    "agreement_of",
+    "copies_figures",
+    "copies_of",
+    "figures_without_rows",
+    "scan_figures",
+    "scan_of",
+]

@@ -56,7 +56,9 @@ _MEANING = {"APPROVE": "the release may be published", "REVIEW": "a human decide
 def decision_state(inp: ReportInputs) -> str | None:
     """A REVIEW's decision in a few words once a reviewer took it (``approved by ana:
     published``); None while it is pending (or not a REVIEW)."""
-    return decision_words(inp.decisions[0], published=inp.published, short=True) if inp.decisions else None
+    if not inp.decisions:
+        return None
+    return decision_words(inp.decisions[0], published=inp.published, short=True)
 
 
 def _card(title: str, big: str, body: str = "", cls: str = "") -> str:
@@ -81,7 +83,8 @@ def _verdict_card(inp: ReportInputs) -> str:
         body += f'<p class="lead">{escape(effect_headline(lead, effect))}</p>'
     if reasons:
         main = reasons[0]
-        body += (f'<p class="clamp">{escape(main.sentence)} <code class="key">{escape(main.key)}</code></p>')
+        key = f'<code class="key">{escape(main.key)}</code>'
+        body += f'<p class="clamp">{escape(main.sentence)} {key}</p>'
         if len(reasons) > 1:
             body += f'<p><a href="#reasons">{len(reasons) - 1} more reason{"s" if len(reasons) > 2 else ""} below</a></p>'
     else:
@@ -173,16 +176,22 @@ def _groups_card(inp: ReportInputs) -> str:
                                                          "No subgroup audit for this run."))
     shown = first_effect(v)
     if shown is None:
-        labels = "".join(f'<p class="label" title="{escape(g)}">{escape(g)}</p>' for g in flagged[:2])
+        labels = "".join(_label(g) for g in flagged[:2])
         more = _words(f"and {len(flagged) - 2} more") if len(flagged) > 2 else ""
         first = what_if(v)[0]
     else:  # the group the evidence points at (or the first), with its effect size
         group, effect = shown
-        labels = f'<p class="label" title="{escape(group)}"><b>{escape(group)}</b></p>' + _effect_lines(effect)
+        labels = _label(group, bold=True) + _effect_lines(effect)
         more = _words(f"and {len(flagged) - 1} more") if len(flagged) > 1 else ""
         first = next(w for w in what_if(v) if w.group == group)
     body = labels + more + f'<p class="clamp">{escape(first.short())} <a href="#whatif">What suppressing does</a></p>'
     return _card("Flagged subgroups", escape(human_number(len(flagged))), body)
+
+
+def _label(group: str, *, bold: bool = False) -> str:
+    """A group label on one line of a card (cut with an ellipsis; its title holds it whole)."""
+    shown = f"<b>{escape(group)}</b>" if bold else escape(group)
+    return f'<p class="label" title="{escape(group)}">{shown}</p>'
 
 
 def _effect_lines(effect: Mapping[str, Any]) -> str:

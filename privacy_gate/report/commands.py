@@ -88,7 +88,8 @@ def decision_command(action: str, run_id: str, *, tracking_uri: str | None,
     parts = ["privacy-gate", action, shlex.quote(run_id), "--reviewer", who]
     for group in suppress:
         parts += ["--suppress", shlex.quote(group)]
-    return " ".join(filter(None, [*parts, store_options(tracking_uri=tracking_uri, workdir=workdir)]))
+    where = store_options(tracking_uri=tracking_uri, workdir=workdir)
+    return " ".join(filter(None, [*parts, where]))
 
 
 def decision_commands(run_id: str, *, tracking_uri: str | None, workdir: str | Path | None,

@@ -164,7 +164,8 @@ def _howto(inp: ReportInputs) -> str:
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
 re-runs on the filtered release before anything is published) or reject it (nothing is published;
 the release stays in quarantine). Decisions are final and recorded with this run. Each command
-below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$(id -un)</code> with your login name).</p>
+below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$(id -un)</code> with your login
+name).</p>
 <pre>{_e(chr(10).join(lines))}</pre></section>"""
 
 
@@ -397,11 +398,12 @@ def _subgroups(inp: ReportInputs) -> str:
     parts = [_note("One row per audited subgroup and attack. Every value of every audited column is its own group, "
                    "however small: each gets a rank test of member vs non-member scores over the gated attacks "
                    "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
-                   "point estimates, and so does every flagged group (its AUC inside the group). AUC "
-                   "interval: Hanley & McNeil 95% normal approximation (Wilson's score interval where it "
-                   "collapses to a point, at AUC 0 or 1). Exposed targets: the group's member targets named "
-                   "exposed; named by the scan: the group's training records the member scan named. "
-                   "Flagged groups (failing a subgroup rule) are highlighted and can be suppressed by name.")]
+                   "point estimates, and so does every flagged group (its AUC inside the "
+                   "group). AUC interval: Hanley & McNeil 95% normal approximation (Wilson's "
+                   "score interval where it collapses to a point, at AUC 0 or 1). Exposed "
+                   "targets: the group's member targets named exposed; named by the scan: the "
+                   "group's training records the member scan named. Flagged groups (failing a "
+                   "subgroup rule) are highlighted and can be suppressed by name.")]
     bars, mace_bars, table_rows = [], [], []
     flagged_aucs = _flagged_aucs(inp)
     for r in rows:
@@ -417,8 +419,8 @@ def _subgroups(inp: ReportInputs) -> str:
             bars.append((group, attack, auc, lo, hi, is_bad or group in flagged))
         estimate = f"{_num(auc, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]" if math.isfinite(auc) else "— (small group)"
         cells = [_e(group), _e(attack), _num(n_m), _num(n_n), _p(r.get("test_p_adjusted")),
-                 _num(r.get("exposed"), 0), _num(r.get("scan_named"), 0), estimate, _num(r.get("tpr_at_fpr_0.01")),
-                 _num(r.get("advantage"))]
+                 _num(r.get("exposed"), 0), _num(r.get("scan_named"), 0), estimate,
+                 _num(r.get("tpr_at_fpr_0.01")), _num(r.get("advantage"))]
         if has_mace:
             ml, mu, mv = r.get("mace.advantage_lower"), r.get("mace.advantage_upper"), r.get("mace.advantage")
             cells.append(f"{_num(mv, 3)} [{_num(ml, 3)}, {_num(mu, 3)}]")
@@ -667,11 +669,14 @@ def _open_hint(inp: ReportInputs) -> str:
 def render_report(inputs: ReportInputs) -> str:
     """The whole report as one HTML string (every text escaped; no external resources)."""
     inp = inputs
-    sections = [reasons_section(inp), _flagged(inp), _howto(inp), run_section(inp, approval=_approval_state(inp),
+    sections = [reasons_section(inp), _flagged(inp), _howto(inp),
+                run_section(inp, approval=_approval_state(inp),
                                                               publication=_publication(inp)),
                 _budget(inp), _rules(inp), _attacks(inp), _exposure(inp), _disclosure(inp), _mace(inp), _subgroups(inp),
                 _entity(inp), _dependency(inp), _dp_audit(inp), _utility(inp), _history(inp), _timings(inp), _all_figures(inp)]
-    nav_items = [("reasons", "Reasons"), ("flagged", "Flagged groups"), ("decide", "How to decide"), ("run", "This run"), ("budget", "Error budget"), ("rules", "Rules"), ("attacks", "Attacks"), ("exposure", "Exposed records"),
+    nav_items = [("reasons", "Reasons"), ("flagged", "Flagged groups"), ("decide", "How to decide"),
+                 ("run", "This run"), ("budget", "Error budget"), ("rules", "Rules"),
+                 ("attacks", "Attacks"), ("exposure", "Exposed records"),
                  ("disclosure", "Disclosure risks"),
                  ("mace", "Per-record risk"),
                  ("subgroups", "Subgroups"), ("entity", "Entities"), ("dependency", "Dependency"),

@@ -28,8 +28,8 @@ def _roc_axes(ax, curves, *, log: bool, title: str) -> None:
     floor = _log_fpr_floor(curves) if log else 0.0
     for name, fpr, tpr, auc, *color in curves:
         fpr, tpr = np.asarray(fpr, float), np.asarray(tpr, float)
-        ax.plot(np.maximum(fpr, floor) if log else fpr, tpr, label=f"{name} (AUC {auc:.3f})", lw=1.8, zorder=3,
-                **({"color": color[0]} if color else {}))
+        ax.plot(np.maximum(fpr, floor) if log else fpr, tpr, label=f"{name} (AUC {auc:.3f})",
+                lw=1.8, zorder=3, **({"color": color[0]} if color else {}))
     grid = np.logspace(np.log10(floor), 0, 50) if log else np.array([0.0, 1.0])
     ax.plot(grid, grid, "k--", lw=0.8, label="random guess")
     if log:

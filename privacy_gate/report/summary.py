@@ -6,15 +6,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.evidence import (effect_headline, evidence_by_group, first_effect, flagged_evidence,
-                                        lead_effect)
+from privacy_gate.gate.evidence import (effect_headline, evidence_by_group, first_effect,
+                                        flagged_evidence, lead_effect)
 from privacy_gate.gate.figure_words import auc_figure, exposed_figure, mace_figure, mace_query, strongest_attack
 from privacy_gate.gate.human import human_number, human_percent, human_pvalue
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import ART_REPORT, ART_SUBGROUPS, COMBINED, LEAKAGE_METRICS, UTILITY_QUALITY, split_attack_metric
+from privacy_gate.names import (ART_REPORT, ART_SUBGROUPS, COMBINED, LEAKAGE_METRICS,
+                                UTILITY_QUALITY, split_attack_metric)
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import artifact_url, experiment_url, run_url, ui_command
@@ -36,19 +37,21 @@ def attack_metric_table(verdict: Verdict) -> list[tuple[str, dict[str, float]]]:
 
 
 def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: str,
-                         tracking_uri: str | None, workdir: str | None = None, decided: str | None = None) -> str:
+                         tracking_uri: str | None, workdir: str | None = None,
+                         decided: str | None = None) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
-    verdict (and ``decided``: a reviewer's decision on it, :func:`~privacy_gate.gate.review_records.decision_words`)
-    with the flagged group the evidence points at and its effect size, its first reason in words
-    (a BLOCK's first blocking one: what the folded description shows at a glance,
-    tests/report/test_glance.py), then the evidence on each flagged group, then (a pending REVIEW)
-    the commands that decide it (pointed at the run's ``workdir`` and store), then the whole summary."""
+    verdict (and ``decided``: a reviewer's decision on it,
+    :func:`~privacy_gate.gate.review_records.decision_words`) with the flagged group the evidence
+    points at and its effect size, its first reason in words (a BLOCK's first blocking one: what
+    the folded description shows at a glance, tests/report/test_glance.py), then the evidence on
+    each flagged group, then (a pending REVIEW) the commands that decide it (pointed at the run's
+    ``workdir`` and store), then the whole summary."""
     shown = first_effect(verdict.to_dict())
     lead = f"{markdown_text(effect_headline(*shown))} · " if shown else ""
     stamp = f"**{markdown_text(decided)}** · " if decided else ""
-    # the decision and the group with its effect size on the first line: the run page folds what follows
-    head = [f"**{verdict.decision}** (status {verdict.status}) · {stamp}{lead}{len(verdict.reasons)} reason(s) · "
-            f"full report: artifact `{ART_REPORT}`", ""]
+    # the decision and the group with its effect size on the first line: the run page folds the rest
+    head = [f"**{verdict.decision}** (status {verdict.status}) · {stamp}{lead}"
+            f"{len(verdict.reasons)} reason(s) · full report: artifact `{ART_REPORT}`", ""]
     # evidence, sentences and group labels hold category values: literal text, never markup
     first = [reasons_in_words(verdict)[0].sentence] if verdict.reasons else []
     if first or evidence:
@@ -62,8 +65,8 @@ def description_markdown(verdict: Verdict, *, evidence: Sequence[str], summary: 
     return "\n".join(head) + "\n" + summary
 
 
-def run_description(tracker: Any, run_id: str, verdict: Verdict, *, summary: str, workdir: str | None,
-                    decided: str | None = None) -> str:
+def run_description(tracker: Any, run_id: str, verdict: Verdict, *, summary: str,
+                    workdir: str | None, decided: str | None = None) -> str:
     """:func:`description_markdown` of a recorded run: the evidence on its flagged groups from
     its effect records, else its audit rows (``audit/subgroups.json``)."""
     rows: list = []
@@ -248,15 +251,17 @@ def group_rows(verdict: Verdict) -> list[dict[str, str]]:
     whatifs = {w.group: w.short() for w in what_if(verdict)}
     rows = []
     for group, e in verdict.group_effects.items():
-        interval = [human_number(e.get(k), 2) for k in ("auc_lower", "auc_upper")]
+        auc = [human_number(e.get(k), 2) for k in ("auc", "auc_lower", "auc_upper")]
         tpr = [human_percent(e.get(k)) for k in ("tpr", "tpr_lower", "tpr_upper")]
-        rows.append({"group": group, "members / non-members": f"{e.get('members')} / {e.get('non_members')}",
+        named = "—" if e.get("named_all") is None else f"{e.get('named')} of {e.get('named_all')}"
+        rows.append({"group": group,
+                     "members / non-members": f"{e.get('members')} / {e.get('non_members')}",
                      "attack": str(e.get("attack", "—")),
-                     "AUC [95%]": f"{human_number(e.get('auc'), 2)} [{interval[0]}, {interval[1]}]",
+                     "AUC [95%]": f"{auc[0]} [{auc[1]}, {auc[2]}]",
                      "members caught [95%]": f"{tpr[0]} [{tpr[1]}, {tpr[2]}]",
-                     "named exposed": (f"{e.get('named')} of {e.get('named_all')}" if e.get("named_all") is not None
-                                       else "—"),
-                     "p (Holm)": human_pvalue(e.get("p_adjusted")), "suppressing it": whatifs.get(group, "—")})
+                     "named exposed": named,
+                     "p (Holm)": human_pvalue(e.get("p_adjusted")),
+                     "suppressing it": whatifs.get(group, "—")})
     return rows
 
 
@@ -268,6 +273,7 @@ def evidence_links(*, tracking_uri: str | None, experiment_id: str | None, run_i
         return []
     page = run_url(tracking_uri, experiment_id, run_id, local=True)
     report = artifact_url(tracking_uri, experiment_id, run_id, ART_REPORT)
-    where = "" if run_url(tracking_uri, experiment_id, run_id) else f" (served by: {ui_command(tracking_uri)})"
+    served = run_url(tracking_uri, experiment_id, run_id)
+    where = "" if served else f" (served by: {ui_command(tracking_uri)})"
     return [("mlflow-run", page, f"MLflow run {run_id}{where}"),
             ("verdict-report", report, f"HTML report of run {run_id}{where}")]

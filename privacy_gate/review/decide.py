@@ -92,8 +92,9 @@ def decide_run(run_id: str, *, action: Literal["approve", "reject"], reviewer: s
             raise
 
 
-def preview_approval(run_id: str, *, reviewer: str, suppress: list[str] | None = None, tracking_uri: str,
-                     workdir: str, regate: Regate | None = None) -> RunOutcome | None:
+def preview_approval(run_id: str, *, reviewer: str, suppress: list[str] | None = None,
+                     tracking_uri: str, workdir: str,
+                     regate: Regate | None = None) -> RunOutcome | None:
     """``approve --dry-run``: every check ``approve`` makes before it acts (reviewer, a decidable
     REVIEW on unchanged data, the groups named, a sealed publication), then — with ``suppress`` —
     the re-gate of the filtered release (a ``review_rerun`` run tagged ``gate.dry_run``, never
@@ -104,7 +105,8 @@ def preview_approval(run_id: str, *, reviewer: str, suppress: list[str] | None =
     record = RunRecord(tracker, run_id)
     check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
     record.fetch_quarantine(workdir)
-    check_decidable(run_id, record.verdict, record.decisions, current_sha256=record.current_sha256())
+    check_decidable(run_id, record.verdict, record.decisions,
+                    current_sha256=record.current_sha256())
     suppress = sorted(set(suppress or []))
     check_subgroup_decisions(record.verdict, {}, suppress)
     suppress = _with_contained_groups(record.verdict, {}, suppress)
@@ -113,9 +115,10 @@ def preview_approval(run_id: str, *, reviewer: str, suppress: list[str] | None =
         return None
     if regate is None:
         from privacy_gate.runs.regate import regate_run as regate
-    log.info("dry run: re-gating the release of run %s without the rows of %s; nothing is decided", run_id,
-             ", ".join(suppress))
-    return regate(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir, dry_run=True)
+    log.info("dry run: re-gating the release of run %s without the rows of %s; nothing is decided",
+             run_id, ", ".join(suppress))
+    return regate(run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir,
+                  dry_run=True)
 
 
 def _with_contained_groups(verdict: dict[str, Any], subgroups: dict[str, str], suppress: list[str]) -> list[str]:

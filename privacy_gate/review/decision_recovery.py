@@ -238,7 +238,7 @@ def resolve(tracker: tracking.Tracker, run_id: str, *, fix: bool, by: str, locke
         return Resolution(run_id, f"{found}; the run is signed: set {names.ENV_SIGNING_KEY} to the gate's key to "
                                   "resolve it", False, "unchecked")
     done = act()
-    show_decision(tracker, run_id)  # completed or rolled back: the run's name and description say which
+    show_decision(tracker, run_id)  # completed or rolled back: its name and description say which
     refresh_report(tracker, run_id)
     return Resolution(run_id, f"{found}; {done}", True, kind)
 

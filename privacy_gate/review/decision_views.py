@@ -28,17 +28,33 @@ def show_decision(tracker: tracking.Tracker, run_id: str) -> None:
         decisions = tracker.decisions(run_id)
         decision = decisions[0] if decisions else None
         verdict = Verdict.from_dict(tracker.read_verified_verdict(run_id)).with_run_id(run_id)
-        tracker.name_with_verdict(run_id, verdict.decision,
-                                  decided=ACTED.get(decision["action"]) if decision else None)
-        summary = tracker.read_text(run_id, names.ART_SUMMARY) \
-            if tracker.artifact_exists(run_id, names.ART_SUMMARY) else ""
+        tracker.name_with_verdict(
+            run_id, verdict.decision, decided=ACTED.get(decision["action"]) if decision else None
+        )
+        summary = (
+            tracker.read_text(run_id, names.ART_SUMMARY)
+            if tracker.artifact_exists(run_id, names.ART_SUMMARY)
+            else ""
+        )
         published = tags.get(names.TAG_APPROVAL_PUBLISHED)
         decided = decision_words(decision, published=published) if decision else None
-        tracker.set_description(run_id, run_description(tracker, run_id, verdict, summary=summary,
-                                                        workdir=tags.get(names.TAG_WORKDIR), decided=decided))
-    except Exception as exc:  # noqa: BLE001 - the record stands; the name and description are derived
-        log.warning("could not show the decision in the name and description of run %s (%s)", run_id,
-                    type(exc).__name__)
+        tracker.set_description(
+            run_id,
+            run_description(
+                tracker,
+                run_id,
+                verdict,
+                summary=summary,
+                workdir=tags.get(names.TAG_WORKDIR),
+                decided=decided,
+            ),
+        )
+    except Exception as exc:  # noqa: BLE001 - the record stands; name and description are derived
+        log.warning(
+            "could not show the decision in the name and description of run %s (%s)",
+            run_id,
+            type(exc).__name__,
+        )
 
 
 __all__ = ["ACTED", "show_decision"]

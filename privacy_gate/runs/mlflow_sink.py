@@ -231,8 +231,9 @@ class MlflowSink:
     def record_description(self, verdict: Verdict, summary: str) -> None:
         """The run page's description (the UI shows its first lines folded): the decision, the
         evidence on each flagged group, the commands that decide a REVIEW, then the whole summary."""
-        self.tracker.set_description(self.run_id, run_description(self.tracker, self.run_id, verdict,
-                                                                  summary=summary, workdir=self.workdir))
+        description = run_description(self.tracker, self.run_id, verdict, summary=summary,
+                                      workdir=self.workdir)
+        self.tracker.set_description(self.run_id, description)
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(verdict, ui_hint=tracking.ui_command(self.tracker.uri), tracking_uri=self.tracker.uri,

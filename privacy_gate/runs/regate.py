@@ -111,7 +111,8 @@ class SuppressedRelease:
 
 
 def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str,
-               executor: Executor | None = None, logger: Any = None, dry_run: bool = False) -> RunOutcome:
+               executor: Executor | None = None, logger: Any = None,
+               dry_run: bool = False) -> RunOutcome:
     """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows, with
     a progress line per stage (reading and filtering first), and say what was removed
     (``RunOutcome.suppression``). A run that cannot be re-gated (unsealed, changed data, an
@@ -137,7 +138,8 @@ def regate_run(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: 
     return dataclasses.replace(finish(ctx, verdict, publish=False), suppression=release.summary())
 
 
-def rerun_sink(tracker: tracking.Tracker, *, parent: str, dataset: str, dry_run: bool = False) -> MlflowSink:
+def rerun_sink(tracker: tracking.Tracker, *, parent: str, dataset: str,
+               dry_run: bool = False) -> MlflowSink:
     """The MLflow run of a re-gate of ``parent``: kind ``review_rerun``, tagged and sealed as the
     re-gate of ``parent`` (so it is decided with it, never alone: ``check_not_a_regate``)."""
     tags = {names.TAG_RERUN_OF: parent, **({names.TAG_DRY_RUN: "true"} if dry_run else {})}

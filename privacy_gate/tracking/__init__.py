@@ -6,7 +6,9 @@ and appends (:mod:`.records`); the attempts of a retried release as nested runs
 (:mod:`.attempt_runs`); a new workdir's store from a template (:mod:`.store`); and where the store
 is, with the fast probe every command makes before importing MLflow or pandas (:mod:`.uri`, whose
 names are re-exported here). MLflow and pandas are imported only when a store is used, so
-importing :mod:`.uri` stays cheap.
+importing :mod:`.uri` stays cheap. :class:`Tracker` is one module because it is one class,
+the one client of MLflow every writer and reader goes through (its review records are in
+:mod:`.records`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate.evidence import effect_headline, first_effect
 from privacy_gate.locking import file_lock
-from privacy_gate.names import (ART_VERDICT, ARTIFACT_DIR, DERIVED_ARTIFACTS, ENV_SIGNING_KEY, ENV_USER,
-                                KIND_ATTEMPTS, KIND_REVIEW_RERUN, MAX_TAG_VALUE_LENGTH, SEAL, SEAL_ARTIFACTS,
-                                SEAL_SIGNED, TAG_APPROVAL_STATUS, TAG_ATTEMPT, TAG_BUDGET, TAG_DATASET, TAG_DISABLED,
-                                TAG_FLAGGED, TAG_FLAGGED_EFFECT, TAG_FLAGGED_THROUGH, TAG_HOST, TAG_KILLED_REASON,
-                                TAG_KIND, TAG_PID, TAG_PROCESS_START, TAG_SIGNED, TAG_STATUS, TAG_VERDICT,
-                                TAG_VERDICT_DIGEST, bounded_key, experiment_name, verdict_run_name)
+from privacy_gate.names import (ART_VERDICT, ARTIFACT_DIR, DERIVED_ARTIFACTS, ENV_SIGNING_KEY,
+                                ENV_USER, KIND_ATTEMPTS, KIND_REVIEW_RERUN, MAX_TAG_VALUE_LENGTH,
+                                SEAL, SEAL_ARTIFACTS, SEAL_SIGNED, TAG_APPROVAL_STATUS, TAG_ATTEMPT,
+                                TAG_BUDGET, TAG_DATASET, TAG_DISABLED, TAG_FLAGGED,
+                                TAG_FLAGGED_EFFECT, TAG_FLAGGED_THROUGH, TAG_HOST,
+                                TAG_KILLED_REASON,
+                                TAG_KIND, TAG_PID, TAG_PROCESS_START, TAG_SIGNED, TAG_STATUS,
+                                TAG_VERDICT, TAG_VERDICT_DIGEST, bounded_key, experiment_name,
+                                verdict_run_name)
 from privacy_gate.processes import process_start, this_host
 from privacy_gate.safe_text import mask_secrets
 from privacy_gate.publication.signing import signed_tag, signing_key, verdict_digest, verify_verdict_text
@@ -229,7 +234,7 @@ class Tracker(RunRecords):
         return run.info.run_id
 
     def name_with_verdict(self, run_id: str, verdict: str, decided: str | None = None) -> None:
-        """Put the verdict (and a REVIEW's decision) in the run's name (``REVIEW approved · gate-adult``)."""
+        """The verdict (and a REVIEW's decision) in the run's name: ``REVIEW approved · gate-x``."""
         name = self.client.get_run(run_id).info.run_name or ""
         self.client.update_run(run_id, name=verdict_run_name(name, verdict, decided))
 
@@ -387,7 +392,8 @@ class Tracker(RunRecords):
             TAG_FLAGGED: ",".join(verdict_dict.get("flagged_subgroups") or []) or "none",
             TAG_FLAGGED_THROUGH: ",".join(f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items())
             or "none",
-            TAG_FLAGGED_EFFECT: effect_headline(*shown) if (shown := first_effect(verdict_dict)) else "none",
+            TAG_FLAGGED_EFFECT: effect_headline(*shown) if (shown := first_effect(verdict_dict))
+            else "none",
             TAG_APPROVAL_STATUS: "pending" if verdict_dict["verdict"] == "REVIEW" else "not_required",
             # default protections turned off, with their reasons (config text, never record values)
             TAG_DISABLED: "; ".join(f"{k}: {v}" for k, v in sorted((verdict_dict.get("disabled") or {}).items()))

@@ -92,7 +92,8 @@ def resolve_tracking_uri(configured: str | None, workdir: Path) -> str:
     return configured or os.environ.get(ENV_TRACKING_URI) or default_tracking_uri(workdir)
 
 
-def run_url(uri: str, experiment_id: str | None, run_id: str | None, *, local: bool = False) -> str | None:
+def run_url(uri: str, experiment_id: str | None, run_id: str | None, *,
+            local: bool = False) -> str | None:
     """The MLflow UI page of a run when the store is an MLflow server (http/https), else None;
     ``local``: on a local store, the page as served by :func:`ui_command`.
 

@@ -42,22 +42,43 @@ def test_deploy_over_an_existing_deployment_asks_for_replace(deployed, monkeypat
 
     config, workdir, first = deployed
     with pytest.raises(ConfigError) as refused:
-        deploy_configs([config], work_pool="other", workdir=workdir, interval=60, allow_unsigned=True)
+        deploy_configs(
+            [config], work_pool="other", workdir=workdir, interval=60, allow_unsigned=True
+        )
     message = str(refused.value)
-    assert "deployment gate/nightly-gate exists already" in message and str(config.resolve()) in message
+    assert (
+        "deployment gate/nightly-gate exists already" in message
+        and str(config.resolve()) in message
+    )
     assert "work pool gates" in message and "0 3 * * *" in message and "--replace" in message
     assert "nothing was registered" in message
     dep = _deployment("gate/nightly-gate")
-    assert dep.work_pool_name == "gates" and [s.schedule.cron for s in dep.schedules] == ["0 3 * * *"]
+    assert dep.work_pool_name == "gates" and [s.schedule.cron for s in dep.schedules] == [
+        "0 3 * * *"
+    ]
     monkeypatch.setenv("PRIVACY_GATE_SIGNING_KEY", "k")
     r = runner.invoke(app, ["deploy", str(config), "--pool", "other", "--workdir", str(workdir)])
     assert r.exit_code == 2 and "exists already" in r.stderr and "--replace" in r.stderr, r.output
-    r = runner.invoke(app, ["deploy", str(config), "--pool", "other", "--workdir", str(workdir), "--interval", "600",
-                            "--replace"])
+    r = runner.invoke(
+        app,
+        [
+            "deploy",
+            str(config),
+            "--pool",
+            "other",
+            "--workdir",
+            str(workdir),
+            "--interval",
+            "600",
+            "--replace",
+        ],
+    )
     assert r.exit_code == 0 and "deployed gate/nightly-gate" in r.stdout, r.output
     assert "its schedule section is not used: --interval 600.0 overrides it" in r.stderr
     dep = _deployment("gate/nightly-gate")
-    assert dep.work_pool_name == "other" and dep.schedules[0].schedule.interval.total_seconds() == 600
+    assert (
+        dep.work_pool_name == "other" and dep.schedules[0].schedule.interval.total_seconds() == 600
+    )
     assert str(dep.id) == first  # replaced in place: the same deployment
 
 
@@ -66,7 +87,9 @@ def test_the_gate_mode_deployment_judges_its_own_files(deployed):
 
     _, workdir, _ = deployed
     parameters = _deployment("gate/nightly-gate").parameters
-    assert parameters["synthetic"].endswith("synthetic.csv") and parameters["workdir"] == str(workdir.resolve())
+    assert parameters["synthetic"].endswith("synthetic.csv") and parameters["workdir"] == str(
+        workdir.resolve()
+    )
     outcome = gate_flow(**parameters)
     verdict = outcome.verdict
     assert verdict.decision == "REVIEW" and verdict.points_at == GROUP, verdict.reasons

@@ -30,7 +30,8 @@ def _state(verdict: Verdict) -> SimpleNamespace:
     settings = SimpleNamespace(active_rules=list(DEFAULT_RULES), gated_attacks=["dcr", "domias", "mama_mia"],
                                gate=GateConfig(), budget_tests=list(BUDGET_TESTS))
     synthetic = pd.DataFrame({"race": ["Black"] * 30 + ["White"] * 970})
-    return SimpleNamespace(settings=settings, inputs=SimpleNamespace(label_key=None, synthetic=synthetic),
+    inputs = SimpleNamespace(label_key=None, synthetic=synthetic)
+    return SimpleNamespace(settings=settings, inputs=inputs,
                            targets=SimpleNamespace(records=pd.DataFrame({"race": races}), labels=labels),
                            audit=SimpleNamespace(groups={GROUP: {}}), metrics=dict(verdict.metrics),
                            disclosure_inputs=None, gated=[])
@@ -111,7 +112,8 @@ def test_a_group_leads_the_reasons_only_when_the_evidence_leaves_with_it(monkeyp
                     action="review", passed=False, message=f"evidence of leakage: {n}") for n in ("membership", "scan")]
     group_check = next(c for c in verdict.checks if c.group == GROUP and not c.passed)
     verdict = dataclasses.replace(verdict, reasons=(*checks, group_check), budget={"tests": significant})
-    monkeypatch.setattr(group_blame, "rest_decision", lambda state, group, mask, **kw: None)  # no what-if here
+    # no what-if here: the order of the reasons is under test
+    monkeypatch.setattr(group_blame, "rest_decision", lambda state, group, mask, **kw: None)
     for still, first in ((False, GROUP), (True, None)):
         monkeypatch.setattr(group_blame, "target_tests_without", lambda state, mask, tests: {t: still for t in tests})
         ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])

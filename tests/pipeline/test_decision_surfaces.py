@@ -14,11 +14,11 @@ from mlflow.tracking import MlflowClient
 from privacy_gate import names, tracking
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.review_records import ReviewDecision
+from privacy_gate.publication.publish import ReleaseStore
+from privacy_gate.report.html import log_report
 from privacy_gate.review import decide as review
 from privacy_gate.review.decision_recovery import resolve_for_review
-from privacy_gate.report.html import log_report
 from privacy_gate.runs.mlflow_sink import MlflowSink
-from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.safe_text import markdown_text
 
 from .test_rerun_decisions import GROUP, _frame, _record
@@ -62,13 +62,23 @@ def test_a_pending_review_says_so_everywhere(tmp_path):
 
 def test_an_approval_reaches_the_name_the_description_and_the_report(tmp_path):
     run_id, uri = _pending(tmp_path)
-    decision = review.decide_run(run_id, action="approve", reviewer="ana", comment="checked", tracking_uri=uri,
-                                 workdir=str(tmp_path))
+    decision = review.decide_run(
+        run_id,
+        action="approve",
+        reviewer="ana",
+        comment="checked",
+        tracking_uri=uri,
+        workdir=str(tmp_path),
+    )
     name, note, report, tags = _views(uri, run_id, tmp_path)
     assert name == "REVIEW approved · gate-toy"  # the run list's name cell
-    assert tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "ana"
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "approved" and tags[names.TAG_APPROVAL_REVIEWER] == "ana"
+    )
     first = note.splitlines()[0]
-    stamp = markdown_text(f"approved by ana: published to {decision.published}")  # markdown, rendered as written
+    stamp = markdown_text(
+        f"approved by ana: published to {decision.published}"
+    )  # markdown, rendered as written
     assert first.startswith(f"**REVIEW** (status ok) · **{stamp}**")
     assert "Decide (" not in note and "privacy-gate approve" not in note  # no command left to paste
     cards = report.split('id="summary"')[1].split("<nav>")[0]
@@ -78,11 +88,23 @@ def test_an_approval_reaches_the_name_the_description_and_the_report(tmp_path):
 
 def test_a_rejection_reaches_the_name_the_description_and_the_report(tmp_path):
     run_id, uri = _pending(tmp_path)
-    review.decide_run(run_id, action="reject", reviewer="bo", comment="no", tracking_uri=uri, workdir=str(tmp_path))
+    review.decide_run(
+        run_id,
+        action="reject",
+        reviewer="bo",
+        comment="no",
+        tracking_uri=uri,
+        workdir=str(tmp_path),
+    )
     name, note, report, _ = _views(uri, run_id, tmp_path)
     assert name == "REVIEW rejected · gate-toy"
-    assert note.splitlines()[0].startswith("**REVIEW** (status ok) · **rejected by bo: nothing is published**")
-    assert "rejected by bo: nothing is published" in report.split("<nav>")[0] and "a human decides" not in report
+    assert note.splitlines()[0].startswith(
+        "**REVIEW** (status ok) · **rejected by bo: nothing is published**"
+    )
+    assert (
+        "rejected by bo: nothing is published" in report.split("<nav>")[0]
+        and "a human decides" not in report
+    )
 
 
 def test_an_approval_rolled_back_puts_every_surface_back_to_pending(tmp_path):
@@ -91,8 +113,12 @@ def test_an_approval_rolled_back_puts_every_surface_back_to_pending(tmp_path):
     run_id, uri = _pending(tmp_path)
     tracker = tracking.Tracker(uri=uri, experiment=None)
     verdict = tracker.read_verified_verdict(run_id)
-    approval = ReviewDecision.new(action="approve", reviewer="ana", run_id=run_id,
-                                  data_sha256=verdict["data_hashes"]["synthetic_file_sha256"])
+    approval = ReviewDecision.new(
+        action="approve",
+        reviewer="ana",
+        run_id=run_id,
+        data_sha256=verdict["data_hashes"]["synthetic_file_sha256"],
+    )
     tracker.append_decision(run_id, approval.to_dict())  # the killed approve's first two steps
     tracker.name_with_verdict(run_id, "REVIEW", decided="approved")
     lines = resolve_for_review(tracker, run_id)

@@ -28,14 +28,28 @@ GROUP = "race=Asian-Pac-Islander"
 def leak(small_adult, tmp_path_factory):
     folder = tmp_path_factory.mktemp("group-effects")
     train = write_group_leak(small_adult, folder)
-    judging = lighten({"gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
-                       "audit": {"intersections": []}})
+    judging = lighten(
+        {
+            "gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
+            "audit": {"intersections": []},
+        }
+    )
     (folder / "judging.yaml").write_text(yaml.safe_dump(judging))
     config = load_gate_only_config(folder / "judging.yaml")
     assert config.audit.min_group_size == 50
-    kwargs = dict(train=folder / "train.csv", holdout=folder / "holdout.csv", reference=folder / "reference.csv",
-                  spec=EXAMPLE, gate=config.gate, attacks=config.attacks, targets=config.targets,
-                  audit=config.audit, mace=config.mace, exposure=config.exposure, disclosure=config.disclosure)
+    kwargs = dict(
+        train=folder / "train.csv",
+        holdout=folder / "holdout.csv",
+        reference=folder / "reference.csv",
+        spec=EXAMPLE,
+        gate=config.gate,
+        attacks=config.attacks,
+        targets=config.targets,
+        audit=config.audit,
+        mace=config.mace,
+        exposure=config.exposure,
+        disclosure=config.disclosure,
+    )
     remeasured: list[dict] = []  # what the what-if measured without the group's rows
 
     def recording(state, synthetic, tests):
@@ -58,12 +72,16 @@ def test_the_flagged_group_gets_its_effect_size_with_intervals_and_its_share_of_
     assert rows and all(r.get("auc") is None for r in rows)
     in_group = result.audit.masks[GROUP]
     labels = result.targets.labels.astype(bool)
-    assert (effect["members"], effect["non_members"]) == (int((in_group & labels).sum()),
-                                                          int((in_group & ~labels).sum()))
+    assert (effect["members"], effect["non_members"]) == (
+        int((in_group & labels).sum()),
+        int((in_group & ~labels).sum()),
+    )
     # verbatim copies of every training record of the group: the members are told apart perfectly
     assert effect["auc"] == 1.0 and effect["auc_interval"] == "wilson"
     assert 0.5 < effect["auc_lower"] < effect["auc"] == effect["auc_upper"]
-    assert effect["tpr"] == 1.0 and effect["caught"] == effect["members"] and effect["tpr_lower"] < 1.0
+    assert (
+        effect["tpr"] == 1.0 and effect["caught"] == effect["members"] and effect["tpr_lower"] < 1.0
+    )
     # its share of the named records: every training record of the group is named by the scan
     group_rows = int((train["race"] == "Asian-Pac-Islander").sum())
     assert effect["training_records"] == group_rows
@@ -74,7 +92,10 @@ def test_the_flagged_group_gets_its_effect_size_with_intervals_and_its_share_of_
     assert {r["scan_named"] for r in rows} == {group_rows}
     # in words, the group first, the interval and the share beside it
     headline = effect_headline(GROUP, effect)
-    assert headline.startswith(f"{GROUP}: AUC 1 [0.") and f"{group_rows} of {effect['named_all']} named" in headline
+    assert (
+        headline.startswith(f"{GROUP}: AUC 1 [0.")
+        and f"{group_rows} of {effect['named_all']} named" in headline
+    )
     sentence = flagged_evidence([], verdict.to_dict())[0]
     assert sentence.startswith(f"{GROUP}: {effect['members']} members among the targets")
 
@@ -90,7 +111,10 @@ def test_what_suppressing_the_group_gives_is_worked_out_for_a_review(leak):
     without = verdict.decision_without[GROUP]
     synthetic = pd.read_csv(folder / "synthetic.csv")
     rest = synthetic[~group_mask(synthetic, GROUP)].reset_index(drop=True)
-    assert without["rows"] == len(synthetic) - len(rest) and without["remeasured"] == ["copies", "scan"]
+    assert without["rows"] == len(synthetic) - len(rest) and without["remeasured"] == [
+        "copies",
+        "scan",
+    ]
     assert without["decision"] == "APPROVE", without
     # the re-gate of the release without the group's rows measures the same scan and copy figures
     regate = evaluate(synthetic=rest, **kwargs)

@@ -55,7 +55,7 @@ def _regate_ending(decision: str, made: list[str]):
 
 
 def _approve(tmp_path, monkeypatch, decision: str, *more: str, reviewer: str = "ana"):
-    """``approve PARENT --suppress GROUP`` (and ``more`` options) with a re-gate ending ``decision``."""
+    """``approve PARENT --suppress GROUP`` and ``more`` options; its re-gate ends ``decision``."""
     parent, uri = _parent(tmp_path)
     made: list[str] = []
     monkeypatch.setattr(regate, "regate_run", _regate_ending(decision, made))
@@ -118,17 +118,26 @@ def _undecided(uri: str, parent: str, tmp_path) -> None:
     assert not (tmp_path / "published").exists()
 
 
-def test_approve_suppress_dry_run_shows_what_it_would_remove_and_decide_and_decides_nothing(tmp_path, monkeypatch):
+def test_approve_suppress_dry_run_shows_what_it_would_remove_and_decide_and_decides_nothing(
+    tmp_path, monkeypatch
+):
     parent, uri, made, r = _dry_run(tmp_path, monkeypatch, "REVIEW")
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    assert {"suppressed:  20 of 40 synthetic rows (50.0 %); 20 left", f"  {GROUP}: 20 rows",
-            f"re-gate:     REVIEW (status ok, run {made[0]})",
-            f"dry run: no decision was recorded on run {parent} and nothing was published"} <= set(lines)
-    would = next(line for line in lines if line.startswith("approve with these options would publish"))
+    assert {
+        "suppressed:  20 of 40 synthetic rows (50.0 %); 20 left",
+        f"  {GROUP}: 20 rows",
+        f"re-gate:     REVIEW (status ok, run {made[0]})",
+        f"dry run: no decision was recorded on run {parent} and nothing was published",
+    } <= set(lines)
+    would = next(
+        line for line in lines if line.startswith("approve with these options would publish")
+    )
     command = would.split(": ", 1)[1]
-    assert command == (f"privacy-gate approve {parent} --reviewer ana --suppress {GROUP} "
-                       f"--workdir {shlex.quote(str(tmp_path.resolve()))}")
+    assert command == (
+        f"privacy-gate approve {parent} --reviewer ana --suppress {GROUP} "
+        f"--workdir {shlex.quote(str(tmp_path.resolve()))}"
+    )
     _undecided(uri, parent, tmp_path)
     # pasted without --dry-run, the printed command decides it
     monkeypatch.setattr(regate, "regate_run", _regate_ending("REVIEW", made))
@@ -139,7 +148,10 @@ def test_approve_suppress_dry_run_shows_what_it_would_remove_and_decide_and_deci
 def test_a_dry_run_whose_regate_blocks_exits_4_and_decides_nothing(tmp_path, monkeypatch):
     parent, uri, made, r = _dry_run(tmp_path, monkeypatch, "BLOCK")
     assert r.exit_code == 4, r.output
-    assert "approve with these options would be refused: the gate BLOCKs the filtered release too" in r.stdout
+    assert (
+        "approve with these options would be refused: the gate BLOCKs the filtered release too"
+        in r.stdout
+    )
     _undecided(uri, parent, tmp_path)
 
 
@@ -149,8 +161,20 @@ def test_a_dry_run_checks_before_it_regates(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "needs a reviewer name" in r.stderr and made == []
     r = runner.invoke(app, ["reject", parent, "--reviewer", "bo", "--workdir", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    r = runner.invoke(app, ["approve", parent, "--reviewer", "ana", "--suppress", GROUP, "--dry-run",
-                            "--workdir", str(tmp_path)])
+    r = runner.invoke(
+        app,
+        [
+            "approve",
+            parent,
+            "--reviewer",
+            "ana",
+            "--suppress",
+            GROUP,
+            "--dry-run",
+            "--workdir",
+            str(tmp_path),
+        ],
+    )
     assert r.exit_code == 2 and "already rejected" in r.stderr and made == [], r.output
 
 

@@ -57,9 +57,15 @@ def test_approve_in_another_workdir_publishes_the_quarantined_release(s3_env, sm
     from privacy_gate.runs.release import release_run
     from privacy_gate.review.decide import decide_run
 
-    config = load_release_config(write_group_copy_release(
-        small_adult, tmp_path / "data", name="s3q.yaml", audit={"intersections": [], "min_group_size": 15},
-        publish={"target": "s3://releases/adult"}))
+    config = load_release_config(
+        write_group_copy_release(
+            small_adult,
+            tmp_path / "data",
+            name="s3q.yaml",
+            audit={"intersections": [], "min_group_size": 15},
+            publish={"target": "s3://releases/adult"},
+        )
+    )
     a, b = tmp_path / "wd-a", tmp_path / "wd-b"
     with LocalExecutor() as executor:
         result = release_run(config, workdir=a, executor=executor)

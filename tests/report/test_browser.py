@@ -73,8 +73,12 @@ def review_run(prefect_server, small_adult, tmp_path_factory):
     from privacy_gate.flows import release_flow
 
     # what the pages show, not the statistics: plumbing weight
-    config = write_group_copy_release(small_adult, tmp_path_factory.mktemp("browser-data"), name="browser.yaml",
-                                      audit={"intersections": [], "min_group_size": 15})
+    config = write_group_copy_release(
+        small_adult,
+        tmp_path_factory.mktemp("browser-data"),
+        name="browser.yaml",
+        audit={"intersections": [], "min_group_size": 15},
+    )
     workdir = tmp_path_factory.mktemp("browser-wd")
     result = release_flow(config_path=str(config), workdir=str(workdir))
     verdict = result.verdict

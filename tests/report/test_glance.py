@@ -227,8 +227,12 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("glance-wd")
     env = {**os.environ, "PREFECT_API_URL": prefect_ui, "PREFECT_LOGGING_LEVEL": "INFO",
            "PREFECT_HOME": str(tmp_path_factory.mktemp("glance-client-home"))}
-    runs = run_script(_RUNS_SCRIPT, [json.dumps({k: str(v) for k, v in configs.items()}), str(workdir)],
-                      out=workdir / "runs.json", env=env)
+    runs = run_script(
+        _RUNS_SCRIPT,
+        [json.dumps({k: str(v) for k, v in configs.items()}), str(workdir)],
+        out=workdir / "runs.json",
+        env=env,
+    )
     for decision, run in runs.items():
         assert run["decision"] == decision, (decision, run["message"])
         assert run["state"] == STATE_NAMES[decision], run

@@ -24,9 +24,12 @@ import pytest
 from privacy_gate import names, tracking
 
 from ..conftest import write_group_copy_release
+from . import test_glance
 from .devtools import MISSING, chromium_available
-from .test_glance import (assert_visible, browser, glance, mlflow_serving, prefect_ui,  # noqa: F401 - fixtures
-                          run_script)
+from .test_glance import assert_visible, glance, mlflow_serving, run_script
+
+#: test_glance's servers and browser, as fixtures of this module too
+prefect_ui, browser = test_glance.prefect_ui, test_glance.browser
 
 pytestmark = [pytest.mark.skipif(not chromium_available(), reason=MISSING)]
 
@@ -51,27 +54,33 @@ effect = verdict.group_effects.get(verdict.points_at or "", {})
 open(out, "w").write(json.dumps({
     "decision": verdict.decision, "points_at": verdict.points_at, "effect": effect,
     "parts": effect_parts(effect), "state": state.name, "message": state.message,
-    "run_id": outcome.run_id, "flow_run": str(state.state_details.flow_run_id), "run_name": info.run_name,
+    "run_id": outcome.run_id, "flow_run": str(state.state_details.flow_run_id),
+    "run_name": info.run_name,
     "experiment_id": info.experiment_id, "report": f"{info.artifact_uri}/report/index.html"}))
 """
 
 
 def _release(small_adult, workdir, env) -> dict:
     """The one-group REVIEW through the release flow on the UI's Prefect server."""
-    config = write_group_copy_release(small_adult, workdir / "data", name="group-glance.yaml",
-                                      audit={"intersections": []})
+    config = write_group_copy_release(
+        small_adult, workdir / "data", name="group-glance.yaml", audit={"intersections": []}
+    )
     return run_script(_RUN_SCRIPT, [str(config), str(workdir)], out=workdir / "run.json", env=env)
 
 
 @pytest.fixture(scope="module")
-def group_run(prefect_ui, small_adult, tmp_path_factory):  # noqa: F811 - the fixture
+def group_run(prefect_ui, small_adult, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("group-glance-wd")
-    env = {**os.environ, "PREFECT_API_URL": prefect_ui, "PREFECT_LOGGING_LEVEL": "INFO",
-           "PREFECT_HOME": str(tmp_path_factory.mktemp("group-glance-home"))}
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": prefect_ui,
+        "PREFECT_LOGGING_LEVEL": "INFO",
+        "PREFECT_HOME": str(tmp_path_factory.mktemp("group-glance-home")),
+    }
     run = _release(small_adult, workdir, env)
     assert run["decision"] == "REVIEW" and run["points_at"] == GROUP, run["message"]
     assert run["state"] == "Review pending", run
-    # the effect the pages must show: the AUC with its interval, the group's share of the named records
+    # what the pages must show: the AUC with its interval, the group's share of the named records
     auc, share = run["parts"]
     assert auc.startswith("AUC ") and " [" in auc and share.endswith(" named records"), run["parts"]
     assert run["effect"]["named"] > 0 and run["effect"]["named_all"] >= run["effect"]["named"]
@@ -89,7 +98,7 @@ def _needles(run: dict) -> list[str]:
 
 
 @pytest.mark.timeout(600)
-def test_the_report_shows_the_group_its_effect_and_its_share(group_run, browser):  # noqa: F811
+def test_the_report_shows_the_group_its_effect_and_its_share(group_run, browser):
     run, _, _ = group_run
     needles = _needles(run)
     found = glance(browser, run["report"], needles, "group_report.png", seconds=30)
@@ -97,7 +106,9 @@ def test_the_report_shows_the_group_its_effect_and_its_share(group_run, browser)
 
 
 @pytest.mark.timeout(600)
-def test_the_mlflow_run_page_shows_the_group_its_effect_and_its_share(group_run, mlflow_ui, browser):  # noqa: F811
+def test_the_mlflow_run_page_shows_the_group_its_effect_and_its_share(
+    group_run, mlflow_ui, browser
+):
     run, _, _ = group_run
     needles = _needles(run)
     url = tracking.run_url(mlflow_ui, run["experiment_id"], run["run_id"])
@@ -107,9 +118,13 @@ def test_the_mlflow_run_page_shows_the_group_its_effect_and_its_share(group_run,
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("ui", ["", "/v2"], ids=["prefect-link", "prefect-v2"])
-def test_the_prefect_flow_run_shows_the_group_its_effect_and_its_share(group_run, prefect_ui, browser, ui):  # noqa: F811
+def test_the_prefect_flow_run_shows_the_group_its_effect_and_its_share(
+    group_run, prefect_ui, browser, ui
+):
     run, _, _ = group_run
-    assert run["message"].startswith(f"REVIEW: {GROUP}: {', '.join(run['parts'])} — "), run["message"]
+    assert run["message"].startswith(f"REVIEW: {GROUP}: {', '.join(run['parts'])} — "), run[
+        "message"
+    ]
     needles = ["Review pending", *_needles(run)]
     url = f"{prefect_ui.removesuffix('/api')}{ui}/runs/flow-run/{run['flow_run']}"
     shot = f"group_prefect{ui.replace('/', '_')}.png"
@@ -122,26 +137,48 @@ def approved(group_run, mlflow_ui):
     """``privacy-gate approve`` as a reviewer pastes it (the real CLI, in its own process, with the
     Prefect API the flow ran on); after the pages above were read."""
     run, workdir, env = group_run
-    r = subprocess.run([sys.executable, "-m", "privacy_gate.cli", "approve", run["run_id"], "--reviewer", "ana",
-                        "--comment", "the group is public knowledge", "--workdir", str(workdir)],
-                       env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "privacy_gate.cli",
+            "approve",
+            run["run_id"],
+            "--reviewer",
+            "ana",
+            "--comment",
+            "the group is public knowledge",
+            "--workdir",
+            str(workdir),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"Prefect flow run {run['flow_run']}: Review pending -> Review approved" in r.stdout, r.stdout
+    assert f"Prefect flow run {run['flow_run']}: Review pending -> Review approved" in r.stdout, (
+        r.stdout
+    )
     return run
 
 
 @pytest.mark.timeout(600)
-def test_after_approve_the_run_list_shows_the_decision(approved, mlflow_ui, browser):  # noqa: F811
+def test_after_approve_the_run_list_shows_the_decision(approved, mlflow_ui, browser):
     run = approved
     needle = f"REVIEW approved{names.RUN_NAME_VERDICT_SEPARATOR}"
-    found = glance(browser, tracking.experiment_url(mlflow_ui, run["experiment_id"]), [needle],
-                   "group_run_list_approved.png")
+    found = glance(
+        browser,
+        tracking.experiment_url(mlflow_ui, run["experiment_id"]),
+        [needle],
+        "group_run_list_approved.png",
+    )
     assert_visible(found, [needle], "group_run_list_approved.png")
     assert found[needle]["owner"].startswith(needle)  # in the run's name cell
 
 
 @pytest.mark.timeout(600)
-def test_after_approve_the_report_shows_the_decision(approved, browser):  # noqa: F811
+def test_after_approve_the_report_shows_the_decision(approved, browser):
     run = approved
     needles = ["REVIEW · adult", "approved by ana: published", "review approved by ana"]
     found = glance(browser, run["report"], needles, "group_report_approved.png", seconds=30)
@@ -152,7 +189,7 @@ def test_after_approve_the_report_shows_the_decision(approved, browser):  # noqa
 
 
 @pytest.mark.timeout(600)
-def test_after_approve_the_prefect_flow_run_shows_the_decision(approved, prefect_ui, browser):  # noqa: F811
+def test_after_approve_the_prefect_flow_run_shows_the_decision(approved, prefect_ui, browser):
     run = approved
     needles = ["Review approved"]
     url = f"{prefect_ui.removesuffix('/api')}/v2/runs/flow-run/{run['flow_run']}"

@@ -66,7 +66,10 @@ def test_run_description_leads_with_the_first_reason_the_evidence_and_the_decisi
     # the first reason in words, which the folded description shows at a glance; then the group's evidence
     assert first[2].startswith(f"- The figure {GROUP}: dcr.auc is 0.97"), first
     assert first[3].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[3]
-    assert f'privacy-gate approve {RUN_ID} --reviewer {REVIEWER} --suppress {GROUP} --workdir /wd' in note
+    assert (
+        f"privacy-gate approve {RUN_ID} --reviewer {REVIEWER} --suppress {GROUP} --workdir /wd"
+        in note
+    )
     assert f'privacy-gate reject {RUN_ID} --reviewer {REVIEWER} --workdir /wd' in note
     assert note.index("privacy-gate reject") < note.index("## Reasons")  # before the (long) summary
 

@@ -88,10 +88,17 @@ def test_a_pasted_command_depends_on_no_unset_variable(tmp_path):
         assert words[words.index("--reviewer") + 1] == login
         assert words[words.index("--workdir") + 1] == str(tmp_path.resolve())
     secret = "postgresql://gate:s3cret@db/mlflow"
-    (command,) = [c for c in decision_commands(RUN, tracking_uri=secret, workdir=tmp_path, flagged=[])
-                  if c.startswith("privacy-gate reject")]
+    (command,) = [
+        c
+        for c in decision_commands(RUN, tracking_uri=secret, workdir=tmp_path, flagged=[])
+        if c.startswith("privacy-gate reject")
+    ]
     out = _shell_words(command, bare)
-    assert out.returncode != 0 and "MLFLOW_TRACKING_URI" in out.stderr and "set it to the store URI" in out.stderr
+    assert (
+        out.returncode != 0
+        and "MLFLOW_TRACKING_URI" in out.stderr
+        and "set it to the store URI" in out.stderr
+    )
     out = _shell_words(command, {**bare, "MLFLOW_TRACKING_URI": secret})
     words = out.stdout.splitlines()
     assert out.returncode == 0 and words[words.index("--tracking-uri") + 1] == secret

@@ -162,14 +162,18 @@ def test_no_row_ids_or_record_level_values(page):
 def test_pending_review_shows_how_to_decide_and_http_store_links_the_run():
     page = render_report(_inputs(decisions=[], tracking_uri="http://127.0.0.1:5000", experiment_id="7"))
     assert 'id="decide"' in page and "pending" in page
-    assert f"privacy-gate approve {RUN_ID} --reviewer {html.escape(REVIEWER)} --suppress {GROUP}" in page
+    assert (
+        f"privacy-gate approve {RUN_ID} --reviewer {html.escape(REVIEWER)} --suppress {GROUP}"
+        in page
+    )
     assert f"privacy-gate reject {RUN_ID} --reviewer {html.escape(REVIEWER)}" in page
     links = [u for u in _parse(page).links if "http" in u]
     assert links == [f"http://127.0.0.1:5000/#/experiments/7/runs/{RUN_ID}?workflowType=machine_learning",
                      "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning"]
     # a sqlite store: the commands name its workdir
     page = render_report(_inputs(decisions=[]))
-    assert f"privacy-gate reject {RUN_ID} --reviewer {html.escape(REVIEWER)} --workdir /tmp/wd" in page
+    reviewer = html.escape(REVIEWER)
+    assert f"privacy-gate reject {RUN_ID} --reviewer {reviewer} --workdir /tmp/wd" in page
 
 
 def test_missing_optional_parts_and_mace_sections():
