@@ -60,16 +60,22 @@ def test_a_pending_review_says_so_everywhere(tmp_path):
     assert "a human decides; nothing is published before" in report and 'id="decide"' in report
 
 
-def test_an_approval_reaches_the_name_the_description_and_the_report(tmp_path):
+def _decided(tmp_path: Path, action: str, reviewer: str):
+    """A pending run decided with ``decide_run``: (run id, store, decision)."""
     run_id, uri = _pending(tmp_path)
     decision = review.decide_run(
         run_id,
-        action="approve",
-        reviewer="ana",
-        comment="checked",
+        action=action,
+        reviewer=reviewer,
+        comment="why",
         tracking_uri=uri,
         workdir=str(tmp_path),
     )
+    return run_id, uri, decision
+
+
+def test_an_approval_reaches_the_name_the_description_and_the_report(tmp_path):
+    run_id, uri, decision = _decided(tmp_path, "approve", "ana")
     name, note, report, tags = _views(uri, run_id, tmp_path)
     assert name == "REVIEW approved · gate-toy"  # the run list's name cell
     assert (
@@ -87,15 +93,7 @@ def test_an_approval_reaches_the_name_the_description_and_the_report(tmp_path):
 
 
 def test_a_rejection_reaches_the_name_the_description_and_the_report(tmp_path):
-    run_id, uri = _pending(tmp_path)
-    review.decide_run(
-        run_id,
-        action="reject",
-        reviewer="bo",
-        comment="no",
-        tracking_uri=uri,
-        workdir=str(tmp_path),
-    )
+    run_id, uri, _ = _decided(tmp_path, "reject", "bo")
     name, note, report, _ = _views(uri, run_id, tmp_path)
     assert name == "REVIEW rejected · gate-toy"
     assert note.splitlines()[0].startswith(
