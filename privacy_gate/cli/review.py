@@ -77,15 +77,16 @@ def decide(run_id: str, action: str, *, reviewer: str, comment: str, suppress: l
     say(f"{done} run {run_id} as {decision.reviewer} at {decision.at}")
     if decision.suppress:
         say(f"recorded as suppressed: {', '.join(decision.suppress)} (gate re-run {decision.rerun_id})")
-    say(f"published: {decision.published}" if decision.published else "nothing published")
     settle_prefect(run_id, uri=uri, action=action)
+    # the last line: where the release went (scripts read it)
+    say(f"published: {decision.published}" if decision.published else "nothing published")
 
 
 def settle_prefect(run_id: str, *, uri: str, action: str) -> None:
     """The Prefect flow run that made ``run_id``, when it still waits for this review (suspended,
     or ended ``Review pending``), ended in the decision's state (``flows/review_settle.py``); said
-    in one line. Prefect is loaded only for a run a flow made; the decision stands whatever
-    happens."""
+    in one line (problems on stderr). Prefect is loaded only for a run a flow made; the decision
+    stands whatever happens."""
     from privacy_gate.names import TAG_FLOW_RUN
     from privacy_gate.tracking import Tracker
 
