@@ -538,6 +538,9 @@ TAG_BUDGET = "gate.error_budget"  # "review 0.02, block 0.001"
 TAG_FLAGGED_THROUGH = (
     "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
 )
+#: the flagged group the evidence points at (else the first) with its effect size: "race=X: AUC 1
+#: [0.82, 1], 44 of 46 named records" (gate.evidence.effect_headline), or "none"
+TAG_FLAGGED_EFFECT = "gate.flagged_effect"
 TAG_KIND = (
     "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...
 )
@@ -560,6 +563,8 @@ KIND_ATTEMPTS = "release_attempts"  # the parent run of a retried release's atte
 TAG_LADDER_RUNG = "gate.ladder_rung"  # 0 = the configured generator, 1.. = the ladder's rungs
 # a gate re-run on a filtered release (review with --suppress, a ladder filter rung)
 TAG_RERUN_OF = "gate.rerun_of"
+# "true" on the re-gate of ``approve --suppress --dry-run``
+TAG_DRY_RUN = "gate.dry_run"
 #: the run of ``approve RUN --suppress``'s re-gate: decided with RUN, never alone
 KIND_REVIEW_RERUN = "review_rerun"
 #: a remediation ladder's filter rung: the previous attempt's release re-gated without the rows it
@@ -601,20 +606,26 @@ RUN_NAME_VERDICT_SEPARATOR = " · "
 VERDICT_NAMES = ("APPROVE", "REVIEW", "BLOCK")
 
 
-def verdict_run_name(name: str, verdict: str) -> str:
+def verdict_run_name(name: str, verdict: str, decided: str | None = None) -> str:
     """``gate-adult`` + ``REVIEW`` -> ``REVIEW · gate-adult``: the verdict first, where MLflow's
     run list (which cuts names at about 20 characters) still shows it; a recorded-again verdict
-    replaces the old one.
+    replaces the old one. ``decided``: a reviewer's decision on a REVIEW (``approved`` /
+    ``rejected``), right after the verdict; None puts the name back to the verdict alone.
 
     >>> verdict_run_name("gate-adult", "REVIEW"), verdict_run_name("REVIEW · gate-adult", "BLOCK")
     ('REVIEW · gate-adult', 'BLOCK · gate-adult')
     >>> # a run named before the verdict came first
     >>> verdict_run_name("gate-adult · REVIEW", "APPROVE")
     'APPROVE · gate-adult'
+    >>> verdict_run_name("REVIEW · gate-adult", "REVIEW", "approved")
+    'REVIEW approved · gate-adult'
+    >>> verdict_run_name("REVIEW approved · gate-adult", "REVIEW")  # an approval rolled back
+    'REVIEW · gate-adult'
     """
     parts = name.split(RUN_NAME_VERDICT_SEPARATOR)
-    base = parts[-1] if len(parts) > 1 and parts[0] in VERDICT_NAMES else parts[0]
-    return f"{verdict}{RUN_NAME_VERDICT_SEPARATOR}{base}"
+    head = parts[0].split(" ")
+    base = parts[-1] if len(parts) > 1 and head[0] in VERDICT_NAMES else parts[0]
+    return f"{verdict}{f' {decided}' if decided else ''}{RUN_NAME_VERDICT_SEPARATOR}{base}"
 
 
 def strongest_tag(metric: str) -> str:

@@ -108,6 +108,44 @@ def write_group_leak(small_adult, folder, *, train: pd.DataFrame | None = None) 
     return train
 
 
+def write_group_copy_release(small_adult, folder: Path, *, name: str, **overrides) -> Path:
+    """A release config (plumbing weight) whose generator is a file: the ``small_adult`` real table
+    released as its independent rows plus verbatim copies of the training records (in the config's
+    own split) of one rare group, race=Asian-Pac-Islander, judged by the example's gate with
+    :func:`review_rules` (a REVIEW with that group flagged, not a BLOCK). ``overrides``: more
+    config sections (``audit``, ``publish`` ...)."""
+    from privacy_gate.config import load_release_config
+    from privacy_gate.data import conform, split_by_entity
+
+    folder.mkdir(parents=True, exist_ok=True)
+    real = pd.read_csv(small_adult / "real.csv")
+    real.to_csv(folder / "real.csv", index=False)
+    cfg = load_release_config(
+        write_release_config(folder, {"name": "copy_train"}, name="probe.yaml")
+    )
+    train = split_by_entity(
+        conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split
+    ).train
+    copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
+    synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(
+        frac=1.0, random_state=1
+    )
+    synthetic.to_csv(folder / "synthetic.csv", index=False)
+    gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
+    gate["rules"] = review_rules()  # a REVIEW run: without the global exposed-share block rule
+    gate["max_verbatim_copy_share"] = (
+        0.05  # the copies are ~2% of the release: the subgroup rule must catch them
+    )
+    return write_release_config(
+        folder,
+        {"name": "file", "path": str(folder / "synthetic.csv")},
+        name=name,
+        gate=gate,
+        fast=True,
+        **overrides,
+    )
+
+
 def review_rules() -> list[dict]:
     """Rules that replace (by key) the global exposed-share and partial-copy block bars.
 
@@ -218,6 +256,7 @@ SERIAL_MODULES = {
     "test_infra_retries",
     "test_cleanup",
     "test_dataset_slot",
+    "test_group_glance",
 }
 
 #: Modules whose tests read one expensive module-scoped result (a finished release run, a server):
@@ -290,6 +329,7 @@ SLOW_TIER: dict[str, str] = {
     "test_browser": _SERVERS,
     "test_glance": _SERVERS,
     "test_first_screen": "headless Chromium on a rendered report",
+    "test_group_glance": _SERVERS,
     "test_dask_cluster": _SERVERS,
     "test_objectstore": _SERVERS,
     "test_infra_retries": _SERVERS,
@@ -302,6 +342,7 @@ SLOW_TIER: dict[str, str] = {
     "test_audit_e2e": _RELEASE,
     "test_keyed_labels": _RELEASE,
     "test_post_decision_faults": _RELEASE,
+    "test_gate_deployment": _GATES,
     # single tests (their modules' other tests are fast)
     "test_canaries::test_copy_canary_is_blocked": _CANARY,
     "test_canaries::test_noisy_copy_canary_is_blocked": _CANARY,

@@ -16,6 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from privacy_gate.cli import app
+from privacy_gate.report.commands import REVIEWER
 
 from .conftest import EXAMPLE, write_release_config
 
@@ -184,7 +185,7 @@ def test_review_prints_complete_commands_that_work_when_pasted(gate_files, tmp_p
     ]
     code, text, _ = _invoke(["review", "--pending", "--workdir", str(workdir)])
     assert code == 0 and expected[0] in text
-    reject = shlex.split(os.path.expandvars(expected[-1].replace('"$USER"', "ana")))
+    reject = shlex.split(expected[-1].replace(REVIEWER, "ana"))
     code, text, err = _invoke(reject[1:])
     assert code == 0 and f"rejected run {run_id} as ana" in text, err
 

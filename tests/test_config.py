@@ -314,3 +314,72 @@ def test_a_gate_only_config_names_the_sections_it_does_not_read(tmp_path):
     assert ignored_sections(path) == ["review"]
     path.write_text("gate: {review: 0.02}\n")
     assert ignored_sections(path) == []
+
+
+def test_a_rules_file_names_the_sections_it_does_not_read(tmp_path):
+    """A whole release config given as ``--rules``: only its gate section is read; the others are
+    named (the CLI prints them), never dropped silently."""
+    from privacy_gate.config.loading import ignored_rules_sections
+
+    path = tmp_path / "rules.yaml"
+    path.write_text("gate: {rules: []}\ntargets: {seed: 3}\nattacks: [{name: dcr}]\n")
+    assert ignored_rules_sections(path) == ["attacks", "targets"]
+    path.write_text(
+        "rules: [{metric: auc, attack: any, max: 0.6}]\n"
+    )  # a bare rules file: all of it read
+    assert ignored_rules_sections(path) == []
+
+
+def _gate_config(tmp_path: Path, **extra) -> Path:
+    spec = yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    raw = {
+        "files": {
+            "train": "train.csv",
+            "holdout": "holdout.csv",
+            "reference": "ref/reference.csv",
+            "synthetic": "s3://bucket/release.parquet",
+            "spec": "spec.yaml",
+        },
+        "schedule": {"cron": "0 3 * * *"},
+        "publish": {"target": "published"},
+        "gate": {"budget": {"review": 0.02, "block": 0.001}},
+        **extra,
+    }
+    path = tmp_path / "nightly-gate.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_gate_mode_deployment_config_resolves_its_own_files(tmp_path):
+    from privacy_gate.config import is_gate_deployment, load_gate_deployment, load_gate_only_config
+    from privacy_gate.config.loading import ignored_sections
+
+    path = _gate_config(tmp_path)
+    assert is_gate_deployment(path)
+    cfg = load_gate_deployment(path)
+    assert cfg.files.train == str(tmp_path / "train.csv")
+    assert cfg.files.reference == str(tmp_path / "ref/reference.csv")
+    assert cfg.files.synthetic == "s3://bucket/release.parquet"  # an object store address stays one
+    assert (
+        str(cfg.publish.target) == str(tmp_path / "published") and cfg.schedule.cron == "0 3 * * *"
+    )
+    # the same file is the gate flow's --config: its judging sections read, its own sections named
+    assert load_gate_only_config(path).gate.budget.review == 0.02
+    assert ignored_sections(path) == ["files", "publish", "schedule"]
+    with pytest.raises(ConfigError, match=r"files\.sythetic: unknown key"):
+        load_gate_deployment(
+            _gate_config(
+                tmp_path,
+                files={
+                    "train": "t",
+                    "holdout": "h",
+                    "reference": "r",
+                    "sythetic": "s",
+                    "spec": "spec.yaml",
+                },
+            )
+        )
+    with pytest.raises(ConfigError, match="needs a 'files' section"):
+        load_gate_deployment(EXAMPLE)
+    assert not is_gate_deployment(EXAMPLE)

@@ -119,6 +119,12 @@ def run(
             check_ladder(cfg)  # every rung's settings, and the ladder's total DP budget
 
     cfg = load_release(config, check)
+    if cfg.schedule is not None:  # named, never dropped silently
+        say(
+            f"note: {config}: its schedule section is read by serve and deploy; a run started by "
+            "hand runs now",
+            err=True,
+        )
     from privacy_gate.publication.objectstore import is_s3
 
     require_files(
@@ -258,8 +264,17 @@ def gate(
         if ignored:
             say(
                 f"note: {config}: section(s) {', '.join(ignored)} are not read by a gate-only run "
-                "(they configure "
-                "privacy-gate run); the judging sections are",
+                "(they configure privacy-gate run, or a deployment); the judging sections are",
+                err=True,
+            )
+    if rules:
+        from privacy_gate.config.loading import ignored_rules_sections
+
+        ignored = ignored_rules_sections(rules)
+        if ignored:
+            say(
+                f"note: {rules}: a --rules file is read for its gate section only; section(s) "
+                f"{', '.join(ignored)} are not read (give the file as --config to use them)",
                 err=True,
             )
     limits = judging.inputs if judging is not None else InputLimits()

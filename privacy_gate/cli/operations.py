@@ -1,5 +1,5 @@
 """Operating the gate: ``doctor`` (reconcile what killed processes left), ``serve`` and ``deploy``
-(scheduled Prefect deployments of the release flow)."""
+(scheduled Prefect deployments of the release flow, and of the gate flow for gate-mode configs)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,13 @@ def serve(
     uri, source = tracking_source(None, workdir)
     if source == SOURCE_ENV:  # the flows served here record there (unless a config names its own)
         probe_tracking(uri, source)
-    from privacy_gate.flows.deployments import serve_folder
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.flows.deployments import config_files, serve_folder
+
+    try:
+        overridden(config_files(folder), cron=cron, interval=interval)
+    except ConfigError:  # no folder, or no config in it: serve_folder says so
+        pass
 
     prefect_command(
         serve_folder,
@@ -181,18 +187,28 @@ def deploy(
     cron: CronOpt = None,
     interval: IntervalOpt = None,
     allow_unsigned: AllowUnsignedOpt = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace a deployment of the same name that exists already (its schedule, "
+            "parameters and work pool are overwritten); without it, deploy refuses and names it.",
+        ),
+    ] = False,
 ) -> None:
-    """Register release configs as scheduled deployments in a work pool; a Prefect worker
-    (prefect worker start --pool POOL) runs them. Needs PRIVACY_GATE_SIGNING_KEY (or
-    --allow-unsigned); the worker needs the same key."""
+    """Register release configs (or gate-mode configs: a files section naming a release made
+    elsewhere) as scheduled deployments in a work pool; a Prefect worker (prefect worker start
+    --pool POOL) runs them. Needs PRIVACY_GATE_SIGNING_KEY (or --allow-unsigned); the worker needs
+    the same key. A deployment that exists already is replaced only with --replace."""
     quiet_env()
     for path in configs:
         if not path.is_file():
             usage_error(f"{path}: file not found")
     preflight(workdir=workdir)
+    overridden(configs, cron=cron, interval=interval)
     from privacy_gate.flows.deployments import deploy_configs
 
-    ids = prefect_command(
+    registered = prefect_command(
         deploy_configs,
         configs,
         work_pool=pool,
@@ -200,7 +216,20 @@ def deploy(
         cron=cron,
         interval=interval,
         allow_unsigned=allow_unsigned,
+        replace=replace,
     )
-    for path, dep_id in zip(configs, ids):
-        typer.echo(f"deployed release/{path.stem} ({dep_id}) to work pool {pool!r}")
+    for name, dep_id in registered:
+        typer.echo(f"deployed {name} ({dep_id}) to work pool {pool!r}")
     typer.echo(f"start a worker: prefect worker start --pool {pool}")
+
+
+def overridden(configs: list[Path], *, cron: str | None, interval: float | None) -> None:
+    """Say (stderr) which configs' own ``schedule`` sections --cron / --interval override."""
+    if cron is None and interval is None:
+        return
+    from privacy_gate.config.loading import has_section
+
+    given = f"--cron {cron!r}" if cron is not None else f"--interval {interval}"
+    for path in configs:
+        if has_section(path, "schedule"):
+            say(f"note: {path}: its schedule section is not used: {given} overrides it", err=True)

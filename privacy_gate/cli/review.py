@@ -117,7 +117,46 @@ def decide(
             f"recorded as suppressed: {', '.join(decision.suppress)} (gate re-run "
             f"{decision.rerun_id})"
         )
+    settle_prefect(run_id, uri=uri, action=action)
+    # the last line: where the release went (scripts read it)
     say(f"published: {decision.published}" if decision.published else "nothing published")
+
+
+def settle_prefect(run_id: str, *, uri: str, action: str) -> None:
+    """The Prefect flow run that made ``run_id``, when it still waits for this review (suspended,
+    or ended ``Review pending``), ended in the decision's state (``flows/review_settle.py``); said
+    in one line (problems on stderr). Prefect is loaded only for a run a flow made; the decision
+    stands whatever happens."""
+    from privacy_gate.names import TAG_FLOW_RUN
+    from privacy_gate.tracking import Tracker
+
+    try:
+        origin = Tracker(uri=uri, experiment=None).run_tags(run_id).get(TAG_FLOW_RUN)
+    except Exception:  # noqa: BLE001 - nothing to tell which flow run made it
+        return
+    if not origin:
+        return
+    if not use_prefect("auto"):
+        say(
+            f"note: the Prefect flow run that made run {run_id} ({origin}) was not updated: no "
+            "Prefect API is configured here (PREFECT_API_URL), so it keeps its state (a suspended "
+            "run ends Failed at its review timeout); the decision is recorded on the MLflow run",
+            err=True,
+        )
+        return
+    try:
+        from privacy_gate.flows.review_settle import settle_flow_run
+
+        line = settle_flow_run(run_id, tracking_uri=uri, via=f"privacy-gate {action}")
+    except Exception as exc:  # noqa: BLE001 - the decision is recorded; its Prefect view is derived
+        say(
+            f"warning: the Prefect flow run that made run {run_id} could not be updated "
+            f"({type(exc).__name__}); the decision stands",
+            err=True,
+        )
+        return
+    if line:
+        say(line)
 
 
 def regate_summary(outcome: Any) -> None:
@@ -181,7 +220,7 @@ def review(
 
 @app.command(
     epilog=exit_codes(
-        (0, "approved: the release is published"),
+        (0, "approved: the release is published (--dry-run: it would be)"),
         (4, "--suppress: the re-gate of the filtered release BLOCKs; nothing is published"),
     ),
     short_help="Approve a REVIEW verdict and publish the release.",
@@ -204,8 +243,25 @@ def approve(
     ] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     tracking_uri: TrackingOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Make every check approve makes and, with --suppress, re-gate the filtered "
+            "release and show what it removes and decides; record no decision and publish nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Approve a REVIEW verdict and publish the release (optionally without some subgroups)."""
+    if dry_run:
+        preview(
+            run_id,
+            reviewer=reviewer,
+            suppress=list(suppress or []),
+            workdir=workdir,
+            tracking_uri=tracking_uri,
+        )
+        return
     decide(
         run_id,
         "approve",
@@ -215,6 +271,53 @@ def approve(
         workdir=workdir,
         tracking_uri=tracking_uri,
     )
+
+
+def preview(
+    run_id: str, *, reviewer: str, suppress: list[str], workdir: Path, tracking_uri: str | None
+) -> None:
+    """``approve --dry-run``: the checks, and with ``--suppress`` the re-gate and what it removes
+    and decides; exit 4 when the filtered release still BLOCKs (approve would be refused), else
+    0."""
+    quiet_env()
+    from privacy_gate.errors import PrivacyGateError
+
+    uri = store_uri(workdir, tracking_uri)
+    regate = None
+    if suppress:
+        cli_logger()
+        regate = RegateWatch()
+        if use_prefect("auto"):
+            from privacy_gate.flows import regate_flow
+
+            regate = RegateWatch(regate_flow)
+    try:
+        from privacy_gate.review.decide import preview_approval
+
+        outcome = preview_approval(
+            run_id,
+            reviewer=reviewer,
+            suppress=suppress,
+            tracking_uri=uri,
+            workdir=str(workdir),
+            regate=regate,
+        )
+    except PrivacyGateError as exc:
+        say(f"refused: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    from privacy_gate.report.commands import decision_command
+
+    if outcome is not None:
+        regate_summary(outcome)
+    say(f"dry run: no decision was recorded on run {run_id} and nothing was published")
+    if outcome is not None and outcome.verdict.decision == "BLOCK":
+        say("approve with these options would be refused: the gate BLOCKs the filtered release too")
+        raise typer.Exit(EXIT_BLOCK)
+    command = decision_command(
+        "approve", run_id, tracking_uri=uri, workdir=workdir, suppress=suppress, reviewer=reviewer
+    )
+    what = "the filtered release" if suppress else "the release"
+    say(f"approve with these options would publish {what}: {command}")
 
 
 @app.command(

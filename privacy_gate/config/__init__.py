@@ -8,6 +8,8 @@ the problem.
 - :mod:`.rules`: the gate's rules, their defaults and the error budget (``gate``);
 - :mod:`.release`: the whole configs (:class:`ReleaseConfig`, :class:`GateOnlyConfig`), the checks
   across sections, the remediation ladder and the dependency study;
+- :mod:`.gate_deployment`: a gate-mode deployment's config (the judging sections and its own
+  files, schedule and publication);
 - :mod:`.loading`: reading config and spec files (bounded YAML, one-line errors).
 
 >>> cfg = GateConfig.model_validate({"rules": [{"metric": "auc", "attack": "dcr", "max": 0.6}]})
@@ -15,10 +17,13 @@ the problem.
 'dcr.auc <= 0.6'
 """
 
+from privacy_gate.config.gate_deployment import GateDeploymentConfig, GateFiles
 from privacy_gate.config.loading import (
     MAX_YAML_ALIASES,
     MAX_YAML_BYTES,
     MAX_YAML_NODES,
+    is_gate_deployment,
+    load_gate_deployment,
     load_gate_only_config,
     load_judging,
     load_release_config,
@@ -92,6 +97,8 @@ __all__ = [
     "DisclosureConfig",
     "ExposureConfig",
     "GateConfig",
+    "GateDeploymentConfig",
+    "GateFiles",
     "GateOnlyConfig",
     "GeneratorConfig",
     "InputLimits",
@@ -117,6 +124,8 @@ __all__ = [
     "TrackingConfig",
     "active_rules",
     "budget_tests",
+    "is_gate_deployment",
+    "load_gate_deployment",
     "load_gate_only_config",
     "load_judging",
     "load_release_config",

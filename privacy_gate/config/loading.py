@@ -1,6 +1,7 @@
 """Reading config and spec files: YAML bounded in size and aliases, duplicate keys refused, and
 every validation error in one line naming the file and each key (:func:`load_release_config`,
-:func:`load_spec`, :func:`load_gate_only_config`, :func:`load_rules_config`, :func:`load_judging`).
+:func:`load_spec`, :func:`load_gate_only_config`, :func:`load_rules_config`, :func:`load_judging`,
+:func:`load_gate_deployment`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from privacy_gate.config.gate_deployment import (
+    DEPLOYMENT_SECTIONS,
+    FILES_SECTION,
+    GateDeploymentConfig,
+)
 from privacy_gate.config.release import GateOnlyConfig, ReleaseConfig
 from privacy_gate.config.rules import GateConfig
 from privacy_gate.errors import ConfigError
@@ -184,22 +190,75 @@ def load_gate_only_config(path: str | Path) -> GateOnlyConfig:
             f"{path}: expected a mapping with keys targets, attacks, gate, audit, mace, exposure, "
             "disclosure, inputs"
         )
-    fields = set(GateOnlyConfig.model_fields)
-    return _judging_from(
-        {k: v for k, v in raw.items() if k in fields or k not in ReleaseConfig.model_fields}, path
-    )
+    return _judging_from({k: v for k, v in raw.items() if k not in _not_judging()}, path)
+
+
+def _not_judging() -> set[str]:
+    """Sections a gate-only run does not read: a release config's (``dataset``, ``generator``,
+    ``review`` ...) and a gate-mode deployment's own (``files``, ``schedule``, ``publish``)."""
+    others = set(ReleaseConfig.model_fields) | set(DEPLOYMENT_SECTIONS)
+    return others - set(GateOnlyConfig.model_fields)
 
 
 def ignored_sections(path: str | Path) -> list[str]:
-    """The sections of a ``--config`` file that a gate-only run does not read (a release config's
-    ``dataset``, ``generator``, ``review`` ...): the CLI names them instead of dropping them
-    silently."""
+    """The sections of a ``--config`` file that a gate-only run does not read: the CLI names them
+    instead of dropping them silently."""
     raw = _read_yaml(Path(path))
     if not isinstance(raw, dict):
         return []
-    return sorted(
-        k for k in raw if k in ReleaseConfig.model_fields and k not in GateOnlyConfig.model_fields
-    )
+    return sorted(k for k in raw if k in _not_judging())
+
+
+def ignored_rules_sections(path: str | Path) -> list[str]:
+    """The sections of a ``--rules`` file other than ``gate``, which a ``--rules`` file is read
+    for (a whole release config given as ``--rules``: its ``targets``, ``attacks`` ... are not
+    read); the CLI names them instead of dropping them silently."""
+    raw = _read_yaml(Path(path))
+    if not isinstance(raw, dict) or "gate" not in raw:
+        return []
+    return sorted(str(k) for k in raw if k != "gate")
+
+
+def has_section(path: str | Path, section: str) -> bool:
+    """Whether the YAML mapping at ``path`` has ``section`` (False for a file that does not load:
+    its loader says why)."""
+    try:
+        raw = _read_yaml(Path(path))
+    except ConfigError:
+        return False
+    return isinstance(raw, dict) and section in raw
+
+
+def is_gate_deployment(path: str | Path) -> bool:
+    """Whether the YAML file at ``path`` is a gate-mode deployment's config (it has ``files``)."""
+    return has_section(path, FILES_SECTION)
+
+
+def load_gate_deployment(path: str | Path) -> GateDeploymentConfig:
+    """A gate-mode deployment's config (``config.gate_deployment``), its files resolved against the
+    config's folder, checked against its spec (which must load)."""
+    path = Path(path)
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get(FILES_SECTION), dict):
+        raise ConfigError(
+            f"{path}: a gate-mode deployment needs a '{FILES_SECTION}' section "
+            "(train, holdout, reference, synthetic, spec)"
+        )
+    base = path.resolve().parent
+    files = {
+        k: v if not isinstance(v, str) or is_s3(v) else str((base / v).resolve())
+        for k, v in raw[FILES_SECTION].items()
+    }
+    raw = {**raw, FILES_SECTION: files}
+    pub = raw.get("publish")
+    if isinstance(pub, dict) and isinstance(pub.get("target"), str) and not is_s3(pub["target"]):
+        raw = {**raw, "publish": {**pub, "target": str((base / pub["target"]).resolve())}}
+    try:
+        config = GateDeploymentConfig.model_validate(raw, context={"rules_at": "gate.rules"})
+    except ValidationError as exc:
+        raise _format_validation_error(path, "", exc) from None
+    config.check_against(load_spec(config.files.spec), str(path))
+    return config
 
 
 def _judging_from(raw: dict[str, Any], path: Path, *, gate_key: str = "gate") -> GateOnlyConfig:

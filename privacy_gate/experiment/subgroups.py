@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from privacy_gate.config import AuditConfig, MaceConfig
 from privacy_gate.errors import InsufficientDataError
@@ -25,6 +26,7 @@ from privacy_gate.experiment.grouping import (
     audit_subgroups,
     audited_columns,
     entity_scores,
+    group_mask,
     rare_value_groups,
     subgroup_groups,
 )
@@ -112,6 +114,7 @@ def audit(
     rare: dict[str, list[str]] | None = None,
     public: Mapping[str, frozenset[str]] | None = None,
     label_key: LabelKey | None = None,
+    scan_named: tuple[pd.DataFrame, np.ndarray] | None = None,
 ) -> AuditResult:
     """Per-subgroup metrics (with MACE bounds when ``mace`` settings are given) for groups large
     enough, the rank test of every group over the ``gated`` attacks (Holm-adjusted across all
@@ -122,7 +125,8 @@ def audit(
     ``cfg.rare_value_max_count`` training rows hold). ``public``: per column, the values a group
     label may show (:func:`~privacy_gate.experiment.grouping.label_values`); others are hashed
     with ``label_key``. Without it, the spec's declared categories are shown and every other value
-    is hashed."""
+    is hashed. ``scan_named``: the training split and the row ids the member scan named; each
+    group's row then says how many of them are its (``scan_named``, for the report)."""
 
     def group_metrics(s: np.ndarray, y: np.ndarray) -> dict[str, float]:
         out = dict(roc_metrics(s, y))
@@ -202,6 +206,8 @@ def audit(
             "test_attack": attack,
             "exposed": r.metrics.get(exposure_metric("count")),
         }
+        if scan_named is not None:
+            common["scan_named"] = _named_in(scan_named, r.label, label_key)
         for o in outcomes:
             rows.append(
                 {
@@ -276,6 +282,18 @@ def audit(
         dependency=measured,
         masks={g.label: g.mask for g in groups},
     )
+
+
+def _named_in(
+    scan_named: tuple[pd.DataFrame, np.ndarray], label: str, key: LabelKey | None
+) -> int | None:
+    """How many of the row ids the member scan named are training records of the group ``label``."""
+    train, named = scan_named
+    try:
+        rows = train.index[group_mask(train, label, key=key)]
+    except (KeyError, ValueError):  # a label the training split cannot resolve
+        return None
+    return int(pd.Index(named).isin(rows).sum())
 
 
 def _dependency_vs_dp(

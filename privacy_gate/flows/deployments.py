@@ -1,4 +1,6 @@
-"""Release configs as scheduled Prefect deployments of the ``release`` flow.
+"""Release configs as scheduled Prefect deployments of the ``release`` flow, and gate-mode configs
+(a ``files`` section: a release made elsewhere, judged from its own files) as deployments of the
+``gate`` flow (``flows/gate_deployments.py``).
 
 - :func:`serve_folder` (``privacy-gate serve DIR``): one long-running process that serves every
   valid release config in a folder as a deployment and runs them on schedule; each invalid one is
@@ -6,6 +8,8 @@
   others' releases. It refuses to start only when no config is valid.
 - :func:`deploy_configs` (``privacy-gate deploy CONFIG... --pool P``): registers the same
   deployments with a work pool, for Prefect workers (``prefect worker start --pool P``) to run.
+  A deployment of that name that exists already is replaced only with ``--replace``; without it
+  the command refuses before registering anything, naming each one and what it runs now.
 
 Each deployment is named after its config file; its parameters are the config's absolute path
 and the workdir; its schedule comes from the config's ``schedule`` section or ``--cron`` /
@@ -28,9 +32,10 @@ from typing import Any
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
-from privacy_gate.config import ReleaseConfig, load_release_config
+from privacy_gate.config import ReleaseConfig, is_gate_deployment, load_release_config
 from privacy_gate.errors import ConfigError
 from privacy_gate.flows.coordination import ensure_dataset_limit
+from privacy_gate.flows.gate_deployments import build_gate_deployment, gate_deployment_dataset
 from privacy_gate.flows.gate_flows import release_flow
 from privacy_gate.names import ENV_SIGNING_KEY
 from privacy_gate.publication.publish import dataset_slug
@@ -151,13 +156,38 @@ def folder_deployments(
             continue
         try:
             deployment = build_deployment(path, workdir=workdir, cron=cron, interval=interval)
-            dataset = load_release_config(path).dataset.spec.name
+            dataset = config_dataset(path)
         except Exception as exc:  # noqa: BLE001 - any failure to load one config leaves it out, reported
             out.problems.append(config_problem(path, exc))
             continue
         names[path.stem] = path
         out.deployments.append((deployment, dataset))
     return out
+
+
+def config_dataset(path: Path) -> str:
+    """The dataset a release or gate-mode config is about (its spec's name)."""
+    if is_gate_deployment(path):
+        return gate_deployment_dataset(path)
+    return load_release_config(path).dataset.spec.name
+
+
+def deployment_schedule(
+    config: Any, path: Path, *, cron: str | None, interval: float | None
+) -> Any:
+    """The schedule of a deployment of ``config`` (its ``schedule`` section), or ``cron`` /
+    ``interval`` given on the command line, which override it."""
+    try:
+        return _schedule(config, path, cron=cron, interval=interval)
+    except ValueError as exc:  # croniter refuses the expression
+        given = (
+            f"--cron {cron!r}"
+            if cron
+            else f"--interval {interval}"
+            if interval
+            else "the schedule section"
+        )
+        raise ConfigError(f"{path}: invalid schedule in {given} ({exc})") from None
 
 
 def _schedule(
@@ -189,22 +219,26 @@ def build_deployment(
     interval: float | None = None,
     work_pool: str | None = None,
 ) -> Any:
-    """The release flow as a deployment named after the config file, with its schedule."""
+    """The release flow as a deployment named after the config file, with its schedule (a
+    gate-mode config: the gate flow, ``gate_deployments.build_gate_deployment``)."""
     from prefect.deployments.runner import EntrypointType
 
     path = Path(config_path).resolve()
-    config = load_release_config(path)
-    try:
-        schedule = _schedule(config, path, cron=cron, interval=interval)
-    except ValueError as exc:  # croniter refuses the expression
-        given = (
-            f"--cron {cron!r}"
-            if cron
-            else f"--interval {interval}"
-            if interval
-            else "the schedule section"
+    if is_gate_deployment(path):
+        from privacy_gate.config import load_gate_deployment
+
+        schedule = deployment_schedule(
+            load_gate_deployment(path), path, cron=cron, interval=interval
         )
-        raise ConfigError(f"{path}: invalid schedule in {given} ({exc})") from None
+        return build_gate_deployment(
+            path,
+            workdir=workdir,
+            schedule=schedule,
+            work_pool=work_pool,
+            concurrency=deployment_concurrency(),
+        )
+    config = load_release_config(path)
+    schedule = deployment_schedule(config, path, cron=cron, interval=interval)
     dataset = config.dataset.spec.name
     return release_flow.to_deployment(
         name=path.stem,
@@ -296,41 +330,71 @@ def deploy_configs(
     cron: str | None = None,
     interval: float | None = None,
     allow_unsigned: bool = False,
-) -> list[str]:
+    replace: bool = False,
+) -> list[tuple[str, str]]:
     """Register each config as a deployment in ``work_pool`` (created as a process pool if
-    missing); returns the deployment ids. Refused without a signing key unless
-    ``allow_unsigned`` (the workers that run them need the key in their environment too)."""
+    missing); returns each deployment's name (``release/<stem>``, ``gate/<stem>``) and id.
+    Refused without a signing key unless
+    ``allow_unsigned`` (the workers that run them need the key in their environment too), and,
+    unless ``replace``, when a deployment of one of these names exists already."""
     from prefect.client.schemas.actions import WorkPoolCreate
 
     # every config and schedule is checked before anything is registered
     deployments = [
         (
             build_deployment(p, workdir=workdir, cron=cron, interval=interval, work_pool=work_pool),
-            load_release_config(p).dataset.spec.name,
+            config_dataset(p),
         )
         for p in configs
     ]
     require_signing_key("deploy", allow_unsigned=allow_unsigned)
     require_prefect_api("deploy")
     with get_client(sync_client=True) as client:
+        existing = [line for d, _ in deployments if (line := _existing(client, d)) is not None]
+        if existing and not replace:
+            them = "it" if len(existing) == 1 else "them"
+            raise ConfigError(
+                "privacy-gate deploy: " + "; ".join(existing) + " — pass --replace "
+                f"to replace {them} (schedule, parameters and work pool are "
+                "overwritten); nothing was registered"
+            )
         try:
             client.read_work_pool(work_pool)
         except ObjectNotFound:
             with contextlib.suppress(ObjectAlreadyExists):
                 client.create_work_pool(WorkPoolCreate(name=work_pool, type="process"))
-    ids = []
+    registered = []
     for deployment, dataset in deployments:
         ensure_dataset_limit(dataset)
-        ids.append(str(deployment.apply()))
-    return ids
+        registered.append((f"{deployment.flow_name}/{deployment.name}", str(deployment.apply())))
+    return registered
+
+
+def _existing(client: Any, deployment: Any) -> str | None:
+    """What the deployment of ``deployment``'s name runs now, when one exists (else None)."""
+    name = f"{deployment.flow_name}/{deployment.name}"
+    try:
+        current = client.read_deployment_by_name(name)
+    except ObjectNotFound:
+        return None
+    config = (current.parameters or {}).get("config_path") or "no config"
+    when = [
+        getattr(s.schedule, "cron", None) or getattr(s.schedule, "interval", "?")
+        for s in current.schedules or []
+    ]
+    schedules = ", ".join(map(str, when)) or "no schedule"
+    pool = current.work_pool_name
+    return f"deployment {name} exists already ({config}, work pool {pool}, {schedules})"
 
 
 __all__ = [
     "FolderDeployments",
     "build_deployment",
+    "config_dataset",
     "config_files",
     "deploy_configs",
     "deployment_concurrency",
+    "deployment_schedule",
     "folder_deployments",
     "prepare_folder",
     "release_configs",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from privacy_gate import names, tracking
@@ -39,6 +39,7 @@ from privacy_gate.flows.verdict_states import (
     verdict_state,
 )
 from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.report.summary import evidence_links, group_rows, rules_rows
 from privacy_gate.review import prior_decision
 from privacy_gate.runs.regate import regate_run
 from privacy_gate.runs.release import gate_only_run
@@ -48,18 +49,37 @@ from privacy_gate.tracking import resolve_tracking_uri
 
 
 def _summarise(result: RunOutcome) -> RunOutcome:
-    """The verdict as a Prefect markdown artifact (the summary moves there, out of the flow's
-    result); a failure here never changes the verdict."""
+    """The verdict as Prefect artifacts (the summary moves there, out of the flow's result): the
+    summary in markdown, every rule check as a table, each flagged group's effect size as a table,
+    and links to the MLflow run and its HTML report; a failure here never changes the verdict."""
     logger = get_run_logger()
+    verdict, run = result.verdict, result.run_id
     try:
         create_markdown_artifact(
             result.summary_markdown,
             key="privacy-gate-verdict",
-            description=f"verdict of MLflow run {result.run_id}",
+            description=f"verdict of MLflow run {run}",
         )
+        create_table_artifact(
+            rules_rows(verdict),
+            key="privacy-gate-rules",
+            description=f"{verdict.decision}: every rule check of MLflow run {run}, failing first",
+        )
+        if verdict.group_effects:
+            create_table_artifact(
+                group_rows(verdict),
+                key="privacy-gate-flagged-groups",
+                description=f"the flagged groups of MLflow run {run}: effect "
+                "sizes with 95% intervals, share of the records "
+                "named exposed",
+            )
+        for key, link, text in evidence_links(
+            tracking_uri=result.tracking_uri, experiment_id=result.experiment_id, run_id=run
+        ):
+            create_link_artifact(link, link_text=text, key=f"privacy-gate-{key}", description=text)
     except Exception as exc:  # noqa: BLE001
         logger.warning(
-            "could not create the Prefect verdict artifact (%s); the verdict stands",
+            "could not create the Prefect verdict artifacts (%s); the verdict stands",
             type(exc).__name__,
         )
     return replace(result, summary_markdown=None)
@@ -359,8 +379,11 @@ def gate_flow(
 
 
 @flow(name="review-regate")
-def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir: str) -> RunOutcome:
-    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows."""
+def regate_flow(
+    *, run_id: str, suppress: list[str], tracking_uri: str, workdir: str, dry_run: bool = False
+) -> RunOutcome:
+    """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows
+    (``dry_run``: for ``approve --suppress --dry-run``, which decides nothing)."""
     return _summarise(
         regate_run(
             run_id=run_id,
@@ -369,6 +392,7 @@ def regate_flow(*, run_id: str, suppress: list[str], tracking_uri: str, workdir:
             workdir=workdir,
             executor=PrefectExecutor(),
             logger=get_run_logger(),
+            dry_run=dry_run,
         )
     )
 

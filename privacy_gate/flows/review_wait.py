@@ -307,7 +307,7 @@ def review_answer(run_id: str, flow_run_id: Any) -> ReviewInput | None:
     return ReviewInput(**value) if value else None
 
 
-def _recorded_outcome(run_id: str, tracking_uri: str) -> RunOutcome:
+def recorded_outcome(run_id: str, tracking_uri: str) -> RunOutcome:
     """The run's outcome as MLflow holds it (the verified verdict), for a flow that did not gate."""
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
     verdict, seal = tracker.read_verified(run_id)
@@ -368,7 +368,7 @@ def resume_review(
     ``flow_run_id`` (this one by default); raises when the verdict or the answer cannot be read."""
     logger = get_run_logger()
     flow_run_id = flow_run_id or _this_flow_run().id
-    result = _recorded_outcome(run_id, tracking_uri)
+    result = recorded_outcome(run_id, tracking_uri)
     answer = review_answer(run_id, flow_run_id)
     logger.info(
         "resumed review of MLflow run %s: %s",
@@ -498,6 +498,7 @@ __all__ = [
     "REVIEW_KEY_PREFIX",
     "finish_cancelled_resumptions",
     "paused_sibling",
+    "recorded_outcome",
     "resume_review",
     "review_answer",
     "review_key",

@@ -10,9 +10,10 @@ REVIEW, undecided       COMPLETED    Review pending   the gate did its work; a p
 REVIEW, waiting         PAUSED       Suspended        a deployment's run waiting for its review
                                                       form (``review_wait``; ``Paused`` outside
                                                       a deployment): no process, no slot
-REVIEW, approved        COMPLETED    Review approved  decided through the review form: released
-REVIEW, rejected        FAILED       Review rejected  decided through the review form: not
-                                                      released
+REVIEW, approved        COMPLETED    Review approved  decided through the review form or the
+                                                      CLI: released
+REVIEW, rejected        FAILED       Review rejected  decided through the review form or the
+                                                      CLI: not released
 BLOCK                   FAILED       Blocked          the gate refused the release
 no verdict (an error)   FAILED       Failed           the gate did not complete (fail closed)
 skipped                 CANCELLED    Skipped          not gated: its dataset's gate is busy and
@@ -22,8 +23,9 @@ skipped                 CANCELLED    Skipped          not gated: its dataset's g
 ======================  ===========  ===============  ========================================
 
 The Prefect UI colours a state by its type and shows its name: the names say which verdict and
-whether a person has decided it. A REVIEW decided later with ``privacy-gate approve|reject`` keeps
-the run's ``Review pending``; the MLflow run's ``approval.status`` tag is the record of the
+whether a person has decided it. A REVIEW decided later with ``privacy-gate approve|reject`` moves
+a ``Review pending`` or suspended run to ``Review approved`` / ``Review rejected``
+(``flows/review_settle.py``); the MLflow run's ``approval.status`` tag is the record of the
 decision.
 
 With ``review.mode: pending`` REVIEW is a *terminal*, Completed-type state: the decision is taken
@@ -88,13 +90,13 @@ def _first(items: list[str], n: int, sep: str) -> str:
 def _deciding_reason_in_words(verdict: Any) -> str:
     """The deciding reason as a sentence with its key (a BLOCK's first blocking one), and how many
     more there are; words are made for that one reason only."""
-    from privacy_gate.gate.words import deciding_reason, reason_line
+    from privacy_gate.gate.words import headline_reason
 
-    main = deciding_reason(verdict)
-    if main is None:
+    line = headline_reason(verdict)
+    if line is None:
         return ""
     more = len(verdict.reasons) - 1
-    return reason_line(main, verdict) + (f" (+{more} more)" if more else "")
+    return line + (f" (+{more} more)" if more else "")
 
 
 def verdict_line(result: RunOutcome) -> str:

@@ -51,6 +51,31 @@ def check_reviewer(reviewer: str) -> None:
         )
 
 
+def decision_words(decision: Any, *, published: str | None = None, short: bool = False) -> str:
+    """A reviewer's decision in a few words, for every surface that shows it (the report's verdict
+    card, the MLflow run description, a Prefect state): ``approved by ana: published`` (``without
+    race=X``: what was suppressed), ``rejected by ana: nothing is published``. ``decision``: a
+    :class:`ReviewDecision` or its record; ``published``: where the release went, if it did
+    (``short``: said without the place).
+
+    >>> approval = {"action": "approve", "reviewer": "ana", "suppress": ["race=X"]}
+    >>> decision_words(approval, published="/p/x")
+    'approved by ana without race=X: published to /p/x'
+    >>> decision_words({"action": "reject", "reviewer": "bo"})
+    'rejected by bo: nothing is published'
+    """
+    d = decision.to_dict() if isinstance(decision, ReviewDecision) else dict(decision)
+    where = published or d.get("published")
+    if d.get("action") == "approve":
+        suppressed = list(d.get("suppress") or [])
+        who = f"approved by {d.get('reviewer')}"
+        who += f" without {', '.join(suppressed)}" if suppressed else ""
+        if not where or where == "none":
+            return f"{who}: not published yet"
+        return f"{who}: published" + ("" if short else f" to {where}")
+    return f"rejected by {d.get('reviewer')}: nothing is published"
+
+
 @dataclass(frozen=True)
 class ReviewDecision:
     action: Action

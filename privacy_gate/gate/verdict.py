@@ -74,9 +74,17 @@ class Verdict:
     flagged_subgroups: tuple[str, ...] = ()
     # a flagged group flagged only through a smaller flagged one: group -> the smaller group
     explained: dict[str, str] = field(default_factory=dict)
-    # blame's "what if" (gate/blame.py): for each flagged group it tried on a BLOCK, the decision of
-    # the release-wide figures without the group's targets, {group: {"decision": ..., "targets": n}}
+    # blame's "what if" (gate/blame.py): for each flagged group it tried (on a BLOCK or a REVIEW),
+    # the decision of the release-wide figures without the group, {group: {"decision": ...,
+    # "targets": n, ...}}
     decision_without: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the flagged group the evidence points at (pipeline/group_blame.py: points_at), if one: its
+    # reasons lead, and every one-line reason starts with it
+    points_at: str | None = None
+    # the effect size of each flagged group (pipeline/group_effects.py), {group: {figure: value}}:
+    # its targets, its strongest attack's AUC and TPR at 1% false alarms with their 95% intervals,
+    # the records named exposed inside it out of all named; counts and figures only
+    group_effects: dict[str, dict[str, Any]] = field(default_factory=dict)
     data_hashes: dict[str, str] = field(default_factory=dict)
     rules_hash: str | None = None
     # the error budget (gate.budget): review and block rates, and every test's p-value and levels

@@ -544,11 +544,26 @@ def reason_line(check: Check, verdict: Verdict | Mapping[str, Any]) -> str:
     return " ".join((f"{words.sentence} ({words.key})" if words.key else words.sentence).split())
 
 
+def headline_reason(verdict: Verdict) -> str | None:
+    """The deciding reason in one line (:func:`reason_line`), led by the flagged group the
+    evidence points at and its effect size when there is one (``race=X: AUC 1 [0.82, 1], 44 of 46
+    named records — In the group race=X, ...``): every one-line reason starts with the group.
+    None when every rule passed."""
+    from privacy_gate.gate.evidence import lead_effect
+
+    main = deciding_reason(verdict)
+    if main is None:
+        return None
+    lead = lead_effect(verdict.to_dict())
+    return f"{lead} — {reason_line(main, verdict)}" if lead else reason_line(main, verdict)
+
+
 __all__ = [
     "CheckWords",
     "VerdictContext",
     "check_words",
     "deciding_reason",
+    "headline_reason",
     "reason_line",
     "reasons_in_words",
 ]

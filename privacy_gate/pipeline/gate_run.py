@@ -28,6 +28,7 @@ naming the stage that failed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,9 +46,9 @@ from privacy_gate.estimators.power import (
 )
 from privacy_gate.estimators.utility import marginal_quality
 from privacy_gate.experiment import GateInputs, GateSettings, Targets
-from privacy_gate.experiment.agreement import AgreementResult, agreement_scan
+from privacy_gate.experiment.agreement import AgreementResult
 from privacy_gate.experiment.attack_runs import AttackOutcome, run_attack, strongest, threat_model
-from privacy_gate.experiment.copies import CopyTest, copy_test
+from privacy_gate.experiment.copies import CopyTest
 from privacy_gate.experiment.dependency import SourceShift, source_shift
 from privacy_gate.experiment.disclosure import (
     DisclosureInputs,
@@ -62,7 +63,7 @@ from privacy_gate.experiment.floors import (
     level_shortfall,
 )
 from privacy_gate.experiment.grouping import label_values, rare_values
-from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult, scan_members
+from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
 from privacy_gate.gate import Verdict, decide
@@ -74,9 +75,7 @@ from privacy_gate.gate.findings import (
     validation_failures,
 )
 from privacy_gate.names import (
-    AGREEMENT,
     COMBINED,
-    COPIES,
     STRONGEST,
     UTILITY,
     exposure_metric,
@@ -85,6 +84,15 @@ from privacy_gate.names import (
 )
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
+from privacy_gate.pipeline.group_effects import group_effects
+from privacy_gate.pipeline.release_tests import (
+    agreement_figures,
+    agreement_of,
+    copies_figures,
+    copies_of,
+    scan_figures,
+    scan_of,
+)
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.safe_text import console_line
@@ -419,19 +427,8 @@ def _exposure(state: GateState, executor: Executor, logger: Any) -> None:
 
 def _scan(state: GateState, executor: Executor, logger: Any) -> None:
     cfg = state.settings.exposure
-    state.scan = s = executor.run(
-        "scan",
-        scan_members,
-        state.inputs.splits,
-        state.inputs.synthetic,
-        state.settings.spec,
-        q=cfg.fdr,
-        method=cfg.method,
-        seed=state.settings.targets.seed,
-        calibration_reference=bool(cfg.reference_calibrates),
-        tail_max_share=cfg.tail_max_share,
-    )
-    state.metrics.update({exposure_metric(k): v for k, v in s.metrics().items()})
+    state.scan = s = executor.run("scan", scan_of, state, state.inputs.synthetic)
+    state.metrics.update(scan_figures(s))
     logger.info(
         "  member scan (%s search, %d calibration records%s): %d of %d training records exposed at "
         "FDR %g; "
@@ -472,17 +469,8 @@ def _scan(state: GateState, executor: Executor, logger: Any) -> None:
 
 
 def _copies(state: GateState, executor: Executor, logger: Any) -> None:
-    splits = state.inputs.splits
-    state.copies = c = executor.run(
-        "copies",
-        copy_test,
-        state.inputs.synthetic,
-        splits.train,
-        splits.holdout,
-        state.settings.spec,
-        seed=state.settings.targets.seed,
-    )
-    state.metrics.update({metric_name(COPIES, k): v for k, v in c.metrics().items()})
+    state.copies = c = executor.run("copies", copies_of, state, state.inputs.synthetic)
+    state.metrics.update(copies_figures(c))
     logger.info(
         "  verbatim copies: %.2f%% of synthetic rows equal a training row, %.2f%% a holdout row "
         "(%d records "
@@ -495,21 +483,9 @@ def _copies(state: GateState, executor: Executor, logger: Any) -> None:
 
 
 def _agreement(state: GateState, executor: Executor, logger: Any) -> None:
-    splits, cfg = state.inputs.splits, state.settings.exposure
-    state.agreement = a = executor.run(
-        "agreement",
-        agreement_scan,
-        state.inputs.synthetic,
-        splits.train,
-        splits.holdout,
-        splits.reference,
-        state.settings.spec,
-        q=cfg.fdr,
-        tail_max_share=cfg.tail_max_share,
-        seed=state.settings.targets.seed,
-        linking=cfg.linking_views,
-    )
-    state.metrics.update({metric_name(AGREEMENT, k): v for k, v in a.metrics().items()})
+    cfg = state.settings.exposure
+    state.agreement = a = executor.run("agreement", agreement_of, state, state.inputs.synthetic)
+    state.metrics.update(agreement_figures(a))
     logger.info(
         "  column agreement: %d of %d training records reproduced beyond the holdout's twins at "
         "FDR %g; "
@@ -598,6 +574,7 @@ def _audit(state: GateState, executor: Executor, logger: Any) -> None:
             min_count=settings.audit.label_min_count,
         ),
         label_key=state.inputs.label_key,
+        scan_named=None if state.scan is None else (splits.train, state.scan.discoveries),
     )
     state.metrics.update(state.audit.metrics)
     for note in state.audit.notes:
@@ -659,7 +636,10 @@ def judge(state: GateState) -> Verdict:
         shortfalls=state.shortfalls,
     )
     # which flag explains which; a BLOCK one flagged group explains goes to a human (suppressible)
-    return blame_groups(state, verdict, extra_failures=failures)
+    verdict = blame_groups(state, verdict, extra_failures=failures)
+    if verdict.flagged_subgroups:  # each flagged group's effect size, for every surface to show
+        verdict = dataclasses.replace(verdict, group_effects=group_effects(state, verdict))
+    return verdict
 
 
 #: One gate run, in order. Every name labels a failure, a timing and the executor call it makes.

@@ -3,9 +3,13 @@ flagged group's targets, and each larger flagged group's rank test without a sma
 
 Recomputed without the group: every gated attack's ROC figures and MACE bounds, the exposure
 figures over the member targets (discoveries, tail-excess test, share bounds), and the release-wide
-disclosure risks with the group's training and control records left out. The member scan's
-figures are kept as they are (its rules only send to review). Only the three smallest flagged
-groups are tried: a leak concentrated in a group shows in the smallest group that holds it.
+disclosure risks with the group's training and control records left out. On a BLOCK the member
+scan's, copy test's and agreement scan's figures are kept as they are (a BLOCK is ruled on the
+figures above). On a REVIEW, the reviewer's "what if" for each group also measures those three
+tests again, where they are significant, on the synthetic release without the group's rows: the
+rows ``approve --suppress GROUP`` removes, so for these tests the figures are the re-gate's own.
+Only the three smallest flagged groups are tried: a leak concentrated in a group shows in the
+smallest group that holds it.
 
 Statistically this is a *ruling*, not a test: the group is chosen after looking at the data, so
 "without it the release would pass" is no approval — it only turns a BLOCK into a human's
@@ -35,6 +39,7 @@ from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in, explained_groups
 from privacy_gate.gate.budget import TestOutcome, run_tests, test_levels
 from privacy_gate.names import STRONGEST, exposure_metric, metric_name
+from privacy_gate.pipeline.release_tests import SYNTHETIC_SIDE, figures_without_rows
 
 
 class BlameState(Protocol):
@@ -47,6 +52,7 @@ class BlameState(Protocol):
     audit: AuditResult | None
     metrics: dict[str, float]
     disclosure_inputs: DisclosureInputs | None  # set when the disclosure risks were measured
+    shortfalls: list[Any]  # stage floors a small table did not meet (REVIEW: too little evidence)
 
     @property
     def gated(self) -> list[Any]: ...
@@ -229,10 +235,7 @@ def points_at(
     significant and can be recomputed without the group's targets (:data:`TARGET_TESTS`) is no
     longer significant without them. A ruling read off the data, like blame's: it orders the
     reasons, it decides nothing."""
-    significant = [
-        t["name"] for t in verdict.budget.get("tests", ()) if TestOutcome.from_dict(t).review
-    ]
-    recomputable = [t for t in significant if t in TARGET_TESTS]
+    recomputable = [t for t in _significant(verdict) if t in TARGET_TESTS]
     for g in order:
         if g in verdict.explained or 2 * masks[g].sum() > len(masks[g]):
             continue
@@ -258,12 +261,73 @@ def lead_with(verdict: Verdict, group: str) -> Verdict:
     blocking = [c for c in reasons if c.action == "block"]
     own = [c for c in reasons if c.action != "block" and c.group == group]
     rest = [c for c in reasons if c.action != "block" and c.group != group]
-    return dataclasses.replace(verdict, reasons=tuple(blocking + own + rest))
+    return dataclasses.replace(verdict, reasons=tuple(blocking + own + rest), points_at=group)
+
+
+def _significant(verdict: Verdict) -> list[str]:
+    """The budget tests significant at their review share in ``verdict``."""
+    return [t["name"] for t in verdict.budget.get("tests", ()) if TestOutcome.from_dict(t).review]
+
+
+def rest_decision(
+    state: BlameState,
+    group: str,
+    mask: np.ndarray,
+    *,
+    extra_failures: list,
+    synthetic_side: list[str] = (),
+) -> dict[str, Any] | None:
+    """What the release-wide figures decide without ``group`` (``mask``: its targets), as blame
+    records it in ``Verdict.decision_without``: the decision, the group's targets, and, for the
+    tests in ``synthetic_side`` (among :data:`~privacy_gate.pipeline.release_tests.SYNTHETIC_SIDE`),
+    measured again on the release without the group's synthetic rows, how many rows that is.
+    None when the rest cannot be measured."""
+    settings = state.settings
+    try:
+        figures = rest_figures(state, group)
+        rows = None
+        if synthetic_side:
+            synthetic = state.inputs.synthetic
+            drop = group_mask(synthetic, group, key=state.inputs.label_key)
+            rows = int(drop.sum())
+            figures.update(
+                figures_without_rows(
+                    state, synthetic[~drop].reset_index(drop=True), list(synthetic_side)
+                )
+            )
+    except (ValueError, KeyError, InsufficientDataError):  # the rest cannot be measured
+        return None
+    rules = [r for r in settings.active_rules if r.scope == "global"]
+    rest = decide(
+        rules,
+        {**state.metrics, **figures},
+        attacks=settings.gated_attacks,
+        extra_failures=extra_failures,
+        budget=settings.gate.budget,
+        tests=[t for t in settings.budget_tests if t != "subgroups"],
+        shortfalls=getattr(state, "shortfalls", ()),
+    )
+    out: dict[str, Any] = {"decision": rest.decision, "targets": int(mask.sum())}
+    if rows is not None:
+        out.update(rows=rows, remeasured=sorted(synthetic_side))
+    return out
+
+
+def _candidates(order: list[str], masks: dict[str, np.ndarray]) -> list[str]:
+    """The groups blame tries: the smallest flagged ones holding at most half the targets."""
+    out = []
+    for g in order[:MAX_CANDIDATES]:
+        if 2 * masks[g].sum() > len(masks[g]):
+            break  # not a small group: it holds most targets (and larger ones follow)
+        out.append(g)
+    return out
 
 
 def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -> Verdict:
-    """``verdict`` with the flagged groups explained by smaller ones, and a BLOCK that one flagged
-    group explains turned into a REVIEW naming it (:mod:`privacy_gate.gate.blame`)."""
+    """``verdict`` with the flagged groups explained by smaller ones, a BLOCK that one flagged
+    group explains turned into a REVIEW naming it (:mod:`privacy_gate.gate.blame`), and what the
+    release-wide figures decide without each of the smallest flagged groups (a BLOCK's or a
+    REVIEW's "what if")."""
     flagged = list(verdict.flagged_subgroups)
     if not flagged or state.audit is None or state.targets is None:
         return verdict
@@ -281,37 +345,44 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
             verdict, explained=_explained(state, order, masks, labels, level=level)
         )
     if verdict.decision != "BLOCK":
+        verdict = _review_what_if(state, verdict, order, masks, extra_failures)
         return _led(state, verdict, order, masks)
-    settings = state.settings
-    rules = [r for r in settings.active_rules if r.scope == "global"]
     # every group tried is recorded with what the rest decides (the reviewer's "what if"), also
     # when the rest still blocks: then suppressing that group alone would not do
     tried: dict[str, dict[str, Any]] = {}
-    for g in order[:MAX_CANDIDATES]:
-        if 2 * masks[g].sum() > len(masks[g]):
-            break  # not a small group: it holds most targets (and larger ones follow)
-        try:
-            figures = rest_figures(state, g)
-        except (
-            ValueError,
-            KeyError,
-            InsufficientDataError,
-        ):  # the rest cannot be measured: nothing to set against it
+    for g in _candidates(order, masks):
+        rest = rest_decision(state, g, masks[g], extra_failures=extra_failures)
+        if rest is None:
             continue
-        rest = decide(
-            rules,
-            {**state.metrics, **figures},
-            attacks=settings.gated_attacks,
-            extra_failures=extra_failures,
-            budget=settings.gate.budget,
-            tests=[t for t in settings.budget_tests if t != "subgroups"],
-        )
-        tried[g] = {"decision": rest.decision, "targets": int(masks[g].sum())}
+        tried[g] = rest
         ruled = concentrated_in(
-            verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision
+            verdict, group=g, targets=rest["targets"], rest_decision=rest["decision"]
         )
         if ruled is not verdict:
             return _led(state, dataclasses.replace(ruled, decision_without=tried), order, masks)
+    return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
+
+
+def _review_what_if(
+    state: BlameState,
+    verdict: Verdict,
+    order: list[str],
+    masks: dict[str, np.ndarray],
+    extra_failures: list,
+) -> Verdict:
+    """A REVIEW with what the release-wide figures decide without each of its smallest flagged
+    groups; the significant tests that read every training record measured again without the
+    group's synthetic rows. Nothing here changes the decision."""
+    if verdict.decision != "REVIEW":
+        return verdict
+    synthetic_side = [t for t in _significant(verdict) if t in SYNTHETIC_SIDE]
+    tried = {}
+    for g in _candidates(order, masks):
+        rest = rest_decision(
+            state, g, masks[g], extra_failures=extra_failures, synthetic_side=synthetic_side
+        )
+        if rest is not None:
+            tried[g] = rest
     return dataclasses.replace(verdict, decision_without=tried) if tried else verdict
 
 
@@ -328,6 +399,7 @@ __all__ = [
     "blame_groups",
     "lead_with",
     "points_at",
+    "rest_decision",
     "rest_figures",
     "target_tests_without",
 ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from privacy_gate import tracking
-from privacy_gate.gate.evidence import flagged_evidence
+from privacy_gate.gate.evidence import effect_headline, effect_parts, first_effect, flagged_evidence
 from privacy_gate.gate.figure_words import (
     auc_figure,
     exposed_figure,
@@ -25,7 +25,8 @@ from privacy_gate.gate.figure_words import (
     strongest_attack,
     tpr_figure,
 )
-from privacy_gate.gate.human import human_number
+from privacy_gate.gate.human import human_number, human_percent
+from privacy_gate.gate.review_records import decision_words
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import COMBINED, DISCLOSURE_FAMILIES, EXPOSURE, UTILITY_QUALITY
@@ -47,6 +48,7 @@ CARDS_CSS = """
 .card .label{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .card dl{display:grid;grid-template-columns:auto 1fr;gap:0 8px;margin:0;font-size:13px}
 .card dt{color:#5b6475} .card dd{margin:0;font-variant-numeric:tabular-nums}
+.card p.lead{font-weight:600}
 code.key{font-size:11px;color:#5b6475;background:none;padding:0}
 ul.words li{margin:0 0 6px}
 """
@@ -59,6 +61,14 @@ _MEANING = {
     "REVIEW": "a human decides; nothing is published before",
     "BLOCK": "nothing is published",
 }
+
+
+def decision_state(inp: ReportInputs) -> str | None:
+    """A REVIEW's decision in a few words once a reviewer took it (``approved by ana:
+    published``); None while it is pending (or not a REVIEW)."""
+    if not inp.decisions:
+        return None
+    return decision_words(inp.decisions[0], published=inp.published, short=True)
 
 
 def _card(title: str, big: str, body: str = "", cls: str = "") -> str:
@@ -75,12 +85,16 @@ def _verdict_card(inp: ReportInputs) -> str:
     decision = str(v.get("verdict", "BLOCK"))
     cls = decision if decision in _MEANING else "BLOCK"
     reasons = reasons_in_words(v)
+    decided = decision_state(inp)  # in the card's headline, instead of "a human decides"
+    body = ""
+    lead = v.get("points_at")
+    effect = (v.get("group_effects") or {}).get(lead) if lead else None
+    if effect:  # the group the evidence points at, with its effect size, before the reason
+        body += f'<p class="lead">{escape(effect_headline(lead, effect))}</p>'
     if reasons:
         main = reasons[0]
-        body = (
-            f'<p class="clamp">{escape(main.sentence)} <code '
-            f'class="key">{escape(main.key)}</code></p>'
-        )
+        key = f'<code class="key">{escape(main.key)}</code>'
+        body += f'<p class="clamp">{escape(main.sentence)} {key}</p>'
         if len(reasons) > 1:
             body += (
                 f'<p><a href="#reasons">{len(reasons) - 1} more '
@@ -89,13 +103,14 @@ def _verdict_card(inp: ReportInputs) -> str:
     else:
         review = (v.get("budget") or {}).get("review")
         budget = f" at its share of the {100 * float(review):g}% review budget" if review else ""
-        body = _words(f"Every check passed: no test found evidence of leakage{budget}.")
+        body += _words(f"Every check passed: no test found evidence of leakage{budget}.")
     if inp.published:
         body += f'<p class="label">published to <code>{escape(inp.published)}</code></p>'
+    meaning = decided or _MEANING.get(decision, "")
     return _card(
         "Verdict",
         f'{escape(decision)} <span style="font-weight:400;font-size:14px">· '
-        f"{escape(_MEANING.get(decision, ''))}</span>",
+        f"{escape(meaning)}</span>",
         body,
         f"wide {cls}",
     )
@@ -206,9 +221,16 @@ def _groups_card(inp: ReportInputs) -> str:
                 f"{human_number(n)} groups audited." if n else "No subgroup audit for this run."
             ),
         )
-    labels = "".join(f'<p class="label" title="{escape(g)}">{escape(g)}</p>' for g in flagged[:2])
-    more = _words(f"and {len(flagged) - 2} more") if len(flagged) > 2 else ""
-    first = what_if(v)[0]
+    shown = first_effect(v)
+    if shown is None:
+        labels = "".join(_label(g) for g in flagged[:2])
+        more = _words(f"and {len(flagged) - 2} more") if len(flagged) > 2 else ""
+        first = what_if(v)[0]
+    else:  # the group the evidence points at (or the first), with its effect size
+        group, effect = shown
+        labels = _label(group, bold=True) + _effect_lines(effect)
+        more = _words(f"and {len(flagged) - 1} more") if len(flagged) > 1 else ""
+        first = next(w for w in what_if(v) if w.group == group)
     body = (
         labels
         + more
@@ -218,6 +240,25 @@ def _groups_card(inp: ReportInputs) -> str:
         )
     )
     return _card("Flagged subgroups", escape(human_number(len(flagged))), body)
+
+
+def _label(group: str, *, bold: bool = False) -> str:
+    """A group label on one line of a card (cut with an ellipsis; its title holds it whole)."""
+    shown = f"<b>{escape(group)}</b>" if bold else escape(group)
+    return f'<p class="label" title="{escape(group)}">{shown}</p>'
+
+
+def _effect_lines(effect: Mapping[str, Any]) -> str:
+    """A flagged group's effect size in the groups card: its AUC with the interval, its share of
+    the records named exposed (the full sentence is in the evidence below)."""
+    lines = ""
+    for part in effect_parts(effect):
+        if part.startswith("AUC"):
+            part += f" ({effect.get('attack')})"
+        elif effect.get("named_all") and part.endswith("named records"):
+            part += f" ({human_percent(effect['named'] / effect['named_all'])})"
+        lines += _words(part)
+    return lines
 
 
 def summary_cards(inp: ReportInputs) -> str:

@@ -188,7 +188,8 @@ def _howto(inp: ReportInputs) -> str:
 approve it (optionally <b>suppressing</b> a flagged subgroup: its synthetic rows are removed and the gate
 re-runs on the filtered release before anything is published) or reject it (nothing is published;
 the release stays in quarantine). Decisions are final and recorded with this run. Each command
-below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$USER</code> with your name).</p>
+below is complete ({_e(COMMENT_HINT)}; the shell fills in <code>$(id -un)</code> with your login
+name).</p>
 <pre>{_e(chr(10).join(lines))}</pre></section>"""
 
 
@@ -600,17 +601,23 @@ def _subgroups(inp: ReportInputs) -> str:
             "One row per audited subgroup and attack. Every value of every audited column is its own group, "
             "however small: each gets a rank test of member vs non-member scores over the gated attacks "
             "(exact at small sizes), Holm-adjusted over all groups; groups with enough targets also get "
-            "point estimates. AUC interval: Hanley & McNeil 95% normal approximation (Wilson's score "
-            "interval where it collapses to a point, at AUC 0 or 1). Flagged groups "
-            "(failing a subgroup rule) are highlighted and can be suppressed by name."
+            "point estimates, and so does every flagged group (its AUC inside the "
+            "group). AUC interval: Hanley & McNeil 95% normal approximation (Wilson's "
+            "score interval where it collapses to a point, at AUC 0 or 1). Exposed "
+            "targets: the group's member targets named exposed; named by the scan: the "
+            "group's training records the member scan named. Flagged groups (failing a "
+            "subgroup rule) are highlighted and can be suppressed by name."
         )
     ]
     bars, mace_bars, table_rows = [], [], []
+    flagged_aucs = _flagged_aucs(inp)
     for r in rows:
         group, attack = str(r.get("group")), str(r.get("attack"))
         n_m, n_n = int(r.get("n_members") or 0), int(r.get("n_non_members") or 0)
         auc = r.get("auc")
-        auc = float(auc) if auc is not None else math.nan
+        # a flagged group below audit.min_group_size has no point estimate in the audit; its
+        # curves inside the group (audit/flagged_roc.json) give its AUC all the same
+        auc = float(auc) if auc is not None else flagged_aucs.get((group, attack), math.nan)
         lo, hi = auc_interval(auc, n_m, n_n)
         is_bad = attack in failed.get(group, set())
         if math.isfinite(
@@ -629,6 +636,7 @@ def _subgroups(inp: ReportInputs) -> str:
             _num(n_n),
             _p(r.get("test_p_adjusted")),
             _num(r.get("exposed"), 0),
+            _num(r.get("scan_named"), 0),
             estimate,
             _num(r.get("tpr_at_fpr_0.01")),
             _num(r.get("advantage")),
@@ -675,7 +683,6 @@ def _subgroups(inp: ReportInputs) -> str:
                 )
             )
         )
-    parts.append(_group_rocs(inp))
     if mace_bars:
         parts.append(
             "<h3>MACE advantage per subgroup (confidence bounds)</h3>"
@@ -695,7 +702,8 @@ def _subgroups(inp: ReportInputs) -> str:
         "members",
         "non-members",
         "rank test p (Holm)",
-        "exposed",
+        "exposed targets",
+        "named by the scan",
         "AUC [95%]",
         "TPR@1%FPR",
         "advantage",
@@ -703,6 +711,21 @@ def _subgroups(inp: ReportInputs) -> str:
     head += ["MACE advantage [bounds]"] if has_mace else []
     parts.append(_table([*head, "status"], table_rows, "subgroups"))
     return _section("Subgroups", "\n".join(parts), "subgroups")
+
+
+def _flagged_aucs(inp: ReportInputs) -> dict[tuple[str, str], float]:
+    """(group, attack) -> the attack's AUC inside each flagged group (audit/flagged_roc.json)."""
+    return {
+        (str(g["group"]), str(c["attack"])): float(c["auc"])
+        for g in (inp.group_rocs or {}).get("groups") or []
+        for c in g.get("curves") or []
+    }
+
+
+def _flagged(inp: ReportInputs) -> str:
+    """Right after the reasons: the ROC inside each flagged group, where the evidence is read."""
+    rocs = _group_rocs(inp)
+    return _section("Flagged groups", rocs, "flagged") if rocs else ""
 
 
 def _group_rocs(inp: ReportInputs) -> str:
@@ -1070,6 +1093,7 @@ def render_report(inputs: ReportInputs) -> str:
     inp = inputs
     sections = [
         reasons_section(inp),
+        _flagged(inp),
         _howto(inp),
         run_section(inp, approval=_approval_state(inp), publication=_publication(inp)),
         _budget(inp),
@@ -1089,6 +1113,7 @@ def render_report(inputs: ReportInputs) -> str:
     ]
     nav_items = [
         ("reasons", "Reasons"),
+        ("flagged", "Flagged groups"),
         ("decide", "How to decide"),
         ("run", "This run"),
         ("budget", "Error budget"),

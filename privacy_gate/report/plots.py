@@ -14,9 +14,17 @@ def _log_fpr_floor(curves) -> float:
     return min([1e-3, *positive])
 
 
+#: the room left around [0, 1] on a ROC plot's axes: a curve at AUC 0 or 1 runs along the edges
+#: of the unit square, and would be hidden under the axes' frame without it
+ROC_MARGIN = 0.03
+
+
 def _roc_axes(ax, curves, *, log: bool, title: str) -> None:
     """ROC curves on ``ax``: ``(name, fpr, tpr, auc[, color])``; ``log``: log false-positive axis
-    (the low-FPR region, where an attacker is confident and leaks show), 1% and 0.1% FPR marked."""
+    (the low-FPR region, where an attacker is confident and leaks show), 1% and 0.1% FPR marked.
+    The axes reach a little beyond [0, 1] and the curves are drawn above the frame, so a perfect
+    separation (AUC 1: up the left edge, along the top) or its reverse (AUC 0) stays visible; the
+    legend sits below the axes, where it covers no curve."""
     floor = _log_fpr_floor(curves) if log else 0.0
     for name, fpr, tpr, auc, *color in curves:
         fpr, tpr = np.asarray(fpr, float), np.asarray(tpr, float)
@@ -24,21 +32,25 @@ def _roc_axes(ax, curves, *, log: bool, title: str) -> None:
             np.maximum(fpr, floor) if log else fpr,
             tpr,
             label=f"{name} (AUC {auc:.3f})",
+            lw=1.8,
+            zorder=3,
             **({"color": color[0]} if color else {}),
         )
     grid = np.logspace(np.log10(floor), 0, 50) if log else np.array([0.0, 1.0])
     ax.plot(grid, grid, "k--", lw=0.8, label="random guess")
     if log:
         ax.set_xscale("log")
-        ax.set_xlim(floor, 1)
+        ax.set_xlim(floor * 10 ** (-ROC_MARGIN * np.log10(1 / floor)), 10**ROC_MARGIN)
         for level in (0.01, 0.001):
             if level >= floor:
                 ax.axvline(level, color="#999999", ls=":", lw=0.8)
-    ax.set_ylim(0, 1)
+    else:
+        ax.set_xlim(-ROC_MARGIN, 1 + ROC_MARGIN)
+    ax.set_ylim(-ROC_MARGIN, 1 + ROC_MARGIN)
     ax.set_title(title)
     ax.set_xlabel("false positive rate" + (" (log)" if log else ""))
     ax.set_ylabel("true positive rate")
-    ax.legend(loc="upper left" if log else "lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
 
 
 def roc_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray, float]]):
@@ -49,7 +61,7 @@ def roc_figure(curves: Sequence[tuple[str, np.ndarray, np.ndarray, float]]):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.4))
     _roc_axes(axes[0], curves, log=True, title="ROC, log false-positive axis (where leaks show)")
     _roc_axes(axes[1], curves, log=False, title="ROC, linear axes")
     fig.tight_layout()
@@ -71,7 +83,7 @@ def group_roc_figure(
     nrows = (n + ncols - 1) // ncols
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.6 * ncols, 3.9 * nrows))
+    fig = Figure(figsize=(4.6 * ncols, 4.8 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     palette = ["#4c72b0", "#55a868", "#8172b2", "#937860", "#64b5cd", "#ccb974"]
     for ax, (group, curves, n_m, n_n) in zip(axes, panels):
@@ -80,6 +92,8 @@ def group_roc_figure(
             (*c, FLAGGED_COLOR if i == best else palette[i % len(palette)])
             for i, c in enumerate(curves)
         ]
+        if coloured:  # the strongest drawn last: on top of the curves it ties with
+            coloured.append(coloured.pop(best))
         title = group if len(group) <= 48 else group[:45] + "..."
         _roc_axes(ax, coloured, log=True, title=f"{title}\n{n_m:,} members vs {n_n:,} non-members")
         ax.title.set_color(FLAGGED_COLOR)

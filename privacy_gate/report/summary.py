@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from privacy_gate.gate.budget import TestOutcome
+from privacy_gate.gate.evidence import (
+    effect_headline,
+    evidence_by_group,
+    first_effect,
+    flagged_evidence,
+    lead_effect,
+)
 from privacy_gate.gate.figure_words import (
     auc_figure,
     exposed_figure,
@@ -13,13 +20,14 @@ from privacy_gate.gate.figure_words import (
     mace_query,
     strongest_attack,
 )
-from privacy_gate.gate.human import human_number
+from privacy_gate.gate.human import human_number, human_percent, human_pvalue
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.gate.what_if import what_if
 from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import (
     ART_REPORT,
+    ART_SUBGROUPS,
     COMBINED,
     LEAKAGE_METRICS,
     UTILITY_QUALITY,
@@ -27,7 +35,7 @@ from privacy_gate.names import (
 )
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
-from privacy_gate.tracking import experiment_url, run_url, ui_command
+from privacy_gate.tracking import artifact_url, experiment_url, run_url, ui_command
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
     from privacy_gate.pipeline.result import RunOutcome
@@ -52,15 +60,22 @@ def description_markdown(
     summary: str,
     tracking_uri: str | None,
     workdir: str | None = None,
+    decided: str | None = None,
 ) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
-    verdict, its first reason in words (a BLOCK's first blocking one: what the folded description
-    shows at a glance, tests/report/test_glance.py), then the evidence on each flagged group, then
-    (REVIEW) the commands that decide it (pointed at the run's ``workdir`` and store), then the
-    whole summary."""
+    verdict (and ``decided``: a reviewer's decision on it,
+    :func:`~privacy_gate.gate.review_records.decision_words`) with the flagged group the evidence
+    points at and its effect size, its first reason in words (a BLOCK's first blocking one: what
+    the folded description shows at a glance, tests/report/test_glance.py), then the evidence on
+    each flagged group, then (a pending REVIEW) the commands that decide it (pointed at the run's
+    ``workdir`` and store), then the whole summary."""
+    shown = first_effect(verdict.to_dict())
+    lead = f"{markdown_text(effect_headline(*shown))} · " if shown else ""
+    stamp = f"**{markdown_text(decided)}** · " if decided else ""
+    # the decision and the group with its effect size on the first line: the run page folds the rest
     head = [
-        f"**{verdict.decision}** (status {verdict.status}) · {len(verdict.reasons)} reason(s) · "
-        f"full report: artifact `{ART_REPORT}`",
+        f"**{verdict.decision}** (status {verdict.status}) · {stamp}{lead}"
+        f"{len(verdict.reasons)} reason(s) · full report: artifact `{ART_REPORT}`",
         "",
     ]
     # evidence, sentences and group labels hold category values: literal text, never markup
@@ -69,7 +84,7 @@ def description_markdown(
         head += [f"- {markdown_text(sentence)}" for sentence in [*first, *evidence]] + [""]
     if verdict.decision == "REVIEW" and verdict.flagged_subgroups:
         head += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)] + [""]
-    if verdict.decision == "REVIEW" and verdict.run_id:
+    if verdict.decision == "REVIEW" and verdict.run_id and not decided:
         commands = decision_commands(
             verdict.run_id,
             tracking_uri=tracking_uri,
@@ -78,6 +93,30 @@ def description_markdown(
         )
         head += [f"Decide ({COMMENT_HINT}):", "", *markdown_fence(commands), ""]
     return "\n".join(head) + "\n" + summary
+
+
+def run_description(
+    tracker: Any,
+    run_id: str,
+    verdict: Verdict,
+    *,
+    summary: str,
+    workdir: str | None,
+    decided: str | None = None,
+) -> str:
+    """:func:`description_markdown` of a recorded run: the evidence on its flagged groups from
+    its effect records, else its audit rows (``audit/subgroups.json``)."""
+    rows: list = []
+    if verdict.flagged_subgroups and tracker.artifact_exists(run_id, ART_SUBGROUPS):
+        rows = tracker.read_json(run_id, ART_SUBGROUPS) or []
+    return description_markdown(
+        verdict.with_run_id(verdict.run_id or run_id),
+        evidence=flagged_evidence(rows, verdict.to_dict()),
+        summary=summary,
+        tracking_uri=tracker.uri,
+        workdir=workdir,
+        decided=decided,
+    )
 
 
 def verdict_markdown(
@@ -120,6 +159,7 @@ def verdict_markdown(
     ] or ["- every rule passed"]
     if verdict.flagged_subgroups:
         lines += ["", "## Flagged subgroups (approve or suppress each)", ""]
+        lines += [f"- {markdown_text(x)}" for x in _effect_sentences(verdict)]
         lines += [f"- {markdown_text(w.sentence())}" for w in what_if(verdict)]
     table = attack_metric_table(verdict)
     if table:
@@ -147,6 +187,12 @@ def verdict_markdown(
             f"**{human_number(verdict.metrics[UTILITY_QUALITY], 3)}**",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _effect_sentences(verdict: Verdict) -> list[str]:
+    """The evidence on each flagged group the run recorded an effect for (the group the evidence
+    points at first); the others are in the report."""
+    return [s for g, s in evidence_by_group([], verdict.to_dict()) if g in verdict.group_effects]
 
 
 def _mace_cell(m: dict[str, float]) -> str:
@@ -184,6 +230,9 @@ def verdict_console(verdict: Verdict) -> str:
     lines = [
         f"VERDICT: {verdict.decision}  (status: {verdict.status}, run: {verdict.run_id or '-'})"
     ]
+    lead = lead_effect(verdict.to_dict())
+    if lead:  # the group the evidence points at, with its effect size, before the reasons
+        lines.append(f"  the evidence points at {lead}")
     for r in reasons_in_words(verdict):
         lines.append(f"  - [{r.action}] {r.sentence} ({r.key})")
     lines += [f"  {x}" for x in headline_figures(verdict)]
@@ -202,6 +251,7 @@ def verdict_console(verdict: Verdict) -> str:
         lines.append(line.rstrip())
     if verdict.flagged_subgroups:
         lines.append(f"  flagged subgroups: {', '.join(verdict.flagged_subgroups)}")
+        lines += [f"    {x}" for x in _effect_sentences(verdict)]
         lines += [f"    {w.sentence()}" for w in what_if(verdict)]
     if UTILITY_QUALITY in verdict.metrics:
         lines.append(f"  utility.quality={human_number(verdict.metrics[UTILITY_QUALITY])}")
@@ -292,3 +342,65 @@ def suppression_console(result: RunOutcome) -> str:
         + (f": {why}" if why else "")
     )
     return console_lines(lines)
+
+
+def rules_rows(verdict: Verdict) -> list[dict[str, str]]:
+    """Every rule check of ``verdict`` as a table row (a Prefect table artifact): in words, its
+    key, the observed figure, the bar, the action and the result; failing checks first."""
+    from privacy_gate.gate.words import VerdictContext, check_words
+
+    context = VerdictContext.of(verdict)
+    checks = sorted(verdict.checks or verdict.reasons, key=lambda c: c.passed)
+    return [
+        {
+            "result": "pass" if c.passed else f"FAIL ({c.action})",
+            "check": c.key or c.rule,
+            "in words": check_words(c, context).sentence,
+            "observed": human_number(c.observed),
+            "bar": human_number(c.threshold),
+            "action": c.action,
+        }
+        for c in checks
+    ]
+
+
+def group_rows(verdict: Verdict) -> list[dict[str, str]]:
+    """One row per flagged group with an effect record (a Prefect table artifact): its targets,
+    strongest attack, AUC and members caught with their 95% intervals, its share of the records
+    named exposed, its adjusted p-value and what suppressing it gives."""
+    whatifs = {w.group: w.short() for w in what_if(verdict)}
+    rows = []
+    for group, e in verdict.group_effects.items():
+        auc = [human_number(e.get(k), 2) for k in ("auc", "auc_lower", "auc_upper")]
+        tpr = [human_percent(e.get(k)) for k in ("tpr", "tpr_lower", "tpr_upper")]
+        named = "—" if e.get("named_all") is None else f"{e.get('named')} of {e.get('named_all')}"
+        rows.append(
+            {
+                "group": group,
+                "members / non-members": f"{e.get('members')} / {e.get('non_members')}",
+                "attack": str(e.get("attack", "—")),
+                "AUC [95%]": f"{auc[0]} [{auc[1]}, {auc[2]}]",
+                "members caught [95%]": f"{tpr[0]} [{tpr[1]}, {tpr[2]}]",
+                "named exposed": named,
+                "p (Holm)": human_pvalue(e.get("p_adjusted")),
+                "suppressing it": whatifs.get(group, "—"),
+            }
+        )
+    return rows
+
+
+def evidence_links(
+    *, tracking_uri: str | None, experiment_id: str | None, run_id: str | None
+) -> list[tuple[str, str, str]]:
+    """(key, link, text) of the run's MLflow page and its HTML report: on a tracking server its
+    own pages; on a local store the pages ``mlflow ui`` serves (the text names the command)."""
+    if not (tracking_uri and experiment_id and run_id):
+        return []
+    page = run_url(tracking_uri, experiment_id, run_id, local=True)
+    report = artifact_url(tracking_uri, experiment_id, run_id, ART_REPORT)
+    served = run_url(tracking_uri, experiment_id, run_id)
+    where = "" if served else f" (served by: {ui_command(tracking_uri)})"
+    return [
+        ("mlflow-run", page, f"MLflow run {run_id}{where}"),
+        ("verdict-report", report, f"HTML report of run {run_id}{where}"),
+    ]

@@ -33,6 +33,7 @@ from privacy_gate.review.decision_recovery import (
     refresh_report as _refresh_report,  # the name tests stub
 )
 from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
+from privacy_gate.review.decision_views import show_decision
 from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.safe_text import console_lines, mask_secrets
 
@@ -119,6 +120,7 @@ def decide_run(
             if action == "reject":
                 final = ReviewDecision.new(**decision)
                 tracker.append_decision(run_id, final.to_dict())
+                show_decision(tracker, run_id)
                 _refresh_report(tracker, run_id)
                 return final
             return _approve(
@@ -134,6 +136,46 @@ def decide_run(
             if not _has_decision(tracker, run_id):  # nothing recorded: the run may be decided again
                 hold.release()
             raise
+
+
+def preview_approval(
+    run_id: str,
+    *,
+    reviewer: str,
+    suppress: list[str] | None = None,
+    tracking_uri: str,
+    workdir: str,
+    regate: Regate | None = None,
+) -> RunOutcome | None:
+    """``approve --dry-run``: every check ``approve`` makes before it acts (reviewer, a decidable
+    REVIEW on unchanged data, the groups named, a sealed publication), then — with ``suppress`` —
+    the re-gate of the filtered release (a ``review_rerun`` run tagged ``gate.dry_run``, never
+    decided). Nothing is recorded on the run, no claim is taken and nothing is published. Returns
+    the re-gate's outcome (None without ``suppress``); raises a ReviewError as ``approve`` would."""
+    check_reviewer(reviewer)
+    tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
+    record = RunRecord(tracker, run_id)
+    check_not_a_regate(run_id, tags=record.tags, seal=record.seal)
+    record.fetch_quarantine(workdir)
+    check_decidable(
+        run_id, record.verdict, record.decisions, current_sha256=record.current_sha256()
+    )
+    suppress = sorted(set(suppress or []))
+    check_subgroup_decisions(record.verdict, {}, suppress)
+    suppress = _with_contained_groups(record.verdict, {}, suppress)
+    record.check_publishable()
+    if not suppress:
+        return None
+    if regate is None:
+        from privacy_gate.runs.regate import regate_run as regate
+    log.info(
+        "dry run: re-gating the release of run %s without the rows of %s; nothing is decided",
+        run_id,
+        ", ".join(suppress),
+    )
+    return regate(
+        run_id=run_id, suppress=suppress, tracking_uri=tracking_uri, workdir=workdir, dry_run=True
+    )
 
 
 def _with_contained_groups(
@@ -221,6 +263,7 @@ def _approve(
             f"{store.target} — run the gate again to publish"
         ) from None
     tracker.set_tags(run_id, {names.TAG_APPROVAL_PUBLISHED: str(published)})
+    show_decision(tracker, run_id)
     _refresh_report(tracker, run_id)
     return ReviewDecision.new(**{**approval.to_dict(), "published": str(published)})
 

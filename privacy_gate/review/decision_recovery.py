@@ -59,6 +59,7 @@ from privacy_gate.publication.publish import (
     verify_published_s3,
 )
 from privacy_gate.review.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
+from privacy_gate.review.decision_views import show_decision
 
 log = logging.getLogger("privacy_gate")
 
@@ -343,6 +344,7 @@ def resolve(
             "unchecked",
         )
     done = act()
+    show_decision(tracker, run_id)  # completed or rolled back: its name and description say which
     refresh_report(tracker, run_id)
     return Resolution(run_id, f"{found}; {done}", True, kind)
 

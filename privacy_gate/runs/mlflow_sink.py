@@ -21,7 +21,6 @@ from privacy_gate.artifact_seal import text_sha256
 from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.experiment.attack_runs import scores_frame
 from privacy_gate.gate import Verdict
-from privacy_gate.gate.evidence import flagged_evidence
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.report.plots import (
     disclosure_figure,
@@ -30,7 +29,7 @@ from privacy_gate.report.plots import (
     risk_profile_figure,
     roc_figure,
 )
-from privacy_gate.report.summary import description_markdown, verdict_markdown
+from privacy_gate.report.summary import run_description, verdict_markdown  # noqa: E402
 
 
 def table_digest(df: Any) -> str:
@@ -305,22 +304,10 @@ class MlflowSink:
         """The run page's description (the UI shows its first lines folded): the decision, the
         evidence on each flagged group, the commands that decide a REVIEW, then the whole
         summary."""
-        evidence: list[str] = []
-        if verdict.flagged_subgroups:
-            rows = []
-            if self.tracker.artifact_exists(self.run_id, names.ART_SUBGROUPS):
-                rows = self.tracker.read_json(self.run_id, names.ART_SUBGROUPS) or []
-            evidence = flagged_evidence(rows, verdict.to_dict())
-        self.tracker.set_description(
-            self.run_id,
-            description_markdown(
-                verdict.with_run_id(verdict.run_id or self.run_id),
-                evidence=evidence,
-                summary=summary,
-                tracking_uri=self.tracker.uri,
-                workdir=self.workdir,
-            ),
+        description = run_description(
+            self.tracker, self.run_id, verdict, summary=summary, workdir=self.workdir
         )
+        self.tracker.set_description(self.run_id, description)
 
     def summary_markdown(self, verdict: Verdict) -> str:
         return verdict_markdown(

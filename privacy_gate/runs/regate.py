@@ -173,11 +173,13 @@ def regate_run(
     workdir: str,
     executor: Executor | None = None,
     logger: Any = None,
+    dry_run: bool = False,
 ) -> RunOutcome:
     """Re-run the gate on the release of ``run_id`` without the suppressed subgroups' rows, with
     a progress line per stage (reading and filtering first), and say what was removed
     (``RunOutcome.suppression``). A run that cannot be re-gated (unsealed, changed data, an
-    unknown label) raises before the re-run starts: the reviewer is told why."""
+    unknown label) raises before the re-run starts: the reviewer is told why. ``dry_run``: the
+    re-gate of ``approve --suppress --dry-run``, named and tagged so (``gate.dry_run``)."""
     logger = logger or log
     clock = StageClock(logger)
     tracker = tracking.Tracker(uri=tracking_uri, experiment=None)
@@ -187,7 +189,7 @@ def regate_run(
         "suppress", f"removing the rows of {', '.join(suppress)} from the release of run {run_id}"
     ):
         release = SuppressedRelease.read(record, suppress=suppress, workdir=workdir, logger=logger)
-    sink = rerun_sink(tracker, parent=run_id, dataset=record.dataset)
+    sink = rerun_sink(tracker, parent=run_id, dataset=record.dataset, dry_run=dry_run)
     logger.info(
         "re-gating the filtered release (%s rows) in run %s with the settings run %s recorded",
         f"{len(release.synthetic):,}",
@@ -209,15 +211,18 @@ def regate_run(
     return dataclasses.replace(finish(ctx, verdict, publish=False), suppression=release.summary())
 
 
-def rerun_sink(tracker: tracking.Tracker, *, parent: str, dataset: str) -> MlflowSink:
+def rerun_sink(
+    tracker: tracking.Tracker, *, parent: str, dataset: str, dry_run: bool = False
+) -> MlflowSink:
     """The MLflow run of a re-gate of ``parent``: kind ``review_rerun``, tagged and sealed as the
     re-gate of ``parent`` (so it is decided with it, never alone: ``check_not_a_regate``)."""
+    tags = {names.TAG_RERUN_OF: parent, **({names.TAG_DRY_RUN: "true"} if dry_run else {})}
     sink = MlflowSink.start(
         tracker,
-        name=f"review-rerun-{dataset}",
+        name=f"review-{'dry-run' if dry_run else 'rerun'}-{dataset}",
         kind=names.KIND_REVIEW_RERUN,
         dataset=dataset,
-        tags={names.TAG_RERUN_OF: parent},
+        tags=tags,
     )
     sink.seal[names.SEAL_REGATE_OF] = parent
     return sink

@@ -45,7 +45,7 @@ from privacy_gate.experiment.settings import (
     settings_for_release,
 )
 from privacy_gate.gate import Verdict
-from privacy_gate.gate.words import deciding_reason, reason_line
+from privacy_gate.gate.words import headline_reason
 from privacy_gate.generators import Generator, create_generator, progress, sample_synthetic
 from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -602,8 +602,7 @@ def verdict_line(verdict: Verdict, *, run_id: str | None) -> str:
     verdict APPROVE — every rule passed (run abc)
     """
     reasons = list(verdict.reasons)
-    main = deciding_reason(verdict)
-    why = reason_line(main, verdict) if main else "every rule passed"
+    why = headline_reason(verdict) or "every rule passed"
     more = (
         f" (+{len(reasons) - 1} more reason{'s' if len(reasons) > 2 else ''})"
         if len(reasons) > 1

@@ -6,7 +6,9 @@ and appends (:mod:`.records`); the attempts of a retried release as nested runs
 (:mod:`.attempt_runs`); a new workdir's store from a template (:mod:`.store`); and where the store
 is, with the fast probe every command makes before importing MLflow or pandas (:mod:`.uri`, whose
 names are re-exported here). MLflow and pandas are imported only when a store is used, so
-importing :mod:`.uri` stays cheap.
+importing :mod:`.uri` stays cheap. :class:`Tracker` is one module because it is one class,
+the one client of MLflow every writer and reader goes through (its review records are in
+:mod:`.records`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
+from privacy_gate.gate.evidence import effect_headline, first_effect
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (
     ART_VERDICT,
@@ -41,6 +44,7 @@ from privacy_gate.names import (
     TAG_DATASET,
     TAG_DISABLED,
     TAG_FLAGGED,
+    TAG_FLAGGED_EFFECT,
     TAG_FLAGGED_THROUGH,
     TAG_HOST,
     TAG_KILLED_REASON,
@@ -310,10 +314,10 @@ class Tracker(RunRecords):
             group.record(run.info.run_id, self)
         return run.info.run_id
 
-    def name_with_verdict(self, run_id: str, verdict: str) -> None:
-        """Put the verdict in the run's name (``REVIEW · gate-adult``), as the run list shows it."""
+    def name_with_verdict(self, run_id: str, verdict: str, decided: str | None = None) -> None:
+        """The verdict (and a REVIEW's decision) in the run's name: ``REVIEW approved · gate-x``."""
         name = self.client.get_run(run_id).info.run_name or ""
-        self.client.update_run(run_id, name=verdict_run_name(name, verdict))
+        self.client.update_run(run_id, name=verdict_run_name(name, verdict, decided))
 
     def runs_awaiting_review(self) -> list[dict[str, Any]]:
         """Every REVIEW run (of any experiment in the store) whose decision is pending, oldest
@@ -524,6 +528,9 @@ class Tracker(RunRecords):
                     f"{g} <- {s}" for g, s in (verdict_dict.get("explained") or {}).items()
                 )
                 or "none",
+                TAG_FLAGGED_EFFECT: effect_headline(*shown)
+                if (shown := first_effect(verdict_dict))
+                else "none",
                 TAG_APPROVAL_STATUS: "pending"
                 if verdict_dict["verdict"] == "REVIEW"
                 else "not_required",

@@ -114,11 +114,20 @@ def resolve_tracking_uri(configured: str | None, workdir: Path) -> str:
     return configured or os.environ.get(ENV_TRACKING_URI) or default_tracking_uri(workdir)
 
 
-def run_url(uri: str, experiment_id: str | None, run_id: str | None) -> str | None:
-    """The MLflow UI page of a run when the store is an MLflow server (http/https), else None."""
-    if not (uri.startswith(("http://", "https://")) and experiment_id and run_id):
+def run_url(
+    uri: str, experiment_id: str | None, run_id: str | None, *, local: bool = False
+) -> str | None:
+    """The MLflow UI page of a run when the store is an MLflow server (http/https), else None;
+    ``local``: on a local store, the page as served by :func:`ui_command`.
+
+    >>> run_url("sqlite:////w/mlflow.db", "1", "ab", local=True)
+    'http://127.0.0.1:5000/#/experiments/1/runs/ab?workflowType=machine_learning'
+    """
+    served = uri.startswith(("http://", "https://"))
+    if not ((served or local) and experiment_id and run_id):
         return None
-    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
+    base = uri.rstrip("/") if served else LOCAL_UI
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
 #: where ``ui_command`` serves the UI of a local store

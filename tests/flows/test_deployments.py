@@ -255,3 +255,102 @@ def test_serve_and_deploy_refuse_to_start_without_a_reachable_prefect_api(
                 assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
                 assert took < 15, f"{args[0]} took {took:.0f} s to refuse"
     assert reached == []
+
+
+def gate_mode_config(
+    folder: Path, small_adult: Path, name: str = "nightly-gate.yaml", *, data: str = ".", **extra
+) -> Path:
+    """A gate-mode deployment's config in ``folder``: the judging sections and its own files (the
+    one-group leak, written to ``folder / data``, named relative to the config)."""
+    import yaml
+
+    from ..conftest import EXAMPLE, lighten, review_rules, write_group_leak
+
+    (folder / data).mkdir(parents=True, exist_ok=True)
+    write_group_leak(small_adult, folder / data)
+    spec = yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"]
+    (folder / data / "spec.yaml").write_text(yaml.safe_dump(spec))
+    files = {k: f"{data}/{k}.csv" for k in ("train", "holdout", "reference", "synthetic")}
+    raw = lighten(
+        {
+            "files": {**files, "spec": f"{data}/spec.yaml"},
+            "audit": {"intersections": []},
+            "gate": {"rules": review_rules(), "max_verbatim_copy_share": 0.05},
+            **extra,
+        }
+    )
+    path = folder / name
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_gate_mode_config_is_a_deployment_of_the_gate_flow_with_its_own_files(
+    small_adult, tmp_path
+):
+    cfg = gate_mode_config(
+        tmp_path, small_adult, schedule={"cron": "0 3 * * *"}, publish={"target": "out"}
+    )
+    dep = build_deployment(cfg, workdir=tmp_path / "wd")
+    assert dep.name == "nightly-gate" and dep.flow_name == "gate"
+    assert dep.entrypoint == "privacy_gate.flows.gate_flows.gate_flow"
+    assert dep.parameters == {
+        "train": str(tmp_path / "train.csv"),
+        "holdout": str(tmp_path / "holdout.csv"),
+        "reference": str(tmp_path / "reference.csv"),
+        "synthetic": str(tmp_path / "synthetic.csv"),
+        "spec_path": str(tmp_path / "spec.yaml"),
+        "config_path": str(cfg.resolve()),
+        "workdir": str((tmp_path / "wd").resolve()),
+        "publish_to": str(tmp_path / "out"),
+    }
+    assert (
+        dep.schedules[0].schedule.cron == "0 3 * * *"
+        and "dataset:adult" in dep.tags
+        and "mode:gate" in dep.tags
+    )
+    assert (
+        dep.concurrency_limit == 1
+        and dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
+    )
+    # a setting the gate flow would not read is refused, naming it
+    bad = gate_mode_config(
+        tmp_path,
+        small_adult,
+        name="csv.yaml",
+        schedule={"cron": "0 3 * * *"},
+        publish={"format": "csv"},
+    )
+    with pytest.raises(ConfigError, match="publish.format"):
+        build_deployment(bad, workdir=tmp_path)
+
+
+def test_a_folder_serves_release_and_gate_mode_configs_side_by_side(small_adult, tmp_path):
+    from privacy_gate.flows.deployments import folder_deployments
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    write_release_config(
+        folder, {"name": "copy_train"}, name="release.yaml", schedule={"cron": "0 2 * * *"}
+    )
+    gate_mode_config(
+        folder, small_adult, name="gate.yaml", data="../data", schedule={"cron": "0 3 * * *"}
+    )
+    found = folder_deployments(folder, workdir=tmp_path)
+    assert found.problems == []
+    assert sorted((d.flow_name, d.name, ds) for d, ds in found.deployments) == [
+        ("gate", "gate", "adult"),
+        ("release", "release", "adult"),
+    ]
+
+
+def test_a_cron_given_on_the_command_line_names_the_schedule_sections_it_overrides(
+    small_adult, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PRIVACY_GATE_SIGNING_KEY", "k")
+    _no_prefect(monkeypatch)
+    cfg = write_release_config(
+        tmp_path, {"name": "copy_train"}, name="x.yaml", schedule={"cron": "0 2 * * *"}
+    )
+    r = runner.invoke(app, ["deploy", str(cfg), "--pool", "p", "--cron", "0 5 * * *"])
+    note = f"note: {cfg}: its schedule section is not used: --cron '0 5 * * *' overrides it"
+    assert note in r.stderr

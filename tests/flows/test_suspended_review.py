@@ -175,11 +175,57 @@ def test_a_suspended_review_resumed_with_the_typed_form_decides_and_publishes(se
     ]  # the resumed run did not gate again
 
 
-def test_a_suspended_review_decided_with_the_cli_meanwhile_is_not_decided_twice(served, tmp_path):
+def test_a_suspended_review_decided_with_the_cli_ends_in_the_decisions_state(served, tmp_path):
+    """``privacy-gate approve`` on a suspended review: the flow run no longer says it waits (it
+    ends ``Review approved``, the decision in its message), and its stale form cannot be
+    answered."""
+    from prefect.exceptions import NotPausedError
     from prefect.flow_runs import resume_flow_run
 
     workdir, deployment_id = served
     flow_run_id, run_id = _suspended(deployment_id, tmp_path)
+    r = CliRunner().invoke(
+        app,
+        ["approve", run_id, "--reviewer", "cli-officer", "--workdir", str(workdir)],
+        catch_exceptions=False,
+    )
+    assert r.exit_code == 0, r.output
+    assert f"Prefect flow run {flow_run_id}: Suspended -> Review approved" in r.output
+    state = _state(flow_run_id)
+    assert (state.type.value, state.name) == ("COMPLETED", "Review approved"), (
+        state.name,
+        state.message,
+    )
+    assert (
+        "approved by cli-officer" in state.message
+        and "(decided with privacy-gate approve)" in state.message
+    )
+    assert run_id in state.message and "published" in state.message
+    with pytest.raises(
+        NotPausedError
+    ):  # the form is gone with the suspension: nothing decides it twice
+        resume_flow_run(flow_run_id, run_input=ANSWER)
+    tags = _tags(workdir, run_id)
+    assert (
+        tags[names.TAG_APPROVAL_STATUS] == "approved"
+        and Path(tags[names.TAG_APPROVAL_PUBLISHED]).exists()
+    )
+    decisions = tracking.Tracker(
+        uri=tracking.default_tracking_uri(workdir), experiment=None
+    ).decisions(run_id)
+    assert [(d["action"], d["reviewer"], d["via"]) for d in decisions] == [
+        ("approve", "cli-officer", "cli")
+    ]
+
+
+def test_a_review_answered_in_the_form_and_decided_with_the_cli_meanwhile_is_not_decided_twice(
+    served, tmp_path
+):
+    from prefect.flow_runs import resume_flow_run
+
+    workdir, deployment_id = served
+    flow_run_id, run_id = _suspended(deployment_id, tmp_path)
+    resume_flow_run(flow_run_id, run_input=ANSWER)  # answered "approve": the run is scheduled again
     r = CliRunner().invoke(
         app,
         [
@@ -195,9 +241,7 @@ def test_a_suspended_review_decided_with_the_cli_meanwhile_is_not_decided_twice(
         catch_exceptions=False,
     )
     assert r.exit_code == 0, r.output
-    resume_flow_run(
-        flow_run_id, run_input=ANSWER
-    )  # the form still waits in Prefect: answered "approve"
+    assert "Prefect flow run" not in r.output  # it no longer waits: the resumed run tells
     final = _execute(flow_run_id, tmp_path)
     assert (final.type.value, final.name) == ("FAILED", "Review rejected"), final.message
     assert "rejected by cli-officer" in final.message

@@ -1,7 +1,9 @@
 """Blame records its "what if" (Verdict.decision_without): for every flagged group it tried on a
-BLOCK, the decision of the release-wide figures without the group's targets, whether or not that
-turns the BLOCK into a REVIEW. Fast: the recomputed figures are given (the recomputation itself is
-tested by tests/pipeline/test_exposure_canaries.py on real data)."""
+BLOCK or a REVIEW, the decision of the release-wide figures without the group's targets, whether or
+not that turns a BLOCK into a REVIEW; on a REVIEW the significant tests that read every training
+record are measured again without the group's synthetic rows. Fast: the recomputed figures are
+given (the recomputation itself is tested by tests/pipeline/test_exposure_canaries.py and
+tests/pipeline/test_group_effects.py on real data)."""
 
 from __future__ import annotations
 
@@ -31,9 +33,11 @@ def _state(verdict: Verdict) -> SimpleNamespace:
         gate=GateConfig(),
         budget_tests=list(BUDGET_TESTS),
     )
+    synthetic = pd.DataFrame({"race": ["Black"] * 30 + ["White"] * 970})
+    inputs = SimpleNamespace(label_key=None, synthetic=synthetic)
     return SimpleNamespace(
         settings=settings,
-        inputs=SimpleNamespace(label_key=None),
+        inputs=inputs,
         targets=SimpleNamespace(records=pd.DataFrame({"race": races}), labels=labels),
         audit=SimpleNamespace(groups={GROUP: {}}),
         metrics=dict(verdict.metrics),
@@ -83,12 +87,46 @@ def test_blame_records_what_the_rest_decides_without_each_tried_group(monkeypatc
     )  # recorded in verdict.json
 
 
-def test_no_what_if_is_recorded_for_a_review():
-    """Blame re-judges only a BLOCK: a REVIEW's groups are not worked out (the report says so)."""
-    verdict = golden_verdict("independent", flagged={GROUP: 0.0004})
-    assert verdict.decision == "REVIEW"
+def _scan_review() -> Verdict:
+    """A REVIEW raised by the member scan's tail test and one flagged group."""
+    verdict = golden_verdict("independent", flagged={GROUP: 0.0004}, exposed__scan_tail_pvalue=1e-5)
+    assert verdict.decision == "REVIEW" and "test:scan" in {c.key for c in verdict.reasons}
+    return verdict
+
+
+@pytest.mark.parametrize("scan_without, decision", [(0.6, "APPROVE"), (1e-5, "REVIEW")])
+def test_a_review_records_what_the_rest_decides_with_the_scan_measured_without_the_groups_rows(
+    monkeypatch, scan_without, decision
+):
+    """A REVIEW's what-if: the target tests without the group's targets, and the significant
+    scan measured again on the release without the group's synthetic rows (what --suppress
+    removes); what the rest decides follows the re-measured figure."""
+    verdict = _scan_review()
+    monkeypatch.setattr(group_blame, "rest_figures", lambda state, group: {})
+    seen = []
+
+    def without_rows(state, synthetic, tests):
+        seen.append((len(synthetic), tuple(tests)))
+        return {"exposed.scan_tail_pvalue": scan_without}
+
+    monkeypatch.setattr(group_blame, "figures_without_rows", without_rows)
     ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
-    assert ruled.decision_without == {}
+    assert ruled.decision == "REVIEW"  # the what-if never changes a REVIEW
+    assert seen == [(970, ("scan",))]  # the release without the group's 30 synthetic rows
+    assert ruled.decision_without == {
+        GROUP: {"decision": decision, "targets": 40, "rows": 30, "remeasured": ["scan"]}
+    }
+    assert Verdict.from_dict(ruled.to_dict()).decision_without == ruled.decision_without
+
+
+def test_a_review_whose_rest_cannot_be_measured_records_nothing(monkeypatch):
+    def fails(state, group):
+        raise ValueError("too few targets outside the group")
+
+    monkeypatch.setattr(group_blame, "rest_figures", fails)
+    verdict = _scan_review()
+    ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
+    assert ruled.decision == "REVIEW" and ruled.decision_without == {}
 
 
 def test_a_group_leads_the_reasons_only_when_the_evidence_leaves_with_it(monkeypatch):
@@ -125,6 +163,8 @@ def test_a_group_leads_the_reasons_only_when_the_evidence_leaves_with_it(monkeyp
     verdict = dataclasses.replace(
         verdict, reasons=(*checks, group_check), budget={"tests": significant}
     )
+    # no what-if here: the order of the reasons is under test
+    monkeypatch.setattr(group_blame, "rest_decision", lambda state, group, mask, **kw: None)
     for still, first in ((False, GROUP), (True, None)):
         monkeypatch.setattr(
             group_blame,
@@ -133,4 +173,5 @@ def test_a_group_leads_the_reasons_only_when_the_evidence_leaves_with_it(monkeyp
         )
         ruled = group_blame.blame_groups(_state(verdict), verdict, extra_failures=[])
         assert ruled.reasons[0].group == first, [c.message for c in ruled.reasons]
+        assert ruled.points_at == first  # recorded: every one-line reason starts with it
         assert len(ruled.reasons) == len(verdict.reasons)

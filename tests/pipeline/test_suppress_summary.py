@@ -8,7 +8,6 @@ records its own run (the real re-gate's counts are checked on a real gate in tes
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from privacy_gate.cli import app
 from privacy_gate.gate.verdict import Check, Verdict
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.publication.publish import ReleaseStore
+from privacy_gate.report.commands import REVIEWER
 from privacy_gate.runs import regate
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.regate import rerun_sink
@@ -79,14 +79,25 @@ def _regate_ending(decision: str, made: list[str]):
     return fake
 
 
-def _approve(tmp_path, monkeypatch, decision: str):
+def _approve(tmp_path, monkeypatch, decision: str, *more: str, reviewer: str = "ana"):
+    """``approve PARENT --suppress GROUP`` and ``more`` options; its re-gate ends ``decision``."""
     parent, uri = _parent(tmp_path)
     made: list[str] = []
     monkeypatch.setattr(regate, "regate_run", _regate_ending(decision, made))
     monkeypatch.setattr("privacy_gate.cli.review.use_prefect", lambda orchestrator, **kw: False)
     r = runner.invoke(
         app,
-        ["approve", parent, "--reviewer", "ana", "--suppress", GROUP, "--workdir", str(tmp_path)],
+        [
+            "approve",
+            parent,
+            "--reviewer",
+            reviewer,
+            "--suppress",
+            GROUP,
+            *more,
+            "--workdir",
+            str(tmp_path),
+        ],
     )
     return parent, uri, made, r
 
@@ -129,7 +140,7 @@ def test_a_regate_that_blocks_exits_4_publishes_nothing_and_leaves_the_run_undec
     )
     # the printed reject command is complete: pasted, it decides the run
     command = next(line.strip() for line in lines if line.strip().startswith("privacy-gate reject"))
-    argv = shlex.split(os.path.expandvars(command.replace('"$USER"', "bo")))
+    argv = shlex.split(command.replace(REVIEWER, "bo"))
     r = runner.invoke(app, argv[1:])
     assert r.exit_code == 0 and f"rejected run {parent} as bo" in r.stdout, r.output
 
@@ -144,3 +155,85 @@ def test_a_refusal_before_the_regate_prints_no_summary(tmp_path, monkeypatch, fl
     assert (
         r.exit_code == 2 and "not flagged subgroups" in r.stderr and "suppressed:" not in r.stdout
     )
+
+
+def _dry_run(tmp_path, monkeypatch, decision: str, *, reviewer: str = "ana"):
+    return _approve(tmp_path, monkeypatch, decision, "--dry-run", reviewer=reviewer)
+
+
+def _undecided(uri: str, parent: str, tmp_path) -> None:
+    tracker = tracking.Tracker(uri=uri, experiment=None)
+    tags = tracker.run_tags(parent)
+    assert tracker.decisions(parent) == [] and tags[names.TAG_APPROVAL_STATUS] == "pending"
+    assert names.TAG_DECISION_CLAIM not in tags
+    assert not (tmp_path / "published").exists()
+
+
+def test_approve_suppress_dry_run_shows_what_it_would_remove_and_decide_and_decides_nothing(
+    tmp_path, monkeypatch
+):
+    parent, uri, made, r = _dry_run(tmp_path, monkeypatch, "REVIEW")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert {
+        "suppressed:  20 of 40 synthetic rows (50.0 %); 20 left",
+        f"  {GROUP}: 20 rows",
+        f"re-gate:     REVIEW (status ok, run {made[0]})",
+        f"dry run: no decision was recorded on run {parent} and nothing was published",
+    } <= set(lines)
+    would = next(
+        line for line in lines if line.startswith("approve with these options would publish")
+    )
+    command = would.split(": ", 1)[1]
+    assert command == (
+        f"privacy-gate approve {parent} --reviewer ana --suppress {GROUP} "
+        f"--workdir {shlex.quote(str(tmp_path.resolve()))}"
+    )
+    _undecided(uri, parent, tmp_path)
+    # pasted without --dry-run, the printed command decides it
+    monkeypatch.setattr(regate, "regate_run", _regate_ending("REVIEW", made))
+    r = runner.invoke(app, shlex.split(command)[1:])
+    assert r.exit_code == 0 and f"approved run {parent} as ana" in r.stdout, r.output
+
+
+def test_a_dry_run_whose_regate_blocks_exits_4_and_decides_nothing(tmp_path, monkeypatch):
+    parent, uri, made, r = _dry_run(tmp_path, monkeypatch, "BLOCK")
+    assert r.exit_code == 4, r.output
+    assert (
+        "approve with these options would be refused: the gate BLOCKs the filtered release too"
+        in r.stdout
+    )
+    _undecided(uri, parent, tmp_path)
+
+
+def test_a_dry_run_checks_before_it_regates(tmp_path, monkeypatch):
+    """An empty reviewer, or a run decided already: refused (exit 2) before any re-gate."""
+    parent, uri, made, r = _dry_run(tmp_path, monkeypatch, "REVIEW", reviewer=" ")
+    assert r.exit_code == 2 and "needs a reviewer name" in r.stderr and made == []
+    r = runner.invoke(app, ["reject", parent, "--reviewer", "bo", "--workdir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        app,
+        [
+            "approve",
+            parent,
+            "--reviewer",
+            "ana",
+            "--suppress",
+            GROUP,
+            "--dry-run",
+            "--workdir",
+            str(tmp_path),
+        ],
+    )
+    assert r.exit_code == 2 and "already rejected" in r.stderr and made == [], r.output
+
+
+def test_the_dry_runs_regate_is_named_and_tagged_as_one(tmp_path):
+    parent, uri = _parent(tmp_path)
+    tracker = tracking.Tracker(uri=uri, experiment=None)
+    tracker.experiment_id = tracker.experiment_of(parent)
+    sink = rerun_sink(tracker, parent=parent, dataset="toy", dry_run=True)
+    run = tracker.client.get_run(sink.run_id)
+    assert run.info.run_name == "review-dry-run-toy" and run.data.tags[names.TAG_DRY_RUN] == "true"
+    assert run.data.tags[names.TAG_RERUN_OF] == parent

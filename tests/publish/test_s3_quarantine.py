@@ -19,7 +19,7 @@ from privacy_gate.publication.publish import (
     verify_published_s3,
 )
 
-from ..conftest import review_rules, write_release_config
+from ..conftest import write_group_copy_release
 
 GROUP = "race=Asian-Pac-Islander"
 
@@ -65,38 +65,15 @@ def test_approve_in_another_workdir_publishes_the_quarantined_release(
     workdir B against A's MLflow store: the release comes from the bucket, verified, and is
     published."""
     from privacy_gate.config import load_release_config
-    from privacy_gate.data import conform, split_by_entity
     from privacy_gate.pipeline import LocalExecutor
     from privacy_gate.review.decide import decide_run
     from privacy_gate.runs.release import release_run
 
-    folder = tmp_path / "data"
-    folder.mkdir()
-    real = pd.read_csv(small_adult / "real.csv")
-    real.to_csv(folder / "real.csv", index=False)
-    cfg = load_release_config(
-        write_release_config(folder, {"name": "copy_train"}, name="probe.yaml")
-    )
-    train = split_by_entity(
-        conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split
-    ).train
-    copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
-    pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(
-        frac=1.0, random_state=1
-    ).to_csv(folder / "synthetic.csv", index=False)
-    import yaml
-
-    from ..conftest import EXAMPLE
-
-    gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
-    gate.update(rules=review_rules(), max_verbatim_copy_share=0.05)
     config = load_release_config(
-        write_release_config(
-            folder,
-            {"name": "file", "path": str(folder / "synthetic.csv")},
+        write_group_copy_release(
+            small_adult,
+            tmp_path / "data",
             name="s3q.yaml",
-            fast=True,
-            gate=gate,
             audit={"intersections": [], "min_group_size": 15},
             publish={"target": "s3://releases/adult"},
         )

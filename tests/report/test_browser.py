@@ -27,13 +27,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pandas as pd
 import pytest
-import yaml
 
 from privacy_gate import names, tracking
+from privacy_gate.report.commands import REVIEWER
 
-from ..conftest import EXAMPLE, review_rules, write_release_config
+from ..conftest import write_group_copy_release
 from ..reaper import popen
 from ..stack import free_port, stop_group
 from .devtools import CHROMIUM, FLAGS, DevTools
@@ -79,37 +78,15 @@ def _run_chromium(args: list[str], profile: Path, timeout: float = 90.0) -> str:
 @pytest.fixture(scope="module")
 def review_run(prefect_server, small_adult, tmp_path_factory):
     """A finished release flow ending in REVIEW with exactly one flagged subgroup (~20 s)."""
-    from privacy_gate.config import load_release_config
-    from privacy_gate.data import conform, split_by_entity
     from privacy_gate.flows import release_flow
 
-    folder = tmp_path_factory.mktemp("browser-data")
-    real = pd.read_csv(small_adult / "real.csv")
-    real.to_csv(folder / "real.csv", index=False)
-    cfg = load_release_config(
-        write_release_config(folder, {"name": "copy_train"}, name="probe.yaml")
-    )
-    train = split_by_entity(
-        conform(real, cfg.dataset.spec, source="real"), cfg.dataset.spec, cfg.split
-    ).train
-    copies = real.loc[train.index[train["race"] == "Asian-Pac-Islander"]]
-    synthetic = pd.concat([pd.read_csv(small_adult / "independent.csv"), copies]).sample(
-        frac=1.0, random_state=1
-    )
-    synthetic.to_csv(folder / "synthetic.csv", index=False)
-    gate = yaml.safe_load(EXAMPLE.read_text())["gate"]
-    gate["rules"] = review_rules()  # a REVIEW run: without the global exposed-share block rule
-    gate["max_verbatim_copy_share"] = (
-        0.05  # the copies are ~2% of the release: the subgroup rule must catch them
-    )
-    config = write_release_config(
-        folder,
-        {"name": "file", "path": str(folder / "synthetic.csv")},
+    # what the pages show, not the statistics: plumbing weight
+    config = write_group_copy_release(
+        small_adult,
+        tmp_path_factory.mktemp("browser-data"),
         name="browser.yaml",
-        gate=gate,
         audit={"intersections": [], "min_group_size": 15},
-        fast=True,
-    )  # what the pages show, not the statistics: plumbing weight
+    )
     workdir = tmp_path_factory.mktemp("browser-wd")
     result = release_flow(config_path=str(config), workdir=str(workdir))
     verdict = result.verdict
@@ -275,10 +252,8 @@ def test_report_visible_in_mlflow_artifact_viewer(review_run, mlflow_server, out
             if "REVIEW" in text and GROUP in text and "How to decide" in text:
                 break
         assert "REVIEW" in text and f"flagged subgroups: {GROUP}" in text, text[:2000]
-        assert (
-            "How to decide" in text
-            and f'privacy-gate approve {run_id} --reviewer "$USER" --suppress {GROUP}' in text
-        )
+        assert "How to decide" in text
+        assert f"privacy-gate approve {run_id} --reviewer {REVIEWER} --suppress {GROUP}" in text
         assert "pending" in text and "Rules" in text and "Subgroups" in text
         browser.pump(1.0)  # let the figures decode before the screenshot
         browser.screenshot(page, out_dir / "report_in_mlflow.png")

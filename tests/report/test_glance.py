@@ -37,10 +37,13 @@ started through tests/reaper.py and stopped (tests/stack.py ``stop_group``); loo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,6 +200,29 @@ open(out, "w").write(json.dumps(runs))
 """
 
 
+def run_script(script: str, args: list[str], *, out: Path, env: dict[str, str]) -> Any:
+    """Run ``python -c script *args out`` (started through tests/reaper.py, at most 15 minutes)
+    and return the JSON it wrote to ``out``."""
+    import sys
+
+    from ..reaper import popen
+
+    with popen(
+        [sys.executable, "-c", script, *args, str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as proc:
+        try:
+            log, _ = proc.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log, _ = proc.communicate()
+    assert proc.returncode == 0 and out.exists(), log[-4000:]
+    return json.loads(out.read_text())
+
+
 @pytest.fixture(scope="module")
 def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     """A REVIEW and a BLOCK through the release flow on ``prefect_ui``, in one workdir:
@@ -206,9 +232,6 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     the verdict line alone, which would then sit on the flow run page's first screen; a real run's
     page lists its progress lines first, oldest first, and the verdict line last."""
     import os
-    import sys
-
-    from ..reaper import popen
 
     configs = {  # the configs only: both read the small table where the fixture wrote it
         "REVIEW": write_release_config(
@@ -223,34 +246,18 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
         ),
     }
     workdir = tmp_path_factory.mktemp("glance-wd")
-    out = workdir / "runs.json"
     env = {
         **os.environ,
         "PREFECT_API_URL": prefect_ui,
         "PREFECT_LOGGING_LEVEL": "INFO",
         "PREFECT_HOME": str(tmp_path_factory.mktemp("glance-client-home")),
     }
-    with popen(
-        [
-            sys.executable,
-            "-c",
-            _RUNS_SCRIPT,
-            json.dumps({k: str(v) for k, v in configs.items()}),
-            str(workdir),
-            str(out),
-        ],
+    runs = run_script(
+        _RUNS_SCRIPT,
+        [json.dumps({k: str(v) for k, v in configs.items()}), str(workdir)],
+        out=workdir / "runs.json",
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    ) as proc:
-        try:
-            log, _ = proc.communicate(timeout=900)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            log, _ = proc.communicate()
-    assert proc.returncode == 0 and out.exists(), log[-4000:]
-    runs = json.loads(out.read_text())
+    )
     for decision, run in runs.items():
         assert run["decision"] == decision, (decision, run["message"])
         assert run["state"] == STATE_NAMES[decision], run
@@ -263,11 +270,10 @@ def glance_runs(prefect_ui, small_adult, tmp_path_factory):
     return runs, workdir
 
 
-@pytest.fixture(scope="module")
-def mlflow_ui(glance_runs):
-    """``mlflow server`` on the runs' SQLite store (its artifacts read where the runs wrote
-    them)."""
-    _, workdir = glance_runs
+@contextlib.contextmanager
+def mlflow_serving(workdir: Path) -> Iterator[str]:
+    """``mlflow server`` on a workdir's SQLite store (its artifacts read where the runs wrote
+    them), loopback only; its URL."""
     logdir = workdir / "mlflow-server"
     logdir.mkdir()
     server = start_mlflow(
@@ -279,6 +285,13 @@ def mlflow_ui(glance_runs):
     with running(server):
         wait_http(server, f"{server.url}/health", timeout=120)
         yield server.url
+
+
+@pytest.fixture(scope="module")
+def mlflow_ui(glance_runs):
+    """``mlflow server`` on the runs' store."""
+    with mlflow_serving(glance_runs[1]) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

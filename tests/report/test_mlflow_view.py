@@ -7,6 +7,7 @@ from __future__ import annotations
 from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.pipeline.result import RunOutcome
+from privacy_gate.report.commands import REVIEWER
 from privacy_gate.report.html import render_report
 from privacy_gate.report.summary import run_outcome_console, verdict_markdown
 from privacy_gate.runs.mlflow_sink import MlflowSink
@@ -94,9 +95,10 @@ def test_run_description_leads_with_the_first_reason_the_evidence_and_the_decisi
         first[3].startswith(f"- {GROUP}: 64 members among the targets") and "AUC 0.68 [" in first[3]
     )
     assert (
-        f'privacy-gate approve {RUN_ID} --reviewer "$USER" --suppress {GROUP} --workdir /wd' in note
+        f"privacy-gate approve {RUN_ID} --reviewer {REVIEWER} --suppress {GROUP} --workdir /wd"
+        in note
     )
-    assert f'privacy-gate reject {RUN_ID} --reviewer "$USER" --workdir /wd' in note
+    assert f"privacy-gate reject {RUN_ID} --reviewer {REVIEWER} --workdir /wd" in note
     assert note.index("privacy-gate reject") < note.index("## Reasons")  # before the (long) summary
 
 

@@ -4,8 +4,10 @@ where the quarantined release and the report are. Fast: no gate, no store."""
 
 from __future__ import annotations
 
+import html
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import typer
 from privacy_gate.cli import app
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.report.commands import decision_commands, review_command, store_options
+from privacy_gate.report.commands import REVIEWER, decision_commands, review_command, store_options
 from privacy_gate.report.summary import run_outcome_console
 
 RUN = "0123abcd" * 4
@@ -23,9 +25,9 @@ PLACEHOLDERS = ("RUN_ID", "NAME", "WORKDIR", "'why'", "GROUP", "URI")
 
 
 def _parses(command: str) -> dict:
-    """``command`` as the shell splits it (``$USER`` filled in), parsed by the real CLI: its
+    """``command`` as the shell splits it (the reviewer filled in), parsed by the real CLI: its
     options exist and take these values."""
-    argv = shlex.split(os.path.expandvars(command.replace('"$USER"', "ana")))
+    argv = shlex.split(command.replace(REVIEWER, "ana"))
     assert argv[0] == "privacy-gate"
     group = typer.main.get_command(app)
     sub = group.get_command(
@@ -69,13 +71,49 @@ def test_a_store_elsewhere_is_named_and_a_password_never(tmp_path):
         review_command(RUN, tracking_uri="http://mlflow:5000", workdir=tmp_path / "wd")
     )
     assert params["tracking_uri"] == "http://mlflow:5000" and params["workdir"] == tmp_path / "wd"
+    for secret in ("postgresql://gate:s3cret@db/mlflow", "http://mlflow:5000/?token=s3cret"):
+        for command in decision_commands(RUN, tracking_uri=secret, workdir=tmp_path, flagged=[]):
+            assert "s3cret" not in command and f"--workdir {tmp_path}" in command
+            # read from the environment, never the workdir's own store by default
+            assert '--tracking-uri "${MLFLOW_TRACKING_URI:?' in command
+
+
+def _shell_words(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The words a POSIX shell that treats an unset variable as an error (``set -u``) makes of
+    ``command``'s arguments, in ``env`` only."""
+    script = "set -u; printf '%s\\n' " + command.removeprefix("privacy-gate ")
+    return subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=30)
+
+
+def test_a_pasted_command_depends_on_no_unset_variable(tmp_path):
+    """Pasted where USER (and every other variable but PATH) is unset, as in many containers and
+    cron jobs, each command expands to the login name and the run's options; a store whose URI
+    holds a credential is read from MLFLOW_TRACKING_URI, and without it the shell refuses the
+    command saying what to set, instead of reaching the workdir's own store."""
+    bare = {"PATH": os.environ["PATH"]}
+    login = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
+    assert login
+    for command in decision_commands(RUN, tracking_uri=None, workdir=tmp_path, flagged=[GROUP])[1:]:
+        out = _shell_words(command, bare)
+        assert out.returncode == 0, (command, out.stderr)
+        words = out.stdout.splitlines()
+        assert words[words.index("--reviewer") + 1] == login
+        assert words[words.index("--workdir") + 1] == str(tmp_path.resolve())
     secret = "postgresql://gate:s3cret@db/mlflow"
-    for command in decision_commands(RUN, tracking_uri=secret, workdir=tmp_path, flagged=[]):
-        assert (
-            "s3cret" not in command
-            and "--tracking-uri" not in command
-            and f"--workdir {tmp_path}" in command
-        )
+    (command,) = [
+        c
+        for c in decision_commands(RUN, tracking_uri=secret, workdir=tmp_path, flagged=[])
+        if c.startswith("privacy-gate reject")
+    ]
+    out = _shell_words(command, bare)
+    assert (
+        out.returncode != 0
+        and "MLFLOW_TRACKING_URI" in out.stderr
+        and "set it to the store URI" in out.stderr
+    )
+    out = _shell_words(command, {**bare, "MLFLOW_TRACKING_URI": secret})
+    words = out.stdout.splitlines()
+    assert out.returncode == 0 and words[words.index("--tracking-uri") + 1] == secret
 
 
 def test_review_ends_with_the_commands_that_decide_it(tmp_path):
@@ -175,7 +213,7 @@ def test_the_run_records_its_workdir_and_its_description_and_report_name_it(tmp_
     assert tracker.tags[names.TAG_WORKDIR] == str(workdir.resolve())
     sink.record_description(_verdict("REVIEW"), "# summary")
     where = f"--tracking-uri http://mlflow:5000 --workdir {workdir.resolve()}"
-    assert f'privacy-gate reject {RUN} --reviewer "$USER" {where}' in tracker.notes[RUN]
+    assert f"privacy-gate reject {RUN} --reviewer {REVIEWER} {where}" in tracker.notes[RUN]
     assert "WORKDIR" not in tracker.notes[RUN]
     page = render_report(
         ReportInputs(
@@ -185,4 +223,4 @@ def test_the_run_records_its_workdir_and_its_description_and_report_name_it(tmp_
             workdir=tracker.tags[names.TAG_WORKDIR],
         )
     )
-    assert f"privacy-gate reject {RUN} --reviewer &quot;$USER&quot; {where}" in page
+    assert f"privacy-gate reject {RUN} --reviewer {html.escape(REVIEWER)} {where}" in page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 from html.parser import HTMLParser
 
@@ -12,6 +13,7 @@ import pytest
 
 from privacy_gate import names, tracking
 from privacy_gate.gate.verdict import Check, Verdict
+from privacy_gate.report.commands import REVIEWER
 from privacy_gate.report.html import (
     ReportInputs,
     hanley_mcneil_interval,
@@ -256,8 +258,11 @@ def test_pending_review_shows_how_to_decide_and_http_store_links_the_run():
         _inputs(decisions=[], tracking_uri="http://127.0.0.1:5000", experiment_id="7")
     )
     assert 'id="decide"' in page and "pending" in page
-    assert f"privacy-gate approve {RUN_ID} --reviewer &quot;$USER&quot; --suppress {GROUP}" in page
-    assert f"privacy-gate reject {RUN_ID} --reviewer &quot;$USER&quot;" in page
+    assert (
+        f"privacy-gate approve {RUN_ID} --reviewer {html.escape(REVIEWER)} --suppress {GROUP}"
+        in page
+    )
+    assert f"privacy-gate reject {RUN_ID} --reviewer {html.escape(REVIEWER)}" in page
     links = [u for u in _parse(page).links if "http" in u]
     assert links == [
         f"http://127.0.0.1:5000/#/experiments/7/runs/{RUN_ID}?workflowType=machine_learning",
@@ -265,7 +270,8 @@ def test_pending_review_shows_how_to_decide_and_http_store_links_the_run():
     ]
     # a sqlite store: the commands name its workdir
     page = render_report(_inputs(decisions=[]))
-    assert f"privacy-gate reject {RUN_ID} --reviewer &quot;$USER&quot; --workdir /tmp/wd" in page
+    reviewer = html.escape(REVIEWER)
+    assert f"privacy-gate reject {RUN_ID} --reviewer {reviewer} --workdir /tmp/wd" in page
 
 
 def test_missing_optional_parts_and_mace_sections():

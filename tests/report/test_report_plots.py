@@ -103,8 +103,15 @@ def test_group_roc_figure_draws_one_log_fpr_panel_per_flagged_group_titled_in_re
 
 def test_report_shows_flagged_group_rocs_and_says_when_it_caps_them():
     page = report_html.render_report(_inputs(group_rocs=_rocs(2)))
-    section = page.split('id="subgroups"')[1].split("</section>")[0]
+    section = page.split('id="flagged"')[1].split("</section>")[0]
     assert "ROC inside each flagged group" in section and "more flagged group" not in section
+    # right under the reasons, where the evidence is read: above the run, the budget and every table
+    assert (
+        page.index('id="reasons"')
+        < page.index('id="flagged"')
+        < page.index('id="run"')
+        < page.index('id="subgroups"')
+    )
     capped = report_html.render_report(_inputs(group_rocs=_rocs(names.MAX_GROUP_ROCS + 3)))
     assert "3 more flagged group(s) are not drawn" in capped
     assert "ROC inside each flagged group" not in report_html.render_report(
