@@ -19,7 +19,7 @@ from privacy_gate.errors import ConfigError
 from privacy_gate.config.sections import (DEFAULT_ATTACKS, DEFAULT_MAX_FIELD_BYTES, DEFAULT_MAX_FILE_BYTES,
                                           SMALLEST_CONTROL, AttackConfig, AuditConfig, DPAuditConfig, DatasetConfig,
                                           DisclosureConfig, ExposureConfig, GeneratorConfig, InputLimits, MaceConfig,
-                                          PublishConfig, RetryConfig, ReviewConfig, RunnerConfig, ScheduleConfig,
+                                          PublishConfig, RetryConfig, ReviewConfig, RunnerConfig, ScheduleConfig, ShadowConfig,
                                           SplitConfig, TargetsConfig, TrackingConfig, location_name)
 from privacy_gate.config.rules import (BUDGET_TESTS, DEFAULT_RULES, TEST_KEYS, BudgetConfig, Disable, GateConfig,
                                        Rule, active_rules, budget_tests, protections_off, rule_test, rules_problem)
@@ -33,7 +33,7 @@ __all__ = ["AttackConfig", "AuditConfig", "BUDGET_TESTS", "BudgetConfig", "Confi
            "DependencyStudyConfig", "Disable", "DisclosureConfig", "ExposureConfig", "GateConfig", "GateOnlyConfig",
            "GeneratorConfig", "InputLimits", "LADDER_FILTERS", "MAX_YAML_ALIASES", "MAX_YAML_BYTES",
            "MAX_YAML_NODES", "MaceConfig", "PublishConfig", "ReleaseConfig", "RemediateConfig", "RetryConfig",
-           "ReviewConfig", "Rule", "RunnerConfig", "SMALLEST_CONTROL", "ScheduleConfig", "SplitConfig",
+           "ReviewConfig", "Rule", "RunnerConfig", "SMALLEST_CONTROL", "ScheduleConfig", "ShadowConfig", "SplitConfig",
            "StudyGenerator", "StudyScenario", "TEST_KEYS", "TargetsConfig", "TrackingConfig", "active_rules",
            "budget_tests", "load_gate_only_config", "load_judging", "load_release_config", "load_rules",
            "load_rules_config", "load_spec", "location_name", "protections_off", "rule_test", "rules_problem"]

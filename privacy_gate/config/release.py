@@ -16,7 +16,7 @@ from privacy_gate.config.rules import GateConfig, rules_problem
 from privacy_gate.config.sections import (DEFAULT_ATTACKS, AttackConfig, AuditConfig, DatasetConfig, DisclosureConfig,
                                           DPAuditConfig, ExposureConfig, GeneratorConfig, InputLimits, MaceConfig,
                                           PublishConfig, RetryConfig, ReviewConfig, RunnerConfig, ScheduleConfig,
-                                          SplitConfig, Strict, TargetsConfig, TrackingConfig)
+                                          ShadowConfig, SplitConfig, Strict, TargetsConfig, TrackingConfig)
 from privacy_gate.errors import ConfigError
 from privacy_gate.names import SUPPRESS_COPIES
 from privacy_gate.spec import DatasetSpec
@@ -193,6 +193,7 @@ class ReleaseConfig(Strict):
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -233,6 +234,7 @@ class GateOnlyConfig(Strict):
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     inputs: InputLimits = Field(default_factory=InputLimits)
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from privacy_gate import names, tracking
 from privacy_gate.config import ReleaseConfig, TargetsConfig, load_judging, load_release_config, load_spec
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.experiment.settings import GeneratorKnowledge
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
 from privacy_gate.flows import review_wait
@@ -227,16 +228,19 @@ def _attempt(config: ReleaseConfig, *, workdir: str, origin: str, logger: Any,
 @verdict_flow(name="gate", task_runner=ThreadPoolTaskRunner(max_workers=4))
 def gate_flow(*, train: str, holdout: str, reference: str, synthetic: str, spec_path: str,
               rules_path: str | None = None, config_path: str | None = None, workdir: str = ".privacy-gate",
-              publish_to: str | None = None, targets_seed: int = 0) -> RunOutcome:
+              publish_to: str | None = None, targets_seed: int = 0, generator: str | None = None,
+              generator_params: dict[str, Any] | None = None) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train`` (``config_path``: the
-    targets / attacks / gate / audit / mace sections, as in a release config)."""
+    targets / attacks / gate / audit / mace sections, as in a release config; ``generator`` and
+    ``generator_params``: the registered recipe that made it, for the generator-aware test)."""
     judging = load_judging(rules=rules_path, config=config_path)  # the CLI's loader: one validation
     if judging is not None and not config_path:  # a --rules file: the other sections at their defaults
         judging = judging.model_copy(update={"targets": TargetsConfig(seed=targets_seed)})
     return _finish(_summarise(_announce(gate_only_run(
         train=train, holdout=holdout, reference=reference, synthetic=synthetic, spec=load_spec(spec_path),
         judging=judging, workdir=workdir, publish_to=publish_to, targets_seed=targets_seed, executor=PrefectExecutor(),
-        logger=get_run_logger()))))
+        logger=get_run_logger(), generator=None if generator is None else GeneratorKnowledge(
+            name=generator, params=dict(generator_params or {}))))))
 
 
 @flow(name="review-regate")

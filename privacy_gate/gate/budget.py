@@ -17,7 +17,11 @@ p-value under that null:
 - ``copies``: verbatim copies beyond the population's own twins at the same size;
 - ``disclosure``: singling out, linkability and each inference column, training against control
   targets (a one-sided exact test per evaluator, Bonferroni over them);
-- ``subgroups``: the smallest Holm-adjusted rank-test p-value over the audited subgroups.
+- ``subgroups``: the smallest Holm-adjusted rank-test p-value over the audited subgroups;
+- ``shadow`` (only in a run where it ran: the generator's recipe is known and the other tests
+  alone lack the power): each record's real score against its own scores in refits of the
+  generator that never saw it, the members against the other pool records by exact permutation
+  (:mod:`privacy_gate.estimators.shadow_stats`).
 
 The review budget ``alpha_R`` (default 2 %) and the block budget ``alpha_B`` (0.1 %) are split
 over the enabled tests by weight (Bonferroni). The verdict is REVIEW or worse when some test's
@@ -51,7 +55,7 @@ from scipy import stats
 
 from privacy_gate.config import BUDGET_TESTS, BudgetConfig, GateConfig, Rule, rule_test
 from privacy_gate.names import (AGREEMENT, COPIES, DISCLOSURE_FAMILIES, EXPOSURE, GROUP_TEST, INFERENCE, LINKABILITY,
-                                MEMBERSHIP, RANK_PVALUE, SINGLING_OUT, metric_name)
+                                MEMBERSHIP, RANK_PVALUE, SHADOW, SINGLING_OUT, metric_name)
 
 #: The membership test's component for the attacks' mean-rank ensemble (its ``detail`` when smallest).
 ENSEMBLE = "ensemble"
@@ -60,7 +64,7 @@ TESTS = BUDGET_TESTS
 #: Default weights: the attacks, the member scan and the agreement scan carry most of the power
 #: for the leaks the gate must catch, so they get twice the share of the others.
 DEFAULT_WEIGHTS = {"membership": 2.0, "targets": 1.0, "scan": 2.0, "agreement": 2.0, "copies": 1.0,
-                   "disclosure": 1.0, "subgroups": 1.0}
+                   "disclosure": 1.0, "subgroups": 1.0, "shadow": 2.0}
 WHAT = {
     "membership": "the attacks tell training records from holdout records (either way: a release that avoids its "
                   "members reveals them too)",
@@ -70,6 +74,8 @@ WHAT = {
     "copies": "synthetic rows equal to a training row more often than to a holdout row of the same size",
     "disclosure": "an attacker singles out, links or infers training records better than control records",
     "subgroups": "a subgroup's members are told apart from its non-members",
+    "shadow": "training records score higher on the release than on the generator's own refits that never saw "
+              "them, more than the other records do",
 }
 
 
@@ -203,6 +209,8 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
         return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
     if name == "copies":
         return _bonferroni({"copies": _get(metrics, f"{COPIES}.pvalue")})
+    if name == "shadow":  # the looks and its two parts are combined inside (estimators/shadow_stats.py)
+        return _bonferroni({"shadow": _get(metrics, f"{SHADOW}.pvalue")})
     if name == "disclosure":
         return _bonferroni(disclosure_pvalues(metrics))
     if name == "subgroups":

@@ -39,7 +39,7 @@ class FileGenerator(Component):
     sample of ``n`` rows without replacement instead)."""
 
     params_model = FileParams
-    capabilities = GeneratorCapabilities()  # made elsewhere: no selection step, no guarantee
+    capabilities = GeneratorCapabilities(refits=False)  # made elsewhere: no selection step, no guarantee
 
     privacy = None
 

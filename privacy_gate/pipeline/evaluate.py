@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from privacy_gate.config import (AttackConfig, AuditConfig, DisclosureConfig, ExposureConfig, GateConfig, MaceConfig, TargetsConfig, load_spec)
+from privacy_gate.config import (AttackConfig, AuditConfig, DisclosureConfig, ExposureConfig, GateConfig, MaceConfig,
+                                 ShadowConfig, TargetsConfig, load_spec)
 
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.data import conform, read_table
@@ -24,7 +25,7 @@ from privacy_gate.experiment.inputs import GateInputs, check_disjoint, splits_fr
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.gate_run import Sink, run_gate
 from privacy_gate.pipeline.stages import StageClock
-from privacy_gate.experiment.settings import settings_for_gate_only
+from privacy_gate.experiment.settings import GeneratorKnowledge, settings_for_gate_only
 
 Table = pd.DataFrame | str | Path
 
@@ -43,7 +44,8 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
              targets: TargetsConfig | None = None, audit: AuditConfig | None = None, mace: MaceConfig | None = None,
              exposure: ExposureConfig | None = None, executor: Executor | None = None, sinks: Sequence[Sink] = (),
              logger: Any = None, score_chunks: int = 1, disclosure: DisclosureConfig | None = None,
-             label_key: LabelKey | None = None) -> GateResult:
+             label_key: LabelKey | None = None, generator: str | None = None,
+             generator_params: dict[str, Any] | None = None, shadow: ShadowConfig | None = None) -> GateResult:
     """Judge ``synthetic`` (made from ``train``) with the gate's attacks, estimators and rules.
 
     ``holdout``: real records not used for training (non-member targets); ``reference``: real
@@ -53,6 +55,8 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
     (one task each on a cluster executor; the same figures). ``label_key``: hashes the record
     values group labels may not show (``LabelKey.for_workdir(folder)`` keeps them stable across
     calls); default a fresh key per call, so labels cannot be reversed nor compared across calls.
+    ``generator`` / ``generator_params``: the registered generator and settings that made the
+    release, for the generator-aware test (``shadow``: its settings).
     """
     if not isinstance(spec, DatasetSpec):
         spec = load_spec(spec)
@@ -61,7 +65,9 @@ def evaluate(*, train: Table, holdout: Table, reference: Table, synthetic: Table
                                                  for a in attacks]
     settings = settings_for_gate_only(spec=spec, gate=gate, attacks=attack_cfgs, targets=targets, audit=audit,
                                       mace=mace, exposure=exposure, score_chunks=score_chunks,
-                                      disclosure=disclosure)
+                                      disclosure=disclosure, shadow=shadow,
+                                      generator=None if generator is None else GeneratorKnowledge(
+                                          name=generator, params=dict(generator_params or {})))
     check_disjoint(parts, spec, sources={k: str(v) if isinstance(v, (str, Path)) else f"(the {k} DataFrame)"
                                          for k, v in (("train", train), ("holdout", holdout), ("reference", reference))})
     inputs = GateInputs(splits=splits_from_frames(parts), synthetic=_frame(synthetic, spec, "synthetic"),

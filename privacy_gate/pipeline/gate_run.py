@@ -15,14 +15,21 @@ The run is the declared list :data:`GATE_STAGES`, executed by
    quasi-identifier copies by column agreement (:mod:`privacy_gate.experiment.copies`, ``.agreement``);
 8. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
    records against control records (:mod:`privacy_gate.experiment.disclosure`);
-9. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
-10. ``decide`` — the error budget's tests, the rules' bars and the findings ->
+9. ``shadow`` (when the recipe is known and the holdout alone lacks the power) — the
+   generator-aware test (:mod:`privacy_gate.pipeline.shadow_stage`);
+10. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
+11. ``decide`` — the error budget's tests, the rules' bars and the findings ->
     :class:`~privacy_gate.gate.Verdict` (:mod:`privacy_gate.gate.budget`);
-11. ``logging`` — each sink records the result (e.g. the MLflow run).
+12. ``logging`` — each sink records the result (e.g. the MLflow run).
 
 Stages 2-8 are the membership experiment (:mod:`privacy_gate.experiment`: numbers only); stage 8
 is the gate's (:mod:`privacy_gate.gate`). Fail closed: any exception becomes a BLOCK verdict
 naming the stage that failed.
+
+It is one module because the stages share one mutable :class:`GateState` and the order of
+:data:`GATE_STAGES` is the design: each stage body is short and reads what earlier ones set, so
+splitting them apart would scatter one sequence over files (the longer stages already live
+beside it: ``group_blame``, ``shadow_stage``).
 """
 
 from __future__ import annotations
@@ -47,17 +54,20 @@ from privacy_gate.experiment.disclosure import DisclosureInputs, DisclosureResul
 from privacy_gate.experiment.floors import Shortfall, calibration_level, control_shortfall, level_shortfall
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult, scan_members
+from privacy_gate.experiment.shadow_gate import ShadowResult
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.findings import (attack_invalid, dependence_clause, dependency_findings, dp_bound_exceeded,
                                         validation_failures)
-from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, STRONGEST, UTILITY, exposure_metric,
+from privacy_gate.config import budget_tests
+from privacy_gate.names import (AGREEMENT, COMBINED, COPIES, SHADOW, STRONGEST, UTILITY, exposure_metric,
                                 mace_metric, metric_name)
 from privacy_gate.safe_text import console_line
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.group_blame import blame_groups
 from privacy_gate.pipeline.result import GateResult
+from privacy_gate.pipeline.shadow_stage import run_shadow_stage
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.validation import validate_synthetic
 
@@ -92,9 +102,15 @@ class GateState:
     disclosure_inputs: DisclosureInputs | None = None  # kept for blame, which re-measures without a group
     shift: SourceShift | None = None
     audit: AuditResult | None = None
+    shadow: ShadowResult | None = None  # the generator-aware test, when it ran
     verdict: Verdict | None = None
     shortfalls: list[Shortfall] = field(default_factory=list)  # stage floors a small table did not meet
     attack_seconds: dict[str, float] = field(default_factory=dict)  # "attack.<key>" -> wall seconds
+
+    @property
+    def tests(self) -> list[str]:
+        """The budget's tests of this run: the settings' and the ones the run decided to add."""
+        return budget_tests(self.settings.disabled, ran=(SHADOW,) if self.shadow is not None else ())
 
     @property
     def gated(self) -> list[AttackOutcome]:
@@ -104,7 +120,7 @@ class GateState:
     def result(self, timings: dict[str, float]) -> GateResult:
         return GateResult(verdict=self.verdict or Verdict.error("gate did not decide"), settings=self.settings,
                           targets=self.targets, outcomes=self.outcomes, utility=self.utility, mace=self.mace,
-                          exposure=self.exposure, scan=self.scan, disclosure=self.disclosure, audit=self.audit, validation=self.validation,
+                          exposure=self.exposure, scan=self.scan, shadow=self.shadow, disclosure=self.disclosure, audit=self.audit, validation=self.validation,
                           strongest={k: name for k, (_, name) in self.strongest.items()}, timings=timings)
 
 
@@ -347,7 +363,7 @@ def judge(state: GateState) -> Verdict:
                      # the dependency stress test is opt-in (audit.dependency_test) and reviews at its own
                      # level (MACE's delta); a DP-bound excess needs a significant membership test
                      groups=audited.groups, extra_failures=failures + dependency, warnings=dp_warnings,
-                     data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=settings.budget_tests,
+                     data_hashes=state.hashes, rules_hash=settings.gate.rules_hash(), tests=state.tests,
                      budget=settings.gate.budget, disabled=settings.disabled, shortfalls=state.shortfalls)
     # which flag explains which; a BLOCK one flagged group explains goes to a human (suppressible)
     return blame_groups(state, verdict, extra_failures=failures)
@@ -369,6 +385,8 @@ GATE_STAGES: tuple[Stage[GateState], ...] = (
           when=lambda s: "agreement" in s.settings.budget_tests),
     Stage("disclosure", lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
           _disclosure, when=lambda s: s.settings.disclosure.enabled),
+    Stage("shadow", lambda s: "generator-aware test: refits of the recipe", run_shadow_stage,
+          when=lambda s: s.settings.generator is not None and s.settings.shadow.enabled is not False),
     Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
     Stage("decide", lambda s: "applying the gate rules", _decide),
 )

@@ -23,7 +23,7 @@ from privacy_gate.gate import Verdict  # noqa: E402
 from privacy_gate.experiment.attack_runs import scores_frame  # noqa: E402
 from privacy_gate.pipeline.result import GateResult  # noqa: E402
 from privacy_gate.report.plots import (disclosure_figure, dp_audit_figure, dp_audit_figure_inputs,  # noqa: E402
-                                       risk_profile_figure, roc_figure)
+                                       risk_profile_figure, roc_figure, shadow_figure)
 from privacy_gate.gate.evidence import flagged_evidence  # noqa: E402
 from privacy_gate.report.summary import description_markdown, verdict_markdown  # noqa: E402
 
@@ -144,6 +144,10 @@ class MlflowSink:
             self.tracker.log_frame(self.run_id, result.exposure.records, names.ART_EXPOSED)
         if result.scan is not None:
             self.tracker.log_frame(self.run_id, result.scan.records, names.ART_SCAN)
+        if result.shadow is not None:  # row ids, p-values and scores: never record values
+            self.tracker.log_frame(self.run_id, result.shadow.records, names.ART_SHADOW)
+            if result.shadow.evidence:
+                self._figure(shadow_figure(result.shadow.evidence), names.ART_SHADOW_PLOT)
         if result.disclosure is not None:
             # attacker's columns, counts, rates and risks only: no predicate or secret value
             summary = result.disclosure.summary()

@@ -35,7 +35,8 @@ from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
-from privacy_gate.experiment.settings import GateSettings, settings_for_gate_only, settings_for_release
+from privacy_gate.experiment.settings import (GateSettings, GeneratorKnowledge, settings_for_gate_only,
+                                              settings_for_release)
 from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.gate.words import deciding_reason, reason_line
 from privacy_gate.report.html import log_report
@@ -255,10 +256,11 @@ def release_run(config: ReleaseConfig, *, workdir: str | Path, executor: Executo
 def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, spec: DatasetSpec,
                   gate: GateConfig | None = None, judging: GateOnlyConfig | None = None, workdir: str | Path,
                   publish_to: str | None = None, targets_seed: int = 0, executor: Executor | None = None,
-                  logger: Any = None) -> RunOutcome:
+                  logger: Any = None, generator: GeneratorKnowledge | None = None) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train``. ``judging``: the targets,
     attacks, gate, audit and MACE sections (default: a release config's defaults, with ``gate``
-    and ``targets_seed`` when given)."""
+    and ``targets_seed`` when given). ``generator``: the registered generator and settings the user
+    says made the release (the generator-aware test refits it; None: the recipe is unknown)."""
     executor = executor or LocalExecutor()
     judging = judging or GateOnlyConfig(gate=gate or GateConfig(), targets=TargetsConfig(seed=targets_seed))
     gate = judging.gate
@@ -293,7 +295,7 @@ def gate_only_run(*, train: str, holdout: str, reference: str, synthetic: str, s
             ctx.quarantine(synth, "parquet")
         settings = settings_for_gate_only(spec=spec, gate=gate, attacks=judging.attacks, targets=judging.targets,
                                           audit=judging.audit, mace=judging.mace, exposure=judging.exposure,
-                                          disclosure=judging.disclosure)
+                                          disclosure=judging.disclosure, shadow=judging.shadow, generator=generator)
         verdict = ctx.gate(GateInputs(splits=splits, synthetic=synth, synthetic_file_sha256=ctx.quarantined.sha256),
                            settings)
     except Exception as exc:  # noqa: BLE001 - fail closed
