@@ -33,7 +33,7 @@ NON_DEFAULT = {
     "mc_neighbourhood": {"kind": "count", "epsilon_quantile": 0.25}, "logan_d1": {"classifier": "mlp"},
     "mama_mia": {"n_shadow": 4, "variant": "generic", "tau": 0.9, "seed": 2},
     "gen_lra": {"neighbours": 10, "bandwidth": 0.5, "precision": "float64"},
-    "copy_train": {"seed": 1}, "noisy_copy": {"noise": 0.2}, "file": {"path": "other.csv", "whole_file": False},
+    "copy_train": {"seed": 1}, "noisy_copy": {"noise": 0.2}, "smote": {"k_neighbours": 3}, "file": {"path": "other.csv", "whole_file": False},
     "mst": {"epsilon": 2.0, "n_bins": 8}, "privbayes": {"score": "r", "degree": 1},
     "private_gsd": {"k": 3, "n_syn": 100}, "privgan": {"epochs": 3, "hidden": [16]}, "gan": {"epochs": 3},
     "gaussian_copula": {"default_distribution": "norm"}, "ctgan": {"batch_size": 20, "pac": 2},

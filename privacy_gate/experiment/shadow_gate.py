@@ -15,7 +15,9 @@ Cost: one fit, one sample and one nearest-neighbour search of the pool per shado
 worker processes in batches (one batch per look, a progress line after each); a batch does not
 start when the time budget (``shadow.max_seconds``) would not cover it. The looks stop early when
 the decision can no longer change: the test is significant at its review share (no rule reads
-``shadow.*``, so it cannot BLOCK alone), or the look the design needs for its power is reached.
+``shadow.*``, so it cannot BLOCK alone), or the look the design needs for its power is reached —
+and once it is significant, more fits (no more tests) until what it found can be named
+(:func:`naming_fits`).
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from privacy_gate.attacks.shadow import Mapper, default_mapper
 from privacy_gate.config import ShadowConfig
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.shadow_stats import (calibrated_scores, fits_needed, look_schedule, look_weights,
-                                                  memorised_power, name_records, out_pvalues, release_pvalue)
+from privacy_gate.estimators.shadow_stats import (calibrated_scores, expected_out, fits_needed, look_schedule,
+                                                  look_weights, memorised_power, name_records, out_pvalues,
+                                                  release_pvalue)
 from privacy_gate.estimators.tail_test import top_set
 from privacy_gate.generators import create_generator
 from privacy_gate.spec import DatasetSpec
@@ -45,6 +48,10 @@ from privacy_gate.spec import DatasetSpec
 SEED_TAG = 0x5AD0
 #: named (or most exposed) records whose shadow scores the report plots
 EVIDENCE_RECORDS = 6
+#: once the test is significant, fits go on (up to ``shadow.max_fits``, no more tests) until a
+#: copied record's p-value floor is this factor below the naming FDR: BH then names copies of a
+#: quarter of the training records (what the test found can also be named)
+NAMING_MARGIN = 4.0
 CHUNK_BYTES = 1 << 27
 
 
@@ -157,10 +164,16 @@ def scoring_context(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
                           d_real=d_real, floor=COPY_FLOOR * float(np.median(d_real)))
 
 
+def naming_fits(n_train: int, n_pool: int, q: float) -> int:
+    """The fits at which a record above all its out-shadows can be named: its p-value floor
+    ``1 / (n_out + 1)`` :data:`NAMING_MARGIN` times below the FDR level for the typical record."""
+    return int(math.ceil(NAMING_MARGIN / q / expected_out(1, n_train, n_pool)))
+
+
 def _design(looks: list[int], *, n_train: int, n_pool: int, review_level: float, share: float,
             power: float) -> tuple[list[int], float]:
-    """The looks up to the first whose power (as the final look, half the level, two parts) reaches
-    ``power``, and that power."""
+    """The looks up to the first whose power (as the final look, half the level, two parts)
+    reaches ``power``, and that power."""
     best = 0.0
     for j, k in enumerate(looks):
         level = review_level * (1.0 if j == 0 else 0.5) / 2.0
@@ -189,12 +202,13 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
         raise ValueError("the generator-aware test needs pool records outside the training split")
     looks, design_power = _design(look_schedule(config.max_fits), n_train=n_train, n_pool=n_pool,
                                   review_level=review_level, share=config.promise_share, power=power)
+    naming = min(config.max_fits, max(looks[-1], naming_fits(n_train, n_pool, q)))
     weights = look_weights(len(looks))
     labels = np.zeros(n_pool, dtype=bool)
     labels[:n_train] = True
     real = release_scores(context, synthetic)
     root = np.random.SeedSequence([int(seed), SEED_TAG])
-    draws = [np.random.default_rng(child) for child in root.spawn(looks[-1])]
+    draws = [np.random.default_rng(child) for child in root.spawn(naming)]
     memberships = [rng.choice(n_pool, size=n_train, replace=False) for rng in draws]
     seeds = [int(rng.integers(2**31 - 1)) for rng in draws]
     run = mapper or default_mapper(config.jobs)
@@ -222,6 +236,10 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
         if min(look_p) <= review_level:
             stopped = f"significance at look {j + 1} (the decision cannot change)"
             break
+    if min(look_p) <= review_level and len(columns) < naming:  # found: fits for naming, no more tests
+        columns += list(run(fit_and_score, [FitJob(context, memberships[i], seeds[i])
+                                            for i in range(len(columns), naming)]))
+        progress(f"shadow fits {len(columns)}/{naming} ({time.perf_counter() - started:.0f} s): for naming")
     fits = len(columns)
     shadow = np.column_stack(columns)
     member = _member_matrix(memberships[:fits], n_pool)
@@ -235,8 +253,8 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
     done_looks = len(look_p)
     reached_design = done_looks == len(looks)
     power_now = design_power if reached_design else memorised_power(
-        n_train=n_train, n_pool=n_pool, fits=fits, level=review_level * float(weights[done_looks - 1]) / 2.0,
-        share=config.promise_share)
+        n_train=n_train, n_pool=n_pool, fits=looks[done_looks - 1],
+        level=review_level * float(weights[done_looks - 1]) / 2.0, share=config.promise_share)
     needed = fits_needed(n_train=n_train, n_pool=n_pool, level_at=lambda kk: final_level(review_level, kk),
                          share=config.promise_share, power=power)
     records = pd.DataFrame({"row_id": context.pool.index[:n_train].to_numpy(), "p_value": pvalues[:n_train],
@@ -246,7 +264,9 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
                         looks=done_looks, pool=n_pool, tested=n_train, out_median=float(np.median(n_out[:n_train])),
                         records=records, named=int(naming.named.sum()), named_threshold=naming.threshold,
                         top_set=int(top.size), top_members=int(in_top.sum()), top_exposed_lower=int(top_lower),
-                        power=power_now, fits_needed=needed, sufficient=power_now >= power,
+                        power=power_now, fits_needed=needed,
+                        # a test that found the leak needs no more power: the decision is made
+                        sufficient=power_now >= power or min(look_p) <= review_level,
                         seconds=time.perf_counter() - started, promise_share=config.promise_share, stopped=stopped,
                         evidence=_evidence(records, real, shadow, member))
 

@@ -3,7 +3,8 @@
 ``file`` is gate-only mode inside a release config: the candidate release is read from a file
 (made by another tool from the same train split). The canaries exist to check the gate itself:
 ``copy_train`` releases training rows verbatim and ``noisy_copy`` releases them with small noise,
-both of which the gate must BLOCK.
+both of which the gate must BLOCK. ``smote`` interpolates between neighbouring training records:
+a memorising synthesizer the generator-aware test's power is measured on.
 """
 
 from __future__ import annotations
@@ -114,4 +115,57 @@ class NoisyCopyCanary(CopyTrainCanary):
                 flip = rng.random(len(out)) < self.flip
                 donors = rng.integers(0, len(out), size=int(flip.sum()))
                 out.loc[flip, name] = out[name].to_numpy()[donors]
+        return clip_to_spec(out, self.spec_)
+
+
+class SmoteParams(Params):
+    seed: Seed | None = Field(None, description="seed of the interpolation")
+    k_neighbours: int = Field(5, ge=1, le=100, description="training neighbours a row is interpolated towards")
+    step: Fraction = Field(1.0, description="largest share of the way towards the neighbour (0: verbatim copies)")
+
+
+@register_generator("smote")
+class SmoteSynthesizer(Component):
+    """SMOTE-style synthesizer: each row starts at a training record and moves a random share
+    (at most ``step``) of the way towards one of its ``k_neighbours`` nearest training records;
+    categorical cells come from the start record. Every row sits next to a training record: it
+    memorises by design, as a leaf-per-record CART synthesizer does (a benchmark of the gate's
+    power, not a recommendation)."""
+
+    params_model = SmoteParams
+    capabilities = GeneratorCapabilities()
+
+    privacy = None
+
+    def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
+            ) -> SmoteSynthesizer:
+        from privacy_gate.data.encoding import MixedEncoder
+
+        self.train_ = train.reset_index(drop=True)
+        self.spec_ = spec
+        x = MixedEncoder(spec=spec, data_name="training data").fit(self.train_).transform(self.train_)
+        d = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1) if len(x) <= 4000 else None
+        k = min(self.k_neighbours, max(1, len(x) - 1))
+        if d is None:  # a large table: neighbours within random blocks (still next to a record)
+            self.neighbours_ = np.random.default_rng(0).integers(0, len(x), size=(len(x), k))
+        else:
+            np.fill_diagonal(d, np.inf)
+            self.neighbours_ = np.argsort(d, axis=1)[:, :k]
+        return self
+
+    def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        start = rng.integers(0, len(self.train_), size=n)
+        towards = self.neighbours_[start, rng.integers(0, self.neighbours_.shape[1], size=n)]
+        share = rng.random(n) * self.step
+        out = self.train_.iloc[start].reset_index(drop=True).copy()
+        other = self.train_.iloc[towards].reset_index(drop=True)
+        for name, col in self.spec_.columns.items():
+            if col.is_numeric and col.kind != "datetime" and name != self.spec_.entity_id:
+                a = pd.to_numeric(out[name], errors="coerce").to_numpy(dtype=float)
+                b = pd.to_numeric(other[name], errors="coerce").to_numpy(dtype=float)
+                moved = np.where(np.isnan(b), a, a + share * (b - a))
+                if pd.api.types.is_integer_dtype(self.train_[name]):
+                    moved = np.round(moved)
+                out[name] = moved.astype(self.train_[name].dtype) if not np.isnan(moved).any() else moved
         return clip_to_spec(out, self.spec_)

@@ -13,7 +13,7 @@ from typing import Any
 
 from privacy_gate.config import budget_tests
 from privacy_gate.errors import ConfigError
-from privacy_gate.experiment.shadow_gate import run_shadow_test
+from privacy_gate.experiment.shadow_gate import evidence_sentence, run_shadow_test
 from privacy_gate.gate.budget import membership_power, test_levels
 from privacy_gate.generators import generator_capabilities
 from privacy_gate.names import SHADOW, metric_name
@@ -70,6 +70,9 @@ def run_shadow_stage(state: Any, executor: Any, logger: Any) -> None:
                 settings.exposure.fdr, r.power, 100 * r.promise_share,
                 "" if r.sufficient else f" (about {r.fits_needed} fits would reach {settings.gate.budget.power:.0%})"
                 if r.fits_needed else " (no number of fits reaches it on this pool: more records are needed)")
+    for item in r.evidence[:3]:
+        if item["named"]:
+            logger.info("  %s", evidence_sentence(item))
 
 
 __all__ = ["run_shadow_stage", "shadow_reason"]
