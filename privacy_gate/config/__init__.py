@@ -21,7 +21,7 @@ from privacy_gate.config.sections import (DEFAULT_ATTACKS, DEFAULT_MAX_FIELD_BYT
                                           DisclosureConfig, ExposureConfig, GeneratorConfig, InputLimits, MaceConfig,
                                           PublishConfig, RetryConfig, ReviewConfig, RunnerConfig, ScheduleConfig, ShadowConfig,
                                           SplitConfig, TargetsConfig, TrackingConfig, location_name)
-from privacy_gate.config.rules import (BUDGET_TESTS, DEFAULT_RULES, TEST_KEYS, BudgetConfig, Disable, GateConfig,
+from privacy_gate.config.rules import (BUDGET_TESTS, DEFAULT_RULES, RUN_DECIDED_TESTS, TEST_KEYS, BudgetConfig, Disable, GateConfig,
                                        Rule, active_rules, budget_tests, protections_off, rule_test, rules_problem)
 from privacy_gate.config.release import (LADDER_FILTERS, DependencyStudyConfig, GateOnlyConfig, ReleaseConfig,
                                          RemediateConfig, StudyGenerator, StudyScenario)
@@ -33,7 +33,7 @@ __all__ = ["AttackConfig", "AuditConfig", "BUDGET_TESTS", "BudgetConfig", "Confi
            "DependencyStudyConfig", "Disable", "DisclosureConfig", "ExposureConfig", "GateConfig", "GateOnlyConfig",
            "GeneratorConfig", "InputLimits", "LADDER_FILTERS", "MAX_YAML_ALIASES", "MAX_YAML_BYTES",
            "MAX_YAML_NODES", "MaceConfig", "PublishConfig", "ReleaseConfig", "RemediateConfig", "RetryConfig",
-           "ReviewConfig", "Rule", "RunnerConfig", "SMALLEST_CONTROL", "ScheduleConfig", "ShadowConfig", "SplitConfig",
+           "ReviewConfig", "Rule", "RUN_DECIDED_TESTS", "RunnerConfig", "SMALLEST_CONTROL", "ScheduleConfig", "ShadowConfig", "SplitConfig",
            "StudyGenerator", "StudyScenario", "TEST_KEYS", "TargetsConfig", "TrackingConfig", "active_rules",
            "budget_tests", "load_gate_only_config", "load_judging", "load_release_config", "load_rules",
            "load_rules_config", "load_spec", "location_name", "protections_off", "rule_test", "rules_problem"]

@@ -55,6 +55,9 @@ FIRST_LOOK = 16
 #: the tail test of the shadow statistic looks at most this share of the pool (a memorised tenth
 #: of the training records must fit in it)
 TAIL_SHARE = 0.2
+#: null draws of the tail-excess test here: its p-value floor (1 / 20,001) far below the test's
+#: share of the review budget divided over the looks
+TAIL_DRAWS = 20_000
 #: draws of the power model
 POWER_DRAWS = 2000
 #: the largest number of fits :func:`fits_needed` reports before it says "more records"
@@ -105,13 +108,14 @@ def calibrated_scores(real: np.ndarray, shadow: np.ndarray, member: np.ndarray) 
     return np.where(n_out >= 2, z, 0.0)
 
 
-def release_pvalue(z: np.ndarray, labels: np.ndarray, *, seed: int) -> tuple[float, dict[str, float]]:
+def release_pvalue(z: np.ndarray, labels: np.ndarray, *, seed: int,
+                   tail_draws: int = TAIL_DRAWS) -> tuple[float, dict[str, float]]:
     """Exact permutation p-value that the members' calibrated scores are higher than the other
     pool records': Bonferroni of the rank test and the tail-excess test (module docstring).
     Returns ``(p, {"rank": p_rank, "tail": p_tail})``."""
     labels = np.asarray(labels, dtype=bool)
     rank = rank_test_pvalue(z, labels, seed=seed)
-    tail, _ = tail_excess_pvalue(z, labels, max_share=TAIL_SHARE, seed=seed + 1)
+    tail, _ = tail_excess_pvalue(z, labels, max_share=TAIL_SHARE, simulations=tail_draws, seed=seed + 1)
     return min(1.0, 2.0 * min(rank, tail)), {"rank": rank, "tail": tail}
 
 

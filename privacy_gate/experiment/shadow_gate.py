@@ -296,7 +296,7 @@ def evidence_sentence(item: dict) -> str:
     """One record's evidence in words.
 
     >>> evidence_sentence({"row_id": 7, "real": 3.0, "out": [1.0, 2.0], "in": [3.5], "out_below": 2})
-    "record 7: its score on the release is higher than in all 2 shadow releases that never saw it (1 that did score 3.5 on average)"
+    'record 7: its score on the release is higher than in all 2 shadow releases that never saw it (1 that did score 3.5 on average)'
     """
     n_out, below = len(item["out"]), item["out_below"]
     share = f"all {n_out}" if below == n_out else f"{below} of the {n_out}"
