@@ -222,6 +222,9 @@ class ShadowConfig(Strict):
     # has gone (the test is then taken at the last completed look)
     max_fits: int = Field(256, ge=2, le=65536)
     max_seconds: float = Field(600.0, gt=0)
+    # stop at the look where the decision can no longer change (false: every look up to max_fits,
+    # for an audit or a timing that wants exactly max_fits fits)
+    stop_early: bool = True
     # worker processes of the fits (1: in this process); torch generators use CUDA when present
     jobs: int = Field(2, ge=1, le=256)
     # the promise that replaces the targets' power check on a small table: a release memorising

@@ -202,6 +202,10 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
         raise ValueError("the generator-aware test needs pool records outside the training split")
     looks, design_power = _design(look_schedule(config.max_fits), n_train=n_train, n_pool=n_pool,
                                   review_level=review_level, share=config.promise_share, power=power)
+    if not config.stop_early:  # every look up to max_fits
+        looks = look_schedule(config.max_fits)
+        design_power = memorised_power(n_train=n_train, n_pool=n_pool, fits=looks[-1],
+                                       level=final_level(review_level, looks[-1]), share=config.promise_share)
     naming = min(config.max_fits, max(looks[-1], naming_fits(n_train, n_pool, q)))
     weights = look_weights(len(looks))
     labels = np.zeros(n_pool, dtype=bool)
@@ -233,7 +237,7 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
             parts = parts_j
         progress(f"shadow fits {k}/{looks[-1]} ({time.perf_counter() - started:.0f} s): look {j + 1}, "
                  f"p {p:.3g} (weighted {look_p[-1]:.3g})")
-        if min(look_p) <= review_level:
+        if min(look_p) <= review_level and config.stop_early:
             stopped = f"significance at look {j + 1} (the decision cannot change)"
             break
     if min(look_p) <= review_level and len(columns) < naming:  # found: fits for naming, no more tests

@@ -86,6 +86,7 @@ class CopyTrainCanary(Component):
         rng = np.random.default_rng(self.seed if seed is None else seed)
         replace = n > len(self.train_)
         idx = rng.choice(len(self.train_), size=n, replace=replace)
+        self.sampled_from_ = idx  # the training positions copied (what a benchmark checks)
         return self.train_.iloc[idx].reset_index(drop=True)
 
 
@@ -139,23 +140,22 @@ class SmoteSynthesizer(Component):
 
     def fit(self, train: pd.DataFrame, spec: DatasetSpec, *, reference: pd.DataFrame | None = None
             ) -> SmoteSynthesizer:
+        from sklearn.neighbors import NearestNeighbors
+
         from privacy_gate.data.encoding import MixedEncoder
 
         self.train_ = train.reset_index(drop=True)
         self.spec_ = spec
         x = MixedEncoder(spec=spec, data_name="training data").fit(self.train_).transform(self.train_)
-        d = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1) if len(x) <= 4000 else None
         k = min(self.k_neighbours, max(1, len(x) - 1))
-        if d is None:  # a large table: neighbours within random blocks (still next to a record)
-            self.neighbours_ = np.random.default_rng(0).integers(0, len(x), size=(len(x), k))
-        else:
-            np.fill_diagonal(d, np.inf)
-            self.neighbours_ = np.argsort(d, axis=1)[:, :k]
+        _, idx = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x)
+        self.neighbours_ = idx[:, 1:]  # the record itself first
         return self
 
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
         rng = np.random.default_rng(self.seed if seed is None else seed)
         start = rng.integers(0, len(self.train_), size=n)
+        self.sampled_from_ = start  # the training positions the rows start at (what a benchmark checks)
         towards = self.neighbours_[start, rng.integers(0, self.neighbours_.shape[1], size=n)]
         share = rng.random(n) * self.step
         out = self.train_.iloc[start].reset_index(drop=True).copy()
