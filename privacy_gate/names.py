@@ -482,6 +482,7 @@ ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, e
 #: the generator-aware test per training record: row_id, p_value, z, n_out, n_in, named, in_top (no values)
 ART_SHADOW = "risk/shadow_records.parquet"
 ART_SHADOW_PLOT = "plots/shadow_evidence.png"  # named records' real score against their shadow scores
+ART_SHADOW_EVIDENCE = "risk/shadow_evidence.json"  # the same as numbers: row id, real, out and in scores
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"

@@ -66,7 +66,8 @@ class GateResult:
             subgroups=self.audit.group_rows if self.audit else (), utility=self.utility or {},
             timings=self.timings, run_id=self.verdict.run_id, dataset=self.settings.spec.name,
             mace=self.mace.per_record if self.mace else None,
-            disclosure=self.disclosure.summary() if self.disclosure else None))
+            disclosure=self.disclosure.summary() if self.disclosure else None,
+            shadow_evidence=self.shadow.evidence if self.shadow else ()))
 
     def _repr_html_(self) -> str:
         return self.report_html()

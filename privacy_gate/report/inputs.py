@@ -31,6 +31,7 @@ class ReportInputs:
     disclosure: Mapping[str, Any] | None = None  # risk/disclosure.json (DisclosureResult.summary: no values)
     metric_files: Sequence[str] = ()  # the run's metrics/ artifacts: every figure, as JSON and tables
     workdir: str | None = None  # the run's workdir (its tag): the decision commands name it
+    shadow_evidence: Sequence[Mapping[str, Any]] = ()  # risk/shadow_evidence.json (scores, no values)
 
 
 

@@ -158,9 +158,10 @@ def disclosure_figure(rows: Sequence[dict]):
     return fig
 
 
-def shadow_figure(evidence: Sequence[dict]):
-    """Per record (by row id): its real score (a red bar) against its own scores in the shadow
-    releases that never saw it (grey dots) and that did (blue crosses). Scores only, no values."""
+def shadow_figure(evidence: Sequence[dict], labels: Sequence[str] | None = None):
+    """Per record (labelled by row id, or by ``labels``): its real score (a red bar) against its own
+    scores in the shadow releases that never saw it (grey dots) and that did (blue crosses).
+    Scores only, no values."""
     fig, (ax,) = _figure(7, 0.45 * max(len(evidence), 3) + 1.2, 1)
     for y, item in enumerate(evidence[::-1]):
         jitter = np.linspace(-0.15, 0.15, max(len(item["out"]), 1))[: len(item["out"])]
@@ -169,7 +170,8 @@ def shadow_figure(evidence: Sequence[dict]):
                    label="shadows with it" if y == 0 else None)
         ax.plot([item["real"]] * 2, [y - 0.35, y + 0.35], color="#c44e52", lw=2.5,
                 label="the release" if y == 0 else None)
-    ax.set_yticks(range(len(evidence)), [f"record {e['row_id']}" for e in evidence[::-1]], fontsize=7)
+    labels = list(labels) if labels is not None else [f"record {e['row_id']}" for e in evidence]
+    ax.set_yticks(range(len(evidence)), labels[::-1], fontsize=7)
     ax.set_xlabel("copy-multiplicity score")
     ax.set_title("each record's score on the release against its own shadow scores")
     ax.legend(fontsize=7)

@@ -147,6 +147,7 @@ class MlflowSink:
         if result.shadow is not None:  # row ids, p-values and scores: never record values
             self.tracker.log_frame(self.run_id, result.shadow.records, names.ART_SHADOW)
             if result.shadow.evidence:
+                self.tracker.log_json(self.run_id, result.shadow.evidence, names.ART_SHADOW_EVIDENCE)
                 self._figure(shadow_figure(result.shadow.evidence), names.ART_SHADOW_PLOT)
         if result.disclosure is not None:
             # attacker's columns, counts, rates and risks only: no predicate or secret value
