@@ -9,6 +9,8 @@ Three parts (``--part``), each appending one JSON line per gate to
   reference a third of that each, as the default split), judged by the whole default gate with
   the recipe known and ``shadow.enabled: true``. Per cell: how often the generator-aware test
   alone rejects at its review share and at 5 % (its p-value), how often the gate approves.
+- ``level``: the same releases judged by the generator-aware test alone (at the share of the
+  review budget it has in the gate): its own rejection rate, cheaper than whole gates.
 - ``power``: memorising generators (``smote``: every row between two neighbouring training
   records; ``noisy_copy`` at 0.3 sd) at 500 and 2,000 rows, each release judged twice: with the
   recipe known and by the holdout-calibrated gate alone; the named records' false discovery
@@ -103,6 +105,28 @@ def one_gate(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: 
     return row
 
 
+def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: int) -> dict:
+    """The generator-aware test alone on one release, at the share of the review budget it has in
+    a default gate (the whole gate's other stages skipped: the test's own level is what is asked)."""
+    from privacy_gate.config import BUDGET_TESTS, BudgetConfig, ShadowConfig
+    from privacy_gate.experiment.shadow_gate import run_shadow_test
+    from privacy_gate.gate.budget import test_levels
+    from privacy_gate.generators import create_generator
+
+    splits, spec = splits_of(table, n, seed)
+    name, params = recipe(token)
+    gen = create_generator(name, **params, seed=seed).fit(splits.train, spec, reference=splits.reference)
+    synthetic = gen.sample(n, seed=seed)
+    share = test_levels(BudgetConfig(), list(BUDGET_TESTS))["shadow"][0]
+    started = time.perf_counter()
+    r = run_shadow_test(splits, synthetic, spec, generator=name, params=params,
+                        config=ShadowConfig(max_fits=max_fits, jobs=jobs), review_level=share, power=0.9, q=0.05,
+                        seed=seed, calibration_reference=True)
+    return {"table": table, "n_train": n, "generator": token, "seed": seed, "decision": None, "reasons": [],
+            "seconds": round(time.perf_counter() - started, 1), "shadow": r.metrics(), "shadow_review_level": share,
+            "shadow_rejects": r.pvalue <= share, "insufficient_only": False}
+
+
 def wilson(k: int, n: int) -> list[float]:
     from benchmarks.bench_calibration import wilson as interval
 
@@ -118,16 +142,17 @@ def summarise() -> dict:
     out = []
     for (part, table, n, gen), rs in sorted(cells.items()):
         k = len(rs)
-        approve = sum(r["decision"] == "APPROVE" for r in rs)
+        approve = sum(r["decision"] == "APPROVE" for r in rs) if part != "level" else None
         rej = sum(r["shadow_rejects"] for r in rs)
         rej05 = sum((r["shadow"].get("pvalue", 1.0) or 1.0) <= 0.05 for r in rs)
         cell = {"part": part, "table": table, "n_train": n, "generator": gen, "seeds": k,
-                "approved": approve, "approved_wilson": wilson(approve, k),
+                "approved": approve, "approved_wilson": wilson(approve, k) if approve is not None else None,
                 "insufficient_only": sum(r["insufficient_only"] for r in rs),
                 "blocked": sum(r["decision"] == "BLOCK" for r in rs),
                 "shadow_rejects_at_share": rej, "shadow_rejects_at_share_wilson": wilson(rej, k),
                 "shadow_rejects_at_0.05": rej05, "shadow_rejects_at_0.05_wilson": wilson(rej05, k),
-                "not_approved": k - approve, "not_approved_wilson": wilson(k - approve, k),
+                "not_approved": None if approve is None else k - approve,
+                "not_approved_wilson": None if approve is None else wilson(k - approve, k),
                 "median_fits": float(np.median([r["shadow"].get("fits", 0) for r in rs])),
                 "median_seconds": float(np.median([r["seconds"] for r in rs])),
                 "seed_range": [min(r["seed"] for r in rs), max(r["seed"] for r in rs)]}
@@ -147,7 +172,7 @@ def summarise() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["validity", "power", "speed", "summary"], required=True)
+    parser.add_argument("--part", choices=["validity", "level", "power", "speed", "summary"], required=True)
     parser.add_argument("--tables", nargs="+", default=["adult"])
     parser.add_argument("--rows", nargs="+", type=int, default=[500])
     parser.add_argument("--generators", nargs="+", default=["mst:1"])
@@ -163,12 +188,22 @@ def main() -> None:
         print(json.dumps(speed(args), indent=1))
         return
     RUNS.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if RUNS.exists():
+        done = {(r["part"], r["table"], r["n_train"], r["generator"], r["seed"])
+                for r in map(json.loads, filter(str.strip, RUNS.read_text().splitlines()))}
     for table in args.tables:
         for n in args.rows:
             for token in args.generators:
                 for seed in range(args.seeds[0], args.seeds[1] + 1):
-                    row = {"part": args.part, **one_gate(table, n, token, seed, jobs=args.jobs,
-                                                         max_fits=args.max_fits, beside=args.part == "power")}
+                    if (args.part, table, n, token, seed) in done:
+                        continue
+                    if args.part == "level":
+                        row = {"part": "level", **test_alone(table, n, token, seed, jobs=args.jobs,
+                                                             max_fits=args.max_fits)}
+                    else:
+                        row = {"part": args.part, **one_gate(table, n, token, seed, jobs=args.jobs,
+                                                             max_fits=args.max_fits, beside=args.part == "power")}
                     with RUNS.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
                     print(f"{table} {n} {token} seed {seed}: {row['decision']} shadow p "
