@@ -67,35 +67,66 @@ def splits_of(table: str, n: int, seed: int):
     return Splits(train=train, holdout=holdout, reference=ref), spec
 
 
-def one_gate(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: int, beside: bool) -> dict:
+def one_gate(
+    table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: int, beside: bool
+) -> dict:
     from privacy_gate.config import ShadowConfig
     from privacy_gate.generators import create_generator
     from privacy_gate.pipeline.evaluate import evaluate
 
     splits, spec = splits_of(table, n, seed)
     name, params = recipe(token)
-    gen = create_generator(name, **params, seed=seed).fit(splits.train, spec, reference=splits.reference)
+    gen = create_generator(name, **params, seed=seed).fit(
+        splits.train, spec, reference=splits.reference
+    )
     synthetic = gen.sample(n, seed=seed)
-    kw = dict(train=splits.train, holdout=splits.holdout, reference=splits.reference, synthetic=synthetic, spec=spec)
+    kw = dict(
+        train=splits.train,
+        holdout=splits.holdout,
+        reference=splits.reference,
+        synthetic=synthetic,
+        spec=spec,
+    )
     started = time.perf_counter()
-    result = evaluate(**kw, generator=name, generator_params=params,
-                      shadow=ShadowConfig(enabled=True, max_fits=max_fits, jobs=jobs))
+    result = evaluate(
+        **kw,
+        generator=name,
+        generator_params=params,
+        shadow=ShadowConfig(enabled=True, max_fits=max_fits, jobs=jobs),
+    )
     v = result.verdict
     seconds = time.perf_counter() - started
     tests = {t["name"]: t for t in v.budget.get("tests", [])}
     shadow = tests.get("shadow", {})
-    row = {"table": table, "n_train": n, "generator": token, "seed": seed, "decision": v.decision,
-           "reasons": sorted({c.key for c in v.reasons}), "seconds": round(seconds, 1),
-           "shadow": {k.removeprefix("shadow."): val for k, val in v.metrics.items() if k.startswith("shadow.")},
-           "shadow_review_level": shadow.get("review_level"),
-           "shadow_rejects": bool(shadow) and shadow.get("pvalue") is not None
-           and shadow["pvalue"] <= shadow["review_level"],
-           "insufficient_only": v.decision == "REVIEW" and all("insufficient_evidence" in c.key or c.metric ==
-                                                               "power.detectable_auc" for c in v.reasons)}
+    row = {
+        "table": table,
+        "n_train": n,
+        "generator": token,
+        "seed": seed,
+        "decision": v.decision,
+        "reasons": sorted({c.key for c in v.reasons}),
+        "seconds": round(seconds, 1),
+        "shadow": {
+            k.removeprefix("shadow."): val
+            for k, val in v.metrics.items()
+            if k.startswith("shadow.")
+        },
+        "shadow_review_level": shadow.get("review_level"),
+        "shadow_rejects": bool(shadow)
+        and shadow.get("pvalue") is not None
+        and shadow["pvalue"] <= shadow["review_level"],
+        "insufficient_only": v.decision == "REVIEW"
+        and all(
+            "insufficient_evidence" in c.key or c.metric == "power.detectable_auc"
+            for c in v.reasons
+        ),
+    }
     sources = getattr(gen, "sampled_from_", None)  # training positions the release's rows copy
     if sources is not None and result.shadow is not None:
         named = set(result.shadow.records.loc[result.shadow.records["named"], "row_id"].astype(int))
-        copied = set(int(i) for i in np.unique(sources))  # row ids: positions in train (train first)
+        copied = set(
+            int(i) for i in np.unique(sources)
+        )  # row ids: positions in train (train first)
         row["named_fdp"] = len(named - copied) / len(named) if named else None
         row["copied"] = len(copied)
     if beside:
@@ -107,7 +138,8 @@ def one_gate(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: 
 
 def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: int) -> dict:
     """The generator-aware test alone on one release, at the share of the review budget it has in
-    a default gate (the whole gate's other stages skipped: the test's own level is what is asked)."""
+    a default gate (the whole gate's other stages skipped: the test's own level is what is
+    asked)."""
     from privacy_gate.config import BUDGET_TESTS, BudgetConfig, ShadowConfig
     from privacy_gate.experiment.shadow_gate import run_shadow_test
     from privacy_gate.gate.budget import test_levels
@@ -115,16 +147,38 @@ def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits
 
     splits, spec = splits_of(table, n, seed)
     name, params = recipe(token)
-    gen = create_generator(name, **params, seed=seed).fit(splits.train, spec, reference=splits.reference)
+    gen = create_generator(name, **params, seed=seed).fit(
+        splits.train, spec, reference=splits.reference
+    )
     synthetic = gen.sample(n, seed=seed)
     share = test_levels(BudgetConfig(), list(BUDGET_TESTS))["shadow"][0]
     started = time.perf_counter()
-    r = run_shadow_test(splits, synthetic, spec, generator=name, params=params,
-                        config=ShadowConfig(max_fits=max_fits, jobs=jobs), review_level=share, power=0.9, q=0.05,
-                        seed=seed, calibration_reference=True)
-    return {"table": table, "n_train": n, "generator": token, "seed": seed, "decision": None, "reasons": [],
-            "seconds": round(time.perf_counter() - started, 1), "shadow": r.metrics(), "shadow_review_level": share,
-            "shadow_rejects": r.pvalue <= share, "insufficient_only": False}
+    r = run_shadow_test(
+        splits,
+        synthetic,
+        spec,
+        generator=name,
+        params=params,
+        config=ShadowConfig(max_fits=max_fits, jobs=jobs),
+        review_level=share,
+        power=0.9,
+        q=0.05,
+        seed=seed,
+        calibration_reference=True,
+    )
+    return {
+        "table": table,
+        "n_train": n,
+        "generator": token,
+        "seed": seed,
+        "decision": None,
+        "reasons": [],
+        "seconds": round(time.perf_counter() - started, 1),
+        "shadow": r.metrics(),
+        "shadow_review_level": share,
+        "shadow_rejects": r.pvalue <= share,
+        "insufficient_only": False,
+    }
 
 
 def wilson(k: int, n: int) -> list[float]:
@@ -145,17 +199,26 @@ def summarise() -> dict:
         approve = sum(r["decision"] == "APPROVE" for r in rs) if part != "level" else None
         rej = sum(r["shadow_rejects"] for r in rs)
         rej05 = sum((r["shadow"].get("pvalue", 1.0) or 1.0) <= 0.05 for r in rs)
-        cell = {"part": part, "table": table, "n_train": n, "generator": gen, "seeds": k,
-                "approved": approve, "approved_wilson": wilson(approve, k) if approve is not None else None,
-                "insufficient_only": sum(r["insufficient_only"] for r in rs),
-                "blocked": sum(r["decision"] == "BLOCK" for r in rs),
-                "shadow_rejects_at_share": rej, "shadow_rejects_at_share_wilson": wilson(rej, k),
-                "shadow_rejects_at_0.05": rej05, "shadow_rejects_at_0.05_wilson": wilson(rej05, k),
-                "not_approved": None if approve is None else k - approve,
-                "not_approved_wilson": None if approve is None else wilson(k - approve, k),
-                "median_fits": float(np.median([r["shadow"].get("fits", 0) for r in rs])),
-                "median_seconds": float(np.median([r["seconds"] for r in rs])),
-                "seed_range": [min(r["seed"] for r in rs), max(r["seed"] for r in rs)]}
+        cell = {
+            "part": part,
+            "table": table,
+            "n_train": n,
+            "generator": gen,
+            "seeds": k,
+            "approved": approve,
+            "approved_wilson": wilson(approve, k) if approve is not None else None,
+            "insufficient_only": sum(r["insufficient_only"] for r in rs),
+            "blocked": sum(r["decision"] == "BLOCK" for r in rs),
+            "shadow_rejects_at_share": rej,
+            "shadow_rejects_at_share_wilson": wilson(rej, k),
+            "shadow_rejects_at_0.05": rej05,
+            "shadow_rejects_at_0.05_wilson": wilson(rej05, k),
+            "not_approved": None if approve is None else k - approve,
+            "not_approved_wilson": None if approve is None else wilson(k - approve, k),
+            "median_fits": float(np.median([r["shadow"].get("fits", 0) for r in rs])),
+            "median_seconds": float(np.median([r["seconds"] for r in rs])),
+            "seed_range": [min(r["seed"] for r in rs), max(r["seed"] for r in rs)],
+        }
         if any("holdout_only_decision" in r for r in rs):
             alone = sum(r.get("holdout_only_decision") != "APPROVE" for r in rs)
             cell["holdout_only_not_approved"] = alone
@@ -171,8 +234,12 @@ def summarise() -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["validity", "level", "power", "speed", "summary"], required=True)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--part", choices=["validity", "level", "power", "speed", "summary"], required=True
+    )
     parser.add_argument("--tables", nargs="+", default=["adult"])
     parser.add_argument("--rows", nargs="+", type=int, default=[500])
     parser.add_argument("--generators", nargs="+", default=["mst:1"])
@@ -190,8 +257,10 @@ def main() -> None:
     RUNS.parent.mkdir(parents=True, exist_ok=True)
     done = set()
     if RUNS.exists():
-        done = {(r["part"], r["table"], r["n_train"], r["generator"], r["seed"])
-                for r in map(json.loads, filter(str.strip, RUNS.read_text().splitlines()))}
+        done = {
+            (r["part"], r["table"], r["n_train"], r["generator"], r["seed"])
+            for r in map(json.loads, filter(str.strip, RUNS.read_text().splitlines()))
+        }
     for table in args.tables:
         for n in args.rows:
             for token in args.generators:
@@ -199,21 +268,39 @@ def main() -> None:
                     if (args.part, table, n, token, seed) in done:
                         continue
                     if args.part == "level":
-                        row = {"part": "level", **test_alone(table, n, token, seed, jobs=args.jobs,
-                                                             max_fits=args.max_fits)}
+                        row = {
+                            "part": "level",
+                            **test_alone(
+                                table, n, token, seed, jobs=args.jobs, max_fits=args.max_fits
+                            ),
+                        }
                     else:
-                        row = {"part": args.part, **one_gate(table, n, token, seed, jobs=args.jobs,
-                                                             max_fits=args.max_fits, beside=args.part == "power")}
+                        row = {
+                            "part": args.part,
+                            **one_gate(
+                                table,
+                                n,
+                                token,
+                                seed,
+                                jobs=args.jobs,
+                                max_fits=args.max_fits,
+                                beside=args.part == "power",
+                            ),
+                        }
                     with RUNS.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
-                    print(f"{table} {n} {token} seed {seed}: {row['decision']} shadow p "
-                          f"{row['shadow'].get('pvalue')} fits {row['shadow'].get('fits')} "
-                          f"({row['seconds']} s) {row.get('holdout_only_decision', '')}", flush=True)
+                    print(
+                        f"{table} {n} {token} seed {seed}: {row['decision']} shadow p "
+                        f"{row['shadow'].get('pvalue')} fits {row['shadow'].get('fits')} "
+                        f"({row['seconds']} s) {row.get('holdout_only_decision', '')}",
+                        flush=True,
+                    )
     summarise()
 
 
 def speed(args) -> dict:
-    """Fits per second of the shadow fits on this machine, and a whole 1,000-row MST gate with K = 64."""
+    """Fits per second of the shadow fits on this machine, and a whole 1,000-row MST gate with
+    K = 64."""
     import torch
 
     from privacy_gate.config import ShadowConfig
@@ -225,20 +312,58 @@ def speed(args) -> dict:
     for token, n in (("mst:1", 1000), ("gaussian_copula", 1000)):
         splits, spec = splits_of("adult", n, 0)
         name, params = recipe(token)
-        syn = create_generator(name, **params, seed=0).fit(splits.train, spec, reference=splits.reference).sample(n)
-        r = run_shadow_test(splits, syn, spec, generator=name, params=params,
-                            config=ShadowConfig(max_fits=32, jobs=args.jobs), review_level=0.0, power=0.9,
-                            q=0.05, seed=0, calibration_reference=True)
-        out["rates"].append({"generator": token, "n_train": n, "fits": r.fits, "seconds": round(r.seconds, 1),
-                             "fits_per_second": round(r.fits / r.seconds, 2), "device": "cpu", "jobs": args.jobs})
+        syn = (
+            create_generator(name, **params, seed=0)
+            .fit(splits.train, spec, reference=splits.reference)
+            .sample(n)
+        )
+        r = run_shadow_test(
+            splits,
+            syn,
+            spec,
+            generator=name,
+            params=params,
+            config=ShadowConfig(max_fits=32, jobs=args.jobs),
+            review_level=0.0,
+            power=0.9,
+            q=0.05,
+            seed=0,
+            calibration_reference=True,
+        )
+        out["rates"].append(
+            {
+                "generator": token,
+                "n_train": n,
+                "fits": r.fits,
+                "seconds": round(r.seconds, 1),
+                "fits_per_second": round(r.fits / r.seconds, 2),
+                "device": "cpu",
+                "jobs": args.jobs,
+            }
+        )
     splits, spec = splits_of("adult", 1000, 1)
-    syn = create_generator("mst", epsilon=1.0, seed=1).fit(splits.train, spec, reference=splits.reference).sample(1000)
+    syn = (
+        create_generator("mst", epsilon=1.0, seed=1)
+        .fit(splits.train, spec, reference=splits.reference)
+        .sample(1000)
+    )
     started = time.perf_counter()
-    v = evaluate(train=splits.train, holdout=splits.holdout, reference=splits.reference, synthetic=syn, spec=spec,
-                 generator="mst", generator_params={"epsilon": 1.0},
-                 shadow=ShadowConfig(enabled=True, max_fits=64, jobs=2, stop_early=False)).verdict
-    out["gate_1000_mst_k64"] = {"seconds": round(time.perf_counter() - started, 1), "decision": v.decision,
-                                "fits": v.metrics.get("shadow.fits"), "jobs": 2}
+    v = evaluate(
+        train=splits.train,
+        holdout=splits.holdout,
+        reference=splits.reference,
+        synthetic=syn,
+        spec=spec,
+        generator="mst",
+        generator_params={"epsilon": 1.0},
+        shadow=ShadowConfig(enabled=True, max_fits=64, jobs=2, stop_early=False),
+    ).verdict
+    out["gate_1000_mst_k64"] = {
+        "seconds": round(time.perf_counter() - started, 1),
+        "decision": v.decision,
+        "fits": v.metrics.get("shadow.fits"),
+        "jobs": 2,
+    }
     path = ROOT / "benchmarks" / "results" / "shadow_speed.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
     return out

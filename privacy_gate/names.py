@@ -108,9 +108,10 @@ AGREEMENT_FIGURES = ("pvalue", "tail_pvalue", "simes_pvalue", "count", "tested",
 #: The generator-aware test (``experiment.shadow_gate``): ``shadow.pvalue`` is what the budget's
 #: ``shadow`` test reads; the rest say how much compute it used and what it can see.
 SHADOW = "shadow"
-SHADOW_FIGURES = ("pvalue", "rank_pvalue", "tail_pvalue", "fits", "looks", "out_median", "tested", "pool",
-                  "named", "named_threshold", "top_set", "top_members", "top_exposed_lower", "power",
-                  "fits_needed", "sufficient", "seconds", "fits_per_second", "promise_share")
+SHADOW_FIGURES = ("pvalue", "rank_pvalue", "tail_pvalue", "fits", "looks", "out_median", "tested",
+                  "pool", "named", "named_threshold", "top_set", "top_members", "top_exposed_lower",
+                  "power", "fits_needed", "sufficient", "seconds", "fits_per_second",
+                  "promise_share")
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility score).
 PLAIN_FIGURES = {
@@ -479,10 +480,12 @@ ART_GROUP_ROC = "audit/flagged_roc.json"
 MAX_GROUP_ROCS = 6
 ART_EXPOSED = "risk/exposed_records.parquet"  # row_id, p_value, exposed, attack, p_<attack> (no values)
 ART_SCAN = "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
-#: the generator-aware test per training record: row_id, p_value, z, n_out, n_in, named, in_top (no values)
+#: the generator-aware test per training record: row_id, p_value, z, n_out, n_in, named, in_top
+#: (no values); its named records' real score against their own shadow scores, as a plot and as
+#: numbers (row id, real, out and in scores)
 ART_SHADOW = "risk/shadow_records.parquet"
-ART_SHADOW_PLOT = "plots/shadow_evidence.png"  # named records' real score against their shadow scores
-ART_SHADOW_EVIDENCE = "risk/shadow_evidence.json"  # the same as numbers: row id, real, out and in scores
+ART_SHADOW_PLOT = "plots/shadow_evidence.png"
+ART_SHADOW_EVIDENCE = "risk/shadow_evidence.json"
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"

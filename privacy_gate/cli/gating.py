@@ -133,10 +133,12 @@ def gate(
     publish_to: Annotated[Optional[str], typer.Option(
         help="Publication folder or s3://bucket/prefix (default WORKDIR/published).")] = None,
     generator: Annotated[Optional[str], typer.Option(
-        help="The registered generator that made the release (privacy-gate list generators): the gate refits it "
-             "for the generator-aware test (the --config file's shadow section).")] = None,
+        help="The registered generator that made the release (privacy-gate list generators): "
+             "the gate refits it for the generator-aware test (the --config file's shadow "
+             "section).")] = None,
     generator_params: Annotated[Optional[str], typer.Option(
-        help="That generator's settings as JSON, e.g. '{\"epsilon\": 1}' (with --generator).")] = None,
+        help="That generator's settings as JSON, e.g. '{\"epsilon\": 1}' (with "
+             "--generator).")] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",

@@ -102,7 +102,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 
 #: The error budget's tests (privacy_gate.gate.budget), in the order the verdict lists them.
-BUDGET_TESTS = ("membership", "targets", "scan", "agreement", "copies", "disclosure", "subgroups", "shadow")
+BUDGET_TESTS = ("membership", "targets", "scan", "agreement", "copies", "disclosure", "subgroups",
+                "shadow")
 #: The tests a run has only when their stage ran (the generator-aware test needs the recipe and
 #: decides per run whether it is needed): added to :func:`budget_tests` by the run itself.
 RUN_DECIDED_TESTS = ("shadow",)
@@ -259,7 +260,8 @@ def protections_off(gate: GateConfig, exposure: ExposureConfig, disclosure: Disc
 def budget_tests(off: dict[str, str], *, ran: tuple[str, ...] = ()) -> list[str]:
     """The budget's tests a run has, given what is off; a test of :data:`RUN_DECIDED_TESTS` only
     when the run says it ran (``ran``)."""
-    return [t for t in BUDGET_TESTS if f"test:{t}" not in off and (t not in RUN_DECIDED_TESTS or t in ran)]
+    return [t for t in BUDGET_TESTS
+            if f"test:{t}" not in off and (t not in RUN_DECIDED_TESTS or t in ran)]
 
 
 def rules_problem(rules: list[Rule] | tuple[Rule, ...], attacks: list[AttackConfig] | tuple[AttackConfig, ...],

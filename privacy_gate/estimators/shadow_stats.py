@@ -64,8 +64,9 @@ POWER_DRAWS = 2000
 MAX_FITS_NEEDED = 1 << 16
 
 
-def out_pvalues(real: np.ndarray, shadow: np.ndarray, member: np.ndarray, *,
-                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def out_pvalues(
+    real: np.ndarray, shadow: np.ndarray, member: np.ndarray, *, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """``(p, n_out)``: each record's rank p-value among its out-shadow scores (module docstring).
 
     >>> real = np.array([5.0, 0.0]); sh = np.array([[1.0, 2.0, 9.0], [1.0, 2.0, 3.0]])
@@ -108,14 +109,17 @@ def calibrated_scores(real: np.ndarray, shadow: np.ndarray, member: np.ndarray) 
     return np.where(n_out >= 2, z, 0.0)
 
 
-def release_pvalue(z: np.ndarray, labels: np.ndarray, *, seed: int,
-                   tail_draws: int = TAIL_DRAWS) -> tuple[float, dict[str, float]]:
+def release_pvalue(
+    z: np.ndarray, labels: np.ndarray, *, seed: int, tail_draws: int = TAIL_DRAWS
+) -> tuple[float, dict[str, float]]:
     """Exact permutation p-value that the members' calibrated scores are higher than the other
     pool records': Bonferroni of the rank test and the tail-excess test (module docstring).
     Returns ``(p, {"rank": p_rank, "tail": p_tail})``."""
     labels = np.asarray(labels, dtype=bool)
     rank = rank_test_pvalue(z, labels, seed=seed)
-    tail, _ = tail_excess_pvalue(z, labels, max_share=TAIL_SHARE, simulations=tail_draws, seed=seed + 1)
+    tail, _ = tail_excess_pvalue(
+        z, labels, max_share=TAIL_SHARE, simulations=tail_draws, seed=seed + 1
+    )
     return min(1.0, 2.0 * min(rank, tail)), {"rank": rank, "tail": tail}
 
 
@@ -150,8 +154,16 @@ def expected_out(fits: int, n_train: int, n_pool: int) -> float:
     return fits * (1.0 - n_train / n_pool)
 
 
-def memorised_power(*, n_train: int, n_pool: int, fits: int, level: float, share: float,
-                    draws: int = POWER_DRAWS, seed: int = 0) -> float:
+def memorised_power(
+    *,
+    n_train: int,
+    n_pool: int,
+    fits: int,
+    level: float,
+    share: float,
+    draws: int = POWER_DRAWS,
+    seed: int = 0,
+) -> float:
     """The chance that the tail part of the test rejects at ``level`` when the release memorises
     ``share`` of the training records. Conservative model: the memorised records only reach the
     per-record floor (their real score above every out-shadow score), where null records land with
@@ -174,14 +186,19 @@ def memorised_power(*, n_train: int, n_pool: int, fits: int, level: float, share
     return float(np.mean(p <= level))
 
 
-def fits_needed(*, n_train: int, n_pool: int, level_at: callable, share: float, power: float) -> int | None:
+def fits_needed(
+    *, n_train: int, n_pool: int, level_at: callable, share: float, power: float
+) -> int | None:
     """The fewest fits (a power of two from :data:`FIRST_LOOK`) whose final look reaches ``power``
     against a release memorising ``share``; ``level_at(fits)`` is the final look's level with that
     many fits. None when no number of fits up to :data:`MAX_FITS_NEEDED` does (the pool is too
     small: more records are needed, not more compute)."""
     k = FIRST_LOOK
     while k <= MAX_FITS_NEEDED:
-        if memorised_power(n_train=n_train, n_pool=n_pool, fits=k, level=level_at(k), share=share) >= power:
+        if (
+            memorised_power(n_train=n_train, n_pool=n_pool, fits=k, level=level_at(k), share=share)
+            >= power
+        ):
             return k
         k *= 2
     return None
@@ -207,6 +224,18 @@ def name_records(pvalues: np.ndarray, *, q: float) -> Naming:
     return Naming(named=named, threshold=threshold)
 
 
-__all__ = ["FIRST_LOOK", "MAX_FITS_NEEDED", "Naming", "TAIL_SHARE", "calibrated_scores", "expected_out",
-           "fits_needed", "look_schedule", "look_weights", "memorised_power", "name_records", "out_pvalues",
-           "release_pvalue"]
+__all__ = [
+    "FIRST_LOOK",
+    "MAX_FITS_NEEDED",
+    "Naming",
+    "TAIL_SHARE",
+    "calibrated_scores",
+    "expected_out",
+    "fits_needed",
+    "look_schedule",
+    "look_weights",
+    "memorised_power",
+    "name_records",
+    "out_pvalues",
+    "release_pvalue",
+]

@@ -1,4 +1,4 @@
-"""The generator-aware test: the release against refits of its own recipe on the records the gate holds.
+"""The generator-aware test: the release against refits of its recipe on the records the gate holds.
 
 When the gate knows how the release was made (a release run; a gate-only run given
 ``--generator``), it fits the same generator with the same settings ``K`` more times, each on a
@@ -18,6 +18,10 @@ the decision can no longer change: the test is significant at its review share (
 ``shadow.*``, so it cannot BLOCK alone), or the look the design needs for its power is reached —
 and once it is significant, more fits (no more tests) until what it found can be named
 (:func:`naming_fits`).
+
+It is one module because the fits, the scores and the looks are one procedure over one shared
+:class:`ScoringContext`: the looks decide how many fits run next, and each fit's scores feed the
+next look, so splitting the loop from what it maps would pass its whole state across files.
 """
 
 from __future__ import annotations
@@ -31,23 +35,35 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privacy_gate.attacks.distance import COPY_FLOOR, COPY_NEIGHBOURS, copy_scores, k_nearest_distances
+from privacy_gate.attacks.distance import (
+    COPY_FLOOR,
+    COPY_NEIGHBOURS,
+    copy_scores,
+    k_nearest_distances,
+)
 from privacy_gate.attacks.shadow import Mapper, default_mapper
 from privacy_gate.config import ShadowConfig
 from privacy_gate.data import Splits
 from privacy_gate.data.encoding import MixedEncoder
-from privacy_gate.estimators.shadow_stats import (calibrated_scores, expected_out, fits_needed, look_schedule,
-                                                  look_weights, memorised_power, name_records, out_pvalues,
-                                                  release_pvalue)
+from privacy_gate.estimators.shadow_stats import (
+    calibrated_scores,
+    expected_out,
+    fits_needed,
+    look_schedule,
+    look_weights,
+    memorised_power,
+    name_records,
+    out_pvalues,
+    release_pvalue,
+)
 from privacy_gate.estimators.tail_test import top_set
+from privacy_gate.experiment.shadow_evidence import record_evidence
 from privacy_gate.generators import create_generator
 from privacy_gate.spec import DatasetSpec
 
 #: mixed into the run's seed so the shadows' randomness is their own (reproducible, never the
 #: attacks' or the split's draws)
 SEED_TAG = 0x5AD0
-#: named (or most exposed) records whose shadow scores the report plots
-EVIDENCE_RECORDS = 6
 #: once the test is significant, fits go on (up to ``shadow.max_fits``, no more tests) until a
 #: copied record's p-value floor is this factor below the naming FDR: BH then names copies of a
 #: quarter of the training records (what the test found can also be named)
@@ -82,7 +98,9 @@ class FitJob:
 def release_scores(context: ScoringContext, synthetic: pd.DataFrame) -> np.ndarray:
     """Every pool record's copy-multiplicity score on one release."""
     S = np.ascontiguousarray(context.encoder.transform(synthetic), dtype=np.float64)
-    d_syn = k_nearest_distances(context.pool_encoded, S, min(COPY_NEIGHBOURS, len(S)), chunk_bytes=CHUNK_BYTES)
+    d_syn = k_nearest_distances(
+        context.pool_encoded, S, min(COPY_NEIGHBOURS, len(S)), chunk_bytes=CHUNK_BYTES
+    )
     return copy_scores(d_syn, context.d_real, floor=context.floor)
 
 
@@ -138,19 +156,38 @@ class ShadowResult:
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``shadow.<figure>``, ``names.SHADOW_FIGURES``)."""
-        return {"pvalue": self.pvalue, "rank_pvalue": self.rank_pvalue, "tail_pvalue": self.tail_pvalue,
-                "fits": float(self.fits), "looks": float(self.looks), "out_median": self.out_median,
-                "tested": float(self.tested), "pool": float(self.pool), "named": float(self.named),
-                "named_threshold": self.named_threshold, "top_set": float(self.top_set),
-                "top_members": float(self.top_members), "top_exposed_lower": float(self.top_exposed_lower),
-                "power": self.power, "fits_needed": math.nan if self.fits_needed is None else float(self.fits_needed),
-                "sufficient": float(self.sufficient), "seconds": self.seconds,
-                "fits_per_second": self.fits / self.seconds if self.seconds > 0 else math.nan,
-                "promise_share": self.promise_share}
+        return {
+            "pvalue": self.pvalue,
+            "rank_pvalue": self.rank_pvalue,
+            "tail_pvalue": self.tail_pvalue,
+            "fits": float(self.fits),
+            "looks": float(self.looks),
+            "out_median": self.out_median,
+            "tested": float(self.tested),
+            "pool": float(self.pool),
+            "named": float(self.named),
+            "named_threshold": self.named_threshold,
+            "top_set": float(self.top_set),
+            "top_members": float(self.top_members),
+            "top_exposed_lower": float(self.top_exposed_lower),
+            "power": self.power,
+            "fits_needed": math.nan if self.fits_needed is None else float(self.fits_needed),
+            "sufficient": float(self.sufficient),
+            "seconds": self.seconds,
+            "fits_per_second": self.fits / self.seconds if self.seconds > 0 else math.nan,
+            "promise_share": self.promise_share,
+        }
 
 
-def scoring_context(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, generator: str,
-                    params: dict[str, Any], calibration_reference: bool) -> ScoringContext:
+def scoring_context(
+    splits: Splits,
+    synthetic: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    generator: str,
+    params: dict[str, Any],
+    calibration_reference: bool,
+) -> ScoringContext:
     """The pool (train first), its encoding and each record's nearest other pool record."""
     parts = [splits.train, splits.holdout] + ([splits.reference] if calibration_reference else [])
     pool = pd.concat(parts)  # row ids kept: they key the per-record results
@@ -158,10 +195,19 @@ def scoring_context(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
     P = np.ascontiguousarray(encoder.transform(pool), dtype=np.float64)
     d_pool = k_nearest_distances(P, P, 2, chunk_bytes=CHUNK_BYTES)
     d_real = np.where(d_pool[:, 0] == 0.0, d_pool[:, 1], d_pool[:, 0])
-    return ScoringContext(generator=generator, params={k: v for k, v in params.items() if k != "seed"}, spec=spec,
-                          pool=pool, reference=splits.reference if len(splits.reference) else None,
-                          n_train=len(splits.train), n_samples=len(synthetic), encoder=encoder, pool_encoded=P,
-                          d_real=d_real, floor=COPY_FLOOR * float(np.median(d_real)))
+    return ScoringContext(
+        generator=generator,
+        params={k: v for k, v in params.items() if k != "seed"},
+        spec=spec,
+        pool=pool,
+        reference=splits.reference if len(splits.reference) else None,
+        n_train=len(splits.train),
+        n_samples=len(synthetic),
+        encoder=encoder,
+        pool_encoded=P,
+        d_real=d_real,
+        floor=COPY_FLOOR * float(np.median(d_real)),
+    )
 
 
 def naming_fits(n_train: int, n_pool: int, q: float) -> int:
@@ -170,8 +216,9 @@ def naming_fits(n_train: int, n_pool: int, q: float) -> int:
     return int(math.ceil(NAMING_MARGIN / q / expected_out(1, n_train, n_pool)))
 
 
-def _design(looks: list[int], *, n_train: int, n_pool: int, review_level: float, share: float,
-            power: float) -> tuple[list[int], float]:
+def _design(
+    looks: list[int], *, n_train: int, n_pool: int, review_level: float, share: float, power: float
+) -> tuple[list[int], float]:
     """The looks up to the first whose power (as the final look, half the level, two parts)
     reaches ``power``, and that power."""
     best = 0.0
@@ -188,24 +235,53 @@ def final_level(review_level: float, fits: int) -> float:
     return review_level * float(look_weights(len(look_schedule(fits)))[-1]) / 2.0
 
 
-def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, *, generator: str,
-                    params: dict[str, Any], config: ShadowConfig, review_level: float, power: float, q: float,
-                    seed: int, calibration_reference: bool, mapper: Mapper | None = None,
-                    progress: Callable[[str], None] = lambda line: None) -> ShadowResult:
+def run_shadow_test(
+    splits: Splits,
+    synthetic: pd.DataFrame,
+    spec: DatasetSpec,
+    *,
+    generator: str,
+    params: dict[str, Any],
+    config: ShadowConfig,
+    review_level: float,
+    power: float,
+    q: float,
+    seed: int,
+    calibration_reference: bool,
+    mapper: Mapper | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> ShadowResult:
     """The whole test (module docstring). ``review_level``: the test's share of the review budget;
     ``power``: the budget's power; ``q``: the naming FDR."""
     started = time.perf_counter()
-    context = scoring_context(splits, synthetic, spec, generator=generator, params=params,
-                              calibration_reference=calibration_reference)
+    context = scoring_context(
+        splits,
+        synthetic,
+        spec,
+        generator=generator,
+        params=params,
+        calibration_reference=calibration_reference,
+    )
     n_pool, n_train = len(context.pool), context.n_train
     if n_pool <= n_train:
         raise ValueError("the generator-aware test needs pool records outside the training split")
-    looks, design_power = _design(look_schedule(config.max_fits), n_train=n_train, n_pool=n_pool,
-                                  review_level=review_level, share=config.promise_share, power=power)
+    looks, design_power = _design(
+        look_schedule(config.max_fits),
+        n_train=n_train,
+        n_pool=n_pool,
+        review_level=review_level,
+        share=config.promise_share,
+        power=power,
+    )
     if not config.stop_early:  # every look up to max_fits
         looks = look_schedule(config.max_fits)
-        design_power = memorised_power(n_train=n_train, n_pool=n_pool, fits=looks[-1],
-                                       level=final_level(review_level, looks[-1]), share=config.promise_share)
+        design_power = memorised_power(
+            n_train=n_train,
+            n_pool=n_pool,
+            fits=looks[-1],
+            level=final_level(review_level, looks[-1]),
+            share=config.promise_share,
+        )
     naming = min(config.max_fits, max(looks[-1], naming_fits(n_train, n_pool, q)))
     weights = look_weights(len(looks))
     labels = np.zeros(n_pool, dtype=bool)
@@ -225,7 +301,9 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
         elapsed = time.perf_counter() - started
         per_fit = elapsed / max(done, 1) if done else 0.0
         if done and elapsed + per_fit * (k - done) / max(1, config.jobs) > config.max_seconds:
-            stopped = f"the time budget (shadow.max_seconds {config.max_seconds:g}) before look {j + 1}"
+            stopped = (
+                f"the time budget (shadow.max_seconds {config.max_seconds:g}) before look {j + 1}"
+            )
             break
         jobs = [FitJob(context, memberships[i], seeds[i]) for i in range(done, k)]
         columns += list(run(fit_and_score, jobs))
@@ -235,15 +313,26 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
         look_p.append(min(1.0, p / weights[j]))
         if look_p[-1] == min(look_p):
             parts = parts_j
-        progress(f"shadow fits {k}/{looks[-1]} ({time.perf_counter() - started:.0f} s): look {j + 1}, "
-                 f"p {p:.3g} (weighted {look_p[-1]:.3g})")
+        progress(
+            f"shadow fits {k}/{looks[-1]} ({time.perf_counter() - started:.0f} s): look {j + 1}, "
+            f"p {p:.3g} (weighted {look_p[-1]:.3g})"
+        )
         if min(look_p) <= review_level and config.stop_early:
             stopped = f"significance at look {j + 1} (the decision cannot change)"
             break
-    if min(look_p) <= review_level and len(columns) < naming:  # found: fits for naming, no more tests
-        columns += list(run(fit_and_score, [FitJob(context, memberships[i], seeds[i])
-                                            for i in range(len(columns), naming)]))
-        progress(f"shadow fits {len(columns)}/{naming} ({time.perf_counter() - started:.0f} s): for naming")
+    if (
+        min(look_p) <= review_level and len(columns) < naming
+    ):  # found: fits for naming, no more tests
+        columns += list(
+            run(
+                fit_and_score,
+                [FitJob(context, memberships[i], seeds[i]) for i in range(len(columns), naming)],
+            )
+        )
+        progress(
+            f"shadow fits {len(columns)}/{naming} ({time.perf_counter() - started:.0f} s): "
+            "for naming"
+        )
     fits = len(columns)
     shadow = np.column_stack(columns)
     member = _member_matrix(memberships[:fits], n_pool)
@@ -256,23 +345,59 @@ def run_shadow_test(splits: Splits, synthetic: pd.DataFrame, spec: DatasetSpec, 
     in_top[top[top < n_train]] = True
     done_looks = len(look_p)
     reached_design = done_looks == len(looks)
-    power_now = design_power if reached_design else memorised_power(
-        n_train=n_train, n_pool=n_pool, fits=looks[done_looks - 1],
-        level=review_level * float(weights[done_looks - 1]) / 2.0, share=config.promise_share)
-    needed = fits_needed(n_train=n_train, n_pool=n_pool, level_at=lambda kk: final_level(review_level, kk),
-                         share=config.promise_share, power=power)
-    records = pd.DataFrame({"row_id": context.pool.index[:n_train].to_numpy(), "p_value": pvalues[:n_train],
-                            "z": z[:n_train], "n_out": n_out[:n_train], "n_in": fits - n_out[:n_train],
-                            "named": naming.named, "in_top": in_top})
-    return ShadowResult(pvalue=min(look_p), rank_pvalue=parts["rank"], tail_pvalue=parts["tail"], fits=fits,
-                        looks=done_looks, pool=n_pool, tested=n_train, out_median=float(np.median(n_out[:n_train])),
-                        records=records, named=int(naming.named.sum()), named_threshold=naming.threshold,
-                        top_set=int(top.size), top_members=int(in_top.sum()), top_exposed_lower=int(top_lower),
-                        power=power_now, fits_needed=needed,
-                        # a test that found the leak needs no more power: the decision is made
-                        sufficient=power_now >= power or min(look_p) <= review_level,
-                        seconds=time.perf_counter() - started, promise_share=config.promise_share, stopped=stopped,
-                        evidence=_evidence(records, real, shadow, member))
+    power_now = (
+        design_power
+        if reached_design
+        else memorised_power(
+            n_train=n_train,
+            n_pool=n_pool,
+            fits=looks[done_looks - 1],
+            level=review_level * float(weights[done_looks - 1]) / 2.0,
+            share=config.promise_share,
+        )
+    )
+    needed = fits_needed(
+        n_train=n_train,
+        n_pool=n_pool,
+        level_at=lambda kk: final_level(review_level, kk),
+        share=config.promise_share,
+        power=power,
+    )
+    records = pd.DataFrame(
+        {
+            "row_id": context.pool.index[:n_train].to_numpy(),
+            "p_value": pvalues[:n_train],
+            "z": z[:n_train],
+            "n_out": n_out[:n_train],
+            "n_in": fits - n_out[:n_train],
+            "named": naming.named,
+            "in_top": in_top,
+        }
+    )
+    return ShadowResult(
+        pvalue=min(look_p),
+        rank_pvalue=parts["rank"],
+        tail_pvalue=parts["tail"],
+        fits=fits,
+        looks=done_looks,
+        pool=n_pool,
+        tested=n_train,
+        out_median=float(np.median(n_out[:n_train])),
+        records=records,
+        named=int(naming.named.sum()),
+        named_threshold=naming.threshold,
+        top_set=int(top.size),
+        top_members=int(in_top.sum()),
+        top_exposed_lower=int(top_lower),
+        power=power_now,
+        fits_needed=needed,
+        # a test that found the leak needs no more power: the decision is made
+        sufficient=power_now >= power or min(look_p) <= review_level,
+        seconds=time.perf_counter() - started,
+        promise_share=config.promise_share,
+        stopped=stopped,
+        evidence=record_evidence(records, real, shadow, member),
+    )
 
 
 def _member_matrix(memberships: list[np.ndarray], n_pool: int) -> np.ndarray:
@@ -282,33 +407,13 @@ def _member_matrix(memberships: list[np.ndarray], n_pool: int) -> np.ndarray:
     return member
 
 
-def _evidence(records: pd.DataFrame, real: np.ndarray, shadow: np.ndarray, member: np.ndarray) -> list[dict]:
-    """The named records (else the most exposed by z), each with its real score and its scores in
-    the shadows without it and with it: what the report plots and words."""
-    order = np.lexsort((-records["z"].to_numpy(), ~records["named"].to_numpy()))[:EVIDENCE_RECORDS]
-    out = []
-    for i in order:
-        outs, ins = shadow[i][~member[i]], shadow[i][member[i]]
-        out.append({"row_id": int(records["row_id"].iloc[i]), "named": bool(records["named"].iloc[i]),
-                    "p_value": float(records["p_value"].iloc[i]), "real": float(real[i]),
-                    "out": [float(v) for v in outs], "in": [float(v) for v in ins],
-                    "out_below": int(np.sum(outs < real[i]))})
-    return out
-
-
-def evidence_sentence(item: dict) -> str:
-    """One record's evidence in words.
-
-    >>> evidence_sentence({"row_id": 7, "real": 3.0, "out": [1.0, 2.0], "in": [3.5], "out_below": 2})
-    'record 7: its score on the release is higher than in all 2 shadow releases that never saw it (1 that did score 3.5 on average)'
-    """
-    n_out, below = len(item["out"]), item["out_below"]
-    share = f"all {n_out}" if below == n_out else f"{below} of the {n_out}"
-    text = f"record {item['row_id']}: its score on the release is higher than in {share} shadow releases that never saw it"
-    if item["in"]:
-        text += f" ({len(item['in'])} that did score {float(np.mean(item['in'])):.3g} on average)"
-    return text
-
-
-__all__ = ["FitJob", "ScoringContext", "ShadowResult", "evidence_sentence", "final_level", "fit_and_score",
-           "release_scores", "run_shadow_test", "scoring_context"]
+__all__ = [
+    "FitJob",
+    "ScoringContext",
+    "ShadowResult",
+    "final_level",
+    "fit_and_score",
+    "release_scores",
+    "run_shadow_test",
+    "scoring_context",
+]

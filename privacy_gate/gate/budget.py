@@ -74,8 +74,8 @@ WHAT = {
     "copies": "synthetic rows equal to a training row more often than to a holdout row of the same size",
     "disclosure": "an attacker singles out, links or infers training records better than control records",
     "subgroups": "a subgroup's members are told apart from its non-members",
-    "shadow": "training records score higher on the release than on the generator's own refits that never saw "
-              "them, more than the other records do",
+    "shadow": "training records score higher on the release than on the generator's own refits "
+              "that never saw them, more than the other records do",
 }
 
 
@@ -209,7 +209,7 @@ def test_pvalue(name: str, metrics: Mapping[str, float], *, attacks: Sequence[st
         return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
     if name == "copies":
         return _bonferroni({"copies": _get(metrics, f"{COPIES}.pvalue")})
-    if name == "shadow":  # the looks and its two parts are combined inside (estimators/shadow_stats.py)
+    if name == "shadow":  # looks and parts combined inside (estimators/shadow_stats.py)
         return _bonferroni({"shadow": _get(metrics, f"{SHADOW}.pvalue")})
     if name == "disclosure":
         return _bonferroni(disclosure_pvalues(metrics))

@@ -163,16 +163,18 @@ def _subgroups(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
 
 def _shadow(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
     fits, out = _count(m, "shadow.fits"), _count(m, "shadow.out_median")
-    how = (f"The generator was refitted {fits} times on training sets drawn from the records the gate holds, and "
-           f"each record's score on the release was set against its own scores in the refits that never saw it "
-           f"(about {out} each)")
+    how = (f"The generator was refitted {fits} times on training sets drawn from the records the "
+           "gate holds, and each record's score on the release was set against its own scores in "
+           f"the refits that never saw it (about {out} each)")
     if not hit:
-        return f"{how}: training records do not stand out against their own refits more than the other records ([p])."
+        return (f"{how}: training records do not stand out against their own refits more than "
+                "the other records ([p]).")
     named = _count(m, "shadow.named")
-    extra = (f"; {named} training records are named (FDR 5 %: their release score is above nearly all of their "
-             "own refit scores)" if named and named != "0" else "")
-    return (f"{how}: training records score higher on the release than on the refits that never saw them, more "
-            f"than the other records do ([p]){extra}. The generator memorises records.")
+    extra = (f"; {named} training records are named (FDR 5 %: their release score is above "
+             "nearly all of their own refit scores)" if named and named != "0" else "")
+    return (f"{how}: training records score higher on the release than on the refits that "
+            f"never saw them, more than the other records do ([p]){extra}. The generator "
+            "memorises records.")
 
 
 _TESTS: dict[str, Callable[[TestOutcome, Mapping[str, Any], bool], str]] = {

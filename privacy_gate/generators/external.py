@@ -40,7 +40,8 @@ class FileGenerator(Component):
     sample of ``n`` rows without replacement instead)."""
 
     params_model = FileParams
-    capabilities = GeneratorCapabilities(refits=False)  # made elsewhere: no selection step, no guarantee
+    # made elsewhere: no selection step, no guarantee, and a refit releases the same file
+    capabilities = GeneratorCapabilities(refits=False)
 
     privacy = None
 
@@ -121,8 +122,10 @@ class NoisyCopyCanary(CopyTrainCanary):
 
 class SmoteParams(Params):
     seed: Seed | None = Field(None, description="seed of the interpolation")
-    k_neighbours: int = Field(5, ge=1, le=100, description="training neighbours a row is interpolated towards")
-    step: Fraction = Field(1.0, description="largest share of the way towards the neighbour (0: verbatim copies)")
+    k_neighbours: int = Field(5, ge=1, le=100,
+                              description="training neighbours a row is interpolated towards")
+    step: Fraction = Field(1.0, description="largest share of the way towards the neighbour "
+                                            "(0: verbatim copies)")
 
 
 @register_generator("smote")
@@ -146,7 +149,8 @@ class SmoteSynthesizer(Component):
 
         self.train_ = train.reset_index(drop=True)
         self.spec_ = spec
-        x = MixedEncoder(spec=spec, data_name="training data").fit(self.train_).transform(self.train_)
+        encoder = MixedEncoder(spec=spec, data_name="training data").fit(self.train_)
+        x = encoder.transform(self.train_)
         k = min(self.k_neighbours, max(1, len(x) - 1))
         _, idx = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x)
         self.neighbours_ = idx[:, 1:]  # the record itself first
@@ -155,7 +159,7 @@ class SmoteSynthesizer(Component):
     def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
         rng = np.random.default_rng(self.seed if seed is None else seed)
         start = rng.integers(0, len(self.train_), size=n)
-        self.sampled_from_ = start  # the training positions the rows start at (what a benchmark checks)
+        self.sampled_from_ = start  # training positions the rows start at (a benchmark checks them)
         towards = self.neighbours_[start, rng.integers(0, self.neighbours_.shape[1], size=n)]
         share = rng.random(n) * self.step
         out = self.train_.iloc[start].reset_index(drop=True).copy()
@@ -167,5 +171,6 @@ class SmoteSynthesizer(Component):
                 moved = np.where(np.isnan(b), a, a + share * (b - a))
                 if pd.api.types.is_integer_dtype(self.train_[name]):
                     moved = np.round(moved)
-                out[name] = moved.astype(self.train_[name].dtype) if not np.isnan(moved).any() else moved
+                whole = not np.isnan(moved).any()
+                out[name] = moved.astype(self.train_[name].dtype) if whole else moved
         return clip_to_spec(out, self.spec_)

@@ -13,7 +13,8 @@ from typing import Any
 
 from privacy_gate.config import budget_tests
 from privacy_gate.errors import ConfigError
-from privacy_gate.experiment.shadow_gate import evidence_sentence, run_shadow_test
+from privacy_gate.experiment.shadow_evidence import evidence_sentence
+from privacy_gate.experiment.shadow_gate import run_shadow_test
 from privacy_gate.gate.budget import membership_power, test_levels
 from privacy_gate.generators import generator_capabilities
 from privacy_gate.names import SHADOW, metric_name
@@ -29,8 +30,10 @@ def shadow_reason(state: Any) -> str | None:
         return None
     if settings.spec.entity_id is not None:
         if cfg.enabled is True:
-            raise ConfigError("shadow.enabled is true, but the generator-aware test does not handle panels "
-                              "(spec.entity_id) yet; set shadow.enabled to auto or false")
+            raise ConfigError(
+                "shadow.enabled is true, but the generator-aware test does not handle panels "
+                "(spec.entity_id) yet; set shadow.enabled to auto or false"
+            )
         return None
     if cfg.enabled is True:
         return "shadow.enabled is true"
@@ -41,10 +44,18 @@ def shadow_reason(state: Any) -> str | None:
     if "membership" in tests and attacks and state.targets is not None:
         level = test_levels(settings.gate.budget, tests)["membership"][0] / (len(attacks) + 1)
         n1 = int(state.targets.labels.sum())
-        need = membership_power(n1, len(state.targets.labels) - n1, level=level, power=settings.gate.budget.power,
-                                promise_auc=settings.gate.budget.promise_auc)
+        need = membership_power(
+            n1,
+            len(state.targets.labels) - n1,
+            level=level,
+            power=settings.gate.budget.power,
+            promise_auc=settings.gate.budget.promise_auc,
+        )
         if not need.sufficient:
-            return f"the targets detect an attack AUC of {need.detectable_auc:.3f}, not {need.promise_auc:g}"
+            return (
+                f"the targets detect an attack AUC of {need.detectable_auc:.3f}, "
+                f"not {need.promise_auc:g}"
+            )
     return None
 
 
@@ -56,20 +67,47 @@ def run_shadow_stage(state: Any, executor: Any, logger: Any) -> None:
     settings = state.settings
     tests = budget_tests(settings.disabled, ran=(SHADOW,))
     review_level = test_levels(settings.gate.budget, tests)[SHADOW][0]
-    logger.info("  generator-aware test (%s): refitting %s up to %d times (at most %g s, %d process(es))", reason,
-                settings.generator.name, settings.shadow.max_fits, settings.shadow.max_seconds, settings.shadow.jobs)
+    logger.info(
+        "  generator-aware test (%s): refitting %s up to %d times (at most %g s, %d process(es))",
+        reason,
+        settings.generator.name,
+        settings.shadow.max_fits,
+        settings.shadow.max_seconds,
+        settings.shadow.jobs,
+    )
     state.shadow = r = executor.run(
-        "shadow", run_shadow_test, state.inputs.splits, state.inputs.synthetic, settings.spec,
-        generator=settings.generator.name, params=dict(settings.generator.params), config=settings.shadow,
-        review_level=review_level, power=settings.gate.budget.power, q=settings.exposure.fdr,
-        seed=settings.targets.seed, calibration_reference=bool(settings.exposure.reference_calibrates),
-        progress=lambda line: logger.info("  %s", line))
+        "shadow",
+        run_shadow_test,
+        state.inputs.splits,
+        state.inputs.synthetic,
+        settings.spec,
+        generator=settings.generator.name,
+        params=dict(settings.generator.params),
+        config=settings.shadow,
+        review_level=review_level,
+        power=settings.gate.budget.power,
+        q=settings.exposure.fdr,
+        seed=settings.targets.seed,
+        calibration_reference=bool(settings.exposure.reference_calibrates),
+        progress=lambda line: logger.info("  %s", line),
+    )
     state.metrics.update({metric_name(SHADOW, k): v for k, v in r.metrics().items()})
-    logger.info("  generator-aware test: %d fits (%s), p %.4g; %d training records named at FDR %g; power %.2f "
-                "against a release memorising %.0f%% of them%s", r.fits, r.stopped, r.pvalue, r.named,
-                settings.exposure.fdr, r.power, 100 * r.promise_share,
-                "" if r.sufficient else f" (about {r.fits_needed} fits would reach {settings.gate.budget.power:.0%})"
-                if r.fits_needed else " (no number of fits reaches it on this pool: more records are needed)")
+    logger.info(
+        "  generator-aware test: %d fits (%s), p %.4g; %d training records named at FDR %g; "
+        "power %.2f against a release memorising %.0f%% of them%s",
+        r.fits,
+        r.stopped,
+        r.pvalue,
+        r.named,
+        settings.exposure.fdr,
+        r.power,
+        100 * r.promise_share,
+        ""
+        if r.sufficient
+        else f" (about {r.fits_needed} fits would reach {settings.gate.budget.power:.0%})"
+        if r.fits_needed
+        else " (no number of fits reaches it on this pool: more records are needed)",
+    )
     for item in r.evidence[:3]:
         if item["named"]:
             logger.info("  %s", evidence_sentence(item))

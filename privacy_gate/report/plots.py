@@ -165,7 +165,8 @@ def shadow_figure(evidence: Sequence[dict], labels: Sequence[str] | None = None)
     fig, (ax,) = _figure(7, 0.45 * max(len(evidence), 3) + 1.2, 1)
     for y, item in enumerate(evidence[::-1]):
         jitter = np.linspace(-0.15, 0.15, max(len(item["out"]), 1))[: len(item["out"])]
-        ax.scatter(item["out"], y + jitter, s=10, color="grey", label="shadows without it" if y == 0 else None)
+        ax.scatter(item["out"], y + jitter, s=10, color="grey",
+                   label="shadows without it" if y == 0 else None)
         ax.scatter(item["in"], [y + 0.25] * len(item["in"]), s=10, marker="x", color="#4c72b0",
                    label="shadows with it" if y == 0 else None)
         ax.plot([item["real"]] * 2, [y - 0.35, y + 0.35], color="#c44e52", lw=2.5,

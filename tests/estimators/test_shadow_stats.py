@@ -10,8 +10,15 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from privacy_gate.estimators.shadow_stats import (calibrated_scores, fits_needed, look_schedule, look_weights,
-                                                  memorised_power, out_pvalues, release_pvalue)
+from privacy_gate.estimators.shadow_stats import (
+    calibrated_scores,
+    fits_needed,
+    look_schedule,
+    look_weights,
+    memorised_power,
+    out_pvalues,
+    release_pvalue,
+)
 
 N_POOL, N_TRAIN, FITS = 240, 150, 32
 
@@ -56,7 +63,11 @@ def test_the_release_test_keeps_its_level_with_a_shared_release_effect():
     p = []
     for i in range(300):
         real, shadow, member, labels = _draw(rng)
-        p.append(release_pvalue(calibrated_scores(real, shadow, member), labels, seed=i, tail_draws=1000)[0])
+        p.append(
+            release_pvalue(
+                calibrated_scores(real, shadow, member), labels, seed=i, tail_draws=1000
+            )[0]
+        )
     p = np.array(p)
     for level in (0.05, 0.2):
         k = int(np.sum(p <= level))
@@ -76,7 +87,10 @@ def test_a_recipe_that_fits_its_members_is_seen():
     real release's members are compared with shadows *without* them, so the shift is the signal."""
     rng = np.random.default_rng(2)
     real, shadow, member, labels = _draw(rng, shift=1.0)
-    assert release_pvalue(calibrated_scores(real, shadow, member), labels, seed=0, tail_draws=1000)[0] < 1e-3
+    assert (
+        release_pvalue(calibrated_scores(real, shadow, member), labels, seed=0, tail_draws=1000)[0]
+        < 1e-3
+    )
 
 
 def test_memorised_records_are_found_and_stand_out():
@@ -98,11 +112,19 @@ def test_looks_and_weights():
 
 def test_power_grows_with_fits_and_fits_needed_says_how_many():
     level = 0.02 * 2 / 12 / 4
-    powers = [memorised_power(n_train=500, n_pool=834, fits=k, level=level, share=0.1) for k in (16, 32, 64)]
+    powers = [
+        memorised_power(n_train=500, n_pool=834, fits=k, level=level, share=0.1)
+        for k in (16, 32, 64)
+    ]
     assert powers == sorted(powers) and powers[-1] >= 0.9
-    assert fits_needed(n_train=500, n_pool=834, level_at=lambda k: level, share=0.1, power=0.9) == 64
+    assert (
+        fits_needed(n_train=500, n_pool=834, level_at=lambda k: level, share=0.1, power=0.9) == 64
+    )
     # 150 training rows in a pool of 250: thousands of fits, but a finite number
     need = fits_needed(n_train=150, n_pool=250, level_at=lambda k: level, share=0.1, power=0.9)
     assert need is not None and need >= 1024
     # a pool with almost no records outside training: no number of fits will do
-    assert fits_needed(n_train=150, n_pool=155, level_at=lambda k: level, share=0.02, power=0.9) is None
+    assert (
+        fits_needed(n_train=150, n_pool=155, level_at=lambda k: level, share=0.02, power=0.9)
+        is None
+    )

@@ -11,16 +11,21 @@ from scipy import stats
 from privacy_gate.config import ShadowConfig
 from privacy_gate.data import Splits
 from privacy_gate.experiment import shadow_gate
-from privacy_gate.experiment.shadow_gate import evidence_sentence, run_shadow_test
+from privacy_gate.experiment.shadow_evidence import evidence_sentence
+from privacy_gate.experiment.shadow_gate import run_shadow_test
 from privacy_gate.generators import create_generator
 
 
 def _splits(adult_full: pd.DataFrame, n_train: int, seed: int) -> tuple[Splits, pd.DataFrame]:
     order = np.random.default_rng(seed).permutation(len(adult_full))
     h = n_train // 3
-    parts = [adult_full.iloc[order[a:b]] for a, b in ((0, n_train), (n_train, n_train + h),
-                                                       (n_train + h, n_train + 2 * h))]
-    outside = adult_full.iloc[order[n_train + 2 * h:n_train + 2 * h + 3000]].reset_index(drop=True)
+    parts = [
+        adult_full.iloc[order[a:b]]
+        for a, b in ((0, n_train), (n_train, n_train + h), (n_train + h, n_train + 2 * h))
+    ]
+    outside = adult_full.iloc[order[n_train + 2 * h : n_train + 2 * h + 3000]].reset_index(
+        drop=True
+    )
     return Splits(train=parts[0], holdout=parts[1], reference=parts[2]), outside
 
 
@@ -35,20 +40,34 @@ class _Ignores:
 
     def sample(self, n, seed=None):
         rng = np.random.default_rng(self.seed if seed is None else seed)
-        return self.outside.iloc[rng.choice(len(self.outside), n, replace=False)].reset_index(drop=True)
+        return self.outside.iloc[rng.choice(len(self.outside), n, replace=False)].reset_index(
+            drop=True
+        )
 
 
 def _run(splits, synthetic, spec, generator, *, fits=16, review_level=0.5, seed=0):
-    return run_shadow_test(splits, synthetic, spec, generator=generator, params={},
-                           config=ShadowConfig(max_fits=fits, jobs=1), review_level=review_level, power=0.9,
-                           q=0.05, seed=seed, calibration_reference=True)
+    return run_shadow_test(
+        splits,
+        synthetic,
+        spec,
+        generator=generator,
+        params={},
+        config=ShadowConfig(max_fits=fits, jobs=1),
+        review_level=review_level,
+        power=0.9,
+        q=0.05,
+        seed=seed,
+        calibration_reference=True,
+    )
 
 
 def test_a_recipe_that_ignores_its_input_keeps_the_level(adult_full, adult_spec, monkeypatch):
     """30 releases and their shadows from a recipe that cannot leak: the test's p-value is
     super-uniform (rejections at 0.1 within the binomial's reach), whatever the shared release."""
     splits, outside = _splits(adult_full, 150, seed=11)
-    monkeypatch.setattr(shadow_gate, "create_generator", lambda name, seed=None, **kw: _Ignores(outside, seed))
+    monkeypatch.setattr(
+        shadow_gate, "create_generator", lambda name, seed=None, **kw: _Ignores(outside, seed)
+    )
     p = []
     for i in range(30):
         real = _Ignores(outside, 1000 + i).sample(150)
@@ -71,17 +90,33 @@ def test_a_recipe_that_copies_is_found_and_its_records_named(adult_full, adult_s
 
 def test_the_gate_gives_a_small_clean_release_a_verdict(adult_full, adult_spec):
     """400 training rows: the targets alone answer REVIEW for insufficient evidence; with the
-    recipe known (MST, epsilon 1) the generator-aware test carries the power and the gate approves."""
+    recipe known (MST, epsilon 1) the generator-aware test carries the power and the gate
+    approves."""
     from privacy_gate.pipeline.evaluate import evaluate
 
     splits, _ = _splits(adult_full, 400, seed=5)
-    real = create_generator("mst", epsilon=1.0, seed=2).fit(splits.train, adult_spec,
-                                                           reference=splits.reference).sample(400)
-    kw = dict(train=splits.train, holdout=splits.holdout, reference=splits.reference, synthetic=real, spec=adult_spec)
+    real = (
+        create_generator("mst", epsilon=1.0, seed=2)
+        .fit(splits.train, adult_spec, reference=splits.reference)
+        .sample(400)
+    )
+    kw = dict(
+        train=splits.train,
+        holdout=splits.holdout,
+        reference=splits.reference,
+        synthetic=real,
+        spec=adult_spec,
+    )
     without = evaluate(**kw).verdict
-    assert without.decision == "REVIEW" and all("insufficient evidence" in c.message for c in without.reasons)
-    with_recipe = evaluate(**kw, generator="mst", generator_params={"epsilon": 1.0},
-                           shadow=ShadowConfig(max_fits=128, jobs=1)).verdict
+    assert without.decision == "REVIEW" and all(
+        "insufficient evidence" in c.message for c in without.reasons
+    )
+    with_recipe = evaluate(
+        **kw,
+        generator="mst",
+        generator_params={"epsilon": 1.0},
+        shadow=ShadowConfig(max_fits=128, jobs=1),
+    ).verdict
     assert with_recipe.decision == "APPROVE", [c.message for c in with_recipe.reasons]
     assert with_recipe.metrics["shadow.sufficient"] == 1.0
     assert "shadow" in [t["name"] for t in with_recipe.budget["tests"]]
@@ -91,11 +126,21 @@ def test_too_little_compute_says_how_many_fits_would_do(adult_full, adult_spec):
     from privacy_gate.pipeline.evaluate import evaluate
 
     splits, _ = _splits(adult_full, 400, seed=5)
-    real = create_generator("mst", epsilon=1.0, seed=2).fit(splits.train, adult_spec,
-                                                           reference=splits.reference).sample(400)
-    v = evaluate(train=splits.train, holdout=splits.holdout, reference=splits.reference, synthetic=real,
-                 spec=adult_spec, generator="mst", generator_params={"epsilon": 1.0},
-                 shadow=ShadowConfig(max_fits=16, jobs=1)).verdict
+    real = (
+        create_generator("mst", epsilon=1.0, seed=2)
+        .fit(splits.train, adult_spec, reference=splits.reference)
+        .sample(400)
+    )
+    v = evaluate(
+        train=splits.train,
+        holdout=splits.holdout,
+        reference=splits.reference,
+        synthetic=real,
+        spec=adult_spec,
+        generator="mst",
+        generator_params={"epsilon": 1.0},
+        shadow=ShadowConfig(max_fits=16, jobs=1),
+    ).verdict
     assert v.decision == "REVIEW"
     words = [c.message for c in v.reasons if c.metric == "insufficient_evidence.shadow"]
     assert words and "fits (shadow.max_fits" in words[0]
@@ -105,7 +150,12 @@ def test_off_without_a_recipe_and_for_a_release_read_from_a_file(adult_full, adu
     from privacy_gate.pipeline.evaluate import evaluate
 
     splits, outside = _splits(adult_full, 400, seed=5)
-    v = evaluate(train=splits.train, holdout=splits.holdout, reference=splits.reference,
-                 synthetic=outside.iloc[:400], spec=adult_spec).verdict
+    v = evaluate(
+        train=splits.train,
+        holdout=splits.holdout,
+        reference=splits.reference,
+        synthetic=outside.iloc[:400],
+        spec=adult_spec,
+    ).verdict
     assert not any(k.startswith("shadow.") for k in v.metrics)
     assert "shadow" not in [t["name"] for t in v.budget["tests"]]
