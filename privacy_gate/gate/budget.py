@@ -311,6 +311,11 @@ def describe_gate(gate: GateConfig, *, tests: Sequence[str], disabled: Mapping[s
              f"  {'test':<12} {'weight':>6} {'review at':>10} {'block at':>10}  asks whether"]
     for t in tests:
         lines.append(f"  {t:<12} {w[t]:>6g} {levels[t][0]:>10.4g} {levels[t][1]:>10.4g}  {WHAT[t]}")
+    if SHADOW not in tests and f"test:{SHADOW}" not in disabled:
+        extra = test_levels(b, [*tests, SHADOW])[SHADOW]
+        lines.append(f"  {SHADOW:<12} {budget_weights(b, [SHADOW])[SHADOW]:>6g} {extra[0]:>10.4g} "
+                     f"{extra[1]:>10.4g}  only in a run where the generator-aware test runs (the "
+                     "recipe known, shadow.enabled): the others' shares then shrink to make room")
     lines += ["", "rules (effect bars; each raises the verdict only with its test significant):"]
     for r in rules:
         test = rule_test(r.metric, r.attack, r.scope)
