@@ -143,7 +143,7 @@ def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits
     from privacy_gate.config import BUDGET_TESTS, BudgetConfig, ShadowConfig
     from privacy_gate.experiment.shadow_gate import run_shadow_test
     from privacy_gate.gate.budget import test_levels
-    from privacy_gate.generators import create_generator
+    from privacy_gate.generators import create_generator, generator_capabilities
 
     splits, spec = splits_of(table, n, seed)
     name, params = recipe(token)
@@ -151,6 +151,8 @@ def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits
         splits.train, spec, reference=splits.reference
     )
     synthetic = gen.sample(n, seed=seed)
+    # as the gate's stage: the reference joins the pool only when the recipe does not read it
+    with_reference = not generator_capabilities(name).uses_reference
     share = test_levels(BudgetConfig(), list(BUDGET_TESTS))["shadow"][0]
     started = time.perf_counter()
     r = run_shadow_test(
@@ -164,7 +166,7 @@ def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits
         power=0.9,
         q=0.05,
         seed=seed,
-        calibration_reference=True,
+        calibration_reference=with_reference,
     )
     return {
         "table": table,
@@ -176,7 +178,7 @@ def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits
         "seconds": round(time.perf_counter() - started, 1),
         "shadow": r.metrics(),
         "shadow_review_level": share,
-        "shadow_rejects": r.pvalue <= share,
+        "shadow_rejects": bool(r.pvalue <= share),
         "insufficient_only": False,
     }
 

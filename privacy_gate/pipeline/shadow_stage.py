@@ -59,6 +59,15 @@ def shadow_reason(state: Any) -> str | None:
     return None
 
 
+def pool_has_reference(settings: Any) -> bool:
+    """Whether the reference split joins the test's pool: when it is exchangeable with the holdout
+    (``exposure.reference_calibrates``) and the recipe does not read it (a generator that takes
+    its bins from the reference makes its release depend on which records the reference holds, so
+    the permutation must keep the reference fixed: the pool is then train and holdout)."""
+    reads = generator_capabilities(settings.generator.name).uses_reference
+    return bool(settings.exposure.reference_calibrates) and not reads
+
+
 def run_shadow_stage(state: Any, executor: Any, logger: Any) -> None:
     """Run the test when :func:`shadow_reason` says so; its figures go into ``state.metrics``."""
     reason = shadow_reason(state)
@@ -88,7 +97,7 @@ def run_shadow_stage(state: Any, executor: Any, logger: Any) -> None:
         power=settings.gate.budget.power,
         q=settings.exposure.fdr,
         seed=settings.targets.seed,
-        calibration_reference=bool(settings.exposure.reference_calibrates),
+        calibration_reference=pool_has_reference(settings),
         progress=lambda line: logger.info("  %s", line),
     )
     state.metrics.update({metric_name(SHADOW, k): v for k, v in r.metrics().items()})
@@ -113,4 +122,4 @@ def run_shadow_stage(state: Any, executor: Any, logger: Any) -> None:
             logger.info("  %s", evidence_sentence(item))
 
 
-__all__ = ["run_shadow_stage", "shadow_reason"]
+__all__ = ["pool_has_reference", "run_shadow_stage", "shadow_reason"]
