@@ -167,6 +167,7 @@ def test_alone(table: str, n: int, token: str, seed: int, *, jobs: int, max_fits
         q=0.05,
         seed=seed,
         calibration_reference=with_reference,
+        draw_reference=True,
     )
     return {
         "table": table,

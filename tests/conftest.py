@@ -252,7 +252,7 @@ SLOW_TIER: dict[str, str] = {
     "test_cli::test_gate_only_approves_independent_sample_with_json": _GATES,
     "test_cli::test_gate_with_the_recipe_judges_a_small_table": _GATES + ", plus 100 refits of the recipe",
     "test_shadow_gate::test_the_gate_gives_a_small_clean_release_a_verdict":
-        "two whole gates of a 400-row table, one of them with 64 refits of MST",
+        "two whole gates of a 500-row table, one of them with 256 refits of MST",
     "test_cli::test_gate_only_blocks_copies": _GATES,
     "test_cli::test_gate_only_in_process_without_prefect": _GATES,
     "test_cli::test_review_prints_complete_commands_that_work_when_pasted": _GATES,

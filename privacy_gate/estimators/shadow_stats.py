@@ -163,12 +163,15 @@ def memorised_power(
     share: float,
     draws: int = POWER_DRAWS,
     seed: int = 0,
+    n_draw: int | None = None,
 ) -> float:
     """The chance that the tail part of the test rejects at ``level`` when the release memorises
     ``share`` of the training records. Conservative model: the memorised records only reach the
     per-record floor (their real score above every out-shadow score), where null records land with
     chance ``1 / (n_out + 1)``; the tail test then reads members among all records at the floor
     (hypergeometric, times two for its level grid). A pure function of the design, not of the data.
+    ``n_pool``: the records the test permutes; ``n_draw``: those the shadows draw from (default
+    the same; more records there give each record more out-shadows).
 
     >>> memorised_power(n_train=500, n_pool=834, fits=64, level=0.0008, share=0.1) > 0.9
     True
@@ -178,7 +181,7 @@ def memorised_power(
     c = int(math.ceil(share * n_train))
     if c <= 0 or n_pool <= n_train:
         return 0.0
-    floor = 1.0 / (expected_out(fits, n_train, n_pool) + 1.0)
+    floor = 1.0 / (expected_out(fits, n_train, n_draw or n_pool) + 1.0)
     rng = np.random.default_rng(seed)
     x = c + rng.binomial(n_train - c, floor, size=draws)
     y = rng.binomial(n_pool - n_train, floor, size=draws)
@@ -187,7 +190,13 @@ def memorised_power(
 
 
 def fits_needed(
-    *, n_train: int, n_pool: int, level_at: callable, share: float, power: float
+    *,
+    n_train: int,
+    n_pool: int,
+    level_at: callable,
+    share: float,
+    power: float,
+    n_draw: int | None = None,
 ) -> int | None:
     """The fewest fits (a power of two from :data:`FIRST_LOOK`) whose final look reaches ``power``
     against a release memorising ``share``; ``level_at(fits)`` is the final look's level with that
@@ -195,10 +204,10 @@ def fits_needed(
     small: more records are needed, not more compute)."""
     k = FIRST_LOOK
     while k <= MAX_FITS_NEEDED:
-        if (
-            memorised_power(n_train=n_train, n_pool=n_pool, fits=k, level=level_at(k), share=share)
-            >= power
-        ):
+        reached = memorised_power(
+            n_train=n_train, n_pool=n_pool, fits=k, level=level_at(k), share=share, n_draw=n_draw
+        )
+        if reached >= power:
             return k
         k *= 2
     return None

@@ -81,6 +81,7 @@ class ScoringContext:
     pool: pd.DataFrame
     reference: pd.DataFrame | None  # what the real fit was given as reference (public bins)
     n_train: int
+    n_tested: int  # the first records of the pool: the ones the test permutes
     n_samples: int
     encoder: MixedEncoder
     pool_encoded: np.ndarray
@@ -187,9 +188,13 @@ def scoring_context(
     generator: str,
     params: dict[str, Any],
     calibration_reference: bool,
+    draw_reference: bool = False,
 ) -> ScoringContext:
-    """The pool (train first), its encoding and each record's nearest other pool record."""
-    parts = [splits.train, splits.holdout] + ([splits.reference] if calibration_reference else [])
+    """The pool (train first, the reference last), its encoding and each record's nearest other
+    pool record. The reference is in it when it is tested (``calibration_reference``) or only drawn
+    into shadow training sets (``draw_reference``)."""
+    with_reference = calibration_reference or draw_reference
+    parts = [splits.train, splits.holdout] + ([splits.reference] if with_reference else [])
     pool = pd.concat(parts)  # row ids kept: they key the per-record results
     encoder = MixedEncoder(spec=spec, data_name="the generator-aware test's pool").fit(pool)
     P = np.ascontiguousarray(encoder.transform(pool), dtype=np.float64)
@@ -202,6 +207,9 @@ def scoring_context(
         pool=pool,
         reference=splits.reference if len(splits.reference) else None,
         n_train=len(splits.train),
+        n_tested=len(splits.train)
+        + len(splits.holdout)
+        + (len(splits.reference) if calibration_reference else 0),
         n_samples=len(synthetic),
         encoder=encoder,
         pool_encoded=P,
@@ -210,21 +218,30 @@ def scoring_context(
     )
 
 
-def naming_fits(n_train: int, n_pool: int, q: float) -> int:
+def naming_fits(n_train: int, n_draw: int, q: float) -> int:
     """The fits at which a record above all its out-shadows can be named: its p-value floor
     ``1 / (n_out + 1)`` :data:`NAMING_MARGIN` times below the FDR level for the typical record."""
-    return int(math.ceil(NAMING_MARGIN / q / expected_out(1, n_train, n_pool)))
+    return int(math.ceil(NAMING_MARGIN / q / expected_out(1, n_train, n_draw)))
 
 
 def _design(
-    looks: list[int], *, n_train: int, n_pool: int, review_level: float, share: float, power: float
+    looks: list[int],
+    *,
+    n_train: int,
+    n_pool: int,
+    n_draw: int,
+    review_level: float,
+    share: float,
+    power: float,
 ) -> tuple[list[int], float]:
     """The looks up to the first whose power (as the final look, half the level, two parts)
     reaches ``power``, and that power."""
     best = 0.0
     for j, k in enumerate(looks):
         level = review_level * (1.0 if j == 0 else 0.5) / 2.0
-        best = memorised_power(n_train=n_train, n_pool=n_pool, fits=k, level=level, share=share)
+        best = memorised_power(
+            n_train=n_train, n_pool=n_pool, fits=k, level=level, share=share, n_draw=n_draw
+        )
         if best >= power:
             return looks[: j + 1], best
     return looks, best
@@ -248,11 +265,14 @@ def run_shadow_test(
     q: float,
     seed: int,
     calibration_reference: bool,
+    draw_reference: bool | None = None,
     mapper: Mapper | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> ShadowResult:
     """The whole test (module docstring). ``review_level``: the test's share of the review budget;
-    ``power``: the budget's power; ``q``: the naming FDR."""
+    ``power``: the budget's power; ``q``: the naming FDR; ``calibration_reference``: the reference
+    is tested with train and holdout; ``draw_reference`` (default: the same): shadows may also
+    train on reference records, which gives every record more out-shadows."""
     started = time.perf_counter()
     context = scoring_context(
         splits,
@@ -261,14 +281,16 @@ def run_shadow_test(
         generator=generator,
         params=params,
         calibration_reference=calibration_reference,
+        draw_reference=calibration_reference if draw_reference is None else draw_reference,
     )
-    n_pool, n_train = len(context.pool), context.n_train
+    n_draw, n_pool, n_train = len(context.pool), context.n_tested, context.n_train
     if n_pool <= n_train:
         raise ValueError("the generator-aware test needs pool records outside the training split")
     looks, design_power = _design(
         look_schedule(config.max_fits),
         n_train=n_train,
         n_pool=n_pool,
+        n_draw=n_draw,
         review_level=review_level,
         share=config.promise_share,
         power=power,
@@ -281,15 +303,16 @@ def run_shadow_test(
             fits=looks[-1],
             level=final_level(review_level, looks[-1]),
             share=config.promise_share,
+            n_draw=n_draw,
         )
-    naming = min(config.max_fits, max(looks[-1], naming_fits(n_train, n_pool, q)))
+    naming = min(config.max_fits, max(looks[-1], naming_fits(n_train, n_draw, q)))
     weights = look_weights(len(looks))
     labels = np.zeros(n_pool, dtype=bool)
     labels[:n_train] = True
     real = release_scores(context, synthetic)
     root = np.random.SeedSequence([int(seed), SEED_TAG])
     draws = [np.random.default_rng(child) for child in root.spawn(naming)]
-    memberships = [rng.choice(n_pool, size=n_train, replace=False) for rng in draws]
+    memberships = [rng.choice(n_draw, size=n_train, replace=False) for rng in draws]
     seeds = [int(rng.integers(2**31 - 1)) for rng in draws]
     run = mapper or default_mapper(config.jobs)
     columns: list[np.ndarray] = []
@@ -307,9 +330,9 @@ def run_shadow_test(
             break
         jobs = [FitJob(context, memberships[i], seeds[i]) for i in range(done, k)]
         columns += list(run(fit_and_score, jobs))
-        member = _member_matrix(memberships[:k], n_pool)
+        member = _member_matrix(memberships[:k], n_draw)
         z = calibrated_scores(real, np.column_stack(columns), member)
-        p, parts_j = release_pvalue(z, labels, seed=seed + j)
+        p, parts_j = release_pvalue(z[:n_pool], labels, seed=seed + j)
         look_p.append(min(1.0, p / weights[j]))
         if look_p[-1] == min(look_p):
             parts = parts_j
@@ -335,12 +358,12 @@ def run_shadow_test(
         )
     fits = len(columns)
     shadow = np.column_stack(columns)
-    member = _member_matrix(memberships[:fits], n_pool)
+    member = _member_matrix(memberships[:fits], n_draw)
     rng = np.random.default_rng([int(seed), SEED_TAG, 1])
     pvalues, n_out = out_pvalues(real, shadow, member, rng=rng)
     z = calibrated_scores(real, shadow, member)
-    naming = name_records(pvalues[:n_train], q=q)
-    top, top_lower = top_set(z, labels, max_share=0.05, seed=seed + 97)
+    named = name_records(pvalues[:n_train], q=q)
+    top, top_lower = top_set(z[:n_pool], labels, max_share=0.05, seed=seed + 97)
     in_top = np.zeros(n_train, dtype=bool)
     in_top[top[top < n_train]] = True
     done_looks = len(look_p)
@@ -354,6 +377,7 @@ def run_shadow_test(
             fits=looks[done_looks - 1],
             level=review_level * float(weights[done_looks - 1]) / 2.0,
             share=config.promise_share,
+            n_draw=n_draw,
         )
     )
     needed = fits_needed(
@@ -362,6 +386,7 @@ def run_shadow_test(
         level_at=lambda kk: final_level(review_level, kk),
         share=config.promise_share,
         power=power,
+        n_draw=n_draw,
     )
     records = pd.DataFrame(
         {
@@ -370,7 +395,7 @@ def run_shadow_test(
             "z": z[:n_train],
             "n_out": n_out[:n_train],
             "n_in": fits - n_out[:n_train],
-            "named": naming.named,
+            "named": named.named,
             "in_top": in_top,
         }
     )
@@ -384,8 +409,8 @@ def run_shadow_test(
         tested=n_train,
         out_median=float(np.median(n_out[:n_train])),
         records=records,
-        named=int(naming.named.sum()),
-        named_threshold=naming.threshold,
+        named=int(named.named.sum()),
+        named_threshold=named.threshold,
         top_set=int(top.size),
         top_members=int(in_top.sum()),
         top_exposed_lower=int(top_lower),

@@ -98,6 +98,7 @@ def run_shadow_stage(state: Any, executor: Any, logger: Any) -> None:
         q=settings.exposure.fdr,
         seed=settings.targets.seed,
         calibration_reference=pool_has_reference(settings),
+        draw_reference=bool(settings.exposure.reference_calibrates),
         progress=lambda line: logger.info("  %s", line),
     )
     state.metrics.update({metric_name(SHADOW, k): v for k, v in r.metrics().items()})

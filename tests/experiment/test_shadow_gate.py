@@ -89,16 +89,16 @@ def test_a_recipe_that_copies_is_found_and_its_records_named(adult_full, adult_s
 
 
 def test_the_gate_gives_a_small_clean_release_a_verdict(adult_full, adult_spec):
-    """400 training rows: the targets alone answer REVIEW for insufficient evidence; with the
-    recipe known (MST, epsilon 1) the generator-aware test carries the power and the gate
-    approves."""
+    """500 training rows: the targets alone answer REVIEW for insufficient evidence; with the
+    recipe known (MST, epsilon 1: it reads the reference, so the test permutes train and holdout
+    only) the generator-aware test carries the power with 256 fits and the gate approves."""
     from privacy_gate.pipeline.evaluate import evaluate
 
-    splits, _ = _splits(adult_full, 400, seed=5)
+    splits, _ = _splits(adult_full, 500, seed=5)
     real = (
         create_generator("mst", epsilon=1.0, seed=2)
         .fit(splits.train, adult_spec, reference=splits.reference)
-        .sample(400)
+        .sample(500)
     )
     kw = dict(
         train=splits.train,
@@ -115,7 +115,7 @@ def test_the_gate_gives_a_small_clean_release_a_verdict(adult_full, adult_spec):
         **kw,
         generator="mst",
         generator_params={"epsilon": 1.0},
-        shadow=ShadowConfig(max_fits=128, jobs=1),
+        shadow=ShadowConfig(max_fits=256, jobs=1),
     ).verdict
     assert with_recipe.decision == "APPROVE", [c.message for c in with_recipe.reasons]
     assert with_recipe.metrics["shadow.sufficient"] == 1.0
