@@ -194,7 +194,12 @@ def wilson(k: int, n: int) -> list[float]:
 def summarise() -> dict:
     rows = [json.loads(line) for line in RUNS.read_text().splitlines() if line.strip()]
     cells: dict[tuple, list[dict]] = {}
+    seen = set()
     for r in rows:
+        key = (r["part"], r["table"], r["n_train"], r["generator"], r["seed"])
+        if key in seen:  # a seed run twice (two processes on one part) counts once
+            continue
+        seen.add(key)
         cells.setdefault((r["part"], r["table"], r["n_train"], r["generator"]), []).append(r)
     out = []
     for (part, table, n, gen), rs in sorted(cells.items()):
