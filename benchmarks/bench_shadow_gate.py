@@ -124,10 +124,12 @@ def one_gate(
     sources = getattr(gen, "sampled_from_", None)  # training positions the release's rows copy
     if sources is not None and result.shadow is not None:
         named = set(result.shadow.records.loc[result.shadow.records["named"], "row_id"].astype(int))
-        copied = set(
-            int(i) for i in np.unique(sources)
-        )  # row ids: positions in train (train first)
-        row["named_fdp"] = len(named - copied) / len(named) if named else None
+        # row ids are positions in train (train first)
+        copied = {int(i) for i in np.unique(sources)}
+        # a SMOTE row also lies near the record it moves towards: that record is reproduced too
+        near = copied | {int(i) for i in np.unique(getattr(gen, "towards_", []))}
+        row["named_fdp_start_only"] = len(named - copied) / len(named) if named else None
+        row["named_fdp"] = len(named - near) / len(named) if named else None
         row["copied"] = len(copied)
     if beside:
         alone = evaluate(**kw).verdict

@@ -161,6 +161,7 @@ class SmoteSynthesizer(Component):
         start = rng.integers(0, len(self.train_), size=n)
         self.sampled_from_ = start  # training positions the rows start at (a benchmark checks them)
         towards = self.neighbours_[start, rng.integers(0, self.neighbours_.shape[1], size=n)]
+        self.towards_ = towards  # and the ones they move towards
         share = rng.random(n) * self.step
         out = self.train_.iloc[start].reset_index(drop=True).copy()
         other = self.train_.iloc[towards].reset_index(drop=True)
