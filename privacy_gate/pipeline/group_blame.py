@@ -51,9 +51,6 @@ class BlameState(Protocol):
     @property
     def gated(self) -> list[Any]: ...
 
-    @property
-    def tests(self) -> list[str]: ...  # the budget's tests this run has (incl. the ones it decided)
-
 #: flagged groups tried as the explanation of a BLOCK, smallest first
 MAX_CANDIDATES = 3
 
@@ -107,11 +104,17 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     return out
 
 
+def _tests(state: BlameState) -> list[str]:
+    """The budget's tests of the run: the gate state's own (with the tests the run decided to add,
+    the generator-aware test), else the settings'."""
+    return list(getattr(state, "tests", None) or state.settings.budget_tests)
+
+
 def _group_level(state: BlameState) -> float | None:
     """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if any."""
-    if "subgroups" not in state.tests:
+    if "subgroups" not in _tests(state):
         return None
-    return test_levels(state.settings.gate.budget, state.tests)["subgroups"][0]
+    return test_levels(state.settings.gate.budget, _tests(state))["subgroups"][0]
 
 
 def _explained(state: BlameState, order: list[str], masks: dict[str, np.ndarray], labels: np.ndarray, *,
@@ -157,7 +160,7 @@ def target_tests_without(state: BlameState, group_mask_: np.ndarray, tests: list
     figures = dict(membership_figures(scores, labels, entities, seed=settings.targets.seed))
     if "targets" in tests:
         figures.update(_exposure_without(state, keep, scores))
-    outcomes = run_tests({**state.metrics, **figures}, tests=list(state.tests), budget=settings.gate.budget,
+    outcomes = run_tests({**state.metrics, **figures}, tests=_tests(state), budget=settings.gate.budget,
                          attacks=settings.gated_attacks)
     return {t.name: t.review for t in outcomes if t.name in tests}
 
@@ -230,7 +233,7 @@ def blame_groups(state: BlameState, verdict: Verdict, *, extra_failures: list) -
             continue
         rest = decide(rules, {**state.metrics, **figures}, attacks=settings.gated_attacks,
                       extra_failures=extra_failures, budget=settings.gate.budget,
-                      tests=[t for t in state.tests if t != "subgroups"])
+                      tests=[t for t in _tests(state) if t != "subgroups"])
         tried[g] = {"decision": rest.decision, "targets": int(masks[g].sum())}
         ruled = concentrated_in(verdict, group=g, targets=int(masks[g].sum()), rest_decision=rest.decision)
         if ruled is not verdict:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, GateConfig
+from privacy_gate.config import DEFAULT_RULES, GateConfig, budget_tests
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.verdict import Check
 from privacy_gate.pipeline import group_blame
@@ -26,7 +26,7 @@ def _state(verdict: Verdict) -> SimpleNamespace:
     races = np.array(["Black"] * 40 + ["White"] * 1160)
     labels = np.r_[np.ones(600, int), np.zeros(600, int)]
     settings = SimpleNamespace(active_rules=list(DEFAULT_RULES), gated_attacks=["dcr", "domias", "mama_mia"],
-                               gate=GateConfig(), budget_tests=list(BUDGET_TESTS))
+                               gate=GateConfig(), budget_tests=budget_tests({}))
     return SimpleNamespace(settings=settings, inputs=SimpleNamespace(label_key=None),
                            targets=SimpleNamespace(records=pd.DataFrame({"race": races}), labels=labels),
                            audit=SimpleNamespace(groups={GROUP: {}}), metrics=dict(verdict.metrics),

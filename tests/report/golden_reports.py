@@ -10,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, BudgetConfig
+from privacy_gate.config import DEFAULT_RULES, BudgetConfig, budget_tests
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in
 from privacy_gate.gate.figure_words import gated_attacks
@@ -27,7 +27,7 @@ def golden_verdict(name: str, *, flagged: dict[str, float] | None = None, **figu
     metrics = {k: v for k, v in g["metrics"].items() if v is not None}
     metrics.update({k.replace("__", "."): v for k, v in figures.items()})
     groups = {label: {"membership_test.p_adjusted": p} for label, p in (flagged or {}).items()}
-    verdict = decide(DEFAULT_RULES, metrics, attacks=gated_attacks(metrics), tests=list(BUDGET_TESTS), groups=groups,
+    verdict = decide(DEFAULT_RULES, metrics, attacks=gated_attacks(metrics), tests=budget_tests({}), groups=groups,
                      budget=BudgetConfig(), data_hashes=g["data_hashes"], rules_hash=g["rules_hash"])
     return verdict.with_run_id(RUN_ID)
 
