@@ -160,6 +160,30 @@ AGREEMENT_FIGURES = (
     "linking_pvalue",
     "scanned_share",
 )
+#: The generator-aware test (``experiment.shadow_gate``): ``shadow.pvalue`` is what the budget's
+#: ``shadow`` test reads; the rest say how much compute it used and what it can see.
+SHADOW = "shadow"
+SHADOW_FIGURES = (
+    "pvalue",
+    "rank_pvalue",
+    "tail_pvalue",
+    "fits",
+    "looks",
+    "out_median",
+    "tested",
+    "pool",
+    "named",
+    "named_threshold",
+    "top_set",
+    "top_members",
+    "top_exposed_lower",
+    "power",
+    "fits_needed",
+    "sufficient",
+    "seconds",
+    "fits_per_second",
+    "promise_share",
+)
 #: Release-level figures without an attack, by family (``exposed.*`` from exposed-record discovery
 #: and the member scan, ``dependency.*`` from the source shift, ``utility.*`` from the utility
 #: score).
@@ -201,6 +225,7 @@ PLAIN_FIGURES = {
     MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,
     AGREEMENT: AGREEMENT_FIGURES,
+    SHADOW: SHADOW_FIGURES,
     "dependency": ("source_shift_pvalue", "source_tv", "plausibly_dependent", "dp_bound_excess"),
     **{
         family: DISCLOSURE_FIGURES
@@ -653,6 +678,12 @@ ART_EXPOSED = (
 ART_SCAN = (
     "risk/exposed_members.parquet"  # the member scan: row_id, p_value, exposed, in_top (no values)
 )
+#: the generator-aware test per training record: row_id, p_value, z, n_out, n_in, named, in_top
+#: (no values); its named records' real score against their own shadow scores, as a plot and as
+#: numbers (row id, real, out and in scores)
+ART_SHADOW = "risk/shadow_records.parquet"
+ART_SHADOW_PLOT = "plots/shadow_evidence.png"
+ART_SHADOW_EVIDENCE = "risk/shadow_evidence.json"
 ART_MACE = "risk/mace_per_record.parquet"  # row_id, risk, risk_lower, risk_upper, f
 ART_MACE_ESTIMATES = "risk/mace_estimates.json"  # every MACE estimate with its settings
 ART_MACE_PLOT = "plots/mace_risk.png"

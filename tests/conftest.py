@@ -355,6 +355,9 @@ SLOW_TIER: dict[str, str] = {
     "test_cpu_independence::test_the_verdict_is_the_same_under_other_blas_kernels": "four whole gates in fresh processes, one per OpenBLAS kernel",
     "test_cpu_independence::test_the_golden_scenarios_pass_under_other_kernels_and_without_avx512": "the golden scenarios' whole gates three more times, in fresh processes under other kernels",
     "test_cli::test_gate_only_approves_independent_sample_with_json": _GATES,
+    "test_cli::test_gate_with_the_recipe_judges_a_small_table": _GATES
+    + ", plus 100 refits of the recipe",
+    "test_shadow_gate::test_the_gate_gives_a_small_clean_release_a_verdict": "two whole gates of a 500-row table, one of them with 256 refits of MST",
     "test_cli::test_gate_only_blocks_copies": _GATES,
     "test_cli::test_gate_only_in_process_without_prefect": _GATES,
     "test_cli::test_review_prints_complete_commands_that_work_when_pasted": _GATES,

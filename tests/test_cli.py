@@ -458,3 +458,59 @@ def test_approve_with_suppress_regates_in_process_without_a_prefect_api(api, mon
         assert seen["regate"].run is regate_flow
     else:
         assert seen["regate"].run is None  # regate_run, in this process
+
+
+def test_gate_refuses_a_recipe_it_cannot_refit(gate_files, tmp_path):
+    """--generator is checked before anything runs: unknown names, bad settings, JSON that is not
+    an object, and settings without a generator are usage errors (exit 2)."""
+    for extra in (
+        ["--generator", "no_such_generator"],
+        ["--generator", "mst", "--generator-params", "[1]"],
+        ["--generator", "mst", "--generator-params", '{"epsilon": -1}'],
+        ["--generator-params", '{"epsilon": 1}'],
+    ):
+        code, _, err = _invoke(_gate_args(gate_files, "copies.csv", tmp_path, *extra))
+        assert code == 2, (extra, err)
+
+
+def test_gate_with_the_recipe_judges_a_small_table(small_adult, tmp_path):
+    """300 training rows and an MST release: without the recipe REVIEW for insufficient evidence;
+    with --generator mst the generator-aware test runs (a progress line per batch of fits) and the
+    run records its figures."""
+    real = pd.read_csv(small_adult / "real.csv")
+    folder = tmp_path / "small"
+    folder.mkdir()
+    for name, (a, b) in {"train": (0, 300), "holdout": (300, 400), "reference": (400, 500)}.items():
+        real.iloc[a:b].to_csv(folder / f"{name}.csv", index=False)
+    (folder / "spec.yaml").write_text(
+        yaml.safe_dump(yaml.safe_load(EXAMPLE.read_text())["dataset"]["spec"])
+    )
+    from privacy_gate.config import load_spec
+    from privacy_gate.generators import create_generator
+
+    train = pd.read_csv(folder / "train.csv")
+    spec = load_spec(folder / "spec.yaml")
+    create_generator("mst", epsilon=1.0, seed=3).fit(
+        train, spec, reference=pd.read_csv(folder / "reference.csv")
+    ).sample(300).to_csv(folder / "mst.csv", index=False)
+    (folder / "shadow.yaml").write_text(yaml.safe_dump({"shadow": {"jobs": 1, "max_fits": 128}}))
+    code, out, err = _invoke(
+        _gate_args(
+            folder,
+            "mst.csv",
+            tmp_path / "wd",
+            "--json",
+            "--orchestrator",
+            "local",
+            "--generator",
+            "mst",
+            "--generator-params",
+            '{"epsilon": 1.0}',
+            "--config",
+            str(folder / "shadow.yaml"),
+        )
+    )
+    summary = _last_json(out)
+    assert summary["metrics"]["shadow.fits"] >= 16, err[-2000:]
+    assert "shadow fits 16/" in err and "generator-aware test" in err
+    assert code in (0, 3) and summary["verdict"] in ("APPROVE", "REVIEW")

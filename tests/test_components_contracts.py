@@ -56,6 +56,7 @@ NON_DEFAULT = {
     "gen_lra": {"neighbours": 10, "bandwidth": 0.5, "precision": "float64"},
     "copy_train": {"seed": 1},
     "noisy_copy": {"noise": 0.2},
+    "smote": {"k_neighbours": 3},
     "file": {"path": "other.csv", "whole_file": False},
     "mst": {"epsilon": 2.0, "n_bins": 8},
     "privbayes": {"score": "r", "degree": 1},

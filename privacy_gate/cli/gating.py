@@ -216,11 +216,30 @@ def gate(
         str | None,
         typer.Option(help="Publication folder or s3://bucket/prefix (default WORKDIR/published)."),
     ] = None,
+    generator: Annotated[
+        str | None,
+        typer.Option(
+            help="The registered generator that made the release (privacy-gate list generators): "
+            "the gate refits it for the generator-aware test (the --config file's shadow "
+            "section)."
+        ),
+    ] = None,
+    generator_params: Annotated[
+        str | None,
+        typer.Option(
+            help="That generator's settings as JSON, e.g. '{\"epsilon\": 1}' (with --generator)."
+        ),
+    ] = None,
     workdir: WorkdirOpt = Path(".privacy-gate"),
     as_json: JsonOpt = False,
     orchestrator: OrchestratorOpt = "auto",
 ) -> None:
     """Gate-only: judge synthetic data produced elsewhere.
+
+    With --generator (and --generator-params) naming the recipe that made the release, the gate
+    can refit it on training sets drawn from the records it holds and compare each training
+    record's score with its own scores in refits that never saw it: the generator-aware test,
+    which gives a table too small for the targets a verdict (docs/shadow.md).
 
     Small tables (under about 1,000 rows): when a stage's floor cannot be met (the --config file's
     targets: {min_per_class: 100} and disclosure: {min_control: 200}, or the non-member targets
@@ -247,6 +266,7 @@ def gate(
         usage_error(
             "--rules and --config both set the rules; put them in the --config file's gate section"
         )
+    recipe = _recipe(generator, generator_params)
     try:
         spec_model = load_spec(spec)
         # --rules and --config: one loader, one validation (a rule naming an attack that does not
@@ -314,6 +334,7 @@ def gate(
                 workdir=workdir,
                 publish_to=publish_to or None,
                 logger=cli_logger(),
+                generator=recipe,
             ),
             as_json=as_json,
             workdir=workdir,
@@ -331,7 +352,32 @@ def gate(
             config_path=str(config) if config else None,
             workdir=str(workdir),
             publish_to=publish_to or None,
+            generator=recipe.name if recipe else None,
+            generator_params=dict(recipe.params) if recipe else None,
         ),
         as_json=as_json,
         workdir=workdir,
     )
+
+
+def _recipe(generator: str | None, params: str | None):
+    """``--generator`` / ``--generator-params`` as the generator knowledge of a gate-only run
+    (checked now: an unknown generator or a setting it refuses is a usage error)."""
+    if generator is None:
+        if params is not None:
+            usage_error("--generator-params needs --generator")
+        return None
+    try:
+        values = json.loads(params) if params else {}
+    except json.JSONDecodeError as exc:
+        usage_error(f"--generator-params is not JSON: {exc}")
+    if not isinstance(values, dict):
+        usage_error("--generator-params must be a JSON object, e.g. '{\"epsilon\": 1}'")
+    from privacy_gate.errors import ConfigError
+    from privacy_gate.experiment.settings import GeneratorKnowledge
+
+    try:
+        check_components(generator, values, [])
+    except ConfigError as exc:
+        usage_error(str(exc))
+    return GeneratorKnowledge(name=generator, params=values)

@@ -29,6 +29,7 @@ from privacy_gate.config.sections import (
     ReviewConfig,
     RunnerConfig,
     ScheduleConfig,
+    ShadowConfig,
     SplitConfig,
     Strict,
     TargetsConfig,
@@ -243,6 +244,7 @@ class ReleaseConfig(Strict):
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -287,6 +289,7 @@ class GateOnlyConfig(Strict):
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     inputs: InputLimits = Field(default_factory=InputLimits)
 
     @model_validator(mode="after")

@@ -113,7 +113,19 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 
 #: The error budget's tests (privacy_gate.gate.budget), in the order the verdict lists them.
-BUDGET_TESTS = ("membership", "targets", "scan", "agreement", "copies", "disclosure", "subgroups")
+BUDGET_TESTS = (
+    "membership",
+    "targets",
+    "scan",
+    "agreement",
+    "copies",
+    "disclosure",
+    "subgroups",
+    "shadow",
+)
+#: The tests a run has only when their stage ran (the generator-aware test needs the recipe and
+#: decides per run whether it is needed): added to :func:`budget_tests` by the run itself.
+RUN_DECIDED_TESTS = ("shadow",)
 #: What a ``disable:`` entry may name besides a rule key: a whole test of the budget.
 TEST_KEYS = tuple(f"test:{t}" for t in BUDGET_TESTS)
 
@@ -266,7 +278,7 @@ def rule_test(metric: str, attack: str | None, scope: str) -> str | None:
         return "scan" if figure.startswith("scan_") else "targets"
     if family in DISCLOSURE_FAMILIES:
         return "disclosure"
-    if family in ("copies", "agreement"):
+    if family in ("copies", "agreement", "shadow"):
         return family
     if family in ("utility", "validation", "dependency"):
         return None  # requirements, and the opt-in dependency stress test (outside the budget)
@@ -295,9 +307,14 @@ def protections_off(
     return off
 
 
-def budget_tests(off: dict[str, str]) -> list[str]:
-    """The budget's tests a run has, given what is off."""
-    return [t for t in BUDGET_TESTS if f"test:{t}" not in off]
+def budget_tests(off: dict[str, str], *, ran: tuple[str, ...] = ()) -> list[str]:
+    """The budget's tests a run has, given what is off; a test of :data:`RUN_DECIDED_TESTS` only
+    when the run says it ran (``ran``)."""
+    return [
+        t
+        for t in BUDGET_TESTS
+        if f"test:{t}" not in off and (t not in RUN_DECIDED_TESTS or t in ran)
+    ]
 
 
 def rules_problem(

@@ -224,6 +224,29 @@ class AuditConfig(Strict):
     dependency_dp_review: bool = True
 
 
+class ShadowConfig(Strict):
+    """The generator-aware test (experiment/shadow_gate.py): the generator's recipe refitted on
+    training sets drawn from the pool, each training record's real score against its own scores in
+    the shadows that never saw it. ``enabled``: ``auto`` runs it when the recipe is known (a
+    release run, or ``privacy-gate gate --generator``), the table is not a panel, and the
+    holdout-calibrated tests alone could not give a verdict (too few targets for the power check
+    or a stage floor missed); ``true`` runs it whenever the recipe is known; ``false`` never."""
+
+    enabled: Literal["auto"] | bool = "auto"
+    # the compute budget: at most this many shadow fits, and no new batch once this much wall time
+    # has gone (the test is then taken at the last completed look)
+    max_fits: int = Field(256, ge=2, le=65536)
+    max_seconds: float = Field(600.0, gt=0)
+    # stop at the look where the decision can no longer change (false: every look up to max_fits,
+    # for an audit or a timing that wants exactly max_fits fits)
+    stop_early: bool = True
+    # worker processes of the fits (1: in this process); torch generators use CUDA when present
+    jobs: int = Field(2, ge=1, le=256)
+    # the promise that replaces the targets' power check on a small table: a release memorising
+    # this share of the training records is held back with gate.budget.power
+    promise_share: float = Field(0.10, gt=0, le=1)
+
+
 class ReviewConfig(Strict):
     """What happens on REVIEW: end as pending (decide later with `privacy-gate approve/reject`)
     or wait for a typed review input in Prefect (and stay pending on timeout): a deployment's run

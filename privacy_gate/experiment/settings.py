@@ -3,7 +3,8 @@
 - :func:`settings_for_release`: a release config plus the generator it fitted. The generator's
   *actual* guarantee (``generator.privacy``) drives the DP-bound check, and for a marginal
   generator MAMA-MIA is also run as an oracle with the focal points the fit really used.
-- :func:`settings_for_gate_only`: synthetic data made elsewhere; no generator knowledge.
+- :func:`settings_for_gate_only`: synthetic data made elsewhere; generator knowledge only when the
+  user names the registered generator and its settings that made it (the generator-aware test).
 
 The settings are recorded with the run (``names.ART_SETTINGS``); a re-gate after suppression
 reads them back (:meth:`GateSettings.from_record`) instead of rebuilding them from a config, so it
@@ -35,6 +36,7 @@ from privacy_gate.config import (
     GateConfig,
     MaceConfig,
     ReleaseConfig,
+    ShadowConfig,
     TargetsConfig,
     active_rules,
     budget_tests,
@@ -66,6 +68,7 @@ class GateSettings(BaseModel):
     mace: MaceConfig = Field(default_factory=MaceConfig)
     exposure: ExposureConfig = Field(default_factory=ExposureConfig)
     disclosure: DisclosureConfig = Field(default_factory=DisclosureConfig)
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     generator: GeneratorKnowledge | None = None
     privacy: dict[str, float] | None = None  # the fitted generator's actual guarantee
     oracle_focal_points: tuple[FocalPoint, ...] | None = None  # evaluator-only knowledge
@@ -163,6 +166,7 @@ def settings_for_release(config: ReleaseConfig, generator: Generator) -> GateSet
         mace=config.mace,
         exposure=exposure,
         disclosure=config.disclosure,
+        shadow=config.shadow,
         generator=GeneratorKnowledge(
             name=config.generator.name,
             params={**config.generator.params, "seed": config.generator.seed},
@@ -185,11 +189,14 @@ def settings_for_gate_only(
     exposure: ExposureConfig | None = None,
     score_chunks: int = 1,
     disclosure: DisclosureConfig | None = None,
+    shadow: ShadowConfig | None = None,
+    generator: GeneratorKnowledge | None = None,
 ) -> GateSettings:
     """Settings for synthetic data made elsewhere: defaults for every section not given. The
     reference file is taken to be what the gate-only contract says it is — real records of the
     same population that the generator never saw — so it calibrates the member scan unless
-    ``exposure.reference_calibrates`` is false."""
+    ``exposure.reference_calibrates`` is false. ``generator``: the registered generator and settings
+    the user says made the release (what the generator-aware test refits)."""
     return GateSettings(
         spec=spec,
         gate=gate or GateConfig(),
@@ -200,4 +207,6 @@ def settings_for_gate_only(
         exposure=resolved_exposure(exposure or ExposureConfig(), reference_exchangeable=True),
         disclosure=disclosure or DisclosureConfig(),
         score_chunks=score_chunks,
+        shadow=shadow or ShadowConfig(),
+        generator=generator,
     )

@@ -28,6 +28,7 @@ from privacy_gate.config import (
     load_spec,
 )
 from privacy_gate.errors import PrivacyGateError
+from privacy_gate.experiment.settings import GeneratorKnowledge
 from privacy_gate.flows import review_wait
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
 from privacy_gate.flows.prefect_executor import PrefectExecutor, task_runner_for
@@ -349,9 +350,12 @@ def gate_flow(
     workdir: str = ".privacy-gate",
     publish_to: str | None = None,
     targets_seed: int = 0,
+    generator: str | None = None,
+    generator_params: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train`` (``config_path``: the
-    targets / attacks / gate / audit / mace sections, as in a release config)."""
+    targets / attacks / gate / audit / mace sections, as in a release config; ``generator`` and
+    ``generator_params``: the registered recipe that made it, for the generator-aware test)."""
     judging = load_judging(rules=rules_path, config=config_path)  # the CLI's loader: one validation
     if (
         judging is not None and not config_path
@@ -372,6 +376,9 @@ def gate_flow(
                     targets_seed=targets_seed,
                     executor=PrefectExecutor(),
                     logger=get_run_logger(),
+                    generator=None
+                    if generator is None
+                    else GeneratorKnowledge(name=generator, params=dict(generator_params or {})),
                 )
             )
         )

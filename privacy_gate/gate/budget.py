@@ -18,7 +18,11 @@ p-value under that null:
 - ``copies``: verbatim copies beyond the population's own twins at the same size;
 - ``disclosure``: singling out, linkability and each inference column, training against control
   targets (a one-sided exact test per evaluator, Bonferroni over them);
-- ``subgroups``: the smallest Holm-adjusted rank-test p-value over the audited subgroups.
+- ``subgroups``: the smallest Holm-adjusted rank-test p-value over the audited subgroups;
+- ``shadow`` (only in a run where it ran: the generator's recipe is known and the other tests
+  alone lack the power): each record's real score against its own scores in refits of the
+  generator that never saw it, the members against the other pool records by exact permutation
+  (:mod:`privacy_gate.estimators.shadow_stats`).
 
 The review budget ``alpha_R`` (default 2 %) and the block budget ``alpha_B`` (0.1 %) are split
 over the enabled tests by weight (Bonferroni). The verdict is REVIEW or worse when some test's
@@ -61,6 +65,7 @@ from privacy_gate.names import (
     LINKABILITY,
     MEMBERSHIP,
     RANK_PVALUE,
+    SHADOW,
     SINGLING_OUT,
     metric_name,
 )
@@ -81,6 +86,7 @@ DEFAULT_WEIGHTS = {
     "copies": 1.0,
     "disclosure": 1.0,
     "subgroups": 1.0,
+    "shadow": 2.0,
 }
 WHAT = {
     "membership": "the attacks tell training records from holdout records (either way: a release "
@@ -94,6 +100,8 @@ WHAT = {
     "disclosure": "an attacker singles out, links or infers training records better than control "
     "records",
     "subgroups": "a subgroup's members are told apart from its non-members",
+    "shadow": "training records score higher on the release than on the generator's own refits "
+    "that never saw them, more than the other records do",
 }
 
 
@@ -256,6 +264,8 @@ def test_pvalue(
         return _bonferroni({"agreement": _get(metrics, f"{AGREEMENT}.pvalue")})
     if name == "copies":
         return _bonferroni({"copies": _get(metrics, f"{COPIES}.pvalue")})
+    if name == "shadow":  # looks and parts combined inside (estimators/shadow_stats.py)
+        return _bonferroni({"shadow": _get(metrics, f"{SHADOW}.pvalue")})
     if name == "disclosure":
         return _bonferroni(disclosure_pvalues(metrics))
     if name == "subgroups":
@@ -389,6 +399,13 @@ def describe_gate(
     ]
     for t in tests:
         lines.append(f"  {t:<12} {w[t]:>6g} {levels[t][0]:>10.4g} {levels[t][1]:>10.4g}  {WHAT[t]}")
+    if SHADOW not in tests and f"test:{SHADOW}" not in disabled:
+        extra = test_levels(b, [*tests, SHADOW])[SHADOW]
+        lines.append(
+            f"  {SHADOW:<12} {budget_weights(b, [SHADOW])[SHADOW]:>6g} {extra[0]:>10.4g} "
+            f"{extra[1]:>10.4g}  only in a run where the generator-aware test runs (the "
+            "recipe known, shadow.enabled): the others' shares then shrink to make room"
+        )
     lines += ["", "rules (effect bars; each raises the verdict only with its test significant):"]
     for r in rules:
         test = rule_test(r.metric, r.attack, r.scope)

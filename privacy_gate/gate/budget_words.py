@@ -258,6 +258,32 @@ def _subgroups(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
     )
 
 
+def _shadow(t: TestOutcome, m: Mapping[str, Any], hit: bool) -> str:
+    fits, out = _count(m, "shadow.fits"), _count(m, "shadow.out_median")
+    how = (
+        f"The generator was refitted {fits} times on training sets drawn from the records the "
+        "gate holds, and each record's score on the release was set against its own scores in "
+        f"the refits that never saw it (about {out} each)"
+    )
+    if not hit:
+        return (
+            f"{how}: training records do not stand out against their own refits more than "
+            "the other records ([p])."
+        )
+    named = _count(m, "shadow.named")
+    extra = (
+        f"; {named} training records are named (FDR 5 %: their release score is above "
+        "nearly all of their own refit scores)"
+        if named and named != "0"
+        else ""
+    )
+    return (
+        f"{how}: training records score higher on the release than on the refits that "
+        f"never saw them, more than the other records do ([p]){extra}. The generator "
+        "memorises records."
+    )
+
+
 _TESTS: dict[str, Callable[[TestOutcome, Mapping[str, Any], bool], str]] = {
     "membership": _membership,
     "targets": _targets,
@@ -266,6 +292,7 @@ _TESTS: dict[str, Callable[[TestOutcome, Mapping[str, Any], bool], str]] = {
     "copies": _copies,
     "disclosure": _disclosure,
     "subgroups": _subgroups,
+    "shadow": _shadow,
 }
 
 

@@ -351,6 +351,58 @@ def floor_check(shortfall: Shortfall) -> Check:
     )
 
 
+#: the generator-aware test's power check (``insufficient_evidence.shadow``)
+SHADOW_POWER_METRIC = f"{INSUFFICIENT_EVIDENCE}.shadow"
+
+
+def shadow_power(checks: list[Check], metrics: Mapping[str, float], *, power: float) -> list[Check]:
+    """Where the generator-aware test ran: with its power sufficient, the insufficient-evidence
+    reasons (the targets' power check, the stage floors) become notes — the test holds back a
+    release memorising ``shadow.promise_share`` of the training records with the budget's power,
+    which is the promise on a table too small for the targets; without it, one more reason says
+    how many fits would reach it. A run that had its power without the test is unchanged."""
+    fits = int(metrics.get("shadow.fits", 0))
+    share = float(metrics.get("shadow.promise_share", 0.0))
+    reached = float(metrics.get("shadow.power", 0.0))
+    sufficient = bool(metrics.get("shadow.sufficient", 0.0))
+    needed = metrics.get("shadow.fits_needed")
+    lacking = [c for c in checks if is_insufficient_evidence(c) and not c.passed]
+    what = (
+        f"with {fits} fits the generator-aware test holds back a release memorising "
+        f"{human_percent(share)} of the training records with {reached:.0%} power"
+    )
+    if sufficient:
+        note = f"; {what}, so the gate's power does not rest on the targets here"
+        return [
+            dataclasses.replace(
+                c, passed=True, action="review", message=c.message.removeprefix(INSUFFICIENT) + note
+            )
+            if c in lacking
+            else c
+            for c in checks
+        ]
+    if needed is not None and math.isfinite(float(needed)):
+        more = (
+            f"; about {int(needed):,} fits (shadow.max_fits, and the time shadow.max_seconds "
+            f"allows) would reach {power:.0%}"
+        )
+    else:
+        more = (
+            "; no number of fits reaches it on so few records: more training and holdout "
+            "records are needed"
+        )
+    check = insufficient_evidence(
+        rule="generator-aware test's power",
+        metric=SHADOW_POWER_METRIC,
+        observed=reached,
+        threshold=power,
+        bound="min",
+        passed=not lacking,
+        message=what + more,
+    )
+    return checks + [check]
+
+
 def decide(
     rules: Iterable[Rule],
     metrics: Mapping[str, float],
@@ -470,6 +522,8 @@ def decide(
         checks += [limit] if limit is not None else []
     shortfalls = list(shortfalls)
     checks += [floor_check(s) for s in shortfalls]
+    if "shadow" in by_test:
+        checks = shadow_power(checks, metrics, power=budget.power)
     failed = tuple(c for c in checks if not c.passed)
     if any(c.action == "block" for c in failed):
         decision = "BLOCK"

@@ -48,11 +48,14 @@ class GeneratorCapabilities:
         and records ``focal_points_``: MAMA-MIA shadows it, and the gate adds the oracle variant.
     differentially_private: ``privacy`` reports an (epsilon, delta) guarantee.
     uses_reference: ``fit`` takes its discretisation from the reference split.
+    refits: a fit on another training set makes another release (False for a release read from a
+        file): what the generator-aware test needs to refit the recipe.
     """
 
     marginal: bool = False
     differentially_private: bool = False
     uses_reference: bool = False
+    refits: bool = True
 
 
 _GENERATORS = Registry("generator")

@@ -20,13 +20,14 @@ from privacy_gate.config import (
     ExposureConfig,
     GateConfig,
     MaceConfig,
+    ShadowConfig,
     TargetsConfig,
     load_spec,
 )
 from privacy_gate.data import conform, read_table
 from privacy_gate.errors import ConfigError
 from privacy_gate.experiment.inputs import GateInputs, check_disjoint, splits_from_frames
-from privacy_gate.experiment.settings import settings_for_gate_only
+from privacy_gate.experiment.settings import GeneratorKnowledge, settings_for_gate_only
 from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.executor import Executor
 from privacy_gate.pipeline.gate_run import Sink, run_gate
@@ -69,6 +70,9 @@ def evaluate(
     score_chunks: int = 1,
     disclosure: DisclosureConfig | None = None,
     label_key: LabelKey | None = None,
+    generator: str | None = None,
+    generator_params: dict[str, Any] | None = None,
+    shadow: ShadowConfig | None = None,
 ) -> GateResult:
     """Judge ``synthetic`` (made from ``train``) with the gate's attacks, estimators and rules.
 
@@ -79,6 +83,8 @@ def evaluate(
     (one task each on a cluster executor; the same figures). ``label_key``: hashes the record
     values group labels may not show (``LabelKey.for_workdir(folder)`` keeps them stable across
     calls); default a fresh key per call, so labels cannot be reversed nor compared across calls.
+    ``generator`` / ``generator_params``: the registered generator and settings that made the
+    release, for the generator-aware test (``shadow``: its settings).
     """
     if not isinstance(spec, DatasetSpec):
         spec = load_spec(spec)
@@ -101,6 +107,10 @@ def evaluate(
         exposure=exposure,
         score_chunks=score_chunks,
         disclosure=disclosure,
+        shadow=shadow,
+        generator=None
+        if generator is None
+        else GeneratorKnowledge(name=generator, params=dict(generator_params or {})),
     )
     check_disjoint(
         parts,

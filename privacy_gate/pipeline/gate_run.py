@@ -16,14 +16,21 @@ The run is the declared list :data:`GATE_STAGES`, executed by
    ``.agreement``);
 8. ``disclosure`` (on by default) — singling out, linkability and inference risks, training
    records against control records (:mod:`privacy_gate.experiment.disclosure`);
-9. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
-10. ``decide`` — the error budget's tests, the rules' bars and the findings ->
+9. ``shadow`` (when the recipe is known and the holdout alone lacks the power) — the
+   generator-aware test (:mod:`privacy_gate.pipeline.shadow_stage`);
+10. ``audit`` — every subgroup's rank test and metrics, entities, dependency stress test;
+11. ``decide`` — the error budget's tests, the rules' bars and the findings ->
     :class:`~privacy_gate.gate.Verdict` (:mod:`privacy_gate.gate.budget`);
-11. ``logging`` — each sink records the result (e.g. the MLflow run).
+12. ``logging`` — each sink records the result (e.g. the MLflow run).
 
 Stages 2-8 are the membership experiment (:mod:`privacy_gate.experiment`: numbers only); stage 8
 is the gate's (:mod:`privacy_gate.gate`). Fail closed: any exception becomes a BLOCK verdict
 naming the stage that failed.
+
+It is one module because the stages share one mutable :class:`GateState` and the order of
+:data:`GATE_STAGES` is the design: each stage body is short and reads what earlier ones set, so
+splitting them apart would scatter one sequence over files (the longer stages already live
+beside it: ``group_blame``, ``shadow_stage``).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from privacy_gate.attacks import ThreatModel
+from privacy_gate.config import budget_tests
 from privacy_gate.estimators.exposure import ExposureResult, discover_exposed
 from privacy_gate.estimators.group_tests import membership_figures
 from privacy_gate.estimators.mace_queries import MaceResult, mace_for_attacks
@@ -64,6 +72,7 @@ from privacy_gate.experiment.floors import (
 )
 from privacy_gate.experiment.grouping import label_values, rare_values
 from privacy_gate.experiment.member_scan import POOL_LIMIT, ScanResult
+from privacy_gate.experiment.shadow_gate import ShadowResult
 from privacy_gate.experiment.subgroups import AuditResult, audit
 from privacy_gate.experiment.targets import choose_dependency_targets, choose_targets
 from privacy_gate.gate import Verdict, decide
@@ -76,6 +85,7 @@ from privacy_gate.gate.findings import (
 )
 from privacy_gate.names import (
     COMBINED,
+    SHADOW,
     STRONGEST,
     UTILITY,
     exposure_metric,
@@ -94,6 +104,7 @@ from privacy_gate.pipeline.release_tests import (
     scan_of,
 )
 from privacy_gate.pipeline.result import GateResult
+from privacy_gate.pipeline.shadow_stage import run_shadow_stage
 from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
 from privacy_gate.safe_text import console_line
 from privacy_gate.validation import validate_synthetic
@@ -131,11 +142,19 @@ class GateState:
     )
     shift: SourceShift | None = None
     audit: AuditResult | None = None
+    shadow: ShadowResult | None = None  # the generator-aware test, when it ran
     verdict: Verdict | None = None
     shortfalls: list[Shortfall] = field(
         default_factory=list
     )  # stage floors a small table did not meet
     attack_seconds: dict[str, float] = field(default_factory=dict)  # "attack.<key>" -> wall seconds
+
+    @property
+    def tests(self) -> list[str]:
+        """The budget's tests of this run: the settings' and the ones the run decided to add."""
+        return budget_tests(
+            self.settings.disabled, ran=(SHADOW,) if self.shadow is not None else ()
+        )
 
     @property
     def gated(self) -> list[AttackOutcome]:
@@ -152,6 +171,7 @@ class GateState:
             mace=self.mace,
             exposure=self.exposure,
             scan=self.scan,
+            shadow=self.shadow,
             disclosure=self.disclosure,
             audit=self.audit,
             validation=self.validation,
@@ -630,7 +650,7 @@ def judge(state: GateState) -> Verdict:
         warnings=dp_warnings,
         data_hashes=state.hashes,
         rules_hash=settings.gate.rules_hash(),
-        tests=settings.budget_tests,
+        tests=state.tests,
         budget=settings.gate.budget,
         disabled=settings.disabled,
         shortfalls=state.shortfalls,
@@ -681,6 +701,12 @@ GATE_STAGES: tuple[Stage[GateState], ...] = (
         lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
         _disclosure,
         when=lambda s: s.settings.disclosure.enabled,
+    ),
+    Stage(
+        "shadow",
+        lambda s: "generator-aware test: refits of the recipe",
+        run_shadow_stage,
+        when=lambda s: s.settings.generator is not None and s.settings.shadow.enabled is not False,
     ),
     Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
     Stage("decide", lambda s: "applying the gate rules", _decide),

@@ -152,13 +152,18 @@ def rest_figures(state: BlameState, group: str) -> dict[str, float]:
     return out
 
 
+def _tests(state: BlameState) -> list[str]:
+    """The budget's tests of the run: the gate state's own (with the tests the run decided to add,
+    the generator-aware test), else the settings'."""
+    return list(getattr(state, "tests", None) or state.settings.budget_tests)
+
+
 def _group_level(state: BlameState) -> float | None:
     """The level of the subgroup rank-test rule (``membership_test.p_adjusted >= level``), if
     any."""
-    settings = state.settings
-    if "subgroups" not in settings.budget_tests:
+    if "subgroups" not in _tests(state):
         return None
-    return test_levels(settings.gate.budget, settings.budget_tests)["subgroups"][0]
+    return test_levels(state.settings.gate.budget, _tests(state))["subgroups"][0]
 
 
 def _explained(
@@ -220,7 +225,7 @@ def target_tests_without(
         figures.update(_exposure_without(state, keep, scores))
     outcomes = run_tests(
         {**state.metrics, **figures},
-        tests=list(settings.budget_tests),
+        tests=_tests(state),
         budget=settings.gate.budget,
         attacks=settings.gated_attacks,
     )
@@ -304,7 +309,7 @@ def rest_decision(
         attacks=settings.gated_attacks,
         extra_failures=extra_failures,
         budget=settings.gate.budget,
-        tests=[t for t in settings.budget_tests if t != "subgroups"],
+        tests=[t for t in _tests(state) if t != "subgroups"],
         shortfalls=getattr(state, "shortfalls", ()),
     )
     out: dict[str, Any] = {"decision": rest.decision, "targets": int(mask.sum())}

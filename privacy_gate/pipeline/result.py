@@ -18,6 +18,7 @@ from privacy_gate.experiment.attack_runs import AttackOutcome, scores_frame
 from privacy_gate.experiment.disclosure import DisclosureResult
 from privacy_gate.experiment.member_scan import ScanResult
 from privacy_gate.experiment.settings import GateSettings
+from privacy_gate.experiment.shadow_gate import ShadowResult
 from privacy_gate.experiment.subgroups import AuditResult
 from privacy_gate.experiment.targets import Targets
 from privacy_gate.gate import Verdict
@@ -37,6 +38,7 @@ class GateResult:
     mace: MaceResult | None = None
     exposure: ExposureResult | None = None
     scan: ScanResult | None = None  # the member scan (exposure.scan_members)
+    shadow: ShadowResult | None = None  # the generator-aware test (shadow), when it ran
     disclosure: DisclosureResult | None = (
         None  # singling out, linkability, inference (disclosure.enabled)
     )
@@ -74,6 +76,7 @@ class GateResult:
                 dataset=self.settings.spec.name,
                 mace=self.mace.per_record if self.mace else None,
                 disclosure=self.disclosure.summary() if self.disclosure else None,
+                shadow_evidence=self.shadow.evidence if self.shadow else (),
             )
         )
 

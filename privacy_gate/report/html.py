@@ -51,6 +51,7 @@ from privacy_gate.report.plots import (
     risk_profile_figure,
     roc_figure,
     score_histograms_figure,
+    shadow_figure,
     subgroup_bars_figure,
 )
 
@@ -523,6 +524,64 @@ def _exposure(inp: ReportInputs) -> str:
         )
         note += _naming_note(m, "scan_", "training record")
     return _section("Exposed records", note + table, "exposure")
+
+
+def _shadow(inp: ReportInputs) -> str:
+    """The generator-aware test: its figures, and the named records' scores against their own
+    shadow scores (numbered here; their row ids are in ``risk/shadow_records.parquet``)."""
+    m = inp.verdict.get("metrics") or {}
+    if m.get("shadow.fits") is None:
+        return ""
+
+    def f(key: str, digits: int = 4) -> str:
+        return _num(m.get(f"shadow.{key}"), digits)
+
+    table = _table(
+        [
+            "fits",
+            "out-shadows per record (median)",
+            "p-value",
+            "training records named",
+            "power against the promise",
+            "fits that reach it",
+        ],
+        [
+            (
+                [
+                    f("fits", 0),
+                    f("out_median", 0),
+                    _p(m.get("shadow.pvalue")),
+                    f("named", 0),
+                    f("power", 2),
+                    f("fits_needed", 0),
+                ],
+                "",
+            )
+        ],
+    )
+    note = _note_markup(
+        "The generator was refitted on training sets drawn from the records the gate holds. Each "
+        "training record's score on the release is set against its own scores in the refits that "
+        "never saw it: a p-value no other record calibrates. The members' standardised scores are "
+        "then tested against the other records' by exact permutation, and the records are named by "
+        "Benjamini–Hochberg over their own p-values (row ids in "
+        "<code>risk/shadow_records.parquet</code>)."
+    )
+    evidence = list(inp.shadow_evidence)
+    if evidence:
+        labels = [
+            f"{'named' if e.get('named') else 'most exposed'} #{i + 1}"
+            for i, e in enumerate(evidence)
+        ]
+        for label, e in zip(labels, evidence):
+            n_out, below = len(e["out"]), int(e["out_below"])
+            share = f"all {n_out}" if below == n_out else f"{below} of the {n_out}"
+            note += _note(
+                f"{label}: its score on the release is higher than in {share} refits "
+                "that never saw it."
+            )
+        note += _png(shadow_figure(evidence, labels=labels))
+    return _section("Generator-aware test", note + table, "shadow")
 
 
 def _disclosure(inp: ReportInputs) -> str:
@@ -1100,6 +1159,7 @@ def render_report(inputs: ReportInputs) -> str:
         _rules(inp),
         _attacks(inp),
         _exposure(inp),
+        _shadow(inp),
         _disclosure(inp),
         _mace(inp),
         _subgroups(inp),
@@ -1120,6 +1180,7 @@ def render_report(inputs: ReportInputs) -> str:
         ("rules", "Rules"),
         ("attacks", "Attacks"),
         ("exposure", "Exposed records"),
+        ("shadow", "Generator-aware test"),
         ("disclosure", "Disclosure risks"),
         ("mace", "Per-record risk"),
         ("subgroups", "Subgroups"),
@@ -1191,6 +1252,8 @@ def load_report_inputs(tracker: tracking.Tracker, run_id: str) -> ReportInputs:
         experiment_id=_optional("experiment id", lambda: tracker.experiment_of(run_id)),
         mace=_optional(names.ART_MACE, lambda: frame(names.ART_MACE)),
         disclosure=_optional(names.ART_DISCLOSURE, lambda: js(names.ART_DISCLOSURE)),
+        shadow_evidence=_optional(names.ART_SHADOW_EVIDENCE, lambda: js(names.ART_SHADOW_EVIDENCE))
+        or (),
         published=published_location(tags),
         workdir=tags.get(names.TAG_WORKDIR),
         dp_audit=_optional(names.ART_DP_AUDIT, lambda: js(names.ART_DP_AUDIT)),

@@ -46,6 +46,9 @@ class ReportInputs:
         str
     ] = ()  # the run's metrics/ artifacts: every figure, as JSON and tables
     workdir: str | None = None  # the run's workdir (its tag): the decision commands name it
+    shadow_evidence: Sequence[
+        Mapping[str, Any]
+    ] = ()  # risk/shadow_evidence.json (scores, no values)
 
 
 __all__ = ["ReportInputs"]

@@ -210,6 +210,44 @@ def disclosure_figure(rows: Sequence[dict]):
     return fig
 
 
+def shadow_figure(evidence: Sequence[dict], labels: Sequence[str] | None = None):
+    """Per record (labelled by row id, or by ``labels``): its real score (a red bar) against its own
+    scores in the shadow releases that never saw it (grey dots) and that did (blue crosses).
+    Scores only, no values."""
+    fig, (ax,) = _figure(7, 0.45 * max(len(evidence), 3) + 1.2, 1)
+    for y, item in enumerate(evidence[::-1]):
+        jitter = np.linspace(-0.15, 0.15, max(len(item["out"]), 1))[: len(item["out"])]
+        ax.scatter(
+            item["out"],
+            y + jitter,
+            s=10,
+            color="grey",
+            label="shadows without it" if y == 0 else None,
+        )
+        ax.scatter(
+            item["in"],
+            [y + 0.25] * len(item["in"]),
+            s=10,
+            marker="x",
+            color="#4c72b0",
+            label="shadows with it" if y == 0 else None,
+        )
+        ax.plot(
+            [item["real"]] * 2,
+            [y - 0.35, y + 0.35],
+            color="#c44e52",
+            lw=2.5,
+            label="the release" if y == 0 else None,
+        )
+    labels = list(labels) if labels is not None else [f"record {e['row_id']}" for e in evidence]
+    ax.set_yticks(range(len(evidence)), labels[::-1], fontsize=7)
+    ax.set_xlabel("copy-multiplicity score")
+    ax.set_title("each record's score on the release against its own shadow scores")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def subgroup_bars_figure(
     bars: Sequence[tuple[str, str, float, float, float, bool]],
     *,

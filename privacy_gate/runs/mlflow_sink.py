@@ -28,6 +28,7 @@ from privacy_gate.report.plots import (
     dp_audit_figure_inputs,
     risk_profile_figure,
     roc_figure,
+    shadow_figure,
 )
 from privacy_gate.report.summary import run_description, verdict_markdown  # noqa: E402
 
@@ -193,6 +194,13 @@ class MlflowSink:
             self.tracker.log_frame(self.run_id, result.exposure.records, names.ART_EXPOSED)
         if result.scan is not None:
             self.tracker.log_frame(self.run_id, result.scan.records, names.ART_SCAN)
+        if result.shadow is not None:  # row ids, p-values and scores: never record values
+            self.tracker.log_frame(self.run_id, result.shadow.records, names.ART_SHADOW)
+            if result.shadow.evidence:
+                self.tracker.log_json(
+                    self.run_id, result.shadow.evidence, names.ART_SHADOW_EVIDENCE
+                )
+                self._figure(shadow_figure(result.shadow.evidence), names.ART_SHADOW_PLOT)
         if result.disclosure is not None:
             # attacker's columns, counts, rates and risks only: no predicate or secret value
             summary = result.disclosure.summary()

@@ -41,6 +41,7 @@ from privacy_gate.experiment.inputs import (
 )
 from privacy_gate.experiment.settings import (
     GateSettings,
+    GeneratorKnowledge,
     settings_for_gate_only,
     settings_for_release,
 )
@@ -406,10 +407,12 @@ def gate_only_run(
     targets_seed: int = 0,
     executor: Executor | None = None,
     logger: Any = None,
+    generator: GeneratorKnowledge | None = None,
 ) -> RunOutcome:
     """Gate-only: judge synthetic data produced elsewhere from ``train``. ``judging``: the targets,
     attacks, gate, audit and MACE sections (default: a release config's defaults, with ``gate``
-    and ``targets_seed`` when given)."""
+    and ``targets_seed`` when given). ``generator``: the registered generator and settings the user
+    says made the release (the generator-aware test refits it; None: the recipe is unknown)."""
     executor = executor or LocalExecutor()
     judging = judging or GateOnlyConfig(
         gate=gate or GateConfig(), targets=TargetsConfig(seed=targets_seed)
@@ -477,6 +480,8 @@ def gate_only_run(
             mace=judging.mace,
             exposure=judging.exposure,
             disclosure=judging.disclosure,
+            shadow=judging.shadow,
+            generator=generator,
         )
         verdict = ctx.gate(
             GateInputs(

@@ -194,7 +194,7 @@ def _figures(**p) -> dict[str, float]:
     return m
 
 
-TESTS_NO_DISCLOSURE = [t for t in TESTS if t != "disclosure"]
+TESTS_NO_DISCLOSURE = [t for t in TESTS if t not in ("disclosure", "shadow")]
 RULES = [r for r in DEFAULT_RULES if rule_test(r.metric, r.attack, r.scope) != "disclosure"]
 
 

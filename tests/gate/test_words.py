@@ -33,6 +33,18 @@ def _every_check() -> tuple[Verdict, list[Check]]:
     """The default gate on a leaking release (the golden copies), with every finding the pipeline
     adds outside the rules, a small-table floor, blame's ruling, a missing figure and an error."""
     metrics = {k: v for k, v in GOLDEN["copy_train"]["metrics"].items() if v is not None}
+    # the generator-aware test as a small table's run has it (every budget test is here)
+    metrics.update(
+        {
+            "shadow.pvalue": 1e-6,
+            "shadow.fits": 64.0,
+            "shadow.out_median": 26.0,
+            "shadow.named": 40.0,
+            "shadow.power": 0.97,
+            "shadow.sufficient": 1.0,
+            "shadow.promise_share": 0.1,
+        }
+    )
     attacks = gated_attacks(metrics)
     findings = validation_failures("synthetic", ["column age: 3% of values outside [17, 90]"]) + [
         attack_invalid("dcr", "gave every target the same score"),
@@ -153,7 +165,7 @@ def test_an_unknown_check_gets_an_honest_generic_sentence():
             "auc",
             False,
             "and the membership test is significant at its block share (p < 0.0001, level "
-            "0.0002): an attacker can tell who was in the training data.",
+            "0.00017): an attacker can tell who was in the training data.",
         ),
         (
             "mace.advantage_upper",

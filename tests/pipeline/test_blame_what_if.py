@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, GateConfig
+from privacy_gate.config import DEFAULT_RULES, GateConfig, budget_tests
 from privacy_gate.gate import Verdict
 from privacy_gate.gate.verdict import Check
 from privacy_gate.pipeline import group_blame
@@ -31,7 +31,7 @@ def _state(verdict: Verdict) -> SimpleNamespace:
         active_rules=list(DEFAULT_RULES),
         gated_attacks=["dcr", "domias", "mama_mia"],
         gate=GateConfig(),
-        budget_tests=list(BUDGET_TESTS),
+        budget_tests=budget_tests({}),
     )
     synthetic = pd.DataFrame({"race": ["Black"] * 30 + ["White"] * 970})
     inputs = SimpleNamespace(label_key=None, synthetic=synthetic)

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, BudgetConfig
+from privacy_gate.config import DEFAULT_RULES, BudgetConfig, budget_tests
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in
 from privacy_gate.gate.figure_words import gated_attacks
@@ -33,7 +33,7 @@ def golden_verdict(
         DEFAULT_RULES,
         metrics,
         attacks=gated_attacks(metrics),
-        tests=list(BUDGET_TESTS),
+        tests=budget_tests({}),
         groups=groups,
         budget=BudgetConfig(),
         data_hashes=g["data_hashes"],
