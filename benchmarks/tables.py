@@ -289,14 +289,12 @@ def calibration_panel_nulls() -> str:
 
 
 def _membership_share() -> float:
-    """The membership test's share of the default review budget (the budget module allocates it)."""
-    from privacy_gate.config import BudgetConfig
-    from privacy_gate.gate.budget import DEFAULT_WEIGHTS, allocate
+    """The membership test's share of the default review budget over the tests a default run has
+    (the generator-aware test joins only runs that know the recipe: the budget module allocates)."""
+    from privacy_gate.config import BudgetConfig, budget_tests
+    from privacy_gate.gate.budget import test_levels
 
-    budget = BudgetConfig()
-    return allocate(review=budget.review, block=budget.block, weights=DEFAULT_WEIGHTS)[
-        "membership"
-    ][0]
+    return test_levels(BudgetConfig(), budget_tests({}))["membership"][0]
 
 
 #: the membership test's share of the default 2 % review budget (weight 2 of 10)
