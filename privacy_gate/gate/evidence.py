@@ -169,13 +169,15 @@ def _figure(effect: Mapping[str, Any], key: str) -> float | None:
 
 def _share_named(effect: Mapping[str, Any]) -> str | None:
     """The group's share of the records named exposed, or of the member scan's top set when
-    nothing is named: ``44 of 46 named records``; None when neither was measured."""
+    nothing is named: ``44 of 46 named records``, ``29 of scan's top 30``; None when neither was
+    measured."""
     named, named_all = _figure(effect, "named"), _figure(effect, "named_all")
     if named_all:
         return f"{human_number(named)} of {human_number(named_all)} named records"
     top, top_all = _figure(effect, "top_members"), _figure(effect, "top_members_all")
     if top_all:
-        return f"{human_number(top)} of {human_number(top_all)} in the scan's top set"
+        # short: it ends a flow run's name, cut at about 72 characters
+        return f"{human_number(top)} of scan's top {human_number(top_all)}"
     return "no record named" if named_all == 0 else None
 
 

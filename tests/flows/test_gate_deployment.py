@@ -93,4 +93,7 @@ def test_the_gate_mode_deployment_judges_its_own_files(deployed):
     outcome = gate_flow(**parameters)
     verdict = outcome.verdict
     assert verdict.decision == "REVIEW" and verdict.points_at == GROUP, verdict.reasons
-    assert verdict.group_effects[GROUP]["named"] > 0
+    # the group's copies are what the scan points at: named, or (where BH names none at this
+    # weight) filling its top set
+    effect = verdict.group_effects[GROUP]
+    assert effect["named"] > 0 or effect["top_members"] >= 0.9 * effect["top_members_all"] > 0

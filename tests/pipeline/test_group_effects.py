@@ -104,7 +104,7 @@ def test_the_flagged_group_gets_its_effect_size_with_intervals_and_its_share_of_
     share = (
         f"{effect['named']} of {effect['named_all']} named"
         if effect["named_all"]
-        else f"{effect['top_members']} of {len(top)} in the scan's top set"
+        else f"{effect['top_members']} of scan's top {len(top)}"
     )
     assert headline.startswith(f"{GROUP}: AUC 1 [0.") and share in headline, headline
     sentence = flagged_evidence([], verdict.to_dict())[0]
