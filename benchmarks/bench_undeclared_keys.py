@@ -72,8 +72,10 @@ def scan(table: str, cell: str, seed: int, n_train: int, linking: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
-    ap.add_argument("--null-seeds", nargs="+", type=int, default=list(range(6)))
+    ap.add_argument("--null-seeds", nargs="*", type=int, default=list(range(6)))
     ap.add_argument("--n-train", type=int, default=12_000)
+    # a confirmation run on other seeds goes to its own file, beside the design run's
+    ap.add_argument("--out", default="undeclared_keys", help="results name (benchmarks/results/)")
     args = ap.parse_args(argv)
     rows = []
     for seed in args.seeds:
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(summary)
     record(
-        "undeclared_keys",
+        args.out,
         {"settings": vars(args), "share": SHARE, "summary": summary, "rows": rows},
     )
 
