@@ -11,7 +11,11 @@ though nothing was pasted. The agreement test's budget share is 0.4 %: a p-value
 
     python benchmarks/bench_undeclared_keys.py --seeds 0 1 2 3 4 5 6 7 8 9 --null-seeds 0 1 2 3 4 5
 
-Records ``benchmarks/results/undeclared_keys.json``.
+Records ``benchmarks/results/undeclared_keys.json``. The confirmation run on seeds fixed before
+the search was last changed:
+
+    python benchmarks/bench_undeclared_keys.py --seeds 10 11 12 13 14 15 16 17 18 19 \
+        --null-seeds 6 7 8 9 10 11 --out undeclared_keys_fresh
 """
 
 from __future__ import annotations
