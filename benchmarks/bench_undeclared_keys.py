@@ -11,7 +11,11 @@ though nothing was pasted. The agreement test's budget share is 0.4 %: a p-value
 
     python benchmarks/bench_undeclared_keys.py --seeds 0 1 2 3 4 5 6 7 8 9 --null-seeds 0 1 2 3 4 5
 
-Records ``benchmarks/results/undeclared_keys.json``.
+Records ``benchmarks/results/undeclared_keys.json``. The confirmation run on seeds fixed before
+the search was last changed:
+
+    python benchmarks/bench_undeclared_keys.py --seeds 10 11 12 13 14 15 16 17 18 19 \
+        --null-seeds 6 7 8 9 10 11 --out undeclared_keys_fresh
 """
 
 from __future__ import annotations
@@ -72,8 +76,10 @@ def scan(table: str, cell: str, seed: int, n_train: int, linking: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
-    ap.add_argument("--null-seeds", nargs="+", type=int, default=list(range(6)))
+    ap.add_argument("--null-seeds", nargs="*", type=int, default=list(range(6)))
     ap.add_argument("--n-train", type=int, default=12_000)
+    # a confirmation run on other seeds goes to its own file, beside the design run's
+    ap.add_argument("--out", default="undeclared_keys", help="results name (benchmarks/results/)")
     args = ap.parse_args(argv)
     rows = []
     for seed in args.seeds:
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(summary)
     record(
-        "undeclared_keys",
+        args.out,
         {"settings": vars(args), "share": SHARE, "summary": summary, "rows": rows},
     )
 
