@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -131,7 +132,7 @@ def entity_rank_pvalue(
     return rank_test_pvalue(s, y, seed=seed, alternative=alternative)
 
 
-def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
+def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> npt.NDArray[np.float64]:
     """Per target, the mean over the attacks of its rank among all targets, scaled to (0, 1]: the
     unsupervised ensemble that Ensemble-MIA (Ward et al. 2025) found to lose least against the
     best single attack over thousands of settings. A symmetric, label-blind function of the
@@ -142,7 +143,11 @@ def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
     [0.67, 0.5, 0.83]
     """
     values = [np.asarray(s, dtype=float) for s in scores.values()]
-    return np.mean([stats.rankdata(v) for v in values], axis=0) / len(values[0])
+    # scipy is untyped (rankdata: Any): float ranks, their mean float
+    return cast(
+        "npt.NDArray[np.float64]",
+        np.mean([stats.rankdata(v) for v in values], axis=0) / len(values[0]),
+    )
 
 
 def ensemble_figures(

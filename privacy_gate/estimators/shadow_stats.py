@@ -42,6 +42,7 @@ that reach that floor by chance; :func:`fits_needed` inverts it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -193,7 +194,7 @@ def fits_needed(
     *,
     n_train: int,
     n_pool: int,
-    level_at: callable,
+    level_at: Callable[[int], float],
     share: float,
     power: float,
     n_draw: int | None = None,

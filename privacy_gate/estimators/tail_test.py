@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 #: Monte-Carlo draws of the null label order for the tail-excess test (p-value resolution 1 / 4001)
@@ -158,10 +160,14 @@ def tail_excess_pvalue(
     observed_counts = np.cumsum(labels[top])[levels - 1]
     grid_mask = np.isin(levels, grid)
 
-    def statistic(counts: np.ndarray) -> np.ndarray:
+    def statistic(counts: np.ndarray) -> npt.NDArray[np.float64]:
         per_level = _tail_ps(counts, table)
-        return np.minimum(
-            per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+        # numpy types an ``[..., i]`` index as Any: the minimum of two float p-value arrays
+        return cast(
+            "npt.NDArray[np.float64]",
+            np.minimum(
+                per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+            ),
         )
 
     observed = float(statistic(observed_counts))
