@@ -139,7 +139,7 @@ class Settings:
 
 def check_query(
     scores: object, labels: object, *, min_per_class: int = MIN_PER_CLASS
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """``(x, y)``: scores as a float (N, d) matrix and labels as int8 0/1; fail closed on bad
     input."""
     try:

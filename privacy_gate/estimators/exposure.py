@@ -79,7 +79,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -98,7 +98,9 @@ from privacy_gate.estimators.tail_test import (
 FdrMethod = Literal["bh", "by"]
 
 
-def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
+def conformal_pvalues(
+    member_scores: np.ndarray, calibration_scores: np.ndarray
+) -> npt.NDArray[np.floating[Any]]:
     """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more
     member-like).
 

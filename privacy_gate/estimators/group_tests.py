@@ -245,7 +245,7 @@ def group_pvalue(
     return p, ranked.names[int(best)]
 
 
-def holm_adjust(pvalues: np.ndarray) -> np.ndarray:
+def holm_adjust(pvalues: np.ndarray) -> npt.NDArray[np.float64]:
     """Holm step-down adjusted p-values (family-wise error control under any dependence)."""
     p = np.asarray(pvalues, dtype=float)
     m = p.size

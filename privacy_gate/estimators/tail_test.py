@@ -42,7 +42,7 @@ GRID_WEIGHT = 10.0
 GAP_DIGITS = 9
 
 
-def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> npt.NDArray[np.int64]:
     """Ranks 1..n of ``scores`` (higher score, higher rank), ties broken at random.
 
     >>> random_tie_ranks(np.array([0.5, 2.0, 0.1]), np.random.default_rng(0)).tolist()
