@@ -663,7 +663,9 @@ def fit_model(
     return KdeNdModel(x, y, prior=prior, bandwidth=bandwidth, n_mc=n_mc, seed=seed)
 
 
-def permuted_labels(y: np.ndarray, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
+def permuted_labels(
+    y: np.ndarray, n_permutations: int, rng: np.random.Generator
+) -> npt.NDArray[np.int8]:
     """(1 + B, N) int8 matrix: the real labels, then B independent permutations of them."""
     perms = rng.permuted(np.broadcast_to(y, (n_permutations, y.size)), axis=1)
     return np.vstack([y[None, :], perms]).astype(np.int8)

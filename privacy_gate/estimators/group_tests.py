@@ -47,7 +47,7 @@ from privacy_gate.names import MEMBERSHIP, RANK_PVALUE, metric_name
 EXACT_MAX_PAIRS = 2500
 
 
-def _random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> npt.NDArray[np.float64]:
     order = np.lexsort((rng.random(scores.size), scores))
     ranks = np.empty(scores.size, dtype=float)
     ranks[order] = np.arange(1, scores.size + 1)

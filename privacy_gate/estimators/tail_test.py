@@ -55,7 +55,7 @@ def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> npt.NDArra
     return ranks
 
 
-def _tail_levels(n_top: int) -> np.ndarray:
+def _tail_levels(n_top: int) -> npt.NDArray[np.int64]:
     """Levels about 30 % apart from 1 up to ``n_top`` (1, 2, 3, 4, 5, 7, 9, 11, 15, 19, ...): the
     grid's effective number of levels (~5 over 240 records, by simulation of the null label order)
     is what the statistic's :data:`GRID_WEIGHT` pays for it; a finer grid bought little power, as
@@ -103,7 +103,7 @@ def gap_level(scores: np.ndarray, n_top: int) -> int:
     return gap_in(rounded_top(s, n_top))
 
 
-def rounded_top(scores: np.ndarray, n_top: int) -> np.ndarray:
+def rounded_top(scores: np.ndarray, n_top: int) -> npt.NDArray[np.float64]:
     """The ``n_top + 1`` highest scores, descending, rounded to :data:`GAP_DIGITS` significant
     digits (infinite and missing scores as the largest / smallest float): what a gap is read on.
 
