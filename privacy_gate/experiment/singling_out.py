@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -317,8 +316,7 @@ def attack_predicates(
         return cand.take(np.arange(min(n_attacks, len(cand))))
     limit = max_attempts or 10 * n_attacks
     found: list[Predicates] = []
-    have, tried = 0, 0
-    seen: set[bytes] = set()
+    have, tried, seen = 0, 0, set[bytes]()
     batch = max(256, min(4 * n_attacks, 8192))
     while have < n_attacks and tried < limit:
         cand = _record_predicates(syn, numeric, rng, min(batch, limit - tried), n_cols)
@@ -339,9 +337,8 @@ def attack_predicates(
     )
 
 
-def _isolated(n: np.ndarray, w: float) -> npt.NDArray[np.float64]:
-    # numpy types arithmetic on an untyped array as Any: float sizes, float shares
-    return cast("npt.NDArray[np.float64]", (1.0 - (n * w + 1.0) * np.power(1.0 - w, n)) / (n + 1.0))
+def _isolated(n: npt.NDArray[np.float64], w: float) -> npt.NDArray[np.float64]:
+    return (1.0 - (n * w + 1.0) * np.power(1.0 - w, n)) / (n + 1.0)
 
 
 def size_correction(
@@ -370,16 +367,14 @@ def size_correction(
             counts = match_counts(rows, preds, bounds=sizes, groups=starts)
         success += (counts == 1).sum(axis=0)
     success /= repeats
-    best: float | None = None
-    best_sse = np.inf
+    best, best_sse = None, np.inf
     for w in np.logspace(-8, 0, 400, endpoint=False):
         g = _isolated(sizes.astype(float), w)
         a = float(g @ success / (g @ g)) if g @ g > 0 else 0.0
         sse = float(((a * g - success) ** 2).sum())
         if sse < best_sse:
             best, best_sse = w, sse
-    # every weight of the grid fits finitely (repeats >= 1), so the first one is kept at least
-    assert best is not None
+    assert best is not None  # every weight of the grid fits finitely (repeats >= 1)
     at_m = _isolated(np.array(float(m)), best)
     return float(_isolated(np.array(float(target_size)), best) / at_m) if at_m > 0 else 1.0
 
