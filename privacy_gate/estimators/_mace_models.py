@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import numpy.typing as npt
 from scipy import sparse
 from scipy.signal import fftconvolve
 from scipy.spatial.distance import cdist
@@ -81,7 +82,7 @@ class Settings:
             return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
 
         def integer(v: object, low: int) -> bool:
-            return isinstance(v, Integral) and not isinstance(v, bool) and v >= low
+            return isinstance(v, Integral) and not isinstance(v, bool) and int(v) >= low
 
         if not (real(self.prior) and 0.0 < self.prior < 1.0):
             raise ConfigError(
@@ -102,7 +103,9 @@ class Settings:
             )
         bw = self.bandwidth
         if not (
-            bw is None or bw in ("undersmoothed", "scott", "silverman") or (real(bw) and bw > 0)
+            bw is None
+            or bw in ("undersmoothed", "scott", "silverman")
+            or (not isinstance(bw, str) and real(bw) and bw > 0)
         ):
             raise ConfigError(
                 "bandwidth must be 'undersmoothed', 'scott', 'silverman', a positive number "
@@ -136,7 +139,7 @@ class Settings:
 
 def check_query(
     scores: object, labels: object, *, min_per_class: int = MIN_PER_CLASS
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """``(x, y)``: scores as a float (N, d) matrix and labels as int8 0/1; fail closed on bad
     input."""
     try:
@@ -148,7 +151,7 @@ def check_query(
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[1] == 0:
-        raise DataError(f"scores must have shape (N,) or (N, d); got shape {np.shape(scores)}")
+        raise DataError(f"scores must have shape (N,) or (N, d); got shape {x.shape}")
     if x.shape[1] > MAX_DIMS:
         raise ConfigError(
             f"a combined query has {x.shape[1]} attack scores; combine at most {MAX_DIMS} "
@@ -219,8 +222,9 @@ def default_bins(n1: int, n0: int, prior: float, d: int) -> int:
     larger upward bias in 3–4 dimensions, which ``bias`` reports.
     """
     n_eff = 1.0 / variance_scale(n1, n0, prior)
-    total = min(MAX_DEFAULT_BINS, max(2, round(n_eff ** (1 / 3))))
-    bins = max(2, round(total ** (1 / d)))
+    # float ** float is typed Any (a negative base gives a complex); n_eff > 0 here
+    total: int = min(MAX_DEFAULT_BINS, max(2, round(n_eff ** (1 / 3))))
+    bins: int = max(2, round(total ** (1 / d)))
     if d > 1:
         bins = max(bins, math.ceil(n_eff**0.25 / 2))
         bins = min(bins, max(2, math.floor((n_eff / 4) ** (1 / d))))
@@ -245,11 +249,11 @@ def resolve_bandwidth(bandwidth: float | str | None, *, n1: int, n0: int, d: int
     """
     n = 2.0 / (1.0 / n1 + 1.0 / n0)
     if bandwidth is None or bandwidth == "undersmoothed":
-        return n ** (-1.0 / (d + 2))
+        return float(n ** (-1.0 / (d + 2)))
     if bandwidth == "scott":
-        return n ** (-1.0 / (d + 4))
+        return float(n ** (-1.0 / (d + 4)))
     if bandwidth == "silverman":
-        return (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))
+        return float((n * (d + 2) / 4.0) ** (-1.0 / (d + 4)))
     return float(bandwidth)
 
 
@@ -257,22 +261,22 @@ def resolve_bandwidth(bandwidth: float | str | None, *, n1: int, n0: int, d: int
 # Clopper–Pearson
 
 
-def cp_lower(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
+def cp_lower(k: npt.ArrayLike, n: npt.ArrayLike, alpha: float) -> npt.NDArray[np.float64]:
     """One-sided Clopper–Pearson lower bound of a binomial proportion at error ``alpha``."""
-    k = np.asarray(k, dtype=np.float64)
-    n = np.broadcast_to(np.asarray(n, dtype=np.float64), k.shape)
+    kf = np.asarray(k, dtype=np.float64)
+    nf = np.broadcast_to(np.asarray(n, dtype=np.float64), kf.shape)
     with np.errstate(invalid="ignore"):
-        out = beta_dist.ppf(alpha, k, n - k + 1)
-    return np.where(k <= 0, 0.0, out)
+        out = beta_dist.ppf(alpha, kf, nf - kf + 1)
+    return np.where(kf <= 0, 0.0, out)
 
 
-def cp_upper(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
+def cp_upper(k: npt.ArrayLike, n: npt.ArrayLike, alpha: float) -> npt.NDArray[np.float64]:
     """One-sided Clopper–Pearson upper bound of a binomial proportion at error ``alpha``."""
-    k = np.asarray(k, dtype=np.float64)
-    n = np.broadcast_to(np.asarray(n, dtype=np.float64), k.shape)
+    kf = np.asarray(k, dtype=np.float64)
+    nf = np.broadcast_to(np.asarray(n, dtype=np.float64), kf.shape)
     with np.errstate(invalid="ignore"):
-        out = beta_dist.ppf(1 - alpha, k + 1, n - k)
-    return np.where(k >= n, 1.0, out)
+        out = beta_dist.ppf(1 - alpha, kf + 1, nf - kf)
+    return np.where(kf >= nf, 1.0, out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,7 +365,7 @@ class Cells:
         self.exact = n_levels <= bins_per_dim**d
         if self.exact:
             self.levels = [np.unique(x[:, j]) for j in range(d)]
-            self.transform = None
+            self.transform: RankTransform | None = None
             self.shape = tuple(u.size for u in self.levels)
         else:
             self.transform = RankTransform(x)
@@ -377,7 +381,7 @@ class Cells:
     def _codes(self, x: np.ndarray) -> np.ndarray:
         cols = []
         valid = np.ones(x.shape[0], dtype=bool)
-        if self.exact:
+        if self.transform is None:  # exact: one cell per distinct value
             for j, u in enumerate(self.levels):
                 pos = np.minimum(np.searchsorted(u, x[:, j]), u.size - 1)
                 valid &= u[pos] == x[:, j]
@@ -420,7 +424,7 @@ class DiscreteModel:
         self.count1 = np.bincount(c[y == 1], minlength=k).astype(np.float64)
         self.count0 = self.total - self.count1
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, object]:
         return {
             "bins_per_dim": self.bins_per_dim,
             "n_cells": self.cells.n_cells,
@@ -517,7 +521,7 @@ class Kde1dModel:
         self.kernel = np.exp(-0.5 * (offsets / self.h) ** 2) / (self.h * math.sqrt(2 * math.pi))
         self.dens1, self.dens0 = (a[:, 0] for a in self._densities(y[None, :]))
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, object]:
         return {
             "bandwidth": self.h,
             "grid_points": int(self.grid.size),
@@ -593,7 +597,7 @@ class KdeNdModel:
         self.n_mc = n_mc
         self.seed = seed
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, object]:
         return {"bandwidth": self.h, "n_mc": self.n_mc, "transform": "normal_scores+whitening"}
 
     def _kernel_sums(self, pts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -659,7 +663,9 @@ def fit_model(
     return KdeNdModel(x, y, prior=prior, bandwidth=bandwidth, n_mc=n_mc, seed=seed)
 
 
-def permuted_labels(y: np.ndarray, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
+def permuted_labels(
+    y: np.ndarray, n_permutations: int, rng: np.random.Generator
+) -> npt.NDArray[np.int8]:
     """(1 + B, N) int8 matrix: the real labels, then B independent permutations of them."""
     perms = rng.permuted(np.broadcast_to(y, (n_permutations, y.size)), axis=1)
     return np.vstack([y[None, :], perms]).astype(np.int8)

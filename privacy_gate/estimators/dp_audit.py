@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special, stats
 
 
@@ -74,11 +76,19 @@ def epsilon_lower_bound(fpr: float, fnr: float, *, delta: float) -> float:
     return best
 
 
-def dp_tradeoff(fpr: np.ndarray | float, *, epsilon: float, delta: float) -> np.ndarray:
+def dp_tradeoff(fpr: npt.ArrayLike, *, epsilon: float, delta: float) -> npt.NDArray[np.float64]:
     """The lowest FNR (epsilon, delta)-DP allows at each FPR."""
     a = np.asarray(fpr, dtype=float)
-    return np.maximum.reduce(
-        [np.zeros_like(a), 1 - delta - math.exp(epsilon) * a, math.exp(-epsilon) * (1 - delta - a)]
+    # numpy types a ufunc's reduce as Any: the maximum of three float arrays
+    return cast(
+        "npt.NDArray[np.float64]",
+        np.maximum.reduce(
+            [
+                np.zeros_like(a),
+                1 - delta - math.exp(epsilon) * a,
+                math.exp(-epsilon) * (1 - delta - a),
+            ]
+        ),
     )
 
 
@@ -100,9 +110,13 @@ def dp_auc_bound(epsilon: float, delta: float = 0.0) -> float:
     return float(1.0 - (1.0 - delta) ** 2 * special.expit(-epsilon))
 
 
-def gdp_tradeoff(fpr: np.ndarray | float, *, mu: float) -> np.ndarray:
+def gdp_tradeoff(fpr: npt.ArrayLike, *, mu: float) -> npt.NDArray[np.float64]:
     """The lowest FNR mu-GDP allows at each FPR: Phi(Phi^-1(1 - FPR) - mu)."""
-    return stats.norm.cdf(stats.norm.ppf(1 - np.asarray(fpr, dtype=float)) - mu)
+    # scipy is untyped (Any); a 0-d ``fpr`` gives a numpy float scalar
+    return cast(
+        "npt.NDArray[np.float64]",
+        stats.norm.cdf(stats.norm.ppf(1 - np.asarray(fpr, dtype=float)) - mu),
+    )
 
 
 def gdp_mu(fpr: float, fnr: float) -> float:

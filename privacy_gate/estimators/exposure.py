@@ -79,9 +79,10 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -97,7 +98,9 @@ from privacy_gate.estimators.tail_test import (
 FdrMethod = Literal["bh", "by"]
 
 
-def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray) -> np.ndarray:
+def conformal_pvalues(
+    member_scores: np.ndarray, calibration_scores: np.ndarray
+) -> npt.NDArray[np.floating[Any]]:
     """``(1 + #{calibration >= s}) / (n + 1)`` for each member score ``s`` (higher = more
     member-like).
 
@@ -110,7 +113,7 @@ def conformal_pvalues(member_scores: np.ndarray, calibration_scores: np.ndarray)
     return (1.0 + at_least) / (len(cal) + 1.0)
 
 
-def combined_scores(scores: Mapping[str, np.ndarray], *, seed: int = 0) -> np.ndarray:
+def combined_scores(scores: Mapping[str, np.ndarray], *, seed: int = 0) -> npt.NDArray[np.float64]:
     """Per record, the maximum over the attacks of its rank in the pooled set (ties at random),
     divided by the pool size, plus a random half-step so that no two records tie: a symmetric
     function of the pool, so exchangeable under no leakage.
@@ -123,7 +126,11 @@ def combined_scores(scores: Mapping[str, np.ndarray], *, seed: int = 0) -> np.nd
         raise ValueError("combining attack scores needs at least one attack")
     rng = np.random.default_rng(seed)
     values = [np.asarray(s, dtype=float) for s in scores.values()]
-    top = np.max([random_tie_ranks(v, rng) for v in values], axis=0).astype(float)
+    # numpy types the maximum over a list of arrays as Any: integer ranks, as float
+    top = cast(
+        "npt.NDArray[np.float64]",
+        np.max([random_tie_ranks(v, rng) for v in values], axis=0).astype(float),
+    )
     return (top + 0.5 * rng.random(top.size)) / top.size
 
 
@@ -313,11 +320,12 @@ class ExposureResult:
     @property
     def favourite(self) -> str | None:
         """The attack given the largest share of the naming level (None before shares existed)."""
-        return max(self.weights, key=self.weights.get) if self.weights else None
+        return max(self.weights, key=self.weights.__getitem__) if self.weights else None
 
     @property
     def discoveries(self) -> np.ndarray:
-        return self.records.loc[self.records["exposed"], "row_id"].to_numpy()
+        # pandas is untyped here (Any): the exposed records' row ids
+        return cast(np.ndarray, self.records.loc[self.records["exposed"], "row_id"].to_numpy())
 
     def target_mask(self, labels: np.ndarray) -> np.ndarray:
         """The discoveries as a mask over all targets (``labels``: the targets' membership, in the

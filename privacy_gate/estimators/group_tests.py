@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -46,7 +47,7 @@ from privacy_gate.names import MEMBERSHIP, RANK_PVALUE, metric_name
 EXACT_MAX_PAIRS = 2500
 
 
-def _random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> npt.NDArray[np.float64]:
     order = np.lexsort((rng.random(scores.size), scores))
     ranks = np.empty(scores.size, dtype=float)
     ranks[order] = np.arange(1, scores.size + 1)
@@ -131,7 +132,7 @@ def entity_rank_pvalue(
     return rank_test_pvalue(s, y, seed=seed, alternative=alternative)
 
 
-def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
+def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> npt.NDArray[np.float64]:
     """Per target, the mean over the attacks of its rank among all targets, scaled to (0, 1]: the
     unsupervised ensemble that Ensemble-MIA (Ward et al. 2025) found to lose least against the
     best single attack over thousands of settings. A symmetric, label-blind function of the
@@ -142,7 +143,11 @@ def mean_rank_scores(scores: Mapping[str, np.ndarray]) -> np.ndarray:
     [0.67, 0.5, 0.83]
     """
     values = [np.asarray(s, dtype=float) for s in scores.values()]
-    return np.mean([stats.rankdata(v) for v in values], axis=0) / len(values[0])
+    # scipy is untyped (rankdata: Any): float ranks, their mean float
+    return cast(
+        "npt.NDArray[np.float64]",
+        np.mean([stats.rankdata(v) for v in values], axis=0) / len(values[0]),
+    )
 
 
 def ensemble_figures(
@@ -240,7 +245,7 @@ def group_pvalue(
     return p, ranked.names[int(best)]
 
 
-def holm_adjust(pvalues: np.ndarray) -> np.ndarray:
+def holm_adjust(pvalues: np.ndarray) -> npt.NDArray[np.float64]:
     """Holm step-down adjusted p-values (family-wise error control under any dependence)."""
     p = np.asarray(pvalues, dtype=float)
     m = p.size

@@ -72,8 +72,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.errors import ConfigError, DataError
@@ -96,6 +98,9 @@ from privacy_gate.estimators.mace_dp import (
     dp_risk_bound,
 )
 from privacy_gate.estimators.mace_generalized import generalized_metrics
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "AdvantageEstimate",
@@ -209,7 +214,7 @@ class AdvantageEstimate:
         """|2p - 1|: the advantage of the best constant guess, a floor of every estimate."""
         return abs(2 * self.prior - 1)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (the settings nested under ``settings``)."""
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
         return out | {"settings": {k: _plain(v) for k, v in self.settings.items()}}
@@ -297,6 +302,8 @@ def estimate_advantage(
 
     lower_split = _split_lower_bound(x, y, s, resolved)
     lower = lower_split if s.lower_bound == "split" else lower_perm
+    # Settings refuses lower_bound="permutation" without permutations
+    assert lower is not None
     lower = min(
         lower, upper
     )  # both sides hold together w.p. >= 1 - delta; never report a crossed pair
@@ -360,7 +367,7 @@ def _split_lower_bound(x: np.ndarray, y: np.ndarray, s: Settings, method: str) -
 # individual risk
 
 
-def _readonly(a: object, dtype: type = np.float64) -> np.ndarray:
+def _readonly(a: npt.ArrayLike, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
     arr = np.array(a, dtype=dtype, copy=True)
     arr.setflags(write=False)
     return arr
@@ -525,7 +532,7 @@ def individual_risk(
     )
 
 
-def risk_histogram_figure(risk: IndividualRisk, *, bins: int = 40):
+def risk_histogram_figure(risk: IndividualRisk, *, bins: int = 40) -> Figure:
     """A matplotlib Figure (Agg, no pyplot state) for an MLflow artifact: risk histograms of
     members and non-members, and every target's risk with its interval, sorted by risk."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -128,7 +128,11 @@ def _lower_of(estimate: object) -> tuple[float, float | None]:
     # an AdvantageEstimate (estimators.mace, which imports this module), recognised by its fields
     if hasattr(estimate, "lower") and hasattr(estimate, "prior") and not isinstance(estimate, Real):
         return float(estimate.lower), estimate.prior
-    if isinstance(estimate, Real) and not isinstance(estimate, bool) and 0.0 <= estimate <= 1.0:
+    if (
+        isinstance(estimate, Real)
+        and not isinstance(estimate, bool)
+        and 0.0 <= float(estimate) <= 1.0
+    ):
         return float(estimate), None
     raise ConfigError(
         "compare_to_dp needs an AdvantageEstimate or an advantage lower bound in [0, 1]"

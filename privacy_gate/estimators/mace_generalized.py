@@ -30,6 +30,8 @@ the largest posterior, (1 + max f_p) / 2, so per-record ``risk_upper`` bounds it
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from privacy_gate.errors import ConfigError
@@ -178,11 +180,11 @@ def _evaluate(
     metric: str,
     idx: np.ndarray,
     threshold: float,
-    posterior_band,
+    posterior_band: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
     y: np.ndarray,
     p: float,
     delta: float,
-) -> dict:
+) -> dict[str, float | int]:
     eta, eta_lo, eta_hi = posterior_band(idx)
     pos = eta >= threshold
     lab = y[idx]

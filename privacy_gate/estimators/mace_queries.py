@@ -13,9 +13,10 @@ each alone) is reported as the pseudo-attack ``combined``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.data.split import unit_scores
@@ -89,7 +90,8 @@ def combined_query(scores: dict[str, np.ndarray]) -> np.ndarray | None:
         for s in scores.values()
     ]
     n = len(ranks[0])
-    return np.max([(r - 1) / max(n - 1, 1) for r in ranks], axis=0)
+    # pandas is untyped (its ranks Any): the maximum of float rank shares
+    return cast("npt.NDArray[np.float64]", np.max([(r - 1) / max(n - 1, 1) for r in ranks], axis=0))
 
 
 def per_record_risk(
@@ -166,10 +168,14 @@ def mace_for_attacks(
     metrics: dict[str, float] = {}
     estimates: dict[str, Any] = {}
     dp: dict[str, DPComparison] = {}
-    kw = dict(prior=prior, delta=delta, seed=seed)
     for name, q in queries.items():
-        est = estimate_advantage(q, query_labels, n_permutations=n_permutations, **kw)
-        ppv = generalized_metrics(q, query_labels, **kw).get("ppv_upper") if q.ndim == 1 else None
+        est = estimate_advantage(
+            q, query_labels, prior=prior, delta=delta, seed=seed, n_permutations=n_permutations
+        )
+        ppv: float | None = None
+        if q.ndim == 1:
+            general = generalized_metrics(q, query_labels, prior=prior, delta=delta, seed=seed)
+            ppv = float(general["ppv_upper"])
         metrics.update(_metrics_of(name, est, ppv))
         estimates[name] = est
         if epsilon is not None:

@@ -11,6 +11,7 @@ NaN scores are a :class:`DataError`: the gate fails closed and never silently dr
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import rankdata
 
 from privacy_gate.errors import DataError, InsufficientDataError
@@ -19,7 +20,7 @@ from privacy_gate.errors import DataError, InsufficientDataError
 FPR_LEVELS: tuple[tuple[str, float], ...] = (("0.01", 0.01), ("0.001", 0.001))
 
 
-def as_membership_labels(y: np.ndarray) -> np.ndarray:
+def as_membership_labels(y: np.ndarray) -> npt.NDArray[np.int8]:
     """0/1 (or boolean) membership labels as int8; anything else is a DataError."""
     if y.dtype == bool:
         return y.astype(np.int8)

@@ -42,9 +42,11 @@ that reach that floor by chance; :func:`fits_needed` inverts it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from privacy_gate.estimators.group_tests import rank_test_pvalue
@@ -85,7 +87,9 @@ def out_pvalues(
     return rank / (n_out + 1.0), n_out
 
 
-def calibrated_scores(real: np.ndarray, shadow: np.ndarray, member: np.ndarray) -> np.ndarray:
+def calibrated_scores(
+    real: np.ndarray, shadow: np.ndarray, member: np.ndarray
+) -> npt.NDArray[np.float64]:
     """``z_i``: the real score minus the mean of the record's out-shadow scores, over their
     standard deviation (floored at a thousandth of the median one, so a record whose out-scores
     never move does not divide by zero). A function of the scores and the shadows' training sets
@@ -136,7 +140,7 @@ def look_schedule(max_fits: int, *, first: int = FIRST_LOOK) -> list[int]:
     return looks + [max_fits]
 
 
-def look_weights(n_looks: int) -> np.ndarray:
+def look_weights(n_looks: int) -> npt.NDArray[np.float64]:
     """Each look's share of the test's level: the last half, each earlier one half of the next,
     the first what is left (they sum to one).
 
@@ -193,7 +197,7 @@ def fits_needed(
     *,
     n_train: int,
     n_pool: int,
-    level_at: callable,
+    level_at: Callable[[int], float],
     share: float,
     power: float,
     n_draw: int | None = None,

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 #: Monte-Carlo draws of the null label order for the tail-excess test (p-value resolution 1 / 4001)
@@ -40,7 +42,7 @@ GRID_WEIGHT = 10.0
 GAP_DIGITS = 9
 
 
-def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> npt.NDArray[np.int64]:
     """Ranks 1..n of ``scores`` (higher score, higher rank), ties broken at random.
 
     >>> random_tie_ranks(np.array([0.5, 2.0, 0.1]), np.random.default_rng(0)).tolist()
@@ -53,7 +55,7 @@ def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return ranks
 
 
-def _tail_levels(n_top: int) -> np.ndarray:
+def _tail_levels(n_top: int) -> npt.NDArray[np.int64]:
     """Levels about 30 % apart from 1 up to ``n_top`` (1, 2, 3, 4, 5, 7, 9, 11, 15, 19, ...): the
     grid's effective number of levels (~5 over 240 records, by simulation of the null label order)
     is what the statistic's :data:`GRID_WEIGHT` pays for it; a finer grid bought little power, as
@@ -101,7 +103,7 @@ def gap_level(scores: np.ndarray, n_top: int) -> int:
     return gap_in(rounded_top(s, n_top))
 
 
-def rounded_top(scores: np.ndarray, n_top: int) -> np.ndarray:
+def rounded_top(scores: np.ndarray, n_top: int) -> npt.NDArray[np.float64]:
     """The ``n_top + 1`` highest scores, descending, rounded to :data:`GAP_DIGITS` significant
     digits (infinite and missing scores as the largest / smallest float): what a gap is read on.
 
@@ -158,10 +160,14 @@ def tail_excess_pvalue(
     observed_counts = np.cumsum(labels[top])[levels - 1]
     grid_mask = np.isin(levels, grid)
 
-    def statistic(counts: np.ndarray) -> np.ndarray:
+    def statistic(counts: np.ndarray) -> npt.NDArray[np.float64]:
         per_level = _tail_ps(counts, table)
-        return np.minimum(
-            per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+        # numpy types an ``[..., i]`` index as Any: the minimum of two float p-value arrays
+        return cast(
+            "npt.NDArray[np.float64]",
+            np.minimum(
+                per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+            ),
         )
 
     observed = float(statistic(observed_counts))

@@ -75,7 +75,7 @@ def _tvd(a: np.ndarray, b: np.ndarray, n_cells: int) -> float:
 
 def marginal_quality(
     synthetic: pd.DataFrame, real: pd.DataFrame, *, spec: DatasetSpec, n_bins: int = 20
-) -> dict:
+) -> dict[str, object]:
     """Fidelity of ``synthetic`` to ``real``: ``1 - mean(mean 1-way TVD, mean 2-way TVD)``.
 
     Returns ``quality`` (1 = identical marginals), ``tvd_1way``/``tvd_2way`` (means over columns
@@ -129,9 +129,10 @@ def marginal_quality(
         pair_tvd[(columns[i], columns[j])] = _tvd(
             real_codes[i] * kj + real_codes[j], syn_codes[i] * kj + syn_codes[j], sizes[i] * kj
         )
+    mean2: float | None
     if pair_tvd:
         worst_pair = max(pair_tvd, key=pair_tvd.__getitem__)
-        mean2: float | None = float(np.mean(list(pair_tvd.values())))
+        mean2 = float(np.mean(list(pair_tvd.values())))
         quality = 1.0 - 0.5 * (mean1 + mean2)
     else:
         worst_pair, mean2, quality = None, None, 1.0 - mean1

@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.experiment.grouping import most_frequent, value_labels
@@ -63,12 +65,13 @@ MIN_EXPECTED = 5.0
 MC_DRAWS = 9999
 
 
-def _chi2_statistic(table: np.ndarray, expected: np.ndarray) -> np.ndarray:
+def _chi2_statistic(table: np.ndarray, expected: np.ndarray) -> npt.NDArray[np.float64]:
     """Pearson's statistic of 2 x K tables (``table`` may be a stack, ..., 2, K); 0/0 cells count
     0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         cells = np.where(expected > 0, (table - expected) ** 2 / expected, 0.0)
-    return cells.sum(axis=(-2, -1))
+    # numpy types ``where`` over a float array and a scalar as Any: float cells, their sums
+    return cast("npt.NDArray[np.float64]", cells.sum(axis=(-2, -1)))
 
 
 def _monte_carlo_pvalue(table: np.ndarray, *, seed: int = 0) -> float:

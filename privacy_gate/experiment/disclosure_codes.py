@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 _HALF = 1.0 / np.sqrt(2.0)
@@ -33,7 +35,7 @@ class Codes:
     columns: tuple[str, ...]
     numeric: np.ndarray
     matrices: tuple[np.ndarray, ...] = field(repr=False)
-    _blocks: dict = field(
+    _blocks: dict[int, list[np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False
     )  # column -> scaled blocks
 
@@ -124,7 +126,8 @@ def same_value(
             hit = np.abs(guess - truth) <= tolerance * np.abs(truth)
     else:
         hit = guess == truth
-    return hit | both_missing
+    # numpy types ``==`` of two untyped arrays as Any: a boolean array
+    return cast("npt.NDArray[np.bool_]", hit | both_missing)
 
 
 __all__ = ["Codes", "same_value"]

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.generators.discretize import Discretizer
@@ -179,11 +180,12 @@ def whitebox_score(
     return llr
 
 
-def rarity_weights(data_codes: np.ndarray, target_codes: np.ndarray) -> np.ndarray:
+def rarity_weights(data_codes: np.ndarray, target_codes: np.ndarray) -> npt.NDArray[np.float64]:
     """Per column: -log of the smoothed frequency of the target's value in D (rare = heavy)."""
     n = data_codes.shape[0]
     counts = (data_codes == target_codes.reshape(1, -1)).sum(axis=0)
-    return -np.log((counts + 0.5) / (n + 1.0))
+    # numpy types ``==`` of two untyped arrays as Any: counts, their smoothed log frequencies
+    return cast("npt.NDArray[np.float64]", -np.log((counts + 0.5) / (n + 1.0)))
 
 
 def blackbox_score(

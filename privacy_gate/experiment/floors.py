@@ -65,7 +65,7 @@ class Shortfall:
         text = f"{self.setting} {self.asks}, but only {self.have}; {self.remedy} would meet it"
         return text + (f" ({self.note})" if self.note else "")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "setting": self.setting,
             "scope": self.scope or None,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -343,7 +344,8 @@ def names_hashed_values(label: str) -> bool:
 
 def _value_tokens(values: pd.Series, label_value: str, key: LabelKey | None) -> np.ndarray:
     """A column's values as they appear in ``label_value``: hashed when the label names hashes."""
-    plain = value_labels(values).to_numpy()
+    # pandas is untyped here (Any): the values' labels, as strings
+    plain = cast(np.ndarray, value_labels(values).to_numpy())
     tokens = label_value.split(RARE_SEPARATOR)
     if not any(t.startswith("#") for t in tokens):
         return plain
@@ -351,9 +353,13 @@ def _value_tokens(values: pd.Series, label_value: str, key: LabelKey | None) -> 
     # Each distinct value is hashed once (an HMAC per row was the cost of a large release).
     shown = set(tokens)
     codes, distinct = pd.factorize(plain)
-    return np.array(
-        [v if v in shown else value_token(v, None, key=key) for v in distinct], dtype=object
-    )[codes]
+    # pandas is untyped here (factorize: Any): each row's token, through its value's code
+    return cast(
+        np.ndarray,
+        np.array(
+            [v if v in shown else value_token(v, None, key=key) for v in distinct], dtype=object
+        )[codes],
+    )
 
 
 # ------------------------------------------------------------------------------------ entities

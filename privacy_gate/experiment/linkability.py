@@ -30,8 +30,10 @@ for the per-subgroup risks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from privacy_gate.attacks.nn_index import k_nearest_indices
 from privacy_gate.estimators.disclosure import DisclosureRisk, disclosure_risk
@@ -56,8 +58,9 @@ class AttackOutcomes:
             raise ValueError("per-target successes and counts differ")
 
 
-def _shared(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a[:, :, None] == b[:, None, :]).any(axis=(1, 2))
+def _shared(a: np.ndarray, b: np.ndarray) -> npt.NDArray[np.bool_]:
+    # numpy types ``==`` of two untyped arrays as Any: a boolean array, reduced
+    return cast("npt.NDArray[np.bool_]", (a[:, :, None] == b[:, None, :]).any(axis=(1, 2)))
 
 
 def linkability(

@@ -83,8 +83,10 @@ Per-record results: row ids and p-values only (``risk/exposed_members.parquet``)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.attacks.distance import (
@@ -169,7 +171,8 @@ class ScanResult:
 
     @property
     def discoveries(self) -> np.ndarray:
-        return self.records.loc[self.records["exposed"], "row_id"].to_numpy()
+        # pandas is untyped here (Any): the exposed records' row ids
+        return cast(np.ndarray, self.records.loc[self.records["exposed"], "row_id"].to_numpy())
 
 
 def _pool_distances(
@@ -231,14 +234,18 @@ def without_verbatim(d_syn: np.ndarray) -> np.ndarray:
     return out
 
 
-def row_keys(rows: np.ndarray) -> np.ndarray:
+def row_keys(rows: np.ndarray) -> npt.NDArray[np.uint64]:
     """One 64-bit hash per row of an encoded array: equal rows, equal keys.
 
     >>> k = row_keys(np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]], dtype=np.float32))
     >>> bool(k[0] == k[1]), bool(k[0] == k[2])
     (True, False)
     """
-    return pd.util.hash_pandas_object(pd.DataFrame(rows), index=False).to_numpy()
+    # pandas is untyped here (Any): hash_pandas_object's uint64 hashes
+    return cast(
+        "npt.NDArray[np.uint64]",
+        pd.util.hash_pandas_object(pd.DataFrame(rows), index=False).to_numpy(),
+    )
 
 
 def view_copy_scores(

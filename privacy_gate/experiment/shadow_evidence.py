@@ -3,6 +3,9 @@ in the shadow releases without it and with it (scores and row ids only, never re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -12,7 +15,7 @@ EVIDENCE_RECORDS = 6
 
 def record_evidence(
     records: pd.DataFrame, real: np.ndarray, shadow: np.ndarray, member: np.ndarray
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The named records (else the most exposed by z), each with its real score and its scores in
     the shadows without it and with it: what the report plots and words."""
     order = np.lexsort((-records["z"].to_numpy(), ~records["named"].to_numpy()))[:EVIDENCE_RECORDS]
@@ -33,7 +36,7 @@ def record_evidence(
     return out
 
 
-def evidence_sentence(item: dict) -> str:
+def evidence_sentence(item: Mapping[str, Any]) -> str:
     """One record's evidence in words.
 
     >>> item = {"row_id": 7, "real": 3.0, "out": [1.0, 2.0], "in": [3.5], "out_below": 2}

@@ -35,6 +35,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from privacy_gate.estimators.disclosure import DisclosureRisk, disclosure_risk
 from privacy_gate.experiment.disclosure_codes import Codes
@@ -58,7 +59,7 @@ class Predicates:
             raise ValueError("predicate arrays must share one (n, n_cols) shape")
 
     def __len__(self) -> int:
-        return self.cols.shape[0]
+        return int(self.cols.shape[0])
 
     def take(self, idx: np.ndarray) -> Predicates:
         return Predicates(self.cols[idx], self.ops[idx], self.vals[idx])
@@ -315,7 +316,7 @@ def attack_predicates(
         return cand.take(np.arange(min(n_attacks, len(cand))))
     limit = max_attempts or 10 * n_attacks
     found: list[Predicates] = []
-    have, tried, seen = 0, 0, set()
+    have, tried, seen = 0, 0, set[bytes]()
     batch = max(256, min(4 * n_attacks, 8192))
     while have < n_attacks and tried < limit:
         cand = _record_predicates(syn, numeric, rng, min(batch, limit - tried), n_cols)
@@ -336,7 +337,7 @@ def attack_predicates(
     )
 
 
-def _isolated(n: np.ndarray, w: float) -> np.ndarray:
+def _isolated(n: npt.NDArray[np.float64], w: float) -> npt.NDArray[np.float64]:
     return (1.0 - (n * w + 1.0) * np.power(1.0 - w, n)) / (n + 1.0)
 
 
@@ -373,6 +374,7 @@ def size_correction(
         sse = float(((a * g - success) ** 2).sum())
         if sse < best_sse:
             best, best_sse = w, sse
+    assert best is not None  # every weight of the grid fits finitely (repeats >= 1)
     at_m = _isolated(np.array(float(m)), best)
     return float(_isolated(np.array(float(target_size)), best) / at_m) if at_m > 0 else 1.0
 

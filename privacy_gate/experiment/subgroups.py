@@ -250,7 +250,7 @@ def audit(
             )
         )
     if dependency is not None:
-        value, dep_targets = dependency
+        dep_value, dep_targets = dependency
         gaps = []
         for o in outcomes:
             dep = roc_metrics(o.extra_scores["dependency"], dep_targets.labels)
@@ -272,7 +272,7 @@ def audit(
                 epsilon=epsilon,
             )
         measured = DependencyMeasurement(
-            source=str(spec.source), value=value, gaps=tuple(gaps), excess=excess
+            source=str(spec.source), value=dep_value, gaps=tuple(gaps), excess=excess
         )
     return AuditResult(
         metrics=metrics,
@@ -324,8 +324,8 @@ def _dependency_vs_dp(
             continue
         metrics.update({dependency_metric(o.name, k): v for k, v in m.items()})
         lowers[o.name] = m["mace.advantage_lower"]
-    if bound is None or not lowers:
+    if bound is None or epsilon is None or not lowers:  # bound: None without epsilon
         return None
-    attack = max(lowers, key=lowers.get)
+    attack = max(lowers, key=lowers.__getitem__)
     metrics[dependency_figure("dp_bound_excess")] = lowers[attack] - bound
     return DependencyExcess(attack, lower=lowers[attack], bound=bound, epsilon=float(epsilon))

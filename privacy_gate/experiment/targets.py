@@ -4,6 +4,7 @@ attacks only ever see the target records."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,8 @@ class Targets:
 
     @property
     def row_ids(self) -> np.ndarray:
-        return self.records.index.to_numpy()
+        # pandas is untyped here (Any): the targets' row ids
+        return cast(np.ndarray, self.records.index.to_numpy())
 
     def count(self, *, members: bool) -> int:
         """Member (or non-member) units: people in a panel, rows otherwise."""
@@ -183,7 +185,7 @@ def choose_dependency_targets(
             f"value, {len(non_idx)} holdout records from the others)",
         )
     short = dependency_shortfall(
-        cfg, source=spec.source, members=len(mem_idx), non_members=len(non_idx), per_class=n
+        cfg, source=str(spec.source), members=len(mem_idx), non_members=len(non_idx), per_class=n
     )
     rng = np.random.default_rng(cfg.seed + 1)
     members = splits.train.iloc[np.sort(rng.choice(mem_idx, n, replace=False))]

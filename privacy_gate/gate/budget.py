@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -171,7 +172,13 @@ def disclosure_pvalues(metrics: Mapping[str, float]) -> dict[str, float]:
         tr, cr, nt, nc = (
             metrics.get(f"{ev}.{f}") for f in ("train_rate", "control_rate", "n_train", "n_control")
         )
-        if None in (tr, cr, nt, nc) or not all(math.isfinite(float(x)) for x in (tr, cr, nt, nc)):
+        if (
+            tr is None
+            or cr is None
+            or nt is None
+            or nc is None
+            or not all(math.isfinite(float(x)) for x in (tr, cr, nt, nc))
+        ):
             out[ev] = math.nan
             continue
         out[ev] = proportion_pvalue(_count(tr, nt), int(round(nt)), _count(cr, nc), int(round(nc)))
@@ -198,14 +205,14 @@ class TestOutcome:
     def block(self) -> bool:
         return not math.isfinite(self.pvalue) or self.pvalue <= self.block_level
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["pvalue"] = None if not math.isfinite(self.pvalue) else self.pvalue
         d["what"] = WHAT[self.name]
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> TestOutcome:
+    def from_dict(cls, d: Mapping[str, Any]) -> TestOutcome:
         """The outcome a ``verdict.json`` records (``to_dict``; a missing p-value is NaN): what the
         reports read back, so "significant" has one definition (:attr:`review`)."""
         p = d.get("pvalue")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 
 from privacy_gate.config import BudgetConfig, Rule
 from privacy_gate.estimators.power import null_reference
@@ -30,7 +31,7 @@ from privacy_gate.gate.budget import (
     run_tests,
 )
 from privacy_gate.gate.human import human_number, human_percent, p_equals
-from privacy_gate.gate.verdict import Check, Verdict
+from privacy_gate.gate.verdict import Check, Verdict, VerdictDecision
 from privacy_gate.names import COMBINED, GROUP_TEST, INSUFFICIENT_EVIDENCE, check_key, metric_name
 
 
@@ -66,7 +67,7 @@ def check_rule(
     group does not have (point estimates of a group too small for them) is not applicable: such
     a group is judged by its rank test, which every group has.
     """
-    bound = "max" if rule.max is not None else "min"
+    bound: Literal["max", "min"] = "max" if rule.max is not None else "min"
     targets = _rule_targets(rule, attacks)
     if not targets:
         return [
@@ -87,8 +88,7 @@ def check_rule(
         ]
     checks = []
     for attack in targets:
-        where = dict(attack=attack, metric=rule.metric, group=group)
-        name = check_key(**where)
+        name = check_key(attack=attack, metric=rule.metric, group=group)
         value = metrics.get(metric_name(attack, rule.metric))
         if value is None and group is not None:
             continue
@@ -103,7 +103,9 @@ def check_rule(
                     action="block",
                     passed=False,
                     message=f"{name} is {what}; the gate cannot approve without it",
-                    **where,
+                    attack=attack,
+                    metric=rule.metric,
+                    group=group,
                 )
             )
             continue
@@ -140,7 +142,9 @@ def check_rule(
                 passed=passed,
                 message=msg,
                 null_reference=reference,
-                **where,
+                attack=attack,
+                metric=rule.metric,
+                group=group,
             )
         )
     return checks
@@ -525,6 +529,7 @@ def decide(
     if "shadow" in by_test:
         checks = shadow_power(checks, metrics, power=budget.power)
     failed = tuple(c for c in checks if not c.passed)
+    decision: VerdictDecision
     if any(c.action == "block" for c in failed):
         decision = "BLOCK"
     elif failed:
