@@ -573,14 +573,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
         failed=verdict.status != "ok",
     )
     if published is not None and missed:
-        logger.error(
-            "the release IS published (%s), but its run record is incomplete (could not %s): "
-            "free space if the disk is full, then run privacy-gate doctor --fix --workdir %s to "
-            "record the publication and close the run",
-            published,
-            "; ".join(missed),
-            ctx.store.workdir,
-        )
+        ctx.clock.logger.error("%s", _unfinished_line(ctx, published, missed))
     logger.info(
         "%s", verdict_line(verdict, run_id=ctx.run_id)
     )  # the run's last line: what was decided, and why
@@ -639,6 +632,17 @@ def _try(ctx: RunContext, missed: list[str], what: str, fn: Any, *args: Any, **k
         ctx.clock.logger.warning(
             "could not %s (%s); the verdict stands", what, full or type(exc).__name__
         )
+
+
+def _unfinished_line(ctx: RunContext, published: Any, missed: list[str]) -> str:
+    """What a published run could not record after its release went out, and what to do."""
+    line = f"the release IS published ({published}), but the run could not {'; '.join(missed)}"
+    if any(m in ("tag the run with the publication", "close the MLflow run") for m in missed):
+        return (
+            f"{line}: free space if the disk is full, then run privacy-gate doctor --fix "
+            f"--workdir {ctx.store.workdir} to record the publication and close the run"
+        )
+    return f"{line}; the decision and the publication are recorded"
 
 
 def _publish(ctx: RunContext, verdict: Verdict) -> tuple[Any, Verdict]:

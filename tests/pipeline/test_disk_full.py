@@ -121,7 +121,7 @@ def _doctor(workdir: Path, *, fix: bool) -> list[str]:
 
 @pytest.mark.parametrize("point", list(POINTS))
 def test_a_full_disk_blocks_before_publication_or_leaves_it_derivable(
-    config, tmp_path, monkeypatch, point
+    config, tmp_path, monkeypatch, caplog, point
 ):
     when, after_visible = POINTS[point]
     disk = Disk(when, tmp_path)
@@ -149,9 +149,11 @@ def test_a_full_disk_blocks_before_publication_or_leaves_it_derivable(
         assert result.verdict.decision == "BLOCK" and result.published is None
         assert "the disk holding" in reason and "is full" in reason and "free space" in reason
         assert "Traceback" not in reason and "IS published" not in report
+        assert "Traceback" not in caplog.text
     else:
         assert after_visible, f"{point}: published although the disk filled before"
         assert result.verdict.decision == "APPROVE" and result.published
+        assert f"the release IS published ({result.published})" in caplog.text
         fixed = "\n".join(_doctor(tmp_path, fix=True))
         assert "[unpublished]" not in fixed, fixed
         run = store.client.get_run(result.run_id)
