@@ -59,11 +59,14 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "kills and faults",
         "a fault injected into every named step, kills at any instant of a publication, "
-        "a served config corrupted mid-run, runs of dead processes reconciled, approve and "
+        "a served config corrupted mid-run, a disk that fills at each of 17 points of a run, runs "
+        "of dead processes reconciled, approve and "
         "reject killed at each step of a decision and resolved",
         (
             r"tests/pipeline/test_faults\.py::",
             r"tests/pipeline/test_post_decision_faults\.py::",
+            r"tests/pipeline/test_disk_full\.py::",
+            r"tests/test_disk_full_errors\.py::",
             r"tests/publish/test_publish_integrity\.py::",
             r"tests/flows/test_release_flow_faults\.py::",
             r"tests/pipeline/test_doctor\.py::",

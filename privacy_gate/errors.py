@@ -6,6 +6,11 @@ without a traceback. Messages never contain values of real records.
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
+from pathlib import Path
+
 
 class PrivacyGateError(Exception):
     """Base class of all errors raised on purpose by privacy-gate."""
@@ -42,6 +47,65 @@ class IntegrityError(ReviewError):
 class InfrastructureError(PrivacyGateError):
     """A service the gate depends on (tracking server, object store) did not answer. The only kind
     of failure a scheduled run retries; it still ends in BLOCK when the retries run out."""
+
+
+class DiskFullError(PrivacyGateError):
+    """The disk holding the workdir (or a publish folder) is full: an OS write failed with ENOSPC
+    or SQLite said "database or disk is full". Not retried by a scheduled run (a retry fills the
+    same disk); the run BLOCKs and says which disk to free."""
+
+
+#: what a full disk looks like in a message (SQLite through SQLAlchemy and MLflow; pyarrow and
+#: other libraries that re-raise an OS error as text)
+_DISK_FULL_MESSAGES = ("database or disk is full", "no space left on device", "disk quota exceeded")
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return any(m in text for m in _DISK_FULL_MESSAGES)
+
+
+def _free_mb(path: Path) -> str:
+    """The space left on the filesystem holding ``path`` (its nearest existing folder), as MB."""
+    for folder in (path, *path.parents):
+        try:
+            return f"{shutil.disk_usage(folder).free / 1e6:.0f}"
+        except OSError:
+            continue
+    return "?"
+
+
+def disk_full(
+    exc: BaseException | None, *, where: str | os.PathLike | None = None
+) -> DiskFullError | None:
+    """``exc`` as a :class:`DiskFullError` when it (or anything in its cause/context chain) says
+    the disk is full; else None. The message names the disk by the failing file (an OS error's
+    own path) or else ``where`` (the workdir), with the space left on it.
+
+    >>> import errno
+    >>> str(disk_full(OSError(errno.ENOSPC, "No space left on device", "/"))).startswith(
+    ...     "the disk holding / is full (")
+    True
+    >>> disk_full(ValueError("age=37")) is None
+    True
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DiskFullError):
+            return exc
+        if _is_disk_full(exc):
+            named = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+            path = Path(os.fsdecode(named) if named else (where if where is not None else "."))
+            path = path.absolute()
+            return DiskFullError(
+                f"the disk holding {path} is full ({_free_mb(path)} MB free): free space and "
+                "run the gate again"
+            )
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 # What a failure looks like when a service is down, across the client libraries in use (requests /
@@ -109,6 +173,8 @@ def is_infrastructure_error(exc: BaseException | None) -> bool:
         seen.add(id(exc))
         if isinstance(exc, InfrastructureError):
             return True
+        if isinstance(exc, DiskFullError) or _is_disk_full(exc):
+            return False  # a retry fills the same disk: the operator frees space first
         if isinstance(exc, (ConfigError, DataError, ValidationFailed, ReviewError)):
             return False  # the user's input or a decision: retrying cannot change it
         if any(cls.__name__ in _INFRA_CLASS_NAMES for cls in type(exc).__mro__):
@@ -120,15 +186,19 @@ def is_infrastructure_error(exc: BaseException | None) -> bool:
     return False
 
 
-def safe_reason(exc: BaseException) -> str | None:
-    """What may be said of ``exc`` in a verdict or on the console: our own errors' messages, and
-    a failing path with the OS's reason (a path the operator chose, never a data value); None for
-    anything else, whose message may quote data.
+def safe_reason(exc: BaseException, *, where: str | os.PathLike | None = None) -> str | None:
+    """What may be said of ``exc`` in a verdict or on the console: a full disk (named by the
+    failing path, else ``where``), our own errors' messages, and a failing path with the OS's
+    reason (a path the operator chose, never a data value); None for anything else, whose message
+    may quote data.
 
     >>> denied = PermissionError(13, "Permission denied", "/srv/out")
     >>> safe_reason(denied), safe_reason(ValueError("age=37"))
     ('Permission denied: /srv/out', None)
     """
+    full = disk_full(exc, where=where)
+    if full is not None:
+        return str(full)
     if isinstance(exc, PrivacyGateError):
         return str(exc)
     if isinstance(exc, OSError) and exc.filename is not None:

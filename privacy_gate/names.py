@@ -577,6 +577,9 @@ TAG_WORKDIR = (
 )
 TAG_PUBLISH_TARGET = "gate.publish_target"
 TAG_PUBLISHED = "gate.published"  # where the approved release was published (set after the verdict)
+#: where the approved release is going, written (and read back) before it leaves quarantine: a
+#: store that cannot take this write (a full disk) publishes nothing
+TAG_PUBLISHING = "gate.publishing"
 #: the release a run judged: its config, data and privacy-gate version (review/prior_decision.py)
 TAG_RELEASE_KEY = "gate.release_key"
 TAG_FLOW_RUN = "gate.prefect_flow_run"  # the Prefect flow run (and deployment) that made the run
@@ -620,6 +623,9 @@ TAG_HOST = "gate.host"
 TAG_PID = "gate.pid"
 TAG_PROCESS_START = "gate.process_start"
 TAG_KILLED_REASON = "gate.killed_reason"  # why doctor marked a RUNNING run KILLED
+#: why doctor closed a RUNNING run FINISHED: its release is published (found in its target) but
+#: its process ended before recording that (a full disk)
+TAG_CLOSED_REASON = "gate.closed_reason"
 #: run kinds that publish on their own APPROVE (a review re-run's release is published by its
 #: approval)
 PUBLISHING_KINDS = ("release", "gate_only")

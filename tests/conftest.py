@@ -342,6 +342,7 @@ SLOW_TIER: dict[str, str] = {
     "test_audit_e2e": _RELEASE,
     "test_keyed_labels": _RELEASE,
     "test_post_decision_faults": _RELEASE,
+    "test_disk_full": _RELEASE + ", once for each of 17 points where the disk fills",
     "test_gate_deployment": _GATES,
     # single tests (their modules' other tests are fast)
     "test_canaries::test_copy_canary_is_blocked": _CANARY,

@@ -88,7 +88,7 @@ def run_flow(start: Callable[[], RunOutcome], *, as_json: bool, workdir: Path) -
     except Exception as exc:  # noqa: BLE001 - fail closed
         from privacy_gate.errors import safe_reason
 
-        reason = safe_reason(exc) or f"unexpected {type(exc).__name__}"
+        reason = safe_reason(exc, where=workdir) or f"unexpected {type(exc).__name__}"
         report_outcome(
             None, as_json=as_json, workdir=workdir, error=f"gate did not complete: {reason}"
         )

@@ -27,7 +27,7 @@ from privacy_gate.config import (
     load_release_config,
     load_spec,
 )
-from privacy_gate.errors import PrivacyGateError
+from privacy_gate.errors import PrivacyGateError, safe_reason
 from privacy_gate.experiment.settings import GeneratorKnowledge
 from privacy_gate.flows import review_wait
 from privacy_gate.flows.coordination import GateSlotBusy, dataset_slot, emit_verdict_event
@@ -210,9 +210,7 @@ def release_flow(config_path: str, workdir: str = ".privacy-gate") -> RunOutcome
     except GateSlotBusy as exc:
         return _skip(str(exc), tracking_uri=tracking_uri, dataset=dataset)
     except Exception as exc:  # noqa: BLE001 - fail closed: whatever escapes the run is a BLOCK, announced
-        reason = (
-            str(exc) if isinstance(exc, PrivacyGateError) else f"unexpected {type(exc).__name__}"
-        )
+        reason = safe_reason(exc, where=workdir) or f"unexpected {type(exc).__name__}"
         logger.error("the release run failed before its verdict (%s) — BLOCK", reason)
         result = replace(
             unrecorded_block(

@@ -741,7 +741,11 @@ def run_gate(
                 executor.run("logging", sink.record_gate, result)
     except Exception as exc:  # noqa: BLE001 - fail closed
         hashes = state.hashes if state is not None else {}
-        result = result.with_verdict(failure_verdict(exc, stage=clock.current, data_hashes=hashes))
+        # a full disk is named by the sinks' workdir (an MLflow sink's), else the failing file
+        where = next((w for s in sinks if (w := getattr(s, "workdir", None))), None)
+        result = result.with_verdict(
+            failure_verdict(exc, stage=clock.current, data_hashes=hashes, where=where)
+        )
     finally:
         if own_executor:
             executor.shutdown()  # type: ignore[attr-defined]

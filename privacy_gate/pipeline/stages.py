@@ -88,11 +88,16 @@ def run_stages(stages: Sequence[Stage[S]], state: S, *, executor: Executor, cloc
 
 
 def failure_verdict(
-    exc: BaseException, *, stage: str, data_hashes: dict[str, str] | None = None
+    exc: BaseException,
+    *,
+    stage: str,
+    data_hashes: dict[str, str] | None = None,
+    where: str | os.PathLike | None = None,
 ) -> Verdict:
-    """Turn any exception into a BLOCK. Our own errors carry safe messages; for anything else only
-    the type and stage are reported, since foreign messages may quote data values."""
-    reason = safe_reason(exc)
+    """Turn any exception into a BLOCK. Our own errors carry safe messages, and a full disk is
+    named (the failing file's, else ``where``, the workdir's); for anything else only the type and
+    stage are reported, since foreign messages may quote data values."""
+    reason = safe_reason(exc, where=where)
     if reason is not None:
         msg = f"{stage}: {reason}"
     elif is_infrastructure_error(exc):

@@ -33,6 +33,7 @@ cannot write elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -382,11 +383,29 @@ class ReleaseStore:
                 # a concurrent publisher of the same release won the rename: theirs must be complete
                 if verify_published(final)["sha256"] != release.sha256:
                     raise PublishError(f"{final} already holds a different release") from None
-            _fsync_dir(self.target)
+            with contextlib.suppress(OSError):  # visible now: published whatever the fsync says
+                _fsync_dir(self.target)
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
         return final / name
+
+    def visible(self, release: QuarantinedRelease | None, dataset: str) -> Path | str | None:
+        """The data file of ``release`` if the target holds it complete (reader contract), else
+        None: what a publication that reported a failure left visible."""
+        if release is None:
+            return None
+        folder = self.release_dir(release, dataset)
+        try:
+            if isinstance(folder, str):
+                manifest = verify_published_s3(folder)
+                where: Path | str = objectstore.join(folder, manifest["file"])
+            else:
+                manifest = verify_published(folder)
+                where = folder / manifest["file"]
+        except PrivacyGateError:
+            return None
+        return where if manifest.get("sha256") == release.sha256 else None
 
     def _publish_s3(
         self,

@@ -30,9 +30,13 @@ from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
 from privacy_gate.review.decision_lock import DecisionHold, decision_lock
 from privacy_gate.review.decision_recovery import (
+    gate_publication,
+    resolve_before_deciding,
+    resolve_for_review,
+)
+from privacy_gate.review.decision_recovery import (
     refresh_report as _refresh_report,  # the name tests stub
 )
-from privacy_gate.review.decision_recovery import resolve_before_deciding, resolve_for_review
 from privacy_gate.review.decision_views import show_decision
 from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.safe_text import console_lines, mask_secrets
@@ -291,6 +295,14 @@ def review_text(run_id: str, *, tracking_uri: str, workdir: str | Path | None = 
         commands=commands,
         command_note=COMMENT_HINT,
     )
+    if (
+        record.verdict.get("verdict") == "APPROVE"
+        and record.tags.get(names.TAG_KIND) in names.PUBLISHING_KINDS
+    ):  # read from the target when the run could not record it (a full disk)
+        where = gate_publication(record.tags)
+        text += "\n" + console_lines(
+            [f"published: {where}" if where else "not published: the release stays in quarantine"]
+        )
     changed = record.artifact_changes()  # named first, loudly: approve refuses such a run
     head = artifact_seal.warning_lines(run_id, changed) + recovered
     return f"{console_lines(head)}\n{text}" if head else text

@@ -106,6 +106,22 @@ def published_release(target: str, dataset: str, sha256: str) -> tuple[str, dict
     return (where, manifest) if manifest.get("sha256") == sha256 else None
 
 
+def gate_publication(tags: dict[str, str]) -> str | None:
+    """Where a gate run's release is published: its ``gate.published`` tag, else (the run could
+    not write it: a full disk, a killed process) the release it judged (``gate.synthetic_sha256``)
+    found complete in the publish target it recorded. Read from the target, never assumed."""
+    if tags.get(names.TAG_PUBLISHED):
+        return str(tags[names.TAG_PUBLISHED])
+    target, sha = tags.get(names.TAG_PUBLISH_TARGET), tags.get(names.TAG_SYNTHETIC_SHA)
+    if not target or not sha:
+        return None
+    try:
+        found = published_release(target, tags.get(names.TAG_DATASET) or "dataset", sha)
+    except PrivacyGateError:
+        return None
+    return found[0] if found else None
+
+
 def publication_of(
     tracker: tracking.Tracker, run_id: str, decision: dict[str, Any], tags: dict[str, str]
 ) -> str | None:
@@ -428,6 +444,7 @@ __all__ = [
     "Resolution",
     "doctor_check",
     "publication_of",
+    "gate_publication",
     "published_release",
     "refresh_report",
     "resolve",

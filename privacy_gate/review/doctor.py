@@ -1,12 +1,17 @@
 """``privacy-gate doctor``: reconcile what killed processes left behind.
 
 - runs left RUNNING in the MLflow store whose process is gone (same host, and its PID is not
-  alive or belongs to a process with another start time) are marked KILLED with a reason tag;
+  alive or belongs to a process with another start time) are marked KILLED with a reason tag —
+  unless their release is published (found complete in their publish target: the process ended
+  after publishing, e.g. on a full disk), which is recorded and the run closed FINISHED;
   a run made on another host is only reported (its PID means nothing here);
 - decisions a killed ``approve`` / ``reject`` left half done (a decision record without its tags
   or its publication) are reported, and resolved with ``fix`` (``decision_recovery``: a published
   approval's tags are completed, an unpublished one is rolled back, a rejection is completed);
 - APPROVE verdicts (and approvals by review) without a publication are reported, one line each;
+  whether a release is published is read from the publish target itself (the release the run
+  judged, complete under the reader contract), so a run that could not record its publication
+  (``gate.published``: a full disk) is never called unpublished — ``fix`` records it;
 - release folders of a publish target (local or ``s3://``) holding data but no manifest (a
   killed publication) are listed, and removed with ``fix``;
 - staging / quarantine work directories of this host's dead processes are removed with ``fix``;
@@ -36,7 +41,7 @@ from privacy_gate.publication.publish import (
     STAGING_PREFIX,
     temp_dirs,
 )
-from privacy_gate.review.decision_recovery import doctor_check
+from privacy_gate.review.decision_recovery import doctor_check, gate_publication
 
 #: a release folder's name: ``<dataset slug>-<12 hex of the content hash>``
 #: (``ReleaseStore.release_dir``)
@@ -47,7 +52,8 @@ DEFAULT_MIN_AGE = 600.0
 
 @dataclass
 class Finding:
-    kind: str  # stale-run | run-elsewhere | decision | unpublished | orphan | staging | unchecked
+    # stale-run | run-elsewhere | decision | unpublished | unrecorded | orphan | staging | unchecked
+    kind: str
     line: str
     fixed: bool = False
 
@@ -83,6 +89,18 @@ def _label(run: Any) -> str:
     )
 
 
+def publication(run: Any) -> str | None:
+    """Where a run's release is published (``decision_recovery.gate_publication``)."""
+    return gate_publication(dict(run.data.tags))
+
+
+def _close_published(tracker: tracking.Tracker, run: Any, where: str, why: str) -> None:
+    """A run whose release is published but whose process ended first: the publication recorded,
+    the reason tagged, then FINISHED."""
+    tracker.set_tags(run.info.run_id, {names.TAG_PUBLISHED: where, names.TAG_CLOSED_REASON: why})
+    tracker.end_run(run.info.run_id)
+
+
 def stale_runs(
     tracker: tracking.Tracker, *, fix: bool, experiment_ids: list[str] | None = None
 ) -> list[Finding]:
@@ -100,6 +118,26 @@ def stale_runs(
                 else f"no {names.TAG_HOST}/{names.TAG_PID} tags (an older version made it)"
             )
             out.append(Finding("run-elsewhere", f"{_label(run)}: RUNNING, {why}; not touched"))
+        elif gone and (where := publication(run)) is not None:
+            why = (
+                f"privacy-gate doctor: the release is published ({where}); the gating process "
+                f"(host {host}, PID {pid}) ended before closing the run (e.g. a full disk)"
+            )
+            if fix:
+                _close_published(tracker, run, where, why)
+            done = (
+                f"recorded as published and marked FINISHED ({names.TAG_CLOSED_REASON} set)"
+                if fix
+                else "--fix records the publication and marks it FINISHED"
+            )
+            out.append(
+                Finding(
+                    "stale-run",
+                    f"{_label(run)}: RUNNING but its process (host {host}, PID {pid}) is gone; "
+                    f"its release IS published ({where}); {done}",
+                    fixed=fix,
+                )
+            )
         elif gone:
             reason = (
                 f"privacy-gate doctor: the gating process (host {host}, PID {pid}) is gone; the "
@@ -122,23 +160,40 @@ def stale_runs(
     return out
 
 
-def unpublished(tracker: tracking.Tracker) -> list[Finding]:
-    """APPROVE verdicts and approvals by review that recorded no publication."""
+def unpublished(tracker: tracking.Tracker, *, fix: bool = False) -> list[Finding]:
+    """APPROVE verdicts and approvals by review that recorded no publication. A release found
+    published in its target (the run could not tag it) is reported as unrecorded, never as
+    unpublished; ``fix`` tags it."""
     out = []
     approved = [
         r
         for r in tracker.find_runs(f"tags.`{names.TAG_VERDICT}` = 'APPROVE'")
         if r.info.status != "RUNNING"
     ]
+    where = {r.info.run_id: publication(r) for r in approved}
     published_ladders = {
-        r.data.tags.get(names.TAG_LADDER) for r in approved if r.data.tags.get(names.TAG_PUBLISHED)
+        r.data.tags.get(names.TAG_LADDER) for r in approved if where[r.info.run_id]
     }
     for run in approved:
         tags, kind = run.data.tags, run.data.tags.get(names.TAG_KIND)
+        found = where[run.info.run_id]
+        if found and not tags.get(names.TAG_PUBLISHED):
+            if fix:
+                tracker.set_tags(run.info.run_id, {names.TAG_PUBLISHED: found})
+            done = f"{names.TAG_PUBLISHED} set" if fix else f"--fix sets {names.TAG_PUBLISHED}"
+            out.append(
+                Finding(
+                    "unrecorded",
+                    f"{_label(run)}: verdict APPROVE and its release IS published ({found}), but "
+                    f"the run could not record it (e.g. a full disk); {done}",
+                    fixed=fix,
+                )
+            )
+            continue
         if tags.get(names.TAG_LADDER):
             continue  # an attempt of a ladder: its parent carries the decision
-        if kind in names.PUBLISHING_KINDS and not tags.get(names.TAG_PUBLISHED):
-            missing = f"no {names.TAG_PUBLISHED} tag"
+        if kind in names.PUBLISHING_KINDS and not found:
+            missing = f"no {names.TAG_PUBLISHED} tag and no release in its target"
         elif kind == "ladder" and run.info.run_id not in published_ladders:
             missing = f"none of its attempts has a {names.TAG_PUBLISHED} tag"
         else:
@@ -293,7 +348,7 @@ def doctor(
             Finding("decision" if r.kind != "unchecked" else "unchecked", r.line, fixed=r.fixed)
             for r in resolved
         ]
-        report.findings += unpublished(tracker)
+        report.findings += unpublished(tracker, fix=fix)
         all_targets |= recorded_targets(tracker)
     for target in sorted(all_targets):
         report.findings += orphans(target, fix=fix, min_age=min_age)
@@ -333,6 +388,7 @@ __all__ = [
     "Report",
     "doctor",
     "orphans",
+    "publication",
     "reconcile_on_start",
     "stale_runs",
     "unpublished",

@@ -18,6 +18,7 @@ import numpy as np
 
 from privacy_gate import metric_records, names, tracking
 from privacy_gate.artifact_seal import text_sha256
+from privacy_gate.errors import PrivacyGateError
 from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.experiment.attack_runs import scores_frame
 from privacy_gate.gate import Verdict
@@ -324,6 +325,15 @@ class MlflowSink:
             tracking_uri=self.tracker.uri,
             experiment_id=self.tracker.experiment_id,
         )
+
+    def record_publishing(self, where: Any) -> None:
+        """Where the release is going, written and read back before it leaves quarantine."""
+        self.tracker.set_tags(self.run_id, {names.TAG_PUBLISHING: str(where)})
+        if self.tracker.run_tags(self.run_id).get(names.TAG_PUBLISHING) != str(where):
+            raise PrivacyGateError(
+                f"{names.TAG_PUBLISHING} could not be read back from the tracking store; "
+                "nothing was published"
+            )
 
     def record_published(self, path: Any) -> None:
         self.tracker.set_tags(self.run_id, {names.TAG_PUBLISHED: str(path)})

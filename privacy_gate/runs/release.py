@@ -28,7 +28,12 @@ from privacy_gate.config import (
 )
 from privacy_gate.data import Splits, read_table
 from privacy_gate.data.types import conform_typed, restore_types
-from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
+from privacy_gate.errors import (
+    PrivacyGateError,
+    disk_full,
+    is_infrastructure_error,
+    safe_reason,
+)
 from privacy_gate.experiment.inputs import (
     SPLIT_NAMES,
     GateInputs,
@@ -137,7 +142,9 @@ class RunContext:
 
     def fail(self, exc: BaseException) -> Verdict:
         self.infrastructure_failure = self.infrastructure_failure or is_infrastructure_error(exc)
-        return failure_verdict(exc, stage=self.clock.current, data_hashes=self.hashes)
+        return failure_verdict(
+            exc, stage=self.clock.current, data_hashes=self.hashes, where=self.store.workdir
+        )
 
 
 def fit_generator(
@@ -512,50 +519,31 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
     except Exception as exc:  # noqa: BLE001 - fail closed: an unrecorded verdict publishes nothing
         verdict = ctx.fail(exc).with_run_id(ctx.run_id)
         _try(
-            logger,
+            ctx,
+            [],
             "record the failure verdict",
             ctx.sink.record_verdict,
             verdict,
             timings=clock.timings,
         )
     published = None
+    missed: list[str] = []  # records that could not be written after the decision
     if verdict.decision == "APPROVE" and publish:
-        try:
-            with clock.stage("publish", "publishing the approved release"):
-                if ctx.quarantined is None:
-                    raise PrivacyGateError("no quarantined release to publish")
-                published = ctx.step(
-                    "publish",
-                    ctx.store.publish,
-                    ctx.quarantined,
-                    dataset=ctx.dataset,
-                    verdict=verdict.decision,
-                    run_id=ctx.run_id,
-                    config_hash=ctx.config_hash,
-                )
-            logger.info("published %s", published)
-        except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic, so nothing is visible
-            verdict = ctx.fail(exc).with_run_id(ctx.run_id)
-            _try(
-                logger,
-                "record the failure verdict",
-                ctx.sink.record_verdict,
-                verdict,
-                timings=clock.timings,
-            )
-        else:
-            _try(
-                logger,
-                "tag the run with the publication",
-                ctx.step,
-                "publication_tag",
-                ctx.sink.record_published,
-                published,
-            )
+        published, verdict = _publish(ctx, verdict)
+    if published is not None:  # doctor derives it from the target when this cannot be written
+        _try(
+            ctx,
+            missed,
+            "tag the run with the publication",
+            ctx.step,
+            "publication_tag",
+            ctx.sink.record_published,
+            published,
+        )
     if published is None and ctx.quarantined is not None:
         logger.info("release stays in quarantine: %s", ctx.quarantined.location)
     # derived records after the decision: each failure is a warning, never a change of the verdict
-    _try(logger, "name the run with its verdict", ctx.sink.record_run_name, verdict)
+    _try(ctx, missed, "name the run with its verdict", ctx.sink.record_run_name, verdict)
     summary = f"{verdict.decision} (status {verdict.status}), MLflow run {ctx.run_id}"
     try:
         summary = ctx.step("summary", ctx.sink.summary_markdown, verdict)
@@ -563,10 +551,11 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
         logger.warning(
             "could not render the verdict summary (%s); the verdict stands", type(exc).__name__
         )
-    _try(logger, f"record {names.ART_SUMMARY}", ctx.sink.record_summary, summary)
-    _try(logger, "set the run description", ctx.sink.record_description, verdict, summary)
+    _try(ctx, missed, f"record {names.ART_SUMMARY}", ctx.sink.record_summary, summary)
+    _try(ctx, missed, "set the run description", ctx.sink.record_description, verdict, summary)
     _try(
-        logger,
+        ctx,
+        missed,
         f"render the HTML report {names.ART_REPORT}",
         ctx.step,
         "report",
@@ -575,13 +564,16 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
         clock=clock,
     )
     _try(
-        logger,
+        ctx,
+        missed,
         "close the MLflow run",
         ctx.step,
         "end_run",
         ctx.sink.end,
         failed=verdict.status != "ok",
     )
+    if published is not None and missed:
+        ctx.clock.logger.error("%s", _unfinished_line(ctx, published, missed))
     logger.info(
         "%s", verdict_line(verdict, run_id=ctx.run_id)
     )  # the run's last line: what was decided, and why
@@ -629,9 +621,74 @@ def log_report_of(sink: MlflowSink, *, clock: StageClock | None = None) -> None:
         log_report(sink.tracker, sink.run_id)
 
 
-def _try(logger: Any, what: str, fn: Any, *args: Any, **kwargs: Any) -> None:
-    """Derived or after-the-fact records: a failure is a warning, never a change of the verdict."""
+def _try(ctx: RunContext, missed: list[str], what: str, fn: Any, *args: Any, **kwargs: Any) -> None:
+    """Derived or after-the-fact records: a failure is a warning (a full disk named), never a
+    change of the verdict; ``what`` is added to ``missed``."""
     try:
         fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001
-        logger.warning("could not %s (%s); the verdict stands", what, type(exc).__name__)
+        missed.append(what)
+        full = disk_full(exc, where=ctx.store.workdir)
+        ctx.clock.logger.warning(
+            "could not %s (%s); the verdict stands", what, full or type(exc).__name__
+        )
+
+
+def _unfinished_line(ctx: RunContext, published: Any, missed: list[str]) -> str:
+    """What a published run could not record after its release went out, and what to do."""
+    line = f"the release IS published ({published}), but the run could not {'; '.join(missed)}"
+    if any(m in ("tag the run with the publication", "close the MLflow run") for m in missed):
+        return (
+            f"{line}: free space if the disk is full, then run privacy-gate doctor --fix "
+            f"--workdir {ctx.store.workdir} to record the publication and close the run"
+        )
+    return f"{line}; the decision and the publication are recorded"
+
+
+def _publish(ctx: RunContext, verdict: Verdict) -> tuple[Any, Verdict]:
+    """Publish the approved release: (where, verdict). Before it leaves quarantine the run records
+    where it is going (``gate.publishing``, read back): a store that cannot take that write (a
+    full disk) publishes nothing and the verdict becomes a BLOCK. A failure reported after the
+    release became visible (the target's fsync) leaves it published, and says so."""
+    logger, clock = ctx.clock.logger, ctx.clock
+    started = False
+    try:
+        with clock.stage("publish", "publishing the approved release"):
+            if ctx.quarantined is None:
+                raise PrivacyGateError("no quarantined release to publish")
+            release = ctx.quarantined
+            ctx.step(
+                "publication_intent",
+                ctx.sink.record_publishing,
+                ctx.store.release_dir(release, ctx.dataset),
+            )
+            started = True
+            published = ctx.step(
+                "publish",
+                ctx.store.publish,
+                release,
+                dataset=ctx.dataset,
+                verdict=verdict.decision,
+                run_id=ctx.run_id,
+                config_hash=ctx.config_hash,
+            )
+        logger.info("published %s", published)
+    except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic
+        published = ctx.store.visible(ctx.quarantined, ctx.dataset) if started else None
+        if published is None:  # nothing visible: the release stays in quarantine
+            verdict = ctx.fail(exc).with_run_id(ctx.run_id)
+            _try(
+                ctx,
+                [],
+                "record the failure verdict",
+                ctx.sink.record_verdict,
+                verdict,
+                timings=clock.timings,
+            )
+            return None, verdict
+        logger.warning(
+            "publishing reported %s after the release became visible; it is published: %s",
+            safe_reason(exc, where=ctx.store.workdir) or type(exc).__name__,
+            published,
+        )
+    return published, verdict

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import tempfile
@@ -113,6 +114,18 @@ SOURCE_TYPE_TAG = "mlflow.source.type"
 #: An HMAC key for verdict digests (see ``signing``): without it the digest is a plain SHA-256,
 #: which catches an edited ``verdict.json`` but not someone who can also rewrite the run's tags.
 SIGNING_KEY_ENV = ENV_SIGNING_KEY
+
+
+class _NoStoreTracebacks(logging.Filter):
+    """MLflow's SQL store logs every database error with its traceback (and the statement) before
+    re-raising it; the gate classifies the re-raised error once (a full disk is named, anything
+    else is a BLOCK with its type), so the dump is kept for ``PRIVACY_GATE_DEBUG=1`` only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return bool(os.environ.get("PRIVACY_GATE_DEBUG"))
+
+
+logging.getLogger("mlflow.store.db.utils").addFilter(_NoStoreTracebacks())
 
 
 def _store_init_lock(uri: str):
