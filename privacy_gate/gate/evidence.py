@@ -172,7 +172,7 @@ def _share_named(effect: Mapping[str, Any]) -> str | None:
     nothing is named: ``44 of 46 named records``, ``29 of scan's top 30``; None when neither was
     measured."""
     named, named_all = _figure(effect, "named"), _figure(effect, "named_all")
-    if named_all:
+    if named_all and named is not None:
         return f"{human_number(named)} of {human_number(named_all)} named records"
     top, top_all = _figure(effect, "top_members"), _figure(effect, "top_members_all")
     if top_all:
@@ -222,7 +222,7 @@ def _caught(effect: Mapping[str, Any]) -> str | None:
 
 def _named_clause(effect: Mapping[str, Any]) -> str | None:
     named, named_all = _figure(effect, "named"), _figure(effect, "named_all")
-    if not named_all:
+    if not named_all or named is None:  # a record without both counts says no share
         return _share_named(effect)
     clause = (
         f"{human_number(named)} of the {human_number(named_all)} records named exposed are "

@@ -221,3 +221,12 @@ def test_numbers_for_people_never_use_exponent_notation():
             assert human_pvalue(value) == "< 0.0001"
         if math.isfinite(value) and 1e-6 <= abs(value) < 1e15:  # and the figure is still the figure
             assert float(human_number(value, 6).replace(",", "")) == pytest.approx(value, rel=1e-5)
+
+
+def test_an_effect_record_with_a_count_missing_is_worded_without_a_share():
+    from privacy_gate.gate.evidence import effect_headline, effect_parts
+
+    # a verdict that records how many were named in all but not in the group says no share
+    effect = {"auc": 1.0, "auc_lower": 0.8, "auc_upper": 1.0, "named_all": 12}
+    assert effect_parts(effect) == ["AUC 1 [0.8, 1]"]
+    assert effect_headline("g", {**effect, "named": 3}).endswith("3 of 12 named records")
