@@ -40,7 +40,7 @@ from typing import Any
 
 from privacy_gate import names, tracking
 from privacy_gate.config import GeneratorConfig, ReleaseConfig
-from privacy_gate.errors import ConfigError, PrivacyGateError
+from privacy_gate.errors import ConfigError, PrivacyGateError, safe_reason
 from privacy_gate.gate import Verdict
 from privacy_gate.generators import create_generator
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -284,9 +284,10 @@ def remediated_release_run(
     final = results[chosen] if chosen is not None else results[-1]
     if chosen is not None and attempts[chosen]["verdict"] == "APPROVE":
         try:
-            final = replace(final, published=str(_publish_chosen(config, final, ledger, workdir)))
+            published = _publish_chosen(config, final, ledger, workdir, logger=logger)
+            final = replace(final, published=str(published))
         except Exception as exc:  # noqa: BLE001 - fail closed: publication is atomic, nothing is visible
-            reason = str(exc) if isinstance(exc, PrivacyGateError) else type(exc).__name__
+            reason = safe_reason(exc, where=workdir) or type(exc).__name__
             ledger["why"] += f"; publishing it failed ({reason}), nothing was published"
             final = replace(
                 final, verdict=Verdict.error(f"publish: {reason}").with_run_id(final.run_id)
@@ -399,13 +400,29 @@ def _parent_verdict(
 
 
 def _publish_chosen(
-    config: ReleaseConfig, result: RunOutcome, ledger: dict[str, Any], workdir: str | Path
+    config: ReleaseConfig,
+    result: RunOutcome,
+    ledger: dict[str, Any],
+    workdir: str | Path,
+    *,
+    logger: Any = None,
 ) -> Any:
-    """Only the chosen release leaves quarantine; the manifest carries the ladder and its budget."""
+    """Only the chosen release leaves quarantine; the manifest carries the ladder and its budget.
+    Where it is going is recorded on the chosen run and read back first (a store that cannot take
+    the write, a full disk, publishes nothing); once it is out, a publication tag that cannot be
+    written is a warning, as doctor reads the publication from that target."""
     verdict = result.verdict
     quarantined = Path(result.quarantined)
     release = quarantined_file(quarantined, verdict.data_hashes["synthetic_file_sha256"])
     store = ReleaseStore(workdir=Path(workdir), target=config.publish.target)
+    tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
+    going = str(store.release_dir(release, config.dataset.spec.name))
+    tracker.set_tags(result.run_id, {names.TAG_PUBLISHING: going})
+    if tracker.run_tags(result.run_id).get(names.TAG_PUBLISHING) != going:
+        raise PrivacyGateError(
+            f"{names.TAG_PUBLISHING} could not be read back from the tracking store; nothing was "
+            "published"
+        )
     published = store.publish(
         release,
         dataset=config.dataset.spec.name,
@@ -435,8 +452,17 @@ def _publish_chosen(
             ],
         },
     )
-    tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
-    tracker.set_tags(result.run_id, {names.TAG_PUBLISHED: str(published)})
+    try:
+        tracker.set_tags(result.run_id, {names.TAG_PUBLISHED: str(published)})
+    except Exception as exc:  # noqa: BLE001 - published: the record follows from gate.publishing
+        if logger:
+            logger.warning(
+                "the release IS published (%s), but the run could not be tagged with it (%s): run "
+                "privacy-gate doctor --fix --workdir %s to record it",
+                published,
+                safe_reason(exc, where=workdir) or type(exc).__name__,
+                workdir,
+            )
     return published
 
 

@@ -72,6 +72,11 @@ def test_leaky_rungs_then_a_safe_one_publishes_only_the_safe_release(small_adult
     client, children = _runs(tmp_path, result.ladder_run_id)
     assert [c.data.tags[names.TAG_VERDICT] for c in children] == ["BLOCK", "BLOCK", "APPROVE"]
     assert all(c.data.tags["mlflow.parentRunId"] == result.ladder_run_id for c in children)
+    # the chosen run recorded where its release was going before it left quarantine
+    chosen_tags = children[-1].data.tags
+    folder = Path(published[0]).resolve()
+    assert Path(chosen_tags[names.TAG_PUBLISHING]).resolve() == folder
+    assert Path(chosen_tags[names.TAG_PUBLISHED]).resolve().parent == folder
     parent = client.get_run(result.ladder_run_id)
     assert (
         parent.data.tags[names.TAG_VERDICT] == "APPROVE"
