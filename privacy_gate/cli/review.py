@@ -48,6 +48,21 @@ class RegateWatch:
         return self.outcome
 
 
+def _regate_watch(suppress: list[str]) -> RegateWatch | None:
+    """The watch over a ``--suppress`` re-gate, None without one. The re-gate takes as long as a
+    gate: its stage lines go to stderr, as gate/run print them; it runs as a Prefect flow only when
+    a Prefect API is there to record it, otherwise in this process (never a temporary Prefect
+    server that may not come up)."""
+    if not suppress:
+        return None
+    cli_logger()
+    if use_prefect("auto"):
+        from privacy_gate.flows import regate_flow
+
+        return RegateWatch(regate_flow)
+    return RegateWatch()
+
+
 def decide(
     run_id: str,
     action: str,
@@ -62,17 +77,7 @@ def decide(
     from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
 
     uri = store_uri(workdir, tracking_uri)
-    regate = None
-    if suppress:
-        # the re-gate takes as long as a gate: its stage lines on stderr, as gate/run print them
-        cli_logger()
-        # a Prefect flow only when a Prefect API is there to record it; otherwise in this process
-        # (never a temporary Prefect server that may not come up)
-        regate = RegateWatch()
-        if use_prefect("auto"):
-            from privacy_gate.flows import regate_flow
-
-            regate = RegateWatch(regate_flow)
+    regate = _regate_watch(suppress)
     try:
         from privacy_gate.review.decide import decide_run
 
@@ -283,14 +288,7 @@ def preview(
     from privacy_gate.errors import PrivacyGateError
 
     uri = store_uri(workdir, tracking_uri)
-    regate = None
-    if suppress:
-        cli_logger()
-        regate = RegateWatch()
-        if use_prefect("auto"):
-            from privacy_gate.flows import regate_flow
-
-            regate = RegateWatch(regate_flow)
+    regate = _regate_watch(suppress)
     try:
         from privacy_gate.review.decide import preview_approval
 

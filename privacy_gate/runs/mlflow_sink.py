@@ -100,6 +100,17 @@ def roc_auc(scores: np.ndarray, members: np.ndarray) -> float:
     return float(roc_auc_score(members.astype(int), scores))
 
 
+def record_publishing(tracker: Any, run_id: str, where: Any) -> None:
+    """Where a run's release is going (``gate.publishing``), written and read back before it
+    leaves quarantine: a store that cannot take the write (a full disk) publishes nothing."""
+    tracker.set_tags(run_id, {names.TAG_PUBLISHING: str(where)})
+    if tracker.run_tags(run_id).get(names.TAG_PUBLISHING) != str(where):
+        raise PrivacyGateError(
+            f"{names.TAG_PUBLISHING} could not be read back from the tracking store; "
+            "nothing was published"
+        )
+
+
 class MlflowSink:
     """Records one gate run in the MLflow run ``run_id`` of ``tracker``."""
 
@@ -327,13 +338,7 @@ class MlflowSink:
         )
 
     def record_publishing(self, where: Any) -> None:
-        """Where the release is going, written and read back before it leaves quarantine."""
-        self.tracker.set_tags(self.run_id, {names.TAG_PUBLISHING: str(where)})
-        if self.tracker.run_tags(self.run_id).get(names.TAG_PUBLISHING) != str(where):
-            raise PrivacyGateError(
-                f"{names.TAG_PUBLISHING} could not be read back from the tracking store; "
-                "nothing was published"
-            )
+        record_publishing(self.tracker, self.run_id, where)
 
     def record_published(self, path: Any) -> None:
         self.tracker.set_tags(self.run_id, {names.TAG_PUBLISHED: str(path)})

@@ -517,15 +517,7 @@ def finish(ctx: RunContext, verdict: Verdict, *, publish: bool = True) -> RunOut
                     "the verdict read back from the tracking store differs from the one written"
                 )
     except Exception as exc:  # noqa: BLE001 - fail closed: an unrecorded verdict publishes nothing
-        verdict = ctx.fail(exc).with_run_id(ctx.run_id)
-        _try(
-            ctx,
-            [],
-            "record the failure verdict",
-            ctx.sink.record_verdict,
-            verdict,
-            timings=clock.timings,
-        )
+        verdict = _failed(ctx, exc)
     published = None
     missed: list[str] = []  # records that could not be written after the decision
     if verdict.decision == "APPROVE" and publish:
@@ -634,6 +626,21 @@ def _try(ctx: RunContext, missed: list[str], what: str, fn: Any, *args: Any, **k
         )
 
 
+def _failed(ctx: RunContext, exc: BaseException) -> Verdict:
+    """The BLOCK ``exc`` makes of the run, recorded if the store can still take it (a warning if
+    not: the verdict stands either way)."""
+    verdict = ctx.fail(exc).with_run_id(ctx.run_id)
+    _try(
+        ctx,
+        [],
+        "record the failure verdict",
+        ctx.sink.record_verdict,
+        verdict,
+        timings=ctx.clock.timings,
+    )
+    return verdict
+
+
 def _unfinished_line(ctx: RunContext, published: Any, missed: list[str]) -> str:
     """What a published run could not record after its release went out, and what to do."""
     line = f"the release IS published ({published}), but the run could not {'; '.join(missed)}"
@@ -676,16 +683,7 @@ def _publish(ctx: RunContext, verdict: Verdict) -> tuple[Any, Verdict]:
     except Exception as exc:  # noqa: BLE001 - fail closed; publication is atomic
         published = ctx.store.visible(ctx.quarantined, ctx.dataset) if started else None
         if published is None:  # nothing visible: the release stays in quarantine
-            verdict = ctx.fail(exc).with_run_id(ctx.run_id)
-            _try(
-                ctx,
-                [],
-                "record the failure verdict",
-                ctx.sink.record_verdict,
-                verdict,
-                timings=clock.timings,
-            )
-            return None, verdict
+            return None, _failed(ctx, exc)
         logger.warning(
             "publishing reported %s after the release became visible; it is published: %s",
             safe_reason(exc, where=ctx.store.workdir) or type(exc).__name__,

@@ -47,7 +47,7 @@ from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.pipeline.stages import StageClock
 from privacy_gate.publication.publish import ReleaseStore, quarantined_file
-from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.runs.mlflow_sink import MlflowSink, record_publishing
 from privacy_gate.runs.regate import SuppressedRelease
 from privacy_gate.runs.release import RunContext, finish, release_run
 from privacy_gate.runs.run_record import RunRecord
@@ -416,13 +416,7 @@ def _publish_chosen(
     release = quarantined_file(quarantined, verdict.data_hashes["synthetic_file_sha256"])
     store = ReleaseStore(workdir=Path(workdir), target=config.publish.target)
     tracker = tracking.Tracker(uri=result.tracking_uri, experiment=None)
-    going = str(store.release_dir(release, config.dataset.spec.name))
-    tracker.set_tags(result.run_id, {names.TAG_PUBLISHING: going})
-    if tracker.run_tags(result.run_id).get(names.TAG_PUBLISHING) != going:
-        raise PrivacyGateError(
-            f"{names.TAG_PUBLISHING} could not be read back from the tracking store; nothing was "
-            "published"
-        )
+    record_publishing(tracker, result.run_id, store.release_dir(release, config.dataset.spec.name))
     published = store.publish(
         release,
         dataset=config.dataset.spec.name,
