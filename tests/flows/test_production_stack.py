@@ -9,18 +9,19 @@ approved releases are published to ``s3://releases/``.
 The configs judge the same dataset: an independent sample (APPROVE), the same plus verbatim copies
 of one rare group's training rows (REVIEW, suspended for a typed review input) and verbatim copies
 of the training rows (BLOCK). The test waits for each deployment's first verdict from a *scheduled*
-run. The first review is suspended (its process gone, no slot held) and left unanswered until it
-is a minute past the ~225 s after its start at which Prefect 3.8 used to crash a run paused in its
-process (and ``REVIEW_WAIT_SECONDS`` after its suspension at least) — then answered through
-Prefect's API with the typed input; the resumed run decides it and publishes. The test checks the
-record in MLflow, the bucket contents, the events and the final states (``Approved``, ``Review
-approved``, ``Blocked``). The every-minute schedules, faster than the gates, are served for 5
-minutes at least: from the runs' own log lines, at no time did two runs hold the dataset's slot or
-two wait for it, and the late runs were cancelled (one active run per deployment) or skipped. A
-later review is left pending and approved with the CLI from a second workdir against the same MLflow
-server and bucket. A gate process killed while it holds a slot gives it back within its lease. Then
-``privacy-gate deploy`` registers a config with a work pool on the same server, and headless
-Chromium takes a screenshot of the reviewer's run page (tests/output/stack/).
+run. The first review is suspended (its process gone, no slot held) and left unanswered for
+``REVIEW_WAIT_SECONDS`` after its suspension — with ``PRIVACY_GATE_STACK_PAST_OLD_CRASH=1`` also
+until it is a minute past the ~225 s after its start at which Prefect 3.8 used to crash a run paused
+in its process (run it so when the lock moves Prefect; CI does not wait the extra three minutes) —
+then answered through Prefect's API with the typed input; the resumed run decides it and publishes.
+The test checks the record in MLflow, the bucket contents, the events and the final states
+(``Approved``, ``Review approved``, ``Blocked``). The every-minute schedules, faster than the gates,
+are served for 4 minutes at least: from the runs' own log lines, at no time did two runs hold the
+dataset's slot or two wait for it, and the late runs were cancelled (one active run per deployment)
+or skipped. A later review is left pending and approved with the CLI from a second workdir against
+the same MLflow server and bucket. A gate process killed while it holds a slot gives it back within
+its lease. Then ``privacy-gate deploy`` registers a config with a work pool on the same server, and
+headless Chromium takes a screenshot of the reviewer's run page (tests/output/stack/).
 """
 
 from __future__ import annotations
@@ -169,10 +170,21 @@ def _configs(folder: Path, small_adult: Path) -> dict[str, Path]:
     return paths
 
 
+@contextlib.contextmanager
 def _prefect(services):
+    """Prefect's client settings pointed at the stack's server. On leaving, the events this process
+    sent there are flushed and its events worker stopped: Prefect keeps one events worker per
+    process, bound to the server it first sent to, so an in-process flow of a later test (another
+    server) would send its events to this one — stopped by then — and the test process would wait
+    out a connection timeout per event when it exits (seen: 259 events, over an hour)."""
+    from prefect.events.worker import EventsWorker
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    return temporary_settings({PREFECT_API_URL: services.prefect})
+    with temporary_settings({PREFECT_API_URL: services.prefect}):
+        try:
+            yield
+        finally:
+            EventsWorker.drain_all(timeout=30, at_exit=False)
 
 
 #: What every poll of the served runs saw, per deployment: (active, paused, queued) run counts
@@ -235,17 +247,20 @@ REVIEW_ANSWER = {
 #: ``maintain_concurrency_lease(lease_id, 300)`` in prefect/flow_engine.py, ``_RENEWAL_FRACTION`` in
 #: prefect/concurrency/_leases.py; no setting shortens them), and that renewal, of a lease the
 #: server had revoked at the pause, got 410. The point is counted from the run's *start*, not from
-#: its suspension, so the test proves the same property once the suspended run is a minute past it:
-#: it is answered when it is both REVIEW_WAIT_SECONDS past its suspension and OLD_CRASH_SECONDS +
-#: ANSWER_PAST_CRASH_SECONDS past its start (before: 300 s after the suspension, which came one to
-#: three minutes after the start). PRIVACY_GATE_STACK_REVIEW_WAIT_SECONDS=900: left unanswered 15
-#: minutes after its suspension.
+#: its suspension. The review is answered REVIEW_WAIT_SECONDS after its suspension
+#: (PRIVACY_GATE_STACK_REVIEW_WAIT_SECONDS=900: left unanswered 15 minutes); with
+#: PRIVACY_GATE_STACK_PAST_OLD_CRASH=1 also not before OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS
+#: past its start, which proves the old crash gone on the pinned Prefect. That wait is three
+#: minutes of CI for a Prefect version the lock excludes; what keeps a review from crashing there
+#: (its process is gone, it holds no slot nor lease while it waits) is checked at every look either
+#: way. So it runs when asked: do so when the lock moves Prefect.
 REVIEW_WAIT_SECONDS = float(os.environ.get("PRIVACY_GATE_STACK_REVIEW_WAIT_SECONDS", "60"))
+PAST_OLD_CRASH = os.environ.get("PRIVACY_GATE_STACK_PAST_OLD_CRASH") == "1"
 OLD_CRASH_SECONDS = 229
 ANSWER_PAST_CRASH_SECONDS = 60
 #: How long the every-minute schedule is served at least (from serve's start): the pile-up check's
-#: span.
-SERVE_SECONDS = 300
+#: span (four schedule ticks at least, each due while an earlier gate of the dataset may run).
+SERVE_SECONDS = 240
 #: The time limit of each test of the served stack: the first one to run pays for the fixture (the
 #: first gates, the suspended review's wait, its resumption).
 SERVED_TIMEOUT = int(1500 + REVIEW_WAIT_SECONDS)
@@ -273,22 +288,24 @@ def _gate_process_gone(services, flow_run_id) -> bool | None:
 
 
 def _review_suspended_then_answered(services, serve_proc, review) -> SimpleNamespace:
-    """Leave the suspended review unanswered for REVIEW_WAIT_SECONDS after its suspension and until
-    it is a minute past the old crash point (OLD_CRASH_SECONDS after its start; the schedules keep
-    coming meanwhile, watched as everywhere), watching that it stays suspended and
-    that its gate's process is gone; then answer it with the typed input and wait for its end. The
-    resumed run may be cancelled by the server (its deployment's slot taken by a scheduled run at
-    that moment); the deployment's next run then decides it
+    """Leave the suspended review unanswered for REVIEW_WAIT_SECONDS after its suspension (and, with
+    PAST_OLD_CRASH, until it is a minute past the old crash point, OLD_CRASH_SECONDS after its
+    start; the schedules keep coming meanwhile, watched as everywhere), watching that it stays
+    suspended and that its gate's process is gone; then answer it with the typed input and wait for
+    its end. The resumed run may be cancelled by the server (its deployment's slot taken by a
+    scheduled run at that moment); the deployment's next run then decides it
     (review_wait.finish_cancelled_resumptions)."""
     from prefect.flow_runs import resume_flow_run
 
     from privacy_gate.flows.review_wait import LIMIT_REACHED
 
     suspended_at = review.state.timestamp
-    answer_at = max(
-        suspended_at.timestamp() + REVIEW_WAIT_SECONDS,
-        review.start_time.timestamp() + OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS + 5,
-    )
+    answer_at = suspended_at.timestamp() + REVIEW_WAIT_SECONDS
+    if PAST_OLD_CRASH:
+        answer_at = max(
+            answer_at,
+            review.start_time.timestamp() + OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS + 5,
+        )
     # the process that gated and suspended it exits (seconds after the suspension on a loaded
     # machine); from then on, every look below must find it gone
     exit_deadline = time.time() + 90
@@ -555,7 +572,7 @@ def _most_at_once(spans: list[tuple[float, float]]) -> int:
 
 @pytest.mark.timeout(SERVED_TIMEOUT)
 def test_a_schedule_faster_than_the_gate_never_piles_up(services, served):
-    """Three every-minute schedules of one dataset, served for 5 minutes, gates of about a minute:
+    """Three every-minute schedules of one dataset, served for 4 minutes, gates of about a minute:
     per dataset at most one run held the gate slot and at most one waited for it, at any time (from
     the runs' own log lines); the runs that came due meanwhile were cancelled by the server (one
     active run per deployment) or skipped, saying why; no run ever queued for a deployment slot."""
@@ -731,7 +748,8 @@ def test_artefacts_and_releases_are_in_the_bucket(services, served, monkeypatch)
 def test_a_suspended_review_answered_after_minutes_resumes_and_publishes(services, served):
     """The first review, suspended: Paused-type ``Suspended`` at every look while it waited, the
     process that gated it gone (it holds no slot, no lease: nothing to crash), left unanswered for
-    at least REVIEW_WAIT_SECONDS and until a minute past the point where a paused run crashed;
+    at least REVIEW_WAIT_SECONDS (with PAST_OLD_CRASH, until a minute past the point where a paused
+    run crashed);
     answered through Prefect's API with the typed input, the resumed run decides it: ``Review
     approved``, approved in MLflow by the officer through the flow, published on S3."""
     from mlflow.tracking import MlflowClient
@@ -749,10 +767,9 @@ def test_a_suspended_review_answered_after_minutes_resumes_and_publishes(service
             else ""
         )
     )
-    assert (
-        review.waited >= REVIEW_WAIT_SECONDS
-        and review.since_start > OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS
-    )
+    assert review.waited >= REVIEW_WAIT_SECONDS
+    if PAST_OLD_CRASH:
+        assert review.since_start > OLD_CRASH_SECONDS + ANSWER_PAST_CRASH_SECONDS
     assert review.watched and review.watched[-1][0] >= REVIEW_WAIT_SECONDS - 10
     assert {(kind, name) for _, kind, name, _ in review.watched} == {("PAUSED", "Suspended")}, (
         review.watched

@@ -1,7 +1,9 @@
 """Canaries through the real release flow (Prefect + MLflow + GE) on 3,000 Adult rows.
 
 copies of training rows -> BLOCK; copies with small noise -> BLOCK; an independent sample of the
-same population -> APPROVE. Several seeds each, so the defaults hold reliably, not by luck.
+same population -> APPROVE. The noisy copies, the one canary near the gate's edge, on several
+seeds; verbatim copies and the independent sample (far from it) on one. How reliably the defaults
+hold over many seeds and tables is measured by benchmarks/bench_calibration.py, not here.
 """
 
 import pytest
@@ -11,6 +13,8 @@ from privacy_gate.flows import release_flow
 from ..conftest import write_release_config
 
 SEEDS = [0, 1, 2]
+#: the canaries far from the gate's edge: one seed tests the flow as well as three
+ONE_SEED = [0]
 
 
 def _run(folder, workdir, generator, seed):
@@ -24,7 +28,7 @@ def _run(folder, workdir, generator, seed):
     return release_flow(config_path=str(cfg), workdir=str(workdir)).verdict.to_dict()
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", ONE_SEED)
 def test_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_factory, seed):
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), {"name": "copy_train", "seed": seed}, seed)
     assert v["verdict"] == "BLOCK" and v["status"] == "ok"
@@ -47,7 +51,7 @@ def test_noisy_copy_canary_is_blocked(prefect_server, small_adult, tmp_path_fact
     assert max(v["metrics"]["dcr.auc"], v["metrics"]["domias.auc"]) > 0.6
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", ONE_SEED)
 def test_independent_sample_is_approved(prefect_server, small_adult, tmp_path_factory, seed):
     gen = {"name": "file", "path": str(small_adult / "independent.csv"), "seed": seed}
     v = _run(small_adult, tmp_path_factory.mktemp("wd"), gen, seed)
