@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
-from privacy_gate.gate.evidence import effect_headline, first_effect
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (
     ART_VERDICT,
@@ -90,6 +89,7 @@ from privacy_gate.tracking.uri import (  # noqa: F401
     tracking_source,
     ui_command,
 )
+from privacy_gate.words.evidence import effect_headline, first_effect
 
 if TYPE_CHECKING:
     import pandas as pd

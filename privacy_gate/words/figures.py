@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from privacy_gate.estimators.power import null_reference
-from privacy_gate.gate.evidence import auc_interval, finite_or_none
 from privacy_gate.gate.human import human_number, human_percent
 from privacy_gate.names import COMBINED, EXPOSURE, STRONGEST, mace_metric, metric_name
+from privacy_gate.words.evidence import auc_interval, finite_or_none
 
 
 def _figures_of(metrics: Mapping[str, Any], attack: str) -> dict[str, float]:
