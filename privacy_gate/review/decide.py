@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from privacy_gate import artifact_seal, names, tracking
+from privacy_gate import names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
 from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
@@ -29,6 +29,7 @@ from privacy_gate.review.decision_recovery import (
 from privacy_gate.review.decision_views import show_decision
 from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.safe_text import console_lines, mask_secrets
+from privacy_gate.tracking import artifact_seal
 from privacy_gate.tracking.review_records import (
     ReviewDecision,
     check_decidable,
