@@ -4,7 +4,7 @@ would show at this many targets. A bare "MACE advantage 0.161" on a clean releas
 same size) it reads as what it is: no excess over chance.
 
 The null levels come from where the gate computes them: ``<query>.mace.bias`` (MACE's
-label-permutation null, :mod:`privacy_gate.estimators.mace_queries`) and
+label-permutation null, :mod:`privacy_gate.estimators.mace.queries`) and
 :func:`privacy_gate.estimators.power.null_reference` (the 95 % no-signal level of an AUC, a TPR at
 a false-alarm rate, an exposed share's upper bound). Figures only: no record value is read.
 
