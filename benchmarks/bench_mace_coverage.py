@@ -48,7 +48,7 @@ from scipy.stats import norm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from privacy_gate.estimators.mace import estimate_advantage  # noqa: E402
+from privacy_gate.estimators.mace.advantage import estimate_advantage  # noqa: E402
 
 DELTA = 0.05
 N_PERMUTATIONS = 50

@@ -87,7 +87,7 @@ def agreement(seeds: int, shares: list[float]) -> tuple[list[dict], list[dict]]:
     import privacy_gate.attacks.distance as distance
     from privacy_gate.attacks import create_attack
     from privacy_gate.config import load_spec
-    from privacy_gate.estimators.mace import estimate_advantage
+    from privacy_gate.estimators.mace.advantage import estimate_advantage
     from privacy_gate.estimators.metrics import roc_metrics
     from tests.exposure_scenarios import SPEC, make_scenario
 

@@ -162,8 +162,8 @@ def dp_ceiling(neighbours: str, epsilon: float, delta: float) -> dict:
 def one_seed(seed: int, attacks: list[tuple[str, str, dict]]) -> list[dict]:
     from privacy_gate.attacks import ThreatModel, create_attack, fit_attack
     from privacy_gate.estimators import roc_metrics
-    from privacy_gate.gate.evidence import auc_interval
     from privacy_gate.generators import create_generator
+    from privacy_gate.words.evidence import auc_interval
 
     spec, members, non_members, reference, _ = adult_complete(seed)
     targets = pd.concat([members, non_members], ignore_index=True)
@@ -338,7 +338,7 @@ def main() -> None:
                 "reference": "rows 20,000-29,999 of the shuffled table: disjoint from members and "
                 "non-members; the attacks' "
                 "auxiliary data and the DP generators' public discretisation",
-                "auc_interval": "Hanley-McNeil 95% (privacy_gate.gate.evidence.auc_interval), per "
+                "auc_interval": "Hanley-McNeil 95% (privacy_gate.words.evidence.auc_interval), per "
                 "run",
                 "dp_ceiling": "dp_auc_bound for a member-vs-non-member (replace-one) test: "
                 "add/remove (eps, delta) enters as "

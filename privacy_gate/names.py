@@ -564,7 +564,7 @@ TAG_FLAGGED_THROUGH = (
     "gate.flagged_through"  # "larger <- smaller": flagged only through the smaller group
 )
 #: the flagged group the evidence points at (else the first) with its effect size: "race=X: AUC 1
-#: [0.82, 1], 44 of 46 named records" (gate.evidence.effect_headline), or "none"
+#: [0.82, 1], 44 of 46 named records" (words.evidence.effect_headline), or "none"
 TAG_FLAGGED_EFFECT = "gate.flagged_effect"
 TAG_KIND = (
     "gate.run_kind"  # release | gate_only | review_rerun | ladder | ladder_filter | attack ...

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 
 from privacy_gate.config import DisclosureConfig, TargetsConfig
-from privacy_gate.estimators.mace_generalized import MIN_TARGETS_PER_CLASS
+from privacy_gate.estimators.mace.generalized import MIN_TARGETS_PER_CLASS
 from privacy_gate.names import INSUFFICIENT_EVIDENCE
 
 #: the fewest targets per class the gate measures with at all, whatever ``targets.min_per_class``

@@ -16,8 +16,8 @@ import pandas as pd
 from privacy_gate.config import AuditConfig, MaceConfig
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.group_tests import RankedScores, group_pvalue, holm_adjust
-from privacy_gate.estimators.mace_dp import dp_advantage_bound
-from privacy_gate.estimators.mace_queries import mace_group_metrics
+from privacy_gate.estimators.mace.dp import dp_advantage_bound
+from privacy_gate.estimators.mace.queries import mace_group_metrics
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import AttackOutcome
 from privacy_gate.experiment.dependency import SourceShift, dependence_note

@@ -39,7 +39,7 @@ from privacy_gate.flows.gate_deployments import build_gate_deployment, gate_depl
 from privacy_gate.flows.gate_flows import release_flow
 from privacy_gate.names import ENV_SIGNING_KEY
 from privacy_gate.publication.publish import dataset_slug
-from privacy_gate.publication.signing import signing_key
+from privacy_gate.tracking.signing import signing_key
 
 DEPLOYMENT_TAG = "privacy-gate"
 CONFIG_SUFFIXES = (".yaml", ".yml")

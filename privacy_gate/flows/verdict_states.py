@@ -90,7 +90,7 @@ def _first(items: list[str], n: int, sep: str) -> str:
 def _deciding_reason_in_words(verdict: Any) -> str:
     """The deciding reason as a sentence with its key (a BLOCK's first blocking one), and how many
     more there are; words are made for that one reason only."""
-    from privacy_gate.gate.words import headline_reason
+    from privacy_gate.words.checks import headline_reason
 
     line = headline_reason(verdict)
     if line is None:

@@ -1,4 +1,5 @@
-"""Gate rules -> Verdict (APPROVE / REVIEW / BLOCK), fail closed.
+"""Gate rules -> Verdict (APPROVE / REVIEW / BLOCK), fail closed: the pure decision (how a verdict
+is said to a reader is :mod:`privacy_gate.words`).
 
 ``Verdict``, ``Check`` and ``EXIT_CODES`` are loaded with the package (a verdict is read back by
 every review command); ``decide`` and ``check_rule`` — the rules, the error budget and its

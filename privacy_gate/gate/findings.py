@@ -18,7 +18,7 @@ if (
     from privacy_gate.experiment.dependency import SourceShift
     from privacy_gate.experiment.subgroups import DependencyMeasurement
 
-# the metrics (and the DP-bound check's rule) of the findings' checks: what gate/words.py reads
+# the metrics (and the DP-bound check's rule) of the findings' checks: what words/checks.py reads
 #: an advantage lower bound above the DP bound (its metric is the MACE figure it reads)
 DP_BOUND_RULE = "advantage lower bound <= DP bound"
 DEPENDENCY_GAP = "dependency.auc"

@@ -45,7 +45,7 @@ from privacy_gate.attacks import ThreatModel
 from privacy_gate.config import budget_tests
 from privacy_gate.estimators.exposure import ExposureResult, discover_exposed
 from privacy_gate.estimators.group_tests import membership_figures
-from privacy_gate.estimators.mace_queries import MaceResult, mace_for_attacks
+from privacy_gate.estimators.mace.queries import MaceResult, mace_for_attacks
 from privacy_gate.estimators.power import (
     TARGET_RADIUS,
     default_targets_per_class,

@@ -26,7 +26,7 @@ import numpy as np
 from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.exposure import discover_exposed
 from privacy_gate.estimators.group_tests import group_pvalue, membership_figures
-from privacy_gate.estimators.mace_queries import mace_for_attacks
+from privacy_gate.estimators.mace.queries import mace_for_attacks
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.attack_runs import strongest
 from privacy_gate.experiment.disclosure import DisclosureInputs, measure_without

@@ -9,7 +9,7 @@ Per flagged group (at most :data:`MAX_EFFECTS`, the group the evidence points at
   AUC with a 95% interval: Hanley & McNeil's normal approximation from the two counts, or, where
   that collapses to a point (AUC 0 or 1: a small group separated perfectly), Wilson's score
   interval for the AUC as a proportion of the smaller count
-  (:func:`privacy_gate.gate.evidence.auc_interval`, the interval the report's subgroup table
+  (:func:`privacy_gate.words.evidence.auc_interval`, the interval the report's subgroup table
   shows); worked out for every flagged group, whatever ``audit.min_group_size`` (a group below it
   gets no point estimates in the audit table, and its flag is exactly what a reviewer must read);
 - that attack's share of the group's members caught at 1% false alarms among the group's
@@ -37,9 +37,9 @@ from privacy_gate.errors import InsufficientDataError
 from privacy_gate.estimators.disclosure import wilson_interval
 from privacy_gate.estimators.metrics import roc_metrics
 from privacy_gate.experiment.grouping import group_mask
-from privacy_gate.gate.evidence import auc_interval, hanley_mcneil_interval
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import MAX_GROUP_ROCS, group_test_metric
+from privacy_gate.words.evidence import auc_interval, hanley_mcneil_interval
 
 #: flagged groups whose effect size is worked out (as many as the report draws ROC curves for)
 MAX_EFFECTS = MAX_GROUP_ROCS

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from privacy_gate.estimators.exposure import ExposureResult
-from privacy_gate.estimators.mace_queries import MaceResult
+from privacy_gate.estimators.mace.queries import MaceResult
 from privacy_gate.experiment.attack_runs import AttackOutcome, scores_frame
 from privacy_gate.experiment.disclosure import DisclosureResult
 from privacy_gate.experiment.member_scan import ScanResult

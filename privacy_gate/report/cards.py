@@ -15,8 +15,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from privacy_gate import tracking
-from privacy_gate.gate.evidence import effect_headline, effect_parts, first_effect, flagged_evidence
-from privacy_gate.gate.figure_words import (
+from privacy_gate.gate.human import human_number, human_percent
+from privacy_gate.names import COMBINED, DISCLOSURE_FAMILIES, EXPOSURE, UTILITY_QUALITY
+from privacy_gate.report.inputs import ReportInputs
+from privacy_gate.report.markup import escape, short
+from privacy_gate.tracking.review_records import decision_words
+from privacy_gate.words.checks import reasons_in_words
+from privacy_gate.words.evidence import (
+    effect_headline,
+    effect_parts,
+    first_effect,
+    flagged_evidence,
+)
+from privacy_gate.words.figures import (
     auc_figure,
     exposed_figure,
     mace_figure,
@@ -25,13 +36,7 @@ from privacy_gate.gate.figure_words import (
     strongest_attack,
     tpr_figure,
 )
-from privacy_gate.gate.human import human_number, human_percent
-from privacy_gate.gate.review_records import decision_words
-from privacy_gate.gate.what_if import what_if
-from privacy_gate.gate.words import reasons_in_words
-from privacy_gate.names import COMBINED, DISCLOSURE_FAMILIES, EXPOSURE, UTILITY_QUALITY
-from privacy_gate.report.inputs import ReportInputs
-from privacy_gate.report.markup import escape, short
+from privacy_gate.words.what_if import what_if
 
 CARDS_CSS = """
 .cards{display:grid;grid-template-columns:repeat(4,minmax(0,1fr));gap:10px;margin:10px 0 4px}

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from privacy_gate.estimators.mace_dp import dp_advantage_bound
+from privacy_gate.estimators.mace.dp import dp_advantage_bound
 
 MAX_PANELS = 24
 

@@ -27,9 +27,7 @@ import pandas as pd
 from privacy_gate import names, tracking
 from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.evidence import auc_interval, hanley_mcneil_interval  # noqa: F401
 from privacy_gate.gate.human import human_number
-from privacy_gate.gate.words import VerdictContext, check_words
 from privacy_gate.names import LEAKAGE_METRICS, MACE_METRICS, dependency_figure, split_attack_metric
 from privacy_gate.report.cards import CARDS_CSS, reasons_section, run_section, summary_cards
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
@@ -54,6 +52,8 @@ from privacy_gate.report.plots import (
     shadow_figure,
     subgroup_bars_figure,
 )
+from privacy_gate.words.checks import VerdictContext, check_words
+from privacy_gate.words.evidence import auc_interval, hanley_mcneil_interval  # noqa: F401
 
 log = logging.getLogger(__name__)
 

@@ -6,25 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.evidence import (
-    effect_headline,
-    evidence_by_group,
-    first_effect,
-    flagged_evidence,
-    lead_effect,
-)
-from privacy_gate.gate.figure_words import (
-    auc_figure,
-    exposed_figure,
-    mace_figure,
-    mace_query,
-    strongest_attack,
-)
 from privacy_gate.gate.human import human_number, human_percent, human_pvalue
 from privacy_gate.gate.rules import TWIN_LIMIT_METRIC
 from privacy_gate.gate.verdict import Verdict
-from privacy_gate.gate.what_if import what_if
-from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import (
     ART_REPORT,
     ART_SUBGROUPS,
@@ -36,6 +20,22 @@ from privacy_gate.names import (
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands
 from privacy_gate.safe_text import console_lines, markdown_code, markdown_fence, markdown_text
 from privacy_gate.tracking import artifact_url, experiment_url, run_url, ui_command
+from privacy_gate.words.checks import reasons_in_words
+from privacy_gate.words.evidence import (
+    effect_headline,
+    evidence_by_group,
+    first_effect,
+    flagged_evidence,
+    lead_effect,
+)
+from privacy_gate.words.figures import (
+    auc_figure,
+    exposed_figure,
+    mace_figure,
+    mace_query,
+    strongest_attack,
+)
+from privacy_gate.words.what_if import what_if
 
 if TYPE_CHECKING:  # the pipeline is a layer above: the outcome is only read here
     from privacy_gate.pipeline.result import RunOutcome
@@ -64,11 +64,11 @@ def description_markdown(
 ) -> str:
     """The MLflow run page's description, which the UI shows folded after its first lines: the
     verdict (and ``decided``: a reviewer's decision on it,
-    :func:`~privacy_gate.gate.review_records.decision_words`) with the flagged group the evidence
-    points at and its effect size, its first reason in words (a BLOCK's first blocking one: what
-    the folded description shows at a glance, tests/report/test_glance.py), then the evidence on
-    each flagged group, then (a pending REVIEW) the commands that decide it (pointed at the run's
-    ``workdir`` and store), then the whole summary."""
+    :func:`~privacy_gate.tracking.review_records.decision_words`) with the flagged group the
+    evidence points at and its effect size, its first reason in words (a BLOCK's first blocking
+    one: what the folded description shows at a glance, tests/report/test_glance.py), then the
+    evidence on each flagged group, then (a pending REVIEW) the commands that decide it (pointed at
+    the run's ``workdir`` and store), then the whole summary."""
     shown = first_effect(verdict.to_dict())
     lead = f"{markdown_text(effect_headline(*shown))} · " if shown else ""
     stamp = f"**{markdown_text(decided)}** · " if decided else ""
@@ -204,7 +204,7 @@ def _mace_cell(m: dict[str, float]) -> str:
 
 def headline_figures(verdict: Verdict) -> list[str]:
     """The strongest attack's AUC, the best attacker's MACE advantage and the exposed share, each
-    beside its no-leak level (``gate.figure_words``): a bare figure on a clean release reads like a
+    beside its no-leak level (``words.figures``): a bare figure on a clean release reads like a
     leak."""
     metrics, out = verdict.metrics, []
     best = strongest_attack(metrics)
@@ -347,7 +347,7 @@ def suppression_console(result: RunOutcome) -> str:
 def rules_rows(verdict: Verdict) -> list[dict[str, str]]:
     """Every rule check of ``verdict`` as a table row (a Prefect table artifact): in words, its
     key, the observed figure, the bar, the action and the result; failing checks first."""
-    from privacy_gate.gate.words import VerdictContext, check_words
+    from privacy_gate.words.checks import VerdictContext, check_words
 
     context = VerdictContext.of(verdict)
     checks = sorted(verdict.checks or verdict.reasons, key=lambda c: c.passed)

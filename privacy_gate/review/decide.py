@@ -13,19 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from privacy_gate import artifact_seal, names, tracking
+from privacy_gate import names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError, ReviewError  # noqa: F401 - IntegrityError: what a tampered run raises here
-from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.gate.review_records import (
-    ReviewDecision,
-    check_decidable,
-    check_not_a_regate,
-    check_reviewer,
-    check_subgroup_decisions,
-    pending_text,
-    suppressed_with,
-)
-from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.publication.publish import ReleaseStore, quarantined_file
 from privacy_gate.report.commands import COMMENT_HINT, decision_commands, review_command
 from privacy_gate.review.decision_lock import DecisionHold, decision_lock
@@ -40,6 +29,18 @@ from privacy_gate.review.decision_recovery import (
 from privacy_gate.review.decision_views import show_decision
 from privacy_gate.runs.run_record import RunRecord
 from privacy_gate.safe_text import console_lines, mask_secrets
+from privacy_gate.tracking import artifact_seal
+from privacy_gate.tracking.review_records import (
+    ReviewDecision,
+    check_decidable,
+    check_not_a_regate,
+    check_reviewer,
+    check_subgroup_decisions,
+    pending_text,
+    suppressed_with,
+)
+from privacy_gate.words.checks import reasons_in_words
+from privacy_gate.words.evidence import flagged_evidence
 
 if TYPE_CHECKING:  # the re-gate (the whole gate) is imported only when a decision suppresses rows
     from privacy_gate.pipeline.result import RunOutcome

@@ -49,9 +49,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import decision_log, names, tracking
+from privacy_gate import names, tracking
 from privacy_gate.errors import IntegrityError, PrivacyGateError
-from privacy_gate.publication import objectstore, signing
+from privacy_gate.publication import objectstore
 from privacy_gate.publication.publish import (
     PublishError,
     dataset_slug,
@@ -60,6 +60,7 @@ from privacy_gate.publication.publish import (
 )
 from privacy_gate.review.decision_lock import DecisionBusy, claim_owner_gone, decision_lock
 from privacy_gate.review.decision_views import show_decision
+from privacy_gate.tracking import decision_log, signing
 
 log = logging.getLogger("privacy_gate")
 

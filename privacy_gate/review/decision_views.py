@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from privacy_gate import names, tracking
-from privacy_gate.gate.review_records import decision_words
 from privacy_gate.gate.verdict import Verdict
 from privacy_gate.report.summary import run_description
+from privacy_gate.tracking.review_records import decision_words
 
 log = logging.getLogger("privacy_gate")
 

@@ -16,8 +16,7 @@ matplotlib.use("Agg")  # headless: figures are rendered to PNG artefacts, never 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from privacy_gate import metric_records, names, tracking
-from privacy_gate.artifact_seal import text_sha256
+from privacy_gate import names, tracking
 from privacy_gate.errors import PrivacyGateError
 from privacy_gate.estimators.metrics import roc_curve_points
 from privacy_gate.experiment.attack_runs import scores_frame
@@ -32,6 +31,8 @@ from privacy_gate.report.plots import (
     shadow_figure,
 )
 from privacy_gate.report.summary import run_description, verdict_markdown  # noqa: E402
+from privacy_gate.tracking import metric_records
+from privacy_gate.tracking.artifact_seal import text_sha256
 
 
 def table_digest(df: Any) -> str:

@@ -51,7 +51,6 @@ from privacy_gate.experiment.settings import (
     settings_for_release,
 )
 from privacy_gate.gate import Verdict
-from privacy_gate.gate.words import headline_reason
 from privacy_gate.generators import Generator, create_generator, progress, sample_synthetic
 from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
@@ -64,6 +63,7 @@ from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.spec import DatasetSpec
 from privacy_gate.studies.dp_audit_gate import apply_audit, audit_for_release
 from privacy_gate.validation import validate_input
+from privacy_gate.words.checks import headline_reason
 
 
 @dataclass

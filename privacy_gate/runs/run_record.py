@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from privacy_gate import artifact_seal, names, tracking
+from privacy_gate import names, tracking
 from privacy_gate.errors import IntegrityError, ReviewError
-from privacy_gate.gate.review_records import ReviewDecision
 from privacy_gate.publication import objectstore, quarantine
 from privacy_gate.publication.publish import (
     QUARANTINE_DIR,
@@ -24,6 +23,8 @@ from privacy_gate.publication.publish import (
     file_sha256,
     quarantined_file,
 )
+from privacy_gate.tracking import artifact_seal
+from privacy_gate.tracking.review_records import ReviewDecision
 
 if TYPE_CHECKING:  # imported by the methods that re-gate (see the module docstring)
     from privacy_gate.data import Splits

@@ -29,7 +29,7 @@ from privacy_gate import names, tracking
 from privacy_gate.attacks import ThreatModel
 from privacy_gate.config import AttackConfig, ReleaseConfig, StudyGenerator, StudyScenario
 from privacy_gate.errors import ConfigError
-from privacy_gate.estimators.mace import estimate_advantage
+from privacy_gate.estimators.mace.advantage import estimate_advantage
 from privacy_gate.experiment.attack_runs import run_attack
 from privacy_gate.experiment.inputs import load_real_data, split_release
 from privacy_gate.experiment.targets import Targets

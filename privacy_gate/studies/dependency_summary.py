@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from privacy_gate.estimators.mace_dp import dp_advantage_bound
+from privacy_gate.estimators.mace.dp import dp_advantage_bound
 
 CELL_KEYS = ("scenario", "setting", "generator", "epsilon", "iid")
 FIGURES = ("advantage", "advantage_lower", "advantage_upper", "auc")

@@ -1,4 +1,9 @@
-"""MLflow: the one package that talks to an MLflow store. The names it writes live in ``names.py``.
+"""A run's record: everything a run leaves behind, and the one package that talks to an MLflow
+store. The names it writes live in ``names.py``. Besides the store, the record's parts: the digest
+of ``verdict.json`` (:mod:`.signing`), the seal over every artifact a reviewer sees
+(:mod:`.artifact_seal`), which figures are MLflow metrics and the tables of the rest
+(:mod:`.metric_records`), the decision records and the rules for accepting them
+(:mod:`.review_records`) and the decision log they form (:mod:`.decision_log`).
 
 Here :class:`Tracker`, the run's records through an explicit ``MlflowClient`` and run ids (no
 global active run), because Prefect tasks log from worker threads; the records a review reads back
@@ -23,9 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from privacy_gate import artifact_seal
 from privacy_gate.errors import IntegrityError, ReviewError
-from privacy_gate.gate.evidence import effect_headline, first_effect
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (
     ART_VERDICT,
@@ -61,15 +64,15 @@ from privacy_gate.names import (
     verdict_run_name,
 )
 from privacy_gate.processes import process_start, this_host
-from privacy_gate.publication.signing import (
+from privacy_gate.safe_text import mask_secrets
+from privacy_gate.tracking import artifact_seal, attempt_runs
+from privacy_gate.tracking.records import RunRecords
+from privacy_gate.tracking.signing import (
     signed_tag,
     signing_key,
     verdict_digest,
     verify_verdict_text,
 )
-from privacy_gate.safe_text import mask_secrets
-from privacy_gate.tracking import attempt_runs
-from privacy_gate.tracking.records import RunRecords
 
 # the store's address, source and probe live in tracking.uri; re-exported: callers import them here
 from privacy_gate.tracking.store import seed_store
@@ -90,6 +93,7 @@ from privacy_gate.tracking.uri import (  # noqa: F401
     tracking_source,
     ui_command,
 )
+from privacy_gate.words.evidence import effect_headline, first_effect
 
 if TYPE_CHECKING:
     import pandas as pd

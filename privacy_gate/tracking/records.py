@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from privacy_gate import artifact_seal
-from privacy_gate.decision_log import DecisionLog, approval_tags
-from privacy_gate.decision_log import effective as effective_decisions
 from privacy_gate.names import DECISIONS_DIR, decision_artifact
 from privacy_gate.publication.quarantine import sha256_of
+from privacy_gate.tracking import artifact_seal
+from privacy_gate.tracking.decision_log import DecisionLog, approval_tags
+from privacy_gate.tracking.decision_log import effective as effective_decisions
 
 
 class RunRecords:

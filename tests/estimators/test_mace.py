@@ -14,14 +14,14 @@ from scipy import integrate
 from scipy.stats import norm
 
 from privacy_gate.errors import ConfigError, DataError, InsufficientDataError
-from privacy_gate.estimators._mace_models import (
+from privacy_gate.estimators.mace._models import (
     DiscreteModel,
     Kde1dModel,
     KdeNdModel,
     permuted_labels,
     resolve_method,
 )
-from privacy_gate.estimators.mace import (
+from privacy_gate.estimators.mace.advantage import (
     AdvantageEstimate,
     IndividualRisk,
     compare_to_dp,

@@ -15,7 +15,7 @@ alike, so the optimal membership advantage is 0.
 
 import numpy as np
 
-from privacy_gate.estimators.mace_queries import mace_for_attacks
+from privacy_gate.estimators.mace.queries import mace_for_attacks
 from privacy_gate.names import COMBINED
 
 PEOPLE, ROWS, DRAWS, ROW_DRAWS, DELTA = 150, 7, 60, 20, 0.05  # rows: 2,100 targets a draw, slower

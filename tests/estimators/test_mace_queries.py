@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from privacy_gate.config import DEFAULT_RULES
-from privacy_gate.estimators.mace_queries import mace_for_attacks
+from privacy_gate.estimators.mace.queries import mace_for_attacks
 from privacy_gate.gate import decide
 from privacy_gate.gate.findings import dp_bound_exceeded
 from privacy_gate.names import COMBINED
@@ -113,8 +113,8 @@ def test_default_mace_rules_approve_review_block(mu, n, expected):
 def test_per_record_risk_is_the_maximum_over_attacks():
     """A record exposed to one attack only gets that attack's risk, whichever attack is strongest
     on average; each attack's interval is taken at delta / k."""
-    from privacy_gate.estimators.mace import individual_risk
-    from privacy_gate.estimators.mace_queries import per_record_risk
+    from privacy_gate.estimators.mace.advantage import individual_risk
+    from privacy_gate.estimators.mace.queries import per_record_risk
 
     scores, labels = _scores(1.0)
     ids = np.arange(len(labels))
@@ -130,7 +130,7 @@ def test_reported_estimate_lies_inside_its_own_bounds_at_strong_leakage():
     """Near-perfect separation: the smoothed plug-in saturates (~0.94) below the certified split
     lower bound (~0.98). The recorded estimate, the group figures and the log line must agree
     with their interval; the raw plug-in is recorded under its own name."""
-    from privacy_gate.estimators.mace_queries import mace_group_metrics
+    from privacy_gate.estimators.mace.queries import mace_group_metrics
 
     rng = np.random.default_rng(0)
     n = 1000

@@ -509,7 +509,7 @@ def test_verdicts_end_in_their_states(services, served):
         "Review approved",
     )
     assert runs["approve"].state.message.startswith("APPROVE: every rule passed")
-    # the blocking reason first, in words (gate/words.py), not metric-speak
+    # the blocking reason first, in words (words/checks.py), not metric-speak
     assert (
         runs["block"].state.message.startswith("BLOCK: ")
         and "violates" not in runs["block"].state.message

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from privacy_gate.errors import ReviewError
 from privacy_gate.flows.review_form import ReviewInput, review_form
 from privacy_gate.gate import Verdict
-from privacy_gate.gate.review_records import suppressed_with
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.review.decide import _with_contained_groups
+from privacy_gate.tracking.review_records import suppressed_with
 
 FLAGGED = ("race=Black", "sex=Female&race=Black", "sex=Female")
 

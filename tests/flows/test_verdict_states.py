@@ -55,7 +55,7 @@ def _outcome(decision: str, *, status: str = "ok", **kw) -> RunOutcome:
     )
 
 
-#: the test check in words (gate/words.py), its key after it: what a state message leads with
+#: the test check in words (words/checks.py), its key after it: what a state message leads with
 AUC_WORDS = (
     "The strongest attack tells training records from holdout records with AUC 0.93 (0.5 "
     "is guessing; bar 0.6): an attacker can tell who was in the training data. (auc)"

@@ -338,7 +338,7 @@ def test_the_copy_filter_removes_partial_copies_and_spares_a_clean_release():
 
 def test_copies_can_always_be_suppressed_other_labels_must_be_flagged():
     from privacy_gate.errors import ReviewError
-    from privacy_gate.gate.review_records import check_subgroup_decisions
+    from privacy_gate.tracking.review_records import check_subgroup_decisions
 
     verdict = {"flagged_subgroups": ["race=Black"], "metrics": {}}
     check_subgroup_decisions(verdict, {}, ["copies", "race=Black"])
@@ -350,7 +350,7 @@ def test_a_release_that_avoids_its_members_is_reviewed_and_said_so():
     """The membership test reads the ensemble's two-sided p-value beside each attack's one-sided
     test: members ranked *below* non-members (ensemble AUC 0.1) hold the release back, and the
     report's sentence says the release avoids its training records."""
-    from privacy_gate.gate.budget_words import budget_test_sentence
+    from privacy_gate.words.budget import budget_test_sentence
 
     m = _figures(ensemble=1e-5, extra={"membership.ensemble_auc": 0.1})
     v = decide(RULES, m, attacks=["dcr"], tests=TESTS_NO_DISCLOSURE)

@@ -94,7 +94,7 @@ def test_default_targets_reach_the_radius_and_cap_large_holdouts():
 
     from privacy_gate.config import TargetsConfig
     from privacy_gate.data import Splits
-    from privacy_gate.estimators.mace import mcdiarmid_radius
+    from privacy_gate.estimators.mace.advantage import mcdiarmid_radius
     from privacy_gate.estimators.power import TARGET_RADIUS, default_targets_per_class
     from privacy_gate.experiment.targets import choose_targets
 

@@ -249,7 +249,7 @@ def test_an_unsigned_run_seals_its_artifacts_too(tmp_path, monkeypatch):
 
 def test_a_run_without_a_manifest_is_not_approved():
     """A verdict written before the manifest existed seals no evidence: named, never trusted."""
-    from privacy_gate import artifact_seal
+    from privacy_gate.tracking import artifact_seal
 
     found = artifact_seal.changes(
         "r1", {names.SEAL_SYNTHETIC_SHA: "ab"}, {}, {names.ART_SUBGROUPS: "cd"}

@@ -266,7 +266,7 @@ def test_a_forged_void_record_does_not_count(tmp_path):
         run_id, action="approve", reviewer="ana", tracking_uri=uri, workdir=str(tmp_path)
     )
     first = tracker.decision_files(run_id)[0]
-    from privacy_gate import decision_log
+    from privacy_gate.tracking import decision_log
 
     void = decision_log.void_record(
         run_id,

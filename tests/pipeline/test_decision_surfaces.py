@@ -13,13 +13,13 @@ from mlflow.tracking import MlflowClient
 
 from privacy_gate import names, tracking
 from privacy_gate.gate import Verdict
-from privacy_gate.gate.review_records import ReviewDecision
 from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.report.html import log_report
 from privacy_gate.review import decide as review
 from privacy_gate.review.decision_recovery import resolve_for_review
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.safe_text import markdown_text
+from privacy_gate.tracking.review_records import ReviewDecision
 
 from .test_rerun_decisions import GROUP, _frame, _record
 

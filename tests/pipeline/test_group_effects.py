@@ -15,9 +15,9 @@ import yaml
 from privacy_gate import evaluate
 from privacy_gate.config.loading import load_gate_only_config
 from privacy_gate.experiment.grouping import group_mask
-from privacy_gate.gate.evidence import effect_headline, flagged_evidence
 from privacy_gate.pipeline import group_blame
 from privacy_gate.pipeline.release_tests import figures_without_rows
+from privacy_gate.words.evidence import effect_headline, flagged_evidence
 
 from ..conftest import EXAMPLE, lighten, review_rules, write_group_leak
 

@@ -273,7 +273,7 @@ def test_paused_flow_resumed_with_typed_input_publishes(prefect_server, canary, 
     thread.join(timeout=300)
     result = box["result"]
     assert result.verdict.decision == "REVIEW" and result.review == "approve"
-    from privacy_gate.gate.review_records import suppressed_with
+    from privacy_gate.tracking.review_records import suppressed_with
 
     gone = suppressed_with(
         list(result.verdict.flagged_subgroups), [GROUP]

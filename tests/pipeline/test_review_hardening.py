@@ -21,10 +21,10 @@ from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.errors import IntegrityError, ReviewError
 from privacy_gate.gate import Verdict
-from privacy_gate.gate.review_records import ReviewDecision
 from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.review import decide as review
 from privacy_gate.runs.mlflow_sink import MlflowSink
+from privacy_gate.tracking.review_records import ReviewDecision
 
 from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 

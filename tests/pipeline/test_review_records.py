@@ -192,7 +192,7 @@ def test_run_name_and_tag_carry_the_verdict_and_the_last_line_says_why(tmp_path)
     assert run.info.run_name == "REVIEW · gate-toy"
     assert run.data.tags[names.TAG_VERDICT] == "REVIEW"
     last = handler.lines[-1]
-    # the main reason in words with its key (gate/words.py), not the technical message
+    # the main reason in words with its key (words/checks.py), not the technical message
     assert last.startswith("verdict REVIEW — ") and "violates" not in last, handler.lines[-3:]
     assert "membership_test.p_adjusted)" in last and "p = 0.0008" in last, last
     assert GROUP in last and run_id in last

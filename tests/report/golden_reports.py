@@ -13,8 +13,8 @@ from pathlib import Path
 from privacy_gate.config import DEFAULT_RULES, BudgetConfig, budget_tests
 from privacy_gate.gate import Verdict, decide
 from privacy_gate.gate.blame import concentrated_in
-from privacy_gate.gate.figure_words import gated_attacks
 from privacy_gate.report.inputs import ReportInputs
+from privacy_gate.words.figures import gated_attacks
 
 GOLDEN = json.loads((Path(__file__).resolve().parents[1] / "golden" / "verdicts.json").read_text())
 RUN_ID = "0123abcd" * 4

@@ -182,7 +182,7 @@ from mlflow.tracking import MlflowClient
 from privacy_gate import names, tracking
 from privacy_gate.flows import release_flow
 from privacy_gate.flows.verdict_states import outcome_of
-from privacy_gate.gate.words import reasons_in_words
+from privacy_gate.words.checks import reasons_in_words
 configs, workdir, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 client = MlflowClient(tracking.default_tracking_uri(workdir))
 runs = {}

@@ -15,8 +15,6 @@ from matplotlib.colors import to_rgb
 
 from privacy_gate import names
 from privacy_gate.flows.verdict_states import glance_name, verdict_line
-from privacy_gate.gate.evidence import flagged_evidence
-from privacy_gate.gate.review_records import pending_text
 from privacy_gate.pipeline.result import RunOutcome
 from privacy_gate.report import html as report_html
 from privacy_gate.report.plots import FLAGGED_COLOR, group_roc_figure, roc_figure
@@ -26,6 +24,8 @@ from privacy_gate.report.summary import (
     rules_rows,
     verdict_console,
 )
+from privacy_gate.tracking.review_records import pending_text
+from privacy_gate.words.evidence import flagged_evidence
 
 from .golden_reports import golden_verdict, report_inputs
 

@@ -44,7 +44,7 @@ from mlflow.tracking import MlflowClient
 from privacy_gate import tracking
 from privacy_gate.flows import release_flow
 from privacy_gate.flows.verdict_states import outcome_of
-from privacy_gate.gate.evidence import effect_parts
+from privacy_gate.words.evidence import effect_parts
 config, workdir, out = sys.argv[1:4]
 state = release_flow(config_path=config, workdir=workdir, return_state=True)
 outcome = outcome_of(state)

@@ -85,10 +85,10 @@ class DPComparison:
 def compare_to_dp(estimate: object, *, epsilon: float, p: float | None = None) -> DPComparison:
     """Compare an empirical lower bound with the DP ceiling at prior ``p``.
 
-    ``estimate``: an :class:`~privacy_gate.estimators.mace.AdvantageEstimate` (its ``lower`` and,
-    when ``p`` is omitted, its prior) or a number taken as the lower bound (``p`` defaults to
-    0.5). Per-record risks are deliberately not accepted: the largest of N pointwise lower
-    bounds is not a (1 - delta) bound (multiple comparisons), so it would cry wolf.
+    ``estimate``: an :class:`~privacy_gate.estimators.mace.advantage.AdvantageEstimate` (its
+    ``lower`` and, when ``p`` is omitted, its prior) or a number taken as the lower bound (``p``
+    defaults to 0.5). Per-record risks are deliberately not accepted: the largest of N pointwise
+    lower bounds is not a (1 - delta) bound (multiple comparisons), so it would cry wolf.
 
     >>> compare_to_dp(0.62, epsilon=1.0).exceeds
     True
@@ -125,7 +125,7 @@ def compare_to_dp(estimate: object, *, epsilon: float, p: float | None = None) -
 
 
 def _lower_of(estimate: object) -> tuple[float, float | None]:
-    # an AdvantageEstimate (estimators.mace, which imports this module), recognised by its fields
+    # an AdvantageEstimate (mace.advantage, which imports this module), recognised by its fields
     if hasattr(estimate, "lower") and hasattr(estimate, "prior") and not isinstance(estimate, Real):
         return float(estimate.lower), estimate.prior
     if (

@@ -15,10 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from privacy_gate import metric_records, names
+from privacy_gate import names
 from privacy_gate.gate.budget import TESTS
+from privacy_gate.tracking import metric_records
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "verdicts.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "verdicts.json").read_text())
 #: the stages of a gate-only run, and the per-attack times inside its attacks stage
 TIMINGS = {
     "load": 1.5,

@@ -4,7 +4,7 @@ would show at this many targets. A bare "MACE advantage 0.161" on a clean releas
 same size) it reads as what it is: no excess over chance.
 
 The null levels come from where the gate computes them: ``<query>.mace.bias`` (MACE's
-label-permutation null, :mod:`privacy_gate.estimators.mace_queries`) and
+label-permutation null, :mod:`privacy_gate.estimators.mace.queries`) and
 :func:`privacy_gate.estimators.power.null_reference` (the 95 % no-signal level of an AUC, a TPR at
 a false-alarm rate, an exposed share's upper bound). Figures only: no record value is read.
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from privacy_gate.estimators.power import null_reference
-from privacy_gate.gate.evidence import auc_interval, finite_or_none
 from privacy_gate.gate.human import human_number, human_percent
 from privacy_gate.names import COMBINED, EXPOSURE, STRONGEST, mace_metric, metric_name
+from privacy_gate.words.evidence import auc_interval, finite_or_none
 
 
 def _figures_of(metrics: Mapping[str, Any], attack: str) -> dict[str, float]:

@@ -20,7 +20,7 @@ Estimators (``method``):
 
 - ``"discrete"``: W_N = sum_j |p freq1_j - (1-p) freq0_j| over bins j. A discrete query keeps its
   values as bins; a continuous one is cut into equal-depth bins of the pooled scores (label-free,
-  see :class:`~privacy_gate.estimators._mace_models.Cells`), ~N^(1/3) of them by default, and
+  see :class:`~privacy_gate.estimators.mace._models.Cells`), ~N^(1/3) of them by default, and
   product bins for d > 1 with 3–9 bins per column (~N^(1/4) / 2: fewer lose more advantage
   than the radius covers; see ``default_bins``).
 - ``"kde"``: U_N = integral |p kde1 - (1-p) kde0| on normal scores (rank-transformed scores; the
@@ -62,7 +62,7 @@ Bounds at confidence 1 - delta (each side fails with probability <= delta/2):
 Per record (:func:`individual_risk`): f_p at each target's query value with an interval from
 Clopper–Pearson (discrete, delta/2 per class) or the KDE normal band (paper Lemma 11), and the
 risk |f_p| with its interval. Generalised metrics and the DP connection live in
-:mod:`~privacy_gate.estimators.mace_generalized` and :mod:`~privacy_gate.estimators.mace_dp` and
+:mod:`~privacy_gate.estimators.mace.generalized` and :mod:`~privacy_gate.estimators.mace.dp` and
 are re-exported here.
 """
 
@@ -79,7 +79,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.errors import ConfigError, DataError
-from privacy_gate.estimators._mace_models import (
+from privacy_gate.estimators.mace._models import (
     Settings,
     check_query,
     cp_lower,
@@ -91,13 +91,13 @@ from privacy_gate.estimators._mace_models import (
     stratified_split,
     variance_scale,
 )
-from privacy_gate.estimators.mace_dp import (
+from privacy_gate.estimators.mace.dp import (
     DPComparison,
     compare_to_dp,
     dp_advantage_bound,
     dp_risk_bound,
 )
-from privacy_gate.estimators.mace_generalized import generalized_metrics
+from privacy_gate.estimators.mace.generalized import generalized_metrics
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -244,7 +244,7 @@ def estimate_advantage(
     ``scores``: (N,) or (N, d) attack scores (any scale; higher need not mean member);
     ``labels``: 1/True = member. See the module docstring for the estimators and bounds.
     ``n_bins``: bins per score column (discrete); ``bandwidth``: ``"undersmoothed"`` (default,
-    n^(-1/(d+2)), see :func:`~privacy_gate.estimators._mace_models.resolve_bandwidth`),
+    n^(-1/(d+2)), see :func:`~privacy_gate.estimators.mace._models.resolve_bandwidth`),
     ``"scott"``, ``"silverman"`` or a number in normal-score units (kde); ``n_mc``: Monte Carlo
     points of the multi-d KDE integral; ``lower_bound``: ``"split"`` (provable, default) or
     ``"permutation"``.

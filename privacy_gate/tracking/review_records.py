@@ -17,8 +17,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from privacy_gate.errors import ReviewError
-from privacy_gate.gate.what_if import what_if
-from privacy_gate.gate.words import reasons_in_words
 from privacy_gate.names import (
     KIND_REVIEW_RERUN,
     SEAL_REGATE_OF,
@@ -29,6 +27,8 @@ from privacy_gate.names import (
     exposure_metric,
 )
 from privacy_gate.safe_text import console_lines
+from privacy_gate.words.checks import reasons_in_words
+from privacy_gate.words.what_if import what_if
 
 Action = Literal["approve", "reject"]
 
@@ -237,7 +237,7 @@ def pending_text(
     command_note: str = "",
 ) -> str:
     """What `privacy-gate review RUN_ID` shows (``published``: where the approved release went;
-    ``evidence``: one sentence per flagged group, ``gate.evidence.flagged_evidence``, shown first;
+    ``evidence``: one sentence per flagged group, ``words.evidence.flagged_evidence``, shown first;
     ``commands``: the complete commands that decide a pending run, with ``command_note`` beside
     them)."""
     lines = [f"run {run_id}: {verdict['verdict']} (status {verdict['status']})"]

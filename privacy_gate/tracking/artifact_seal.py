@@ -29,10 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from privacy_gate import names
+from privacy_gate.tracking import signing
 
 #: what each kind of change means for the reviewer
-from privacy_gate.publication import signing
-
 WHAT = {
     "changed": "changed since the gate sealed it",
     "removed": "sealed by the gate but no longer there",

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy_gate import names
-from privacy_gate.artifact_seal import text_sha256
 from privacy_gate.errors import IntegrityError
-from privacy_gate.publication import signing
-from privacy_gate.publication.signing import run_key
+from privacy_gate.tracking import signing
+from privacy_gate.tracking.artifact_seal import text_sha256
+from privacy_gate.tracking.signing import run_key
 
 VOID = "void"
 

@@ -20,9 +20,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from privacy_gate.data.split import unit_scores
-from privacy_gate.estimators.mace import estimate_advantage, individual_risk
-from privacy_gate.estimators.mace_dp import DPComparison, compare_to_dp
-from privacy_gate.estimators.mace_generalized import generalized_metrics
+from privacy_gate.estimators.mace.advantage import estimate_advantage, individual_risk
+from privacy_gate.estimators.mace.dp import DPComparison, compare_to_dp
+from privacy_gate.estimators.mace.generalized import generalized_metrics
 from privacy_gate.names import COMBINED, mace_metric
 
 MAX_COMBINED_DIMS = 4  # the multi-d estimators are validated up to 4 dimensions

@@ -1,6 +1,6 @@
 """The error budget's seven tests in words (:mod:`privacy_gate.gate.budget`): what each compared,
 its p-value against its share of the budget, and what a significant result means. Read by
-:mod:`privacy_gate.gate.words`; figures from the verdict only (counts, shares, the test's smallest
+:mod:`privacy_gate.words.checks`; figures from the verdict only (counts, shares, the test's smallest
 part: an attack, an evaluator or a group label as the gate shows it).
 
 >>> from privacy_gate.gate.verdict import Check

@@ -31,7 +31,6 @@ from typing import Any
 from privacy_gate.config import rule_test
 from privacy_gate.gate.blame import CONCENTRATED, explained_note
 from privacy_gate.gate.budget import TestOutcome
-from privacy_gate.gate.budget_words import budget_test_sentence
 from privacy_gate.gate.findings import (
     ATTACK_SCORES,
     DEPENDENCY_DP_EXCESS,
@@ -49,6 +48,7 @@ from privacy_gate.names import (
     VALIDATION_SYNTHETIC,
     check_key,
 )
+from privacy_gate.words.budget import budget_test_sentence
 
 
 @dataclass(frozen=True)
@@ -549,7 +549,7 @@ def headline_reason(verdict: Verdict) -> str | None:
     evidence points at and its effect size when there is one (``race=X: AUC 1 [0.82, 1], 44 of 46
     named records — In the group race=X, ...``): every one-line reason starts with the group.
     None when every rule passed."""
-    from privacy_gate.gate.evidence import lead_effect
+    from privacy_gate.words.evidence import lead_effect
 
     main = deciding_reason(verdict)
     if main is None:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 
 from privacy_gate.errors import ConfigError
-from privacy_gate.estimators._mace_models import (
+from privacy_gate.estimators.mace._models import (
     MIN_PER_CLASS,
     Settings,
     check_query,

@@ -1,5 +1,6 @@
-"""Every check the gate makes has words of its own (gate/words.py): a new default rule, budget test
-or finding without a sentence fails here; an unknown check falls back to a generic, honest one."""
+"""Every check the gate makes has words of its own (words/checks.py): a new default rule, budget
+test or finding without a sentence fails here; an unknown check falls back to a generic, honest
+one."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from privacy_gate.config import BUDGET_TESTS, DEFAULT_RULES, BudgetConfig
 from privacy_gate.experiment.floors import Shortfall
 from privacy_gate.gate import Check, Verdict, decide
 from privacy_gate.gate.blame import concentrated_in
-from privacy_gate.gate.figure_words import gated_attacks
 from privacy_gate.gate.findings import (
     attack_invalid,
     dependency_dp_bound_exceeded,
@@ -22,7 +22,8 @@ from privacy_gate.gate.findings import (
     validation_failures,
 )
 from privacy_gate.gate.human import human_number, human_pvalue
-from privacy_gate.gate.words import VerdictContext, check_words, reasons_in_words
+from privacy_gate.words.checks import VerdictContext, check_words, reasons_in_words
+from privacy_gate.words.figures import gated_attacks
 
 from ..report.golden_reports import GOLDEN
 
@@ -224,7 +225,7 @@ def test_numbers_for_people_never_use_exponent_notation():
 
 
 def test_an_effect_record_with_a_count_missing_is_worded_without_a_share():
-    from privacy_gate.gate.evidence import effect_headline, effect_parts
+    from privacy_gate.words.evidence import effect_headline, effect_parts
 
     # a verdict that records how many were named in all but not in the group says no share
     effect = {"auc": 1.0, "auc_lower": 0.8, "auc_upper": 1.0, "named_all": 12}

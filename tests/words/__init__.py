@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.words: a verdict, its figures and its evidence in words."""
