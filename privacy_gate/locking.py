@@ -1,5 +1,5 @@
 """A cross-process file lock (``fcntl.flock``): concurrent runs on one workdir take turns where
-they must (creating the MLflow sqlite store, publishing into one target).
+they must (creating the MLflow sqlite store; deciding one run: ``review/decision_lock.py``).
 
 >>> import tempfile, pathlib
 >>> with file_lock(pathlib.Path(tempfile.mkdtemp()) / "x.lock", timeout=1):
