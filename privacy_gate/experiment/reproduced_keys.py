@@ -133,7 +133,9 @@ def reproduced_key(
     frames = [_sample(f, DISCOVERY_CAP, seed) for f in (pool, synthetic, reference)]
     codes = _codes(frames, columns)
     bounds = np.cumsum([0] + [len(f) for f in frames])
-    z = {combo: excess_z(codes, bounds, combo) for combo in itertools.combinations(columns, 2)}
+    z: dict[tuple[str, ...], float] = {
+        combo: excess_z(codes, bounds, combo) for combo in itertools.combinations(columns, 2)
+    }
     beam = sorted(z, key=lambda k: (-_rank(z[k], k), k))[:BEAM]
     for _ in range(MAX_COLUMNS - 2):
         grown = {

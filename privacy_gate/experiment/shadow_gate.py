@@ -153,7 +153,8 @@ class ShadowResult:
     seconds: float
     promise_share: float
     stopped: str  # why the looks ended
-    evidence: list[dict] = field(default_factory=list)  # named records' real / out / in scores
+    # named records' real / out / in scores
+    evidence: list[dict[str, Any]] = field(default_factory=list)
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``shadow.<figure>``, ``names.SHADOW_FIGURES``)."""

@@ -281,8 +281,9 @@ def _bar_status(c: Check, ctx: VerdictContext, meaning: str) -> str:
     if (
         null is not None
         and c.action == "review"
+        and c.threshold is not None
         and (null > float(c.threshold)) == (c.bound == "max")
-    ):  # type: ignore[arg-type]
+    ):
         return (
             f"but a release with no leakage would score about {human_number(null, 3)} here: too "
             "few targets to "

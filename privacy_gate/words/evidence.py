@@ -299,7 +299,7 @@ def lead_effect(verdict: Mapping[str, Any]) -> str | None:
     """The headline of the group the evidence points at (:func:`effect_headline`), or None."""
     lead = verdict.get("points_at")
     effect = (verdict.get("group_effects") or {}).get(lead) if lead else None
-    return effect_headline(lead, effect) if effect else None
+    return effect_headline(str(lead), effect) if effect else None
 
 
 def first_effect(verdict: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
@@ -308,6 +308,6 @@ def first_effect(verdict: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | 
     effects = verdict.get("group_effects") or {}
     lead = verdict.get("points_at")
     if lead in effects:
-        return lead, effects[lead]
+        return str(lead), effects[lead]
     flagged = verdict.get("flagged_subgroups") or []
     return next(((g, effects[g]) for g in flagged if g in effects), None)

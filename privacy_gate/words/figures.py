@@ -72,10 +72,10 @@ class AttackFigures:
 def strongest_attack(metrics: Mapping[str, Any]) -> AttackFigures | None:
     """The gated attack with the highest AUC, with its 95 % interval (Hanley & McNeil, as the
     report's tables) and its null levels."""
-    scored = [
+    found = [
         (a, finite_or_none(metrics.get(metric_name(a, "auc")))) for a in gated_attacks(metrics)
     ]
-    scored = [(a, v) for a, v in scored if v is not None]
+    scored = [(a, v) for a, v in found if v is not None]
     if not scored:
         return None
     attack, auc = max(scored, key=lambda t: (t[1], t[0]))
