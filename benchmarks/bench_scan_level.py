@@ -97,15 +97,13 @@ def main() -> None:
     for name, group in [("all", frame), *frame.groupby("table")]:
         for column in ("p", "p_permuted") if args.permuted else ("p",):
             entry = {"table": str(name), "labels": "permuted" if column != "p" else "benchmark"}
+            n, cells = len(group), []
             for level in levels:
-                k, n = int((group[column] <= level).sum()), len(group)
+                k = int((group[column] <= level).sum())
                 entry[f"<= {level:.4g}"] = {"count": k, "of": n, "wilson": wilson(k, n)}
+                cells.append(f"p <= {level:.4g}: {k}/{n}")
             summary.append(entry)
-            cells = "  ".join(
-                f"p <= {lv:.4g}: {entry[f'<= {lv:.4g}']['count']}/{entry[f'<= {lv:.4g}']['of']}"
-                for lv in levels
-            )
-            print(f"{entry['table']:<17} {entry['labels']:<9} {cells}")
+            print(f"{entry['table']:<17} {entry['labels']:<9} {'  '.join(cells)}")
     record(
         args.out,
         {
