@@ -99,6 +99,14 @@ def services(tmp_path_factory):
         yield SimpleNamespace(
             s3=s3, mlflow=mlflow.url, prefect=prefect.url, logdir=logdir, started=started
         )
+        # before the Prefect server stops: the events this process's in-process flows sent to it
+        # are flushed and its events worker stopped. Prefect keeps one events worker per process,
+        # bound to the server it first sent to, so an in-process flow of a later test (another
+        # server) would send its events here, to a stopped server, and the test process would wait
+        # out a connection timeout per event when it exits (seen: 259 events, over an hour).
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=30, at_exit=False)
 
 
 def _configs(folder: Path, small_adult: Path) -> dict[str, Path]:
@@ -170,21 +178,10 @@ def _configs(folder: Path, small_adult: Path) -> dict[str, Path]:
     return paths
 
 
-@contextlib.contextmanager
 def _prefect(services):
-    """Prefect's client settings pointed at the stack's server. On leaving, the events this process
-    sent there are flushed and its events worker stopped: Prefect keeps one events worker per
-    process, bound to the server it first sent to, so an in-process flow of a later test (another
-    server) would send its events to this one — stopped by then — and the test process would wait
-    out a connection timeout per event when it exits (seen: 259 events, over an hour)."""
-    from prefect.events.worker import EventsWorker
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with temporary_settings({PREFECT_API_URL: services.prefect}):
-        try:
-            yield
-        finally:
-            EventsWorker.drain_all(timeout=30, at_exit=False)
+    return temporary_settings({PREFECT_API_URL: services.prefect})
 
 
 #: What every poll of the served runs saw, per deployment: (active, paused, queued) run counts
