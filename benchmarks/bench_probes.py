@@ -43,17 +43,17 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             r"tests/test_input_checks\.py::",
             r"tests/publish/test_published_types\.py::",
             r"tests/publish/test_s3_inputs\.py::",
-            r"tests/test_config\.py::test_(config_errors|missing_and_invalid|a_rule_that_can_read_nothing|"
+            r"tests/config/test_config\.py::test_(config_errors|missing_and_invalid|a_rule_that_can_read_nothing|"
             r"an_empty_rule_set|a_key_given_twice|dataset_name_is_validated)",
             r"tests/data/test_table\.py::test_(a_per_row_identifier|unique_per_row|distinct_value_thresholds|"
             r"thresholds_are_spec_settings)",
             r"tests/data/test_encoding\.py::test_(errors_name_the_problem|encoder_refuses)",
-            r"tests/test_cli\.py::test_(synthetic_with_other_schema|bad_real_data|input_validation_failure|usage_errors|"
+            r"tests/cli/test_cli\.py::test_(synthetic_with_other_schema|bad_real_data|input_validation_failure|usage_errors|"
             r"a_holdout_that_is_the_training_file|a_reference_holding_training_records|the_run_itself_refuses_overlapping|"
             r"unwritable_folders)",
             r"tests/pipeline/test_stage_lines\.py::test_a_failing_path_is_named",
             r"tests/publish/test_objectstore\.py::test_missing_object_and_bucket",
-            r"tests/test_rules_option\.py::test_(a_rules_file_with_a_misspelled_attack|rules_and_config_files_refuse)",
+            r"tests/cli/test_rules_option\.py::test_(a_rules_file_with_a_misspelled_attack|rules_and_config_files_refuse)",
         ),
     ),
     (
@@ -63,24 +63,24 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "of dead processes reconciled, approve and "
         "reject killed at each step of a decision and resolved",
         (
-            r"tests/pipeline/test_faults\.py::",
-            r"tests/pipeline/test_post_decision_faults\.py::",
-            r"tests/pipeline/test_disk_full\.py::",
+            r"tests/runs/test_faults\.py::",
+            r"tests/runs/test_post_decision_faults\.py::",
+            r"tests/runs/test_disk_full\.py::",
             r"tests/test_disk_full_errors\.py::",
             r"tests/publish/test_publish_integrity\.py::",
             r"tests/flows/test_release_flow_faults\.py::",
-            r"tests/pipeline/test_doctor\.py::",
+            r"tests/review/test_doctor\.py::",
             r"tests/publish/test_objectstore\.py::test_doctor",
-            r"tests/pipeline/test_decision_durability\.py::test_(approve_killed|reject_killed|a_live_decider)",
+            r"tests/review/test_decision_durability\.py::test_(approve_killed|reject_killed|a_live_decider)",
         ),
     ),
     (
         "races",
         "concurrent first runs on one store, concurrent approve/reject of one run",
         (
-            r"tests/pipeline/test_concurrency\.py::",
-            r"tests/pipeline/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)",
-            r"tests/pipeline/test_keyed_labels\.py::test_concurrent_first_uses",
+            r"tests/runs/test_concurrency\.py::",
+            r"tests/review/test_review_hardening\.py::test_(concurrent|claim|cli_second_decision)",
+            r"tests/runs/test_keyed_labels\.py::test_concurrent_first_uses",
         ),
     ),
     (
@@ -91,22 +91,22 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "forged void records, another run's decision record copied in, symbolic links "
         "planted in the workdir's quarantine and publish folder",
         (
-            r"tests/pipeline/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
+            r"tests/review/test_review_hardening\.py::test_(signed|fully_rewritten|edited)",
             r"tests/publish/test_objectstore\.py::test_s3_reader_contract",
-            r"tests/pipeline/test_rerun_decisions\.py::test_(a_regates_run_cannot|an_edited_kind_tag|a_regate_left_by)",
-            r"tests/pipeline/test_keyed_labels\.py::test_a_regates_run_is_refused_alone",
-            r"tests/pipeline/test_artifact_seal\.py::",
-            r"tests/pipeline/test_decision_durability\.py::test_a_(forged|signed)",
+            r"tests/review/test_rerun_decisions\.py::test_(a_regates_run_cannot|an_edited_kind_tag|a_regate_left_by)",
+            r"tests/runs/test_keyed_labels\.py::test_a_regates_run_is_refused_alone",
+            r"tests/tracking/test_artifact_seal\.py::",
+            r"tests/review/test_decision_durability\.py::test_a_(forged|signed)",
             r"tests/publish/test_symlinks\.py::",
-            r"tests/pipeline/test_decision_binding\.py::",
+            r"tests/review/test_decision_binding\.py::",
         ),
     ),
     (
         "unreachable services",
         "an MLflow server or object store that does not answer or dies mid-run",
         (
-            r"tests/test_tracking_probe\.py::",
-            r"tests/pipeline/test_infra_retries\.py::",
+            r"tests/tracking/test_tracking_probe\.py::",
+            r"tests/runs/test_infra_retries\.py::",
             r"tests/publish/test_objectstore\.py::test_unreachable_endpoint",
         ),
     ),
@@ -118,9 +118,9 @@ KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "modes under any umask; a password and a token in the tracking URI searched for in every "
         "file, MLflow field and output line, the unreachable-store error included",
         (
-            r"tests/pipeline/test_label_privacy\.py::",
+            r"tests/runs/test_label_privacy\.py::",
             r"tests/validation/test_validation\.py::test_report_contains_no_raw",
-            r"tests/pipeline/test_keyed_labels\.py::test_(the_dictionary_attack|labels_are_the_stores|the_secret_reaches|"
+            r"tests/runs/test_keyed_labels\.py::test_(the_dictionary_attack|labels_are_the_stores|the_secret_reaches|"
             r"a_workdirs_key|a_readable_or_damaged|a_gate_on_a_workdir_with_a_readable_key|labels_are_resolved_only|"
             r"a_hashed_label_needs)",
             r"tests/publish/test_private_modes\.py::",

@@ -425,9 +425,9 @@ def pytest_collection_modifyitems(config, items):
 def xdist_group(nodeid: str) -> str | None:
     """The group of a test (by its node id), or None for a test that may run anywhere.
 
-    >>> xdist_group("tests/pipeline/test_concurrency.py::test_concurrent_first_runs_on_one_workdir_all_succeed[8]")
+    >>> xdist_group("tests/runs/test_concurrency.py::test_concurrent_first_runs_on_one_workdir_all_succeed[8]")
     'serial'
-    >>> xdist_group("tests/pipeline/test_review.py::test_rare_subgroup_copies_are_flagged_exactly"), xdist_group("tests/estimators/test_mace.py::x")
+    >>> xdist_group("tests/review/test_review.py::test_rare_subgroup_copies_are_flagged_exactly"), xdist_group("tests/estimators/test_mace.py::x")
     ('test_review', None)
     """
     module = _module(nodeid)

@@ -4,7 +4,7 @@ Each case makes one function raise (or an attack return degenerate scores) and r
 run returned, what the MLflow record says and what is visible in the publish target. A case
 passes when it fails closed: no APPROVE unless every stage before publication succeeded, no
 visible release without an APPROVE recorded, no partial or unmanifested file in the target.
-Used by ``tests/pipeline/test_faults.py`` and ``benchmarks/bench_faults.py``.
+Used by ``tests/runs/test_faults.py`` and ``benchmarks/bench_faults.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 listed (description, and the only choices of ``suppress``), and a decision that records exactly
 what was removed (a group inside a suppressed one is recorded suppressed, never approved).
 The paused run's real form, saved on the Prefect server, is checked in
-tests/pipeline/test_review.py::test_paused_flow_resumed_with_typed_input_publishes."""
+tests/review/test_review.py::test_paused_flow_resumed_with_typed_input_publishes."""
 
 from __future__ import annotations
 

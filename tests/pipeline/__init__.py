@@ -1,2 +1,2 @@
-"""Tests of privacy_gate.pipeline: orchestration: whole runs, faults, review, retries, golden
-scenarios."""
+"""Tests of privacy_gate.pipeline: the gate run itself (stages, evaluate, blame and group
+effects), the whole-flow canaries and the golden scenarios."""

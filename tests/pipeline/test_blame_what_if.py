@@ -2,7 +2,7 @@
 BLOCK or a REVIEW, the decision of the release-wide figures without the group's targets, whether or
 not that turns a BLOCK into a REVIEW; on a REVIEW the significant tests that read every training
 record are measured again without the group's synthetic rows. Fast: the recomputed figures are
-given (the recomputation itself is tested by tests/pipeline/test_exposure_canaries.py and
+given (the recomputation itself is tested by tests/runs/test_exposure_canaries.py and
 tests/pipeline/test_group_effects.py on real data)."""
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ from privacy_gate.report.commands import REVIEWER
 from privacy_gate.runs import regate
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.regate import rerun_sink
-
-from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
-from .test_rerun_decisions import GROUP, _frame, _parent
+from tests.review.test_rerun_decisions import GROUP, _frame, _parent
+from tests.review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 
 runner = CliRunner()
 REASON = "dcr: AUC 0.71 is above 0.6"

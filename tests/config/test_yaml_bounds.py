@@ -15,7 +15,7 @@ from privacy_gate import config
 from privacy_gate.config import load_rules, load_spec
 from privacy_gate.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def laughs(levels: int = 9) -> str:

@@ -24,9 +24,9 @@ from privacy_gate import names, tracking
 from privacy_gate.cli import app
 from privacy_gate.publication.publish import list_published
 from privacy_gate.review import decide as review
+from tests.tracking.test_review_records import make_review_run
 
 from ..reaper import popen
-from .test_review_records import make_review_run
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "decision_worker.py"

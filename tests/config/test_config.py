@@ -11,8 +11,7 @@ from privacy_gate.config import (
     load_spec,
 )
 from privacy_gate.errors import ConfigError
-
-from .conftest import EXAMPLE
+from tests.conftest import EXAMPLE
 
 
 def test_example_config_loads_with_resolved_paths():
@@ -299,7 +298,7 @@ def test_every_example_and_deployment_runs_the_full_defaults(path):
         protections_off,
     )
 
-    cfg = load_gate_only_config(Path(__file__).resolve().parents[1] / path)
+    cfg = load_gate_only_config(Path(__file__).resolve().parents[2] / path)
     off = protections_off(cfg.gate, cfg.exposure, cfg.disclosure)
     assert off == {} and budget_tests(off, ran=RUN_DECIDED_TESTS) == list(BUDGET_TESTS)
     assert {r.key for r in cfg.gate.effective_rules} == {r.key for r in DEFAULT_RULES}

@@ -10,9 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from privacy_gate.cli import app
-
-from . import stack
-from .conftest import EXAMPLE, write_release_config
+from tests import stack
+from tests.conftest import EXAMPLE, write_release_config
 
 pytestmark = pytest.mark.timeout(45)  # the old behaviour took minutes per command
 

@@ -27,8 +27,7 @@ from privacy_gate.publication.publish import ReleaseStore
 from privacy_gate.review import decide as review
 from privacy_gate.runs.mlflow_sink import MlflowSink
 from privacy_gate.runs.regate import rerun_sink
-
-from .review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
+from tests.review_stubs import no_key_no_report  # noqa: F401 - autouse: no signing key, no HTML report
 
 GROUP = "race=Black"
 runner = CliRunner()

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from privacy_gate import names
 from privacy_gate.cli import app
-
-from .test_artifact_seal import _published, make_signed_review_run
+from tests.tracking.test_artifact_seal import _published, make_signed_review_run
 
 runner = CliRunner()
 

@@ -75,7 +75,7 @@ def test_review_pending_loads_mlflow_and_nothing_of_the_gate(tmp_path):
 
 
 def test_review_of_a_run_loads_nothing_of_the_gate(tmp_path):
-    from .pipeline.test_rerun_decisions import GROUP, _parent
+    from tests.review.test_rerun_decisions import GROUP, _parent
 
     run_id, _ = _parent(tmp_path)  # a REVIEW run, recorded the way the gate records one
     code, loaded, output = _run("review", run_id, "--workdir", str(tmp_path))

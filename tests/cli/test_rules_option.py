@@ -16,8 +16,7 @@ from typer.testing import CliRunner
 
 from privacy_gate.cli import app
 from privacy_gate.config import ConfigError, load_gate_only_config, load_rules
-
-from .conftest import EXAMPLE
+from tests.conftest import EXAMPLE
 
 runner = CliRunner()
 

@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 
 from privacy_gate.cli import app
 from privacy_gate.report.commands import REVIEWER
-
-from .conftest import EXAMPLE, write_release_config
+from tests.conftest import EXAMPLE, write_release_config
 
 runner = CliRunner()
 

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.config: release and gate-only configs, rules, YAML bounds."""

@@ -1,0 +1,1 @@
+"""Tests of privacy_gate.studies: the dependency study and the DP audit."""
