@@ -6,9 +6,11 @@ without a traceback. Messages never contain values of real records.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -110,8 +112,10 @@ def disk_full(
 
 # What a failure looks like when a service is down, across the client libraries in use (requests /
 # urllib3 under MLflow, botocore, asyncio/httpx under Prefect): matched by class name along the
-# exception chain, so this module needs none of those packages.
-_INFRA_CLASS_NAMES = frozenset(
+# exception chain, so this module needs none of those packages. Read only by
+# :func:`service_error`, at the boundaries where the gate calls a service: everything past a
+# boundary sees an :class:`InfrastructureError` or a :class:`DiskFullError`, never these.
+_OUTAGE_CLASS_NAMES = frozenset(
     {
         "ConnectionError",
         "ConnectTimeout",
@@ -134,7 +138,8 @@ _INFRA_CLASS_NAMES = frozenset(
         "BrokenPipeError",
     }
 )
-_INFRA_MESSAGES = (
+#: MLflow wraps a REST failure into an ``MlflowException`` whose text is all that is left of it
+_OUTAGE_MESSAGES = (
     "max retries exceeded",
     "connection refused",
     "failed to establish a new connection",
@@ -152,12 +157,83 @@ _INFRA_MESSAGES = (
 )
 
 
+def _looks_like_outage(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(cls.__name__ in _OUTAGE_CLASS_NAMES for cls in type(current).__mro__):
+            return True
+        text = str(current).lower()
+        if type(current).__name__ == "MlflowException" and any(m in text for m in _OUTAGE_MESSAGES):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def service_error(
+    exc: BaseException, *, service: str, where: str | os.PathLike | None = None
+) -> PrivacyGateError | None:
+    """What a failure of a call to ``service`` (named as the message should name it: "the MLflow
+    store sqlite:///w/mlflow.db") is in the project's own terms: a :class:`DiskFullError` when the
+    disk behind it is full, an :class:`InfrastructureError` when the service did not answer, our
+    own error unchanged, else None (a failure of the call itself, left as it is). The one place
+    that reads third-party class names and message fragments: every boundary converts through it.
+
+    >>> service_error(ConnectionRefusedError(111, "refused"), service="the MLflow store s")
+    InfrastructureError('the MLflow store s did not answer (ConnectionRefusedError)')
+    >>> service_error(KeyError("run"), service="the MLflow store s") is None
+    True
+    """
+    if isinstance(exc, PrivacyGateError):
+        return exc
+    full = disk_full(exc, where=where)
+    if full is not None:
+        return full
+    if _looks_like_outage(exc):
+        return InfrastructureError(f"{service} did not answer ({type(exc).__name__})")
+    return None
+
+
+@contextlib.contextmanager
+def service_boundary(service: str, *, where: str | os.PathLike | None = None) -> Iterator[None]:
+    """Convert a failure inside the block at the boundary (:func:`service_error`): a service that
+    did not answer raises :class:`InfrastructureError` and a full disk :class:`DiskFullError`, each
+    chained to the original; anything else propagates unchanged.
+
+    >>> try:
+    ...     with service_boundary("the Prefect API at http://127.0.0.1:9"):
+    ...         raise TimeoutError("read timed out")
+    ... except InfrastructureError as exc:
+    ...     print(exc, "| from", type(exc.__cause__).__name__)
+    the Prefect API at http://127.0.0.1:9 did not answer (TimeoutError) | from TimeoutError
+    """
+    try:
+        yield
+    except PrivacyGateError:
+        raise
+    except Exception as exc:
+        converted = service_error(exc, service=service, where=where)
+        if converted is None:
+            raise
+        raise converted from exc
+
+
 def is_infrastructure_error(exc: BaseException | None) -> bool:
-    """True when ``exc`` (or anything in its cause/context chain) says a service was unreachable.
+    """True when ``exc`` (or anything in its cause/context chain) is a service that did not answer:
+    an :class:`InfrastructureError` (what every boundary converts an outage into,
+    :func:`service_boundary`) or one of Python's own connection errors and timeouts (a socket the
+    gate opened itself). No class names or messages are matched here: that happened at the boundary.
 
     >>> is_infrastructure_error(ConnectionRefusedError(111, "Connection refused"))
     True
     >>> is_infrastructure_error(ConfigError("gate.rules: bad metric"))
+    False
+    >>> try:
+    ...     with service_boundary("the MLflow store s"):
+    ...         raise OSError("Max retries exceeded with url")  # not an outage by its type
+    ... except OSError as exc:
+    ...     is_infrastructure_error(exc)
     False
     >>> try:
     ...     try:
@@ -173,14 +249,11 @@ def is_infrastructure_error(exc: BaseException | None) -> bool:
         seen.add(id(exc))
         if isinstance(exc, InfrastructureError):
             return True
-        if isinstance(exc, DiskFullError) or _is_disk_full(exc):
+        if isinstance(exc, DiskFullError) or disk_full(exc) is not None:
             return False  # a retry fills the same disk: the operator frees space first
         if isinstance(exc, (ConfigError, DataError, ValidationFailed, ReviewError)):
             return False  # the user's input or a decision: retrying cannot change it
-        if any(cls.__name__ in _INFRA_CLASS_NAMES for cls in type(exc).__mro__):
-            return True
-        text = str(exc).lower()
-        if type(exc).__name__ == "MlflowException" and any(m in text for m in _INFRA_MESSAGES):
+        if isinstance(exc, (ConnectionError, TimeoutError)):
             return True
         exc = exc.__cause__ or exc.__context__
     return False

@@ -102,22 +102,17 @@ AllowUnsignedOpt = Annotated[
 
 def prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
     """Run a deployment command; a bad config or an unreachable Prefect API is a usage error."""
-    from privacy_gate.errors import ConfigError, is_infrastructure_error
+    from privacy_gate.errors import ConfigError, InfrastructureError
+    from privacy_gate.flows.coordination import prefect_boundary
 
     try:
-        return fn(*args, **kwargs)
+        with prefect_boundary():
+            return fn(*args, **kwargs)
     except ConfigError as exc:
         usage_error(str(exc))
-    except Exception as exc:
-        if not is_infrastructure_error(exc):
-            raise
-        from prefect.settings import PREFECT_API_URL
-
-        usage_error(
-            f"the Prefect API at {PREFECT_API_URL.value() or '(PREFECT_API_URL not set)'} did not "
-            "answer "
-            f"({type(exc).__name__}); start it (prefect server start) or set PREFECT_API_URL"
-        )
+    except InfrastructureError as exc:
+        hint = "start it (prefect server start) or set PREFECT_API_URL"
+        usage_error(f"{exc}; {hint}" if str(exc).startswith("the Prefect API") else str(exc))
 
 
 @app.command(

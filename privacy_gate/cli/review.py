@@ -75,6 +75,7 @@ def decide(
 ) -> None:
     quiet_env()
     from privacy_gate.errors import PrivacyGateError, is_infrastructure_error
+    from privacy_gate.safe_text import mask_uri
 
     uri = store_uri(workdir, tracking_uri)
     regate = _regate_watch(suppress)
@@ -91,7 +92,21 @@ def decide(
             workdir=str(workdir),
             regate=regate,
         )
-    except PrivacyGateError as exc:
+    except Exception as exc:
+        if is_infrastructure_error(exc):  # converted at the store's boundary, credentials masked
+            what = (
+                str(exc)
+                if isinstance(exc, PrivacyGateError)
+                else f"the MLflow store {mask_uri(uri)} stopped answering ({type(exc).__name__})"
+            )
+            say(
+                f"error: {what}; run {run_id} may be undecided — check it with: "
+                f"privacy-gate review {run_id}",
+                err=True,
+            )
+            raise typer.Exit(EXIT_USAGE) from None
+        if not isinstance(exc, PrivacyGateError):
+            raise
         if (
             regate is not None and regate.outcome is not None
         ):  # re-gated, then refused (a BLOCK): say both
@@ -102,16 +117,6 @@ def decide(
                 say(f"  {reject_command(run_id, uri=uri, workdir=workdir)}")
                 raise typer.Exit(EXIT_BLOCK) from None
         say(f"refused: {exc}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    except Exception as exc:
-        if not is_infrastructure_error(exc):
-            raise
-        say(
-            f"error: the MLflow store {uri} stopped answering ({type(exc).__name__}); run {run_id} "
-            "may be "
-            f"undecided — check it with: privacy-gate review {run_id}",
-            err=True,
-        )
         raise typer.Exit(EXIT_USAGE) from None
     if regate is not None and regate.outcome is not None:
         regate_summary(regate.outcome)

@@ -31,8 +31,9 @@ from prefect.concurrency.sync import concurrency
 from prefect.events import emit_event
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
-from privacy_gate.errors import ConfigError, PrivacyGateError
+from privacy_gate.errors import ConfigError, PrivacyGateError, service_boundary
 from privacy_gate.publication.publish import dataset_slug
+from privacy_gate.safe_text import mask_uri
 
 if TYPE_CHECKING:
     from privacy_gate.pipeline.result import RunOutcome
@@ -108,13 +109,23 @@ def queue_limit_name(dataset: str) -> str:
     return f"privacy-gate-queue-{dataset_slug(dataset)}"
 
 
+def prefect_boundary() -> contextlib.AbstractContextManager[None]:
+    """The service boundary of calls to the Prefect API
+    (:func:`privacy_gate.errors.service_boundary`): an API that does not answer raises
+    ``InfrastructureError`` naming it (credentials masked)."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value() or "(PREFECT_API_URL not set)"
+    return service_boundary(f"the Prefect API at {mask_uri(url)}")
+
+
 def ensure_dataset_limit(dataset: str) -> str:
     """Create the dataset's concurrency limit (limit 1) unless it exists; returns its name."""
     return _ensure_limit(dataset_limit_name(dataset))
 
 
 def _ensure_limit(name: str) -> str:
-    with get_client(sync_client=True) as client:
+    with prefect_boundary(), get_client(sync_client=True) as client:
         try:
             client.read_global_concurrency_limit_by_name(name)
         except ObjectNotFound:

@@ -19,6 +19,7 @@ the one client of MLflow every writer and reader goes through (its review record
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -28,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from privacy_gate.errors import IntegrityError, ReviewError
+from privacy_gate.errors import IntegrityError, ReviewError, service_boundary
 from privacy_gate.locking import file_lock
 from privacy_gate.names import (
     ART_VERDICT,
@@ -64,7 +65,7 @@ from privacy_gate.names import (
     verdict_run_name,
 )
 from privacy_gate.processes import process_start, this_host
-from privacy_gate.safe_text import mask_secrets
+from privacy_gate.safe_text import mask_secrets, mask_uri
 from privacy_gate.tracking import artifact_seal, attempt_runs
 from privacy_gate.tracking.records import RunRecords
 from privacy_gate.tracking.signing import (
@@ -160,6 +161,32 @@ def _colspec_type(dtype: Any) -> str:
     )
 
 
+class BoundaryClient:
+    """An ``MlflowClient`` behind the store's service boundary: every call that fails because the
+    store did not answer raises :class:`~privacy_gate.errors.InfrastructureError`, and one that
+    fails because its disk is full :class:`~privacy_gate.errors.DiskFullError`, naming the store
+    (its credentials masked); any other failure propagates as MLflow raised it. So the rest of the
+    gate classifies failures by type, never by MLflow's class names or message text."""
+
+    def __init__(self, client: Any, *, uri: str):
+        self._client = client
+        self._service = f"the MLflow store {mask_uri(uri)}"
+        db = sqlite_path(uri)
+        self._where = None if db is None else Path(db).parent
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with service_boundary(self._service, where=self._where):
+                return attr(*args, **kwargs)
+
+        return call
+
+
 class Tracker(RunRecords):
     """Thin wrapper over ``MlflowClient`` that applies our naming conventions."""
 
@@ -175,7 +202,7 @@ class Tracker(RunRecords):
             if db is not None:
                 # a new store from the migrated template (seconds faster than MLflow's migrations)
                 seed_store(db)
-            self.client = MlflowClient(tracking_uri=uri)
+            self.client = BoundaryClient(MlflowClient(tracking_uri=uri), uri=uri)
             if experiment is None:  # only reading / appending to existing runs
                 self.client.search_experiments(max_results=1)
                 return
