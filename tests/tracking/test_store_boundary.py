@@ -1,5 +1,5 @@
-"""The MLflow store's failures are converted once, where MLflow is called: an unreachable store is an
-``InfrastructureError`` and a full disk a ``DiskFullError``, each naming the store with its
+"""The MLflow store's failures are converted once, where MLflow is called: an unreachable store
+is an ``InfrastructureError`` and a full disk a ``DiskFullError``, each naming the store with its
 password masked; any other failure comes through as MLflow raised it."""
 
 from __future__ import annotations
