@@ -65,6 +65,7 @@ their Bonferroni combination.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -155,7 +156,7 @@ def _encode(
 def _numbers(s: pd.Series) -> np.ndarray:
     v = pd.to_numeric(_as_number(s), errors="coerce").to_numpy(dtype=float)
     v[~np.isfinite(v)] = np.nan
-    return v
+    return np.asarray(v, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,19 @@ class AgreementResult:
         }
 
 
+def _numeric_codes(s: pd.Series, *, edges: np.ndarray) -> np.ndarray:
+    """A number's bin among the reference's quantile ``edges``; -1 for a missing number."""
+    v = pd.to_numeric(_as_number(s), errors="coerce").to_numpy(dtype=float)
+    out = np.searchsorted(edges, v, side="right").astype(np.int64)
+    out[~np.isfinite(v)] = -1  # missing is a value of its own
+    return np.asarray(out)
+
+
+def _category_codes(s: pd.Series, *, values: pd.Index) -> np.ndarray:
+    """A category's position among ``values`` (missing is a value of its own)."""
+    return np.asarray(values.get_indexer(s.astype("string").fillna("\x00missing")), dtype=np.int64)
+
+
 def _codes(
     frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec, cols: list[str]
 ) -> tuple[list[np.ndarray], np.ndarray]:
@@ -222,12 +236,7 @@ def _codes(
                 else np.array([])
             )
 
-            def code(s: pd.Series, edges=edges) -> np.ndarray:
-                v = pd.to_numeric(_as_number(s), errors="coerce").to_numpy(dtype=float)
-                out = np.searchsorted(edges, v, side="right").astype(np.int64)
-                out[~np.isfinite(v)] = -1  # missing is a value of its own
-                return out
-
+            code = functools.partial(_numeric_codes, edges=edges)
             n_codes = edges.size + 2
         else:
             values = pd.Index(
@@ -238,9 +247,7 @@ def _codes(
                 )
             )
 
-            def code(s: pd.Series, values=values) -> np.ndarray:
-                return values.get_indexer(s.astype("string").fillna("\x00missing")).astype(np.int64)
-
+            code = functools.partial(_category_codes, values=values)
             n_codes = len(values) + 1
         for f, out in zip(frames, coded):
             out[:, j] = code(f[c])
@@ -311,9 +318,8 @@ def best_agreement(
     # identical rows score alike: each distinct pool row is scored once and each distinct synthetic
     # row compared once (a few columns, e.g. the quasi-identifiers, repeat a lot)
     first, back = _unique_rows(pool)
-    return _best_distinct(pool[first], synthetic[_unique_rows(synthetic)[0]], info, chunk=chunk)[
-        back
-    ]
+    best = _best_distinct(pool[first], synthetic[_unique_rows(synthetic)[0]], info, chunk=chunk)
+    return np.asarray(best[back])
 
 
 def _best_distinct(
@@ -545,9 +551,11 @@ def linking_views(
         for c in combo:  # at most 4 columns of at most n values: below 2^63
             key = key * card[c] + codes[c]
         _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        return cnt[inv.ravel()] == 1
+        return np.asarray(cnt[inv.ravel()] == 1)
 
-    masks = {combo: unique_mask(combo) for combo in itertools.combinations(names, 2)}
+    masks: dict[tuple[str, ...], np.ndarray] = {
+        combo: unique_mask(combo) for combo in itertools.combinations(names, 2)
+    }
     beam = sorted(masks, key=lambda k: (-int(masks[k].sum()), k))[:4]
     for _ in range(2):  # sizes 3 and 4
         grown = set()
@@ -641,7 +649,9 @@ def agreement_scan(
     labels = np.r_[np.ones(n_t, bool), np.zeros(n_h, bool)]
 
     def per_unit(scores: np.ndarray) -> np.ndarray:
-        return np.r_[unit_max(scores[: len(t)], ent_t), unit_max(scores[len(t) :], ent_h)]
+        return np.asarray(
+            np.r_[unit_max(scores[: len(t)], ent_t), unit_max(scores[len(t) :], ent_h)]
+        )
 
     qi = [cols.index(c) for c in (spec.quasi_identifiers or []) if c in cols]
     views = {"all": list(range(len(cols)))}
@@ -666,7 +676,8 @@ def agreement_scan(
         ][: linking - (1 if key else 0)]
         for i, combo in enumerate(found):
             views[f"linking_{i + 1}"] = [cols.index(c) for c in combo]
-    parts, named = {}, None
+    parts: dict[str, float] = {}
+    named: tuple[np.ndarray, np.ndarray, float, int] | None = None
     for i, (view, idx) in enumerate(views.items()):
         # the excess over what a sample of the population reproduces (the reference, disjoint from
         # both sides): records with natural twins reproduce much anyway, a partial copy more
@@ -684,6 +695,7 @@ def agreement_scan(
             parts[f"{view}.simes"] = simes_pvalue(pvals)
         if named is None:
             named = (scores[:n_t], pvals, tail_p, top)
+    assert named is not None  # the "all" view is always scored
     st, pvals, tail_p, top = named
     selected, _ = fdr_select(pvals, q=q)
     # per training row: its unit's score, p-value and selection (a unit is the row, or its entity);
@@ -694,7 +706,7 @@ def agreement_scan(
     records.loc[kept, "score"] = st[ent_t] / UNIT
     records.loc[kept, "p_value"] = pvals[ent_t]
     records.loc[kept, "exposed"] = selected[ent_t]
-    linking = [p for k, p in parts.items() if k.startswith("linking_")]
+    linking_parts = [p for k, p in parts.items() if k.startswith("linking_")]
     return AgreementResult(
         records=records,
         pvalue=min(1.0, len(parts) * min(parts.values())),
@@ -708,7 +720,7 @@ def agreement_scan(
         qi_pvalue=min(
             parts.get("quasi_identifiers.tail", 1.0), parts.get("quasi_identifiers.simes", 1.0)
         ),
-        linking_pvalue=min(linking, default=1.0),
+        linking_pvalue=min(linking_parts, default=1.0),
         linking_views=tuple(tuple(v) for v in found),
         scanned_share=len(kept) / max(1, n_train_rows),
     )
@@ -751,11 +763,11 @@ def copy_rows(
     )
     mirrored = -excess[excess < 0]
     if mirrored.size == 0:
-        return excess > 0
+        return np.asarray(excess > 0)
     threshold = np.quantile(
         np.r_[mirrored, np.zeros(int((excess >= 0).sum()))], 1 - level, method="higher"
     )
-    return excess > max(threshold, 0)
+    return np.asarray(excess > max(threshold, 0))
 
 
 __all__ = [

@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -217,7 +218,7 @@ class DisclosureResult:
             put(INFERENCE, self.worst_inference.risk)
         return {**out, **self.subgroups}
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What the report shows: who the attacker is, each risk with its interval and baseline,
         predicates described by column names and counts only."""
         rows = [

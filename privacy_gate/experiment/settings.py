@@ -36,6 +36,7 @@ from privacy_gate.config import (
     GateConfig,
     MaceConfig,
     ReleaseConfig,
+    Rule,
     ShadowConfig,
     TargetsConfig,
     active_rules,
@@ -95,7 +96,7 @@ class GateSettings(BaseModel):
         return protections_off(self.gate, self.exposure, self.disclosure)
 
     @property
-    def active_rules(self) -> list:
+    def active_rules(self) -> list[Rule]:
         """The effective rules of the tests this run has."""
         return active_rules(self.gate, self.disabled)
 
