@@ -93,7 +93,9 @@ from privacy_gate.names import (
     metric_name,
 )
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
+from privacy_gate.pipeline.group_blame import READS as BLAME_READS
 from privacy_gate.pipeline.group_blame import blame_groups
+from privacy_gate.pipeline.group_effects import READS as EFFECTS_READS
 from privacy_gate.pipeline.group_effects import group_effects
 from privacy_gate.pipeline.release_tests import (
     agreement_figures,
@@ -105,7 +107,13 @@ from privacy_gate.pipeline.release_tests import (
 )
 from privacy_gate.pipeline.result import GateResult
 from privacy_gate.pipeline.shadow_stage import run_shadow_stage
-from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
+from privacy_gate.pipeline.stages import (
+    Stage,
+    StageClock,
+    check_stage_flow,
+    failure_verdict,
+    run_stages,
+)
 from privacy_gate.safe_text import console_line
 from privacy_gate.validation import validate_synthetic
 
@@ -662,19 +670,73 @@ def judge(state: GateState) -> Verdict:
     return verdict
 
 
-#: One gate run, in order. Every name labels a failure, a timing and the executor call it makes.
+#: What ``decide`` reads: :func:`judge`'s own fields, and those of blame and the group effects,
+#: which it hands the whole state.
+_JUDGE_READS = (
+    "settings",
+    "hashes",
+    "validation",
+    "outcomes",
+    "metrics",
+    "mace",
+    "audit",
+    "shift",
+    "shadow",
+    "shortfalls",
+)
+#: Of those, the fields that may hold their default at ``decide``: written by opt-in stages, or
+#: (``shift``) by ``audit`` only when the spec names a source column; judge, blame and the
+#: effects each handle None.
+_DECIDE_IF_SET = ("shift", "scan", "disclosure_inputs", "shadow")
+_DECIDE_READS = tuple(
+    n
+    for n in dict.fromkeys((*_JUDGE_READS, *BLAME_READS, *EFFECTS_READS))
+    if n not in _DECIDE_IF_SET
+)
+#: Every stage starts from these: the run's inputs, and the empty records the stages fill in place.
+GATE_PROVIDED = ("inputs", "settings", "hashes", "metrics", "shortfalls", "attack_seconds")
+
+#: One gate run, in order. Every name labels a failure, a timing and the executor call it makes;
+#: each stage declares the fields of :class:`GateState` it reads and writes (checked below, at
+#: import, and its writes as it runs: :mod:`privacy_gate.pipeline.stages`). ``dependency`` is
+#: set by ``targets`` only with ``audit.dependency_test``: its readers handle None.
 GATE_STAGES: tuple[Stage[GateState], ...] = (
     Stage(
-        "validate_synthetic", lambda s: "validating synthetic data (Great Expectations)", _validate
+        "validate_synthetic",
+        lambda s: "validating synthetic data (Great Expectations)",
+        _validate,
+        reads=("inputs", "settings"),
+        writes=("validation", "metrics"),
     ),
-    Stage("targets", lambda s: "choosing targets", _targets),
+    Stage(
+        "targets",
+        lambda s: "choosing targets",
+        _targets,
+        reads=("inputs", "settings"),
+        writes=("targets", "dependency", "shortfalls"),
+    ),
     Stage(
         "attacks",
         lambda s: f"running {len(s.settings.attacks)} attack(s) concurrently + utility",
         _attacks,
+        reads=("inputs", "settings", "targets"),
+        reads_if_set=("dependency",),
+        writes=("threat", "outcomes", "utility", "metrics", "strongest", "attack_seconds"),
     ),
-    Stage("mace", lambda s: "MACE: confidence-bounded advantage per attack and combined", _mace),
-    Stage("exposure", lambda s: "exposed-record discovery over the member targets", _exposure),
+    Stage(
+        "mace",
+        lambda s: "MACE: confidence-bounded advantage per attack and combined",
+        _mace,
+        reads=("settings", "targets", "outcomes"),
+        writes=("mace", "metrics"),
+    ),
+    Stage(
+        "exposure",
+        lambda s: "exposed-record discovery over the member targets",
+        _exposure,
+        reads=("settings", "targets", "outcomes"),
+        writes=("exposure", "metrics", "shortfalls"),
+    ),
     Stage(
         "scan",
         lambda s: (
@@ -683,34 +745,60 @@ GATE_STAGES: tuple[Stage[GateState], ...] = (
         ),
         _scan,
         when=lambda s: s.settings.exposure.scan_members,
+        reads=("inputs", "settings"),
+        writes=("scan", "metrics"),
     ),
     Stage(
         "copies",
         lambda s: "verbatim copies against the holdout's twins at the same size",
         _copies,
         when=lambda s: "copies" in s.settings.budget_tests,
+        reads=("inputs", "settings"),
+        writes=("copies", "metrics"),
     ),
     Stage(
         "agreement",
         lambda s: "partial copies: column agreement of training and holdout records",
         _agreement,
         when=lambda s: "agreement" in s.settings.budget_tests,
+        reads=("inputs", "settings"),
+        writes=("agreement", "metrics"),
     ),
     Stage(
         "disclosure",
         lambda s: "disclosure risks: singling out, linkability, inference (training vs control)",
         _disclosure,
         when=lambda s: s.settings.disclosure.enabled,
+        reads=("inputs", "settings", "targets"),
+        writes=("disclosure_inputs", "disclosure", "metrics", "shortfalls"),
     ),
     Stage(
         "shadow",
         lambda s: "generator-aware test: refits of the recipe",
         run_shadow_stage,
         when=lambda s: s.settings.generator is not None and s.settings.shadow.enabled is not False,
+        # ``shortfalls``: a stage floor missed by any stage before it is a reason to run
+        reads=("inputs", "settings", "targets", "shortfalls"),
+        writes=("shadow", "metrics"),
     ),
-    Stage("audit", lambda s: "auditing subgroups, entities and dependency", _audit),
-    Stage("decide", lambda s: "applying the gate rules", _decide),
+    Stage(
+        "audit",
+        lambda s: "auditing subgroups, entities and dependency",
+        _audit,
+        reads=("inputs", "settings", "targets", "outcomes", "exposure"),
+        reads_if_set=("dependency", "scan"),
+        writes=("shift", "audit", "metrics"),
+    ),
+    Stage(
+        "decide",
+        lambda s: "applying the gate rules",
+        _decide,
+        reads=_DECIDE_READS,
+        reads_if_set=_DECIDE_IF_SET,
+        writes=("verdict",),
+    ),
 )
+check_stage_flow(GATE_STAGES, state_type=GateState, provided=GATE_PROVIDED)
 
 
 def run_gate(

@@ -58,6 +58,22 @@ class BlameState(Protocol):
     def gated(self) -> list[Any]: ...
 
 
+#: The fields of a gate run's state blame reads: :class:`BlameState`'s, its ``gated`` through
+#: ``settings`` and ``outcomes``, and the run's budget tests (``GateState.tests``) through
+#: ``shadow``. ``disclosure_inputs`` and ``shadow`` are None when their stages did not run, and
+#: blame handles that; so do its checks of ``targets`` and ``audit``.
+READS = (
+    "settings",
+    "inputs",
+    "targets",
+    "audit",
+    "metrics",
+    "disclosure_inputs",
+    "shortfalls",
+    "outcomes",
+    "shadow",
+)
+
 #: flagged groups tried as the explanation of a BLOCK, smallest first
 MAX_CANDIDATES = 3
 
@@ -400,6 +416,7 @@ def _led(
 
 __all__ = [
     "MAX_CANDIDATES",
+    "READS",
     "TARGET_TESTS",
     "blame_groups",
     "lead_with",

@@ -41,6 +41,9 @@ from privacy_gate.gate.verdict import Verdict
 from privacy_gate.names import MAX_GROUP_ROCS, group_test_metric
 from privacy_gate.words.evidence import auc_interval, hanley_mcneil_interval
 
+#: The fields of a gate run's state the effects read (``gated`` through ``settings`` and
+#: ``outcomes``); ``exposure`` and ``scan`` may be None (the scan is opt-in), and are then left out
+READS = ("targets", "inputs", "settings", "outcomes", "exposure", "scan", "audit")
 #: flagged groups whose effect size is worked out (as many as the report draws ROC curves for)
 MAX_EFFECTS = MAX_GROUP_ROCS
 #: the false-alarm rate the members caught are read at
@@ -147,4 +150,4 @@ def group_effects(state: Any, verdict: Verdict) -> dict[str, dict[str, Any]]:
     return out
 
 
-__all__ = ["FPR_LEVEL", "MAX_EFFECTS", "group_effect", "group_effects"]
+__all__ = ["FPR_LEVEL", "MAX_EFFECTS", "READS", "group_effect", "group_effects"]

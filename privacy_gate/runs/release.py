@@ -56,7 +56,13 @@ from privacy_gate.label_key import LabelKey
 from privacy_gate.pipeline.executor import Executor, LocalExecutor
 from privacy_gate.pipeline.gate_run import run_gate
 from privacy_gate.pipeline.result import RunOutcome
-from privacy_gate.pipeline.stages import Stage, StageClock, failure_verdict, run_stages
+from privacy_gate.pipeline.stages import (
+    Stage,
+    StageClock,
+    check_stage_flow,
+    failure_verdict,
+    run_stages,
+)
 from privacy_gate.publication.publish import QuarantinedRelease, ReleaseStore
 from privacy_gate.report.html import log_report
 from privacy_gate.runs.mlflow_sink import MlflowSink
@@ -300,19 +306,49 @@ def _dp_audit(state: ReleaseState, executor: Executor, logger: Any) -> None:
     state.dp_audit = (result, cached)
 
 
-#: A release run up to its gate (whose own stages follow: ``gate_run.GATE_STAGES``).
+#: What a release run's state holds before its first stage: the config, its record, the workdir.
+RELEASE_PROVIDED = ("config", "ctx", "workdir")
+
+#: A release run up to its gate (whose own stages follow: ``gate_run.GATE_STAGES``). Each stage
+#: declares the fields of :class:`ReleaseState` it reads and writes (checked below, at import).
+#: ``ctx`` counts as written by the stages that record through it (its sink's seal, the
+#: quarantined release, the value types): what ``finish`` reads of the run.
 RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
-    Stage("load", lambda s: f"loading {location_name(s.config.dataset.path)}", _load),
     Stage(
-        "validate_input", lambda s: "validating input data (Great Expectations)", _validate_input
+        "load",
+        lambda s: f"loading {location_name(s.config.dataset.path)}",
+        _load,
+        reads=("config",),
+        writes=("real", "public_reference", "ctx"),
     ),
-    Stage("split", lambda s: "splitting train / holdout / reference by entity", _split),
+    Stage(
+        "validate_input",
+        lambda s: "validating input data (Great Expectations)",
+        _validate_input,
+        reads=("config", "ctx", "real"),
+        writes=("ctx",),
+    ),
+    Stage(
+        "split",
+        lambda s: "splitting train / holdout / reference by entity",
+        _split,
+        reads=("config", "ctx", "real", "public_reference"),
+        writes=("splits", "ctx"),
+    ),
     Stage(
         "fit",
         lambda s: f"fitting generator '{s.config.generator.name}' on {len(s.splits.train):,} rows",
         _fit,
+        reads=("config", "splits"),
+        writes=("generator",),
     ),
-    Stage("sample", _sample_line, _sample),
+    Stage(
+        "sample",
+        _sample_line,
+        _sample,
+        reads=("config", "ctx", "splits", "generator"),
+        writes=("synthetic", "ctx"),
+    ),
     Stage(
         "dp_audit",
         lambda s: (
@@ -321,8 +357,11 @@ RELEASE_STAGES: tuple[Stage[ReleaseState], ...] = (
         ),
         _dp_audit,
         when=lambda s: s.config.audit_dp is not None,
+        reads=("config", "ctx", "splits", "workdir"),
+        writes=("dp_audit", "ctx"),
     ),
 )
+check_stage_flow(RELEASE_STAGES, state_type=ReleaseState, provided=RELEASE_PROVIDED)
 
 
 def release_run(

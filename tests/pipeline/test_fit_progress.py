@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from privacy_gate import names
 from privacy_gate.generators import progress
 from privacy_gate.pipeline.executor import LocalExecutor
-from privacy_gate.pipeline.stages import Stage, StageClock, run_stages
+from privacy_gate.pipeline.stages import StageClock, run_stages
 from privacy_gate.runs import release
 
 from ..conftest import LogLines
@@ -40,7 +40,7 @@ def test_fit_prints_start_periodic_lines_with_epochs_and_done(monkeypatch):
         splits=SimpleNamespace(train=[1, 2, 3], reference=None),
         generator=None,
     )
-    stage = Stage("fit", lambda s: "fitting generator 'privgan' on 3 rows", release._fit)
+    stage = next(s for s in release.RELEASE_STAGES if s.name == "fit")  # its declared writes
     run_stages((stage,), state, executor=LocalExecutor(), clock=StageClock(logger=logger))
     lines = handler.lines
     assert lines[0].startswith("▶ fitting generator 'privgan'") and lines[-1].startswith(
