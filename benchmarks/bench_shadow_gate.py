@@ -208,6 +208,11 @@ def summarise() -> dict:
         k = len(rs)
         approve = sum(r["decision"] == "APPROVE" for r in rs) if part != "level" else None
         rej = sum(r["shadow_rejects"] for r in rs)
+        privacy = sum(
+            r["decision"] != "APPROVE"
+            and any(not key.startswith("utility.") for key in r["reasons"])
+            for r in rs
+        )
         rej05 = sum((r["shadow"].get("pvalue", 1.0) or 1.0) <= 0.05 for r in rs)
         cell = {
             "part": part,
@@ -225,6 +230,18 @@ def summarise() -> dict:
             "shadow_rejects_at_0.05_wilson": wilson(rej05, k),
             "not_approved": None if approve is None else k - approve,
             "not_approved_wilson": None if approve is None else wilson(k - approve, k),
+            # held back for what the release reveals (a reason beyond the utility bar: DP noise
+            # on a few hundred rows can leave the marginals below it, a finding about the
+            # release's worth, not a false alarm about its privacy)
+            "held_back_for_privacy": None if approve is None else privacy,
+            "held_back_for_privacy_wilson": None if approve is None else wilson(privacy, k),
+            "utility_only": None
+            if approve is None
+            else sum(
+                r["decision"] != "APPROVE"
+                and all(key.startswith("utility.") for key in r["reasons"])
+                for r in rs
+            ),
             "median_fits": float(np.median([r["shadow"].get("fits", 0) for r in rs])),
             "median_seconds": float(np.median([r["seconds"] for r in rs])),
             "seed_range": [min(r["seed"] for r in rs), max(r["seed"] for r in rs)],

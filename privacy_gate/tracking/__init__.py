@@ -175,6 +175,8 @@ class BoundaryClient:
         self._where = None if db is None else Path(db).parent
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not MLflow's API; and copy/pickle probe before _client is set
+            raise AttributeError(name)
         attr = getattr(self._client, name)
         if not callable(attr):
             return attr
