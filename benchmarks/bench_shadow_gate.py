@@ -71,6 +71,7 @@ def one_gate(
     table: str, n: int, token: str, seed: int, *, jobs: int, max_fits: int, beside: bool
 ) -> dict:
     from privacy_gate.config import ShadowConfig
+    from privacy_gate.errors import DataError
     from privacy_gate.generators import create_generator
     from privacy_gate.pipeline.evaluate import evaluate
 
@@ -88,12 +89,28 @@ def one_gate(
         spec=spec,
     )
     started = time.perf_counter()
-    result = evaluate(
-        **kw,
-        generator=name,
-        generator_params=params,
-        shadow=ShadowConfig(enabled=True, max_fits=max_fits, jobs=jobs),
-    )
+    try:
+        result = evaluate(
+            **kw,
+            generator=name,
+            generator_params=params,
+            shadow=ShadowConfig(enabled=True, max_fits=max_fits, jobs=jobs),
+        )
+    except DataError as exc:  # the gate refuses the inputs (the splits, the release): a BLOCK
+        return {
+            "table": table,
+            "n_train": n,
+            "generator": token,
+            "seed": seed,
+            "decision": "BLOCK",
+            "reasons": ["refused"],
+            "refused": str(exc),
+            "seconds": round(time.perf_counter() - started, 1),
+            "shadow": {},
+            "shadow_review_level": None,
+            "shadow_rejects": False,
+            "insufficient_only": False,
+        }
     v = result.verdict
     seconds = time.perf_counter() - started
     tests = {t["name"]: t for t in v.budget.get("tests", [])}
@@ -210,6 +227,7 @@ def summarise() -> dict:
         rej = sum(r["shadow_rejects"] for r in rs)
         privacy = sum(
             r["decision"] != "APPROVE"
+            and "refused" not in r
             and any(not key.startswith("utility.") for key in r["reasons"])
             for r in rs
         )
@@ -235,6 +253,8 @@ def summarise() -> dict:
             # release's worth, not a false alarm about its privacy)
             "held_back_for_privacy": None if approve is None else privacy,
             "held_back_for_privacy_wilson": None if approve is None else wilson(privacy, k),
+            # inputs the gate refuses before judging (say a release column left all missing)
+            "refused": sum("refused" in r for r in rs),
             "utility_only": None
             if approve is None
             else sum(
