@@ -39,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import ROOT, machine  # noqa: E402
 
 RUNS = ROOT / "benchmarks" / "results" / "shadow_gate_runs.jsonl"
+#: reasons that say nothing about what a release reveals: its worth, and a small table's floors
+NOT_A_PRIVACY_FINDING = ("utility.", "insufficient_evidence.", "power.")
 SUMMARY = ROOT / "benchmarks" / "results" / "shadow_gate.json"
 
 
@@ -228,7 +230,7 @@ def summarise() -> dict:
         privacy = sum(
             r["decision"] != "APPROVE"
             and "refused" not in r
-            and any(not key.startswith("utility.") for key in r["reasons"])
+            and any(not key.startswith(NOT_A_PRIVACY_FINDING) for key in r["reasons"])
             for r in rs
         )
         rej05 = sum((r["shadow"].get("pvalue", 1.0) or 1.0) <= 0.05 for r in rs)
@@ -248,9 +250,9 @@ def summarise() -> dict:
             "shadow_rejects_at_0.05_wilson": wilson(rej05, k),
             "not_approved": None if approve is None else k - approve,
             "not_approved_wilson": None if approve is None else wilson(k - approve, k),
-            # held back for what the release reveals (a reason beyond the utility bar: DP noise
+            # held back for what the release reveals: a reason beyond the utility bar (DP noise
             # on a few hundred rows can leave the marginals below it, a finding about the
-            # release's worth, not a false alarm about its privacy)
+            # release's worth) and beyond insufficient evidence (a small table's floors)
             "held_back_for_privacy": None if approve is None else privacy,
             "held_back_for_privacy_wilson": None if approve is None else wilson(privacy, k),
             # inputs the gate refuses before judging (say a release column left all missing)

@@ -44,7 +44,7 @@ from privacy_gate.config import (
     protections_off,
     rules_problem,
 )
-from privacy_gate.generators import Generator, MarginalGenerator
+from privacy_gate.generators import Generator, MarginalGenerator, generator_capabilities
 from privacy_gate.generators.focal import FocalPoint
 from privacy_gate.names import ORACLE_ATTACK
 from privacy_gate.spec import DatasetSpec
@@ -196,8 +196,14 @@ def settings_for_gate_only(
     """Settings for synthetic data made elsewhere: defaults for every section not given. The
     reference file is taken to be what the gate-only contract says it is — real records of the
     same population that the generator never saw — so it calibrates the member scan unless
-    ``exposure.reference_calibrates`` is false. ``generator``: the registered generator and settings
-    the user says made the release (what the generator-aware test refits)."""
+    ``exposure.reference_calibrates`` is false, or the user names a generator whose recipe reads
+    the reference (MST takes its bins from it): the release then depends on the reference records,
+    which are no longer exchangeable with the holdout, as in a release run. ``generator``: the
+    registered generator and settings the user says made the release (what the generator-aware
+    test refits)."""
+    reads_reference = (
+        generator is not None and generator_capabilities(generator.name).uses_reference
+    )
     return GateSettings(
         spec=spec,
         gate=gate or GateConfig(),
@@ -205,7 +211,9 @@ def settings_for_gate_only(
         targets=targets or TargetsConfig(),
         audit=audit or AuditConfig(),
         mace=mace or MaceConfig(),
-        exposure=resolved_exposure(exposure or ExposureConfig(), reference_exchangeable=True),
+        exposure=resolved_exposure(
+            exposure or ExposureConfig(), reference_exchangeable=not reads_reference
+        ),
         disclosure=disclosure or DisclosureConfig(),
         score_chunks=score_chunks,
         shadow=shadow or ShadowConfig(),

@@ -194,6 +194,24 @@ def test_reference_calibrates_only_when_exchangeable():
     from privacy_gate.experiment.settings import resolved_exposure, settings_for_gate_only
 
     assert settings_for_gate_only(spec=SPEC).exposure.reference_calibrates is True
+    # a named recipe that reads the reference (MST takes its bins from it) makes the release
+    # depend on the reference records: they no longer calibrate, as in a release run
+    from privacy_gate.experiment.settings import GeneratorKnowledge
+
+    def named(name: str) -> bool | None:
+        knowledge = GeneratorKnowledge(name=name, params={})
+        return settings_for_gate_only(spec=SPEC, generator=knowledge).exposure.reference_calibrates
+
+    assert named("mst") is False and named("privbayes") is False
+    assert named("gaussian_copula") is True
+    assert (
+        settings_for_gate_only(
+            spec=SPEC,
+            generator=GeneratorKnowledge(name="mst", params={}),
+            exposure=ExposureConfig(reference_calibrates=True),
+        ).exposure.reference_calibrates
+        is True
+    )  # an explicit setting stands
     assert (
         resolved_exposure(ExposureConfig(), reference_exchangeable=False).reference_calibrates
         is False
