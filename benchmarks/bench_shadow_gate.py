@@ -90,6 +90,7 @@ def one_gate(
         synthetic=synthetic,
         spec=spec,
     )
+    cell = {"table": table, "n_train": n, "generator": token, "seed": seed}
     started = time.perf_counter()
     try:
         result = evaluate(
@@ -100,10 +101,7 @@ def one_gate(
         )
     except DataError as exc:  # the gate refuses the inputs (the splits, the release): a BLOCK
         return {
-            "table": table,
-            "n_train": n,
-            "generator": token,
-            "seed": seed,
+            **cell,
             "decision": "BLOCK",
             "reasons": ["refused"],
             "refused": str(exc),
@@ -118,10 +116,7 @@ def one_gate(
     tests = {t["name"]: t for t in v.budget.get("tests", [])}
     shadow = tests.get("shadow", {})
     row = {
-        "table": table,
-        "n_train": n,
-        "generator": token,
-        "seed": seed,
+        **cell,
         "decision": v.decision,
         "reasons": sorted({c.key for c in v.reasons}),
         "seconds": round(seconds, 1),

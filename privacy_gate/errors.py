@@ -172,13 +172,19 @@ def _looks_like_outage(exc: BaseException) -> bool:
 
 
 def service_error(
-    exc: BaseException, *, service: str, where: str | os.PathLike | None = None
+    exc: BaseException,
+    *,
+    service: str,
+    where: str | os.PathLike | None = None,
+    unavailable: type[InfrastructureError] = InfrastructureError,
 ) -> PrivacyGateError | None:
     """What a failure of a call to ``service`` (named as the message should name it: "the MLflow
     store sqlite:///w/mlflow.db") is in the project's own terms: a :class:`DiskFullError` when the
     disk behind it is full, an :class:`InfrastructureError` when the service did not answer, our
-    own error unchanged, else None (a failure of the call itself, left as it is). The one place
-    that reads third-party class names and message fragments: every boundary converts through it.
+    own error unchanged, else None (a failure of the call itself, left as it is). ``unavailable``:
+    the boundary's own kind of outage (``StorageUnavailable``, ``PrefectUnavailable``), so a caller
+    tells services apart by type. The one place that reads third-party class names and message
+    fragments: every boundary converts through it.
 
     >>> service_error(ConnectionRefusedError(111, "refused"), service="the MLflow store s")
     InfrastructureError('the MLflow store s did not answer (ConnectionRefusedError)')
@@ -191,12 +197,17 @@ def service_error(
     if full is not None:
         return full
     if _looks_like_outage(exc):
-        return InfrastructureError(f"{service} did not answer ({type(exc).__name__})")
+        return unavailable(f"{service} did not answer ({type(exc).__name__})")
     return None
 
 
 @contextlib.contextmanager
-def service_boundary(service: str, *, where: str | os.PathLike | None = None) -> Iterator[None]:
+def service_boundary(
+    service: str,
+    *,
+    where: str | os.PathLike | None = None,
+    unavailable: type[InfrastructureError] = InfrastructureError,
+) -> Iterator[None]:
     """Convert a failure inside the block at the boundary (:func:`service_error`): a service that
     did not answer raises :class:`InfrastructureError` and a full disk :class:`DiskFullError`, each
     chained to the original; anything else propagates unchanged.
@@ -213,7 +224,7 @@ def service_boundary(service: str, *, where: str | os.PathLike | None = None) ->
     except PrivacyGateError:
         raise
     except Exception as exc:
-        converted = service_error(exc, service=service, where=where)
+        converted = service_error(exc, service=service, where=where, unavailable=unavailable)
         if converted is None:
             raise
         raise converted from exc

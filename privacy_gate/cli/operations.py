@@ -103,16 +103,17 @@ AllowUnsignedOpt = Annotated[
 def prefect_command(fn, *args: Any, **kwargs: Any) -> Any:
     """Run a deployment command; a bad config or an unreachable Prefect API is a usage error."""
     from privacy_gate.errors import ConfigError, InfrastructureError
-    from privacy_gate.flows.coordination import prefect_boundary
+    from privacy_gate.flows.coordination import PrefectUnavailable, prefect_boundary
 
     try:
         with prefect_boundary():
             return fn(*args, **kwargs)
     except ConfigError as exc:
         usage_error(str(exc))
-    except InfrastructureError as exc:
-        hint = "start it (prefect server start) or set PREFECT_API_URL"
-        usage_error(f"{exc}; {hint}" if str(exc).startswith("the Prefect API") else str(exc))
+    except PrefectUnavailable as exc:
+        usage_error(f"{exc}; start it (prefect server start) or set PREFECT_API_URL")
+    except InfrastructureError as exc:  # another service the command reached (an object store)
+        usage_error(str(exc))
 
 
 @app.command(

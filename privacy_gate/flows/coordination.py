@@ -31,7 +31,12 @@ from prefect.concurrency.sync import concurrency
 from prefect.events import emit_event
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
-from privacy_gate.errors import ConfigError, PrivacyGateError, service_boundary
+from privacy_gate.errors import (
+    ConfigError,
+    InfrastructureError,
+    PrivacyGateError,
+    service_boundary,
+)
 from privacy_gate.publication.publish import dataset_slug
 from privacy_gate.safe_text import mask_uri
 
@@ -109,14 +114,18 @@ def queue_limit_name(dataset: str) -> str:
     return f"privacy-gate-queue-{dataset_slug(dataset)}"
 
 
+class PrefectUnavailable(InfrastructureError):
+    """The Prefect API did not answer (converted at :func:`prefect_boundary`)."""
+
+
 def prefect_boundary() -> contextlib.AbstractContextManager[None]:
     """The service boundary of calls to the Prefect API
     (:func:`privacy_gate.errors.service_boundary`): an API that does not answer raises
-    ``InfrastructureError`` naming it (credentials masked)."""
+    :class:`PrefectUnavailable` naming it (credentials masked)."""
     from prefect.settings import PREFECT_API_URL
 
     url = PREFECT_API_URL.value() or "(PREFECT_API_URL not set)"
-    return service_boundary(f"the Prefect API at {mask_uri(url)}")
+    return service_boundary(f"the Prefect API at {mask_uri(url)}", unavailable=PrefectUnavailable)
 
 
 def ensure_dataset_limit(dataset: str) -> str:

@@ -62,17 +62,7 @@ class BlameState(Protocol):
 #: ``settings`` and ``outcomes``, and the run's budget tests (``GateState.tests``) through
 #: ``shadow``. ``disclosure_inputs`` and ``shadow`` are None when their stages did not run, and
 #: blame handles that; so do its checks of ``targets`` and ``audit``.
-READS = (
-    "settings",
-    "inputs",
-    "targets",
-    "audit",
-    "metrics",
-    "disclosure_inputs",
-    "shortfalls",
-    "outcomes",
-    "shadow",
-)
+READS = (*BlameState.__annotations__, "outcomes", "shadow")
 
 #: flagged groups tried as the explanation of a BLOCK, smallest first
 MAX_CANDIDATES = 3
