@@ -32,10 +32,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import RESULTS, ROOT, record
 from benchmarks.bench_calibration import distinct_sizes, git_head, signal_reasons, wilson
 from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED, TABLES
+from benchmarks.leak_grammar import NAMED_SHAPES
 
 #: bins of the median information beyond natural twins (bits per leaked record)
 INFO_BINS = (float("-inf"), 0.0, 2.0, 5.0, 10.0, 20.0, float("inf"))
 SHARE_BINS = (0.0, 0.01, 0.02, 0.05, 1.0)
+#: the power criterion: leaks copying at least this share of the training records and telling at
+#: least T bits beyond the natural twin per leaked record (median), for each T here
+CRITERION_SHARE = 0.01
+CRITERION_BITS = (0.0, 2.0, 5.0, 10.0)
+#: the power the criterion asks for (the share of such leaks not approved)
+CRITERION_POWER = 0.9
+SHAPE = "shape:"
 
 
 def undeclared(spec):
@@ -72,11 +80,15 @@ def run_one(table: str, n_train: int, seed: int, draw: str, declared: bool, run_
     }
     t0 = time.perf_counter()
     try:
-        rel = (
-            make_null(table, seed, n_train)
-            if draw == "null"
-            else make_leak(table, seed, n_train, int(draw))
-        )
+        if draw == "null":
+            rel = make_null(table, seed, n_train)
+        elif draw.startswith(SHAPE):
+            name = draw.removeprefix(SHAPE)
+            # each shape its own seed stream, apart from the random draws' (0 .. draws - 1)
+            stream = 1000 + list(NAMED_SHAPES).index(name)
+            rel = make_leak(table, seed, n_train, stream, grammar=NAMED_SHAPES[name])
+        else:
+            rel = make_leak(table, seed, n_train, int(draw))
     except NotDrawable as exc:
         return row | {"decision": None, "status": "not_drawable", "note": str(exc)}
     except Exception as exc:  # noqa: BLE001 - one failed release must not stop the grid
@@ -127,11 +139,16 @@ def run_one(table: str, n_train: int, seed: int, draw: str, declared: bool, run_
 
 
 def plan(args) -> list[tuple[str, int, int, str]]:
+    draws = (
+        [f"{SHAPE}{name}" for name in args.shapes]
+        if args.shapes
+        else [str(d) for d in range(args.draws)] + ["null"]
+    )
     jobs = []
     for table in args.tables:
         for n in distinct_sizes(table, args.n_train):
             for s in args.seeds:
-                jobs += [(table, n, s, str(d)) for d in range(args.draws)] + [(table, n, s, "null")]
+                jobs += [(table, n, s, d) for d in draws]
     return jobs
 
 
@@ -159,6 +176,14 @@ def _power(rows: list[dict]) -> dict:
     }
 
 
+def by_draw(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows of the named shapes, by shape name."""
+    out: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        out[r["draw"].removeprefix(SHAPE)].append(r)
+    return dict(out)
+
+
 def summarise(rows: list[dict]) -> dict:
     judged = [r for r in rows if r.get("decision")]
     leaks = [r for r in judged if r["kind"] == "leak"]
@@ -175,8 +200,44 @@ def summarise(rows: list[dict]) -> dict:
         keys = [_bin(lo, INFO_BINS) for lo in INFO_BINS[:-1]]
         return {k: d[k] for k in keys if k in d}
 
+    def criterion(rs: list[dict]) -> dict:
+        return {
+            f">= {bits:g} bits": _power(
+                [
+                    r
+                    for r in rs
+                    if r["label"]["share"] >= CRITERION_SHARE and r["label"]["info_median"] >= bits
+                ]
+            )
+            for bits in CRITERION_BITS
+        }
+
+    shapes = [r for r in leaks if r["draw"].startswith(SHAPE)]
     out = {
         "leaks": _power(leaks),
+        "criterion": {
+            "share_at_least": CRITERION_SHARE,
+            "power_asked": CRITERION_POWER,
+            "all": criterion(labelled),
+            "development": criterion([r for r in labelled if r["half"] == "development"]),
+            "reported": criterion([r for r in labelled if r["half"] == "reported"]),
+        },
+        "shapes": {
+            name: _power(rs)
+            | {
+                "info_medians": sorted(
+                    round(r["label"]["info_median"], 2)
+                    for r in rs
+                    if r["label"].get("info_median") is not None
+                ),
+                "shares": sorted(round(r["label"]["share"], 4) for r in rs),
+                "tables": {
+                    t: _power([r for r in rs if r["table"] == t])
+                    for t in sorted({r["table"] for r in rs})
+                },
+            }
+            for name, rs in sorted(by_draw(shapes).items())
+        },
         "avoided": _power(avoided),
         "power_by_info": order_info(
             by(labelled, lambda r: _bin(r["label"]["info_median"], INFO_BINS))
@@ -264,6 +325,17 @@ def print_summary(s: dict) -> None:
             f"reported {_fmt(rep) if rep else '–'}"
         )
     print(f"  avoided (absence) {_fmt(s['avoided'])}")
+    c = s["criterion"]
+    print(f"leaks copying >= {100 * c['share_at_least']:g} % of the training records, by bits:")
+    for b, p in c["all"].items():
+        print(
+            f"  {b:<14} all {_fmt(p):<24} development {_fmt(c['development'][b]):<24} "
+            f"reported {_fmt(c['reported'][b])}"
+        )
+    for name, p in s["shapes"].items():
+        infos = p["info_medians"]
+        low = f"{infos[0]:.1f}" if infos else "–"
+        print(f"  shape {name:<18} {_fmt(p):<24} smallest label {low} bits")
     print("power by share leaked:")
     for b, p in s["power_by_share"].items():
         print(f"  {b:<14} {_fmt(p)}")
@@ -315,6 +387,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument(
         "--draws", type=int, default=4, help="leaks drawn per (table, n_train, seed), plus one null"
+    )
+    ap.add_argument(
+        "--shapes",
+        nargs="+",
+        default=None,
+        choices=list(NAMED_SHAPES),
+        help="gate these named shapes (benchmarks/leak_grammar.py NAMED_SHAPES) instead of random "
+        "draws and nulls",
     )
     ap.add_argument(
         "--declared",

@@ -58,6 +58,14 @@ training records leaked. A verbatim copy of a unique record scores high, of a re
 twins near 0; an ``avoid`` release has no per-record label (``None``): what it reveals is absence.
 For a null release the same quantity, with ``s`` a training record's best match in the release,
 is about 0 (``null_information``): the label's own calibration.
+
+**Named shapes** (``NAMED_SHAPES``): fixed grammars for the shapes a reviewer would call copies
+and the gate must hold back whatever the table: verbatim copies of 2 % of the training records,
+copies with every number x 1.02, SMOTE-style interpolations (lam <= 0.1), 40 people x 4 near
+copies (0.01 sd), copies with two random columns re-drawn, and the columns of a declared
+combination (``combo``: the spec's quasi-identifiers) of records whose combination is unique in
+the whole table (``which=unique-combo``), pasted into independent rows. The declaration only
+builds the leak; the gate may be run with nothing declared.
 """
 
 from __future__ import annotations
@@ -74,6 +82,7 @@ from benchmarks.calibration_scenarios import (
     declared_clip,
     fresh_ids,
     outlying_rows,
+    qi_unique_rows,
     split,
 )
 from benchmarks.calibration_tables import categorical_columns, load, numeric_columns
@@ -83,6 +92,47 @@ KEEP = ("all", "all-but-k", "combo")
 CHANGE = ("redraw", "jitter", "round", "scale", "shift", "smote", "swap", "avoid")
 NUMERIC_CHANGES = ("jitter", "round", "scale", "shift", "smote")
 GRAMMAR_CELL = "grammar"
+#: fixed grammars (``make_leak(..., grammar=NAMED_SHAPES[name])``); see the module docstring
+NAMED_SHAPES: dict[str, dict] = {
+    "verbatim-2%": {"which": "random", "keep": "all", "change": "redraw", "share": 0.02},
+    "scaled-1.02-2%": {
+        "which": "random",
+        "keep": "all",
+        "change": "scale",
+        "factor": 1.02,
+        "share": 0.02,
+    },
+    "smote-0.1-3%": {
+        "which": "random",
+        "keep": "all",
+        "change": "smote",
+        "lam_max": 0.1,
+        "share": 0.03,
+    },
+    "people-40x4": {
+        "which": "people",
+        "people": 40,
+        "copies": 4,
+        "keep": "all",
+        "change": "jitter",
+        "noise_sd": 0.01,
+        "share": 0.0,
+    },
+    "partial-2col-3%": {
+        "which": "random",
+        "keep": "all-but-k",
+        "k": 2,
+        "change": "redraw",
+        "share": 0.03,
+    },
+    "qi-unique-3%": {
+        "which": "unique-combo",
+        "keep": "combo",
+        "combo": "quasi_identifiers",
+        "change": "redraw",
+        "share": 0.03,
+    },
+}
 
 
 class NotDrawable(Exception):
@@ -224,6 +274,18 @@ def nearest_neighbours(train: pd.DataFrame, spec) -> np.ndarray:
     return idx[:, 1]
 
 
+def _fixed_combo(g: dict, spec) -> list[str]:
+    """The columns a grammar fixes for ``keep=combo`` (``[]``: a random combination is drawn)."""
+    combo = g.get("combo")
+    if combo is None:
+        return []
+    if combo == "quasi_identifiers":
+        combo = list(spec.quasi_identifiers or [])
+        if not combo:
+            raise NotDrawable("the spec declares no quasi-identifiers to build this leak from")
+    return list(combo)
+
+
 # ------------------------------------------------------------------------------------- the draw
 
 
@@ -359,8 +421,13 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
     if g["change"] == "avoid":
         return _avoid(table, seed, spec, train, holdout, reference, population, g, rng)
     desc = dict(g)
+    combo_cols = _fixed_combo(g, spec)
     # --- which records
-    if g["which"] == "random":
+    if g["which"] == "unique-combo":
+        if not combo_cols:
+            raise NotDrawable("a unique-combination leak needs its columns (combo)")
+        pool = qi_unique_rows(train, full, combo_cols)
+    elif g["which"] == "random":
         pool = np.arange(n)
     elif g["which"] == "rare":
         pool = rare_rows(train, spec)
@@ -404,6 +471,9 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
         kept[:, attr_idx] = True
         for i in range(len(rows)):
             kept[i, rng.choice(attr_idx, min(g["k"], len(attr_idx) - 1), replace=False)] = False
+    elif combo_cols:
+        kept[:, [cols.index(c) for c in combo_cols]] = True
+        desc["combo"] = combo_cols
     else:
         size = int(min(rng.integers(3, 6), len(attrs)))
         combo = rng.choice(attr_idx, size, replace=False)
