@@ -210,37 +210,37 @@ def calibration_nulls_halves() -> str:
     """Clean releases on the nine tables of the leak-power benchmark, by half (development: tuned
     on; reported: only measured) and per table: approved with its Wilson interval, BLOCKs, leak
     signals, and the membership ensemble's own false alarms at its share of the budget."""
+    return _nulls_halves(("", ("calibration_nulls_9tables",), True))
+
+
+def calibration_nulls_fresh() -> str:
+    """The same on fresh seeds (17-33) judged by a later commit: that run alone by half, then both
+    runs pooled by half and per table."""
+    return _nulls_halves(
+        ("fresh seeds", ("calibration_nulls_9tables_fresh",), False),
+        ("both runs", ("calibration_nulls_9tables_fresh", "calibration_nulls_9tables"), True),
+    )
+
+
+def _nulls_halves(*runs: tuple[str, tuple[str, ...], bool]) -> str:
+    """Rows per (label, results files, with per-table rows) run; see calibration_nulls_halves."""
     from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED
 
-    d = load("calibration_nulls_9tables")
-    runs = [r for r in d["runs"] if r.get("decision")]
-    groups = [
-        ("development half (" + ", ".join(LEAK_DEVELOPMENT) + ")", set(LEAK_DEVELOPMENT)),
-        ("reported half (" + ", ".join(LEAK_REPORTED) + ")", set(LEAK_REPORTED)),
-        ("all nine tables", set(LEAK_DEVELOPMENT) | set(LEAK_REPORTED)),
-    ]
-    groups += [(t, {t}) for t in (*LEAK_DEVELOPMENT, *LEAK_REPORTED)]
     rows = []
-    for label, tables in groups:
-        rs = [r for r in runs if r["table"] in tables]
-        if not rs:
-            continue
-        n = len(rs)
-        a = sum(r["decision"] == "APPROVE" for r in rs)
-        b = sum(r["decision"] == "BLOCK" for r in rs)
-        alarms = sum(bool(signal_reasons(r)) for r in rs)
-        ens = [r.get("ensemble", {}).get("ensemble_pvalue") for r in rs]
-        ens_alarms = sum(p is not None and p <= ENSEMBLE_SHARE for p in ens)
-        rows.append(
-            [
-                label,
-                f"{n:,}",
-                f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})",
-                str(b),
-                f"{alarms} ({_pct(alarms / n, 1)})",
-                f"{ens_alarms}",
-            ]
-        )
+    for run_label, names, per_table in runs:
+        runs_ = [r for name in names for r in load(name)["runs"] if r.get("decision")]
+        groups = [
+            ("development half (" + ", ".join(LEAK_DEVELOPMENT) + ")", set(LEAK_DEVELOPMENT)),
+            ("reported half (" + ", ".join(LEAK_REPORTED) + ")", set(LEAK_REPORTED)),
+            ("all nine tables", set(LEAK_DEVELOPMENT) | set(LEAK_REPORTED)),
+        ]
+        if per_table:
+            groups += [(t, {t}) for t in (*LEAK_DEVELOPMENT, *LEAK_REPORTED)]
+        for label, tables in groups:
+            rs = [r for r in runs_ if r["table"] in tables]
+            if not rs:
+                continue
+            rows.append([f"{run_label}: {label}" if len(runs) > 1 else label, *_null_cells(rs)])
     head = [
         "clean releases",
         "gates",
@@ -249,7 +249,24 @@ def calibration_nulls_halves() -> str:
         "held back by a leak signal",
         f"ensemble p <= {ENSEMBLE_SHARE:g} alone",
     ]
-    return _table(head, rows) + "\n\n" + source("calibration_nulls_9tables")
+    names = dict.fromkeys(name for _, run_names, _ in runs for name in run_names)
+    return _table(head, rows) + "\n\n" + source(*names)
+
+
+def _null_cells(rs: list[dict]) -> list[str]:
+    n = len(rs)
+    a = sum(r["decision"] == "APPROVE" for r in rs)
+    b = sum(r["decision"] == "BLOCK" for r in rs)
+    alarms = sum(bool(signal_reasons(r)) for r in rs)
+    ens = [r.get("ensemble", {}).get("ensemble_pvalue") for r in rs]
+    ens_alarms = sum(p is not None and p <= ENSEMBLE_SHARE for p in ens)
+    return [
+        f"{n:,}",
+        f"{a:,} ({_pct(a / n, 1)} {_ci(wilson(a, n), 1)})",
+        str(b),
+        f"{alarms} ({_pct(alarms / n, 1)})",
+        f"{ens_alarms}",
+    ]
 
 
 def calibration_panel_nulls() -> str:
@@ -654,6 +671,79 @@ def leak_power_12000() -> str:
     return _leak_power_by_info("leak_power_12000")
 
 
+def leak_power_criterion() -> str:
+    """At 12,000 training rows, the leaks that copy at least 1 % of the training records, by the
+    least information they reveal beyond the natural twin: not approved, nothing declared and
+    with the spec's declarations, all tables and the reported half."""
+    undeclared, declared = load("leak_power_12000"), load("leak_power_declared_12000")
+    cu, cd = undeclared["summary"]["criterion"], declared["summary"]["criterion"]
+    rows = [
+        [
+            f"copies >= {100 * cu['share_at_least']:g} %, {bits}",
+            _power_cell(cu["all"][bits]),
+            _power_cell(cu["reported"][bits]),
+            _power_cell(cd["all"][bits]),
+            _power_cell(cd["reported"][bits]),
+        ]
+        for bits in cu["all"]
+    ]
+    head = [
+        "leaks (median bits beyond the twin per leaked record)",
+        "nothing declared: all tables",
+        "nothing declared: reported half",
+        "declared: all tables",
+        "declared: reported half",
+    ]
+    return _table(head, rows) + "\n\n" + source("leak_power_12000", "leak_power_declared_12000")
+
+
+#: the named shapes of ``benchmarks/leak_grammar.py`` in words
+SHAPES = {
+    "verbatim-2%": "verbatim copies of 2 %",
+    "scaled-1.02-2%": "copies of 2 % with every number x 1.02",
+    "smote-0.1-3%": "SMOTE-style interpolations of 3 % (lambda <= 0.1)",
+    "people-40x4": "40 people x 4 near copies (0.01 sd)",
+    "partial-2col-3%": "copies of 3 % with two random columns re-drawn",
+    "qi-unique-3%": "quasi-identifiers of 3 % (combination unique in the table) pasted",
+}
+
+
+def leak_power_shapes() -> str:
+    """The named shapes at 12,000 training rows, on the reported half and on adult: not approved
+    with nothing declared and with the declarations, and the information each reveals (the
+    smallest and the median of the releases' median bits beyond the twin, nothing declared)."""
+    runs = (
+        ("reported half", "leak_power_shapes_12000", "leak_power_shapes_declared_12000"),
+        ("adult", "leak_power_shapes_adult_12000", "leak_power_shapes_adult_declared_12000"),
+    )
+    rows = []
+    for where, undeclared_name, declared_name in runs:
+        undeclared = load(undeclared_name)["summary"]["shapes"]
+        declared = load(declared_name)["summary"]["shapes"]
+        for name, words in SHAPES.items():
+            u = undeclared.get(name)
+            if not u:
+                continue
+            infos = u["info_medians"]
+            rows.append(
+                [
+                    words,
+                    where,
+                    _power_cell(u),
+                    _power_cell(declared.get(name)),
+                    f"{infos[0]:.1f} / {infos[len(infos) // 2]:.1f}" if infos else "–",
+                ]
+            )
+    head = [
+        "named shape",
+        "tables",
+        "not approved, nothing declared",
+        "not approved, declared",
+        "bits beyond the twin (smallest / median release)",
+    ]
+    return _table(head, rows) + "\n\n" + source(*(name for run in runs for name in run[1:]))
+
+
 def leak_power_tables() -> str:
     """Per table: clean releases approved and leaks held back (nothing declared, 2,000 rows)."""
     d = load("leak_power_undeclared")
@@ -670,8 +760,9 @@ def leak_power_tables() -> str:
 
 
 def leak_power_short() -> str:
-    """The README's form: the reported half only, by information beyond the twin."""
-    d = load("leak_power_undeclared")
+    """The README's form: the reported half only, by information beyond the twin, at 12,000
+    training rows requested."""
+    d = load("leak_power_12000")
     rep = d["summary"]["halves"]["reported"]["power_by_info"]
     nulls = [t for t in d["summary"]["tables"].values() if t["half"] == "reported"]
     rows = [[b, _power_cell(rep.get(b))] for b in rep]
@@ -686,7 +777,22 @@ def leak_power_short() -> str:
             rows,
         )
         + "\n\n"
-        + source("leak_power_undeclared")
+        + source("leak_power_12000")
+    )
+
+
+def leak_power_shapes_short() -> str:
+    """The README's form of :func:`leak_power_shapes`: the reported half, nothing declared."""
+    shapes = load("leak_power_shapes_12000")["summary"]["shapes"]
+    rows = [
+        [words, _power_cell(shapes.get(name))] for name, words in SHAPES.items() if name in shapes
+    ]
+    return (
+        _table(
+            ["named shape (reported half, nothing declared)", "not approved [Wilson 95 %]"], rows
+        )
+        + "\n\n"
+        + source("leak_power_shapes_12000")
     )
 
 
@@ -745,7 +851,11 @@ TABLES: dict[str, Callable[[], str]] = {
         calibration_panel_nulls,
         calibration_transforms,
         calibration_nulls_halves,
+        calibration_nulls_fresh,
         leak_power,
+        leak_power_criterion,
+        leak_power_shapes,
+        leak_power_shapes_short,
         leak_power_12000,
         leak_power_tables,
         leak_power_short,
