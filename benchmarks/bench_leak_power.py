@@ -176,12 +176,12 @@ def _power(rows: list[dict]) -> dict:
     }
 
 
-def by_draw(rows: list[dict]) -> dict[str, list[dict]]:
-    """Rows of the named shapes, by shape name."""
-    out: dict[str, list[dict]] = defaultdict(list)
+def grouped(rows: list[dict], key) -> dict:
+    """``rows`` by ``key(row)``, the groups in the order of their keys' text."""
+    out: dict = defaultdict(list)
     for r in rows:
-        out[r["draw"].removeprefix(SHAPE)].append(r)
-    return dict(out)
+        out[key(r)].append(r)
+    return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -191,10 +191,7 @@ def summarise(rows: list[dict]) -> dict:
     avoided = [r for r in leaks if r["label"].get("info_median") is None]
 
     def by(rs, f):
-        g = defaultdict(list)
-        for r in rs:
-            g[f(r)].append(r)
-        return {k: _power(v) for k, v in sorted(g.items(), key=lambda kv: str(kv[0]))}
+        return {k: _power(v) for k, v in grouped(rs, f).items()}
 
     def order_info(d):
         keys = [_bin(lo, INFO_BINS) for lo in INFO_BINS[:-1]]
@@ -231,12 +228,9 @@ def summarise(rows: list[dict]) -> dict:
                     if r["label"].get("info_median") is not None
                 ),
                 "shares": sorted(round(r["label"]["share"], 4) for r in rs),
-                "tables": {
-                    t: _power([r for r in rs if r["table"] == t])
-                    for t in sorted({r["table"] for r in rs})
-                },
+                "tables": by(rs, lambda r: r["table"]),
             }
-            for name, rs in sorted(by_draw(shapes).items())
+            for name, rs in grouped(shapes, lambda r: r["draw"].removeprefix(SHAPE)).items()
         },
         "avoided": _power(avoided),
         "power_by_info": order_info(

@@ -206,41 +206,49 @@ def calibration_nulls_total() -> str:
     return _table(head, rows) + "\n\n" + source("calibration_nulls")
 
 
+#: the clean-release grids of the nine tables (``bench_calibration.py --out ...``)
+NULLS_9 = ("calibration_nulls_9tables",)
+NULLS_9_FRESH = ("calibration_nulls_9tables_fresh",)
+
+
 def calibration_nulls_halves() -> str:
     """Clean releases on the nine tables of the leak-power benchmark, by half (development: tuned
     on; reported: only measured) and per table: approved with its Wilson interval, BLOCKs, leak
     signals, and the membership ensemble's own false alarms at its share of the budget."""
-    return _nulls_halves(("", ("calibration_nulls_9tables",), True))
+    return _nulls_table(_null_rows(NULLS_9), NULLS_9)
 
 
 def calibration_nulls_fresh() -> str:
     """The same on fresh seeds (17-33) judged by a later commit: that run alone by half, then both
     runs pooled by half and per table."""
-    return _nulls_halves(
-        ("fresh seeds", ("calibration_nulls_9tables_fresh",), False),
-        ("both runs", ("calibration_nulls_9tables_fresh", "calibration_nulls_9tables"), True),
-    )
+    both = NULLS_9_FRESH + NULLS_9
+    rows = _null_rows(NULLS_9_FRESH, prefix="fresh seeds: ", per_table=False)
+    return _nulls_table(rows + _null_rows(both, prefix="both runs: "), both)
 
 
-def _nulls_halves(*runs: tuple[str, tuple[str, ...], bool]) -> str:
-    """Rows per (label, results files, with per-table rows) run; see calibration_nulls_halves."""
+def _null_rows(
+    names: tuple[str, ...], *, prefix: str = "", per_table: bool = True
+) -> list[list[str]]:
+    """A row per half, for all nine tables and (``per_table``) per table, over ``names``' runs."""
     from benchmarks.calibration_tables import LEAK_DEVELOPMENT, LEAK_REPORTED
 
+    runs = [r for name in names for r in load(name)["runs"] if r.get("decision")]
+    groups = [
+        ("development half (" + ", ".join(LEAK_DEVELOPMENT) + ")", set(LEAK_DEVELOPMENT)),
+        ("reported half (" + ", ".join(LEAK_REPORTED) + ")", set(LEAK_REPORTED)),
+        ("all nine tables", set(LEAK_DEVELOPMENT) | set(LEAK_REPORTED)),
+    ]
+    if per_table:
+        groups += [(t, {t}) for t in (*LEAK_DEVELOPMENT, *LEAK_REPORTED)]
     rows = []
-    for run_label, names, per_table in runs:
-        runs_ = [r for name in names for r in load(name)["runs"] if r.get("decision")]
-        groups = [
-            ("development half (" + ", ".join(LEAK_DEVELOPMENT) + ")", set(LEAK_DEVELOPMENT)),
-            ("reported half (" + ", ".join(LEAK_REPORTED) + ")", set(LEAK_REPORTED)),
-            ("all nine tables", set(LEAK_DEVELOPMENT) | set(LEAK_REPORTED)),
-        ]
-        if per_table:
-            groups += [(t, {t}) for t in (*LEAK_DEVELOPMENT, *LEAK_REPORTED)]
-        for label, tables in groups:
-            rs = [r for r in runs_ if r["table"] in tables]
-            if not rs:
-                continue
-            rows.append([f"{run_label}: {label}" if len(runs) > 1 else label, *_null_cells(rs)])
+    for label, tables in groups:
+        rs = [r for r in runs if r["table"] in tables]
+        if rs:
+            rows.append([prefix + label, *_null_cells(rs)])
+    return rows
+
+
+def _nulls_table(rows: list[list[str]], names: tuple[str, ...]) -> str:
     head = [
         "clean releases",
         "gates",
@@ -249,7 +257,6 @@ def _nulls_halves(*runs: tuple[str, tuple[str, ...], bool]) -> str:
         "held back by a leak signal",
         f"ensemble p <= {ENSEMBLE_SHARE:g} alone",
     ]
-    names = dict.fromkeys(name for _, run_names, _ in runs for name in run_names)
     return _table(head, rows) + "\n\n" + source(*names)
 
 
