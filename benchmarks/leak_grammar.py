@@ -91,7 +91,16 @@ WHICH = ("random", "rare", "outlying", "group", "people")
 KEEP = ("all", "all-but-k", "combo")
 CHANGE = ("redraw", "jitter", "round", "scale", "shift", "smote", "swap", "avoid")
 NUMERIC_CHANGES = ("jitter", "round", "scale", "shift", "smote")
+#: the changes that apply one known number per column (the label reads their copies through it)
+MAPPED_CHANGES = ("scale", "shift")
 GRAMMAR_CELL = "grammar"
+#: the information label's definition (results carry it; ``bench_leak_power.py --relabel`` brings
+#: older rows to it): 2 reads scaled and shifted copies through the leak's own map
+LABEL_VERSION = 2
+#: per version, the changes whose label it leaves as the previous version had it
+LABEL_UNCHANGED: dict[int, tuple[str, ...]] = {
+    2: tuple(c for c in CHANGE if c not in MAPPED_CHANGES)
+}
 #: fixed grammars (``make_leak(..., grammar=NAMED_SHAPES[name])``); see the module docstring
 NAMED_SHAPES: dict[str, dict] = {
     "verbatim-2%": {"which": "random", "keep": "all", "change": "redraw", "share": 0.02},
@@ -132,6 +141,16 @@ NAMED_SHAPES: dict[str, dict] = {
         "change": "redraw",
         "share": 0.03,
     },
+}
+
+#: the named shapes in words (the docs' tables)
+SHAPE_WORDS = {
+    "verbatim-2%": "verbatim copies of 2 %",
+    "scaled-1.02-2%": "copies of 2 % with every number x 1.02",
+    "smote-0.1-3%": "SMOTE-style interpolations of 3 % (lambda <= 0.1)",
+    "people-40x4": "40 people x 4 near copies (0.01 sd)",
+    "partial-2col-3%": "copies of 3 % with two random columns re-drawn",
+    "qi-unique-3%": "quasi-identifiers of 3 % (combination unique in the table) pasted",
 }
 
 
@@ -320,6 +339,49 @@ def draw_grammar(rng: np.random.Generator) -> dict:
     return g
 
 
+def _train_sd(train: pd.DataFrame, c: str) -> float:
+    """The unit of the numeric changes: the column's training sd (1 when it has none)."""
+    sd = float(train[c].std())
+    return sd if np.isfinite(sd) and sd > 0 else 1.0
+
+
+def read_through_map(
+    copies: pd.DataFrame, kept: np.ndarray, g: dict, train: pd.DataFrame, spec
+) -> tuple[pd.DataFrame, str | None]:
+    """The leaked rows with the leak's own column-wise map undone (the label reads them so).
+
+    ``scale`` and ``shift`` apply one number per column to every kept value: a copy read through
+    its inverse is the record itself, and the label should say what it would for that copy, not
+    that ``1.02 x`` is far from ``x``. Jitter, rounding and interpolation have no inverse (their
+    change is random or loses information) and are read as released. Returns the rows and the
+    map's name (``None``: nothing undone).
+
+    >>> import types
+    >>> spec = types.SimpleNamespace(
+    ...     columns={"a": types.SimpleNamespace(is_numeric=True)}, entity_id=None)
+    >>> train = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    >>> rows, name = read_through_map(
+    ...     pd.DataFrame({"a": [1.02, 3.06]}), np.ones((2, 1), bool), {"change": "scale",
+    ...     "factor": 1.02}, train, spec)
+    >>> rows["a"].round(6).tolist(), name
+    ([1.0, 3.0], 'scale 1.02')
+    """
+    ch = g.get("change")
+    if ch not in MAPPED_CHANGES:
+        return copies, None
+    cols = list(copies.columns)
+    out = copies.copy()
+    for c in numeric_columns(spec):
+        mask = kept[:, cols.index(c)]
+        if not mask.any():
+            continue
+        y = out[c].astype(float).to_numpy()
+        x = y / g["factor"] if ch == "scale" else y - g["shift_sd"] * _train_sd(train, c)
+        out[c] = np.where(mask, x, y)
+    name = f"scale {g['factor']:g}" if ch == "scale" else f"shift {g['shift_sd']:g} sd"
+    return out, name
+
+
 def _change_numbers(
     copies: pd.DataFrame,
     kept: np.ndarray,
@@ -340,8 +402,7 @@ def _change_numbers(
         if not mask.any():
             continue
         x = out[c].astype(float).to_numpy()
-        sd = float(train[c].std())
-        sd = sd if np.isfinite(sd) and sd > 0 else 1.0
+        sd = _train_sd(train, c)
         ch = g["change"]
         if ch == "jitter":
             y = x + rng.normal(0.0, g["noise_sd"] * sd, len(x))
@@ -519,8 +580,11 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
     synthetic.iloc[positions] = copies[synthetic.columns].to_numpy()
     synthetic = synthetic.astype({c: float for c in numeric_columns(spec)})
     twins = population.iloc[rng.choice(len(population), base_n, replace=False)]
-    label = information_label(InfoModel(reference, spec), train.iloc[rows], copies, twins, rows)
+    read, read_through = read_through_map(copies, kept, g, train, spec)
+    label = information_label(InfoModel(reference, spec), train.iloc[rows], read, twins, rows)
     label |= {
+        "version": LABEL_VERSION,
+        "read_through": read_through,
         "share": len(np.unique(rows)) / n,
         "leaked_records": int(len(np.unique(rows))),
         "rows_replaced": int(len(rows)),

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import RESULTS, ROOT
 from benchmarks.bench_calibration import NOT_SIGNAL_PREFIXES, side_by_side, signal_reasons, wilson
+from benchmarks.leak_grammar import SHAPE_WORDS
 
 #: the pages that hold generated tables
 PAGES = (
@@ -684,35 +685,29 @@ def leak_power_criterion() -> str:
     with the spec's declarations, all tables and the reported half."""
     undeclared, declared = load("leak_power_12000"), load("leak_power_declared_12000")
     cu, cd = undeclared["summary"]["criterion"], declared["summary"]["criterion"]
+    parts = ((cu, "all"), (cu, "reported"), (cu, "larger"), (cd, "all"), (cd, "reported"))
+    bins = [b for b in cu["all"] if b.endswith("bits")]
     rows = [
-        [
-            f"copies >= {100 * cu['share_at_least']:g} %, {bits}",
-            _power_cell(cu["all"][bits]),
-            _power_cell(cu["reported"][bits]),
-            _power_cell(cd["all"][bits]),
-            _power_cell(cd["reported"][bits]),
-        ]
-        for bits in cu["all"]
+        [f"copies >= {100 * cu['share_at_least']:g} %, {bits}"]
+        + [_power_cell(c[part][bits]) for c, part in parts]
+        for bits in bins
     ]
+    rows.append(
+        [f"least threshold holding {100 * cu['power_asked']:g} % from there on"]
+        + [
+            "none" if (t := c[part]["threshold_reached"]) is None else f"{t:g} bits"
+            for c, part in parts
+        ]
+    )
     head = [
         "leaks (median bits beyond the twin per leaked record)",
         "nothing declared: all tables",
         "nothing declared: reported half",
+        f"nothing declared: tables giving >= {cu['min_train_larger']:,} training rows",
         "declared: all tables",
         "declared: reported half",
     ]
     return _table(head, rows) + "\n\n" + source("leak_power_12000", "leak_power_declared_12000")
-
-
-#: the named shapes of ``benchmarks/leak_grammar.py`` in words
-SHAPES = {
-    "verbatim-2%": "verbatim copies of 2 %",
-    "scaled-1.02-2%": "copies of 2 % with every number x 1.02",
-    "smote-0.1-3%": "SMOTE-style interpolations of 3 % (lambda <= 0.1)",
-    "people-40x4": "40 people x 4 near copies (0.01 sd)",
-    "partial-2col-3%": "copies of 3 % with two random columns re-drawn",
-    "qi-unique-3%": "quasi-identifiers of 3 % (combination unique in the table) pasted",
-}
 
 
 def leak_power_shapes() -> str:
@@ -727,7 +722,7 @@ def leak_power_shapes() -> str:
     for where, undeclared_name, declared_name in runs:
         undeclared = load(undeclared_name)["summary"]["shapes"]
         declared = load(declared_name)["summary"]["shapes"]
-        for name, words in SHAPES.items():
+        for name, words in SHAPE_WORDS.items():
             u = undeclared.get(name)
             if not u:
                 continue
@@ -792,7 +787,9 @@ def leak_power_shapes_short() -> str:
     """The README's form of :func:`leak_power_shapes`: the reported half, nothing declared."""
     shapes = load("leak_power_shapes_12000")["summary"]["shapes"]
     rows = [
-        [words, _power_cell(shapes.get(name))] for name, words in SHAPES.items() if name in shapes
+        [words, _power_cell(shapes.get(name))]
+        for name, words in SHAPE_WORDS.items()
+        if name in shapes
     ]
     return (
         _table(

@@ -8,6 +8,8 @@ No gate runs here (the benchmark's summary is tested on made-up rows): seconds i
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -247,6 +249,7 @@ def test_the_benchmark_undeclares_and_bins_power():
             "cell": "grammar:x",
             "grammar": {"change": "jitter", "which": "random", "keep": "all"},
             "label": {"info_median": info, "share": 0.01},
+            "n_train": 2000,
             "seconds": 1.0,
             "reasons": [],
         }
@@ -353,6 +356,7 @@ def test_the_criterion_counts_leaks_above_both_the_share_and_the_bits():
             "cell": "grammar:x",
             "grammar": {"change": "redraw", "which": "random", "keep": "all"},
             "label": {"info_median": info, "share": share},
+            "n_train": 12000 if i < 3 else 1400,
             "seconds": 1.0,
             "reasons": [],
         }
@@ -367,5 +371,85 @@ def test_the_criterion_counts_leaks_above_both_the_share_and_the_bits():
     assert c["all"][">= 0 bits"]["n"] == 3 and c["all"][">= 0 bits"]["not_approved"] == 2
     assert c["all"][">= 5 bits"]["n"] == 2 and c["all"][">= 5 bits"]["power"] == 1.0
     assert c["development"][">= 0 bits"]["n"] == 0
+    assert c["larger"][">= 0 bits"]["n"] == 2 and c["smaller"][">= 0 bits"]["n"] == 1
+    # 2/2 held back from 5 bits on, 2/3 from 0 bits: the criterion holds from 5 bits
+    assert c["all"]["threshold_reached"] == 5.0
+    assert c["smaller"]["threshold_reached"] == 0.0 and c["larger"]["threshold_reached"] == 5.0
+    assert c["development"]["threshold_reached"] is None  # no leak there at all
     shapes = bench_leak_power.summarise(rows)["shapes"]
     assert list(shapes) == ["verbatim-2%"] and shapes["verbatim-2%"]["info_medians"] == [12.0]
+
+
+def test_every_named_shape_has_its_words():
+    assert set(leak_grammar.SHAPE_WORDS) == set(leak_grammar.NAMED_SHAPES)
+
+
+def test_the_label_reads_a_scaled_or_shifted_copy_through_its_own_map(toy):
+    """A copy x 1.02 tells what the verbatim copy tells: the same records, the same bits."""
+    verbatim = _leak({"which": "random", "keep": "all", "change": "redraw", "share": 0.03})
+    scaled = _leak(
+        {"which": "random", "keep": "all", "change": "scale", "share": 0.03, "factor": 1.02}
+    )
+    shifted = _leak(
+        {"which": "random", "keep": "all", "change": "shift", "share": 0.03, "shift_sd": 0.05}
+    )
+    assert list(verbatim.info["rows"]) == list(scaled.info["rows"]) == list(shifted.info["rows"])
+    v, sc, sh = (r.info["label"] for r in (verbatim, scaled, shifted))
+    assert v["read_through"] is None and sc["read_through"] == "scale 1.02"
+    assert sh["read_through"] == "shift 0.05 sd"
+    assert sc["info_median"] == pytest.approx(v["info_median"])
+    assert sh["info_median"] == pytest.approx(v["info_median"])
+    # jitter has no inverse: read as released, it tells less than the copy itself
+    jittered = _leak(
+        {"which": "random", "keep": "all", "change": "jitter", "share": 0.03, "noise_sd": 0.05}
+    )
+    assert jittered.info["label"]["read_through"] is None
+    assert jittered.info["label"]["info_median"] < v["info_median"]
+
+
+def test_relabel_recomputes_only_the_labels_the_new_definition_changes(toy, tmp_path):
+    rows = []
+    for draw in range(12):  # random draws on the toy table: some scale or shift, most not
+        rel = bench_leak_power.release_for("toy", N_TRAIN, 0, str(draw))
+        label = dict(rel.info["label"])
+        if label.get("info_median") is not None:
+            label["info_median"] -= 100.0  # what an older definition would have said
+        label.pop("read_through", None)
+        label.pop("version", None)
+        rows.append(
+            {
+                "key": f"toy|{N_TRAIN}|0|{draw}",
+                "table": "toy",
+                "n_train_requested": N_TRAIN,
+                "seed": 0,
+                "draw": str(draw),
+                "kind": "leak",
+                "decision": "APPROVE",
+                "cell": rel.cell,
+                "n_train": rel.n_train,
+                "n_synthetic": len(rel.synthetic),
+                "grammar": rel.info["grammar"],
+                "label": label,
+                "truth": rel.info["label"],
+            }
+        )
+    jsonl = tmp_path / "leak_power_toy.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    mapped = [r for r in rows if r["grammar"].get("change") in leak_grammar.MAPPED_CHANGES]
+    assert 0 < len(mapped) < len(rows)
+    assert bench_leak_power.relabel(jsonl) == len(mapped)
+    after = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    for r in after:
+        assert r["label"]["version"] == leak_grammar.LABEL_VERSION
+        if r["grammar"].get("change") in leak_grammar.MAPPED_CHANGES:
+            assert r["label"]["info_median"] == pytest.approx(r["truth"]["info_median"])
+        elif r["label"].get("info_median") is not None:  # stamped, not recomputed
+            assert r["label"]["info_median"] == pytest.approx(r["truth"]["info_median"] - 100.0)
+    assert bench_leak_power.relabel(jsonl) == 0  # nothing left to bring up to date
+    # a row that does not re-draw its release is refused, the file left as it was
+    stale = dict(mapped[0], label={k: v for k, v in mapped[0]["label"].items() if k != "version"})
+    stale["cell"] = "grammar:something/else"
+    jsonl.write_text(json.dumps(stale) + "\n")
+    with pytest.raises(RuntimeError, match="does not re-draw"):
+        bench_leak_power.relabel(jsonl)
+    assert json.loads(jsonl.read_text())["cell"] == "grammar:something/else"
