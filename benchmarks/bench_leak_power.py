@@ -164,11 +164,11 @@ def relabel(jsonl: Path) -> int:
     """Bring every judged leak's label in ``jsonl`` to ``LABEL_VERSION``, in place (atomically).
 
     The label is a function of the release alone (no gate runs): the release is re-drawn from its
-    key and checked against the row (cell, sizes, share) before its label is replaced. Changes
-    whose label a new version leaves as it was (``LABEL_UNCHANGED``) are only stamped. Run it
+    key and checked against the row (cell, sizes, share) before its label is replaced. Leaks whose
+    label the newer versions leave as it was (``label_changed``) are only stamped. Run it
     when no run is appending to ``jsonl``. Returns the number of labels recomputed.
     """
-    from benchmarks.leak_grammar import LABEL_UNCHANGED, LABEL_VERSION
+    from benchmarks.leak_grammar import LABEL_VERSION, label_changed
 
     rows = [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
     redone = 0
@@ -176,7 +176,7 @@ def relabel(jsonl: Path) -> int:
         lab = r.get("label")
         if not r.get("decision") or r["kind"] != "leak" or lab.get("version", 1) >= LABEL_VERSION:
             continue
-        if r["grammar"].get("change") in LABEL_UNCHANGED.get(LABEL_VERSION, ()):
+        if not label_changed(r["grammar"], lab.get("version", 1)):
             lab["version"] = LABEL_VERSION
             lab.setdefault("read_through", None)
             continue

@@ -41,23 +41,28 @@ is exactly ``factor * x`` when no range is declared); missing values stay missin
 **How many** (``share``): 0.5-5 % of the training records (log-uniform), or the ``people`` shape;
 ``group`` takes its group whole. A pool smaller than the drawn count gives what it has.
 
-**What a leak reveals per record** (the label). For a leaked record ``x`` and its released row
-``s``::
+**What a leak reveals per record** (the label, version ``LABEL_VERSION``). For a leaked record
+``x``, its released row ``s`` and ``K`` the columns that row reproduces from the record (all of
+them for a whole copy; not the ones re-drawn, swapped in or left to the independent rest)::
 
-    I(x, s) = sum_j  -log2 P_ref(a value as close to x_j as s_j is)
+    I_K(x, s) = sum over j in K  -log2 P_ref(a value as close to x_j as s_j is)
         categorical: -log2 f_ref(x_j) if s_j == x_j else 0 (missing is a value of its own)
         numeric:     -log2 max(1/n_ref, share of reference values within |s_j - x_j| of x_j)
                      (0 when exactly one of x_j, s_j is missing)
 
-and the information *beyond the population's own closest twin* is ``I(x, s) - max_t I(x, t)``
-over ``t`` in an independent population sample of the release's size (the twin every record
-has in a release that knows nothing of it). Frequencies come from the reference split (what an
-attacker may know), never from the training split. A record copied several times counts its best
-copy. Per leak: the median over leaked records (``info_median``), their mean, and the share of
-training records leaked. A verbatim copy of a unique record scores high, of a record with many
-twins near 0; an ``avoid`` release has no per-record label (``None``): what it reveals is absence.
-For a null release the same quantity, with ``s`` a training record's best match in the release,
-is about 0 (``null_information``): the label's own calibration.
+and the information *beyond the population's own closest twin* is
+``I_K(x, s) - max_t I_K(x, t)`` over ``t`` in an independent population sample of the release's
+size (the twin every record has in a release that knows nothing of it), scored on the same
+columns. A scaled or shifted copy is read through the leak's own map first (one factor or one
+shift per column, ``read_through_map``): ``1.02 x`` tells what ``x`` tells to anyone who tries
+one ratio. Jitter, rounding and interpolation are read as released. Frequencies come from the
+reference split (what an attacker may know), never from the training split. A record copied
+several times counts its best copy. Per leak: the median over leaked records (``info_median``),
+their mean, and the share of training records leaked. A verbatim copy of a unique record scores
+high, of a record with many twins near 0; an ``avoid`` release has no per-record label
+(``None``): what it reveals is absence. For a null release the same quantity on all columns, with
+``s`` a training record's best match in the release, is about 0 (``null_information``): the
+label's own calibration.
 
 **Named shapes** (``NAMED_SHAPES``): fixed grammars for the shapes a reviewer would call copies
 and the gate must hold back whatever the table: verbatim copies of 2 % of the training records,
@@ -95,12 +100,23 @@ NUMERIC_CHANGES = ("jitter", "round", "scale", "shift", "smote")
 MAPPED_CHANGES = ("scale", "shift")
 GRAMMAR_CELL = "grammar"
 #: the information label's definition (results carry it; ``bench_leak_power.py --relabel`` brings
-#: older rows to it): 2 reads scaled and shifted copies through the leak's own map
-LABEL_VERSION = 2
-#: per version, the changes whose label it leaves as the previous version had it
-LABEL_UNCHANGED: dict[int, tuple[str, ...]] = {
-    2: tuple(c for c in CHANGE if c not in MAPPED_CHANGES)
-}
+#: older rows to it): 2 reads scaled and shifted copies through the leak's own map, 3 scores copy
+#: and twin on the columns the leak kept
+LABEL_VERSION = 3
+
+
+def label_changed(grammar: dict, since: int) -> bool:
+    """Whether the label of a leak drawn with ``grammar`` differs between version ``since`` and
+    :data:`LABEL_VERSION` (``bench_leak_power.py --relabel`` recomputes only those)."""
+    change, keep = grammar.get("change"), grammar.get("keep")
+    if change in ("avoid", "null"):
+        return False
+    # 2: scaled and shifted copies read through their map; 3: scored on the kept columns only
+    return (since < 2 and change in MAPPED_CHANGES) or (
+        since < 3 and (keep != "all" or change == "swap")
+    )
+
+
 #: fixed grammars (``make_leak(..., grammar=NAMED_SHAPES[name])``); see the module docstring
 NAMED_SHAPES: dict[str, dict] = {
     "verbatim-2%": {"which": "random", "keep": "all", "change": "redraw", "share": 0.02},
@@ -179,9 +195,17 @@ class InfoModel:
     def _floor(self, p):
         return np.maximum(p, 1.0 / self.n_ref)
 
-    def pairwise(self, x: pd.DataFrame, s: pd.DataFrame) -> np.ndarray:
-        """``I(x_i, s_k)`` for every record ``i`` of ``x`` and row ``k`` of ``s`` (m x N bits)."""
+    def pairwise(
+        self, x: pd.DataFrame, s: pd.DataFrame, on: pd.DataFrame | None = None
+    ) -> np.ndarray:
+        """``I(x_i, s_k)`` for every record ``i`` of ``x`` and row ``k`` of ``s`` (m x N bits);
+        ``on`` (booleans, x's rows and columns) scores record ``i`` on its marked columns only."""
         out = np.zeros((len(x), len(s)))
+
+        def add(c, bits):
+            nonlocal out
+            out += bits if on is None else bits * on[c].to_numpy(bool)[:, None]
+
         for c in self.num:
             r = self.sorted[c]
             xv, sv = x[c].astype(float).to_numpy(), s[c].astype(float).to_numpy()
@@ -194,25 +218,42 @@ class InfoModel:
             # nothing
             bits = np.where(xna & sna, -np.log2(self._floor(self.num_missing[c])), bits)
             bits = np.where(xna ^ sna, 0.0, bits)
-            out += bits
+            add(c, bits)
         for c in self.cat:
             xv = x[c].fillna("<NA>").astype(str).to_numpy()
             sv = s[c].fillna("<NA>").astype(str).to_numpy()
             f = np.array([self.freq[c].get(v, 0.0) for v in xv])
             bits = -np.log2(self._floor(f))
-            out += np.where(xv[:, None] == sv[None, :], bits[:, None], 0.0)
+            add(c, np.where(xv[:, None] == sv[None, :], bits[:, None], 0.0))
         return out
 
-    def paired(self, x: pd.DataFrame, s: pd.DataFrame) -> np.ndarray:
+    def paired(
+        self, x: pd.DataFrame, s: pd.DataFrame, on: pd.DataFrame | None = None
+    ) -> np.ndarray:
         """``I(x_i, s_i)`` row by row."""
-        return np.array([self.pairwise(x.iloc[[i]], s.iloc[[i]])[0, 0] for i in range(len(x))])
+        return np.array(
+            [
+                self.pairwise(x.iloc[[i]], s.iloc[[i]], None if on is None else on.iloc[[i]])[0, 0]
+                for i in range(len(x))
+            ]
+        )
 
-    def best(self, x: pd.DataFrame, pool: pd.DataFrame, chunk: int = 64) -> np.ndarray:
+    def best(
+        self,
+        x: pd.DataFrame,
+        pool: pd.DataFrame,
+        on: pd.DataFrame | None = None,
+        chunk: int = 64,
+    ) -> np.ndarray:
         """``max_t I(x_i, t)`` over the rows of ``pool`` (chunked: m x N can be large)."""
         return (
             np.concatenate(
                 [
-                    self.pairwise(x.iloc[a : a + chunk], pool).max(axis=1)
+                    self.pairwise(
+                        x.iloc[a : a + chunk],
+                        pool,
+                        None if on is None else on.iloc[a : a + chunk],
+                    ).max(axis=1)
                     for a in range(0, len(x), chunk)
                 ]
             )
@@ -227,9 +268,16 @@ def information_label(
     released: pd.DataFrame,
     twins: pd.DataFrame,
     record_ids: np.ndarray,
+    kept: pd.DataFrame | None = None,
 ) -> dict:
-    """Per-record information beyond the natural twin, the best copy per distinct record."""
-    beyond = model.paired(records, released) - model.best(records, twins)
+    """Per-record information beyond the natural twin, the best copy per distinct record.
+
+    ``kept`` (booleans, one row per leaked row): the columns each leaked row reproduces from its
+    record. Copy and twin are both scored on them only: a column re-drawn from the population or
+    taken from another record carries nothing of the record, and scoring the twin on it would
+    only let the twin's chance matches outweigh what the copy does carry.
+    """
+    beyond = model.paired(records, released, kept) - model.best(records, twins, kept)
     per = pd.Series(beyond).groupby(np.asarray(record_ids)).max()
     return {
         "info_median": float(per.median()),
@@ -581,7 +629,14 @@ def _build(table, seed, full, spec, train, holdout, reference, population, g, rn
     synthetic = synthetic.astype({c: float for c in numeric_columns(spec)})
     twins = population.iloc[rng.choice(len(population), base_n, replace=False)]
     read, read_through = read_through_map(copies, kept, g, train, spec)
-    label = information_label(InfoModel(reference, spec), train.iloc[rows], read, twins, rows)
+    label = information_label(
+        InfoModel(reference, spec),
+        train.iloc[rows],
+        read,
+        twins,
+        rows,
+        kept=pd.DataFrame(kept, columns=cols),
+    )
     label |= {
         "version": LABEL_VERSION,
         "read_through": read_through,

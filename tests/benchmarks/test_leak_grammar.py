@@ -342,6 +342,10 @@ def test_a_unique_combination_leak_pastes_unique_combinations_into_independent_r
     leaked = x[["a", "u"]].astype(str).agg("|".join, axis=1)
     assert set(leaked) <= set(key[counts == 1])  # each combination occurs once in the table
     assert (s["b"] != x["b"]).mean() > 0.9  # the rest is someone else's
+    # scored on the pasted columns, copy and twin alike: a combination no one else holds says
+    # more than the twin's best match on those columns (scored on the whole row, the independent
+    # rest would hand the twin the lead)
+    assert rel.info["label"]["info_median"] > 0
 
 
 def test_the_criterion_counts_leaks_above_both_the_share_and_the_bits():
@@ -435,13 +439,13 @@ def test_relabel_recomputes_only_the_labels_the_new_definition_changes(toy, tmp_
         )
     jsonl = tmp_path / "leak_power_toy.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    mapped = [r for r in rows if r["grammar"].get("change") in leak_grammar.MAPPED_CHANGES]
+    mapped = [r for r in rows if leak_grammar.label_changed(r["grammar"], 1)]
     assert 0 < len(mapped) < len(rows)
     assert bench_leak_power.relabel(jsonl) == len(mapped)
     after = [json.loads(line) for line in jsonl.read_text().splitlines()]
     for r in after:
         assert r["label"]["version"] == leak_grammar.LABEL_VERSION
-        if r["grammar"].get("change") in leak_grammar.MAPPED_CHANGES:
+        if leak_grammar.label_changed(r["grammar"], 1):
             assert r["label"]["info_median"] == pytest.approx(r["truth"]["info_median"])
         elif r["label"].get("info_median") is not None:  # stamped, not recomputed
             assert r["label"]["info_median"] == pytest.approx(r["truth"]["info_median"] - 100.0)
@@ -453,3 +457,14 @@ def test_relabel_recomputes_only_the_labels_the_new_definition_changes(toy, tmp_
     with pytest.raises(RuntimeError, match="does not re-draw"):
         bench_leak_power.relabel(jsonl)
     assert json.loads(jsonl.read_text())["cell"] == "grammar:something/else"
+
+
+def test_each_label_version_names_the_leaks_it_changed():
+    changed = leak_grammar.label_changed
+    assert changed({"keep": "all", "change": "scale"}, 1) and not changed(
+        {"keep": "all", "change": "scale"}, 2
+    )
+    assert changed({"keep": "combo", "change": "redraw"}, 2)
+    assert changed({"keep": "all", "change": "swap"}, 2)
+    assert not changed({"keep": "all", "change": "jitter"}, 1)
+    assert not changed({"change": "avoid"}, 1)
