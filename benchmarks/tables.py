@@ -46,6 +46,7 @@ PAGES = (
     "docs/hardening.md",
     "docs/generators.md",
     "docs/dp-audit.md",
+    "docs/shadow.md",
 )
 
 MARKER = re.compile(r"<!-- table:(?P<name>[a-z0-9_]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
@@ -848,6 +849,92 @@ def sok_mia() -> str:
     )
 
 
+def _shadow_cells(part_is_power: bool) -> list[dict]:
+    return [c for c in load("shadow_gate")["cells"] if (c["part"] == "power") == part_is_power]
+
+
+def _count(k: int | None, n: int, ci) -> str:
+    return "—" if k is None else f"{k}/{n} {_ci(ci)} %"
+
+
+def shadow_validity() -> str:
+    """The generator-aware test on releases that cannot single anyone out (``bench_shadow_gate.py
+    --part level | validity``): per cell, the test alone at its share and at 5 %, and for whole
+    gates how many were approved, held back for privacy, or stopped by the utility bar only."""
+    rows = []
+    for c in _shadow_cells(False):
+        k, (first, last) = c["seeds"], c["seed_range"]
+        rows.append(
+            [
+                c["part"],
+                c["table"],
+                str(c["n_train"]),
+                f"`{c['generator']}`",
+                f"{k} ({first}–{last})",
+                _count(c["shadow_rejects_at_share"], k, c["shadow_rejects_at_share_wilson"]),
+                _count(c["shadow_rejects_at_0.05"], k, c["shadow_rejects_at_0.05_wilson"]),
+                _count(c["approved"], k, c["approved_wilson"]),
+                _count(c.get("held_back_for_privacy"), k, c.get("held_back_for_privacy_wilson")),
+                "—" if c.get("utility_only") is None else str(c["utility_only"]),
+                f"{c['median_fits']:.0f}",
+                f"{c['median_seconds']:.0f}",
+            ]
+        )
+    head = [
+        "part",
+        "table",
+        "rows",
+        "generator",
+        "seeds",
+        "test alone rejects at its share [Wilson]",
+        "at 5 % [Wilson]",
+        "gate approves [Wilson]",
+        "held back for privacy [Wilson]",
+        "utility bar only",
+        "fits (median)",
+        "s per gate (median)",
+    ]
+    return _table(head, rows) + "\n\n" + source("shadow_gate")
+
+
+def shadow_power() -> str:
+    """Memorising generators (``bench_shadow_gate.py --part power``): not approved with the recipe
+    known and by the holdout-calibrated gate alone on the same releases, the test's rejections,
+    and the records it named with their mean false discovery proportion."""
+    rows = []
+    for c in _shadow_cells(True):
+        k, (first, last) = c["seeds"], c["seed_range"]
+        rows.append(
+            [
+                c["table"],
+                str(c["n_train"]),
+                f"`{c['generator']}`",
+                f"{k} ({first}–{last})",
+                _count(c["not_approved"], k, c["not_approved_wilson"]),
+                _count(
+                    c.get("holdout_only_not_approved"),
+                    k,
+                    c.get("holdout_only_not_approved_wilson"),
+                ),
+                f"{c['shadow_rejects_at_share']}/{k}",
+                f"{c.get('named_mean', 0):.0f}",
+                f"{c.get('named_fdp_mean', 0):.3f}",
+            ]
+        )
+    head = [
+        "table",
+        "rows",
+        "generator",
+        "seeds",
+        "with the recipe: not approved [Wilson]",
+        "holdout-calibrated gate alone: not approved [Wilson]",
+        "test rejects at its share",
+        "named (mean)",
+        "false discovery proportion of the named (mean)",
+    ]
+    return _table(head, rows) + "\n\n" + source("shadow_gate")
+
+
 TABLES: dict[str, Callable[[], str]] = {
     f.__name__: f
     for f in (
@@ -875,6 +962,8 @@ TABLES: dict[str, Callable[[], str]] = {
         privgan,
         dp_audit_teeth,
         sok_mia,
+        shadow_validity,
+        shadow_power,
     )
 }
 
