@@ -1,12 +1,14 @@
 """Every doctest in the package runs: each module of ``privacy_gate`` is found by walking the
-package (no hand-kept list), and its examples are run with ``doctest``. A module whose examples
-fail, or that cannot be imported, fails here by name."""
+package (no hand-kept list), and its examples are run with ``doctest``; so are the examples of the
+benchmark modules that hold any (found by reading them). A module whose examples fail, or that
+cannot be imported, fails here by name."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -20,13 +22,25 @@ def package_modules() -> list[str]:
     return sorted(n for n in ["privacy_gate", *names] if not n.endswith("__main__"))
 
 
+def benchmark_modules() -> list[str]:
+    """The modules of ``benchmarks/`` whose source holds a doctest example."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    return sorted(
+        f"benchmarks.{path.stem}" for path in root.glob("*.py") if ">>> " in path.read_text()
+    )
+
+
 def test_the_walk_finds_the_package_modules():
     modules = package_modules()
     assert "privacy_gate.estimators.tail_test" in modules and "privacy_gate.gate.budget" in modules
     assert len(modules) > 100
 
 
-@pytest.mark.parametrize("name", package_modules())
+def test_the_benchmarks_with_examples_are_found():
+    assert "benchmarks.leak_grammar" in benchmark_modules()
+
+
+@pytest.mark.parametrize("name", package_modules() + benchmark_modules())
 def test_module_doctests(name: str):
     module = importlib.import_module(name)
     result = doctest.testmod(
