@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import multiprocessing
+import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -177,13 +180,34 @@ def thread_mapper(n_jobs: int = 2) -> Mapper:
     return mapper
 
 
+def pool_context() -> multiprocessing.context.BaseContext | None:
+    """The start method of the fit workers: the platform default (fork on Linux: workers start in
+    milliseconds) unless torch is loaded in this process, then a fresh ``forkserver``.
+
+    A process forked after torch's thread pools have started can deadlock in its first parallel
+    operation: the shadow fits of a TVAE recipe on two workers sat idle in a futex wait, where one
+    worker finished them in 40 s. ``None`` means the default.
+    """
+    if "torch" in sys.modules and "forkserver" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("forkserver")
+    return None
+
+
+def _share_cores(n_jobs: int) -> None:
+    """A worker's initializer: its share of the cores for the thread pools it will start (read
+    when numpy's BLAS or torch is first imported in a fresh worker), so ``n_jobs`` workers do not
+    each start one thread per core and fight over them."""
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, n_jobs)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, threads)
+
+
 def process_mapper(n_jobs: int = 2, *, fallback: bool = True) -> Mapper:
     """A process pool of ``n_jobs`` workers; items go in ``n_jobs`` contiguous chunks (one per
     worker: the shared reference frame is pickled once per chunk and each worker configures its
-    generator once). The multiprocessing start method is the platform default (fork on Linux with
-    Python 3.11: workers start in milliseconds). Where processes cannot be used (no
-    ``sem_open``, a sandbox, a broken pool) it falls back to a thread pool, unless
-    ``fallback=False``."""
+    generator once). The start method is :func:`pool_context`'s; a fresh worker takes its share
+    of the cores (:func:`_share_cores`). Where processes cannot be used (no ``sem_open``, a
+    sandbox, a broken pool) it falls back to a thread pool, unless ``fallback=False``."""
 
     def mapper(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
         items = list(items)
@@ -191,7 +215,13 @@ def process_mapper(n_jobs: int = 2, *, fallback: bool = True) -> Mapper:
             return serial_mapper(fn, items)
         chunks = _chunks(items, n_jobs)
         try:
-            with ProcessPoolExecutor(max_workers=min(n_jobs, len(chunks))) as pool:
+            context = pool_context()
+            with ProcessPoolExecutor(
+                max_workers=min(n_jobs, len(chunks)),
+                mp_context=context,
+                initializer=_share_cores if context is not None else None,
+                initargs=(n_jobs,) if context is not None else (),
+            ) as pool:
                 parts = list(pool.map(_apply_chunk, [fn] * len(chunks), chunks))
         except (OSError, NotImplementedError, ImportError, BrokenProcessPool):
             if not fallback:
