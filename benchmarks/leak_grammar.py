@@ -200,43 +200,46 @@ class InfoModel:
     ) -> np.ndarray:
         """``I(x_i, s_k)`` for every record ``i`` of ``x`` and row ``k`` of ``s`` (m x N bits);
         ``on`` (booleans, x's rows and columns) scores record ``i`` on its marked columns only."""
-        out = np.zeros((len(x), len(s)))
-
-        def add(c, bits):
-            nonlocal out
-            out += bits if on is None else bits * on[c].to_numpy(bool)[:, None]
-
-        for c in self.num:
-            r = self.sorted[c]
-            xv, sv = x[c].astype(float).to_numpy(), s[c].astype(float).to_numpy()
-            d = np.abs(sv[None, :] - xv[:, None])
-            lo = np.searchsorted(r, (xv[:, None] - d).ravel(), "left").reshape(d.shape)
-            hi = np.searchsorted(r, (xv[:, None] + d).ravel(), "right").reshape(d.shape)
-            bits = -np.log2(self._floor((hi - lo) / self.n_ref))
-            xna, sna = np.isnan(xv)[:, None], np.isnan(sv)[None, :]
-            # missing matched by missing is a value like a category; one side missing reveals
-            # nothing
-            bits = np.where(xna & sna, -np.log2(self._floor(self.num_missing[c])), bits)
-            bits = np.where(xna ^ sna, 0.0, bits)
-            add(c, bits)
-        for c in self.cat:
-            xv = x[c].fillna("<NA>").astype(str).to_numpy()
-            sv = s[c].fillna("<NA>").astype(str).to_numpy()
-            f = np.array([self.freq[c].get(v, 0.0) for v in xv])
-            bits = -np.log2(self._floor(f))
-            add(c, np.where(xv[:, None] == sv[None, :], bits[:, None], 0.0))
-        return out
+        return self._bits(x, s, on, outer=True)
 
     def paired(
         self, x: pd.DataFrame, s: pd.DataFrame, on: pd.DataFrame | None = None
     ) -> np.ndarray:
-        """``I(x_i, s_i)`` row by row."""
-        return np.array(
-            [
-                self.pairwise(x.iloc[[i]], s.iloc[[i]], None if on is None else on.iloc[[i]])[0, 0]
-                for i in range(len(x))
-            ]
-        )
+        """``I(x_i, s_i)`` row by row (``x`` and ``s`` aligned by position)."""
+        return self._bits(x, s, on, outer=False)
+
+    def _bits(
+        self, x: pd.DataFrame, s: pd.DataFrame, on: pd.DataFrame | None, *, outer: bool
+    ) -> np.ndarray:
+        """The sum over columns: every pair ``(i, k)`` when ``outer``, else pairs ``(i, i)``."""
+
+        def rows(v):  # records along the first axis, released rows along the second
+            return v[:, None] if outer else v
+
+        def cols(v):
+            return v[None, :] if outer else v
+
+        out = np.zeros((len(x), len(s)) if outer else len(x))
+        for c in self.num:
+            r = self.sorted[c]
+            xv, sv = x[c].astype(float).to_numpy(), s[c].astype(float).to_numpy()
+            d = np.abs(cols(sv) - rows(xv))
+            lo = np.searchsorted(r, (rows(xv) - d).ravel(), "left").reshape(d.shape)
+            hi = np.searchsorted(r, (rows(xv) + d).ravel(), "right").reshape(d.shape)
+            bits = -np.log2(self._floor((hi - lo) / self.n_ref))
+            xna, sna = rows(np.isnan(xv)), cols(np.isnan(sv))
+            # missing matched by missing is a value like a category; one side missing reveals
+            # nothing
+            bits = np.where(xna & sna, -np.log2(self._floor(self.num_missing[c])), bits)
+            bits = np.where(xna ^ sna, 0.0, bits)
+            out += bits if on is None else bits * rows(on[c].to_numpy(bool))
+        for c in self.cat:
+            xv = x[c].fillna("<NA>").astype(str).to_numpy()
+            sv = s[c].fillna("<NA>").astype(str).to_numpy()
+            f = np.array([self.freq[c].get(v, 0.0) for v in xv])
+            bits = np.where(rows(xv) == cols(sv), rows(-np.log2(self._floor(f))), 0.0)
+            out += bits if on is None else bits * rows(on[c].to_numpy(bool))
+        return out
 
     def best(
         self,
