@@ -34,6 +34,11 @@ from scipy import stats
 TAIL_SIMULATIONS = 4000
 #: the tail-excess test looks at most this many top records (the grid of levels stays small)
 TAIL_MAX_TOP = 2000
+#: ... and at least this many: 1 % of a panel's 400 people is 4, and "all 4 of the top 4 are
+#: members" (p = 1/16 when half the pool are) can never be significant, while 27 people copied
+#: and all above every other record are plain to see. The simulation calibrates any level, so the
+#: floor costs no validity, only a slightly wider grid on small pools.
+TAIL_MIN_TOP = 20
 #: the grid's weight against the gap level in the tail-excess statistic (about the grid's
 #: effective number of levels: the two parts then share the test's level roughly equally)
 GRID_WEIGHT = 10.0
@@ -84,8 +89,12 @@ def _tail_ps(counts: np.ndarray, table: tuple[np.ndarray, ...]) -> np.ndarray:
 
 def _top_count(n_pool: int, max_share: float) -> int:
     """How many of the highest scores the tail test and the top set look at: ``max_share`` of the
-    pool, at least one, at most :data:`TAIL_MAX_TOP`."""
-    return int(min(max(1, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
+    pool, at least :data:`TAIL_MIN_TOP`, at most :data:`TAIL_MAX_TOP` (and the pool).
+
+    >>> _top_count(400, 0.01), _top_count(20_000, 0.01), _top_count(10, 0.01)
+    (20, 200, 10)
+    """
+    return int(min(max(TAIL_MIN_TOP, math.ceil(max_share * n_pool)), TAIL_MAX_TOP, n_pool))
 
 
 def gap_level(scores: np.ndarray, n_top: int) -> int:

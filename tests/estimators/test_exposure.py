@@ -193,6 +193,27 @@ def test_tail_gap_level_gives_ten_people_nearly_their_nominal_p():
     assert p <= 0.002 and 10 <= top <= 11
 
 
+def test_tail_excess_test_on_a_panel_sized_pool():
+    """400 units, half of them members (a panel of 198 training people and as many calibration
+    people): 1 % of the pool is 4 records, and "4 of the top 4" (p = 1/16) could never be
+    significant. The test looks at TAIL_MIN_TOP records at least, so 25 copied members above
+    everyone are found, and under no signal it keeps its level on a pool that small."""
+    labels = np.r_[np.ones(200), np.zeros(200)]
+    rng = np.random.default_rng(11)
+    s = rng.normal(size=400)
+    s[:25] += 10.0
+    p, top = tail_excess_pvalue(s, labels, seed=0)
+    assert p < 0.001 and 20 <= top <= 25
+    null = np.array(
+        [
+            tail_excess_pvalue(rng.normal(size=400), labels, simulations=500, seed=i)[0]
+            for i in range(300)
+        ]
+    )
+    for alpha in (0.05, 0.2):
+        assert np.mean(null <= alpha) <= alpha + 2.5 * np.sqrt(alpha * (1 - alpha) / 300)
+
+
 def test_tail_excess_test_sees_ten_records_that_bh_cannot_name():
     """Ten members above every non-member at 8,000 : 8,000 — BH over 8,000 needs 20 at the floor."""
     rng = np.random.default_rng(7)
