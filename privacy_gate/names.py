@@ -159,6 +159,7 @@ AGREEMENT_FIGURES = (
     "qi_pvalue",
     "linking_pvalue",
     "scanned_share",
+    "registered_rows",
 )
 #: The generator-aware test (``experiment.shadow_gate``): ``shadow.pvalue`` is what the budget's
 #: ``shadow`` test reads; the rest say how much compute it used and what it can see.
@@ -221,6 +222,7 @@ PLAIN_FIGURES = {
         "scan_top_exposed_lower",
         "scan_views",
         "scan_pool_share",
+        "scan_registered_rows",
     ),
     MEMBERSHIP: ENSEMBLE_FIGURES,
     COPIES: COPY_FIGURES,

@@ -77,6 +77,7 @@ from scipy.spatial import cKDTree
 from privacy_gate.data.split import sample_units, unit_codes, unit_max
 from privacy_gate.estimators.exposure import conformal_pvalues, fdr_select, simes_pvalue
 from privacy_gate.estimators.tail_test import tail_excess_pvalue
+from privacy_gate.experiment.registration import register
 from privacy_gate.experiment.reproduced_keys import reproduced_key
 from privacy_gate.spec import DatasetSpec
 
@@ -182,6 +183,7 @@ class AgreementResult:
     scanned_share: float = (
         1.0  # the share of training rows in the scan's pool sample (1 below MAX_PAIRS)
     )
+    registered_rows: int = 0  # release rows read back through column maps (registration.py)
 
     @property
     def excess_share(self) -> float:
@@ -202,6 +204,7 @@ class AgreementResult:
             "qi_pvalue": self.qi_pvalue,
             "linking_pvalue": self.linking_pvalue,
             "scanned_share": self.scanned_share,
+            "registered_rows": float(self.registered_rows),
         }
 
 
@@ -219,7 +222,12 @@ def _category_codes(s: pd.Series, *, values: pd.Index) -> np.ndarray:
 
 
 def _codes(
-    frames: list[pd.DataFrame], reference: pd.DataFrame, spec: DatasetSpec, cols: list[str]
+    frames: list[pd.DataFrame],
+    reference: pd.DataFrame,
+    spec: DatasetSpec,
+    cols: list[str],
+    *,
+    bins: int = NUMERIC_BINS,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Integer codes of every frame's columns, and each code's information (micro-bits) per
     column."""
@@ -231,7 +239,7 @@ def _codes(
             ref = pd.to_numeric(_as_number(reference[c]), errors="coerce").to_numpy(dtype=float)
             ref = ref[np.isfinite(ref)]
             edges = (
-                np.unique(np.quantile(ref, np.linspace(0, 1, NUMERIC_BINS + 1)[1:-1]))
+                np.unique(np.quantile(ref, np.linspace(0, 1, bins + 1)[1:-1]))
                 if ref.size
                 else np.array([])
             )
@@ -365,6 +373,31 @@ def _agreement_products(
                     rows, a
                 ] = -1.0  # below every agreement (>= 0): the next pass takes the next best
     return best, chosen
+
+
+def best_rows(
+    rows: pd.DataFrame,
+    candidates: pd.DataFrame,
+    spec: DatasetSpec,
+    cols: list[str],
+    *,
+    top: int = 1,
+    bins: int = NUMERIC_BINS,
+) -> np.ndarray:
+    """Per row of ``rows``, the positions of the ``top`` ``candidates`` rows that agree with it on
+    the most coded information (categories, numbers in ``bins`` quantile bins of the candidates;
+    the first on a tie), best first, shape ``(len(rows), top)``. Label-blind when ``candidates``
+    are train and holdout as one set: the registration
+    (:mod:`privacy_gate.experiment.registration`) pairs release rows with real records this way.
+
+    >>> spec = DatasetSpec.model_validate({"name": "t", "columns": {
+    ...     "a": {"kind": "categorical"}, "b": {"kind": "categorical"}}})
+    >>> real = pd.DataFrame({"a": ["x", "y", "z"], "b": ["1", "2", "2"]})
+    >>> best_rows(pd.DataFrame({"a": ["z", "q"], "b": ["3", "1"]}), real, spec, ["a", "b"]).tolist()
+    [[2], [0]]
+    """
+    (r, c), info = _codes([rows, candidates], candidates, spec, cols, bins=bins)
+    return _agreement_products(r, c, info, top=top)[1]
 
 
 def _row_keys(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -639,6 +672,12 @@ def agreement_scan(
     train, holdout, kept = _pool_sample(
         train, holdout, n_compared=len(synthetic) + len(reference), spec=spec, seed=seed
     )
+    # copies whose columns were shifted or scaled, read back onto their records (label-blind:
+    # train and holdout as one set, so the scores stay exchangeable)
+    registration = register(
+        pd.concat([train, holdout], ignore_index=True), synthetic, spec, seed=seed
+    )
+    synthetic = registration.augment(synthetic)
     enc = _encode([train, holdout, synthetic, reference], reference, spec, cols)
     (t, h, s, ref), (tv, hv, sv, refv) = enc.codes, enc.values
     pool = (np.vstack([t, h]), np.vstack([tv, hv]))
@@ -723,6 +762,7 @@ def agreement_scan(
         linking_pvalue=min(linking_parts, default=1.0),
         linking_views=tuple(tuple(v) for v in found),
         scanned_share=len(kept) / max(1, n_train_rows),
+        registered_rows=len(registration.rows),
     )
 
 
@@ -774,6 +814,7 @@ __all__ = [
     "AgreementResult",
     "agreement_scan",
     "best_agreement",
+    "best_rows",
     "copy_rows",
     "linking_views",
     "view_agreement",

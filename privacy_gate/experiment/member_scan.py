@@ -107,6 +107,7 @@ from privacy_gate.estimators.exposure import (
     simes_pvalue,
 )
 from privacy_gate.estimators.tail_test import random_tie_ranks, tail_excess_pvalue, top_set
+from privacy_gate.experiment.registration import register
 from privacy_gate.experiment.scale_view import ScaleInvariantView
 from privacy_gate.spec import DatasetSpec
 
@@ -148,6 +149,7 @@ class ScanResult:
     top_exposed_lower: int = 0  # at least this many of them are exposed, 95 % (tail_test.top_set)
     views: int = 1  # views tested and combined by Bonferroni (the module docstring's three)
     pool_share: float = 1.0  # the share of the pool tested: below 1 above POOL_LIMIT records
+    registered_rows: int = 0  # release rows read back through column maps (registration.py)
 
     def metrics(self) -> dict[str, float]:
         """Flat figures (``names.exposure_metric``: ``exposed.scan_count`` ...)."""
@@ -167,6 +169,7 @@ class ScanResult:
             "scan_top_exposed_lower": float(self.top_exposed_lower),
             "scan_views": float(self.views),
             "scan_pool_share": self.pool_share,
+            "scan_registered_rows": float(self.registered_rows),
         }
 
     @property
@@ -371,6 +374,10 @@ def scan_members(
     # reference alone, the reference records would be special (their categories and scales are
     # the encoding's) and no longer exchangeable with the holdout
     pool_frame = pd.concat(parts, ignore_index=True)
+    # copies whose columns were shifted or scaled, read back onto their records: found from the
+    # pool as one set (the calibration records included), so the scores stay exchangeable
+    registration = register(pool_frame, synthetic, spec, seed=seed)
+    synthetic = registration.augment(synthetic)
     encoder = MixedEncoder(spec=spec, data_name="the scan's pool").fit(pool_frame)
     # float32 encodings: the scan compares scores made by one procedure, so float32 distances keep
     # its p-values valid, and a million-row scan holds half the memory
@@ -459,6 +466,7 @@ def scan_members(
         top_exposed_lower=top_view.top_lower,
         views=views,
         pool_share=sum(len(part) for part in parts) / rows,
+        registered_rows=len(registration.rows),
     )
 
 
