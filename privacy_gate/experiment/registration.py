@@ -162,7 +162,8 @@ def grid_decimals(values: np.ndarray) -> int | None:
 def on_grid(values: np.ndarray, decimals: int) -> np.ndarray:
     """Whether each value is written with ``decimals`` decimals (up to float rounding)."""
     scaled = values * 10.0**decimals
-    return np.asarray(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0, np.abs(scaled)))
+    # a millionth of the grid's step, or the float rounding of a large value, whichever is larger
+    return np.asarray(np.abs(scaled - np.round(scaled)) <= np.maximum(1e-6, 1e-12 * np.abs(scaled)))
 
 
 def column_map(
