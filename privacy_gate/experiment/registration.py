@@ -239,7 +239,7 @@ def register(
 ) -> Registration:
     """The release's column maps and its rows read back through them (see the module docstring).
     ``pool``: the real records the scans test, train and holdout as one set."""
-    from privacy_gate.experiment.agreement import best_rows
+    from privacy_gate.experiment.coded_agreement import best_rows
 
     cols = [c for c in spec.attribute_columns if c in synthetic.columns and c in pool.columns]
     numeric = [c for c in cols if spec.columns[c].is_numeric]
