@@ -25,6 +25,11 @@ synthetic row reproduces of it:
   ``max_s sum_j g_j(x_j, s_j)``, minus the same over the reference rows (a sample of the population
   disjoint from both sides: natural twins cancel).
 
+The compared synthetic rows include the release's rows read back through the per-column shifts
+and scales :mod:`privacy_gate.experiment.registration` finds from train and holdout as one set: a
+partial copy with its numbers moved by one step per column then reproduces its record's exact
+values (``agreement.registered_rows``).
+
 All pairs with graded numbers would cost 50k x 50k, so the maximum is taken over a candidate set
 per record, the same procedure for every record (so training and holdout records stay
 exchangeable): the best row by the coded agreement (one exact integer one-hot matrix product, as
