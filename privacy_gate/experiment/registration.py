@@ -65,11 +65,13 @@ from privacy_gate.spec import DatasetSpec
 #: seeded sample: a copied share of the release is the same share of the sample).
 PAIRED_ROWS = 20_000
 #: ... and at most this many (release row, real record) comparisons: a large pool is sampled too
-#: (at a million rows, 2,000 release rows against a fifth of the pool: a copied share then yields a
-#: fifth of the pairs it would, and small leaks find no map there) ...
+#: (at a million rows, 2,000 release rows against a tenth of the pool: a copied share then yields a
+#: tenth of the pairs it would, and small leaks find no map there) ...
 PAIRED_COMPARISONS = 400_000_000
-#: ... pairing at least this many release rows.
+#: ... pairing at least this many release rows, against at most this many real records (at a million
+#: rows the pairing took 9.5 s against a fifth of the pool, about half that against this many).
 MIN_PAIRED_ROWS = 2_000
+MAX_PAIRED_POOL = 100_000
 #: Each sampled release row is paired with this many real records (its best coded agreements) ...
 PAIRED_CANDIDATES = 8
 #: ... coded with numbers in this many quantile bins (measured on diamonds and adult copies shifted
@@ -251,7 +253,7 @@ def register(
     paired_syn = synthetic.iloc[sample]
     # the pool in a seeded random order (or a seeded sample of it): the pairing takes the first row
     # on a tie, and in the order given (training records first) that would favour them
-    rate = min(1.0, PAIRED_COMPARISONS / (rows * len(pool)))
+    rate = min(1.0, PAIRED_COMPARISONS / (rows * len(pool)), MAX_PAIRED_POOL / len(pool))
     order = rng.permutation(len(pool))
     real = pool.iloc[order[: max(1, int(round(rate * len(pool))))]]
     # each sampled release row and the real records it reproduces most of (coded agreement in
