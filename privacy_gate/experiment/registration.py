@@ -58,7 +58,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.spatial import cKDTree
 
+from privacy_gate.experiment.coded_agreement import best_rows
 from privacy_gate.spec import DatasetSpec
 
 #: At most this many release rows are paired with their best real record to find the maps (a
@@ -208,8 +210,6 @@ def _nearest(
     """Per row of ``rows``, the ``k`` nearest ``real`` records by their numbers (over their spread
     in ``real``; a missing number one spread below the rest), within the row's combination of
     categories first (combinations lie far apart on one extra axis)."""
-    from scipy.spatial import cKDTree
-
     numeric = [c for c in cols if spec.columns[c].is_numeric]
     categorical = [c for c in cols if not spec.columns[c].is_numeric]
     both = pd.concat([real[cols], rows[cols]], ignore_index=True)
@@ -241,8 +241,6 @@ def register(
 ) -> Registration:
     """The release's column maps and its rows read back through them (see the module docstring).
     ``pool``: the real records the scans test, train and holdout as one set."""
-    from privacy_gate.experiment.coded_agreement import best_rows
-
     cols = [c for c in spec.attribute_columns if c in synthetic.columns and c in pool.columns]
     numeric = [c for c in cols if spec.columns[c].is_numeric]
     if not numeric or len(pool) == 0 or len(synthetic) == 0:
@@ -266,11 +264,13 @@ def register(
             _nearest(paired_syn, real, spec, cols, PAIRED_CANDIDATES),
         ]
     )
+    # each numeric column of the pool read once: its spread and grid here, its values below
+    pool_values = {c: _numbers(pool, c) for c in numeric}
     maps: dict[str, tuple[str, float]] = {}
     for c in numeric:
         x = _numbers(real, c)[best].ravel()
         s = np.repeat(_numbers(paired_syn, c), best.shape[1])
-        values = _numbers(pool, c)
+        values = pool_values[c]
         found = column_map(x, s, _spread(values), grid_decimals(values))
         if found:
             maps[c] = found
@@ -283,7 +283,7 @@ def register(
     for m, (c, (kind, value)) in enumerate(maps.items()):
         s = _numbers(synthetic, c)
         x = s - value if kind == "shift" else s / value
-        known = np.unique(_numbers(pool, c)[np.isfinite(_numbers(pool, c))])
+        known = np.unique(pool_values[c][np.isfinite(pool_values[c])])
         if known.size:
             at = np.clip(np.searchsorted(known, x), 1, max(1, known.size - 1))
             near = np.minimum(
