@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -131,6 +132,66 @@ def gap_in(top: np.ndarray) -> int:
     return int(np.argmax(top[:-1] - top[1:])) + 1
 
 
+def _statistic(
+    n_pool: int, n_members: int, n_top: int, gap: int
+) -> tuple[npt.NDArray[np.int64], Callable[[np.ndarray], npt.NDArray[np.float64]]]:
+    """(the levels read, the statistic ``min(p_gap, GRID_WEIGHT * min_k p_k)`` of the members
+    counted among the top ``k`` at each level) for a pool and a label-blind ``gap`` level."""
+    grid = _tail_levels(n_top)
+    levels = np.unique(np.r_[grid, gap])
+    gap_index = int(np.searchsorted(levels, gap))
+    table = _tail_table(n_pool, n_members, tuple(int(k) for k in levels))
+    grid_mask = np.isin(levels, grid)
+
+    def statistic(counts: np.ndarray) -> npt.NDArray[np.float64]:
+        per_level = _tail_ps(counts, table)
+        # numpy types an ``[..., i]`` index as Any: the minimum of two float p-value arrays
+        return cast(
+            "npt.NDArray[np.float64]",
+            np.minimum(
+                per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
+            ),
+        )
+
+    return levels, statistic
+
+
+def _null_counts(
+    n_pool: int, n_members: int, n_top: int, simulations: int, rng: np.random.Generator
+) -> npt.NDArray[np.int64]:
+    """Members among the top 1..``n_top`` positions in ``simulations`` draws of the null label
+    order: draws without replacement from the pool, one position at a time."""
+    members_left = np.full(simulations, n_members, dtype=np.int64)
+    sequence = np.empty((simulations, n_top), dtype=bool)
+    for i in range(n_top):
+        sequence[:, i] = rng.random(simulations) * (n_pool - i) < members_left
+        members_left -= sequence[:, i]
+    return np.cumsum(sequence, axis=1)
+
+
+def null_tail_statistics(
+    n_pool: int,
+    n_members: int,
+    gap: int,
+    *,
+    rng: np.random.Generator,
+    max_share: float = 0.01,
+    simulations: int = TAIL_SIMULATIONS,
+) -> npt.NDArray[np.float64]:
+    """The tail-excess statistic in ``simulations`` draws of the null label order, for a pool of
+    ``n_pool`` records of which ``n_members`` are members and the label-blind ``gap`` level: what
+    :func:`tail_excess_pvalue` calibrates with, exposed so that its Monte-Carlo calibration can
+    be checked against many more draws (``benchmarks/bench_tail_floor.py``).
+
+    >>> s = null_tail_statistics(400, 200, 3, rng=np.random.default_rng(0), simulations=1000)
+    >>> s.shape, bool(0 < s.min() <= s.max() <= GRID_WEIGHT)
+    ((1000,), True)
+    """
+    n_top = _top_count(n_pool, max_share)
+    levels, statistic = _statistic(n_pool, n_members, n_top, gap)
+    return statistic(_null_counts(n_pool, n_members, n_top, simulations, rng)[:, levels - 1])
+
+
 def tail_excess_pvalue(
     scores: np.ndarray,
     labels: np.ndarray,
@@ -160,33 +221,12 @@ def tail_excess_pvalue(
         raise ValueError("the tail-excess test needs member and non-member records")
     rng = np.random.default_rng(seed)
     n_top = _top_count(n_pool, max_share)
-    grid = _tail_levels(n_top)
-    gap = gap_level(scores, n_top)
-    levels = np.unique(np.r_[grid, gap])
-    gap_index = int(np.searchsorted(levels, gap))
+    levels, statistic = _statistic(n_pool, n_members, n_top, gap_level(scores, n_top))
     table = _tail_table(n_pool, n_members, tuple(int(k) for k in levels))
     top = np.argsort(-random_tie_ranks(scores, rng), kind="stable")[:n_top]
     observed_counts = np.cumsum(labels[top])[levels - 1]
-    grid_mask = np.isin(levels, grid)
-
-    def statistic(counts: np.ndarray) -> npt.NDArray[np.float64]:
-        per_level = _tail_ps(counts, table)
-        # numpy types an ``[..., i]`` index as Any: the minimum of two float p-value arrays
-        return cast(
-            "npt.NDArray[np.float64]",
-            np.minimum(
-                per_level[..., gap_index], GRID_WEIGHT * per_level[..., grid_mask].min(axis=-1)
-            ),
-        )
-
     observed = float(statistic(observed_counts))
-    # the null label order of the top n_top positions: draws without replacement from the pool
-    members_left = np.full(simulations, n_members, dtype=np.int64)
-    sequence = np.empty((simulations, n_top), dtype=bool)
-    for i in range(n_top):
-        sequence[:, i] = rng.random(simulations) * (n_pool - i) < members_left
-        members_left -= sequence[:, i]
-    null = statistic(np.cumsum(sequence, axis=1)[:, levels - 1])
+    null = statistic(_null_counts(n_pool, n_members, n_top, simulations, rng)[:, levels - 1])
     pvalue = (1.0 + np.sum(null <= observed * (1 + 1e-12))) / (simulations + 1.0)
     best = int(levels[int(np.argmin([t[c] for t, c in zip(table, observed_counts)]))])
     return float(pvalue), best
@@ -254,6 +294,7 @@ __all__ = [
     "TAIL_SIMULATIONS",
     "gap_in",
     "gap_level",
+    "null_tail_statistics",
     "random_tie_ranks",
     "rounded_top",
     "tail_excess_pvalue",
