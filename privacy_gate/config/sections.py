@@ -157,12 +157,13 @@ class ExposureConfig(Strict):
     reference_calibrates: bool | None = None
     # the tail-excess tests look at the most extreme records up to this share of the pool
     tail_max_share: float = Field(0.01, gt=0, le=0.2)
-    # label-blind linking views of the agreement scan when no quasi-identifiers are declared
-    # (experiment/agreement.py). The first is the column combination the release reproduces beyond
-    # chance (experiment/reproduced_keys.py), found from the pool as one set; further ones are the
-    # combinations that isolate the most reference records (linking_views), which on Adult were
-    # high-entropy measurements, not the demographics an attacker pastes (0 of 10 seeds). Each
-    # view adds its tail test to the agreement Bonferroni (a factor 3 with one view, against 2)
+    # label-blind linking views of the agreement scan (experiment/agreement.py). The first is the
+    # column combination the release reproduces beyond chance (experiment/reproduced_keys.py),
+    # found from the pool as one set, scored whether or not quasi-identifiers are declared; further
+    # ones, only with none declared, are the combinations that isolate the most reference records
+    # (linking_views), which on Adult were high-entropy measurements, not the demographics an
+    # attacker pastes (0 of 10 seeds). Each view adds its tail test to the agreement Bonferroni
+    # (a factor 3 with one view, against 2)
     linking_views: int = Field(1, ge=0, le=4)
 
 

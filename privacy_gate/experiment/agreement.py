@@ -43,9 +43,12 @@ none are declared, for up to ``linking`` label-blind linking views (``exposure.l
 by default): first the column combination the release reproduces beyond chance, found from train
 and holdout as one set (:mod:`privacy_gate.experiment.reproduced_keys`), then combinations found
 in the reference split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations
-that make reference records sample-unique). Each view adds a tail and a Simes p-value to the
-Bonferroni combination, a linking view its tail p-value only: the price is a factor 3 with the
-default linking view, against 2 for all columns alone.
+that make reference records sample-unique). With quasi-identifiers declared, the reproduced
+combination is still scored beside them (unless it is the declared set): a declaration may add
+power, never take away what the release itself shows. Each view adds a tail and a Simes p-value to
+the Bonferroni combination, a linking view its tail p-value only: the price is a factor 3 with the
+default linking view, against 2 for all columns alone (5 with declared quasi-identifiers and a
+reproduced combination).
 
 Training records and holdout records are exchangeable when nothing leaks, so, like the member
 scan, two tests read the scores: the tail-excess test (more training records among the highest
@@ -179,9 +182,7 @@ class AgreementResult:
     qi_pvalue: float = (
         1.0  # the quasi-identifier view's smaller p-value (1 without declared quasi-identifiers)
     )
-    linking_pvalue: float = (
-        1.0  # the undeclared linking views' smallest p-value (1 with declared quasi-identifiers)
-    )
+    linking_pvalue: float = 1.0  # the linking views' smallest p-value (1 when none was scored)
     linking_views: tuple[
         tuple[str, ...], ...
     ] = ()  # the column combinations found in the reference
@@ -477,7 +478,8 @@ def agreement_scan(
 ) -> AgreementResult:
     """Score training and holdout records by their best column agreement with a synthetic row;
     test and name as in the module docstring. ``linking``: how many label-blind linking views
-    to add when no quasi-identifiers are declared (``exposure.linking_views``; 0 by default)."""
+    to add (``exposure.linking_views``; 0 by default): the combination the release reproduces,
+    and with no quasi-identifiers declared the reference's isolating combinations after it."""
     cols = spec.attribute_columns
     if len(train) == 0 or len(holdout) == 0 or len(synthetic) == 0:
         raise ValueError("the agreement scan needs training, holdout and synthetic records")
@@ -512,10 +514,11 @@ def agreement_scan(
         views["quasi_identifiers"] = (
             qi  # a rare combination reproduced, whatever the other columns say
         )
-    elif not qi and linking > 0:
-        # nothing declared: the combinations that single out reference records, found label-blind
-        # first the combination the release reproduces beyond chance, found from train and
-        # holdout as one set (reproduced_keys.py), then those that isolate reference records
+    if linking > 0:
+        # the combination the release reproduces beyond chance, found label-blind from train and
+        # holdout as one set (reproduced_keys.py), declared quasi-identifiers or not: a declaration
+        # adds its view and must never take away what the release itself shows; with nothing
+        # declared, then the combinations that isolate reference records (SUDA-style)
         key, _ = reproduced_key(
             pd.concat([train[cols], holdout[cols]], ignore_index=True),
             synthetic[cols],
@@ -523,9 +526,12 @@ def agreement_scan(
             cols,
             seed=seed,
         )
-        found = ([key] if key else []) + [
-            v for v in linking_views(reference, spec, cols, views=linking) if v != key
-        ][: linking - (1 if key else 0)]
+        declared = sorted(cols[j] for j in qi)
+        found = [key] if key and sorted(key) != declared else []
+        if not qi:
+            found += [v for v in linking_views(reference, spec, cols, views=linking) if v != key][
+                : linking - len(found)
+            ]
         for i, combo in enumerate(found):
             views[f"linking_{i + 1}"] = [cols.index(c) for c in combo]
     parts: dict[str, float] = {}

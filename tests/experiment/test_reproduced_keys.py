@@ -65,3 +65,16 @@ def test_nothing_reproduced_gives_no_key_or_a_small_z():
     pool, synthetic, reference = _draw(3000, rng), _draw(2000, rng), _draw(1000, rng)
     key, z = reproduced_key(pool, synthetic, reference, COLUMNS)
     assert z < 4
+
+
+def test_a_declaration_keeps_the_reproduced_key_and_adds_its_own_view():
+    """Quasi-identifiers declared elsewhere (c3, c4) do not take away the view of what the
+    release reproduces: the pasted c0-c2 are still found and tested, beside the declared view."""
+    train, holdout, reference, synthetic = _release(1, pasted=200)
+    declared = DatasetSpec.model_validate(SPEC.model_dump() | {"quasi_identifiers": ["c3", "c4"]})
+    scan = agreement_scan(synthetic, train, holdout, reference, declared, seed=0, linking=1)
+    assert {"c0", "c1", "c2"} <= set(scan.linking_views[0]) and scan.linking_pvalue <= 0.02
+    assert scan.qi_pvalue < 1.0  # the declared view is scored too
+    # no linking view asked for: the declared view alone, as before
+    alone = agreement_scan(synthetic, train, holdout, reference, declared, seed=0, linking=0)
+    assert alone.linking_views == () and alone.linking_pvalue == 1.0
