@@ -38,10 +38,10 @@ reference-rank encoding of the numbers within the record's categorical cell (cKD
 information is in integers of 1/16 bit (a lookup table built with the scalar ``log2``), so sums are
 exact and the ranks do not depend on the CPU or the BLAS kernel.
 
-Views. The score is computed for all columns; for the declared ``quasi_identifiers``; and, when
-none are declared, for up to ``linking`` label-blind linking views (``exposure.linking_views``, 1
-by default): first the column combination the release reproduces beyond chance, found from train
-and holdout as one set (:mod:`privacy_gate.experiment.reproduced_keys`), then combinations found
+Views. The score is computed for all columns; for the declared ``quasi_identifiers``; and for up
+to ``linking`` label-blind linking views (``exposure.linking_views``, 1 by default): first the
+column combination the release reproduces beyond chance, found from train and holdout as one set
+(:mod:`privacy_gate.experiment.reproduced_keys`), then, when none are declared, combinations found
 in the reference split alone (:func:`linking_views`: SUDA-style minimal 2–4 column combinations
 that make reference records sample-unique). With quasi-identifiers declared, the reproduced
 combination is still scored beside them (unless it is the declared set): a declaration may add
