@@ -23,7 +23,7 @@ from privacy_gate.attacks.base import (
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products, rows_per_chunk
-from privacy_gate.attacks.nn_index import RETRIEVE, indexed_nearest
+from privacy_gate.attacks.nn_index import RETRIEVE, IndexedNeighbours, indexed_neighbours
 from privacy_gate.params import Field, Params, PositiveInt
 
 #: nearest-record searches with at least this many target x candidate pairs are shared between
@@ -32,6 +32,13 @@ SHARE_PAIRS = 50_000_000
 #: searches with at least this many pairs run on a faiss flat index (the same exact answer, about
 #: 2.5x faster on 2 cores at 16k targets x 200k rows: benchmarks/bench_nn_index.py)
 INDEX_PAIRS = 50_000_000
+#: Synthetic rows looked at per target by ``copy_count`` (a record copied more often than this
+#: scores as if copied this many times: already far above any non-member)
+COPY_NEIGHBOURS = 32
+#: candidates one indexed search retrieves per target: ``copy_count``'s neighbours, so that
+#: ``dcr``'s nearest record (the first of them, proven exact) and ``copy_count``'s count come from
+#: one pass over the synthetic rows — at 1,000,000 rows each pass costs about 80 s of one core
+SEARCH_NEIGHBOURS = max(RETRIEVE, COPY_NEIGHBOURS)
 _SHARED: dict[tuple[str, str], Future] = {}
 _SHARED_LOCK = threading.Lock()
 _SHARED_MAX = 16
@@ -44,23 +51,37 @@ def _digest(a: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def nearest_distances(
+def _indexed(targets: np.ndarray, candidates: np.ndarray) -> bool:
+    """Whether a search of ``targets`` among ``candidates`` runs on the faiss index."""
+    return targets.shape[0] * candidates.shape[0] >= INDEX_PAIRS and candidates.shape[0] > RETRIEVE
+
+
+def _neighbours(
     targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Euclidean distance from each target row to its nearest candidate row, and that row's index.
+) -> IndexedNeighbours:
+    """The indexed search of ``targets`` among ``candidates`` (:data:`SEARCH_NEIGHBOURS` per
+    target), computed once per process when large.
 
-    The nearest row is found with the fast ``||y||^2 - 2 x.y`` form in chunks of targets (the
-    ``||x||^2`` term is constant per target and does not change the argmin); its distance is
-    then recomputed exactly from the difference vector, so a verbatim copy gives exactly 0
-    instead of a cancellation residue.
-
-    Large searches are computed once per process and shared: ``dcr`` and ``dcr_ratio`` search
-    the same synthetic rows for the same targets on the same encoding, concurrently, and the
-    second waits for the first's result instead of repeating it (keyed by a digest of both
-    arrays, so only byte-identical inputs share; results are returned as read-only arrays).
+    ``dcr``, ``dcr_ratio`` and ``copy_count`` search the same synthetic rows for the same targets
+    on the same encoding, concurrently: the first computes, the others wait for its result instead
+    of repeating it (keyed by a digest of both arrays, so only byte-identical inputs share; the
+    arrays returned are read-only).
     """
+
+    def search() -> IndexedNeighbours:
+        found = indexed_neighbours(
+            targets,
+            candidates,
+            SEARCH_NEIGHBOURS,
+            chunk_bytes=chunk_bytes,
+            exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes),
+        )
+        for a in (found.nearest, found.nearest_index, found.distances, found.indices):
+            a.flags.writeable = False
+        return found
+
     if targets.shape[0] * candidates.shape[0] < SHARE_PAIRS:
-        return _nearest(targets, candidates, chunk_bytes=chunk_bytes)
+        return search()
     key = (_digest(targets), _digest(candidates))
     with _SHARED_LOCK:
         future, owner = _SHARED.get(key), False
@@ -71,9 +92,7 @@ def nearest_distances(
             _SHARED[key] = future
     if owner:
         try:
-            d, idx = _nearest(targets, candidates, chunk_bytes=chunk_bytes)
-            d.flags.writeable = idx.flags.writeable = False
-            future.set_result((d, idx))
+            future.set_result(search())
         except BaseException as exc:
             with _SHARED_LOCK:
                 _SHARED.pop(key, None)
@@ -82,19 +101,22 @@ def nearest_distances(
     return future.result()
 
 
-def _nearest(
+def nearest_distances(
     targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The search itself: the plain BLAS loop, or above ``INDEX_PAIRS`` pairs the faiss index
-    (exact too: :mod:`privacy_gate.attacks.nn_index`)."""
-    if targets.shape[0] * candidates.shape[0] < INDEX_PAIRS or candidates.shape[0] <= RETRIEVE:
+    """Euclidean distance from each target row to its nearest candidate row, and that row's index.
+
+    The nearest row is found with the fast ``||y||^2 - 2 x.y`` form in chunks of targets (the
+    ``||x||^2`` term is constant per target and does not change the argmin); its distance is
+    then recomputed exactly from the difference vector, so a verbatim copy gives exactly 0
+    instead of a cancellation residue. Large searches run on the faiss index, exact too
+    (:mod:`privacy_gate.attacks.nn_index`), and are shared between the attacks of one process
+    (:func:`_neighbours`).
+    """
+    if not _indexed(targets, candidates):
         return _nearest_blas(targets, candidates, chunk_bytes=chunk_bytes)
-    return indexed_nearest(
-        targets,
-        candidates,
-        chunk_bytes=chunk_bytes,
-        exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes),
-    )
+    found = _neighbours(targets, candidates, chunk_bytes=chunk_bytes)
+    return found.nearest, found.nearest_index
 
 
 def _nearest_blas(
@@ -117,7 +139,8 @@ def k_nearest(
     Euclidean distances and their row indices, both of shape ``(n_targets, min(k, n_candidates))``.
 
     The neighbours are chosen with the fast ``||y||^2 - 2 x.y`` form (above ``INDEX_PAIRS`` pairs on
-    a faiss flat index, float32). With ``exact`` (default) their distances are recomputed from the
+    a faiss flat index, float32: with ``exact`` and ``k <= SEARCH_NEIGHBOURS`` the very search the
+    nearest-record attacks share). With ``exact`` (default) their distances are recomputed from the
     difference vectors, so a verbatim copy gives exactly 0 and the distances are exact for the rows
     returned; which of two near-tied neighbours is returned may differ in the last float32 bits.
     ``exact=False`` keeps the distances of the selection itself (on rows centred on the candidates'
@@ -138,6 +161,10 @@ def k_nearest(
     """
     n_t, n_c = targets.shape[0], candidates.shape[0]
     kk = min(k, n_c)
+    if exact and kk <= SEARCH_NEIGHBOURS and _indexed(targets, candidates):
+        # the indexed search the nearest-record attacks share: the same candidates, one pass
+        found = _neighbours(targets, candidates, chunk_bytes=chunk_bytes)
+        return found.distances[:, :kk], found.indices[:, :kk]
     idx = np.empty((n_t, kk), dtype=np.int64)
     d2 = None if exact else np.empty((n_t, kk), dtype=np.float64)
     if not exact:  # centred: small norms keep the cancellation error of the product form small
@@ -301,9 +328,6 @@ class DistanceRatio(DistanceToClosestRecord):
         )
 
 
-#: Synthetic rows looked at per target by ``copy_count`` (a record copied more often than this
-#: scores as if copied this many times: already far above any non-member)
-COPY_NEIGHBOURS = 32
 #: distances below this share of the typical nearest-real-record distance count as this distance
 #: (see :func:`copy_scores`)
 COPY_FLOOR = 0.01

@@ -8,11 +8,12 @@ vector search) fuses the product and the top-k selection block by block in cache
 
 float32 alone would not be exact, so this module keeps the answer exact:
 
-1. retrieve the ``RETRIEVE`` nearest candidates of each target by the float32 distances;
+1. retrieve the ``k`` nearest candidates of each target by the float32 distances (``RETRIEVE``
+   for the nearest alone, more when the search also serves a count of near candidates);
 2. re-rank them by their exact float64 distance, computed from the difference vector (a
    verbatim copy gives exactly 0);
 3. prove the winner is the true nearest: every candidate not retrieved has a float32 squared
-   distance of at least the ``RETRIEVE``-th one, so its true squared distance is at least that
+   distance of at least the ``k``-th one, so its true squared distance is at least that
    minus the float32 error bound ``tol``. Where that floor is not above the winner's exact
    squared distance (float32 cannot separate them: many near-ties, e.g. duplicated records),
    the target is searched again with the plain float64 loop against all candidates.
@@ -29,6 +30,7 @@ keeps the norms, and so the bound, small).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +41,22 @@ _LOG = logging.getLogger("privacy_gate.attacks")
 #: candidates retrieved per target before the exact re-ranking
 RETRIEVE = 8
 _EPS32 = float(np.finfo(np.float32).eps)
+
+
+@dataclass(frozen=True)
+class IndexedNeighbours:
+    """What one flat-index search of targets among candidates gives (:func:`indexed_neighbours`).
+
+    ``nearest``, ``nearest_index``: each target's exact nearest distance and that candidate's row,
+    proven (module docstring); ``distances``, ``indices``: the ``k`` candidates float32 retrieved,
+    their exact distances sorted nearest first, shape ``(n_targets, k)`` — the ``k`` nearest up to
+    which of two near-tied candidates float32 put first.
+    """
+
+    nearest: np.ndarray
+    nearest_index: np.ndarray
+    distances: np.ndarray
+    indices: np.ndarray
 
 
 def indexed_nearest(
@@ -57,19 +75,46 @@ def indexed_nearest(
     >>> bool(np.array_equal(d, d0)), d[:3].tolist(), i[:3].tolist()
     (True, [0.0, 0.0, 0.0], [0, 1, 2])
     """
+    found = indexed_neighbours(
+        targets, candidates, RETRIEVE, chunk_bytes=chunk_bytes, exact_search=exact_search
+    )
+    return found.nearest, found.nearest_index
+
+
+def indexed_neighbours(
+    targets: np.ndarray,
+    candidates: np.ndarray,
+    k: int,
+    *,
+    chunk_bytes: int,
+    exact_search,
+) -> IndexedNeighbours:
+    """One flat-index search that serves both the exact nearest candidate (retrieved among ``k``
+    float32 neighbours, proven by the ``k``-th: a larger ``k`` leaves fewer targets to
+    ``exact_search``) and the ``k`` nearest candidates with exact distances. A nearest-record
+    attack and a copy-count attack on the same rows then pay for one pass over the candidates.
+
+    >>> rng = np.random.default_rng(0)
+    >>> C = rng.normal(size=(500, 5)); T = np.vstack([C[:3], rng.normal(size=(20, 5))])
+    >>> from privacy_gate.attacks.distance import _nearest_blas
+    >>> exact = lambda t, c: _nearest_blas(t, c, chunk_bytes=2**20)
+    >>> found = indexed_neighbours(T, C, 4, chunk_bytes=2**20, exact_search=exact)
+    >>> found.distances.shape, bool(np.array_equal(found.nearest, found.distances[:, 0]))
+    ((23, 4), True)
+    """
     import faiss  # lazy: only large searches need it
 
     n_t, n_c = targets.shape[0], candidates.shape[0]
     dims = candidates.shape[1]
-    k = min(RETRIEVE, n_c)
+    k = max(1, min(k, n_c))
     center = candidates.mean(axis=0)
     centred = candidates - center
     c_sq_max = float(np.einsum("ij,ij->i", centred, centred).max())
     index = faiss.IndexFlatL2(dims)
     index.add(np.ascontiguousarray(centred, dtype=np.float32))
     del centred
-    distances = np.empty(n_t, dtype=np.float64)
-    nearest = np.empty(n_t, dtype=np.int64)
+    sorted_d = np.empty((n_t, k), dtype=np.float64)
+    sorted_i = np.empty((n_t, k), dtype=np.int64)
     uncertain: list[np.ndarray] = []
     # the exact re-ranking holds (step, k, dims) float64 differences: keep them within the budget
     step = min(rows_per_chunk(k * dims, chunk_bytes), 65_536)
@@ -81,17 +126,18 @@ def indexed_nearest(
         d32, idx = index.search(np.ascontiguousarray(Tc, dtype=np.float32), k)
         diff = candidates[idx] - T[:, None, :]
         exact_sq = np.einsum("ijk,ijk->ij", diff, diff)
-        best = exact_sq.argmin(axis=1)
-        rows = np.arange(stop - start)
-        best_sq = exact_sq[rows, best]
-        distances[start:stop] = np.sqrt(best_sq)
-        nearest[start:stop] = idx[rows, best]
+        # stable: among exactly tied candidates the one float32 put first is named, as argmin would
+        order = np.argsort(exact_sq, axis=1, kind="stable")
+        exact_sq = np.take_along_axis(exact_sq, order, axis=1)
+        sorted_d[start:stop] = np.sqrt(exact_sq)
+        sorted_i[start:stop] = np.take_along_axis(idx, order, axis=1)
         if k < n_c:
             tol = 4.0 * dims * _EPS32 * (np.einsum("ij,ij->i", Tc, Tc) + c_sq_max)
-            unsure = d32[:, k - 1].astype(np.float64) - tol <= best_sq
+            unsure = d32[:, k - 1].astype(np.float64) - tol <= exact_sq[:, 0]
             if unsure.any():
                 uncertain.append(start + np.flatnonzero(unsure))
         progress.done(stop)
+    distances, nearest = sorted_d[:, 0].copy(), sorted_i[:, 0].copy()
     if uncertain:
         redo = np.concatenate(uncertain)
         d_redo, i_redo = exact_search(targets[redo], candidates)
@@ -103,7 +149,7 @@ def indexed_nearest(
                 f"{len(redo):,}",
                 f"{n_t:,}",
             )
-    return distances, nearest
+    return IndexedNeighbours(distances, nearest, sorted_d, sorted_i)
 
 
 def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
@@ -306,6 +352,7 @@ __all__ = [
     "IVF_CELLS",
     "IVF_FROM",
     "IVF_PROBE",
+    "IndexedNeighbours",
     "PROBE_CELLS",
     "PROBE_ROWS",
     "RETRIEVE",
@@ -313,6 +360,7 @@ __all__ = [
     "approximate_nearest_many",
     "probe_count",
     "indexed_nearest",
+    "indexed_neighbours",
     "ivf_cells",
     "k_nearest_indices",
 ]

@@ -105,13 +105,14 @@ def test_large_nearest_record_searches_are_computed_once_and_shared(monkeypatch)
     import privacy_gate.attacks.distance as distance
 
     calls = []
-    real = distance._nearest
+    real = distance.indexed_neighbours
 
-    def counting(t, c, *, chunk_bytes):
+    def counting(t, c, k, **kwargs):
         calls.append(1)
-        return real(t, c, chunk_bytes=chunk_bytes)
+        return real(t, c, k, **kwargs)
 
-    monkeypatch.setattr(distance, "_nearest", counting)
+    monkeypatch.setattr(distance, "indexed_neighbours", counting)
+    monkeypatch.setattr(distance, "INDEX_PAIRS", 1)
     monkeypatch.setattr(distance, "SHARE_PAIRS", 1000)
     monkeypatch.setattr(distance, "_SHARED", {})
     rng = np.random.default_rng(4)
@@ -121,8 +122,9 @@ def test_large_nearest_record_searches_are_computed_once_and_shared(monkeypatch)
             pool.map(lambda _: distance.nearest_distances(T, S, chunk_bytes=10**6), range(4))
         )
     assert len(calls) == 1
-    exact = real(T, S, chunk_bytes=10**6)
-    assert all(np.array_equal(r[0], exact[0]) and np.array_equal(r[1], exact[1]) for r in results)
+    exact = distance._nearest_blas(T, S, chunk_bytes=10**6)
+    assert all(np.allclose(r[0], exact[0], rtol=1e-12, atol=1e-12) for r in results)
+    assert all(np.array_equal(r[1], exact[1]) for r in results)
     assert not results[0][0].flags.writeable  # shared: nobody may modify it in place
     S2 = S.copy()
     S2[0, 0] += 1e-9  # one bit of difference: its own search

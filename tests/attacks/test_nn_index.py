@@ -73,7 +73,7 @@ def test_without_the_fallback_the_near_ties_would_be_wrong():
     assert np.allclose(d_no_fallback[finite], d0[finite], rtol=0, atol=1e-12)
 
 
-def _threat(rng, n=600):
+def _threat(rng, n=600, n_reference=None):
     spec = DatasetSpec.model_validate(
         {
             "name": "t",
@@ -96,10 +96,11 @@ def _threat(rng, n=600):
 
     syn = table(n)
     targets = pd.concat([syn.iloc[:30], table(200)], ignore_index=True)  # 30 verbatim copies
-    return ThreatModel(spec=spec, synthetic=syn, reference=table(n)), targets
+    reference = table(n if n_reference is None else n_reference)
+    return ThreatModel(spec=spec, synthetic=syn, reference=reference), targets
 
 
-@pytest.mark.parametrize("attack", ["dcr", "dcr_ratio"])
+@pytest.mark.parametrize("attack", ["dcr", "dcr_ratio", "copy_count"])
 def test_distance_attacks_score_the_same_with_and_without_the_index(monkeypatch, attack):
     threat, targets = _threat(np.random.default_rng(2))
     monkeypatch.setattr(distance, "SHARE_PAIRS", 10**12)
@@ -108,6 +109,35 @@ def test_distance_attacks_score_the_same_with_and_without_the_index(monkeypatch,
     monkeypatch.setattr(distance, "INDEX_PAIRS", 1)
     indexed = create_attack(attack).fit(threat).score(targets)
     assert np.allclose(indexed, plain, rtol=1e-12, atol=1e-12)
+
+
+def test_the_nearest_record_and_the_copy_count_share_one_pass_over_the_synthetic_rows(
+    monkeypatch,
+):
+    """``dcr`` and ``copy_count`` read the same index search of the targets among the synthetic
+    rows: it runs once, and each attack scores as it does on its own."""
+    import faiss
+
+    threat, targets = _threat(np.random.default_rng(3), n_reference=500)
+    monkeypatch.setattr(distance, "INDEX_PAIRS", 1)
+    monkeypatch.setattr(distance, "SHARE_PAIRS", 10**12)
+    alone = {a: create_attack(a).fit(threat).score(targets) for a in ("dcr", "copy_count")}
+    searches = []
+
+    class CountedIndex(faiss.IndexFlatL2):
+        def search(self, x, k, *args, **kwargs):
+            searches.append((len(x), self.ntotal))
+            return super().search(x, k, *args, **kwargs)
+
+    monkeypatch.setattr(faiss, "IndexFlatL2", CountedIndex)
+    monkeypatch.setattr(distance, "SHARE_PAIRS", 1)
+    monkeypatch.setattr(distance, "_SHARED", {})
+    shared = {a: create_attack(a).fit(threat).score(targets) for a in ("dcr", "copy_count")}
+    # the targets among the synthetic rows once for both attacks (twice without the sharing), the
+    # targets among the reference rows, and copy_count's floor (synthetic rows among the reference)
+    assert sorted(searches) == sorted([(230, 600), (230, 500), (600, 500)])
+    for a in alone:
+        assert np.array_equal(shared[a], alone[a])
 
 
 def test_float32_kde_is_close_to_float64_and_keeps_the_ranking():
