@@ -37,11 +37,13 @@ BATCH = 200_000
 def floor_rates(pool: int, members: int, gap: int, *, seed: int, fresh: int) -> tuple[float, float]:
     """(P(p = 1/(S+1)), P(p <= 3/(S+1))) under the exact null for the gate's fixed draws at
     ``seed``, estimated from ``fresh`` new draws of the statistic."""
-    from privacy_gate.estimators.tail_test import TAIL_SIMULATIONS, null_tail_statistics
+    from privacy_gate.estimators.tail_test import (
+        TAIL_SIMULATIONS,
+        null_tail_statistics,
+        seeded_null_statistics,
+    )
 
-    rng = np.random.default_rng(seed)
-    rng.random(pool)  # the tie-breaking draws tail_excess_pvalue takes before the simulation
-    fixed = np.sort(null_tail_statistics(pool, members, gap, rng=rng))
+    fixed = np.sort(seeded_null_statistics(pool, members, gap, seed=seed))
     below_min = below_third = 0
     for b in range(0, fresh, BATCH):
         draws = null_tail_statistics(

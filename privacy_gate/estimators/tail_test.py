@@ -55,10 +55,22 @@ def random_tie_ranks(scores: np.ndarray, rng: np.random.Generator) -> npt.NDArra
     [2, 3, 1]
     """
     scores = np.asarray(scores, dtype=float)
-    order = np.lexsort((rng.random(scores.size), scores))
+    return _ranks(scores, rng.random(scores.size))
+
+
+def _ranks(scores: np.ndarray, tie_draws: np.ndarray) -> npt.NDArray[np.int64]:
+    order = np.lexsort((tie_draws, scores))
     ranks = np.empty(scores.size, dtype=np.int64)
     ranks[order] = np.arange(1, scores.size + 1)
     return ranks
+
+
+def _test_stream(seed: int, n_pool: int) -> tuple[np.random.Generator, np.ndarray]:
+    """The tail test's random stream at ``seed``: the pool's tie-breaking draws first, then the
+    generator the null simulation continues from. One place owns the order, so the calibration read
+    alone (:func:`seeded_null_statistics`) is the very one the test at that seed compares with."""
+    rng = np.random.default_rng(seed)
+    return rng, rng.random(n_pool)
 
 
 def _tail_levels(n_top: int) -> npt.NDArray[np.int64]:
@@ -192,6 +204,29 @@ def null_tail_statistics(
     return statistic(_null_counts(n_pool, n_members, n_top, simulations, rng)[:, levels - 1])
 
 
+def seeded_null_statistics(
+    n_pool: int,
+    n_members: int,
+    gap: int,
+    *,
+    seed: int = 0,
+    max_share: float = 0.01,
+    simulations: int = TAIL_SIMULATIONS,
+) -> npt.NDArray[np.float64]:
+    """The null draws :func:`tail_excess_pvalue` at ``seed`` calibrates with, for a pool of
+    ``n_pool`` records, ``n_members`` of them members, at the label-blind ``gap`` level: every gate
+    on one pool size and seed reads these same draws (``benchmarks/bench_tail_floor.py`` measures
+    what that does to the p-value's floor).
+
+    >>> seeded_null_statistics(400, 100, 2, seed=3, simulations=500).shape
+    (500,)
+    """
+    rng, _ = _test_stream(seed, n_pool)
+    return null_tail_statistics(
+        n_pool, n_members, gap, rng=rng, max_share=max_share, simulations=simulations
+    )
+
+
 def tail_excess_pvalue(
     scores: np.ndarray,
     labels: np.ndarray,
@@ -219,11 +254,11 @@ def tail_excess_pvalue(
     n_pool, n_members = labels.size, int(labels.sum())
     if n_members == 0 or n_members == n_pool:
         raise ValueError("the tail-excess test needs member and non-member records")
-    rng = np.random.default_rng(seed)
+    rng, tie_draws = _test_stream(seed, n_pool)
     n_top = _top_count(n_pool, max_share)
     levels, statistic = _statistic(n_pool, n_members, n_top, gap_level(scores, n_top))
     table = _tail_table(n_pool, n_members, tuple(int(k) for k in levels))
-    top = np.argsort(-random_tie_ranks(scores, rng), kind="stable")[:n_top]
+    top = np.argsort(-_ranks(np.asarray(scores, dtype=float), tie_draws), kind="stable")[:n_top]
     observed_counts = np.cumsum(labels[top])[levels - 1]
     observed = float(statistic(observed_counts))
     null = statistic(_null_counts(n_pool, n_members, n_top, simulations, rng)[:, levels - 1])
@@ -296,6 +331,7 @@ __all__ = [
     "gap_level",
     "null_tail_statistics",
     "random_tie_ranks",
+    "seeded_null_statistics",
     "rounded_top",
     "tail_excess_pvalue",
     "top_set",

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+import privacy_gate.estimators.tail_test as tail_test
 from privacy_gate.estimators.exposure import (
     _name_per_attack,
     combined_scores,
@@ -29,7 +30,7 @@ from privacy_gate.estimators.exposure import (
     no_signal_share_upper,
 )
 from privacy_gate.estimators.group_tests import group_pvalue, holm_adjust, rank_test_pvalue
-from privacy_gate.estimators.tail_test import gap_level, tail_excess_pvalue
+from privacy_gate.estimators.tail_test import gap_level, seeded_null_statistics, tail_excess_pvalue
 
 DRAWS = 300
 Q = 0.1
@@ -394,3 +395,26 @@ def test_naming_weights_are_equal_without_a_block_and_sum_to_one():
     assert abs(sum(w.values()) - 1.0) < 1e-12
     with pytest.raises(ValueError, match="more than 1"):
         _name_per_attack({"a": np.full(10, 0.5)}, q=0.1, method="bh", weights={"a": 1.5})
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_the_seeded_null_statistics_are_the_draws_the_tail_test_calibrates_with(seed):
+    """The p-value at a seed is the share of :func:`seeded_null_statistics` at that seed at or
+    below the observed statistic: what the benchmark of the Monte-Carlo floor reads is the test's
+    own calibration (tie-breaking draws first, then the null draws, in one place)."""
+    rng = np.random.default_rng(100 + seed)
+    labels = np.r_[np.ones(300, dtype=bool), np.zeros(500, dtype=bool)]
+    scores = np.round(rng.normal(size=800), 1)  # ties: the tie-breaking draws matter
+    scores[:6] += 3.0  # a few members on top, so the observed statistic is not at the edge
+    p, _ = tail_excess_pvalue(scores, labels, seed=seed, simulations=800)
+    n_top = tail_test._top_count(800, 0.01)
+    gap = gap_level(scores, n_top)
+    levels, statistic = tail_test._statistic(800, 300, n_top, gap)
+    order = np.argsort(
+        -tail_test.random_tie_ranks(scores, np.random.default_rng(seed)), kind="stable"
+    )
+    observed = statistic(np.cumsum(labels[order[:n_top]])[levels - 1])
+    null = seeded_null_statistics(800, 300, gap, seed=seed, simulations=800)
+    assert p == (1 + np.sum(null <= observed * (1 + 1e-12))) / 801
+    other = seeded_null_statistics(800, 300, gap, seed=seed + 1, simulations=800)
+    assert not np.array_equal(null, other)
