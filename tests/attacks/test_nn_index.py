@@ -231,3 +231,33 @@ def test_probed_cells_bound_the_rows_read_per_target():
         assert 1 <= probes <= PROBE_CELLS
         assert probes * n / nlist <= PROBE_ROWS + n / nlist  # at most one cell over the bound
     assert probe_count(96_000, int(4 * np.sqrt(96_000))) == PROBE_CELLS
+
+
+def test_the_disclosure_search_reads_a_bounded_share_of_large_candidate_sets(monkeypatch):
+    """Above ``IVF_CELLS * IVF_CELL_ROWS`` candidates the inverted file gets one cell per
+    ``IVF_CELL_ROWS``: a target reads about ``IVF_PROBE * IVF_CELL_ROWS`` rows, not an eighth of
+    all of them. Copies are still found first, and most targets' nearest is the exact one."""
+    import faiss
+
+    import privacy_gate.attacks.nn_index as nn_index
+
+    monkeypatch.setattr(nn_index, "IVF_CELL_ROWS", 100)
+    cells = []
+    real = faiss.IndexIVFFlat
+
+    def counted(quantizer, dims, n_cells):
+        cells.append(n_cells)
+        return real(quantizer, dims, n_cells)
+
+    monkeypatch.setattr(faiss, "IndexIVFFlat", counted)
+    rng = np.random.default_rng(7)
+    C = rng.normal(size=(20_000, 5))
+    T = np.vstack([C[:200], rng.normal(size=(300, 5))])
+    found = nn_index.k_nearest_indices(T, C, 3)
+    assert cells == [200]  # 20,000 / 100, more than the 64 of smaller sets
+    assert np.array_equal(found[:200, 0], np.arange(200))  # verbatim copies: their own row
+    exact = np.argmin(((T[200:, None, :] - C[None, :, :]) ** 2).sum(axis=2), axis=1)
+    assert np.mean(found[200:, 0] == exact) > 0.9
+    monkeypatch.setattr(nn_index, "IVF_CELL_ROWS", 10**6)
+    nn_index.k_nearest_indices(T, C, 3)
+    assert cells[-1] == nn_index.IVF_CELLS
