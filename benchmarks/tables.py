@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import re
 import sys
 from collections import Counter
@@ -487,6 +488,16 @@ def scale() -> str:
                     f"{r['decision']} (`exposed.share_lower` {r['exposed_share_lower']:.3f})"
                 )
         rows.append(cells)
+    slopes = ["log-log slope of time, 20,000 -> 160,000 rows"]
+    for i, runs in enumerate(by):
+        ends = [runs.get(n) for n in (20_000, 160_000)]
+        slopes.append(
+            f"{math.log(ends[1]['gate_seconds'] / ends[0]['gate_seconds']) / math.log(8):.2f}"
+            if i < 3 and all(ends)
+            else ""
+        )
+    rows.append(slopes)
+    measured = sorted(r["measured"][:16] for runs in by[:3] for r in runs.values())
     head = [
         "rows",
         "library gate (independent)",
@@ -494,7 +505,8 @@ def scale() -> str:
         "MST release (`run`)",
         "5% noisy copies (library)",
     ]
-    return _table(head, rows) + "\n\n" + source(*names)
+    when = f"The gate paths measured {measured[0]} to {measured[-1]} UTC. " if measured else ""
+    return _table(head, rows) + "\n\n" + when + source(*names)
 
 
 def exposure() -> str:
