@@ -297,11 +297,16 @@ def test_interrupted_stack_test_leaves_no_process(tmp_path, sig):
             assert not left, _survivors(left) + "\n" + log.read_text()[-3000:]
             if sig == signal.SIGTERM:
                 # an interruption like Ctrl-C (pytest's status 2; Python may also re-raise SIGINT on
-                # its way out): the fixtures' finalizers stopped every service before pytest exited
-                assert code in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT), log.read_text()[
-                    -3000:
-                ]
-                assert "KeyboardInterrupt" in log.read_text()
+                # its way out): the fixtures' finalizers stopped every service before pytest exited.
+                # pytest can itself fail while rendering the interrupt's traceback (a frame whose
+                # ``tb_lineno`` is None) and exit 1; that is its report, not our cleanup, which is
+                # checked by ``at_exit`` below all the same
+                text = log.read_text()
+                report_failed = "pytest_keyboard_interrupt" in text and "tb_lineno" in text
+                assert code in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT) or (
+                    code == pytest.ExitCode.TESTS_FAILED and report_failed
+                ), text[-3000:]
+                assert "KeyboardInterrupt" in text
                 assert not at_exit, "finalizers did not run: " + _survivors(at_exit)
         finally:
             with contextlib.suppress(OSError):
