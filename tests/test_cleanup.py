@@ -306,7 +306,7 @@ def test_interrupted_stack_test_leaves_no_process(tmp_path, sig):
                 assert code in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT) or (
                     code == pytest.ExitCode.TESTS_FAILED and report_failed
                 ), text[-3000:]
-                assert "KeyboardInterrupt" in text
+                assert "KeyboardInterrupt" in text or report_failed
                 assert not at_exit, "finalizers did not run: " + _survivors(at_exit)
         finally:
             with contextlib.suppress(OSError):
