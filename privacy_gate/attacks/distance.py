@@ -4,13 +4,19 @@ A generator that copies or nearly copies training records leaves synthetic rows 
 its members. The score is ``-min_j ||x - s_j||`` over synthetic rows ``s_j``, on the same
 standardised mixed encoding as DOMIAS (encoder fitted on the reference data), so a verbatim
 copy scores 0, the maximum.
+
+One module because the distance attacks (``dcr``, ``dcr_ratio``, ``copy_count``) and the
+nearest-record searches they share belong together: at scale one search serves all three, and
+the share is only right while one place owns both the searches and how the attacks read them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,7 +29,12 @@ from privacy_gate.attacks.base import (
     register_attack,
 )
 from privacy_gate.attacks.density import as_matrix, chunked_products, rows_per_chunk
-from privacy_gate.attacks.nn_index import RETRIEVE, IndexedNeighbours, indexed_neighbours
+from privacy_gate.attacks.nn_index import (
+    RETRIEVE,
+    IndexedNeighbours,
+    indexed_neighbours,
+    proven_nearest,
+)
 from privacy_gate.params import Field, Params, PositiveInt
 
 #: nearest-record searches with at least this many target x candidate pairs are shared between
@@ -39,7 +50,8 @@ COPY_NEIGHBOURS = 32
 #: ``dcr``'s nearest record (the first of them, proven exact) and ``copy_count``'s count come from
 #: one pass over the synthetic rows — at 1,000,000 rows each pass costs about 80 s of one core
 SEARCH_NEIGHBOURS = max(RETRIEVE, COPY_NEIGHBOURS)
-_SHARED: dict[tuple[str, str], Future] = {}
+_SHARED: dict[tuple[str, ...], Future] = {}
+T = TypeVar("T")
 _SHARED_LOCK = threading.Lock()
 _SHARED_MAX = 16
 
@@ -56,33 +68,9 @@ def _indexed(targets: np.ndarray, candidates: np.ndarray) -> bool:
     return targets.shape[0] * candidates.shape[0] >= INDEX_PAIRS and candidates.shape[0] > RETRIEVE
 
 
-def _neighbours(
-    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int
-) -> IndexedNeighbours:
-    """The indexed search of ``targets`` among ``candidates`` (:data:`SEARCH_NEIGHBOURS` per
-    target), computed once per process when large.
-
-    ``dcr``, ``dcr_ratio`` and ``copy_count`` search the same synthetic rows for the same targets
-    on the same encoding, concurrently: the first computes, the others wait for its result instead
-    of repeating it (keyed by a digest of both arrays, so only byte-identical inputs share; the
-    arrays returned are read-only).
-    """
-
-    def search() -> IndexedNeighbours:
-        found = indexed_neighbours(
-            targets,
-            candidates,
-            SEARCH_NEIGHBOURS,
-            chunk_bytes=chunk_bytes,
-            exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes),
-        )
-        for a in (found.nearest, found.nearest_index, found.distances, found.indices):
-            a.flags.writeable = False
-        return found
-
-    if targets.shape[0] * candidates.shape[0] < SHARE_PAIRS:
-        return search()
-    key = (_digest(targets), _digest(candidates))
+def _shared(key: tuple[str, ...], compute: Callable[[], T]) -> T:
+    """``compute()`` once per process for ``key``: concurrent callers with the same key wait for
+    the first one's result instead of repeating it (a failure is not kept)."""
     with _SHARED_LOCK:
         future, owner = _SHARED.get(key), False
         if future is None:
@@ -92,13 +80,45 @@ def _neighbours(
             _SHARED[key] = future
     if owner:
         try:
-            future.set_result(search())
+            future.set_result(compute())
         except BaseException as exc:
             with _SHARED_LOCK:
                 _SHARED.pop(key, None)
             future.set_exception(exc)
             raise
     return future.result()
+
+
+def _read_only(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        a.flags.writeable = False
+
+
+def _neighbours(
+    targets: np.ndarray, candidates: np.ndarray, *, chunk_bytes: int, key: tuple[str, str] | None
+) -> IndexedNeighbours:
+    """The indexed search of ``targets`` among ``candidates`` (:data:`SEARCH_NEIGHBOURS` per
+    target), computed once per process when ``key`` (the arrays' digests) is given.
+
+    ``dcr``, ``dcr_ratio`` and ``copy_count`` search the same synthetic rows for the same targets
+    on the same encoding, concurrently: the first computes, the others wait for its result instead
+    of repeating it (keyed by a digest of both arrays, so only byte-identical inputs share; the
+    arrays returned are read-only).
+    """
+
+    def search() -> IndexedNeighbours:
+        found = indexed_neighbours(targets, candidates, SEARCH_NEIGHBOURS, chunk_bytes=chunk_bytes)
+        _read_only(found.distances, found.indices, found.unproven)
+        return found
+
+    return search() if key is None else _shared(("neighbours", *key), search)
+
+
+def _share_key(targets: np.ndarray, candidates: np.ndarray) -> tuple[str, str] | None:
+    """The digests that key a shared search, or None for a search too small to share."""
+    if targets.shape[0] * candidates.shape[0] < SHARE_PAIRS:
+        return None
+    return _digest(targets), _digest(candidates)
 
 
 def nearest_distances(
@@ -111,12 +131,24 @@ def nearest_distances(
     then recomputed exactly from the difference vector, so a verbatim copy gives exactly 0
     instead of a cancellation residue. Large searches run on the faiss index, exact too
     (:mod:`privacy_gate.attacks.nn_index`), and are shared between the attacks of one process
-    (:func:`_neighbours`).
+    (:func:`_neighbours`): the search itself, and the proof of each nearest row.
     """
     if not _indexed(targets, candidates):
         return _nearest_blas(targets, candidates, chunk_bytes=chunk_bytes)
-    found = _neighbours(targets, candidates, chunk_bytes=chunk_bytes)
-    return found.nearest, found.nearest_index
+    key = _share_key(targets, candidates)
+
+    def nearest() -> tuple[np.ndarray, np.ndarray]:
+        found = _neighbours(targets, candidates, chunk_bytes=chunk_bytes, key=key)
+        d, idx = proven_nearest(
+            found,
+            targets,
+            candidates,
+            exact_search=lambda t, c: _nearest_blas(t, c, chunk_bytes=chunk_bytes),
+        )
+        _read_only(d, idx)
+        return d, idx
+
+    return nearest() if key is None else _shared(("nearest", *key), nearest)
 
 
 def _nearest_blas(
@@ -163,7 +195,9 @@ def k_nearest(
     kk = min(k, n_c)
     if exact and kk <= SEARCH_NEIGHBOURS and _indexed(targets, candidates):
         # the indexed search the nearest-record attacks share: the same candidates, one pass
-        found = _neighbours(targets, candidates, chunk_bytes=chunk_bytes)
+        found = _neighbours(
+            targets, candidates, chunk_bytes=chunk_bytes, key=_share_key(targets, candidates)
+        )
         return found.distances[:, :kk], found.indices[:, :kk]
     idx = np.empty((n_t, kk), dtype=np.int64)
     d2 = None if exact else np.empty((n_t, kk), dtype=np.float64)

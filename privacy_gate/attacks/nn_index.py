@@ -47,16 +47,15 @@ _EPS32 = float(np.finfo(np.float32).eps)
 class IndexedNeighbours:
     """What one flat-index search of targets among candidates gives (:func:`indexed_neighbours`).
 
-    ``nearest``, ``nearest_index``: each target's exact nearest distance and that candidate's row,
-    proven (module docstring); ``distances``, ``indices``: the ``k`` candidates float32 retrieved,
-    their exact distances sorted nearest first, shape ``(n_targets, k)`` — the ``k`` nearest up to
-    which of two near-tied candidates float32 put first.
+    ``distances``, ``indices``: the ``k`` candidates float32 retrieved, their exact distances
+    sorted nearest first, shape ``(n_targets, k)`` — the ``k`` nearest up to which of two
+    near-tied candidates float32 put first; ``unproven``: the targets whose first candidate the
+    ``k``-th does not prove to be the nearest (:func:`proven_nearest` searches them again).
     """
 
-    nearest: np.ndarray
-    nearest_index: np.ndarray
     distances: np.ndarray
     indices: np.ndarray
+    unproven: np.ndarray
 
 
 def indexed_nearest(
@@ -75,32 +74,24 @@ def indexed_nearest(
     >>> bool(np.array_equal(d, d0)), d[:3].tolist(), i[:3].tolist()
     (True, [0.0, 0.0, 0.0], [0, 1, 2])
     """
-    found = indexed_neighbours(
-        targets, candidates, RETRIEVE, chunk_bytes=chunk_bytes, exact_search=exact_search
-    )
-    return found.nearest, found.nearest_index
+    found = indexed_neighbours(targets, candidates, RETRIEVE, chunk_bytes=chunk_bytes)
+    return proven_nearest(found, targets, candidates, exact_search=exact_search)
 
 
 def indexed_neighbours(
-    targets: np.ndarray,
-    candidates: np.ndarray,
-    k: int,
-    *,
-    chunk_bytes: int,
-    exact_search,
+    targets: np.ndarray, candidates: np.ndarray, k: int, *, chunk_bytes: int
 ) -> IndexedNeighbours:
-    """One flat-index search that serves both the exact nearest candidate (retrieved among ``k``
-    float32 neighbours, proven by the ``k``-th: a larger ``k`` leaves fewer targets to
-    ``exact_search``) and the ``k`` nearest candidates with exact distances. A nearest-record
-    attack and a copy-count attack on the same rows then pay for one pass over the candidates.
+    """One flat-index search that serves both the ``k`` nearest candidates with exact distances
+    and, through :func:`proven_nearest`, the exact nearest candidate (retrieved among ``k``
+    float32 neighbours, proven by the ``k``-th: a larger ``k`` leaves fewer targets unproven). A
+    nearest-record attack and a copy-count attack on the same rows then pay for one pass over the
+    candidates, and a caller of the ``k`` nearest alone pays for no proof.
 
     >>> rng = np.random.default_rng(0)
     >>> C = rng.normal(size=(500, 5)); T = np.vstack([C[:3], rng.normal(size=(20, 5))])
-    >>> from privacy_gate.attacks.distance import _nearest_blas
-    >>> exact = lambda t, c: _nearest_blas(t, c, chunk_bytes=2**20)
-    >>> found = indexed_neighbours(T, C, 4, chunk_bytes=2**20, exact_search=exact)
-    >>> found.distances.shape, bool(np.array_equal(found.nearest, found.distances[:, 0]))
-    ((23, 4), True)
+    >>> found = indexed_neighbours(T, C, 4, chunk_bytes=2**20)
+    >>> found.distances.shape, found.distances[:3, 0].tolist(), found.unproven.size
+    ((23, 4), [0.0, 0.0, 0.0], 0)
     """
     import faiss  # lazy: only large searches need it
 
@@ -137,19 +128,28 @@ def indexed_neighbours(
             if unsure.any():
                 uncertain.append(start + np.flatnonzero(unsure))
         progress.done(stop)
-    distances, nearest = sorted_d[:, 0].copy(), sorted_i[:, 0].copy()
-    if uncertain:
-        redo = np.concatenate(uncertain)
-        d_redo, i_redo = exact_search(targets[redo], candidates)
-        distances[redo], nearest[redo] = d_redo, i_redo
-        if len(redo) > 0.05 * n_t:
+    unproven = np.concatenate(uncertain) if uncertain else np.empty(0, dtype=np.int64)
+    return IndexedNeighbours(sorted_d, sorted_i, unproven)
+
+
+def proven_nearest(
+    found: IndexedNeighbours, targets: np.ndarray, candidates: np.ndarray, *, exact_search
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each target's exact nearest distance and candidate row from a search of them
+    (:func:`indexed_neighbours`): the first retrieved candidate, and for the targets float32
+    could not settle ``exact_search(targets, candidates)`` — the plain float64 search."""
+    distances, nearest = found.distances[:, 0].copy(), found.indices[:, 0].copy()
+    redo = found.unproven
+    if redo.size:
+        distances[redo], nearest[redo] = exact_search(targets[redo], candidates)
+        if redo.size > 0.05 * len(targets):
             _LOG.info(
                 "  nearest record (index): %s of %s targets had near-ties float32 could not "
                 "separate; searched again exactly",
-                f"{len(redo):,}",
-                f"{n_t:,}",
+                f"{redo.size:,}",
+                f"{len(targets):,}",
             )
-    return IndexedNeighbours(distances, nearest, sorted_d, sorted_i)
+    return distances, nearest
 
 
 def ivf_cells(candidates: np.ndarray, *, seed: int = 0) -> np.ndarray:
@@ -368,6 +368,7 @@ __all__ = [
     "approximate_nearest",
     "approximate_nearest_many",
     "probe_count",
+    "proven_nearest",
     "indexed_nearest",
     "indexed_neighbours",
     "ivf_cells",
