@@ -73,24 +73,40 @@ def _codes(frames: list[pd.DataFrame], columns: list[str]) -> dict[str, tuple[np
     return out
 
 
+#: a combination's running key is made dense again before its span would pass this (int64 room)
+_KEY_ROOM = 2**62
+
+
+def _combination_key(
+    codes: dict[str, tuple[np.ndarray, int]], combo: tuple[str, ...], n: int
+) -> tuple[np.ndarray, int]:
+    """The rows' ``combo`` combinations as dense codes ``0 .. k-1`` and ``k``: the columns' codes
+    in mixed radix, made dense (a hash factorisation) only when the next column could overflow and
+    once at the end, so most combinations cost one pass over the rows."""
+    key, span = np.zeros(n, dtype=np.int64), 1
+    for c in combo:
+        code, card = codes[c]
+        if span * card >= _KEY_ROOM:
+            key, uniques = pd.factorize(key)
+            span = len(uniques)
+        key, span = key * card + code, span * card
+    dense, uniques = pd.factorize(key)
+    return dense.astype(np.int64), len(uniques)
+
+
 def excess_z(
     codes: dict[str, tuple[np.ndarray, int]], bounds: np.ndarray, combo: tuple[str, ...]
 ) -> float:
     """The two-proportion z of "the release reproduces the pool's unique ``combo`` combinations
     more often than the reference's" (see the module docstring); ``bounds``: where the pool, the
     synthetic rows and the reference start and end in the codes."""
-    key = np.zeros(bounds[-1], dtype=np.int64)
-    for c in combo:
-        code, card = codes[c]
-        key = key * card + code
-        key = pd.factorize(key)[0].astype(
-            np.int64
-        )  # dense again, so the next product cannot overflow
+    key, k = _combination_key(codes, combo, int(bounds[-1]))
     pool, synthetic, reference = (key[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
     real = np.r_[pool, reference]
-    _, inverse, counts = np.unique(real, return_inverse=True, return_counts=True)
-    unique = counts[inverse.ravel()] == 1
-    reproduced = np.isin(real, synthetic)
+    unique = np.bincount(real, minlength=k)[real] == 1
+    held = np.zeros(k, dtype=bool)
+    held[synthetic] = True
+    reproduced = held[real]
     n_pool = len(pool)
     u1, u0 = unique[:n_pool], unique[n_pool:]
     n1, n0 = int(u1.sum()), int(u0.sum())
