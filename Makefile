@@ -93,7 +93,7 @@ demo: install
 # the longest work units start first (UNIT_SECONDS there).
 # Two tiers (tests/conftest.py: SLOW_TIER names each slow module and why it cannot be fast):
 # `make test` runs every other test; `make test-slow` runs the slow tier; `make test-all` both.
-# CI (.ci/run) runs both tiers and prints each one's time.
+# CI (.ci/run) runs `make test` within its 15 minutes; `.ci/run --all` runs both tiers.
 PYTEST_WORKERS ?= 2
 PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=10
 # The static checks first (seconds; a failure stops `make test` before pytest): lint, format, types.

@@ -294,7 +294,7 @@ UNIT_SECONDS = {
 
 # ------------------------------------------------------------------------------ the two tiers
 # `make test` runs the suite without the slow tier (`-m "not slow"`), `make test-slow` the slow
-# tier, CI both (.ci/run prints each one's time). The slow tier holds the tests that cannot be made
+# tier, CI `make test` (`.ci/run --all` both). The slow tier holds the tests that cannot be made
 # fast without testing something else: each is here with why. Nothing else may carry the `slow`
 # mark.
 

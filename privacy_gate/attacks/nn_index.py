@@ -30,6 +30,7 @@ keeps the norms, and so the bound, small).
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -245,14 +246,28 @@ def approximate_nearest_many(
     indexes = [_ivf(C, cells, quantizer) for C in sets]
     for index in indexes:
         index.nprobe = nprobe
-    out = [np.empty((targets.shape[0], k), dtype=np.float64) for _, k in searches]
+    n = targets.shape[0]
+    out = [np.empty((n, k), dtype=np.float64) for _, k in searches]
+    # faiss searches preassigned cells in the calling thread only, so the batches are spread over
+    # as many threads as OpenMP may use (one per test worker; the answer per target is the same)
+    threads = max(1, faiss.omp_get_max_threads())
     step = max(1, min(batch, (1 << 24) // max(1, max(k for _, k in searches) * dims)))
-    for start in range(0, targets.shape[0], step):
+    step = max(1, min(step, -(-n // threads)))
+
+    def search(start: int) -> None:
         T = np.ascontiguousarray(targets[start : start + step], dtype=np.float32)
         probe_d, probe_i = quantizer.search(T, nprobe)
         for C, index, (_, k), o in zip(sets, indexes, searches, out):
             _, found = index.search_preassigned(T, k, probe_i, probe_d)
             o[start : start + len(T)] = _found_distances(T, C, found)
+
+    starts = range(0, n, step)
+    if threads == 1 or len(starts) == 1:
+        for start in starts:
+            search(start)
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ivf-search") as pool:
+            list(pool.map(search, starts))
     return out
 
 

@@ -219,6 +219,36 @@ def test_the_shared_cell_choice_gives_the_separate_searches_answers(nprobe):
     assert (d_syn[:50, 0] == 0).all() and (d_pool[-20:, 1] == 0).all()
 
 
+def test_the_batches_spread_over_threads_give_the_one_thread_answer(monkeypatch):
+    """faiss searches preassigned cells in the calling thread only, so the member scan's search
+    spreads its batches over the threads OpenMP may use: the distances are those of one thread, bit
+    for bit, and the batches did run on the pool's threads."""
+    import threading
+
+    import faiss
+
+    from privacy_gate.attacks import nn_index
+
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(5_000, 6)).astype(np.float32)
+    P = np.vstack([S[:40], S[:40] + 1e-3, rng.normal(size=(3_000, 6))]).astype(np.float32)
+    cells = nn_index.ivf_cells(S, seed=0)
+    monkeypatch.setattr(faiss, "omp_get_max_threads", lambda: 1)
+    one = nn_index.approximate_nearest_many(P, [(S, 32), (P, 2)], cells=cells, nprobe=4)
+    ran_on: list[str] = []
+    found = nn_index._found_distances
+
+    def recorded(*args):
+        ran_on.append(threading.current_thread().name)
+        return found(*args)
+
+    monkeypatch.setattr(nn_index, "_found_distances", recorded)
+    monkeypatch.setattr(faiss, "omp_get_max_threads", lambda: 3)
+    three = nn_index.approximate_nearest_many(P, [(S, 32), (P, 2)], cells=cells, nprobe=4)
+    assert all(np.array_equal(a, b) for a, b in zip(one, three))
+    assert len(ran_on) == 6 and all(n.startswith("ivf-search") for n in ran_on)  # 3 batches x 2
+
+
 def test_probed_cells_bound_the_rows_read_per_target():
     """The inverted-file search reads about PROBE_ROWS candidates per target, so its cost grows
     linearly in the targets: up to 16 cells while cells are small (full Adult, 160,000 rows keep

@@ -33,7 +33,7 @@ FLAGS = [
 ]
 #: why a browser test is skipped
 MISSING = (
-    f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run installs it) to run "
+    f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run --all installs it) to run "
     "the "
     "browser tests"
 )

@@ -44,7 +44,7 @@ pytestmark = [
     pytest.mark.skipif(
         not os.access(CHROMIUM, os.X_OK),
         reason=f"Chromium not installed ({CHROMIUM}): apt-get install chromium "
-        "(.ci/run installs it) to run the browser tests",
+        "(.ci/run --all installs it) to run the browser tests",
     ),
 ]
 
