@@ -33,9 +33,8 @@ FLAGS = [
 ]
 #: why a browser test is skipped
 MISSING = (
-    f"Chromium not installed ({CHROMIUM}): apt-get install chromium (.ci/run --all installs it) to run "
-    "the "
-    "browser tests"
+    f"Chromium not installed ({CHROMIUM}): apt-get install chromium "
+    "(.ci/run --all installs it) to run the browser tests"
 )
 
 
