@@ -432,28 +432,31 @@ def gate_time() -> str:
     d = load("gate_time_disclosure")
     v = load("gate_time_versions")
     runs = lambda xs: " / ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+
+    def versus(result: dict, label: str) -> list[str]:
+        """One ``bench_budget_time.py`` result: this gate against its baseline commit."""
+        return [
+            label,
+            str(len(result["runs"]["budget"])),
+            _seconds(result["median_seconds"]["budget"]),
+            _seconds(result["median_seconds"]["baseline"]),
+            f"{result['ratio']:.2f}x",
+            f"{runs(r['seconds'] for r in result['runs']['budget'])} vs "
+            f"{runs(r['seconds'] for r in result['runs']['baseline'])}",
+        ]
+
     rows = [
-        [
+        versus(
+            v,
             f"`bench_budget_time.py --baseline {v['baseline_commit']}`: this gate (commit "
             f"{v['commit'][:7]}) vs the one before the detectors that need no declarations "
             f"(goal <= {v['goal']}x)",
-            str(len(v["runs"]["budget"])),
-            _seconds(v["median_seconds"]["budget"]),
-            _seconds(v["median_seconds"]["baseline"]),
-            f"{v['ratio']:.2f}x",
-            f"{runs(r['seconds'] for r in v['runs']['budget'])} vs "
-            f"{runs(r['seconds'] for r in v['runs']['baseline'])}",
-        ],
-        [
-            "`bench_budget_time.py`: this gate vs commit "
-            + f"{b['baseline_commit']} (before the error budget)",
-            str(len(b["runs"]["budget"])),
-            _seconds(b["median_seconds"]["budget"]),
-            _seconds(b["median_seconds"]["baseline"]),
-            f"{b['ratio']:.2f}x",
-            f"{runs(r['seconds'] for r in b['runs']['budget'])} vs "
-            f"{runs(r['seconds'] for r in b['runs']['baseline'])}",
-        ],
+        ),
+        versus(
+            b,
+            f"`bench_budget_time.py`: this gate vs commit {b['baseline_commit']} (before the "
+            "error budget)",
+        ),
         [
             "`bench_gate_time.py --mode disclosure`: with vs without the disclosure stage",
             str(d["repeats"]),
